@@ -1,0 +1,34 @@
+# kiln_library(<folder> DEPS <targets...>)
+#
+# Builds every .cc under <folder>/ (recursively) into the static library kiln_<folder>.
+# Sources are globbed so that adding a file needs no CMake edit; CONFIGURE_DEPENDS makes
+# the build notice new files. A folder with no sources yet becomes an INTERFACE library,
+# so dependents can link it before it has code.
+function(kiln_library folder)
+  cmake_parse_arguments(ARG "" "" "DEPS" ${ARGN})
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/${folder}/*.cc")
+  set(target kiln_${folder})
+  if(sources)
+    add_library(${target} STATIC ${sources})
+    target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${target} PUBLIC ${ARG_DEPS})
+  else()
+    add_library(${target} INTERFACE)
+    target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${target} INTERFACE ${ARG_DEPS})
+  endif()
+endfunction()
+
+# kiln_test_suite(<name> SOURCES <files...> DEPS <targets...>)
+#
+# One GoogleTest executable registered with CTest under <name>.
+function(kiln_test_suite name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  if(NOT ARG_SOURCES)
+    return()
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES ENVIRONMENT "KILN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endfunction()

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Kiln needs (only those missing), then configures and builds
+# incrementally into build/. Sourced by scripts/main.sh and scripts/test.sh.
+#
+# Environment:
+#   KILN_BUILD_DIR  build folder (default: build)
+#   KILN_JOBS       parallel compile jobs (default: number of cores)
+#   CI              when "true", warnings are errors
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  llvm-14-dev clang-14 libclang-rt-14-dev
+  libabsl-dev libmsgpack-cxx-dev libdlpack-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-dev python3 ccache
+)
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$package")
+  fi
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build_dir=${KILN_BUILD_DIR:-build}
+jobs=${KILN_JOBS:-$(nproc)}
+werror=OFF
+[ "${CI:-}" = "true" ] && werror=ON
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+if [ ! -f "$build_dir/build.ninja" ]; then
+  cmake -S . -B "$build_dir" -G Ninja -DKILN_WERROR=$werror "${launcher[@]}" >/dev/null
+else
+  cmake -S . -B "$build_dir" -DKILN_WERROR=$werror >/dev/null
+fi
+echo "setup: building in $build_dir with $jobs jobs"
+cmake --build "$build_dir" -j "$jobs"

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Set up, build, and run every test suite.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source scripts/setup.sh
+ctest --test-dir "${KILN_BUILD_DIR:-build}" --output-on-failure -j "${KILN_JOBS:-$(nproc)}"

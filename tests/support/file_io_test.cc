@@ -1,0 +1,27 @@
+#include "support/file_io.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace kiln::support {
+namespace {
+
+TEST(FileIo, RoundTripsBinaryContents) {
+  std::string path = ::testing::TempDir() + "/kiln_file_io_test.bin";
+  std::string data("a\0b\xff", 4);
+  ASSERT_TRUE(WriteFile(path, data).ok());
+  absl::StatusOr<std::string> read = ReadFile(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, data);
+}
+
+TEST(FileIo, MissingFileNamesThePath) {
+  absl::StatusOr<std::string> read = ReadFile("/nonexistent/kiln/file.kir");
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("/nonexistent/kiln/file.kir"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::support

@@ -1,0 +1,343 @@
+#include "tir/expr.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "support/check.h"
+#include "tir/buffer.h"
+
+namespace kiln::tir {
+
+bool IsArithmetic(ExprKind kind) { return kind >= ExprKind::kAdd && kind <= ExprKind::kMax; }
+bool IsComparison(ExprKind kind) { return kind >= ExprKind::kEQ && kind <= ExprKind::kGE; }
+bool IsLogical(ExprKind kind) { return kind == ExprKind::kAnd || kind == ExprKind::kOr; }
+bool IsBinary(ExprKind kind) { return IsArithmetic(kind) || IsComparison(kind) || IsLogical(kind); }
+
+const char* KindName(ExprKind kind) {
+  switch (kind) {
+    case ExprKind::kIntImm: return "int";
+    case ExprKind::kFloatImm: return "float";
+    case ExprKind::kVar: return "var";
+    case ExprKind::kAdd: return "+";
+    case ExprKind::kSub: return "-";
+    case ExprKind::kMul: return "*";
+    case ExprKind::kDiv: return "/";
+    case ExprKind::kFloorDiv: return "floordiv";
+    case ExprKind::kFloorMod: return "floormod";
+    case ExprKind::kMin: return "min";
+    case ExprKind::kMax: return "max";
+    case ExprKind::kEQ: return "==";
+    case ExprKind::kNE: return "!=";
+    case ExprKind::kLT: return "<";
+    case ExprKind::kLE: return "<=";
+    case ExprKind::kGT: return ">";
+    case ExprKind::kGE: return ">=";
+    case ExprKind::kAnd: return "&&";
+    case ExprKind::kOr: return "||";
+    case ExprKind::kNot: return "!";
+    case ExprKind::kSelect: return "select";
+    case ExprKind::kCast: return "cast";
+    case ExprKind::kCall: return "call";
+    case ExprKind::kBufferLoad: return "load";
+    case ExprKind::kRamp: return "ramp";
+    case ExprKind::kBroadcast: return "broadcast";
+    case ExprKind::kLet: return "let";
+  }
+  return "?";
+}
+
+PrimExpr::PrimExpr(int64_t value) : node_(std::make_shared<IntImmNode>(DataType::Int64(), value)) {}
+
+std::optional<int64_t> PrimExpr::as_int() const {
+  if (const auto* imm = as<IntImmNode>()) return imm->value;
+  return std::nullopt;
+}
+
+Var::Var(std::string name, DataType dtype, std::optional<int64_t> lower_bound,
+         std::optional<int64_t> upper_bound)
+    : PrimExpr(std::make_shared<VarNode>(std::move(name), dtype, lower_bound, upper_bound)) {}
+
+PrimExpr IntImm(DataType dtype, int64_t value) {
+  KILN_CHECK(dtype.is_integer() || dtype.is_bool()) << "IntImm of " << dtype.ToString();
+  return PrimExpr(std::make_shared<IntImmNode>(dtype, value));
+}
+
+PrimExpr FloatImm(DataType dtype, double value) {
+  KILN_CHECK(dtype.is_floating()) << "FloatImm of " << dtype.ToString();
+  return PrimExpr(std::make_shared<FloatImmNode>(dtype, value));
+}
+
+PrimExpr MakeBinary(ExprKind kind, PrimExpr a, PrimExpr b) {
+  KILN_CHECK(IsBinary(kind)) << KindName(kind);
+  KILN_CHECK(a.defined() && b.defined());
+  KILN_CHECK(a.dtype() == b.dtype()) << "operands of " << KindName(kind) << " differ in type: "
+                                     << a.dtype().ToString() << " vs " << b.dtype().ToString();
+  DataType result = a.dtype();
+  if (IsComparison(kind)) result = DataType::Bool(a.dtype().lanes());
+  if (IsLogical(kind)) KILN_CHECK(a.dtype().is_bool()) << KindName(kind) << " needs bool operands";
+  return PrimExpr(std::make_shared<BinaryNode>(kind, result, std::move(a), std::move(b)));
+}
+
+PrimExpr Add(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kAdd, std::move(a), std::move(b)); }
+PrimExpr Sub(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kSub, std::move(a), std::move(b)); }
+PrimExpr Mul(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kMul, std::move(a), std::move(b)); }
+PrimExpr Div(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kDiv, std::move(a), std::move(b)); }
+PrimExpr FloorDiv(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kFloorDiv, std::move(a), std::move(b)); }
+PrimExpr FloorMod(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kFloorMod, std::move(a), std::move(b)); }
+PrimExpr Min(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kMin, std::move(a), std::move(b)); }
+PrimExpr Max(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kMax, std::move(a), std::move(b)); }
+PrimExpr EQ(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kEQ, std::move(a), std::move(b)); }
+PrimExpr NE(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kNE, std::move(a), std::move(b)); }
+PrimExpr LT(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kLT, std::move(a), std::move(b)); }
+PrimExpr LE(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kLE, std::move(a), std::move(b)); }
+PrimExpr GT(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kGT, std::move(a), std::move(b)); }
+PrimExpr GE(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kGE, std::move(a), std::move(b)); }
+PrimExpr And(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kAnd, std::move(a), std::move(b)); }
+PrimExpr Or(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kOr, std::move(a), std::move(b)); }
+
+PrimExpr Not(PrimExpr a) {
+  KILN_CHECK(a.dtype().is_bool()) << "! needs a bool operand";
+  return PrimExpr(std::make_shared<NotNode>(std::move(a)));
+}
+
+PrimExpr Select(PrimExpr condition, PrimExpr true_value, PrimExpr false_value) {
+  KILN_CHECK(condition.dtype().is_bool()) << "select condition must be bool";
+  KILN_CHECK(true_value.dtype() == false_value.dtype()) << "select branches differ in type";
+  return PrimExpr(std::make_shared<SelectNode>(std::move(condition), std::move(true_value),
+                                               std::move(false_value)));
+}
+
+PrimExpr Cast(DataType dtype, PrimExpr value) {
+  KILN_CHECK_EQ(dtype.lanes(), value.dtype().lanes()) << "cast may not change lanes";
+  return PrimExpr(std::make_shared<CastNode>(dtype, std::move(value)));
+}
+
+bool IsMathIntrinsic(std::string_view name) {
+  constexpr std::string_view kNames[] = {"exp",  "log",   "sqrt",  "rsqrt", "tanh",
+                                         "sigmoid", "erf", "fabs", "floor", "ceil",
+                                         "round", "pow",  "sin",   "cos"};
+  for (std::string_view known : kNames) {
+    if (name == known) return true;
+  }
+  return false;
+}
+
+PrimExpr Call(std::string op, std::vector<PrimExpr> args) {
+  KILN_CHECK(IsMathIntrinsic(op)) << "unknown intrinsic " << op;
+  KILN_CHECK(!args.empty()) << op << " needs an argument";
+  DataType dtype = args[0].dtype();
+  return PrimExpr(std::make_shared<CallNode>(dtype, std::move(op), std::move(args)));
+}
+
+PrimExpr Ramp(PrimExpr base, PrimExpr stride, int lanes) {
+  KILN_CHECK(base.dtype() == stride.dtype() && base.dtype().is_scalar());
+  KILN_CHECK_GE(lanes, 2);
+  return PrimExpr(std::make_shared<RampNode>(std::move(base), std::move(stride), lanes));
+}
+
+PrimExpr Broadcast(PrimExpr value, int lanes) {
+  KILN_CHECK(value.dtype().is_scalar());
+  KILN_CHECK_GE(lanes, 2);
+  return PrimExpr(std::make_shared<BroadcastNode>(std::move(value), lanes));
+}
+
+PrimExpr Let(Var var, PrimExpr value, PrimExpr body) {
+  KILN_CHECK(var.dtype() == value.dtype()) << "let " << var.name() << ": value type differs";
+  return PrimExpr(std::make_shared<LetNode>(var.var_node(), std::move(value), std::move(body)));
+}
+
+namespace {
+
+PrimExpr LiteralLike(const PrimExpr& other, int64_t value) {
+  if (other.dtype().is_floating()) return FloatImm(other.dtype(), static_cast<double>(value));
+  return IntImm(other.dtype(), value);
+}
+
+}  // namespace
+
+PrimExpr operator+(PrimExpr a, PrimExpr b) { return Add(std::move(a), std::move(b)); }
+PrimExpr operator-(PrimExpr a, PrimExpr b) { return Sub(std::move(a), std::move(b)); }
+PrimExpr operator*(PrimExpr a, PrimExpr b) { return Mul(std::move(a), std::move(b)); }
+PrimExpr operator+(PrimExpr a, int64_t b) { PrimExpr lit = LiteralLike(a, b); return Add(std::move(a), lit); }
+PrimExpr operator-(PrimExpr a, int64_t b) { PrimExpr lit = LiteralLike(a, b); return Sub(std::move(a), lit); }
+PrimExpr operator*(PrimExpr a, int64_t b) { PrimExpr lit = LiteralLike(a, b); return Mul(std::move(a), lit); }
+PrimExpr operator+(int64_t a, PrimExpr b) { PrimExpr lit = LiteralLike(b, a); return Add(lit, std::move(b)); }
+PrimExpr operator-(int64_t a, PrimExpr b) { PrimExpr lit = LiteralLike(b, a); return Sub(lit, std::move(b)); }
+PrimExpr operator*(int64_t a, PrimExpr b) { PrimExpr lit = LiteralLike(b, a); return Mul(lit, std::move(b)); }
+
+// ---------------------------------------------------------------- printing
+
+namespace {
+
+// Binding strength of an infix form; higher binds tighter. Function-call forms are atoms.
+int Precedence(const PrimExpr& e) {
+  switch (e.kind()) {
+    case ExprKind::kOr: return 1;
+    case ExprKind::kAnd: return 2;
+    case ExprKind::kEQ: case ExprKind::kNE: case ExprKind::kLT:
+    case ExprKind::kLE: case ExprKind::kGT: case ExprKind::kGE: return 3;
+    case ExprKind::kAdd: case ExprKind::kSub: return 4;
+    case ExprKind::kMul: case ExprKind::kDiv: return 5;
+    case ExprKind::kNot: return 6;
+    case ExprKind::kLet: return 0;
+    case ExprKind::kIntImm: {
+      const auto* imm = e.as<IntImmNode>();
+      return imm->value < 0 && imm->dtype() == DataType::Int64() ? 6 : 7;
+    }
+    case ExprKind::kFloatImm: {
+      const auto* imm = e.as<FloatImmNode>();
+      return imm->value < 0 && imm->dtype() == DataType::Float32() ? 6 : 7;
+    }
+    default: return 7;
+  }
+}
+
+std::string FloatText(double value, DataType dtype) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), dtype.bits() <= 32 ? "%.9g" : "%.17g", value);
+  std::string text = buffer;
+  if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+  return text;
+}
+
+void Print(const PrimExpr& e, std::string* out);
+
+void PrintOperand(const PrimExpr& e, bool parenthesize, std::string* out) {
+  if (parenthesize) out->push_back('(');
+  Print(e, out);
+  if (parenthesize) out->push_back(')');
+}
+
+void PrintList(const std::vector<PrimExpr>& items, std::string* out) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out->append(", ");
+    Print(items[i], out);
+  }
+}
+
+void Print(const PrimExpr& e, std::string* out) {
+  if (!e.defined()) {
+    out->append("<undefined>");
+    return;
+  }
+  switch (e.kind()) {
+    case ExprKind::kIntImm: {
+      const auto* imm = e.as<IntImmNode>();
+      if (imm->dtype().is_bool()) {
+        out->append(imm->value ? "true" : "false");
+      } else if (imm->dtype() == DataType::Int64()) {
+        absl::StrAppend(out, imm->value);
+      } else {
+        absl::StrAppend(out, imm->dtype().ToString(), "(", imm->value, ")");
+      }
+      return;
+    }
+    case ExprKind::kFloatImm: {
+      const auto* imm = e.as<FloatImmNode>();
+      std::string text = FloatText(imm->value, imm->dtype());
+      bool plain = imm->dtype() == DataType::Float32() && std::isfinite(imm->value);
+      if (plain) {
+        out->append(text);
+      } else {
+        absl::StrAppend(out, imm->dtype().ToString(), "(", text, ")");
+      }
+      return;
+    }
+    case ExprKind::kVar: out->append(e.as<VarNode>()->name); return;
+    case ExprKind::kFloorDiv: case ExprKind::kFloorMod:
+    case ExprKind::kMin: case ExprKind::kMax: {
+      const auto* bin = e.as<BinaryNode>();
+      absl::StrAppend(out, KindName(e.kind()), "(");
+      Print(bin->a, out);
+      out->append(", ");
+      Print(bin->b, out);
+      out->push_back(')');
+      return;
+    }
+    case ExprKind::kNot: {
+      out->push_back('!');
+      const PrimExpr& a = e.as<NotNode>()->a;
+      PrintOperand(a, Precedence(a) < 6, out);
+      return;
+    }
+    case ExprKind::kSelect: {
+      const auto* s = e.as<SelectNode>();
+      out->append("select(");
+      PrintList({s->condition, s->true_value, s->false_value}, out);
+      out->push_back(')');
+      return;
+    }
+    case ExprKind::kCast: {
+      const auto* c = e.as<CastNode>();
+      absl::StrAppend(out, "cast(", c->dtype().ToString(), ", ");
+      Print(c->value, out);
+      out->push_back(')');
+      return;
+    }
+    case ExprKind::kCall: {
+      const auto* c = e.as<CallNode>();
+      absl::StrAppend(out, c->op, "(");
+      PrintList(c->args, out);
+      out->push_back(')');
+      return;
+    }
+    case ExprKind::kBufferLoad: {
+      const auto* load = e.as<BufferLoadNode>();
+      absl::StrAppend(out, load->buffer->name, "[");
+      PrintList(load->indices, out);
+      out->push_back(']');
+      return;
+    }
+    case ExprKind::kRamp: {
+      const auto* r = e.as<RampNode>();
+      out->append("ramp(");
+      PrintList({r->base, r->stride}, out);
+      absl::StrAppend(out, ", ", r->lanes, ")");
+      return;
+    }
+    case ExprKind::kBroadcast: {
+      const auto* b = e.as<BroadcastNode>();
+      out->append("broadcast(");
+      Print(b->value, out);
+      absl::StrAppend(out, ", ", b->lanes, ")");
+      return;
+    }
+    case ExprKind::kLet: {
+      const auto* let = e.as<LetNode>();
+      absl::StrAppend(out, "let ", let->var->name, " = ");
+      Print(let->value, out);
+      out->append(" in ");
+      Print(let->body, out);
+      return;
+    }
+    default: {
+      // Infix binary forms. Left-associative: the right operand is parenthesized at equal
+      // precedence so that printing then parsing rebuilds the same tree; comparisons do
+      // not chain, so both sides are.
+      const auto* bin = e.as<BinaryNode>();
+      KILN_CHECK(bin != nullptr);
+      int p = Precedence(e);
+      bool comparison = IsComparison(e.kind());
+      PrintOperand(bin->a, comparison ? Precedence(bin->a) <= p : Precedence(bin->a) < p, out);
+      absl::StrAppend(out, " ", KindName(e.kind()), " ");
+      PrintOperand(bin->b, Precedence(bin->b) <= p, out);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+std::string ToString(const PrimExpr& expr) {
+  std::string out;
+  Print(expr, &out);
+  return out;
+}
+
+std::ostream& operator<<(std::ostream& os, const PrimExpr& expr) { return os << ToString(expr); }
+
+}  // namespace kiln::tir

@@ -1,0 +1,11 @@
+// The kiln subcommands. Each is defined in its own <name>_command.cc and receives the
+// arguments after the subcommand name (argv[0] is the subcommand itself).
+#pragma once
+
+namespace kiln::tools {
+
+int CheckCommand(int argc, char** argv);   // check_command.cc
+int RunCommand(int argc, char** argv);     // run_command.cc
+int DisasmCommand(int argc, char** argv);  // disasm_command.cc
+
+}  // namespace kiln::tools

@@ -1,0 +1,49 @@
+// kiln: the command-line front door. Dispatches to one subcommand per file.
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "tools/commands.h"
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(int argc, char** argv);
+  const char* summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"check", kiln::tools::CheckCommand,
+     "parse a .kir module, check it, and print it with inferred struct info"},
+    {"run", kiln::tools::RunCommand, "load a .kx executable and call one of its functions"},
+    {"disasm", kiln::tools::DisasmCommand, "print the contents of a .kx executable"},
+};
+
+void PrintUsage(std::FILE* out) {
+  std::fprintf(out, "usage: kiln <command> [options]\n\ncommands:\n");
+  for (const Subcommand& command : kSubcommands) {
+    std::fprintf(out, "  %-8s %s\n", command.name, command.summary);
+  }
+  std::fprintf(out, "\n'kiln <command> --help' describes a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintUsage(stderr);
+    return 2;
+  }
+  std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    PrintUsage(stdout);
+    return 0;
+  }
+  for (const Subcommand& command : kSubcommands) {
+    if (name == command.name) return command.run(argc - 1, argv + 1);
+  }
+  std::fprintf(stderr, "kiln: unknown command '%s'\n\n", argv[1]);
+  PrintUsage(stderr);
+  return 2;
+}
