@@ -1,0 +1,63 @@
+// The operator registry: every Relax operator by name, with its arity, purity and
+// struct-info inference (legalization to TIR is added by the CPU compiler).
+//
+// Inference is symbolic: output shapes are PrimExprs over the inputs' symbolic dimensions,
+// simplified by the analyzer. When inputs are only partly known (unknown ndim or dtype) the
+// result is as precise as can be said. When the inputs are certainly incompatible (e.g.
+// matmul inner dimensions 3 and 4, or n and n + 1), inference returns an InvalidArgument
+// error that names the operator and the offending dimensions; a mismatch that the analyzer
+// can neither prove nor refute (n vs m) is accepted — it becomes a run-time check.
+//
+// Registration is explicit (no static initializers): the registry is built on first use by
+// calling each op family's Register function.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "relax/expr.h"
+
+namespace kiln::tir {
+class Analyzer;
+}
+
+namespace kiln::relax {
+
+// Infers a call's struct info. The call's arguments are normalized: each carries struct
+// info. `analyzer` simplifies and proves facts about symbolic dimensions.
+using InferStructInfoFn =
+    std::function<absl::StatusOr<StructInfo>(const CallNode& call, tir::Analyzer& analyzer)>;
+
+struct OpInfo {
+  std::string name;           // "add", "matmul", "call_tir", ... (text format: R.<name>)
+  int min_args = 0;           // arity check done before inference
+  int max_args = 0;           // -1: variadic
+  bool pure = true;           // false for anything with side effects
+  std::vector<std::string> attr_names;  // attributes the op accepts (others are an error)
+  InferStructInfoFn infer;
+};
+
+class OpRegistry {
+ public:
+  // The process-wide registry with every built-in operator.
+  static const OpRegistry& Global();
+
+  // nullptr when no operator has that name.
+  const OpInfo* Find(std::string_view name) const;
+  std::vector<std::string> Names() const;
+
+  // Used by the op families' Register functions while the registry is built.
+  void Register(OpInfo info);
+
+ private:
+  std::vector<OpInfo> ops_;  // sorted by name after construction
+};
+
+// Checks arity and attributes against the registry, then runs the op's inference. Errors
+// name the operator.
+absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyzer& analyzer);
+
+}  // namespace kiln::relax
