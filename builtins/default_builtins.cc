@@ -1,0 +1,16 @@
+#include "builtins/default_builtins.h"
+
+namespace kiln::builtins {
+
+const vm::BuiltinRegistry& DefaultRegistry() {
+  static const vm::BuiltinRegistry* registry = [] {
+    auto* r = new vm::BuiltinRegistry();
+    RegisterMemoryBuiltins(*r);
+    RegisterStructureBuiltins(*r);
+    RegisterTensorKernels(*r);
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace kiln::builtins

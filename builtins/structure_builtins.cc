@@ -1,0 +1,88 @@
+// Structure builtins: tuples, shapes, and reading an If condition out of a tensor.
+#include <cstring>
+
+#include "builtins/builtin_args.h"
+#include "builtins/default_builtins.h"
+#include "support/status_macros.h"
+
+namespace kiln::builtins {
+namespace {
+
+using vm::BuiltinContext;
+using vm::Value;
+
+// (any...) -> tuple
+absl::Status TupleMake(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  vm::TupleFields fields;
+  fields.reserve(n);
+  for (int i = 0; i < n; ++i) fields.push_back(*args[i]);
+  *out = Value::FromTuple(std::move(fields));
+  return absl::OkStatus();
+}
+
+// (tuple, int) -> any
+absl::Status TupleGet(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  KILN_RETURN_IF_ERROR(CheckArity(n, 2));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[0], Value::Kind::kTuple, 0));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[1], Value::Kind::kInt, 1));
+  const vm::TupleFields& fields = args[0]->as_tuple();
+  int64_t index = args[1]->as_int();
+  if (index < 0 || index >= static_cast<int64_t>(fields.size())) {
+    return absl::OutOfRangeError(absl::StrCat("tuple index ", index, " out of range for a tuple of ", fields.size()));
+  }
+  *out = fields[index];
+  return absl::OkStatus();
+}
+
+// (tensor) -> shape
+absl::Status ShapeOf(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  KILN_RETURN_IF_ERROR(CheckArity(n, 1));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[0], Value::Kind::kTensor, 0));
+  *out = Value::FromShape(args[0]->as_tensor().shape());
+  return absl::OkStatus();
+}
+
+// (tensor | bool | int) -> bool: the truth of a scalar, for If.
+absl::Status ReadIfCond(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  KILN_RETURN_IF_ERROR(CheckArity(n, 1));
+  const Value& v = *args[0];
+  if (v.kind() == Value::Kind::kBool) {
+    *out = v;
+    return absl::OkStatus();
+  }
+  if (v.is_int()) {
+    *out = Value(v.as_int() != 0);
+    return absl::OkStatus();
+  }
+  KILN_RETURN_IF_ERROR(CheckKind(v, Value::Kind::kTensor, 0));
+  const vm::Tensor& t = v.as_tensor();
+  if (t.numel() != 1 || t.device().device_type != kDLCPU) {
+    return absl::InvalidArgumentError(absl::StrCat("an If condition must be a one-element CPU tensor, got ", t.Describe()));
+  }
+  int64_t bytes = vm::DTypeBytes(t.dtype());
+  bool truth = false;
+  if (t.dtype().code == kDLFloat && bytes == 4) {
+    truth = *t.data_as<float>() != 0.0f;
+  } else if (t.dtype().code == kDLFloat && bytes == 8) {
+    truth = *t.data_as<double>() != 0.0;
+  } else if (bytes >= 1 && bytes <= 8 && t.dtype().code != kDLFloat) {
+    uint64_t raw = 0;
+    std::memcpy(&raw, t.data(), static_cast<size_t>(bytes));
+    truth = raw != 0;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unsupported If condition type ", t.Describe()));
+  }
+  *out = Value(truth);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterStructureBuiltins(vm::BuiltinRegistry& r) {
+  r.RegisterBuiltin("kiln.tuple_make", "(any...) -> tuple", TupleMake);
+  r.RegisterBuiltin("kiln.tuple_get", "(tuple, int) -> any", TupleGet);
+  r.RegisterBuiltin("kiln.shape_of", "(tensor) -> shape", ShapeOf);
+  r.RegisterBuiltin("kiln.read_if_cond", "(any) -> bool", ReadIfCond);
+}
+
+}  // namespace kiln::builtins

@@ -1,0 +1,29 @@
+#include "vm/builtin_registry.h"
+
+#include "support/check.h"
+
+namespace kiln::vm {
+
+void BuiltinRegistry::RegisterBuiltin(const std::string& name, std::string signature, BuiltinFn fn) {
+  KILN_CHECK(fn != nullptr) << name;
+  KILN_CHECK(builtins_.emplace(name, Builtin{std::move(signature), fn}).second)
+      << "builtin registered twice: " << name;
+}
+
+void BuiltinRegistry::RegisterKernel(const std::string& name, std::string arg_signature, KilnKernelFn fn) {
+  KILN_CHECK(fn != nullptr) << name;
+  KILN_CHECK(kernels_.emplace(name, LibraryKernel{std::move(arg_signature), fn}).second)
+      << "library kernel registered twice: " << name;
+}
+
+const BuiltinRegistry::Builtin* BuiltinRegistry::FindBuiltin(const std::string& name) const {
+  auto it = builtins_.find(name);
+  return it == builtins_.end() ? nullptr : &it->second;
+}
+
+const BuiltinRegistry::LibraryKernel* BuiltinRegistry::FindKernel(const std::string& name) const {
+  auto it = kernels_.find(name);
+  return it == kernels_.end() ? nullptr : &it->second;
+}
+
+}  // namespace kiln::vm

@@ -1,0 +1,48 @@
+// Devices: where tensors live and kernels run.
+//
+// A Device allocates and frees memory, copies between host and device, and synchronizes.
+// The CPU device is always present; CUDA and Vulkan register themselves at run time when
+// their driver can be opened (dlopen), so one binary runs on a machine without a GPU and
+// says clearly that such a device is unavailable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include <dlpack/dlpack.h>
+
+namespace kiln::vm {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual DLDevice dl_device() const = 0;
+  // "cpu", "cuda:0", ...
+  virtual std::string name() const = 0;
+  // Returns memory aligned to at least `alignment` bytes, or an error when exhausted.
+  virtual absl::StatusOr<void*> Allocate(size_t bytes, size_t alignment) = 0;
+  virtual void Free(void* ptr, size_t bytes) = 0;
+  // Copies between memory of this device and host memory (either direction).
+  virtual absl::Status CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual absl::Status CopyFromHost(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual absl::Status Synchronize() = 0;
+};
+
+// The process-wide CPU device (pooled, 64-byte aligned allocations).
+Device* CpuDevice();
+
+// Looks a device up by name: "cpu", "cuda:0", "vulkan:0". A known kind whose driver is not
+// present is an Unavailable error saying why.
+absl::StatusOr<Device*> GetDevice(const std::string& name);
+absl::StatusOr<Device*> GetDevice(DLDevice device);
+
+// Lets a GPU backend make its devices known once its driver has been opened. `factory` is
+// called on first use of a device of that kind and index.
+using DeviceFactory = std::function<absl::StatusOr<Device*>(int index)>;
+void RegisterDeviceKind(DLDeviceType type, std::string kind_name, DeviceFactory factory);
+
+}  // namespace kiln::vm

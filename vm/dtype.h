@@ -1,0 +1,33 @@
+// Element types at run time, as DLPack's DLDataType (the runtime does not use the
+// compiler's tir::DataType; the numbering is the same: int 0, uint 1, float 2, bfloat 4,
+// bool 6 stored in 8 bits).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include <dlpack/dlpack.h>
+
+namespace kiln::vm {
+
+inline constexpr uint8_t kDTypeBool = 6;
+
+inline constexpr DLDataType DTypeFloat32() { return {kDLFloat, 32, 1}; }
+inline constexpr DLDataType DTypeInt64() { return {kDLInt, 64, 1}; }
+
+inline bool operator==(const DLDataType& a, const DLDataType& b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+inline bool operator!=(const DLDataType& a, const DLDataType& b) { return !(a == b); }
+
+// Bytes per element (lanes included).
+inline int64_t DTypeBytes(DLDataType t) { return (int64_t{t.bits} * t.lanes + 7) / 8; }
+
+// "float32", "int64", "bool", ...
+std::string DTypeToString(DLDataType t);
+
+// Accepts the long names ("float32") and short ones ("f32", "i64", "u8", "bf16", "bool").
+absl::StatusOr<DLDataType> ParseDType(const std::string& text);
+
+}  // namespace kiln::vm

@@ -1,0 +1,119 @@
+// Executable: a compiled program, immutable once loaded and shared by any number of
+// VirtualMachines on any number of threads.
+//
+// File format (.kx), all integers little-endian:
+//   header:   magic "KILNEXE\0", u16 major, u16 minor, u32 section count,
+//             then per section: u32 id, u32 zero, u64 offset, u64 size, u64 FNV-1a hash
+//   sections: msgpack documents (functions, constants, builtins, kernels) and raw bytes
+//             (the CPU kernel shared object)
+// Compatibility: a reader accepts files of its own major version and any minor version up
+// to its own; anything else is refused with both versions named.
+// Loading checks every bound, hash, index, register and jump target, resolves builtins
+// (by name, checking the signature recorded in the file against the registered one) and
+// kernels to direct pointers, and returns an error for anything malformed. It never reads
+// past a section.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "vm/builtin_registry.h"
+#include "vm/bytecode.h"
+#include "vm/kernel_abi.h"
+#include "vm/value.h"
+
+namespace kiln::vm {
+
+inline constexpr char kExecutableMagic[8] = {'K', 'I', 'L', 'N', 'E', 'X', 'E', '\0'};
+inline constexpr uint16_t kFormatMajor = 1;
+inline constexpr uint16_t kFormatMinor = 0;
+
+enum class SectionId : uint32_t {
+  kFunctions = 1,
+  kConstants = 2,
+  kBuiltins = 3,
+  kKernels = 4,
+  kCpuObject = 5,
+};
+
+// What a parameter must be at call time. Dims use MatchShape's operand kinds: Imm (fixed),
+// Bind (first occurrence of a symbolic variable: stores it), Reg (later occurrence: must
+// equal), Any.
+struct ParamSignature {
+  std::string name;
+  Value::Kind kind = Value::Kind::kNone;  // kNone: any value
+  bool check_dtype = false;
+  DLDataType dtype{};
+  int32_t ndim = -1;  // -1: any rank (then dims is empty)
+  std::vector<Operand> dims;
+};
+
+struct Function {
+  std::string name;
+  std::vector<ParamSignature> params;
+  int32_t num_registers = 0;
+  std::vector<Instruction> code;
+  std::vector<Operand> operands;
+  std::vector<std::string> strings;       // debug names, error contexts
+  std::vector<int32_t> instruction_names; // per instruction: index into strings or -1
+};
+
+struct BuiltinDecl {
+  std::string name;
+  std::string signature;
+};
+
+struct KernelDecl {
+  enum class Source : uint8_t { kCpuObject = 0, kLibrary = 1 };
+  std::string name;
+  Source source = Source::kCpuObject;
+  std::string arg_signature;  // one letter per argument: t tensor, i int, f float, h handle
+};
+
+class KernelObject;  // a loaded shared object (kernel_object.h)
+
+class Executable {
+ public:
+  // Contents, as built by ExecutableBuilder or decoded from a file.
+  struct Contents {
+    std::vector<Function> functions;
+    std::vector<Value> constants;
+    std::vector<BuiltinDecl> builtins;
+    std::vector<KernelDecl> kernels;
+    std::string cpu_object;  // shared object bytes, may be empty
+  };
+
+  // Decodes and verifies a file image, then resolves callees against `registry`.
+  static absl::StatusOr<std::shared_ptr<const Executable>> Load(std::string bytes,
+                                                                const BuiltinRegistry& registry);
+  static absl::StatusOr<std::shared_ptr<const Executable>> LoadFile(const std::string& path,
+                                                                    const BuiltinRegistry& registry);
+  // Decodes and verifies without resolving (for the disassembler).
+  static absl::StatusOr<Contents> Decode(const std::string& bytes);
+  // Verifies a Contents (indices, registers, jumps, arities). Used by Load and the builder.
+  static absl::Status Verify(const Contents& contents);
+  static std::string Encode(const Contents& contents);
+
+  const Contents& contents() const { return contents_; }
+  const std::vector<Function>& functions() const { return contents_.functions; }
+  // -1 if there is no function of that name.
+  int32_t FindFunction(const std::string& name) const;
+
+  // Resolved callees, indexed like the builtin and kernel tables.
+  const std::vector<BuiltinFn>& builtin_fns() const { return builtin_fns_; }
+  const std::vector<KilnKernelFn>& kernel_fns() const { return kernel_fns_; }
+  int32_t max_call_args() const { return max_call_args_; }
+
+ private:
+  Executable() = default;
+  Contents contents_;
+  std::vector<BuiltinFn> builtin_fns_;
+  std::vector<KilnKernelFn> kernel_fns_;
+  std::shared_ptr<KernelObject> cpu_object_;
+  int32_t max_call_args_ = 0;
+};
+
+}  // namespace kiln::vm

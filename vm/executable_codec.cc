@@ -1,0 +1,470 @@
+// Encoding and decoding of the .kx file (see executable.h for the layout).
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <msgpack.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "vm/executable.h"
+
+namespace kiln::vm {
+namespace {
+
+constexpr size_t kHeaderSize = 8 + 2 + 2 + 4;
+constexpr size_t kSectionEntrySize = 4 + 4 + 8 + 8 + 8;
+constexpr uint32_t kMaxSections = 64;
+
+uint64_t Fnv1a(const char* data, size_t size) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (size_t i = 0; i < size; ++i) {
+    hash ^= static_cast<uint8_t>(data[i]);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+template <typename T>
+void PutLE(std::string* out, T value) {
+  for (size_t i = 0; i < sizeof(T); ++i) out->push_back(static_cast<char>((value >> (8 * i)) & 0xff));
+}
+
+template <typename T>
+T GetLE(const char* p) {
+  T value = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) value |= static_cast<T>(static_cast<uint8_t>(p[i])) << (8 * i);
+  return value;
+}
+
+// ------------------------------------------------------------------ encoding
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+void PackOperand(Packer& pk, const Operand& o) {
+  pk.pack_array(3);
+  pk.pack(static_cast<int>(o.kind));
+  pk.pack(o.debug_name);
+  pk.pack(o.value);
+}
+
+void PackFunction(Packer& pk, const Function& f) {
+  pk.pack_array(7);
+  pk.pack(f.name);
+  pk.pack_array(static_cast<uint32_t>(f.params.size()));
+  for (const ParamSignature& p : f.params) {
+    pk.pack_array(8);
+    pk.pack(p.name);
+    pk.pack(static_cast<int>(p.kind));
+    pk.pack(p.check_dtype);
+    pk.pack(static_cast<int>(p.dtype.code));
+    pk.pack(static_cast<int>(p.dtype.bits));
+    pk.pack(static_cast<int>(p.dtype.lanes));
+    pk.pack(p.ndim);
+    pk.pack_array(static_cast<uint32_t>(p.dims.size()));
+    for (const Operand& d : p.dims) PackOperand(pk, d);
+  }
+  pk.pack(f.num_registers);
+  pk.pack_array(static_cast<uint32_t>(f.code.size()));
+  for (const Instruction& in : f.code) {
+    pk.pack_array(6);
+    pk.pack(static_cast<int>(in.op));
+    pk.pack(static_cast<int>(in.sub));
+    pk.pack(in.dst);
+    pk.pack(in.a);
+    pk.pack(in.b);
+    pk.pack(in.c);
+  }
+  pk.pack_array(static_cast<uint32_t>(f.operands.size()));
+  for (const Operand& o : f.operands) PackOperand(pk, o);
+  pk.pack(f.strings);
+  pk.pack(f.instruction_names);
+}
+
+void PackConstant(Packer& pk, const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kInt: pk.pack_array(2); pk.pack(static_cast<int>(v.kind())); pk.pack(v.as_int()); return;
+    case Value::Kind::kDouble: pk.pack_array(2); pk.pack(static_cast<int>(v.kind())); pk.pack(v.as_double()); return;
+    case Value::Kind::kBool: pk.pack_array(2); pk.pack(static_cast<int>(v.kind())); pk.pack(v.as_bool()); return;
+    case Value::Kind::kString: pk.pack_array(2); pk.pack(static_cast<int>(v.kind())); pk.pack(v.as_string()); return;
+    case Value::Kind::kShape: pk.pack_array(2); pk.pack(static_cast<int>(v.kind())); pk.pack(v.as_shape()); return;
+    case Value::Kind::kTensor: {
+      const Tensor& t = v.as_tensor();
+      pk.pack_array(6);
+      pk.pack(static_cast<int>(v.kind()));
+      pk.pack(static_cast<int>(t.dtype().code));
+      pk.pack(static_cast<int>(t.dtype().bits));
+      pk.pack(static_cast<int>(t.dtype().lanes));
+      pk.pack(t.shape());
+      pk.pack_bin(static_cast<uint32_t>(t.nbytes()));
+      pk.pack_bin_body(static_cast<const char*>(t.data()), static_cast<uint32_t>(t.nbytes()));
+      return;
+    }
+    default:
+      pk.pack_array(1);
+      pk.pack(static_cast<int>(Value::Kind::kNone));
+      return;
+  }
+}
+
+// ------------------------------------------------------------------ decoding
+
+// Walks a msgpack document with a sticky error: after the first mismatch every read
+// returns a harmless default and the error says where decoding stopped.
+class Reader {
+ public:
+  explicit Reader(const char* section) : section_(section) {}
+  bool ok() const { return status_.ok(); }
+  const absl::Status& status() const { return status_; }
+
+  void Fail(const std::string& what) {
+    if (status_.ok()) status_ = absl::DataLossError(absl::StrCat("malformed ", section_, " section: ", what));
+  }
+
+  // The elements of an array with at least `min_size` elements.
+  const msgpack::object* Array(const msgpack::object& o, size_t min_size, size_t* size, const char* what) {
+    *size = 0;
+    if (!ok()) return nullptr;
+    if (o.type != msgpack::type::ARRAY || o.via.array.size < min_size) {
+      Fail(absl::StrCat("expected ", what));
+      return nullptr;
+    }
+    *size = o.via.array.size;
+    return o.via.array.ptr;
+  }
+  int64_t Int(const msgpack::object& o, const char* what, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX) {
+    if (!ok()) return 0;
+    int64_t v = 0;
+    if (o.type == msgpack::type::POSITIVE_INTEGER) {
+      if (o.via.u64 > static_cast<uint64_t>(INT64_MAX)) return Fail(absl::StrCat(what, " out of range")), 0;
+      v = static_cast<int64_t>(o.via.u64);
+    } else if (o.type == msgpack::type::NEGATIVE_INTEGER) {
+      v = o.via.i64;
+    } else {
+      return Fail(absl::StrCat("expected an integer for ", what)), 0;
+    }
+    if (v < lo || v > hi) return Fail(absl::StrCat(what, " out of range: ", v)), 0;
+    return v;
+  }
+  double Double(const msgpack::object& o, const char* what) {
+    if (!ok()) return 0;
+    if (o.type == msgpack::type::FLOAT64 || o.type == msgpack::type::FLOAT32) return o.via.f64;
+    return Fail(absl::StrCat("expected a float for ", what)), 0.0;
+  }
+  bool Bool(const msgpack::object& o, const char* what) {
+    if (!ok()) return false;
+    if (o.type == msgpack::type::BOOLEAN) return o.via.boolean;
+    return Fail(absl::StrCat("expected a bool for ", what)), false;
+  }
+  std::string Str(const msgpack::object& o, const char* what) {
+    if (!ok()) return {};
+    if (o.type == msgpack::type::STR) return std::string(o.via.str.ptr, o.via.str.size);
+    return Fail(absl::StrCat("expected a string for ", what)), std::string();
+  }
+  std::string Bin(const msgpack::object& o, const char* what) {
+    if (!ok()) return {};
+    if (o.type == msgpack::type::BIN) return std::string(o.via.bin.ptr, o.via.bin.size);
+    return Fail(absl::StrCat("expected bytes for ", what)), std::string();
+  }
+  std::vector<int64_t> IntList(const msgpack::object& o, const char* what, int64_t lo = INT64_MIN) {
+    size_t n = 0;
+    const msgpack::object* items = Array(o, 0, &n, what);
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < n && ok(); ++i) out.push_back(Int(items[i], what, lo));
+    return out;
+  }
+  std::vector<std::string> StrList(const msgpack::object& o, const char* what) {
+    size_t n = 0;
+    const msgpack::object* items = Array(o, 0, &n, what);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < n && ok(); ++i) out.push_back(Str(items[i], what));
+    return out;
+  }
+  Operand ReadOperand(const msgpack::object& o) {
+    size_t n = 0;
+    const msgpack::object* f = Array(o, 3, &n, "operand");
+    if (!ok()) return {};
+    Operand op;
+    op.kind = static_cast<Operand::Kind>(Int(f[0], "operand kind", 0, static_cast<int>(Operand::Kind::kAny)));
+    op.debug_name = static_cast<int32_t>(Int(f[1], "operand name", -1, INT32_MAX));
+    op.value = Int(f[2], "operand value");
+    return op;
+  }
+  DLDataType DType(const msgpack::object& code, const msgpack::object& bits, const msgpack::object& lanes) {
+    DLDataType t;
+    t.code = static_cast<uint8_t>(Int(code, "dtype code", 0, 255));
+    t.bits = static_cast<uint8_t>(Int(bits, "dtype bits", 0, 255));
+    t.lanes = static_cast<uint16_t>(Int(lanes, "dtype lanes", 0, 65535));
+    return t;
+  }
+
+ private:
+  const char* section_;
+  absl::Status status_;
+};
+
+absl::StatusOr<msgpack::object_handle> Unpack(const char* data, size_t size, const char* section) {
+  // Limits tie every count to the section's length, so a corrupt count cannot make the
+  // decoder allocate more than a small multiple of the input.
+  msgpack::unpack_limit limit(size, 0, size, size, 0, 32);
+  try {
+    size_t offset = 0;
+    msgpack::object_handle handle = msgpack::unpack(data, size, offset, nullptr, nullptr, limit);
+    if (offset != size) {
+      return absl::DataLossError(absl::StrCat("malformed ", section, " section: trailing bytes"));
+    }
+    return handle;
+  } catch (const std::exception& e) {
+    return absl::DataLossError(absl::StrCat("malformed ", section, " section: ", e.what()));
+  }
+}
+
+absl::Status DecodeFunctions(const msgpack::object& root, std::vector<Function>* out) {
+  Reader r("functions");
+  size_t count = 0;
+  const msgpack::object* fns = r.Array(root, 0, &count, "a function list");
+  for (size_t i = 0; i < count && r.ok(); ++i) {
+    size_t n = 0;
+    const msgpack::object* f = r.Array(fns[i], 7, &n, "a function");
+    if (!r.ok()) break;
+    Function fn;
+    fn.name = r.Str(f[0], "function name");
+    size_t num_params = 0;
+    const msgpack::object* params = r.Array(f[1], 0, &num_params, "a parameter list");
+    for (size_t p = 0; p < num_params && r.ok(); ++p) {
+      size_t m = 0;
+      const msgpack::object* ps = r.Array(params[p], 8, &m, "a parameter");
+      if (!r.ok()) break;
+      ParamSignature sig;
+      sig.name = r.Str(ps[0], "parameter name");
+      sig.kind = static_cast<Value::Kind>(r.Int(ps[1], "parameter kind", 0, static_cast<int>(Value::Kind::kObject)));
+      sig.check_dtype = r.Bool(ps[2], "parameter dtype flag");
+      sig.dtype = r.DType(ps[3], ps[4], ps[5]);
+      sig.ndim = static_cast<int32_t>(r.Int(ps[6], "parameter ndim", -1, 64));
+      size_t num_dims = 0;
+      const msgpack::object* dims = r.Array(ps[7], 0, &num_dims, "parameter dims");
+      for (size_t d = 0; d < num_dims && r.ok(); ++d) sig.dims.push_back(r.ReadOperand(dims[d]));
+      fn.params.push_back(std::move(sig));
+    }
+    fn.num_registers = static_cast<int32_t>(r.Int(f[2], "register count", 0, 1 << 20));
+    size_t num_code = 0;
+    const msgpack::object* code = r.Array(f[3], 0, &num_code, "code");
+    for (size_t c = 0; c < num_code && r.ok(); ++c) {
+      size_t m = 0;
+      const msgpack::object* in = r.Array(code[c], 6, &m, "an instruction");
+      if (!r.ok()) break;
+      Instruction instr;
+      instr.op = static_cast<Opcode>(r.Int(in[0], "opcode", 0, static_cast<int>(Opcode::kNumOpcodes) - 1));
+      instr.sub = static_cast<uint8_t>(r.Int(in[1], "instruction sub-kind", 0, 255));
+      instr.dst = static_cast<int32_t>(r.Int(in[2], "instruction dst", INT32_MIN, INT32_MAX));
+      instr.a = static_cast<int32_t>(r.Int(in[3], "instruction operand a", INT32_MIN, INT32_MAX));
+      instr.b = static_cast<int32_t>(r.Int(in[4], "instruction operand b", INT32_MIN, INT32_MAX));
+      instr.c = static_cast<int32_t>(r.Int(in[5], "instruction operand c", INT32_MIN, INT32_MAX));
+      fn.code.push_back(instr);
+    }
+    size_t num_operands = 0;
+    const msgpack::object* operands = r.Array(f[4], 0, &num_operands, "operands");
+    for (size_t o = 0; o < num_operands && r.ok(); ++o) fn.operands.push_back(r.ReadOperand(operands[o]));
+    fn.strings = r.StrList(f[5], "debug strings");
+    for (int64_t v : r.IntList(f[6], "instruction names", -1)) fn.instruction_names.push_back(static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX)));
+    out->push_back(std::move(fn));
+  }
+  return r.status();
+}
+
+absl::Status DecodeConstants(const msgpack::object& root, std::vector<Value>* out) {
+  Reader r("constants");
+  size_t count = 0;
+  const msgpack::object* items = r.Array(root, 0, &count, "a constant list");
+  for (size_t i = 0; i < count && r.ok(); ++i) {
+    size_t n = 0;
+    const msgpack::object* c = r.Array(items[i], 1, &n, "a constant");
+    if (!r.ok()) break;
+    auto kind = static_cast<Value::Kind>(r.Int(c[0], "constant kind", 0, static_cast<int>(Value::Kind::kObject)));
+    if (kind != Value::Kind::kNone && kind != Value::Kind::kTensor && n < 2) {
+      r.Fail("constant without a value");
+      break;
+    }
+    switch (kind) {
+      case Value::Kind::kNone: out->push_back(Value()); break;
+      case Value::Kind::kInt: out->push_back(Value(r.Int(c[1], "int constant"))); break;
+      case Value::Kind::kDouble: out->push_back(Value(r.Double(c[1], "float constant"))); break;
+      case Value::Kind::kBool: out->push_back(Value(r.Bool(c[1], "bool constant"))); break;
+      case Value::Kind::kString: out->push_back(Value::FromString(r.Str(c[1], "string constant"))); break;
+      case Value::Kind::kShape: out->push_back(Value::FromShape(r.IntList(c[1], "shape constant", 0))); break;
+      case Value::Kind::kTensor: {
+        if (n < 6) {
+          r.Fail("tensor constant needs 6 fields");
+          break;
+        }
+        DLDataType dtype = r.DType(c[1], c[2], c[3]);
+        std::vector<int64_t> shape = r.IntList(c[4], "tensor constant shape", 0);
+        std::string bytes = r.Bin(c[5], "tensor constant data");
+        if (!r.ok()) break;
+        absl::StatusOr<int64_t> numel = ShapeNumel(shape);
+        if (!numel.ok() || shape.size() > 64 || dtype.bits == 0 || dtype.lanes == 0 ||
+            static_cast<uint64_t>(*numel) * DTypeBytes(dtype) != bytes.size()) {
+          r.Fail("tensor constant data does not match its shape and dtype");
+          break;
+        }
+        absl::StatusOr<Tensor> t = Tensor::Empty(shape, dtype);
+        if (!t.ok()) {
+          r.Fail(std::string(t.status().message()));
+          break;
+        }
+        if (!bytes.empty()) std::memcpy(t->data(), bytes.data(), bytes.size());
+        out->push_back(Value(*t));
+        break;
+      }
+      default: r.Fail("unsupported constant kind"); break;
+    }
+  }
+  return r.status();
+}
+
+absl::Status DecodeBuiltins(const msgpack::object& root, std::vector<BuiltinDecl>* out) {
+  Reader r("builtins");
+  size_t count = 0;
+  const msgpack::object* items = r.Array(root, 0, &count, "a builtin list");
+  for (size_t i = 0; i < count && r.ok(); ++i) {
+    size_t n = 0;
+    const msgpack::object* b = r.Array(items[i], 2, &n, "a builtin");
+    if (!r.ok()) break;
+    out->push_back({r.Str(b[0], "builtin name"), r.Str(b[1], "builtin signature")});
+  }
+  return r.status();
+}
+
+absl::Status DecodeKernels(const msgpack::object& root, std::vector<KernelDecl>* out) {
+  Reader r("kernels");
+  size_t count = 0;
+  const msgpack::object* items = r.Array(root, 0, &count, "a kernel list");
+  for (size_t i = 0; i < count && r.ok(); ++i) {
+    size_t n = 0;
+    const msgpack::object* k = r.Array(items[i], 3, &n, "a kernel");
+    if (!r.ok()) break;
+    KernelDecl decl;
+    decl.name = r.Str(k[0], "kernel name");
+    decl.source = static_cast<KernelDecl::Source>(r.Int(k[1], "kernel source", 0, 1));
+    decl.arg_signature = r.Str(k[2], "kernel argument signature");
+    out->push_back(std::move(decl));
+  }
+  return r.status();
+}
+
+}  // namespace
+
+std::string Executable::Encode(const Contents& contents) {
+  std::vector<std::pair<SectionId, std::string>> sections;
+  auto pack = [&](SectionId id, auto&& body) {
+    msgpack::sbuffer buffer;
+    Packer pk(buffer);
+    body(pk);
+    sections.emplace_back(id, std::string(buffer.data(), buffer.size()));
+  };
+  pack(SectionId::kFunctions, [&](Packer& pk) {
+    pk.pack_array(static_cast<uint32_t>(contents.functions.size()));
+    for (const Function& f : contents.functions) PackFunction(pk, f);
+  });
+  pack(SectionId::kConstants, [&](Packer& pk) {
+    pk.pack_array(static_cast<uint32_t>(contents.constants.size()));
+    for (const Value& v : contents.constants) PackConstant(pk, v);
+  });
+  pack(SectionId::kBuiltins, [&](Packer& pk) {
+    pk.pack_array(static_cast<uint32_t>(contents.builtins.size()));
+    for (const BuiltinDecl& b : contents.builtins) {
+      pk.pack_array(2);
+      pk.pack(b.name);
+      pk.pack(b.signature);
+    }
+  });
+  pack(SectionId::kKernels, [&](Packer& pk) {
+    pk.pack_array(static_cast<uint32_t>(contents.kernels.size()));
+    for (const KernelDecl& k : contents.kernels) {
+      pk.pack_array(3);
+      pk.pack(k.name);
+      pk.pack(static_cast<int>(k.source));
+      pk.pack(k.arg_signature);
+    }
+  });
+  if (!contents.cpu_object.empty()) sections.emplace_back(SectionId::kCpuObject, contents.cpu_object);
+
+  std::string out(kExecutableMagic, sizeof(kExecutableMagic));
+  PutLE<uint16_t>(&out, kFormatMajor);
+  PutLE<uint16_t>(&out, kFormatMinor);
+  PutLE<uint32_t>(&out, static_cast<uint32_t>(sections.size()));
+  uint64_t offset = kHeaderSize + kSectionEntrySize * sections.size();
+  for (const auto& [id, body] : sections) {
+    PutLE<uint32_t>(&out, static_cast<uint32_t>(id));
+    PutLE<uint32_t>(&out, 0);
+    PutLE<uint64_t>(&out, offset);
+    PutLE<uint64_t>(&out, body.size());
+    PutLE<uint64_t>(&out, Fnv1a(body.data(), body.size()));
+    offset += body.size();
+  }
+  for (const auto& section : sections) out += section.second;
+  return out;
+}
+
+absl::StatusOr<Executable::Contents> Executable::Decode(const std::string& bytes) {
+  if (bytes.size() < kHeaderSize || std::memcmp(bytes.data(), kExecutableMagic, sizeof(kExecutableMagic)) != 0) {
+    return absl::InvalidArgumentError("not a Kiln executable (bad magic number)");
+  }
+  uint16_t major = GetLE<uint16_t>(bytes.data() + 8);
+  uint16_t minor = GetLE<uint16_t>(bytes.data() + 10);
+  if (major != kFormatMajor || minor > kFormatMinor) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "incompatible executable: file format ", major, ".", minor, ", this runtime reads ",
+        kFormatMajor, ".0 to ", kFormatMajor, ".", kFormatMinor, "; recompile it with this version of kiln"));
+  }
+  uint32_t num_sections = GetLE<uint32_t>(bytes.data() + 12);
+  if (num_sections > kMaxSections || kHeaderSize + kSectionEntrySize * num_sections > bytes.size()) {
+    return absl::DataLossError(absl::StrCat("truncated or corrupt executable: section table of ",
+                                            num_sections, " entries does not fit in ", bytes.size(), " bytes"));
+  }
+  Contents contents;
+  bool seen[6] = {};
+  for (uint32_t i = 0; i < num_sections; ++i) {
+    const char* entry = bytes.data() + kHeaderSize + kSectionEntrySize * i;
+    uint32_t id = GetLE<uint32_t>(entry);
+    uint64_t offset = GetLE<uint64_t>(entry + 8);
+    uint64_t size = GetLE<uint64_t>(entry + 16);
+    uint64_t hash = GetLE<uint64_t>(entry + 24);
+    if (offset > bytes.size() || size > bytes.size() - offset) {
+      return absl::DataLossError(absl::StrCat("truncated or corrupt executable: section ", id, " (", size,
+                                              " bytes at offset ", offset, ") extends past the end of the ",
+                                              bytes.size(), "-byte file"));
+    }
+    if (id < 1 || id > 5) return absl::DataLossError(absl::StrCat("corrupt executable: unknown section id ", id));
+    if (seen[id]) return absl::DataLossError(absl::StrCat("corrupt executable: section ", id, " appears twice"));
+    seen[id] = true;
+    const char* data = bytes.data() + offset;
+    if (Fnv1a(data, size) != hash) {
+      return absl::DataLossError(absl::StrCat("corrupt executable: section ", id, " fails its checksum"));
+    }
+    auto section = static_cast<SectionId>(id);
+    if (section == SectionId::kCpuObject) {
+      contents.cpu_object.assign(data, size);
+      continue;
+    }
+    static constexpr const char* kNames[] = {"", "functions", "constants", "builtins", "kernels"};
+    absl::StatusOr<msgpack::object_handle> handle = Unpack(data, size, kNames[id]);
+    if (!handle.ok()) return handle.status();
+    const msgpack::object& root = handle->get();
+    absl::Status status;
+    switch (section) {
+      case SectionId::kFunctions: status = DecodeFunctions(root, &contents.functions); break;
+      case SectionId::kConstants: status = DecodeConstants(root, &contents.constants); break;
+      case SectionId::kBuiltins: status = DecodeBuiltins(root, &contents.builtins); break;
+      case SectionId::kKernels: status = DecodeKernels(root, &contents.kernels); break;
+      default: break;
+    }
+    if (!status.ok()) return status;
+  }
+  for (int id = 1; id <= 4; ++id) {
+    if (!seen[id]) return absl::DataLossError(absl::StrCat("corrupt executable: required section ", id, " is missing"));
+  }
+  absl::Status verified = Verify(contents);
+  if (!verified.ok()) return verified;
+  return contents;
+}
+
+}  // namespace kiln::vm

@@ -1,0 +1,161 @@
+#include "vm/tensor.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "support/check.h"
+
+namespace kiln::vm {
+
+absl::StatusOr<int64_t> ShapeNumel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat("negative dimension in shape ", ShapeToString(shape)));
+    if (d != 0 && n > INT64_MAX / d) {
+      return absl::InvalidArgumentError(absl::StrCat("shape ", ShapeToString(shape), " is too large"));
+    }
+    n *= d;
+  }
+  return n;
+}
+
+std::string ShapeToString(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+Tensor Tensor::Make(std::shared_ptr<void> owner, void* data, uint64_t byte_offset,
+                    std::vector<int64_t> shape, std::vector<int64_t> strides, DLDataType dtype,
+                    DLDevice device) {
+  Tensor t;
+  t.node_ = std::make_shared<Node>();
+  Node& n = *t.node_;
+  n.owner = std::move(owner);
+  n.shape = std::move(shape);
+  n.strides = std::move(strides);
+  n.dl.data = data;
+  n.dl.device = device;
+  n.dl.ndim = static_cast<int32_t>(n.shape.size());
+  n.dl.dtype = dtype;
+  n.dl.shape = n.shape.data();
+  n.dl.strides = n.strides.empty() ? nullptr : n.strides.data();
+  n.dl.byte_offset = byte_offset;
+  return t;
+}
+
+absl::StatusOr<Tensor> Tensor::Empty(const std::vector<int64_t>& shape, DLDataType dtype, Device* device) {
+  absl::StatusOr<int64_t> numel = ShapeNumel(shape);
+  if (!numel.ok()) return numel.status();
+  int64_t elem = DTypeBytes(dtype);
+  if (elem > 0 && *numel > INT64_MAX / elem) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor of shape ", ShapeToString(shape), " is too large"));
+  }
+  size_t bytes = static_cast<size_t>(*numel * elem);
+  absl::StatusOr<void*> data = device->Allocate(bytes, 64);
+  if (!data.ok()) return data.status();
+  std::shared_ptr<void> owner(*data, [device, bytes](void* p) { device->Free(p, bytes); });
+  return Make(std::move(owner), *data, 0, shape, {}, dtype, device->dl_device());
+}
+
+Tensor Tensor::View(std::shared_ptr<void> owner, void* data, uint64_t byte_offset,
+                    std::vector<int64_t> shape, DLDataType dtype, DLDevice device) {
+  return Make(std::move(owner), data, byte_offset, std::move(shape), {}, dtype, device);
+}
+
+absl::StatusOr<Tensor> Tensor::FromDLPack(DLManagedTensor* managed) {
+  if (managed == nullptr) return absl::InvalidArgumentError("FromDLPack: null tensor");
+  const DLTensor& dl = managed->dl_tensor;
+  if (dl.ndim < 0 || (dl.ndim > 0 && dl.shape == nullptr)) {
+    return absl::InvalidArgumentError("FromDLPack: malformed DLTensor shape");
+  }
+  std::vector<int64_t> shape(dl.shape, dl.shape + dl.ndim);
+  std::vector<int64_t> strides;
+  if (dl.strides != nullptr) strides.assign(dl.strides, dl.strides + dl.ndim);
+  std::shared_ptr<void> owner(managed, [](void* p) {
+    auto* m = static_cast<DLManagedTensor*>(p);
+    if (m->deleter != nullptr) m->deleter(m);
+  });
+  Tensor t = Make(std::move(owner), dl.data, dl.byte_offset, std::move(shape), std::move(strides),
+                  dl.dtype, dl.device);
+  if (t.is_contiguous()) t.node_->strides.clear(), t.node_->dl.strides = nullptr;
+  return t;
+}
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : node_->shape) n *= d;
+  return n;
+}
+
+bool Tensor::is_contiguous() const {
+  if (node_->strides.empty()) return true;
+  int64_t expected = 1;
+  for (int i = ndim() - 1; i >= 0; --i) {
+    if (node_->shape[i] != 1 && node_->strides[i] != expected) return false;
+    expected *= node_->shape[i];
+  }
+  return true;
+}
+
+absl::StatusOr<Tensor> Tensor::Reshape(const std::vector<int64_t>& shape) const {
+  absl::StatusOr<int64_t> numel = ShapeNumel(shape);
+  if (!numel.ok()) return numel.status();
+  if (*numel != this->numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", Describe(), " to ",
+                                                   ShapeToString(shape), ": element counts differ"));
+  }
+  if (!is_contiguous()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot reshape non-contiguous ", Describe()));
+  }
+  return Make(node_->owner, node_->dl.data, node_->dl.byte_offset, shape, {}, dtype(), device());
+}
+
+absl::StatusOr<Tensor> Tensor::Slice(int64_t begin, int64_t end) const {
+  if (ndim() == 0) return absl::InvalidArgumentError("cannot slice a 0-d tensor");
+  if (begin < 0 || end < begin || end > node_->shape[0]) {
+    return absl::OutOfRangeError(absl::StrCat("slice [", begin, ", ", end, ") out of range for ", Describe()));
+  }
+  if (!is_contiguous()) return absl::InvalidArgumentError(absl::StrCat("cannot slice non-contiguous ", Describe()));
+  int64_t row_bytes = DTypeBytes(dtype());
+  for (int i = 1; i < ndim(); ++i) row_bytes *= node_->shape[i];
+  std::vector<int64_t> shape = node_->shape;
+  shape[0] = end - begin;
+  return Make(node_->owner, node_->dl.data, node_->dl.byte_offset + static_cast<uint64_t>(begin * row_bytes),
+              std::move(shape), {}, dtype(), device());
+}
+
+absl::StatusOr<Tensor> Tensor::CopyTo(Device* device) const {
+  if (!is_contiguous()) return absl::UnimplementedError("copying a strided tensor is not supported");
+  absl::StatusOr<Tensor> out = Empty(shape(), dtype(), device);
+  if (!out.ok()) return out.status();
+  absl::StatusOr<Device*> source = GetDevice(this->device());
+  if (!source.ok()) return source.status();
+  size_t bytes = static_cast<size_t>(nbytes());
+  absl::Status status;
+  if (this->device().device_type == kDLCPU) {
+    status = device->CopyFromHost(out->data(), data(), bytes);
+  } else if (device->dl_device().device_type == kDLCPU) {
+    status = (*source)->CopyToHost(out->data(), data(), bytes);
+  } else {
+    status = absl::UnimplementedError("copy between two non-CPU devices");
+  }
+  if (!status.ok()) return status;
+  return out;
+}
+
+DLManagedTensor* Tensor::ToDLPack() const {
+  struct Holder {
+    DLManagedTensor managed;
+    Tensor tensor;  // keeps the node (and its shape/strides arrays) alive
+  };
+  auto* holder = new Holder{{}, *this};
+  holder->managed.dl_tensor = node_->dl;
+  holder->managed.manager_ctx = holder;
+  holder->managed.deleter = [](DLManagedTensor* self) { delete static_cast<Holder*>(self->manager_ctx); };
+  return &holder->managed;
+}
+
+std::string Tensor::Describe() const {
+  if (!defined()) return "<undefined tensor>";
+  return absl::StrCat(DTypeToString(dtype()), ShapeToString(shape()));
+}
+
+}  // namespace kiln::vm

@@ -1,0 +1,67 @@
+// VirtualMachine: runs an Executable's bytecode.
+//
+// A VM holds mutable state (registers, scratch argument arrays) and is used by one thread
+// at a time; any number of VMs may share one Executable across threads. After an error the
+// VM is ready for the next call: every call starts from fresh registers.
+//
+// Errors name the function, the instruction's debug name and, for argument checks, the
+// parameter and the (symbolic) dimension.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "vm/device.h"
+#include "vm/executable.h"
+#include "vm/kernel_abi.h"
+#include "vm/value.h"
+
+namespace kiln::vm {
+
+class VirtualMachine {
+ public:
+  explicit VirtualMachine(std::shared_ptr<const Executable> executable, Device* device = CpuDevice());
+  VirtualMachine(const VirtualMachine&) = delete;
+  VirtualMachine& operator=(const VirtualMachine&) = delete;
+
+  // Calls a function by name. Arguments are checked against its parameter signatures.
+  absl::StatusOr<Value> Invoke(const std::string& function, const std::vector<Value>& args);
+  // Calls by index (see Executable::FindFunction), the form to use in a hot loop.
+  absl::StatusOr<Value> Invoke(int32_t function_index, const Value* args, size_t num_args);
+
+  const Executable& executable() const { return *executable_; }
+  Device* device() const { return device_; }
+
+  // Optional per-callee timing for `kiln run --profile`: total nanoseconds and call count
+  // per kernel and builtin, indexed like the executable's tables.
+  struct Profile {
+    std::vector<int64_t> kernel_ns, kernel_calls, builtin_ns, builtin_calls;
+  };
+  void EnableProfiling(bool enable);
+  const Profile& profile() const { return profile_; }
+
+ private:
+  absl::StatusOr<Value> Run(int32_t function_index, size_t base, int depth);
+  absl::Status CheckParams(const Function& fn, size_t base);
+  absl::Status MatchDims(const Function& fn, size_t base, const std::vector<int64_t>& shape,
+                         const Operand* pattern, int count, const std::string& what);
+  absl::Status CallKernel(const Function& fn, size_t base, const Instruction& in);
+  absl::Status CallBuiltin(const Function& fn, size_t base, const Instruction& in);
+  absl::StatusOr<int64_t> IntOperand(const Function& fn, size_t base, const Operand& o);
+  absl::Status InstructionError(const Function& fn, size_t pc, const absl::Status& status) const;
+
+  std::shared_ptr<const Executable> executable_;
+  Device* device_;
+  std::vector<Value> registers_;
+  std::vector<KilnArg> kernel_args_;
+  std::vector<const Value*> builtin_args_;
+  std::vector<Value> immediates_;
+  KilnCallContext call_context_{};
+  std::string kernel_error_;
+  bool profiling_ = false;
+  Profile profile_;
+};
+
+}  // namespace kiln::vm
