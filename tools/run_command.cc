@@ -1,13 +1,190 @@
+// kiln run: load an executable and call one of its functions.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "builtins/default_builtins.h"
 #include "tools/commands.h"
+#include "tools/input_spec.h"
+#include "vm/npy.h"
+#include "vm/virtual_machine.h"
 
 namespace kiln::tools {
+namespace {
 
-// Placeholder until the owning library lands; replaced by the real command.
+constexpr const char* kUsage =
+    "usage: kiln run FILE.kx [--fn NAME] [--input SPEC]... [options]\n"
+    "\n"
+    "Loads FILE.kx, calls one function with the given inputs, and prints each output's\n"
+    "shape, dtype and checksums (sum and sum of absolute values).\n"
+    "\n"
+    "  --fn NAME          function to call (default: main)\n"
+    "  --input SPEC       one per parameter, in order:\n"
+    "                       FILE.npy                a NumPy array\n"
+    "                       random:7x784:f32[:SEED] uniform random data (floats in [-1, 1))\n"
+    "                       zeros:SHAPE:DTYPE, ones:SHAPE:DTYPE\n"
+    "                       int:VALUE               an int64 scalar\n"
+    "  --output-dir DIR   also write the outputs as DIR/output_<i>.npy\n"
+    "  --repeat N         call the function N times and print the mean time per call\n"
+    "  --profile          print the total time of each kernel and builtin, sorted\n"
+    "  --stats            print the peak host memory allocated during the call\n";
+
+double Checksum(const vm::Tensor& t, bool absolute) {
+  double sum = 0;
+  DLDataType d = t.dtype();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = 0;
+    if (d.code == kDLFloat && d.bits == 32) v = t.data_as<float>()[i];
+    else if (d.code == kDLFloat && d.bits == 64) v = t.data_as<double>()[i];
+    else if (d.code == kDLInt && d.bits == 64) v = static_cast<double>(t.data_as<int64_t>()[i]);
+    else if (d.code == kDLInt && d.bits == 32) v = t.data_as<int32_t>()[i];
+    else if (d.bits == 8) v = t.data_as<uint8_t>()[i];
+    else return std::nan("");
+    sum += absolute ? std::fabs(v) : v;
+  }
+  return sum;
+}
+
+void Flatten(const vm::Value& v, std::vector<vm::Value>* out) {
+  if (v.kind() == vm::Value::Kind::kTuple) {
+    for (const vm::Value& field : v.as_tuple()) Flatten(field, out);
+  } else {
+    out->push_back(v);
+  }
+}
+
+}  // namespace
+
 int RunCommand(int argc, char** argv) {
-  std::fprintf(stderr, "kiln run: not available in this build yet\n");
-  return 2;
+  std::string path, fn = "main", output_dir;
+  std::vector<std::string> inputs;
+  bool profile = false, stats = false;
+  int repeat = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char* flag) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "kiln run: %s needs a value\n", flag);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "--fn") {
+      const char* v = value("--fn");
+      if (!v) return 2;
+      fn = v;
+    } else if (arg == "--input") {
+      const char* v = value("--input");
+      if (!v) return 2;
+      inputs.push_back(v);
+    } else if (arg == "--output-dir") {
+      const char* v = value("--output-dir");
+      if (!v) return 2;
+      output_dir = v;
+    } else if (arg == "--repeat") {
+      const char* v = value("--repeat");
+      if (!v || !absl::SimpleAtoi(v, &repeat) || repeat < 1) {
+        std::fprintf(stderr, "kiln run: --repeat needs a positive count\n");
+        return 2;
+      }
+    } else if (arg == "--profile") {
+      profile = true;
+    } else if (arg == "--stats") {
+      stats = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      std::fprintf(stderr, "kiln run: unknown option %s\n\n%s", arg.c_str(), kUsage);
+      return 2;
+    } else if (path.empty()) {
+      path = arg;
+    } else {
+      std::fprintf(stderr, "kiln run: more than one executable given\n");
+      return 2;
+    }
+  }
+  if (path.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::LoadFile(path, builtins::DefaultRegistry());
+  if (!exe.ok()) {
+    std::fprintf(stderr, "kiln run: %s\n", std::string(exe.status().message()).c_str());
+    return 1;
+  }
+  std::vector<vm::Value> args;
+  for (const std::string& spec : inputs) {
+    absl::StatusOr<vm::Value> v = ParseInputSpec(spec);
+    if (!v.ok()) {
+      std::fprintf(stderr, "kiln run: %s\n", std::string(v.status().message()).c_str());
+      return 1;
+    }
+    args.push_back(*v);
+  }
+  vm::VirtualMachine machine(*exe);
+  machine.EnableProfiling(profile);
+  vm::ResetCpuPeakMemory();
+  int64_t baseline = vm::CpuMemoryStats().bytes_in_use;
+  absl::StatusOr<vm::Value> result;
+  auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < repeat; ++r) {
+    result = machine.Invoke(fn, args);
+    if (!result.ok()) break;
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!result.ok()) {
+    std::fprintf(stderr, "kiln run: %s\n", std::string(result.status().message()).c_str());
+    return 1;
+  }
+  std::vector<vm::Value> outputs;
+  Flatten(*result, &outputs);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const vm::Value& v = outputs[i];
+    if (!v.is_tensor()) {
+      std::printf("output %zu: %s\n", i, v.Describe().c_str());
+      continue;
+    }
+    const vm::Tensor& t = v.as_tensor();
+    std::printf("output %zu: %s sum=%.6g abs_sum=%.6g\n", i, t.Describe().c_str(), Checksum(t, false), Checksum(t, true));
+    if (!output_dir.empty()) {
+      std::string out_path = absl::StrCat(output_dir, "/output_", i, ".npy");
+      absl::Status written = vm::WriteNpy(out_path, t);
+      if (!written.ok()) {
+        std::fprintf(stderr, "kiln run: %s\n", std::string(written.message()).c_str());
+        return 1;
+      }
+    }
+  }
+  if (repeat > 1) std::printf("time: %.3f ms per call over %d calls\n", seconds * 1e3 / repeat, repeat);
+  if (stats) {
+    vm::MemoryStats m = vm::CpuMemoryStats();
+    std::printf("peak memory: %.3f MiB allocated during the call (inputs excluded)\n",
+                static_cast<double>(m.peak_bytes_in_use - baseline) / (1 << 20));
+  }
+  if (profile) {
+    struct Row {
+      std::string name;
+      int64_t ns, calls;
+    };
+    std::vector<Row> rows;
+    const vm::Executable::Contents& c = (*exe)->contents();
+    const vm::VirtualMachine::Profile& p = machine.profile();
+    for (size_t k = 0; k < c.kernels.size(); ++k) rows.push_back({"kernel " + c.kernels[k].name, p.kernel_ns[k], p.kernel_calls[k]});
+    for (size_t b = 0; b < c.builtins.size(); ++b) rows.push_back({"builtin " + c.builtins[b].name, p.builtin_ns[b], p.builtin_calls[b]});
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ns > b.ns; });
+    std::printf("%-40s %12s %8s\n", "callee", "total ms", "calls");
+    for (const Row& row : rows) {
+      if (row.calls > 0) std::printf("%-40s %12.3f %8lld\n", row.name.c_str(), row.ns / 1e6, static_cast<long long>(row.calls));
+    }
+  }
+  return 0;
 }
 
 }  // namespace kiln::tools

@@ -121,3 +121,14 @@ absl::StatusOr<Device*> GetDevice(const std::string& name) {
 }
 
 }  // namespace kiln::vm
+
+namespace kiln::vm {
+
+MemoryStats CpuMemoryStats() {
+  PooledAllocator::Stats stats = static_cast<CpuDeviceImpl*>(CpuDevice())->pool().stats();
+  return MemoryStats{stats.bytes_in_use, stats.peak_bytes_in_use};
+}
+
+void ResetCpuPeakMemory() { static_cast<CpuDeviceImpl*>(CpuDevice())->pool().ResetPeak(); }
+
+}  // namespace kiln::vm

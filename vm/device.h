@@ -46,3 +46,13 @@ using DeviceFactory = std::function<absl::StatusOr<Device*>(int index)>;
 void RegisterDeviceKind(DLDeviceType type, std::string kind_name, DeviceFactory factory);
 
 }  // namespace kiln::vm
+
+namespace kiln::vm {
+struct MemoryStats {
+  int64_t bytes_in_use = 0;
+  int64_t peak_bytes_in_use = 0;
+};
+// Host memory handed out by the CPU device (tensors, storage, workspaces), and its peak.
+MemoryStats CpuMemoryStats();
+void ResetCpuPeakMemory();
+}  // namespace kiln::vm

@@ -12,7 +12,8 @@ static int64_t numel(const DLTensor* t) {
 
 /* axpy(x, y, out, alpha): out = alpha * x + y, float32, equal sizes. */
 int32_t axpy(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
-  if (num_args != 4 || args[0].type_code != kKilnArgTensor || args[3].type_code != kKilnArgInt) {
+  if (num_args != 4 || args[0].type_code != kKilnArgTensor || args[1].type_code != kKilnArgTensor ||
+      args[2].type_code != kKilnArgTensor || args[3].type_code != kKilnArgInt) {
     ctx->set_error(ctx, "axpy takes (x, y, out, alpha)");
     return 1;
   }
@@ -46,7 +47,8 @@ static int32_t row_sum_task(int64_t row, int64_t num_rows, void* closure) {
 }
 
 int32_t row_sum(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
-  if (num_args != 2 || args[0].value.tensor->ndim != 2) {
+  if (num_args != 2 || args[0].type_code != kKilnArgTensor || args[1].type_code != kKilnArgTensor ||
+      args[0].value.tensor->ndim != 2 || numel(args[1].value.tensor) != args[0].value.tensor->shape[0]) {
     ctx->set_error(ctx, "row_sum takes (x[m, n], out[m])");
     return 1;
   }

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs the tests that must stay clean under sanitizers, each in its own build folder and
+# building only what it needs:
+#   AddressSanitizer: executable truncation and mutation fuzzing (KILN_FUZZ_ITERATIONS)
+#   ThreadSanitizer:  VMs on several threads sharing one executable, the thread pool
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+jobs=${KILN_JOBS:-$(nproc)}
+werror=OFF
+[ "${CI:-}" = "true" ] && werror=ON
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+
+configure() {  # folder sanitizer
+  [ -f "$1/build.ninja" ] || cmake -S . -B "$1" -G Ninja -DKILN_SANITIZE="$2" -DKILN_WERROR=$werror \
+    -DKILN_BUILD_BENCHMARKS=OFF "${launcher[@]}" >/dev/null
+}
+
+echo "sanitizers: AddressSanitizer build"
+configure build-asan address
+cmake --build build-asan -j "$jobs" --target kiln_vm_tests
+ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 KILN_FUZZ_ITERATIONS=${KILN_FUZZ_ITERATIONS:-30000} \
+  build-asan/tests/kiln_vm_tests --gtest_brief=1
+
+echo "sanitizers: ThreadSanitizer build"
+configure build-tsan thread
+cmake --build build-tsan -j "$jobs" --target kiln_vm_tests
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/kiln_vm_tests --gtest_brief=1 \
+  --gtest_filter='VirtualMachine.TwoThreadsShareOneExecutable:ThreadPool.*'
+echo "sanitizers: all clean"

@@ -1,0 +1,90 @@
+#include "vm/tensor.h"
+
+#include "gtest/gtest.h"
+#include "vm/pooled_allocator.h"
+#include "vm/thread_pool.h"
+
+namespace kiln::vm {
+namespace {
+
+TEST(Tensor, ViewsShareMemory) {
+  Tensor t = *Tensor::Empty({4, 6}, DTypeFloat32());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data()) % 64, 0u);
+  for (int i = 0; i < 24; ++i) t.data_as<float>()[i] = static_cast<float>(i);
+  Tensor r = *t.Reshape({2, 12});
+  EXPECT_EQ(r.data(), t.data());
+  Tensor s = *t.Slice(1, 3);
+  EXPECT_EQ(s.shape(), (std::vector<int64_t>{2, 6}));
+  EXPECT_EQ(s.data_as<float>()[0], 6.0f);
+  EXPECT_FALSE(t.Reshape({5, 5}).ok());
+  EXPECT_FALSE(t.Slice(3, 5).ok());
+}
+
+TEST(Tensor, DLPackExchangeCopiesNothingAndReleasesOnce) {
+  Tensor t = *Tensor::Empty({3, 5}, DTypeFloat32());
+  DLManagedTensor* managed = t.ToDLPack();
+  EXPECT_EQ(static_cast<char*>(managed->dl_tensor.data) + managed->dl_tensor.byte_offset, t.data());
+  EXPECT_EQ(managed->dl_tensor.shape[1], 5);
+  Tensor back = *Tensor::FromDLPack(managed);
+  EXPECT_EQ(back.data(), t.data());
+  EXPECT_EQ(back.shape(), t.shape());
+
+  // A foreign tensor: its deleter runs exactly once, when the last view goes.
+  static int deleted = 0;
+  static float storage[8];
+  static int64_t shape[1] = {8};
+  auto* foreign = new DLManagedTensor{};
+  foreign->dl_tensor = DLTensor{storage, {kDLCPU, 0}, 1, DTypeFloat32(), shape, nullptr, 0};
+  foreign->deleter = [](DLManagedTensor* self) {
+    ++deleted;
+    delete self;
+  };
+  {
+    Tensor adopted = *Tensor::FromDLPack(foreign);
+    EXPECT_EQ(adopted.data(), storage);
+    Tensor view = *adopted.Reshape({2, 4});
+    adopted = Tensor();
+    EXPECT_EQ(deleted, 0);
+  }
+  EXPECT_EQ(deleted, 1);
+}
+
+TEST(PooledAllocator, ReusesFreedBlocksAndTracksPeak) {
+  PooledAllocator pool;
+  void* a = pool.Allocate(1000);
+  pool.Free(a, 1000);
+  void* b = pool.Allocate(900);  // same size class
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(pool.stats().system_allocations, 1);
+  void* c = pool.Allocate(5000);
+  EXPECT_EQ(pool.stats().peak_bytes_in_use, 1024 + 8192);
+  pool.Free(b, 900);
+  pool.Free(c, 5000);
+  EXPECT_EQ(pool.stats().bytes_in_use, 0);
+}
+
+TEST(ThreadPool, RunsEveryTaskOnceAndReportsFailures) {
+  ThreadPool pool(4);
+  std::vector<int> hits(1000, 0);
+  struct Closure {
+    std::vector<int>* hits;
+  } closure{&hits};
+  int32_t status = pool.ParallelFor(1000, [](int64_t task, int64_t, void* c) -> int32_t {
+    (*static_cast<Closure*>(c)->hits)[task]++;
+    return 0;
+  }, &closure);
+  EXPECT_EQ(status, 0);
+  for (int h : hits) EXPECT_EQ(h, 1);
+  EXPECT_EQ(pool.ParallelFor(10, [](int64_t task, int64_t, void*) -> int32_t { return task == 7 ? 3 : 0; }, nullptr), 3);
+}
+
+TEST(Device, UnavailableDevicesSaySo) {
+  absl::StatusOr<Device*> cuda = GetDevice("cuda:0");
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_NE(std::string(cuda.status().message()).find("not available"), std::string::npos);
+  EXPECT_FALSE(GetDevice("tpu").ok());
+  EXPECT_TRUE(GetDevice("cpu").ok());
+}
+
+}  // namespace
+}  // namespace kiln::vm

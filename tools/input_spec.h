@@ -1,0 +1,17 @@
+// Inputs for `kiln run`, given on the command line:
+//   path/to/array.npy         a NumPy file
+//   random:7x784:f32[:SEED]   uniform in [-1, 1) (floats) or [0, 10) (ints), seeded
+//   zeros:7x784:f32, ones:7x784:f32
+//   int:42                    an int64 scalar (e.g. a symbolic size)
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "vm/value.h"
+
+namespace kiln::tools {
+
+absl::StatusOr<vm::Value> ParseInputSpec(const std::string& spec);
+
+}  // namespace kiln::tools

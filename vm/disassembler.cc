@@ -1,0 +1,103 @@
+#include "vm/disassembler.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace kiln::vm {
+namespace {
+
+std::string OperandText(const Function& fn, const Operand& o) {
+  std::string name = o.debug_name >= 0 ? absl::StrCat("(", fn.strings[o.debug_name], ")") : "";
+  switch (o.kind) {
+    case Operand::Kind::kReg: return absl::StrCat("%", o.value, name);
+    case Operand::Kind::kImm: return absl::StrCat(o.value);
+    case Operand::Kind::kConst: return absl::StrCat("c", o.value);
+    case Operand::Kind::kBind: return absl::StrCat("bind %", o.value, name);
+    case Operand::Kind::kAny: return "?";
+  }
+  return "<bad operand>";
+}
+
+std::string OperandList(const Function& fn, int32_t begin, int32_t count) {
+  std::vector<std::string> parts;
+  for (int32_t i = 0; i < count; ++i) parts.push_back(OperandText(fn, fn.operands[begin + i]));
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string Signature(const Function& fn, const ParamSignature& p) {
+  std::string text = absl::StrCat(p.name, ": ", p.kind == Value::Kind::kNone ? "any" : Value::KindName(p.kind));
+  if (p.check_dtype) absl::StrAppend(&text, " ", DTypeToString(p.dtype));
+  if (p.ndim >= 0) {
+    std::vector<std::string> dims;
+    for (const Operand& d : p.dims) dims.push_back(OperandText(fn, d));
+    absl::StrAppend(&text, "[", absl::StrJoin(dims, ", "), "]");
+  }
+  return text;
+}
+
+std::string Instr(const Executable::Contents& c, const Function& fn, const Instruction& in, size_t pc) {
+  std::string dst = in.dst == kNoRegister ? "" : absl::StrCat("%", in.dst, " = ");
+  switch (in.op) {
+    case Opcode::kCall: {
+      auto kind = static_cast<CalleeKind>(in.sub);
+      std::string callee = kind == CalleeKind::kFunction ? absl::StrCat("@", c.functions[in.a].name)
+                           : kind == CalleeKind::kKernel  ? absl::StrCat("kernel ", c.kernels[in.a].name)
+                                                          : absl::StrCat("builtin ", c.builtins[in.a].name);
+      return absl::StrCat(dst, "call ", callee, "(", OperandList(fn, in.b, in.c), ")");
+    }
+    case Opcode::kRet: return absl::StrCat("ret %", in.a);
+    case Opcode::kGoto: return absl::StrCat("goto ", pc + in.a);
+    case Opcode::kIf: return absl::StrCat("if %", in.a, " else goto ", pc + in.b);
+    case Opcode::kLoadConst: return absl::StrCat(dst, "load_const c", in.a);
+    case Opcode::kMove: return absl::StrCat(dst, "move %", in.a);
+    case Opcode::kIntOp:
+      return absl::StrCat(dst, IntOpName(static_cast<IntOpKind>(in.sub)), " ", OperandList(fn, in.b, 2));
+    case Opcode::kMatchShape:
+      return absl::StrCat("match_shape %", in.a, " [", OperandList(fn, in.b + 1, in.c - 1), "]",
+                          in.dst >= 0 ? absl::StrCat("  # ", fn.strings[in.dst]) : "");
+    case Opcode::kMakeShape: return absl::StrCat(dst, "make_shape [", OperandList(fn, in.b, in.c), "]");
+    case Opcode::kAllocStorage: return absl::StrCat(dst, "alloc_storage ", OperandList(fn, in.b, 1), " bytes");
+    case Opcode::kAllocTensor: {
+      int64_t code = fn.operands[in.b + 1].value;
+      DLDataType t{static_cast<uint8_t>(code & 0xff), static_cast<uint8_t>((code >> 8) & 0xff),
+                   static_cast<uint16_t>((code >> 16) & 0xffff)};
+      return absl::StrCat(dst, "alloc_tensor storage %", in.a, " offset ", OperandText(fn, fn.operands[in.b]),
+                          " shape %", in.c, " ", DTypeToString(t));
+    }
+    case Opcode::kKill: return absl::StrCat("kill %", in.a);
+    case Opcode::kNumOpcodes: break;
+  }
+  return "<bad instruction>";
+}
+
+}  // namespace
+
+std::string Disassemble(const Executable::Contents& c) {
+  std::string out = absl::StrCat("; Kiln executable, format ", kFormatMajor, ".", kFormatMinor, "\n");
+  absl::StrAppend(&out, "; ", c.functions.size(), " functions, ", c.constants.size(), " constants, ",
+                  c.builtins.size(), " builtins, ", c.kernels.size(), " kernels, CPU kernel object: ",
+                  c.cpu_object.empty() ? "none" : absl::StrCat(c.cpu_object.size(), " bytes"), "\n\n");
+  for (size_t i = 0; i < c.constants.size(); ++i) absl::StrAppend(&out, "const c", i, " = ", c.constants[i].Describe(), "\n");
+  for (size_t i = 0; i < c.builtins.size(); ++i) {
+    absl::StrAppend(&out, "builtin ", i, " ", c.builtins[i].name, " ", c.builtins[i].signature, "\n");
+  }
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    const KernelDecl& k = c.kernels[i];
+    absl::StrAppend(&out, "kernel ", i, " ", k.name, " (", k.arg_signature, ") from ",
+                    k.source == KernelDecl::Source::kLibrary ? "library" : "cpu object", "\n");
+  }
+  for (const Function& fn : c.functions) {
+    std::vector<std::string> params;
+    for (const ParamSignature& p : fn.params) params.push_back(Signature(fn, p));
+    absl::StrAppend(&out, "\nfunction @", fn.name, "(", absl::StrJoin(params, ", "), ")  ; ", fn.num_registers,
+                    " registers\n");
+    for (size_t pc = 0; pc < fn.code.size(); ++pc) {
+      std::string line = Instr(c, fn, fn.code[pc], pc);
+      int32_t name = fn.instruction_names.empty() ? -1 : fn.instruction_names[pc];
+      absl::StrAppend(&out, "  ", pc, ": ", line, name >= 0 ? absl::StrCat("  ; ", fn.strings[name]) : "", "\n");
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::vm
