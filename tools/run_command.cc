@@ -165,7 +165,8 @@ int RunCommand(int argc, char** argv) {
   if (repeat > 1) std::printf("time: %.3f ms per call over %d calls\n", seconds * 1e3 / repeat, repeat);
   if (stats) {
     vm::MemoryStats m = vm::CpuMemoryStats();
-    std::printf("peak memory: %.3f MiB allocated during the call (inputs excluded)\n",
+    std::printf("peak memory: %lld bytes (%.3f MiB) allocated during the call, inputs excluded\n",
+                static_cast<long long>(m.peak_bytes_in_use - baseline),
                 static_cast<double>(m.peak_bytes_in_use - baseline) / (1 << 20));
   }
   if (profile) {
