@@ -98,9 +98,9 @@ absl::StatusOr<Value> VirtualMachine::Invoke(int32_t function_index, const Value
 }
 
 absl::Status VirtualMachine::MatchDims(const Function& fn, size_t base, const std::vector<int64_t>& shape,
-                                       const Operand* pattern, int count, const std::string& what) {
+                                       const Operand* pattern, int count) {
   if (static_cast<int>(shape.size()) != count) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": expected ", count, " dimensions, got ", shape.size(),
+    return absl::InvalidArgumentError(absl::StrCat(": expected ", count, " dimensions, got ", shape.size(),
                                                    " (shape ", ShapeToString(shape), ")"));
   }
   for (int i = 0; i < count; ++i) {
@@ -109,7 +109,7 @@ absl::Status VirtualMachine::MatchDims(const Function& fn, size_t base, const st
     switch (o.kind) {
       case Operand::Kind::kImm:
         if (actual != o.value) {
-          return absl::InvalidArgumentError(absl::StrCat(what, " dimension ", i, DimName(fn, o), ": expected ", o.value,
+          return absl::InvalidArgumentError(absl::StrCat(" dimension ", i, DimName(fn, o), ": expected ", o.value,
                                                          ", got ", actual, " (shape ", ShapeToString(shape), ")"));
         }
         break;
@@ -120,7 +120,7 @@ absl::Status VirtualMachine::MatchDims(const Function& fn, size_t base, const st
         const Value& bound = registers_[base + o.value];
         if (!bound.is_int() || bound.as_int() != actual) {
           std::string expected = bound.is_int() ? absl::StrCat(bound.as_int()) : bound.Describe();
-          return absl::InvalidArgumentError(absl::StrCat(what, " dimension ", i, DimName(fn, o), ": expected ", expected,
+          return absl::InvalidArgumentError(absl::StrCat(" dimension ", i, DimName(fn, o), ": expected ", expected,
                                                          " (bound earlier), got ", actual, " (shape ", ShapeToString(shape), ")"));
         }
         break;
@@ -136,26 +136,27 @@ absl::Status VirtualMachine::CheckParams(const Function& fn, size_t base) {
   for (size_t p = 0; p < fn.params.size(); ++p) {
     const ParamSignature& sig = fn.params[p];
     const Value& v = registers_[base + p];
-    std::string what = absl::StrCat("function '", fn.name, "' parameter '", sig.name, "'");
+    auto what = [&] { return absl::StrCat("function '", fn.name, "' parameter '", sig.name, "'"); };
+    auto prefixed = [&](const absl::Status& s) { return absl::Status(s.code(), absl::StrCat(what(), s.message())); };
     if (sig.kind != Value::Kind::kNone && v.kind() != sig.kind) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": expected a ", KindNoun(sig.kind), ", got ", v.Describe()));
+      return absl::InvalidArgumentError(absl::StrCat(what(), ": expected a ", KindNoun(sig.kind), ", got ", v.Describe()));
     }
     if (v.kind() == Value::Kind::kTensor) {
       const Tensor& t = v.as_tensor();
       if (sig.check_dtype && t.dtype() != sig.dtype) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": expected dtype ", DTypeToString(sig.dtype), ", got ",
+        return absl::InvalidArgumentError(absl::StrCat(what(), ": expected dtype ", DTypeToString(sig.dtype), ", got ",
                                                        DTypeToString(t.dtype()), " (", t.Describe(), ")"));
       }
       if (t.device().device_type != device_->dl_device().device_type) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": tensor is on another device than the VM (", device_->name(), ")"));
+        return absl::InvalidArgumentError(absl::StrCat(what(), ": tensor is on another device than the VM (", device_->name(), ")"));
       }
       if (sig.ndim >= 0) {
-        absl::Status s = MatchDims(fn, base, t.shape(), sig.dims.data(), sig.ndim, what);
-        if (!s.ok()) return s;
+        absl::Status s = MatchDims(fn, base, t.shape(), sig.dims.data(), sig.ndim);
+        if (!s.ok()) return prefixed(s);
       }
     } else if (v.kind() == Value::Kind::kShape && sig.ndim >= 0) {
-      absl::Status s = MatchDims(fn, base, v.as_shape(), sig.dims.data(), sig.ndim, what);
-      if (!s.ok()) return s;
+      absl::Status s = MatchDims(fn, base, v.as_shape(), sig.dims.data(), sig.ndim);
+      if (!s.ok()) return prefixed(s);
     }
   }
   return absl::OkStatus();
@@ -349,17 +350,17 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, size_t base, i
       }
       case Opcode::kMatchShape: {
         const Value& v = registers_[base + in.a];
-        std::string what = absl::StrCat("function '", fn.name, "'", in.dst >= 0 ? absl::StrCat(": ", fn.strings[in.dst]) : "");
+        auto what = [&] { return absl::StrCat("function '", fn.name, "'", in.dst >= 0 ? absl::StrCat(": ", fn.strings[in.dst]) : ""); };
         const std::vector<int64_t>* shape = nullptr;
         if (v.is_tensor()) {
           shape = &v.as_tensor().shape();
         } else if (v.kind() == Value::Kind::kShape) {
           shape = &v.as_shape();
         } else {
-          return absl::InvalidArgumentError(absl::StrCat(what, ": expected a tensor or shape, got ", v.Describe()));
+          return absl::InvalidArgumentError(absl::StrCat(what(), ": expected a tensor or shape, got ", v.Describe()));
         }
-        absl::Status status = MatchDims(fn, base, *shape, &fn.operands[in.b + 1], in.c - 1, what);
-        if (!status.ok()) return status;
+        absl::Status status = MatchDims(fn, base, *shape, &fn.operands[in.b + 1], in.c - 1);
+        if (!status.ok()) return absl::Status(status.code(), absl::StrCat(what(), status.message()));
         ++pc;
         break;
       }

@@ -45,8 +45,10 @@ class VirtualMachine {
  private:
   absl::StatusOr<Value> Run(int32_t function_index, size_t base, int depth);
   absl::Status CheckParams(const Function& fn, size_t base);
+  // Matches `shape` against a dim pattern. Errors start with " dimension ..." so the caller
+  // prefixes what was matched (built only on failure: the success path allocates nothing).
   absl::Status MatchDims(const Function& fn, size_t base, const std::vector<int64_t>& shape,
-                         const Operand* pattern, int count, const std::string& what);
+                         const Operand* pattern, int count);
   absl::Status CallKernel(const Function& fn, size_t base, const Instruction& in);
   absl::Status CallBuiltin(const Function& fn, size_t base, const Instruction& in);
   absl::StatusOr<int64_t> IntOperand(const Function& fn, size_t base, const Operand& o);
