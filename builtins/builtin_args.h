@@ -19,13 +19,5 @@ inline absl::Status CheckKind(const vm::Value& v, vm::Value::Kind kind, int inde
                                                  ", got ", v.Describe()));
 }
 
-// Decodes a dtype passed as an int: code | bits << 8 | lanes << 16 (as AllocTensor does).
-inline DLDataType DTypeFromInt(int64_t code) {
-  return DLDataType{static_cast<uint8_t>(code & 0xff), static_cast<uint8_t>((code >> 8) & 0xff),
-                    static_cast<uint16_t>((code >> 16) & 0xffff)};
-}
-inline int64_t DTypeToInt(DLDataType t) {
-  return int64_t{t.code} | (int64_t{t.bits} << 8) | (int64_t{t.lanes} << 16);
-}
 
 }  // namespace kiln::builtins

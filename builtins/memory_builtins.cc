@@ -15,7 +15,7 @@ absl::Status AllocTensor(BuiltinContext& ctx, const Value* const* args, int n, V
   KILN_RETURN_IF_ERROR(CheckArity(n, 2));
   KILN_RETURN_IF_ERROR(CheckKind(*args[0], Value::Kind::kShape, 0));
   KILN_RETURN_IF_ERROR(CheckKind(*args[1], Value::Kind::kInt, 1));
-  KILN_ASSIGN_OR_RETURN(vm::Tensor t, vm::Tensor::Empty(args[0]->as_shape(), DTypeFromInt(args[1]->as_int()), ctx.device));
+  KILN_ASSIGN_OR_RETURN(vm::Tensor t, vm::Tensor::Empty(args[0]->as_shape(), vm::UnpackDType(args[1]->as_int()), ctx.device));
   *out = Value(std::move(t));
   return absl::OkStatus();
 }
@@ -38,7 +38,7 @@ absl::Status StorageTensor(BuiltinContext&, const Value* const* args, int n, Val
   KILN_RETURN_IF_ERROR(CheckKind(*args[1], Value::Kind::kInt, 1));
   KILN_RETURN_IF_ERROR(CheckKind(*args[2], Value::Kind::kShape, 2));
   KILN_RETURN_IF_ERROR(CheckKind(*args[3], Value::Kind::kInt, 3));
-  KILN_ASSIGN_OR_RETURN(vm::Tensor t, storage->MakeTensor(args[1]->as_int(), args[2]->as_shape(), DTypeFromInt(args[3]->as_int())));
+  KILN_ASSIGN_OR_RETURN(vm::Tensor t, storage->MakeTensor(args[1]->as_int(), args[2]->as_shape(), vm::UnpackDType(args[3]->as_int())));
   *out = Value(std::move(t));
   return absl::OkStatus();
 }

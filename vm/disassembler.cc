@@ -58,9 +58,7 @@ std::string Instr(const Executable::Contents& c, const Function& fn, const Instr
     case Opcode::kMakeShape: return absl::StrCat(dst, "make_shape [", OperandList(fn, in.b, in.c), "]");
     case Opcode::kAllocStorage: return absl::StrCat(dst, "alloc_storage ", OperandList(fn, in.b, 1), " bytes");
     case Opcode::kAllocTensor: {
-      int64_t code = fn.operands[in.b + 1].value;
-      DLDataType t{static_cast<uint8_t>(code & 0xff), static_cast<uint8_t>((code >> 8) & 0xff),
-                   static_cast<uint16_t>((code >> 16) & 0xffff)};
+      DLDataType t = UnpackDType(fn.operands[in.b + 1].value);
       return absl::StrCat(dst, "alloc_tensor storage %", in.a, " offset ", OperandText(fn, fn.operands[in.b]),
                           " shape %", in.c, " ", DTypeToString(t));
     }

@@ -24,6 +24,16 @@ inline bool operator!=(const DLDataType& a, const DLDataType& b) { return !(a ==
 // Bytes per element (lanes included).
 inline int64_t DTypeBytes(DLDataType t) { return (int64_t{t.bits} * t.lanes + 7) / 8; }
 
+// A dtype packed into one int64 (code | bits << 8 | lanes << 16), as bytecode immediates
+// and builtin arguments carry it.
+inline constexpr int64_t PackDType(DLDataType t) {
+  return int64_t{t.code} | (int64_t{t.bits} << 8) | (int64_t{t.lanes} << 16);
+}
+inline constexpr DLDataType UnpackDType(int64_t packed) {
+  return DLDataType{static_cast<uint8_t>(packed & 0xff), static_cast<uint8_t>((packed >> 8) & 0xff),
+                    static_cast<uint16_t>((packed >> 16) & 0xffff)};
+}
+
 // "float32", "int64", "bool", ...
 std::string DTypeToString(DLDataType t);
 

@@ -142,8 +142,7 @@ void FunctionBuilder::AllocStorage(int32_t dst, Operand bytes) {
 }
 
 void FunctionBuilder::AllocTensor(int32_t dst, int32_t storage, Operand byte_offset, int32_t shape, DLDataType dtype) {
-  int64_t code = int64_t{dtype.code} | (int64_t{dtype.bits} << 8) | (int64_t{dtype.lanes} << 16);
-  Emit({Opcode::kAllocTensor, 0, dst, storage, Operands({byte_offset, Operand::Imm(code)}), shape});
+  Emit({Opcode::kAllocTensor, 0, dst, storage, Operands({byte_offset, Operand::Imm(PackDType(dtype))}), shape});
 }
 
 void FunctionBuilder::Kill(int32_t reg) { Emit({Opcode::kKill, 0, kNoRegister, reg, 0, 0}); }

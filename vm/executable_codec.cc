@@ -5,6 +5,7 @@
 #include <msgpack.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "support/hash.h"
 #include "vm/executable.h"
 
 namespace kiln::vm {
@@ -14,14 +15,7 @@ constexpr size_t kHeaderSize = 8 + 2 + 2 + 4;
 constexpr size_t kSectionEntrySize = 4 + 4 + 8 + 8 + 8;
 constexpr uint32_t kMaxSections = 64;
 
-uint64_t Fnv1a(const char* data, size_t size) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= static_cast<uint8_t>(data[i]);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
+using support::Fnv1a64;
 
 template <typename T>
 void PutLE(std::string* out, T value) {
@@ -397,7 +391,7 @@ std::string Executable::Encode(const Contents& contents) {
     PutLE<uint32_t>(&out, 0);
     PutLE<uint64_t>(&out, offset);
     PutLE<uint64_t>(&out, body.size());
-    PutLE<uint64_t>(&out, Fnv1a(body.data(), body.size()));
+    PutLE<uint64_t>(&out, Fnv1a64(body.data(), body.size()));
     offset += body.size();
   }
   for (const auto& section : sections) out += section.second;
@@ -437,7 +431,7 @@ absl::StatusOr<Executable::Contents> Executable::Decode(const std::string& bytes
     if (seen[id]) return absl::DataLossError(absl::StrCat("corrupt executable: section ", id, " appears twice"));
     seen[id] = true;
     const char* data = bytes.data() + offset;
-    if (Fnv1a(data, size) != hash) {
+    if (Fnv1a64(data, size) != hash) {
       return absl::DataLossError(absl::StrCat("corrupt executable: section ", id, " fails its checksum"));
     }
     auto section = static_cast<SectionId>(id);

@@ -393,9 +393,7 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, size_t base, i
         }
         absl::StatusOr<int64_t> offset = IntOperand(fn, base, fn.operands[in.b]);
         if (!offset.ok()) return InstructionError(fn, pc, offset.status());
-        int64_t code = fn.operands[in.b + 1].value;
-        DLDataType dtype{static_cast<uint8_t>(code & 0xff), static_cast<uint8_t>((code >> 8) & 0xff),
-                         static_cast<uint16_t>((code >> 16) & 0xffff)};
+        DLDataType dtype = UnpackDType(fn.operands[in.b + 1].value);
         absl::StatusOr<Tensor> tensor = storage->MakeTensor(*offset, shape_value.as_shape(), dtype);
         if (!tensor.ok()) return InstructionError(fn, pc, tensor.status());
         registers_[base + in.dst] = Value(std::move(*tensor));

@@ -7,6 +7,7 @@
 
 #include "builtins/default_builtins.h"
 #include "gtest/gtest.h"
+#include "support/hash.h"
 #include "tests/vm/test_programs.h"
 #include "vm/virtual_machine.h"
 
@@ -18,14 +19,6 @@ int Iterations(int fallback) {
   return env ? std::atoi(env) : fallback;
 }
 
-uint64_t Fnv1a(const char* data, size_t size) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= static_cast<uint8_t>(data[i]);
-    hash *= 0x100000001b3ULL;
-  }
-  return hash;
-}
 
 // Recomputes every section hash so mutations reach the section decoders instead of being
 // caught by the checksum. Sections with out-of-range bounds are left alone.
@@ -42,7 +35,7 @@ void Reseal(std::string* bytes) {
     std::memcpy(&id, entry, 4);
     if (id == 5) continue;  // never hand a mutated ELF image to the dynamic loader
     if (offset > bytes->size() || size > bytes->size() - offset) continue;
-    uint64_t hash = Fnv1a(bytes->data() + offset, size);
+    uint64_t hash = support::Fnv1a64(bytes->data() + offset, size);
     std::memcpy(entry + 24, &hash, 8);
   }
 }

@@ -86,7 +86,7 @@ inline std::string BuildSampleExecutable() {
                                                     TensorParam("b", f32, {Dim::Sym("m")})});
     int32_t shape = f.NewRegister(), out = f.NewRegister();
     f.MakeShape(shape, {Operand::Reg(f.sym("m"))});
-    f.CallBuiltin(out, alloc, {Operand::Reg(shape), Operand::Imm(32 << 8 | kDLFloat | 1 << 16)});
+    f.CallBuiltin(out, alloc, {Operand::Reg(shape), Operand::Imm(PackDType(f32))});
     f.CallKernel(add_lib, {Operand::Reg(f.param(0)), Operand::Reg(f.param(1)), Operand::Reg(out)});
     f.Ret(out);
   }
@@ -95,7 +95,7 @@ inline std::string BuildSampleExecutable() {
     int32_t shape = f.NewRegister(), sums = f.NewRegister(), shape2 = f.NewRegister(), col = f.NewRegister(),
             xs = f.NewRegister(), tuple = f.NewRegister();
     f.MakeShape(shape, {Operand::Reg(f.sym("n"))});
-    f.CallBuiltin(sums, alloc, {Operand::Reg(shape), Operand::Imm(32 << 8 | kDLFloat | 1 << 16)});
+    f.CallBuiltin(sums, alloc, {Operand::Reg(shape), Operand::Imm(PackDType(f32))});
     f.CallKernel(row_sum, {Operand::Reg(f.param(0)), Operand::Reg(sums)});
     f.MakeShape(shape2, {Operand::Reg(f.sym("n")), Operand::Imm(1)});
     f.CallBuiltin(col, reshape, {Operand::Reg(sums), Operand::Reg(shape2)});
