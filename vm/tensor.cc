@@ -75,7 +75,11 @@ absl::StatusOr<Tensor> Tensor::FromDLPack(DLManagedTensor* managed) {
   });
   Tensor t = Make(std::move(owner), dl.data, dl.byte_offset, std::move(shape), std::move(strides),
                   dl.dtype, dl.device);
-  if (t.is_contiguous()) t.node_->strides.clear(), t.node_->dl.strides = nullptr;
+  // Compact tensors keep no strides, so every later is_contiguous() check is free.
+  if (t.is_contiguous()) {
+    t.node_->strides.clear();
+    t.node_->dl.strides = nullptr;
+  }
   return t;
 }
 

@@ -33,8 +33,6 @@ void SetError(KilnCallContext* ctx, const char* message) {
   *static_cast<std::string*>(ctx->runtime) = message ? message : "(no message)";
 }
 
-const char* KindNoun(Value::Kind kind) { return Value::KindName(kind); }
-
 std::string DimName(const Function& fn, const Operand& o) {
   if (o.debug_name >= 0) return absl::StrCat(" (", fn.strings[o.debug_name], ")");
   return "";
@@ -139,7 +137,7 @@ absl::Status VirtualMachine::CheckParams(const Function& fn, size_t base) {
     auto what = [&] { return absl::StrCat("function '", fn.name, "' parameter '", sig.name, "'"); };
     auto prefixed = [&](const absl::Status& s) { return absl::Status(s.code(), absl::StrCat(what(), s.message())); };
     if (sig.kind != Value::Kind::kNone && v.kind() != sig.kind) {
-      return absl::InvalidArgumentError(absl::StrCat(what(), ": expected a ", KindNoun(sig.kind), ", got ", v.Describe()));
+      return absl::InvalidArgumentError(absl::StrCat(what(), ": expected a ", Value::KindName(sig.kind), ", got ", v.Describe()));
     }
     if (v.kind() == Value::Kind::kTensor) {
       const Tensor& t = v.as_tensor();
