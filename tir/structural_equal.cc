@@ -26,9 +26,9 @@ std::string VarText(const VarNode* v) {
 
 }  // namespace
 
-std::string StructuralEqualizer::Diff() const {
+std::string StructuralEqualizer::Diff(std::string_view root) const {
   if (!has_reason_ && path_.empty()) return "";
-  std::string out;
+  std::string out(root);
   for (auto it = path_.rbegin(); it != path_.rend(); ++it) {
     if (!out.empty()) out += ".";
     out += it->first;

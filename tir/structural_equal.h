@@ -23,6 +23,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -82,8 +83,8 @@ class StructuralEqualizer {
     if (record_diff_) path_.emplace_back(field, index);
     return false;
   }
-  // "path: reason", or "" when nothing failed.
-  std::string Diff() const;
+  // "root.path: reason", or "" when nothing failed.
+  std::string Diff(std::string_view root = "") const;
 
  private:
   bool Expr(const PrimExpr& a, const PrimExpr& b, bool define);
