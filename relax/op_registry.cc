@@ -63,7 +63,7 @@ absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyz
       expected = absl::StrCat(info->min_args, " to ", info->max_args);
     }
     return absl::InvalidArgumentError(
-        absl::StrCat(op->name, ": expects ", expected, " argument", expected == "1" ? "" : "s",
+        absl::StrCat(op->name, ": expects ", expected, " argument", (info->max_args < 0 ? info->min_args : info->max_args) == 1 ? "" : "s",
                      ", got ", nargs));
   }
   for (const auto& [name, value] : call.attrs) {

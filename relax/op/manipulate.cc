@@ -71,7 +71,7 @@ PrimExpr ProductExpr(const Product& p) {
 void Cancel(Product& a, Product& b, tir::Analyzer& analyzer) {
   for (auto bi = b.factors.begin(); bi != b.factors.end();) {
     auto ai = std::find_if(a.factors.begin(), a.factors.end(), [&](const PrimExpr& f) {
-      return f.same_as(*bi) || analyzer.CanProveEqual(f, *bi);
+      return f.same_as(*bi) || DimsEqual(f, *bi, analyzer);
     });
     if (ai != a.factors.end()) {
       a.factors.erase(ai);
@@ -117,7 +117,7 @@ absl::StatusOr<StructInfo> InferReshape(const CallNode& call, tir::Analyzer& ana
   };
   if (infer_axis < 0) {
     if (in.factors.empty() && out.factors.empty() && in.constant != out.constant) return mismatch();
-    if (analyzer.CanProveNotEqual(ProductExpr(in), ProductExpr(out))) return mismatch();
+    if (DimsDiffer(ProductExpr(in), ProductExpr(out), analyzer)) return mismatch();
     return TensorSInfo(dims, data->dtype, data->device);
   }
   PrimExpr inferred;
@@ -172,8 +172,8 @@ absl::StatusOr<StructInfo> InferBroadcastTo(const CallNode& call, tir::Analyzer&
     for (size_t i = 0; i < data->shape->size(); ++i) {
       PrimExpr d = analyzer.Simplify((*data->shape)[i]);
       const PrimExpr& t = dims[offset + i];
-      if (d.as_int() == 1 || analyzer.CanProveEqual(d, t)) continue;
-      if (analyzer.CanProveNotEqual(d, t)) {
+      if (d.as_int() == 1 || DimsEqual(d, t, analyzer)) continue;
+      if (DimsDiffer(d, t, analyzer)) {
         return OpError(call, "cannot broadcast dim ", i, " (", DimStr(d), ") to target dim ",
                        offset + i, " (", DimStr(t), ")");
       }
@@ -228,7 +228,7 @@ absl::StatusOr<StructInfo> InferConcat(const CallNode& call, tir::Analyzer& anal
       if (d == axis) continue;
       PrimExpr a = analyzer.Simplify(out[static_cast<size_t>(d)]);
       PrimExpr b = analyzer.Simplify(shape[static_cast<size_t>(d)]);
-      if (!analyzer.CanProveEqual(a, b) && analyzer.CanProveNotEqual(a, b)) {
+      if (!DimsEqual(a, b, analyzer) && DimsDiffer(a, b, analyzer)) {
         return OpError(call, "field ", i, " dim ", d, " (", DimStr(b), ") differs from field 0 (",
                        DimStr(a), ")");
       }

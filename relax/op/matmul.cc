@@ -40,7 +40,7 @@ absl::StatusOr<StructInfo> InferMatmul(const CallNode& call, tir::Analyzer& anal
   const int rk = rnd == 1 ? 0 : rnd - 2;  // rhs inner axis
   PrimExpr ka = analyzer.Simplify(a[static_cast<size_t>(lk)]);
   PrimExpr kb = analyzer.Simplify(b[static_cast<size_t>(rk)]);
-  if (!analyzer.CanProveEqual(ka, kb) && analyzer.CanProveNotEqual(ka, kb)) {
+  if (!DimsEqual(ka, kb, analyzer) && DimsDiffer(ka, kb, analyzer)) {
     return OpError(call, "inner dimensions differ: lhs dim ", lk, " is ", DimStr(ka), ", rhs dim ",
                    rk, " is ", DimStr(kb));
   }

@@ -98,7 +98,7 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, tir::Analyzer& anal
   const auto& w = *weight->shape;
   PrimExpr c = analyzer.Simplify(x[1]);
   PrimExpr ig = analyzer.Simplify(w[1] * g);
-  if (!analyzer.CanProveEqual(c, ig) && analyzer.CanProveNotEqual(c, ig)) {
+  if (!DimsEqual(c, ig, analyzer) && DimsDiffer(c, ig, analyzer)) {
     return OpError(call, "data channels (dim 1: ", DimStr(c), ") differ from weight in_channels * groups (",
                    DimStr(analyzer.Simplify(w[1])), " * ", g, ")");
   }

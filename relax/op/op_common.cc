@@ -187,13 +187,13 @@ absl::StatusOr<std::vector<PrimExpr>> BroadcastShapes(const CallNode& call,
       PrimExpr db = analyzer.Simplify(b[ib]);
       auto ca = da.as_int();
       auto cb = db.as_int();
-      if (analyzer.CanProveEqual(da, db)) {
+      if (DimsEqual(da, db, analyzer)) {
         result = da;
       } else if (ca == 1) {
         result = db;
       } else if (cb == 1) {
         result = da;
-      } else if (analyzer.CanProveNotEqual(da, db)) {
+      } else if (DimsDiffer(da, db, analyzer)) {
         return OpError(call, "cannot broadcast dim ", ia, " (", DimStr(da), ") against dim ", ib,
                        " (", DimStr(db), ")");
       } else {
@@ -227,6 +227,58 @@ StructInfo MakeTensor(const ShapeOrNdim& shape, std::optional<DataType> dtype, s
 std::vector<PrimExpr> SimplifyDims(std::vector<PrimExpr> dims, tir::Analyzer& analyzer) {
   for (PrimExpr& d : dims) d = analyzer.Simplify(d);
   return dims;
+}
+
+namespace {
+
+// Structural equality of the integer expressions shape dims are made of.
+bool SameExpr(const PrimExpr& a, const PrimExpr& b) {
+  if (a.same_as(b)) return true;
+  if (!a.defined() || !b.defined() || a.kind() != b.kind() || a.dtype() != b.dtype()) return false;
+  if (auto x = a.as_int()) return x == b.as_int();
+  if (tir::IsBinary(a.kind())) {
+    const auto* x = a.as<tir::BinaryNode>();
+    const auto* y = b.as<tir::BinaryNode>();
+    return x && y && SameExpr(x->a, y->a) && SameExpr(x->b, y->b);
+  }
+  return false;
+}
+
+// e == base + offset, peeling constant additions and subtractions.
+PrimExpr SplitOffset(const PrimExpr& e, int64_t* offset) {
+  if (auto c = e.as_int()) {
+    *offset += *c;
+    return PrimExpr();
+  }
+  if (e.kind() == tir::ExprKind::kAdd || e.kind() == tir::ExprKind::kSub) {
+    const auto* bin = e.as<tir::BinaryNode>();
+    const int64_t sign = e.kind() == tir::ExprKind::kAdd ? 1 : -1;
+    if (auto c = bin->b.as_int()) {
+      *offset += sign * *c;
+      return SplitOffset(bin->a, offset);
+    }
+    if (auto c = bin->a.as_int(); c && sign == 1) {
+      *offset += *c;
+      return SplitOffset(bin->b, offset);
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
+bool DimsEqual(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer) {
+  if (SameExpr(a, b) || analyzer.CanProveEqual(a, b)) return true;
+  int64_t oa = 0, ob = 0;
+  PrimExpr ba = SplitOffset(a, &oa), bb = SplitOffset(b, &ob);
+  return oa == ob && ((!ba.defined() && !bb.defined()) || SameExpr(ba, bb));
+}
+
+bool DimsDiffer(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer) {
+  if (analyzer.CanProveNotEqual(a, b)) return true;
+  int64_t oa = 0, ob = 0;
+  PrimExpr ba = SplitOffset(a, &oa), bb = SplitOffset(b, &ob);
+  return oa != ob && ((!ba.defined() && !bb.defined()) || SameExpr(ba, bb));
 }
 
 PrimExpr Int(int64_t value) { return tir::IntImm(DataType::Int64(), value); }

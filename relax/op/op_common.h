@@ -101,6 +101,13 @@ StructInfo MakeTensor(const ShapeOrNdim& shape, std::optional<DataType> dtype,
                       std::string device = "");
 ShapeOrNdim ShapeOf(const TensorStructInfoNode& tensor);
 
+// Whether two dims are certainly equal / certainly different. The analyzer decides first;
+// as a fallback (it may be the constant-folding placeholder) dims that are the same base
+// plus different constant offsets (n vs n + 1) are different, and structurally identical
+// dims are equal.
+bool DimsEqual(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer);
+bool DimsDiffer(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer);
+
 // Simplifies every dim.
 std::vector<PrimExpr> SimplifyDims(std::vector<PrimExpr> dims, tir::Analyzer& analyzer);
 

@@ -110,7 +110,7 @@ absl::StatusOr<StructInfo> InferNorm(const CallNode& call, tir::Analyzer& analyz
     for (size_t i = 0; i < axes->size(); ++i) {
       PrimExpr d = analyzer.Simplify((*data->shape)[static_cast<size_t>((*axes)[i])]);
       PrimExpr g = analyzer.Simplify((*param->shape)[i]);
-      if (!analyzer.CanProveEqual(d, g) && analyzer.CanProveNotEqual(d, g)) {
+      if (!DimsEqual(d, g, analyzer) && DimsDiffer(d, g, analyzer)) {
         return OpError(call, name, " dim ", i, " (", DimStr(g), ") differs from data dim ",
                        (*axes)[i], " (", DimStr(d), ")");
       }
