@@ -150,11 +150,11 @@ absl::StatusOr<StructInfo> InferArange(const CallNode& call, tir::Analyzer& anal
   PrimExpr a = ToInt64(start), b = ToInt64(end), st = ToInt64(step);
   PrimExpr len;
   if (auto si = st.as_int(); si && *si < 0) {
-    len = tir::FloorDiv(a - b + Int(-*si - 1), Int(-*si));
+    len = FloorDivDim(a - b + Int(-*si - 1), Int(-*si), analyzer);
   } else if (st.as_int() == 1) {
     len = b - a;
   } else {
-    len = tir::FloorDiv(b - a + st - Int(1), st);
+    len = FloorDivDim(b - a + st - Int(1), st, analyzer);
   }
   return TensorSInfo({analyzer.Simplify(len)}, dtype);
 }

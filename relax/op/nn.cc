@@ -63,7 +63,7 @@ absl::StatusOr<PrimExpr> WindowOut(const CallNode& call, const char* axis, const
   } else {
     span = AddConst(in - PrimExpr(dil) * AddConst(k, -1), pad - 1);
   }
-  PrimExpr out = stride == 1 ? AddConst(span, 1) : AddConst(tir::FloorDiv(span, Int(stride)), 1);
+  PrimExpr out = stride == 1 ? AddConst(span, 1) : AddConst(FloorDivDim(span, Int(stride), analyzer), 1);
   out = analyzer.Simplify(out);
   if (auto c = out.as_int(); c && *c < 1) {
     return OpError(call, "window of ", DimStr(k), " (dilation ", dil, ") is larger than the padded ",
