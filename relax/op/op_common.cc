@@ -315,6 +315,20 @@ bool KnownNonNegative(const PrimExpr& e, tir::Analyzer& analyzer) {
   }
 }
 
+PrimExpr AddConst(const PrimExpr& e, int64_t c) {
+  if (auto v = e.as_int()) return Int(*v + c);
+  PrimExpr base = e;
+  if (e.kind() == tir::ExprKind::kAdd || e.kind() == tir::ExprKind::kSub) {
+    const auto* bin = e.as<tir::BinaryNode>();
+    if (auto k = bin->b.as_int()) {
+      base = bin->a;
+      c += e.kind() == tir::ExprKind::kAdd ? *k : -*k;
+    }
+  }
+  if (c == 0) return base;
+  return c > 0 ? base + c : base - (-c);
+}
+
 PrimExpr Int(int64_t value) { return tir::IntImm(DataType::Int64(), value); }
 
 }  // namespace kiln::relax::op

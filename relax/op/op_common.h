@@ -118,6 +118,10 @@ bool KnownNonNegative(const PrimExpr& e, tir::Analyzer& analyzer);
 // Simplifies every dim.
 std::vector<PrimExpr> SimplifyDims(std::vector<PrimExpr> dims, tir::Analyzer& analyzer);
 
+// e + c, merged into e's own constant term when e is `x + k` or `x - k` (keeps dims
+// readable whatever the simplifier's strength).
+PrimExpr AddConst(const PrimExpr& e, int64_t c);
+
 // An int64 constant.
 PrimExpr Int(int64_t value);
 
