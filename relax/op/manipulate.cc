@@ -198,6 +198,7 @@ absl::StatusOr<StructInfo> InferConcat(const CallNode& call, tir::Analyzer& anal
     if (t == nullptr) {
       return OpError(call, "field ", i, " must be a Tensor, got ", ToString(tuple->fields[i]));
     }
+    if (t->shape) KILN_RETURN_IF_ERROR(CheckInt64Dims(call, *t->shape, absl::StrCat("field ", i)));
     if (i == 0) {
       dtype = t->dtype;
       device = t->device;

@@ -64,11 +64,24 @@ absl::StatusOr<std::optional<T>> Lookup(const CallNode& call, const std::string&
 
 }  // namespace
 
+absl::Status CheckInt64Dims(const CallNode& call, const std::vector<PrimExpr>& dims,
+                            const std::string& what) {
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (!dims[i].defined()) return OpError(call, what, " dim ", i, " is undefined");
+    if (dims[i].dtype() != DataType::Int64()) {
+      return OpError(call, what, " dim ", i, " (", DimStr(dims[i]),
+                     ") must be an int64 expression, got ", dims[i].dtype().ToString());
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<const TensorStructInfoNode*> TensorArg(const CallNode& call, size_t index,
                                                       const char* what) {
   KILN_CHECK(index < call.args.size());
   const StructInfo& sinfo = call.args[index].struct_info();
   if (const auto* tensor = sinfo.defined() ? sinfo.as<TensorStructInfoNode>() : nullptr) {
+    if (tensor->shape) KILN_RETURN_IF_ERROR(CheckInt64Dims(call, *tensor->shape, absl::StrCat(what, " (argument ", index, ")")));
     return tensor;
   }
   return OpError(call, what, " (argument ", index, ") must be a Tensor, got ",
@@ -80,6 +93,7 @@ absl::StatusOr<const ShapeStructInfoNode*> ShapeArg(const CallNode& call, size_t
   KILN_CHECK(index < call.args.size());
   const StructInfo& sinfo = call.args[index].struct_info();
   if (const auto* shape = sinfo.defined() ? sinfo.as<ShapeStructInfoNode>() : nullptr) {
+    if (shape->values) KILN_RETURN_IF_ERROR(CheckInt64Dims(call, *shape->values, absl::StrCat(what, " (argument ", index, ")")));
     return shape;
   }
   return OpError(call, what, " (argument ", index, ") must be a Shape, got ",

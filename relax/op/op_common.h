@@ -42,6 +42,12 @@ std::string DimStr(const PrimExpr& dim);
 std::string DimsStr(const std::vector<PrimExpr>& dims);
 std::string DTypeStr(const std::optional<DataType>& dtype);
 
+// Shape dims are int64 expressions (DESIGN.md); inference does int64 arithmetic on them, so
+// another dtype is reported as an error naming `what` rather than tripping an internal
+// check. TensorArg and ShapeArg apply it.
+absl::Status CheckInt64Dims(const CallNode& call, const std::vector<PrimExpr>& dims,
+                            const std::string& what);
+
 // The struct info of argument `index`, required to be a Tensor; `what` names the argument
 // in errors ("lhs", "data", ...).
 absl::StatusOr<const TensorStructInfoNode*> TensorArg(const CallNode& call, size_t index,

@@ -85,6 +85,12 @@ TEST(ElementwiseTest, BinaryDtypesAndUnknowns) {
   EXPECT_EQ(Infer("add", {cpu, cpu}), "Tensor((n,), float32, device=\"cpu\")");
 }
 
+TEST(ElementwiseTest, ShapeDimsMustBeInt64) {
+  tir::Var k("k", i32);
+  EXPECT_EQ(Infer("add", {T({4}), T({k})}),
+            "error: add: rhs (argument 1) dim 0 (k) must be an int64 expression, got int32");
+}
+
 TEST(ElementwiseTest, ComparisonsGiveBool) {
   tir::Var n = tir::Var::Shape("n");
   EXPECT_EQ(Infer("less", {T({n, 1}), T({4})}), "Tensor((n, 4), bool)");

@@ -92,6 +92,10 @@ TEST(ConcatTest, SumsAlongAxis) {
             "error: concat: dtypes differ: field 0 is float32, field 1 is int64");
   EXPECT_EQ(Infer("concat", {TupleOf({T({3}), TNdim(1)})}), "Tensor(ndim=1, float32)");
   EXPECT_EQ(Infer("concat", {TupleOf({TNdim(kUnknownNdim), T({n, 2})})}), "Tensor(ndim=2, float32)");
+  EXPECT_EQ(Infer("concat", {TupleOf({T({3}), T({tir::Var("k", i32)})})}),
+            "error: concat: field 1 dim 0 (k) must be an int64 expression, got int32");
+  EXPECT_EQ(Infer("reshape", {T({n}), ShapeExpr({tir::Var("k", i32)})}),
+            "error: reshape: shape (argument 1) dim 0 (k) must be an int64 expression, got int32");
   EXPECT_EQ(Infer("concat", {T({3})}),
             "error: concat: expects a Tuple of tensors, got Tensor((3,), float32)");
 }
