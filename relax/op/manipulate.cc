@@ -205,7 +205,8 @@ absl::StatusOr<StructInfo> InferConcat(const CallNode& call, tir::Analyzer& anal
     } else {
       KILN_ASSIGN_OR_RETURN(dtype, UnifyDType(call, dtype, "field 0", t->dtype,
                                               absl::StrCat("field ", i).c_str()));
-      device = UnifyDevice(device, t->device);
+      KILN_ASSIGN_OR_RETURN(device, UnifyDevice(call, device, "field 0", t->device,
+                                                absl::StrCat("field ", i).c_str()));
     }
     if (t->ndim != kUnknownNdim) {
       if (ndim != kUnknownNdim && ndim != t->ndim) {

@@ -20,7 +20,7 @@ absl::StatusOr<StructInfo> InferMatmul(const CallNode& call, tir::Analyzer& anal
   KILN_ASSIGN_OR_RETURN(auto dtype, UnifyDType(call, lhs->dtype, "lhs", rhs->dtype, "rhs"));
   KILN_ASSIGN_OR_RETURN(auto out_dtype, DTypeAttr(call, "out_dtype"));
   if (out_dtype) dtype = out_dtype;
-  std::string device = UnifyDevice(lhs->device, rhs->device);
+  KILN_ASSIGN_OR_RETURN(std::string device, UnifyDevice(call, lhs->device, "lhs", rhs->device, "rhs"));
   if (lhs->ndim == 0 || rhs->ndim == 0) {
     return OpError(call, "operands must have at least 1 dimension, got lhs ndim ", lhs->ndim,
                    " and rhs ndim ", rhs->ndim);

@@ -89,7 +89,7 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, tir::Analyzer& anal
   KILN_ASSIGN_OR_RETURN(auto groups, IntAttr(call, "groups"));
   const int64_t g = groups.value_or(1);
   if (g <= 0) return OpError(call, "groups must be positive, got ", g);
-  std::string device = UnifyDevice(data->device, weight->device);
+  KILN_ASSIGN_OR_RETURN(std::string device, UnifyDevice(call, data->device, "data", weight->device, "weight"));
   if (!data->shape || !weight->shape) return TensorSInfoOfNdim(4, dtype, device);
   const auto& x = *data->shape;
   const auto& w = *weight->shape;

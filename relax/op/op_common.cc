@@ -177,7 +177,14 @@ absl::StatusOr<std::optional<DataType>> UnifyDType(const CallNode& call,
   return a ? a : b;
 }
 
-std::string UnifyDevice(const std::string& a, const std::string& b) { return a == b ? a : ""; }
+absl::StatusOr<std::string> UnifyDevice(const CallNode& call, const std::string& a,
+                                        const char* what_a, const std::string& b,
+                                        const char* what_b) {
+  if (a.empty()) return b;
+  if (b.empty() || a == b) return a;
+  return OpError(call, "operands are on different devices: ", what_a, " on \"", a, "\", ",
+                 what_b, " on \"", b, "\"");
+}
 
 absl::StatusOr<std::vector<PrimExpr>> BroadcastShapes(const CallNode& call,
                                                       const std::vector<PrimExpr>& a,

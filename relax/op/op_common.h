@@ -83,8 +83,12 @@ absl::StatusOr<std::optional<DataType>> UnifyDType(const CallNode& call,
                                                    const char* what_a,
                                                    const std::optional<DataType>& b,
                                                    const char* what_b);
-// The device both operands share, or "" when they differ or are unspecified.
-std::string UnifyDevice(const std::string& a, const std::string& b);
+// The device of a result computed from two operands: an unspecified ("") device takes the
+// other's; two different explicit devices are an error (an operator runs on one device, a
+// copy must be explicit).
+absl::StatusOr<std::string> UnifyDevice(const CallNode& call, const std::string& a,
+                                        const char* what_a, const std::string& b,
+                                        const char* what_b);
 
 // Broadcasts two known shapes (see the rule at the top of this file). Dims are simplified.
 absl::StatusOr<std::vector<PrimExpr>> BroadcastShapes(const CallNode& call,

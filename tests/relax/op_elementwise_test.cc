@@ -83,6 +83,12 @@ TEST(ElementwiseTest, BinaryDtypesAndUnknowns) {
             "error: add: rhs (argument 1) must be a Tensor, got Shape((n,))");
   Var cpu("a", TensorSInfo({n}, f32, "cpu"));
   EXPECT_EQ(Infer("add", {cpu, cpu}), "Tensor((n,), float32, device=\"cpu\")");
+  EXPECT_EQ(Infer("add", {T({n}), cpu}), "Tensor((n,), float32, device=\"cpu\")");
+  Var gpu("g", TensorSInfo({n}, f32, "cuda:0"));
+  EXPECT_EQ(Infer("add", {cpu, gpu}),
+            "error: add: operands are on different devices: lhs on \"cpu\", rhs on \"cuda:0\"");
+  EXPECT_EQ(Infer("matmul", {Var("a", TensorSInfo({n, 4}, f32, "cpu")), Var("b", TensorSInfo({4, 2}, f32, "cuda:0"))}),
+            "error: matmul: operands are on different devices: lhs on \"cpu\", rhs on \"cuda:0\"");
 }
 
 TEST(ElementwiseTest, ShapeDimsMustBeInt64) {
