@@ -26,16 +26,17 @@ absl::StatusOr<StructInfo> InferBinary(const CallNode& call, tir::Analyzer& anal
   KILN_ASSIGN_OR_RETURN(auto dtype, UnifyDType(call, lhs->dtype, "lhs", rhs->dtype, "rhs"));
   KILN_ASSIGN_OR_RETURN(ShapeOrNdim shape, BroadcastTensors(call, *lhs, *rhs, analyzer));
   if (comparison) dtype = DataType::Bool();
-  KILN_ASSIGN_OR_RETURN(std::string device, UnifyDevice(call, lhs->device, "lhs", rhs->device, "rhs"));
+  KILN_ASSIGN_OR_RETURN(std::string device,
+                        UnifyDevice(call, lhs->device, "lhs", rhs->device, "rhs"));
   return MakeTensor(shape, dtype, device);
 }
 
 absl::StatusOr<StructInfo> InferUnary(const CallNode& call, bool needs_float) {
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* x, TensorArg(call, 0, "data"));
-  if (x->dtype && (needs_float ? !x->dtype->is_floating()
-                               : (x->dtype->is_bool() || x->dtype->is_handle()))) {
-    return OpError(call, "requires a ", needs_float ? "floating-point" : "numeric",
-                   " tensor, got ", x->dtype->ToString());
+  if (x->dtype &&
+      (needs_float ? !x->dtype->is_floating() : (x->dtype->is_bool() || x->dtype->is_handle()))) {
+    return OpError(call, "requires a ", needs_float ? "floating-point" : "numeric", " tensor, got ",
+                   x->dtype->ToString());
   }
   return MakeTensor(ShapeOf(*x), x->dtype, x->device);
 }
@@ -53,7 +54,8 @@ absl::StatusOr<StructInfo> InferWhere(const CallNode& call, tir::Analyzer& analy
   TensorStructInfoNode xy_node(xy.shape, xy.ndim, dtype, "");
   KILN_ASSIGN_OR_RETURN(ShapeOrNdim shape, BroadcastTensors(call, *cond, xy_node, analyzer));
   KILN_ASSIGN_OR_RETURN(std::string xy_device, UnifyDevice(call, x->device, "x", y->device, "y"));
-  KILN_ASSIGN_OR_RETURN(std::string device, UnifyDevice(call, cond->device, "condition", xy_device, "x"));
+  KILN_ASSIGN_OR_RETURN(std::string device,
+                        UnifyDevice(call, cond->device, "condition", xy_device, "x"));
   return MakeTensor(shape, dtype, device);
 }
 

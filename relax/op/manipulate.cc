@@ -194,7 +194,8 @@ absl::StatusOr<StructInfo> InferConcat(const CallNode& call, tir::Analyzer& anal
   std::string device;
   int ndim = kUnknownNdim;
   for (size_t i = 0; i < tuple->fields.size(); ++i) {
-    const auto* t = tuple->fields[i].defined() ? tuple->fields[i].as<TensorStructInfoNode>() : nullptr;
+    const auto* t =
+        tuple->fields[i].defined() ? tuple->fields[i].as<TensorStructInfoNode>() : nullptr;
     if (t == nullptr) {
       return OpError(call, "field ", i, " must be a Tensor, got ", ToString(tuple->fields[i]));
     }
@@ -203,8 +204,8 @@ absl::StatusOr<StructInfo> InferConcat(const CallNode& call, tir::Analyzer& anal
       dtype = t->dtype;
       device = t->device;
     } else {
-      KILN_ASSIGN_OR_RETURN(dtype, UnifyDType(call, dtype, "field 0", t->dtype,
-                                              absl::StrCat("field ", i).c_str()));
+      KILN_ASSIGN_OR_RETURN(
+          dtype, UnifyDType(call, dtype, "field 0", t->dtype, absl::StrCat("field ", i).c_str()));
       KILN_ASSIGN_OR_RETURN(device, UnifyDevice(call, device, "field 0", t->device,
                                                 absl::StrCat("field ", i).c_str()));
     }
@@ -263,9 +264,10 @@ absl::StatusOr<StructInfo> InferSplit(const CallNode& call, tir::Analyzer& analy
   const size_t parts = sections ? static_cast<size_t>(*sections) : indices->size() + 1;
   KILN_ASSIGN_OR_RETURN(auto axis_attr, IntAttr(call, "axis"));
   if (data->ndim == kUnknownNdim || !data->shape) {
-    if (data->ndim != kUnknownNdim) KILN_RETURN_IF_ERROR(NormalizeAxis(call, axis_attr.value_or(0), data->ndim).status());
-    return TupleSInfo(std::vector<StructInfo>(
-        parts, TensorSInfoOfNdim(data->ndim, data->dtype, data->device)));
+    if (data->ndim != kUnknownNdim)
+      KILN_RETURN_IF_ERROR(NormalizeAxis(call, axis_attr.value_or(0), data->ndim).status());
+    return TupleSInfo(
+        std::vector<StructInfo>(parts, TensorSInfoOfNdim(data->ndim, data->dtype, data->device)));
   }
   KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(call, axis_attr.value_or(0), data->ndim));
   PrimExpr dim = analyzer.Simplify((*data->shape)[static_cast<size_t>(axis)]);
@@ -330,7 +332,8 @@ PrimExpr SliceLength(const PrimExpr& d, int64_t begin, int64_t end, int64_t stri
   PrimExpr e = norm(end, true);
   PrimExpr diff = stride > 0 ? (b.as_int() == 0 ? e : e - b) : b - e;
   const int64_t s = stride > 0 ? stride : -stride;
-  PrimExpr len = s == 1 ? analyzer.Simplify(diff) : FloorDivDim(diff + Int(s - 1), Int(s), analyzer);
+  PrimExpr len =
+      s == 1 ? analyzer.Simplify(diff) : FloorDivDim(diff + Int(s - 1), Int(s), analyzer);
   if (KnownNonNegative(len, analyzer)) return len;
   return analyzer.Simplify(tir::Max(len, Int(0)));
 }

@@ -66,7 +66,7 @@ absl::StatusOr<std::optional<double>> FloatAttr(const CallNode& call, const std:
 absl::StatusOr<std::optional<DataType>> DTypeAttr(const CallNode& call, const std::string& name);
 // Accepts a vector of integers or a single integer (as a one-element vector).
 absl::StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const CallNode& call,
-                                                            const std::string& name);
+                                                             const std::string& name);
 
 // Normalizes a possibly negative axis into [0, ndim); `ndim` must be known.
 absl::StatusOr<int> NormalizeAxis(const CallNode& call, int64_t axis, int ndim,
