@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "tests/relax/op_test_util.h"
 
 namespace kiln::relax::testing {
@@ -141,7 +143,16 @@ TEST(StridedSliceTest, ConstantAndSymbolicDims) {
             "Tensor((10,), float32)");
   EXPECT_EQ(Infer("strided_slice", {T({10})}, {{"begin", Ints{7}}, {"end", Ints{2}}}),
             "Tensor((0,), float32)");
+  EXPECT_EQ(Infer("strided_slice", {T({10})},
+                  {{"begin", Ints{8}}, {"end", Ints{INT64_MIN}}, {"strides", Ints{-3}}}),
+            "Tensor((3,), float32)");
+  EXPECT_EQ(Infer("strided_slice", {T({10})},
+                  {{"begin", Ints{2}}, {"end", Ints{INT64_MAX}}, {"strides", Ints{-1}}}),
+            "Tensor((0,), float32)");
   // Symbolic dim: "to the end" gives n - begin; clamps stay as min/max.
+  EXPECT_EQ(Infer("strided_slice", {T({n})},
+                  {{"begin", Ints{INT64_MAX}}, {"end", Ints{INT64_MIN}}, {"strides", Ints{-1}}}),
+            "Tensor((n,), float32)");
   EXPECT_EQ(
       Infer("strided_slice", {T({n, 4})}, {{"begin", Ints{0}}, {"end", Ints{int64_t{1} << 40}}}),
       "Tensor((n, 4), float32)");
