@@ -222,7 +222,8 @@ struct CanonicalSimplifier::Impl {
     if (it != atom_ids.end()) return it->second;
     Atom atom;
     atom.expr = e;
-    atom.order = ToString(e);
+    // Variables sort before other atoms, so `x + floordiv(y, 4)`, not the reverse.
+    atom.order = absl::StrCat(e.kind() == ExprKind::kVar ? "0" : "1", ToString(e));
     if (e.kind() == ExprKind::kFloorDiv || e.kind() == ExprKind::kFloorMod) {
       const auto* bin = e.as<BinaryNode>();
       auto c = bin->b.as_int();
@@ -493,18 +494,7 @@ struct CanonicalSimplifier::Impl {
         if (a.is_const() && a.constant == 0) return a;  // 0 divided by anything (nonzero) is 0
         return AtomSum(MakeBinary(e.kind(), ToExpr(a), b));
       }
-      case ExprKind::kMin: case ExprKind::kMax: {
-        const auto* bin = e.as<BinaryNode>();
-        Sum a = ToSum(bin->a);
-        Sum b = ToSum(bin->b);
-        std::optional<Sum> d = Combine(a, b, -1);
-        if (!d) return std::nullopt;
-        IntBound bd = SumBound(*d);
-        bool is_min = e.kind() == ExprKind::kMin;
-        if (bd.max <= 0) return is_min ? a : b;
-        if (bd.min >= 0) return is_min ? b : a;
-        return AtomSum(Ordered(e.kind(), ToExpr(a), ToExpr(b)));
-      }
+      case ExprKind::kMin: case ExprKind::kMax: return MinMax(e.kind(), *e.as<BinaryNode>());
       case ExprKind::kSelect: {
         const auto* s = e.as<SelectNode>();
         PrimExpr cond = Simplify(s->condition);
@@ -522,6 +512,54 @@ struct CanonicalSimplifier::Impl {
       }
       default: return AtomSum(Rewrite(e));  // Div, Call, BufferLoad, Let
     }
+  }
+
+  // Operands of a chain of nested `kind` (min or max) nodes.
+  void CollectOperands(ExprKind kind, Sum s, std::vector<Sum>* out) {
+    if (std::optional<int> id = SoleAtom(s); id && atoms[*id].expr.kind() == kind) {
+      const auto* bin = atoms[*id].expr.as<BinaryNode>();
+      PrimExpr a = bin->a;
+      PrimExpr b = bin->b;
+      CollectOperands(kind, ToSum(a), out);
+      CollectOperands(kind, ToSum(b), out);
+      return;
+    }
+    out->push_back(std::move(s));
+  }
+
+  // min/max over a flattened chain: drops every operand that bounds show can never be the
+  // result (min(min(x, 5), 3) is min(x, 3); min(n, n + 1) is n), then rebuilds the chain in a
+  // fixed order, constants last.
+  std::optional<Sum> MinMax(ExprKind kind, const BinaryNode& node) {
+    std::vector<Sum> ops;
+    CollectOperands(kind, ToSum(node.a), &ops);
+    CollectOperands(kind, ToSum(node.b), &ops);
+    bool is_min = kind == ExprKind::kMin;
+    std::vector<bool> dropped(ops.size(), false);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (size_t j = 0; j < ops.size() && !dropped[i]; ++j) {
+        if (i == j || dropped[j]) continue;
+        std::optional<Sum> d = Combine(ops[i], ops[j], -1);
+        if (!d) continue;
+        IntBound bd = SumBound(*d);
+        // For min, ops[i] >= ops[j] everywhere means ops[i] never decides the result.
+        if (is_min ? bd.min >= 0 : bd.max <= 0) dropped[i] = true;
+      }
+    }
+    std::vector<size_t> survivors;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!dropped[i]) survivors.push_back(i);
+    }
+    if (survivors.size() == 1) return ops[survivors[0]];
+    std::vector<std::pair<std::string, PrimExpr>> kept;
+    for (size_t i : survivors) {
+      PrimExpr e = ToExpr(ops[i]);
+      kept.emplace_back(absl::StrCat(ops[i].is_const() ? "1" : "0", ToString(e), Key(e)), e);
+    }
+    std::sort(kept.begin(), kept.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    PrimExpr chain = kept[0].second;
+    for (size_t i = 1; i < kept.size(); ++i) chain = MakeBinary(kind, chain, kept[i].second);
+    return AtomSum(chain);
   }
 
   // a divided exactly by g (g divides every coefficient and the constant).
@@ -812,13 +850,30 @@ struct CanonicalSimplifier::Impl {
     return MakeBinary(kind, ToExpr(sa), ToExpr(sb));
   }
 
-  // `d kind 0` written with positive terms on the left and the constant on the right:
-  // `i < 8`, `n < m + 1`, `5 < i`.
+  // `d kind 0` written with positive terms on the left and the rest on the right, common
+  // factors divided out: `i < 8`, `n < m + 1`, `n != 2` (from 2 * n != 4), and `n > 3`
+  // rather than `3 < n` when there are no positive terms.
   std::optional<PrimExpr> CanonicalCompare(ExprKind kind, Sum d) {
+    if (d.constant == kInt64Min) return std::nullopt;
     if ((kind == ExprKind::kEQ || kind == ExprKind::kNE) && !d.is_const() && d.terms[0].coef < 0) {
       std::optional<Sum> negated = Scale(d, -1);
       if (!negated) return std::nullopt;
       d = *std::move(negated);
+    }
+    uint64_t g = 0;
+    for (const Term& t : d.terms) g = Gcd(g, Magnitude(t.coef));
+    if (g > 1 && g <= static_cast<uint64_t>(IntBound::kPosInf)) {
+      auto gi = static_cast<int64_t>(g);
+      int64_t k = d.constant;
+      // For integer x: g*x + k == 0 is x + k/g == 0 (g divides k, or it was decided false);
+      // g*x + k < 0 is x + floor(k/g) < 0; g*x + k <= 0 is x + ceil(k/g) <= 0.
+      int64_t reduced = kind == ExprKind::kLT ? FloorDivConst(k, gi)
+                        : kind == ExprKind::kLE ? -FloorDivConst(-k, gi)
+                                                : k / gi;
+      if ((kind != ExprKind::kEQ && kind != ExprKind::kNE) || k % gi == 0) {
+        for (Term& t : d.terms) t.coef /= gi;
+        d.constant = reduced;
+      }
     }
     Sum pos = Constant(d.dtype, 0);
     Sum neg = Constant(d.dtype, 0);
@@ -830,10 +885,10 @@ struct CanonicalSimplifier::Impl {
         neg.terms.push_back({t.atoms, -t.coef});
       }
     }
-    if (d.constant == kInt64Min) return std::nullopt;
     if (pos.is_const()) {
-      // -neg + k < 0  is  k < neg
-      return MakeBinary(kind, IntImm(d.dtype, d.constant), ToExpr(neg));
+      // -neg + k < 0  is  neg > k (and <= becomes >=)
+      ExprKind flipped = kind == ExprKind::kLT ? ExprKind::kGT : ExprKind::kGE;
+      return MakeBinary(flipped, ToExpr(neg), IntImm(d.dtype, d.constant));
     }
     neg.constant = -d.constant;  // pos - neg + k < 0  is  pos < neg - k
     return MakeBinary(kind, ToExpr(pos), ToExpr(neg));

@@ -109,6 +109,8 @@ TEST(Analyzer, DividesByConstants) {
   EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(4 * n + 3, 2))), "2 * n + 1");
   EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(6 * n + 4, 3))), "1");
   EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n, 4))), "floordiv(n, 4)");
+  // Variables first, then other terms, then the constant.
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n * 4 + j + 8, 4))), "n + floordiv(j, 4) + 2");
   EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(FloorDiv(n, 4), 2))), "floordiv(n, 8)");
   // Splitting then fusing a loop gives the loop variable back.
   EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(f, 8) * 8 + FloorMod(f, 8))), "f");
@@ -128,11 +130,19 @@ TEST(Analyzer, FoldsMinMaxComparisonsAndLogicWhenBoundsDecide) {
   EXPECT_EQ(ToString(analyzer.Simplify(Max(i, 8))), "8");
   EXPECT_EQ(ToString(analyzer.Simplify(Min(n, n + 1))), "n");
   EXPECT_EQ(ToString(analyzer.Simplify(Max(n, m))), ToString(analyzer.Simplify(Max(m, n))));
+  EXPECT_EQ(ToString(analyzer.Simplify(Min(Min(n, 5), 3))), "min(n, 3)");
+  EXPECT_EQ(ToString(analyzer.Simplify(Max(Max(n, m + 1), m))), "max(m + 1, n)");
   EXPECT_EQ(ToString(analyzer.Simplify(LT(i, 8))), "true");
   EXPECT_EQ(ToString(analyzer.Simplify(GE(n, 0))), "true");
   EXPECT_EQ(ToString(analyzer.Simplify(EQ(2 * n, 2 * m + 1))), "false");
   EXPECT_EQ(ToString(analyzer.Simplify(LT(n + 1, m + 1))), "n < m");
   EXPECT_EQ(ToString(analyzer.Simplify(GT(8, n))), "n < 8");
+  EXPECT_EQ(ToString(analyzer.Simplify(GT(n, 3))), "n > 3");
+  EXPECT_EQ(ToString(analyzer.Simplify(NE(2 * n, 4))), "n != 2");
+  EXPECT_EQ(ToString(analyzer.Simplify(LE(n * 2, m * 2))), "n <= m");
+  EXPECT_EQ(ToString(analyzer.Simplify(LT(2 * n, 5))), "n < 3");
+  EXPECT_EQ(ToString(analyzer.Simplify(LE(2 * n, 5))), "n <= 2");
+  EXPECT_EQ(ToString(analyzer.Simplify(LT(5, 2 * n))), "n > 2");
   EXPECT_EQ(ToString(analyzer.Simplify(And(LT(i, 8), LT(n, m)))), "n < m");
   EXPECT_EQ(ToString(analyzer.Simplify(Or(LT(i, 0), LT(n, m)))), "n < m");
   EXPECT_EQ(ToString(analyzer.Simplify(Not(LT(n, m)))), "m <= n");
@@ -275,10 +285,20 @@ class RandomExprs {
 
   PrimExpr Int(int depth) {
     if (depth == 0 || Uniform(0, 9) < 2) {
-      if (Uniform(0, 9) < 7) return vars_[Uniform(0, static_cast<int64_t>(vars_.size()) - 1)];
+      int64_t pick = Uniform(0, 9);
+      if (pick < 6) return vars_[Uniform(0, static_cast<int64_t>(vars_.size()) - 1)];
+      if (pick < 8) return Linear();
       return PrimExpr(Uniform(-6, 6));
     }
-    switch (Uniform(0, 10)) {
+    switch (Uniform(0, 12)) {
+      case 11: return Linear();
+      case 12: {
+        // Split then fuse: c * floordiv(x, c) + floormod(x, c), sometimes scaled.
+        PrimExpr x = Uniform(0, 1) == 0 ? Linear() : Int(depth - 1);
+        PrimExpr c(Uniform(1, 9));
+        PrimExpr k(Uniform(1, 3));
+        return k * (FloorDiv(x, c) * c) + FloorMod(x, c) * k;
+      }
       case 0: case 1: return Int(depth - 1) + Int(depth - 1);
       case 2: return Int(depth - 1) - Int(depth - 1);
       case 3: return Int(depth - 1) * PrimExpr(Uniform(-4, 4));
@@ -290,6 +310,16 @@ class RandomExprs {
       case 9: return Select(Bool(depth - 1), Int(depth - 1), Int(depth - 1));
       default: return Int(depth - 1) + PrimExpr(Uniform(-10, 10));
     }
+  }
+
+  // An index-like sum c1 * v1 + c2 * v2 + k, where floordiv/floormod have terms to split.
+  PrimExpr Linear() {
+    PrimExpr out(Uniform(-10, 10));
+    for (const Var& v : vars_) {
+      int64_t c = Uniform(-2, 8);
+      if (c != 0) out = out + PrimExpr(c) * v;
+    }
+    return out;
   }
 
   PrimExpr Bool(int depth) {
@@ -351,6 +381,7 @@ TEST(Analyzer, RandomExpressionsKeepTheirValues) {
     ASSERT_EQ(s.dtype(), e.dtype()) << ToString(e);
     if (ToString(s) != ToString(e)) ++changed;
     IntBound bound = analyzer.ConstIntBound(e);
+    IntBound simplified_bound = analyzer.ConstIntBound(s);
     PrimExpr other = gen.Int(2);
     bool le = !boolean && analyzer.CanProveLE(e, other);
     bool lt = !boolean && analyzer.CanProveLT(e, other);
@@ -376,6 +407,7 @@ TEST(Analyzer, RandomExpressionsKeepTheirValues) {
       ASSERT_EQ(before, after) << ToString(e) << "\n  simplified to " << ToString(s);
       ASSERT_TRUE(bound.Contains(before)) << ToString(e) << " = " << before << " outside [" << bound.min << ", "
                                           << bound.max << "]";
+      ASSERT_TRUE(simplified_bound.Contains(before)) << ToString(s) << " = " << before;
       if (boolean) {
         ASSERT_TRUE(!holds || before != 0) << "proved " << ToString(e);
         continue;
@@ -401,8 +433,9 @@ TEST(Analyzer, SimplifyIsIdempotentOnRandomExpressions) {
   Analyzer analyzer;
   RandomExprs gen(99, {x, y, n});
   for (int iter = 0; iter < 1000; ++iter) {
-    PrimExpr s = analyzer.Simplify(gen.Int(3));
-    EXPECT_EQ(ToString(analyzer.Simplify(s)), ToString(s));
+    PrimExpr e = gen.Int(3);
+    PrimExpr s = analyzer.Simplify(e);
+    EXPECT_EQ(ToString(analyzer.Simplify(s)), ToString(s)) << ToString(e);
   }
 }
 
