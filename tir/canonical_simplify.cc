@@ -213,6 +213,8 @@ struct CanonicalSimplifier::Impl {
   VarBoundMap bounds;  // a copy: Let adds the bound of its variable while inside the body
   std::vector<Atom> atoms;
   std::unordered_map<std::string, int> atom_ids;
+  // ToSum results by node; the PrimExpr keeps the node (and so the key) alive.
+  std::unordered_map<const PrimExprNode*, std::pair<PrimExpr, Sum>> sum_memo;
 
   // ------------------------------------------------------------------ atoms and sums
 
@@ -461,10 +463,44 @@ struct CanonicalSimplifier::Impl {
   // ------------------------------------------------------------------ integer sums
 
   Sum ToSum(const PrimExpr& e) {
+    // Shared subexpressions are converted once (shapes are often DAGs).
+    auto it = sum_memo.find(e.get());
+    if (it != sum_memo.end()) return it->second.second;
     std::optional<Sum> s = TryToSum(e);
-    if (s) return *std::move(s);
-    // Coefficients overflowed: keep the operation as it is, operands simplified.
-    return AtomSum(Rewrite(e));
+    // On coefficient overflow, keep the operation as it is, operands simplified.
+    Sum out = s ? *std::move(s) : AtomSum(Rewrite(e));
+    sum_memo.emplace(e.get(), std::make_pair(e, out));
+    return out;
+  }
+
+  // a / b when b is a single term that divides every term of a (n * m / m is n), else
+  // nothing.
+  std::optional<Sum> DivideExactly(const Sum& a, const Sum& b) {
+    if (b.constant != 0 || b.terms.size() != 1 || a.constant != 0) return std::nullopt;
+    const Term& divisor = b.terms[0];
+    if (divisor.coef == -1) return std::nullopt;  // not worth the overflow corner
+    Sum q = Constant(a.dtype, 0);
+    for (const Term& t : a.terms) {
+      if (t.coef % divisor.coef != 0) return std::nullopt;
+      // Multiset difference of two sorted atom lists.
+      std::vector<int> rest;
+      size_t j = 0;
+      for (int id : t.atoms) {
+        if (j < divisor.atoms.size() && divisor.atoms[j] == id) {
+          ++j;
+        } else {
+          rest.push_back(id);
+        }
+      }
+      if (j != divisor.atoms.size()) return std::nullopt;
+      if (rest.empty()) {
+        if (__builtin_add_overflow(q.constant, t.coef / divisor.coef, &q.constant)) return std::nullopt;
+      } else {
+        q.terms.push_back({std::move(rest), t.coef / divisor.coef});
+      }
+    }
+    if (!Normalize(&q)) return std::nullopt;
+    return q;
   }
 
   std::optional<Sum> TryToSum(const PrimExpr& e) {
@@ -487,12 +523,14 @@ struct CanonicalSimplifier::Impl {
       }
       case ExprKind::kFloorDiv: case ExprKind::kFloorMod: {
         const auto* bin = e.as<BinaryNode>();
+        bool is_div = e.kind() == ExprKind::kFloorDiv;
         Sum a = ToSum(bin->a);
-        PrimExpr b = Simplify(bin->b);
-        auto c = b.as_int();
-        if (c && *c != 0) return e.kind() == ExprKind::kFloorDiv ? DivByConst(a, *c) : ModByConst(a, *c);
-        if (a.is_const() && a.constant == 0) return a;  // 0 divided by anything (nonzero) is 0
-        return AtomSum(MakeBinary(e.kind(), ToExpr(a), b));
+        Sum b = ToSum(bin->b);
+        if (b.is_const() && b.constant != 0) return is_div ? DivByConst(a, b.constant) : ModByConst(a, b.constant);
+        // Division by zero is undefined, so wherever these are defined the divisor is not 0.
+        if (a.is_const() && a.constant == 0) return a;
+        if (std::optional<Sum> q = DivideExactly(a, b)) return is_div ? *q : Constant(a.dtype, 0);
+        return AtomSum(MakeBinary(e.kind(), ToExpr(a), ToExpr(b)));
       }
       case ExprKind::kMin: case ExprKind::kMax: return MinMax(e.kind(), *e.as<BinaryNode>());
       case ExprKind::kSelect: {
@@ -750,6 +788,11 @@ struct CanonicalSimplifier::Impl {
     return e;
   }
 
+  void ForgetBounds() {
+    for (Atom& atom : atoms) atom.bound.reset();
+    sum_memo.clear();
+  }
+
   PrimExpr SimplifyLet(const LetNode& let) {
     PrimExpr value = Simplify(let.value);
     const VarNode* var = let.var.get();
@@ -760,15 +803,15 @@ struct CanonicalSimplifier::Impl {
       IntBound vb = SumBound(ToSum(value));
       bounds[var] = saved ? IntersectBounds(*saved, vb) : vb;
     }
-    // Cached atom bounds may involve the variable: recompute them inside and after.
-    for (Atom& atom : atoms) atom.bound.reset();
+    // Cached bounds and sums may involve the variable: recompute them inside and after.
+    ForgetBounds();
     PrimExpr body = Simplify(let.body);
     if (saved) {
       bounds[var] = *saved;
     } else {
       bounds.erase(var);
     }
-    for (Atom& atom : atoms) atom.bound.reset();
+    ForgetBounds();
     return Let(Var(let.var), value, body);
   }
 

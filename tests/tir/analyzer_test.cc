@@ -121,6 +121,43 @@ TEST(Analyzer, DividesByConstants) {
   EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(IntImm(DataType::Int64(), -7), 2))), "1");
 }
 
+TEST(Analyzer, DividesBySymbolicTermsThatDivideExactly) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  Var m = Var::Shape("m");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n * m, m))), "n");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n * m + m, m))), "n + 1");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(6 * n * m, 2 * m))), "3 * n");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(4 * n * m, 2 * m))), "0");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n * m + 1, m))), "floordiv(m * n + 1, m)");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(3 * n * m, 2 * m))), "floordiv(3 * m * n, 2 * m)");
+  EXPECT_TRUE(analyzer.CanProveEqual(FloorDiv(n * m, n), m));
+  IntBound b = analyzer.ConstIntBound(FloorDiv(n, m));
+  EXPECT_EQ(b.min, 0);
+  EXPECT_EQ(b.max, IntBound::kPosInf);
+}
+
+TEST(Analyzer, HandlesLargeAndSharedExpressions) {
+  Analyzer analyzer;
+  std::vector<Var> vars;
+  for (int i = 0; i < 50; ++i) vars.push_back(Var::Shape("v" + std::to_string(100 + i)));
+  // A long sum whose terms cancel pairwise.
+  PrimExpr sum = 0;
+  for (int round = 0; round < 20; ++round) {
+    for (const Var& v : vars) sum = sum + v * (round + 1);
+    for (const Var& v : vars) sum = sum - v * (round + 1);
+  }
+  EXPECT_EQ(ToString(analyzer.Simplify(sum)), "0");
+  // A DAG whose tree form has 2^60 nodes: converted once per shared node.
+  Var n = Var::Shape("n");
+  PrimExpr e = n;
+  for (int i = 0; i < 60; ++i) e = e - e + e + 1;
+  EXPECT_EQ(ToString(analyzer.Simplify(e)), "n + 60");
+  IntBound b = analyzer.ConstIntBound(e);
+  EXPECT_EQ(b.min, 60);
+  EXPECT_TRUE(analyzer.CanProveEqual(e, n + 60));
+}
+
 TEST(Analyzer, FoldsMinMaxComparisonsAndLogicWhenBoundsDecide) {
   Analyzer analyzer;
   Var n = Var::Shape("n");
@@ -291,7 +328,12 @@ class RandomExprs {
       return PrimExpr(Uniform(-6, 6));
     }
     switch (Uniform(0, 12)) {
-      case 11: return Linear();
+      case 11: {
+        // Division by an expression, which may be zero (such points are skipped).
+        if (Uniform(0, 3) == 0) return Uniform(0, 1) == 0 ? FloorDiv(Int(depth - 1), Int(depth - 1))
+                                                          : FloorMod(Int(depth - 1), Int(depth - 1));
+        return Linear();
+      }
       case 12: {
         // Split then fuse: c * floordiv(x, c) + floormod(x, c), sometimes scaled.
         PrimExpr x = Uniform(0, 1) == 0 ? Linear() : Int(depth - 1);
