@@ -215,6 +215,7 @@ struct CanonicalSimplifier::Impl {
   std::unordered_map<std::string, int> atom_ids;
   // ToSum results by node; the PrimExpr keeps the node (and so the key) alive.
   std::unordered_map<const PrimExprNode*, std::pair<PrimExpr, Sum>> sum_memo;
+  int distribute_depth = 0;
 
   // ------------------------------------------------------------------ atoms and sums
 
@@ -311,7 +312,55 @@ struct CanonicalSimplifier::Impl {
     if (__builtin_mul_overflow(b.constant, scale_b, &c)) return std::nullopt;
     if (__builtin_add_overflow(out.constant, c, &out.constant)) return std::nullopt;
     if (!Normalize(&out)) return std::nullopt;
-    return MergeDivMod(std::move(out));
+    std::optional<Sum> merged = MergeDivMod(std::move(out));
+    if (!merged) return std::nullopt;
+    return Distribute(*std::move(merged));
+  }
+
+  // r + min(a, b) is min(r + a, r + b) and r - min(a, b) is max(r - a, r - b) (dually for
+  // max). Applied only when adding an operand to r leaves fewer terms than r has, so that
+  // the result does not depend on the order the sum was built in: n - min(n, 1) is
+  // max(n - 1, 0), and min(x, y) - x is min(y - x, 0), whose bound shows it is never
+  // positive.
+  Sum Distribute(Sum s) {
+    // Each step works on smaller sums; the cap only bounds the work on deep nests.
+    if (distribute_depth >= 8) return s;
+    for (size_t i = 0; i < s.terms.size(); ++i) {
+      if (s.terms[i].atoms.size() != 1 || (s.terms[i].coef != 1 && s.terms[i].coef != -1)) continue;
+      PrimExpr atom = atoms[s.terms[i].atoms[0]].expr;
+      ExprKind kind = atom.kind();
+      if (kind != ExprKind::kMin && kind != ExprKind::kMax) continue;
+      int64_t sign = s.terms[i].coef;
+      Sum rest = s;
+      rest.terms.erase(rest.terms.begin() + static_cast<std::ptrdiff_t>(i));
+      if (rest.is_const()) continue;  // a constant cancels nothing
+      ++distribute_depth;
+      const auto* bin = atom.as<BinaryNode>();
+      std::vector<Sum> ops;
+      CollectOperands(kind, ToSum(bin->a), &ops);
+      CollectOperands(kind, ToSum(bin->b), &ops);
+      bool shrinks = false;
+      for (const Sum& op : ops) shrinks = shrinks || Shrinks(rest, op, sign);
+      std::vector<Sum> shifted;
+      if (shrinks) {
+        for (const Sum& op : ops) {
+          std::optional<Sum> r = Combine(rest, op, sign);
+          if (!r) break;
+          shifted.push_back(*std::move(r));
+        }
+      }
+      std::optional<Sum> out;
+      if (shrinks && shifted.size() == ops.size()) {
+        ExprKind flipped = kind == ExprKind::kMin ? ExprKind::kMax : ExprKind::kMin;
+        std::vector<Sum> flat;
+        ExprKind result_kind = sign == 1 ? kind : flipped;
+        for (Sum& op : shifted) CollectOperands(result_kind, std::move(op), &flat);
+        out = MinMaxOf(result_kind, std::move(flat));
+      }
+      --distribute_depth;
+      if (out) return *std::move(out);
+    }
+    return s;
   }
 
   std::optional<Sum> Multiply(const Sum& a, const Sum& b) {
@@ -339,7 +388,9 @@ struct CanonicalSimplifier::Impl {
       }
     }
     if (!Normalize(&out)) return std::nullopt;
-    return MergeDivMod(std::move(out));
+    std::optional<Sum> merged = MergeDivMod(std::move(out));
+    if (!merged) return std::nullopt;
+    return Distribute(*std::move(merged));
   }
 
   // k * floormod(x, c) + k * c * floordiv(x, c) is k * x.
@@ -552,15 +603,44 @@ struct CanonicalSimplifier::Impl {
     }
   }
 
-  // Operands of a chain of nested `kind` (min or max) nodes.
+  static std::optional<Sum> AddConstant(Sum s, int64_t c) {
+    if (__builtin_add_overflow(s.constant, c, &s.constant)) return std::nullopt;
+    return s;
+  }
+
+  // Whether rest + sign * op has fewer terms than rest, counted without building it (terms
+  // of both are sorted).
+  bool Shrinks(const Sum& rest, const Sum& op, int64_t sign) const {
+    int cancelled = 0;
+    int added = 0;
+    size_t i = 0;
+    for (const Term& t : op.terms) {
+      while (i < rest.terms.size() && MonoLess(rest.terms[i].atoms, t.atoms)) ++i;
+      if (i < rest.terms.size() && rest.terms[i].atoms == t.atoms) {
+        int64_t scaled;
+        if (!__builtin_mul_overflow(t.coef, sign, &scaled) && scaled == -rest.terms[i].coef) ++cancelled;
+      } else {
+        ++added;
+      }
+    }
+    return cancelled > added;
+  }
+
+  // Operands of a chain of nested `kind` (min or max) nodes; a constant added to a nested
+  // chain goes into its operands (min(a, b) + 2 is min(a + 2, b + 2)).
   void CollectOperands(ExprKind kind, Sum s, std::vector<Sum>* out) {
-    if (std::optional<int> id = SoleAtom(s); id && atoms[*id].expr.kind() == kind) {
-      const auto* bin = atoms[*id].expr.as<BinaryNode>();
+    if (s.terms.size() == 1 && s.terms[0].coef == 1 && s.terms[0].atoms.size() == 1 &&
+        atoms[s.terms[0].atoms[0]].expr.kind() == kind) {
+      const auto* bin = atoms[s.terms[0].atoms[0]].expr.as<BinaryNode>();
       PrimExpr a = bin->a;
       PrimExpr b = bin->b;
-      CollectOperands(kind, ToSum(a), out);
-      CollectOperands(kind, ToSum(b), out);
-      return;
+      std::optional<Sum> sa = AddConstant(ToSum(a), s.constant);
+      std::optional<Sum> sb = AddConstant(ToSum(b), s.constant);
+      if (sa && sb) {
+        CollectOperands(kind, *std::move(sa), out);
+        CollectOperands(kind, *std::move(sb), out);
+        return;
+      }
     }
     out->push_back(std::move(s));
   }
@@ -568,10 +648,14 @@ struct CanonicalSimplifier::Impl {
   // min/max over a flattened chain: drops every operand that bounds show can never be the
   // result (min(min(x, 5), 3) is min(x, 3); min(n, n + 1) is n), then rebuilds the chain in a
   // fixed order, constants last.
-  std::optional<Sum> MinMax(ExprKind kind, const BinaryNode& node) {
+  Sum MinMax(ExprKind kind, const BinaryNode& node) {
     std::vector<Sum> ops;
     CollectOperands(kind, ToSum(node.a), &ops);
     CollectOperands(kind, ToSum(node.b), &ops);
+    return MinMaxOf(kind, std::move(ops));
+  }
+
+  Sum MinMaxOf(ExprKind kind, std::vector<Sum> ops) {
     bool is_min = kind == ExprKind::kMin;
     std::vector<bool> dropped(ops.size(), false);
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -589,6 +673,12 @@ struct CanonicalSimplifier::Impl {
       if (!dropped[i]) survivors.push_back(i);
     }
     if (survivors.size() == 1) return ops[survivors[0]];
+    // A constant every operand shares moves out: min(n + 2, m + 2) is min(m, n) + 2.
+    int64_t shared = ops[survivors[0]].constant;
+    for (size_t i : survivors) {
+      if (ops[i].is_const() || ops[i].constant != shared) shared = 0;
+    }
+    for (size_t i : survivors) ops[i].constant -= shared;
     std::vector<std::pair<std::string, PrimExpr>> kept;
     for (size_t i : survivors) {
       PrimExpr e = ToExpr(ops[i]);
@@ -597,7 +687,9 @@ struct CanonicalSimplifier::Impl {
     std::sort(kept.begin(), kept.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     PrimExpr chain = kept[0].second;
     for (size_t i = 1; i < kept.size(); ++i) chain = MakeBinary(kind, chain, kept[i].second);
-    return AtomSum(chain);
+    Sum out = AtomSum(chain);
+    out.constant = shared;
+    return out;
   }
 
   // a divided exactly by g (g divides every coefficient and the constant).
@@ -862,6 +954,23 @@ struct CanonicalSimplifier::Impl {
     Sum sb = ToSum(rhs);
     std::optional<Sum> d = Combine(sa, sb, -1);
     if (!d) return MakeBinary(kind, ToExpr(sa), ToExpr(sb));
+    bool is_eq = kind == ExprKind::kEQ || kind == ExprKind::kNE;
+    // Distributing can expose a new common factor, hence a few rounds.
+    for (int round = 0; round < 4; ++round) {
+      uint64_t g = 0;
+      for (const Term& t : d->terms) g = Gcd(g, Magnitude(t.coef));
+      if (g <= 1 || g > static_cast<uint64_t>(IntBound::kPosInf) || d->constant == kInt64Min) break;
+      auto gi = static_cast<int64_t>(g);
+      int64_t k = d->constant;
+      // g * x + k == 0 has no integer solution unless g divides k.
+      if (is_eq && k % gi != 0) return IntImm(DataType::Bool(), kind == ExprKind::kNE ? 1 : 0);
+      // Divide out g, so that terms can cancel at coefficient 1. For integer x:
+      // g*x + k == 0 is x + k/g == 0; g*x + k < 0 is x + floor(k/g) < 0;
+      // g*x + k <= 0 is x + ceil(k/g) <= 0.
+      for (Term& t : d->terms) t.coef /= gi;
+      d->constant = kind == ExprKind::kLT ? FloorDivConst(k, gi) : kind == ExprKind::kLE ? -FloorDivConst(-k, gi) : k / gi;
+      d = Distribute(*std::move(d));
+    }
     IntBound bd = SumBound(*d);
     std::optional<bool> known;
     switch (kind) {
@@ -877,12 +986,6 @@ struct CanonicalSimplifier::Impl {
         std::optional<bool> equal;
         if (bd.min == 0 && bd.max == 0) equal = true;
         if (bd.min > 0 || bd.max < 0) equal = false;
-        if (!d->is_const()) {
-          // g * x + k == 0 has no integer solution unless g divides k.
-          uint64_t g = 0;
-          for (const Term& t : d->terms) g = Gcd(g, Magnitude(t.coef));
-          if (g > 1 && Magnitude(d->constant) % g != 0) equal = false;
-        }
         if (equal) known = (kind == ExprKind::kEQ) == *equal;
         break;
       }
@@ -893,30 +996,15 @@ struct CanonicalSimplifier::Impl {
     return MakeBinary(kind, ToExpr(sa), ToExpr(sb));
   }
 
-  // `d kind 0` written with positive terms on the left and the rest on the right, common
-  // factors divided out: `i < 8`, `n < m + 1`, `n != 2` (from 2 * n != 4), and `n > 3`
-  // rather than `3 < n` when there are no positive terms.
+  // `d kind 0` written with positive terms on the left and the rest on the right:
+  // `i < 8`, `n < m + 1`, and `n > 3` rather than `3 < n` when there are no positive terms.
+  // The caller has divided out common factors (2 * n != 4 is n != 2).
   std::optional<PrimExpr> CanonicalCompare(ExprKind kind, Sum d) {
     if (d.constant == kInt64Min) return std::nullopt;
     if ((kind == ExprKind::kEQ || kind == ExprKind::kNE) && !d.is_const() && d.terms[0].coef < 0) {
       std::optional<Sum> negated = Scale(d, -1);
       if (!negated) return std::nullopt;
       d = *std::move(negated);
-    }
-    uint64_t g = 0;
-    for (const Term& t : d.terms) g = Gcd(g, Magnitude(t.coef));
-    if (g > 1 && g <= static_cast<uint64_t>(IntBound::kPosInf)) {
-      auto gi = static_cast<int64_t>(g);
-      int64_t k = d.constant;
-      // For integer x: g*x + k == 0 is x + k/g == 0 (g divides k, or it was decided false);
-      // g*x + k < 0 is x + floor(k/g) < 0; g*x + k <= 0 is x + ceil(k/g) <= 0.
-      int64_t reduced = kind == ExprKind::kLT ? FloorDivConst(k, gi)
-                        : kind == ExprKind::kLE ? -FloorDivConst(-k, gi)
-                                                : k / gi;
-      if ((kind != ExprKind::kEQ && kind != ExprKind::kNE) || k % gi == 0) {
-        for (Term& t : d.terms) t.coef /= gi;
-        d.constant = reduced;
-      }
     }
     Sum pos = Constant(d.dtype, 0);
     Sum neg = Constant(d.dtype, 0);

@@ -168,6 +168,11 @@ TEST(Analyzer, FoldsMinMaxComparisonsAndLogicWhenBoundsDecide) {
   EXPECT_EQ(ToString(analyzer.Simplify(Min(n, n + 1))), "n");
   EXPECT_EQ(ToString(analyzer.Simplify(Max(n, m))), ToString(analyzer.Simplify(Max(m, n))));
   EXPECT_EQ(ToString(analyzer.Simplify(Min(Min(n, 5), 3))), "min(n, 3)");
+  EXPECT_EQ(ToString(analyzer.Simplify(Min(n + 2, m + 2))), "min(m, n) + 2");
+  // Terms outside a min/max that cancel against an operand move inside.
+  EXPECT_EQ(ToString(analyzer.Simplify(n - Min(n, 1))), "max(n - 1, 0)");
+  EXPECT_EQ(ToString(analyzer.Simplify(Max(n - Min(1, n), 0))), "max(n - 1, 0)");
+  EXPECT_EQ(ToString(analyzer.Simplify(Max(n, m) - m)), "max(n - m, 0)");
   EXPECT_EQ(ToString(analyzer.Simplify(Max(Max(n, m + 1), m))), "max(m + 1, n)");
   EXPECT_EQ(ToString(analyzer.Simplify(LT(i, 8))), "true");
   EXPECT_EQ(ToString(analyzer.Simplify(GE(n, 0))), "true");
@@ -201,6 +206,26 @@ TEST(Analyzer, FoldsCastsOfConstantsAndLeavesFloatsAlone) {
   EXPECT_EQ(ToString(analyzer.Simplify(mixed)), "x * cast(float32, 2 * n)");
   Buffer a("A", DataType::Float32(), {n});
   EXPECT_EQ(ToString(analyzer.Simplify(a.Load({n + 1 - 1}))), "A[n]");
+}
+
+TEST(Analyzer, SimplifiesInsideLetsVectorsCallsAndLoads) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  Var i("i", DataType::Int64(), 0, 7);
+  Var t("t");
+  // Inside the body t has the bound of its value, [1, 8].
+  PrimExpr let = Let(t, i + 1, FloorDiv(t * 2 - t, 16) + t);
+  EXPECT_EQ(ToString(analyzer.Simplify(let)), "let t = i + 1 in t");
+  IntBound b = analyzer.ConstIntBound(Let(t, i + 1, t * 2));
+  EXPECT_EQ(b.min, 2);
+  EXPECT_EQ(b.max, 16);
+  EXPECT_EQ(ToString(analyzer.Simplify(Ramp(n + 1 - 1, 2 * n - n, 4))), "ramp(n, n, 4)");
+  b = analyzer.ConstIntBound(Ramp(i, 2, 4));
+  EXPECT_EQ(b.min, 0);
+  EXPECT_EQ(b.max, 13);
+  EXPECT_EQ(ToString(analyzer.Simplify(Broadcast(i * 3 - i, 8))), "broadcast(2 * i, 8)");
+  Var x("x", DataType::Float32());
+  EXPECT_EQ(ToString(analyzer.Simplify(Call("exp", {x * Cast(DataType::Float32(), i - i + 2)}))), "exp(x * 2.0)");
 }
 
 TEST(Analyzer, SimplifiesNarrowIntegerTypes) {
@@ -299,6 +324,11 @@ TEST(Analyzer, ProvesWhatHoldsAndOnlyThat) {
   EXPECT_TRUE(analyzer.CanProve(GE(n, 0)));
   EXPECT_FALSE(analyzer.CanProve(GE(n, 1)));
   EXPECT_TRUE(analyzer.CanProve(And(LE(n, n + m), LT(n, n + 1))));
+  Var k("k");
+  EXPECT_TRUE(analyzer.CanProveLE(Min(k, m), k));
+  EXPECT_TRUE(analyzer.CanProveLE(k, Max(k, m)));
+  EXPECT_TRUE(analyzer.CanProveLT(Min(k, m) + 1, k + 2));
+  EXPECT_FALSE(analyzer.CanProveLE(Min(k, m), k - 1));
   // Mixed integer widths compare as int64; floats never prove an order.
   Var i("i", DataType::Int32(), 0, 10);
   EXPECT_TRUE(analyzer.CanProveLT(i, n + 11));
