@@ -577,7 +577,9 @@ struct CanonicalSimplifier::Impl {
         bool is_div = e.kind() == ExprKind::kFloorDiv;
         Sum a = ToSum(bin->a);
         Sum b = ToSum(bin->b);
-        if (b.is_const() && b.constant != 0) return is_div ? DivByConst(a, b.constant) : ModByConst(a, b.constant);
+        if (b.is_const() && b.constant != 0) {
+          return is_div ? DivByConst(a, b.constant) : ModByConst(a, b.constant);
+        }
         // Division by zero is undefined, so wherever these are defined the divisor is not 0.
         if (a.is_const() && a.constant == 0) return a;
         if (std::optional<Sum> q = DivideExactly(a, b)) return is_div ? *q : Constant(a.dtype, 0);
@@ -968,7 +970,13 @@ struct CanonicalSimplifier::Impl {
       // g*x + k == 0 is x + k/g == 0; g*x + k < 0 is x + floor(k/g) < 0;
       // g*x + k <= 0 is x + ceil(k/g) <= 0.
       for (Term& t : d->terms) t.coef /= gi;
-      d->constant = kind == ExprKind::kLT ? FloorDivConst(k, gi) : kind == ExprKind::kLE ? -FloorDivConst(-k, gi) : k / gi;
+      if (kind == ExprKind::kLT) {
+        d->constant = FloorDivConst(k, gi);
+      } else if (kind == ExprKind::kLE) {
+        d->constant = -FloorDivConst(-k, gi);
+      } else {
+        d->constant = k / gi;
+      }
       d = Distribute(*std::move(d));
     }
     IntBound bd = SumBound(*d);

@@ -188,9 +188,10 @@ class BoundWalker {
         const auto* bin = e.as<BinaryNode>();
         int a = BoundTruth(Visit(bin->a));
         int b = BoundTruth(Visit(bin->b));
-        bool is_and = e.kind() == ExprKind::kAnd;
-        if (is_and ? (a == 0 || b == 0) : (a == 1 || b == 1)) return is_and ? MakeBound(0, 0) : MakeBound(1, 1);
-        if (is_and ? (a == 1 && b == 1) : (a == 0 && b == 0)) return is_and ? MakeBound(1, 1) : MakeBound(0, 0);
+        // One decisive side decides (false for &&, true for ||); two undecisive ones too.
+        int decisive = e.kind() == ExprKind::kAnd ? 0 : 1;
+        if (a == decisive || b == decisive) return MakeBound(decisive, decisive);
+        if (a == 1 - decisive && b == 1 - decisive) return MakeBound(1 - decisive, 1 - decisive);
         return MakeBound(0, 1);
       }
       case ExprKind::kNot: {
@@ -266,7 +267,10 @@ IntBound UnionBounds(const IntBound& a, const IntBound& b) {
 IntBound DTypeBound(DataType dtype) {
   if (dtype.is_bool()) return MakeBound(0, 1);
   int bits = dtype.bits();
-  if (dtype.is_int() && bits < 64) return MakeBound(-(int64_t{1} << (bits - 1)), (int64_t{1} << (bits - 1)) - 1);
+  if (dtype.is_int() && bits < 64) {
+    int64_t half = int64_t{1} << (bits - 1);
+    return MakeBound(-half, half - 1);
+  }
   if (dtype.is_uint()) return MakeBound(0, bits < 64 ? (int64_t{1} << bits) - 1 : kPosInf);
   return IntBound{};
 }
