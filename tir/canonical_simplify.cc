@@ -559,8 +559,23 @@ struct CanonicalSimplifier::Impl {
       case ExprKind::kIntImm: return Constant(e.dtype(), e.as<IntImmNode>()->value);
       case ExprKind::kVar: return AtomSum(e);
       case ExprKind::kAdd: case ExprKind::kSub: {
-        const auto* bin = e.as<BinaryNode>();
-        return Combine(ToSum(bin->a), ToSum(bin->b), e.kind() == ExprKind::kAdd ? 1 : -1);
+        // The left spine of a long chain (a + b - c + ...) is walked in a loop, not by
+        // recursion, so long sums do not exhaust the stack.
+        std::vector<std::pair<PrimExpr, int64_t>> operands;  // right operands, outermost first
+        PrimExpr spine = e;
+        while ((spine.kind() == ExprKind::kAdd || spine.kind() == ExprKind::kSub) &&
+               (spine.same_as(e) || !sum_memo.count(spine.get()))) {
+          const auto* bin = spine.as<BinaryNode>();
+          operands.emplace_back(bin->b, spine.kind() == ExprKind::kAdd ? 1 : -1);
+          spine = bin->a;
+        }
+        Sum acc = ToSum(spine);
+        for (auto it = operands.rbegin(); it != operands.rend(); ++it) {
+          std::optional<Sum> next = Combine(acc, ToSum(it->first), it->second);
+          if (!next) return std::nullopt;
+          acc = *std::move(next);
+        }
+        return acc;
       }
       case ExprKind::kMul: {
         const auto* bin = e.as<BinaryNode>();

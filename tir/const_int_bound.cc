@@ -164,14 +164,24 @@ class BoundWalker {
         if (it != lets_.end()) return it->second;
         return VarBound(*var, bounds_);
       }
-      case ExprKind::kAdd: case ExprKind::kSub: case ExprKind::kMul: case ExprKind::kFloorDiv:
+      case ExprKind::kAdd: case ExprKind::kSub: {
+        // Long chains are walked along their left spine in a loop, not by recursion.
+        IntBound acc = MakeBound(0, 0);
+        PrimExpr spine = e;
+        while (spine.kind() == ExprKind::kAdd || spine.kind() == ExprKind::kSub) {
+          const auto* bin = spine.as<BinaryNode>();
+          IntBound b = Visit(bin->b);
+          acc = BoundAdd(acc, spine.kind() == ExprKind::kAdd ? b : BoundNeg(b));
+          spine = bin->a;
+        }
+        return BoundAdd(acc, Visit(spine));
+      }
+      case ExprKind::kMul: case ExprKind::kFloorDiv:
       case ExprKind::kFloorMod: case ExprKind::kMin: case ExprKind::kMax: {
         const auto* bin = e.as<BinaryNode>();
         IntBound a = Visit(bin->a);
         IntBound b = Visit(bin->b);
         switch (e.kind()) {
-          case ExprKind::kAdd: return BoundAdd(a, b);
-          case ExprKind::kSub: return BoundAdd(a, BoundNeg(b));
           case ExprKind::kMul: return BoundMul(a, b);
           case ExprKind::kFloorDiv: return BoundFloorDiv(a, b);
           case ExprKind::kFloorMod: return BoundFloorMod(a, b);
