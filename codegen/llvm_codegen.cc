@@ -560,7 +560,7 @@ class KernelLowering {
 
   // Names instructions after the variable they bind, for readable IR dumps.
   static void NameValue(llvm::Value* value, const std::string& name) {
-    if (llvm::isa<llvm::Instruction>(value)) value->setName(name);
+    if (llvm::isa<llvm::Instruction>(value) && !value->hasName()) value->setName(name);
   }
 
   llvm::Value* ScalarCondition(const PrimExpr& cond, const char* what) {
