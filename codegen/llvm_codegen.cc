@@ -353,8 +353,12 @@ class KernelLowering {
     };
 
     llvm::Type* i64 = b_.getInt64Ty();
+    // Scalar parameters first: they define their variables outright, and tensor shapes
+    // that mention them are then checked against them, whatever the parameter order.
+    for (int pass = 0; pass < 2; ++pass)
     for (size_t i = 0; i < params.size() && status_.ok(); ++i) {
       const tir::PrimFuncParam& param = params[i];
+      if (param.is_buffer() != (pass == 1)) continue;
       std::string arg_name = param.is_buffer() ? param.buffer->name : param.var.name();
       std::string arg = EscapeFormat(absl::StrCat("argument ", i, " (", arg_name, ")"));
       llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(abi_.kiln_arg, args, i);
@@ -378,6 +382,16 @@ class KernelLowering {
         if (t.is_integer() || t.is_bool()) {
           expect_code(kKilnArgInt, "an int");
           llvm::Value* raw = b_.CreateLoad(i64, payload, arg_name);
+          if (t.is_int() && var->lower_bound) {
+            Check(b_.CreateICmpSGE(raw, b_.getInt64(*var->lower_bound)),
+                  absl::StrCat(kernel, ": ", arg, ": %lld is below its declared lower bound ", *var->lower_bound),
+                  {raw});
+          }
+          if (t.is_int() && var->upper_bound) {
+            Check(b_.CreateICmpSLE(raw, b_.getInt64(*var->upper_bound)),
+                  absl::StrCat(kernel, ": ", arg, ": %lld is above its declared upper bound ", *var->upper_bound),
+                  {raw});
+          }
           value = t.is_bool() ? b_.CreateICmpNE(raw, b_.getInt64(0)) : b_.CreateIntCast(raw, LlvmType(t), true);
         } else if (t.is_float()) {
           expect_code(kKilnArgFloat, "a float");

@@ -186,6 +186,23 @@ TEST(LlvmCodegenTest, ElementwiseAddOverSymbolicSize) {
   }
 }
 
+TEST(LlvmCodegenTest, SeveralKernelObjectsLoadedAtOnce) {
+  // Each object is its own library, even when an earlier one's scratch file was closed.
+  std::vector<std::unique_ptr<Kernels>> objects;
+  for (int v = 0; v < 3; ++v) {
+    Buffer out("out", DataType::Int64(), {1});
+    Var i("i");
+    PrimFunc func({P(out)}, Serial(i, 0, 1, BufferStore(out, PrimExpr(int64_t{100 + v}), {i})));
+    objects.push_back(std::make_unique<Kernels>(NamedPrimFuncs{{"k" + std::to_string(v), func}}));
+  }
+  auto ctx = MakeContext(&FourThreads());
+  for (int v = 0; v < 3; ++v) {
+    vm::Tensor t = MakeTensor({1}, kI64);
+    ASSERT_EQ(Invoke(objects[v]->Get("k" + std::to_string(v)), ctx.get(), {TensorArg(t)}), 0) << ctx->error;
+    EXPECT_EQ(t.data_as<int64_t>()[0], 100 + v);
+  }
+}
+
 TEST(LlvmCodegenTest, ByteOffsetIsHonoured) {
   Kernels k({{"add", AddFunc()}});
   auto ctx = MakeContext(&FourThreads());
@@ -242,6 +259,11 @@ TEST(LlvmCodegenTest, NestedParallelLoopsAndParallelOffset) {
       EXPECT_EQ(t.data_as<int64_t>()[r * 9 + col], r < 2 ? 0 : r * 100 + col);
     }
   }
+  // The scalar after the tensor: the shape is still checked against it.
+  Kernels k2({{"fill_late", PrimFunc({P(out), P(m)}, body)}});
+  ASSERT_EQ(Invoke(k2.Get("fill_late"), ctx.get(), {TensorArg(t), IntArg(11)}), 0) << ctx->error;
+  EXPECT_NE(Invoke(k2.Get("fill_late"), ctx.get(), {TensorArg(t), IntArg(10)}), 0);
+  EXPECT_EQ(ctx->error, "kernel fill_late: argument 0 (out) dimension 0: expected 12 (m + 2), got 13");
   vm::Tensor wrong = MakeTensor({12, 9}, kI64);
   EXPECT_NE(Invoke(k.Get("fill"), ctx.get(), {IntArg(11), TensorArg(wrong)}), 0);
   EXPECT_EQ(ctx->error, "kernel fill: argument 1 (out) dimension 0: expected 13 (m + 2), got 12");
