@@ -709,8 +709,9 @@ class KernelLowering {
     for (const tir::VarNode* v : captured_vars) store_field(index++, vars_[v]);
     for (const tir::BufferNode* buf : captured_buffers) store_field(index++, buffers_[buf]);
 
+    // `$` cannot appear in a kernel name, so the closure never takes a kernel's symbol.
     llvm::Function* body_fn = llvm::Function::Create(abi_.parallel_body, llvm::Function::InternalLinkage,
-                                                     absl::StrCat(name_, "_parallel_", var->name), module_);
+                                                     absl::StrCat(name_, "$parallel$", var->name), module_);
     SetCommonAttributes(body_fn);
 
     // Lower the body inside the closure with its own environment, then come back.
