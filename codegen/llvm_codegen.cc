@@ -192,7 +192,20 @@ class KernelLowering {
     llvm::Function* fn = nullptr;
     llvm::Value* ctx = nullptr;
     llvm::BasicBlock* entry = nullptr;
+    // Workspace blocks live at the current point, innermost last; an early return frees them.
+    std::vector<llvm::Value*> workspaces;
   };
+
+  // Returns `code` from the current function after freeing the live workspace blocks.
+  void EmitReturn(llvm::Value* code) {
+    if (!fs_.workspaces.empty()) {
+      llvm::Value* free_fn = LoadField(abi_.context, fs_.ctx, kCtxWorkspaceFree, "workspace_free");
+      for (auto it = fs_.workspaces.rbegin(); it != fs_.workspaces.rend(); ++it) {
+        b_.CreateCall(abi_.workspace_free, free_fn, {fs_.ctx, *it});
+      }
+    }
+    b_.CreateRet(code);
+  }
 
   void SetCommonAttributes(llvm::Function* fn) {
     fn->addFnAttr(llvm::Attribute::NoUnwind);
@@ -240,7 +253,7 @@ class KernelLowering {
     b_.CreateCondBr(ok, cont, fail, md.createBranchWeights(1u << 20, 1));
     b_.SetInsertPoint(fail);
     ReportError(format, values);
-    b_.CreateRet(b_.getInt32(1));
+    EmitReturn(b_.getInt32(1));
     b_.SetInsertPoint(cont);
   }
 
@@ -762,7 +775,7 @@ class KernelLowering {
     llvm::MDBuilder md(ctx_);
     b_.CreateCondBr(b_.CreateICmpEQ(rc, b_.getInt32(0)), done_bb, fail_bb, md.createBranchWeights(1u << 20, 1));
     b_.SetInsertPoint(fail_bb);
-    b_.CreateRet(rc);
+    EmitReturn(rc);
     b_.SetInsertPoint(done_bb);
   }
 
@@ -863,6 +876,7 @@ class KernelLowering {
                          EscapeFormat(buffer->name)),
             {bytes});
       ptr = b_.CreatePointerCast(workspace, elem->getPointerTo());
+      fs_.workspaces.push_back(workspace);
     }
     auto it = buffers_.find(buffer.get());
     std::optional<llvm::Value*> saved;
@@ -875,6 +889,7 @@ class KernelLowering {
       buffers_.erase(buffer.get());
     }
     if (workspace != nullptr) {
+      fs_.workspaces.pop_back();
       llvm::Value* free_fn = LoadField(abi_.context, fs_.ctx, kCtxWorkspaceFree, "workspace_free");
       b_.CreateCall(abi_.workspace_free, free_fn, {fs_.ctx, workspace});
     }

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -40,10 +41,12 @@ struct TestContext {
   KilnCallContext ctx;  // first member: callbacks cast the context pointer back
   vm::ThreadPool* pool;
   std::string error;
-  int64_t live_workspaces = 0;
-  int64_t workspace_allocations = 0;
-  int64_t parallel_calls = 0;
-  bool fail_workspace = false;  // workspace_alloc returns NULL, as when memory runs out
+  // Updated from pool threads, hence atomic.
+  std::atomic<int64_t> live_workspaces{0};
+  std::atomic<int64_t> workspace_allocations{0};
+  std::atomic<int64_t> parallel_calls{0};
+  // workspace_alloc returns NULL, as when memory runs out, once this many blocks were given.
+  int64_t fail_after = -1;
 };
 
 int32_t TestParallelFor(KilnCallContext* ctx, int64_t num_tasks, KilnParallelBody body, void* closure) {
@@ -54,9 +57,12 @@ int32_t TestParallelFor(KilnCallContext* ctx, int64_t num_tasks, KilnParallelBod
 
 void* TestWorkspaceAlloc(KilnCallContext* ctx, uint64_t bytes) {
   auto* test = reinterpret_cast<TestContext*>(ctx);
-  if (test->fail_workspace) return nullptr;
+  if (test->fail_after >= 0 && test->workspace_allocations.fetch_add(1) >= test->fail_after) {
+    --test->workspace_allocations;
+    return nullptr;
+  }
+  if (test->fail_after < 0) ++test->workspace_allocations;
   ++test->live_workspaces;
-  ++test->workspace_allocations;
   return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
 }
 
@@ -238,7 +244,7 @@ TEST(LlvmCodegenTest, ParallelLoopSplitsAcrossThePool) {
         }
       }
     }
-    EXPECT_EQ(ctx->parallel_calls, 4) << "an empty range skips parallel_for";
+    EXPECT_EQ(ctx->parallel_calls.load(), 4) << "an empty range skips parallel_for";
   }
 }
 
@@ -508,8 +514,8 @@ TEST(LlvmCodegenTest, LetStmtAndAllocationsOnStackAndWorkspace) {
     vm::Tensor in = RandomF32({size}, 12), out = MakeTensor({size}, kF32);
     int64_t before = ctx->workspace_allocations;
     ASSERT_EQ(Invoke(k.Get("let_alloc"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
-    EXPECT_EQ(ctx->workspace_allocations - before, 1) << "T has a symbolic size; S is on the stack";
-    EXPECT_EQ(ctx->live_workspaces, 0);
+    EXPECT_EQ(ctx->workspace_allocations.load() - before, 1) << "T has a symbolic size; S is on the stack";
+    EXPECT_EQ(ctx->live_workspaces.load(), 0);
     for (int64_t e = 0; e < size; ++e) {
       float t = in.data_as<float>()[size - 1 - e] + 1.0f;
       EXPECT_FLOAT_EQ(out.data_as<float>()[e], t * t + static_cast<float>(e % 4) * 0.5f);
@@ -574,14 +580,17 @@ TEST(LlvmCodegenTest, UnrolledLoopAndIfThenElse) {
 
 // Per row, in parallel: copy the row into a workspace buffer (symbolic size), accumulate
 // into a stack buffer, write out[i, j] = sum_k A[i, k] * (j + 1).
-PrimFunc RowWorkFunc() {
+// With `outer`, the parallel loop itself sits inside a workspace allocation U[n] (filled
+// with ones and multiplied in), so an inner failure has an outer block to free.
+PrimFunc RowWorkFunc(bool outer = false) {
   Var m = Var::Shape("m"), n = Var::Shape("n");
   Buffer a("A", DataType::Float32(), {m, n});
   Buffer out("out", DataType::Float32(), {m, 4});
   Buffer row("row", DataType::Float32(), {n}, {}, "local");
   Buffer acc("acc", DataType::Float32(), {4}, {}, "local");
   Var i("i"), j("j"), k("k"), j2("j2"), k2("k2"), j3("j3");
-  Stmt copy = Serial(k, 0, n, BufferStore(row, a.Load({i, k}), {k}));
+  Buffer ones("U", DataType::Float32(), {n});
+  Stmt copy = Serial(k, 0, n, BufferStore(row, outer ? a.Load({i, k}) * ones.Load({k}) : a.Load({i, k}), {k}));
   Stmt accumulate = Serial(
       j, 0, 4,
       SeqStmt({BufferStore(acc, F32(0), {j}),
@@ -589,6 +598,10 @@ PrimFunc RowWorkFunc() {
                       BufferStore(acc, acc.Load({j}) + row.Load({k2}) * Cast(DataType::Float32(), j + 1), {j}))}));
   Stmt write = Serial(j3, 0, 4, BufferStore(out, acc.Load({j3}), {i, j3}));
   Stmt body = For(i, 0, m, ForKind::kParallel, Allocate(row, Allocate(acc, SeqStmt({copy, accumulate, write}))));
+  if (outer) {
+    Var u("u");
+    body = Allocate(ones, SeqStmt({Serial(u, 0, n, BufferStore(ones, F32(1), {u})), body}));
+  }
   return PrimFunc({P(a), P(out)}, body);
 }
 
@@ -599,8 +612,8 @@ TEST(LlvmCodegenTest, AllocationsInsideAParallelLoop) {
     vm::Tensor a = RandomF32({rows, 13}, 14), out = MakeTensor({rows, 4}, kF32);
     int64_t before = ctx->workspace_allocations;
     ASSERT_EQ(Invoke(k.Get("row_work"), ctx.get(), {TensorArg(a), TensorArg(out)}), 0) << ctx->error;
-    EXPECT_EQ(ctx->workspace_allocations - before, rows);
-    EXPECT_EQ(ctx->live_workspaces, 0);
+    EXPECT_EQ(ctx->workspace_allocations.load() - before, rows);
+    EXPECT_EQ(ctx->live_workspaces.load(), 0);
     for (int64_t r = 0; r < rows; ++r) {
       for (int c = 0; c < 4; ++c) {
         float sum = 0;
@@ -612,12 +625,29 @@ TEST(LlvmCodegenTest, AllocationsInsideAParallelLoop) {
 }
 
 TEST(LlvmCodegenTest, WorkspaceFailureInsideAParallelLoopIsReported) {
-  Kernels k({{"row_work", RowWorkFunc()}});
+  Kernels k({{"row_work", RowWorkFunc()}, {"row_work_outer", RowWorkFunc(/*outer=*/true)}});
   auto ctx = MakeContext(&FourThreads());
-  ctx->fail_workspace = true;
+  ctx->fail_after = 0;
   vm::Tensor a = RandomF32({3, 5}, 15), out = MakeTensor({3, 4}, kF32);
   EXPECT_NE(Invoke(k.Get("row_work"), ctx.get(), {TensorArg(a), TensorArg(out)}), 0);
   EXPECT_EQ(ctx->error, "kernel row_work: cannot allocate 20 bytes of workspace for buffer row");
+  EXPECT_EQ(ctx->live_workspaces.load(), 0);
+
+  // U is allocated, every row's buffer fails: the kernel still frees U before returning.
+  auto outer_ctx = MakeContext(&FourThreads());
+  outer_ctx->fail_after = 1;
+  EXPECT_NE(Invoke(k.Get("row_work_outer"), outer_ctx.get(), {TensorArg(a), TensorArg(out)}), 0);
+  EXPECT_EQ(outer_ctx->error, "kernel row_work_outer: cannot allocate 20 bytes of workspace for buffer row");
+  EXPECT_EQ(outer_ctx->workspace_allocations.load(), 1);
+  EXPECT_EQ(outer_ctx->live_workspaces.load(), 0);
+
+  // And it computes the same as without U when memory suffices.
+  auto fine = MakeContext(&FourThreads());
+  vm::Tensor expected = MakeTensor({3, 4}, kF32);
+  ASSERT_EQ(Invoke(k.Get("row_work"), fine.get(), {TensorArg(a), TensorArg(expected)}), 0) << fine->error;
+  ASSERT_EQ(Invoke(k.Get("row_work_outer"), fine.get(), {TensorArg(a), TensorArg(out)}), 0) << fine->error;
+  for (int e = 0; e < 12; ++e) EXPECT_EQ(out.data_as<float>()[e], expected.data_as<float>()[e]);
+  EXPECT_EQ(fine->live_workspaces.load(), 0);
 }
 
 TEST(LlvmCodegenTest, ExplicitStridesAreBoundFromTheTensor) {
