@@ -24,6 +24,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "codegen/loop_vectorizer.h"
 #include "support/check.h"
 #include "vm/kernel_abi.h"
 
@@ -667,6 +668,13 @@ class KernelLowering {
       case tir::ForKind::kParallel:
         LowerParallelFor(op);
         return;
+      case tir::ForKind::kVectorized:
+        // Straight-line SIMD code when the body allows it; otherwise a hinted loop below.
+        if (std::optional<Stmt> lanes = VectorizeLoopBody(*op)) {
+          LowerStmt(*lanes);
+          return;
+        }
+        break;
       default:
         break;
     }

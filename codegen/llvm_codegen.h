@@ -12,9 +12,10 @@
 // and returns nonzero.
 //
 // Lowering: serial loops stay loops; parallel loops become closures run through
-// ctx->parallel_for in about num_threads contiguous chunks; vectorized and unrolled loops
-// carry LLVM loop hints (the loop vectorizer does the SIMD work, tails included); GPU
-// thread bindings are an error. Blocks bind their iteration variables, guard on their
+// ctx->parallel_for in about num_threads contiguous chunks; a vectorized loop of constant
+// extent with a straight-line body becomes SIMD code directly (codegen/loop_vectorizer.h),
+// other vectorized loops and unrolled loops carry LLVM loop hints (the loop vectorizer
+// does the SIMD work, tails included); GPU thread bindings are an error. Blocks bind their iteration variables, guard on their
 // predicate, and run `init` when every reduction variable is 0. Small constant-size
 // allocations live on the stack, others come from ctx->workspace_alloc. Integer floordiv /
 // floormod round toward negative infinity; `round` rounds half to even; tanh and erf call

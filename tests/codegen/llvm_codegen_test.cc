@@ -366,6 +366,85 @@ TEST(LlvmCodegenTest, VectorizedLoopsWithTails) {
   }
 }
 
+// C = A x B with the output columns as 8 SIMD lanes: C[i, j] = 0, then
+// C[i, j] += A[i, k] * B[k, j] for j vectorized (an in-place vector update).
+PrimFunc VectorMatmulFunc() {
+  Var m = Var::Shape("M");
+  Buffer a("A", DataType::Float32(), {m, 16});
+  Buffer b("B", DataType::Float32(), {16, 8});
+  Buffer c("C", DataType::Float32(), {m, 8});
+  Var i("i"), j0("j0"), k("k"), j("j");
+  Stmt zero = For(j0, 0, 8, ForKind::kVectorized, BufferStore(c, F32(0), {i, j0}));
+  Stmt update = Serial(k, 0, 16,
+                       For(j, 0, 8, ForKind::kVectorized,
+                           BufferStore(c, c.Load({i, j}) + a.Load({i, k}) * b.Load({k, j}), {i, j})));
+  return PrimFunc({P(a), P(b), P(c)}, Serial(i, 0, m, SeqStmt({zero, update})));
+}
+
+TEST(LlvmCodegenTest, ConstantExtentVectorizedLoopsBecomeSimdCode) {
+  // The unoptimized IR already has the vectors: they come from the code generator.
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"vmatmul", VectorMatmulFunc()}}, CpuTarget::Host(), false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("load <8 x float>"));
+  EXPECT_THAT(*ir, HasSubstr("store <8 x float>"));
+
+  // Split loop with a vectorized inner part, math on lanes, and a scalar tail.
+  Var n = Var::Shape("n");
+  Buffer x("X", DataType::Float32(), {n});
+  Buffer y("Y", DataType::Float32(), {n});
+  Var io("io"), ii("ii"), t("t"), e("e", DataType::Float32());
+  PrimExpr idx = io * 8 + ii;
+  PrimExpr full = FloorDiv(PrimExpr(n), PrimExpr(8));
+  Stmt lanes = For(ii, 0, 8, ForKind::kVectorized,
+                   LetStmt(e, Call("exp", {x.Load({idx})}),
+                           BufferStore(y, Select(GT(x.Load({idx}), F32(0)), e * F32(2), Cast(DataType::Float32(), ii)),
+                                       {idx})));
+  Stmt tail = Serial(t, full * 8, n - full * 8,
+                     BufferStore(y, Select(GT(x.Load({t}), F32(0)), Call("exp", {x.Load({t})}) * F32(2),
+                                           Cast(DataType::Float32(), FloorMod(PrimExpr(t), PrimExpr(8)))),
+                                 {t}));
+  Kernels k({{"vmatmul", VectorMatmulFunc()},
+             {"vsplit", PrimFunc({P(x), P(y)}, SeqStmt({Serial(io, 0, full, lanes), tail}))}});
+  auto ctx = MakeContext(&FourThreads());
+  for (int64_t rows : {1, 7}) {
+    vm::Tensor av = RandomF32({rows, 16}, 20), bv = RandomF32({16, 8}, 21), cv = RandomF32({rows, 8}, 22, 50, 60);
+    ASSERT_EQ(Invoke(k.Get("vmatmul"), ctx.get(), {TensorArg(av), TensorArg(bv), TensorArg(cv)}), 0) << ctx->error;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t col = 0; col < 8; ++col) {
+        float expected = 0;
+        for (int64_t z = 0; z < 16; ++z) expected += av.data_as<float>()[r * 16 + z] * bv.data_as<float>()[z * 8 + col];
+        ASSERT_NEAR(cv.data_as<float>()[r * 8 + col], expected, 1e-4);
+      }
+    }
+  }
+  for (int64_t size : {5, 8, 21}) {
+    vm::Tensor in = RandomF32({size}, 23), out = MakeTensor({size}, kF32);
+    ASSERT_EQ(Invoke(k.Get("vsplit"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+    for (int64_t z = 0; z < size; ++z) {
+      float v = in.data_as<float>()[z];
+      float expected = v > 0 ? std::exp(v) * 2.0f : static_cast<float>(z % 8);
+      ASSERT_NEAR(out.data_as<float>()[z], expected, 1e-5 * std::max(1.0f, std::fabs(expected))) << "size=" << size;
+    }
+  }
+}
+
+TEST(LlvmCodegenTest, VectorizedLoopsThatCannotBeLanesKeepSequentialMeaning) {
+  // B[v] = B[v + 1] reads another iteration's element, and `if` has no straight-line form:
+  // both stay loops (with the vectorize hint) and give the sequential result.
+  Buffer b("B", DataType::Float32(), {9});
+  Var v("v"), w("w");
+  Stmt shift = For(v, 0, 8, ForKind::kVectorized, BufferStore(b, b.Load({v + 1}), {v}));
+  Stmt guarded = For(w, 0, 8, ForKind::kVectorized,
+                     IfThenElse(LT(PrimExpr(w), PrimExpr(4)), BufferStore(b, b.Load({w}) * F32(10), {w})));
+  Kernels k({{"shift", PrimFunc({P(b)}, SeqStmt({shift, guarded}))}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor t = MakeTensor({9}, kF32);
+  for (int z = 0; z < 9; ++z) t.data_as<float>()[z] = static_cast<float>(z);
+  ASSERT_EQ(Invoke(k.Get("shift"), ctx.get(), {TensorArg(t)}), 0) << ctx->error;
+  for (int z = 0; z < 8; ++z) EXPECT_EQ(t.data_as<float>()[z], static_cast<float>(z + 1) * (z < 4 ? 10 : 1));
+  EXPECT_EQ(t.data_as<float>()[8], 8.0f);
+}
+
 TEST(LlvmCodegenTest, StridedVectorAccessGathersAndScatters) {
   // B[ramp(2 * io, 1, 2)] for a row-major [n, 2] view: B[io, 0..1] = A[0..1, io] (a transpose
   // through lanes whose first index is a vector).
