@@ -194,6 +194,59 @@ class Vectorizer {
         if (!body) return std::nullopt;
         return tir::LetStmt(wide, value, *body);
       }
+      case tir::StmtKind::kIfThenElse: {
+        // Only a condition that is the same for every lane (it does not depend on v).
+        const auto* op = s.as<tir::IfThenElseNode>();
+        PrimExpr cond = Visit(op->condition);
+        if (!ok_ || IsVector(cond)) return std::nullopt;
+        std::optional<Stmt> then_case = VisitStmt(op->then_case);
+        if (!then_case) return std::nullopt;
+        if (!op->else_case.defined()) return tir::IfThenElse(cond, *then_case);
+        std::optional<Stmt> else_case = VisitStmt(op->else_case);
+        if (!else_case) return std::nullopt;
+        return tir::IfThenElse(cond, *then_case, *else_case);
+      }
+      case tir::StmtKind::kBlock: {
+        // The block dissolves: its iteration variables become their (possibly vector)
+        // values, `init` runs under its scalar condition, a scalar predicate guards it.
+        const auto* block = s.as<tir::BlockNode>();
+        if (!block->alloc_buffers.empty()) return std::nullopt;
+        std::vector<const tir::VarNode*> bound;
+        PrimExpr first = PrimExpr();
+        for (const tir::IterVar& iv : block->iter_vars) {
+          PrimExpr value = Visit(iv.value);
+          if (!ok_) return std::nullopt;
+          if (value.dtype().element_of() != iv.var.dtype()) {
+            value = tir::Cast(iv.var.dtype().with_lanes(value.dtype().lanes()), value);
+          }
+          if (iv.type == tir::IterType::kReduction) {
+            if (IsVector(value)) return std::nullopt;  // a reduction across lanes
+            PrimExpr is_first = tir::EQ(value, tir::IntImm(value.dtype(), 0));
+            first = first.defined() ? tir::And(first, is_first) : is_first;
+          }
+          lets_[iv.var.get()] = value;
+          bound.push_back(iv.var.get());
+        }
+        std::optional<Stmt> result = VisitStmt(block->body);
+        if (result && block->init.defined()) {
+          std::optional<Stmt> init = VisitStmt(block->init);
+          if (!init) {
+            result.reset();
+          } else {
+            result = tir::SeqStmt({first.defined() ? tir::IfThenElse(first, *init) : *init, *result});
+          }
+        }
+        if (result && block->predicate.defined()) {
+          PrimExpr predicate = Visit(block->predicate);
+          if (!ok_ || IsVector(predicate)) {
+            result.reset();
+          } else {
+            result = tir::IfThenElse(predicate, *result);
+          }
+        }
+        for (const tir::VarNode* v : bound) lets_.erase(v);
+        return result;
+      }
       case tir::StmtKind::kEvaluate: {
         PrimExpr value = Visit(s.as<tir::EvaluateNode>()->value);
         if (!ok_) return std::nullopt;

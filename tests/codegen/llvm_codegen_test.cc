@@ -428,9 +428,40 @@ TEST(LlvmCodegenTest, ConstantExtentVectorizedLoopsBecomeSimdCode) {
   }
 }
 
+TEST(LlvmCodegenTest, VectorizedLoopAroundAReductionBlock) {
+  // TensorIR-style matmul with the j loop vectorized around the block: the block dissolves,
+  // init runs when k == 0, and the lanes are the 8 columns.
+  Var m = Var::Shape("M");
+  Buffer a("A", DataType::Float32(), {m, 16});
+  Buffer b("B", DataType::Float32(), {16, 8});
+  Buffer c("C", DataType::Float32(), {m, 8});
+  Var i("i"), j("j"), kk("k");
+  Var vi("vi"), vj("vj"), vk("vk");
+  Stmt block = Block("C",
+                     {IterVar{vi, m, IterType::kSpatial, i}, IterVar{vj, 8, IterType::kSpatial, j},
+                      IterVar{vk, 16, IterType::kReduction, kk}},
+                     BufferStore(c, c.Load({vi, vj}) + a.Load({vi, vk}) * b.Load({vk, vj}), {vi, vj}),
+                     /*init=*/BufferStore(c, F32(0), {vi, vj}));
+  PrimFunc func({P(a), P(b), P(c)}, Serial(i, 0, m, Serial(kk, 0, 16, For(j, 0, 8, ForKind::kVectorized, block))));
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"bmatmul", func}}, CpuTarget::Host(), false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("store <8 x float>"));
+  Kernels k({{"bmatmul", func}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor av = RandomF32({5, 16}, 24), bv = RandomF32({16, 8}, 25), cv = RandomF32({5, 8}, 26, 50, 60);
+  ASSERT_EQ(Invoke(k.Get("bmatmul"), ctx.get(), {TensorArg(av), TensorArg(bv), TensorArg(cv)}), 0) << ctx->error;
+  for (int64_t r = 0; r < 5; ++r) {
+    for (int64_t col = 0; col < 8; ++col) {
+      float expected = 0;
+      for (int64_t z = 0; z < 16; ++z) expected += av.data_as<float>()[r * 16 + z] * bv.data_as<float>()[z * 8 + col];
+      ASSERT_NEAR(cv.data_as<float>()[r * 8 + col], expected, 1e-4);
+    }
+  }
+}
+
 TEST(LlvmCodegenTest, VectorizedLoopsThatCannotBeLanesKeepSequentialMeaning) {
-  // B[v] = B[v + 1] reads another iteration's element, and `if` has no straight-line form:
-  // both stay loops (with the vectorize hint) and give the sequential result.
+  // B[v] = B[v + 1] reads another iteration's element, and the `if` condition differs per
+  // lane: both stay loops (with the vectorize hint) and give the sequential result.
   Buffer b("B", DataType::Float32(), {9});
   Var v("v"), w("w");
   Stmt shift = For(v, 0, 8, ForKind::kVectorized, BufferStore(b, b.Load({v + 1}), {v}));
