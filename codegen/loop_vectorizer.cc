@@ -37,6 +37,58 @@ bool SameIndices(const std::vector<PrimExpr>& a, const std::vector<PrimExpr>& b)
   return true;
 }
 
+// Integer arithmetic on scalars with the obvious constant cases folded, so that ramp
+// strides stay literal (a stride of literal 1 is what makes an access contiguous).
+PrimExpr Fold(ExprKind kind, const PrimExpr& a, const PrimExpr& b) {
+  std::optional<int64_t> x = a.as_int(), y = b.as_int();
+  if (x && y) {
+    switch (kind) {
+      case ExprKind::kAdd: return tir::IntImm(a.dtype(), *x + *y);
+      case ExprKind::kSub: return tir::IntImm(a.dtype(), *x - *y);
+      case ExprKind::kMul: return tir::IntImm(a.dtype(), *x * *y);
+      default: break;
+    }
+  }
+  if (kind == ExprKind::kAdd && x == 0) return b;
+  if ((kind == ExprKind::kAdd || kind == ExprKind::kSub) && y == 0) return a;
+  if (kind == ExprKind::kMul && x == 1) return b;
+  if (kind == ExprKind::kMul && y == 1) return a;
+  return tir::MakeBinary(kind, a, b);
+}
+
+// `e` as a scalar when it is one or a broadcast of one; undefined otherwise.
+PrimExpr ScalarOf(const PrimExpr& e) {
+  if (e.dtype().lanes() == 1) return e;
+  if (const auto* b = e.as<tir::BroadcastNode>()) return b->value;
+  return PrimExpr();
+}
+
+// Index arithmetic that keeps ramps ramps: ramp(b, s) + x = ramp(b + x, s),
+// ramp(b, s) * x = ramp(b * x, s * x), ramp + ramp adds bases and strides.
+std::optional<PrimExpr> RampArithmetic(ExprKind kind, const PrimExpr& a, const PrimExpr& b) {
+  if (!a.dtype().element_of().is_integer()) return std::nullopt;
+  const auto* ra = a.as<tir::RampNode>();
+  const auto* rb = b.as<tir::RampNode>();
+  PrimExpr sa = ScalarOf(a), sb = ScalarOf(b);
+  switch (kind) {
+    case ExprKind::kAdd:
+      if (ra && sb.defined()) return tir::Ramp(Fold(kind, ra->base, sb), ra->stride, ra->lanes);
+      if (sa.defined() && rb) return tir::Ramp(Fold(kind, sa, rb->base), rb->stride, rb->lanes);
+      if (ra && rb) return tir::Ramp(Fold(kind, ra->base, rb->base), Fold(kind, ra->stride, rb->stride), ra->lanes);
+      break;
+    case ExprKind::kSub:
+      if (ra && sb.defined()) return tir::Ramp(Fold(kind, ra->base, sb), ra->stride, ra->lanes);
+      break;
+    case ExprKind::kMul:
+      if (ra && sb.defined()) return tir::Ramp(Fold(kind, ra->base, sb), Fold(kind, ra->stride, sb), ra->lanes);
+      if (sa.defined() && rb) return tir::Ramp(Fold(kind, sa, rb->base), Fold(kind, sa, rb->stride), rb->lanes);
+      break;
+    default:
+      break;
+  }
+  return std::nullopt;
+}
+
 class Vectorizer {
  public:
   Vectorizer(const tir::ForNode& loop, int lanes) : loop_(loop), lanes_(lanes) {}
@@ -138,7 +190,10 @@ class Vectorizer {
         if (bin == nullptr) return Fail();
         PrimExpr a = Visit(bin->a), b = Visit(bin->b);
         if (!ok_) return e;
-        if (IsVector(a) || IsVector(b)) return tir::MakeBinary(e.kind(), Widen(a), Widen(b));
+        if (IsVector(a) || IsVector(b)) {
+          if (std::optional<PrimExpr> ramp = RampArithmetic(e.kind(), a, b)) return *ramp;
+          return tir::MakeBinary(e.kind(), Widen(a), Widen(b));
+        }
         return tir::MakeBinary(e.kind(), a, b);
       }
     }

@@ -403,8 +403,13 @@ TEST(LlvmCodegenTest, ConstantExtentVectorizedLoopsBecomeSimdCode) {
                      BufferStore(y, Select(GT(x.Load({t}), F32(0)), Call("exp", {x.Load({t})}) * F32(2),
                                            Cast(DataType::Float32(), FloorMod(PrimExpr(t), PrimExpr(8)))),
                                  {t}));
-  Kernels k({{"vmatmul", VectorMatmulFunc()},
-             {"vsplit", PrimFunc({P(x), P(y)}, SeqStmt({Serial(io, 0, full, lanes), tail}))}});
+  PrimFunc vsplit({P(x), P(y)}, SeqStmt({Serial(io, 0, full, lanes), tail}));
+  // io * 8 + ii stays a ramp with stride 1, so X and Y are accessed as whole vectors.
+  ir = DumpCpuLlvmIr({{"vsplit", vsplit}}, CpuTarget::Host(), false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("load <8 x float>"));
+  EXPECT_THAT(*ir, HasSubstr("store <8 x float>"));
+  Kernels k({{"vmatmul", VectorMatmulFunc()}, {"vsplit", vsplit}});
   auto ctx = MakeContext(&FourThreads());
   for (int64_t rows : {1, 7}) {
     vm::Tensor av = RandomF32({rows, 16}, 20), bv = RandomF32({16, 8}, 21), cv = RandomF32({rows, 8}, 22, 50, 60);
