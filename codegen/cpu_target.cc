@@ -108,6 +108,9 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const C
   absl::StatusOr<const llvm::Target*> target = LookupX86Target(triple);
   if (!target.ok()) return target.status();
   llvm::TargetOptions options;
+  // Multiply-adds may fuse into FMA instructions where the CPU has them (one rounding
+  // instead of two), as deep-learning kernels expect; nothing else is relaxed.
+  options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
   std::unique_ptr<llvm::TargetMachine> machine((*target)->createTargetMachine(
       triple, cpu.mcpu, cpu.features, options, llvm::Reloc::PIC_, llvm::CodeModel::Small,
       llvm::CodeGenOpt::Aggressive));

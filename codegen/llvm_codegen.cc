@@ -945,16 +945,30 @@ class KernelLowering {
 
   // A vector access whose last index is ramp(base, 1, lanes) and whose other indices are
   // scalars touches consecutive elements: one vector load or store at base's offset.
+  // broadcast(x) + ramp(b, 1, L) and ramp(b, 1, L) + broadcast(x) count as ramp(x + b, 1, L).
   std::optional<std::vector<PrimExpr>> ContiguousBase(const std::vector<PrimExpr>& indices) {
     if (indices.empty()) return std::nullopt;
-    const auto* ramp = indices.back().as<tir::RampNode>();
-    if (ramp == nullptr || ramp->stride.as_int() != 1) return std::nullopt;
     for (size_t k = 0; k + 1 < indices.size(); ++k) {
       if (indices[k].dtype().lanes() != 1) return std::nullopt;
     }
-    std::vector<PrimExpr> base(indices.begin(), indices.end() - 1);
-    base.push_back(ramp->base);
-    return base;
+    auto unit_ramp = [](const PrimExpr& e) -> const tir::RampNode* {
+      const auto* ramp = e.as<tir::RampNode>();
+      return ramp != nullptr && ramp->stride.as_int() == 1 ? ramp : nullptr;
+    };
+    const PrimExpr& last = indices.back();
+    PrimExpr base;
+    if (const tir::RampNode* ramp = unit_ramp(last)) {
+      base = ramp->base;
+    } else if (const auto* add = last.as<tir::BinaryNode>(); add != nullptr && add->kind() == ExprKind::kAdd) {
+      const auto* bx = add->a.as<tir::BroadcastNode>();
+      const auto* by = add->b.as<tir::BroadcastNode>();
+      if (bx != nullptr && unit_ramp(add->b) != nullptr) base = tir::Add(bx->value, unit_ramp(add->b)->base);
+      if (by != nullptr && unit_ramp(add->a) != nullptr) base = tir::Add(unit_ramp(add->a)->base, by->value);
+    }
+    if (!base.defined()) return std::nullopt;
+    std::vector<PrimExpr> result(indices.begin(), indices.end() - 1);
+    result.push_back(base);
+    return result;
   }
 
   llvm::Value* FromStorage(llvm::Value* v, DataType dtype) {

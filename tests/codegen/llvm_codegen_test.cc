@@ -481,6 +481,26 @@ TEST(LlvmCodegenTest, VectorizedLoopsThatCannotBeLanesKeepSequentialMeaning) {
   EXPECT_EQ(t.data_as<float>()[8], 8.0f);
 }
 
+TEST(LlvmCodegenTest, BroadcastPlusRampIsAContiguousAccess) {
+  // Hand-written vector IR in the unnormalized form broadcast(8 * io) + ramp(0, 1, 8).
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {n});
+  Buffer b("B", DataType::Float32(), {n});
+  Var io("io");
+  PrimExpr lanes = Broadcast(io * 8, 8) + Ramp(PrimExpr(0), 1, 8);
+  PrimFunc func({P(a), P(b)}, Serial(io, 0, FloorDiv(PrimExpr(n), PrimExpr(8)),
+                                     BufferStore(b, a.Load({lanes}) + a.Load({lanes}), {lanes})));
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"twice", func}}, CpuTarget::Host(), false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("load <8 x float>"));
+  EXPECT_THAT(*ir, HasSubstr("store <8 x float>"));
+  Kernels k({{"twice", func}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor in = RandomF32({16}, 30), out = MakeTensor({16}, kF32);
+  ASSERT_EQ(Invoke(k.Get("twice"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+  for (int e = 0; e < 16; ++e) EXPECT_EQ(out.data_as<float>()[e], 2 * in.data_as<float>()[e]);
+}
+
 TEST(LlvmCodegenTest, StridedVectorAccessGathersAndScatters) {
   // B[ramp(2 * io, 1, 2)] for a row-major [n, 2] view: B[io, 0..1] = A[0..1, io] (a transpose
   // through lanes whose first index is a vector).
