@@ -29,10 +29,6 @@ void WorkspaceFree(KilnCallContext*, void* ptr) {
   CpuDevice()->Free(block, *reinterpret_cast<uint64_t*>(block));
 }
 
-void SetError(KilnCallContext* ctx, const char* message) {
-  *static_cast<std::string*>(ctx->runtime) = message ? message : "(no message)";
-}
-
 std::string DimName(const Function& fn, const Operand& o) {
   if (o.debug_name >= 0) return absl::StrCat(" (", fn.strings[o.debug_name], ")");
   return "";
@@ -55,8 +51,14 @@ VirtualMachine::VirtualMachine(std::shared_ptr<const Executable> executable, Dev
   call_context_.parallel_for = PoolParallelFor;
   call_context_.workspace_alloc = WorkspaceAlloc;
   call_context_.workspace_free = WorkspaceFree;
-  call_context_.set_error = SetError;
+  call_context_.set_error = SetKernelError;
   call_context_.num_threads = ThreadPool::Global().num_threads();
+}
+
+void VirtualMachine::SetKernelError(KilnCallContext* ctx, const char* message) {
+  auto* error = static_cast<KernelError*>(ctx->runtime);
+  std::lock_guard<std::mutex> lock(error->mutex);
+  if (error->message.empty()) error->message = message ? message : "(no message)";
 }
 
 void VirtualMachine::EnableProfiling(bool enable) {
@@ -203,7 +205,7 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, size_t base, const I
                                                      ", got ", v.Describe()));
     }
   }
-  kernel_error_.clear();
+  kernel_error_.message.clear();
   KilnKernelFn fn_ptr = executable_->kernel_fns()[in.a];
   int32_t status;
   if (profiling_) {
@@ -216,7 +218,7 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, size_t base, const I
   }
   if (status != 0) {
     return absl::InternalError(absl::StrCat("kernel '", decl.name, "' failed (code ", status, "): ",
-                                            kernel_error_.empty() ? "no message" : kernel_error_));
+                                            kernel_error_.message.empty() ? "no message" : kernel_error_.message));
   }
   return absl::OkStatus();
 }

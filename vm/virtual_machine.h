@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -61,7 +62,14 @@ class VirtualMachine {
   std::vector<const Value*> builtin_args_;
   std::vector<Value> immediates_;
   KilnCallContext call_context_{};
-  std::string kernel_error_;
+  // The message a failing kernel reports through ctx->set_error. Tasks of a parallel loop
+  // may fail at once on several threads: the first message wins, under the lock.
+  struct KernelError {
+    std::mutex mutex;
+    std::string message;
+  };
+  KernelError kernel_error_;
+  static void SetKernelError(KilnCallContext* ctx, const char* message);  // ctx->set_error
   bool profiling_ = false;
   Profile profile_;
 };
