@@ -354,6 +354,9 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeLeaf(const Expr& expr) {
     }
     case ExprKind::kGlobalVar: {
       if (expr.struct_info().defined()) return expr;
+      // Without a module (a builder used on its own), a GlobalVar passed as a value (e.g. to
+      // call_tir) is an opaque function; calling one needs its signature (NormalizeCall).
+      if (module_ == nullptr) return WithStructInfo(expr, OpaqueFuncSInfo(ObjectSInfo(), false));
       KILN_ASSIGN_OR_RETURN(StructInfo sinfo, GlobalVarSInfo(expr.as<GlobalVarNode>()->name));
       return WithStructInfo(expr, sinfo);
     }
@@ -424,7 +427,10 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeValue(const Expr& expr) {
 
 absl::StatusOr<Expr> BlockBuilder::NormalizeCall(const CallNode& call) {
   Expr op;
-  if (IsLeaf(call.op)) {
+  if (call.op.kind() == ExprKind::kGlobalVar && !call.op.struct_info().defined()) {
+    KILN_ASSIGN_OR_RETURN(StructInfo callee, GlobalVarSInfo(call.op.as<GlobalVarNode>()->name));
+    op = WithStructInfo(call.op, callee);
+  } else if (IsLeaf(call.op)) {
     KILN_ASSIGN_OR_RETURN(op, NormalizeLeaf(call.op));
   } else {
     KILN_ASSIGN_OR_RETURN(op, NormalizeArg(call.op));
