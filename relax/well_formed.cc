@@ -134,6 +134,12 @@ class RelaxChecker {
       for (const tir::Var& v : DefinableVars(binding.match_cast_sinfo)) tir_defined_.insert(v.get());
       CheckSymbolicUses(CollectVars(binding.match_cast_sinfo),
                         absl::StrCat("match_cast of '", name, "'"));
+      StructInfo value_sinfo = ValueStructInfo(binding.value, name);
+      if (value_sinfo.defined() &&
+          CheckBaseOf(binding.match_cast_sinfo, value_sinfo, builder_.analyzer()) == BaseCheck::kNo) {
+        Error(absl::StrCat("binding '", name, "': match_cast to ", ToString(binding.match_cast_sinfo),
+                           " can never succeed on a value of ", ToString(value_sinfo)));
+      }
       bound = binding.match_cast_sinfo;
     } else {
       bound = ValueStructInfo(binding.value, name);
@@ -174,6 +180,25 @@ class RelaxChecker {
         return StructInfo();
       }
       return inferred->struct_info();
+    }
+    // Tuples and projections of leaves are cheap to re-infer too.
+    if ((value.kind() == ExprKind::kTuple && IsLeafArg(value)) ||
+        (value.kind() == ExprKind::kTupleGetItem && IsLeafArg(value.as<TupleGetItemNode>()->tuple))) {
+      bool children_known = true;
+      auto known = [&](const Expr& e) { children_known = children_known && e.struct_info().defined(); };
+      if (const auto* t = value.as<TupleNode>()) {
+        for (const Expr& f : t->fields) known(f);
+      } else {
+        known(value.as<TupleGetItemNode>()->tuple);
+      }
+      if (children_known) {
+        absl::StatusOr<Expr> inferred = builder_.Normalize(value);
+        if (!inferred.ok()) {
+          Error(absl::StrCat("binding '", name, "': ", inferred.status().message()));
+          return StructInfo();
+        }
+        return inferred->struct_info();
+      }
     }
     if (!value.struct_info().defined() && value.kind() != ExprKind::kOp) {
       Error(absl::StrCat("binding '", name, "': the bound value has no struct info"));

@@ -238,6 +238,23 @@ TEST(WellFormedTest, AllProblemsAreReported) {
             "function 'main': DataflowVar 'lv' is defined outside a dataflow block (binding)");
 }
 
+TEST(WellFormedTest, MatchCastThatCanNeverSucceed) {
+  Fixture f;
+  tir::Var m = tir::Var::Shape("m");
+  Var c("c", TensorSInfo({m}, f32));
+  EXPECT_EQ(Check(f.Main({{{Binding{c, f.x, TensorSInfo({m}, f32)}}, false}}, f.x)),
+            "function 'main': binding 'c': match_cast to Tensor((m,), float32) can never succeed on a "
+            "value of Tensor((n, 4), float32)");
+}
+
+TEST(WellFormedTest, TupleGetItemOutOfRange) {
+  Fixture f;
+  Var tup("tup", TupleSInfo({f.t}));
+  Var item("item", f.t);
+  EXPECT_EQ(Check(f.Main({{{Bind(tup, Tuple({f.x}, TupleSInfo({f.t}))), Bind(item, TupleGetItem(tup, 1, f.t))}, false}}, item)),
+            "function 'main': binding 'item': tuple index 1 is out of range for a tuple of 1 fields");
+}
+
 // --- TIR ---
 
 IRModule WithPrim(tir::PrimFunc func) {
