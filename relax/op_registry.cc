@@ -77,7 +77,11 @@ absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyz
     if (!call.args[static_cast<size_t>(i)].defined()) {
       return absl::InvalidArgumentError(absl::StrCat(op->name, ": argument ", i, " is missing"));
     }
-    if (!call.args[static_cast<size_t>(i)].struct_info().defined()) {
+    // Callees passed as arguments (call_tir's GlobalVar, call_builtin's ExternFunc) need no
+    // struct info; the ops check their kind.
+    const ExprKind kind = call.args[static_cast<size_t>(i)].kind();
+    const bool callee = kind == ExprKind::kGlobalVar || kind == ExprKind::kExternFunc || kind == ExprKind::kOp;
+    if (!callee && !call.args[static_cast<size_t>(i)].struct_info().defined()) {
       return absl::InvalidArgumentError(
           absl::StrCat(op->name, ": argument ", i, " has no struct info (call is not normalized)"));
     }

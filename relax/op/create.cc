@@ -149,12 +149,16 @@ absl::StatusOr<StructInfo> InferArange(const CallNode& call, tir::Analyzer& anal
   if (!all_int) return TensorSInfoOfNdim(1, dtype);
   PrimExpr a = ToInt64(start), b = ToInt64(end), st = ToInt64(step);
   PrimExpr len;
+  auto minus = [](const PrimExpr& x, const PrimExpr& y) {
+    if (auto c = y.as_int()) return AddConst(x, -*c);
+    return x - y;
+  };
   if (auto si = st.as_int(); si && *si < 0) {
-    len = tir::FloorDiv(a - b + Int(-*si - 1), Int(-*si));
-  } else if (st.as_int() == 1) {
-    len = b - a;
+    len = FloorDivDim(AddConst(minus(a, b), -*si - 1), Int(-*si), analyzer);
+  } else if (auto sp = st.as_int()) {
+    len = FloorDivDim(AddConst(minus(b, a), *sp - 1), st, analyzer);
   } else {
-    len = tir::FloorDiv(b - a + st - Int(1), st);
+    len = FloorDivDim(AddConst(minus(b, a) + st, -1), st, analyzer);
   }
   return TensorSInfo({analyzer.Simplify(len)}, dtype);
 }

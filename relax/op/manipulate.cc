@@ -129,7 +129,7 @@ absl::StatusOr<StructInfo> InferReshape(const CallNode& call, tir::Analyzer& ana
   } else if (out.factors.empty() && in.factors.empty()) {
     return mismatch();
   } else {
-    inferred = tir::FloorDiv(ProductExpr(in), ProductExpr(out));
+    inferred = FloorDivDim(ProductExpr(in), ProductExpr(out), analyzer);
   }
   dims[static_cast<size_t>(infer_axis)] = analyzer.Simplify(inferred);
   return TensorSInfo(dims, data->dtype, data->device);
@@ -273,7 +273,7 @@ absl::StatusOr<StructInfo> InferSplit(const CallNode& call, tir::Analyzer& analy
       return OpError(call, "dim ", axis, " (", *c, ") does not split into ", *sections,
                      " equal sections");
     }
-    sizes.assign(parts, analyzer.Simplify(tir::FloorDiv(dim, Int(*sections))));
+    sizes.assign(parts, FloorDivDim(dim, Int(*sections), analyzer));
   } else {
     auto c = dim.as_int();
     auto clamp = [&](int64_t v) -> PrimExpr { return Int(c ? std::min(v, *c) : v); };
@@ -326,11 +326,10 @@ PrimExpr SliceLength(const PrimExpr& d, int64_t begin, int64_t end, int64_t stri
   };
   PrimExpr b = norm(begin, false);
   PrimExpr e = norm(end, true);
-  PrimExpr diff = stride > 0 ? e - b : b - e;
+  PrimExpr diff = stride > 0 ? (b.as_int() == 0 ? e : e - b) : b - e;
   const int64_t s = stride > 0 ? stride : -stride;
-  PrimExpr len = s == 1 ? diff : tir::FloorDiv(diff + Int(s - 1), Int(s));
-  len = analyzer.Simplify(len);
-  if (analyzer.CanProveLE(Int(0), len)) return len;
+  PrimExpr len = s == 1 ? analyzer.Simplify(diff) : FloorDivDim(diff + Int(s - 1), Int(s), analyzer);
+  if (KnownNonNegative(len, analyzer)) return len;
   return analyzer.Simplify(tir::Max(len, Int(0)));
 }
 

@@ -48,10 +48,7 @@ absl::StatusOr<std::vector<int64_t>> Padding(const CallNode& call) {
   return p;
 }
 
-PrimExpr AddConst(const PrimExpr& e, int64_t c) {
-  if (c == 0) return e;
-  return c > 0 ? e + c : e - (-c);
-}
+
 
 // floordiv(in + pad - dil * (k - 1) - 1, stride) + 1
 absl::StatusOr<PrimExpr> WindowOut(const CallNode& call, const char* axis, const PrimExpr& in,
@@ -63,7 +60,7 @@ absl::StatusOr<PrimExpr> WindowOut(const CallNode& call, const char* axis, const
   } else {
     span = AddConst(in - PrimExpr(dil) * AddConst(k, -1), pad - 1);
   }
-  PrimExpr out = stride == 1 ? AddConst(span, 1) : AddConst(tir::FloorDiv(span, Int(stride)), 1);
+  PrimExpr out = stride == 1 ? AddConst(span, 1) : AddConst(FloorDivDim(span, Int(stride), analyzer), 1);
   out = analyzer.Simplify(out);
   if (auto c = out.as_int(); c && *c < 1) {
     return OpError(call, "window of ", DimStr(k), " (dilation ", dil, ") is larger than the padded ",
@@ -97,10 +94,10 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, tir::Analyzer& anal
   const auto& x = *data->shape;
   const auto& w = *weight->shape;
   PrimExpr c = analyzer.Simplify(x[1]);
-  PrimExpr ig = analyzer.Simplify(w[1] * g);
+  PrimExpr ig = analyzer.Simplify(g == 1 ? w[1] : w[1] * g);
   if (!DimsEqual(c, ig, analyzer) && DimsDiffer(c, ig, analyzer)) {
-    return OpError(call, "data channels (dim 1: ", DimStr(c), ") differ from weight in_channels * groups (",
-                   DimStr(analyzer.Simplify(w[1])), " * ", g, ")");
+    return OpError(call, "data channels (dim 1: ", DimStr(c), ") differ from weight in_channels (dim 1: ",
+                   DimStr(analyzer.Simplify(w[1])), ") * groups (", g, ")");
   }
   if (auto o = analyzer.Simplify(w[0]).as_int(); o && *o % g != 0) {
     return OpError(call, "weight out_channels (", *o, ") is not divisible by groups (", g, ")");

@@ -281,6 +281,54 @@ bool DimsDiffer(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer) {
   return oa != ob && ((!ba.defined() && !bb.defined()) || SameExpr(ba, bb));
 }
 
+PrimExpr FloorDivDim(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer) {
+  PrimExpr x = analyzer.Simplify(a);
+  PrimExpr y = analyzer.Simplify(b);
+  auto cx = x.as_int();
+  auto cy = y.as_int();
+  if (cy == 1) return x;
+  if (cx && cy && *cy != 0) {
+    int64_t q = *cx / *cy;
+    if ((*cx % *cy != 0) && ((*cx < 0) != (*cy < 0))) --q;
+    return Int(q);
+  }
+  return analyzer.Simplify(tir::FloorDiv(x, y));
+}
+
+bool KnownNonNegative(const PrimExpr& e, tir::Analyzer& analyzer) {
+  if (auto c = e.as_int()) return *c >= 0;
+  if (analyzer.ConstIntBound(e).min >= 0) return true;
+  if (const auto* var = e.as<tir::VarNode>()) return var->lower_bound && *var->lower_bound >= 0;
+  switch (e.kind()) {
+    case tir::ExprKind::kAdd:
+    case tir::ExprKind::kMul:
+    case tir::ExprKind::kMin:
+    case tir::ExprKind::kMax:
+    case tir::ExprKind::kFloorDiv: {
+      const auto* bin = e.as<tir::BinaryNode>();
+      if (e.kind() == tir::ExprKind::kMax) {
+        return KnownNonNegative(bin->a, analyzer) || KnownNonNegative(bin->b, analyzer);
+      }
+      return KnownNonNegative(bin->a, analyzer) && KnownNonNegative(bin->b, analyzer);
+    }
+    default: return false;
+  }
+}
+
+PrimExpr AddConst(const PrimExpr& e, int64_t c) {
+  if (auto v = e.as_int()) return Int(*v + c);
+  PrimExpr base = e;
+  if (e.kind() == tir::ExprKind::kAdd || e.kind() == tir::ExprKind::kSub) {
+    const auto* bin = e.as<tir::BinaryNode>();
+    if (auto k = bin->b.as_int()) {
+      base = bin->a;
+      c += e.kind() == tir::ExprKind::kAdd ? *k : -*k;
+    }
+  }
+  if (c == 0) return base;
+  return c > 0 ? base + c : base - (-c);
+}
+
 PrimExpr Int(int64_t value) { return tir::IntImm(DataType::Int64(), value); }
 
 }  // namespace kiln::relax::op

@@ -108,8 +108,19 @@ ShapeOrNdim ShapeOf(const TensorStructInfoNode& tensor);
 bool DimsEqual(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer);
 bool DimsDiffer(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer);
 
+// floordiv(a, b), folded when both are constants or b is 1 (the simplifier would, but
+// inference must not depend on how strong it is).
+PrimExpr FloorDivDim(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer);
+// True when e >= 0 for every assignment: by the analyzer, or structurally (shape variables
+// have lower bound 0; sums, products, min and max of non-negatives are non-negative).
+bool KnownNonNegative(const PrimExpr& e, tir::Analyzer& analyzer);
+
 // Simplifies every dim.
 std::vector<PrimExpr> SimplifyDims(std::vector<PrimExpr> dims, tir::Analyzer& analyzer);
+
+// e + c, merged into e's own constant term when e is `x + k` or `x - k` (keeps dims
+// readable whatever the simplifier's strength).
+PrimExpr AddConst(const PrimExpr& e, int64_t c);
 
 // An int64 constant.
 PrimExpr Int(int64_t value);

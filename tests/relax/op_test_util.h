@@ -27,6 +27,13 @@ inline Expr TNdim(int ndim, std::optional<DataType> dtype = f32) {
   return Var("x", TensorSInfoOfNdim(ndim, dtype));
 }
 
+// A Tuple expression carrying its fields' struct info (as the normalizer would give it).
+inline Expr TupleOf(std::vector<Expr> fields) {
+  std::vector<StructInfo> sinfo;
+  for (const Expr& f : fields) sinfo.push_back(f.struct_info());
+  return Tuple(std::move(fields), TupleSInfo(std::move(sinfo)));
+}
+
 // The inferred struct info as text, or "error: <message>".
 inline std::string Infer(const std::string& op, std::vector<Expr> args, Attrs attrs = {},
                          std::vector<StructInfo> sinfo_args = {}) {
