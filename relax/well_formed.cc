@@ -334,12 +334,18 @@ class TirChecker : public tir::StmtExprVisitor {
   TirChecker(std::string name, std::vector<std::string>* errors) : name_(std::move(name)), errors_(errors) {}
 
   void VisitPrimFunc(const tir::PrimFunc& func) override {
-    // Parameter buffers' bare shape variables are defined by the tensors passed in.
+    // Parameter buffers' bare shape and stride variables are defined by the tensors passed in.
     for (const tir::PrimFuncParam& param : func->params) {
       if (param.is_buffer()) {
         buffers_.insert(param.buffer.get());
-        for (const PrimExpr& d : param.buffer->shape) {
-          if (d.kind() == tir::ExprKind::kVar) Define(tir::Var(std::static_pointer_cast<const tir::VarNode>(d.node())));
+        std::vector<PrimExpr> dims = param.buffer->shape;
+        dims.insert(dims.end(), param.buffer->strides.begin(), param.buffer->strides.end());
+        for (const PrimExpr& d : dims) {
+          // One variable may size several parameters (A: (n, 4), B: (n, 4)): all one definition.
+          const auto* v = d.as<tir::VarNode>();
+          if (v != nullptr && !in_scope_.count(v)) {
+            Define(tir::Var(std::static_pointer_cast<const tir::VarNode>(d.node())));
+          }
         }
       } else {
         VisitVarDef(param.var);
