@@ -165,9 +165,25 @@ BindingBlock BlockBuilder::EndBlock() {
   return BindingBlock{std::move(frame.bindings), frame.dataflow};
 }
 
-absl::Status BlockBuilder::DefineSymbolicVars(const StructInfo& sinfo) {
-  for (const tir::Var& v : DefinableVars(sinfo)) defined_tir_vars_.insert(v.get());
-  return absl::OkStatus();
+std::vector<const tir::VarNode*> BlockBuilder::DefineSymbolicVars(const StructInfo& sinfo) {
+  std::vector<const tir::VarNode*> added;
+  for (const tir::Var& v : DefinableVars(sinfo)) {
+    if (defined_tir_vars_.insert(v.get()).second) added.push_back(v.get());
+  }
+  return added;
+}
+
+absl::Status BlockBuilder::DefineMatchCastVars(const StructInfo& cast, const StructInfo& value) {
+  std::vector<const tir::VarNode*> added = DefineSymbolicVars(cast);
+  absl::Status status = CheckSymbolicVarsDefined(cast, "match_cast to");
+  if (status.ok() && CheckBaseOf(cast, value, *analyzer_) == BaseCheck::kNo) {
+    status = absl::InvalidArgumentError(absl::StrCat("match_cast can never succeed: value is ",
+                                                     ToString(value), ", cast to ", ToString(cast)));
+  }
+  if (!status.ok()) {
+    for (const tir::VarNode* v : added) defined_tir_vars_.erase(v);
+  }
+  return status;
 }
 
 absl::Status BlockBuilder::CheckSymbolicVarsDefined(const StructInfo& sinfo, const std::string& what) {
@@ -191,7 +207,7 @@ absl::Status BlockBuilder::BeginFunction(const std::vector<Var>& params) {
           absl::StrCat("parameter '", p.name_hint(), "' has no struct info annotation"));
     }
     used_names_.insert(p.name_hint());
-    KILN_RETURN_IF_ERROR(DefineSymbolicVars(p.struct_info()));
+    DefineSymbolicVars(p.struct_info());
   }
   for (const Var& p : params) {
     absl::Status status = CheckSymbolicVarsDefined(
@@ -284,13 +300,7 @@ absl::StatusOr<Var> BlockBuilder::EmitMatchCast(Expr value, StructInfo sinfo, st
     return absl::FailedPreconditionError("EmitMatchCast needs an open block");
   }
   KILN_ASSIGN_OR_RETURN(Expr normalized, NormalizeValue(value));
-  KILN_RETURN_IF_ERROR(DefineSymbolicVars(sinfo));
-  KILN_RETURN_IF_ERROR(CheckSymbolicVarsDefined(sinfo, "match_cast to"));
-  if (CheckBaseOf(sinfo, normalized.struct_info(), *analyzer_) == BaseCheck::kNo) {
-    return absl::InvalidArgumentError(absl::StrCat("match_cast can never succeed: value is ",
-                                                   ToString(normalized.struct_info()),
-                                                   ", cast to ", ToString(sinfo)));
-  }
+  KILN_RETURN_IF_ERROR(DefineMatchCastVars(sinfo, normalized.struct_info()));
   frame = CurrentFrame();  // normalizing may have bound nested values
   Var var = MakeVar(std::move(name_hint), sinfo, frame->dataflow);
   frame->bindings.push_back(Binding{var, normalized, sinfo});
@@ -575,13 +585,8 @@ absl::Status BlockBuilder::ReemitBinding(const Binding& binding) {
   StructInfo bound = value->struct_info();
   if (binding.is_match_cast()) {
     const StructInfo& cast = binding.match_cast_sinfo;
-    KILN_RETURN_IF_ERROR(DefineSymbolicVars(cast));
-    absl::Status status = CheckSymbolicVarsDefined(cast, "match_cast to");
+    absl::Status status = DefineMatchCastVars(cast, bound);
     if (!status.ok()) return fail(status);
-    if (CheckBaseOf(cast, bound, *analyzer_) == BaseCheck::kNo) {
-      return fail(absl::InvalidArgumentError(absl::StrCat(
-          "match_cast can never succeed: value is ", ToString(bound), ", cast to ", ToString(cast))));
-    }
     bound = cast;
   }
 

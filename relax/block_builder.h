@@ -105,7 +105,10 @@ class BlockBuilder {
                                       Attrs attrs);
   struct Scope;
   Scope PopScope();
-  absl::Status DefineSymbolicVars(const StructInfo& sinfo);
+  // Returns the variables that were not defined before.
+  std::vector<const tir::VarNode*> DefineSymbolicVars(const StructInfo& sinfo);
+  // Defines a match_cast's new variables, or defines nothing and explains why the cast is wrong.
+  absl::Status DefineMatchCastVars(const StructInfo& cast, const StructInfo& value);
   absl::Status CheckSymbolicVarsDefined(const StructInfo& sinfo, const std::string& what);
   absl::StatusOr<StructInfo> GlobalVarSInfo(const std::string& name);
 
