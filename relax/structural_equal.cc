@@ -123,7 +123,7 @@ class Equalizer {
     return true;
   }
 
-  bool Expr_(const Expr& a, const Expr& b) {
+  bool Equal(const Expr& a, const Expr& b) {
     if (!a.defined() || !b.defined()) {
       if (a.defined() == b.defined()) return true;
       return tir_.Mismatch([&] { return std::string(a.defined() ? "defined vs undefined" : "undefined vs defined"); });
@@ -139,7 +139,7 @@ class Equalizer {
     return SInfo(a.struct_info(), b.struct_info(), false) || tir_.At("struct_info");
   }
 
-  bool Bindings(const BindingBlock& a, const BindingBlock& b) {
+  bool BlockEqual(const BindingBlock& a, const BindingBlock& b) {
     if (a.dataflow != b.dataflow) {
       return tir_.Mismatch([&] { return std::string(a.dataflow ? "dataflow block vs block" : "block vs dataflow block"); });
     }
@@ -148,17 +148,17 @@ class Equalizer {
       return tir_.Mismatch([&] { return absl::StrCat("length ", a.bindings.size(), " vs ", b.bindings.size()); });
     }
     for (size_t i = 0; i < a.bindings.size(); ++i) {
-      if (!Binding_(a.bindings[i], b.bindings[i])) return tir_.At("bindings", static_cast<int>(i));
+      if (!BindingEqual(a.bindings[i], b.bindings[i])) return tir_.At("bindings", static_cast<int>(i));
     }
     return true;
   }
 
  private:
-  bool Binding_(const Binding& a, const Binding& b) {
+  bool BindingEqual(const Binding& a, const Binding& b) {
     if (a.is_match_cast() != b.is_match_cast()) {
       return tir_.Mismatch([] { return std::string("match_cast vs plain binding"); });
     }
-    if (!Expr_(a.value, b.value)) return tir_.At("value");
+    if (!Equal(a.value, b.value)) return tir_.At("value");
     if (a.is_match_cast() && !SInfo(a.match_cast_sinfo, b.match_cast_sinfo, true)) {
       return tir_.At("match_cast_sinfo");
     }
@@ -213,7 +213,7 @@ class Equalizer {
       return tir_.Mismatch([&] { return absl::StrCat("length ", a.size(), " vs ", b.size()); });
     }
     for (size_t i = 0; i < a.size(); ++i) {
-      if (!Expr_(a[i], b[i])) return tir_.At(field, static_cast<int>(i));
+      if (!Equal(a[i], b[i])) return tir_.At(field, static_cast<int>(i));
     }
     return true;
   }
@@ -269,12 +269,12 @@ class Equalizer {
         if (x->index != y->index) {
           return tir_.Mismatch([&] { return absl::StrCat("tuple index ", x->index, " vs ", y->index); });
         }
-        return Expr_(x->tuple, y->tuple) || tir_.At("tuple");
+        return Equal(x->tuple, y->tuple) || tir_.At("tuple");
       }
       case ExprKind::kCall: {
         const auto* x = a.as<CallNode>();
         const auto* y = b.as<CallNode>();
-        if (!Expr_(x->op, y->op)) return tir_.At("op");
+        if (!Equal(x->op, y->op)) return tir_.At("op");
         if (!Exprs(x->args, y->args, "args")) return false;
         if (!AttrsEqual(x->attrs, y->attrs)) return tir_.At("attrs");
         return SInfos(x->sinfo_args, y->sinfo_args, "sinfo_args", false);
@@ -282,9 +282,9 @@ class Equalizer {
       case ExprKind::kIf: {
         const auto* x = a.as<IfNode>();
         const auto* y = b.as<IfNode>();
-        if (!Expr_(x->condition, y->condition)) return tir_.At("condition");
-        if (!Expr_(x->true_branch, y->true_branch)) return tir_.At("true_branch");
-        return Expr_(x->false_branch, y->false_branch) || tir_.At("false_branch");
+        if (!Equal(x->condition, y->condition)) return tir_.At("condition");
+        if (!Equal(x->true_branch, y->true_branch)) return tir_.At("true_branch");
+        return Equal(x->false_branch, y->false_branch) || tir_.At("false_branch");
       }
       case ExprKind::kSeqExpr: {
         const auto* x = a.as<SeqExprNode>();
@@ -294,9 +294,9 @@ class Equalizer {
           return tir_.Mismatch([&] { return absl::StrCat("length ", x->blocks.size(), " vs ", y->blocks.size()); });
         }
         for (size_t i = 0; i < x->blocks.size(); ++i) {
-          if (!Bindings(x->blocks[i], y->blocks[i])) return tir_.At("blocks", static_cast<int>(i));
+          if (!BlockEqual(x->blocks[i], y->blocks[i])) return tir_.At("blocks", static_cast<int>(i));
         }
-        return Expr_(x->body, y->body) || tir_.At("body");
+        return Equal(x->body, y->body) || tir_.At("body");
       }
       case ExprKind::kFunction: {
         const auto* x = a.as<FunctionNode>();
@@ -311,7 +311,7 @@ class Equalizer {
         if (x->is_pure != y->is_pure) return tir_.Mismatch([] { return std::string("purity"); });
         if (!AttrsEqual(x->attrs, y->attrs)) return tir_.At("attrs");
         if (!SInfo(x->ret_struct_info, y->ret_struct_info, false)) return tir_.At("ret_struct_info");
-        return Expr_(x->body, y->body) || tir_.At("body");
+        return Equal(x->body, y->body) || tir_.At("body");
       }
       case ExprKind::kGlobalVar: {
         const std::string& x = a.as<GlobalVarNode>()->name;
@@ -370,7 +370,7 @@ bool ModuleEqual(const IRModule& a, const IRModule& b, std::string* diff) {
     if (x[i]->is_relax() != y[i]->is_relax()) {
       eq.tir().Mismatch([] { return std::string("Relax function vs PrimFunc"); });
     } else if (x[i]->is_relax()) {
-      equal = eq.Expr_(std::get<Expr>(x[i]->func), std::get<Expr>(y[i]->func));
+      equal = eq.Equal(std::get<Expr>(x[i]->func), std::get<Expr>(y[i]->func));
     } else {
       equal = eq.tir().PrimFuncEqual(std::get<tir::PrimFunc>(x[i]->func), std::get<tir::PrimFunc>(y[i]->func));
     }
@@ -385,7 +385,7 @@ bool ModuleEqual(const IRModule& a, const IRModule& b, std::string* diff) {
 }  // namespace
 
 bool StructuralEqual(const StructInfo& a, const StructInfo& b) { return Equalizer(false).SInfo(a, b, false); }
-bool StructuralEqual(const Expr& a, const Expr& b) { return Equalizer(false).Expr_(a, b); }
+bool StructuralEqual(const Expr& a, const Expr& b) { return Equalizer(false).Equal(a, b); }
 bool StructuralEqual(const IRModule& a, const IRModule& b) { return ModuleEqual(a, b, nullptr); }
 
 std::string StructuralDiff(const StructInfo& a, const StructInfo& b) {
@@ -395,7 +395,7 @@ std::string StructuralDiff(const StructInfo& a, const StructInfo& b) {
 
 std::string StructuralDiff(const Expr& a, const Expr& b) {
   Equalizer eq(true);
-  return eq.Expr_(a, b) ? "" : eq.tir().Diff();
+  return eq.Equal(a, b) ? "" : eq.tir().Diff();
 }
 
 std::string StructuralDiff(const IRModule& a, const IRModule& b) {

@@ -42,4 +42,12 @@ std::string StructuralDiff(const StructInfo& a, const StructInfo& b);
 std::string StructuralDiff(const Expr& a, const Expr& b);
 std::string StructuralDiff(const IRModule& a, const IRModule& b);
 
+// For hash containers keyed by structure (Relax and TIR objects alike).
+struct StructuralEqualFn {
+  template <typename T>
+  bool operator()(const T& a, const T& b) const {
+    return StructuralEqual(a, b);
+  }
+};
+
 }  // namespace kiln::relax

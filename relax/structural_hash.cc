@@ -106,7 +106,7 @@ class Hasher {
     return Mix({kDefVar, index, static_cast<uint64_t>(var.kind()), sinfo});
   }
 
-  uint64_t Expr_(const Expr& expr) {
+  uint64_t Hash(const Expr& expr) {
     if (!expr.defined()) return kUndefined;
     uint64_t head = Mix({kExprTag, static_cast<uint64_t>(expr.kind())});
     if (expr.kind() == ExprKind::kVar || expr.kind() == ExprKind::kDataflowVar) {
@@ -121,7 +121,7 @@ class Hasher {
   uint64_t Block(const BindingBlock& block) {
     uint64_t h = Mix({kBlockTag, block.dataflow, block.bindings.size()});
     for (const Binding& binding : block.bindings) {
-      uint64_t value = Expr_(binding.value);
+      uint64_t value = Hash(binding.value);
       uint64_t cast = binding.is_match_cast() ? SInfo(binding.match_cast_sinfo, true) : kUndefined;
       uint64_t var = DefineVar(binding.var, false);
       h = Mix({h, kBindingTag, binding.is_match_cast(), value, cast, var});
@@ -148,7 +148,7 @@ class Hasher {
 
   uint64_t Exprs(const std::vector<Expr>& exprs) {
     uint64_t h = exprs.size();
-    for (const Expr& e : exprs) h = support::HashCombine(h, Expr_(e));
+    for (const Expr& e : exprs) h = support::HashCombine(h, Hash(e));
     return h;
   }
 
@@ -167,25 +167,25 @@ class Hasher {
       case ExprKind::kTuple: return Exprs(expr.as<TupleNode>()->fields);
       case ExprKind::kTupleGetItem: {
         const auto* x = expr.as<TupleGetItemNode>();
-        return Mix({static_cast<uint64_t>(x->index), Expr_(x->tuple)});
+        return Mix({static_cast<uint64_t>(x->index), Hash(x->tuple)});
       }
       case ExprKind::kCall: {
         const auto* x = expr.as<CallNode>();
-        uint64_t op = Expr_(x->op);
+        uint64_t op = Hash(x->op);
         uint64_t args = Exprs(x->args);
         return Mix({op, args, AttrsHash(x->attrs), SInfos(x->sinfo_args, false)});
       }
       case ExprKind::kIf: {
         const auto* x = expr.as<IfNode>();
-        uint64_t condition = Expr_(x->condition);
-        uint64_t true_branch = Expr_(x->true_branch);
-        return Mix({condition, true_branch, Expr_(x->false_branch)});
+        uint64_t condition = Hash(x->condition);
+        uint64_t true_branch = Hash(x->true_branch);
+        return Mix({condition, true_branch, Hash(x->false_branch)});
       }
       case ExprKind::kSeqExpr: {
         const auto* x = expr.as<SeqExprNode>();
         uint64_t h = x->blocks.size();
         for (const BindingBlock& block : x->blocks) h = Mix({h, Block(block)});
-        return Mix({h, Expr_(x->body)});
+        return Mix({h, Hash(x->body)});
       }
       case ExprKind::kFunction: {
         const auto* x = expr.as<FunctionNode>();
@@ -193,7 +193,7 @@ class Hasher {
         for (const Var& param : x->params) h = Mix({h, DefineVar(param, true)});
         h = Mix({h, x->is_pure, AttrsHash(x->attrs)});
         uint64_t ret = SInfo(x->ret_struct_info, false);
-        return Mix({h, ret, Expr_(x->body)});
+        return Mix({h, ret, Hash(x->body)});
       }
       case ExprKind::kGlobalVar: return Str(expr.as<GlobalVarNode>()->name);
       case ExprKind::kOp: return Str(expr.as<OpNode>()->name);
@@ -212,7 +212,7 @@ class Hasher {
 }  // namespace
 
 uint64_t StructuralHash(const StructInfo& sinfo) { return Hasher().SInfo(sinfo, false); }
-uint64_t StructuralHash(const Expr& expr) { return Hasher().Expr_(expr); }
+uint64_t StructuralHash(const Expr& expr) { return Hasher().Hash(expr); }
 
 uint64_t StructuralHash(const IRModule& module) {
   std::vector<const IRModule::Entry*> entries;
@@ -223,7 +223,7 @@ uint64_t StructuralHash(const IRModule& module) {
   for (const IRModule::Entry* entry : entries) {
     Hasher hasher;
     uint64_t func = entry->is_relax()
-                        ? Mix({kRelaxEntry, hasher.Expr_(std::get<Expr>(entry->func))})
+                        ? Mix({kRelaxEntry, hasher.Hash(std::get<Expr>(entry->func))})
                         : Mix({kPrimEntry, hasher.tir().HashPrimFunc(std::get<tir::PrimFunc>(entry->func))});
     h = Mix({h, Str(entry->name), func});
   }

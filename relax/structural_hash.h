@@ -7,6 +7,7 @@
 // so entry order does not change the hash.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "relax/expr.h"
@@ -19,5 +20,13 @@ namespace kiln::relax {
 uint64_t StructuralHash(const StructInfo& sinfo);
 uint64_t StructuralHash(const Expr& expr);
 uint64_t StructuralHash(const IRModule& module);
+
+// For hash containers keyed by structure (Relax and TIR objects alike).
+struct StructuralHashFn {
+  template <typename T>
+  size_t operator()(const T& x) const {
+    return static_cast<size_t>(StructuralHash(x));
+  }
+};
 
 }  // namespace kiln::relax

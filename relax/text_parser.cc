@@ -459,7 +459,8 @@ absl::StatusOr<Expr> Parser::ParseConstant() {
         double value = 0;
         if (v.kind == TokenKind::kInt || v.kind == TokenKind::kFloat) {
           if (IsHex(v.text)) return Expected("a number");
-          value = std::strtod(v.text.c_str(), nullptr);
+          value = dtype.bits() == 32 ? static_cast<double>(std::strtof(v.text.c_str(), nullptr))
+                                     : std::strtod(v.text.c_str(), nullptr);
         } else if (v.kind == TokenKind::kIdent && v.text == "inf") {
           value = std::numeric_limits<double>::infinity();
         } else {

@@ -294,7 +294,7 @@ absl::StatusOr<PrimExpr> Parser::ParseUnary() {
       return tir::IntImm(DataType::Int64(), value);
     }
     if (Peek().kind == TokenKind::kFloat) {
-      double value = -std::strtod(Next().text.c_str(), nullptr);
+      double value = -static_cast<double>(std::strtof(Next().text.c_str(), nullptr));
       return tir::FloatImm(DataType::Float32(), value);
     }
     return Expected("a number after '-' (negate a variable as 0 - x)");
@@ -340,7 +340,10 @@ absl::StatusOr<PrimExpr> Parser::ParseTypedLiteral(const Token& name, DataType d
       if (Peek().text.size() > 1 && (Peek().text[1] == 'x' || Peek().text[1] == 'X')) {
         return Expected("a decimal number");
       }
-      value = std::strtod(Next().text.c_str(), nullptr);
+      // A float32 literal is rounded once, straight from decimal, so that printing it with
+      // 9 digits and parsing again gives the same value.
+      value = dtype.bits() == 32 ? static_cast<double>(std::strtof(Next().text.c_str(), nullptr))
+                                 : std::strtod(Next().text.c_str(), nullptr);
     } else if (IsKeyword("inf")) {
       Next();
       value = std::numeric_limits<double>::infinity();
@@ -457,7 +460,7 @@ absl::StatusOr<PrimExpr> Parser::ParseAtom() {
     return tir::IntImm(DataType::Int64(), value);
   }
   if (t.kind == TokenKind::kFloat) {
-    return tir::FloatImm(DataType::Float32(), std::strtod(Next().text.c_str(), nullptr));
+    return tir::FloatImm(DataType::Float32(), static_cast<double>(std::strtof(Next().text.c_str(), nullptr)));
   }
   if (AcceptPunct("(")) {
     KILN_ASSIGN_OR_RETURN(PrimExpr e, ParsePrimExpr());

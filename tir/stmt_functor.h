@@ -4,9 +4,10 @@
 //  - StmtExprVisitor reaches every statement and every PrimExpr of a tree: operands, loop
 //    bounds, block iteration extents and bindings, predicates, indices, and the shapes and
 //    strides of buffers where they are defined (PrimFunc parameters, Allocate, a block's
-//    alloc_buffers). Children are visited in field order. Each node kind has its own
-//    overridable VisitExpr_/VisitStmt_; an override that still wants the children calls the
-//    base version.
+//    alloc_buffers). Children are visited in scope order: a definition's value or range
+//    before the definition, the definition before the body it scopes, otherwise in field
+//    order. Each node kind has its own overridable VisitExpr_/VisitStmt_; an override that
+//    still wants the children calls the base version.
 //  - Definitions are reported separately from uses: VisitVarDef for loop, let, block
 //    iteration and scalar parameter variables (their uses arrive as VisitExpr_(VarNode));
 //    VisitBufferDef / VisitBufferUse for buffers.

@@ -44,6 +44,15 @@ std::string StructuralDiff(const PrimExpr& a, const PrimExpr& b);
 std::string StructuralDiff(const Stmt& a, const Stmt& b);
 std::string StructuralDiff(const PrimFunc& a, const PrimFunc& b);
 
+// For hash containers keyed by structure (e.g. deduplicating identical PrimFuncs), with
+// StructuralHashFn of tir/structural_hash.h.
+struct StructuralEqualFn {
+  template <typename T>
+  bool operator()(const T& a, const T& b) const {
+    return StructuralEqual(a, b);
+  }
+};
+
 // The comparison with its variable mapping exposed, so that callers (the Relax level, which
 // compares symbolic shapes) can keep one mapping across many comparisons. Comparisons that
 // define variables leave them mapped for the ones that follow.

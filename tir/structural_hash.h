@@ -12,9 +12,11 @@
 //    stable file format.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "tir/buffer.h"
 #include "tir/expr.h"
@@ -25,6 +27,14 @@ namespace kiln::tir {
 uint64_t StructuralHash(const PrimExpr& expr);
 uint64_t StructuralHash(const Stmt& stmt);
 uint64_t StructuralHash(const PrimFunc& func);
+
+// For hash containers keyed by structure, with StructuralEqualFn of tir/structural_equal.h.
+struct StructuralHashFn {
+  template <typename T>
+  size_t operator()(const T& x) const {
+    return static_cast<size_t>(StructuralHash(x));
+  }
+};
 
 // The hasher with its definition numbering exposed, for callers (the Relax level) that
 // hash many pieces against one numbering. Each method mirrors the StructuralEqualizer

@@ -1,6 +1,7 @@
 #include "relax/structural_equal.h"
 
 #include <set>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -269,6 +270,25 @@ TEST(StructuralHash, DistinctObjectsHashDistinctly) {
   std::set<uint64_t> sinfo_hashes;
   for (const StructInfo& s : sinfos) sinfo_hashes.insert(StructuralHash(s));
   EXPECT_EQ(sinfo_hashes.size(), sinfos.size());
+}
+
+}  // namespace
+}  // namespace kiln::relax
+
+namespace kiln::relax {
+namespace {
+
+TEST(StructuralHash, KeysHashContainers) {
+  std::unordered_set<Expr, StructuralHashFn, StructuralEqualFn> exprs;
+  exprs.insert(test_ir::SampleFunction("a"));
+  exprs.insert(test_ir::SampleFunction("b"));
+  exprs.insert(GlobalVar("f"));
+  exprs.insert(GlobalVar("f"));
+  EXPECT_EQ(exprs.size(), 2u);
+  // The Relax functors take TIR objects too.
+  tir::Var n("n");
+  EXPECT_TRUE(StructuralEqualFn()(PrimExpr(n + 1), PrimExpr(n + 1)));
+  EXPECT_EQ(StructuralHashFn()(PrimExpr(n + 1)), StructuralHashFn()(PrimExpr(n + 1)));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <unordered_set>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -174,6 +175,21 @@ TEST(StructuralHash, DistinctObjectsHashDistinctly) {
     }
   }
   EXPECT_EQ(hashes.size(), exprs.size());
+}
+
+}  // namespace
+}  // namespace kiln::tir
+
+namespace kiln::tir {
+namespace {
+
+TEST(StructuralHash, KeysHashContainers) {
+  std::unordered_set<PrimFunc, StructuralHashFn, StructuralEqualFn> funcs;
+  funcs.insert(test_ir::SamplePrimFunc("a"));
+  funcs.insert(test_ir::SamplePrimFunc("b"));
+  Var x("x");
+  funcs.insert(PrimFunc({{Buffer(), x}}, Evaluate(x)));
+  EXPECT_EQ(funcs.size(), 2u);
 }
 
 }  // namespace
