@@ -202,6 +202,7 @@ absl::Status BlockBuilder::BeginFunction(const std::vector<Var>& params) {
   frames_.clear();
   for (const Var& p : params) {
     if (!p.struct_info().defined()) {
+      if (failed_var_ == nullptr) failed_var_ = p.get();
       PopScope();
       return absl::InvalidArgumentError(
           absl::StrCat("parameter '", p.name_hint(), "' has no struct info annotation"));
@@ -578,7 +579,10 @@ absl::Status BlockBuilder::ReemitBinding(const Binding& binding) {
   const Var& var = binding.var;
   const std::string& name = var.name_hint();
   used_names_.insert(name);
-  auto fail = [&](const absl::Status& status) { return InBinding(status, name); };
+  auto fail = [&](const absl::Status& status) {
+    if (failed_var_ == nullptr) failed_var_ = var.get();  // the innermost binding
+    return InBinding(status, name);
+  };
 
   absl::StatusOr<Expr> value = NormalizeValue(binding.value);
   if (!value.ok()) return fail(value.status());
@@ -626,7 +630,7 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeFunction(const FunctionNode& func) {
                         func.is_pure, func.attrs);
 }
 
-absl::StatusOr<IRModule> NormalizeModule(const IRModule& module) {
+absl::StatusOr<IRModule> NormalizeModule(const IRModule& module, const SourceMap* locations) {
   // Callees without a return annotation are normalized before their callers, so their
   // signature is known when a call to them is inferred.
   IRModule out = module;
@@ -659,7 +663,16 @@ absl::StatusOr<IRModule> NormalizeModule(const IRModule& module) {
     if (!normalized.ok()) {
       const absl::Status& s = normalized.status();
       std::string sep = absl::StartsWith(s.message(), "binding '") ? ", " : ": ";
-      return WithPrefix(s, absl::StrCat("function '", name, "'", sep));
+      std::string where;
+      if (locations != nullptr) {
+        auto it = locations->end();
+        if (builder.failed_var() != nullptr) it = locations->find(builder.failed_var());
+        if (it == locations->end()) it = locations->find(func.get());
+        if (it != locations->end()) {
+          where = absl::StrCat(it->second.file, ":", it->second.line, ":", it->second.column, ": error: ");
+        }
+      }
+      return WithPrefix(s, absl::StrCat(where, "function '", name, "'", sep));
     }
     out.Update(name, *normalized);
     state[name] = 2;

@@ -83,6 +83,29 @@ TEST(NormalizeModulesTest, ParsedErrorsNameFunctionAndBinding) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(std::string(status.message()).rfind("function 'main', binding 'lv1': matmul: inner dimensions differ", 0), 0u)
       << status;
+  // With the parser's locations, the error points at the binding.
+  status = NormalizeModule(parsed->module, &parsed->locations).status();
+  EXPECT_EQ(std::string(status.message()).rfind("<input>:5:7: error: function 'main', binding 'lv1': matmul: ", 0), 0u)
+      << status;
+}
+
+TEST(NormalizeModulesTest, ErrorLocationOfAParameterAndANestedBinding) {
+  const char* text = R"(module {
+  func @main(x: Tensor((n, 3), float32), c: Prim(bool)) {
+    r = if c {
+      inner: Tensor((n, 4), float32) = R.add(x, x)
+      yield inner
+    } else {
+      yield x
+    }
+    return r
+  }
+})";
+  absl::StatusOr<ParsedModule> parsed = ParseModule(text, "m.kir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(std::string(NormalizeModule(parsed->module, &parsed->locations).status().message()),
+            "m.kir:4:7: error: function 'main', binding 'inner': annotation Tensor((n, 4), float32) "
+            "contradicts the inferred Tensor((n, 3), float32)");
 }
 
 }  // namespace
