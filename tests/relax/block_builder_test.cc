@@ -341,6 +341,29 @@ TEST(NormalizeModuleTest, CalleeWithoutReturnAnnotationIsNormalizedFirst) {
   EXPECT_TRUE(CheckWellFormed(*out).ok()) << CheckWellFormed(*out);
 }
 
+TEST(NormalizeModuleTest, ClosuresAreNormalizedAndCalled) {
+  // main(x) { g = fn(y: Tensor((n, 4))) { add(y, x) }; r = g(x); return r }: the closure
+  // captures x and its parameter's shape uses main's n.
+  tir::Var n = tir::Var::Shape("n");
+  Var x("x", TensorSInfo({n, 4}, f32));
+  Var y("y", TensorSInfo({n, 4}, f32));
+  Var g("g", StructInfo());
+  Var r("r", StructInfo());
+  Expr closure = Function({y}, SeqExpr({}, Add(y, x)), StructInfo(), true);
+  IRModule mod;
+  ASSERT_TRUE(mod.Add("main", Function({x}, SeqExpr({BindingBlock{{{g, closure, {}}, {r, Call(g, {x}), {}}}, false}}, r),
+                                       StructInfo(), true))
+                  .ok());
+  absl::StatusOr<IRModule> out = NormalizeModule(mod);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const auto& bindings = out->Find("main")->relax_function()->body.as<SeqExprNode>()->blocks[0].bindings;
+  ASSERT_EQ(bindings.size(), 2u);
+  EXPECT_EQ(SInfo(bindings[0].var), "Func([Tensor((n, 4), float32)] -> Tensor((n, 4), float32))");
+  EXPECT_EQ(SInfo(bindings[1].var), "Tensor((n, 4), float32)");
+  EXPECT_TRUE(bindings[1].value.as<CallNode>()->op.same_as(bindings[0].var));
+  EXPECT_TRUE(CheckWellFormed(*out).ok()) << CheckWellFormed(*out);
+}
+
 TEST(NormalizeModuleTest, RecursionWithoutReturnAnnotationIsAnError) {
   Var x("x", TensorSInfo({2}, f32));
   IRModule mod;
