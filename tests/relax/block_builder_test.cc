@@ -43,6 +43,26 @@ TEST(StructInfoFunctionsTest, BaseOfAndJoin) {
             "Tuple(Tensor((n, 4), float32), Prim(float32))");
 }
 
+TEST(StructInfoFunctionsTest, VariablesAndErasure) {
+  tir::Var n = tir::Var::Shape("n");
+  tir::Var m = tir::Var::Shape("m");
+  tir::Var t("t");
+  std::vector<tir::Var> vars;
+  CollectVars(tir::Let(t, n, t + m), &vars);  // t is bound, not free
+  ASSERT_EQ(vars.size(), 2u);
+  EXPECT_TRUE(vars[0].same_as(n));
+  EXPECT_TRUE(vars[1].same_as(m));
+  StructInfo sinfo = TupleSInfo({TensorSInfo({n, m + 1}, f32), PrimSInfo(DataType::Int64(), m)});
+  EXPECT_EQ(DefinableVars(sinfo).size(), 2u);  // n (a bare dim) and m (a bare Prim value)
+  EXPECT_EQ(CollectVars(TensorSInfo({m + 1}, f32)).size(), 1u);
+  EXPECT_TRUE(DefinableVars(TensorSInfo({m + 1}, f32)).empty());
+  EXPECT_EQ(ToString(EraseUndefinedVars(sinfo, {n.get()})), "Tuple(Tensor(ndim=2, float32), Prim(int64))");
+  EXPECT_EQ(ToString(EraseUndefinedVars(sinfo, {n.get(), m.get()})), ToString(sinfo));
+  tir::Analyzer analyzer;
+  EXPECT_EQ(ToString(Substitute(sinfo, {{n.get(), PrimExpr(3)}, {m.get(), PrimExpr(4)}}, analyzer)),
+            "Tuple(Tensor((3, 5), float32), Prim(int64, value=4))");
+}
+
 // --- builder ---
 
 TEST(BlockBuilderTest, NestedCallsBecomeBindings) {
