@@ -328,9 +328,18 @@ absl::StatusOr<StructInfo> BlockBuilder::GlobalVarSInfo(const std::string& name)
     return absl::InvalidArgumentError(absl::StrCat(
         "function '", name, "' has no return struct info yet (recursive calls need a return annotation)"));
   }
+  // The signature gets symbolic variables of its own: the callee's `n` is bound anew at each
+  // call, and is not the variable its definition binds (which belongs to the callee's body).
+  VarMap fresh;
+  for (const Var& p : func->params) {
+    for (const tir::Var& v : CollectVars(p.struct_info())) {
+      if (fresh.count(v.get())) continue;
+      fresh[v.get()] = tir::Var(v.name(), v.dtype(), v->lower_bound, v->upper_bound);
+    }
+  }
   std::vector<StructInfo> params;
-  for (const Var& p : func->params) params.push_back(p.struct_info());
-  return FuncSInfo(std::move(params), func->ret_struct_info, func->is_pure);
+  for (const Var& p : func->params) params.push_back(Substitute(p.struct_info(), fresh, *analyzer_));
+  return FuncSInfo(std::move(params), Substitute(func->ret_struct_info, fresh, *analyzer_), func->is_pure);
 }
 
 absl::StatusOr<Expr> BlockBuilder::NormalizeLeaf(const Expr& expr) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "relax/structural_equal.h"
 #include "support/check.h"
 #include "tir/stmt_functor.h"
 #include "tir/structural_equal.h"
@@ -128,6 +129,9 @@ BaseCheck CheckBaseOf(const StructInfo& base_in, const StructInfo& derived_in,
       const auto* d = derived.as<FuncStructInfoNode>();
       // A pure signature promises no side effects; an impure function cannot keep it.
       if (b->pure && !d->pure) return BaseCheck::kNo;
+      // Signatures that differ only in the names of their own symbolic variables (a callee's
+      // `n` printed and parsed back as `n_1`) are the same signature.
+      if (b->pure == d->pure && StructuralEqual(base, derived)) return BaseCheck::kYes;
       BaseCheck result = CheckBaseOf(b->ret, d->ret, analyzer);
       if (!b->params) return result;
       if (!d->params) return Combine(result, BaseCheck::kMaybe);

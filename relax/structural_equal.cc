@@ -88,9 +88,13 @@ class Equalizer {
         const auto* x = a.as<FuncStructInfoNode>();
         const auto* y = b.as<FuncStructInfoNode>();
         if (x->pure != y->pure || x->params.has_value() != y->params.has_value()) return differ();
-        // A signature's parameters define the symbolic variables its result refers to.
-        if (x->params && !SInfos(*x->params, *y->params, "params", true)) return false;
-        return SInfo(x->ret, y->ret, define) || tir_.At("ret");
+        // A signature's parameters define the symbolic variables its result refers to, and
+        // those are its own: the mapping made here ends with the signature.
+        tir::StructuralEqualizer::VarScope outer = tir_.SaveVarScope();
+        bool equal = (!x->params || SInfos(*x->params, *y->params, "params", true)) &&
+                     (SInfo(x->ret, y->ret, define) || tir_.At("ret"));
+        tir_.RestoreVarScope(std::move(outer));
+        return equal;
       }
     }
     KILN_UNREACHABLE();

@@ -88,9 +88,12 @@ class Hasher {
         return Mix({head, SInfos(sinfo.as<TupleStructInfoNode>()->fields, define)});
       case StructInfoKind::kFunc: {
         const auto* x = sinfo.as<FuncStructInfoNode>();
+        tir::StructuralHasher::VarScope outer = tir_.SaveVarScope();
         uint64_t h = Mix({head, x->pure, x->params.has_value()});
         if (x->params) h = Mix({h, SInfos(*x->params, true)});
-        return Mix({h, SInfo(x->ret, define)});
+        h = Mix({h, SInfo(x->ret, define)});
+        tir_.RestoreVarScope(std::move(outer));
+        return h;
       }
     }
     KILN_UNREACHABLE();

@@ -704,12 +704,18 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
     }
     return TupleSInfo(std::move(fields));
   }
-  // Func
+  // Func. Its parameters define their own symbolic variables (a callee's `n` in the struct
+  // info of `f = @callee`), visible in its return struct info and nowhere else.
   KILN_RETURN_IF_ERROR(ExpectPunct("("));
+  tir_scopes_.emplace_back();
+  const size_t outer_sym_scope = sym_scope_;
+  const bool outer_defining = defining_;
+  sym_scope_ = tir_scopes_.size() - 1;
   std::optional<std::vector<StructInfo>> params;
   if (!AcceptPunct("...")) {
     if (!AcceptPunct("[")) return Expected("'[' or '...'");
     params.emplace();
+    defining_ = true;
     while (!AcceptPunct("]")) {
       KILN_ASSIGN_OR_RETURN(StructInfo p, ParseStructInfo());
       params->push_back(std::move(p));
@@ -717,8 +723,12 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
       if (!AcceptPunct(",")) return Expected("',' or ']'");
     }
   }
+  defining_ = false;
   KILN_RETURN_IF_ERROR(ExpectPunct("->"));
   KILN_ASSIGN_OR_RETURN(StructInfo ret, ParseStructInfo());
+  tir_scopes_.pop_back();
+  sym_scope_ = outer_sym_scope;
+  defining_ = outer_defining;
   bool pure = true;
   if (AcceptPunct(",")) {
     KILN_RETURN_IF_ERROR(ExpectKeyword("impure"));

@@ -142,6 +142,8 @@ class Parser {
   std::vector<std::unordered_map<std::string, tir::Buffer>> buffer_scopes_;
   // Unknown names in PrimExprs define symbolic variables (params' struct info, match_cast).
   bool defining_ = false;
+  // The scope symbolic variables are defined in: the function's (0), or a Func struct info's.
+  size_t sym_scope_ = 0;
   bool in_dataflow_ = false;
   struct Bound {
     Token at;

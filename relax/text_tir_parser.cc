@@ -145,14 +145,15 @@ absl::Status Parser::DefineBuffer(const Token& at, const tir::Buffer& buffer) {
 tir::Var Parser::DefineSymVar(const Token& at, DataType dtype, bool shape_var) {
   std::optional<int64_t> lower = shape_var ? std::optional<int64_t>(0) : std::nullopt;
   std::optional<int64_t> upper;
-  auto bound = pending_bounds_.find(at.text);
+  // A `where` clause bounds the function's own variables, not those of a Func struct info.
+  auto bound = sym_scope_ == 0 ? pending_bounds_.find(at.text) : pending_bounds_.end();
   if (bound != pending_bounds_.end()) {
     bound->second.used = true;
     if (bound->second.lower) lower = bound->second.lower;
     upper = bound->second.upper;
   }
   tir::Var var(at.text, dtype, lower, upper);
-  tir_scopes_.front()[at.text] = var;
+  tir_scopes_[sym_scope_][at.text] = var;
   Record(var.get(), at);
   return var;
 }

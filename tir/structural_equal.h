@@ -75,6 +75,17 @@ class StructuralEqualizer {
   bool DefineBuffer(const BufferNode* a, const BufferNode* b, bool define_shape_vars);
   bool BufferUseEqual(const BufferNode* a, const BufferNode* b);
 
+  // Variable mappings made after SaveVarScope are forgotten by RestoreVarScope: a binder
+  // whose variables are its own (a Relax Func struct info) compares inside such a scope.
+  struct VarScope {
+    std::unordered_map<const VarNode*, const VarNode*> lhs_to_rhs, rhs_to_lhs;
+  };
+  VarScope SaveVarScope() const { return {var_lhs_to_rhs_, var_rhs_to_lhs_}; }
+  void RestoreVarScope(VarScope scope) {
+    var_lhs_to_rhs_ = std::move(scope.lhs_to_rhs);
+    var_rhs_to_lhs_ = std::move(scope.rhs_to_lhs);
+  }
+
   // --- Diff recording, shared with the levels built on this one. ---
   bool recording() const { return record_diff_; }
   // Records why the comparison failed (the first reason only) and returns false.

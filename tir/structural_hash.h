@@ -49,6 +49,11 @@ class StructuralHasher {
   uint64_t DefineBuffer(const BufferNode* buffer, bool define_shape_vars);
   uint64_t HashBufferUse(const BufferNode* buffer);
 
+  // Mirrors StructuralEqualizer::SaveVarScope / RestoreVarScope.
+  using VarScope = std::unordered_map<const VarNode*, uint64_t>;
+  VarScope SaveVarScope() const { return var_index_; }
+  void RestoreVarScope(VarScope scope) { var_index_ = std::move(scope); }
+
   static uint64_t HashString(std::string_view text);
   static uint64_t HashDataType(DataType dtype);
 
