@@ -12,8 +12,8 @@
 //    do not matter. A variable defined nowhere in the compared objects is free and compares
 //    by identity.
 //  - Symbolic shape variables are bound at their first occurrence in a function parameter's
-//    struct info, in a match_cast's struct info, or in the parameters of a Func struct info (whose variables are its own: their mapping ends with it);
-//    so `Tensor((n, m))` and `Tensor((p, q))` parameters are equal, `(n, n)` and `(p, q)`
+//    struct info, in a match_cast's struct info, or in the parameters of a Func struct info
+//    (whose variables are its own: their mapping ends with the signature); so `Tensor((n, m))` and `Tensor((p, q))` parameters are equal, `(n, n)` and `(p, q)`
 //    are not. Elsewhere (a binding variable's annotation, a call's sinfo_args, return struct
 //    info) they must already be mapped or be the same free variable. A StructInfo compared
 //    on its own is not a definition site (its variables are free) unless it is a Func.
