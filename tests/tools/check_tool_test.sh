@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# End-to-end checks of `kiln check`: the bundled examples check and print inferred struct
+# info; malformed text and shape errors fail with located, specific messages.
+#   $1 kiln  $2 source folder
+set -euo pipefail
+kiln=$1 src=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+out=$("$kiln" check "$src/examples/models/transformer_block.kir")
+grep -qF '%scores: Tensor((n, n), float32) = R.matmul(%q, %kt)' <<<"$out" || fail "transformer block: $out"
+grep -qF '%act: Tensor((n, 256), float32) = R.gelu(%up_b)' <<<"$out" || fail "transformer block gelu: $out"
+out=$("$kiln" check "$src/examples/models/mlp.kir")
+grep -qF 'probs: Tensor((b, 10), float32) = R.softmax(%logits, axis=-1)' <<<"$out" || fail "mlp: $out"
+# What kiln check prints checks again to the same text.
+"$kiln" check "$src/examples/models/mlp.kir" > "$dir/printed.kir"
+[ "$("$kiln" check "$dir/printed.kir")" = "$(cat "$dir/printed.kir")" ] || fail "printing is not stable"
+[ -z "$("$kiln" check --quiet "$src/examples/models/mlp.kir")" ] || fail "--quiet printed something"
+
+# A syntax error: file, line, column and what was expected.
+cat > "$dir/syntax.kir" <<'KIR'
+module {
+  func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
+    y = R.add(x x)
+    return y
+  }
+}
+KIR
+if out=$("$kiln" check "$dir/syntax.kir" 2>&1); then fail "syntax error accepted"; fi
+grep -qE "syntax.kir:3:17: error: expected .*found" <<<"$out" || fail "syntax message: $out"
+
+# A shape error found by inference names the binding, the operator and the dimensions.
+cat > "$dir/shape.kir" <<'KIR'
+module {
+  func @main(x: Tensor((n, 3), float32), w: Tensor((4, 8), float32)) -> Tensor((n, 8), float32) {
+    y = R.matmul(x, w)
+    return y
+  }
+}
+KIR
+if out=$("$kiln" check "$dir/shape.kir" 2>&1); then fail "shape error accepted"; fi
+grep -qF "shape.kir:3:5" <<<"$out" || fail "shape error location: $out"
+grep -qE "binding 'y': matmul: .*3.*4" <<<"$out" || fail "shape error message: $out"
+
+# Broadcasting n against n + 1 can never work.
+cat > "$dir/broadcast.kir" <<'KIR'
+module {
+  func @main(x: Tensor((n,), float32)) -> Tensor((n,), float32) {
+    y = R.concat((x, x), axis=0)
+    z = R.add(x, R.strided_slice(y, axes=[0], begin=[0], end=[1]))
+    w = R.add(R.concat((x, R.const(float32, [1], [0.0])), axis=0), x)
+    return w
+  }
+}
+KIR
+if out=$("$kiln" check "$dir/broadcast.kir" 2>&1); then fail "n vs n + 1 accepted"; fi
+grep -qF "cannot broadcast" <<<"$out" || fail "broadcast message: $out"
+grep -qF "n + 1" <<<"$out" || fail "broadcast message lacks the dims: $out"
+
+if out=$("$kiln" check "$dir/missing.kir" 2>&1); then fail "missing file accepted"; fi
+grep -qF "missing.kir" <<<"$out" || fail "missing file message: $out"
+"$kiln" check --help | grep -q "usage: kiln check" || fail "--help"
+echo "tools: kiln check works"
