@@ -2,10 +2,12 @@
 // at random (truncation, deletion, duplication, swaps, inserted punctuation and tokens),
 // must parse or fail with a located error, never crash or hang. A mutant that parses must
 // print to text that parses back and prints the same (the printer handles all the parser
-// accepts).
+// accepts), and must normalize and check, or fail with an error: what `kiln check` does to
+// a user's file never aborts.
 //
 // KILN_FUZZ_ITERATIONS sets the number of mutants (default 3000), KILN_FUZZ_SEED the seed;
-// scripts run it longer under ASan.
+// KILN_FUZZ_SECONDS, when set, runs for that long instead (the sanitizer script runs it for
+// a minute under ASan).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -17,8 +19,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "relax/block_builder.h"
 #include "relax/text_parser.h"
 #include "relax/text_printer.h"
+#include "relax/well_formed.h"
 
 namespace kiln::relax {
 namespace {
@@ -112,9 +116,16 @@ TEST(TextFuzzTest, MutantsParseOrFailCleanly) {
   std::vector<std::string> corpus = Corpus();
   ASSERT_FALSE(corpus.empty()) << "KILN_SOURCE_DIR must point at the source tree";
   int64_t iterations = EnvInt("KILN_FUZZ_ITERATIONS", 3000);
+  const int64_t seconds_budget = EnvInt("KILN_FUZZ_SECONDS", 0);
+  const auto fuzz_start = std::chrono::steady_clock::now();
+  auto keep_going = [&](int64_t i) {
+    if (seconds_budget <= 0) return i < iterations;
+    return std::chrono::steady_clock::now() - fuzz_start < std::chrono::seconds(seconds_budget);
+  };
   Mutator mutator(static_cast<uint64_t>(EnvInt("KILN_FUZZ_SEED", 20261122)));
   int64_t parsed_ok = 0;
-  for (int64_t i = 0; i < iterations; ++i) {
+  int64_t i = 0;
+  for (; keep_going(i); ++i) {
     const std::string& original = corpus[static_cast<size_t>(i) % corpus.size()];
     const std::string& donor = corpus[static_cast<size_t>(i * 7 + 3) % corpus.size()];
     std::string mutant = mutator.Mutate(original, donor);
@@ -131,7 +142,10 @@ TEST(TextFuzzTest, MutantsParseOrFailCleanly) {
     auto reparsed = ParseModule(printed, "printed.kir");
     ASSERT_TRUE(reparsed.ok()) << reparsed.status() << "\nmutant:\n" << mutant << "\nprinted:\n" << printed;
     ASSERT_EQ(PrintModule(reparsed->module), printed) << "mutant:\n" << mutant;
+    absl::StatusOr<IRModule> normalized = NormalizeModule(parsed->module, &parsed->locations);
+    if (normalized.ok()) (void)CheckWellFormed(*normalized);
   }
+  iterations = i;
   // Some mutants (comments, whitespace, harmless duplicates) still parse; that path is exercised.
   if (iterations >= 1000) {
     EXPECT_GT(parsed_ok, 0);
