@@ -2,7 +2,7 @@
 # Runs the tests that must stay clean under sanitizers, each in its own build folder and
 # building only what it needs:
 #   AddressSanitizer: executable truncation and mutation fuzzing (KILN_FUZZ_ITERATIONS), and
-#                     mutation fuzzing of the IR text parser (KILN_TEXT_FUZZ_ITERATIONS, ~1 minute)
+#                     mutation fuzzing of the IR text parser and checker (KILN_TEXT_FUZZ_SECONDS, default 60)
 #   ThreadSanitizer:  VMs on several threads sharing one executable, the thread pool
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
