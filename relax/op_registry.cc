@@ -18,6 +18,7 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterNnOps(*r);
     op::RegisterCreateOps(*r);
     op::RegisterCallOps(*r);
+    op::RegisterLoweredOps(*r);
     std::sort(r->ops_.begin(), r->ops_.end(),
               [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
     for (size_t i = 1; i < r->ops_.size(); ++i) {

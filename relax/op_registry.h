@@ -21,6 +21,7 @@
 //   relax/op/nn.cc           conv2d max_pool2d
 //   relax/op/call.cc         call_tir call_dps_library call_builtin (impure) shape_of
 //                            print (impure)
+//   relax/op/lowered.cc      alloc_tensor call_tir_dps (what lower_call_tir produces)
 // The broadcasting rule shared by the elementwise ops, matmul's batch dims and where is
 // stated in relax/op/op_common.h. Attribute values are typed (relax/expr.h AttrValue): axis
 // and the like are int64, axis lists std::vector<int64_t>, keepdims bool, epsilon double,
