@@ -9,7 +9,22 @@
 // can neither prove nor refute (n vs m) is accepted — it becomes a run-time check.
 //
 // Registration is explicit (no static initializers): the registry is built on first use by
-// calling each op family's Register function.
+// calling each op family's Register function (declared in relax/op/op_common.h). Each
+// family's file opens with the attributes and semantics of its operators (what the text
+// format and legalization rely on):
+//   relax/op/elementwise.cc  add subtract multiply divide maximum minimum power, comparisons
+//                            (equal ... greater_equal), unary math, where
+//   relax/op/matmul.cc       matmul
+//   relax/op/manipulate.cc   reshape permute_dims broadcast_to concat split strided_slice take
+//   relax/op/reduce.cc       sum mean max min argmax argmin softmax layer_norm rms_norm astype
+//   relax/op/create.cc       full zeros ones arange
+//   relax/op/nn.cc           conv2d max_pool2d
+//   relax/op/call.cc         call_tir call_dps_library call_builtin (impure) shape_of
+//                            print (impure)
+// The broadcasting rule shared by the elementwise ops, matmul's batch dims and where is
+// stated in relax/op/op_common.h. Attribute values are typed (relax/expr.h AttrValue): axis
+// and the like are int64, axis lists std::vector<int64_t>, keepdims bool, epsilon double,
+// dtypes DataType (a string spelling such as "float32" is accepted too).
 #pragma once
 
 #include <functional>
@@ -57,7 +72,10 @@ class OpRegistry {
 };
 
 // Checks arity and attributes against the registry, then runs the op's inference. Errors
-// name the operator.
+// (absl::InvalidArgumentError) name the operator: "add: expects 2 arguments, got 1",
+// "sum: unknown attribute 'axes' (accepted: axis, keepdims)", "unknown operator 'foo'".
+// Every argument must carry struct info, except callees passed as arguments (GlobalVar,
+// ExternFunc).
 absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyzer& analyzer);
 
 }  // namespace kiln::relax

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the tests that must stay clean under sanitizers, each in its own build folder and
 # building only what it needs:
-#   AddressSanitizer: executable truncation and mutation fuzzing (KILN_FUZZ_ITERATIONS)
+#   AddressSanitizer: executable truncation and mutation fuzzing (KILN_FUZZ_ITERATIONS), and
+#                     mutation fuzzing of the IR text parser (KILN_TEXT_FUZZ_ITERATIONS, ~1 minute)
 #   ThreadSanitizer:  VMs on several threads sharing one executable, the thread pool
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,9 +19,11 @@ configure() {  # folder sanitizer
 
 echo "sanitizers: AddressSanitizer build"
 configure build-asan address
-cmake --build build-asan -j "$jobs" --target kiln_vm_tests
+cmake --build build-asan -j "$jobs" --target kiln_vm_tests kiln_relax_tests
 ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 KILN_FUZZ_ITERATIONS=${KILN_FUZZ_ITERATIONS:-30000} \
   build-asan/tests/kiln_vm_tests --gtest_brief=1
+ASAN_OPTIONS=detect_leaks=1 KILN_FUZZ_ITERATIONS=${KILN_TEXT_FUZZ_ITERATIONS:-400000} KILN_SOURCE_DIR="$PWD" \
+  build-asan/tests/kiln_relax_tests --gtest_brief=1 --gtest_filter='TextFuzzTest.*:TextFormatTest.*'
 
 echo "sanitizers: ThreadSanitizer build"
 configure build-tsan thread

@@ -15,21 +15,12 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <memory>
-#include <unordered_map>
 
+#include "tir/const_int_bound.h"  // IntBound
 #include "tir/expr.h"
 
 namespace kiln::tir {
-
-struct IntBound {
-  static constexpr int64_t kNegInf = std::numeric_limits<int64_t>::min();
-  static constexpr int64_t kPosInf = std::numeric_limits<int64_t>::max();
-  int64_t min = kNegInf;
-  int64_t max = kPosInf;
-  bool is_const() const { return min == max && min != kNegInf && min != kPosInf; }
-};
 
 class Analyzer {
  public:

@@ -1,0 +1,143 @@
+// Helpers shared by the operator families' struct-info inference (relax/op/*.cc):
+// argument access, typed attribute reading, axis normalization, dtype unification and
+// numpy broadcasting over symbolic shapes. Every error they return is an InvalidArgument
+// whose message starts with the operator's name ("add: ...").
+//
+// Broadcasting rule (BroadcastShapes), dims aligned from the right:
+//  - equal dims (proved by the analyzer) give that dim;
+//  - a literal 1 broadcasts against anything (the other dim is the result);
+//  - dims the analyzer proves different (3 vs 4, n vs n + 1) are an error naming both dims
+//    and their axes. A symbolic dim is never assumed to be 1: `n` against `n + 1` is
+//    rejected even though n == 1 would make it valid under numpy;
+//  - dims the analyzer can neither prove equal nor different (n vs m, n vs 4) are accepted
+//    and must be equal at run time (the legalized kernel checks). The result takes the
+//    literal one if exactly one is literal (more precise), else the left operand's dim.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "relax/expr.h"
+#include "relax/op_registry.h"
+#include "tir/analyzer.h"
+
+namespace kiln::relax::op {
+
+// The name of the call's operator ("add"); "<call>" if the callee is not an Op.
+std::string OpName(const CallNode& call);
+
+// InvalidArgument "<op>: <message parts...>".
+template <typename... Parts>
+absl::Status OpError(const CallNode& call, const Parts&... parts) {
+  return absl::InvalidArgumentError(absl::StrCat(OpName(call), ": ", parts...));
+}
+
+// tir::ToString of a dim, for messages.
+std::string DimStr(const PrimExpr& dim);
+std::string DimsStr(const std::vector<PrimExpr>& dims);
+std::string DTypeStr(const std::optional<DataType>& dtype);
+
+// Shape dims are int64 expressions (DESIGN.md); inference does int64 arithmetic on them, so
+// another dtype is reported as an error naming `what` rather than tripping an internal
+// check. TensorArg and ShapeArg apply it.
+absl::Status CheckInt64Dims(const CallNode& call, const std::vector<PrimExpr>& dims,
+                            const std::string& what);
+
+// The struct info of argument `index`, required to be a Tensor; `what` names the argument
+// in errors ("lhs", "data", ...).
+absl::StatusOr<const TensorStructInfoNode*> TensorArg(const CallNode& call, size_t index,
+                                                      const char* what);
+// The argument's Shape struct info (a ShapeExpr or a value of Shape struct info).
+absl::StatusOr<const ShapeStructInfoNode*> ShapeArg(const CallNode& call, size_t index,
+                                                    const char* what);
+
+// --- Typed attributes. Absent -> nullopt; present with the wrong kind -> error naming the
+// attribute, the expected kind and the op. ---
+absl::StatusOr<std::optional<int64_t>> IntAttr(const CallNode& call, const std::string& name);
+absl::StatusOr<std::optional<bool>> BoolAttr(const CallNode& call, const std::string& name);
+// Accepts a double or an integer.
+absl::StatusOr<std::optional<double>> FloatAttr(const CallNode& call, const std::string& name);
+// Accepts a DataType or its spelling as a string ("float32").
+absl::StatusOr<std::optional<DataType>> DTypeAttr(const CallNode& call, const std::string& name);
+// Accepts a vector of integers or a single integer (as a one-element vector).
+absl::StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const CallNode& call,
+                                                            const std::string& name);
+
+// Normalizes a possibly negative axis into [0, ndim); `ndim` must be known.
+absl::StatusOr<int> NormalizeAxis(const CallNode& call, int64_t axis, int ndim,
+                                  const char* what = "axis");
+// Normalizes each axis and rejects repeats.
+absl::StatusOr<std::vector<int>> NormalizeAxes(const CallNode& call,
+                                               const std::vector<int64_t>& axes, int ndim,
+                                               const char* what = "axes");
+
+// The common dtype of two operands: unknown only when both are; an error when both are
+// known and differ (`what_a`/`what_b` name the operands).
+absl::StatusOr<std::optional<DataType>> UnifyDType(const CallNode& call,
+                                                   const std::optional<DataType>& a,
+                                                   const char* what_a,
+                                                   const std::optional<DataType>& b,
+                                                   const char* what_b);
+// The device both operands share, or "" when they differ or are unspecified.
+std::string UnifyDevice(const std::string& a, const std::string& b);
+
+// Broadcasts two known shapes (see the rule at the top of this file). Dims are simplified.
+absl::StatusOr<std::vector<PrimExpr>> BroadcastShapes(const CallNode& call,
+                                                      const std::vector<PrimExpr>& a,
+                                                      const std::vector<PrimExpr>& b,
+                                                      tir::Analyzer& analyzer);
+
+// Broadcasts two tensors' struct info to the result shape part: known shape, known ndim
+// only (shape nullopt), or unknown ndim (ndim kUnknownNdim).
+struct ShapeOrNdim {
+  std::optional<std::vector<PrimExpr>> shape;
+  int ndim = kUnknownNdim;
+};
+absl::StatusOr<ShapeOrNdim> BroadcastTensors(const CallNode& call, const TensorStructInfoNode& a,
+                                             const TensorStructInfoNode& b,
+                                             tir::Analyzer& analyzer);
+
+// A tensor struct info from a shape-or-ndim.
+StructInfo MakeTensor(const ShapeOrNdim& shape, std::optional<DataType> dtype,
+                      std::string device = "");
+ShapeOrNdim ShapeOf(const TensorStructInfoNode& tensor);
+
+// Whether two dims are certainly equal / certainly different. The analyzer decides first;
+// as a fallback (it may be the constant-folding placeholder) dims that are the same base
+// plus different constant offsets (n vs n + 1) are different, and structurally identical
+// dims are equal.
+bool DimsEqual(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer);
+bool DimsDiffer(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer);
+
+// floordiv(a, b), folded when both are constants or b is 1 (the simplifier would, but
+// inference must not depend on how strong it is).
+PrimExpr FloorDivDim(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer);
+// True when e >= 0 for every assignment: by the analyzer, or structurally (shape variables
+// have lower bound 0; sums, products, min and max of non-negatives are non-negative).
+bool KnownNonNegative(const PrimExpr& e, tir::Analyzer& analyzer);
+
+// Simplifies every dim.
+std::vector<PrimExpr> SimplifyDims(std::vector<PrimExpr> dims, tir::Analyzer& analyzer);
+
+// e + c, merged into e's own constant term when e is `x + k` or `x - k` (keeps dims
+// readable whatever the simplifier's strength).
+PrimExpr AddConst(const PrimExpr& e, int64_t c);
+
+// An int64 constant.
+PrimExpr Int(int64_t value);
+
+// --- Per-family registration, called once by OpRegistry::Global(). ---
+void RegisterElementwiseOps(OpRegistry& registry);
+void RegisterMatmulOps(OpRegistry& registry);
+void RegisterManipulateOps(OpRegistry& registry);
+void RegisterReduceOps(OpRegistry& registry);
+void RegisterNnOps(OpRegistry& registry);
+void RegisterCreateOps(OpRegistry& registry);
+void RegisterCallOps(OpRegistry& registry);
+
+}  // namespace kiln::relax::op

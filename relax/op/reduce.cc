@@ -1,0 +1,156 @@
+// Reductions, normalizations and casts.
+//
+// sum, mean, max, min (data), attributes axis (int list; absent = all axes) and keepdims
+//   (bool, default false). Reduced axes are dropped, or kept as 1 with keepdims. The dtype
+//   is the data's. mean requires a floating-point dtype.
+// argmax, argmin (data), attributes axis (int; absent = over all elements, flattened) and
+//   keepdims. The result dtype is int64.
+// softmax (data), attribute axis (int, default -1). Floating-point; the result has the
+//   data's struct info.
+// layer_norm (data, gamma, beta), attributes axes (int list, default [-1]) and epsilon
+//   (float, default 1e-5). gamma and beta have ndim == len(axes) and, dim by dim, the
+//   normalized axes' dims (provably different -> error); all share the data's dtype
+//   (floating point). The result has the data's struct info.
+// rms_norm (data, weight), attributes axes and epsilon as layer_norm.
+// astype (data), attribute dtype (required). The data's shape with the new dtype.
+#include <algorithm>
+
+#include "relax/op/op_common.h"
+#include "support/status_macros.h"
+
+namespace kiln::relax::op {
+namespace {
+
+absl::StatusOr<StructInfo> ReduceResult(const CallNode& call, const TensorStructInfoNode& data,
+                                        const std::optional<std::vector<int64_t>>& axes_attr,
+                                        bool keepdims, std::optional<DataType> dtype) {
+  if (data.ndim == kUnknownNdim) {
+    // Reducing all axes without keepdims gives a scalar whatever the rank.
+    if (!axes_attr && !keepdims) return TensorSInfo({}, dtype, data.device);
+    return TensorSInfoOfNdim(kUnknownNdim, dtype, data.device);
+  }
+  std::vector<bool> reduced(static_cast<size_t>(data.ndim), !axes_attr.has_value());
+  if (axes_attr) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int> axes, NormalizeAxes(call, *axes_attr, data.ndim, "axis"));
+    for (int a : axes) reduced[static_cast<size_t>(a)] = true;
+  }
+  int out_ndim = 0;
+  for (int i = 0; i < data.ndim; ++i) out_ndim += (keepdims || !reduced[static_cast<size_t>(i)]) ? 1 : 0;
+  if (!data.shape) return TensorSInfoOfNdim(out_ndim, dtype, data.device);
+  std::vector<PrimExpr> out;
+  for (int i = 0; i < data.ndim; ++i) {
+    if (!reduced[static_cast<size_t>(i)]) {
+      out.push_back((*data.shape)[static_cast<size_t>(i)]);
+    } else if (keepdims) {
+      out.push_back(Int(1));
+    }
+  }
+  return TensorSInfo(std::move(out), dtype, data.device);
+}
+
+absl::Status RequireFloat(const CallNode& call, const TensorStructInfoNode& t, const char* what) {
+  if (t.dtype && !t.dtype->is_floating()) {
+    return OpError(call, what, " must have a floating-point dtype, got ", t.dtype->ToString());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StructInfo> InferReduce(const CallNode& call, tir::Analyzer&, bool needs_float) {
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
+  if (needs_float) KILN_RETURN_IF_ERROR(RequireFloat(call, *data, "data"));
+  KILN_ASSIGN_OR_RETURN(auto axes, IntsAttr(call, "axis"));
+  KILN_ASSIGN_OR_RETURN(auto keepdims, BoolAttr(call, "keepdims"));
+  return ReduceResult(call, *data, axes, keepdims.value_or(false), data->dtype);
+}
+
+absl::StatusOr<StructInfo> InferArgReduce(const CallNode& call, tir::Analyzer&) {
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
+  KILN_ASSIGN_OR_RETURN(auto axis, IntAttr(call, "axis"));
+  KILN_ASSIGN_OR_RETURN(auto keepdims, BoolAttr(call, "keepdims"));
+  std::optional<std::vector<int64_t>> axes;
+  if (axis) axes = std::vector<int64_t>{*axis};
+  return ReduceResult(call, *data, axes, keepdims.value_or(false), DataType::Int64());
+}
+
+absl::StatusOr<StructInfo> InferSoftmax(const CallNode& call, tir::Analyzer&) {
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
+  KILN_RETURN_IF_ERROR(RequireFloat(call, *data, "data"));
+  KILN_ASSIGN_OR_RETURN(auto axis, IntAttr(call, "axis"));
+  if (data->ndim != kUnknownNdim) {
+    if (data->ndim == 0) return OpError(call, "data must have at least 1 dimension");
+    KILN_RETURN_IF_ERROR(NormalizeAxis(call, axis.value_or(-1), data->ndim).status());
+  }
+  return MakeTensor(ShapeOf(*data), data->dtype, data->device);
+}
+
+// layer_norm / rms_norm: `params` are the scale/shift arguments (1.. of the call).
+absl::StatusOr<StructInfo> InferNorm(const CallNode& call, tir::Analyzer& analyzer,
+                                     std::vector<const char*> param_names) {
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
+  KILN_RETURN_IF_ERROR(RequireFloat(call, *data, "data"));
+  KILN_ASSIGN_OR_RETURN(auto axes_attr, IntsAttr(call, "axes"));
+  KILN_ASSIGN_OR_RETURN(auto epsilon, FloatAttr(call, "epsilon"));
+  if (epsilon && *epsilon < 0) return OpError(call, "epsilon must be non-negative, got ", *epsilon);
+  std::vector<int64_t> axes_raw = axes_attr.value_or(std::vector<int64_t>{-1});
+  if (axes_raw.empty()) return OpError(call, "axes must not be empty");
+  std::optional<std::vector<int>> axes;
+  if (data->ndim != kUnknownNdim) {
+    KILN_ASSIGN_OR_RETURN(axes, NormalizeAxes(call, axes_raw, data->ndim));
+  }
+  std::optional<DataType> dtype = data->dtype;
+  for (size_t p = 0; p < param_names.size(); ++p) {
+    const char* name = param_names[p];
+    KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* param, TensorArg(call, p + 1, name));
+    KILN_ASSIGN_OR_RETURN(dtype, UnifyDType(call, dtype, "data", param->dtype, name));
+    if (param->ndim != kUnknownNdim && param->ndim != static_cast<int>(axes_raw.size())) {
+      return OpError(call, name, " has ndim ", param->ndim, ", expected ", axes_raw.size(),
+                     " (one per normalized axis)");
+    }
+    if (!axes || !data->shape || !param->shape) continue;
+    for (size_t i = 0; i < axes->size(); ++i) {
+      PrimExpr d = analyzer.Simplify((*data->shape)[static_cast<size_t>((*axes)[i])]);
+      PrimExpr g = analyzer.Simplify((*param->shape)[i]);
+      if (!DimsEqual(d, g, analyzer) && DimsDiffer(d, g, analyzer)) {
+        return OpError(call, name, " dim ", i, " (", DimStr(g), ") differs from data dim ",
+                       (*axes)[i], " (", DimStr(d), ")");
+      }
+    }
+  }
+  return MakeTensor(ShapeOf(*data), dtype, data->device);
+}
+
+absl::StatusOr<StructInfo> InferAstype(const CallNode& call, tir::Analyzer&) {
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
+  KILN_ASSIGN_OR_RETURN(auto dtype, DTypeAttr(call, "dtype"));
+  if (!dtype) return OpError(call, "attribute 'dtype' is required");
+  return MakeTensor(ShapeOf(*data), dtype, data->device);
+}
+
+}  // namespace
+
+void RegisterReduceOps(OpRegistry& registry) {
+  for (const char* name : {"sum", "max", "min"}) {
+    registry.Register({name, 1, 1, true, {"axis", "keepdims"},
+                       [](const CallNode& call, tir::Analyzer& analyzer) {
+                         return InferReduce(call, analyzer, /*needs_float=*/false);
+                       }});
+  }
+  registry.Register({"mean", 1, 1, true, {"axis", "keepdims"},
+                     [](const CallNode& call, tir::Analyzer& analyzer) {
+                       return InferReduce(call, analyzer, /*needs_float=*/true);
+                     }});
+  registry.Register({"argmax", 1, 1, true, {"axis", "keepdims"}, InferArgReduce});
+  registry.Register({"argmin", 1, 1, true, {"axis", "keepdims"}, InferArgReduce});
+  registry.Register({"softmax", 1, 1, true, {"axis"}, InferSoftmax});
+  registry.Register({"layer_norm", 3, 3, true, {"axes", "epsilon"},
+                     [](const CallNode& call, tir::Analyzer& analyzer) {
+                       return InferNorm(call, analyzer, {"gamma", "beta"});
+                     }});
+  registry.Register({"rms_norm", 2, 2, true, {"axes", "epsilon"},
+                     [](const CallNode& call, tir::Analyzer& analyzer) {
+                       return InferNorm(call, analyzer, {"weight"});
+                     }});
+  registry.Register({"astype", 1, 1, true, {"dtype"}, InferAstype});
+}
+
+}  // namespace kiln::relax::op

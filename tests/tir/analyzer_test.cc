@@ -1,0 +1,410 @@
+#include "tir/analyzer.h"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tir/buffer.h"
+
+namespace kiln::tir {
+namespace {
+
+// ---------------------------------------------------------------- a naive reference evaluator
+
+using Env = std::unordered_map<const VarNode*, int64_t>;
+
+int64_t RefFloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if (a % b != 0 && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+int64_t RefFloorMod(int64_t a, int64_t b) { return a - b * RefFloorDiv(a, b); }
+
+// Exact int64 evaluation with floor semantics; sets *ok to false on overflow, division by
+// zero, or a node it does not know.
+int64_t Eval(const PrimExpr& e, const Env& env, bool* ok) {
+  if (const auto* imm = e.as<IntImmNode>()) return imm->value;
+  if (const auto* var = e.as<VarNode>()) {
+    auto it = env.find(var);
+    if (it == env.end()) {
+      *ok = false;
+      return 0;
+    }
+    return it->second;
+  }
+  if (const auto* n = e.as<NotNode>()) return Eval(n->a, env, ok) != 0 ? 0 : 1;
+  if (const auto* s = e.as<SelectNode>()) {
+    return Eval(s->condition, env, ok) != 0 ? Eval(s->true_value, env, ok) : Eval(s->false_value, env, ok);
+  }
+  const auto* bin = e.as<BinaryNode>();
+  if (bin == nullptr) {
+    *ok = false;
+    return 0;
+  }
+  int64_t a = Eval(bin->a, env, ok);
+  int64_t b = Eval(bin->b, env, ok);
+  int64_t out = 0;
+  switch (e.kind()) {
+    case ExprKind::kAdd: if (__builtin_add_overflow(a, b, &out)) *ok = false; return out;
+    case ExprKind::kSub: if (__builtin_sub_overflow(a, b, &out)) *ok = false; return out;
+    case ExprKind::kMul: if (__builtin_mul_overflow(a, b, &out)) *ok = false; return out;
+    case ExprKind::kFloorDiv:
+    case ExprKind::kFloorMod:
+      if (b == 0 || (b == -1 && a == INT64_MIN)) {
+        *ok = false;
+        return 0;
+      }
+      return e.kind() == ExprKind::kFloorDiv ? RefFloorDiv(a, b) : RefFloorMod(a, b);
+    case ExprKind::kMin: return a < b ? a : b;
+    case ExprKind::kMax: return a > b ? a : b;
+    case ExprKind::kEQ: return a == b;
+    case ExprKind::kNE: return a != b;
+    case ExprKind::kLT: return a < b;
+    case ExprKind::kLE: return a <= b;
+    case ExprKind::kGT: return a > b;
+    case ExprKind::kGE: return a >= b;
+    case ExprKind::kAnd: return (a != 0) && (b != 0);
+    case ExprKind::kOr: return (a != 0) || (b != 0);
+    default: *ok = false; return 0;
+  }
+}
+
+// ---------------------------------------------------------------- the issue's examples
+
+TEST(Analyzer, SimplifiesTheIssuesExamples) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  EXPECT_EQ(ToString(analyzer.Simplify((n + 1) * 2 - 2 * n)), "2");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(4 * n + 2, 2))), "2 * n + 1");
+}
+
+TEST(Analyzer, CanonicalFormOrdersTermsAndPutsTheConstantLast) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  Var m = Var::Shape("m");
+  EXPECT_EQ(ToString(analyzer.Simplify(3 + n + m + n)), "m + 2 * n + 3");
+  EXPECT_EQ(ToString(analyzer.Simplify(n - m - 1)), "n - m - 1");
+  EXPECT_EQ(ToString(analyzer.Simplify(n * m - m * n + n * n)), "n * n");
+  EXPECT_EQ(ToString(analyzer.Simplify(5 - n)), "5 - n");
+  EXPECT_EQ(ToString(analyzer.Simplify((n + 2) * (n - 2))), "n * n - 4");
+  EXPECT_EQ(ToString(analyzer.Simplify(n * 0 + m * 1)), "m");
+  // The same canonical form whatever order the input came in.
+  EXPECT_EQ(ToString(analyzer.Simplify(m + n)), ToString(analyzer.Simplify(n + m)));
+}
+
+TEST(Analyzer, DividesByConstants) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  Var i("i", DataType::Int64(), 0, 7);
+  Var j("j", DataType::Int64(), 0, 7);
+  Var f("f", DataType::Int64(), 0, 63);
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(i, 8))), "i");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(i, 8))), "0");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(8 * n + i, 8))), "n");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(8 * n + j, 8))), "j");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(4 * n + 3, 2))), "2 * n + 1");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(6 * n + 4, 3))), "1");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n, 4))), "floordiv(n, 4)");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(FloorDiv(n, 4), 2))), "floordiv(n, 8)");
+  // Splitting then fusing a loop gives the loop variable back.
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(f, 8) * 8 + FloorMod(f, 8))), "f");
+  // Negative divisors: floordiv(x, -c) is floordiv(-x, c).
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(6 * n, -3))), "-2 * n");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(i, -8))), "floormod(i, -8)");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(IntImm(DataType::Int64(), -7), 2))), "-4");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(IntImm(DataType::Int64(), -7), 2))), "1");
+}
+
+TEST(Analyzer, FoldsMinMaxComparisonsAndLogicWhenBoundsDecide) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  Var m = Var::Shape("m");
+  Var i("i", DataType::Int64(), 0, 7);
+  EXPECT_EQ(ToString(analyzer.Simplify(Min(i, 8))), "i");
+  EXPECT_EQ(ToString(analyzer.Simplify(Max(i, 8))), "8");
+  EXPECT_EQ(ToString(analyzer.Simplify(Min(n, n + 1))), "n");
+  EXPECT_EQ(ToString(analyzer.Simplify(Max(n, m))), ToString(analyzer.Simplify(Max(m, n))));
+  EXPECT_EQ(ToString(analyzer.Simplify(LT(i, 8))), "true");
+  EXPECT_EQ(ToString(analyzer.Simplify(GE(n, 0))), "true");
+  EXPECT_EQ(ToString(analyzer.Simplify(EQ(2 * n, 2 * m + 1))), "false");
+  EXPECT_EQ(ToString(analyzer.Simplify(LT(n + 1, m + 1))), "n < m");
+  EXPECT_EQ(ToString(analyzer.Simplify(GT(8, n))), "n < 8");
+  EXPECT_EQ(ToString(analyzer.Simplify(And(LT(i, 8), LT(n, m)))), "n < m");
+  EXPECT_EQ(ToString(analyzer.Simplify(Or(LT(i, 0), LT(n, m)))), "n < m");
+  EXPECT_EQ(ToString(analyzer.Simplify(Not(LT(n, m)))), "m <= n");
+  EXPECT_EQ(ToString(analyzer.Simplify(Select(LE(0, n), n + 1, m))), "n + 1");
+  EXPECT_EQ(ToString(analyzer.Simplify(Select(LT(n, m), n, n))), "n");
+}
+
+TEST(Analyzer, FoldsCastsOfConstantsAndLeavesFloatsAlone) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  EXPECT_EQ(ToString(analyzer.Simplify(Cast(DataType::Int32(), IntImm(DataType::Int64(), 5)))), "int32(5)");
+  EXPECT_EQ(ToString(analyzer.Simplify(Cast(DataType::Int(8), IntImm(DataType::Int64(), 300)))), "int8(44)");
+  EXPECT_EQ(ToString(analyzer.Simplify(Cast(DataType::Float32(), IntImm(DataType::Int64(), 2)))), "2.0");
+  Var x("x", DataType::Float32());
+  // Float arithmetic is not reassociated; integer parts inside it are simplified.
+  PrimExpr e = (x + FloatImm(DataType::Float32(), 1)) - x;
+  EXPECT_EQ(ToString(analyzer.Simplify(e)), "x + 1.0 - x");
+  PrimExpr mixed = x * Cast(DataType::Float32(), n + n);
+  EXPECT_EQ(ToString(analyzer.Simplify(mixed)), "x * cast(float32, 2 * n)");
+  Buffer a("A", DataType::Float32(), {n});
+  EXPECT_EQ(ToString(analyzer.Simplify(a.Load({n + 1 - 1}))), "A[n]");
+}
+
+TEST(Analyzer, SimplifiesNarrowIntegerTypes) {
+  Analyzer analyzer;
+  Var i("i", DataType::Int32());
+  PrimExpr one = IntImm(DataType::Int32(), 1);
+  PrimExpr s = analyzer.Simplify((i + one) * IntImm(DataType::Int32(), 2) - i);
+  EXPECT_EQ(s.dtype(), DataType::Int32());
+  EXPECT_EQ(ToString(s), "i + int32(2)");
+}
+
+// ---------------------------------------------------------------- bounds
+
+TEST(Analyzer, ConstIntBoundFollowsVariableBounds) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  Var i("i", DataType::Int64(), 0, 7);
+  Var k("k");
+  IntBound b = analyzer.ConstIntBound(n);
+  EXPECT_EQ(b.min, 0);
+  EXPECT_EQ(b.max, IntBound::kPosInf);
+  b = analyzer.ConstIntBound(2 * i + 1);
+  EXPECT_EQ(b.min, 1);
+  EXPECT_EQ(b.max, 15);
+  b = analyzer.ConstIntBound(i - i);
+  EXPECT_TRUE(b.is_const());
+  EXPECT_EQ(b.min, 0);
+  b = analyzer.ConstIntBound(FloorMod(k, 8));
+  EXPECT_EQ(b.min, 0);
+  EXPECT_EQ(b.max, 7);
+  b = analyzer.ConstIntBound(FloorMod(k, -8));
+  EXPECT_EQ(b.min, -7);
+  EXPECT_EQ(b.max, 0);
+  b = analyzer.ConstIntBound(FloorDiv(i, 2) - 5);
+  EXPECT_EQ(b.min, -5);
+  EXPECT_EQ(b.max, -2);
+  b = analyzer.ConstIntBound(k);
+  EXPECT_EQ(b.min, IntBound::kNegInf);
+  EXPECT_EQ(b.max, IntBound::kPosInf);
+  b = analyzer.ConstIntBound(Cast(DataType::Int(8), k));
+  EXPECT_EQ(b.min, -128);
+  EXPECT_EQ(b.max, 127);
+
+  analyzer.Bind(n, 1, 100);
+  b = analyzer.ConstIntBound(n * 4);
+  EXPECT_EQ(b.min, 4);
+  EXPECT_EQ(b.max, 400);
+  analyzer.Bind(n, 50, 200);  // adds to the earlier fact: now [50, 100]
+  b = analyzer.ConstIntBound(n);
+  EXPECT_EQ(b.min, 50);
+  EXPECT_EQ(b.max, 100);
+  b = analyzer.ConstIntBound(Min(n, i));
+  EXPECT_EQ(b.min, 0);
+  EXPECT_EQ(b.max, 7);
+  b = analyzer.ConstIntBound(LT(i, n));
+  EXPECT_TRUE(b.is_const());
+  EXPECT_EQ(b.min, 1);
+}
+
+TEST(Analyzer, ConstIntBoundSaturatesInsteadOfOverflowing) {
+  Analyzer analyzer;
+  Var big("big", DataType::Int64(), IntBound::kPosInf / 2, IntBound::kPosInf - 1);
+  IntBound b = analyzer.ConstIntBound(big * 4);
+  EXPECT_EQ(b.max, IntBound::kPosInf);
+  EXPECT_GT(b.min, 0);
+  b = analyzer.ConstIntBound(0 - big * 4);
+  EXPECT_EQ(b.min, IntBound::kNegInf);
+  EXPECT_LT(b.max, 0);
+  b = analyzer.ConstIntBound(big + big);
+  EXPECT_EQ(b.max, IntBound::kPosInf);
+  Var n = Var::Shape("n");
+  b = analyzer.ConstIntBound(n * -3);
+  EXPECT_EQ(b.min, IntBound::kNegInf);
+  EXPECT_EQ(b.max, 0);
+}
+
+// ---------------------------------------------------------------- proofs
+
+TEST(Analyzer, ProvesWhatHoldsAndOnlyThat) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  Var m = Var::Shape("m");
+  EXPECT_TRUE(analyzer.CanProveNotEqual(n, n + 1));
+  EXPECT_TRUE(analyzer.CanProveLE(n, n + 1));
+  EXPECT_TRUE(analyzer.CanProveLT(n, n + 1));
+  EXPECT_FALSE(analyzer.CanProveLT(n, n));
+  EXPECT_TRUE(analyzer.CanProveLE(n, n));
+  EXPECT_TRUE(analyzer.CanProveEqual((n + 1) * 2, 2 * n + 2));
+  EXPECT_TRUE(analyzer.CanProveEqual(FloorDiv(4 * n + 2, 2), 2 * n + 1));
+  EXPECT_FALSE(analyzer.CanProveEqual(n, m));
+  EXPECT_FALSE(analyzer.CanProveNotEqual(n, m));
+  EXPECT_FALSE(analyzer.CanProveLE(n, m));
+  EXPECT_FALSE(analyzer.CanProveLT(n, m));
+  EXPECT_TRUE(analyzer.CanProveNotEqual(2 * n, 2 * m + 1));
+  EXPECT_TRUE(analyzer.CanProveLE(0, n * m));
+  EXPECT_TRUE(analyzer.CanProve(GE(n, 0)));
+  EXPECT_FALSE(analyzer.CanProve(GE(n, 1)));
+  EXPECT_TRUE(analyzer.CanProve(And(LE(n, n + m), LT(n, n + 1))));
+  // Mixed integer widths compare as int64; floats never prove an order.
+  Var i("i", DataType::Int32(), 0, 10);
+  EXPECT_TRUE(analyzer.CanProveLT(i, n + 11));
+  Var x("x", DataType::Float32());
+  EXPECT_FALSE(analyzer.CanProveLE(x, x));
+  EXPECT_TRUE(analyzer.CanProveEqual(x + FloatImm(DataType::Float32(), 1), x + FloatImm(DataType::Float32(), 1)));
+
+  analyzer.Bind(m, 1, 16);
+  EXPECT_TRUE(analyzer.CanProveLE(m, 16));
+  EXPECT_TRUE(analyzer.CanProveLT(FloorMod(n, m), 16));
+  EXPECT_TRUE(analyzer.CanProveNotEqual(m, 0));
+}
+
+// ---------------------------------------------------------------- randomized
+
+class RandomExprs {
+ public:
+  RandomExprs(uint32_t seed, std::vector<Var> vars) : rng_(seed), vars_(std::move(vars)) {}
+
+  int64_t Uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
+
+  PrimExpr Int(int depth) {
+    if (depth == 0 || Uniform(0, 9) < 2) {
+      if (Uniform(0, 9) < 7) return vars_[Uniform(0, static_cast<int64_t>(vars_.size()) - 1)];
+      return PrimExpr(Uniform(-6, 6));
+    }
+    switch (Uniform(0, 10)) {
+      case 0: case 1: return Int(depth - 1) + Int(depth - 1);
+      case 2: return Int(depth - 1) - Int(depth - 1);
+      case 3: return Int(depth - 1) * PrimExpr(Uniform(-4, 4));
+      case 4: return Int(depth - 1) * Int(depth - 1);
+      case 5: return FloorDiv(Int(depth - 1), Divisor());
+      case 6: return FloorMod(Int(depth - 1), Divisor());
+      case 7: return Min(Int(depth - 1), Int(depth - 1));
+      case 8: return Max(Int(depth - 1), Int(depth - 1));
+      case 9: return Select(Bool(depth - 1), Int(depth - 1), Int(depth - 1));
+      default: return Int(depth - 1) + PrimExpr(Uniform(-10, 10));
+    }
+  }
+
+  PrimExpr Bool(int depth) {
+    if (depth > 1 && Uniform(0, 4) == 0) {
+      switch (Uniform(0, 2)) {
+        case 0: return And(Bool(depth - 1), Bool(depth - 1));
+        case 1: return Or(Bool(depth - 1), Bool(depth - 1));
+        default: return Not(Bool(depth - 1));
+      }
+    }
+    PrimExpr a = Int(depth > 0 ? depth - 1 : 0);
+    PrimExpr b = Int(depth > 0 ? depth - 1 : 0);
+    switch (Uniform(0, 5)) {
+      case 0: return EQ(a, b);
+      case 1: return NE(a, b);
+      case 2: return LT(a, b);
+      case 3: return LE(a, b);
+      case 4: return GT(a, b);
+      default: return GE(a, b);
+    }
+  }
+
+ private:
+  PrimExpr Divisor() {
+    int64_t d = 0;
+    while (d == 0) d = Uniform(-9, 9);
+    return PrimExpr(d);
+  }
+
+  std::mt19937 rng_;
+  std::vector<Var> vars_;
+};
+
+struct Sampled {
+  Var var;
+  int64_t lo;
+  int64_t hi;
+};
+
+TEST(Analyzer, RandomExpressionsKeepTheirValues) {
+  Var x("x", DataType::Int64(), 0, 15);
+  Var y("y", DataType::Int64(), -7, 7);
+  Var z("z", DataType::Int64(), -20, -3);
+  Var n = Var::Shape("n");  // bounded below only; the analyzer learns an upper bound by Bind
+  Analyzer analyzer;
+  analyzer.Bind(n, 0, 40);
+  std::vector<Sampled> vars = {{x, 0, 15}, {y, -7, 7}, {z, -20, -3}, {n, 0, 40}};
+
+  RandomExprs gen(20261122, {x, y, z, n});
+  std::mt19937 points(7);
+  constexpr int kExprs = 5000;
+  constexpr int kPoints = 24;
+  int changed = 0;
+  int evaluated = 0;
+  for (int iter = 0; iter < kExprs; ++iter) {
+    bool boolean = iter % 5 == 4;
+    PrimExpr e = boolean ? gen.Bool(4) : gen.Int(4);
+    PrimExpr s = analyzer.Simplify(e);
+    ASSERT_EQ(s.dtype(), e.dtype()) << ToString(e);
+    if (ToString(s) != ToString(e)) ++changed;
+    IntBound bound = analyzer.ConstIntBound(e);
+    PrimExpr other = gen.Int(2);
+    bool le = !boolean && analyzer.CanProveLE(e, other);
+    bool lt = !boolean && analyzer.CanProveLT(e, other);
+    bool eq = !boolean && analyzer.CanProveEqual(e, other);
+    bool ne = !boolean && analyzer.CanProveNotEqual(e, other);
+    bool holds = boolean && analyzer.CanProve(e);
+    for (int p = 0; p < kPoints; ++p) {
+      Env env;
+      for (const Sampled& v : vars) {
+        // The ends of each range are the likeliest places for an off-by-one.
+        int64_t pick = std::uniform_int_distribution<int64_t>(0, 5)(points);
+        int64_t value = pick == 0 ? v.lo : pick == 1 ? v.hi
+                                          : std::uniform_int_distribution<int64_t>(v.lo, v.hi)(points);
+        env[v.var.get()] = value;
+      }
+      bool ok = true;
+      int64_t before = Eval(e, env, &ok);
+      if (!ok) continue;  // the input divides by zero or overflows at this point
+      ++evaluated;
+      bool ok_after = true;
+      int64_t after = Eval(s, env, &ok_after);
+      ASSERT_TRUE(ok_after) << ToString(e) << "\n  simplified to " << ToString(s);
+      ASSERT_EQ(before, after) << ToString(e) << "\n  simplified to " << ToString(s);
+      ASSERT_TRUE(bound.Contains(before)) << ToString(e) << " = " << before << " outside [" << bound.min << ", "
+                                          << bound.max << "]";
+      if (boolean) {
+        ASSERT_TRUE(!holds || before != 0) << "proved " << ToString(e);
+        continue;
+      }
+      bool ok_other = true;
+      int64_t o = Eval(other, env, &ok_other);
+      if (!ok_other) continue;
+      ASSERT_TRUE(!le || before <= o) << "proved " << ToString(e) << " <= " << ToString(other);
+      ASSERT_TRUE(!lt || before < o) << "proved " << ToString(e) << " < " << ToString(other);
+      ASSERT_TRUE(!eq || before == o) << "proved " << ToString(e) << " == " << ToString(other);
+      ASSERT_TRUE(!ne || before != o) << "proved " << ToString(e) << " != " << ToString(other);
+    }
+  }
+  // The test must actually exercise the simplifier.
+  EXPECT_GT(changed, kExprs / 2);
+  EXPECT_GT(evaluated, kExprs * kPoints / 2);
+}
+
+TEST(Analyzer, SimplifyIsIdempotentOnRandomExpressions) {
+  Var x("x", DataType::Int64(), 0, 15);
+  Var y("y", DataType::Int64(), -7, 7);
+  Var n = Var::Shape("n");
+  Analyzer analyzer;
+  RandomExprs gen(99, {x, y, n});
+  for (int iter = 0; iter < 1000; ++iter) {
+    PrimExpr s = analyzer.Simplify(gen.Int(3));
+    EXPECT_EQ(ToString(analyzer.Simplify(s)), ToString(s));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::tir
