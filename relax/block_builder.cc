@@ -165,9 +165,25 @@ BindingBlock BlockBuilder::EndBlock() {
   return BindingBlock{std::move(frame.bindings), frame.dataflow};
 }
 
-absl::Status BlockBuilder::DefineSymbolicVars(const StructInfo& sinfo) {
-  for (const tir::Var& v : DefinableVars(sinfo)) defined_tir_vars_.insert(v.get());
-  return absl::OkStatus();
+std::vector<const tir::VarNode*> BlockBuilder::DefineSymbolicVars(const StructInfo& sinfo) {
+  std::vector<const tir::VarNode*> added;
+  for (const tir::Var& v : DefinableVars(sinfo)) {
+    if (defined_tir_vars_.insert(v.get()).second) added.push_back(v.get());
+  }
+  return added;
+}
+
+absl::Status BlockBuilder::DefineMatchCastVars(const StructInfo& cast, const StructInfo& value) {
+  std::vector<const tir::VarNode*> added = DefineSymbolicVars(cast);
+  absl::Status status = CheckSymbolicVarsDefined(cast, "match_cast to");
+  if (status.ok() && CheckBaseOf(cast, value, *analyzer_) == BaseCheck::kNo) {
+    status = absl::InvalidArgumentError(absl::StrCat("match_cast can never succeed: value is ",
+                                                     ToString(value), ", cast to ", ToString(cast)));
+  }
+  if (!status.ok()) {
+    for (const tir::VarNode* v : added) defined_tir_vars_.erase(v);
+  }
+  return status;
 }
 
 absl::Status BlockBuilder::CheckSymbolicVarsDefined(const StructInfo& sinfo, const std::string& what) {
@@ -186,12 +202,13 @@ absl::Status BlockBuilder::BeginFunction(const std::vector<Var>& params) {
   frames_.clear();
   for (const Var& p : params) {
     if (!p.struct_info().defined()) {
+      if (failed_var_ == nullptr) failed_var_ = p.get();
       PopScope();
       return absl::InvalidArgumentError(
           absl::StrCat("parameter '", p.name_hint(), "' has no struct info annotation"));
     }
     used_names_.insert(p.name_hint());
-    KILN_RETURN_IF_ERROR(DefineSymbolicVars(p.struct_info()));
+    DefineSymbolicVars(p.struct_info());
   }
   for (const Var& p : params) {
     absl::Status status = CheckSymbolicVarsDefined(
@@ -284,13 +301,7 @@ absl::StatusOr<Var> BlockBuilder::EmitMatchCast(Expr value, StructInfo sinfo, st
     return absl::FailedPreconditionError("EmitMatchCast needs an open block");
   }
   KILN_ASSIGN_OR_RETURN(Expr normalized, NormalizeValue(value));
-  KILN_RETURN_IF_ERROR(DefineSymbolicVars(sinfo));
-  KILN_RETURN_IF_ERROR(CheckSymbolicVarsDefined(sinfo, "match_cast to"));
-  if (CheckBaseOf(sinfo, normalized.struct_info(), *analyzer_) == BaseCheck::kNo) {
-    return absl::InvalidArgumentError(absl::StrCat("match_cast can never succeed: value is ",
-                                                   ToString(normalized.struct_info()),
-                                                   ", cast to ", ToString(sinfo)));
-  }
+  KILN_RETURN_IF_ERROR(DefineMatchCastVars(sinfo, normalized.struct_info()));
   frame = CurrentFrame();  // normalizing may have bound nested values
   Var var = MakeVar(std::move(name_hint), sinfo, frame->dataflow);
   frame->bindings.push_back(Binding{var, normalized, sinfo});
@@ -568,20 +579,18 @@ absl::Status BlockBuilder::ReemitBinding(const Binding& binding) {
   const Var& var = binding.var;
   const std::string& name = var.name_hint();
   used_names_.insert(name);
-  auto fail = [&](const absl::Status& status) { return InBinding(status, name); };
+  auto fail = [&](const absl::Status& status) {
+    if (failed_var_ == nullptr) failed_var_ = var.get();  // the innermost binding
+    return InBinding(status, name);
+  };
 
   absl::StatusOr<Expr> value = NormalizeValue(binding.value);
   if (!value.ok()) return fail(value.status());
   StructInfo bound = value->struct_info();
   if (binding.is_match_cast()) {
     const StructInfo& cast = binding.match_cast_sinfo;
-    KILN_RETURN_IF_ERROR(DefineSymbolicVars(cast));
-    absl::Status status = CheckSymbolicVarsDefined(cast, "match_cast to");
+    absl::Status status = DefineMatchCastVars(cast, bound);
     if (!status.ok()) return fail(status);
-    if (CheckBaseOf(cast, bound, *analyzer_) == BaseCheck::kNo) {
-      return fail(absl::InvalidArgumentError(absl::StrCat(
-          "match_cast can never succeed: value is ", ToString(bound), ", cast to ", ToString(cast))));
-    }
     bound = cast;
   }
 
@@ -621,7 +630,7 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeFunction(const FunctionNode& func) {
                         func.is_pure, func.attrs);
 }
 
-absl::StatusOr<IRModule> NormalizeModule(const IRModule& module) {
+absl::StatusOr<IRModule> NormalizeModule(const IRModule& module, const SourceMap* locations) {
   // Callees without a return annotation are normalized before their callers, so their
   // signature is known when a call to them is inferred.
   IRModule out = module;
@@ -654,7 +663,16 @@ absl::StatusOr<IRModule> NormalizeModule(const IRModule& module) {
     if (!normalized.ok()) {
       const absl::Status& s = normalized.status();
       std::string sep = absl::StartsWith(s.message(), "binding '") ? ", " : ": ";
-      return WithPrefix(s, absl::StrCat("function '", name, "'", sep));
+      std::string where;
+      if (locations != nullptr) {
+        auto it = locations->end();
+        if (builder.failed_var() != nullptr) it = locations->find(builder.failed_var());
+        if (it == locations->end()) it = locations->find(func.get());
+        if (it != locations->end()) {
+          where = absl::StrCat(it->second.file, ":", it->second.line, ":", it->second.column, ": error: ");
+        }
+      }
+      return WithPrefix(s, absl::StrCat(where, "function '", name, "'", sep));
     }
     out.Update(name, *normalized);
     state[name] = 2;

@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "relax/expr.h"
 #include "relax/ir_module.h"
+#include "relax/text_parser.h"
 #include "tir/analyzer.h"
 
 namespace kiln::relax {
@@ -78,6 +79,10 @@ class BlockBuilder {
 
   tir::Analyzer& analyzer();
 
+  // The source Var of the innermost binding (or parameter) whose normalization failed, for
+  // error locations; nullptr when none did.
+  const VarNode* failed_var() const { return failed_var_; }
+
  private:
   struct Frame {
     std::vector<Binding> bindings;
@@ -105,7 +110,10 @@ class BlockBuilder {
                                       Attrs attrs);
   struct Scope;
   Scope PopScope();
-  absl::Status DefineSymbolicVars(const StructInfo& sinfo);
+  // Returns the variables that were not defined before.
+  std::vector<const tir::VarNode*> DefineSymbolicVars(const StructInfo& sinfo);
+  // Defines a match_cast's new variables, or defines nothing and explains why the cast is wrong.
+  absl::Status DefineMatchCastVars(const StructInfo& cast, const StructInfo& value);
   absl::Status CheckSymbolicVarsDefined(const StructInfo& sinfo, const std::string& what);
   absl::StatusOr<StructInfo> GlobalVarSInfo(const std::string& name);
 
@@ -125,12 +133,16 @@ class BlockBuilder {
   std::vector<Scope> scopes_;
   std::unordered_set<std::string> used_names_;
   int name_counter_ = 0;
+  const VarNode* failed_var_ = nullptr;
 };
 
 // Rebuilds every Relax function of a module as the text parser produces it (Vars may lack
 // struct info; calls may nest) in A-normal form with inferred struct info on every Var,
 // checking annotations against what is inferred. PrimFuncs pass through unchanged. Errors
-// name the function: `function 'main', binding 'lv1': matmul: inner dimensions differ ...`.
-absl::StatusOr<IRModule> NormalizeModule(const IRModule& module);
+// name the function: `function 'main', binding 'lv1': matmul: inner dimensions differ ...`;
+// given the parser's `locations`, they start with where the binding (or, failing that, the
+// function) was written: `model.kir:7:7: error: function 'main', binding 'lv1': ...`.
+absl::StatusOr<IRModule> NormalizeModule(const IRModule& module,
+                                         const SourceMap* locations = nullptr);
 
 }  // namespace kiln::relax

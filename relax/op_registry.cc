@@ -21,7 +21,8 @@ const OpRegistry& OpRegistry::Global() {
     std::sort(r->ops_.begin(), r->ops_.end(),
               [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
     for (size_t i = 1; i < r->ops_.size(); ++i) {
-      KILN_CHECK(r->ops_[i - 1].name != r->ops_[i].name) << "operator registered twice: " << r->ops_[i].name;
+      KILN_CHECK(r->ops_[i - 1].name != r->ops_[i].name)
+          << "operator registered twice: " << r->ops_[i].name;
     }
     return r;
   }();
@@ -51,7 +52,8 @@ absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyz
   const auto* op = call.op.defined() ? call.op.as<OpNode>() : nullptr;
   if (op == nullptr) return absl::InvalidArgumentError("call's callee is not an operator");
   const OpInfo* info = OpRegistry::Global().Find(op->name);
-  if (info == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown operator '", op->name, "'"));
+  if (info == nullptr)
+    return absl::InvalidArgumentError(absl::StrCat("unknown operator '", op->name, "'"));
   const int nargs = static_cast<int>(call.args.size());
   if (nargs < info->min_args || (info->max_args >= 0 && nargs > info->max_args)) {
     std::string expected;
@@ -62,12 +64,13 @@ absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyz
     } else {
       expected = absl::StrCat(info->min_args, " to ", info->max_args);
     }
-    return absl::InvalidArgumentError(
-        absl::StrCat(op->name, ": expects ", expected, " argument", (info->max_args < 0 ? info->min_args : info->max_args) == 1 ? "" : "s",
-                     ", got ", nargs));
+    return absl::InvalidArgumentError(absl::StrCat(
+        op->name, ": expects ", expected, " argument",
+        (info->max_args < 0 ? info->min_args : info->max_args) == 1 ? "" : "s", ", got ", nargs));
   }
   for (const auto& [name, value] : call.attrs) {
-    if (std::find(info->attr_names.begin(), info->attr_names.end(), name) == info->attr_names.end()) {
+    if (std::find(info->attr_names.begin(), info->attr_names.end(), name) ==
+        info->attr_names.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
           op->name, ": unknown attribute '", name, "' (accepted: ",
           info->attr_names.empty() ? "none" : absl::StrJoin(info->attr_names, ", "), ")"));
@@ -80,7 +83,8 @@ absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyz
     // Callees passed as arguments (call_tir's GlobalVar, call_builtin's ExternFunc) need no
     // struct info; the ops check their kind.
     const ExprKind kind = call.args[static_cast<size_t>(i)].kind();
-    const bool callee = kind == ExprKind::kGlobalVar || kind == ExprKind::kExternFunc || kind == ExprKind::kOp;
+    const bool callee =
+        kind == ExprKind::kGlobalVar || kind == ExprKind::kExternFunc || kind == ExprKind::kOp;
     if (!callee && !call.args[static_cast<size_t>(i)].struct_info().defined()) {
       return absl::InvalidArgumentError(
           absl::StrCat(op->name, ": argument ", i, " has no struct info (call is not normalized)"));

@@ -12,6 +12,9 @@
 //    answer means "not proven", never "disproven".
 //  - Integer arithmetic is assumed not to overflow (see tir/expr.h). Non-integer expressions
 //    pass through Simplify with only their integer subexpressions simplified.
+//  - Answers depend only on the arguments and the bounds known so far, not on earlier
+//    queries. The canonical form is described in tir/canonical_simplify.h, the interval
+//    arithmetic in tir/const_int_bound.h.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +33,8 @@ class Analyzer {
   Analyzer& operator=(const Analyzer&) = delete;
 
   // Adds the fact min <= var <= max (inclusive) for the rest of this analyzer's life, on
-  // top of the bounds the Var declares (e.g. a loop variable over [0, extent)).
+  // top of the bounds the Var declares (e.g. a loop variable over [0, extent)). Facts
+  // accumulate: binding a variable twice keeps the intersection.
   void Bind(const Var& var, int64_t min, int64_t max);
 
   PrimExpr Simplify(const PrimExpr& expr);

@@ -213,6 +213,9 @@ struct CanonicalSimplifier::Impl {
   VarBoundMap bounds;  // a copy: Let adds the bound of its variable while inside the body
   std::vector<Atom> atoms;
   std::unordered_map<std::string, int> atom_ids;
+  // ToSum results by node; the PrimExpr keeps the node (and so the key) alive.
+  std::unordered_map<const PrimExprNode*, std::pair<PrimExpr, Sum>> sum_memo;
+  int distribute_depth = 0;
 
   // ------------------------------------------------------------------ atoms and sums
 
@@ -222,7 +225,8 @@ struct CanonicalSimplifier::Impl {
     if (it != atom_ids.end()) return it->second;
     Atom atom;
     atom.expr = e;
-    atom.order = ToString(e);
+    // Variables sort before other atoms, so `x + floordiv(y, 4)`, not the reverse.
+    atom.order = absl::StrCat(e.kind() == ExprKind::kVar ? "0" : "1", ToString(e));
     if (e.kind() == ExprKind::kFloorDiv || e.kind() == ExprKind::kFloorMod) {
       const auto* bin = e.as<BinaryNode>();
       auto c = bin->b.as_int();
@@ -308,7 +312,55 @@ struct CanonicalSimplifier::Impl {
     if (__builtin_mul_overflow(b.constant, scale_b, &c)) return std::nullopt;
     if (__builtin_add_overflow(out.constant, c, &out.constant)) return std::nullopt;
     if (!Normalize(&out)) return std::nullopt;
-    return MergeDivMod(std::move(out));
+    std::optional<Sum> merged = MergeDivMod(std::move(out));
+    if (!merged) return std::nullopt;
+    return Distribute(*std::move(merged));
+  }
+
+  // r + min(a, b) is min(r + a, r + b) and r - min(a, b) is max(r - a, r - b) (dually for
+  // max). Applied only when adding an operand to r leaves fewer terms than r has, so that
+  // the result does not depend on the order the sum was built in: n - min(n, 1) is
+  // max(n - 1, 0), and min(x, y) - x is min(y - x, 0), whose bound shows it is never
+  // positive.
+  Sum Distribute(Sum s) {
+    // Each step works on smaller sums; the cap only bounds the work on deep nests.
+    if (distribute_depth >= 8) return s;
+    for (size_t i = 0; i < s.terms.size(); ++i) {
+      if (s.terms[i].atoms.size() != 1 || (s.terms[i].coef != 1 && s.terms[i].coef != -1)) continue;
+      PrimExpr atom = atoms[s.terms[i].atoms[0]].expr;
+      ExprKind kind = atom.kind();
+      if (kind != ExprKind::kMin && kind != ExprKind::kMax) continue;
+      int64_t sign = s.terms[i].coef;
+      Sum rest = s;
+      rest.terms.erase(rest.terms.begin() + static_cast<std::ptrdiff_t>(i));
+      if (rest.is_const()) continue;  // a constant cancels nothing
+      ++distribute_depth;
+      const auto* bin = atom.as<BinaryNode>();
+      std::vector<Sum> ops;
+      CollectOperands(kind, ToSum(bin->a), &ops);
+      CollectOperands(kind, ToSum(bin->b), &ops);
+      bool shrinks = false;
+      for (const Sum& op : ops) shrinks = shrinks || Shrinks(rest, op, sign);
+      std::vector<Sum> shifted;
+      if (shrinks) {
+        for (const Sum& op : ops) {
+          std::optional<Sum> r = Combine(rest, op, sign);
+          if (!r) break;
+          shifted.push_back(*std::move(r));
+        }
+      }
+      std::optional<Sum> out;
+      if (shrinks && shifted.size() == ops.size()) {
+        ExprKind flipped = kind == ExprKind::kMin ? ExprKind::kMax : ExprKind::kMin;
+        std::vector<Sum> flat;
+        ExprKind result_kind = sign == 1 ? kind : flipped;
+        for (Sum& op : shifted) CollectOperands(result_kind, std::move(op), &flat);
+        out = MinMaxOf(result_kind, std::move(flat));
+      }
+      --distribute_depth;
+      if (out) return *std::move(out);
+    }
+    return s;
   }
 
   std::optional<Sum> Multiply(const Sum& a, const Sum& b) {
@@ -336,7 +388,9 @@ struct CanonicalSimplifier::Impl {
       }
     }
     if (!Normalize(&out)) return std::nullopt;
-    return MergeDivMod(std::move(out));
+    std::optional<Sum> merged = MergeDivMod(std::move(out));
+    if (!merged) return std::nullopt;
+    return Distribute(*std::move(merged));
   }
 
   // k * floormod(x, c) + k * c * floordiv(x, c) is k * x.
@@ -460,10 +514,44 @@ struct CanonicalSimplifier::Impl {
   // ------------------------------------------------------------------ integer sums
 
   Sum ToSum(const PrimExpr& e) {
+    // Shared subexpressions are converted once (shapes are often DAGs).
+    auto it = sum_memo.find(e.get());
+    if (it != sum_memo.end()) return it->second.second;
     std::optional<Sum> s = TryToSum(e);
-    if (s) return *std::move(s);
-    // Coefficients overflowed: keep the operation as it is, operands simplified.
-    return AtomSum(Rewrite(e));
+    // On coefficient overflow, keep the operation as it is, operands simplified.
+    Sum out = s ? *std::move(s) : AtomSum(Rewrite(e));
+    sum_memo.emplace(e.get(), std::make_pair(e, out));
+    return out;
+  }
+
+  // a / b when b is a single term that divides every term of a (n * m / m is n), else
+  // nothing.
+  std::optional<Sum> DivideExactly(const Sum& a, const Sum& b) {
+    if (b.constant != 0 || b.terms.size() != 1 || a.constant != 0) return std::nullopt;
+    const Term& divisor = b.terms[0];
+    if (divisor.coef == -1) return std::nullopt;  // not worth the overflow corner
+    Sum q = Constant(a.dtype, 0);
+    for (const Term& t : a.terms) {
+      if (t.coef % divisor.coef != 0) return std::nullopt;
+      // Multiset difference of two sorted atom lists.
+      std::vector<int> rest;
+      size_t j = 0;
+      for (int id : t.atoms) {
+        if (j < divisor.atoms.size() && divisor.atoms[j] == id) {
+          ++j;
+        } else {
+          rest.push_back(id);
+        }
+      }
+      if (j != divisor.atoms.size()) return std::nullopt;
+      if (rest.empty()) {
+        if (__builtin_add_overflow(q.constant, t.coef / divisor.coef, &q.constant)) return std::nullopt;
+      } else {
+        q.terms.push_back({std::move(rest), t.coef / divisor.coef});
+      }
+    }
+    if (!Normalize(&q)) return std::nullopt;
+    return q;
   }
 
   std::optional<Sum> TryToSum(const PrimExpr& e) {
@@ -486,25 +574,16 @@ struct CanonicalSimplifier::Impl {
       }
       case ExprKind::kFloorDiv: case ExprKind::kFloorMod: {
         const auto* bin = e.as<BinaryNode>();
-        Sum a = ToSum(bin->a);
-        PrimExpr b = Simplify(bin->b);
-        auto c = b.as_int();
-        if (c && *c != 0) return e.kind() == ExprKind::kFloorDiv ? DivByConst(a, *c) : ModByConst(a, *c);
-        if (a.is_const() && a.constant == 0) return a;  // 0 divided by anything (nonzero) is 0
-        return AtomSum(MakeBinary(e.kind(), ToExpr(a), b));
-      }
-      case ExprKind::kMin: case ExprKind::kMax: {
-        const auto* bin = e.as<BinaryNode>();
+        bool is_div = e.kind() == ExprKind::kFloorDiv;
         Sum a = ToSum(bin->a);
         Sum b = ToSum(bin->b);
-        std::optional<Sum> d = Combine(a, b, -1);
-        if (!d) return std::nullopt;
-        IntBound bd = SumBound(*d);
-        bool is_min = e.kind() == ExprKind::kMin;
-        if (bd.max <= 0) return is_min ? a : b;
-        if (bd.min >= 0) return is_min ? b : a;
-        return AtomSum(Ordered(e.kind(), ToExpr(a), ToExpr(b)));
+        if (b.is_const() && b.constant != 0) return is_div ? DivByConst(a, b.constant) : ModByConst(a, b.constant);
+        // Division by zero is undefined, so wherever these are defined the divisor is not 0.
+        if (a.is_const() && a.constant == 0) return a;
+        if (std::optional<Sum> q = DivideExactly(a, b)) return is_div ? *q : Constant(a.dtype, 0);
+        return AtomSum(MakeBinary(e.kind(), ToExpr(a), ToExpr(b)));
       }
+      case ExprKind::kMin: case ExprKind::kMax: return MinMax(e.kind(), *e.as<BinaryNode>());
       case ExprKind::kSelect: {
         const auto* s = e.as<SelectNode>();
         PrimExpr cond = Simplify(s->condition);
@@ -522,6 +601,95 @@ struct CanonicalSimplifier::Impl {
       }
       default: return AtomSum(Rewrite(e));  // Div, Call, BufferLoad, Let
     }
+  }
+
+  static std::optional<Sum> AddConstant(Sum s, int64_t c) {
+    if (__builtin_add_overflow(s.constant, c, &s.constant)) return std::nullopt;
+    return s;
+  }
+
+  // Whether rest + sign * op has fewer terms than rest, counted without building it (terms
+  // of both are sorted).
+  bool Shrinks(const Sum& rest, const Sum& op, int64_t sign) const {
+    int cancelled = 0;
+    int added = 0;
+    size_t i = 0;
+    for (const Term& t : op.terms) {
+      while (i < rest.terms.size() && MonoLess(rest.terms[i].atoms, t.atoms)) ++i;
+      if (i < rest.terms.size() && rest.terms[i].atoms == t.atoms) {
+        int64_t scaled;
+        if (!__builtin_mul_overflow(t.coef, sign, &scaled) && scaled == -rest.terms[i].coef) ++cancelled;
+      } else {
+        ++added;
+      }
+    }
+    return cancelled > added;
+  }
+
+  // Operands of a chain of nested `kind` (min or max) nodes; a constant added to a nested
+  // chain goes into its operands (min(a, b) + 2 is min(a + 2, b + 2)).
+  void CollectOperands(ExprKind kind, Sum s, std::vector<Sum>* out) {
+    if (s.terms.size() == 1 && s.terms[0].coef == 1 && s.terms[0].atoms.size() == 1 &&
+        atoms[s.terms[0].atoms[0]].expr.kind() == kind) {
+      const auto* bin = atoms[s.terms[0].atoms[0]].expr.as<BinaryNode>();
+      PrimExpr a = bin->a;
+      PrimExpr b = bin->b;
+      std::optional<Sum> sa = AddConstant(ToSum(a), s.constant);
+      std::optional<Sum> sb = AddConstant(ToSum(b), s.constant);
+      if (sa && sb) {
+        CollectOperands(kind, *std::move(sa), out);
+        CollectOperands(kind, *std::move(sb), out);
+        return;
+      }
+    }
+    out->push_back(std::move(s));
+  }
+
+  // min/max over a flattened chain: drops every operand that bounds show can never be the
+  // result (min(min(x, 5), 3) is min(x, 3); min(n, n + 1) is n), then rebuilds the chain in a
+  // fixed order, constants last.
+  Sum MinMax(ExprKind kind, const BinaryNode& node) {
+    std::vector<Sum> ops;
+    CollectOperands(kind, ToSum(node.a), &ops);
+    CollectOperands(kind, ToSum(node.b), &ops);
+    return MinMaxOf(kind, std::move(ops));
+  }
+
+  Sum MinMaxOf(ExprKind kind, std::vector<Sum> ops) {
+    bool is_min = kind == ExprKind::kMin;
+    std::vector<bool> dropped(ops.size(), false);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (size_t j = 0; j < ops.size() && !dropped[i]; ++j) {
+        if (i == j || dropped[j]) continue;
+        std::optional<Sum> d = Combine(ops[i], ops[j], -1);
+        if (!d) continue;
+        IntBound bd = SumBound(*d);
+        // For min, ops[i] >= ops[j] everywhere means ops[i] never decides the result.
+        if (is_min ? bd.min >= 0 : bd.max <= 0) dropped[i] = true;
+      }
+    }
+    std::vector<size_t> survivors;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (!dropped[i]) survivors.push_back(i);
+    }
+    if (survivors.size() == 1) return ops[survivors[0]];
+    // A constant every operand shares moves out: min(n + 2, m + 2) is min(m, n) + 2.
+    int64_t shared = ops[survivors[0]].constant;
+    for (size_t i : survivors) {
+      if (ops[i].is_const() || ops[i].constant != shared) shared = 0;
+    }
+    for (size_t i : survivors) ops[i].constant -= shared;
+    std::vector<std::pair<std::string, PrimExpr>> kept;
+    for (size_t i : survivors) {
+      PrimExpr e = ToExpr(ops[i]);
+      kept.emplace_back(absl::StrCat(ops[i].is_const() ? "1" : "0", ToString(e), Key(e)), e);
+    }
+    std::sort(kept.begin(), kept.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    PrimExpr chain = kept[0].second;
+    for (size_t i = 1; i < kept.size(); ++i) chain = MakeBinary(kind, chain, kept[i].second);
+    Sum out = AtomSum(chain);
+    out.constant = shared;
+    return out;
   }
 
   // a divided exactly by g (g divides every coefficient and the constant).
@@ -712,6 +880,11 @@ struct CanonicalSimplifier::Impl {
     return e;
   }
 
+  void ForgetBounds() {
+    for (Atom& atom : atoms) atom.bound.reset();
+    sum_memo.clear();
+  }
+
   PrimExpr SimplifyLet(const LetNode& let) {
     PrimExpr value = Simplify(let.value);
     const VarNode* var = let.var.get();
@@ -722,15 +895,15 @@ struct CanonicalSimplifier::Impl {
       IntBound vb = SumBound(ToSum(value));
       bounds[var] = saved ? IntersectBounds(*saved, vb) : vb;
     }
-    // Cached atom bounds may involve the variable: recompute them inside and after.
-    for (Atom& atom : atoms) atom.bound.reset();
+    // Cached bounds and sums may involve the variable: recompute them inside and after.
+    ForgetBounds();
     PrimExpr body = Simplify(let.body);
     if (saved) {
       bounds[var] = *saved;
     } else {
       bounds.erase(var);
     }
-    for (Atom& atom : atoms) atom.bound.reset();
+    ForgetBounds();
     return Let(Var(let.var), value, body);
   }
 
@@ -781,6 +954,23 @@ struct CanonicalSimplifier::Impl {
     Sum sb = ToSum(rhs);
     std::optional<Sum> d = Combine(sa, sb, -1);
     if (!d) return MakeBinary(kind, ToExpr(sa), ToExpr(sb));
+    bool is_eq = kind == ExprKind::kEQ || kind == ExprKind::kNE;
+    // Distributing can expose a new common factor, hence a few rounds.
+    for (int round = 0; round < 4; ++round) {
+      uint64_t g = 0;
+      for (const Term& t : d->terms) g = Gcd(g, Magnitude(t.coef));
+      if (g <= 1 || g > static_cast<uint64_t>(IntBound::kPosInf) || d->constant == kInt64Min) break;
+      auto gi = static_cast<int64_t>(g);
+      int64_t k = d->constant;
+      // g * x + k == 0 has no integer solution unless g divides k.
+      if (is_eq && k % gi != 0) return IntImm(DataType::Bool(), kind == ExprKind::kNE ? 1 : 0);
+      // Divide out g, so that terms can cancel at coefficient 1. For integer x:
+      // g*x + k == 0 is x + k/g == 0; g*x + k < 0 is x + floor(k/g) < 0;
+      // g*x + k <= 0 is x + ceil(k/g) <= 0.
+      for (Term& t : d->terms) t.coef /= gi;
+      d->constant = kind == ExprKind::kLT ? FloorDivConst(k, gi) : kind == ExprKind::kLE ? -FloorDivConst(-k, gi) : k / gi;
+      d = Distribute(*std::move(d));
+    }
     IntBound bd = SumBound(*d);
     std::optional<bool> known;
     switch (kind) {
@@ -796,12 +986,6 @@ struct CanonicalSimplifier::Impl {
         std::optional<bool> equal;
         if (bd.min == 0 && bd.max == 0) equal = true;
         if (bd.min > 0 || bd.max < 0) equal = false;
-        if (!d->is_const()) {
-          // g * x + k == 0 has no integer solution unless g divides k.
-          uint64_t g = 0;
-          for (const Term& t : d->terms) g = Gcd(g, Magnitude(t.coef));
-          if (g > 1 && Magnitude(d->constant) % g != 0) equal = false;
-        }
         if (equal) known = (kind == ExprKind::kEQ) == *equal;
         break;
       }
@@ -812,9 +996,11 @@ struct CanonicalSimplifier::Impl {
     return MakeBinary(kind, ToExpr(sa), ToExpr(sb));
   }
 
-  // `d kind 0` written with positive terms on the left and the constant on the right:
-  // `i < 8`, `n < m + 1`, `5 < i`.
+  // `d kind 0` written with positive terms on the left and the rest on the right:
+  // `i < 8`, `n < m + 1`, and `n > 3` rather than `3 < n` when there are no positive terms.
+  // The caller has divided out common factors (2 * n != 4 is n != 2).
   std::optional<PrimExpr> CanonicalCompare(ExprKind kind, Sum d) {
+    if (d.constant == kInt64Min) return std::nullopt;
     if ((kind == ExprKind::kEQ || kind == ExprKind::kNE) && !d.is_const() && d.terms[0].coef < 0) {
       std::optional<Sum> negated = Scale(d, -1);
       if (!negated) return std::nullopt;
@@ -830,10 +1016,10 @@ struct CanonicalSimplifier::Impl {
         neg.terms.push_back({t.atoms, -t.coef});
       }
     }
-    if (d.constant == kInt64Min) return std::nullopt;
     if (pos.is_const()) {
-      // -neg + k < 0  is  k < neg
-      return MakeBinary(kind, IntImm(d.dtype, d.constant), ToExpr(neg));
+      // -neg + k < 0  is  neg > k (and <= becomes >=)
+      ExprKind flipped = kind == ExprKind::kLT ? ExprKind::kGT : ExprKind::kGE;
+      return MakeBinary(flipped, ToExpr(neg), IntImm(d.dtype, d.constant));
     }
     neg.constant = -d.constant;  // pos - neg + k < 0  is  pos < neg - k
     return MakeBinary(kind, ToExpr(pos), ToExpr(neg));

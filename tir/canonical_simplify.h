@@ -8,8 +8,9 @@
 //    constant last. Terms are products of atoms (variables, and the operations the sum
 //    cannot see through: floordiv/floormod that do not divide out, min/max and select that
 //    bounds cannot decide, casts, loads, calls). Terms with positive coefficients come
-//    first, then negative ones; within each group terms are ordered by their printed text
-//    (so by variable name), ties by first appearance. `(n + 1) * 2 - 2 * n` is `2`,
+//    first, then negative ones; within each group variables come first (by name), then
+//    other terms by their printed text, ties by first appearance. Chains of min (or max)
+//    are flattened, operands that can never be the result dropped, the rest ordered. `(n + 1) * 2 - 2 * n` is `2`,
 //    `floordiv(4 * n + 2, 2)` is `2 * n + 1`, `8 * floordiv(f, 8) + floormod(f, 8)` is `f`.
 //  - floordiv/floormod by a nonzero constant divide exactly where coefficients allow and use
 //    bounds to drop remainders (floormod(i, 8) with 0 <= i < 8 is i); min/max, comparisons,

@@ -62,7 +62,11 @@ int64_t FloorDivFinite(int64_t a, int64_t b) {
 
 // floor(a / b) for b != 0 over the extended integers.
 int64_t ExtFloorDiv(int64_t a, int64_t b, End end) {
-  if (IsInf(a) && IsInf(b)) return Undetermined(end);
+  if (IsInf(a) && IsInf(b)) {
+    // Both huge: the quotient is only known to be >= 0 (same signs) or <= -1.
+    if (Sign(a) == Sign(b)) return end == End::kLower ? 0 : kPosInf;
+    return end == End::kLower ? kNegInf : -1;
+  }
   if (IsInf(a)) return Sign(a) * Sign(b) > 0 ? kPosInf : kNegInf;
   if (IsInf(b)) {
     if (a == 0 || Sign(a) == Sign(b)) return 0;
@@ -133,15 +137,22 @@ class BoundWalker {
   explicit BoundWalker(const VarBoundMap& bounds) : bounds_(bounds) {}
 
   IntBound Visit(const PrimExpr& e) {
-    IntBound out = VisitNode(e);
     DataType t = e.dtype();
-    if (t.is_integer() || t.is_bool()) return IntersectBounds(out, DTypeBound(t));
-    return IntBound{};
+    if (!t.is_integer() && !t.is_bool()) return IntBound{};
+    // Shared subexpressions are visited once; inside a Let the answers depend on the
+    // binding, so nothing is remembered there.
+    bool cacheable = lets_.empty();
+    if (cacheable) {
+      auto it = memo_.find(e.get());
+      if (it != memo_.end()) return it->second;
+    }
+    IntBound out = IntersectBounds(VisitNode(e), DTypeBound(t));
+    if (cacheable) memo_.emplace(e.get(), out);
+    return out;
   }
 
  private:
   IntBound VisitNode(const PrimExpr& e) {
-    if (!e.dtype().is_integer() && !e.dtype().is_bool()) return IntBound{};
     switch (e.kind()) {
       case ExprKind::kIntImm: {
         int64_t v = e.as<IntImmNode>()->value;
@@ -236,6 +247,8 @@ class BoundWalker {
 
   const VarBoundMap& bounds_;
   VarBoundMap lets_;  // variables bound by an enclosing Let
+  // Keyed by node; the nodes live at least as long as the walk (the root holds them).
+  std::unordered_map<const PrimExprNode*, IntBound> memo_;
 };
 
 }  // namespace

@@ -24,7 +24,8 @@ absl::Status CheckDpsResult(const CallNode& call, const StructInfo& sinfo) {
       return OpError(call, "outputs must be Tensors, got ", ToString(s));
     }
     if (t->ndim == kUnknownNdim) {
-      return OpError(call, "output ", ToString(s), " must have a known ndim (the caller allocates it)");
+      return OpError(call, "output ", ToString(s),
+                     " must have a known ndim (the caller allocates it)");
     }
     return absl::OkStatus();
   };

@@ -46,7 +46,8 @@ absl::StatusOr<StructInfo> InferFull(const CallNode& call, tir::Analyzer& analyz
     fill_dtype = prim->dtype;
   } else if (const auto* t = fill.as<TensorStructInfoNode>()) {
     if (t->ndim != 0 && t->ndim != kUnknownNdim) {
-      return OpError(call, "fill_value must be a scalar (Prim or 0-d tensor), got ", ToString(fill));
+      return OpError(call, "fill_value must be a scalar (Prim or 0-d tensor), got ",
+                     ToString(fill));
     }
     fill_dtype = t->dtype;
   } else {
@@ -84,7 +85,8 @@ absl::StatusOr<PrimExpr> BoundFromAttr(const CallNode& call, const std::string& 
     return Int(*fallback);
   }
   if (const auto* i = std::get_if<int64_t>(&it->second)) return Int(*i);
-  if (const auto* d = std::get_if<double>(&it->second)) return tir::FloatImm(DataType::Float(64), *d);
+  if (const auto* d = std::get_if<double>(&it->second))
+    return tir::FloatImm(DataType::Float(64), *d);
   return OpError(call, "attribute '", name, "' must be an int or a float");
 }
 

@@ -4,7 +4,8 @@
 //   No attributes. Operands are tensors of the same dtype (an unknown dtype takes the
 //   other's); the result has that dtype and the numpy-broadcast shape of the operands
 //   (rule in op_common.h: literal 1 broadcasts; provably different dims are an error;
-//   unprovable ones such as n vs m are accepted and checked at run time).
+//   unprovable ones such as n vs m are accepted and checked at run time). Operands on two
+//   different explicit devices are an error; an unspecified device takes the other's.
 // Comparison: equal, not_equal, less, less_equal, greater, greater_equal (lhs, rhs).
 //   As binary arithmetic, but the result dtype is bool.
 // Unary: negative, relu (any numeric dtype); exp, log, sqrt, rsqrt, tanh, sigmoid, gelu,
@@ -25,15 +26,17 @@ absl::StatusOr<StructInfo> InferBinary(const CallNode& call, tir::Analyzer& anal
   KILN_ASSIGN_OR_RETURN(auto dtype, UnifyDType(call, lhs->dtype, "lhs", rhs->dtype, "rhs"));
   KILN_ASSIGN_OR_RETURN(ShapeOrNdim shape, BroadcastTensors(call, *lhs, *rhs, analyzer));
   if (comparison) dtype = DataType::Bool();
-  return MakeTensor(shape, dtype, UnifyDevice(lhs->device, rhs->device));
+  KILN_ASSIGN_OR_RETURN(std::string device,
+                        UnifyDevice(call, lhs->device, "lhs", rhs->device, "rhs"));
+  return MakeTensor(shape, dtype, device);
 }
 
 absl::StatusOr<StructInfo> InferUnary(const CallNode& call, bool needs_float) {
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* x, TensorArg(call, 0, "data"));
-  if (x->dtype && (needs_float ? !x->dtype->is_floating()
-                               : (x->dtype->is_bool() || x->dtype->is_handle()))) {
-    return OpError(call, "requires a ", needs_float ? "floating-point" : "numeric",
-                   " tensor, got ", x->dtype->ToString());
+  if (x->dtype &&
+      (needs_float ? !x->dtype->is_floating() : (x->dtype->is_bool() || x->dtype->is_handle()))) {
+    return OpError(call, "requires a ", needs_float ? "floating-point" : "numeric", " tensor, got ",
+                   x->dtype->ToString());
   }
   return MakeTensor(ShapeOf(*x), x->dtype, x->device);
 }
@@ -50,7 +53,10 @@ absl::StatusOr<StructInfo> InferWhere(const CallNode& call, tir::Analyzer& analy
   // Broadcast the condition against the x/y result.
   TensorStructInfoNode xy_node(xy.shape, xy.ndim, dtype, "");
   KILN_ASSIGN_OR_RETURN(ShapeOrNdim shape, BroadcastTensors(call, *cond, xy_node, analyzer));
-  return MakeTensor(shape, dtype, UnifyDevice(x->device, y->device));
+  KILN_ASSIGN_OR_RETURN(std::string xy_device, UnifyDevice(call, x->device, "x", y->device, "y"));
+  KILN_ASSIGN_OR_RETURN(std::string device,
+                        UnifyDevice(call, cond->device, "condition", xy_device, "x"));
+  return MakeTensor(shape, dtype, device);
 }
 
 }  // namespace

@@ -23,8 +23,10 @@
 //   default 0..len(begin)-1), strides (int list, default all 1; 0 is an error). numpy
 //   slicing per listed axis with dim d: a negative begin/end adds d, then positive strides
 //   clamp begin/end to [0, d] and negative strides to [-1, d - 1]; the length is
-//   max(ceil((end - begin) / stride), 0). end >= 2^31 means "to the end". With a symbolic d
-//   the clamps appear as min/max in the result and are simplified where the analyzer can.
+//   max(ceil((end - begin) / stride), 0). With a symbolic d, |begin| or |end| >= 2^31 means
+//   "past that end" (end = 2^63 - 1 slices to the end, end = -2^63 with a negative stride
+//   to the start), other clamps appear as min/max in the result, simplified where the
+//   analyzer can.
 // take (data, indices), attribute axis (default 0). indices has an integer dtype; the
 //   result shape is data.shape[:axis] + indices.shape + data.shape[axis + 1:].
 #include <algorithm>
@@ -194,7 +196,8 @@ absl::StatusOr<StructInfo> InferConcat(const CallNode& call, tir::Analyzer& anal
   std::string device;
   int ndim = kUnknownNdim;
   for (size_t i = 0; i < tuple->fields.size(); ++i) {
-    const auto* t = tuple->fields[i].defined() ? tuple->fields[i].as<TensorStructInfoNode>() : nullptr;
+    const auto* t =
+        tuple->fields[i].defined() ? tuple->fields[i].as<TensorStructInfoNode>() : nullptr;
     if (t == nullptr) {
       return OpError(call, "field ", i, " must be a Tensor, got ", ToString(tuple->fields[i]));
     }
@@ -203,9 +206,10 @@ absl::StatusOr<StructInfo> InferConcat(const CallNode& call, tir::Analyzer& anal
       dtype = t->dtype;
       device = t->device;
     } else {
-      KILN_ASSIGN_OR_RETURN(dtype, UnifyDType(call, dtype, "field 0", t->dtype,
-                                              absl::StrCat("field ", i).c_str()));
-      device = UnifyDevice(device, t->device);
+      KILN_ASSIGN_OR_RETURN(
+          dtype, UnifyDType(call, dtype, "field 0", t->dtype, absl::StrCat("field ", i).c_str()));
+      KILN_ASSIGN_OR_RETURN(device, UnifyDevice(call, device, "field 0", t->device,
+                                                absl::StrCat("field ", i).c_str()));
     }
     if (t->ndim != kUnknownNdim) {
       if (ndim != kUnknownNdim && ndim != t->ndim) {
@@ -262,9 +266,10 @@ absl::StatusOr<StructInfo> InferSplit(const CallNode& call, tir::Analyzer& analy
   const size_t parts = sections ? static_cast<size_t>(*sections) : indices->size() + 1;
   KILN_ASSIGN_OR_RETURN(auto axis_attr, IntAttr(call, "axis"));
   if (data->ndim == kUnknownNdim || !data->shape) {
-    if (data->ndim != kUnknownNdim) KILN_RETURN_IF_ERROR(NormalizeAxis(call, axis_attr.value_or(0), data->ndim).status());
-    return TupleSInfo(std::vector<StructInfo>(
-        parts, TensorSInfoOfNdim(data->ndim, data->dtype, data->device)));
+    if (data->ndim != kUnknownNdim)
+      KILN_RETURN_IF_ERROR(NormalizeAxis(call, axis_attr.value_or(0), data->ndim).status());
+    return TupleSInfo(
+        std::vector<StructInfo>(parts, TensorSInfoOfNdim(data->ndim, data->dtype, data->device)));
   }
   KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(call, axis_attr.value_or(0), data->ndim));
   PrimExpr dim = analyzer.Simplify((*data->shape)[static_cast<size_t>(axis)]);
@@ -303,25 +308,30 @@ PrimExpr SliceLength(const PrimExpr& d, int64_t begin, int64_t end, int64_t stri
   auto c = d.as_int();
   if (c) {
     const int64_t n = *c;
-    auto norm = [&](int64_t v, bool is_end) -> int64_t {
-      if (is_end && v >= kSliceToEnd) return stride > 0 ? n : n - 1;
-      if (v < 0) v += n;
-      return stride > 0 ? std::clamp<int64_t>(v, 0, n) : std::clamp<int64_t>(v, -1, n - 1);
+    // numpy: a negative index adds n, then clamp (written to avoid overflow at the extremes).
+    auto norm = [&](int64_t v) -> int64_t {
+      const int64_t lo = stride > 0 ? 0 : -1;
+      const int64_t hi = stride > 0 ? n : n - 1;
+      if (v >= n) return hi;
+      if (v < -n) return lo;
+      return std::clamp<int64_t>(v < 0 ? v + n : v, lo, hi);
     };
-    const int64_t b = norm(begin, false);
-    const int64_t e = norm(end, true);
+    const int64_t b = norm(begin);
+    const int64_t e = norm(end);
     const int64_t len = stride > 0 ? (e - b + stride - 1) / stride : (b - e - stride - 1) / -stride;
     return Int(std::max<int64_t>(len, 0));
   }
   // Symbolic dim (>= 0 as a shape variable).
+  // |v| >= 2^31 stands for "past the end" on that side.
   auto norm = [&](int64_t v, bool is_end) -> PrimExpr {
     if (stride > 0) {
       if (is_end && v >= kSliceToEnd) return d;
-      if (v == 0) return Int(0);
+      if (v == 0 || v <= -kSliceToEnd) return Int(0);
       if (v < 0) return tir::Max(d + Int(v), Int(0));
       return tir::Min(Int(v), d);
     }
-    if (is_end && v >= kSliceToEnd) return d - 1;
+    if (v >= kSliceToEnd) return d - 1;
+    if (is_end && v <= -kSliceToEnd) return Int(-1);
     if (v < 0) return tir::Max(d + Int(v), Int(-1));
     return tir::Min(Int(v), d - 1);
   };
@@ -329,7 +339,8 @@ PrimExpr SliceLength(const PrimExpr& d, int64_t begin, int64_t end, int64_t stri
   PrimExpr e = norm(end, true);
   PrimExpr diff = stride > 0 ? (b.as_int() == 0 ? e : e - b) : b - e;
   const int64_t s = stride > 0 ? stride : -stride;
-  PrimExpr len = s == 1 ? analyzer.Simplify(diff) : FloorDivDim(diff + Int(s - 1), Int(s), analyzer);
+  PrimExpr len =
+      s == 1 ? analyzer.Simplify(diff) : FloorDivDim(diff + Int(s - 1), Int(s), analyzer);
   if (KnownNonNegative(len, analyzer)) return len;
   return analyzer.Simplify(tir::Max(len, Int(0)));
 }

@@ -20,7 +20,8 @@ absl::StatusOr<StructInfo> InferMatmul(const CallNode& call, tir::Analyzer& anal
   KILN_ASSIGN_OR_RETURN(auto dtype, UnifyDType(call, lhs->dtype, "lhs", rhs->dtype, "rhs"));
   KILN_ASSIGN_OR_RETURN(auto out_dtype, DTypeAttr(call, "out_dtype"));
   if (out_dtype) dtype = out_dtype;
-  std::string device = UnifyDevice(lhs->device, rhs->device);
+  KILN_ASSIGN_OR_RETURN(std::string device,
+                        UnifyDevice(call, lhs->device, "lhs", rhs->device, "rhs"));
   if (lhs->ndim == 0 || rhs->ndim == 0) {
     return OpError(call, "operands must have at least 1 dimension, got lhs ndim ", lhs->ndim,
                    " and rhs ndim ", rhs->ndim);
@@ -36,7 +37,7 @@ absl::StatusOr<StructInfo> InferMatmul(const CallNode& call, tir::Analyzer& anal
 
   const std::vector<PrimExpr>& a = *lhs->shape;
   const std::vector<PrimExpr>& b = *rhs->shape;
-  const int lk = lnd - 1;                  // lhs inner axis
+  const int lk = lnd - 1;                 // lhs inner axis
   const int rk = rnd == 1 ? 0 : rnd - 2;  // rhs inner axis
   PrimExpr ka = analyzer.Simplify(a[static_cast<size_t>(lk)]);
   PrimExpr kb = analyzer.Simplify(b[static_cast<size_t>(rk)]);

@@ -30,24 +30,36 @@ namespace {
 const char* SInfoKindName(const StructInfo& sinfo) {
   if (!sinfo.defined()) return "no struct info";
   switch (sinfo.kind()) {
-    case StructInfoKind::kObject: return "Object";
-    case StructInfoKind::kPrim: return "Prim";
-    case StructInfoKind::kShape: return "Shape";
-    case StructInfoKind::kTensor: return "Tensor";
-    case StructInfoKind::kTuple: return "Tuple";
-    case StructInfoKind::kFunc: return "Func";
+    case StructInfoKind::kObject:
+      return "Object";
+    case StructInfoKind::kPrim:
+      return "Prim";
+    case StructInfoKind::kShape:
+      return "Shape";
+    case StructInfoKind::kTensor:
+      return "Tensor";
+    case StructInfoKind::kTuple:
+      return "Tuple";
+    case StructInfoKind::kFunc:
+      return "Func";
   }
   return "?";
 }
 
 const char* AttrKindName(const AttrValue& value) {
   switch (value.index()) {
-    case 0: return "int";
-    case 1: return "float";
-    case 2: return "bool";
-    case 3: return "string";
-    case 4: return "dtype";
-    case 5: return "int list";
+    case 0:
+      return "int";
+    case 1:
+      return "float";
+    case 2:
+      return "bool";
+    case 3:
+      return "string";
+    case 4:
+      return "dtype";
+    case 5:
+      return "int list";
   }
   return "?";
 }
@@ -81,7 +93,9 @@ absl::StatusOr<const TensorStructInfoNode*> TensorArg(const CallNode& call, size
   KILN_CHECK(index < call.args.size());
   const StructInfo& sinfo = call.args[index].struct_info();
   if (const auto* tensor = sinfo.defined() ? sinfo.as<TensorStructInfoNode>() : nullptr) {
-    if (tensor->shape) KILN_RETURN_IF_ERROR(CheckInt64Dims(call, *tensor->shape, absl::StrCat(what, " (argument ", index, ")")));
+    if (tensor->shape)
+      KILN_RETURN_IF_ERROR(
+          CheckInt64Dims(call, *tensor->shape, absl::StrCat(what, " (argument ", index, ")")));
     return tensor;
   }
   return OpError(call, what, " (argument ", index, ") must be a Tensor, got ",
@@ -93,7 +107,9 @@ absl::StatusOr<const ShapeStructInfoNode*> ShapeArg(const CallNode& call, size_t
   KILN_CHECK(index < call.args.size());
   const StructInfo& sinfo = call.args[index].struct_info();
   if (const auto* shape = sinfo.defined() ? sinfo.as<ShapeStructInfoNode>() : nullptr) {
-    if (shape->values) KILN_RETURN_IF_ERROR(CheckInt64Dims(call, *shape->values, absl::StrCat(what, " (argument ", index, ")")));
+    if (shape->values)
+      KILN_RETURN_IF_ERROR(
+          CheckInt64Dims(call, *shape->values, absl::StrCat(what, " (argument ", index, ")")));
     return shape;
   }
   return OpError(call, what, " (argument ", index, ") must be a Shape, got ",
@@ -133,7 +149,7 @@ absl::StatusOr<std::optional<DataType>> DTypeAttr(const CallNode& call, const st
 }
 
 absl::StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const CallNode& call,
-                                                            const std::string& name) {
+                                                             const std::string& name) {
   using Result = std::optional<std::vector<int64_t>>;
   auto it = call.attrs.find(name);
   if (it == call.attrs.end()) return Result();
@@ -177,7 +193,14 @@ absl::StatusOr<std::optional<DataType>> UnifyDType(const CallNode& call,
   return a ? a : b;
 }
 
-std::string UnifyDevice(const std::string& a, const std::string& b) { return a == b ? a : ""; }
+absl::StatusOr<std::string> UnifyDevice(const CallNode& call, const std::string& a,
+                                        const char* what_a, const std::string& b,
+                                        const char* what_b) {
+  if (a.empty()) return b;
+  if (b.empty() || a == b) return a;
+  return OpError(call, "operands are on different devices: ", what_a, " on \"", a, "\", ", what_b,
+                 " on \"", b, "\"");
+}
 
 absl::StatusOr<std::vector<PrimExpr>> BroadcastShapes(const CallNode& call,
                                                       const std::vector<PrimExpr>& a,
@@ -325,7 +348,8 @@ bool KnownNonNegative(const PrimExpr& e, tir::Analyzer& analyzer) {
       }
       return KnownNonNegative(bin->a, analyzer) && KnownNonNegative(bin->b, analyzer);
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 

@@ -66,7 +66,7 @@ absl::StatusOr<std::optional<double>> FloatAttr(const CallNode& call, const std:
 absl::StatusOr<std::optional<DataType>> DTypeAttr(const CallNode& call, const std::string& name);
 // Accepts a vector of integers or a single integer (as a one-element vector).
 absl::StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const CallNode& call,
-                                                            const std::string& name);
+                                                             const std::string& name);
 
 // Normalizes a possibly negative axis into [0, ndim); `ndim` must be known.
 absl::StatusOr<int> NormalizeAxis(const CallNode& call, int64_t axis, int ndim,
@@ -83,8 +83,12 @@ absl::StatusOr<std::optional<DataType>> UnifyDType(const CallNode& call,
                                                    const char* what_a,
                                                    const std::optional<DataType>& b,
                                                    const char* what_b);
-// The device both operands share, or "" when they differ or are unspecified.
-std::string UnifyDevice(const std::string& a, const std::string& b);
+// The device of a result computed from two operands: an unspecified ("") device takes the
+// other's; two different explicit devices are an error (an operator runs on one device, a
+// copy must be explicit).
+absl::StatusOr<std::string> UnifyDevice(const CallNode& call, const std::string& a,
+                                        const char* what_a, const std::string& b,
+                                        const char* what_b);
 
 // Broadcasts two known shapes (see the rule at the top of this file). Dims are simplified.
 absl::StatusOr<std::vector<PrimExpr>> BroadcastShapes(const CallNode& call,

@@ -31,11 +31,13 @@ absl::StatusOr<StructInfo> ReduceResult(const CallNode& call, const TensorStruct
   }
   std::vector<bool> reduced(static_cast<size_t>(data.ndim), !axes_attr.has_value());
   if (axes_attr) {
-    KILN_ASSIGN_OR_RETURN(std::vector<int> axes, NormalizeAxes(call, *axes_attr, data.ndim, "axis"));
+    KILN_ASSIGN_OR_RETURN(std::vector<int> axes,
+                          NormalizeAxes(call, *axes_attr, data.ndim, "axis"));
     for (int a : axes) reduced[static_cast<size_t>(a)] = true;
   }
   int out_ndim = 0;
-  for (int i = 0; i < data.ndim; ++i) out_ndim += (keepdims || !reduced[static_cast<size_t>(i)]) ? 1 : 0;
+  for (int i = 0; i < data.ndim; ++i)
+    out_ndim += (keepdims || !reduced[static_cast<size_t>(i)]) ? 1 : 0;
   if (!data.shape) return TensorSInfoOfNdim(out_ndim, dtype, data.device);
   std::vector<PrimExpr> out;
   for (int i = 0; i < data.ndim; ++i) {
@@ -130,23 +132,31 @@ absl::StatusOr<StructInfo> InferAstype(const CallNode& call, tir::Analyzer&) {
 
 void RegisterReduceOps(OpRegistry& registry) {
   for (const char* name : {"sum", "max", "min"}) {
-    registry.Register({name, 1, 1, true, {"axis", "keepdims"},
-                       [](const CallNode& call, tir::Analyzer& analyzer) {
-                         return InferReduce(call, analyzer, /*needs_float=*/false);
-                       }});
+    registry.Register(
+        {name, 1, 1, true, {"axis", "keepdims"}, [](const CallNode& call, tir::Analyzer& analyzer) {
+           return InferReduce(call, analyzer, /*needs_float=*/false);
+         }});
   }
-  registry.Register({"mean", 1, 1, true, {"axis", "keepdims"},
-                     [](const CallNode& call, tir::Analyzer& analyzer) {
-                       return InferReduce(call, analyzer, /*needs_float=*/true);
-                     }});
+  registry.Register(
+      {"mean", 1, 1, true, {"axis", "keepdims"}, [](const CallNode& call, tir::Analyzer& analyzer) {
+         return InferReduce(call, analyzer, /*needs_float=*/true);
+       }});
   registry.Register({"argmax", 1, 1, true, {"axis", "keepdims"}, InferArgReduce});
   registry.Register({"argmin", 1, 1, true, {"axis", "keepdims"}, InferArgReduce});
   registry.Register({"softmax", 1, 1, true, {"axis"}, InferSoftmax});
-  registry.Register({"layer_norm", 3, 3, true, {"axes", "epsilon"},
+  registry.Register({"layer_norm",
+                     3,
+                     3,
+                     true,
+                     {"axes", "epsilon"},
                      [](const CallNode& call, tir::Analyzer& analyzer) {
                        return InferNorm(call, analyzer, {"gamma", "beta"});
                      }});
-  registry.Register({"rms_norm", 2, 2, true, {"axes", "epsilon"},
+  registry.Register({"rms_norm",
+                     2,
+                     2,
+                     true,
+                     {"axes", "epsilon"},
                      [](const CallNode& call, tir::Analyzer& analyzer) {
                        return InferNorm(call, analyzer, {"weight"});
                      }});

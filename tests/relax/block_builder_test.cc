@@ -168,6 +168,12 @@ TEST(BlockBuilderTest, MatchCastDefinesNewSymbolicVars) {
   EXPECT_EQ(Error(bb.EmitMatchCast(x, TensorSInfo({q + 1, k}, f32)).status()),
             "match_cast to Tensor((q + 1, k), float32) uses symbolic variable 'q' before it is "
             "defined (by a parameter's struct info or a match_cast)");
+  // A failed cast defines nothing: p is still unknown afterwards.
+  tir::Var p = tir::Var::Shape("p");
+  EXPECT_FALSE(bb.EmitMatchCast(x, TensorSInfo({p}, f32)).ok());
+  EXPECT_EQ(Error(bb.EmitMatchCast(x, TensorSInfo({p + 1, k}, f32)).status()),
+            "match_cast to Tensor((p + 1, k), float32) uses symbolic variable 'p' before it is "
+            "defined (by a parameter's struct info or a match_cast)");
   BindingBlock block = bb.EndBlock();
   ASSERT_EQ(block.bindings.size(), 2u);
   EXPECT_TRUE(block.bindings[0].is_match_cast());

@@ -9,15 +9,18 @@ TEST(CallTirTest, ResultIsTheSinfoArg) {
   tir::Var n = tir::Var::Shape("n");
   Expr f = GlobalVar("add_kernel");
   Expr args = TupleOf({T({n, 4}), T({n, 4})});
-  EXPECT_EQ(Infer("call_tir", {f, args}, {}, {TensorSInfo({n, 4}, f32)}), "Tensor((n, 4), float32)");
+  EXPECT_EQ(Infer("call_tir", {f, args}, {}, {TensorSInfo({n, 4}, f32)}),
+            "Tensor((n, 4), float32)");
   EXPECT_EQ(Infer("call_tir", {f, args, ShapeExpr({n})}, {},
                   {TupleSInfo({TensorSInfo({n}, f32), TensorSInfo({n + 1}, i64)})}),
             "Tuple(Tensor((n,), float32), Tensor((n + 1,), int64))");
-  EXPECT_EQ(Infer("call_tir", {f, args}), "error: call_tir: needs exactly one output struct info (sinfo_args), got 0");
+  EXPECT_EQ(Infer("call_tir", {f, args}),
+            "error: call_tir: needs exactly one output struct info (sinfo_args), got 0");
   EXPECT_EQ(Infer("call_tir", {f, args}, {}, {ObjectSInfo()}),
             "error: call_tir: outputs must be Tensors, got Object");
-  EXPECT_EQ(Infer("call_tir", {f, args}, {}, {TensorSInfoOfNdim(kUnknownNdim, f32)}),
-            "error: call_tir: output Tensor(float32) must have a known ndim (the caller allocates it)");
+  EXPECT_EQ(
+      Infer("call_tir", {f, args}, {}, {TensorSInfoOfNdim(kUnknownNdim, f32)}),
+      "error: call_tir: output Tensor(float32) must have a known ndim (the caller allocates it)");
   EXPECT_EQ(Infer("call_tir", {ExternFunc("k"), args}, {}, {TensorSInfo({n}, f32)}),
             "error: call_tir: argument 0 must be a GlobalVar (a PrimFunc)");
   EXPECT_EQ(Infer("call_tir", {f, T({n})}, {}, {TensorSInfo({n}, f32)}),
@@ -29,7 +32,8 @@ TEST(CallTirTest, ResultIsTheSinfoArg) {
 TEST(CallDpsLibraryTest, ResultIsTheSinfoArg) {
   tir::Var n = tir::Var::Shape("n");
   Expr f = ExternFunc("kiln.gemm");
-  EXPECT_EQ(Infer("call_dps_library", {f, TupleOf({T({n, 4}), T({4, 8})})}, {}, {TensorSInfo({n, 8}, f32)}),
+  EXPECT_EQ(Infer("call_dps_library", {f, TupleOf({T({n, 4}), T({4, 8})})}, {},
+                  {TensorSInfo({n, 8}, f32)}),
             "Tensor((n, 8), float32)");
   EXPECT_EQ(Infer("call_dps_library", {GlobalVar("g"), TupleOf({})}, {}, {TensorSInfo({n}, f32)}),
             "error: call_dps_library: argument 0 must be an ExternFunc");
@@ -42,7 +46,8 @@ TEST(CallBuiltinTest, ImpureWithOptionalResult) {
   EXPECT_EQ(Infer("call_builtin", {f}, {}, {TensorSInfo({n}, f32)}), "Tensor((n,), float32)");
   EXPECT_EQ(Infer("call_builtin", {f}, {}, {ObjectSInfo(), ObjectSInfo()}),
             "error: call_builtin: takes at most one result struct info (sinfo_args), got 2");
-  EXPECT_EQ(Infer("call_builtin", {T({n})}), "error: call_builtin: argument 0 must be an ExternFunc");
+  EXPECT_EQ(Infer("call_builtin", {T({n})}),
+            "error: call_builtin: argument 0 must be an ExternFunc");
   EXPECT_FALSE(OpRegistry::Global().Find("call_builtin")->pure);
 }
 

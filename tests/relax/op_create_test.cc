@@ -12,8 +12,9 @@ TEST(CreateTest, FullZerosOnes) {
   EXPECT_EQ(Infer("full", {ShapeExpr({n + 1}), PrimValue(int64_t{0})}, {{"dtype", f16}}),
             "Tensor((n + 1,), float16)");
   EXPECT_EQ(Infer("full", {ShapeExpr({n}), T({}, i32)}), "Tensor((n,), int32)");
-  EXPECT_EQ(Infer("full", {ShapeExpr({n}), T({2}, i32)}),
-            "error: full: fill_value must be a scalar (Prim or 0-d tensor), got Tensor((2,), int32)");
+  EXPECT_EQ(
+      Infer("full", {ShapeExpr({n}), T({2}, i32)}),
+      "error: full: fill_value must be a scalar (Prim or 0-d tensor), got Tensor((2,), int32)");
   EXPECT_EQ(Infer("full", {T({n}), PrimValue(1)}),
             "error: full: shape (argument 0) must be a Shape, got Tensor((n,), float32)");
   EXPECT_EQ(Infer("zeros", {ShapeExpr({n, 2})}), "Tensor((n, 2), float32)");
@@ -43,14 +44,17 @@ TEST(CreateTest, ArangeLengths) {
   EXPECT_EQ(Infer("arange", {}, {{"end", 2.0}, {"step", 0.5}}), "Tensor((4,), float32)");
   EXPECT_EQ(Infer("arange", {}, {{"start", int64_t{1}}, {"end", int64_t{4}}, {"dtype", f32}}),
             "Tensor((3,), float32)");
-  EXPECT_EQ(Infer("arange", {PrimValue(tir::FloatImm(f32, 0.5)), PrimValue(n)}), "Tensor(ndim=1, float32)");
+  EXPECT_EQ(Infer("arange", {PrimValue(tir::FloatImm(f32, 0.5)), PrimValue(n)}),
+            "Tensor(ndim=1, float32)");
   EXPECT_EQ(Infer("arange", {Var("p", PrimSInfo(i64))}), "Tensor(ndim=1, int64)");
-  EXPECT_EQ(Infer("arange", {}, {{"start", int64_t{1}}}), "error: arange: attribute 'end' is required");
+  EXPECT_EQ(Infer("arange", {}, {{"start", int64_t{1}}}),
+            "error: arange: attribute 'end' is required");
   EXPECT_EQ(Infer("arange", {PrimValue(int64_t{1}), PrimValue(int64_t{4}), PrimValue(int64_t{0})}),
             "error: arange: step must not be 0");
   EXPECT_EQ(Infer("arange", {PrimValue(int64_t{4})}, {{"end", int64_t{4}}}),
             "error: arange: bounds come from the arguments or from attributes, not both");
-  EXPECT_EQ(Infer("arange", {T({})}), "error: arange: argument 0 must be a Prim, got Tensor((), float32)");
+  EXPECT_EQ(Infer("arange", {T({})}),
+            "error: arange: argument 0 must be a Prim, got Tensor((), float32)");
 }
 
 }  // namespace

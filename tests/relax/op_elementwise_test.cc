@@ -10,13 +10,21 @@ using ::testing::HasSubstr;
 
 TEST(OpRegistryTest, FindsEveryOperatorAndDeclaresPurity) {
   const OpRegistry& reg = OpRegistry::Global();
-  for (const char* name :
-       {"add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "negative", "exp",
-        "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "matmul", "reshape",
-        "permute_dims", "broadcast_to", "concat", "split", "strided_slice", "take", "where",
-        "sum", "mean", "max", "argmax", "softmax", "layer_norm", "rms_norm", "astype", "full",
-        "zeros", "ones", "arange", "conv2d", "max_pool2d", "call_tir", "call_dps_library",
-        "call_builtin", "shape_of", "print"}) {
+  for (const char* name : {"add",          "subtract",     "multiply",
+                           "divide",       "maximum",      "minimum",
+                           "power",        "negative",     "exp",
+                           "log",          "sqrt",         "rsqrt",
+                           "tanh",         "sigmoid",      "relu",
+                           "gelu",         "silu",         "matmul",
+                           "reshape",      "permute_dims", "broadcast_to",
+                           "concat",       "split",        "strided_slice",
+                           "take",         "where",        "sum",
+                           "mean",         "max",          "argmax",
+                           "softmax",      "layer_norm",   "rms_norm",
+                           "astype",       "full",         "zeros",
+                           "ones",         "arange",       "conv2d",
+                           "max_pool2d",   "call_tir",     "call_dps_library",
+                           "call_builtin", "shape_of",     "print"}) {
     const OpInfo* info = reg.Find(name);
     ASSERT_NE(info, nullptr) << name;
     EXPECT_EQ(info->name, name);
@@ -83,6 +91,13 @@ TEST(ElementwiseTest, BinaryDtypesAndUnknowns) {
             "error: add: rhs (argument 1) must be a Tensor, got Shape((n,))");
   Var cpu("a", TensorSInfo({n}, f32, "cpu"));
   EXPECT_EQ(Infer("add", {cpu, cpu}), "Tensor((n,), float32, device=\"cpu\")");
+  EXPECT_EQ(Infer("add", {T({n}), cpu}), "Tensor((n,), float32, device=\"cpu\")");
+  Var gpu("g", TensorSInfo({n}, f32, "cuda:0"));
+  EXPECT_EQ(Infer("add", {cpu, gpu}),
+            "error: add: operands are on different devices: lhs on \"cpu\", rhs on \"cuda:0\"");
+  EXPECT_EQ(Infer("matmul", {Var("a", TensorSInfo({n, 4}, f32, "cpu")),
+                             Var("b", TensorSInfo({4, 2}, f32, "cuda:0"))}),
+            "error: matmul: operands are on different devices: lhs on \"cpu\", rhs on \"cuda:0\"");
 }
 
 TEST(ElementwiseTest, ShapeDimsMustBeInt64) {

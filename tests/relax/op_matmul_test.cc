@@ -19,8 +19,9 @@ TEST(MatmulTest, OneDimensionalOperandsAsNumpy) {
   EXPECT_EQ(Infer("matmul", {T({4}), T({4})}), "Tensor((), float32)");
   EXPECT_EQ(Infer("matmul", {T({4}), T({2, 4, n})}), "Tensor((2, n), float32)");
   EXPECT_EQ(Infer("matmul", {T({2, n, 4}), T({4})}), "Tensor((2, n), float32)");
-  EXPECT_EQ(Infer("matmul", {T({}), T({4})}),
-            "error: matmul: operands must have at least 1 dimension, got lhs ndim 0 and rhs ndim 1");
+  EXPECT_EQ(
+      Infer("matmul", {T({}), T({4})}),
+      "error: matmul: operands must have at least 1 dimension, got lhs ndim 0 and rhs ndim 1");
 }
 
 TEST(MatmulTest, InnerDimsMustMatch) {
@@ -39,8 +40,9 @@ TEST(MatmulTest, DtypesAndUnknowns) {
   tir::Var n = tir::Var::Shape("n");
   EXPECT_EQ(Infer("matmul", {T({n, 4}, f16), T({4, 4}, f16)}, {{"out_dtype", f32}}),
             "Tensor((n, 4), float32)");
-  EXPECT_EQ(Infer("matmul", {T({n, 4}, f16), T({4, 4}, f16)}, {{"out_dtype", std::string("float32")}}),
-            "Tensor((n, 4), float32)");
+  EXPECT_EQ(
+      Infer("matmul", {T({n, 4}, f16), T({4, 4}, f16)}, {{"out_dtype", std::string("float32")}}),
+      "Tensor((n, 4), float32)");
   EXPECT_EQ(Infer("matmul", {T({n, 4}, f16), T({4, 4}, f32)}),
             "error: matmul: dtypes differ: lhs is float16, rhs is float32");
   EXPECT_EQ(Infer("matmul", {T({n, 4}), T({4, 4})}, {{"out_dtype", int64_t{3}}}),

@@ -19,9 +19,13 @@ TEST(Conv2dTest, OutputSizes) {
                   {{"strides", Ints{2, 2}}, {"padding", Ints{3, 3, 3, 3}}}),
             "Tensor((1, 64, 112, 112), float32)");
   // Symbolic H/W, no padding, stride 1: h - 2.
-  EXPECT_EQ(Infer("conv2d", {T({n, 8, h, w}), T({8, 8, 3, 3})}), "Tensor((n, 8, h - 2, w - 2), float32)");
+  EXPECT_EQ(Infer("conv2d", {T({n, 8, h, w}), T({8, 8, 3, 3})}),
+            "Tensor((n, 8, h - 2, w - 2), float32)");
   EXPECT_EQ(Infer("conv2d", {T({n, 8, h, w + 1}), T({4, 4, 3, 3})},
-                  {{"strides", Ints{2}}, {"padding", Ints{1, 0}}, {"dilation", Ints{2}}, {"groups", int64_t{2}}}),
+                  {{"strides", Ints{2}},
+                   {"padding", Ints{1, 0}},
+                   {"dilation", Ints{2}},
+                   {"groups", int64_t{2}}}),
             "Tensor((n, 4, floordiv(h + 1, 2) - 1, floordiv(w, 2) - 1), float32)");
 }
 
@@ -29,14 +33,17 @@ TEST(Conv2dTest, Errors) {
   tir::Var n = tir::Var::Shape("n");
   tir::Var c = tir::Var::Shape("c");
   EXPECT_EQ(Infer("conv2d", {T({n, 3, 8, 8}), T({16, 4, 3, 3})}),
-            "error: conv2d: data channels (dim 1: 3) differ from weight in_channels (dim 1: 4) * groups (1)");
+            "error: conv2d: data channels (dim 1: 3) differ from weight in_channels (dim 1: 4) * "
+            "groups (1)");
   EXPECT_EQ(Infer("conv2d", {T({n, c, 8, 8}), T({16, c + 1, 3, 3})}),
-            "error: conv2d: data channels (dim 1: c) differ from weight in_channels (dim 1: c + 1) * groups (1)");
+            "error: conv2d: data channels (dim 1: c) differ from weight in_channels (dim 1: c + 1) "
+            "* groups (1)");
   EXPECT_EQ(Infer("conv2d", {T({n, 4, 8, 8}), T({3, 2, 3, 3})}, {{"groups", int64_t{2}}}),
             "error: conv2d: weight out_channels (3) is not divisible by groups (2)");
   EXPECT_EQ(Infer("conv2d", {T({n, 3, 2, 8}), T({4, 3, 3, 3})}),
             "error: conv2d: window of 3 (dilation 1) is larger than the padded height dim 2 + 0");
-  EXPECT_EQ(Infer("conv2d", {T({n, 3, 8}), T({4, 3, 3, 3})}), "error: conv2d: data must be 4-d, got ndim 3");
+  EXPECT_EQ(Infer("conv2d", {T({n, 3, 8}), T({4, 3, 3, 3})}),
+            "error: conv2d: data must be 4-d, got ndim 3");
   EXPECT_EQ(Infer("conv2d", {T({n, 3, 8, 8}), T({4, 3, 3, 3})}, {{"padding", Ints{1, 2, 3}}}),
             "error: conv2d: attribute 'padding' needs 1, 2 or 4 values, got 3");
   EXPECT_EQ(Infer("conv2d", {T({n, 3, 8, 8}), T({4, 3, 3, 3})}, {{"strides", Ints{0}}}),
@@ -58,7 +65,8 @@ TEST(MaxPool2dTest, OutputSizes) {
             "Tensor((1, 64, 56, 56), float32)");
   EXPECT_EQ(Infer("max_pool2d", {T({n, 16, h, 32})}, {{"pool_size", Ints{2}}}),
             "Tensor((n, 16, floordiv(h, 2), 16), float32)");
-  EXPECT_EQ(Infer("max_pool2d", {T({n, 16, h, 32})}), "error: max_pool2d: attribute 'pool_size' is required");
+  EXPECT_EQ(Infer("max_pool2d", {T({n, 16, h, 32})}),
+            "error: max_pool2d: attribute 'pool_size' is required");
 }
 
 }  // namespace

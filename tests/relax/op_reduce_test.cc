@@ -69,8 +69,9 @@ TEST(NormTest, LayerNormAndRmsNorm) {
             "error: layer_norm: dtypes differ: data is float32, beta is float16");
   EXPECT_EQ(Infer("layer_norm", {T({n, h}), T({h}), T({h})}, {{"epsilon", true}}),
             "error: layer_norm: attribute 'epsilon' must be a float, got bool");
-  EXPECT_EQ(Infer("rms_norm", {T({n, h}, f16), T({h}, f16)}, {{"epsilon", 1e-6}, {"axes", Ints{-1}}}),
-            "Tensor((n, h), float16)");
+  EXPECT_EQ(
+      Infer("rms_norm", {T({n, h}, f16), T({h}, f16)}, {{"epsilon", 1e-6}, {"axes", Ints{-1}}}),
+      "Tensor((n, h), float16)");
   EXPECT_EQ(Infer("rms_norm", {T({n, 8}), T({4})}),
             "error: rms_norm: weight dim 0 (4) differs from data dim 1 (8)");
   EXPECT_EQ(Infer("rms_norm", {TNdim(kUnknownNdim), T({h})}), "Tensor(float32)");
@@ -82,8 +83,8 @@ TEST(AstypeTest, ChangesDtype) {
   EXPECT_EQ(Infer("astype", {TNdim(kUnknownNdim, std::nullopt)}, {{"dtype", std::string("int8")}}),
             "Tensor(int8)");
   EXPECT_EQ(Infer("astype", {T({n})}), "error: astype: attribute 'dtype' is required");
-  EXPECT_EQ(Infer("astype", {T({n})}, {{"dtype", std::string("float33x")}}).rfind(
-                "error: astype: attribute 'dtype': ", 0),
+  EXPECT_EQ(Infer("astype", {T({n})}, {{"dtype", std::string("float33x")}})
+                .rfind("error: astype: attribute 'dtype': ", 0),
             0u);
 }
 

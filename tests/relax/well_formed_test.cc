@@ -282,6 +282,22 @@ TEST(WellFormedTest, TirVarUsedOutsideScope) {
             "function 'prim': variable 'i' is used outside its scope");
 }
 
+TEST(WellFormedTest, TirBlockAndLetVarsAreScoped) {
+  tir::Buffer A("A", f32, {8});
+  tir::Var i("i");
+  tir::Var vi("vi");
+  tir::Var t("t", f32);
+  tir::Stmt block = tir::Block("b", {{vi, 8, tir::IterType::kSpatial, i}},
+                               tir::LetStmt(t, A.Load({vi}), tir::BufferStore(A, t, {vi})));
+  tir::Stmt loop = tir::For(i, 0, 8, tir::ForKind::kSerial, block);
+  EXPECT_EQ(Check(WithPrim(tir::PrimFunc({{A, {}}}, loop))), "OK");
+  // vi and t used after the block that defines them.
+  tir::Stmt after = tir::BufferStore(A, t, {vi});
+  EXPECT_EQ(Check(WithPrim(tir::PrimFunc({{A, {}}}, tir::SeqStmt({loop, after})))),
+            "function 'prim': variable 't' is used outside its scope\n"
+            "function 'prim': variable 'vi' is used outside its scope");
+}
+
 TEST(WellFormedTest, TirBufferNotInScope) {
   tir::Buffer A("A", f32, {8});
   tir::Buffer C("C", f32, {8});

@@ -109,6 +109,8 @@ TEST(Analyzer, DividesByConstants) {
   EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(4 * n + 3, 2))), "2 * n + 1");
   EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(6 * n + 4, 3))), "1");
   EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n, 4))), "floordiv(n, 4)");
+  // Variables first, then other terms, then the constant.
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n * 4 + j + 8, 4))), "n + floordiv(j, 4) + 2");
   EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(FloorDiv(n, 4), 2))), "floordiv(n, 8)");
   // Splitting then fusing a loop gives the loop variable back.
   EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(f, 8) * 8 + FloorMod(f, 8))), "f");
@@ -117,6 +119,43 @@ TEST(Analyzer, DividesByConstants) {
   EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(i, -8))), "floormod(i, -8)");
   EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(IntImm(DataType::Int64(), -7), 2))), "-4");
   EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(IntImm(DataType::Int64(), -7), 2))), "1");
+}
+
+TEST(Analyzer, DividesBySymbolicTermsThatDivideExactly) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  Var m = Var::Shape("m");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n * m, m))), "n");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n * m + m, m))), "n + 1");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(6 * n * m, 2 * m))), "3 * n");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorMod(4 * n * m, 2 * m))), "0");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(n * m + 1, m))), "floordiv(m * n + 1, m)");
+  EXPECT_EQ(ToString(analyzer.Simplify(FloorDiv(3 * n * m, 2 * m))), "floordiv(3 * m * n, 2 * m)");
+  EXPECT_TRUE(analyzer.CanProveEqual(FloorDiv(n * m, n), m));
+  IntBound b = analyzer.ConstIntBound(FloorDiv(n, m));
+  EXPECT_EQ(b.min, 0);
+  EXPECT_EQ(b.max, IntBound::kPosInf);
+}
+
+TEST(Analyzer, HandlesLargeAndSharedExpressions) {
+  Analyzer analyzer;
+  std::vector<Var> vars;
+  for (int i = 0; i < 50; ++i) vars.push_back(Var::Shape("v" + std::to_string(100 + i)));
+  // A long sum whose terms cancel pairwise.
+  PrimExpr sum = 0;
+  for (int round = 0; round < 20; ++round) {
+    for (const Var& v : vars) sum = sum + v * (round + 1);
+    for (const Var& v : vars) sum = sum - v * (round + 1);
+  }
+  EXPECT_EQ(ToString(analyzer.Simplify(sum)), "0");
+  // A DAG whose tree form has 2^60 nodes: converted once per shared node.
+  Var n = Var::Shape("n");
+  PrimExpr e = n;
+  for (int i = 0; i < 60; ++i) e = e - e + e + 1;
+  EXPECT_EQ(ToString(analyzer.Simplify(e)), "n + 60");
+  IntBound b = analyzer.ConstIntBound(e);
+  EXPECT_EQ(b.min, 60);
+  EXPECT_TRUE(analyzer.CanProveEqual(e, n + 60));
 }
 
 TEST(Analyzer, FoldsMinMaxComparisonsAndLogicWhenBoundsDecide) {
@@ -128,11 +167,24 @@ TEST(Analyzer, FoldsMinMaxComparisonsAndLogicWhenBoundsDecide) {
   EXPECT_EQ(ToString(analyzer.Simplify(Max(i, 8))), "8");
   EXPECT_EQ(ToString(analyzer.Simplify(Min(n, n + 1))), "n");
   EXPECT_EQ(ToString(analyzer.Simplify(Max(n, m))), ToString(analyzer.Simplify(Max(m, n))));
+  EXPECT_EQ(ToString(analyzer.Simplify(Min(Min(n, 5), 3))), "min(n, 3)");
+  EXPECT_EQ(ToString(analyzer.Simplify(Min(n + 2, m + 2))), "min(m, n) + 2");
+  // Terms outside a min/max that cancel against an operand move inside.
+  EXPECT_EQ(ToString(analyzer.Simplify(n - Min(n, 1))), "max(n - 1, 0)");
+  EXPECT_EQ(ToString(analyzer.Simplify(Max(n - Min(1, n), 0))), "max(n - 1, 0)");
+  EXPECT_EQ(ToString(analyzer.Simplify(Max(n, m) - m)), "max(n - m, 0)");
+  EXPECT_EQ(ToString(analyzer.Simplify(Max(Max(n, m + 1), m))), "max(m + 1, n)");
   EXPECT_EQ(ToString(analyzer.Simplify(LT(i, 8))), "true");
   EXPECT_EQ(ToString(analyzer.Simplify(GE(n, 0))), "true");
   EXPECT_EQ(ToString(analyzer.Simplify(EQ(2 * n, 2 * m + 1))), "false");
   EXPECT_EQ(ToString(analyzer.Simplify(LT(n + 1, m + 1))), "n < m");
   EXPECT_EQ(ToString(analyzer.Simplify(GT(8, n))), "n < 8");
+  EXPECT_EQ(ToString(analyzer.Simplify(GT(n, 3))), "n > 3");
+  EXPECT_EQ(ToString(analyzer.Simplify(NE(2 * n, 4))), "n != 2");
+  EXPECT_EQ(ToString(analyzer.Simplify(LE(n * 2, m * 2))), "n <= m");
+  EXPECT_EQ(ToString(analyzer.Simplify(LT(2 * n, 5))), "n < 3");
+  EXPECT_EQ(ToString(analyzer.Simplify(LE(2 * n, 5))), "n <= 2");
+  EXPECT_EQ(ToString(analyzer.Simplify(LT(5, 2 * n))), "n > 2");
   EXPECT_EQ(ToString(analyzer.Simplify(And(LT(i, 8), LT(n, m)))), "n < m");
   EXPECT_EQ(ToString(analyzer.Simplify(Or(LT(i, 0), LT(n, m)))), "n < m");
   EXPECT_EQ(ToString(analyzer.Simplify(Not(LT(n, m)))), "m <= n");
@@ -154,6 +206,26 @@ TEST(Analyzer, FoldsCastsOfConstantsAndLeavesFloatsAlone) {
   EXPECT_EQ(ToString(analyzer.Simplify(mixed)), "x * cast(float32, 2 * n)");
   Buffer a("A", DataType::Float32(), {n});
   EXPECT_EQ(ToString(analyzer.Simplify(a.Load({n + 1 - 1}))), "A[n]");
+}
+
+TEST(Analyzer, SimplifiesInsideLetsVectorsCallsAndLoads) {
+  Analyzer analyzer;
+  Var n = Var::Shape("n");
+  Var i("i", DataType::Int64(), 0, 7);
+  Var t("t");
+  // Inside the body t has the bound of its value, [1, 8].
+  PrimExpr let = Let(t, i + 1, FloorDiv(t * 2 - t, 16) + t);
+  EXPECT_EQ(ToString(analyzer.Simplify(let)), "let t = i + 1 in t");
+  IntBound b = analyzer.ConstIntBound(Let(t, i + 1, t * 2));
+  EXPECT_EQ(b.min, 2);
+  EXPECT_EQ(b.max, 16);
+  EXPECT_EQ(ToString(analyzer.Simplify(Ramp(n + 1 - 1, 2 * n - n, 4))), "ramp(n, n, 4)");
+  b = analyzer.ConstIntBound(Ramp(i, 2, 4));
+  EXPECT_EQ(b.min, 0);
+  EXPECT_EQ(b.max, 13);
+  EXPECT_EQ(ToString(analyzer.Simplify(Broadcast(i * 3 - i, 8))), "broadcast(2 * i, 8)");
+  Var x("x", DataType::Float32());
+  EXPECT_EQ(ToString(analyzer.Simplify(Call("exp", {x * Cast(DataType::Float32(), i - i + 2)}))), "exp(x * 2.0)");
 }
 
 TEST(Analyzer, SimplifiesNarrowIntegerTypes) {
@@ -252,6 +324,11 @@ TEST(Analyzer, ProvesWhatHoldsAndOnlyThat) {
   EXPECT_TRUE(analyzer.CanProve(GE(n, 0)));
   EXPECT_FALSE(analyzer.CanProve(GE(n, 1)));
   EXPECT_TRUE(analyzer.CanProve(And(LE(n, n + m), LT(n, n + 1))));
+  Var k("k");
+  EXPECT_TRUE(analyzer.CanProveLE(Min(k, m), k));
+  EXPECT_TRUE(analyzer.CanProveLE(k, Max(k, m)));
+  EXPECT_TRUE(analyzer.CanProveLT(Min(k, m) + 1, k + 2));
+  EXPECT_FALSE(analyzer.CanProveLE(Min(k, m), k - 1));
   // Mixed integer widths compare as int64; floats never prove an order.
   Var i("i", DataType::Int32(), 0, 10);
   EXPECT_TRUE(analyzer.CanProveLT(i, n + 11));
@@ -275,10 +352,25 @@ class RandomExprs {
 
   PrimExpr Int(int depth) {
     if (depth == 0 || Uniform(0, 9) < 2) {
-      if (Uniform(0, 9) < 7) return vars_[Uniform(0, static_cast<int64_t>(vars_.size()) - 1)];
+      int64_t pick = Uniform(0, 9);
+      if (pick < 6) return vars_[Uniform(0, static_cast<int64_t>(vars_.size()) - 1)];
+      if (pick < 8) return Linear();
       return PrimExpr(Uniform(-6, 6));
     }
-    switch (Uniform(0, 10)) {
+    switch (Uniform(0, 12)) {
+      case 11: {
+        // Division by an expression, which may be zero (such points are skipped).
+        if (Uniform(0, 3) == 0) return Uniform(0, 1) == 0 ? FloorDiv(Int(depth - 1), Int(depth - 1))
+                                                          : FloorMod(Int(depth - 1), Int(depth - 1));
+        return Linear();
+      }
+      case 12: {
+        // Split then fuse: c * floordiv(x, c) + floormod(x, c), sometimes scaled.
+        PrimExpr x = Uniform(0, 1) == 0 ? Linear() : Int(depth - 1);
+        PrimExpr c(Uniform(1, 9));
+        PrimExpr k(Uniform(1, 3));
+        return k * (FloorDiv(x, c) * c) + FloorMod(x, c) * k;
+      }
       case 0: case 1: return Int(depth - 1) + Int(depth - 1);
       case 2: return Int(depth - 1) - Int(depth - 1);
       case 3: return Int(depth - 1) * PrimExpr(Uniform(-4, 4));
@@ -290,6 +382,16 @@ class RandomExprs {
       case 9: return Select(Bool(depth - 1), Int(depth - 1), Int(depth - 1));
       default: return Int(depth - 1) + PrimExpr(Uniform(-10, 10));
     }
+  }
+
+  // An index-like sum c1 * v1 + c2 * v2 + k, where floordiv/floormod have terms to split.
+  PrimExpr Linear() {
+    PrimExpr out(Uniform(-10, 10));
+    for (const Var& v : vars_) {
+      int64_t c = Uniform(-2, 8);
+      if (c != 0) out = out + PrimExpr(c) * v;
+    }
+    return out;
   }
 
   PrimExpr Bool(int depth) {
@@ -351,6 +453,7 @@ TEST(Analyzer, RandomExpressionsKeepTheirValues) {
     ASSERT_EQ(s.dtype(), e.dtype()) << ToString(e);
     if (ToString(s) != ToString(e)) ++changed;
     IntBound bound = analyzer.ConstIntBound(e);
+    IntBound simplified_bound = analyzer.ConstIntBound(s);
     PrimExpr other = gen.Int(2);
     bool le = !boolean && analyzer.CanProveLE(e, other);
     bool lt = !boolean && analyzer.CanProveLT(e, other);
@@ -376,6 +479,7 @@ TEST(Analyzer, RandomExpressionsKeepTheirValues) {
       ASSERT_EQ(before, after) << ToString(e) << "\n  simplified to " << ToString(s);
       ASSERT_TRUE(bound.Contains(before)) << ToString(e) << " = " << before << " outside [" << bound.min << ", "
                                           << bound.max << "]";
+      ASSERT_TRUE(simplified_bound.Contains(before)) << ToString(s) << " = " << before;
       if (boolean) {
         ASSERT_TRUE(!holds || before != 0) << "proved " << ToString(e);
         continue;
@@ -401,8 +505,9 @@ TEST(Analyzer, SimplifyIsIdempotentOnRandomExpressions) {
   Analyzer analyzer;
   RandomExprs gen(99, {x, y, n});
   for (int iter = 0; iter < 1000; ++iter) {
-    PrimExpr s = analyzer.Simplify(gen.Int(3));
-    EXPECT_EQ(ToString(analyzer.Simplify(s)), ToString(s));
+    PrimExpr e = gen.Int(3);
+    PrimExpr s = analyzer.Simplify(e);
+    EXPECT_EQ(ToString(analyzer.Simplify(s)), ToString(s)) << ToString(e);
   }
 }
 
