@@ -272,3 +272,31 @@ TEST(ReferenceEvaluatorTest, CallTirIsUnimplemented) {
 
 }  // namespace
 }  // namespace kiln::reference
+
+namespace kiln::reference {
+namespace {
+
+// A binding annotated with struct info the operator's result does not have (possible only
+// when the module skips the normalizer) is an Internal error: the reference caught an
+// inference/semantics disagreement.
+TEST(ReferenceEvaluatorTest, ValueDisagreeingWithStructInfoIsInternal) {
+  auto parsed = relax::ParseModule(R"(module {
+  func @main(x: Tensor((2,), float32)) -> Object {
+    y: Tensor((3,), float32) = R.add(x, x)
+    return y
+  }
+})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  testing::ExpectError(Evaluate(parsed->module, "main", {testing::Iota({2})}), absl::StatusCode::kInternal,
+                       {"binding 'y'", "disagrees with the inferred struct info", "dim 0"});
+}
+
+TEST(ReferenceEvaluatorTest, HalfPrecisionRoundsEveryResult) {
+  // 2049 is not a float16: each result rounds to nearest even (2048) before the next op.
+  auto a = HostTensor::FromDoubles(DataType::Float(16), {1}, {2048});
+  auto b = HostTensor::FromDoubles(DataType::Float(16), {1}, {1});
+  testing::ExpectTensor(testing::EvalCall("R.add(R.add(a, b), b)", {a, b}), DataType::Float(16), {1}, {2048}, 0);
+}
+
+}  // namespace
+}  // namespace kiln::reference
