@@ -13,12 +13,34 @@ absl::StatusOr<const HostTensor*> KernelCall::Tensor(size_t i, const char* what)
   return &args[i].tensor();
 }
 
-absl::StatusOr<std::vector<int64_t>> KernelCall::Shape(size_t i, const char* what) const {
+absl::StatusOr<std::vector<int64_t>> KernelCall::Shape(size_t i, const char* what,
+                                                     bool allow_minus_one) const {
   if (i >= args.size()) return Error("missing argument ", what);
   if (args[i].kind() != RefValue::Kind::kShape) {
     return Error(what, " must be a shape, got ", args[i].TypeString());
   }
-  return args[i].shape();
+  const std::vector<int64_t>& dims = args[i].shape();
+  int64_t count = 1;
+  for (int64_t d : dims) {
+    if (d < 0 && !(allow_minus_one && d == -1)) {
+      return Error(what, " ", ShapeString(dims), " has a negative dim");
+    }
+    if (d > 0) count = d > kMaxElements / count ? kMaxElements + 1 : count * d;
+  }
+  if (count > kMaxElements) {
+    return Error(what, " ", ShapeString(dims), " has more than ", kMaxElements, " elements");
+  }
+  return dims;
+}
+
+absl::Status KernelCall::CheckElementCount(const std::vector<int64_t>& shape) const {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return Error("result shape ", ShapeString(shape), " has a negative dim");
+    if (d > 0) count = d > kMaxElements / count ? kMaxElements + 1 : count * d;
+  }
+  if (count > kMaxElements) return Error("result shape ", ShapeString(shape), " is too large");
+  return absl::OkStatus();
 }
 
 absl::Status KernelCall::CheckDType(DataType dtype, const char* what) const {
@@ -137,6 +159,7 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(const KernelCall& call,
     }
     out[k] = da == 1 ? db : da;
   }
+  KILN_RETURN_IF_ERROR(call.CheckElementCount(out));
   return out;
 }
 

@@ -20,6 +20,10 @@
 
 namespace kiln::reference {
 
+// The most elements a kernel creates from a shape given at run time: far beyond any test,
+// small enough that a wrong shape is an error instead of an allocation failure.
+inline constexpr int64_t kMaxElements = int64_t{1} << 31;
+
 // One operator call: its IR node (for attributes) and its evaluated arguments.
 struct KernelCall {
   const relax::CallNode& call;
@@ -32,8 +36,13 @@ struct KernelCall {
   }
   // Argument `i` as a tensor / shape / prim; `what` names it in errors.
   absl::StatusOr<const HostTensor*> Tensor(size_t i, const char* what) const;
-  absl::StatusOr<std::vector<int64_t>> Shape(size_t i, const char* what) const;
+  // A shape argument's dims must be >= 0 (reshape alone passes allow_minus_one) and
+  // describe at most kMaxElements elements.
+  absl::StatusOr<std::vector<int64_t>> Shape(size_t i, const char* what,
+                                             bool allow_minus_one = false) const;
 
+  // An error unless `shape` has at most kMaxElements elements (dims >= 0).
+  absl::Status CheckElementCount(const std::vector<int64_t>& shape) const;
   // An error unless HostTensor supports `dtype`.
   absl::Status CheckDType(DataType dtype, const char* what) const;
 

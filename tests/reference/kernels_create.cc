@@ -92,16 +92,24 @@ absl::StatusOr<RefValue> Arange(const KernelCall& call) {
   if (all_int) {
     int64_t start = bounds[0].int_value, end = bounds[1].int_value, step = bounds[2].int_value;
     if (step == 0) return call.Error("step is 0");
-    int64_t len = step > 0 ? (end > start ? (end - start + step - 1) / step : 0)
-                           : (start > end ? (start - end - step - 1) / -step : 0);
+    // |end - start| and |step| as uint64 so that no bound overflows.
+    const uint64_t span = step > 0 ? static_cast<uint64_t>(end) - static_cast<uint64_t>(start)
+                                   : static_cast<uint64_t>(start) - static_cast<uint64_t>(end);
+    const uint64_t abs_step = step > 0 ? static_cast<uint64_t>(step) : 0 - static_cast<uint64_t>(step);
+    const bool empty = step > 0 ? end <= start : start <= end;
+    const uint64_t ulen = empty ? 0 : (span - 1) / abs_step + 1;
+    if (ulen > static_cast<uint64_t>(kMaxElements)) return call.Error("the range has more than ", kMaxElements, " elements");
+    const auto len = static_cast<int64_t>(ulen);
     HostTensor out(out_dtype, {len});
-    for (int64_t i = 0; i < len; ++i) out.SetInt(i, start + i * step);
+    for (int64_t i = 0; i < len; ++i) {
+      out.SetInt(i, static_cast<int64_t>(static_cast<uint64_t>(start) + static_cast<uint64_t>(i) * static_cast<uint64_t>(step)));
+    }
     return RefValue(std::move(out));
   }
   double start = bounds[0].AsDouble(), end = bounds[1].AsDouble(), step = bounds[2].AsDouble();
   if (step == 0) return call.Error("step is 0");
   double len_d = std::ceil((end - start) / step);
-  if (!(len_d < 1e9)) return call.Error("the range is too long or not finite");
+  if (!(len_d <= static_cast<double>(kMaxElements))) return call.Error("the range is too long or not finite");
   auto len = static_cast<int64_t>(std::max(len_d, 0.0));
   HostTensor out(out_dtype, {len});
   for (int64_t i = 0; i < len; ++i) out.SetDouble(i, start + static_cast<double>(i) * step);

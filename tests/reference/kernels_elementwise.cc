@@ -31,8 +31,11 @@ absl::StatusOr<int64_t> IntBinary(const KernelCall& call, BinOp op, int64_t a, i
         if (a == 0) return call.Error("zero to a negative integer power");
         return a == 1 ? 1 : a == -1 ? ((-b) % 2 == 0 ? 1 : -1) : 0;
       }
-      uint64_t r = 1;
-      for (int64_t k = 0; k < b; ++k) r *= ua;
+      uint64_t r = 1, base = ua;
+      for (auto e = static_cast<uint64_t>(b); e != 0; e >>= 1) {
+        if (e & 1) r *= base;
+        base *= base;
+      }
       return static_cast<int64_t>(r);
     }
     case BinOp::kEq: return a == b;

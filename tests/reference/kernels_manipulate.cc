@@ -13,15 +13,13 @@ namespace {
 
 absl::StatusOr<RefValue> Reshape(const KernelCall& call) {
   KILN_ASSIGN_OR_RETURN(const HostTensor* x, call.Tensor(0, "data"));
-  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, call.Shape(1, "shape"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, call.Shape(1, "shape", /*allow_minus_one=*/true));
   int infer = -1;
   int64_t known = 1;
   for (size_t k = 0; k < shape.size(); ++k) {
     if (shape[k] == -1) {
       if (infer >= 0) return call.Error("more than one -1 in ", ShapeString(shape));
       infer = static_cast<int>(k);
-    } else if (shape[k] < 0) {
-      return call.Error("negative dim in ", ShapeString(shape));
     } else {
       known *= shape[k];
     }
@@ -186,11 +184,12 @@ absl::StatusOr<RefValue> StridedSlice(const KernelCall& call) {
     if (s > 0) {
       b = std::clamp<int64_t>(b, 0, d);
       e = std::clamp<int64_t>(e, 0, d);
-      len = e > b ? (e - b + s - 1) / s : 0;
+      len = e > b ? (e - b - 1) / s + 1 : 0;
     } else {
       b = std::clamp<int64_t>(b, -1, d - 1);
       e = std::clamp<int64_t>(e, -1, d - 1);
-      len = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+      const uint64_t step = 0 - static_cast<uint64_t>(s);  // |s|, also for INT64_MIN
+      len = b > e ? static_cast<int64_t>(static_cast<uint64_t>(b - e - 1) / step + 1) : 0;
     }
     result = SliceAxis(result, axes[k], b, len, s);
   }

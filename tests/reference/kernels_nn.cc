@@ -25,6 +25,7 @@ absl::StatusOr<std::vector<int64_t>> Pair(const KernelCall& call, const std::str
 
 absl::StatusOr<Window> MakeWindow(const KernelCall& call, int64_t h, int64_t w, int64_t kh,
                                   int64_t kw, std::vector<int64_t> default_strides) {
+  if (kh < 1 || kw < 1) return call.Error("the window must be at least 1x1, got ", kh, "x", kw);
   Window win{};
   win.kh = kh;
   win.kw = kw;
@@ -46,8 +47,9 @@ absl::StatusOr<Window> MakeWindow(const KernelCall& call, int64_t h, int64_t w, 
   if (win.stride_h < 1 || win.stride_w < 1 || win.dil_h < 1 || win.dil_w < 1) {
     return call.Error("strides and dilation must be positive");
   }
-  for (int64_t v : p) {
-    if (v < 0) return call.Error("padding must not be negative");
+  for (int64_t v : {p[0], p[1], p[2], p[3], win.stride_h, win.stride_w, win.dil_h, win.dil_w}) {
+    // Bounds the window arithmetic far from overflow.
+    if (v < 0 || v > (int64_t{1} << 24)) return call.Error("padding, strides and dilation must be in [0, 2^24]");
   }
   int64_t eff_h = h + win.top + win.bottom - win.dil_h * (kh - 1) - 1;
   int64_t eff_w = w + win.left + win.right - win.dil_w * (kw - 1) - 1;
@@ -76,6 +78,7 @@ absl::StatusOr<RefValue> Conv2d(const KernelCall& call) {
     return call.Error("channels ", c, " and weight ", ShapeString(ws), " do not fit groups=", groups);
   }
   KILN_ASSIGN_OR_RETURN(Window win, MakeWindow(call, h, w, ws[2], ws[3], {1}));
+  KILN_RETURN_IF_ERROR(call.CheckElementCount({n, o, win.out_h, win.out_w}));
   HostTensor out(out_dtype.value_or(x->dtype()), {n, o, win.out_h, win.out_w});
   const bool in_int = ComputesInInt(x->dtype());
   const int64_t o_per_group = o / groups;
@@ -123,6 +126,7 @@ absl::StatusOr<RefValue> MaxPool2d(const KernelCall& call) {
   KILN_ASSIGN_OR_RETURN(auto pool, Pair(call, "pool_size", {}));
   const auto& xs = x->shape();
   KILN_ASSIGN_OR_RETURN(Window win, MakeWindow(call, xs[2], xs[3], pool[0], pool[1], pool));
+  KILN_RETURN_IF_ERROR(call.CheckElementCount({xs[0], xs[1], win.out_h, win.out_w}));
   HostTensor out(x->dtype(), {xs[0], xs[1], win.out_h, win.out_w});
   for (int64_t i = 0; i < out.numel(); ++i) {
     std::vector<int64_t> idx = Unravel(i, out.shape());

@@ -250,3 +250,48 @@ TEST(CallKernelTest, ShapeOfAndUnsupportedCalls) {
 
 }  // namespace
 }  // namespace kiln::reference
+
+namespace kiln::reference {
+namespace {
+
+// Shapes and bounds computed at run time that would be nonsense are errors, not crashes.
+TEST(KernelErrorTest, BadRunTimeShapesAreErrors) {
+  const std::string text = R"(module {
+  func @main(n: Prim(int64, value=k)) -> Object {
+    z = R.zeros(R.shape([k - 5]))
+    return z
+  }
+})";
+  testing::ExpectError(testing::RunText(text, {RefValue::Int(3)}), absl::StatusCode::kInvalidArgument,
+                       {"binding 'z'", "zeros: shape (-2,) has a negative dim"});
+  testing::ExpectError(testing::RunText(text, {RefValue::Int(int64_t{1} << 40)}),
+                       absl::StatusCode::kInvalidArgument, {"zeros: shape", "more than"});
+  testing::ExpectError(testing::EvalCall("R.arange(R.prim(0), R.prim(9223372036854775807), R.prim(1))", {}),
+                       absl::StatusCode::kInvalidArgument, {"arange: the range has more than"});
+  testing::ExpectTensor(testing::EvalCall("R.power(a, b)", {testing::I64({1}, {1}), testing::I64({1}, {int64_t{1} << 62})}),
+                        kI64, {1}, {1});
+  ExpectF32(EvalCall("R.strided_slice(a, begin=[5], end=[-2147483648], strides=[-4])", {Iota({6})}), {2}, {5, 1});
+}
+
+// Strides near 2^63 must not overflow the length computation: numpy gives one element.
+// Evaluated without the normalizer: strided_slice's inference (ops branch) currently infers
+// length 0 for these (its ceil((end - begin) / stride) overflows), which the evaluator
+// would report as a struct-info disagreement.
+TEST(KernelErrorTest, HugeStridesDoNotOverflow) {
+  auto parsed = relax::ParseModule(R"(module {
+  func @main(a: Tensor((6,), float32)) -> Object {
+    r1 = R.strided_slice(a, begin=[5], end=[-2147483648], strides=[-9223372036854775807])
+    r2 = R.strided_slice(a, begin=[0], end=[6], strides=[9223372036854775807])
+    r = (r1, r2)
+    return r
+  }
+})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto r = Evaluate(parsed->module, "main", {Iota({6})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectF32(r->fields()[0], {1}, {5});
+  ExpectF32(r->fields()[1], {1}, {0});
+}
+
+}  // namespace
+}  // namespace kiln::reference

@@ -5,6 +5,7 @@
 // (by name, for `f = @square; f(x)`).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,7 +20,14 @@ struct PrimScalar {
   double float_value = 0;  // floating point
 
   double AsDouble() const { return dtype.is_floating() ? float_value : static_cast<double>(int_value); }
-  int64_t AsInt() const { return dtype.is_floating() ? static_cast<int64_t>(float_value) : int_value; }
+  // Floats truncate toward zero; NaN is 0 and out-of-range values saturate.
+  int64_t AsInt() const {
+    if (!dtype.is_floating()) return int_value;
+    if (std::isnan(float_value)) return 0;
+    if (float_value >= 9.2233720368547758e18) return INT64_MAX;
+    if (float_value <= -9.2233720368547758e18) return INT64_MIN;
+    return static_cast<int64_t>(float_value);
+  }
   bool AsBool() const { return dtype.is_floating() ? float_value != 0 : int_value != 0; }
 };
 
