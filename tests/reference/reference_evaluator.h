@@ -21,6 +21,12 @@
 //    function definitions are Unimplemented errors: there is no TIR interpreter here.
 //  - Never crashes on a well-formed normalized module; errors read
 //    "function 'main', binding 'lv0': matmul: inner dimensions differ ...".
+//
+// Use: parse (relax/text_parser.h) or build a module, NormalizeModule it, then
+//   Evaluate(module, "main", {HostTensor::FromDoubles(DataType::Float32(), {2, 3}, {...}),
+//                             RefValue::Int(7), RefValue::Shape({4, 5})});
+// Arguments follow the function's parameters; the result is a RefValue (tensor, Prim, shape
+// or tuple).
 #pragma once
 
 #include <string_view>

@@ -160,6 +160,9 @@ TEST(ReferenceEvaluatorTest, CallsRecursionAndClosures) {
   // countdown(3, x) squares x three times: x^8.
   auto r = Evaluate(module, "countdown", {RefValue::Int(3), F32({3}, {1, 2, -1})});
   ExpectF32(r, {3}, {1, 256, 1});
+  // Unbounded recursion is an error, not a stack overflow.
+  ExpectError(Evaluate(module, "countdown", {RefValue::Int(100000), F32({1}, {1})}),
+              absl::StatusCode::kResourceExhausted, {"call depth exceeds"});
   // main reaches R.call_dps_library, which the reference cannot run.
   ExpectError(Evaluate(module, "main", {F32({1}, {2})}), absl::StatusCode::kUnimplemented,
               {"function 'main', binding 'c'", "call_dps_library"});
