@@ -1,0 +1,364 @@
+#include "relax/block_builder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "relax/struct_info_functions.h"
+#include "relax/well_formed.h"
+
+namespace kiln::relax {
+namespace {
+
+using ::testing::HasSubstr;
+
+const DataType f32 = DataType::Float32();
+
+std::string SInfo(const Expr& e) { return ToString(e.struct_info()); }
+std::string Error(const absl::Status& s) { return std::string(s.message()); }
+
+Expr Add(Expr a, Expr b) { return Call(Op("add"), {std::move(a), std::move(b)}); }
+Expr Matmul(Expr a, Expr b) { return Call(Op("matmul"), {std::move(a), std::move(b)}); }
+
+// --- struct info relations ---
+
+TEST(StructInfoFunctionsTest, BaseOfAndJoin) {
+  tir::Analyzer analyzer;
+  tir::Var n = tir::Var::Shape("n");
+  tir::Var m = tir::Var::Shape("m");
+  StructInfo exact = TensorSInfo({n, 4}, f32);
+  EXPECT_EQ(CheckBaseOf(TensorSInfoOfNdim(2, f32), exact, analyzer), BaseCheck::kYes);
+  EXPECT_EQ(CheckBaseOf(exact, TensorSInfoOfNdim(2, f32), analyzer), BaseCheck::kMaybe);
+  EXPECT_EQ(CheckBaseOf(TensorSInfo({n, 5}, f32), exact, analyzer), BaseCheck::kNo);
+  EXPECT_EQ(CheckBaseOf(TensorSInfo({m, 4}, f32), exact, analyzer), BaseCheck::kMaybe);
+  EXPECT_EQ(CheckBaseOf(TensorSInfo({n, 4}, DataType::Int32()), exact, analyzer), BaseCheck::kNo);
+  EXPECT_EQ(CheckBaseOf(ObjectSInfo(), exact, analyzer), BaseCheck::kYes);
+  EXPECT_EQ(CheckBaseOf(TupleSInfo({exact}), TupleSInfo({exact, exact}), analyzer), BaseCheck::kNo);
+
+  EXPECT_EQ(ToString(Join(exact, TensorSInfo({n, 4}, f32), analyzer)), "Tensor((n, 4), float32)");
+  EXPECT_EQ(ToString(Join(exact, TensorSInfo({m, 4}, f32), analyzer)), "Tensor(ndim=2, float32)");
+  EXPECT_EQ(ToString(Join(exact, TensorSInfo({n}, DataType::Int32()), analyzer)), "Tensor");
+  EXPECT_EQ(ToString(Join(exact, ShapeSInfo({n}), analyzer)), "Object");
+  EXPECT_EQ(ToString(Join(TupleSInfo({exact, PrimSInfo(f32)}), TupleSInfo({exact, PrimSInfo(f32)}),
+                          analyzer)),
+            "Tuple(Tensor((n, 4), float32), Prim(float32))");
+}
+
+// --- builder ---
+
+TEST(BlockBuilderTest, NestedCallsBecomeBindings) {
+  tir::Var n = tir::Var::Shape("n");
+  Var x("x", TensorSInfo({n, 4}, f32));
+  Var y("y", TensorSInfo({n, 4}, f32));
+  BlockBuilder bb;
+  ASSERT_TRUE(bb.BeginFunction({x, y}).ok());
+  bb.BeginDataflowBlock();
+  absl::StatusOr<Var> out = bb.Emit(Add(Add(x, y), y), "out");
+  ASSERT_TRUE(out.ok()) << out.status();
+  BindingBlock block = bb.EndBlock();
+  ASSERT_EQ(block.bindings.size(), 2u);
+  const Binding& inner = block.bindings[0];
+  EXPECT_TRUE(inner.var.is_dataflow());
+  EXPECT_EQ(SInfo(inner.var), "Tensor((n, 4), float32)");
+  EXPECT_EQ(SInfo(inner.value), "Tensor((n, 4), float32)");
+  const auto* outer = block.bindings[1].value.as<CallNode>();
+  ASSERT_NE(outer, nullptr);
+  EXPECT_TRUE(outer->args[0].same_as(inner.var));  // the nested call became a binding
+  EXPECT_TRUE(outer->args[1].same_as(y));
+  EXPECT_TRUE(block.bindings[1].var.same_as(*out));
+  EXPECT_EQ(SInfo(*out), "Tensor((n, 4), float32)");
+  absl::StatusOr<Expr> func = bb.EndFunction({block}, *out);
+  ASSERT_TRUE(func.ok()) << func.status();
+  EXPECT_EQ(SInfo(*func), "Func([Tensor((n, 4), float32), Tensor((n, 4), float32)] -> Tensor((n, 4), float32))");
+}
+
+TEST(BlockBuilderTest, EmitOutputIsNotDataflow) {
+  Var x("x", TensorSInfo({2, 3}, f32));
+  BlockBuilder bb;
+  bb.BeginDataflowBlock();
+  absl::StatusOr<Var> a = bb.Emit(Add(x, x));
+  absl::StatusOr<Var> b = bb.EmitOutput(Add(*a, x), "gv");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(a->is_dataflow());
+  EXPECT_FALSE(b->is_dataflow());
+  EXPECT_EQ(a->name_hint(), "lv0");
+  EXPECT_EQ(b->name_hint(), "gv");
+  EXPECT_EQ(bb.EndBlock().bindings.size(), 2u);
+}
+
+TEST(BlockBuilderTest, EmitNeedsABlock) {
+  Var x("x", TensorSInfo({2}, f32));
+  BlockBuilder bb;
+  EXPECT_FALSE(bb.Emit(Add(x, x)).ok());
+}
+
+// f(x: Tensor((n, 4), float32)) -> Tensor((n + 1,), float32), via call_tir.
+IRModule ModuleWithF() {
+  IRModule mod;
+  tir::Var n = tir::Var::Shape("n");
+  Var x("x", TensorSInfo({n, 4}, f32));
+  Var lv("lv", TensorSInfo({n + 1}, f32));
+  Expr call = Call(Op("call_tir"), {GlobalVar("f_prim"), Tuple({x})}, {}, {TensorSInfo({n + 1}, f32)});
+  BlockBuilder bb;
+  EXPECT_TRUE(bb.BeginFunction({x}).ok());
+  bb.BeginBindingBlock();
+  absl::StatusOr<Var> out = bb.Emit(call, "lv");
+  EXPECT_TRUE(out.ok()) << out.status();
+  absl::StatusOr<Expr> f = bb.EndFunction({bb.EndBlock()}, *out, TensorSInfo({n + 1}, f32));
+  EXPECT_TRUE(f.ok()) << f.status();
+  EXPECT_TRUE(mod.Add("f", *f).ok());
+  tir::Buffer a("A", f32, {n, 4});
+  tir::Buffer b("B", f32, {n + 1});
+  EXPECT_TRUE(mod.Add("f_prim", tir::PrimFunc({{a, {}}, {b, {}}}, tir::Evaluate(0))).ok());
+  return mod;
+}
+
+TEST(BlockBuilderTest, GlobalVarCallSubstitutesSymbolicShape) {
+  IRModule mod = ModuleWithF();
+  BlockBuilder bb(&mod);
+  bb.BeginBindingBlock();
+  Var concrete("a", TensorSInfo({7, 4}, f32));
+  absl::StatusOr<Var> r = bb.Emit(Call(GlobalVar("f"), {concrete}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(SInfo(*r), "Tensor((8,), float32)");
+
+  tir::Var m = tir::Var::Shape("m");
+  Var symbolic("b", TensorSInfo({m, 4}, f32));
+  r = bb.Emit(Call(GlobalVar("f"), {symbolic}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(SInfo(*r), "Tensor((m + 1,), float32)");
+
+  // Only the rank is known: n stays unknown, so does the result's shape.
+  r = bb.Emit(Call(GlobalVar("f"), {Var("c", TensorSInfoOfNdim(2, f32))}));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(SInfo(*r), "Tensor(ndim=1, float32)");
+}
+
+TEST(BlockBuilderTest, GlobalVarCallChecksArguments) {
+  IRModule mod = ModuleWithF();
+  BlockBuilder bb(&mod);
+  bb.BeginBindingBlock();
+  Var a("a", TensorSInfo({7, 4}, f32));
+  EXPECT_EQ(Error(bb.Emit(Call(GlobalVar("f"), {a, a})).status()),
+            "function 'f' takes 1 arguments but 2 were given");
+  EXPECT_EQ(Error(bb.Emit(Call(GlobalVar("f"), {Var("b", TensorSInfo({7, 5}, f32))})).status()),
+            "argument 0 of function 'f': expected Tensor((7, 4), float32) but got Tensor((7, 5), float32)");
+  EXPECT_EQ(Error(bb.Emit(Call(GlobalVar("g"), {a})).status()), "unknown function 'g'");
+  EXPECT_EQ(Error(bb.Emit(Call(GlobalVar("f_prim"), {a})).status()),
+            "'f_prim' is a PrimFunc and cannot be called directly: use call_tir");
+}
+
+TEST(BlockBuilderTest, MatchCastDefinesNewSymbolicVars) {
+  Var x("x", TensorSInfoOfNdim(2, f32));
+  tir::Var m = tir::Var::Shape("m");
+  tir::Var k = tir::Var::Shape("k");
+  BlockBuilder bb;
+  ASSERT_TRUE(bb.BeginFunction({x}).ok());
+  bb.BeginBindingBlock();
+  absl::StatusOr<Var> cast = bb.EmitMatchCast(x, TensorSInfo({m, k}, f32), "y");
+  ASSERT_TRUE(cast.ok()) << cast.status();
+  EXPECT_EQ(SInfo(*cast), "Tensor((m, k), float32)");
+  absl::StatusOr<Var> sum = bb.Emit(Add(*cast, *cast), "z");
+  ASSERT_TRUE(sum.ok());
+  EXPECT_EQ(SInfo(*sum), "Tensor((m, k), float32)");
+  // A cast that can never succeed.
+  EXPECT_EQ(Error(bb.EmitMatchCast(x, TensorSInfo({m}, f32)).status()),
+            "match_cast can never succeed: value is Tensor(ndim=2, float32), cast to Tensor((m,), float32)");
+  // A dimension that mentions an undefined variable without defining it.
+  tir::Var q = tir::Var::Shape("q");
+  EXPECT_EQ(Error(bb.EmitMatchCast(x, TensorSInfo({q + 1, k}, f32)).status()),
+            "match_cast to Tensor((q + 1, k), float32) uses symbolic variable 'q' before it is "
+            "defined (by a parameter's struct info or a match_cast)");
+  // A failed cast defines nothing: p is still unknown afterwards.
+  tir::Var p = tir::Var::Shape("p");
+  EXPECT_FALSE(bb.EmitMatchCast(x, TensorSInfo({p}, f32)).ok());
+  EXPECT_EQ(Error(bb.EmitMatchCast(x, TensorSInfo({p + 1, k}, f32)).status()),
+            "match_cast to Tensor((p + 1, k), float32) uses symbolic variable 'p' before it is "
+            "defined (by a parameter's struct info or a match_cast)");
+  BindingBlock block = bb.EndBlock();
+  ASSERT_EQ(block.bindings.size(), 2u);
+  EXPECT_TRUE(block.bindings[0].is_match_cast());
+  // m and k are defined inside the body only: the return type forgets them.
+  absl::StatusOr<Expr> func = bb.EndFunction({block}, *sum);
+  ASSERT_TRUE(func.ok()) << func.status();
+  EXPECT_EQ(ToString(func->as<FunctionNode>()->ret_struct_info), "Tensor(ndim=2, float32)");
+}
+
+TEST(BlockBuilderTest, IfJoinsBranches) {
+  tir::Var n = tir::Var::Shape("n");
+  tir::Var m = tir::Var::Shape("m");
+  Var c("c", PrimSInfo(DataType::Bool()));
+  Var x("x", TensorSInfo({n, 4}, f32));
+  Var y("y", TensorSInfo({m, 4}, f32));
+  BlockBuilder bb;
+  ASSERT_TRUE(bb.BeginFunction({c, x, y}).ok());
+  bb.BeginBindingBlock();
+  // Same shape in both branches: kept. The branch's nested call is bound inside the branch.
+  absl::StatusOr<Var> same = bb.Emit(If(c, SeqExpr({}, Add(x, x)), SeqExpr({}, x)), "same");
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(SInfo(*same), "Tensor((n, 4), float32)");
+  // n vs m: only the rank survives.
+  absl::StatusOr<Var> joined = bb.Emit(If(c, SeqExpr({}, x), SeqExpr({}, y)), "joined");
+  ASSERT_TRUE(joined.ok());
+  EXPECT_EQ(SInfo(*joined), "Tensor(ndim=2, float32)");
+  // Different kinds: Object.
+  absl::StatusOr<Var> object = bb.Emit(If(c, SeqExpr({}, x), SeqExpr({}, c)), "object");
+  ASSERT_TRUE(object.ok());
+  EXPECT_EQ(SInfo(*object), "Object");
+  EXPECT_EQ(Error(bb.Emit(If(x, SeqExpr({}, x), SeqExpr({}, y))).status()),
+            "If condition must be a bool Prim, got Tensor((n, 4), float32)");
+  BindingBlock block = bb.EndBlock();
+  ASSERT_EQ(block.bindings.size(), 3u);
+  const auto* branch = block.bindings[0].value.as<IfNode>()->true_branch.as<SeqExprNode>();
+  ASSERT_EQ(branch->blocks.size(), 1u);
+  EXPECT_EQ(branch->blocks[0].bindings.size(), 1u);
+  EXPECT_EQ(branch->body.kind(), ExprKind::kVar);
+}
+
+TEST(BlockBuilderTest, TuplesAndTupleGetItem) {
+  Var x("x", TensorSInfo({2}, f32));
+  BlockBuilder bb;
+  bb.BeginBindingBlock();
+  absl::StatusOr<Var> t = bb.Emit(Tuple({x, Add(x, x), PrimValue(tir::IntImm(DataType::Int64(), 3))}), "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(SInfo(*t), "Tuple(Tensor((2,), float32), Tensor((2,), float32), Prim(int64, value=3))");
+  absl::StatusOr<Var> item = bb.Emit(TupleGetItem(*t, 1));
+  ASSERT_TRUE(item.ok());
+  EXPECT_EQ(SInfo(*item), "Tensor((2,), float32)");
+  EXPECT_EQ(Error(bb.Emit(TupleGetItem(*t, 3)).status()), "tuple index 3 is out of range for a tuple of 3 fields");
+  EXPECT_EQ(Error(bb.Emit(TupleGetItem(x, 0)).status()),
+            "tuple index [0] applied to a non-tuple Tensor((2,), float32)");
+}
+
+TEST(BlockBuilderTest, NormalizeLeavesAndOpErrors) {
+  BlockBuilder bb;
+  absl::StatusOr<Expr> shape = bb.Normalize(ShapeExpr({3, 4}));
+  ASSERT_TRUE(shape.ok());
+  EXPECT_EQ(SInfo(*shape), "Shape((3, 4))");
+  Var a("a", TensorSInfo({2, 3}, f32));
+  Var b("b", TensorSInfo({4, 5}, f32));
+  absl::Status s = bb.Normalize(Matmul(a, b)).status();
+  EXPECT_THAT(Error(s), HasSubstr("matmul"));
+  EXPECT_THAT(Error(s), HasSubstr("inner dimensions differ"));
+  EXPECT_EQ(Error(bb.Normalize(Add(Var("u", StructInfo()), a)).status()),
+            "variable 'u' has no struct info (is it used before its definition?)");
+}
+
+// --- NormalizeModule ---
+
+struct MainParts {
+  tir::Var n = tir::Var::Shape("n");
+  Var x{"x", TensorSInfo({n, 4}, f32)};
+  Var w{"w", TensorSInfo({4, 8}, f32)};
+};
+
+// main(x, w) { dataflow { lv0 = matmul(add(x, x), w); gv = lv0 (output) } return gv },
+// with `lv0_sinfo` as lv0's annotation (undefined: none).
+IRModule MainModule(const MainParts& p, StructInfo lv0_sinfo, Expr rhs = Expr()) {
+  Var lv0("lv0", lv0_sinfo, /*dataflow=*/true);
+  Var gv("gv", StructInfo());
+  BindingBlock block{{{lv0, Matmul(Add(p.x, p.x), rhs.defined() ? rhs : Expr(p.w)), {}}, {gv, lv0, {}}}, true};
+  IRModule mod;
+  EXPECT_TRUE(mod.Add("main", Function({p.x, p.w}, SeqExpr({block}, gv), StructInfo(), true)).ok());
+  return mod;
+}
+
+TEST(NormalizeModuleTest, InfersAndRewritesUses) {
+  MainParts p;
+  IRModule mod = MainModule(p, StructInfo());
+  absl::StatusOr<IRModule> out = NormalizeModule(mod);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const FunctionNode* main = out->Find("main")->relax_function();
+  EXPECT_EQ(ToString(main->ret_struct_info), "Tensor((n, 8), float32)");
+  const auto* seq = main->body.as<SeqExprNode>();
+  ASSERT_EQ(seq->blocks.size(), 1u);
+  const std::vector<Binding>& bindings = seq->blocks[0].bindings;
+  ASSERT_EQ(bindings.size(), 3u);  // the nested add became its own binding
+  EXPECT_EQ(bindings[0].var.name_hint(), "lv1");  // lv0 is taken by the source
+  EXPECT_TRUE(bindings[0].var.is_dataflow());
+  EXPECT_EQ(SInfo(bindings[0].var), "Tensor((n, 4), float32)");
+  EXPECT_EQ(bindings[1].var.name_hint(), "lv0");
+  EXPECT_EQ(SInfo(bindings[1].var), "Tensor((n, 8), float32)");
+  EXPECT_TRUE(bindings[2].value.same_as(bindings[1].var));  // the use follows the new lv0
+  EXPECT_FALSE(bindings[2].var.is_dataflow());
+  EXPECT_TRUE(seq->body.same_as(bindings[2].var));
+  // Independent check of the result.
+  EXPECT_TRUE(CheckWellFormed(*out).ok()) << CheckWellFormed(*out);
+  // The input, with its unannotated Vars, is not well formed.
+  EXPECT_FALSE(CheckWellFormed(mod).ok());
+}
+
+TEST(NormalizeModuleTest, KeepsLessPreciseAnnotation) {
+  MainParts p;
+  IRModule mod = MainModule(p, TensorSInfoOfNdim(2, f32));
+  absl::StatusOr<IRModule> out = NormalizeModule(mod);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const auto* in_seq = mod.Find("main")->relax_function()->body.as<SeqExprNode>();
+  const auto* seq = out->Find("main")->relax_function()->body.as<SeqExprNode>();
+  EXPECT_TRUE(seq->blocks[0].bindings[1].var.same_as(in_seq->blocks[0].bindings[0].var));
+  EXPECT_EQ(SInfo(seq->blocks[0].bindings[1].var), "Tensor(ndim=2, float32)");
+  EXPECT_EQ(ToString(out->Find("main")->relax_function()->ret_struct_info), "Tensor(ndim=2, float32)");
+}
+
+TEST(NormalizeModuleTest, ContradictingAnnotationNamesTheBinding) {
+  MainParts p;
+  EXPECT_EQ(Error(NormalizeModule(MainModule(p, TensorSInfo({p.n, 5}, f32))).status()),
+            "function 'main', binding 'lv0': annotation Tensor((n, 5), float32) contradicts the "
+            "inferred Tensor((n, 8), float32)");
+  tir::Var k = tir::Var::Shape("k");
+  EXPECT_EQ(Error(NormalizeModule(MainModule(p, TensorSInfoOfNdim(3, f32))).status()),
+            "function 'main', binding 'lv0': annotation Tensor(ndim=3, float32) contradicts the "
+            "inferred Tensor((n, 8), float32)");
+  (void)k;
+}
+
+TEST(NormalizeModuleTest, OperatorErrorNamesFunctionAndBinding) {
+  MainParts p;
+  Var bad("bad", TensorSInfo({5, 8}, f32));
+  IRModule mod = MainModule(p, StructInfo(), bad);
+  // bad is not a parameter, but the error comes first from inference.
+  absl::Status s = NormalizeModule(mod).status();
+  EXPECT_THAT(Error(s), ::testing::StartsWith("function 'main', binding 'lv0': matmul"));
+  EXPECT_THAT(Error(s), HasSubstr("inner dimensions differ"));
+}
+
+TEST(NormalizeModuleTest, CalleeWithoutReturnAnnotationIsNormalizedFirst) {
+  // main calls helper, which comes later and has no return annotation.
+  tir::Var n = tir::Var::Shape("n");
+  Var x("x", TensorSInfo({n}, f32));
+  Var r("r", StructInfo());
+  IRModule mod;
+  ASSERT_TRUE(mod.Add("main", Function({x}, SeqExpr({BindingBlock{{{r, Call(GlobalVar("helper"), {x}), {}}}, false}}, r),
+                                       StructInfo(), true))
+                  .ok());
+  tir::Var m = tir::Var::Shape("m");
+  Var y("y", TensorSInfo({m}, f32));
+  ASSERT_TRUE(mod.Add("helper", Function({y}, SeqExpr({}, Add(y, y)), StructInfo(), true)).ok());
+  absl::StatusOr<IRModule> out = NormalizeModule(mod);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(ToString(out->Find("main")->relax_function()->ret_struct_info), "Tensor((n,), float32)");
+  EXPECT_EQ(ToString(out->Find("helper")->relax_function()->ret_struct_info), "Tensor((m,), float32)");
+  EXPECT_EQ(out->entries()[0].name, "main");  // order kept
+  EXPECT_TRUE(CheckWellFormed(*out).ok()) << CheckWellFormed(*out);
+}
+
+TEST(NormalizeModuleTest, RecursionWithoutReturnAnnotationIsAnError) {
+  Var x("x", TensorSInfo({2}, f32));
+  IRModule mod;
+  ASSERT_TRUE(mod.Add("f", Function({x}, SeqExpr({}, Call(GlobalVar("f"), {x})), StructInfo(), true)).ok());
+  EXPECT_EQ(Error(NormalizeModule(mod).status()),
+            "function 'f': calls 'f' recursively, which needs a return struct info annotation");
+}
+
+TEST(NormalizeModuleTest, PrimFuncsPassThroughAndParamsNeedAnnotations) {
+  IRModule mod = ModuleWithF();
+  absl::StatusOr<IRModule> out = NormalizeModule(mod);
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->Find("f_prim")->prim_func()->same_as(*mod.Find("f_prim")->prim_func()));
+  Var x("x", StructInfo());
+  IRModule bad;
+  ASSERT_TRUE(bad.Add("g", Function({x}, SeqExpr({}, x), StructInfo(), true)).ok());
+  EXPECT_EQ(Error(NormalizeModule(bad).status()), "function 'g': parameter 'x' has no struct info annotation");
+}
+
+}  // namespace
+}  // namespace kiln::relax
