@@ -69,10 +69,12 @@ absl::StatusOr<tir::PrimFunc> LegalizeConcat(const CallNode& call) {
     blocks.push_back(BlockNest(absl::StrCat("concat", k), in->shape, {},
                                [&](const std::vector<PrimExpr>& i, const std::vector<PrimExpr>&) {
                                  std::vector<PrimExpr> index = i;
-                                 index[static_cast<size_t>(axis)] = tir::Add(i[static_cast<size_t>(axis)], offset);
+                                 PrimExpr& at = index[static_cast<size_t>(axis)];
+                                 if (k > 0) at = tir::Add(at, offset);
                                  return BlockParts{tir::BufferStore(out, in.Load(i), index), Stmt()};
                                }));
-    offset = tir::Add(offset, in->shape[static_cast<size_t>(axis)]);
+    const PrimExpr& dim = in->shape[static_cast<size_t>(axis)];
+    offset = k == 0 ? dim : tir::Add(offset, dim);
   }
   return MakePrimFunc(p, tir::SeqStmt(blocks), "injective");
 }
