@@ -49,15 +49,34 @@ absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, cons
     }
     kernels.emplace_back(name, *entry->prim_func());
   }
+  // Symbols in the shared object: legalized kernels are named after operators ("exp",
+  // "sqrt"), which are C library functions the generated code itself calls, so every
+  // symbol ends in "_kernel" (kept unique); the VM's kernel table uses the same names.
+  std::vector<std::pair<std::string, tir::PrimFunc>> symbols;
+  std::map<std::string, std::string> symbol_of;
+  std::set<std::string> taken;
+  for (const auto& [name, func] : kernels) {
+    std::string base = name;
+    const std::string suffix = "_kernel";
+    if (base.size() < suffix.size() || base.compare(base.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      base += suffix;
+    }
+    std::string symbol = base;
+    for (int i = 1; !taken.insert(symbol).second; ++i) symbol = absl::StrCat(base, i);
+    symbol_of[name] = symbol;
+    symbols.emplace_back(symbol, func);
+  }
   vm::ExecutableBuilder builder;
   std::map<std::string, int32_t> kernel_index;
   if (!kernels.empty()) {
-    absl::StatusOr<std::string> so = BuildCpuSharedObject(kernels, target);
+    absl::StatusOr<std::string> so = BuildCpuSharedObject(symbols, target);
     if (!so.ok()) {
       return absl::Status(so.status().code(), absl::StrCat("compiling kernels: ", so.status().message()));
     }
     builder.SetCpuObject(*std::move(so));
-    for (const auto& [name, func] : kernels) kernel_index[name] = builder.DeclareKernel(name, KernelArgSignature(func));
+    for (const auto& [name, func] : kernels) {
+      kernel_index[name] = builder.DeclareKernel(symbol_of[name], KernelArgSignature(func));
+    }
   }
   KILN_RETURN_IF_ERROR(GenerateVmCode(lowered, kernel_index, builder));
   return builder.Build();

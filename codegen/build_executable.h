@@ -3,7 +3,9 @@
 //
 // Every PrimFunc that a call_tir_dps calls is compiled, all together, into ONE CPU shared
 // object (codegen/cpu_shared_object.h) carried in the executable and declared as a kernel
-// under its module name; PrimFuncs nobody calls are left out. Then each Relax function
+// named after it with "_kernel" appended unless it already ends so (`@exp` -> `exp_kernel`,
+// `@add_kernel` stays): operator-named kernels would otherwise clash with the C library
+// functions the generated code calls. PrimFuncs nobody calls are left out. Then each Relax function
 // becomes a VM function of the same name (codegen/vm_codegen.h). A module without kernels
 // gets no CPU object.
 #pragma once

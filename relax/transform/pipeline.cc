@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "relax/block_builder.h"
 #include "relax/text_printer.h"
+#include "relax/transform/legalize_ops.h"
 #include "relax/transform/lower_call_tir.h"
 #include "relax/well_formed.h"
 #include "support/status_macros.h"
@@ -26,7 +27,7 @@ std::vector<Pass> Passes() {
   return {
       {"normalize", [](const IRModule& m, const SourceMap* loc) { return NormalizeModule(m, loc); }},
       // fold_constants goes here.
-      // legalize (operators -> call_tir to PrimFuncs) goes here.
+      {"legalize", [](const IRModule& m, const SourceMap*) { return LegalizeOps(m); }},
       // annotate_patterns, fuse_ops, fuse_tir go here; then dead_code_elimination.
       {"lower_call_tir", [](const IRModule& m, const SourceMap*) { return LowerCallTir(m); }},
       // memory planning (alloc_tensor -> storage + offsets) goes here.

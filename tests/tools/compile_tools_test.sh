@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end checks of `kiln compile` followed by `kiln run`, and of compile's errors.
 # Expected numbers are computed here from the inputs, not by Kiln.
-#   $1 kiln  $2 the folder of tests/relax/modules
+#   $1 kiln  $2 the folder of tests/relax/modules  $3 the folder of examples/models
 set -euo pipefail
-kiln=$1 modules=$2
+kiln=$1 modules=$2 models=$3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -21,6 +21,12 @@ grep -q "parameter 'y' dimension 0 (n): expected 7" <<<"$out" || fail "mismatch 
 out=$("$kiln" run "$dir/mm.kx" --input ones:5x128:f32 --input ones:128x64:f32)
 grep -q "output 0: float32\[5, 64\] sum=40960" <<<"$out" || fail "kiln run matmul: $out"
 
+# The MLP example, legalized by the pipeline: softmax rows sum to 1, so 7 rows sum to 7.
+"$kiln" compile "$models/mlp.kir" -o "$dir/mlp.kx"
+out=$("$kiln" run "$dir/mlp.kx" --input random:7x784:f32 --input random:784x256:f32 --input random:256:f32 \
+      --input random:256x10:f32 --input random:10:f32)
+grep -q "output 0: float32\[7, 10\] sum=7 " <<<"$out" || fail "kiln run mlp: $out"
+
 # Dumps and timings go to stderr.
 err=$("$kiln" compile "$modules/call_tir_add.kir" -o "$dir/add2.kx" --dump-after=lower_call_tir --time-passes 2>&1 >/dev/null)
 grep -q "// after pass lower_call_tir" <<<"$err" || fail "--dump-after: $err"
@@ -29,7 +35,7 @@ grep -q "pass normalize" <<<"$err" || fail "--time-passes: $err"
 
 # Errors.
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
-grep -q "unknown pass 'nonsense'; the passes are: normalize, lower_call_tir" <<<"$err" || fail "unknown pass: $err"
+grep -q "unknown pass 'nonsense'; the passes are: normalize, legalize, lower_call_tir" <<<"$err" || fail "unknown pass: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
 grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --mcpu not-a-cpu 2>&1); then fail "unknown cpu accepted"; fi
