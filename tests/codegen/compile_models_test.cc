@@ -96,6 +96,35 @@ TEST(CompileModelsTest, MlpFromExamplesMatchesTheReference) {
   }
 }
 
+TEST(CompileModelsTest, TransformerBlockFromExamplesMatchesTheReference) {
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  std::string path = std::string(root) + "/examples/models/transformer_block.kir";
+  absl::StatusOr<std::string> text = support::ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  Compiled c = CompileText(*text, path);
+  ASSERT_NE(c.exe, nullptr);
+  vm::VirtualMachine machine(c.exe);
+  const std::vector<std::vector<int64_t>> weight_shapes = {{64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64},
+                                                           {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
+  std::vector<Input> weights;
+  for (size_t i = 0; i < weight_shapes.size(); ++i) weights.push_back(RandomInput(weight_shapes[i], 100 + static_cast<uint32_t>(i)));
+  for (int64_t n : {1, 7, 300}) {
+    Input x = RandomInput({n, 64}, 30 + static_cast<uint32_t>(n));
+    std::vector<vm::Value> args{vm::Value(x.vm)};
+    std::vector<reference::RefValue> ref_args{x.ref};
+    for (const Input& w : weights) {
+      args.push_back(vm::Value(w.vm));
+      ref_args.push_back(w.ref);
+    }
+    absl::StatusOr<vm::Value> got = machine.Invoke("main", args);
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<reference::RefValue> want = reference::Evaluate(c.normalized, "main", ref_args);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ExpectClose(got->as_tensor(), want->tensor(), 1e-3);
+  }
+}
+
 TEST(CompileModelsTest, ElementwiseAndReductionOpsMatchTheReference) {
   Compiled c = CompileText(R"(module {
   func @main(x: Tensor((n, 16), float32), y: Tensor((16,), float32)) -> Tuple(Tensor((n, 16), float32), Tensor((n,), float32)) {
