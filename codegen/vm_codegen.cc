@@ -92,7 +92,13 @@ class FunctionCodegen {
       : name_(std::move(name)), fn_(fn), f_(f), b_(b), module_(module), kernels_(kernels), bound_(std::move(bound)) {}
 
   absl::Status Run() {
-    for (size_t i = 0; i < fn_.params.size(); ++i) reg_[fn_.params[i].get()] = f_.param(static_cast<int>(i));
+    for (size_t i = 0; i < fn_.params.size(); ++i) {
+      const relax::Var& param = fn_.params[i];
+      reg_[param.get()] = f_.param(static_cast<int>(i));
+      if (const auto* prim = param->struct_info().as<relax::PrimStructInfoNode>()) {
+        KILN_RETURN_IF_ERROR(MatchPrim(f_.param(static_cast<int>(i)), *prim, absl::StrCat("parameter '", param.name_hint(), "'")));
+      }
+    }
     const auto* seq = fn_.body.as<relax::SeqExprNode>();
     if (seq == nullptr) return Error("", "the body is not a SeqExpr (normalize the module first)");
     pos_ = 0;
@@ -230,6 +236,8 @@ class FunctionCodegen {
     } else if (const auto* s = sinfo.as<relax::ShapeStructInfoNode>()) {
       values = &s->values;
       ndim = s->ndim;
+    } else if (const auto* prim = sinfo.as<relax::PrimStructInfoNode>()) {
+      return MatchPrim(reg, *prim, absl::StrCat("match_cast '", name, "'"));
     } else if (sinfo.as<relax::ObjectStructInfoNode>() != nullptr) {
       return absl::OkStatus();
     } else {
@@ -242,6 +250,22 @@ class FunctionCodegen {
       dims.assign(ndim, vm::Dim::Any());
     }
     f_.MatchShape(reg, dims, absl::StrCat("match_cast '", name, "'"));
+    return absl::OkStatus();
+  }
+
+  // An int value whose struct info is Prim(int, value=k): binds k at its first sight, else
+  // checks it (a fixed value or an earlier-bound variable). The VM matches shapes only, so
+  // the int goes through a one-dimensional shape.
+  absl::Status MatchPrim(int32_t reg, const relax::PrimStructInfoNode& prim, const std::string& context) {
+    if (!prim.value.defined() || prim.dtype.code() == relax::DataType::Code::kFloat ||
+        prim.dtype.code() == relax::DataType::Code::kBool) {
+      return absl::OkStatus();
+    }
+    vm::Dim dim = DimOf(prim.value, &bound_);
+    if (dim.kind == vm::Dim::Kind::kAny) return absl::OkStatus();
+    int32_t shape = f_.NewRegister();
+    f_.MakeShape(shape, {Operand::Reg(reg)});
+    f_.MatchShape(shape, {dim}, context);
     return absl::OkStatus();
   }
 

@@ -266,6 +266,41 @@ TEST(VmCodegenTest, CallsAnotherRelaxFunctionWithTuplesAndConstants) {
   }
 }
 
+// A symbolic scalar parameter reaches a kernel's scalar argument through tir_vars, and an
+// output shape computed from it.
+TEST(VmCodegenTest, SymbolicScalarParameterAndTirVars) {
+  auto exe = MustCompile(R"(module {
+  func @main(x: Tensor((n,), float32), k: Prim(int64, value=k)) -> Tensor((n + k,), float32) {
+    y = R.call_tir(@scale, (x,), R.shape([k]), out_sinfo=Tensor((n + k,), float32))
+    return y
+  }
+  prim_func @scale(A: Buffer((n,), float32), B: Buffer((n + k,), float32), k: int64) {
+    for i in serial(0, n + k) {
+      if i < n {
+        B[i] = A[i] * cast(float32, k)
+      } else {
+        B[i] = cast(float32, i)
+      }
+    }
+  }
+})");
+  ASSERT_NE(exe, nullptr);
+  vm::VirtualMachine machine(exe);
+  for (int64_t n : {1, 7, 300}) {
+    for (int64_t k : {0, 3}) {
+      vm::Tensor x = Random({n}, 11);
+      absl::StatusOr<vm::Value> r = machine.Invoke("main", {vm::Value(x), vm::Value(k)});
+      ASSERT_TRUE(r.ok()) << r.status();
+      ASSERT_EQ(r->as_tensor().shape(), (std::vector<int64_t>{n + k}));
+      std::vector<float> got = Data(r->as_tensor());
+      for (int64_t i = 0; i < n + k; ++i) {
+        float want = i < n ? x.data_as<float>()[i] * static_cast<float>(k) : static_cast<float>(i);
+        ASSERT_EQ(got[i], want) << "n=" << n << " k=" << k << " i=" << i;
+      }
+    }
+  }
+}
+
 TEST(VmCodegenTest, RegistersAreKilledAfterTheirLastUse) {
   auto exe = MustCompile(std::string(R"(module {
   func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
