@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "relax/struct_info_functions.h"
 #include "support/status_macros.h"
 #include "vm/dtype.h"
 #include "vm/tensor.h"
@@ -101,6 +102,16 @@ class FunctionCodegen {
     }
     const auto* seq = fn_.body.as<relax::SeqExprNode>();
     if (seq == nullptr) return Error("", "the body is not a SeqExpr (normalize the module first)");
+    for (size_t i = 0; i < fn_.params.size(); ++i) {
+      const relax::StructInfo& ps = fn_.params[i]->struct_info();
+      const std::optional<std::vector<tir::PrimExpr>>* values = nullptr;
+      if (const auto* t = ps.as<relax::TensorStructInfoNode>()) values = &t->shape;
+      if (const auto* sh = ps.as<relax::ShapeStructInfoNode>()) values = &sh->values;
+      if (values != nullptr && *values) {
+        KILN_RETURN_IF_ERROR(CheckCompoundDims(f_.param(static_cast<int>(i)), **values,
+                                               absl::StrCat("parameter '", fn_.params[i].name_hint(), "'"), ""));
+      }
+    }
     pos_ = 0;
     CountSeq(*seq);
     for (const auto& [var, pos] : last_use_) kills_at_[pos].push_back(var);
@@ -250,6 +261,35 @@ class FunctionCodegen {
       dims.assign(ndim, vm::Dim::Any());
     }
     f_.MatchShape(reg, dims, absl::StrCat("match_cast '", name, "'"));
+    if (*values) KILN_RETURN_IF_ERROR(CheckCompoundDims(reg, **values, absl::StrCat("match_cast '", name, "'"), name));
+    return absl::OkStatus();
+  }
+
+  // Dimensions such as n + 1 are left out of the binding match (their variables may be
+  // bound by it); once every variable is bound they are computed and checked.
+  absl::Status CheckCompoundDims(int32_t reg, const std::vector<tir::PrimExpr>& values, const std::string& context,
+                                 const std::string& binding) {
+    bool any = false;
+    for (const tir::PrimExpr& d : values) any |= !d.as_int() && d.as<tir::VarNode>() == nullptr;
+    if (!any) return absl::OkStatus();
+    std::vector<vm::Dim> dims;
+    for (const tir::PrimExpr& d : values) {
+      std::vector<tir::Var> vars;
+      relax::CollectVars(d, &vars);
+      bool all_bound = true;
+      for (const tir::Var& v : vars) all_bound &= bound_.count(v->name) > 0;
+      if (d.as_int() || d.as<tir::VarNode>() != nullptr || !all_bound) {
+        dims.push_back(vm::Dim::Any());
+        continue;
+      }
+      KILN_ASSIGN_OR_RETURN(Operand o, Prim(d, binding));
+      if (o.kind == Operand::Kind::kImm) {
+        dims.push_back(vm::Dim::Fixed(o.value));
+      } else {
+        dims.push_back(vm::Dim::Register(static_cast<int32_t>(o.value), tir::ToString(d)));
+      }
+    }
+    f_.MatchShape(reg, dims, context);
     return absl::OkStatus();
   }
 

@@ -5,11 +5,12 @@
 //  - Parameter signatures come from the parameters' struct info: a Tensor's dtype and rank,
 //    each dimension fixed (a constant), symbolic (a bare variable: bound at its first
 //    sight, checked at later ones, so a mismatch is the VM's error naming the function,
-//    parameter, dimension and variable) or any (a compound expression such as n + 1, not
-//    checked); a Shape's dims likewise; Prim(int) an int, and Prim(int64, value=k) binds
+//    parameter, dimension and variable) or any (a compound expression such as n + 1,
+//    checked by a MatchShape against IntOps once the parameters are bound); a Shape's
+//    dims likewise; Prim(int) an int, and Prim(int64, value=k) binds
 //    (or checks) k; anything else any value.
-//  - match_cast on a Tensor, Shape or Prim(int, value=k): MatchShape (binds new symbolic variables; compound
-//    dims are not checked, and neither is the dtype).
+//  - match_cast on a Tensor, Shape or Prim(int, value=k): MatchShape (binds new symbolic
+//    variables, then checks compound dims such as 2 * n; the dtype is not checked).
 //  - Symbolic PrimExprs (alloc shapes, R.shape, R.prim, tir_vars): IntOp instructions over
 //    the registers holding the bound variables (+ - * floordiv floormod min max and the
 //    comparisons); ShapeExpr: MakeShape.

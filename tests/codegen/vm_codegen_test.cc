@@ -190,6 +190,35 @@ TEST(VmCodegenTest, MatchCastSymbolicOutputShapesAndTupleReturn) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("parameter 'x'"));
 }
 
+TEST(VmCodegenTest, CompoundDimensionsAreCheckedAtRunTime) {
+  auto exe = MustCompile(R"(module {
+  func @main(x: Tensor((n,), float32), z: Tensor((n + 1,), float32), w: Tensor(ndim=1, float32)) -> Tensor((2 * n + 1,), float32) {
+    v: Tensor((2 * n + 1,), float32) = match_cast(w, Tensor((2 * n + 1,), float32))
+    r = R.call_tir(@concat, (x, z), out_sinfo=Tensor((2 * n + 1,), float32))
+    return r
+  }
+  prim_func @concat(A: Buffer((n,), float32), B: Buffer((n + 1,), float32), C: Buffer((2 * n + 1,), float32)) {
+    for i in serial(0, 2 * n + 1) {
+      if i < n {
+        C[i] = A[i]
+      } else {
+        C[i] = B[i - n]
+      }
+    }
+  }
+})");
+  ASSERT_NE(exe, nullptr);
+  vm::VirtualMachine machine(exe);
+  absl::StatusOr<vm::Value> ok = machine.Invoke("main", {vm::Value(Random({3}, 1)), vm::Value(Random({4}, 2)), vm::Value(Random({7}, 3))});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  absl::StatusOr<vm::Value> bad_param = machine.Invoke("main", {vm::Value(Random({3}, 1)), vm::Value(Random({5}, 2)), vm::Value(Random({7}, 3))});
+  ASSERT_FALSE(bad_param.ok());
+  EXPECT_THAT(std::string(bad_param.status().message()), HasSubstr("parameter 'z' dimension 0 (n + 1): expected 4"));
+  absl::StatusOr<vm::Value> bad_cast = machine.Invoke("main", {vm::Value(Random({3}, 1)), vm::Value(Random({4}, 2)), vm::Value(Random({8}, 3))});
+  ASSERT_FALSE(bad_cast.ok());
+  EXPECT_THAT(std::string(bad_cast.status().message()), HasSubstr("match_cast 'v' dimension 0 (2 * n + 1): expected 7"));
+}
+
 TEST(VmCodegenTest, IfOnABoolParameterAndOnASymbolicComparison) {
   auto exe = MustCompile(std::string(R"(module {
   func @main(x: Tensor((n, 4), float32), flag: Prim(bool)) -> Tensor((n, 4), float32) {
