@@ -33,7 +33,8 @@ constexpr const char* kUsage =
     "                      separated list works too)\n"
     "  --dump-all          print the module after every pass to stderr\n"
     "  --time-passes       print each pass's and each stage's wall time to stderr\n"
-    "  --check             check the module is well formed after every pass\n";
+    "  --check             check the module is well formed after every pass (always\n"
+    "                      on in debug builds)\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "kiln compile: %s\n", message.c_str());
@@ -50,6 +51,9 @@ int Usage(const std::string& message) {
 int CompileCommand(int argc, char** argv) {
   std::string path, output, target = "cpu", mcpu = "host";
   relax::PipelineOptions options;
+#ifndef NDEBUG
+  options.check_well_formed = true;  // debug builds catch a pass that breaks the IR at that pass
+#endif
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag, std::string* out) -> bool {
