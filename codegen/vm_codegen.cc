@@ -349,7 +349,31 @@ class FunctionCodegen {
         return Operand::Reg(r);
       }
     }
-    return Error(binding, "symbolic expression ", tir::ToString(e), " has no VM lowering (integer + - * floordiv floormod min max and comparisons only)");
+    // Logic on comparison results (ints 0 / 1): && is the min, || the max of the truths.
+    if (e.kind() == tir::ExprKind::kAnd || e.kind() == tir::ExprKind::kOr) {
+      const auto* bin = e.as<tir::BinaryNode>();
+      KILN_ASSIGN_OR_RETURN(Operand a, Truth(bin->a, binding));
+      KILN_ASSIGN_OR_RETURN(Operand b, Truth(bin->b, binding));
+      int32_t r = f_.NewRegister();
+      f_.IntOp(r, e.kind() == tir::ExprKind::kAnd ? vm::IntOpKind::kMin : vm::IntOpKind::kMax, a, b);
+      return Operand::Reg(r);
+    }
+    if (const auto* n = e.as<tir::NotNode>()) {
+      KILN_ASSIGN_OR_RETURN(Operand a, Prim(n->a, binding));
+      int32_t r = f_.NewRegister();
+      f_.IntOp(r, vm::IntOpKind::kEQ, a, Operand::Imm(0));
+      return Operand::Reg(r);
+    }
+    return Error(binding, "symbolic expression ", tir::ToString(e),
+                 " has no VM lowering (integer + - * floordiv floormod min max, comparisons, && || ! only)");
+  }
+
+  // 1 when `e` is nonzero, else 0.
+  absl::StatusOr<Operand> Truth(const tir::PrimExpr& e, const std::string& binding) {
+    KILN_ASSIGN_OR_RETURN(Operand a, Prim(e, binding));
+    int32_t r = f_.NewRegister();
+    f_.IntOp(r, vm::IntOpKind::kNE, a, Operand::Imm(0));
+    return Operand::Reg(r);
   }
 
   int32_t Constant(const relax::ConstantNode* c) {
@@ -460,8 +484,16 @@ class FunctionCodegen {
         f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.shape_of", "(tensor) -> shape"), {t});
         return absl::OkStatus();
       }
+      if (op->name == "reshape") {  // a view: legalization leaves it to the runtime
+        KILN_ASSIGN_OR_RETURN(Operand t, ArgOperand(call.args[0], name));
+        KILN_ASSIGN_OR_RETURN(Operand shape, ArgOperand(call.args[1], name));
+        f_.SetDebugName(name);
+        f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.reshape", "(tensor, shape) -> tensor"), {t, shape});
+        return absl::OkStatus();
+      }
       if (op->name == "call_tir") return Error(name, "R.call_tir must be lowered first (pass lower_call_tir)");
-      return Error(name, "operator R.", op->name, " has no VM lowering (legalize it to R.call_tir first)");
+      return Error(name, "operator R.", op->name,
+                   " has no VM lowering (tensor operators must be legalized to R.call_tir; this one is not)");
     }
     if (const auto* gv = call.op.as<relax::GlobalVarNode>()) {
       const relax::IRModule::Entry* entry = module_.Find(gv->name);

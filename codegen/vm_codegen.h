@@ -12,11 +12,11 @@
 //  - match_cast on a Tensor, Shape or Prim(int, value=k): MatchShape (binds new symbolic
 //    variables, then checks compound dims such as 2 * n; the dtype is not checked).
 //  - Symbolic PrimExprs (alloc shapes, R.shape, R.prim, tir_vars): IntOp instructions over
-//    the registers holding the bound variables (+ - * floordiv floormod min max and the
-//    comparisons); ShapeExpr: MakeShape.
+//    the registers holding the bound variables (+ - * floordiv floormod min max, the
+//    comparisons, and && || ! on their 0 / 1 results); ShapeExpr: MakeShape.
 //  - alloc_tensor: the kiln.alloc_tensor builtin; call_tir_dps: CallKernel with inputs,
 //    outputs, then tir_vars as int operands; calls of other Relax functions: CallFunction;
-//    shape_of: kiln.shape_of; Tuple / TupleGetItem: kiln.tuple_make / kiln.tuple_get;
+//    shape_of: kiln.shape_of; reshape (which legalization keeps as a view): kiln.reshape; Tuple / TupleGetItem: kiln.tuple_make / kiln.tuple_get;
 //    If: If/Goto (a tensor condition goes through kiln.read_if_cond); Constant tensors and
 //    strings: the constant pool and LoadConst.
 //  - One register per variable. A variable's register is killed (Kill) right after its
@@ -25,8 +25,9 @@
 //    code is laid out, which is also execution order (no loops; an If's then-branch comes
 //    first), so no killed register is read again; a variable last used inside one branch
 //    is killed in that branch only and otherwise lives until the function returns.
-// Anything else (an unlowered call_tir, an operator that was not legalized, ExternFunc
-// calls, closures) is an error naming the function and binding.
+// Anything else (an unlowered call_tir, an operator that was not legalized such as
+// R.print, ExternFunc calls and call_builtin, GlobalVars or closures as values, float
+// symbolic expressions) is an error naming the function and binding.
 #pragma once
 
 #include <cstdint>

@@ -330,6 +330,39 @@ TEST(VmCodegenTest, SymbolicScalarParameterAndTirVars) {
   }
 }
 
+// reshape (a view through kiln.reshape) and a condition using && || ! on symbolic values.
+TEST(VmCodegenTest, ReshapeViewAndLogicalSymbolicCondition) {
+  auto exe = MustCompile(R"(module {
+  func @main(x: Tensor((n, 4), float32)) -> Tensor((n * 4,), float32) {
+    c = R.prim(n > 2 && !(n == 5) || n == 1)
+    flat = R.reshape(x, R.shape([n * 4]))
+    r: Tensor((n * 4,), float32) = if c {
+      y = R.call_tir(@neg, (flat,), out_sinfo=Tensor((n * 4,), float32))
+      yield y
+    } else {
+      yield flat
+    }
+    return r
+  }
+  prim_func @neg(A: Buffer((m,), float32), B: Buffer((m,), float32)) {
+    for i in serial(0, m) {
+      B[i] = 0.0 - A[i]
+    }
+  }
+})");
+  ASSERT_NE(exe, nullptr);
+  vm::VirtualMachine machine(exe);
+  for (int64_t n : {1, 2, 5, 7, 300}) {
+    vm::Tensor x = Random({n, 4}, 12);
+    absl::StatusOr<vm::Value> r = machine.Invoke("main", {vm::Value(x)});
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->as_tensor().shape(), (std::vector<int64_t>{n * 4}));
+    bool negate = (n > 2 && n != 5) || n == 1;
+    std::vector<float> got = Data(r->as_tensor());
+    for (int64_t i = 0; i < n * 4; ++i) ASSERT_EQ(got[i], negate ? -x.data_as<float>()[i] : x.data_as<float>()[i]) << n;
+  }
+}
+
 TEST(VmCodegenTest, RegistersAreKilledAfterTheirLastUse) {
   auto exe = MustCompile(std::string(R"(module {
   func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
