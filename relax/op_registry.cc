@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_join.h"
+#include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
 #include "support/check.h"
 
@@ -18,12 +19,19 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterNnOps(*r);
     op::RegisterCreateOps(*r);
     op::RegisterCallOps(*r);
+    op::RegisterLoweredOps(*r);
     std::sort(r->ops_.begin(), r->ops_.end(),
               [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
     for (size_t i = 1; i < r->ops_.size(); ++i) {
       KILN_CHECK(r->ops_[i - 1].name != r->ops_[i].name)
           << "operator registered twice: " << r->ops_[i].name;
     }
+    op::RegisterElementwiseLegalize(*r);
+    op::RegisterMatmulLegalize(*r);
+    op::RegisterManipulateLegalize(*r);
+    op::RegisterReduceLegalize(*r);
+    op::RegisterNnLegalize(*r);
+    op::RegisterCreateLegalize(*r);
     return r;
   }();
   return *registry;
@@ -46,6 +54,13 @@ std::vector<std::string> OpRegistry::Names() const {
 void OpRegistry::Register(OpInfo info) {
   KILN_CHECK(info.infer != nullptr) << info.name;
   ops_.push_back(std::move(info));
+}
+
+void OpRegistry::SetLegalize(std::string_view name, LegalizeFn legalize) {
+  auto it = std::lower_bound(ops_.begin(), ops_.end(), name,
+                             [](const OpInfo& op, std::string_view n) { return op.name < n; });
+  KILN_CHECK(it != ops_.end() && it->name == name) << "legalization for unknown operator " << name;
+  it->legalize = std::move(legalize);
 }
 
 absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyzer& analyzer) {

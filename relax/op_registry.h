@@ -1,5 +1,5 @@
-// The operator registry: every Relax operator by name, with its arity, purity and
-// struct-info inference (legalization to TIR is added by the CPU compiler).
+// The operator registry: every Relax operator by name, with its arity, purity, struct-info
+// inference and (for tensor operators) legalization to a TIR PrimFunc.
 //
 // Inference is symbolic: output shapes are PrimExprs over the inputs' symbolic dimensions,
 // simplified by the analyzer. When inputs are only partly known (unknown ndim or dtype) the
@@ -21,6 +21,7 @@
 //   relax/op/nn.cc           conv2d max_pool2d
 //   relax/op/call.cc         call_tir call_dps_library call_builtin (impure) shape_of
 //                            print (impure)
+//   relax/op/lowered.cc      alloc_tensor call_tir_dps (what lower_call_tir produces)
 // The broadcasting rule shared by the elementwise ops, matmul's batch dims and where is
 // stated in relax/op/op_common.h. Attribute values are typed (relax/expr.h AttrValue): axis
 // and the like are int64, axis lists std::vector<int64_t>, keepdims bool, epsilon double,
@@ -34,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "relax/expr.h"
+#include "tir/stmt.h"
 
 namespace kiln::tir {
 class Analyzer;
@@ -46,6 +48,13 @@ namespace kiln::relax {
 using InferStructInfoFn =
     std::function<absl::StatusOr<StructInfo>(const CallNode& call, tir::Analyzer& analyzer)>;
 
+// Lowers a normalized call (its arguments and the call itself carry struct info) to a
+// PrimFunc in destination-passing style: one buffer parameter per tensor argument, in order,
+// then one per output tensor (a Tuple result gives several). Symbolic dims stay symbolic.
+// Errors (unknown shapes or dtypes, unsupported dtypes) are InvalidArgument / Unimplemented
+// naming the operator. The family files relax/op/legalize_*.cc define them.
+using LegalizeFn = std::function<absl::StatusOr<tir::PrimFunc>(const CallNode& call)>;
+
 struct OpInfo {
   std::string name;           // "add", "matmul", "call_tir", ... (text format: R.<name>)
   int min_args = 0;           // arity check done before inference
@@ -53,6 +62,7 @@ struct OpInfo {
   bool pure = true;           // false for anything with side effects
   std::vector<std::string> attr_names;  // attributes the op accepts (others are an error)
   InferStructInfoFn infer;
+  LegalizeFn legalize = nullptr;  // empty: no lowering to TIR (call forms, shape_of, print)
 };
 
 class OpRegistry {
@@ -66,6 +76,8 @@ class OpRegistry {
 
   // Used by the op families' Register functions while the registry is built.
   void Register(OpInfo info);
+  // Attaches an already registered operator's legalization (a KILN_CHECK if it is absent).
+  void SetLegalize(std::string_view name, LegalizeFn legalize);
 
  private:
   std::vector<OpInfo> ops_;  // sorted by name after construction

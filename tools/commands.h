@@ -7,5 +7,6 @@ namespace kiln::tools {
 int CheckCommand(int argc, char** argv);   // check_command.cc
 int RunCommand(int argc, char** argv);     // run_command.cc
 int DisasmCommand(int argc, char** argv);  // disasm_command.cc
+int CompileCommand(int argc, char** argv);  // compile_command.cc
 
 }  // namespace kiln::tools

@@ -56,6 +56,7 @@ Operand FunctionBuilder::DimOperand(const Dim& d) {
   switch (d.kind) {
     case Dim::Kind::kFixed: return Operand::Imm(d.value);
     case Dim::Kind::kAny: return Operand::Any();
+    case Dim::Kind::kRegister: return Operand::Reg(static_cast<int32_t>(d.value), String(d.name));
     case Dim::Kind::kSymbolic: {
       auto it = syms_.find(d.name);
       if (it != syms_.end()) return Operand::Reg(it->second, String(d.name));

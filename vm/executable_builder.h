@@ -19,14 +19,17 @@
 
 namespace kiln::vm {
 
-// A dimension of a parameter signature: fixed, a named symbolic variable, or any.
+// A dimension of a parameter signature: fixed, a named symbolic variable, or any. In a
+// MatchShape (not a signature) also a register holding the expected value, e.g. a compound
+// dimension `n + 1` computed by IntOps; `name` spells it in errors.
 struct Dim {
-  enum class Kind { kFixed, kSymbolic, kAny } kind;
+  enum class Kind { kFixed, kSymbolic, kAny, kRegister } kind;
   int64_t value = 0;
   std::string name;
   static Dim Fixed(int64_t v) { return {Kind::kFixed, v, ""}; }
   static Dim Sym(std::string n) { return {Kind::kSymbolic, 0, std::move(n)}; }
   static Dim Any() { return {Kind::kAny, 0, ""}; }
+  static Dim Register(int32_t reg, std::string n) { return {Kind::kRegister, reg, std::move(n)}; }
 };
 
 struct ParamSpec {

@@ -1,0 +1,85 @@
+#include "codegen/build_executable.h"
+
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cpu_shared_object.h"
+#include "codegen/vm_codegen.h"
+#include "relax/expr_functor.h"
+#include "support/status_macros.h"
+#include "vm/executable_builder.h"
+
+namespace kiln::codegen {
+namespace {
+
+// The PrimFunc names call_tir_dps calls, in first-call order.
+class KernelCollector : public relax::ExprVisitor {
+ public:
+  void VisitExpr_(const relax::CallNode* op, const relax::Expr& self) override {
+    const auto* callee = op->op.defined() ? op->op.as<relax::OpNode>() : nullptr;
+    if (callee != nullptr && callee->name == "call_tir_dps" && !op->args.empty()) {
+      if (const auto* gv = op->args[0].as<relax::GlobalVarNode>()) {
+        if (seen_.insert(gv->name).second) names_.push_back(gv->name);
+      }
+    }
+    relax::ExprVisitor::VisitExpr_(op, self);
+  }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::set<std::string> seen_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, const CpuTarget& target) {
+  KernelCollector collector;
+  for (const relax::IRModule::Entry& entry : lowered.entries()) {
+    if (entry.is_relax()) collector.VisitExpr(std::get<relax::Expr>(entry.func));
+  }
+  std::vector<std::pair<std::string, tir::PrimFunc>> kernels;
+  for (const std::string& name : collector.names()) {
+    const relax::IRModule::Entry* entry = lowered.Find(name);
+    if (entry == nullptr || entry->prim_func() == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("call_tir_dps calls @", name, ", which is not a PrimFunc of the module"));
+    }
+    kernels.emplace_back(name, *entry->prim_func());
+  }
+  // Symbols in the shared object: legalized kernels are named after operators ("exp",
+  // "sqrt"), which are C library functions the generated code itself calls, so every
+  // symbol ends in "_kernel" (kept unique); the VM's kernel table uses the same names.
+  std::vector<std::pair<std::string, tir::PrimFunc>> symbols;
+  std::map<std::string, std::string> symbol_of;
+  std::set<std::string> taken;
+  for (const auto& [name, func] : kernels) {
+    std::string base = name;
+    const std::string suffix = "_kernel";
+    if (base.size() < suffix.size() || base.compare(base.size() - suffix.size(), suffix.size(), suffix) != 0) {
+      base += suffix;
+    }
+    std::string symbol = base;
+    for (int i = 1; !taken.insert(symbol).second; ++i) symbol = absl::StrCat(base, i);
+    symbol_of[name] = symbol;
+    symbols.emplace_back(symbol, func);
+  }
+  vm::ExecutableBuilder builder;
+  std::map<std::string, int32_t> kernel_index;
+  if (!kernels.empty()) {
+    absl::StatusOr<std::string> so = BuildCpuSharedObject(symbols, target);
+    if (!so.ok()) {
+      return absl::Status(so.status().code(), absl::StrCat("compiling kernels: ", so.status().message()));
+    }
+    builder.SetCpuObject(*std::move(so));
+    for (const auto& [name, func] : kernels) {
+      kernel_index[name] = builder.DeclareKernel(symbol_of[name], KernelArgSignature(func));
+    }
+  }
+  KILN_RETURN_IF_ERROR(GenerateVmCode(lowered, kernel_index, builder));
+  return builder.Build();
+}
+
+}  // namespace kiln::codegen

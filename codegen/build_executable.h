@@ -1,0 +1,23 @@
+// BuildExecutable: a lowered module (after relax/transform/pipeline.h) -> the bytes of a
+// .kx executable (docs/vm.md) that vm::Executable::Load accepts.
+//
+// Every PrimFunc that a call_tir_dps calls is compiled, all together, into ONE CPU shared
+// object (codegen/cpu_shared_object.h) carried in the executable and declared as a kernel
+// named after it with "_kernel" appended unless it already ends so (`@exp` -> `exp_kernel`,
+// `@add_kernel` stays): operator-named kernels would otherwise clash with the C library
+// functions the generated code calls. PrimFuncs nobody calls are left out. Then each Relax function
+// becomes a VM function of the same name (codegen/vm_codegen.h). A module without kernels
+// gets no CPU object.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "codegen/cpu_target.h"
+#include "relax/ir_module.h"
+
+namespace kiln::codegen {
+
+absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, const CpuTarget& target);
+
+}  // namespace kiln::codegen

@@ -1,0 +1,254 @@
+#include "relax/op/legalize_common.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <utility>
+
+#include "relax/op/op_common.h"
+#include "support/check.h"
+#include "support/status_macros.h"
+#include "tir/structural_equal.h"
+
+namespace kiln::relax::op {
+
+absl::StatusOr<const TensorStructInfoNode*> KnownTensor(const CallNode& call, const StructInfo& sinfo,
+                                                        const std::string& what) {
+  const auto* tensor = sinfo.defined() ? sinfo.as<TensorStructInfoNode>() : nullptr;
+  if (tensor == nullptr) {
+    return OpError(call, "cannot legalize: ", what, " is not a tensor (",
+                   sinfo.defined() ? ToString(sinfo) : "no struct info", ")");
+  }
+  if (!tensor->shape.has_value()) {
+    return OpError(call, "cannot legalize: ", what, " has an unknown shape (", ToString(sinfo), ")");
+  }
+  if (!tensor->dtype.has_value()) {
+    return OpError(call, "cannot legalize: ", what, " has an unknown dtype (", ToString(sinfo), ")");
+  }
+  for (const PrimExpr& dim : *tensor->shape) {
+    if (dim.dtype() != DataType::Int64()) {
+      return OpError(call, "cannot legalize: ", what, " has a non-int64 dim ", DimStr(dim));
+    }
+  }
+  return tensor;
+}
+
+absl::StatusOr<std::vector<const TensorStructInfoNode*>> TensorOperands(const CallNode& call) {
+  std::vector<const TensorStructInfoNode*> result;
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    const StructInfo& sinfo = call.args[i].struct_info();
+    if (!sinfo.defined()) continue;
+    if (sinfo.kind() == StructInfoKind::kTensor) {
+      KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* t,
+                            KnownTensor(call, sinfo, absl::StrCat("argument ", i)));
+      result.push_back(t);
+    } else if (const auto* tuple = sinfo.as<TupleStructInfoNode>()) {
+      for (size_t f = 0; f < tuple->fields.size(); ++f) {
+        KILN_ASSIGN_OR_RETURN(
+            const TensorStructInfoNode* t,
+            KnownTensor(call, tuple->fields[f], absl::StrCat("argument ", i, " field ", f)));
+        result.push_back(t);
+      }
+    }
+  }
+  return result;
+}
+
+absl::StatusOr<std::vector<const TensorStructInfoNode*>> CallOutputs(const CallNode& call) {
+  std::vector<const TensorStructInfoNode*> result;
+  const StructInfo& sinfo = call.struct_info();
+  if (const auto* tuple = sinfo.defined() ? sinfo.as<TupleStructInfoNode>() : nullptr) {
+    for (size_t f = 0; f < tuple->fields.size(); ++f) {
+      KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* t,
+                            KnownTensor(call, tuple->fields[f], absl::StrCat("result field ", f)));
+      result.push_back(t);
+    }
+    return result;
+  }
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* t, KnownTensor(call, sinfo, "the result"));
+  result.push_back(t);
+  return result;
+}
+
+absl::Status CheckDType(const CallNode& call, DataType dtype) {
+  const bool ok = dtype.is_scalar() &&
+                  ((dtype.is_float() && (dtype.bits() == 16 || dtype.bits() == 32 || dtype.bits() == 64)) ||
+                   (dtype.is_integer() && (dtype.bits() == 8 || dtype.bits() == 16 || dtype.bits() == 32 ||
+                                           dtype.bits() == 64)) ||
+                   dtype.is_bool());
+  if (!ok) {
+    return absl::UnimplementedError(
+        absl::StrCat(OpName(call), ": no CPU lowering for dtype ", dtype.ToString()));
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+void CollectVars(const PrimExpr& e, std::vector<const tir::VarNode*>& out) {
+  if (!e.defined()) return;
+  if (const auto* v = e.as<tir::VarNode>()) {
+    out.push_back(v);
+  } else if (const auto* b = e.as<tir::BinaryNode>()) {
+    CollectVars(b->a, out);
+    CollectVars(b->b, out);
+  } else if (const auto* n = e.as<tir::NotNode>()) {
+    CollectVars(n->a, out);
+  } else if (const auto* s = e.as<tir::SelectNode>()) {
+    CollectVars(s->condition, out);
+    CollectVars(s->true_value, out);
+    CollectVars(s->false_value, out);
+  } else if (const auto* c = e.as<tir::CastNode>()) {
+    CollectVars(c->value, out);
+  } else if (const auto* call = e.as<tir::CallNode>()) {
+    for (const PrimExpr& a : call->args) CollectVars(a, out);
+  } else if (e.kind() != tir::ExprKind::kIntImm && e.kind() != tir::ExprKind::kFloatImm) {
+    out.push_back(nullptr);  // something unusual: treat as unbindable
+  }
+}
+
+std::string BufferName(size_t i) {
+  if (i < 26) return std::string(1, static_cast<char>('A' + i));
+  return absl::StrCat("A", i);
+}
+
+}  // namespace
+
+absl::StatusOr<KernelParams> MakeParams(const CallNode& call) {
+  KILN_ASSIGN_OR_RETURN(std::vector<const TensorStructInfoNode*> inputs, TensorOperands(call));
+  KILN_ASSIGN_OR_RETURN(std::vector<const TensorStructInfoNode*> outputs, CallOutputs(call));
+  std::set<const tir::VarNode*> bound;
+  for (const auto* list : {&inputs, &outputs}) {
+    for (const TensorStructInfoNode* t : *list) {
+      KILN_RETURN_IF_ERROR(CheckDType(call, *t->dtype));
+      for (const PrimExpr& dim : *t->shape) {
+        if (const auto* v = dim.as<tir::VarNode>()) bound.insert(v);
+      }
+    }
+  }
+  std::vector<std::pair<PrimExpr, tir::Var>> fresh;
+  auto dim_of = [&](const PrimExpr& dim) -> PrimExpr {
+    if (dim.kind() == tir::ExprKind::kIntImm || dim.kind() == tir::ExprKind::kVar) return dim;
+    std::vector<const tir::VarNode*> vars;
+    CollectVars(dim, vars);
+    bool all_bound = true;
+    for (const tir::VarNode* v : vars) all_bound = all_bound && v != nullptr && bound.count(v) > 0;
+    if (all_bound) return dim;
+    for (const auto& [expr, var] : fresh) {
+      if (tir::StructuralEqual(expr, dim)) return var;
+    }
+    tir::Var var = tir::Var::Shape(absl::StrCat("d", fresh.size()));
+    fresh.emplace_back(dim, var);
+    return var;
+  };
+  KernelParams params;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<PrimExpr> shape;
+    for (const PrimExpr& dim : *inputs[i]->shape) shape.push_back(dim_of(dim));
+    params.inputs.emplace_back(BufferName(i), *inputs[i]->dtype, std::move(shape));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    std::vector<PrimExpr> shape;
+    for (const PrimExpr& dim : *outputs[i]->shape) shape.push_back(dim_of(dim));
+    params.outputs.emplace_back(i == 0 ? std::string("out") : absl::StrCat("out", i), *outputs[i]->dtype,
+                                std::move(shape));
+  }
+  return params;
+}
+
+tir::PrimFunc MakePrimFunc(const KernelParams& params, Stmt body, const std::string& op_pattern) {
+  std::vector<tir::PrimFuncParam> list;
+  for (const Buffer& b : params.inputs) list.push_back({b, tir::Var()});
+  for (const Buffer& b : params.outputs) list.push_back({b, tir::Var()});
+  return tir::PrimFunc(std::move(list), std::move(body), {{"op_pattern", op_pattern}});
+}
+
+std::vector<PrimExpr> BroadcastIndex(const Buffer& in, const std::vector<PrimExpr>& out_index) {
+  const size_t nd = in->shape.size();
+  KILN_CHECK(nd <= out_index.size()) << "broadcast of a higher-rank input";
+  const size_t offset = out_index.size() - nd;
+  std::vector<PrimExpr> index;
+  for (size_t i = 0; i < nd; ++i) {
+    const std::optional<int64_t> dim = in->shape[i].as_int();
+    index.push_back(dim.has_value() && *dim == 1 ? PrimExpr(int64_t{0}) : out_index[offset + i]);
+  }
+  return index;
+}
+
+Stmt BlockNest(const std::string& name, const std::vector<PrimExpr>& spatial_extents,
+               const std::vector<PrimExpr>& reduce_extents, const BlockBodyFn& body) {
+  std::vector<tir::IterVar> iter_vars;
+  std::vector<tir::Var> loops;
+  std::vector<PrimExpr> spatial;
+  std::vector<PrimExpr> reduce;
+  const size_t total = spatial_extents.size() + reduce_extents.size();
+  for (size_t i = 0; i < total; ++i) {
+    const bool is_reduce = i >= spatial_extents.size();
+    const PrimExpr& extent = is_reduce ? reduce_extents[i - spatial_extents.size()] : spatial_extents[i];
+    tir::Var loop(absl::StrCat(is_reduce ? "k" : "i", is_reduce ? i - spatial_extents.size() : i));
+    tir::Var iv(absl::StrCat(is_reduce ? "vk" : "v", is_reduce ? i - spatial_extents.size() : i));
+    loops.push_back(loop);
+    iter_vars.push_back({iv, extent, is_reduce ? tir::IterType::kReduction : tir::IterType::kSpatial, loop});
+    (is_reduce ? reduce : spatial).push_back(iv);
+  }
+  BlockParts parts = body(spatial, reduce);
+  Stmt stmt = tir::Block(name, std::move(iter_vars), parts.body, parts.init);
+  for (size_t i = total; i-- > 0;) {
+    const bool is_reduce = i >= spatial_extents.size();
+    const PrimExpr& extent = is_reduce ? reduce_extents[i - spatial_extents.size()] : spatial_extents[i];
+    stmt = tir::For(loops[i], PrimExpr(int64_t{0}), extent, tir::ForKind::kSerial, stmt);
+  }
+  return stmt;
+}
+
+Stmt ComputeBlock(const std::string& name, const Buffer& out,
+                  const std::function<PrimExpr(const std::vector<PrimExpr>&)>& value) {
+  return BlockNest(name, out->shape, {}, [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>&) {
+    return BlockParts{tir::BufferStore(out, value(s), s), Stmt()};
+  });
+}
+
+Stmt ReduceBlock(const std::string& name, const Buffer& out, const std::vector<PrimExpr>& reduce_extents,
+                 PrimExpr init, const std::function<PrimExpr(PrimExpr, PrimExpr)>& combine,
+                 const std::function<PrimExpr(const std::vector<PrimExpr>&, const std::vector<PrimExpr>&)>& value) {
+  return BlockNest(name, out->shape, reduce_extents,
+                   [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+                     Stmt init_stmt = tir::BufferStore(out, init, s);
+                     Stmt body = tir::BufferStore(out, combine(out.Load(s), value(s, r)), s);
+                     // A reduction over nothing (all extents literal... or none) still needs
+                     // its init: without reduction vars the block is spatial, so fold it in.
+                     if (reduce_extents.empty()) {
+                       body = tir::BufferStore(out, combine(init, value(s, r)), s);
+                       init_stmt = Stmt();
+                     }
+                     return BlockParts{body, init_stmt};
+                   });
+}
+
+PrimExpr Const(DataType dtype, double value) {
+  if (dtype.is_floating()) return tir::FloatImm(dtype, value);
+  if (dtype.is_bool()) return tir::IntImm(dtype, value != 0 ? 1 : 0);
+  return tir::IntImm(dtype, static_cast<int64_t>(value));
+}
+
+PrimExpr LowestValue(DataType dtype) {
+  if (dtype.is_floating()) return tir::FloatImm(dtype, -std::numeric_limits<double>::infinity());
+  if (dtype.is_bool() || dtype.is_uint()) return tir::IntImm(dtype, 0);
+  if (dtype.bits() == 64) return tir::IntImm(dtype, std::numeric_limits<int64_t>::min());
+  return tir::IntImm(dtype, -(int64_t{1} << (dtype.bits() - 1)));
+}
+
+PrimExpr HighestValue(DataType dtype) {
+  if (dtype.is_floating()) return tir::FloatImm(dtype, std::numeric_limits<double>::infinity());
+  if (dtype.is_bool()) return tir::IntImm(dtype, 1);
+  if (dtype.is_uint() && dtype.bits() == 64) return tir::IntImm(dtype, -1);  // all ones
+  if (dtype.is_uint()) return tir::IntImm(dtype, (int64_t{1} << dtype.bits()) - 1);
+  if (dtype.bits() == 64) return tir::IntImm(dtype, std::numeric_limits<int64_t>::max());
+  return tir::IntImm(dtype, (int64_t{1} << (dtype.bits() - 1)) - 1);
+}
+
+Buffer ScratchBuffer(const std::string& name, DataType dtype, std::vector<PrimExpr> shape) {
+  return Buffer(name, dtype, std::move(shape));
+}
+
+}  // namespace kiln::relax::op

@@ -1,0 +1,89 @@
+#include "relax/transform/pipeline.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "relax/block_builder.h"
+#include "relax/text_printer.h"
+#include "relax/transform/legalize_ops.h"
+#include "relax/transform/lower_call_tir.h"
+#include "relax/well_formed.h"
+#include "support/status_macros.h"
+
+namespace kiln::relax {
+namespace {
+
+struct Pass {
+  std::string name;
+  std::function<absl::StatusOr<IRModule>(const IRModule&, const SourceMap*)> run;
+};
+
+// THE pipeline. Passes that do not exist yet go where the comments say; only passes that
+// exist are listed.
+std::vector<Pass> Passes() {
+  return {
+      {"normalize", [](const IRModule& m, const SourceMap* loc) { return NormalizeModule(m, loc); }},
+      // fold_constants goes here.
+      {"legalize", [](const IRModule& m, const SourceMap*) { return LegalizeOps(m); }},
+      // annotate_patterns, fuse_ops, fuse_tir go here; then dead_code_elimination.
+      {"lower_call_tir", [](const IRModule& m, const SourceMap*) { return LowerCallTir(m); }},
+      // memory planning (alloc_tensor -> storage + offsets) goes here.
+      // Releasing registers after their last use is done by VM codegen
+      // (codegen/vm_codegen.h), which knows the registers.
+  };
+}
+
+}  // namespace
+
+std::vector<std::string> PipelinePassNames() {
+  std::vector<std::string> names;
+  for (const Pass& p : Passes()) names.push_back(p.name);
+  return names;
+}
+
+absl::Status ValidatePassNames(const std::set<std::string>& names) {
+  std::vector<std::string> valid = PipelinePassNames();
+  for (const std::string& name : names) {
+    if (std::find(valid.begin(), valid.end(), name) == valid.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown pass '", name, "'; the passes are: ", absl::StrJoin(valid, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<IRModule> RunPipeline(const IRModule& module, const PipelineOptions& options,
+                                     const SourceMap* locations) {
+  KILN_RETURN_IF_ERROR(ValidatePassNames(options.dump_after));
+  IRModule current = module;
+  for (const Pass& pass : Passes()) {
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<IRModule> next = pass.run(current, locations);
+    auto end = std::chrono::steady_clock::now();
+    if (!next.ok()) {
+      if (pass.name == "normalize") return next.status();
+      return absl::Status(next.status().code(), absl::StrCat("pass '", pass.name, "': ", next.status().message()));
+    }
+    current = *std::move(next);
+    if (options.time_passes) {
+      double ms = std::chrono::duration<double, std::milli>(end - start).count();
+      std::fprintf(options.dump_to, "pass %-16s %9.3f ms\n", pass.name.c_str(), ms);
+    }
+    if (options.check_well_formed) {
+      if (absl::Status wf = CheckWellFormed(current); !wf.ok()) {
+        return absl::InternalError(
+            absl::StrCat("the module is not well formed after pass '", pass.name, "':\n", wf.message()));
+      }
+    }
+    if (options.dump_all || options.dump_after.count(pass.name) > 0) {
+      std::fprintf(options.dump_to, "// after pass %s\n%s", pass.name.c_str(), PrintModule(current).c_str());
+      std::fflush(options.dump_to);
+    }
+  }
+  return current;
+}
+
+}  // namespace kiln::relax

@@ -1,0 +1,49 @@
+// The Relax compilation pipeline: THE list of graph passes a module goes through between
+// the parser and VM code generation (codegen/build_executable.h), in order, by name.
+//
+//   PipelineOptions options;
+//   options.dump_after = {"lower_call_tir"};
+//   absl::StatusOr<IRModule> lowered = RunPipeline(parsed.module, options, &parsed.locations);
+//
+// Options:
+//  - dump_after / dump_all print the module text (relax/text_printer.h) after the named /
+//    every pass to `dump_to`, headed `// after pass <name>`. An unknown name in dump_after is
+//    an error listing the valid ones (ValidatePassNames checks up front).
+//  - time_passes prints each pass's wall time to `dump_to`.
+//  - check_well_formed runs relax/well_formed.h after every pass (tests and debugging);
+//    a failure names the pass that broke the module.
+// Each pass is a function IRModule -> StatusOr<IRModule>; a failing pass's error is
+// returned prefixed with `pass '<name>': `, except normalize, whose errors already point at
+// the source (file:line:col) and are returned as they are.
+#pragma once
+
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "relax/ir_module.h"
+#include "relax/text_parser.h"
+
+namespace kiln::relax {
+
+struct PipelineOptions {
+  std::set<std::string> dump_after;
+  bool dump_all = false;
+  bool time_passes = false;
+  bool check_well_formed = false;
+  std::FILE* dump_to = stderr;
+};
+
+// The pass names, in pipeline order.
+std::vector<std::string> PipelinePassNames();
+
+// OK, or InvalidArgument naming the first unknown name and listing the valid ones.
+absl::Status ValidatePassNames(const std::set<std::string>& names);
+
+// Runs every pass. `locations` (may be null) lets normalize point errors at the source.
+absl::StatusOr<IRModule> RunPipeline(const IRModule& module, const PipelineOptions& options,
+                                     const SourceMap* locations = nullptr);
+
+}  // namespace kiln::relax

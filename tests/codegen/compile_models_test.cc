@@ -1,0 +1,157 @@
+// Whole modules with Relax operators (legalized by the pipeline) compiled to executables
+// and run by the VM, checked against the reference evaluator (tests/reference), which
+// shares no code with legalization, TIR lowering or the VM.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "builtins/default_builtins.h"
+#include "codegen/build_executable.h"
+#include "relax/block_builder.h"
+#include "relax/text_parser.h"
+#include "relax/transform/pipeline.h"
+#include "support/file_io.h"
+#include "tests/reference/reference_evaluator.h"
+#include "vm/executable.h"
+#include "vm/virtual_machine.h"
+
+namespace kiln::codegen {
+namespace {
+
+struct Compiled {
+  relax::IRModule normalized;  // for the reference evaluator
+  std::shared_ptr<const vm::Executable> exe;
+};
+
+Compiled CompileText(const std::string& text, const std::string& name) {
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(text, name);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  if (!parsed.ok()) return {};
+  absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed->module, &parsed->locations);
+  EXPECT_TRUE(normalized.ok()) << normalized.status();
+  relax::PipelineOptions options;
+  options.check_well_formed = true;
+  absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed->module, options, &parsed->locations);
+  EXPECT_TRUE(lowered.ok()) << lowered.status();
+  if (!lowered.ok() || !normalized.ok()) return {};
+  absl::StatusOr<std::string> bytes = BuildExecutable(*lowered, CpuTarget::Host());
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  if (!bytes.ok()) return {};
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
+  EXPECT_TRUE(exe.ok()) << exe.status();
+  return {*normalized, exe.ok() ? *exe : nullptr};
+}
+
+// The same random float32 data as a VM tensor and a reference tensor.
+struct Input {
+  vm::Tensor vm;
+  reference::RefValue ref;
+};
+Input RandomInput(std::vector<int64_t> shape, uint32_t seed) {
+  vm::Tensor t = *vm::Tensor::Empty(shape, vm::DTypeFloat32());
+  std::vector<double> values(t.numel());
+  uint32_t s = seed * 2654435761u + 7;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    s = s * 1664525u + 1013904223u;
+    float v = static_cast<float>(static_cast<int32_t>(s >> 8) % 2001 - 1000) / 1000.0f;
+    t.data_as<float>()[i] = v;
+    values[i] = v;
+  }
+  return {t, reference::RefValue(reference::HostTensor::FromDoubles(tir::DataType::Float32(), shape, values))};
+}
+
+void ExpectClose(const vm::Tensor& got, const reference::HostTensor& want, double tol) {
+  ASSERT_EQ(got.shape(), want.shape());
+  std::vector<double> w = want.ToDoubles();
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double g = got.data_as<float>()[i];
+    ASSERT_NEAR(g, w[i], tol * (1 + std::fabs(w[i]))) << "element " << i;
+  }
+}
+
+TEST(CompileModelsTest, MlpFromExamplesMatchesTheReference) {
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  std::string path = std::string(root) + "/examples/models/mlp.kir";
+  absl::StatusOr<std::string> text = support::ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  Compiled c = CompileText(*text, path);
+  ASSERT_NE(c.exe, nullptr);
+  vm::VirtualMachine machine(c.exe);
+  Input w0 = RandomInput({784, 256}, 1), b0 = RandomInput({256}, 2), w1 = RandomInput({256, 10}, 3),
+        b1 = RandomInput({10}, 4);
+  for (int64_t b : {1, 7, 300}) {
+    Input x = RandomInput({b, 784}, 10 + static_cast<uint32_t>(b));
+    absl::StatusOr<vm::Value> got = machine.Invoke(
+        "main", {vm::Value(x.vm), vm::Value(w0.vm), vm::Value(b0.vm), vm::Value(w1.vm), vm::Value(b1.vm)});
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<reference::RefValue> want = reference::Evaluate(c.normalized, "main", {x.ref, w0.ref, b0.ref, w1.ref, b1.ref});
+    ASSERT_TRUE(want.ok()) << want.status();
+    ExpectClose(got->as_tensor(), want->tensor(), 1e-4);
+  }
+}
+
+TEST(CompileModelsTest, TransformerBlockFromExamplesMatchesTheReference) {
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  std::string path = std::string(root) + "/examples/models/transformer_block.kir";
+  absl::StatusOr<std::string> text = support::ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  Compiled c = CompileText(*text, path);
+  ASSERT_NE(c.exe, nullptr);
+  vm::VirtualMachine machine(c.exe);
+  const std::vector<std::vector<int64_t>> weight_shapes = {{64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64},
+                                                           {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
+  std::vector<Input> weights;
+  for (size_t i = 0; i < weight_shapes.size(); ++i) weights.push_back(RandomInput(weight_shapes[i], 100 + static_cast<uint32_t>(i)));
+  for (int64_t n : {1, 7, 300}) {
+    Input x = RandomInput({n, 64}, 30 + static_cast<uint32_t>(n));
+    std::vector<vm::Value> args{vm::Value(x.vm)};
+    std::vector<reference::RefValue> ref_args{x.ref};
+    for (const Input& w : weights) {
+      args.push_back(vm::Value(w.vm));
+      ref_args.push_back(w.ref);
+    }
+    absl::StatusOr<vm::Value> got = machine.Invoke("main", args);
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<reference::RefValue> want = reference::Evaluate(c.normalized, "main", ref_args);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ExpectClose(got->as_tensor(), want->tensor(), 1e-3);
+  }
+}
+
+TEST(CompileModelsTest, ElementwiseAndReductionOpsMatchTheReference) {
+  Compiled c = CompileText(R"(module {
+  func @main(x: Tensor((n, 16), float32), y: Tensor((16,), float32)) -> Tuple(Tensor((n, 16), float32), Tensor((n,), float32)) {
+    dataflow {
+      %a = R.multiply(x, y)
+      %b = R.relu(%a)
+      %c = R.exp(%b)
+      s = R.sum(%c, axis=[1])
+      r = R.subtract(%c, x)
+    }
+    out = (r, s)
+    return out
+  }
+})", "ops.kir");
+  ASSERT_NE(c.exe, nullptr);
+  vm::VirtualMachine machine(c.exe);
+  Input y = RandomInput({16}, 5);
+  for (int64_t n : {1, 7, 300}) {
+    Input x = RandomInput({n, 16}, 20 + static_cast<uint32_t>(n));
+    absl::StatusOr<vm::Value> got = machine.Invoke("main", {vm::Value(x.vm), vm::Value(y.vm)});
+    ASSERT_TRUE(got.ok()) << got.status();
+    absl::StatusOr<reference::RefValue> want = reference::Evaluate(c.normalized, "main", {x.ref, y.ref});
+    ASSERT_TRUE(want.ok()) << want.status();
+    ExpectClose(got->as_tuple()[0].as_tensor(), want->fields()[0].tensor(), 1e-5);
+    ExpectClose(got->as_tuple()[1].as_tensor(), want->fields()[1].tensor(), 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace kiln::codegen

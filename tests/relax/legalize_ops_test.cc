@@ -1,0 +1,144 @@
+// LegalizeOps: the shape of the IR it produces (text in, printed module checked). The
+// numbers the kernels compute are checked in tests/codegen/legalize_numerics_test.cc.
+#include "relax/transform/legalize_ops.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "relax/block_builder.h"
+#include "relax/text_parser.h"
+#include "relax/text_printer.h"
+#include "relax/well_formed.h"
+
+namespace kiln::relax {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+IRModule Normalized(const std::string& text) {
+  absl::StatusOr<ParsedModule> parsed = ParseModule(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<IRModule> normalized = NormalizeModule(parsed->module);
+  EXPECT_TRUE(normalized.ok()) << normalized.status();
+  return *normalized;
+}
+
+std::string Legalized(const std::string& text) {
+  absl::StatusOr<IRModule> out = LegalizeOps(Normalized(text));
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return "";
+  // The result is itself a normalized, well-formed module.
+  absl::StatusOr<IRModule> again = NormalizeModule(*out);
+  EXPECT_TRUE(again.ok()) << again.status();
+  absl::Status wf = CheckWellFormed(*out);
+  EXPECT_TRUE(wf.ok()) << wf;
+  return PrintModule(*out);
+}
+
+TEST(LegalizeOpsTest, ElementwiseBecomesCallTirWithSharedSymbolicShape) {
+  std::string text = Legalized(R"(module {
+  func @main(x: Tensor((n, 4), float32), y: Tensor((1, 4), float32)) -> Tensor((n, 4), float32) {
+    z = R.add(x, y)
+    w = R.exp(z)
+    return w
+  }
+})");
+  EXPECT_THAT(text, HasSubstr("R.call_tir(@add, (x, y), out_sinfo=Tensor((n, 4), float32))"));
+  EXPECT_THAT(text, HasSubstr("R.call_tir(@exp, (z,), out_sinfo=Tensor((n, 4), float32))"));
+  EXPECT_THAT(text, HasSubstr("prim_func @add(A: Buffer((n, 4), float32), B: Buffer((1, 4), float32), out: Buffer((n, 4), float32))"));
+  EXPECT_THAT(text, HasSubstr("block \"add\""));
+  // The broadcast operand reads row 0.
+  EXPECT_THAT(text, HasSubstr("B[0, v1]"));
+  EXPECT_THAT(text, HasSubstr("exp(A[v0, v1])"));
+  EXPECT_THAT(text, Not(HasSubstr("R.add(")));
+}
+
+TEST(LegalizeOpsTest, StructurallyEqualKernelsAreSharedAndNamesAreUnique) {
+  std::string text = Legalized(R"(module {
+  func @main(x: Tensor((n, 4), float32), y: Tensor((m, 4), float32), z: Tensor((3,), float32)) -> Tensor((m, 4), float32) {
+    a = R.add(x, x)
+    b = R.add(y, y)
+    c = R.add(z, z)
+    return b
+  }
+})");
+  // (n, 4) and (m, 4) kernels are equal up to renaming of the shape var: one PrimFunc.
+  EXPECT_THAT(text, HasSubstr("R.call_tir(@add, (x, x)"));
+  EXPECT_THAT(text, HasSubstr("R.call_tir(@add, (y, y)"));
+  EXPECT_THAT(text, HasSubstr("R.call_tir(@add1, (z, z)"));
+  EXPECT_THAT(text, Not(HasSubstr("@add2")));
+}
+
+TEST(LegalizeOpsTest, ReductionsHaveReductionIterVarsAndInit) {
+  std::string text = Legalized(R"(module {
+  func @main(x: Tensor((n, k), float32), w: Tensor((k, 8), float32)) -> Tensor((n, 8), float32) {
+    y = R.matmul(x, w)
+    s = R.sum(y, axis=[1])
+    m = R.softmax(y, axis=-1)
+    return m
+  }
+})");
+  EXPECT_THAT(text, HasSubstr("block \"matmul\""));
+  EXPECT_THAT(text, HasSubstr("reduce(k, k0)"));
+  EXPECT_THAT(text, HasSubstr("init {"));
+  EXPECT_THAT(text, HasSubstr("block \"softmax_max\""));
+  EXPECT_THAT(text, HasSubstr("block \"softmax_sum\""));
+  EXPECT_THAT(text, HasSubstr("block \"softmax\""));
+}
+
+TEST(LegalizeOpsTest, ConcatOfATupleVariableIsUnpacked) {
+  std::string text = Legalized(R"(module {
+  func @main(x: Tensor((n, 4), float32), y: Tensor((m, 4), float32)) -> Tensor((n + m, 4), float32) {
+    t = (x, y)
+    c = R.concat(t, axis=0)
+    return c
+  }
+})");
+  EXPECT_THAT(text, HasSubstr("c_in0: Tensor((n, 4), float32) = t[0]"));
+  EXPECT_THAT(text, HasSubstr("R.call_tir(@concat, (c_in0, c_in1)"));
+  EXPECT_THAT(text, HasSubstr("out[v0_1 + n, v1_1] = B[v0_1, v1_1]"));
+  EXPECT_THAT(text, HasSubstr("block \"concat0\""));
+  EXPECT_THAT(text, HasSubstr("block \"concat1\""));
+}
+
+TEST(LegalizeOpsTest, ShapeOfAndCallTirAreLeftAlone) {
+  std::string text = Legalized(R"(module {
+  func @main(x: Tensor((n, 4), float32)) -> Shape((n, 4)) {
+    s = R.shape_of(x)
+    return s
+  }
+})");
+  EXPECT_THAT(text, HasSubstr("R.shape_of(x)"));
+  EXPECT_THAT(text, Not(HasSubstr("prim_func")));
+}
+
+TEST(LegalizeOpsTest, UnsupportedDtypeIsAClearError) {
+  IRModule module = Normalized(R"(module {
+  func @main(x: Tensor((4,), bfloat16)) -> Tensor((4,), bfloat16) {
+    y = R.relu(x)
+    return y
+  }
+})");
+  absl::StatusOr<IRModule> out = LegalizeOps(module);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("function 'main', binding 'y': relu"));
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("bfloat16"));
+}
+
+TEST(LegalizeOpsTest, UnknownShapeIsAClearError) {
+  IRModule module = Normalized(R"(module {
+  func @main(x: Tensor(ndim=2, float32)) -> Tensor(ndim=2, float32) {
+    y = R.exp(x)
+    return y
+  }
+})");
+  absl::StatusOr<IRModule> out = LegalizeOps(module);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(std::string(out.status().message()), HasSubstr("exp: cannot legalize: argument 0 has an unknown shape"));
+}
+
+}  // namespace
+}  // namespace kiln::relax

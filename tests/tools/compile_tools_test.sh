@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# End-to-end checks of `kiln compile` followed by `kiln run`, and of compile's errors.
+# Expected numbers are computed here from the inputs, not by Kiln.
+#   $1 kiln  $2 the folder of tests/relax/modules  $3 the folder of examples/models
+set -euo pipefail
+kiln=$1 modules=$2 models=$3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# add: ones + ones over [7, 4] -> 56.
+"$kiln" compile "$modules/call_tir_add.kir" --target cpu -o "$dir/add.kx" 2>"$dir/err" || fail "compile add: $(cat "$dir/err")"
+[ -s "$dir/err" ] && fail "compile printed to stderr without being asked: $(cat "$dir/err")"
+out=$("$kiln" run "$dir/add.kx" --input ones:7x4:f32 --input ones:7x4:f32)
+grep -q "output 0: float32\[7, 4\] sum=56 abs_sum=56" <<<"$out" || fail "kiln run add: $out"
+if out=$("$kiln" run "$dir/add.kx" --input ones:7x4:f32 --input ones:8x4:f32 2>&1); then fail "shape mismatch accepted"; fi
+grep -q "parameter 'y' dimension 0 (n): expected 7" <<<"$out" || fail "mismatch message: $out"
+
+# matmul of ones: every output element is 128; [5, 64] -> 40960. For a named CPU too.
+"$kiln" compile "$modules/matmul_tir.kir" -o "$dir/mm.kx" --mcpu x86-64-v2
+out=$("$kiln" run "$dir/mm.kx" --input ones:5x128:f32 --input ones:128x64:f32)
+grep -q "output 0: float32\[5, 64\] sum=40960" <<<"$out" || fail "kiln run matmul: $out"
+
+# The MLP example, legalized by the pipeline: softmax rows sum to 1, so 7 rows sum to 7.
+"$kiln" compile "$models/mlp.kir" -o "$dir/mlp.kx"
+out=$("$kiln" run "$dir/mlp.kx" --input random:7x784:f32 --input random:784x256:f32 --input random:256:f32 \
+      --input random:256x10:f32 --input random:10:f32)
+grep -q "output 0: float32\[7, 10\] sum=7 " <<<"$out" || fail "kiln run mlp: $out"
+
+# Dumps and timings go to stderr.
+err=$("$kiln" compile "$modules/call_tir_add.kir" -o "$dir/add2.kx" --dump-after=lower_call_tir --time-passes 2>&1 >/dev/null)
+grep -q "// after pass lower_call_tir" <<<"$err" || fail "--dump-after: $err"
+grep -q "R.alloc_tensor(R.shape(\[n, 4\]), dtype=float32)" <<<"$err" || fail "lowered form: $err"
+grep -q "pass normalize" <<<"$err" || fail "--time-passes: $err"
+
+# Errors.
+if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
+grep -q "unknown pass 'nonsense'; the passes are: normalize, legalize, lower_call_tir" <<<"$err" || fail "unknown pass: $err"
+if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
+grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
+if err=$("$kiln" compile "$modules/call_tir_add.kir" --mcpu not-a-cpu 2>&1); then fail "unknown cpu accepted"; fi
+printf 'module {\n  func @f( {\n' > "$dir/bad.kir"
+if err=$("$kiln" compile "$dir/bad.kir" 2>&1); then fail "parse error accepted"; fi
+grep -q "bad.kir:2:[0-9]*: error:" <<<"$err" || fail "parse error location: $err"
+"$kiln" compile --help | grep -q "usage: kiln compile" || fail "--help"
+echo "tools: kiln compile + kiln run work"

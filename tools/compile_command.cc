@@ -1,0 +1,130 @@
+// kiln compile: a .kir module -> a .kx executable. Parse, the Relax pipeline
+// (relax/transform/pipeline.h), then kernels and VM code (codegen/build_executable.h).
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "codegen/build_executable.h"
+#include "codegen/cpu_target.h"
+#include "relax/text_parser.h"
+#include "relax/transform/pipeline.h"
+#include "support/file_io.h"
+#include "tools/commands.h"
+
+namespace kiln::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: kiln compile FILE.kir --target cpu -o FILE.kx [options]\n"
+    "\n"
+    "Compiles a module in the IR text format (docs/ir.md) to an executable that\n"
+    "'kiln run' loads: the Relax pipeline, then every PrimFunc called through R.call_tir\n"
+    "compiled into one CPU shared object, then bytecode for every Relax function.\n"
+    "Tensor operators (R.add, R.matmul, ...) are legalized to PrimFuncs first.\n"
+    "\n"
+    "  --target cpu        what to compile for (only 'cpu' today; the default)\n"
+    "  -o, --output FILE   where to write the executable (default: FILE with .kx)\n"
+    "  --mcpu NAME         the CPU to generate code for: 'host' (default) or an LLVM x86\n"
+    "                      CPU name such as haswell, skylake-avx512, znver3, x86-64-v3\n"
+    "  --dump-after=PASS   print the module after PASS to stderr (repeatable; a comma\n"
+    "                      separated list works too)\n"
+    "  --dump-all          print the module after every pass to stderr\n"
+    "  --time-passes       print each pass's and each stage's wall time to stderr\n"
+    "  --check             check the module is well formed after every pass (always\n"
+    "                      on in debug builds)\n";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "kiln compile: %s\n", message.c_str());
+  return 1;
+}
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "kiln compile: %s\n\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+
+int CompileCommand(int argc, char** argv) {
+  std::string path, output, target = "cpu", mcpu = "host";
+  relax::PipelineOptions options;
+#ifndef NDEBUG
+  options.check_well_formed = true;  // debug builds catch a pass that breaks the IR at that pass
+#endif
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const std::string& flag, std::string* out) -> bool {
+      if (arg == flag) {
+        if (i + 1 >= argc) return false;
+        *out = argv[++i];
+        return true;
+      }
+      if (arg.rfind(flag + "=", 0) == 0) {
+        *out = arg.substr(flag.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    std::string v;
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (value("--target", &target) || value("-o", &output) || value("--output", &output) ||
+               value("--mcpu", &mcpu)) {
+    } else if (value("--dump-after", &v)) {
+      for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) options.dump_after.insert(std::string(name));
+    } else if (arg == "--dump-all") {
+      options.dump_all = true;
+    } else if (arg == "--time-passes") {
+      options.time_passes = true;
+    } else if (arg == "--check") {
+      options.check_well_formed = true;
+    } else if (arg == "--target" || arg == "-o" || arg == "--output" || arg == "--mcpu" || arg == "--dump-after") {
+      return Usage("option '" + arg + "' needs a value");
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Usage("unknown option '" + arg + "'");
+    } else if (path.empty()) {
+      path = arg;
+    } else {
+      return Usage("one input file at a time ('" + path + "' and '" + arg + "')");
+    }
+  }
+  if (path.empty()) return Usage("no input file");
+  if (target != "cpu") return Usage("unknown target '" + target + "' (the targets are: cpu)");
+  if (absl::Status names = relax::ValidatePassNames(options.dump_after); !names.ok()) {
+    return Usage("--dump-after: " + std::string(names.message()));
+  }
+  absl::StatusOr<codegen::CpuTarget> cpu = codegen::CpuTarget::Named(mcpu);
+  if (!cpu.ok()) return Fail(std::string(cpu.status().message()));
+  if (output.empty()) {
+    output = path;
+    if (output.size() > 4 && output.substr(output.size() - 4) == ".kir") output.resize(output.size() - 4);
+    output += ".kx";
+  }
+
+  absl::StatusOr<std::string> text = support::ReadFile(path);
+  if (!text.ok()) return Fail(std::string(text.status().message()));
+  auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(*text, path);
+  if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
+  absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed->module, options, &parsed->locations);
+  if (!lowered.ok()) return Fail(std::string(lowered.status().message()));
+  auto lowered_at = std::chrono::steady_clock::now();
+  absl::StatusOr<std::string> bytes = codegen::BuildExecutable(*lowered, *cpu);
+  if (!bytes.ok()) return Fail(std::string(bytes.status().message()));
+  auto built_at = std::chrono::steady_clock::now();
+  if (options.time_passes) {
+    auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+    std::fprintf(stderr, "stage %-16s %9.3f ms\nstage %-16s %9.3f ms\n", "parse+pipeline", ms(start, lowered_at),
+                 "kernels+vm", ms(lowered_at, built_at));
+  }
+  if (absl::Status written = support::WriteFile(output, *bytes); !written.ok()) {
+    return Fail(std::string(written.message()));
+  }
+  return 0;
+}
+
+}  // namespace kiln::tools
