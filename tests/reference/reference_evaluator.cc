@@ -273,9 +273,12 @@ class Evaluator {
     }
     absl::Status st = MatchValue(*value, b.var->struct_info(), f.symbols);
     if (!st.ok()) {
-      // The value is what the operator's semantics give; its struct info was inferred.
-      return absl::InternalError(absl::StrCat(context, ": the value disagrees with the inferred struct info: ",
-                                              st.message()));
+      // The value is what the operator's semantics give; its struct info was inferred. Either
+      // an assumption inference leaves to run time fails for these inputs (n vs m broadcast
+      // with n = 1, m = 3), or inference is wrong; the evaluator cannot tell which.
+      return absl::InvalidArgumentError(absl::StrCat(
+          context, ": the value disagrees with the inferred struct info (a run-time condition of the "
+          "operator fails, or inference is wrong): ", st.message()));
     }
     f.vars[b.var.get()] = *std::move(value);
     return absl::OkStatus();
