@@ -303,8 +303,10 @@ class Evaluator {
       }
       return kernel(KernelCall{call, op, args});
     }
-    if (callee == ExprKind::kExternFunc || callee == ExprKind::kFunction || callee == ExprKind::kOp) {
-      return Eval(call.op, f).status();
+    if (callee == ExprKind::kExternFunc) {
+      return absl::UnimplementedError(absl::StrCat("calling extern function '",
+                                                   call.op.as<relax::ExternFuncNode>()->symbol,
+                                                   "' (the reference evaluator has no runtime)"));
     }
     KILN_ASSIGN_OR_RETURN(RefValue fn, Eval(call.op, f));
     if (fn.kind() != RefValue::Kind::kFunction) {
