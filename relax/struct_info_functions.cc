@@ -4,6 +4,8 @@
 #include <optional>
 
 #include "support/check.h"
+#include "tir/stmt_functor.h"
+#include "tir/structural_equal.h"
 
 namespace kiln::relax {
 
@@ -57,72 +59,8 @@ bool MentionsOnly(const PrimExpr& expr, const std::unordered_set<const tir::VarN
 
 }  // namespace
 
-bool PrimExprDeepEqual(const PrimExpr& a, const PrimExpr& b) {
-  if (a.same_as(b)) return true;
-  if (!a.defined() || !b.defined()) return false;
-  if (a.kind() != b.kind() || a.dtype() != b.dtype()) return false;
-  using tir::ExprKind;
-  switch (a.kind()) {
-    case ExprKind::kIntImm: return a.as<tir::IntImmNode>()->value == b.as<tir::IntImmNode>()->value;
-    case ExprKind::kFloatImm:
-      return a.as<tir::FloatImmNode>()->value == b.as<tir::FloatImmNode>()->value;
-    case ExprKind::kVar: return false;  // identity already compared
-    case ExprKind::kNot: return PrimExprDeepEqual(a.as<tir::NotNode>()->a, b.as<tir::NotNode>()->a);
-    case ExprKind::kSelect: {
-      const auto* x = a.as<tir::SelectNode>();
-      const auto* y = b.as<tir::SelectNode>();
-      return PrimExprDeepEqual(x->condition, y->condition) &&
-             PrimExprDeepEqual(x->true_value, y->true_value) &&
-             PrimExprDeepEqual(x->false_value, y->false_value);
-    }
-    case ExprKind::kCast:
-      return PrimExprDeepEqual(a.as<tir::CastNode>()->value, b.as<tir::CastNode>()->value);
-    case ExprKind::kCall: {
-      const auto* x = a.as<tir::CallNode>();
-      const auto* y = b.as<tir::CallNode>();
-      if (x->op != y->op || x->args.size() != y->args.size()) return false;
-      for (size_t i = 0; i < x->args.size(); ++i) {
-        if (!PrimExprDeepEqual(x->args[i], y->args[i])) return false;
-      }
-      return true;
-    }
-    case ExprKind::kBufferLoad: {
-      const auto* x = a.as<tir::BufferLoadNode>();
-      const auto* y = b.as<tir::BufferLoadNode>();
-      if (x->buffer != y->buffer || x->indices.size() != y->indices.size()) return false;
-      for (size_t i = 0; i < x->indices.size(); ++i) {
-        if (!PrimExprDeepEqual(x->indices[i], y->indices[i])) return false;
-      }
-      return true;
-    }
-    case ExprKind::kRamp: {
-      const auto* x = a.as<tir::RampNode>();
-      const auto* y = b.as<tir::RampNode>();
-      return x->lanes == y->lanes && PrimExprDeepEqual(x->base, y->base) &&
-             PrimExprDeepEqual(x->stride, y->stride);
-    }
-    case ExprKind::kBroadcast: {
-      const auto* x = a.as<tir::BroadcastNode>();
-      const auto* y = b.as<tir::BroadcastNode>();
-      return x->lanes == y->lanes && PrimExprDeepEqual(x->value, y->value);
-    }
-    case ExprKind::kLet: {
-      const auto* x = a.as<tir::LetNode>();
-      const auto* y = b.as<tir::LetNode>();
-      return x->var == y->var && PrimExprDeepEqual(x->value, y->value) &&
-             PrimExprDeepEqual(x->body, y->body);
-    }
-    default: {
-      const auto* x = a.as<tir::BinaryNode>();
-      const auto* y = b.as<tir::BinaryNode>();
-      KILN_CHECK(x != nullptr && y != nullptr);
-      return PrimExprDeepEqual(x->a, y->a) && PrimExprDeepEqual(x->b, y->b);
-    }
-  }
-}
-
 BaseCheck CompareDims(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer) {
-  if (PrimExprDeepEqual(a, b)) return BaseCheck::kYes;
+  if (tir::StructuralEqual(a, b)) return BaseCheck::kYes;
   if (analyzer.CanProveEqual(a, b)) return BaseCheck::kYes;
   auto x = analyzer.Simplify(a).as_int();
   auto y = analyzer.Simplify(b).as_int();
@@ -268,64 +206,11 @@ StructInfo Join(const StructInfo& a_in, const StructInfo& b_in, tir::Analyzer& a
   return ObjectSInfo();
 }
 
-PrimExpr Substitute(const PrimExpr& expr, const VarMap& map) {
-  if (!expr.defined() || map.empty()) return expr;
-  using tir::ExprKind;
-  switch (expr.kind()) {
-    case ExprKind::kIntImm:
-    case ExprKind::kFloatImm: return expr;
-    case ExprKind::kVar: {
-      auto it = map.find(expr.as<tir::VarNode>());
-      return it == map.end() ? expr : it->second;
-    }
-    case ExprKind::kNot: return tir::Not(Substitute(expr.as<tir::NotNode>()->a, map));
-    case ExprKind::kSelect: {
-      const auto* n = expr.as<tir::SelectNode>();
-      return tir::Select(Substitute(n->condition, map), Substitute(n->true_value, map),
-                         Substitute(n->false_value, map));
-    }
-    case ExprKind::kCast: {
-      const auto* n = expr.as<tir::CastNode>();
-      return tir::Cast(n->dtype(), Substitute(n->value, map));
-    }
-    case ExprKind::kCall: {
-      const auto* n = expr.as<tir::CallNode>();
-      std::vector<PrimExpr> args;
-      for (const PrimExpr& arg : n->args) args.push_back(Substitute(arg, map));
-      return PrimExpr(std::make_shared<tir::CallNode>(n->dtype(), n->op, std::move(args)));
-    }
-    case ExprKind::kBufferLoad: {
-      const auto* n = expr.as<tir::BufferLoadNode>();
-      std::vector<PrimExpr> indices;
-      for (const PrimExpr& index : n->indices) indices.push_back(Substitute(index, map));
-      return PrimExpr(std::make_shared<tir::BufferLoadNode>(n->dtype(), n->buffer, std::move(indices)));
-    }
-    case ExprKind::kRamp: {
-      const auto* n = expr.as<tir::RampNode>();
-      return tir::Ramp(Substitute(n->base, map), Substitute(n->stride, map), n->lanes);
-    }
-    case ExprKind::kBroadcast: {
-      const auto* n = expr.as<tir::BroadcastNode>();
-      return tir::Broadcast(Substitute(n->value, map), n->lanes);
-    }
-    case ExprKind::kLet: {
-      const auto* n = expr.as<tir::LetNode>();
-      return PrimExpr(std::make_shared<tir::LetNode>(n->var, Substitute(n->value, map),
-                                                     Substitute(n->body, map)));
-    }
-    default: {
-      const auto* n = expr.as<tir::BinaryNode>();
-      KILN_CHECK(n != nullptr);
-      return tir::MakeBinary(n->kind(), Substitute(n->a, map), Substitute(n->b, map));
-    }
-  }
-}
-
 StructInfo Substitute(const StructInfo& sinfo, const VarMap& map, tir::Analyzer& analyzer) {
   if (!sinfo.defined()) return sinfo;
   auto dims = [&](const std::vector<PrimExpr>& in) {
     std::vector<PrimExpr> out;
-    for (const PrimExpr& d : in) out.push_back(analyzer.Simplify(Substitute(d, map)));
+    for (const PrimExpr& d : in) out.push_back(analyzer.Simplify(tir::Substitute(d, map)));
     return out;
   };
   switch (sinfo.kind()) {
@@ -333,7 +218,7 @@ StructInfo Substitute(const StructInfo& sinfo, const VarMap& map, tir::Analyzer&
     case StructInfoKind::kPrim: {
       const auto* n = sinfo.as<PrimStructInfoNode>();
       if (!n->value.defined()) return sinfo;
-      return PrimSInfo(n->dtype, analyzer.Simplify(Substitute(n->value, map)));
+      return PrimSInfo(n->dtype, analyzer.Simplify(tir::Substitute(n->value, map)));
     }
     case StructInfoKind::kShape: {
       const auto* n = sinfo.as<ShapeStructInfoNode>();
@@ -362,59 +247,31 @@ StructInfo Substitute(const StructInfo& sinfo, const VarMap& map, tir::Analyzer&
   return sinfo;
 }
 
-void CollectVars(const PrimExpr& expr, std::vector<tir::Var>* out) {
-  if (!expr.defined()) return;
-  using tir::ExprKind;
-  switch (expr.kind()) {
-    case ExprKind::kIntImm:
-    case ExprKind::kFloatImm: return;
-    case ExprKind::kVar: {
-      tir::Var var(std::static_pointer_cast<const tir::VarNode>(expr.node()));
-      for (const tir::Var& seen : *out) {
-        if (seen.same_as(var)) return;
-      }
-      out->push_back(var);
-      return;
+namespace {
+
+// Free variables in first-occurrence order; a let-bound variable is not free.
+class FreeVarCollector : public tir::StmtExprVisitor {
+ public:
+  explicit FreeVarCollector(std::vector<tir::Var>* out) : out_(out) {}
+  void VisitExpr_(const tir::VarNode* op, const PrimExpr& self) override {
+    if (bound_.count(op)) return;
+    for (const tir::Var& seen : *out_) {
+      if (seen.get() == op) return;
     }
-    case ExprKind::kNot: CollectVars(expr.as<tir::NotNode>()->a, out); return;
-    case ExprKind::kSelect: {
-      const auto* n = expr.as<tir::SelectNode>();
-      CollectVars(n->condition, out);
-      CollectVars(n->true_value, out);
-      CollectVars(n->false_value, out);
-      return;
-    }
-    case ExprKind::kCast: CollectVars(expr.as<tir::CastNode>()->value, out); return;
-    case ExprKind::kCall:
-      for (const PrimExpr& arg : expr.as<tir::CallNode>()->args) CollectVars(arg, out);
-      return;
-    case ExprKind::kBufferLoad:
-      for (const PrimExpr& i : expr.as<tir::BufferLoadNode>()->indices) CollectVars(i, out);
-      return;
-    case ExprKind::kRamp:
-      CollectVars(expr.as<tir::RampNode>()->base, out);
-      CollectVars(expr.as<tir::RampNode>()->stride, out);
-      return;
-    case ExprKind::kBroadcast: CollectVars(expr.as<tir::BroadcastNode>()->value, out); return;
-    case ExprKind::kLet: {
-      // The let variable is bound, not free.
-      const auto* n = expr.as<tir::LetNode>();
-      CollectVars(n->value, out);
-      std::vector<tir::Var> body_vars;
-      CollectVars(n->body, &body_vars);
-      for (const tir::Var& v : body_vars) {
-        if (v.get() != n->var.get()) CollectVars(v, out);
-      }
-      return;
-    }
-    default: {
-      const auto* n = expr.as<tir::BinaryNode>();
-      KILN_CHECK(n != nullptr);
-      CollectVars(n->a, out);
-      CollectVars(n->b, out);
-      return;
-    }
+    out_->push_back(tir::Var(std::static_pointer_cast<const tir::VarNode>(self.node())));
   }
+  void VisitVarDef(const tir::Var& var) override { bound_.insert(var.get()); }
+
+ private:
+  std::vector<tir::Var>* out_;
+  std::unordered_set<const tir::VarNode*> bound_;
+};
+
+}  // namespace
+
+void CollectVars(const PrimExpr& expr, std::vector<tir::Var>* out) {
+  FreeVarCollector collector(out);
+  collector.VisitExpr(expr);
 }
 
 namespace {

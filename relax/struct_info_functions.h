@@ -20,6 +20,7 @@
 #include "relax/struct_info.h"
 #include "tir/analyzer.h"
 #include "tir/expr.h"
+#include "tir/stmt_functor.h"
 
 namespace kiln::relax {
 
@@ -36,11 +37,8 @@ StructInfo Join(const StructInfo& a, const StructInfo& b, tir::Analyzer& analyze
 // provably different, else kMaybe.
 BaseCheck CompareDims(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyzer);
 
-// Structural equality of PrimExprs (variables by identity). No simplification.
-bool PrimExprDeepEqual(const PrimExpr& a, const PrimExpr& b);
-
-using VarMap = std::unordered_map<const tir::VarNode*, PrimExpr>;
-PrimExpr Substitute(const PrimExpr& expr, const VarMap& map);
+// tir::Substitute on every dimension and Prim value, each then simplified.
+using tir::VarMap;
 StructInfo Substitute(const StructInfo& sinfo, const VarMap& map, tir::Analyzer& analyzer);
 
 // Every free symbolic variable in `expr` / `sinfo`, in first-occurrence order, without

@@ -19,7 +19,9 @@ bool IsIntScalar(const PrimExpr& e) { return e.dtype().is_integer() && e.dtype()
 std::optional<std::pair<PrimExpr, PrimExpr>> IntegerOperands(const PrimExpr& a, const PrimExpr& b) {
   if (!a.defined() || !b.defined() || !IsIntScalar(a) || !IsIntScalar(b)) return std::nullopt;
   if (a.dtype() == b.dtype()) return std::make_pair(a, b);
-  auto widen = [](const PrimExpr& e) { return e.dtype() == DataType::Int64() ? e : Cast(DataType::Int64(), e); };
+  auto widen = [](const PrimExpr& e) {
+    return e.dtype() == DataType::Int64() ? e : Cast(DataType::Int64(), e);
+  };
   return std::make_pair(widen(a), widen(b));
 }
 

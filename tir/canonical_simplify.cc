@@ -559,8 +559,23 @@ struct CanonicalSimplifier::Impl {
       case ExprKind::kIntImm: return Constant(e.dtype(), e.as<IntImmNode>()->value);
       case ExprKind::kVar: return AtomSum(e);
       case ExprKind::kAdd: case ExprKind::kSub: {
-        const auto* bin = e.as<BinaryNode>();
-        return Combine(ToSum(bin->a), ToSum(bin->b), e.kind() == ExprKind::kAdd ? 1 : -1);
+        // The left spine of a long chain (a + b - c + ...) is walked in a loop, not by
+        // recursion, so long sums do not exhaust the stack.
+        std::vector<std::pair<PrimExpr, int64_t>> operands;  // right operands, outermost first
+        PrimExpr spine = e;
+        while ((spine.kind() == ExprKind::kAdd || spine.kind() == ExprKind::kSub) &&
+               (spine.same_as(e) || !sum_memo.count(spine.get()))) {
+          const auto* bin = spine.as<BinaryNode>();
+          operands.emplace_back(bin->b, spine.kind() == ExprKind::kAdd ? 1 : -1);
+          spine = bin->a;
+        }
+        Sum acc = ToSum(spine);
+        for (auto it = operands.rbegin(); it != operands.rend(); ++it) {
+          std::optional<Sum> next = Combine(acc, ToSum(it->first), it->second);
+          if (!next) return std::nullopt;
+          acc = *std::move(next);
+        }
+        return acc;
       }
       case ExprKind::kMul: {
         const auto* bin = e.as<BinaryNode>();
@@ -577,7 +592,9 @@ struct CanonicalSimplifier::Impl {
         bool is_div = e.kind() == ExprKind::kFloorDiv;
         Sum a = ToSum(bin->a);
         Sum b = ToSum(bin->b);
-        if (b.is_const() && b.constant != 0) return is_div ? DivByConst(a, b.constant) : ModByConst(a, b.constant);
+        if (b.is_const() && b.constant != 0) {
+          return is_div ? DivByConst(a, b.constant) : ModByConst(a, b.constant);
+        }
         // Division by zero is undefined, so wherever these are defined the divisor is not 0.
         if (a.is_const() && a.constant == 0) return a;
         if (std::optional<Sum> q = DivideExactly(a, b)) return is_div ? *q : Constant(a.dtype, 0);
@@ -968,7 +985,13 @@ struct CanonicalSimplifier::Impl {
       // g*x + k == 0 is x + k/g == 0; g*x + k < 0 is x + floor(k/g) < 0;
       // g*x + k <= 0 is x + ceil(k/g) <= 0.
       for (Term& t : d->terms) t.coef /= gi;
-      d->constant = kind == ExprKind::kLT ? FloorDivConst(k, gi) : kind == ExprKind::kLE ? -FloorDivConst(-k, gi) : k / gi;
+      if (kind == ExprKind::kLT) {
+        d->constant = FloorDivConst(k, gi);
+      } else if (kind == ExprKind::kLE) {
+        d->constant = -FloorDivConst(-k, gi);
+      } else {
+        d->constant = k / gi;
+      }
       d = Distribute(*std::move(d));
     }
     IntBound bd = SumBound(*d);

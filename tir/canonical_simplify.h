@@ -10,8 +10,14 @@
 //    bounds cannot decide, casts, loads, calls). Terms with positive coefficients come
 //    first, then negative ones; within each group variables come first (by name), then
 //    other terms by their printed text, ties by first appearance. Chains of min (or max)
-//    are flattened, operands that can never be the result dropped, the rest ordered. `(n + 1) * 2 - 2 * n` is `2`,
-//    `floordiv(4 * n + 2, 2)` is `2 * n + 1`, `8 * floordiv(f, 8) + floormod(f, 8)` is `f`.
+//    are flattened, operands that can never be the result dropped, the rest ordered with
+//    constants last, and a constant they all share moved out (min(n + 2, m + 2) is
+//    min(m, n) + 2). Terms that cancel against an operand move inside: n - min(n, 1) is
+//    max(n - 1, 0). `(n + 1) * 2 - 2 * n` is `2`, `floordiv(4 * n + 2, 2)` is `2 * n + 1`,
+//    `8 * floordiv(f, 8) + floormod(f, 8)` is `f`.
+//  - Division by a term that divides the dividend exactly is done: floordiv(n * m, m) is n.
+//  - Comparisons come back as `positive terms OP rest` with common factors divided out
+//    (2 * n < 5 is n < 3; 8 > n is n < 8; n > 3 stays), or as true/false when decided.
 //  - floordiv/floormod by a nonzero constant divide exactly where coefficients allow and use
 //    bounds to drop remainders (floormod(i, 8) with 0 <= i < 8 is i); min/max, comparisons,
 //    select, and/or/not fold when bounds decide them; casts of constants fold.

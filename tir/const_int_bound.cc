@@ -164,14 +164,24 @@ class BoundWalker {
         if (it != lets_.end()) return it->second;
         return VarBound(*var, bounds_);
       }
-      case ExprKind::kAdd: case ExprKind::kSub: case ExprKind::kMul: case ExprKind::kFloorDiv:
+      case ExprKind::kAdd: case ExprKind::kSub: {
+        // Long chains are walked along their left spine in a loop, not by recursion.
+        IntBound acc = MakeBound(0, 0);
+        PrimExpr spine = e;
+        while (spine.kind() == ExprKind::kAdd || spine.kind() == ExprKind::kSub) {
+          const auto* bin = spine.as<BinaryNode>();
+          IntBound b = Visit(bin->b);
+          acc = BoundAdd(acc, spine.kind() == ExprKind::kAdd ? b : BoundNeg(b));
+          spine = bin->a;
+        }
+        return BoundAdd(acc, Visit(spine));
+      }
+      case ExprKind::kMul: case ExprKind::kFloorDiv:
       case ExprKind::kFloorMod: case ExprKind::kMin: case ExprKind::kMax: {
         const auto* bin = e.as<BinaryNode>();
         IntBound a = Visit(bin->a);
         IntBound b = Visit(bin->b);
         switch (e.kind()) {
-          case ExprKind::kAdd: return BoundAdd(a, b);
-          case ExprKind::kSub: return BoundAdd(a, BoundNeg(b));
           case ExprKind::kMul: return BoundMul(a, b);
           case ExprKind::kFloorDiv: return BoundFloorDiv(a, b);
           case ExprKind::kFloorMod: return BoundFloorMod(a, b);
@@ -188,9 +198,10 @@ class BoundWalker {
         const auto* bin = e.as<BinaryNode>();
         int a = BoundTruth(Visit(bin->a));
         int b = BoundTruth(Visit(bin->b));
-        bool is_and = e.kind() == ExprKind::kAnd;
-        if (is_and ? (a == 0 || b == 0) : (a == 1 || b == 1)) return is_and ? MakeBound(0, 0) : MakeBound(1, 1);
-        if (is_and ? (a == 1 && b == 1) : (a == 0 && b == 0)) return is_and ? MakeBound(1, 1) : MakeBound(0, 0);
+        // One decisive side decides (false for &&, true for ||); two undecisive ones too.
+        int decisive = e.kind() == ExprKind::kAnd ? 0 : 1;
+        if (a == decisive || b == decisive) return MakeBound(decisive, decisive);
+        if (a == 1 - decisive && b == 1 - decisive) return MakeBound(1 - decisive, 1 - decisive);
         return MakeBound(0, 1);
       }
       case ExprKind::kNot: {
@@ -266,7 +277,10 @@ IntBound UnionBounds(const IntBound& a, const IntBound& b) {
 IntBound DTypeBound(DataType dtype) {
   if (dtype.is_bool()) return MakeBound(0, 1);
   int bits = dtype.bits();
-  if (dtype.is_int() && bits < 64) return MakeBound(-(int64_t{1} << (bits - 1)), (int64_t{1} << (bits - 1)) - 1);
+  if (dtype.is_int() && bits < 64) {
+    int64_t half = int64_t{1} << (bits - 1);
+    return MakeBound(-half, half - 1);
+  }
   if (dtype.is_uint()) return MakeBound(0, bits < 64 ? (int64_t{1} << bits) - 1 : kPosInf);
   return IntBound{};
 }

@@ -55,16 +55,19 @@ absl::StatusOr<std::shared_ptr<KernelObject>> KernelObject::Load(const std::stri
   }
   std::string path = absl::StrCat("/proc/self/fd/", *fd);
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ::close(*fd);
   if (handle == nullptr) {
+    ::close(*fd);
     const char* error = ::dlerror();
     return absl::InvalidArgumentError(
         absl::StrCat("cannot load the CPU kernel object: ", error ? error : "unknown dlopen error"));
   }
-  return std::shared_ptr<KernelObject>(new KernelObject(handle));
+  return std::shared_ptr<KernelObject>(new KernelObject(handle, *fd));
 }
 
-KernelObject::~KernelObject() { ::dlclose(handle_); }
+KernelObject::~KernelObject() {
+  ::dlclose(handle_);
+  ::close(fd_);
+}
 
 absl::StatusOr<KilnKernelFn> KernelObject::Find(const std::string& name) const {
   void* symbol = ::dlsym(handle_, name.c_str());

@@ -21,8 +21,12 @@ class KernelObject {
   absl::StatusOr<KilnKernelFn> Find(const std::string& name) const;
 
  private:
-  explicit KernelObject(void* handle) : handle_(handle) {}
+  KernelObject(void* handle, int fd) : handle_(handle), fd_(fd) {}
   void* handle_;
+  // The scratch file stays open while the object is loaded: the loader knows the object by
+  // the path /proc/self/fd/N, and a second object loaded under the same N (reused after a
+  // close) would be taken for the first one.
+  int fd_;
 };
 
 }  // namespace kiln::vm

@@ -43,6 +43,26 @@ TEST(StructInfoFunctionsTest, BaseOfAndJoin) {
             "Tuple(Tensor((n, 4), float32), Prim(float32))");
 }
 
+TEST(StructInfoFunctionsTest, VariablesAndErasure) {
+  tir::Var n = tir::Var::Shape("n");
+  tir::Var m = tir::Var::Shape("m");
+  tir::Var t("t");
+  std::vector<tir::Var> vars;
+  CollectVars(tir::Let(t, n, t + m), &vars);  // t is bound, not free
+  ASSERT_EQ(vars.size(), 2u);
+  EXPECT_TRUE(vars[0].same_as(n));
+  EXPECT_TRUE(vars[1].same_as(m));
+  StructInfo sinfo = TupleSInfo({TensorSInfo({n, m + 1}, f32), PrimSInfo(DataType::Int64(), m)});
+  EXPECT_EQ(DefinableVars(sinfo).size(), 2u);  // n (a bare dim) and m (a bare Prim value)
+  EXPECT_EQ(CollectVars(TensorSInfo({m + 1}, f32)).size(), 1u);
+  EXPECT_TRUE(DefinableVars(TensorSInfo({m + 1}, f32)).empty());
+  EXPECT_EQ(ToString(EraseUndefinedVars(sinfo, {n.get()})), "Tuple(Tensor(ndim=2, float32), Prim(int64))");
+  EXPECT_EQ(ToString(EraseUndefinedVars(sinfo, {n.get(), m.get()})), ToString(sinfo));
+  tir::Analyzer analyzer;
+  EXPECT_EQ(ToString(Substitute(sinfo, {{n.get(), PrimExpr(3)}, {m.get(), PrimExpr(4)}}, analyzer)),
+            "Tuple(Tensor((3, 5), float32), Prim(int64, value=4))");
+}
+
 // --- builder ---
 
 TEST(BlockBuilderTest, NestedCallsBecomeBindings) {
@@ -338,6 +358,29 @@ TEST(NormalizeModuleTest, CalleeWithoutReturnAnnotationIsNormalizedFirst) {
   EXPECT_EQ(ToString(out->Find("main")->relax_function()->ret_struct_info), "Tensor((n,), float32)");
   EXPECT_EQ(ToString(out->Find("helper")->relax_function()->ret_struct_info), "Tensor((m,), float32)");
   EXPECT_EQ(out->entries()[0].name, "main");  // order kept
+  EXPECT_TRUE(CheckWellFormed(*out).ok()) << CheckWellFormed(*out);
+}
+
+TEST(NormalizeModuleTest, ClosuresAreNormalizedAndCalled) {
+  // main(x) { g = fn(y: Tensor((n, 4))) { add(y, x) }; r = g(x); return r }: the closure
+  // captures x and its parameter's shape uses main's n.
+  tir::Var n = tir::Var::Shape("n");
+  Var x("x", TensorSInfo({n, 4}, f32));
+  Var y("y", TensorSInfo({n, 4}, f32));
+  Var g("g", StructInfo());
+  Var r("r", StructInfo());
+  Expr closure = Function({y}, SeqExpr({}, Add(y, x)), StructInfo(), true);
+  IRModule mod;
+  ASSERT_TRUE(mod.Add("main", Function({x}, SeqExpr({BindingBlock{{{g, closure, {}}, {r, Call(g, {x}), {}}}, false}}, r),
+                                       StructInfo(), true))
+                  .ok());
+  absl::StatusOr<IRModule> out = NormalizeModule(mod);
+  ASSERT_TRUE(out.ok()) << out.status();
+  const auto& bindings = out->Find("main")->relax_function()->body.as<SeqExprNode>()->blocks[0].bindings;
+  ASSERT_EQ(bindings.size(), 2u);
+  EXPECT_EQ(SInfo(bindings[0].var), "Func([Tensor((n, 4), float32)] -> Tensor((n, 4), float32))");
+  EXPECT_EQ(SInfo(bindings[1].var), "Tensor((n, 4), float32)");
+  EXPECT_TRUE(bindings[1].value.as<CallNode>()->op.same_as(bindings[0].var));
   EXPECT_TRUE(CheckWellFormed(*out).ok()) << CheckWellFormed(*out);
 }
 

@@ -148,6 +148,7 @@ TEST(Analyzer, HandlesLargeAndSharedExpressions) {
     for (const Var& v : vars) sum = sum - v * (round + 1);
   }
   EXPECT_EQ(ToString(analyzer.Simplify(sum)), "0");
+  EXPECT_TRUE(analyzer.ConstIntBound(sum + 1).Contains(1));
   // A DAG whose tree form has 2^60 nodes: converted once per shared node.
   Var n = Var::Shape("n");
   PrimExpr e = n;

@@ -1,0 +1,39 @@
+#include "codegen/cpu_shared_object.h"
+
+#include <memory>
+
+#include "codegen/llvm_optimizer.h"
+#include "codegen/object_emitter.h"
+#include "codegen/shared_object_linker.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "support/status_macros.h"
+
+namespace kiln::codegen {
+
+absl::StatusOr<std::string> BuildCpuSharedObject(const std::vector<std::pair<std::string, tir::PrimFunc>>& kernels,
+                                                 const CpuTarget& target) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine, CreateTargetMachine(target));
+  llvm::LLVMContext context;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, LowerToLlvm(kernels, context, *machine));
+  KILN_RETURN_IF_ERROR(OptimizeModule(*module, *machine));
+  KILN_ASSIGN_OR_RETURN(std::string object, EmitObjectFile(*module, *machine));
+  return LinkSharedObject(object);
+}
+
+absl::StatusOr<std::string> DumpCpuLlvmIr(const std::vector<std::pair<std::string, tir::PrimFunc>>& kernels,
+                                          const CpuTarget& target, bool optimize) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine, CreateTargetMachine(target));
+  llvm::LLVMContext context;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, LowerToLlvm(kernels, context, *machine));
+  if (optimize) KILN_RETURN_IF_ERROR(OptimizeModule(*module, *machine));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os, nullptr);
+  os.flush();
+  return text;
+}
+
+}  // namespace kiln::codegen

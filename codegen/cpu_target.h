@@ -1,0 +1,41 @@
+// CpuTarget: which x86-64 CPU the generated kernels are compiled for.
+//
+// A target is an LLVM CPU name plus a feature string ("+avx2,-avx512f,..."). Host() is the
+// machine the compiler runs on, with its exact features; Named("haswell") is a CPU family
+// with the features that name implies, so kernels can be built for a machine other than
+// the one compiling. An unknown CPU name is an error that says how to list the valid ones.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace llvm {
+class TargetMachine;
+}  // namespace llvm
+
+namespace kiln::codegen {
+
+struct CpuTarget {
+  std::string mcpu;      // LLVM's CPU name, e.g. "skylake-avx512"
+  std::string features;  // LLVM's comma-separated "+feature,-feature" list; may be empty
+
+  // The CPU this process runs on.
+  static CpuTarget Host();
+  // "host" or an LLVM x86 CPU name ("haswell", "skylake-avx512", "znver3", "x86-64-v3").
+  static absl::StatusOr<CpuTarget> Named(const std::string& mcpu);
+  // The value of a `--mcpu=NAME` command-line flag, with or without the "--mcpu=" prefix.
+  static absl::StatusOr<CpuTarget> FromFlag(const std::string& flag);
+
+  std::string ToString() const;
+};
+
+// The target triple of generated code: the host's x86-64 Linux triple.
+std::string CpuTargetTriple();
+
+// An LLVM target machine for `target`: position-independent code (kernels live in a
+// shared object), aggressive optimization. Errors if the triple or CPU is unsupported.
+absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const CpuTarget& target);
+
+}  // namespace kiln::codegen

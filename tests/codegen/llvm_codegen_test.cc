@@ -1,0 +1,956 @@
+// The CPU backend end to end: PrimFuncs built by hand are compiled to a shared object,
+// loaded with the runtime's KernelObject and called through the kernel ABI; results are
+// compared with plain C++ loops written here.
+#include "codegen/llvm_codegen.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/cpu_shared_object.h"
+#include "codegen/cpu_target.h"
+#include "support/check.h"
+#include "tir/buffer.h"
+#include "tir/expr.h"
+#include "tir/stmt.h"
+#include "vm/kernel_abi.h"
+#include "vm/kernel_object.h"
+#include "vm/tensor.h"
+#include "vm/thread_pool.h"
+
+namespace kiln::codegen {
+namespace {
+
+using namespace kiln::tir;  // NOLINT: IR construction reads better unqualified
+using ::testing::HasSubstr;
+
+// ---------------------------------------------------------------- harness
+
+// A call context backed by a runtime thread pool; counts workspace blocks so tests can see
+// that every allocation is freed.
+struct TestContext {
+  KilnCallContext ctx;  // first member: callbacks cast the context pointer back
+  vm::ThreadPool* pool;
+  std::string error;
+  // Updated from pool threads, hence atomic.
+  std::atomic<int64_t> live_workspaces{0};
+  std::atomic<int64_t> workspace_allocations{0};
+  std::atomic<int64_t> parallel_calls{0};
+  // workspace_alloc returns NULL, as when memory runs out, once this many blocks were given.
+  int64_t fail_after = -1;
+};
+
+int32_t TestParallelFor(KilnCallContext* ctx, int64_t num_tasks, KilnParallelBody body, void* closure) {
+  auto* test = reinterpret_cast<TestContext*>(ctx);
+  ++test->parallel_calls;
+  return test->pool->ParallelFor(num_tasks, body, closure);
+}
+
+void* TestWorkspaceAlloc(KilnCallContext* ctx, uint64_t bytes) {
+  auto* test = reinterpret_cast<TestContext*>(ctx);
+  if (test->fail_after >= 0 && test->workspace_allocations.fetch_add(1) >= test->fail_after) {
+    --test->workspace_allocations;
+    return nullptr;
+  }
+  if (test->fail_after < 0) ++test->workspace_allocations;
+  ++test->live_workspaces;
+  return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+}
+
+void TestWorkspaceFree(KilnCallContext* ctx, void* ptr) {
+  --reinterpret_cast<TestContext*>(ctx)->live_workspaces;
+  std::free(ptr);
+}
+
+// Tasks of a parallel loop may fail at the same time, so reporting is serialized.
+void TestSetError(KilnCallContext* ctx, const char* message) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  reinterpret_cast<TestContext*>(ctx)->error = message;
+}
+
+std::unique_ptr<TestContext> MakeContext(vm::ThreadPool* pool) {
+  auto test = std::make_unique<TestContext>();
+  test->ctx.runtime = nullptr;
+  test->ctx.parallel_for = TestParallelFor;
+  test->ctx.workspace_alloc = TestWorkspaceAlloc;
+  test->ctx.workspace_free = TestWorkspaceFree;
+  test->ctx.set_error = TestSetError;
+  test->ctx.num_threads = pool->num_threads();
+  test->pool = pool;
+  return test;
+}
+
+vm::ThreadPool& FourThreads() {
+  static auto* pool = new vm::ThreadPool(4);
+  return *pool;
+}
+
+KilnArg TensorArg(const vm::Tensor& t) {
+  KilnArg a{};
+  a.value.tensor = t.dl_tensor();
+  a.type_code = kKilnArgTensor;
+  return a;
+}
+KilnArg IntArg(int64_t v) {
+  KilnArg a{};
+  a.value.i64 = v;
+  a.type_code = kKilnArgInt;
+  return a;
+}
+KilnArg FloatArg(double v) {
+  KilnArg a{};
+  a.value.f64 = v;
+  a.type_code = kKilnArgFloat;
+  return a;
+}
+
+constexpr DLDataType kF32{kDLFloat, 32, 1};
+constexpr DLDataType kF64{kDLFloat, 64, 1};
+constexpr DLDataType kI32{kDLInt, 32, 1};
+constexpr DLDataType kI64{kDLInt, 64, 1};
+
+vm::Tensor MakeTensor(const std::vector<int64_t>& shape, DLDataType dtype) {
+  absl::StatusOr<vm::Tensor> t = vm::Tensor::Empty(shape, dtype);
+  KILN_CHECK(t.ok()) << t.status();
+  std::memset(t->data(), 0, static_cast<size_t>(t->nbytes()));
+  return *t;
+}
+
+vm::Tensor RandomF32(const std::vector<int64_t>& shape, uint32_t seed, float lo = -2.0f, float hi = 2.0f) {
+  vm::Tensor t = MakeTensor(shape, kF32);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
+  return t;
+}
+
+// A compiled shared object, loaded.
+class Kernels {
+ public:
+  explicit Kernels(const NamedPrimFuncs& funcs, const CpuTarget& target = CpuTarget::Host()) {
+    absl::StatusOr<std::string> so = BuildCpuSharedObject(funcs, target);
+    KILN_CHECK(so.ok()) << so.status();
+    absl::StatusOr<std::shared_ptr<vm::KernelObject>> object = vm::KernelObject::Load(*so);
+    KILN_CHECK(object.ok()) << object.status();
+    object_ = *object;
+  }
+  KilnKernelFn Get(const std::string& name) const {
+    absl::StatusOr<KilnKernelFn> fn = object_->Find(name);
+    KILN_CHECK(fn.ok()) << fn.status();
+    return *fn;
+  }
+
+ private:
+  std::shared_ptr<vm::KernelObject> object_;
+};
+
+int32_t Invoke(KilnKernelFn fn, TestContext* ctx, const std::vector<KilnArg>& args) {
+  ctx->error.clear();
+  return fn(args.data(), static_cast<int32_t>(args.size()), &ctx->ctx);
+}
+
+PrimFuncParam P(const Buffer& b) { return PrimFuncParam{b, Var()}; }
+PrimFuncParam P(const Var& v) { return PrimFuncParam{Buffer(), v}; }
+
+Stmt Serial(const Var& i, PrimExpr min, PrimExpr extent, Stmt body) {
+  return For(i, std::move(min), std::move(extent), ForKind::kSerial, std::move(body));
+}
+
+PrimExpr F32(double v) { return FloatImm(DataType::Float32(), v); }
+
+// C[i] = A[i] + B[i] over a symbolic n.
+PrimFunc AddFunc() {
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {n});
+  Buffer b("B", DataType::Float32(), {n});
+  Buffer c("C", DataType::Float32(), {n});
+  Var i("i");
+  return PrimFunc({P(a), P(b), P(c)}, Serial(i, 0, n, BufferStore(c, a.Load({i}) + b.Load({i}), {i})));
+}
+
+// ---------------------------------------------------------------- tests
+
+TEST(LlvmCodegenTest, ElementwiseAddOverSymbolicSize) {
+  Kernels k({{"add", AddFunc()}});
+  auto ctx = MakeContext(&FourThreads());
+  for (int64_t n : {1, 7, 1000}) {
+    vm::Tensor a = RandomF32({n}, 1), b = RandomF32({n}, 2), c = MakeTensor({n}, kF32);
+    ASSERT_EQ(Invoke(k.Get("add"), ctx.get(), {TensorArg(a), TensorArg(b), TensorArg(c)}), 0) << ctx->error;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(c.data_as<float>()[i], a.data_as<float>()[i] + b.data_as<float>()[i]) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
+TEST(LlvmCodegenTest, SeveralKernelObjectsLoadedAtOnce) {
+  // Each object is its own library, even when an earlier one's scratch file was closed.
+  std::vector<std::unique_ptr<Kernels>> objects;
+  for (int v = 0; v < 3; ++v) {
+    Buffer out("out", DataType::Int64(), {1});
+    Var i("i");
+    PrimFunc func({P(out)}, Serial(i, 0, 1, BufferStore(out, PrimExpr(int64_t{100 + v}), {i})));
+    objects.push_back(std::make_unique<Kernels>(NamedPrimFuncs{{"k" + std::to_string(v), func}}));
+  }
+  auto ctx = MakeContext(&FourThreads());
+  for (int v = 0; v < 3; ++v) {
+    vm::Tensor t = MakeTensor({1}, kI64);
+    ASSERT_EQ(Invoke(objects[v]->Get("k" + std::to_string(v)), ctx.get(), {TensorArg(t)}), 0) << ctx->error;
+    EXPECT_EQ(t.data_as<int64_t>()[0], 100 + v);
+  }
+}
+
+TEST(LlvmCodegenTest, ByteOffsetIsHonoured) {
+  Kernels k({{"add", AddFunc()}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor whole = RandomF32({10}, 3);
+  absl::StatusOr<vm::Tensor> tail = whole.Slice(4, 10);
+  ASSERT_TRUE(tail.ok());
+  ASSERT_NE(tail->dl_tensor()->byte_offset, 0u);
+  vm::Tensor c = MakeTensor({6}, kF32);
+  ASSERT_EQ(Invoke(k.Get("add"), ctx.get(), {TensorArg(*tail), TensorArg(*tail), TensorArg(c)}), 0) << ctx->error;
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(c.data_as<float>()[i], 2 * whole.data_as<float>()[4 + i]);
+}
+
+TEST(LlvmCodegenTest, ParallelLoopSplitsAcrossThePool) {
+  // C[i, j] = A[i, j] * 2 + i, rows in parallel.
+  Var m = Var::Shape("m");
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {m, n});
+  Buffer c("C", DataType::Float32(), {m, n});
+  Var i("i"), j("j");
+  Stmt body = For(i, 0, m, ForKind::kParallel,
+                  Serial(j, 0, n, BufferStore(c, a.Load({i, j}) * F32(2) + Cast(DataType::Float32(), i), {i, j})));
+  Kernels k({{"scale_rows", PrimFunc({P(a), P(c)}, body)}});
+  vm::ThreadPool single(1);
+  for (vm::ThreadPool* pool : {&FourThreads(), &single}) {
+    auto ctx = MakeContext(pool);
+    for (int64_t rows : {0, 1, 3, 37, 100}) {
+      vm::Tensor in = RandomF32({rows, 5}, 4), out = MakeTensor({rows, 5}, kF32);
+      ASSERT_EQ(Invoke(k.Get("scale_rows"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t col = 0; col < 5; ++col) {
+          ASSERT_EQ(out.data_as<float>()[r * 5 + col], in.data_as<float>()[r * 5 + col] * 2.0f + static_cast<float>(r))
+              << "rows=" << rows << " r=" << r;
+        }
+      }
+    }
+    EXPECT_EQ(ctx->parallel_calls.load(), 4) << "an empty range skips parallel_for";
+  }
+}
+
+TEST(LlvmCodegenTest, NestedParallelLoopsAndParallelOffset) {
+  // out[i, j] = i * 100 + j for i in [2, 2 + m), both loops parallel.
+  Var m = Var::Shape("m");
+  Buffer out("out", DataType::Int64(), {m + 2, 9});
+  Var i("i"), j("j");
+  Stmt body = For(i, 2, m, ForKind::kParallel,
+                  For(j, 0, 9, ForKind::kParallel, BufferStore(out, i * 100 + j, {i, j})));
+  // m is defined by a scalar argument; the buffer's first dimension checks against m + 2.
+  Kernels k({{"fill", PrimFunc({P(m), P(out)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor t = MakeTensor({13, 9}, kI64);
+  ASSERT_EQ(Invoke(k.Get("fill"), ctx.get(), {IntArg(11), TensorArg(t)}), 0) << ctx->error;
+  for (int64_t r = 0; r < 13; ++r) {
+    for (int64_t col = 0; col < 9; ++col) {
+      EXPECT_EQ(t.data_as<int64_t>()[r * 9 + col], r < 2 ? 0 : r * 100 + col);
+    }
+  }
+  // The scalar after the tensor: the shape is still checked against it.
+  Kernels k2({{"fill_late", PrimFunc({P(out), P(m)}, body)}});
+  ASSERT_EQ(Invoke(k2.Get("fill_late"), ctx.get(), {TensorArg(t), IntArg(11)}), 0) << ctx->error;
+  EXPECT_NE(Invoke(k2.Get("fill_late"), ctx.get(), {TensorArg(t), IntArg(10)}), 0);
+  EXPECT_EQ(ctx->error, "kernel fill_late: argument 0 (out) dimension 0: expected 12 (m + 2), got 13");
+  vm::Tensor wrong = MakeTensor({12, 9}, kI64);
+  EXPECT_NE(Invoke(k.Get("fill"), ctx.get(), {IntArg(11), TensorArg(wrong)}), 0);
+  EXPECT_EQ(ctx->error, "kernel fill: argument 1 (out) dimension 0: expected 13 (m + 2), got 12");
+}
+
+PrimFunc MatmulFunc(ForKind outer) {
+  Var m = Var::Shape("M");
+  Buffer a("A", DataType::Float32(), {m, 16});
+  Buffer b("B", DataType::Float32(), {16, 8});
+  Buffer c("C", DataType::Float32(), {m, 8});
+  Var i("i"), j("j"), kk("k");
+  Var vi("vi"), vj("vj"), vk("vk");
+  Stmt block = Block("C",
+                     {IterVar{vi, m, IterType::kSpatial, i}, IterVar{vj, 8, IterType::kSpatial, j},
+                      IterVar{vk, 16, IterType::kReduction, kk}},
+                     BufferStore(c, c.Load({vi, vj}) + a.Load({vi, vk}) * b.Load({vk, vj}), {vi, vj}),
+                     /*init=*/BufferStore(c, F32(0), {vi, vj}));
+  Stmt loops = For(i, 0, m, outer, Serial(j, 0, 8, Serial(kk, 0, 16, block)));
+  return PrimFunc({P(a), P(b), P(c)}, loops);
+}
+
+TEST(LlvmCodegenTest, MatmulBlockReductionRunsInitOnce) {
+  Kernels k({{"matmul", MatmulFunc(ForKind::kSerial)}, {"matmul_par", MatmulFunc(ForKind::kParallel)}});
+  auto ctx = MakeContext(&FourThreads());
+  for (const char* name : {"matmul", "matmul_par"}) {
+    for (int64_t rows : {1, 5, 64}) {
+      vm::Tensor a = RandomF32({rows, 16}, 5), b = RandomF32({16, 8}, 6);
+      // Garbage in C: init must overwrite it.
+      vm::Tensor c = RandomF32({rows, 8}, 7, 100, 200);
+      ASSERT_EQ(Invoke(k.Get(name), ctx.get(), {TensorArg(a), TensorArg(b), TensorArg(c)}), 0) << ctx->error;
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t col = 0; col < 8; ++col) {
+          double expected = 0;
+          for (int64_t x = 0; x < 16; ++x) {
+            expected += static_cast<double>(a.data_as<float>()[r * 16 + x]) * b.data_as<float>()[x * 8 + col];
+          }
+          ASSERT_NEAR(c.data_as<float>()[r * 8 + col], expected, 1e-4) << name << " rows=" << rows;
+        }
+      }
+    }
+  }
+}
+
+TEST(LlvmCodegenTest, BlockPredicateGuardsASplitLoop) {
+  // A split by 4 that does not divide n: the predicate keeps the block inside [0, n).
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {n});
+  Buffer b("B", DataType::Float32(), {n});
+  Var io("io"), ii("ii"), v("v");
+  PrimExpr index = io * 4 + ii;
+  Stmt block = Block("B", {IterVar{v, n, IterType::kSpatial, index}}, BufferStore(b, a.Load({v}) + F32(1), {v}),
+                     Stmt(), LT(index, PrimExpr(n)));
+  Stmt loops = Serial(io, 0, FloorDiv(n + 3, 4), Serial(ii, 0, 4, block));
+  Kernels k({{"inc", PrimFunc({P(a), P(b)}, loops)}});
+  auto ctx = MakeContext(&FourThreads());
+  for (int64_t size : {1, 4, 10}) {
+    vm::Tensor in = RandomF32({size}, 8);
+    // One slot past the end, to see that nothing is written there.
+    vm::Tensor out_storage = MakeTensor({size + 1}, kF32);
+    out_storage.data_as<float>()[size] = 42.0f;
+    absl::StatusOr<vm::Tensor> out = out_storage.Slice(0, size);
+    ASSERT_TRUE(out.ok());
+    ASSERT_EQ(Invoke(k.Get("inc"), ctx.get(), {TensorArg(in), TensorArg(*out)}), 0) << ctx->error;
+    for (int64_t x = 0; x < size; ++x) EXPECT_EQ(out->data_as<float>()[x], in.data_as<float>()[x] + 1.0f);
+    EXPECT_EQ(out_storage.data_as<float>()[size], 42.0f);
+  }
+}
+
+TEST(LlvmCodegenTest, VectorizedLoopsWithTails) {
+  // vec_hint: a loop marked vectorized; vec_ramp: explicit 8-lane ramps plus a scalar tail.
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {n});
+  Buffer b("B", DataType::Float32(), {n});
+  Var i("i");
+  Stmt hinted = For(i, 0, n, ForKind::kVectorized, BufferStore(b, a.Load({i}) * F32(3) + F32(1), {i}));
+
+  Var io("io"), t("t");
+  PrimExpr full = FloorDiv(PrimExpr(n), PrimExpr(8));
+  PrimExpr lanes = Ramp(io * 8, 1, 8);
+  Stmt vector_part = Serial(io, 0, full,
+                            BufferStore(b, a.Load({lanes}) * Broadcast(F32(3), 8) + Broadcast(F32(1), 8), {lanes}));
+  Stmt tail = Serial(t, full * 8, n - full * 8, BufferStore(b, a.Load({t}) * F32(3) + F32(1), {t}));
+  Kernels k({{"vec_hint", PrimFunc({P(a), P(b)}, hinted)},
+             {"vec_ramp", PrimFunc({P(a), P(b)}, SeqStmt({vector_part, tail}))}});
+  auto ctx = MakeContext(&FourThreads());
+  for (const char* name : {"vec_hint", "vec_ramp"}) {
+    for (int64_t size : {1, 5, 8, 21, 1003}) {
+      vm::Tensor in = RandomF32({size}, 9), out = MakeTensor({size}, kF32);
+      ASSERT_EQ(Invoke(k.Get(name), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+      for (int64_t x = 0; x < size; ++x) {
+        ASSERT_FLOAT_EQ(out.data_as<float>()[x], in.data_as<float>()[x] * 3.0f + 1.0f) << name << " size=" << size;
+      }
+    }
+  }
+}
+
+// C = A x B with the output columns as 8 SIMD lanes: C[i, j] = 0, then
+// C[i, j] += A[i, k] * B[k, j] for j vectorized (an in-place vector update).
+PrimFunc VectorMatmulFunc() {
+  Var m = Var::Shape("M");
+  Buffer a("A", DataType::Float32(), {m, 16});
+  Buffer b("B", DataType::Float32(), {16, 8});
+  Buffer c("C", DataType::Float32(), {m, 8});
+  Var i("i"), j0("j0"), k("k"), j("j");
+  Stmt zero = For(j0, 0, 8, ForKind::kVectorized, BufferStore(c, F32(0), {i, j0}));
+  Stmt update = Serial(k, 0, 16,
+                       For(j, 0, 8, ForKind::kVectorized,
+                           BufferStore(c, c.Load({i, j}) + a.Load({i, k}) * b.Load({k, j}), {i, j})));
+  return PrimFunc({P(a), P(b), P(c)}, Serial(i, 0, m, SeqStmt({zero, update})));
+}
+
+TEST(LlvmCodegenTest, ConstantExtentVectorizedLoopsBecomeSimdCode) {
+  // The unoptimized IR already has the vectors: they come from the code generator.
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"vmatmul", VectorMatmulFunc()}}, CpuTarget::Host(), false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("load <8 x float>"));
+  EXPECT_THAT(*ir, HasSubstr("store <8 x float>"));
+
+  // Split loop with a vectorized inner part, math on lanes, and a scalar tail.
+  Var n = Var::Shape("n");
+  Buffer x("X", DataType::Float32(), {n});
+  Buffer y("Y", DataType::Float32(), {n});
+  Var io("io"), ii("ii"), t("t"), e("e", DataType::Float32());
+  PrimExpr idx = io * 8 + ii;
+  PrimExpr full = FloorDiv(PrimExpr(n), PrimExpr(8));
+  Stmt lanes = For(ii, 0, 8, ForKind::kVectorized,
+                   LetStmt(e, Call("exp", {x.Load({idx})}),
+                           BufferStore(y, Select(GT(x.Load({idx}), F32(0)), e * F32(2), Cast(DataType::Float32(), ii)),
+                                       {idx})));
+  Stmt tail = Serial(t, full * 8, n - full * 8,
+                     BufferStore(y, Select(GT(x.Load({t}), F32(0)), Call("exp", {x.Load({t})}) * F32(2),
+                                           Cast(DataType::Float32(), FloorMod(PrimExpr(t), PrimExpr(8)))),
+                                 {t}));
+  PrimFunc vsplit({P(x), P(y)}, SeqStmt({Serial(io, 0, full, lanes), tail}));
+  // io * 8 + ii stays a ramp with stride 1, so X and Y are accessed as whole vectors.
+  ir = DumpCpuLlvmIr({{"vsplit", vsplit}}, CpuTarget::Host(), false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("load <8 x float>"));
+  EXPECT_THAT(*ir, HasSubstr("store <8 x float>"));
+  Kernels k({{"vmatmul", VectorMatmulFunc()}, {"vsplit", vsplit}});
+  auto ctx = MakeContext(&FourThreads());
+  for (int64_t rows : {1, 7}) {
+    vm::Tensor av = RandomF32({rows, 16}, 20), bv = RandomF32({16, 8}, 21), cv = RandomF32({rows, 8}, 22, 50, 60);
+    ASSERT_EQ(Invoke(k.Get("vmatmul"), ctx.get(), {TensorArg(av), TensorArg(bv), TensorArg(cv)}), 0) << ctx->error;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t col = 0; col < 8; ++col) {
+        float expected = 0;
+        for (int64_t z = 0; z < 16; ++z) expected += av.data_as<float>()[r * 16 + z] * bv.data_as<float>()[z * 8 + col];
+        ASSERT_NEAR(cv.data_as<float>()[r * 8 + col], expected, 1e-4);
+      }
+    }
+  }
+  for (int64_t size : {5, 8, 21}) {
+    vm::Tensor in = RandomF32({size}, 23), out = MakeTensor({size}, kF32);
+    ASSERT_EQ(Invoke(k.Get("vsplit"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+    for (int64_t z = 0; z < size; ++z) {
+      float v = in.data_as<float>()[z];
+      float expected = v > 0 ? std::exp(v) * 2.0f : static_cast<float>(z % 8);
+      ASSERT_NEAR(out.data_as<float>()[z], expected, 1e-5 * std::max(1.0f, std::fabs(expected))) << "size=" << size;
+    }
+  }
+}
+
+TEST(LlvmCodegenTest, VectorizedLoopAroundAReductionBlock) {
+  // TensorIR-style matmul with the j loop vectorized around the block: the block dissolves,
+  // init runs when k == 0, and the lanes are the 8 columns.
+  Var m = Var::Shape("M");
+  Buffer a("A", DataType::Float32(), {m, 16});
+  Buffer b("B", DataType::Float32(), {16, 8});
+  Buffer c("C", DataType::Float32(), {m, 8});
+  Var i("i"), j("j"), kk("k");
+  Var vi("vi"), vj("vj"), vk("vk");
+  Stmt block = Block("C",
+                     {IterVar{vi, m, IterType::kSpatial, i}, IterVar{vj, 8, IterType::kSpatial, j},
+                      IterVar{vk, 16, IterType::kReduction, kk}},
+                     BufferStore(c, c.Load({vi, vj}) + a.Load({vi, vk}) * b.Load({vk, vj}), {vi, vj}),
+                     /*init=*/BufferStore(c, F32(0), {vi, vj}));
+  PrimFunc func({P(a), P(b), P(c)}, Serial(i, 0, m, Serial(kk, 0, 16, For(j, 0, 8, ForKind::kVectorized, block))));
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"bmatmul", func}}, CpuTarget::Host(), false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("store <8 x float>"));
+  Kernels k({{"bmatmul", func}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor av = RandomF32({5, 16}, 24), bv = RandomF32({16, 8}, 25), cv = RandomF32({5, 8}, 26, 50, 60);
+  ASSERT_EQ(Invoke(k.Get("bmatmul"), ctx.get(), {TensorArg(av), TensorArg(bv), TensorArg(cv)}), 0) << ctx->error;
+  for (int64_t r = 0; r < 5; ++r) {
+    for (int64_t col = 0; col < 8; ++col) {
+      float expected = 0;
+      for (int64_t z = 0; z < 16; ++z) expected += av.data_as<float>()[r * 16 + z] * bv.data_as<float>()[z * 8 + col];
+      ASSERT_NEAR(cv.data_as<float>()[r * 8 + col], expected, 1e-4);
+    }
+  }
+}
+
+TEST(LlvmCodegenTest, VectorizedLoopsThatCannotBeLanesKeepSequentialMeaning) {
+  // B[v] = B[v + 1] reads another iteration's element, and the `if` condition differs per
+  // lane: both stay loops (with the vectorize hint) and give the sequential result.
+  Buffer b("B", DataType::Float32(), {9});
+  Var v("v"), w("w");
+  Stmt shift = For(v, 0, 8, ForKind::kVectorized, BufferStore(b, b.Load({v + 1}), {v}));
+  Stmt guarded = For(w, 0, 8, ForKind::kVectorized,
+                     IfThenElse(LT(PrimExpr(w), PrimExpr(4)), BufferStore(b, b.Load({w}) * F32(10), {w})));
+  Kernels k({{"shift", PrimFunc({P(b)}, SeqStmt({shift, guarded}))}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor t = MakeTensor({9}, kF32);
+  for (int z = 0; z < 9; ++z) t.data_as<float>()[z] = static_cast<float>(z);
+  ASSERT_EQ(Invoke(k.Get("shift"), ctx.get(), {TensorArg(t)}), 0) << ctx->error;
+  for (int z = 0; z < 8; ++z) EXPECT_EQ(t.data_as<float>()[z], static_cast<float>(z + 1) * (z < 4 ? 10 : 1));
+  EXPECT_EQ(t.data_as<float>()[8], 8.0f);
+}
+
+TEST(LlvmCodegenTest, BroadcastPlusRampIsAContiguousAccess) {
+  // Hand-written vector IR in the unnormalized form broadcast(8 * io) + ramp(0, 1, 8).
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {n});
+  Buffer b("B", DataType::Float32(), {n});
+  Var io("io");
+  PrimExpr lanes = Broadcast(io * 8, 8) + Ramp(PrimExpr(0), 1, 8);
+  PrimFunc func({P(a), P(b)}, Serial(io, 0, FloorDiv(PrimExpr(n), PrimExpr(8)),
+                                     BufferStore(b, a.Load({lanes}) + a.Load({lanes}), {lanes})));
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"twice", func}}, CpuTarget::Host(), false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("load <8 x float>"));
+  EXPECT_THAT(*ir, HasSubstr("store <8 x float>"));
+  Kernels k({{"twice", func}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor in = RandomF32({16}, 30), out = MakeTensor({16}, kF32);
+  ASSERT_EQ(Invoke(k.Get("twice"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+  for (int e = 0; e < 16; ++e) EXPECT_EQ(out.data_as<float>()[e], 2 * in.data_as<float>()[e]);
+}
+
+TEST(LlvmCodegenTest, StridedVectorAccessGathersAndScatters) {
+  // B[ramp(2 * io, 1, 2)] for a row-major [n, 2] view: B[io, 0..1] = A[0..1, io] (a transpose
+  // through lanes whose first index is a vector).
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {2, n});
+  Buffer b("B", DataType::Float32(), {n, 2});
+  Var io("io");
+  Stmt body = Serial(io, 0, n,
+                     BufferStore(b, a.Load({Ramp(PrimExpr(0), 1, 2), Broadcast(io, 2)}), {Broadcast(io, 2), Ramp(PrimExpr(0), 1, 2)}));
+  Kernels k({{"transpose", PrimFunc({P(a), P(b)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor in = RandomF32({2, 5}, 10), out = MakeTensor({5, 2}, kF32);
+  ASSERT_EQ(Invoke(k.Get("transpose"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+  for (int r = 0; r < 5; ++r) {
+    for (int col = 0; col < 2; ++col) EXPECT_EQ(out.data_as<float>()[r * 2 + col], in.data_as<float>()[col * 5 + r]);
+  }
+}
+
+TEST(LlvmCodegenTest, MathIntrinsicsMatchLibm) {
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {n});
+  const std::vector<std::string> ops = {"exp", "tanh", "erf", "sigmoid", "log", "sqrt", "rsqrt", "fabs",
+                                        "floor", "ceil", "round", "sin", "cos", "pow"};
+  NamedPrimFuncs funcs;
+  for (const std::string& op : ops) {
+    Buffer out("out", DataType::Float32(), {n});
+    Var i("i");
+    PrimExpr x = a.Load({i});
+    PrimExpr arg = (op == "log" || op == "sqrt" || op == "rsqrt" || op == "pow") ? Call("fabs", {x}) + F32(0.25) : x;
+    PrimExpr value = op == "pow" ? Call("pow", {arg, F32(1.5)}) : Call(op, {arg});
+    funcs.push_back({"f_" + op, PrimFunc({P(a), P(out)}, Serial(i, 0, n, BufferStore(out, value, {i})))});
+  }
+  // tanh and erf on 4-lane vectors (one libm call per lane).
+  {
+    Buffer out("out", DataType::Float32(), {n});
+    Var io("io");
+    PrimExpr lanes = Ramp(io * 4, 1, 4);
+    PrimExpr x = a.Load({lanes});
+    funcs.push_back({"vec_tanh_erf",
+                     PrimFunc({P(a), P(out)}, Serial(io, 0, FloorDiv(PrimExpr(n), PrimExpr(4)),
+                                                     BufferStore(out, Call("tanh", {x}) + Call("erf", {x}), {lanes})))});
+  }
+  Kernels k(funcs);
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor in = RandomF32({64}, 11, -3, 3);
+  in.data_as<float>()[0] = 0.5f;  // a tie for round: half to even
+  in.data_as<float>()[1] = -2.5f;
+  auto reference = [](const std::string& op, double x) -> double {
+    double pos = std::fabs(x) + 0.25;
+    if (op == "exp") return std::exp(x);
+    if (op == "tanh") return std::tanh(x);
+    if (op == "erf") return std::erf(x);
+    if (op == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
+    if (op == "log") return std::log(pos);
+    if (op == "sqrt") return std::sqrt(pos);
+    if (op == "rsqrt") return 1.0 / std::sqrt(pos);
+    if (op == "fabs") return std::fabs(x);
+    if (op == "floor") return std::floor(x);
+    if (op == "ceil") return std::ceil(x);
+    if (op == "round") return std::nearbyint(x);
+    if (op == "sin") return std::sin(x);
+    if (op == "cos") return std::cos(x);
+    if (op == "pow") return std::pow(pos, 1.5);
+    return NAN;
+  };
+  for (const std::string& op : ops) {
+    vm::Tensor out = MakeTensor({64}, kF32);
+    ASSERT_EQ(Invoke(k.Get("f_" + op), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+    for (int x = 0; x < 64; ++x) {
+      double expected = reference(op, in.data_as<float>()[x]);
+      ASSERT_NEAR(out.data_as<float>()[x], expected, 2e-6 * std::max(1.0, std::fabs(expected)))
+          << op << "(" << in.data_as<float>()[x] << ")";
+    }
+  }
+  vm::Tensor out = MakeTensor({64}, kF32);
+  ASSERT_EQ(Invoke(k.Get("vec_tanh_erf"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+  for (int x = 0; x < 64; ++x) {
+    double v = in.data_as<float>()[x];
+    ASSERT_NEAR(out.data_as<float>()[x], std::tanh(v) + std::erf(v), 4e-6);
+  }
+}
+
+TEST(LlvmCodegenTest, FloorDivAndFloorModRoundTowardMinusInfinity) {
+  NamedPrimFuncs funcs;
+  for (DataType t : {DataType::Int32(), DataType::Int64()}) {
+    Var n = Var::Shape("n");
+    Buffer a("A", t, {n}), b("B", t, {n}), q("Q", t, {n}), r("R", t, {n});
+    Var i("i");
+    Stmt body = Serial(i, 0, n,
+                       SeqStmt({BufferStore(q, FloorDiv(a.Load({i}), b.Load({i})), {i}),
+                                BufferStore(r, FloorMod(a.Load({i}), b.Load({i})), {i})}));
+    funcs.push_back({"divmod_" + t.ToString(), PrimFunc({P(a), P(b), P(q), P(r)}, body)});
+  }
+  Kernels k(funcs);
+  auto ctx = MakeContext(&FourThreads());
+  std::vector<std::pair<int64_t, int64_t>> cases;
+  for (int64_t x : {-9, -7, -6, -1, 0, 1, 5, 6, 7, 100}) {
+    for (int64_t y : {-7, -3, -1, 1, 2, 3, 7}) cases.push_back({x, y});
+  }
+  const int64_t count = static_cast<int64_t>(cases.size());
+  for (bool wide : {false, true}) {
+    DLDataType dt = wide ? kI64 : kI32;
+    vm::Tensor a = MakeTensor({count}, dt), b = MakeTensor({count}, dt), q = MakeTensor({count}, dt),
+               r = MakeTensor({count}, dt);
+    for (int64_t c = 0; c < count; ++c) {
+      if (wide) {
+        a.data_as<int64_t>()[c] = cases[c].first;
+        b.data_as<int64_t>()[c] = cases[c].second;
+      } else {
+        a.data_as<int32_t>()[c] = static_cast<int32_t>(cases[c].first);
+        b.data_as<int32_t>()[c] = static_cast<int32_t>(cases[c].second);
+      }
+    }
+    std::string name = wide ? "divmod_int64" : "divmod_int32";
+    ASSERT_EQ(Invoke(k.Get(name), ctx.get(), {TensorArg(a), TensorArg(b), TensorArg(q), TensorArg(r)}), 0) << ctx->error;
+    for (int64_t c = 0; c < count; ++c) {
+      auto [x, y] = cases[c];
+      int64_t expected_q = static_cast<int64_t>(std::floor(static_cast<double>(x) / static_cast<double>(y)));
+      int64_t expected_r = x - expected_q * y;
+      int64_t got_q = wide ? q.data_as<int64_t>()[c] : q.data_as<int32_t>()[c];
+      int64_t got_r = wide ? r.data_as<int64_t>()[c] : r.data_as<int32_t>()[c];
+      EXPECT_EQ(got_q, expected_q) << "floordiv(" << x << ", " << y << ")";
+      EXPECT_EQ(got_r, expected_r) << "floormod(" << x << ", " << y << ")";
+    }
+  }
+}
+
+TEST(LlvmCodegenTest, LetStmtAndAllocationsOnStackAndWorkspace) {
+  // T = workspace[n]: T[i] = A[i] + 1; S = stack[4]: S[j] = j * 0.5;
+  // B[i] = let x = T[n - 1 - i] in x * x + S[i mod 4] (+ a let expression).
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {n});
+  Buffer b("B", DataType::Float32(), {n});
+  Buffer tmp("T", DataType::Float32(), {n});
+  Buffer small("S", DataType::Float32(), {4}, {}, "local");
+  Var i("i"), j("j"), i2("i2"), x("x", DataType::Float32()), y("y", DataType::Float32());
+  Stmt fill_t = Serial(i, 0, n, BufferStore(tmp, a.Load({i}) + F32(1), {i}));
+  Stmt fill_s = Serial(j, 0, 4, BufferStore(small, Cast(DataType::Float32(), j) * F32(0.5), {j}));
+  Stmt use = Serial(i2, 0, n,
+                    LetStmt(x, tmp.Load({n - 1 - i2}),
+                            BufferStore(b, Let(y, x * x, y + small.Load({FloorMod(PrimExpr(i2), PrimExpr(4))})), {i2})));
+  Stmt body = Allocate(tmp, Allocate(small, SeqStmt({fill_t, fill_s, use})));
+  Kernels k({{"let_alloc", PrimFunc({P(a), P(b)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  for (int64_t size : {1, 6, 300}) {
+    vm::Tensor in = RandomF32({size}, 12), out = MakeTensor({size}, kF32);
+    int64_t before = ctx->workspace_allocations;
+    ASSERT_EQ(Invoke(k.Get("let_alloc"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+    EXPECT_EQ(ctx->workspace_allocations.load() - before, 1) << "T has a symbolic size; S is on the stack";
+    EXPECT_EQ(ctx->live_workspaces.load(), 0);
+    for (int64_t e = 0; e < size; ++e) {
+      float t = in.data_as<float>()[size - 1 - e] + 1.0f;
+      EXPECT_FLOAT_EQ(out.data_as<float>()[e], t * t + static_cast<float>(e % 4) * 0.5f);
+    }
+  }
+}
+
+TEST(LlvmCodegenTest, ScalarParametersBoolBuffersSelectAndCasts) {
+  // mask[i] = A[i] > threshold; out[i] = select(mask[i], A[i] * alpha, cast(float32, k)), and
+  // idx[i] = cast(int32, max(A[i], 0) * 10) clamped by min(., 7).
+  Var n = Var::Shape("n");
+  Var alpha("alpha", DataType::Float(64));
+  Var kvar("k", DataType::Int32());
+  Var threshold("threshold", DataType::Float32());
+  Buffer a("A", DataType::Float32(), {n});
+  Buffer mask("mask", DataType::Bool(), {n});
+  Buffer out("out", DataType::Float32(), {n});
+  Buffer idx("idx", DataType::Int32(), {n});
+  Var i("i");
+  PrimExpr x = a.Load({i});
+  Stmt body = Serial(
+      i, 0, n,
+      SeqStmt({BufferStore(mask, GT(x, PrimExpr(threshold)), {i}),
+               BufferStore(out,
+                           Select(mask.Load({i}), Cast(DataType::Float32(), Cast(DataType::Float(64), x) * alpha),
+                                  Cast(DataType::Float32(), kvar)),
+                           {i}),
+               BufferStore(idx, Min(Cast(DataType::Int32(), Max(x, F32(0)) * F32(10)), IntImm(DataType::Int32(), 7)),
+                           {i})}));
+  Kernels k({{"mixed", PrimFunc({P(a), P(alpha), P(kvar), P(threshold), P(mask), P(out), P(idx)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor in = RandomF32({50}, 13);
+  vm::Tensor m = MakeTensor({50}, DLDataType{6 /* bool */, 8, 1});
+  vm::Tensor o = MakeTensor({50}, kF32);
+  vm::Tensor ix = MakeTensor({50}, kI32);
+  ASSERT_EQ(Invoke(k.Get("mixed"), ctx.get(),
+                 {TensorArg(in), FloatArg(1.5), IntArg(-3), FloatArg(0.25), TensorArg(m), TensorArg(o), TensorArg(ix)}),
+            0)
+      << ctx->error;
+  for (int e = 0; e < 50; ++e) {
+    float v = in.data_as<float>()[e];
+    bool above = v > 0.25f;
+    EXPECT_EQ(m.data_as<uint8_t>()[e], above ? 1 : 0);
+    EXPECT_FLOAT_EQ(o.data_as<float>()[e], above ? static_cast<float>(static_cast<double>(v) * 1.5) : -3.0f);
+    EXPECT_EQ(ix.data_as<int32_t>()[e], std::min(static_cast<int32_t>(std::max(v, 0.0f) * 10.0f), 7));
+  }
+}
+
+TEST(LlvmCodegenTest, UnrolledLoopAndIfThenElse) {
+  Buffer a("A", DataType::Float(64), {8});
+  Var i("i");
+  Stmt body = For(i, 0, 8, ForKind::kUnrolled,
+                  SeqStmt({Evaluate(Cast(DataType::Float(64), i)), IfThenElse(EQ(FloorMod(PrimExpr(i), PrimExpr(2)), PrimExpr(0)),
+                             BufferStore(a, FloatImm(DataType::Float(64), 1.0), {i}),
+                             BufferStore(a, Cast(DataType::Float(64), i), {i}))}));
+  Kernels k({{"unrolled", PrimFunc({P(a)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor t = MakeTensor({8}, kF64);
+  ASSERT_EQ(Invoke(k.Get("unrolled"), ctx.get(), {TensorArg(t)}), 0) << ctx->error;
+  for (int e = 0; e < 8; ++e) EXPECT_EQ(t.data_as<double>()[e], e % 2 == 0 ? 1.0 : e);
+}
+
+// Per row, in parallel: copy the row into a workspace buffer (symbolic size), accumulate
+// into a stack buffer, write out[i, j] = sum_k A[i, k] * (j + 1).
+// With `outer`, the parallel loop itself sits inside a workspace allocation U[n] (filled
+// with ones and multiplied in), so an inner failure has an outer block to free.
+PrimFunc RowWorkFunc(bool outer = false) {
+  Var m = Var::Shape("m"), n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {m, n});
+  Buffer out("out", DataType::Float32(), {m, 4});
+  Buffer row("row", DataType::Float32(), {n}, {}, "local");
+  Buffer acc("acc", DataType::Float32(), {4}, {}, "local");
+  Var i("i"), j("j"), k("k"), j2("j2"), k2("k2"), j3("j3");
+  Buffer ones("U", DataType::Float32(), {n});
+  Stmt copy = Serial(k, 0, n, BufferStore(row, outer ? a.Load({i, k}) * ones.Load({k}) : a.Load({i, k}), {k}));
+  Stmt accumulate = Serial(
+      j, 0, 4,
+      SeqStmt({BufferStore(acc, F32(0), {j}),
+               Serial(k2, 0, n,
+                      BufferStore(acc, acc.Load({j}) + row.Load({k2}) * Cast(DataType::Float32(), j + 1), {j}))}));
+  Stmt write = Serial(j3, 0, 4, BufferStore(out, acc.Load({j3}), {i, j3}));
+  Stmt body = For(i, 0, m, ForKind::kParallel, Allocate(row, Allocate(acc, SeqStmt({copy, accumulate, write}))));
+  if (outer) {
+    Var u("u");
+    body = Allocate(ones, SeqStmt({Serial(u, 0, n, BufferStore(ones, F32(1), {u})), body}));
+  }
+  return PrimFunc({P(a), P(out)}, body);
+}
+
+TEST(LlvmCodegenTest, AllocationsInsideAParallelLoop) {
+  Kernels k({{"row_work", RowWorkFunc()}});
+  auto ctx = MakeContext(&FourThreads());
+  for (int64_t rows : {1, 9}) {
+    vm::Tensor a = RandomF32({rows, 13}, 14), out = MakeTensor({rows, 4}, kF32);
+    int64_t before = ctx->workspace_allocations;
+    ASSERT_EQ(Invoke(k.Get("row_work"), ctx.get(), {TensorArg(a), TensorArg(out)}), 0) << ctx->error;
+    EXPECT_EQ(ctx->workspace_allocations.load() - before, rows);
+    EXPECT_EQ(ctx->live_workspaces.load(), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int c = 0; c < 4; ++c) {
+        float sum = 0;
+        for (int x = 0; x < 13; ++x) sum += a.data_as<float>()[r * 13 + x] * static_cast<float>(c + 1);
+        EXPECT_NEAR(out.data_as<float>()[r * 4 + c], sum, 1e-4);
+      }
+    }
+  }
+}
+
+TEST(LlvmCodegenTest, WorkspaceFailureInsideAParallelLoopIsReported) {
+  Kernels k({{"row_work", RowWorkFunc()}, {"row_work_outer", RowWorkFunc(/*outer=*/true)}});
+  auto ctx = MakeContext(&FourThreads());
+  ctx->fail_after = 0;
+  vm::Tensor a = RandomF32({3, 5}, 15), out = MakeTensor({3, 4}, kF32);
+  EXPECT_NE(Invoke(k.Get("row_work"), ctx.get(), {TensorArg(a), TensorArg(out)}), 0);
+  EXPECT_EQ(ctx->error, "kernel row_work: cannot allocate 20 bytes of workspace for buffer row");
+  EXPECT_EQ(ctx->live_workspaces.load(), 0);
+
+  // U is allocated, every row's buffer fails: the kernel still frees U before returning.
+  auto outer_ctx = MakeContext(&FourThreads());
+  outer_ctx->fail_after = 1;
+  EXPECT_NE(Invoke(k.Get("row_work_outer"), outer_ctx.get(), {TensorArg(a), TensorArg(out)}), 0);
+  EXPECT_EQ(outer_ctx->error, "kernel row_work_outer: cannot allocate 20 bytes of workspace for buffer row");
+  EXPECT_EQ(outer_ctx->workspace_allocations.load(), 1);
+  EXPECT_EQ(outer_ctx->live_workspaces.load(), 0);
+
+  // And it computes the same as without U when memory suffices.
+  auto fine = MakeContext(&FourThreads());
+  vm::Tensor expected = MakeTensor({3, 4}, kF32);
+  ASSERT_EQ(Invoke(k.Get("row_work"), fine.get(), {TensorArg(a), TensorArg(expected)}), 0) << fine->error;
+  ASSERT_EQ(Invoke(k.Get("row_work_outer"), fine.get(), {TensorArg(a), TensorArg(out)}), 0) << fine->error;
+  for (int e = 0; e < 12; ++e) EXPECT_EQ(out.data_as<float>()[e], expected.data_as<float>()[e]);
+  EXPECT_EQ(fine->live_workspaces.load(), 0);
+}
+
+TEST(LlvmCodegenTest, ExplicitStridesAreBoundFromTheTensor) {
+  // A is a [n, 4] view with a symbolic row stride s; B is compact.
+  Var n = Var::Shape("n"), s = Var::Shape("s");
+  Buffer a("A", DataType::Float32(), {n, 4}, {s, 1});
+  Buffer b("B", DataType::Float32(), {n, 4});
+  Var i("i"), j("j");
+  Stmt body = Serial(i, 0, n, Serial(j, 0, 4, BufferStore(b, a.Load({i, j}), {i, j})));
+  Kernels k({{"copy_view", PrimFunc({P(a), P(b)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor storage = RandomF32({3, 6}, 16);
+  DLTensor view = *storage.dl_tensor();
+  int64_t shape[2] = {3, 4};
+  int64_t strides[2] = {6, 1};
+  view.shape = shape;
+  view.strides = strides;
+  KilnArg view_arg{};
+  view_arg.value.tensor = &view;
+  view_arg.type_code = kKilnArgTensor;
+  vm::Tensor out = MakeTensor({3, 4}, kF32);
+  ASSERT_EQ(Invoke(k.Get("copy_view"), ctx.get(), {view_arg, TensorArg(out)}), 0) << ctx->error;
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 4; ++c) EXPECT_EQ(out.data_as<float>()[r * 4 + c], storage.data_as<float>()[r * 6 + c]);
+  }
+  // Without strides the tensor is compact: s = 4.
+  vm::Tensor compact = RandomF32({3, 4}, 17);
+  ASSERT_EQ(Invoke(k.Get("copy_view"), ctx.get(), {TensorArg(compact), TensorArg(out)}), 0) << ctx->error;
+  for (int e = 0; e < 12; ++e) EXPECT_EQ(out.data_as<float>()[e], compact.data_as<float>()[e]);
+  // A constant stride is checked.
+  strides[1] = 2;
+  EXPECT_NE(Invoke(k.Get("copy_view"), ctx.get(), {view_arg, TensorArg(out)}), 0);
+  EXPECT_EQ(ctx->error, "kernel copy_view: argument 0 (A) stride 1: expected 1, got 2");
+}
+
+TEST(LlvmCodegenTest, HalfPrecisionLoadsStoresAndArithmetic) {
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float(16), {n});
+  Buffer twice("twice", DataType::Float(16), {n});
+  Buffer wide("wide", DataType::Float32(), {n});
+  Var i("i");
+  Stmt body = Serial(i, 0, n,
+                     SeqStmt({BufferStore(twice, a.Load({i}) + a.Load({i}), {i}),
+                              BufferStore(wide, Cast(DataType::Float32(), a.Load({i})), {i})}));
+  Kernels k({{"half", PrimFunc({P(a), P(twice), P(wide)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  // IEEE half bit patterns: 1.0, 2.5, -0.5 and their doubles 2.0, 5.0, -1.0.
+  const uint16_t in_bits[3] = {0x3C00, 0x4100, 0xB800};
+  const uint16_t twice_bits[3] = {0x4000, 0x4500, 0xBC00};
+  const float values[3] = {1.0f, 2.5f, -0.5f};
+  DLDataType f16{kDLFloat, 16, 1};
+  vm::Tensor in = MakeTensor({3}, f16), t = MakeTensor({3}, f16), w = MakeTensor({3}, kF32);
+  std::memcpy(in.data(), in_bits, sizeof(in_bits));
+  ASSERT_EQ(Invoke(k.Get("half"), ctx.get(), {TensorArg(in), TensorArg(t), TensorArg(w)}), 0) << ctx->error;
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_EQ(t.data_as<uint16_t>()[e], twice_bits[e]);
+    EXPECT_EQ(w.data_as<float>()[e], values[e]);
+  }
+}
+
+TEST(LlvmCodegenTest, PrologueReportsArgumentErrors) {
+  Kernels k({{"add", AddFunc()}});
+  KilnKernelFn add = k.Get("add");
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor a7 = RandomF32({7}, 1), b7 = RandomF32({7}, 2), c7 = MakeTensor({7}, kF32);
+  vm::Tensor b8 = RandomF32({8}, 2);
+  vm::Tensor b2d = RandomF32({7, 1}, 2);
+  vm::Tensor b_f64 = MakeTensor({7}, kF64);
+
+  EXPECT_NE(Invoke(add, ctx.get(), {TensorArg(a7), TensorArg(b8), TensorArg(c7)}), 0);
+  EXPECT_EQ(ctx->error, "kernel add: argument 1 (B) dimension 0: expected 7 (n), got 8");
+
+  EXPECT_NE(Invoke(add, ctx.get(), {TensorArg(a7), TensorArg(b2d), TensorArg(c7)}), 0);
+  EXPECT_EQ(ctx->error, "kernel add: argument 1 (B): expected 1 dimensions, got 2");
+
+  EXPECT_NE(Invoke(add, ctx.get(), {TensorArg(a7), TensorArg(b_f64), TensorArg(c7)}), 0);
+  EXPECT_EQ(ctx->error,
+            "kernel add: argument 1 (B): expected dtype float32 (code 2 bits 32 lanes 1), got code 2 bits 64 lanes 1");
+
+  EXPECT_NE(Invoke(add, ctx.get(), {TensorArg(a7), TensorArg(b7)}), 0);
+  EXPECT_EQ(ctx->error, "kernel add: expected 3 arguments, got 2");
+
+  EXPECT_NE(Invoke(add, ctx.get(), {TensorArg(a7), IntArg(3), TensorArg(c7)}), 0);
+  EXPECT_THAT(ctx->error, HasSubstr("kernel add: argument 1 (B): expected a tensor, got argument type code 1"));
+
+  // Strided (non-compact) tensors are refused; a tensor with explicit compact strides is fine.
+  DLTensor strided = *b7.dl_tensor();
+  int64_t shape[1] = {3};
+  int64_t bad_strides[1] = {2};
+  strided.shape = shape;
+  strided.strides = bad_strides;
+  vm::Tensor a3 = RandomF32({3}, 1), c3 = MakeTensor({3}, kF32);
+  KilnArg strided_arg{};
+  strided_arg.value.tensor = &strided;
+  strided_arg.type_code = kKilnArgTensor;
+  EXPECT_NE(Invoke(add, ctx.get(), {TensorArg(a3), strided_arg, TensorArg(c3)}), 0);
+  EXPECT_EQ(ctx->error,
+            "kernel add: argument 1 (B) dimension 0: expected a compact row-major tensor (stride 1), got stride 2");
+  int64_t good_strides[1] = {1};
+  strided.strides = good_strides;
+  EXPECT_EQ(Invoke(add, ctx.get(), {TensorArg(a3), strided_arg, TensorArg(c3)}), 0) << ctx->error;
+
+  // Nothing was written by the failed calls' bodies, and a good call still works.
+  ASSERT_EQ(Invoke(add, ctx.get(), {TensorArg(a7), TensorArg(b7), TensorArg(c7)}), 0) << ctx->error;
+  EXPECT_EQ(c7.data_as<float>()[6], a7.data_as<float>()[6] + b7.data_as<float>()[6]);
+}
+
+TEST(LlvmCodegenTest, ConstantDimensionsAndDeclaredBoundsAreChecked) {
+  Var n = Var::Shape("n", /*upper_bound=*/16);
+  Buffer a("A", DataType::Float32(), {n, 3});
+  Var i("i");
+  Stmt body = Serial(i, 0, n, BufferStore(a, F32(1), {i, 0}));
+  Kernels k({{"bounded", PrimFunc({P(a)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor wrong_cols = MakeTensor({4, 2}, kF32);
+  EXPECT_NE(Invoke(k.Get("bounded"), ctx.get(), {TensorArg(wrong_cols)}), 0);
+  EXPECT_EQ(ctx->error, "kernel bounded: argument 0 (A) dimension 1: expected 3, got 2");
+  vm::Tensor too_big = MakeTensor({17, 3}, kF32);
+  EXPECT_NE(Invoke(k.Get("bounded"), ctx.get(), {TensorArg(too_big)}), 0);
+  EXPECT_EQ(ctx->error, "kernel bounded: argument 0 (A) dimension 0: n = 17 is above its declared upper bound 16");
+  vm::Tensor ok = MakeTensor({16, 3}, kF32);
+  EXPECT_EQ(Invoke(k.Get("bounded"), ctx.get(), {TensorArg(ok)}), 0) << ctx->error;
+}
+
+TEST(LlvmCodegenTest, CompileErrorsAreClear) {
+  Buffer a("A", DataType::Float32(), {4});
+  Var i("i");
+  Stmt bound = For(i, 0, 4, ForKind::kThreadBinding, BufferStore(a, F32(0), {i}), "threadIdx.x");
+  absl::StatusOr<std::string> so = BuildCpuSharedObject({{"gpu_only", PrimFunc({P(a)}, bound)}}, CpuTarget::Host());
+  ASSERT_FALSE(so.ok());
+  EXPECT_THAT(so.status().message(), HasSubstr("kernel gpu_only: loop i is bound to the GPU thread index threadIdx.x"));
+
+  so = BuildCpuSharedObject({{"bad name", AddFunc()}}, CpuTarget::Host());
+  ASSERT_FALSE(so.ok());
+  EXPECT_THAT(so.status().message(), HasSubstr("kernel name 'bad name'"));
+
+  so = BuildCpuSharedObject({{"tanhf", AddFunc()}}, CpuTarget::Host());
+  ASSERT_FALSE(so.ok());
+  EXPECT_THAT(so.status().message(), HasSubstr("C library function"));
+
+  so = BuildCpuSharedObject({{"add", AddFunc()}, {"add", AddFunc()}}, CpuTarget::Host());
+  ASSERT_FALSE(so.ok());
+  EXPECT_THAT(so.status().message(), HasSubstr("defined twice"));
+
+  Var undefined("m");
+  Stmt uses_undefined = Serial(i, 0, 4, BufferStore(a, Cast(DataType::Float32(), undefined), {i}));
+  so = BuildCpuSharedObject({{"undef", PrimFunc({P(a)}, uses_undefined)}}, CpuTarget::Host());
+  ASSERT_FALSE(so.ok());
+  EXPECT_THAT(so.status().message(), HasSubstr("variable m is used where it is not defined"));
+}
+
+TEST(LlvmCodegenTest, BaselineCpuTargetRuns) {
+  // x86-64 baseline code runs anywhere; the same kernel gives the same answer.
+  absl::StatusOr<CpuTarget> baseline = CpuTarget::Named("x86-64");
+  ASSERT_TRUE(baseline.ok());
+  Kernels k({{"add", AddFunc()}}, *baseline);
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor a = RandomF32({33}, 1), b = RandomF32({33}, 2), c = MakeTensor({33}, kF32);
+  ASSERT_EQ(Invoke(k.Get("add"), ctx.get(), {TensorArg(a), TensorArg(b), TensorArg(c)}), 0) << ctx->error;
+  for (int e = 0; e < 33; ++e) EXPECT_EQ(c.data_as<float>()[e], a.data_as<float>()[e] + b.data_as<float>()[e]);
+}
+
+TEST(LlvmCodegenTest, OptimizedIrIsVectorized) {
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"add", AddFunc()}}, CpuTarget::Host(), /*optimize=*/true);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("define i32 @add("));
+  EXPECT_THAT(*ir, HasSubstr("x float>"));
+}
+
+}  // namespace
+}  // namespace kiln::codegen
