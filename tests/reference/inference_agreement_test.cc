@@ -1,7 +1,7 @@
 // Struct-info inference (relax/op/*.cc) against the reference kernels: each call below takes
 // a tensor with a symbolic dim n and is evaluated for several n. The evaluator checks every
 // binding's value against its inferred struct info (with n bound), so a symbolic shape
-// formula that disagrees with the operator's semantics fails here as an Internal error.
+// formula that disagrees with the operator's semantics fails here, naming the binding.
 #include <gtest/gtest.h>
 
 #include "tests/reference/prim_eval.h"

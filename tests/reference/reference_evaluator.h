@@ -14,9 +14,10 @@
 //  - Arguments are matched against the parameters' struct info: a wrong kind, rank, dtype
 //    or dim is an InvalidArgument naming the function and the parameter; the parameters
 //    define the symbolic variables of their shapes. Every binding's value is checked against
-//    its Var's struct info as well (a mismatch means struct-info inference disagrees with
-//    the operator's semantics and is reported as an Internal error naming the binding), and
-//    the result against the function's return struct info.
+//    its Var's struct info as well, and the result against the function's return struct
+//    info. A binding mismatch is an InvalidArgument naming the binding: either a condition
+//    inference left to run time fails (dims n and m that must be equal are 1 and 3, which
+//    the kernel alone would broadcast), or inference disagrees with the operator's semantics.
 //  - call_tir, call_dps_library, call_builtin, print, PrimFuncs, extern functions and local
 //    function definitions are Unimplemented errors: there is no TIR interpreter here.
 //  - Never crashes on a well-formed normalized module; errors read

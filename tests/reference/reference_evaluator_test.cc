@@ -264,6 +264,9 @@ TEST(ReferenceEvaluatorTest, RuntimeShapeMismatchIsAnError) {
   ExpectF32(RunText(text, {Iota({2}), Iota({2})}), {2}, {0, 2});
   ExpectError(RunText(text, {Iota({2}), Iota({3})}), absl::StatusCode::kInvalidArgument,
               {"function 'main', binding 'z': add: shapes (2,) and (3,) do not broadcast"});
+  // numpy would broadcast (1,) against (3,), but inference took n and m to be equal.
+  ExpectError(RunText(text, {Iota({1}), Iota({3})}), absl::StatusCode::kInvalidArgument,
+              {"function 'main', binding 'z'", "disagrees with the inferred struct info"});
 }
 
 TEST(ReferenceEvaluatorTest, CallTirIsUnimplemented) {
@@ -280,9 +283,8 @@ namespace kiln::reference {
 namespace {
 
 // A binding annotated with struct info the operator's result does not have (possible only
-// when the module skips the normalizer) is an Internal error: the reference caught an
-// inference/semantics disagreement.
-TEST(ReferenceEvaluatorTest, ValueDisagreeingWithStructInfoIsInternal) {
+// when the module skips the normalizer, or when inference is wrong) is an error naming it.
+TEST(ReferenceEvaluatorTest, ValueDisagreeingWithStructInfoIsAnError) {
   auto parsed = relax::ParseModule(R"(module {
   func @main(x: Tensor((2,), float32)) -> Object {
     y: Tensor((3,), float32) = R.add(x, x)
@@ -290,7 +292,7 @@ TEST(ReferenceEvaluatorTest, ValueDisagreeingWithStructInfoIsInternal) {
   }
 })");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  testing::ExpectError(Evaluate(parsed->module, "main", {testing::Iota({2})}), absl::StatusCode::kInternal,
+  testing::ExpectError(Evaluate(parsed->module, "main", {testing::Iota({2})}), absl::StatusCode::kInvalidArgument,
                        {"binding 'y'", "disagrees with the inferred struct info", "dim 0"});
 }
 
