@@ -101,7 +101,7 @@ struct Case {
   std::vector<std::map<std::string, int64_t>> sizes;
   double rtol = 1e-5;
   double atol = 1e-5;
-  std::string ret = "";  // return annotation; empty: the parameter-free default below
+  std::string prelude = "";  // bindings before `r = expr`, each ending in "\n"
 };
 
 std::string ParamText(const Param& p) {
@@ -112,8 +112,8 @@ std::string ParamText(const Param& p) {
 std::string ModuleText(const Case& c) {
   std::vector<std::string> params;
   for (const Param& p : c.params) params.push_back(ParamText(p));
-  return absl::StrCat("module {\n  func @main(", absl::StrJoin(params, ", "), ") -> ",
-                      c.ret.empty() ? "Object" : c.ret, " {\n    r = ", c.expr, "\n    return r\n  }\n}\n");
+  return absl::StrCat("module {\n  func @main(", absl::StrJoin(params, ", "), ") -> Object {\n", c.prelude,
+                      "    r = ", c.expr, "\n    return r\n  }\n}\n");
 }
 
 HostTensor RandomTensor(const Param& p, const std::map<std::string, int64_t>& size, std::mt19937& rng) {
@@ -432,6 +432,12 @@ TEST(LegalizeNumericsTest, Manipulation) {
   RunCase({"strided_slice", {P("x", {"n", "10"})}, "R.strided_slice(x, axes=[1], begin=[1], end=[9], strides=[3])", kN});
   RunCase({"strided_slice_neg", {P("x", {"n", "10"})}, "R.strided_slice(x, axes=[1], begin=[-2], end=[0], strides=[-2])", kN});
   RunCase({"strided_slice_sym", {P("x", {"n", "3"})}, "R.strided_slice(x, axes=[0], begin=[0], end=[9223372036854775807], strides=[2])", kN});
+  // The exp kernel sees only the compound dim n - 1, which it cannot bind: legalization
+  // gives it a fresh variable.
+  Case chained{"slice_then_exp", {P("x", {"n", "3"})}, "R.exp(s)", kN};
+  chained.prelude = "    s = R.strided_slice(x, axes=[0], begin=[1], end=[9223372036854775807])\n";
+  chained.sizes = {{{"n", 2}}, {{"n", 13}}, {{"n", 1031}}};
+  RunCase(chained);
   RunCase({"take", {P("x", {"n", "5"}), P("i", {"m"}, "int64", {0, 5})}, "R.take(x, i, axis=1)", kNm});
   RunCase({"take_axis0", {P("x", {"4", "n"}), P("i", {"m", "2"}, "int32", {0, 4})}, "R.take(x, i, axis=0)", kNm});
 }
