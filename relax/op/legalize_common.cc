@@ -211,18 +211,28 @@ Stmt ComputeBlock(const std::string& name, const Buffer& out,
 Stmt ReduceBlock(const std::string& name, const Buffer& out, const std::vector<PrimExpr>& reduce_extents,
                  PrimExpr init, const std::function<PrimExpr(PrimExpr, PrimExpr)>& combine,
                  const std::function<PrimExpr(const std::vector<PrimExpr>&, const std::vector<PrimExpr>&)>& value) {
-  return BlockNest(name, out->shape, reduce_extents,
-                   [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
-                     Stmt init_stmt = tir::BufferStore(out, init, s);
-                     Stmt body = tir::BufferStore(out, combine(out.Load(s), value(s, r)), s);
-                     // A reduction over nothing (all extents literal... or none) still needs
-                     // its init: without reduction vars the block is spatial, so fold it in.
-                     if (reduce_extents.empty()) {
-                       body = tir::BufferStore(out, combine(init, value(s, r)), s);
-                       init_stmt = Stmt();
-                     }
-                     return BlockParts{body, init_stmt};
-                   });
+  Stmt reduce = BlockNest(name, out->shape, reduce_extents,
+                          [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+                            if (reduce_extents.empty()) {
+                              // Nothing to reduce: the block is spatial and has no init.
+                              return BlockParts{tir::BufferStore(out, combine(init, value(s, r)), s), Stmt()};
+                            }
+                            return BlockParts{tir::BufferStore(out, combine(out.Load(s), value(s, r)), s),
+                                              tir::BufferStore(out, init, s)};
+                          });
+  // A block's init runs on its first reduction step, so over an empty reduction (a symbolic
+  // extent that is 0 at run time: sum over n = 0 elements, matmul with K = 0) it never runs;
+  // the result is then the init value, written by a guarded spatial block.
+  PrimExpr empty;
+  for (const PrimExpr& extent : reduce_extents) {
+    const std::optional<int64_t> c = extent.as_int();
+    if (c.has_value() && *c > 0) continue;
+    PrimExpr is_zero = tir::EQ(extent, PrimExpr(int64_t{0}));
+    empty = empty.defined() ? tir::Or(empty, is_zero) : is_zero;
+  }
+  if (!empty.defined()) return reduce;
+  Stmt fill = ComputeBlock(absl::StrCat(name, "_empty"), out, [&](const std::vector<PrimExpr>&) { return init; });
+  return tir::SeqStmt({tir::IfThenElse(empty, fill), reduce});
 }
 
 PrimExpr Const(DataType dtype, double value) {
