@@ -458,6 +458,7 @@ TEST(LegalizeNumericsTest, Creation) {
   RunCase({"ones", {P("x", {"n"})}, "R.ones(R.shape([2, n]))", kN});
   RunCase({"arange_attrs", {P("x", {"n"})}, "R.arange(start=2, end=17, step=3)", kN});
   RunCase({"arange_float", {P("x", {"n"})}, "R.arange(start=0.5, end=3.0, step=0.25, dtype=float32)", kN});
+  RunCase({"arange_symbolic_end", {P("x", {"n"})}, "R.arange(R.prim(n))", kN});
   RunCase({"arange_prim", {P("x", {"n"})}, "R.arange(R.prim(10), R.prim(0), R.prim(-3))", kN});
 }
 

@@ -5,7 +5,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "relax/block_builder.h"
 #include "relax/text_parser.h"
@@ -152,6 +158,45 @@ TEST(LegalizeOpsTest, UnknownShapeIsAClearError) {
   absl::StatusOr<IRModule> out = LegalizeOps(module);
   ASSERT_FALSE(out.ok());
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("exp: cannot legalize: argument 0 has an unknown shape"));
+}
+
+// Every example module that normalizes legalizes to a normalized, well-formed module with
+// no tensor operator left, or fails with an error naming the function and binding.
+TEST(LegalizeOpsTest, ExampleModulesLegalizeOrFailCleanly) {
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(root) / "tests/relax/modules")) {
+    if (entry.path().extension() == ".kir") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  ASSERT_GE(files.size(), 10u);
+  int legalized = 0;
+  for (const auto& path : files) {
+    SCOPED_TRACE(path.string());
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    absl::StatusOr<ParsedModule> parsed = ParseModule(ss.str());
+    if (!parsed.ok()) continue;
+    absl::StatusOr<IRModule> normalized = NormalizeModule(parsed->module);
+    if (!normalized.ok()) continue;
+    absl::StatusOr<IRModule> out = LegalizeOps(*normalized);
+    if (!out.ok()) {
+      EXPECT_THAT(std::string(out.status().message()), ::testing::StartsWith("function '"));
+      continue;
+    }
+    ++legalized;
+    absl::StatusOr<IRModule> again = NormalizeModule(*out);
+    EXPECT_TRUE(again.ok()) << again.status();
+    absl::Status wf = CheckWellFormed(*out);
+    EXPECT_TRUE(wf.ok()) << wf;
+    const std::string text = PrintModule(*out);
+    for (const char* op : {"R.add(", "R.matmul(", "R.softmax(", "R.exp(", "R.reshape(", "R.conv2d("}) {
+      EXPECT_THAT(text, Not(HasSubstr(op)));
+    }
+  }
+  EXPECT_GE(legalized, 5);
 }
 
 }  // namespace
