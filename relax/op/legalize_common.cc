@@ -156,10 +156,49 @@ absl::StatusOr<KernelParams> MakeParams(const CallNode& call) {
   return params;
 }
 
+namespace {
+void CollectVarRefs(const PrimExpr& e, std::vector<tir::Var>& out) {
+  if (!e.defined()) return;
+  if (e.as<tir::VarNode>() != nullptr) {
+    out.emplace_back(std::static_pointer_cast<const tir::VarNode>(e.node()));
+  } else if (const auto* b = e.as<tir::BinaryNode>()) {
+    CollectVarRefs(b->a, out);
+    CollectVarRefs(b->b, out);
+  } else if (const auto* n = e.as<tir::NotNode>()) {
+    CollectVarRefs(n->a, out);
+  } else if (const auto* s = e.as<tir::SelectNode>()) {
+    CollectVarRefs(s->condition, out);
+    CollectVarRefs(s->true_value, out);
+    CollectVarRefs(s->false_value, out);
+  } else if (const auto* c = e.as<tir::CastNode>()) {
+    CollectVarRefs(c->value, out);
+  } else if (const auto* call = e.as<tir::CallNode>()) {
+    for (const PrimExpr& a : call->args) CollectVarRefs(a, out);
+  }
+}
+}  // namespace
+
+PrimExpr UseSymbolic(KernelParams& params, const PrimExpr& value) {
+  std::vector<tir::Var> vars;
+  CollectVarRefs(value, vars);
+  for (const tir::Var& v : vars) {
+    bool bound = false;
+    for (const auto* list : {&params.inputs, &params.outputs}) {
+      for (const Buffer& b : *list) {
+        for (const PrimExpr& dim : b->shape) bound = bound || dim.same_as(v);
+      }
+    }
+    for (const tir::Var& s : params.scalars) bound = bound || s.same_as(v);
+    if (!bound) params.scalars.push_back(v);
+  }
+  return value;
+}
+
 tir::PrimFunc MakePrimFunc(const KernelParams& params, Stmt body, const std::string& op_pattern) {
   std::vector<tir::PrimFuncParam> list;
   for (const Buffer& b : params.inputs) list.push_back({b, tir::Var()});
   for (const Buffer& b : params.outputs) list.push_back({b, tir::Var()});
+  for (const tir::Var& v : params.scalars) list.push_back({Buffer(), v});
   return tir::PrimFunc(std::move(list), std::move(body), {{"op_pattern", op_pattern}});
 }
 

@@ -94,10 +94,19 @@ class Legalizer : public ExprMutator {
     }
     std::vector<StructInfo> field_sinfos;
     for (const Expr& e : operands) field_sinfos.push_back(e.struct_info());
+    // Scalar parameters are symbolic variables of this call's scope (the kernel could not
+    // bind them from shapes): they travel as tir_vars. Read them before deduplication,
+    // which may substitute an equal kernel with other variables.
+    std::vector<PrimExpr> tir_vars;
+    for (const tir::PrimFuncParam& param : func->params) {
+      if (!param.is_buffer()) tir_vars.push_back(param.var);
+    }
     const std::string name = AddKernel(op->name, std::move(func));
     Expr callee = GlobalVar(name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
     Expr args = Tuple(std::move(operands), TupleSInfo(std::move(field_sinfos)));
-    return Call(Op("call_tir"), {callee, args}, {}, {call->struct_info()}, call->struct_info());
+    std::vector<Expr> call_args = {callee, args};
+    if (!tir_vars.empty()) call_args.push_back(ShapeExpr(tir_vars));
+    return Call(Op("call_tir"), std::move(call_args), {}, {call->struct_info()}, call->struct_info());
   }
 
   std::string AddKernel(const std::string& base, tir::PrimFunc func) {

@@ -227,6 +227,16 @@ class LegalizedRunner {
       a.type_code = kKilnArgTensor;
       args.push_back(a);
     }
+    // tir_vars: trailing scalar int64 parameters.
+    if (call.args.size() == 3) {
+      for (const tir::PrimExpr& e : call.args[2].as<relax::ShapeExprNode>()->values) {
+        KILN_ASSIGN_OR_RETURN(reference::PrimScalar v, reference::EvalPrimExpr(e, symbols));
+        KilnArg a{};
+        a.value.i64 = v.int_value;
+        a.type_code = kKilnArgInt;
+        args.push_back(a);
+      }
+    }
     KILN_ASSIGN_OR_RETURN(KilnKernelFn fn, object_->Find(name));
     Context ctx;
     ctx.ctx.runtime = nullptr;
@@ -459,6 +469,11 @@ TEST(LegalizeNumericsTest, Creation) {
   RunCase({"arange_attrs", {P("x", {"n"})}, "R.arange(start=2, end=17, step=3)", kN});
   RunCase({"arange_float", {P("x", {"n"})}, "R.arange(start=0.5, end=3.0, step=0.25, dtype=float32)", kN});
   RunCase({"arange_symbolic_end", {P("x", {"n"})}, "R.arange(R.prim(n))", kN});
+  // The start p is no dim of the arange kernel's buffers: it is passed as a scalar.
+  RunCase({"arange_symbolic_start", {P("x", {"p"}), P("y", {"n"})}, "R.arange(R.prim(p), R.prim(p + n))",
+           {{{"p", 1}, {"n", 1}}, {{"p", 13}, {"n", 7}}, {{"p", 1031}, {"n", 3}}}});
+  RunCase({"full_symbolic_value", {P("x", {"p"}), P("y", {"n"})}, "R.full(R.shape([n]), R.prim(p), dtype=float32)",
+           {{{"p", 1}, {"n", 1}}, {{"p", 13}, {"n", 7}}}});
   RunCase({"arange_prim", {P("x", {"n"})}, "R.arange(R.prim(10), R.prim(0), R.prim(-3))", kN});
 }
 

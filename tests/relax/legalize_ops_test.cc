@@ -124,6 +124,17 @@ TEST(LegalizeOpsTest, UnbindableCompoundDimBecomesAFreshVariable) {
   EXPECT_THAT(text, HasSubstr("prim_func @exp_op(A: Buffer((d0, 3), float32), out: Buffer((d0, 3), float32))"));
 }
 
+TEST(LegalizeOpsTest, SymbolicScalarsTheKernelCannotBindArePassedAsTirVars) {
+  std::string text = Legalized(R"(module {
+  func @main(x: Tensor((p,), float32), y: Tensor((n,), float32)) -> Object {
+    r = R.arange(R.prim(p), R.prim(p + n))
+    return r
+  }
+})");
+  EXPECT_THAT(text, HasSubstr("R.call_tir(@arange, (), R.shape([p]), out_sinfo=Tensor((n,), int64))"));
+  EXPECT_THAT(text, HasSubstr("prim_func @arange(out: Buffer((n,), int64), p: int64)"));
+}
+
 TEST(LegalizeOpsTest, ShapeOfAndCallTirAreLeftAlone) {
   std::string text = Legalized(R"(module {
   func @main(x: Tensor((n, 4), float32)) -> Shape((n, 4)) {
