@@ -448,6 +448,9 @@ TEST(LegalizeNumericsTest, Manipulation) {
   RunCase({"split_indices", {P("x", {"n", "10"})}, "R.split(x, indices_or_sections=[2, 7], axis=1)", even});
   RunCase({"strided_slice", {P("x", {"n", "10"})}, "R.strided_slice(x, axes=[1], begin=[1], end=[9], strides=[3])", kN});
   RunCase({"strided_slice_neg", {P("x", {"n", "10"})}, "R.strided_slice(x, axes=[1], begin=[-2], end=[0], strides=[-2])", kN});
+  RunCase({"strided_slice_sym_neg_begin", {P("x", {"n", "3"})},
+           "R.strided_slice(x, axes=[0, 1], begin=[-3, 2], end=[9223372036854775807, -9223372036854775808], strides=[1, -1])",
+           kN});
   RunCase({"strided_slice_sym", {P("x", {"n", "3"})}, "R.strided_slice(x, axes=[0], begin=[0], end=[9223372036854775807], strides=[2])", kN});
   // The exp kernel sees only the compound dim n - 1, which it cannot bind: legalization
   // gives it a fresh variable.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "relax/block_builder.h"
+#include "relax/op_registry.h"
 #include "relax/text_parser.h"
 #include "relax/text_printer.h"
 #include "relax/well_formed.h"
@@ -43,6 +44,14 @@ std::string Legalized(const std::string& text) {
   absl::Status wf = CheckWellFormed(*out);
   EXPECT_TRUE(wf.ok()) << wf;
   return PrintModule(*out);
+}
+
+TEST(LegalizeOpsTest, EveryTensorOperatorHasALegalization) {
+  const std::vector<std::string> structural = {"call_builtin", "call_dps_library", "call_tir", "print", "shape_of"};
+  for (const std::string& name : OpRegistry::Global().Names()) {
+    const bool is_structural = std::find(structural.begin(), structural.end(), name) != structural.end();
+    EXPECT_EQ(OpRegistry::Global().Find(name)->legalize != nullptr, !is_structural) << name;
+  }
 }
 
 TEST(LegalizeOpsTest, ElementwiseBecomesCallTirWithSharedSymbolicShape) {
