@@ -349,6 +349,8 @@ TEST(LegalizeNumericsTest, BinaryBroadcastOps) {
   }
   RunCase({"divide", {P("x", {"n", "m"}), P("y", {"m"}, "float32", {0.5, 3})}, "R.divide(x, y)", kNm});
   RunCase({"power", {P("x", {"n", "4"}, "float32", {0.1, 3}), P("y", {"n", "1"})}, "R.power(x, y)", kNm, 1e-5, 1e-5});
+  RunCase({"power_int", {P("x", {"n"}, "int64", {1, 6}), P("y", {"n"}, "int64", {-3, 5})}, "R.power(x, y)", kN});
+  RunCase({"power_int32_neg_base", {P("x", {"n"}, "int32", {-4, 0}), P("y", {"n"}, "int32", {0, 5})}, "R.power(x, y)", kN});
   RunCase({"add_int32", {P("x", {"n"}, "int32", {-50, 50}), P("y", {"n"}, "int32", {-50, 50})}, "R.add(x, y)", kN});
   RunCase({"divide_int64", {P("x", {"n"}, "int64", {-50, 50}), P("y", {"1"}, "int64", {1, 9})}, "R.divide(x, y)", kN});
 }
