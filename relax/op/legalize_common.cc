@@ -156,10 +156,49 @@ absl::StatusOr<KernelParams> MakeParams(const CallNode& call) {
   return params;
 }
 
+namespace {
+void CollectVarRefs(const PrimExpr& e, std::vector<tir::Var>& out) {
+  if (!e.defined()) return;
+  if (e.as<tir::VarNode>() != nullptr) {
+    out.emplace_back(std::static_pointer_cast<const tir::VarNode>(e.node()));
+  } else if (const auto* b = e.as<tir::BinaryNode>()) {
+    CollectVarRefs(b->a, out);
+    CollectVarRefs(b->b, out);
+  } else if (const auto* n = e.as<tir::NotNode>()) {
+    CollectVarRefs(n->a, out);
+  } else if (const auto* s = e.as<tir::SelectNode>()) {
+    CollectVarRefs(s->condition, out);
+    CollectVarRefs(s->true_value, out);
+    CollectVarRefs(s->false_value, out);
+  } else if (const auto* c = e.as<tir::CastNode>()) {
+    CollectVarRefs(c->value, out);
+  } else if (const auto* call = e.as<tir::CallNode>()) {
+    for (const PrimExpr& a : call->args) CollectVarRefs(a, out);
+  }
+}
+}  // namespace
+
+PrimExpr UseSymbolic(KernelParams& params, const PrimExpr& value) {
+  std::vector<tir::Var> vars;
+  CollectVarRefs(value, vars);
+  for (const tir::Var& v : vars) {
+    bool bound = false;
+    for (const auto* list : {&params.inputs, &params.outputs}) {
+      for (const Buffer& b : *list) {
+        for (const PrimExpr& dim : b->shape) bound = bound || dim.same_as(v);
+      }
+    }
+    for (const tir::Var& s : params.scalars) bound = bound || s.same_as(v);
+    if (!bound) params.scalars.push_back(v);
+  }
+  return value;
+}
+
 tir::PrimFunc MakePrimFunc(const KernelParams& params, Stmt body, const std::string& op_pattern) {
   std::vector<tir::PrimFuncParam> list;
   for (const Buffer& b : params.inputs) list.push_back({b, tir::Var()});
   for (const Buffer& b : params.outputs) list.push_back({b, tir::Var()});
+  for (const tir::Var& v : params.scalars) list.push_back({Buffer(), v});
   return tir::PrimFunc(std::move(list), std::move(body), {{"op_pattern", op_pattern}});
 }
 
@@ -211,18 +250,28 @@ Stmt ComputeBlock(const std::string& name, const Buffer& out,
 Stmt ReduceBlock(const std::string& name, const Buffer& out, const std::vector<PrimExpr>& reduce_extents,
                  PrimExpr init, const std::function<PrimExpr(PrimExpr, PrimExpr)>& combine,
                  const std::function<PrimExpr(const std::vector<PrimExpr>&, const std::vector<PrimExpr>&)>& value) {
-  return BlockNest(name, out->shape, reduce_extents,
-                   [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
-                     Stmt init_stmt = tir::BufferStore(out, init, s);
-                     Stmt body = tir::BufferStore(out, combine(out.Load(s), value(s, r)), s);
-                     // A reduction over nothing (all extents literal... or none) still needs
-                     // its init: without reduction vars the block is spatial, so fold it in.
-                     if (reduce_extents.empty()) {
-                       body = tir::BufferStore(out, combine(init, value(s, r)), s);
-                       init_stmt = Stmt();
-                     }
-                     return BlockParts{body, init_stmt};
-                   });
+  Stmt reduce = BlockNest(name, out->shape, reduce_extents,
+                          [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+                            if (reduce_extents.empty()) {
+                              // Nothing to reduce: the block is spatial and has no init.
+                              return BlockParts{tir::BufferStore(out, combine(init, value(s, r)), s), Stmt()};
+                            }
+                            return BlockParts{tir::BufferStore(out, combine(out.Load(s), value(s, r)), s),
+                                              tir::BufferStore(out, init, s)};
+                          });
+  // A block's init runs on its first reduction step, so over an empty reduction (a symbolic
+  // extent that is 0 at run time: sum over n = 0 elements, matmul with K = 0) it never runs;
+  // the result is then the init value, written by a guarded spatial block.
+  PrimExpr empty;
+  for (const PrimExpr& extent : reduce_extents) {
+    const std::optional<int64_t> c = extent.as_int();
+    if (c.has_value() && *c > 0) continue;
+    PrimExpr is_zero = tir::EQ(extent, PrimExpr(int64_t{0}));
+    empty = empty.defined() ? tir::Or(empty, is_zero) : is_zero;
+  }
+  if (!empty.defined()) return reduce;
+  Stmt fill = ComputeBlock(absl::StrCat(name, "_empty"), out, [&](const std::vector<PrimExpr>&) { return init; });
+  return tir::SeqStmt({tir::IfThenElse(empty, fill), reduce});
 }
 
 PrimExpr Const(DataType dtype, double value) {

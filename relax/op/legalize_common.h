@@ -4,7 +4,10 @@
 // Conventions every legalization follows (relax/transform/legalize_ops.cc relies on them):
 //  - Parameters: one buffer per tensor operand in argument order (a Tuple operand, as
 //    concat's, contributes one buffer per field), then one buffer per output tensor.
-//    Non-tensor operands (Shape, Prim) are folded into the kernel, never parameters.
+//    Non-tensor operands (Shape, Prim) are folded into the kernel. A symbolic variable the
+//    kernel needs but cannot bind from its buffers' shapes (arange's start `p` when p is no
+//    buffer dim) becomes a trailing scalar int64 parameter, the same tir::Var; LegalizeOps
+//    passes it as call_tir's tir_vars.
 //  - Buffer shapes are the struct info's dims, sharing their tir::Vars, so a symbolic var
 //    that appears in several parameters is one Var (the kernel prologue binds it once and
 //    checks the other occurrences). A compound dim (n + 1) whose variables are not all
@@ -50,11 +53,18 @@ absl::Status CheckDType(const CallNode& call, DataType dtype);
 struct KernelParams {
   std::vector<Buffer> inputs;
   std::vector<Buffer> outputs;
+  std::vector<tir::Var> scalars;  // after the buffers, in this order
 };
 // Buffers for the call's tensor operands and outputs (names A, B, ... and out, out1, ...).
 absl::StatusOr<KernelParams> MakeParams(const CallNode& call);
 
-// The PrimFunc over params.inputs then params.outputs, with attribute op_pattern.
+// Makes `value` (a symbolic expression from a Prim or Shape operand) usable in the kernel:
+// each of its variables that no buffer shape binds as a plain dim joins params.scalars.
+// Returns `value`.
+PrimExpr UseSymbolic(KernelParams& params, const PrimExpr& value);
+
+// The PrimFunc over params.inputs, params.outputs, then params.scalars, with attribute
+// op_pattern.
 tir::PrimFunc MakePrimFunc(const KernelParams& params, Stmt body, const std::string& op_pattern);
 
 // The indices into `in` for output indices `out_index` under numpy broadcasting (dims

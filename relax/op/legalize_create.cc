@@ -1,7 +1,8 @@
 // Legalization of the creation operators (semantics in relax/op/create.cc). The output's
 // symbolic dims come only from the output buffer (the caller allocates it). Scalar operands
-// (a Prim fill value, arange's Prim bounds) must be constants to be folded into the kernel;
-// a symbolic one is an Unimplemented error. A 0-d tensor fill value is a kernel parameter.
+// (a Prim fill value, arange's Prim bounds) are constants folded into the kernel or
+// symbolic integer expressions (their unbound variables become scalar parameters); a
+// symbolic float is an Unimplemented error. A 0-d tensor fill value is a kernel parameter.
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
@@ -9,25 +10,37 @@
 namespace kiln::relax::op {
 namespace {
 
-// The constant value of a Prim argument (a PrimValue or a value of known Prim struct info).
-absl::StatusOr<PrimExpr> ConstantPrim(const CallNode& call, size_t index) {
+bool IsConstant(const PrimExpr& e) {
+  return e.kind() == tir::ExprKind::kIntImm || e.kind() == tir::ExprKind::kFloatImm;
+}
+
+// The value of a Prim argument (a PrimValue or a value of known Prim struct info): a
+// constant, or a symbolic integer expression made usable in the kernel.
+absl::StatusOr<PrimExpr> PrimArg(const CallNode& call, size_t index, KernelParams& params) {
   PrimExpr value;
   if (const auto* pv = call.args[index].as<PrimValueNode>()) {
     value = pv->value;
   } else if (const auto* ps = call.args[index].struct_info().as<PrimStructInfoNode>()) {
     value = ps->value;
   }
-  if (!value.defined() ||
-      (value.kind() != tir::ExprKind::kIntImm && value.kind() != tir::ExprKind::kFloatImm)) {
+  if (!value.defined() || (!IsConstant(value) && !value.dtype().is_integer())) {
     return absl::UnimplementedError(absl::StrCat(
-        OpName(call), ": legalization needs a constant scalar for argument ", index));
+        OpName(call), ": legalization needs a constant or a symbolic integer for argument ", index));
   }
-  return value;
+  if (IsConstant(value)) return value;
+  if (value.dtype() != DataType::Int64()) value = tir::Cast(DataType::Int64(), value);
+  return UseSymbolic(params, value);
 }
 
 double AsDouble(const PrimExpr& e) {
   if (const auto* f = e.as<tir::FloatImmNode>()) return f->value;
   return static_cast<double>(*e.as_int());
+}
+
+// `e` (a constant or an int64 expression) as a `dtype` expression.
+PrimExpr As(DataType dtype, const PrimExpr& e) {
+  if (IsConstant(e)) return Const(dtype, AsDouble(e));
+  return e.dtype() == dtype ? e : tir::Cast(dtype, e);
 }
 
 absl::StatusOr<tir::PrimFunc> LegalizeFull(const CallNode& call) {
@@ -38,8 +51,8 @@ absl::StatusOr<tir::PrimFunc> LegalizeFull(const CallNode& call) {
   if (!p.inputs.empty()) {
     fill = p.inputs[0].Load({});
   } else {
-    KILN_ASSIGN_OR_RETURN(PrimExpr value, ConstantPrim(call, 1));
-    fill = value.dtype() == t ? value : Const(t, AsDouble(value));
+    KILN_ASSIGN_OR_RETURN(PrimExpr value, PrimArg(call, 1, p));
+    fill = value.dtype() == t || !IsConstant(value) ? value : Const(t, AsDouble(value));
   }
   if (fill.dtype() != t) fill = t.is_bool() ? tir::NE(fill, Const(fill.dtype(), 0)) : tir::Cast(t, fill);
   return MakePrimFunc(p, ComputeBlock("full", out, [&](const std::vector<PrimExpr>&) { return fill; }),
@@ -63,10 +76,10 @@ absl::StatusOr<tir::PrimFunc> LegalizeArange(const CallNode& call) {
   PrimExpr start = int64_t{0};
   PrimExpr step = int64_t{1};
   if (call.args.size() >= 2) {
-    KILN_ASSIGN_OR_RETURN(start, ConstantPrim(call, 0));
+    KILN_ASSIGN_OR_RETURN(start, PrimArg(call, 0, p));
   }
   if (call.args.size() == 3) {
-    KILN_ASSIGN_OR_RETURN(step, ConstantPrim(call, 2));
+    KILN_ASSIGN_OR_RETURN(step, PrimArg(call, 2, p));
   }
   if (call.args.empty()) {
     auto it = call.attrs.find("start");
@@ -84,10 +97,10 @@ absl::StatusOr<tir::PrimFunc> LegalizeArange(const CallNode& call) {
   Stmt body = ComputeBlock("arange", out, [&](const std::vector<PrimExpr>& i) {
     PrimExpr value;
     if (integer) {
-      value = tir::Add(Const(DataType::Int64(), AsDouble(start)), tir::Mul(i[0], Const(DataType::Int64(), AsDouble(step))));
+      value = tir::Add(As(DataType::Int64(), start), tir::Mul(i[0], As(DataType::Int64(), step)));
     } else {
       const DataType f64 = DataType::Float(64);
-      value = tir::Add(Const(f64, AsDouble(start)), tir::Mul(tir::Cast(f64, i[0]), Const(f64, AsDouble(step))));
+      value = tir::Add(As(f64, start), tir::Mul(tir::Cast(f64, i[0]), As(f64, step)));
     }
     return value.dtype() == t ? value : tir::Cast(t, value);
   });

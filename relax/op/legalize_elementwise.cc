@@ -1,6 +1,8 @@
 // Legalization of the elementwise operators (semantics in relax/op/elementwise.cc): one
-// spatial block over the broadcast output. Integer divide truncates (tir Div on integers);
-// power, the transcendental functions, gelu and silu need a float dtype.
+// spatial block over the broadcast output. Integer divide truncates (tir Div on integers).
+// Integer power goes through float64 pow and truncates, exact while |result| < 2^53 (a
+// larger result, which wraps in the reference, is not). The transcendental functions,
+// gelu and silu need a float dtype.
 #include <cmath>
 
 #include "relax/op/legalize_common.h"
@@ -29,7 +31,12 @@ LegalizeFn Binary(BinaryFn fn, bool float_only) {
   };
 }
 
-PrimExpr Pow(PrimExpr a, PrimExpr b) { return tir::Call("pow", {std::move(a), std::move(b)}); }
+PrimExpr Pow(PrimExpr a, PrimExpr b) {
+  const DataType t = a.dtype();
+  if (t.is_float()) return tir::Call("pow", {std::move(a), std::move(b)});
+  const DataType f64 = DataType::Float(64);
+  return tir::Cast(t, tir::Call("pow", {tir::Cast(f64, std::move(a)), tir::Cast(f64, std::move(b))}));
+}
 
 using UnaryFn = PrimExpr (*)(PrimExpr);
 
@@ -72,7 +79,7 @@ void RegisterElementwiseLegalize(OpRegistry& registry) {
   registry.SetLegalize("divide", Binary(tir::Div, false));
   registry.SetLegalize("maximum", Binary(tir::Max, false));
   registry.SetLegalize("minimum", Binary(tir::Min, false));
-  registry.SetLegalize("power", Binary(Pow, true));
+  registry.SetLegalize("power", Binary(Pow, false));
   registry.SetLegalize("equal", Binary(tir::EQ, false));
   registry.SetLegalize("not_equal", Binary(tir::NE, false));
   registry.SetLegalize("less", Binary(tir::LT, false));

@@ -5,7 +5,7 @@
 //  - softmax: max, sum of exp(x - max) (both in scratch buffers), then the quotient.
 //  - layer_norm: sum -> mean, sum of squared deviations -> variance, then the affine
 //    normalization; rms_norm: sum of squares, then the scaling. Two-pass, for accuracy.
-// A reduction over an empty extent leaves its output unwritten (the block never runs).
+// A reduction over an empty extent gives the init value (sum 0, max -inf; mean 0 / 0).
 #include <algorithm>
 
 #include "relax/op/legalize_common.h"

@@ -15,6 +15,21 @@
 namespace kiln::relax {
 namespace {
 
+// Kernels become exported symbols of the CPU shared object, which must not shadow the C
+// library functions generated code calls (codegen/llvm_codegen.cc refuses those names).
+bool IsReservedSymbol(const std::string& name) {
+  static const char* const kReserved[] = {
+      "main",  "memcpy", "memmove", "memset", "memcmp", "snprintf", "abort", "malloc", "free", "exp",
+      "expf",  "exp2",   "exp2f",   "log",    "logf",   "log2",     "log2f", "log10",  "log10f", "sqrt",
+      "sqrtf", "tanh",   "tanhf",   "erf",    "erff",   "fabs",     "fabsf", "floor",  "floorf", "ceil",
+      "ceilf", "round",  "roundf",  "pow",    "powf",   "sin",      "sinf",  "cos",    "cosf",   "fmin",
+      "fminf", "fmax",   "fmaxf",   "fma",    "fmaf",   "rint",     "rintf", "sincos", "sincosf"};
+  for (const char* r : kReserved) {
+    if (name == r) return true;
+  }
+  return false;
+}
+
 class Legalizer : public ExprMutator {
  public:
   explicit Legalizer(IRModule* module) : module_(module) {}
@@ -27,7 +42,8 @@ class Legalizer : public ExprMutator {
     out.dataflow = block.dataflow;
     for (const Binding& binding : block.bindings) {
       Binding visited = VisitBinding(binding);
-      if (status_.ok() && !visited.is_match_cast()) {
+      // A match_cast's value may be an op call too; the cast still checks the kernel's result.
+      if (status_.ok()) {
         absl::StatusOr<Expr> lowered = Lower(visited, out);
         if (!lowered.ok()) {
           status_ = absl::Status(lowered.status().code(),
@@ -78,10 +94,19 @@ class Legalizer : public ExprMutator {
     }
     std::vector<StructInfo> field_sinfos;
     for (const Expr& e : operands) field_sinfos.push_back(e.struct_info());
+    // Scalar parameters are symbolic variables of this call's scope (the kernel could not
+    // bind them from shapes): they travel as tir_vars. Read them before deduplication,
+    // which may substitute an equal kernel with other variables.
+    std::vector<PrimExpr> tir_vars;
+    for (const tir::PrimFuncParam& param : func->params) {
+      if (!param.is_buffer()) tir_vars.push_back(param.var);
+    }
     const std::string name = AddKernel(op->name, std::move(func));
     Expr callee = GlobalVar(name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
     Expr args = Tuple(std::move(operands), TupleSInfo(std::move(field_sinfos)));
-    return Call(Op("call_tir"), {callee, args}, {}, {call->struct_info()}, call->struct_info());
+    std::vector<Expr> call_args = {callee, args};
+    if (!tir_vars.empty()) call_args.push_back(ShapeExpr(tir_vars));
+    return Call(Op("call_tir"), std::move(call_args), {}, {call->struct_info()}, call->struct_info());
   }
 
   std::string AddKernel(const std::string& base, tir::PrimFunc func) {
@@ -89,8 +114,9 @@ class Legalizer : public ExprMutator {
     for (const auto& [existing, name] : kernels_[hash]) {
       if (tir::StructuralEqual(existing, func)) return name;
     }
-    std::string name = base;
-    for (int i = 1; module_->Find(name) != nullptr; ++i) name = absl::StrCat(base, i);
+    const std::string stem = IsReservedSymbol(base) ? absl::StrCat(base, "_op") : base;
+    std::string name = stem;
+    for (int i = 1; module_->Find(name) != nullptr || IsReservedSymbol(name); ++i) name = absl::StrCat(stem, i);
     KILN_CHECK(module_->Add(name, func).ok());
     kernels_[hash].emplace_back(std::move(func), name);
     return name;
