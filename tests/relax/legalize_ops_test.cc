@@ -47,7 +47,10 @@ std::string Legalized(const std::string& text) {
 }
 
 TEST(LegalizeOpsTest, EveryTensorOperatorHasALegalization) {
-  const std::vector<std::string> structural = {"call_builtin", "call_dps_library", "call_tir", "print", "shape_of"};
+  // Calls and the lowered forms that legalization itself produces have nothing to lower.
+  const std::vector<std::string> structural = {"alloc_tensor",     "call_builtin", "call_dps_library",
+                                               "call_tir",         "call_tir_dps", "print",
+                                               "shape_of"};
   for (const std::string& name : OpRegistry::Global().Names()) {
     const bool is_structural = std::find(structural.begin(), structural.end(), name) != structural.end();
     EXPECT_EQ(OpRegistry::Global().Find(name)->legalize != nullptr, !is_structural) << name;
