@@ -396,6 +396,25 @@ TEST(ScheduleNumericsTest, SoftmaxWithNestedBlocks) {
   }
 }
 
+// The vectorized loops reach the code generator in the form its own vectorizer turns into
+// SIMD code: vector types appear in the LLVM IR before LLVM's optimizer has run.
+TEST(ScheduleNumericsTest, ScheduledLoopsBecomeSimdBeforeLlvmOptimizes) {
+  for (const char* text : {kElementwise, k1d, kMatmul, kSoftmax}) {
+    tir::PrimFunc func = Parse(text);
+    absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(func, {.vector_lanes = 16, .num_threads = 4});
+    ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+    absl::StatusOr<std::string> plain_ir = DumpCpuLlvmIr({{"k", func}}, CpuTarget::Host(), /*optimize=*/false);
+    absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, CpuTarget::Host(), /*optimize=*/false);
+    ASSERT_TRUE(ir.ok() && plain_ir.ok()) << ir.status() << plain_ir.status();
+    // 16 lanes for elementwise loops, 2 * 16 for the matmul's column tile.
+    auto has_simd = [](const std::string& s) {
+      return s.find("<16 x float>") != std::string::npos || s.find("<32 x float>") != std::string::npos;
+    };
+    EXPECT_FALSE(has_simd(*plain_ir)) << text;
+    EXPECT_TRUE(has_simd(*ir)) << relax::PrintPrimFunc(*scheduled, "k");
+  }
+}
+
 // Not an assertion: how much the schedule buys on a 256^3 matmul on this machine.
 TEST(ScheduleNumericsTest, MatmulTiming) {
   Variants v(Parse(kMatmul));
