@@ -405,6 +405,26 @@ prim_func @f(A: Buffer((8,), float32), B: Buffer((8,), float32)) {
   EXPECT_EQ(*s.GetLoops("A"), (std::vector<std::string>{"i_0", "i_1_1"}));
 }
 
+TEST(ScheduleTest, SplitKeepsTheLoopTypeAndNonZeroStart) {
+  Schedule s(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), m: int32) {
+  for t in serial(int32(2), m) {
+    A[cast(int64, t)] = 0.0
+  }
+})"));
+  ASSERT_TRUE(s.Split("t", {-1, 8}).ok());
+  EXPECT_FUNC_EQ(s.func(), R"(
+prim_func @f(A: Buffer((n,), float32), m: int32) {
+  for t_0 in serial(int32(0), floordiv(m + int32(7), int32(8))) {
+    for t_1 in serial(int32(0), int32(8)) {
+      if int32(8) * t_0 + t_1 < m {
+        A[cast(int64, int32(8) * t_0 + t_1 + int32(2))] = 0.0
+      }
+    }
+  }
+})");
+}
+
 TEST(ScheduleTest, TracePrintsAndReplays) {
   PrimFunc original = Parse(kMatmul);
   Schedule s(original);
