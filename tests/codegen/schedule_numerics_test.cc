@@ -353,6 +353,28 @@ TEST(ScheduleNumericsTest, Matmul) {
   }
 }
 
+TEST(ScheduleNumericsTest, MatmulWithTransposedRightOperand) {
+  std::string text = kMatmul;
+  text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((n, k)");
+  text.replace(text.find("B[vk, vj]"), 9, "B[vj, vk]");
+  Variants v(Parse(text));
+  for (int64_t size : {1, 7, 13, 100}) {
+    int64_t m = size + 1, k = size, n = size + 3;
+    vm::Tensor a = RandomF32({m, k}, 19), bt = RandomF32({n, k}, 20);
+    std::vector<float> b(k * n);  // B = transpose(bt) for the naive loops
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t r = 0; r < k; ++r) b[r * n + j] = bt.data_as<float>()[j * k + r];
+    }
+    std::vector<double> scale;
+    std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data(), m, k, n, &scale);
+    for (const std::string& name : Variants::Names()) {
+      vm::Tensor c = RandomF32({m, n}, 21);
+      v.Run(name, {a, bt, c});
+      ExpectClose(c, expected, scale, name + " size=" + std::to_string(size));
+    }
+  }
+}
+
 TEST(ScheduleNumericsTest, BatchMatmul) {
   Variants v(Parse(kBatchMatmul));
   for (int64_t batch : {1, 3}) {

@@ -17,6 +17,7 @@ namespace kiln::tir {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 PrimFunc Parse(const std::string& prim_func_text) {
   absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule("module {\n" + prim_func_text + "\n}\n");
@@ -127,6 +128,18 @@ TEST(DefaultCpuScheduleTest, MatmulIsTiledVectorizedAndDecomposed) {
             "unroll(\"i_1\")\n"
             "decompose_reduction(\"C\", \"r\") -> \"C_init\"\n");
   std::cout << Print(*f);
+}
+
+TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
+  // B[vj, vk]: vectorizing j would gather with stride k.
+  std::string text = kMatmul;
+  text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((n, k)");
+  text.replace(text.find("B[vk, vj]"), 9, "B[vj, vk]");
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 4}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, HasSubstr("split(\"j\", [-1, 16])"));
+  EXPECT_THAT(trace, Not(HasSubstr("vectorize")));
 }
 
 TEST(DefaultCpuScheduleTest, ReductionRunsSpatialLoopsInParallel) {

@@ -133,6 +133,29 @@ bool IsMatmulLike(const PlainNest& nest) {
   return store->indices[rank - 2].get() == row && store->indices[rank - 1].get() == col;
 }
 
+// Whether every read that depends on the column variable reads it as its last index, so
+// vectorizing the columns gives contiguous vector loads rather than gathers.
+bool ColumnsContiguous(const BlockNode* block, const VarNode* col) {
+  bool contiguous = true;
+  class Loads : public StmtExprVisitor {
+   public:
+    Loads(const VarNode* col, bool* ok) : col_(col), ok_(ok) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      for (size_t i = 0; i < op->indices.size(); ++i) {
+        bool last = i + 1 == op->indices.size();
+        if (UsesVar(op->indices[i], col_) && !(last && op->indices[i].get() == col_)) *ok_ = false;
+      }
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+
+   private:
+    const VarNode* col_;
+    bool* ok_;
+  } loads(col, &contiguous);
+  loads.VisitStmt(block->body);
+  return contiguous;
+}
+
 absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
   size_t n = nest.loops.size();
   const ForNode* i = nest.loops[n - 3];
@@ -164,7 +187,10 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   order.push_back(ji);
   KILN_RETURN_IF_ERROR(s->Reorder(order));
   KILN_RETURN_IF_ERROR(ParallelOver(s, outer, options));
-  if (j_extent.value_or(col_tile) >= 2) KILN_RETURN_IF_ERROR(s->Vectorize(ji));
+  const VarNode* col = nest.block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
+  if (j_extent.value_or(col_tile) >= 2 && ColumnsContiguous(nest.block, col)) {
+    KILN_RETURN_IF_ERROR(s->Vectorize(ji));
+  }
   KILN_RETURN_IF_ERROR(s->Unroll(ii));
   return s->DecomposeReduction(nest.block->name, k->loop_var.name()).status();
 }

@@ -10,7 +10,8 @@
 //        split by the vector width with the inner part vectorized;
 //      matmul-like (one reduction, body `C[..] = C[..] + x * y`, the last loops binding
 //        the rows, columns and reduction of C): i tiled by 4 and j by 2 * lanes, loop order
-//        (batch, i_0, j_0 fused and parallel), k, i_1, j_1 with j_1 vectorized, and the
+//        (batch, i_0, j_0 fused and parallel), k, i_1, j_1 with j_1 vectorized (when every read
+//        depending on j has it as its last index, so the vectors are contiguous), and the
 //        init decomposed into its own block before k;
 //      other reductions: the spatial loops outside the reduction fused and parallel.
 //    Blocks that match none of these (already scheduled, irregular bindings) are left
