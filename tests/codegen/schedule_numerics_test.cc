@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "relax/text_printer.h"
 #include "support/check.h"
 #include "tir/schedule/default_cpu_schedule.h"
+#include "tir/schedule/schedule.h"
+#include "tir/structural_equal.h"
 #include "vm/kernel_abi.h"
 #include "vm/kernel_object.h"
 #include "vm/tensor.h"
@@ -434,6 +437,83 @@ TEST(ScheduleNumericsTest, ScheduledLoopsBecomeSimdBeforeLlvmOptimizes) {
     };
     EXPECT_FALSE(has_simd(*plain_ir)) << text;
     EXPECT_TRUE(has_simd(*ir)) << relax::PrintPrimFunc(*scheduled, "k");
+  }
+}
+
+// Random sequences of primitives (failed ones must leave the function alone) on the matmul:
+// every schedule compiles, computes the naive result, and its trace replays to it.
+TEST(ScheduleNumericsTest, RandomSchedulesOfMatmul) {
+  tir::PrimFunc func = Parse(kMatmul);
+  NamedPrimFuncs funcs;
+  std::vector<std::string> traces;
+  for (uint32_t seed = 0; seed < 40; ++seed) {
+    std::mt19937 rng(seed);
+    tir::Schedule s(func);
+    for (int step = 0; step < 7; ++step) {
+      std::vector<std::string> loops = *s.GetLoops("C");
+      auto pick = [&] { return loops[rng() % loops.size()]; };
+      tir::PrimFunc before = s.func();
+      absl::Status st;
+      switch (rng() % 7) {
+        case 0:
+          st = s.Split(pick(), {-1, static_cast<int64_t>(1 + rng() % 8)}).status();
+          break;
+        case 1: {
+          size_t a = rng() % loops.size();
+          if (a + 1 < loops.size()) st = s.Fuse({loops[a], loops[a + 1]}).status();
+          break;
+        }
+        case 2:
+          std::shuffle(loops.begin(), loops.end(), rng);
+          st = s.Reorder(loops);
+          break;
+        case 3:
+          st = s.Parallel(pick());
+          break;
+        case 4:
+          st = s.Vectorize(pick());
+          break;
+        case 5:
+          st = s.Unroll(pick());
+          break;
+        default:
+          st = s.DecomposeReduction("C", pick()).status();
+          break;
+      }
+      if (!st.ok()) {
+        ASSERT_TRUE(s.func().same_as(before)) << st;
+      }
+    }
+    tir::Schedule again(func);
+    ASSERT_TRUE(s.trace().Replay(&again).ok()) << s.trace().ToString();
+    ASSERT_TRUE(tir::StructuralEqual(again.func(), s.func())) << s.trace().ToString();
+    funcs.push_back({"s" + std::to_string(seed), s.func()});
+    traces.push_back(s.trace().ToString() + relax::PrintPrimFunc(s.func(), "s"));
+  }
+  absl::StatusOr<std::string> so = BuildCpuSharedObject(funcs, CpuTarget::Host());
+  ASSERT_TRUE(so.ok()) << so.status();
+  absl::StatusOr<std::shared_ptr<vm::KernelObject>> object = vm::KernelObject::Load(*so);
+  ASSERT_TRUE(object.ok()) << object.status();
+  struct Shape {
+    int64_t m, k, n;
+  };
+  for (const Shape& sh : std::vector<Shape>{{7, 13, 5}, {16, 16, 16}, {33, 4, 47}}) {
+    vm::Tensor a = RandomF32({sh.m, sh.k}, 22), b = RandomF32({sh.k, sh.n}, 23);
+    std::vector<double> scale;
+    std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data_as<float>(), sh.m, sh.k, sh.n, &scale);
+    for (size_t i = 0; i < funcs.size(); ++i) {
+      vm::Tensor c = RandomF32({sh.m, sh.n}, 24);
+      absl::StatusOr<KilnKernelFn> fn = (*object)->Find(funcs[i].first);
+      ASSERT_TRUE(fn.ok());
+      KilnArg args[3] = {};
+      const vm::Tensor* tensors[3] = {&a, &b, &c};
+      for (int t = 0; t < 3; ++t) {
+        args[t].value.tensor = tensors[t]->dl_tensor();
+        args[t].type_code = kKilnArgTensor;
+      }
+      ASSERT_EQ((*fn)(args, 3, &Context()->ctx), 0) << Context()->error;
+      ExpectClose(c, expected, scale, traces[i] + " m=" + std::to_string(sh.m));
+    }
   }
 }
 

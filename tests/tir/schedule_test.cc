@@ -330,6 +330,7 @@ TEST(ScheduleTest, ErrorsNameThePrimitiveAndTheLoop) {
   EXPECT_THAT(s.Split("i", {4, 4}).status().message(), HasSubstr("cover 16 iterations but its extent is m"));
   EXPECT_EQ(s.Parallel("r").message(), "parallel: loop 'r' is bound to reduction variable 'vk' of block 'C'");
   EXPECT_THAT(s.Vectorize("j").message(), HasSubstr("non-constant extent n"));
+  EXPECT_THAT(s.Unroll("j").message(), HasSubstr("unroll: loop 'j' has the non-constant extent n"));
   EXPECT_THAT(s.Fuse({"i", "r"}).status().message(), HasSubstr("fuse: loop 'r' is not the whole body of loop 'i'"));
   EXPECT_THAT(s.Reorder({"i", "i"}).message(), HasSubstr("given twice"));
   EXPECT_THAT(s.DecomposeReduction("C", "x").status().message(), HasSubstr("no loop named 'x'"));

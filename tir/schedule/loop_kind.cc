@@ -35,9 +35,10 @@ absl::StatusOr<PrimFunc> SetLoopKind(const PrimFunc& func, const std::string& na
     });
     KILN_RETURN_IF_ERROR(status);
   }
-  if (kind == ForKind::kVectorized && !loop->extent.as_int()) {
-    return absl::InvalidArgumentError(absl::StrCat("vectorize: loop '", name, "' has the non-constant extent ",
-                                                   ToString(loop->extent), "; split it by the vector width first"));
+  // Both become full SIMD width / full unrolling, which needs a known trip count.
+  if ((kind == ForKind::kVectorized || kind == ForKind::kUnrolled) && !loop->extent.as_int()) {
+    return absl::InvalidArgumentError(absl::StrCat(primitive, ": loop '", name, "' has the non-constant extent ",
+                                                   ToString(loop->extent), "; split it by a constant factor first"));
   }
   Stmt replaced = For(loop->loop_var, loop->min, loop->extent, kind, loop->body);
   return WithBody(func, ReplaceStmt(func->body, loop, replaced));

@@ -20,7 +20,8 @@
 //        predicate `fused index < extent` (an `if` where there is no block).
 //      Fuse(loops): directly nested serial loops starting at 0 into one.
 //      Reorder(loops): permutes loops of one chain of directly nested loops.
-//      Parallel / Vectorize / Unroll(loop): sets a serial loop's kind. Parallel and
+//      Parallel / Vectorize / Unroll(loop): sets a serial loop's kind (Vectorize and Unroll
+//        need a constant extent). Parallel and
 //        Vectorize refuse a loop bound to a reduction variable (iterations would race).
 //      DecomposeReduction(block, loop): moves the block's init into a new block
 //        "<block>_init" placed just before `loop`, under copies of the loops (inside
