@@ -299,6 +299,33 @@ TEST(ScheduleNumericsTest, Elementwise1d) {
   }
 }
 
+TEST(ScheduleNumericsTest, ElementwiseWithBlockLocalTemporary) {
+  Variants v(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      alloc T: Buffer((1,), float32, scope="local")
+      T[0] = A[vi] * 2.0
+      B[vi] = T[0] + 1.0
+    }
+  }
+})"));
+  for (int64_t n : {1, 7, 13, 100, 1003}) {
+    vm::Tensor a = RandomF32({n}, 25);
+    std::vector<double> expected(n), scale(n);
+    for (int64_t i = 0; i < n; ++i) {
+      expected[i] = a.data_as<float>()[i] * 2.0 + 1.0;
+      scale[i] = std::fabs(expected[i]) + 1.0;
+    }
+    for (const std::string& name : Variants::Names()) {
+      vm::Tensor b = RandomF32({n}, 26);
+      v.Run(name, {a, b});
+      ExpectClose(b, expected, scale, name + " n=" + std::to_string(n));
+    }
+  }
+}
+
 TEST(ScheduleNumericsTest, RowSum) {
   Variants v(Parse(kRowSum));
   for (int64_t n : kSizes) {

@@ -51,6 +51,46 @@ std::optional<PlainNest> FindPlainNest(const PrimFunc& func, const std::string& 
   return nest;
 }
 
+// Whether every store the block makes to memory that outlives it indexes with every spatial
+// iteration variable its loops bind: then different spatial iterations write different
+// elements, and running them in parallel or as vector lanes cannot race.
+bool WritesFollowSpatialVars(const PlainNest& nest) {
+  std::vector<const VarNode*> spatial;
+  for (int k : nest.iter_of_loop) {
+    const IterVar& iv = nest.block->iter_vars[k];
+    if (iv.type == IterType::kSpatial) spatial.push_back(iv.var.get());
+  }
+  class Stores : public StmtExprVisitor {
+   public:
+    explicit Stores(std::vector<const VarNode*> spatial) : spatial_(std::move(spatial)) {}
+    void VisitStmt_(const BlockNode* op, const Stmt& self) override {
+      for (const Buffer& b : op->alloc_buffers) local_.push_back(b.get());
+      StmtExprVisitor::VisitStmt_(op, self);
+    }
+    void VisitStmt_(const AllocateNode* op, const Stmt& self) override {
+      local_.push_back(op->buffer.get());
+      StmtExprVisitor::VisitStmt_(op, self);
+    }
+    void VisitStmt_(const BufferStoreNode* op, const Stmt& self) override {
+      if (std::find(local_.begin(), local_.end(), op->buffer.get()) == local_.end()) {
+        for (const VarNode* v : spatial_) {
+          bool used = false;
+          for (const PrimExpr& i : op->indices) used |= UsesVar(i, v);
+          ok &= used;
+        }
+      }
+      StmtExprVisitor::VisitStmt_(op, self);
+    }
+    bool ok = true;
+
+   private:
+    std::vector<const VarNode*> spatial_;
+    std::vector<const BufferNode*> local_;
+  } stores(spatial);
+  stores.VisitStmt_(nest.block, Stmt());  // its own allocations count as local
+  return stores.ok;
+}
+
 bool IsReductionLoop(const PlainNest& nest, size_t i) {
   return nest.block->iter_vars[nest.iter_of_loop[i]].type == IterType::kReduction;
 }
@@ -205,11 +245,28 @@ void FlattenAnd(const PrimExpr& e, std::vector<PrimExpr>* out) {
   }
 }
 
-// Gives every variable defined in a statement a new node, so a copy defines its own.
+// Gives every variable and buffer defined in a statement a new node, so a copy of it
+// defines its own (IR defines each variable and buffer once).
 class Renewer : public StmtExprMutator {
  public:
   Var VisitVarDef(const Var& var) override {
     return Var(var.name(), var.dtype(), var->lower_bound, var->upper_bound);
+  }
+  Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
+    for (const Buffer& b : op->alloc_buffers) Renew(b);
+    return StmtExprMutator::VisitStmt_(op, self);
+  }
+  Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
+    Renew(op->buffer);
+    return StmtExprMutator::VisitStmt_(op, self);
+  }
+
+ private:
+  void Renew(const Buffer& b) {
+    bool changed = false;
+    std::vector<PrimExpr> shape = VisitExprs(b->shape, &changed);
+    std::vector<PrimExpr> strides = VisitExprs(b->strides, &changed);
+    buffer_remap_[b.get()] = Buffer(b->name, b->dtype, std::move(shape), std::move(strides), b->scope);
   }
 };
 
@@ -279,7 +336,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
   });
   for (const std::string& name : blocks) {
     std::optional<PlainNest> nest = FindPlainNest(schedule.func(), name);
-    if (!nest || nest->loops.empty()) continue;
+    if (!nest || nest->loops.empty() || !WritesFollowSpatialVars(*nest)) continue;
     // Each rule runs on a copy: one that does not apply leaves the block as it was.
     Schedule attempt = schedule;
     // A block inside another (iterating) block runs within its parent's parallel loop.
