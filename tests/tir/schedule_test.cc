@@ -341,6 +341,23 @@ TEST(ScheduleTest, ErrorsNameThePrimitiveAndTheLoop) {
   EXPECT_EQ(s.trace().ToString(), "parallel(\"i\")\n");
 }
 
+TEST(ScheduleTest, ParallelRefusesLoopsWritingOneElement) {
+  Schedule s(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((1,), float32), C: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "acc" {
+      vi = spatial(n, i)
+      alloc T: Buffer((1,), float32, scope="local")
+      T[0] = A[vi]
+      C[vi] = T[0]
+      B[0] = B[0] + T[0]
+    }
+  }
+})"));
+  EXPECT_EQ(s.Parallel("i").message(),
+            "parallel: every iteration of loop 'i' writes 'B' (in block 'acc') at the same place");
+}
+
 TEST(ScheduleTest, DecomposeReductionErrors) {
   const char* two = R"(
 prim_func @f(A: Buffer((8,), float32), B: Buffer((1,), float32), C: Buffer((8,), float32)) {

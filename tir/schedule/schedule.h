@@ -22,7 +22,8 @@
 //      Reorder(loops): permutes loops of one chain of directly nested loops.
 //      Parallel / Vectorize / Unroll(loop): sets a serial loop's kind (Vectorize and Unroll
 //        need a constant extent). Parallel and
-//        Vectorize refuse a loop bound to a reduction variable (iterations would race).
+//        Vectorize refuse a loop bound to a reduction variable, or one whose iterations all
+//        store to the same element of memory allocated outside it (iterations would race).
 //      DecomposeReduction(block, loop): moves the block's init into a new block
 //        "<block>_init" placed just before `loop`, under copies of the loops (inside
 //        `loop`) that its spatial variables depend on. Every loop binding a reduction
