@@ -555,7 +555,8 @@ TEST(ScheduleNumericsTest, MatmulTiming) {
     const int reps = 5;
     for (int r = 0; r < reps; ++r) v.Run(name, {a, b, c});
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / reps;
-    std::cout << "matmul 256 " << name << ": " << ms << " ms (" << 2.0 * s * s * s / ms / 1e6 << " GFLOP/s, 4 threads)\n";
+    std::cout << "matmul 256 " << name << ": " << ms << " ms (" << 2.0 * s * s * s / ms / 1e6
+              << " GFLOP/s, 4 threads)\n";
   }
 }
 

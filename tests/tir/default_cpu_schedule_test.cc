@@ -159,7 +159,8 @@ TEST(DefaultCpuScheduleTest, ReductionRunsSpatialLoopsInParallel) {
 // to text that parses back to the same function.
 TEST(DefaultCpuScheduleTest, ExampleModulesScheduleAndRoundTrip) {
   const char* root = std::getenv("KILN_SOURCE_DIR");
-  std::filesystem::path dir = root ? std::filesystem::path(root) / "tests" : std::filesystem::path(__FILE__).parent_path().parent_path();
+  std::filesystem::path dir =
+      root ? std::filesystem::path(root) / "tests" : std::filesystem::path(__FILE__).parent_path().parent_path();
   dir /= "relax/modules";
   int scheduled = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {

@@ -443,6 +443,19 @@ prim_func @f(A: Buffer((n,), float32), m: int32) {
 })");
 }
 
+TEST(ScheduleTest, TraceParseErrorsAndEscapes) {
+  EXPECT_EQ(Trace::Parse("split(\"i\", [-1, 4]) -> [\"i_0\", \"i_1\"]\nsplit(\"i_0\" [2])\n").status().message(),
+            "trace line 2 column 13: expected ',' and the factors");
+  EXPECT_THAT(Trace::Parse("fuse(\"a\")").status().message(), HasSubstr("expected '['"));
+  EXPECT_THAT(Trace::Parse("parallel(\"a\") x").status().message(), HasSubstr("expected the end of the line"));
+  Trace t;
+  t.Append({"get_block", {"odd \"name\" \\"}, {}, {"odd \"name\" \\"}});
+  absl::StatusOr<Trace> back = Trace::Parse(t.ToString());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->instructions()[0].inputs[0], "odd \"name\" \\");
+  EXPECT_EQ(back->ToString(), t.ToString());
+}
+
 TEST(ScheduleTest, TracePrintsAndReplays) {
   PrimFunc original = Parse(kMatmul);
   Schedule s(original);
@@ -467,6 +480,13 @@ TEST(ScheduleTest, TracePrintsAndReplays) {
   ASSERT_TRUE(s.trace().Replay(&again).ok());
   EXPECT_TRUE(StructuralEqual(again.func(), s.func())) << Print(again.func()) << "\n" << Print(s.func());
   EXPECT_FALSE(StructuralEqual(again.func(), original));
+  // The printed trace parses back to the same instructions.
+  absl::StatusOr<Trace> parsed = Trace::Parse(s.trace().ToString());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->ToString(), s.trace().ToString());
+  Schedule from_text(original);
+  ASSERT_TRUE(parsed->Replay(&from_text).ok());
+  EXPECT_TRUE(StructuralEqual(from_text.func(), s.func()));
   // A trace that does not fit the function says which instruction failed.
   Schedule other(Parse(k2d));
   absl::Status st = s.trace().Replay(&other);

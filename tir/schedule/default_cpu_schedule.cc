@@ -327,7 +327,8 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
         absl::StrCat("cpu schedule: vector_lanes must be in [1, 64], got ", options.vector_lanes));
   }
   if (options.num_threads < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("cpu schedule: num_threads must be >= 1, got ", options.num_threads));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu schedule: num_threads must be >= 1, got ", options.num_threads));
   }
   Schedule schedule(func);
   std::vector<std::string> blocks;
