@@ -93,6 +93,12 @@ absl::StatusOr<PrimFunc> ComputeInline(const PrimFunc& func, const std::string& 
 
   // Remove the block with the loops that hold nothing else.
   std::vector<Stmt> ancestors = AncestorsOf(func->body, block);
+  // The value moves to the readers, where only its iteration variables are rebound.
+  std::vector<const VarNode*> loop_vars;
+  for (const Stmt& a : ancestors) {
+    if (const auto* l = a.as<ForNode>()) loop_vars.push_back(l->loop_var.get());
+  }
+  if (UsesAnyVar(store->value, loop_vars)) return fail("reads loop variables directly, not through its bindings");
   const StmtNode* remove = block;
   for (size_t i = ancestors.size(); i-- > 0;) {
     const auto* l = ancestors[i].as<ForNode>();
