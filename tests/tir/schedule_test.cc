@@ -443,6 +443,28 @@ prim_func @f(A: Buffer((n,), float32), m: int32) {
 })");
 }
 
+TEST(ScheduleTest, LoopsSharingANameGetUniqueHandles) {
+  // Built by hand: the parser would refuse two loops named i.
+  Buffer a("A", DataType::Float32(), {8});
+  Var i1("i"), i2("i");
+  Stmt body = SeqStmt({For(i1, 0, 8, ForKind::kSerial, BufferStore(a, FloatImm(DataType::Float32(), 0.0), {i1})),
+                       For(i2, 0, 8, ForKind::kSerial, BufferStore(a, FloatImm(DataType::Float32(), 1.0), {i2}))});
+  PrimFunc func({PrimFuncParam{a, Var()}}, body);
+  Schedule s(func);
+  EXPECT_TRUE(StructuralEqual(s.func(), func));
+  ASSERT_TRUE(s.Unroll("i").ok());
+  ASSERT_TRUE(s.Parallel("i_1").ok());
+  EXPECT_EQ(Print(s.func()),
+            "prim_func @f(A: Buffer((8,), float32)) {\n"
+            "  for i in unroll(0, 8) {\n"
+            "    A[i] = 0.0\n"
+            "  }\n"
+            "  for i_1 in parallel(0, 8) {\n"
+            "    A[i_1] = 1.0\n"
+            "  }\n"
+            "}\n");
+}
+
 TEST(ScheduleTest, TraceParseErrorsAndEscapes) {
   EXPECT_EQ(Trace::Parse("split(\"i\", [-1, 4]) -> [\"i_0\", \"i_1\"]\nsplit(\"i_0\" [2])\n").status().message(),
             "trace line 2 column 13: expected ',' and the factors");
