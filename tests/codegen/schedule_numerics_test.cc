@@ -1,0 +1,564 @@
+// The default CPU schedule end to end: elementwise, reduction, matmul and softmax PrimFuncs
+// over symbolic shapes are compiled unscheduled and scheduled (ScheduleForCpu, for AVX2 and
+// AVX-512 vector widths), run on random data for sizes that are and are not multiples of
+// the tiles and lanes, and compared with plain loops written here.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/cpu_shared_object.h"
+#include "codegen/cpu_target.h"
+#include "relax/text_parser.h"
+#include "relax/text_printer.h"
+#include "support/check.h"
+#include "tir/schedule/default_cpu_schedule.h"
+#include "tir/schedule/schedule.h"
+#include "tir/structural_equal.h"
+#include "vm/kernel_abi.h"
+#include "vm/kernel_object.h"
+#include "vm/tensor.h"
+#include "vm/thread_pool.h"
+
+namespace kiln::codegen {
+namespace {
+
+// ---------------------------------------------------------------- harness
+
+struct TestContext {
+  KilnCallContext ctx;  // first member: callbacks cast the context pointer back
+  vm::ThreadPool* pool;
+  std::string error;
+};
+
+int32_t PoolParallelFor(KilnCallContext* ctx, int64_t num_tasks, KilnParallelBody body, void* closure) {
+  return reinterpret_cast<TestContext*>(ctx)->pool->ParallelFor(num_tasks, body, closure);
+}
+void* Alloc(KilnCallContext*, uint64_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
+void Free(KilnCallContext*, void* ptr) { std::free(ptr); }
+void SetError(KilnCallContext* ctx, const char* message) {
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  reinterpret_cast<TestContext*>(ctx)->error = message;
+}
+
+TestContext* Context() {
+  static auto* pool = new vm::ThreadPool(4);
+  static auto* test = [] {
+    auto* t = new TestContext();
+    t->ctx.runtime = nullptr;
+    t->ctx.parallel_for = PoolParallelFor;
+    t->ctx.workspace_alloc = Alloc;
+    t->ctx.workspace_free = Free;
+    t->ctx.set_error = SetError;
+    t->ctx.num_threads = pool->num_threads();
+    t->pool = pool;
+    return t;
+  }();
+  return test;
+}
+
+constexpr DLDataType kF32{kDLFloat, 32, 1};
+
+vm::Tensor RandomF32(const std::vector<int64_t>& shape, uint32_t seed) {
+  absl::StatusOr<vm::Tensor> t = vm::Tensor::Empty(shape, kF32);
+  KILN_CHECK(t.ok()) << t.status();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (int64_t i = 0; i < t->numel(); ++i) t->data_as<float>()[i] = dist(rng);
+  return *t;
+}
+
+tir::PrimFunc Parse(const std::string& text) {
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule("module {\n" + text + "\n}\n");
+  KILN_CHECK(parsed.ok()) << parsed.status();
+  for (const relax::IRModule::Entry& e : parsed->module.entries()) {
+    if (e.prim_func()) return *e.prim_func();
+  }
+  KILN_CHECK(false);
+  return tir::PrimFunc();
+}
+
+// One kernel compiled three ways: as written, and scheduled for 8 and for 16 lanes.
+class Variants {
+ public:
+  explicit Variants(const tir::PrimFunc& func) {
+    NamedPrimFuncs funcs = {{"plain", func}};
+    for (int lanes : {8, 16}) {
+      absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(func, {.vector_lanes = lanes, .num_threads = 4});
+      KILN_CHECK(scheduled.ok()) << scheduled.status();
+      funcs.push_back({"lanes" + std::to_string(lanes), *scheduled});
+      scheduled_text_ += relax::PrintPrimFunc(*scheduled, "lanes" + std::to_string(lanes));
+    }
+    absl::StatusOr<std::string> so = BuildCpuSharedObject(funcs, CpuTarget::Host());
+    KILN_CHECK(so.ok()) << so.status() << "\n" << scheduled_text_;
+    absl::StatusOr<std::shared_ptr<vm::KernelObject>> object = vm::KernelObject::Load(*so);
+    KILN_CHECK(object.ok()) << object.status();
+    object_ = *object;
+  }
+  static std::vector<std::string> Names() { return {"plain", "lanes8", "lanes16"}; }
+  // Runs one variant on the tensors (inputs first, then the output).
+  void Run(const std::string& name, const std::vector<vm::Tensor>& tensors) const {
+    absl::StatusOr<KilnKernelFn> fn = object_->Find(name);
+    KILN_CHECK(fn.ok()) << fn.status();
+    std::vector<KilnArg> args;
+    for (const vm::Tensor& t : tensors) {
+      KilnArg a{};
+      a.value.tensor = t.dl_tensor();
+      a.type_code = kKilnArgTensor;
+      args.push_back(a);
+    }
+    TestContext* ctx = Context();
+    ctx->error.clear();
+    int32_t rc = (*fn)(args.data(), static_cast<int32_t>(args.size()), &ctx->ctx);
+    KILN_CHECK(rc == 0) << name << ": " << ctx->error;
+  }
+  const std::string& scheduled_text() const { return scheduled_text_; }
+
+ private:
+  std::shared_ptr<vm::KernelObject> object_;
+  std::string scheduled_text_;
+};
+
+// Every element of `out` within `tol * scale[i]` of `expected`.
+void ExpectClose(const vm::Tensor& out, const std::vector<double>& expected, const std::vector<double>& scale,
+                 const std::string& what) {
+  ASSERT_EQ(out.numel(), static_cast<int64_t>(expected.size())) << what;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    double got = out.data_as<float>()[i];
+    ASSERT_NEAR(got, expected[i], 1e-5 * (scale[i] + 1.0)) << what << " element " << i;
+  }
+}
+
+// ---------------------------------------------------------------- kernels
+
+const char* kElementwise = R"(
+prim_func @f(A: Buffer((n, m), float32), B: Buffer((n, m), float32), C: Buffer((n, m), float32)) {
+  for i in serial(0, n) {
+    for j in serial(0, m) {
+      block "C" {
+        vi = spatial(n, i)
+        vj = spatial(m, j)
+        C[vi, vj] = max(A[vi, vj], 0.0) * B[vi, vj] + A[vi, vj]
+      }
+    }
+  }
+})";
+
+const char* k1d = R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      B[vi] = A[vi] * 3.0 - 1.0
+    }
+  }
+})";
+
+const char* kRowSum = R"(
+prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    for r in serial(0, m) {
+      block "B" {
+        vi = spatial(n, i)
+        vr = reduce(m, r)
+        init {
+          B[vi] = 0.0
+        }
+        B[vi] = B[vi] + A[vi, vr]
+      }
+    }
+  }
+})";
+
+const char* kMatmul = R"(
+prim_func @f(A: Buffer((m, k), float32), B: Buffer((k, n), float32), C: Buffer((m, n), float32)) {
+  for i in serial(0, m) {
+    for j in serial(0, n) {
+      for r in serial(0, k) {
+        block "C" {
+          vi = spatial(m, i)
+          vj = spatial(n, j)
+          vk = reduce(k, r)
+          init {
+            C[vi, vj] = 0.0
+          }
+          C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+        }
+      }
+    }
+  }
+})";
+
+const char* kBatchMatmul = R"(
+prim_func @f(A: Buffer((b, m, k), float32), B: Buffer((b, k, n), float32), C: Buffer((b, m, n), float32)) {
+  for bb in serial(0, b) {
+    for i in serial(0, m) {
+      for j in serial(0, n) {
+        for r in serial(0, k) {
+          block "C" {
+            vb = spatial(b, bb)
+            vi = spatial(m, i)
+            vj = spatial(n, j)
+            vk = reduce(k, r)
+            init {
+              C[vb, vi, vj] = 0.0
+            }
+            C[vb, vi, vj] = C[vb, vi, vj] + A[vb, vi, vk] * B[vb, vk, vj]
+          }
+        }
+      }
+    }
+  }
+})";
+
+const char* kSoftmax = R"(
+prim_func @f(A: Buffer((n, 37), float32), B: Buffer((n, 37), float32)) {
+  for i in serial(0, n) {
+    block "row" {
+      vi = spatial(n, i)
+      alloc mx: Buffer((1,), float32, scope="local")
+      alloc sm: Buffer((1,), float32, scope="local")
+      for k in serial(0, 37) {
+        block "max" {
+          vk = reduce(37, k)
+          init {
+            mx[0] = float32(-inf)
+          }
+          mx[0] = max(mx[0], A[vi, vk])
+        }
+      }
+      for k2 in serial(0, 37) {
+        block "sum" {
+          vk2 = reduce(37, k2)
+          init {
+            sm[0] = 0.0
+          }
+          sm[0] = sm[0] + exp(A[vi, vk2] - mx[0])
+        }
+      }
+      for j in serial(0, 37) {
+        block "norm" {
+          vj = spatial(37, j)
+          B[vi, vj] = exp(A[vi, vj] - mx[0]) / sm[0]
+        }
+      }
+    }
+  }
+})";
+
+const std::vector<int64_t> kSizes = {1, 7, 13, 100, 1003};
+
+// ---------------------------------------------------------------- tests
+
+TEST(ScheduleNumericsTest, Elementwise2d) {
+  Variants v(Parse(kElementwise));
+  for (int64_t n : kSizes) {
+    for (int64_t m : kSizes) {
+      if (n * m > 200000) continue;
+      vm::Tensor a = RandomF32({n, m}, 1), b = RandomF32({n, m}, 2);
+      std::vector<double> expected(n * m), scale(n * m);
+      for (int64_t i = 0; i < n * m; ++i) {
+        double x = a.data_as<float>()[i], y = b.data_as<float>()[i];
+        expected[i] = std::max(x, 0.0) * y + x;
+        scale[i] = std::fabs(std::max(x, 0.0) * y) + std::fabs(x);
+      }
+      for (const std::string& name : Variants::Names()) {
+        vm::Tensor c = RandomF32({n, m}, 3);
+        v.Run(name, {a, b, c});
+        ExpectClose(c, expected, scale, name + " n=" + std::to_string(n) + " m=" + std::to_string(m));
+      }
+    }
+  }
+}
+
+TEST(ScheduleNumericsTest, Elementwise1d) {
+  Variants v(Parse(k1d));
+  for (int64_t n : {1, 7, 13, 16, 17, 100, 1000, 4099}) {
+    vm::Tensor a = RandomF32({n}, 4);
+    std::vector<double> expected(n), scale(n);
+    for (int64_t i = 0; i < n; ++i) {
+      double x = a.data_as<float>()[i];
+      expected[i] = x * 3.0 - 1.0;
+      scale[i] = std::fabs(3.0 * x) + 1.0;
+    }
+    for (const std::string& name : Variants::Names()) {
+      vm::Tensor b = RandomF32({n}, 5);
+      v.Run(name, {a, b});
+      ExpectClose(b, expected, scale, name + " n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST(ScheduleNumericsTest, ElementwiseWithBlockLocalTemporary) {
+  Variants v(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      alloc T: Buffer((1,), float32, scope="local")
+      T[0] = A[vi] * 2.0
+      B[vi] = T[0] + 1.0
+    }
+  }
+})"));
+  for (int64_t n : {1, 7, 13, 100, 1003}) {
+    vm::Tensor a = RandomF32({n}, 25);
+    std::vector<double> expected(n), scale(n);
+    for (int64_t i = 0; i < n; ++i) {
+      expected[i] = a.data_as<float>()[i] * 2.0 + 1.0;
+      scale[i] = std::fabs(expected[i]) + 1.0;
+    }
+    for (const std::string& name : Variants::Names()) {
+      vm::Tensor b = RandomF32({n}, 26);
+      v.Run(name, {a, b});
+      ExpectClose(b, expected, scale, name + " n=" + std::to_string(n));
+    }
+  }
+}
+
+TEST(ScheduleNumericsTest, RowSum) {
+  Variants v(Parse(kRowSum));
+  for (int64_t n : kSizes) {
+    for (int64_t m : kSizes) {
+      vm::Tensor a = RandomF32({n, m}, 6);
+      std::vector<double> expected(n, 0.0), scale(n, 0.0);
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t r = 0; r < m; ++r) {
+          expected[i] += a.data_as<float>()[i * m + r];
+          scale[i] += std::fabs(a.data_as<float>()[i * m + r]);
+        }
+      }
+      for (const std::string& name : Variants::Names()) {
+        vm::Tensor b = RandomF32({n}, 7);
+        v.Run(name, {a, b});
+        ExpectClose(b, expected, scale, name + " n=" + std::to_string(n) + " m=" + std::to_string(m));
+      }
+    }
+  }
+}
+
+std::vector<double> NaiveMatmul(const float* a, const float* b, int64_t m, int64_t k, int64_t n,
+                                std::vector<double>* scale) {
+  std::vector<double> c(m * n, 0.0);
+  scale->assign(m * n, 0.0);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t r = 0; r < k; ++r) {
+        double p = static_cast<double>(a[i * k + r]) * b[r * n + j];
+        c[i * n + j] += p;
+        (*scale)[i * n + j] += std::fabs(p);
+      }
+    }
+  }
+  return c;
+}
+
+TEST(ScheduleNumericsTest, Matmul) {
+  Variants v(Parse(kMatmul));
+  struct Shape {
+    int64_t m, k, n;
+  };
+  std::vector<Shape> shapes = {{1, 1, 1}, {7, 13, 1}, {13, 7, 100}, {100, 13, 7}, {4, 16, 32},
+                               {100, 100, 100}, {5, 1003, 33}, {1003, 3, 17}, {9, 2, 1003}};
+  for (const Shape& s : shapes) {
+    vm::Tensor a = RandomF32({s.m, s.k}, 8), b = RandomF32({s.k, s.n}, 9);
+    std::vector<double> scale;
+    std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data_as<float>(), s.m, s.k, s.n, &scale);
+    for (const std::string& name : Variants::Names()) {
+      vm::Tensor c = RandomF32({s.m, s.n}, 10);
+      v.Run(name, {a, b, c});
+      ExpectClose(c, expected, scale,
+                  name + " m=" + std::to_string(s.m) + " k=" + std::to_string(s.k) + " n=" + std::to_string(s.n));
+    }
+  }
+}
+
+TEST(ScheduleNumericsTest, MatmulWithTransposedRightOperand) {
+  std::string text = kMatmul;
+  text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((n, k)");
+  text.replace(text.find("B[vk, vj]"), 9, "B[vj, vk]");
+  Variants v(Parse(text));
+  for (int64_t size : {1, 7, 13, 100}) {
+    int64_t m = size + 1, k = size, n = size + 3;
+    vm::Tensor a = RandomF32({m, k}, 19), bt = RandomF32({n, k}, 20);
+    std::vector<float> b(k * n);  // B = transpose(bt) for the naive loops
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t r = 0; r < k; ++r) b[r * n + j] = bt.data_as<float>()[j * k + r];
+    }
+    std::vector<double> scale;
+    std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data(), m, k, n, &scale);
+    for (const std::string& name : Variants::Names()) {
+      vm::Tensor c = RandomF32({m, n}, 21);
+      v.Run(name, {a, bt, c});
+      ExpectClose(c, expected, scale, name + " size=" + std::to_string(size));
+    }
+  }
+}
+
+TEST(ScheduleNumericsTest, BatchMatmul) {
+  Variants v(Parse(kBatchMatmul));
+  for (int64_t batch : {1, 3}) {
+    for (int64_t size : {1, 7, 13, 100}) {
+      int64_t m = size, k = size + 2, n = size + 5;
+      vm::Tensor a = RandomF32({batch, m, k}, 11), b = RandomF32({batch, k, n}, 12);
+      std::vector<double> expected, scale;
+      for (int64_t bi = 0; bi < batch; ++bi) {
+        std::vector<double> s;
+        std::vector<double> c = NaiveMatmul(a.data_as<float>() + bi * m * k, b.data_as<float>() + bi * k * n, m, k,
+                                            n, &s);
+        expected.insert(expected.end(), c.begin(), c.end());
+        scale.insert(scale.end(), s.begin(), s.end());
+      }
+      for (const std::string& name : Variants::Names()) {
+        vm::Tensor c = RandomF32({batch, m, n}, 13);
+        v.Run(name, {a, b, c});
+        ExpectClose(c, expected, scale, name + " batch=" + std::to_string(batch) + " size=" + std::to_string(size));
+      }
+    }
+  }
+}
+
+TEST(ScheduleNumericsTest, SoftmaxWithNestedBlocks) {
+  Variants v(Parse(kSoftmax));
+  for (int64_t n : kSizes) {
+    vm::Tensor a = RandomF32({n, 37}, 14);
+    std::vector<double> expected(n * 37), scale(n * 37, 1.0);
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = a.data_as<float>() + i * 37;
+      double mx = row[0], sum = 0.0;
+      for (int j = 0; j < 37; ++j) mx = std::max<double>(mx, row[j]);
+      for (int j = 0; j < 37; ++j) sum += std::exp(row[j] - mx);
+      for (int j = 0; j < 37; ++j) expected[i * 37 + j] = std::exp(row[j] - mx) / sum;
+    }
+    for (const std::string& name : Variants::Names()) {
+      vm::Tensor b = RandomF32({n, 37}, 15);
+      v.Run(name, {a, b});
+      ExpectClose(b, expected, scale, name + " n=" + std::to_string(n));
+    }
+  }
+}
+
+// The vectorized loops reach the code generator in the form its own vectorizer turns into
+// SIMD code: vector types appear in the LLVM IR before LLVM's optimizer has run.
+TEST(ScheduleNumericsTest, ScheduledLoopsBecomeSimdBeforeLlvmOptimizes) {
+  for (const char* text : {kElementwise, k1d, kMatmul, kSoftmax}) {
+    tir::PrimFunc func = Parse(text);
+    absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(func, {.vector_lanes = 16, .num_threads = 4});
+    ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+    absl::StatusOr<std::string> plain_ir = DumpCpuLlvmIr({{"k", func}}, CpuTarget::Host(), /*optimize=*/false);
+    absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, CpuTarget::Host(), /*optimize=*/false);
+    ASSERT_TRUE(ir.ok() && plain_ir.ok()) << ir.status() << plain_ir.status();
+    // 16 lanes for elementwise loops, 2 * 16 for the matmul's column tile.
+    auto has_simd = [](const std::string& s) {
+      return s.find("<16 x float>") != std::string::npos || s.find("<32 x float>") != std::string::npos;
+    };
+    EXPECT_FALSE(has_simd(*plain_ir)) << text;
+    EXPECT_TRUE(has_simd(*ir)) << relax::PrintPrimFunc(*scheduled, "k");
+  }
+}
+
+// Random sequences of primitives (failed ones must leave the function alone) on the matmul:
+// every schedule compiles, computes the naive result, and its trace replays to it.
+TEST(ScheduleNumericsTest, RandomSchedulesOfMatmul) {
+  tir::PrimFunc func = Parse(kMatmul);
+  NamedPrimFuncs funcs;
+  std::vector<std::string> traces;
+  for (uint32_t seed = 0; seed < 40; ++seed) {
+    std::mt19937 rng(seed);
+    tir::Schedule s(func);
+    for (int step = 0; step < 7; ++step) {
+      std::vector<std::string> loops = *s.GetLoops("C");
+      auto pick = [&] { return loops[rng() % loops.size()]; };
+      tir::PrimFunc before = s.func();
+      absl::Status st;
+      switch (rng() % 7) {
+        case 0:
+          st = s.Split(pick(), {-1, static_cast<int64_t>(1 + rng() % 8)}).status();
+          break;
+        case 1: {
+          size_t a = rng() % loops.size();
+          if (a + 1 < loops.size()) st = s.Fuse({loops[a], loops[a + 1]}).status();
+          break;
+        }
+        case 2:
+          std::shuffle(loops.begin(), loops.end(), rng);
+          st = s.Reorder(loops);
+          break;
+        case 3:
+          st = s.Parallel(pick());
+          break;
+        case 4:
+          st = s.Vectorize(pick());
+          break;
+        case 5:
+          st = s.Unroll(pick());
+          break;
+        default:
+          st = s.DecomposeReduction("C", pick()).status();
+          break;
+      }
+      if (!st.ok()) {
+        ASSERT_TRUE(s.func().same_as(before)) << st;
+      }
+    }
+    tir::Schedule again(func);
+    ASSERT_TRUE(s.trace().Replay(&again).ok()) << s.trace().ToString();
+    ASSERT_TRUE(tir::StructuralEqual(again.func(), s.func())) << s.trace().ToString();
+    funcs.push_back({"s" + std::to_string(seed), s.func()});
+    traces.push_back(s.trace().ToString() + relax::PrintPrimFunc(s.func(), "s"));
+  }
+  absl::StatusOr<std::string> so = BuildCpuSharedObject(funcs, CpuTarget::Host());
+  ASSERT_TRUE(so.ok()) << so.status();
+  absl::StatusOr<std::shared_ptr<vm::KernelObject>> object = vm::KernelObject::Load(*so);
+  ASSERT_TRUE(object.ok()) << object.status();
+  struct Shape {
+    int64_t m, k, n;
+  };
+  for (const Shape& sh : std::vector<Shape>{{7, 13, 5}, {16, 16, 16}, {33, 4, 47}}) {
+    vm::Tensor a = RandomF32({sh.m, sh.k}, 22), b = RandomF32({sh.k, sh.n}, 23);
+    std::vector<double> scale;
+    std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data_as<float>(), sh.m, sh.k, sh.n, &scale);
+    for (size_t i = 0; i < funcs.size(); ++i) {
+      vm::Tensor c = RandomF32({sh.m, sh.n}, 24);
+      absl::StatusOr<KilnKernelFn> fn = (*object)->Find(funcs[i].first);
+      ASSERT_TRUE(fn.ok());
+      KilnArg args[3] = {};
+      const vm::Tensor* tensors[3] = {&a, &b, &c};
+      for (int t = 0; t < 3; ++t) {
+        args[t].value.tensor = tensors[t]->dl_tensor();
+        args[t].type_code = kKilnArgTensor;
+      }
+      ASSERT_EQ((*fn)(args, 3, &Context()->ctx), 0) << Context()->error;
+      ExpectClose(c, expected, scale, traces[i] + " m=" + std::to_string(sh.m));
+    }
+  }
+}
+
+// Not an assertion: how much the schedule buys on a 256^3 matmul on this machine.
+TEST(ScheduleNumericsTest, MatmulTiming) {
+  Variants v(Parse(kMatmul));
+  const int64_t s = 256;
+  vm::Tensor a = RandomF32({s, s}, 16), b = RandomF32({s, s}, 17), c = RandomF32({s, s}, 18);
+  for (const std::string& name : Variants::Names()) {
+    v.Run(name, {a, b, c});  // warm up
+    auto start = std::chrono::steady_clock::now();
+    const int reps = 5;
+    for (int r = 0; r < reps; ++r) v.Run(name, {a, b, c});
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / reps;
+    std::cout << "matmul 256 " << name << ": " << ms << " ms (" << 2.0 * s * s * s / ms / 1e6
+              << " GFLOP/s, 4 threads)\n";
+  }
+}
+
+}  // namespace
+}  // namespace kiln::codegen

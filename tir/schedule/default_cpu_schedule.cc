@@ -1,0 +1,363 @@
+#include "tir/schedule/default_cpu_schedule.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
+#include "tir/analyzer.h"
+#include "tir/schedule/schedule.h"
+#include "tir/schedule/schedule_utils.h"
+#include "tir/stmt_functor.h"
+
+namespace kiln::tir {
+
+namespace {
+
+using namespace schedule_internal;  // NOLINT
+
+// A block alone in a chain of serial loops from 0, each binding one iteration variable.
+struct PlainNest {
+  const BlockNode* block = nullptr;
+  std::vector<const ForNode*> loops;  // outermost first
+  std::vector<int> iter_of_loop;      // the iteration variable each loop binds
+};
+
+std::optional<PlainNest> FindPlainNest(const PrimFunc& func, const std::string& name) {
+  absl::StatusOr<Stmt> b = FindBlock(func, name, "");
+  if (!b.ok()) return std::nullopt;
+  PlainNest nest;
+  nest.block = b->as<BlockNode>();
+  if (nest.block->predicate.defined()) return std::nullopt;
+  std::vector<Stmt> loops = LoopsAbove(func->body, nest.block);
+  for (size_t i = 0; i < loops.size(); ++i) {
+    const auto* l = loops[i].as<ForNode>();
+    const StmtNode* inner = i + 1 < loops.size() ? loops[i + 1].get() : nest.block;
+    if (l->body.get() != inner || l->for_kind != ForKind::kSerial || l->min.as_int() != 0) return std::nullopt;
+    int bound = -1;
+    for (size_t k = 0; k < nest.block->iter_vars.size(); ++k) {
+      const IterVar& iv = nest.block->iter_vars[k];
+      if (iv.value.get() == l->loop_var.get()) {
+        if (bound >= 0) return std::nullopt;
+        bound = static_cast<int>(k);
+      } else if (UsesVar(iv.value, l->loop_var.get())) {
+        return std::nullopt;
+      }
+    }
+    if (bound < 0) return std::nullopt;
+    nest.loops.push_back(l);
+    nest.iter_of_loop.push_back(bound);
+  }
+  return nest;
+}
+
+// Whether every store the block makes to memory that outlives it indexes with every spatial
+// iteration variable its loops bind: then different spatial iterations write different
+// elements, and running them in parallel or as vector lanes cannot race.
+bool WritesFollowSpatialVars(const PlainNest& nest) {
+  std::vector<const VarNode*> spatial;
+  for (int k : nest.iter_of_loop) {
+    const IterVar& iv = nest.block->iter_vars[k];
+    if (iv.type == IterType::kSpatial) spatial.push_back(iv.var.get());
+  }
+  class Stores : public StmtExprVisitor {
+   public:
+    explicit Stores(std::vector<const VarNode*> spatial) : spatial_(std::move(spatial)) {}
+    void VisitStmt_(const BlockNode* op, const Stmt& self) override {
+      for (const Buffer& b : op->alloc_buffers) local_.push_back(b.get());
+      StmtExprVisitor::VisitStmt_(op, self);
+    }
+    void VisitStmt_(const AllocateNode* op, const Stmt& self) override {
+      local_.push_back(op->buffer.get());
+      StmtExprVisitor::VisitStmt_(op, self);
+    }
+    void VisitStmt_(const BufferStoreNode* op, const Stmt& self) override {
+      if (std::find(local_.begin(), local_.end(), op->buffer.get()) == local_.end()) {
+        for (const VarNode* v : spatial_) {
+          bool used = false;
+          for (const PrimExpr& i : op->indices) used |= UsesVar(i, v);
+          ok &= used;
+        }
+      }
+      StmtExprVisitor::VisitStmt_(op, self);
+    }
+    bool ok = true;
+
+   private:
+    std::vector<const VarNode*> spatial_;
+    std::vector<const BufferNode*> local_;
+  } stores(spatial);
+  stores.VisitStmt_(nest.block, Stmt());  // its own allocations count as local
+  return stores.ok;
+}
+
+bool IsReductionLoop(const PlainNest& nest, size_t i) {
+  return nest.block->iter_vars[nest.iter_of_loop[i]].type == IterType::kReduction;
+}
+
+// Splits `loop` so its inner part has `lanes` iterations (or keeps a short constant loop
+// whole) and vectorizes that part. Returns the outer loop's name, or "" when there is none.
+absl::StatusOr<std::string> VectorizeInner(Schedule* s, const std::string& loop, int64_t extent_or_zero, int lanes) {
+  if (lanes < 2 || extent_or_zero == 1) return std::string();
+  if (extent_or_zero >= 2 && extent_or_zero <= lanes) {
+    KILN_RETURN_IF_ERROR(s->Vectorize(loop));
+    return std::string();
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(loop, {-1, lanes}));
+  KILN_RETURN_IF_ERROR(s->Vectorize(parts[1]));
+  return parts[0];
+}
+
+absl::Status ParallelOver(Schedule* s, const std::vector<std::string>& loops, const CpuScheduleOptions& options) {
+  if (loops.empty() || options.num_threads <= 1) return absl::OkStatus();
+  std::string loop = loops[0];
+  if (loops.size() > 1) {
+    KILN_ASSIGN_OR_RETURN(loop, s->Fuse(loops));
+  }
+  return s->Parallel(loop);
+}
+
+absl::Status ScheduleInjective(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
+  std::vector<std::string> outer;
+  for (size_t i = 0; i + 1 < nest.loops.size(); ++i) outer.push_back(nest.loops[i]->loop_var.name());
+  const ForNode* inner = nest.loops.back();
+  bool has_inner_blocks = !OutermostBlocks(nest.block->body).empty();
+  if (has_inner_blocks) {  // the children get their own rules; run the whole nest in parallel
+    outer.push_back(inner->loop_var.name());
+    return ParallelOver(s, outer, options);
+  }
+  KILN_ASSIGN_OR_RETURN(std::string split_outer, VectorizeInner(s, inner->loop_var.name(),
+                                                                inner->extent.as_int().value_or(0),
+                                                                options.vector_lanes));
+  if (outer.empty() && !split_outer.empty()) outer.push_back(split_outer);
+  return ParallelOver(s, outer, options);
+}
+
+absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
+  std::vector<std::string> spatial;
+  for (size_t i = 0; i < nest.loops.size() && !IsReductionLoop(nest, i); ++i) {
+    spatial.push_back(nest.loops[i]->loop_var.name());
+  }
+  return ParallelOver(s, spatial, options);
+}
+
+// C[.., i, j] = C[.., i, j] + x * y with the last three loops binding i, j and the reduction.
+bool IsMatmulLike(const PlainNest& nest) {
+  const BlockNode* block = nest.block;
+  size_t n = nest.loops.size();
+  if (n < 3 || !block->init.defined()) return false;
+  int reductions = 0;
+  for (const IterVar& iv : block->iter_vars) reductions += iv.type == IterType::kReduction;
+  if (reductions != 1 || !IsReductionLoop(nest, n - 1)) return false;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (IsReductionLoop(nest, i)) return false;
+  }
+  const auto* store = block->body.as<BufferStoreNode>();
+  if (!store || store->indices.size() < 2) return false;
+  const auto* add = store->value.as<BinaryNode>();
+  if (!add || add->kind() != ExprKind::kAdd) return false;
+  auto same_load = [&](const PrimExpr& e) {
+    const auto* load = e.as<BufferLoadNode>();
+    if (!load || load->buffer != store->buffer.node()) return false;
+    for (size_t i = 0; i < load->indices.size(); ++i) {
+      if (!load->indices[i].same_as(store->indices[i])) return false;
+    }
+    return true;
+  };
+  bool shape = (same_load(add->a) && add->b.kind() == ExprKind::kMul) ||
+               (same_load(add->b) && add->a.kind() == ExprKind::kMul);
+  if (!shape) return false;
+  size_t rank = store->indices.size();
+  const VarNode* row = block->iter_vars[nest.iter_of_loop[n - 3]].var.get();
+  const VarNode* col = block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
+  return store->indices[rank - 2].get() == row && store->indices[rank - 1].get() == col;
+}
+
+// Whether every read that depends on the column variable reads it as its last index, so
+// vectorizing the columns gives contiguous vector loads rather than gathers.
+bool ColumnsContiguous(const BlockNode* block, const VarNode* col) {
+  bool contiguous = true;
+  class Loads : public StmtExprVisitor {
+   public:
+    Loads(const VarNode* col, bool* ok) : col_(col), ok_(ok) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      for (size_t i = 0; i < op->indices.size(); ++i) {
+        bool last = i + 1 == op->indices.size();
+        if (UsesVar(op->indices[i], col_) && !(last && op->indices[i].get() == col_)) *ok_ = false;
+      }
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+
+   private:
+    const VarNode* col_;
+    bool* ok_;
+  } loads(col, &contiguous);
+  loads.VisitStmt(block->body);
+  return contiguous;
+}
+
+absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
+  size_t n = nest.loops.size();
+  const ForNode* i = nest.loops[n - 3];
+  const ForNode* j = nest.loops[n - 2];
+  const ForNode* k = nest.loops[n - 1];
+  const int64_t row_tile = 4;
+  const int64_t col_tile = std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
+  std::vector<std::string> outer;  // batch loops, then the row and column tiles
+  for (size_t b = 0; b + 3 < n; ++b) outer.push_back(nest.loops[b]->loop_var.name());
+  std::string ii, ji;
+  if (i->extent.as_int().value_or(row_tile + 1) <= row_tile) {
+    ii = i->loop_var.name();
+  } else {
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(i->loop_var.name(), {-1, row_tile}));
+    outer.push_back(parts[0]);
+    ii = parts[1];
+  }
+  std::optional<int64_t> j_extent = j->extent.as_int();
+  if (col_tile < 2 || (j_extent && *j_extent <= col_tile)) {
+    ji = j->loop_var.name();
+  } else {
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(j->loop_var.name(), {-1, col_tile}));
+    outer.push_back(parts[0]);
+    ji = parts[1];
+  }
+  std::vector<std::string> order = outer;
+  order.push_back(k->loop_var.name());
+  order.push_back(ii);
+  order.push_back(ji);
+  KILN_RETURN_IF_ERROR(s->Reorder(order));
+  KILN_RETURN_IF_ERROR(ParallelOver(s, outer, options));
+  const VarNode* col = nest.block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
+  if (j_extent.value_or(col_tile) >= 2 && ColumnsContiguous(nest.block, col)) {
+    KILN_RETURN_IF_ERROR(s->Vectorize(ji));
+  }
+  KILN_RETURN_IF_ERROR(s->Unroll(ii));
+  return s->DecomposeReduction(nest.block->name, k->loop_var.name()).status();
+}
+
+void FlattenAnd(const PrimExpr& e, std::vector<PrimExpr>* out) {
+  if (e.kind() == ExprKind::kAnd) {
+    const auto* b = e.as<BinaryNode>();
+    FlattenAnd(b->a, out);
+    FlattenAnd(b->b, out);
+  } else {
+    out->push_back(e);
+  }
+}
+
+// Gives every variable and buffer defined in a statement a new node, so a copy of it
+// defines its own (IR defines each variable and buffer once).
+class Renewer : public StmtExprMutator {
+ public:
+  Var VisitVarDef(const Var& var) override {
+    return Var(var.name(), var.dtype(), var->lower_bound, var->upper_bound);
+  }
+  Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
+    for (const Buffer& b : op->alloc_buffers) Renew(b);
+    return StmtExprMutator::VisitStmt_(op, self);
+  }
+  Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
+    Renew(op->buffer);
+    return StmtExprMutator::VisitStmt_(op, self);
+  }
+
+ private:
+  void Renew(const Buffer& b) {
+    bool changed = false;
+    std::vector<PrimExpr> shape = VisitExprs(b->shape, &changed);
+    std::vector<PrimExpr> strides = VisitExprs(b->strides, &changed);
+    buffer_remap_[b.get()] = Buffer(b->name, b->dtype, std::move(shape), std::move(strides), b->scope);
+  }
+};
+
+class TailGuard : public StmtExprMutator {
+ public:
+  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* loop = s.as<ForNode>();
+    std::optional<int64_t> lanes = loop->extent.as_int();
+    if (loop->for_kind != ForKind::kVectorized || !lanes) return s;
+    const VarNode* v = loop->loop_var.get();
+    Analyzer analyzer;
+    std::vector<PrimExpr> guards;
+    Stmt body = loop->body;
+    for (const Stmt& b : OutermostBlocks(loop->body)) {
+      const auto* block = b.as<BlockNode>();
+      if (!block->predicate.defined() || !UsesVar(block->predicate, v)) continue;
+      std::vector<PrimExpr> conjuncts, keep;
+      FlattenAnd(block->predicate, &conjuncts);
+      for (const PrimExpr& c : conjuncts) {
+        if (!UsesVar(c, v)) {
+          keep.push_back(c);
+          continue;
+        }
+        const auto* lt = c.as<BinaryNode>();
+        if (c.kind() != ExprKind::kLT || UsesVar(lt->b, v) ||
+            UsesVar(analyzer.Simplify(Sub(lt->a, loop->loop_var)), v)) {
+          return s;  // a lane condition of another form: leave the loop to the code generator
+        }
+        PrimExpr last = analyzer.Simplify(loop->min + IntImm(loop->loop_var.dtype(), *lanes - 1));
+        guards.push_back(analyzer.Simplify(Substitute(c, VarMap{{v, last}})));
+      }
+      PrimExpr predicate;
+      for (const PrimExpr& c : keep) predicate = predicate.defined() ? And(predicate, c) : c;
+      body = ReplaceStmt(body, b.get(),
+                         Block(block->name, block->iter_vars, block->body, block->init, predicate,
+                               block->alloc_buffers));
+    }
+    if (guards.empty()) return s;
+    PrimExpr condition = guards[0];
+    for (size_t i = 1; i < guards.size(); ++i) condition = And(condition, guards[i]);
+    Stmt vector_loop = For(loop->loop_var, loop->min, loop->extent, ForKind::kVectorized, body);
+    Stmt tail = Renewer().VisitStmt(For(loop->loop_var, loop->min, loop->extent, ForKind::kSerial, loop->body));
+    return IfThenElse(condition, vector_loop, tail);
+  }
+};
+
+}  // namespace
+
+PrimFunc GuardVectorizedTails(const PrimFunc& func) {
+  Stmt body = TailGuard().VisitStmt(func->body);
+  return body.same_as(func->body) ? func : WithBody(func, body);
+}
+
+absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleOptions& options, std::string* trace) {
+  if (options.vector_lanes < 1 || options.vector_lanes > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu schedule: vector_lanes must be in [1, 64], got ", options.vector_lanes));
+  }
+  if (options.num_threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu schedule: num_threads must be >= 1, got ", options.num_threads));
+  }
+  Schedule schedule(func);
+  std::vector<std::string> blocks;
+  ForEachStmt(schedule.func()->body, [&](const Stmt& s) {
+    if (const auto* b = s.as<BlockNode>()) blocks.push_back(b->name);
+  });
+  for (const std::string& name : blocks) {
+    std::optional<PlainNest> nest = FindPlainNest(schedule.func(), name);
+    if (!nest || nest->loops.empty() || !WritesFollowSpatialVars(*nest)) continue;
+    // Each rule runs on a copy: one that does not apply leaves the block as it was.
+    Schedule attempt = schedule;
+    // A block inside another (iterating) block runs within its parent's parallel loop.
+    CpuScheduleOptions block_options = options;
+    for (const Stmt& a : AncestorsOf(schedule.func()->body, nest->block)) {
+      const auto* parent = a.as<BlockNode>();
+      if (parent && !parent->iter_vars.empty()) block_options.num_threads = 1;
+    }
+    absl::Status status;
+    if (!nest->block->is_reduction()) {
+      status = ScheduleInjective(&attempt, *nest, block_options);
+    } else if (IsMatmulLike(*nest)) {
+      status = ScheduleMatmul(&attempt, *nest, block_options);
+    } else {
+      status = ScheduleReduction(&attempt, *nest, block_options);
+    }
+    if (status.ok()) schedule = attempt;
+  }
+  if (trace) *trace = schedule.trace().ToString();
+  return GuardVectorizedTails(schedule.func());
+}
+
+}  // namespace kiln::tir

@@ -1,0 +1,47 @@
+// ScheduleForCpu: the default CPU schedule rules, applied block by block.
+//
+// What it promises:
+//  - The result computes the same values as the input for every value of the symbolic
+//    shape variables (sizes that are not multiples of a tile or of the vector width are
+//    covered by block predicates, and vectorized tails by a scalar copy of the loop).
+//  - Each block that sits alone in a chain of plain loops (each loop binding one iteration
+//    variable directly, as lowering from Relax makes them) is classified and scheduled:
+//      injective (no reduction): the outer loops fused and run in parallel, the innermost
+//        split by the vector width with the inner part vectorized;
+//      matmul-like (one reduction, body `C[..] = C[..] + x * y`, the last loops binding
+//        the rows, columns and reduction of C): i tiled by 4 and j by 2 * lanes, loop order
+//        (batch, i_0, j_0 fused and parallel), k, i_1, j_1 with j_1 vectorized (when every read
+//        depending on j has it as its last index, so the vectors are contiguous), and the
+//        init decomposed into its own block before k;
+//      other reductions: the spatial loops outside the reduction fused and parallel.
+//    Blocks that match none of these (already scheduled, irregular bindings) are left
+//    alone. A rule that does not apply to a block leaves that block unchanged.
+//  - Vectorized loops come out in the form the CPU code generator turns into SIMD code
+//    directly (constant extent, straight-line body, predicates that do not depend on the
+//    lane): a loop whose block predicate does depend on the lane is guarded by
+//    `if (last lane in range) { vectorized } else { the same loop, serial }`.
+#pragma once
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tir/stmt.h"
+
+namespace kiln::tir {
+
+struct CpuScheduleOptions {
+  int vector_lanes = 8;  // fp32 lanes of the SIMD unit: 16 for AVX-512, 8 for AVX2, 4 for SSE
+  int num_threads = 1;   // 1: no parallel loops
+};
+
+// `trace`, when given, receives the schedule's trace as text (the tail guards are not
+// primitives and do not appear in it).
+absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleOptions& options,
+                                        std::string* trace = nullptr);
+
+// The tail guards alone: each vectorized loop whose block predicates depend on the lane
+// through `a < b` with `a` increasing in the lane is wrapped in
+// `if (the predicate holds for the last lane) { loop without it } else { loop, serial }`.
+PrimFunc GuardVectorizedTails(const PrimFunc& func);
+
+}  // namespace kiln::tir

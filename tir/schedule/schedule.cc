@@ -1,0 +1,109 @@
+#include "tir/schedule/schedule.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
+#include "tir/schedule/schedule_utils.h"
+#include "tir/stmt_functor.h"
+
+namespace kiln::tir {
+
+namespace {
+
+using namespace schedule_internal;  // NOLINT
+
+// Gives loop variables that share a name fresh names: names are the schedule's handles.
+class LoopRenamer : public StmtExprMutator {
+ public:
+  explicit LoopRenamer(std::set<std::string> used) : used_(std::move(used)) {}
+  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    if (seen_.insert(op->loop_var.name()).second) return StmtExprMutator::VisitStmt_(op, self);
+    Var renamed(FreshName(op->loop_var.name(), &used_), op->loop_var.dtype(), op->loop_var->lower_bound,
+                op->loop_var->upper_bound);
+    seen_.insert(renamed.name());
+    var_remap_[op->loop_var.get()] = renamed;
+    Stmt body = VisitStmt(op->body);
+    return For(renamed, VisitExpr(op->min), VisitExpr(op->extent), op->for_kind, body, op->thread_tag);
+  }
+
+ private:
+  std::set<std::string> used_;
+  std::set<std::string> seen_;
+};
+
+}  // namespace
+
+Schedule::Schedule(const PrimFunc& func) {
+  Stmt body = LoopRenamer(UsedNames(func)).VisitStmt(func->body);
+  func_ = body.same_as(func->body) ? func : WithBody(func, body);
+}
+
+absl::StatusOr<std::string> Schedule::GetBlock(const std::string& name) {
+  KILN_RETURN_IF_ERROR(FindBlock(func_, name, "get_block").status());
+  trace_.Append({"get_block", {name}, {}, {name}});
+  return name;
+}
+
+absl::StatusOr<std::vector<std::string>> Schedule::GetLoops(const std::string& block) {
+  KILN_ASSIGN_OR_RETURN(Stmt b, FindBlock(func_, block, "get_loops"));
+  std::vector<std::string> names;
+  for (const Stmt& loop : LoopsAbove(func_->body, b.get())) names.push_back(loop.as<ForNode>()->loop_var.name());
+  trace_.Append({"get_loops", {block}, {}, names});
+  return names;
+}
+
+absl::StatusOr<std::vector<std::string>> Schedule::Split(const std::string& loop,
+                                                         const std::vector<int64_t>& factors) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::SplitResult r, schedule_primitive::Split(func_, loop, factors));
+  func_ = r.func;
+  trace_.Append({"split", {loop}, factors, r.loops});
+  return r.loops;
+}
+
+absl::StatusOr<std::string> Schedule::Fuse(const std::vector<std::string>& loops) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::FuseResult r, schedule_primitive::Fuse(func_, loops));
+  func_ = r.func;
+  trace_.Append({"fuse", loops, {}, {r.loop}});
+  return r.loop;
+}
+
+absl::Status Schedule::Reorder(const std::vector<std::string>& loops) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::Reorder(func_, loops));
+  trace_.Append({"reorder", loops, {}, {}});
+  return absl::OkStatus();
+}
+
+absl::Status Schedule::Parallel(const std::string& loop) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::SetLoopKind(func_, loop, ForKind::kParallel));
+  trace_.Append({"parallel", {loop}, {}, {}});
+  return absl::OkStatus();
+}
+
+absl::Status Schedule::Vectorize(const std::string& loop) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::SetLoopKind(func_, loop, ForKind::kVectorized));
+  trace_.Append({"vectorize", {loop}, {}, {}});
+  return absl::OkStatus();
+}
+
+absl::Status Schedule::Unroll(const std::string& loop) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::SetLoopKind(func_, loop, ForKind::kUnrolled));
+  trace_.Append({"unroll", {loop}, {}, {}});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> Schedule::DecomposeReduction(const std::string& block, const std::string& loop) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::DecomposeResult r,
+                        schedule_primitive::DecomposeReduction(func_, block, loop));
+  func_ = r.func;
+  trace_.Append({"decompose_reduction", {block, loop}, {}, {r.init_block}});
+  return r.init_block;
+}
+
+absl::Status Schedule::ComputeInline(const std::string& block) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::ComputeInline(func_, block));
+  trace_.Append({"compute_inline", {block}, {}, {}});
+  return absl::OkStatus();
+}
+
+}  // namespace kiln::tir

@@ -1,0 +1,94 @@
+// Schedule: loop transformations of one PrimFunc, each recorded in a replayable Trace.
+//
+// What it promises:
+//  - The IR is immutable: every primitive replaces func() with a rewritten PrimFunc that
+//    computes the same results for every value of the symbolic shape variables.
+//  - Loops are named by their loop variable's name and blocks by their name; these handles
+//    survive rewrites of other parts of the function. New loops get fresh names derived
+//    from the old ones (split "i" -> "i_0", "i_1"; fuse -> "i_j_fused"). The constructor
+//    renames loop variables that share a name (which changes no semantics), so every loop
+//    has a unique handle.
+//  - Every primitive validates its arguments and returns an InvalidArgument / NotFound
+//    status naming the primitive and the offending loop or block; on error func() and the
+//    trace are unchanged.
+//  - Primitives:
+//      GetBlock(name), GetLoops(block): look-ups (loops from the nearest enclosing block
+//        down to the block, outermost first).
+//      Split(loop, factors): one loop into len(factors) nested loops, outermost first; one
+//        factor may be -1 (inferred: ceil(extent / product of the others)). When the
+//        factors do not provably cover the extent exactly, the blocks below get the
+//        predicate `fused index < extent` (an `if` where there is no block).
+//      Fuse(loops): directly nested serial loops starting at 0 into one.
+//      Reorder(loops): permutes loops of one chain of directly nested loops.
+//      Parallel / Vectorize / Unroll(loop): sets a serial loop's kind (Vectorize and Unroll
+//        need a constant extent). Parallel and
+//        Vectorize refuse a loop bound to a reduction variable, or one whose iterations all
+//        store to the same element of memory allocated outside it (iterations would race).
+//      DecomposeReduction(block, loop): moves the block's init into a new block
+//        "<block>_init" placed just before `loop`, under copies of the loops (inside
+//        `loop`) that its spatial variables depend on. Every loop binding a reduction
+//        variable must be `loop` or inside it.
+//      ComputeInline(block): replaces every read of an elementwise producer block's output
+//        by its expression and removes the block (the buffer must be a block allocation or
+//        an Allocate, not a parameter).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tir/schedule/trace.h"
+#include "tir/stmt.h"
+
+namespace kiln::tir {
+
+class Schedule {
+ public:
+  explicit Schedule(const PrimFunc& func);
+
+  const PrimFunc& func() const { return func_; }
+  const Trace& trace() const { return trace_; }
+
+  absl::StatusOr<std::string> GetBlock(const std::string& name);
+  absl::StatusOr<std::vector<std::string>> GetLoops(const std::string& block);
+
+  absl::StatusOr<std::vector<std::string>> Split(const std::string& loop, const std::vector<int64_t>& factors);
+  absl::StatusOr<std::string> Fuse(const std::vector<std::string>& loops);
+  absl::Status Reorder(const std::vector<std::string>& loops);
+  absl::Status Parallel(const std::string& loop);
+  absl::Status Vectorize(const std::string& loop);
+  absl::Status Unroll(const std::string& loop);
+  absl::StatusOr<std::string> DecomposeReduction(const std::string& block, const std::string& loop);
+  absl::Status ComputeInline(const std::string& block);
+
+ private:
+  PrimFunc func_;
+  Trace trace_;
+};
+
+// The rewrites behind the primitives, on a PrimFunc (no trace). Same contracts as above.
+namespace schedule_primitive {
+struct SplitResult {
+  PrimFunc func;
+  std::vector<std::string> loops;
+};
+absl::StatusOr<SplitResult> Split(const PrimFunc& func, const std::string& loop, const std::vector<int64_t>& factors);
+struct FuseResult {
+  PrimFunc func;
+  std::string loop;
+};
+absl::StatusOr<FuseResult> Fuse(const PrimFunc& func, const std::vector<std::string>& loops);
+absl::StatusOr<PrimFunc> Reorder(const PrimFunc& func, const std::vector<std::string>& loops);
+absl::StatusOr<PrimFunc> SetLoopKind(const PrimFunc& func, const std::string& loop, ForKind kind);
+struct DecomposeResult {
+  PrimFunc func;
+  std::string init_block;
+};
+absl::StatusOr<DecomposeResult> DecomposeReduction(const PrimFunc& func, const std::string& block,
+                                                   const std::string& loop);
+absl::StatusOr<PrimFunc> ComputeInline(const PrimFunc& func, const std::string& block);
+}  // namespace schedule_primitive
+
+}  // namespace kiln::tir

@@ -1,0 +1,229 @@
+#include "tir/schedule/schedule_utils.h"
+
+#include "absl/strings/str_cat.h"
+#include "tir/analyzer.h"
+#include "tir/stmt_functor.h"
+
+namespace kiln::tir::schedule_internal {
+
+namespace {
+
+// Walks children in field order; `path` holds the ancestors of the statement visited.
+bool Walk(const Stmt& stmt, std::vector<Stmt>* path, const std::function<bool(const Stmt&)>& fn) {
+  if (!stmt.defined()) return false;
+  if (fn(stmt)) return true;
+  path->push_back(stmt);
+  bool stop = false;
+  auto visit = [&](const Stmt& child) {
+    if (!stop) stop = Walk(child, path, fn);
+  };
+  switch (stmt.kind()) {
+    case StmtKind::kFor:
+      visit(stmt.as<ForNode>()->body);
+      break;
+    case StmtKind::kBlock:
+      visit(stmt.as<BlockNode>()->init);
+      visit(stmt.as<BlockNode>()->body);
+      break;
+    case StmtKind::kIfThenElse:
+      visit(stmt.as<IfThenElseNode>()->then_case);
+      visit(stmt.as<IfThenElseNode>()->else_case);
+      break;
+    case StmtKind::kSeqStmt:
+      for (const Stmt& s : stmt.as<SeqStmtNode>()->seq) visit(s);
+      break;
+    case StmtKind::kAllocate:
+      visit(stmt.as<AllocateNode>()->body);
+      break;
+    case StmtKind::kLetStmt:
+      visit(stmt.as<LetStmtNode>()->body);
+      break;
+    default:
+      break;
+  }
+  if (!stop) path->pop_back();
+  return stop;
+}
+
+class Replacer : public StmtExprMutator {
+ public:
+  Replacer(const StmtNode* target, Stmt replacement) : target_(target), replacement_(std::move(replacement)) {}
+  Stmt VisitStmt(const Stmt& stmt) override {
+    if (stmt.get() == target_) return replacement_;
+    return StmtExprMutator::VisitStmt(stmt);
+  }
+
+ private:
+  const StmtNode* target_;
+  Stmt replacement_;
+};
+
+class VarUseFinder : public StmtExprVisitor {
+ public:
+  explicit VarUseFinder(std::vector<const VarNode*> vars) : vars_(std::move(vars)) {}
+  void VisitExpr_(const VarNode* op, const PrimExpr&) override {
+    for (const VarNode* v : vars_) found_ |= v == op;
+  }
+  bool found() const { return found_; }
+
+ private:
+  std::vector<const VarNode*> vars_;
+  bool found_ = false;
+};
+
+class NameCollector : public StmtExprVisitor {
+ public:
+  void VisitVarDef(const Var& var) override { names.insert(var.name()); }
+  void VisitStmt_(const BlockNode* op, const Stmt& self) override {
+    names.insert(op->name);
+    StmtExprVisitor::VisitStmt_(op, self);
+  }
+  std::set<std::string> names;
+};
+
+class IndexSimplifier : public StmtExprMutator {
+ public:
+  PrimExpr VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+    PrimExpr e = StmtExprMutator::VisitExpr_(op, self);
+    const auto* load = e.as<BufferLoadNode>();
+    std::vector<PrimExpr> indices;
+    bool changed = false;
+    for (const PrimExpr& i : load->indices) {
+      indices.push_back(SimplifyExpr(i));
+      changed |= !indices.back().same_as(i);
+    }
+    if (!changed) return e;
+    return Buffer(load->buffer).Load(std::move(indices));
+  }
+  Stmt VisitStmt_(const BufferStoreNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* store = s.as<BufferStoreNode>();
+    std::vector<PrimExpr> indices;
+    bool changed = false;
+    for (const PrimExpr& i : store->indices) {
+      indices.push_back(SimplifyExpr(i));
+      changed |= !indices.back().same_as(i);
+    }
+    if (!changed) return s;
+    return BufferStore(store->buffer, store->value, std::move(indices));
+  }
+  Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* block = s.as<BlockNode>();
+    std::vector<IterVar> iter_vars = block->iter_vars;
+    for (IterVar& iv : iter_vars) iv.value = SimplifyExpr(iv.value);
+    PrimExpr predicate = block->predicate.defined() ? SimplifyExpr(block->predicate) : PrimExpr();
+    if (auto c = predicate.defined() ? predicate.as_int() : std::nullopt) {
+      if (*c != 0) predicate = PrimExpr();  // provably true
+    }
+    return Block(block->name, std::move(iter_vars), block->body, block->init, predicate, block->alloc_buffers);
+  }
+};
+
+}  // namespace
+
+void ForEachStmt(const Stmt& root, const std::function<void(const Stmt&)>& fn) {
+  std::vector<Stmt> path;
+  Walk(root, &path, [&](const Stmt& s) {
+    fn(s);
+    return false;
+  });
+}
+
+absl::StatusOr<Stmt> FindLoop(const PrimFunc& func, const std::string& name, std::string_view primitive) {
+  std::vector<Stmt> found;
+  ForEachStmt(func->body, [&](const Stmt& s) {
+    if (const auto* f = s.as<ForNode>(); f && f->loop_var.name() == name) found.push_back(s);
+  });
+  if (found.empty()) return absl::NotFoundError(absl::StrCat(std::string(primitive), ": no loop named '", name, "'"));
+  if (found.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(primitive), ": loop name '", name, "' is ambiguous (", found.size(), " loops)"));
+  }
+  return found[0];
+}
+
+absl::StatusOr<Stmt> FindBlock(const PrimFunc& func, const std::string& name, std::string_view primitive) {
+  std::vector<Stmt> found;
+  ForEachStmt(func->body, [&](const Stmt& s) {
+    if (const auto* b = s.as<BlockNode>(); b && b->name == name) found.push_back(s);
+  });
+  if (found.empty()) return absl::NotFoundError(absl::StrCat(std::string(primitive), ": no block named '", name, "'"));
+  if (found.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(primitive), ": block name '", name, "' is ambiguous (", found.size(), " blocks)"));
+  }
+  return found[0];
+}
+
+std::vector<Stmt> AncestorsOf(const Stmt& root, const StmtNode* target) {
+  std::vector<Stmt> path;
+  if (!Walk(root, &path, [&](const Stmt& s) { return s.get() == target; })) return {};
+  return path;
+}
+
+std::vector<Stmt> LoopsAbove(const Stmt& root, const StmtNode* block) {
+  std::vector<Stmt> loops;
+  for (const Stmt& s : AncestorsOf(root, block)) {
+    if (s.kind() == StmtKind::kBlock) loops.clear();
+    if (s.kind() == StmtKind::kFor) loops.push_back(s);
+  }
+  return loops;
+}
+
+Stmt ReplaceStmt(const Stmt& root, const StmtNode* target, const Stmt& replacement) {
+  return Replacer(target, replacement).VisitStmt(root);
+}
+
+std::vector<Stmt> OutermostBlocks(const Stmt& stmt) {
+  std::vector<Stmt> blocks;
+  std::vector<Stmt> path;
+  Walk(stmt, &path, [&](const Stmt& s) {
+    if (s.kind() != StmtKind::kBlock) return false;
+    for (const Stmt& a : path) {
+      if (a.kind() == StmtKind::kBlock) return false;
+    }
+    blocks.push_back(s);
+    return false;
+  });
+  return blocks;
+}
+
+bool UsesVar(const PrimExpr& expr, const VarNode* var) { return UsesAnyVar(expr, {var}); }
+
+bool UsesAnyVar(const PrimExpr& expr, const std::vector<const VarNode*>& vars) {
+  if (!expr.defined()) return false;
+  VarUseFinder finder(vars);
+  finder.VisitExpr(expr);
+  return finder.found();
+}
+
+std::set<std::string> UsedNames(const PrimFunc& func) {
+  NameCollector collector;
+  collector.VisitPrimFunc(func);
+  for (const PrimFuncParam& p : func->params) {
+    if (p.is_buffer()) collector.names.insert(p.buffer->name);
+  }
+  return collector.names;
+}
+
+std::string FreshName(const std::string& base, std::set<std::string>* used) {
+  std::string name = base;
+  for (int i = 1; used->count(name); ++i) name = absl::StrCat(base, "_", i);
+  used->insert(name);
+  return name;
+}
+
+PrimExpr SimplifyExpr(const PrimExpr& expr) {
+  if (!expr.defined()) return expr;
+  Analyzer analyzer;
+  return analyzer.Simplify(expr);
+}
+
+Stmt SimplifyIndices(const Stmt& stmt) { return IndexSimplifier().VisitStmt(stmt); }
+
+PrimFunc WithBody(const PrimFunc& func, Stmt body) { return PrimFunc(func->params, std::move(body), func->attrs); }
+
+std::string KindWord(ForKind kind) { return ForKindName(kind); }
+
+}  // namespace kiln::tir::schedule_internal

@@ -1,0 +1,50 @@
+// Trace: the record of the primitives a Schedule applied, with their arguments by name.
+//
+// What it promises:
+//  - Every successful primitive call on a Schedule appends one Instruction (failed calls
+//    append nothing). Loops and blocks are named by their handles (loop variable names,
+//    block names), which are deterministic, so the same trace replayed on a fresh Schedule
+//    of the same PrimFunc makes the same calls and gives a structurally equal function.
+//  - ToString prints one instruction per line (names quoted; quotes and backslashes
+//    escaped), and Parse reads it back, e.g.
+//      split("i", [-1, 16]) -> ["i_0", "i_1"]
+//      parallel("i_0")
+//  - Replay stops at the first instruction that fails, or whose results differ from the
+//    recorded ones, and says which.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace kiln::tir {
+
+class Schedule;
+
+struct Instruction {
+  std::string kind;                 // "get_block", "split", "fuse", ...
+  std::vector<std::string> inputs;  // loop / block names
+  std::vector<int64_t> ints;        // split factors
+  std::vector<std::string> outputs; // names of the loops / blocks it made or found
+  std::string ToString() const;
+};
+
+class Trace {
+ public:
+  void Append(Instruction inst) { instructions_.push_back(std::move(inst)); }
+  const std::vector<Instruction>& instructions() const { return instructions_; }
+  std::string ToString() const;
+  // Reads what ToString prints (blank lines are skipped); errors give the line and column.
+  static absl::StatusOr<Trace> Parse(std::string_view text);
+  // Applies every instruction to `schedule` in order.
+  absl::Status Replay(Schedule* schedule) const;
+
+ private:
+  std::vector<Instruction> instructions_;
+};
+
+}  // namespace kiln::tir
