@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "support/status_macros.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Triple.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -118,6 +119,14 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const C
     return absl::InternalError(absl::StrCat("LLVM could not create a target machine for ", cpu.ToString()));
   }
   return machine;
+}
+
+absl::StatusOr<int> Float32VectorLanes(const CpuTarget& target) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine, CreateTargetMachine(target));
+  const llvm::MCSubtargetInfo* subtarget = machine->getMCSubtargetInfo();
+  if (subtarget->checkFeatures("+avx512f")) return 16;
+  if (subtarget->checkFeatures("+avx")) return 8;
+  return 4;
 }
 
 }  // namespace kiln::codegen

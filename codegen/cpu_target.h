@@ -38,4 +38,8 @@ std::string CpuTargetTriple();
 // shared object), aggressive optimization. Errors if the triple or CPU is unsupported.
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const CpuTarget& target);
 
+// How many float32 lanes the target's widest SIMD registers hold: 16 with AVX-512, 8 with
+// AVX/AVX2, otherwise 4 (SSE). The schedule rules split vectorized loops by this.
+absl::StatusOr<int> Float32VectorLanes(const CpuTarget& target);
+
 }  // namespace kiln::codegen

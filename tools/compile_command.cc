@@ -99,6 +99,9 @@ int CompileCommand(int argc, char** argv) {
   }
   absl::StatusOr<codegen::CpuTarget> cpu = codegen::CpuTarget::Named(mcpu);
   if (!cpu.ok()) return Fail(std::string(cpu.status().message()));
+  absl::StatusOr<int> lanes = codegen::Float32VectorLanes(*cpu);
+  if (!lanes.ok()) return Fail(std::string(lanes.status().message()));
+  options.cpu_schedule.vector_lanes = *lanes;
   if (output.empty()) {
     output = path;
     if (output.size() > 4 && output.substr(output.size() - 4) == ".kir") output.resize(output.size() - 4);

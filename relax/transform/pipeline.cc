@@ -10,6 +10,7 @@
 #include "relax/text_printer.h"
 #include "relax/transform/legalize_ops.h"
 #include "relax/transform/lower_call_tir.h"
+#include "relax/transform/schedule_prim_funcs.h"
 #include "relax/well_formed.h"
 #include "support/status_macros.h"
 
@@ -23,12 +24,14 @@ struct Pass {
 
 // THE pipeline. Passes that do not exist yet go where the comments say; only passes that
 // exist are listed.
-std::vector<Pass> Passes() {
+std::vector<Pass> Passes(const PipelineOptions& options) {
+  const tir::CpuScheduleOptions schedule = options.cpu_schedule;
   return {
       {"normalize", [](const IRModule& m, const SourceMap* loc) { return NormalizeModule(m, loc); }},
       // fold_constants goes here.
       {"legalize", [](const IRModule& m, const SourceMap*) { return LegalizeOps(m); }},
       // annotate_patterns, fuse_ops, fuse_tir go here; then dead_code_elimination.
+      {"schedule", [schedule](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, schedule); }},
       {"lower_call_tir", [](const IRModule& m, const SourceMap*) { return LowerCallTir(m); }},
       // memory planning (alloc_tensor -> storage + offsets) goes here.
       // Releasing registers after their last use is done by VM codegen
@@ -40,7 +43,7 @@ std::vector<Pass> Passes() {
 
 std::vector<std::string> PipelinePassNames() {
   std::vector<std::string> names;
-  for (const Pass& p : Passes()) names.push_back(p.name);
+  for (const Pass& p : Passes(PipelineOptions())) names.push_back(p.name);
   return names;
 }
 
@@ -59,7 +62,7 @@ absl::StatusOr<IRModule> RunPipeline(const IRModule& module, const PipelineOptio
                                      const SourceMap* locations) {
   KILN_RETURN_IF_ERROR(ValidatePassNames(options.dump_after));
   IRModule current = module;
-  for (const Pass& pass : Passes()) {
+  for (const Pass& pass : Passes(options)) {
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<IRModule> next = pass.run(current, locations);
     auto end = std::chrono::steady_clock::now();

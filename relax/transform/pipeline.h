@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "relax/ir_module.h"
 #include "relax/text_parser.h"
+#include "tir/schedule/default_cpu_schedule.h"
 
 namespace kiln::relax {
 
@@ -34,6 +35,9 @@ struct PipelineOptions {
   bool time_passes = false;
   bool check_well_formed = false;
   std::FILE* dump_to = stderr;
+  // The default schedule rules for the PrimFuncs (pass `schedule`): the target's fp32 vector
+  // width and whether to make parallel loops (num_threads > 1).
+  tir::CpuScheduleOptions cpu_schedule{.vector_lanes = 8, .num_threads = 2};
 };
 
 // The pass names, in pipeline order.
