@@ -4,43 +4,60 @@
 
 namespace kiln::tir {
 
+namespace {
+
+// Calls `visit` with the node of `expr` / `stmt` cast to its concrete class, so that the
+// visitor and the mutator share one dispatch and an overload set picks the handler.
+template <typename Visit>
+decltype(auto) DispatchExpr(const PrimExpr& expr, Visit&& visit) {
+  const PrimExprNode* node = expr.get();
+  switch (expr.kind()) {
+    case ExprKind::kIntImm: return visit(static_cast<const IntImmNode*>(node));
+    case ExprKind::kFloatImm: return visit(static_cast<const FloatImmNode*>(node));
+    case ExprKind::kVar: return visit(static_cast<const VarNode*>(node));
+    case ExprKind::kNot: return visit(static_cast<const NotNode*>(node));
+    case ExprKind::kSelect: return visit(static_cast<const SelectNode*>(node));
+    case ExprKind::kCast: return visit(static_cast<const CastNode*>(node));
+    case ExprKind::kCall: return visit(static_cast<const CallNode*>(node));
+    case ExprKind::kBufferLoad: return visit(static_cast<const BufferLoadNode*>(node));
+    case ExprKind::kRamp: return visit(static_cast<const RampNode*>(node));
+    case ExprKind::kBroadcast: return visit(static_cast<const BroadcastNode*>(node));
+    case ExprKind::kLet: return visit(static_cast<const LetNode*>(node));
+    default:
+      KILN_CHECK(IsBinary(expr.kind())) << KindName(expr.kind());
+      return visit(static_cast<const BinaryNode*>(node));
+  }
+}
+
+template <typename Visit>
+decltype(auto) DispatchStmt(const Stmt& stmt, Visit&& visit) {
+  const StmtNode* node = stmt.get();
+  switch (stmt.kind()) {
+    case StmtKind::kBufferStore: return visit(static_cast<const BufferStoreNode*>(node));
+    case StmtKind::kFor: return visit(static_cast<const ForNode*>(node));
+    case StmtKind::kBlock: return visit(static_cast<const BlockNode*>(node));
+    case StmtKind::kIfThenElse: return visit(static_cast<const IfThenElseNode*>(node));
+    case StmtKind::kSeqStmt: return visit(static_cast<const SeqStmtNode*>(node));
+    case StmtKind::kAllocate: return visit(static_cast<const AllocateNode*>(node));
+    case StmtKind::kLetStmt: return visit(static_cast<const LetStmtNode*>(node));
+    case StmtKind::kEvaluate: break;
+  }
+  KILN_CHECK(stmt.kind() == StmtKind::kEvaluate);
+  return visit(static_cast<const EvaluateNode*>(node));
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------- visitor
 
 void StmtExprVisitor::VisitExpr(const PrimExpr& expr) {
   if (!expr.defined()) return;
-  const PrimExprNode* node = expr.get();
-  switch (expr.kind()) {
-    case ExprKind::kIntImm: return VisitExpr_(static_cast<const IntImmNode*>(node), expr);
-    case ExprKind::kFloatImm: return VisitExpr_(static_cast<const FloatImmNode*>(node), expr);
-    case ExprKind::kVar: return VisitExpr_(static_cast<const VarNode*>(node), expr);
-    case ExprKind::kNot: return VisitExpr_(static_cast<const NotNode*>(node), expr);
-    case ExprKind::kSelect: return VisitExpr_(static_cast<const SelectNode*>(node), expr);
-    case ExprKind::kCast: return VisitExpr_(static_cast<const CastNode*>(node), expr);
-    case ExprKind::kCall: return VisitExpr_(static_cast<const CallNode*>(node), expr);
-    case ExprKind::kBufferLoad: return VisitExpr_(static_cast<const BufferLoadNode*>(node), expr);
-    case ExprKind::kRamp: return VisitExpr_(static_cast<const RampNode*>(node), expr);
-    case ExprKind::kBroadcast: return VisitExpr_(static_cast<const BroadcastNode*>(node), expr);
-    case ExprKind::kLet: return VisitExpr_(static_cast<const LetNode*>(node), expr);
-    default:
-      KILN_CHECK(IsBinary(expr.kind())) << KindName(expr.kind());
-      return VisitExpr_(static_cast<const BinaryNode*>(node), expr);
-  }
+  DispatchExpr(expr, [&](const auto* node) { VisitExpr_(node, expr); });
 }
 
 void StmtExprVisitor::VisitStmt(const Stmt& stmt) {
   if (!stmt.defined()) return;
-  const StmtNode* node = stmt.get();
-  switch (stmt.kind()) {
-    case StmtKind::kBufferStore: return VisitStmt_(static_cast<const BufferStoreNode*>(node), stmt);
-    case StmtKind::kFor: return VisitStmt_(static_cast<const ForNode*>(node), stmt);
-    case StmtKind::kBlock: return VisitStmt_(static_cast<const BlockNode*>(node), stmt);
-    case StmtKind::kIfThenElse: return VisitStmt_(static_cast<const IfThenElseNode*>(node), stmt);
-    case StmtKind::kSeqStmt: return VisitStmt_(static_cast<const SeqStmtNode*>(node), stmt);
-    case StmtKind::kAllocate: return VisitStmt_(static_cast<const AllocateNode*>(node), stmt);
-    case StmtKind::kLetStmt: return VisitStmt_(static_cast<const LetStmtNode*>(node), stmt);
-    case StmtKind::kEvaluate: return VisitStmt_(static_cast<const EvaluateNode*>(node), stmt);
-  }
-  KILN_UNREACHABLE();
+  DispatchStmt(stmt, [&](const auto* node) { VisitStmt_(node, stmt); });
 }
 
 void StmtExprVisitor::VisitPrimFunc(const PrimFunc& func) {
@@ -156,40 +173,12 @@ void StmtExprVisitor::VisitBufferUse(const Buffer&) {}
 
 PrimExpr StmtExprMutator::VisitExpr(const PrimExpr& expr) {
   if (!expr.defined()) return expr;
-  const PrimExprNode* node = expr.get();
-  switch (expr.kind()) {
-    case ExprKind::kIntImm: return VisitExpr_(static_cast<const IntImmNode*>(node), expr);
-    case ExprKind::kFloatImm: return VisitExpr_(static_cast<const FloatImmNode*>(node), expr);
-    case ExprKind::kVar: return VisitExpr_(static_cast<const VarNode*>(node), expr);
-    case ExprKind::kNot: return VisitExpr_(static_cast<const NotNode*>(node), expr);
-    case ExprKind::kSelect: return VisitExpr_(static_cast<const SelectNode*>(node), expr);
-    case ExprKind::kCast: return VisitExpr_(static_cast<const CastNode*>(node), expr);
-    case ExprKind::kCall: return VisitExpr_(static_cast<const CallNode*>(node), expr);
-    case ExprKind::kBufferLoad: return VisitExpr_(static_cast<const BufferLoadNode*>(node), expr);
-    case ExprKind::kRamp: return VisitExpr_(static_cast<const RampNode*>(node), expr);
-    case ExprKind::kBroadcast: return VisitExpr_(static_cast<const BroadcastNode*>(node), expr);
-    case ExprKind::kLet: return VisitExpr_(static_cast<const LetNode*>(node), expr);
-    default:
-      KILN_CHECK(IsBinary(expr.kind())) << KindName(expr.kind());
-      return VisitExpr_(static_cast<const BinaryNode*>(node), expr);
-  }
+  return DispatchExpr(expr, [&](const auto* node) { return VisitExpr_(node, expr); });
 }
 
 Stmt StmtExprMutator::VisitStmt(const Stmt& stmt) {
   if (!stmt.defined()) return stmt;
-  const StmtNode* node = stmt.get();
-  switch (stmt.kind()) {
-    case StmtKind::kBufferStore: return VisitStmt_(static_cast<const BufferStoreNode*>(node), stmt);
-    case StmtKind::kFor: return VisitStmt_(static_cast<const ForNode*>(node), stmt);
-    case StmtKind::kBlock: return VisitStmt_(static_cast<const BlockNode*>(node), stmt);
-    case StmtKind::kIfThenElse: return VisitStmt_(static_cast<const IfThenElseNode*>(node), stmt);
-    case StmtKind::kSeqStmt: return VisitStmt_(static_cast<const SeqStmtNode*>(node), stmt);
-    case StmtKind::kAllocate: return VisitStmt_(static_cast<const AllocateNode*>(node), stmt);
-    case StmtKind::kLetStmt: return VisitStmt_(static_cast<const LetStmtNode*>(node), stmt);
-    case StmtKind::kEvaluate: return VisitStmt_(static_cast<const EvaluateNode*>(node), stmt);
-  }
-  KILN_UNREACHABLE();
-  return stmt;
+  return DispatchStmt(stmt, [&](const auto* node) { return VisitStmt_(node, stmt); });
 }
 
 PrimFunc StmtExprMutator::VisitPrimFunc(const PrimFunc& func) {
