@@ -1,6 +1,7 @@
 #include "relax/text_lexer.h"
 
 #include <cctype>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -203,6 +204,29 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view text, const std::string&
     }
     tokens.push_back(std::move(token));
   }
+}
+
+bool ParseUnsignedLiteral(const std::string& text, uint64_t* out) {
+  uint64_t value = 0;
+  int base = 10;
+  size_t i = 0;
+  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    base = 16;
+    i = 2;
+  }
+  if (i >= text.size()) return false;
+  for (; i < text.size(); ++i) {
+    char c = text[i];
+    int d = -1;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (base == 16 && c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else if (base == 16 && c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    if (d < 0) return false;
+    if (value > (std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(d)) / base) return false;
+    value = value * base + static_cast<uint64_t>(d);
+  }
+  *out = value;
+  return true;
 }
 
 }  // namespace kiln::relax

@@ -44,4 +44,8 @@ std::string QuoteString(std::string_view value);
 // Whether `name` is spelled as an identifier: [A-Za-z_][A-Za-z0-9_]*.
 bool IsIdentifier(std::string_view name);
 
+// The digits of an integer token (decimal, or hex after 0x) as a uint64; false on overflow
+// or a malformed literal.
+bool ParseUnsignedLiteral(const std::string& text, uint64_t* out);
+
 }  // namespace kiln::relax

@@ -17,29 +17,6 @@ namespace text_internal {
 
 namespace {
 
-bool ParseUnsignedText(const std::string& text, uint64_t* out) {
-  uint64_t value = 0;
-  int base = 10;
-  size_t i = 0;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    base = 16;
-    i = 2;
-  }
-  if (i >= text.size()) return false;
-  for (; i < text.size(); ++i) {
-    char c = text[i];
-    int d = -1;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (base == 16 && c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (base == 16 && c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    if (d < 0) return false;
-    if (value > (std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(d)) / base) return false;
-    value = value * base + static_cast<uint64_t>(d);
-  }
-  *out = value;
-  return true;
-}
-
 bool IsHex(const std::string& text) { return text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X'); }
 
 }  // namespace
@@ -448,7 +425,7 @@ absl::StatusOr<Expr> Parser::ParseConstant() {
     if (dtype.is_floating()) {
       if (v.kind == TokenKind::kInt && IsHex(v.text) && !negative) {
         uint64_t bits = 0;
-        if (!ParseUnsignedText(v.text, &bits) || (dtype.bits() < 64 && bits >> dtype.bits()) != 0) {
+        if (!ParseUnsignedLiteral(v.text, &bits) || (dtype.bits() < 64 && bits >> dtype.bits()) != 0) {
           return Error(at, absl::StrCat("bit pattern ", v.text, " does not fit in ", dtype.ToString()));
         }
         Next();
@@ -485,7 +462,7 @@ absl::StatusOr<Expr> Parser::ParseConstant() {
     } else {
       if (v.kind != TokenKind::kInt) return Expected(absl::StrCat("a ", dtype.ToString(), " value"));
       uint64_t magnitude = 0;
-      bool ok = ParseUnsignedText(v.text, &magnitude);
+      bool ok = ParseUnsignedLiteral(v.text, &magnitude);
       int bits = dtype.bits();
       if (dtype.is_int()) {
         uint64_t limit = (uint64_t{1} << (bits - 1)) - (negative ? 0 : 1);

@@ -14,30 +14,6 @@ using tir::ExprKind;
 
 namespace {
 
-// Decimal or 0x-hex digits into a uint64; false on overflow or a malformed literal.
-bool ParseUnsigned(const std::string& text, uint64_t* out) {
-  uint64_t value = 0;
-  int base = 10;
-  size_t i = 0;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    base = 16;
-    i = 2;
-  }
-  if (i >= text.size()) return false;
-  for (; i < text.size(); ++i) {
-    char c = text[i];
-    int d = -1;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (base == 16 && c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (base == 16 && c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    if (d < 0) return false;
-    if (value > (std::numeric_limits<uint64_t>::max() - static_cast<uint64_t>(d)) / base) return false;
-    value = value * base + static_cast<uint64_t>(d);
-  }
-  *out = value;
-  return true;
-}
-
 bool IsBinaryFunction(std::string_view name) {
   return name == "floordiv" || name == "floormod" || name == "min" || name == "max";
 }
@@ -86,7 +62,7 @@ absl::StatusOr<int64_t> Parser::ParseInt(std::string_view what, bool allow_negat
   const Token& t = Next();
   uint64_t magnitude = 0;
   uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
-  if (!ParseUnsigned(t.text, &magnitude) || magnitude > limit) {
+  if (!ParseUnsignedLiteral(t.text, &magnitude) || magnitude > limit) {
     return Error(start, absl::StrCat("integer ", negative ? "-" : "", t.text, " does not fit in int64"));
   }
   if (negative) return magnitude == (uint64_t{1} << 63) ? std::numeric_limits<int64_t>::min()
