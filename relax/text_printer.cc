@@ -28,12 +28,12 @@ std::string ConstantElement(const ConstantData& data, int64_t index) {
       float f;
       std::memcpy(&f, &b32, 4);
       if (std::isnan(f)) return absl::StrFormat("0x%08x", b32);
-      return FloatLiteral(f, 32);
+      return tir::FloatLiteralText(f, 32);
     }
     double d;
     std::memcpy(&d, &bits, 8);
     if (std::isnan(d)) return absl::StrFormat("0x%016x", bits);
-    return FloatLiteral(d, 64);
+    return tir::FloatLiteralText(d, 64);
   }
   if (dtype.is_bool()) {
     if (bits == 0) return "false";
@@ -51,7 +51,7 @@ std::string ConstantElement(const ConstantData& data, int64_t index) {
 
 std::string AttrValueText(const AttrValue& value) {
   if (const auto* i = std::get_if<int64_t>(&value)) return absl::StrCat(*i);
-  if (const auto* d = std::get_if<double>(&value)) return FloatLiteral(*d, 64);
+  if (const auto* d = std::get_if<double>(&value)) return tir::FloatLiteralText(*d, 64);
   if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
   if (const auto* s = std::get_if<std::string>(&value)) return QuoteString(*s);
   if (const auto* t = std::get_if<DataType>(&value)) return t->ToString();

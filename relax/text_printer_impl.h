@@ -46,8 +46,8 @@ class Printer {
   void PrintBodyStmts(const tir::Stmt& body);
   std::string BufferType(const tir::Buffer& buffer);
   std::string BoundsClause(const std::vector<std::pair<const tir::VarNode*, bool>>& defined);
-  void PrimOperand(const PrimExpr& e, bool parenthesize, std::string* out);
   void PrimList(const std::vector<PrimExpr>& items, std::string* out);
+  class PrimNamer;
 
   std::string out_;
   int indent_ = 0;
@@ -60,7 +60,6 @@ class Printer {
 };
 
 // Shared spelling helpers.
-std::string FloatLiteral(double value, int bits);
 std::string AttrValueText(const AttrValue& value);
 
 }  // namespace kiln::relax::text_internal

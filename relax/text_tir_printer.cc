@@ -1,8 +1,6 @@
 // PrimExprs, TIR statements and PrimFuncs in the text format. The PrimExpr spelling is
 // tir::ToString's (tir/expr.cc); it is repeated here only so that variable and buffer names
 // can be made unique per function.
-#include <cmath>
-#include <cstdio>
 
 #include "absl/strings/str_cat.h"
 #include "relax/text_lexer.h"
@@ -27,39 +25,8 @@ const std::unordered_set<std::string>& Reserved() {
   return *kReserved;
 }
 
-int Precedence(const PrimExpr& e) {
-  switch (e.kind()) {
-    case ExprKind::kOr: return 1;
-    case ExprKind::kAnd: return 2;
-    case ExprKind::kEQ: case ExprKind::kNE: case ExprKind::kLT:
-    case ExprKind::kLE: case ExprKind::kGT: case ExprKind::kGE: return 3;
-    case ExprKind::kAdd: case ExprKind::kSub: return 4;
-    case ExprKind::kMul: case ExprKind::kDiv: return 5;
-    case ExprKind::kNot: return 6;
-    case ExprKind::kLet: return 0;
-    case ExprKind::kIntImm: {
-      const auto* imm = e.as<tir::IntImmNode>();
-      return imm->value < 0 && imm->dtype() == DataType::Int64() ? 6 : 7;
-    }
-    case ExprKind::kFloatImm: {
-      const auto* imm = e.as<tir::FloatImmNode>();
-      return imm->value < 0 && imm->dtype() == DataType::Float32() ? 6 : 7;
-    }
-    default: return 7;
-  }
-}
-
 }  // namespace
 
-std::string FloatLiteral(double value, int bits) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), bits <= 32 ? "%.9g" : "%.17g", value);
-  std::string text = buffer;
-  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";
-  return text;
-}
 
 // ---------------------------------------------------------------- names
 
@@ -105,11 +72,29 @@ void Printer::Line(std::string_view text) {
 
 // ---------------------------------------------------------------- PrimExpr
 
-void Printer::PrimOperand(const PrimExpr& e, bool parenthesize, std::string* out) {
-  if (parenthesize) out->push_back('(');
-  PrintPrimExpr(e, out);
-  if (parenthesize) out->push_back(')');
-}
+// Names PrimExpr variables and buffers uniquely within the function for tir::PrintPrimExpr,
+// recording the order symbolic variables are first met (for the `where` clause) and which
+// variables are let-bound (never symbolic).
+class Printer::PrimNamer : public tir::PrimExprNamer {
+ public:
+  explicit PrimNamer(Printer* printer) : printer_(printer) {}
+  std::string VarName(const tir::VarNode* var) override {
+    bool fresh = printer_->names_.find(var) == printer_->names_.end();
+    const std::string& name = printer_->TirName(var, var->name);
+    if (fresh) printer_->tir_order_.push_back(var);
+    return name;
+  }
+  std::string LetVarName(const tir::VarNode* var) override {
+    printer_->let_vars_.insert(var);
+    return printer_->TirName(var, var->name);
+  }
+  std::string BufferName(const tir::BufferNode* buffer) override {
+    return printer_->TirName(buffer, buffer->name);
+  }
+
+ private:
+  Printer* printer_;
+};
 
 void Printer::PrimList(const std::vector<PrimExpr>& items, std::string* out) {
   for (size_t i = 0; i < items.size(); ++i) {
@@ -119,115 +104,8 @@ void Printer::PrimList(const std::vector<PrimExpr>& items, std::string* out) {
 }
 
 void Printer::PrintPrimExpr(const PrimExpr& e, std::string* out) {
-  if (!e.defined()) {
-    out->append("<undefined>");
-    return;
-  }
-  switch (e.kind()) {
-    case ExprKind::kIntImm: {
-      const auto* imm = e.as<tir::IntImmNode>();
-      if (imm->dtype().is_bool()) {
-        out->append(imm->value ? "true" : "false");
-      } else if (imm->dtype() == DataType::Int64()) {
-        absl::StrAppend(out, imm->value);
-      } else {
-        absl::StrAppend(out, imm->dtype().ToString(), "(", imm->value, ")");
-      }
-      return;
-    }
-    case ExprKind::kFloatImm: {
-      const auto* imm = e.as<tir::FloatImmNode>();
-      std::string text = FloatLiteral(imm->value, imm->dtype().bits());
-      if (imm->dtype() == DataType::Float32() && std::isfinite(imm->value)) {
-        out->append(text);
-      } else {
-        absl::StrAppend(out, imm->dtype().ToString(), "(", text, ")");
-      }
-      return;
-    }
-    case ExprKind::kVar: {
-      const auto* var = e.as<tir::VarNode>();
-      bool fresh = names_.find(var) == names_.end();
-      out->append(TirName(var, var->name));
-      if (fresh) tir_order_.push_back(var);
-      return;
-    }
-    case ExprKind::kFloorDiv: case ExprKind::kFloorMod:
-    case ExprKind::kMin: case ExprKind::kMax: {
-      const auto* bin = e.as<tir::BinaryNode>();
-      absl::StrAppend(out, tir::KindName(e.kind()), "(");
-      PrimList({bin->a, bin->b}, out);
-      out->push_back(')');
-      return;
-    }
-    case ExprKind::kNot: {
-      out->push_back('!');
-      const PrimExpr& a = e.as<tir::NotNode>()->a;
-      PrimOperand(a, Precedence(a) < 6, out);
-      return;
-    }
-    case ExprKind::kSelect: {
-      const auto* s = e.as<tir::SelectNode>();
-      out->append("select(");
-      PrimList({s->condition, s->true_value, s->false_value}, out);
-      out->push_back(')');
-      return;
-    }
-    case ExprKind::kCast: {
-      const auto* c = e.as<tir::CastNode>();
-      absl::StrAppend(out, "cast(", c->dtype().ToString(), ", ");
-      PrintPrimExpr(c->value, out);
-      out->push_back(')');
-      return;
-    }
-    case ExprKind::kCall: {
-      const auto* c = e.as<tir::CallNode>();
-      absl::StrAppend(out, c->op, "(");
-      PrimList(c->args, out);
-      out->push_back(')');
-      return;
-    }
-    case ExprKind::kBufferLoad: {
-      const auto* load = e.as<tir::BufferLoadNode>();
-      absl::StrAppend(out, TirName(load->buffer.get(), load->buffer->name), "[");
-      PrimList(load->indices, out);
-      out->push_back(']');
-      return;
-    }
-    case ExprKind::kRamp: {
-      const auto* r = e.as<tir::RampNode>();
-      out->append("ramp(");
-      PrimList({r->base, r->stride}, out);
-      absl::StrAppend(out, ", ", r->lanes, ")");
-      return;
-    }
-    case ExprKind::kBroadcast: {
-      const auto* b = e.as<tir::BroadcastNode>();
-      out->append("broadcast(");
-      PrintPrimExpr(b->value, out);
-      absl::StrAppend(out, ", ", b->lanes, ")");
-      return;
-    }
-    case ExprKind::kLet: {
-      const auto* let = e.as<tir::LetNode>();
-      let_vars_.insert(let->var.get());
-      absl::StrAppend(out, "let ", TirName(let->var.get(), let->var->name), " = ");
-      PrintPrimExpr(let->value, out);
-      out->append(" in ");
-      PrintPrimExpr(let->body, out);
-      return;
-    }
-    default: {
-      const auto* bin = e.as<tir::BinaryNode>();
-      KILN_CHECK(bin != nullptr);
-      int p = Precedence(e);
-      bool comparison = tir::IsComparison(e.kind());
-      PrimOperand(bin->a, comparison ? Precedence(bin->a) <= p : Precedence(bin->a) < p, out);
-      absl::StrAppend(out, " ", tir::KindName(e.kind()), " ");
-      PrimOperand(bin->b, Precedence(bin->b) <= p, out);
-      return;
-    }
-  }
+  PrimNamer namer(this);
+  tir::PrintPrimExpr(e, namer, out);
 }
 
 // ---------------------------------------------------------------- statements

@@ -194,32 +194,22 @@ int Precedence(const PrimExpr& e) {
   }
 }
 
-std::string FloatText(double value, DataType dtype) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), dtype.bits() <= 32 ? "%.9g" : "%.17g", value);
-  std::string text = buffer;
-  if (text.find_first_of(".eE") == std::string::npos) text += ".0";
-  return text;
-}
+void Print(const PrimExpr& e, PrimExprNamer& namer, std::string* out);
 
-void Print(const PrimExpr& e, std::string* out);
-
-void PrintOperand(const PrimExpr& e, bool parenthesize, std::string* out) {
+void PrintOperand(const PrimExpr& e, bool parenthesize, PrimExprNamer& namer, std::string* out) {
   if (parenthesize) out->push_back('(');
-  Print(e, out);
+  Print(e, namer, out);
   if (parenthesize) out->push_back(')');
 }
 
-void PrintList(const std::vector<PrimExpr>& items, std::string* out) {
+void PrintList(const std::vector<PrimExpr>& items, PrimExprNamer& namer, std::string* out) {
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out->append(", ");
-    Print(items[i], out);
+    Print(items[i], namer, out);
   }
 }
 
-void Print(const PrimExpr& e, std::string* out) {
+void Print(const PrimExpr& e, PrimExprNamer& namer, std::string* out) {
   if (!e.defined()) {
     out->append("<undefined>");
     return;
@@ -238,7 +228,7 @@ void Print(const PrimExpr& e, std::string* out) {
     }
     case ExprKind::kFloatImm: {
       const auto* imm = e.as<FloatImmNode>();
-      std::string text = FloatText(imm->value, imm->dtype());
+      std::string text = FloatLiteralText(imm->value, imm->dtype().bits());
       bool plain = imm->dtype() == DataType::Float32() && std::isfinite(imm->value);
       if (plain) {
         out->append(text);
@@ -247,71 +237,71 @@ void Print(const PrimExpr& e, std::string* out) {
       }
       return;
     }
-    case ExprKind::kVar: out->append(e.as<VarNode>()->name); return;
+    case ExprKind::kVar: out->append(namer.VarName(e.as<VarNode>())); return;
     case ExprKind::kFloorDiv: case ExprKind::kFloorMod:
     case ExprKind::kMin: case ExprKind::kMax: {
       const auto* bin = e.as<BinaryNode>();
       absl::StrAppend(out, KindName(e.kind()), "(");
-      Print(bin->a, out);
+      Print(bin->a, namer, out);
       out->append(", ");
-      Print(bin->b, out);
+      Print(bin->b, namer, out);
       out->push_back(')');
       return;
     }
     case ExprKind::kNot: {
       out->push_back('!');
       const PrimExpr& a = e.as<NotNode>()->a;
-      PrintOperand(a, Precedence(a) < 6, out);
+      PrintOperand(a, Precedence(a) < 6, namer, out);
       return;
     }
     case ExprKind::kSelect: {
       const auto* s = e.as<SelectNode>();
       out->append("select(");
-      PrintList({s->condition, s->true_value, s->false_value}, out);
+      PrintList({s->condition, s->true_value, s->false_value}, namer, out);
       out->push_back(')');
       return;
     }
     case ExprKind::kCast: {
       const auto* c = e.as<CastNode>();
       absl::StrAppend(out, "cast(", c->dtype().ToString(), ", ");
-      Print(c->value, out);
+      Print(c->value, namer, out);
       out->push_back(')');
       return;
     }
     case ExprKind::kCall: {
       const auto* c = e.as<CallNode>();
       absl::StrAppend(out, c->op, "(");
-      PrintList(c->args, out);
+      PrintList(c->args, namer, out);
       out->push_back(')');
       return;
     }
     case ExprKind::kBufferLoad: {
       const auto* load = e.as<BufferLoadNode>();
-      absl::StrAppend(out, load->buffer->name, "[");
-      PrintList(load->indices, out);
+      absl::StrAppend(out, namer.BufferName(load->buffer.get()), "[");
+      PrintList(load->indices, namer, out);
       out->push_back(']');
       return;
     }
     case ExprKind::kRamp: {
       const auto* r = e.as<RampNode>();
       out->append("ramp(");
-      PrintList({r->base, r->stride}, out);
+      PrintList({r->base, r->stride}, namer, out);
       absl::StrAppend(out, ", ", r->lanes, ")");
       return;
     }
     case ExprKind::kBroadcast: {
       const auto* b = e.as<BroadcastNode>();
       out->append("broadcast(");
-      Print(b->value, out);
+      Print(b->value, namer, out);
       absl::StrAppend(out, ", ", b->lanes, ")");
       return;
     }
     case ExprKind::kLet: {
       const auto* let = e.as<LetNode>();
-      absl::StrAppend(out, "let ", let->var->name, " = ");
-      Print(let->value, out);
+      absl::StrAppend(out, "let ", namer.LetVarName(let->var.get()), " = ");
+      Print(let->value, namer, out);
       out->append(" in ");
-      Print(let->body, out);
+      Print(let->body, namer, out);
       return;
     }
     default: {
@@ -322,9 +312,9 @@ void Print(const PrimExpr& e, std::string* out) {
       KILN_CHECK(bin != nullptr);
       int p = Precedence(e);
       bool comparison = IsComparison(e.kind());
-      PrintOperand(bin->a, comparison ? Precedence(bin->a) <= p : Precedence(bin->a) < p, out);
+      PrintOperand(bin->a, comparison ? Precedence(bin->a) <= p : Precedence(bin->a) < p, namer, out);
       absl::StrAppend(out, " ", KindName(e.kind()), " ");
-      PrintOperand(bin->b, Precedence(bin->b) <= p, out);
+      PrintOperand(bin->b, Precedence(bin->b) <= p, namer, out);
       return;
     }
   }
@@ -332,9 +322,25 @@ void Print(const PrimExpr& e, std::string* out) {
 
 }  // namespace
 
+std::string PrimExprNamer::VarName(const VarNode* var) { return var->name; }
+std::string PrimExprNamer::BufferName(const BufferNode* buffer) { return buffer->name; }
+
+void PrintPrimExpr(const PrimExpr& expr, PrimExprNamer& namer, std::string* out) { Print(expr, namer, out); }
+
+std::string FloatLiteralText(double value, int bits) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), bits <= 32 ? "%.9g" : "%.17g", value);
+  std::string text = buffer;
+  if (text.find_first_of(".eE") == std::string::npos) text += ".0";
+  return text;
+}
+
 std::string ToString(const PrimExpr& expr) {
+  PrimExprNamer own_names;
   std::string out;
-  Print(expr, &out);
+  Print(expr, own_names, &out);
   return out;
 }
 

@@ -296,6 +296,22 @@ PrimExpr operator*(int64_t a, PrimExpr b);
 // The text-format spelling: `n + 1`, `floordiv(n, 2)`, `A[i, j]`, `select(c, a, b)`,
 // `cast(float32, x)`, `float64(1.5)`. Parenthesizes only where precedence needs it.
 std::string ToString(const PrimExpr& expr);
+
+// How a printer names variables and buffers. The default uses their own names; the module
+// printer (relax/text_printer.h) makes them unique within a function.
+class PrimExprNamer {
+ public:
+  virtual ~PrimExprNamer() = default;
+  virtual std::string VarName(const VarNode* var);  // a use
+  virtual std::string LetVarName(const VarNode* var) { return VarName(var); }  // `let v = ...`
+  virtual std::string BufferName(const BufferNode* buffer);  // a buffer load
+};
+// Appends the spelling of ToString to `out`, with names from `namer`.
+void PrintPrimExpr(const PrimExpr& expr, PrimExprNamer& namer, std::string* out);
+
+// A floating-point literal that reads back to the same value of a `bits`-wide float:
+// shortest of 9 (float32) or 17 significant digits, always with a '.', 'e', or as nan/inf.
+std::string FloatLiteralText(double value, int bits);
 std::ostream& operator<<(std::ostream& os, const PrimExpr& expr);
 
 }  // namespace kiln::tir
