@@ -15,21 +15,6 @@
 namespace kiln::relax {
 namespace {
 
-// Kernels become exported symbols of the CPU shared object, which must not shadow the C
-// library functions generated code calls (codegen/llvm_codegen.cc refuses those names).
-bool IsReservedSymbol(const std::string& name) {
-  static const char* const kReserved[] = {
-      "main",  "memcpy", "memmove", "memset", "memcmp", "snprintf", "abort", "malloc", "free", "exp",
-      "expf",  "exp2",   "exp2f",   "log",    "logf",   "log2",     "log2f", "log10",  "log10f", "sqrt",
-      "sqrtf", "tanh",   "tanhf",   "erf",    "erff",   "fabs",     "fabsf", "floor",  "floorf", "ceil",
-      "ceilf", "round",  "roundf",  "pow",    "powf",   "sin",      "sinf",  "cos",    "cosf",   "fmin",
-      "fminf", "fmax",   "fmaxf",   "fma",    "fmaf",   "rint",     "rintf", "sincos", "sincosf"};
-  for (const char* r : kReserved) {
-    if (name == r) return true;
-  }
-  return false;
-}
-
 class Legalizer : public ExprMutator {
  public:
   explicit Legalizer(IRModule* module) : module_(module) {}
@@ -114,9 +99,10 @@ class Legalizer : public ExprMutator {
     for (const auto& [existing, name] : kernels_[hash]) {
       if (tir::StructuralEqual(existing, func)) return name;
     }
-    const std::string stem = IsReservedSymbol(base) ? absl::StrCat(base, "_op") : base;
-    std::string name = stem;
-    for (int i = 1; module_->Find(name) != nullptr || IsReservedSymbol(name); ++i) name = absl::StrCat(stem, i);
+    // Module names only: the executable builder gives kernels symbols that cannot clash with
+    // the C library (codegen/build_executable.cc), so `exp` is a fine name here.
+    std::string name = base;
+    for (int i = 1; module_->Find(name) != nullptr; ++i) name = absl::StrCat(base, i);
     KILN_CHECK(module_->Add(name, func).ok());
     kernels_[hash].emplace_back(std::move(func), name);
     return name;

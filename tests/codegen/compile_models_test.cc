@@ -85,7 +85,7 @@ TEST(CompileModelsTest, MlpFromExamplesMatchesTheReference) {
   vm::VirtualMachine machine(c.exe);
   Input w0 = RandomInput({784, 256}, 1), b0 = RandomInput({256}, 2), w1 = RandomInput({256, 10}, 3),
         b1 = RandomInput({10}, 4);
-  for (int64_t b : {1, 7, 300}) {
+  for (int64_t b : {1, 7, 64, 300}) {
     Input x = RandomInput({b, 784}, 10 + static_cast<uint32_t>(b));
     absl::StatusOr<vm::Value> got = machine.Invoke(
         "main", {vm::Value(x.vm), vm::Value(w0.vm), vm::Value(b0.vm), vm::Value(w1.vm), vm::Value(b1.vm)});
@@ -109,7 +109,7 @@ TEST(CompileModelsTest, TransformerBlockFromExamplesMatchesTheReference) {
                                                            {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
   std::vector<Input> weights;
   for (size_t i = 0; i < weight_shapes.size(); ++i) weights.push_back(RandomInput(weight_shapes[i], 100 + static_cast<uint32_t>(i)));
-  for (int64_t n : {1, 7, 300}) {
+  for (int64_t n : {1, 7, 64, 300}) {
     Input x = RandomInput({n, 64}, 30 + static_cast<uint32_t>(n));
     std::vector<vm::Value> args{vm::Value(x.vm)};
     std::vector<reference::RefValue> ref_args{x.ref};
@@ -142,7 +142,7 @@ TEST(CompileModelsTest, ElementwiseAndReductionOpsMatchTheReference) {
   ASSERT_NE(c.exe, nullptr);
   vm::VirtualMachine machine(c.exe);
   Input y = RandomInput({16}, 5);
-  for (int64_t n : {1, 7, 300}) {
+  for (int64_t n : {1, 7, 64, 300}) {
     Input x = RandomInput({n, 16}, 20 + static_cast<uint32_t>(n));
     absl::StatusOr<vm::Value> got = machine.Invoke("main", {vm::Value(x.vm), vm::Value(y.vm)});
     ASSERT_TRUE(got.ok()) << got.status();
