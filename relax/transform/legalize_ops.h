@@ -6,8 +6,9 @@
 // (symbolic variables it cannot bind from its buffers, e.g. arange's start), the call passes
 // them as tir_vars: `R.call_tir(@arange, (), R.shape([p]), out_sinfo=...)`. Kernels are
 // named after the operator, made unique against the module ("add", "add1", ...; their
-// exported symbols are chosen by codegen/build_executable.h); structurally equal PrimFuncs (tir::StructuralEqual,
-// symbolic shape vars compared up to renaming) are added once and shared. A Tuple-valued
+// exported symbols are chosen by codegen/build_executable.h); structurally equal PrimFuncs
+// (tir::StructuralEqual, symbolic shape vars compared up to renaming) are added once and
+// shared. A Tuple-valued
 // operand held in a variable (concat's) is unpacked with TupleGetItem bindings first, since
 // a kernel takes one buffer per tensor. Operators without a legalization (call_tir,
 // call_dps_library, call_builtin, shape_of, print) stay as they are.
