@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/tir/schedule_workloads.h"
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cpu_target.h"
 #include "relax/text_parser.h"
@@ -31,6 +32,9 @@
 
 namespace kiln::codegen {
 namespace {
+
+using tir::testing::kMatmul;
+using tir::testing::kRowSum;
 
 // ---------------------------------------------------------------- harness
 
@@ -164,40 +168,7 @@ prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
   }
 })";
 
-const char* kRowSum = R"(
-prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
-  for i in serial(0, n) {
-    for r in serial(0, m) {
-      block "B" {
-        vi = spatial(n, i)
-        vr = reduce(m, r)
-        init {
-          B[vi] = 0.0
-        }
-        B[vi] = B[vi] + A[vi, vr]
-      }
-    }
-  }
-})";
 
-const char* kMatmul = R"(
-prim_func @f(A: Buffer((m, k), float32), B: Buffer((k, n), float32), C: Buffer((m, n), float32)) {
-  for i in serial(0, m) {
-    for j in serial(0, n) {
-      for r in serial(0, k) {
-        block "C" {
-          vi = spatial(m, i)
-          vj = spatial(n, j)
-          vk = reduce(k, r)
-          init {
-            C[vi, vj] = 0.0
-          }
-          C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-        }
-      }
-    }
-  }
-})";
 
 const char* kBatchMatmul = R"(
 prim_func @f(A: Buffer((b, m, k), float32), B: Buffer((b, k, n), float32), C: Buffer((b, m, n), float32)) {

@@ -1,5 +1,6 @@
 // ScheduleForCpu's loop structure on small PrimFuncs (the numbers it computes are checked
 // by tests/codegen/schedule_numerics_test.cc, which compiles and runs them).
+#include "tests/tir/schedule_workloads.h"
 #include "tir/schedule/default_cpu_schedule.h"
 
 #include <gmock/gmock.h>
@@ -18,6 +19,9 @@
 
 namespace kiln::tir {
 namespace {
+
+using testing::kMatmul;
+using testing::kRowSum;
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -47,40 +51,7 @@ prim_func @f(A: Buffer((n, m), float32), B: Buffer((n, m), float32)) {
   }
 })";
 
-const char* kMatmul = R"(
-prim_func @f(A: Buffer((m, k), float32), B: Buffer((k, n), float32), C: Buffer((m, n), float32)) {
-  for i in serial(0, m) {
-    for j in serial(0, n) {
-      for r in serial(0, k) {
-        block "C" {
-          vi = spatial(m, i)
-          vj = spatial(n, j)
-          vk = reduce(k, r)
-          init {
-            C[vi, vj] = 0.0
-          }
-          C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-        }
-      }
-    }
-  }
-})";
 
-const char* kRowSum = R"(
-prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
-  for i in serial(0, n) {
-    for r in serial(0, m) {
-      block "B" {
-        vi = spatial(n, i)
-        vr = reduce(m, r)
-        init {
-          B[vi] = 0.0
-        }
-        B[vi] = B[vi] + A[vi, vr]
-      }
-    }
-  }
-})";
 
 TEST(DefaultCpuScheduleTest, InjectiveVectorizesInnerAndGuardsTheTail) {
   std::string trace;

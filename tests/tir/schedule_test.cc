@@ -1,6 +1,7 @@
 // Schedule primitives, text in / text out: each primitive on a small PrimFunc is compared
 // (structurally) with the hand-written expected function; errors name the primitive and
 // the loop or block; a trace prints and replays to a structurally equal function.
+#include "tests/tir/schedule_workloads.h"
 #include "tir/schedule/schedule.h"
 
 #include <gmock/gmock.h>
@@ -15,6 +16,8 @@
 
 namespace kiln::tir {
 namespace {
+
+using testing::kMatmul;
 
 using ::testing::HasSubstr;
 
@@ -71,24 +74,6 @@ prim_func @f(A: Buffer((n, 64), float32), B: Buffer((n, 64), float32)) {
   }
 })";
 
-const char* kMatmul = R"(
-prim_func @f(A: Buffer((m, k), float32), B: Buffer((k, n), float32), C: Buffer((m, n), float32)) {
-  for i in serial(0, m) {
-    for j in serial(0, n) {
-      for r in serial(0, k) {
-        block "C" {
-          vi = spatial(m, i)
-          vj = spatial(n, j)
-          vk = reduce(k, r)
-          init {
-            C[vi, vj] = 0.0
-          }
-          C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-        }
-      }
-    }
-  }
-})";
 
 TEST(ScheduleTest, SplitExactConstantExtent) {
   Schedule s(Parse(kScale128));
