@@ -95,7 +95,7 @@ KilnKernelFn BuildKilnMatmul(int num_threads, std::shared_ptr<kiln::vm::KernelOb
   if (kernels.size() != 1) Die("expected one kernel after legalization, got " + std::to_string(kernels.size()));
   std::string so = OrDie(kiln::codegen::BuildCpuSharedObject(kernels, target), "compile");
   *keep_alive = OrDie(kiln::vm::KernelObject::Load(so), "load");
-  std::printf("Kiln target: %s, %d fp32 lanes\n", target.ToString().c_str(), lanes);
+  std::printf("Kiln target: mcpu %s, %d fp32 lanes, %d threads\n", target.mcpu.c_str(), lanes, num_threads);
   return OrDie((*keep_alive)->Find("bench_matmul"), "find kernel");
 }
 
