@@ -8,6 +8,7 @@ const vm::BuiltinRegistry& DefaultRegistry() {
     RegisterMemoryBuiltins(*r);
     RegisterStructureBuiltins(*r);
     RegisterTensorKernels(*r);
+    RegisterOpenBlasKernels(*r);
     return r;
   }();
   return *registry;

@@ -16,5 +16,6 @@ const vm::BuiltinRegistry& DefaultRegistry();
 void RegisterMemoryBuiltins(vm::BuiltinRegistry& registry);     // memory_builtins.cc
 void RegisterStructureBuiltins(vm::BuiltinRegistry& registry);  // structure_builtins.cc
 void RegisterTensorKernels(vm::BuiltinRegistry& registry);      // tensor_kernels.cc
+void RegisterOpenBlasKernels(vm::BuiltinRegistry& registry);    // openblas_kernels.cc
 
 }  // namespace kiln::builtins

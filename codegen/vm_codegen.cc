@@ -514,8 +514,9 @@ class FunctionCodegen {
 
   absl::Status EmitKernelCall(const relax::CallNode& call, int32_t dst, const std::string& name) {
     const auto* gv = call.args[0].as<relax::GlobalVarNode>();
+    const auto* library = call.args[0].as<relax::ExternFuncNode>();
     auto kernel = gv == nullptr ? kernels_.end() : kernels_.find(gv->name);
-    if (kernel == kernels_.end()) return Error(name, "call_tir_dps callee is not a declared kernel");
+    if (kernel == kernels_.end() && library == nullptr) return Error(name, "call_tir_dps callee is not a declared kernel");
     const auto* inputs = call.args[1].as<relax::TupleNode>();
     const auto* outputs = call.args[2].as<relax::TupleNode>();
     if (inputs == nullptr || outputs == nullptr) {
@@ -540,7 +541,16 @@ class FunctionCodegen {
         args.push_back(o);
       }
     }
-    const relax::IRModule::Entry* entry = module_.Find(gv->name);
+    int32_t kernel_index = 0;
+    if (library != nullptr) {
+      // A library kernel (e.g. from dispatch_libraries) takes tensors only; the loader
+      // resolves it by name in the runtime's registry and checks this signature.
+      if (call.args.size() > 3) return Error(name, "library kernel '", library->symbol, "' takes no tir_vars");
+      kernel_index = b_.DeclareKernel(library->symbol, std::string(args.size(), 't'), vm::KernelDecl::Source::kLibrary);
+    } else {
+      kernel_index = kernel->second;
+    }
+    const relax::IRModule::Entry* entry = gv == nullptr ? nullptr : module_.Find(gv->name);
     if (entry != nullptr && entry->prim_func() != nullptr) {
       size_t expected = KernelArgSignature(*entry->prim_func()).size();
       if (expected != args.size()) {
@@ -549,7 +559,7 @@ class FunctionCodegen {
       }
     }
     f_.SetDebugName(name);
-    f_.CallKernel(kernel->second, args);
+    f_.CallKernel(kernel_index, args);
     if (outs.size() == 1) {
       f_.Move(dst, static_cast<int32_t>(outs[0].value));
     } else {

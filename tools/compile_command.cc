@@ -29,6 +29,9 @@ constexpr const char* kUsage =
     "  -o, --output FILE   where to write the executable (default: FILE with .kx)\n"
     "  --mcpu NAME         the CPU to generate code for: 'host' (default) or an LLVM x86\n"
     "                      CPU name such as haswell, skylake-avx512, znver3, x86-64-v3\n"
+    "  --libs openblas|none  hand float32 2-D matmuls with k*n >= 4096 to OpenBLAS\n"
+    "                      (pass dispatch_libraries; 'openblas', the default) or compile\n"
+    "                      every operator to generated kernels ('none')\n"
     "  --dump-after=PASS   print the module after PASS to stderr (repeatable; a comma\n"
     "                      separated list works too)\n"
     "  --dump-all          print the module after every pass to stderr\n"
@@ -54,6 +57,7 @@ int CompileCommand(int argc, char** argv) {
 #ifndef NDEBUG
   options.check_well_formed = true;  // debug builds catch a pass that breaks the IR at that pass
 #endif
+  std::string libs = "openblas";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag, std::string* out) -> bool {
@@ -73,7 +77,7 @@ int CompileCommand(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (value("--target", &target) || value("-o", &output) || value("--output", &output) ||
-               value("--mcpu", &mcpu)) {
+               value("--mcpu", &mcpu) || value("--libs", &libs)) {
     } else if (value("--dump-after", &v)) {
       for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) options.dump_after.insert(std::string(name));
     } else if (arg == "--dump-all") {
@@ -82,7 +86,8 @@ int CompileCommand(int argc, char** argv) {
       options.time_passes = true;
     } else if (arg == "--check") {
       options.check_well_formed = true;
-    } else if (arg == "--target" || arg == "-o" || arg == "--output" || arg == "--mcpu" || arg == "--dump-after") {
+    } else if (arg == "--target" || arg == "-o" || arg == "--output" || arg == "--mcpu" || arg == "--dump-after" ||
+               arg == "--libs") {
       return Usage("option '" + arg + "' needs a value");
     } else if (!arg.empty() && arg[0] == '-') {
       return Usage("unknown option '" + arg + "'");
@@ -94,6 +99,8 @@ int CompileCommand(int argc, char** argv) {
   }
   if (path.empty()) return Usage("no input file");
   if (target != "cpu") return Usage("unknown target '" + target + "' (the targets are: cpu)");
+  if (libs != "openblas" && libs != "none") return Usage("unknown --libs '" + libs + "' (openblas or none)");
+  options.libraries.openblas = libs == "openblas";
   if (absl::Status names = relax::ValidatePassNames(options.dump_after); !names.ok()) {
     return Usage("--dump-after: " + std::string(names.message()));
   }

@@ -5,7 +5,8 @@
 // alloc_tensor (shape: Shape), attribute dtype (required). Result: Tensor(shape, dtype), a
 //   fresh uninitialized tensor. Pure: a fresh allocation has no observable effect, and a
 //   dead one may be dropped.
-// call_tir_dps (callee: GlobalVar of a PrimFunc, inputs: Tuple, outputs: Tuple,
+// call_tir_dps (callee: GlobalVar of a PrimFunc, or ExternFunc of a library kernel
+//   (lowered from call_dps_library), inputs: Tuple, outputs: Tuple,
 //   [tir_vars: Shape]). Calls the kernel with inputs, then outputs, then the tir_vars
 //   values (destination-passing) and returns the outputs: the single output itself, or a
 //   Tuple of them when there are several. Pure by the destination-passing convention: it
@@ -27,8 +28,8 @@ absl::StatusOr<StructInfo> InferAllocTensor(const CallNode& call, tir::Analyzer&
 }
 
 absl::StatusOr<StructInfo> InferCallTirDps(const CallNode& call, tir::Analyzer&) {
-  if (call.args[0].kind() != ExprKind::kGlobalVar) {
-    return OpError(call, "argument 0 must be a GlobalVar (a PrimFunc)");
+  if (call.args[0].kind() != ExprKind::kGlobalVar && call.args[0].kind() != ExprKind::kExternFunc) {
+    return OpError(call, "argument 0 must be a GlobalVar (a PrimFunc) or an ExternFunc (a library kernel)");
   }
   for (int i : {1, 2}) {
     if (call.args[i].struct_info().as<TupleStructInfoNode>() == nullptr) {

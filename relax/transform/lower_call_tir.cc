@@ -48,14 +48,16 @@ class Lowerer {
       return absl::OkStatus();
     }
     const auto* call = b.value.as<CallNode>();
-    if (call == nullptr || !IsOp(call->op, "call_tir")) {
+    const bool library = call != nullptr && IsOp(call->op, "call_dps_library");
+    if (call == nullptr || (!IsOp(call->op, "call_tir") && !library)) {
       out->push_back(b);
       return absl::OkStatus();
     }
     *changed = true;
     const std::string where = absl::StrCat("function '", function_, "', binding '", b.var.name_hint(), "': ");
+    const char* what = library ? "call_dps_library" : "call_tir";
     if (call->sinfo_args.size() != 1 || call->args.size() < 2) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "call_tir needs a callee, an argument tuple and one out_sinfo"));
+      return absl::InvalidArgumentError(absl::StrCat(where, what, " needs a callee, an argument tuple and one out_sinfo"));
     }
     std::vector<StructInfo> outputs;
     const StructInfo& out_sinfo = call->sinfo_args[0];
@@ -69,7 +71,7 @@ class Lowerer {
       const auto* t = outputs[i].defined() ? outputs[i].as<TensorStructInfoNode>() : nullptr;
       if (t == nullptr || !t->shape || !t->dtype) {
         return absl::InvalidArgumentError(absl::StrCat(
-            where, "call_tir output ", i, " (", outputs[i].defined() ? ToString(outputs[i]) : "undefined",
+            where, what, " output ", i, " (", outputs[i].defined() ? ToString(outputs[i]) : "undefined",
             ") needs a known shape and dtype to be allocated"));
       }
       Expr shape = ShapeExpr(*t->shape);

@@ -14,9 +14,13 @@
 // Allocation stays a separate binding on purpose: memory planning replaces alloc_tensor by
 // storage + offsets later, and DCE drops an allocation whose call was dropped.
 //
+// `R.call_dps_library(R.extern("sym"), args, out_sinfo=...)` is lowered the same way, to
+// `R.call_tir_dps(R.extern("sym"), args, outs)`: VM codegen calls a library kernel exactly
+// as it calls a generated one.
+//
 // Requires a normalized module (A-normal form, struct info on every Var). An output whose
 // shape is not known (only its rank) cannot be allocated and is an error naming the
-// function and binding. PrimFuncs and everything that is not call_tir pass through.
+// function and binding. PrimFuncs and everything that is not call_tir or call_dps_library pass through.
 #pragma once
 
 #include "absl/status/statusor.h"

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "relax/block_builder.h"
 #include "relax/text_printer.h"
+#include "relax/transform/dispatch_libraries.h"
 #include "relax/transform/legalize_ops.h"
 #include "relax/transform/lower_call_tir.h"
 #include "relax/transform/schedule_prim_funcs.h"
@@ -26,9 +27,13 @@ struct Pass {
 // exist are listed.
 std::vector<Pass> Passes(const PipelineOptions& options) {
   const tir::CpuScheduleOptions schedule = options.cpu_schedule;
+  const LibraryOptions libraries = options.libraries;
   return {
       {"normalize", [](const IRModule& m, const SourceMap* loc) { return NormalizeModule(m, loc); }},
       // fold_constants goes here.
+      // Before legalize, so that what a library does is never lowered to a generated kernel.
+      {"dispatch_libraries",
+       [libraries](const IRModule& m, const SourceMap*) { return DispatchLibraries(m, libraries); }},
       {"legalize", [](const IRModule& m, const SourceMap*) { return LegalizeOps(m); }},
       // annotate_patterns, fuse_ops, fuse_tir go here; then dead_code_elimination.
       {"schedule", [schedule](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, schedule); }},

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "relax/ir_module.h"
 #include "relax/text_parser.h"
+#include "relax/transform/dispatch_libraries.h"
 #include "tir/schedule/default_cpu_schedule.h"
 
 namespace kiln::relax {
@@ -38,6 +39,9 @@ struct PipelineOptions {
   // The default schedule rules for the PrimFuncs (pass `schedule`): the target's fp32 vector
   // width and whether to make parallel loops (num_threads > 1).
   tir::CpuScheduleOptions cpu_schedule{.vector_lanes = 8, .num_threads = 2};
+  // Which operator calls pass `dispatch_libraries` hands to vendor libraries (OpenBLAS for
+  // large float32 matmuls, on by default); with every library off the pass changes nothing.
+  LibraryOptions libraries;
 };
 
 // The pass names, in pipeline order.

@@ -14,6 +14,7 @@
 #include "codegen/build_executable.h"
 #include "relax/block_builder.h"
 #include "relax/text_parser.h"
+#include "relax/text_printer.h"
 #include "relax/transform/pipeline.h"
 #include "support/file_io.h"
 #include "tests/reference/reference_evaluator.h"
@@ -28,7 +29,8 @@ struct Compiled {
   std::shared_ptr<const vm::Executable> exe;
 };
 
-Compiled CompileText(const std::string& text, const std::string& name) {
+Compiled CompileText(const std::string& text, const std::string& name, bool libraries = true,
+                     std::string* lowered_text = nullptr) {
   absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(text, name);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
   if (!parsed.ok()) return {};
@@ -36,9 +38,11 @@ Compiled CompileText(const std::string& text, const std::string& name) {
   EXPECT_TRUE(normalized.ok()) << normalized.status();
   relax::PipelineOptions options;
   options.check_well_formed = true;
+  options.libraries.openblas = libraries;
   absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed->module, options, &parsed->locations);
   EXPECT_TRUE(lowered.ok()) << lowered.status();
   if (!lowered.ok() || !normalized.ok()) return {};
+  if (lowered_text != nullptr) *lowered_text = relax::PrintModule(*lowered);
   absl::StatusOr<std::string> bytes = BuildExecutable(*lowered, CpuTarget::Host());
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   if (!bytes.ok()) return {};
@@ -93,6 +97,49 @@ TEST(CompileModelsTest, MlpFromExamplesMatchesTheReference) {
     absl::StatusOr<reference::RefValue> want = reference::Evaluate(c.normalized, "main", {x.ref, w0.ref, b0.ref, w1.ref, b1.ref});
     ASSERT_TRUE(want.ok()) << want.status();
     ExpectClose(got->as_tensor(), want->tensor(), 1e-4);
+  }
+}
+
+// One function mixing an OpenBLAS call (784x256) with generated kernels (256x10 matmul,
+// gelu, softmax) against the same module compiled to generated kernels only: both match the
+// reference and each other.
+TEST(CompileModelsTest, MlpWithAndWithoutOpenBlasAgree) {
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  std::string path = std::string(root) + "/examples/models/mlp.kir";
+  absl::StatusOr<std::string> text = support::ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  std::string with_text, without_text;
+  Compiled with = CompileText(*text, path, /*libraries=*/true, &with_text);
+  Compiled without = CompileText(*text, path, /*libraries=*/false, &without_text);
+  ASSERT_NE(with.exe, nullptr);
+  ASSERT_NE(without.exe, nullptr);
+  EXPECT_NE(with_text.find("R.extern(\"kiln.openblas.sgemm\")"), std::string::npos) << with_text;
+  EXPECT_NE(with_text.find("@matmul"), std::string::npos) << "the small matmul stays generated\n" << with_text;
+  EXPECT_EQ(without_text.find("openblas"), std::string::npos) << without_text;
+  vm::VirtualMachine vm_with(with.exe), vm_without(without.exe);
+  Input w0 = RandomInput({784, 256}, 5), b0 = RandomInput({256}, 6), w1 = RandomInput({256, 10}, 7),
+        b1 = RandomInput({10}, 8);
+  for (int64_t b : {1, 7, 300}) {
+    Input x = RandomInput({b, 784}, 20 + static_cast<uint32_t>(b));
+    std::vector<vm::Value> args{vm::Value(x.vm), vm::Value(w0.vm), vm::Value(b0.vm), vm::Value(w1.vm), vm::Value(b1.vm)};
+    absl::StatusOr<vm::Value> got_with = vm_with.Invoke("main", args);
+    absl::StatusOr<vm::Value> got_without = vm_without.Invoke("main", args);
+    ASSERT_TRUE(got_with.ok()) << got_with.status();
+    ASSERT_TRUE(got_without.ok()) << got_without.status();
+    absl::StatusOr<reference::RefValue> want =
+        reference::Evaluate(with.normalized, "main", {x.ref, w0.ref, b0.ref, w1.ref, b1.ref});
+    ASSERT_TRUE(want.ok()) << want.status();
+    ExpectClose(got_with->as_tensor(), want->tensor(), 1e-4);
+    ExpectClose(got_without->as_tensor(), want->tensor(), 1e-4);
+    const vm::Tensor& a = got_with->as_tensor();
+    const vm::Tensor& c = got_without->as_tensor();
+    ASSERT_EQ(a.shape(), c.shape());
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      // Summation orders differ (784-term dot products), so float32 rounding does too.
+      ASSERT_NEAR(a.data_as<float>()[i], c.data_as<float>()[i], 1e-4 * (1 + std::fabs(c.data_as<float>()[i])))
+          << "batch " << b << " element " << i;
+    }
   }
 }
 

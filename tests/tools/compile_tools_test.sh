@@ -35,7 +35,7 @@ grep -q "pass normalize" <<<"$err" || fail "--time-passes: $err"
 
 # Errors.
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
-grep -q "unknown pass 'nonsense'; the passes are: normalize, legalize, schedule, lower_call_tir" <<<"$err" || fail "unknown pass: $err"
+grep -q "unknown pass 'nonsense'; the passes are: normalize, dispatch_libraries, legalize, schedule, lower_call_tir" <<<"$err" || fail "unknown pass: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
 grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --mcpu not-a-cpu 2>&1); then fail "unknown cpu accepted"; fi
@@ -43,4 +43,18 @@ printf 'module {\n  func @f( {\n' > "$dir/bad.kir"
 if err=$("$kiln" compile "$dir/bad.kir" 2>&1); then fail "parse error accepted"; fi
 grep -q "bad.kir:2:[0-9]*: error:" <<<"$err" || fail "parse error location: $err"
 "$kiln" compile --help | grep -q "usage: kiln compile" || fail "--help"
+if err=$("$kiln" compile "$modules/call_tir_add.kir" --libs mkl 2>&1); then fail "unknown --libs accepted"; fi
+grep -q "unknown --libs 'mkl'" <<<"$err" || fail "unknown libs: $err"
+
+# The MLP's first matmul (k*n = 784*256) goes to OpenBLAS by default and the profile names
+# it; with --libs none every matmul is a generated kernel.
+mlp_inputs=(--input random:7x784:f32:1 --input random:784x256:f32:2 --input random:256:f32:3
+            --input random:256x10:f32:4 --input random:10:f32:5)
+"$kiln" compile "$models/mlp.kir" -o "$dir/mlp_blas.kx" || fail "compile mlp"
+"$kiln" compile "$models/mlp.kir" --libs none -o "$dir/mlp_gen.kx" || fail "compile mlp --libs none"
+prof=$("$kiln" run "$dir/mlp_blas.kx" "${mlp_inputs[@]}" --profile)
+grep -q "kernel kiln.openblas.sgemm .* 1$" <<<"$prof" || fail "profile lacks the library call: $prof"
+grep -q "kernel matmul_kernel" <<<"$prof" || fail "the small matmul should stay generated: $prof"
+prof=$("$kiln" run "$dir/mlp_gen.kx" "${mlp_inputs[@]}" --profile)
+grep -q "openblas" <<<"$prof" && fail "--libs none still calls OpenBLAS: $prof"
 echo "tools: kiln compile + kiln run work"

@@ -1,0 +1,86 @@
+#include "relax/transform/dispatch_libraries.h"
+
+#include <optional>
+#include <vector>
+
+#include "support/status_macros.h"
+
+namespace kiln::relax {
+namespace {
+
+const TensorStructInfoNode* F32Rank2(const StructInfo& s) {
+  const auto* t = s.defined() ? s.as<TensorStructInfoNode>() : nullptr;
+  if (t == nullptr || t->ndim != 2 || !t->dtype || *t->dtype != tir::DataType::Float32()) return nullptr;
+  return t;
+}
+
+class Dispatcher {
+ public:
+  explicit Dispatcher(const LibraryOptions& options) : options_(options) {}
+
+  Expr RewriteSeq(const Expr& expr) {
+    const auto* seq = expr.as<SeqExprNode>();
+    if (seq == nullptr) return expr;
+    bool changed = false;
+    std::vector<BindingBlock> blocks;
+    for (const BindingBlock& block : seq->blocks) {
+      BindingBlock out{{}, block.dataflow};
+      for (const Binding& b : block.bindings) {
+        Binding nb = RewriteBinding(b);
+        changed = changed || !nb.value.same_as(b.value);
+        out.bindings.push_back(std::move(nb));
+      }
+      blocks.push_back(std::move(out));
+    }
+    if (!changed) return expr;
+    return Expr(std::make_shared<SeqExprNode>(std::move(blocks), seq->body, expr.struct_info()));
+  }
+
+ private:
+  Binding RewriteBinding(const Binding& b) {
+    if (b.is_match_cast()) return b;
+    if (const auto* if_node = b.value.as<IfNode>()) {
+      Expr t = RewriteSeq(if_node->true_branch);
+      Expr f = RewriteSeq(if_node->false_branch);
+      if (t.same_as(if_node->true_branch) && f.same_as(if_node->false_branch)) return b;
+      return {b.var, Expr(std::make_shared<IfNode>(if_node->condition, t, f, b.value.struct_info())), StructInfo()};
+    }
+    const auto* call = b.value.as<CallNode>();
+    const auto* op = call != nullptr && call->op.defined() ? call->op.as<OpNode>() : nullptr;
+    if (op == nullptr || op->name != "matmul" || call->args.size() != 2) return b;
+    const StructInfo& out_sinfo = b.value.struct_info();
+    const TensorStructInfoNode* lhs = F32Rank2(call->args[0].struct_info());
+    const TensorStructInfoNode* rhs = F32Rank2(call->args[1].struct_info());
+    const TensorStructInfoNode* out = F32Rank2(out_sinfo);
+    if (lhs == nullptr || rhs == nullptr || out == nullptr || !out->shape || !rhs->shape) return b;
+    std::optional<int64_t> k = (*rhs->shape)[0].as_int();
+    std::optional<int64_t> n = (*rhs->shape)[1].as_int();
+    if (!k || !n || *k * *n < options_.min_row_work) return b;
+    Expr args = Tuple({call->args[0], call->args[1]},
+                      TupleSInfo({call->args[0].struct_info(), call->args[1].struct_info()}));
+    Expr callee = ExternFunc(kOpenBlasSgemm, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
+    return {b.var, Call(Op("call_dps_library"), {callee, args}, {}, {out_sinfo}, out_sinfo), StructInfo()};
+  }
+
+  const LibraryOptions& options_;
+};
+
+}  // namespace
+
+absl::StatusOr<IRModule> DispatchLibraries(const IRModule& module, const LibraryOptions& options) {
+  if (!options.openblas) return module;
+  IRModule result = module;
+  Dispatcher dispatcher(options);
+  for (const IRModule::Entry& entry : module.entries()) {
+    const FunctionNode* fn = entry.relax_function();
+    if (fn == nullptr) continue;
+    Expr body = dispatcher.RewriteSeq(fn->body);
+    if (body.same_as(fn->body)) continue;
+    const Expr& old = std::get<Expr>(entry.func);
+    result.Update(entry.name, Expr(std::make_shared<FunctionNode>(fn->params, body, fn->ret_struct_info, fn->is_pure,
+                                                                  fn->attrs, old.struct_info())));
+  }
+  return result;
+}
+
+}  // namespace kiln::relax

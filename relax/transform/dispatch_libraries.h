@@ -1,0 +1,38 @@
+// DispatchLibraries: rewrites operator calls that a vendor library does well into
+// destination-passing library calls, before legalize turns the rest into generated kernels.
+// One function may then mix library calls and generated kernels; both compute the same thing.
+//
+//   %h0 = R.matmul(x, w0)            // x: Tensor((b, 784), float32), w0: Tensor((784, 256), float32)
+// becomes
+//   %h0 = R.call_dps_library(R.extern("kiln.openblas.sgemm"), (x, w0), out_sinfo=Tensor((b, 256), float32))
+//
+// The rule (library openblas): an R.matmul is rewritten when both operands and the result
+// are float32 tensors of rank 2, the result shape is known, and the constant work per output
+// row, k * n (the contracted and the column extents of the right operand), is at least
+// `min_row_work` (default 64 * 64 = 4096). Smaller matmuls stay with generated kernels, where
+// the call overhead of the library would dominate. Symbolic k or n never dispatch; the batch
+// extent m may be symbolic. Everything else passes through unchanged.
+//
+// The library kernel (builtins/openblas_kernels.cc) is resolved by name when the
+// executable is loaded; lower_call_tir allocates its output and VM codegen declares it as a
+// library kernel.
+#pragma once
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "relax/ir_module.h"
+
+namespace kiln::relax {
+
+struct LibraryOptions {
+  bool openblas = true;
+  int64_t min_row_work = 64 * 64;
+};
+
+// The name of the OpenBLAS matmul kernel that matching matmuls are rewritten to call.
+inline constexpr const char* kOpenBlasSgemm = "kiln.openblas.sgemm";
+
+absl::StatusOr<IRModule> DispatchLibraries(const IRModule& module, const LibraryOptions& options);
+
+}  // namespace kiln::relax
