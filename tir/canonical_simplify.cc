@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "support/check.h"
+#include "support/int_math.h"
 #include "tir/buffer.h"
 
 namespace kiln::tir {
@@ -111,16 +112,8 @@ uint64_t Gcd(uint64_t a, uint64_t b) {
 }
 
 // Floor division and modulo by a constant b other than 0 and -1 (callers handle those).
-int64_t FloorDivConst(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-int64_t FloorModConst(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
+using support::FloorDiv;
+using support::FloorMod;
 
 bool IsTrueImm(const PrimExpr& e) {
   auto v = e.as_int();
@@ -735,7 +728,7 @@ struct CanonicalSimplifier::Impl {
   std::optional<Sum> DivByConst(Sum a, int64_t c) {
     if (c == 1) return a;
     if (c == -1) return Scale(a, -1);
-    if (a.is_const()) return Constant(a.dtype, FloorDivConst(a.constant, c));
+    if (a.is_const()) return Constant(a.dtype, FloorDiv(a.constant, c));
     uint64_t g = CommonFactor(a, c);
     if (g > 1) {
       // floordiv(g * x, g * c) == floordiv(x, c)
@@ -746,8 +739,8 @@ struct CanonicalSimplifier::Impl {
     }
     // a = c * q + r, with q every term c divides and the constant split so that r's constant
     // lies between 0 and c; then floordiv(a, c) = q + floordiv(r, c).
-    Sum q = Constant(a.dtype, FloorDivConst(a.constant, c));
-    Sum r = Constant(a.dtype, FloorModConst(a.constant, c));
+    Sum q = Constant(a.dtype, FloorDiv(a.constant, c));
+    Sum r = Constant(a.dtype, FloorMod(a.constant, c));
     for (const Term& t : a.terms) {
       if (t.coef % c == 0) {
         q.terms.push_back({t.atoms, t.coef / c});
@@ -758,8 +751,8 @@ struct CanonicalSimplifier::Impl {
     if (r.is_const()) return q;
     IntBound rb = SumBound(r);
     if (rb.min != IntBound::kNegInf && rb.max != IntBound::kPosInf) {
-      int64_t lo = FloorDivConst(rb.min, c);
-      if (lo == FloorDivConst(rb.max, c)) {
+      int64_t lo = FloorDiv(rb.min, c);
+      if (lo == FloorDiv(rb.max, c)) {
         if (__builtin_add_overflow(q.constant, lo, &q.constant)) return std::nullopt;
         return q;
       }
@@ -780,7 +773,7 @@ struct CanonicalSimplifier::Impl {
   // floormod(a, c) for a nonzero constant c; the result has c's sign.
   std::optional<Sum> ModByConst(Sum a, int64_t c) {
     if (c == 1 || c == -1) return Constant(a.dtype, 0);
-    if (a.is_const()) return Constant(a.dtype, FloorModConst(a.constant, c));
+    if (a.is_const()) return Constant(a.dtype, FloorMod(a.constant, c));
     uint64_t g = CommonFactor(a, c);
     if (g > 1) {
       // floormod(g * x, g * c) == g * floormod(x, c)
@@ -790,7 +783,7 @@ struct CanonicalSimplifier::Impl {
       return Scale(*m, static_cast<int64_t>(g));
     }
     // Multiples of c do not change the remainder.
-    Sum r = Constant(a.dtype, FloorModConst(a.constant, c));
+    Sum r = Constant(a.dtype, FloorMod(a.constant, c));
     for (const Term& t : a.terms) {
       if (t.coef % c != 0) r.terms.push_back(t);
     }
@@ -798,9 +791,9 @@ struct CanonicalSimplifier::Impl {
     IntBound rb = SumBound(r);
     if (rb.min != IntBound::kNegInf && rb.max != IntBound::kPosInf) {
       // One quotient over r's whole range: the remainder is r shifted.
-      int64_t q = FloorDivConst(rb.min, c);
+      int64_t q = FloorDiv(rb.min, c);
       int64_t shift;
-      if (q == FloorDivConst(rb.max, c) && !__builtin_mul_overflow(q, c, &shift)) {
+      if (q == FloorDiv(rb.max, c) && !__builtin_mul_overflow(q, c, &shift)) {
         if (__builtin_sub_overflow(r.constant, shift, &r.constant)) return std::nullopt;
         return r;
       }
@@ -986,9 +979,9 @@ struct CanonicalSimplifier::Impl {
       // g*x + k <= 0 is x + ceil(k/g) <= 0.
       for (Term& t : d->terms) t.coef /= gi;
       if (kind == ExprKind::kLT) {
-        d->constant = FloorDivConst(k, gi);
+        d->constant = FloorDiv(k, gi);
       } else if (kind == ExprKind::kLE) {
-        d->constant = -FloorDivConst(-k, gi);
+        d->constant = -FloorDiv(-k, gi);
       } else {
         d->constant = k / gi;
       }

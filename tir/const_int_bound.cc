@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <optional>
 
+#include "support/int_math.h"
 #include "tir/buffer.h"
 
 namespace kiln::tir {
@@ -55,9 +56,7 @@ int64_t ExtMul(int64_t a, int64_t b, End end) {
 
 int64_t FloorDivFinite(int64_t a, int64_t b) {
   if (a == kNegInf && b == -1) return kPosInf;  // overflows: saturate
-  int64_t q = a / b;
-  if (a % b != 0 && ((a < 0) != (b < 0))) --q;
-  return q;
+  return support::FloorDiv(a, b);
 }
 
 // floor(a / b) for b != 0 over the extended integers.

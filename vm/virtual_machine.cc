@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "support/int_math.h"
 #include "vm/storage.h"
 #include "vm/thread_pool.h"
 
@@ -32,12 +33,6 @@ void WorkspaceFree(KilnCallContext*, void* ptr) {
 std::string DimName(const Function& fn, const Operand& o) {
   if (o.debug_name >= 0) return absl::StrCat(" (", fn.strings[o.debug_name], ")");
   return "";
-}
-
-int64_t FloorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
 }
 
 }  // namespace
@@ -332,8 +327,8 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, size_t base, i
           case IntOpKind::kAdd: r = x + y; break;
           case IntOpKind::kSub: r = x - y; break;
           case IntOpKind::kMul: r = x * y; break;
-          case IntOpKind::kFloorDiv: r = FloorDiv(x, y); break;
-          case IntOpKind::kFloorMod: r = x - FloorDiv(x, y) * y; break;
+          case IntOpKind::kFloorDiv: r = support::FloorDiv(x, y); break;
+          case IntOpKind::kFloorMod: r = support::FloorMod(x, y); break;
           case IntOpKind::kMin: r = x < y ? x : y; break;
           case IntOpKind::kMax: r = x > y ? x : y; break;
           case IntOpKind::kEQ: r = x == y; break;

@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "support/check.h"
+#include "support/int_math.h"
 #include "support/status_macros.h"
 
 namespace kiln::relax::op {
@@ -324,11 +325,7 @@ PrimExpr FloorDivDim(const PrimExpr& a, const PrimExpr& b, tir::Analyzer& analyz
   auto cx = x.as_int();
   auto cy = y.as_int();
   if (cy == 1) return x;
-  if (cx && cy && *cy != 0) {
-    int64_t q = *cx / *cy;
-    if ((*cx % *cy != 0) && ((*cx < 0) != (*cy < 0))) --q;
-    return Int(q);
-  }
+  if (cx && cy && *cy != 0) return Int(support::FloorDiv(*cx, *cy));
   return analyzer.Simplify(tir::FloorDiv(x, y));
 }
 
