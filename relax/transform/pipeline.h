@@ -42,6 +42,10 @@ struct PipelineOptions {
   // Which operator calls pass `dispatch_libraries` hands to vendor libraries (OpenBLAS for
   // large float32 matmuls, on by default); with every library off the pass changes nothing.
   LibraryOptions libraries;
+  // Operator fusion (passes annotate_patterns, fuse_ops, fuse_tir): elementwise and broadcast
+  // epilogues join their producer's kernel (matmul + bias + gelu as one kernel). Off: one
+  // kernel per operator, as legalized (`kiln compile --no-fuse`; benchmarks compare both).
+  bool fuse = true;
 };
 
 // The pass names, in pipeline order.
