@@ -93,6 +93,7 @@ TEST(DefaultCpuScheduleTest, MatmulIsTiledVectorizedAndDecomposed) {
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(kMatmul), {.vector_lanes = 8, .num_threads = 4}, &trace);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(trace,
+            "cache_write(\"C\") -> \"C_write_back\"\n"
             "split(\"i\", [-1, 4]) -> [\"i_0\", \"i_1\"]\n"
             "split(\"j\", [-1, 16]) -> [\"j_0\", \"j_1\"]\n"
             "reorder([\"i_0\", \"j_0\", \"r\", \"i_1\", \"j_1\"])\n"
@@ -100,8 +101,17 @@ TEST(DefaultCpuScheduleTest, MatmulIsTiledVectorizedAndDecomposed) {
             "parallel(\"i_0_j_0_fused\")\n"
             "vectorize(\"j_1\")\n"
             "unroll(\"i_1\")\n"
-            "decompose_reduction(\"C\", \"r\") -> \"C_init\"\n");
-  std::cout << Print(*f);
+            "decompose_reduction(\"C\", \"r\") -> \"C_init\"\n"
+            "reverse_compute_at(\"C_write_back\", \"i_0_j_0_fused\")\n"
+            "get_loops(\"C_write_back\") -> [\"i_0_j_0_fused\", \"ax0\", \"ax1\"]\n"
+            "vectorize(\"ax1\")\n"
+            "unroll(\"ax0\")\n");
+  // The accumulator is a 4 x 16 tile inside the parallel loop, and the full tiles run
+  // without lane conditions, apart from the edge tiles' serial copy.
+  std::string text = Print(*f);
+  EXPECT_THAT(text, HasSubstr("allocate C_local: Buffer((4, 16), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("C_local[i_1, j_1] = C_local[i_1, j_1] + A[vi, vk] * B[vk, vj]"));
+  EXPECT_THAT(text, HasSubstr("C[vi_wb, vj_wb] = C_local[ax0, ax1]"));
 }
 
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
@@ -113,7 +123,7 @@ TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 4}, &trace);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_THAT(trace, HasSubstr("split(\"j\", [-1, 16])"));
-  EXPECT_THAT(trace, Not(HasSubstr("vectorize")));
+  EXPECT_THAT(trace, Not(HasSubstr("vectorize(\"j_1\")")));
 }
 
 TEST(DefaultCpuScheduleTest, ReductionRunsSpatialLoopsInParallel) {

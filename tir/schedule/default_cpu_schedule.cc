@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "support/status_macros.h"
@@ -108,12 +109,15 @@ absl::StatusOr<std::string> VectorizeInner(Schedule* s, const std::string& loop,
   return parts[0];
 }
 
-absl::Status ParallelOver(Schedule* s, const std::vector<std::string>& loops, const CpuScheduleOptions& options) {
+absl::Status ParallelOver(Schedule* s, const std::vector<std::string>& loops, const CpuScheduleOptions& options,
+                          std::string* innermost = nullptr) {
+  if (innermost) *innermost = loops.empty() ? std::string() : loops.back();
   if (loops.empty() || options.num_threads <= 1) return absl::OkStatus();
   std::string loop = loops[0];
   if (loops.size() > 1) {
     KILN_ASSIGN_OR_RETURN(loop, s->Fuse(loops));
   }
+  if (innermost) *innermost = loop;
   return s->Parallel(loop);
 }
 
@@ -196,7 +200,68 @@ bool ColumnsContiguous(const BlockNode* block, const VarNode* col) {
   return contiguous;
 }
 
+// The blocks of the function other than `skip` that read `buffer`.
+std::vector<std::string> ReadersOf(const PrimFunc& func, const BufferNode* buffer) {
+  std::vector<std::string> names;
+  ForEachStmt(func->body, [&](const Stmt& st) {
+    const auto* b = st.as<BlockNode>();
+    if (b && OutermostBlocks(b->body).empty() && AccessesOf(b->body).reads.count(buffer)) names.push_back(b->name);
+  });
+  return names;
+}
+
+// The buffer a block stores to (its body's single store), or null.
+const BufferNode* StoredBuffer(const PrimFunc& func, const std::string& block) {
+  absl::StatusOr<Stmt> b = FindBlock(func, block, "");
+  if (!b.ok()) return nullptr;
+  const auto* store = b->as<BlockNode>()->body.as<BufferStoreNode>();
+  return store ? store->buffer.get() : nullptr;
+}
+
+// Folds elementwise consumers of the write-back's output into it, one after another, so
+// an epilogue (bias, activation) is applied to the tile while it is in registers.
+void InlineEpilogues(Schedule* s, const std::string& write_back) {
+  for (int guard = 0; guard < 16; ++guard) {
+    const BufferNode* out = StoredBuffer(s->func(), write_back);
+    if (!out) return;
+    std::vector<std::string> readers = ReadersOf(s->func(), out);
+    if (readers.size() != 1) return;
+    Schedule attempt = *s;
+    if (!attempt.ReverseComputeInline(readers[0]).ok()) return;
+    *s = attempt;
+  }
+}
+
+// Unrolls the row loop and vectorizes the column loop of the write-back (now under the
+// tile loop, walking one tile).
+absl::Status ScheduleWriteBack(Schedule* s, const std::string& write_back, const CpuScheduleOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(write_back));
+  if (loops.size() < 2) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(Stmt cols, FindLoop(s->func(), loops.back(), ""));
+  KILN_ASSIGN_OR_RETURN(Stmt rows, FindLoop(s->func(), loops[loops.size() - 2], ""));
+  std::optional<int64_t> col_extent = cols.as<ForNode>()->extent.as_int();
+  std::optional<int64_t> row_extent = rows.as<ForNode>()->extent.as_int();
+  if (col_extent && *col_extent >= 2 && *col_extent <= 4 * options.vector_lanes) {
+    // A failure (a gather or a race) leaves the loop serial.
+    (void)s->Vectorize(loops.back());
+  }
+  if (row_extent && *row_extent <= 8) (void)s->Unroll(loops[loops.size() - 2]);
+  return absl::OkStatus();
+}
+
 absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
+  // The accumulator tile lives in a local buffer (registers once compacted); an epilogue
+  // that reads the result joins the write-back.
+  std::string write_back;
+  {
+    Schedule attempt = *s;
+    absl::StatusOr<std::string> wb = attempt.CacheWrite(nest.block->name);
+    if (wb.ok()) {
+      *s = attempt;
+      write_back = *wb;
+      InlineEpilogues(s, write_back);
+    }
+  }
   size_t n = nest.loops.size();
   const ForNode* i = nest.loops[n - 3];
   const ForNode* j = nest.loops[n - 2];
@@ -226,13 +291,22 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   order.push_back(ii);
   order.push_back(ji);
   KILN_RETURN_IF_ERROR(s->Reorder(order));
-  KILN_RETURN_IF_ERROR(ParallelOver(s, outer, options));
+  std::string tile_loop;
+  KILN_RETURN_IF_ERROR(ParallelOver(s, outer, options, &tile_loop));
   const VarNode* col = nest.block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
   if (j_extent.value_or(col_tile) >= 2 && ColumnsContiguous(nest.block, col)) {
     KILN_RETURN_IF_ERROR(s->Vectorize(ji));
   }
   KILN_RETURN_IF_ERROR(s->Unroll(ii));
-  return s->DecomposeReduction(nest.block->name, k->loop_var.name()).status();
+  KILN_RETURN_IF_ERROR(s->DecomposeReduction(nest.block->name, k->loop_var.name()).status());
+  if (!write_back.empty() && !tile_loop.empty()) {
+    Schedule attempt = *s;
+    if (attempt.ReverseComputeAt(write_back, tile_loop).ok()) {
+      *s = attempt;
+      KILN_RETURN_IF_ERROR(ScheduleWriteBack(s, write_back, options));
+    }
+  }
+  return absl::OkStatus();
 }
 
 void FlattenAnd(const PrimExpr& e, std::vector<PrimExpr>* out) {
@@ -270,49 +344,148 @@ class Renewer : public StmtExprMutator {
   }
 };
 
+// A vectorized loop without the conditions on its lane in its blocks' predicates, and
+// those conditions evaluated at the last lane; nullopt when a lane condition has a form
+// other than `a < b` with `a` increasing with the lane.
+struct LaneSplit {
+  Stmt body;                    // the loop's body, lane conditions dropped
+  std::vector<PrimExpr> guards; // all hold => every lane is in range
+};
+std::optional<LaneSplit> SplitLaneConditions(const ForNode* loop) {
+  std::optional<int64_t> lanes = loop->extent.as_int();
+  const VarNode* v = loop->loop_var.get();
+  Analyzer analyzer;
+  LaneSplit out{loop->body, {}};
+  for (const Stmt& b : OutermostBlocks(loop->body)) {
+    const auto* block = b.as<BlockNode>();
+    if (!block->predicate.defined() || !UsesVar(block->predicate, v)) continue;
+    std::vector<PrimExpr> conjuncts, keep;
+    FlattenAnd(block->predicate, &conjuncts);
+    for (const PrimExpr& c : conjuncts) {
+      if (!UsesVar(c, v)) {
+        keep.push_back(c);
+        continue;
+      }
+      const auto* lt = c.as<BinaryNode>();
+      if (c.kind() != ExprKind::kLT || UsesVar(lt->b, v) ||
+          UsesVar(analyzer.Simplify(Sub(lt->a, loop->loop_var)), v)) {
+        return std::nullopt;
+      }
+      PrimExpr last = analyzer.Simplify(loop->min + IntImm(loop->loop_var.dtype(), *lanes - 1));
+      out.guards.push_back(analyzer.Simplify(Substitute(c, VarMap{{v, last}})));
+    }
+    PrimExpr predicate;
+    for (const PrimExpr& c : keep) predicate = predicate.defined() ? And(predicate, c) : c;
+    out.body = ReplaceStmt(out.body, b.get(),
+                           Block(block->name, block->iter_vars, block->body, block->init, predicate,
+                                 block->alloc_buffers));
+  }
+  return out;
+}
+
+PrimExpr AllOf(const std::vector<PrimExpr>& conditions) {
+  PrimExpr condition = conditions[0];
+  std::set<std::string> seen = {ToString(condition)};
+  for (size_t i = 1; i < conditions.size(); ++i) {
+    if (seen.insert(ToString(conditions[i])).second) condition = And(condition, conditions[i]);
+  }
+  return condition;
+}
+
+// Drops the lane conditions of every vectorized loop in a statement, collecting them.
+class LaneConditionStripper : public StmtExprMutator {
+ public:
+  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* loop = s.as<ForNode>();
+    if (loop->for_kind != ForKind::kVectorized || !loop->extent.as_int()) return s;
+    std::optional<LaneSplit> split = SplitLaneConditions(loop);
+    if (!split) {
+      ok = false;
+      return s;
+    }
+    guards.insert(guards.end(), split->guards.begin(), split->guards.end());
+    return For(loop->loop_var, loop->min, loop->extent, loop->for_kind, split->body);
+  }
+  bool ok = true;
+  std::vector<PrimExpr> guards;
+};
+
+// The edge tiles' copy: vectorized loops whose lanes may leave the domain run serially.
+class LaneLoopSerializer : public StmtExprMutator {
+ public:
+  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* loop = s.as<ForNode>();
+    if (loop->for_kind != ForKind::kVectorized || !loop->extent.as_int()) return s;
+    std::optional<LaneSplit> split = SplitLaneConditions(loop);
+    if (split && split->guards.empty()) return s;
+    return For(loop->loop_var, loop->min, loop->extent, ForKind::kSerial, loop->body);
+  }
+};
+
+class DefinedVars : public StmtExprVisitor {
+ public:
+  void VisitVarDef(const Var& var) override { vars.push_back(var.get()); }
+  std::vector<const VarNode*> vars;
+};
+
 class TailGuard : public StmtExprMutator {
  public:
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
     Stmt s = StmtExprMutator::VisitStmt_(op, self);
     const auto* loop = s.as<ForNode>();
-    std::optional<int64_t> lanes = loop->extent.as_int();
-    if (loop->for_kind != ForKind::kVectorized || !lanes) return s;
-    const VarNode* v = loop->loop_var.get();
-    Analyzer analyzer;
-    std::vector<PrimExpr> guards;
-    Stmt body = loop->body;
-    for (const Stmt& b : OutermostBlocks(loop->body)) {
-      const auto* block = b.as<BlockNode>();
-      if (!block->predicate.defined() || !UsesVar(block->predicate, v)) continue;
-      std::vector<PrimExpr> conjuncts, keep;
-      FlattenAnd(block->predicate, &conjuncts);
-      for (const PrimExpr& c : conjuncts) {
-        if (!UsesVar(c, v)) {
-          keep.push_back(c);
-          continue;
-        }
-        const auto* lt = c.as<BinaryNode>();
-        if (c.kind() != ExprKind::kLT || UsesVar(lt->b, v) ||
-            UsesVar(analyzer.Simplify(Sub(lt->a, loop->loop_var)), v)) {
-          return s;  // a lane condition of another form: leave the loop to the code generator
-        }
-        PrimExpr last = analyzer.Simplify(loop->min + IntImm(loop->loop_var.dtype(), *lanes - 1));
-        guards.push_back(analyzer.Simplify(Substitute(c, VarMap{{v, last}})));
-      }
-      PrimExpr predicate;
-      for (const PrimExpr& c : keep) predicate = predicate.defined() ? And(predicate, c) : c;
-      body = ReplaceStmt(body, b.get(),
-                         Block(block->name, block->iter_vars, block->body, block->init, predicate,
-                               block->alloc_buffers));
-    }
-    if (guards.empty()) return s;
-    PrimExpr condition = guards[0];
-    for (size_t i = 1; i < guards.size(); ++i) condition = And(condition, guards[i]);
-    Stmt vector_loop = For(loop->loop_var, loop->min, loop->extent, ForKind::kVectorized, body);
+    if (loop->for_kind != ForKind::kVectorized || !loop->extent.as_int()) return s;
+    std::optional<LaneSplit> split = SplitLaneConditions(loop);
+    if (!split || split->guards.empty()) return s;  // other forms are left to the code generator
+    Stmt vector_loop = For(loop->loop_var, loop->min, loop->extent, ForKind::kVectorized, split->body);
     Stmt tail = Renewer().VisitStmt(For(loop->loop_var, loop->min, loop->extent, ForKind::kSerial, loop->body));
-    return IfThenElse(condition, vector_loop, tail);
+    return IfThenElse(AllOf(split->guards), vector_loop, tail);
+  }
+  // A local tile buffer: one guard for the whole tile, above the allocation, so the fast
+  // path indexes the tile only with constants and vector lanes (LLVM then keeps it in
+  // registers) and the edge tiles run a separate copy with its own buffer.
+  Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
+    bool constant = op->buffer->scope == "local";
+    for (const PrimExpr& d : op->buffer->shape) constant &= d.as_int().has_value();
+    if (constant) {
+      LaneConditionStripper stripper;
+      Stmt fast = stripper.VisitStmt(op->body);
+      DefinedVars inner;
+      inner.VisitStmt(op->body);
+      bool hoistable = stripper.ok && !stripper.guards.empty();
+      for (const PrimExpr& g : stripper.guards) hoistable &= !UsesAnyVar(g, inner.vars);
+      if (hoistable) {
+        Stmt slow = Renewer().VisitStmt(LaneLoopSerializer().VisitStmt(self));
+        return IfThenElse(AllOf(stripper.guards), Allocate(op->buffer, fast), slow);
+      }
+    }
+    return StmtExprMutator::VisitStmt_(op, self);
   }
 };
+
+// Fused functions hold several kernels' loop nests with their intermediates allocated in
+// the function: an elementwise intermediate whose readers are all elementwise is folded
+// into them (a reduction reader would recompute it at every step, so it stays).
+void InlineIntermediates(Schedule* s) {
+  std::vector<std::string> blocks;
+  ForEachStmt(s->func()->body, [&](const Stmt& st) {
+    if (const auto* b = st.as<BlockNode>(); b && !b->is_reduction() && !b->init.defined()) blocks.push_back(b->name);
+  });
+  for (const std::string& name : blocks) {
+    const BufferNode* out = StoredBuffer(s->func(), name);
+    if (!out) continue;
+    std::vector<std::string> readers = ReadersOf(s->func(), out);
+    bool elementwise_readers = !readers.empty();
+    for (const std::string& r : readers) {
+      absl::StatusOr<Stmt> rb = FindBlock(s->func(), r, "");
+      elementwise_readers &= rb.ok() && !rb->as<BlockNode>()->is_reduction() && !rb->as<BlockNode>()->init.defined();
+    }
+    if (!elementwise_readers) continue;
+    Schedule attempt = *s;
+    if (attempt.ComputeInline(name).ok()) *s = attempt;
+  }
+}
 
 }  // namespace
 
@@ -331,6 +504,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
         absl::StrCat("cpu schedule: num_threads must be >= 1, got ", options.num_threads));
   }
   Schedule schedule(func);
+  InlineIntermediates(&schedule);
   std::vector<std::string> blocks;
   ForEachStmt(schedule.func()->body, [&](const Stmt& s) {
     if (const auto* b = s.as<BlockNode>()) blocks.push_back(b->name);

@@ -106,4 +106,23 @@ absl::Status Schedule::ComputeInline(const std::string& block) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::string> Schedule::CacheWrite(const std::string& block) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::CacheWriteResult r, schedule_primitive::CacheWrite(func_, block));
+  func_ = r.func;
+  trace_.Append({"cache_write", {block}, {}, {r.write_back_block}});
+  return r.write_back_block;
+}
+
+absl::Status Schedule::ReverseComputeAt(const std::string& block, const std::string& loop) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::ReverseComputeAt(func_, block, loop));
+  trace_.Append({"reverse_compute_at", {block, loop}, {}, {}});
+  return absl::OkStatus();
+}
+
+absl::Status Schedule::ReverseComputeInline(const std::string& block) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::ReverseComputeInline(func_, block));
+  trace_.Append({"reverse_compute_inline", {block}, {}, {}});
+  return absl::OkStatus();
+}
+
 }  // namespace kiln::tir

@@ -31,6 +31,25 @@
 //      ComputeInline(block): replaces every read of an elementwise producer block's output
 //        by its expression and removes the block (the buffer must be a block allocation or
 //        an Allocate, not a parameter).
+//      CacheWrite(block): the block (which must store to exactly one buffer B, at its own
+//        spatial variables B[vi, vj], with no predicate, alone in its loop nest) stores to
+//        and reads from a new "local" buffer B_local of B's shape instead; a new block
+//        "<block>_write_back" in its own loops over the block's spatial domain copies
+//        B_local into B right after the block's loop nest, and an Allocate of B_local wraps
+//        the two. Returns the write-back block's name.
+//      ReverseComputeAt(block, loop): moves an elementwise block (plain loops, one per
+//        iteration variable, no predicate) under `loop` of its producer, after the loop's
+//        body: new loops walk exactly the region of the buffer it reads that one iteration
+//        of `loop` writes (a predicate keeps it in its domain), so it consumes each tile as
+//        soon as it is final. Every write of that buffer must lie under `loop` and finish in
+//        one iteration (no writer reduces over `loop` or a loop above it); the block must
+//        follow the loop's nest, with no conflicting access in between. A "local"
+//        allocation of the buffer around the loop then shrinks to the tile (constant size,
+//        accesses re-indexed in loop terms) and moves inside the loop.
+//      ReverseComputeInline(block): an elementwise block `D[f(v)] = g(B[v], ...)` whose
+//        input B is produced by one non-reduction block `B[idx] = e` (and read by no one
+//        else; B not a parameter) is folded into that producer, which then stores
+//        `D[f(idx)] = g(e, ...)`; the block, its loops and B's allocation disappear.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +81,9 @@ class Schedule {
   absl::Status Unroll(const std::string& loop);
   absl::StatusOr<std::string> DecomposeReduction(const std::string& block, const std::string& loop);
   absl::Status ComputeInline(const std::string& block);
+  absl::StatusOr<std::string> CacheWrite(const std::string& block);
+  absl::Status ReverseComputeAt(const std::string& block, const std::string& loop);
+  absl::Status ReverseComputeInline(const std::string& block);
 
  private:
   PrimFunc func_;
@@ -89,6 +111,13 @@ struct DecomposeResult {
 absl::StatusOr<DecomposeResult> DecomposeReduction(const PrimFunc& func, const std::string& block,
                                                    const std::string& loop);
 absl::StatusOr<PrimFunc> ComputeInline(const PrimFunc& func, const std::string& block);
+struct CacheWriteResult {
+  PrimFunc func;
+  std::string write_back_block;
+};
+absl::StatusOr<CacheWriteResult> CacheWrite(const PrimFunc& func, const std::string& block);
+absl::StatusOr<PrimFunc> ReverseComputeAt(const PrimFunc& func, const std::string& block, const std::string& loop);
+absl::StatusOr<PrimFunc> ReverseComputeInline(const PrimFunc& func, const std::string& block);
 }  // namespace schedule_primitive
 
 }  // namespace kiln::tir

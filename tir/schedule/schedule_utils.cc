@@ -1,5 +1,7 @@
 #include "tir/schedule/schedule_utils.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "tir/analyzer.h"
 #include "tir/stmt_functor.h"
@@ -223,6 +225,102 @@ PrimExpr SimplifyExpr(const PrimExpr& expr) {
 Stmt SimplifyIndices(const Stmt& stmt) { return IndexSimplifier().VisitStmt(stmt); }
 
 PrimFunc WithBody(const PrimFunc& func, Stmt body) { return PrimFunc(func->params, std::move(body), func->attrs); }
+
+BufferAccesses AccessesOf(const Stmt& stmt) {
+  class Collector : public StmtExprVisitor {
+   public:
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      out.reads.insert(op->buffer.get());
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+    void VisitStmt_(const BufferStoreNode* op, const Stmt& self) override {
+      out.writes.insert(op->buffer.get());
+      StmtExprVisitor::VisitStmt_(op, self);
+    }
+    BufferAccesses out;
+  } collector;
+  collector.VisitStmt(stmt);
+  return collector.out;
+}
+
+int CountAccesses(const Stmt& stmt, const BufferNode* buffer) {
+  class Counter : public StmtExprVisitor {
+   public:
+    explicit Counter(const BufferNode* b) : b_(b) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      count += op->buffer.get() == b_;
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+    void VisitStmt_(const BufferStoreNode* op, const Stmt& self) override {
+      count += op->buffer.get() == b_;
+      StmtExprVisitor::VisitStmt_(op, self);
+    }
+    int count = 0;
+
+   private:
+    const BufferNode* b_;
+  } counter(buffer);
+  counter.VisitStmt(stmt);
+  return counter.count;
+}
+
+Stmt NestRoot(const Stmt& root, const StmtNode* block) {
+  std::vector<Stmt> ancestors = AncestorsOf(root, block);
+  const StmtNode* inner = block;
+  Stmt top;
+  for (size_t i = ancestors.size(); i-- > 0;) {
+    const auto* l = ancestors[i].as<ForNode>();
+    if (!l || l->body.get() != inner) break;
+    top = ancestors[i];
+    inner = l;
+  }
+  if (top.defined()) return top;
+  // The block itself: find its Stmt handle among its parent's children.
+  Stmt self;
+  ForEachStmt(root, [&](const Stmt& s) {
+    if (s.get() == block) self = s;
+  });
+  return self;
+}
+
+SeqPosition CommonSeq(const Stmt& root, const StmtNode* a, const StmtNode* b) {
+  std::vector<Stmt> pa = AncestorsOf(root, a), pb = AncestorsOf(root, b);
+  size_t common = 0;
+  while (common < pa.size() && common < pb.size() && pa[common].same_as(pb[common])) ++common;
+  SeqPosition pos;
+  if (common == 0) return pos;
+  const auto* seq = pa[common - 1].as<SeqStmtNode>();
+  if (!seq) return pos;
+  const StmtNode* child_a = common < pa.size() ? pa[common].get() : a;
+  const StmtNode* child_b = common < pb.size() ? pb[common].get() : b;
+  for (size_t i = 0; i < seq->seq.size(); ++i) {
+    if (seq->seq[i].get() == child_a) pos.first = i;
+    if (seq->seq[i].get() == child_b) pos.second = i;
+  }
+  pos.seq = seq;
+  return pos;
+}
+
+PrimExpr InLoopTerms(const BlockNode* block, const PrimExpr& expr) {
+  VarMap vmap;
+  for (const IterVar& iv : block->iter_vars) vmap[iv.var.get()] = iv.value;
+  return SimplifyExpr(Substitute(expr, vmap));
+}
+
+absl::StatusOr<IndexRange> RangeOver(const PrimExpr& index, const std::vector<const ForNode*>& inner) {
+  VarMap at_min, at_max;
+  for (const ForNode* l : inner) {
+    if (!UsesVar(index, l->loop_var.get())) continue;
+    PrimExpr step = SimplifyExpr(Substitute(index, VarMap{{l->loop_var.get(), l->loop_var + 1}}) - index);
+    std::optional<int64_t> c = step.as_int();
+    if (!c || *c < 0) return absl::InvalidArgumentError("");
+    at_min[l->loop_var.get()] = l->min;
+    at_max[l->loop_var.get()] = SimplifyExpr(l->min + l->extent - 1);
+  }
+  PrimExpr lo = SimplifyExpr(Substitute(index, at_min));
+  PrimExpr hi = SimplifyExpr(Substitute(index, at_max));
+  return IndexRange{lo, SimplifyExpr(hi - lo + 1)};
+}
 
 std::string KindWord(ForKind kind) { return ForKindName(kind); }
 

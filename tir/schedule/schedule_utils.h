@@ -52,6 +52,48 @@ PrimExpr SimplifyExpr(const PrimExpr& expr);
 // A new PrimFunc with the same parameters and attributes and another body.
 PrimFunc WithBody(const PrimFunc& func, Stmt body);
 
+// The buffers a statement loads from and stores to (allocated inside it or not).
+struct BufferAccesses {
+  std::set<const BufferNode*> reads;
+  std::set<const BufferNode*> writes;
+  bool Touches(const BufferNode* b) const { return reads.count(b) || writes.count(b); }
+};
+BufferAccesses AccessesOf(const Stmt& stmt);
+// Number of loads plus stores of `buffer` in `stmt`.
+int CountAccesses(const Stmt& stmt, const BufferNode* buffer);
+
+// The top of the chain of For loops directly enclosing `block` (each the only statement
+// of its parent loop), or the block itself when its parent is not such a loop.
+Stmt NestRoot(const Stmt& root, const StmtNode* block);
+
+// Where two statements sit in their lowest common SeqStmt: `seq` and the indices of the
+// children holding each. Unset `seq` when they share no SeqStmt.
+struct SeqPosition {
+  const SeqStmtNode* seq = nullptr;
+  size_t first = 0, second = 0;
+};
+SeqPosition CommonSeq(const Stmt& root, const StmtNode* a, const StmtNode* b);
+
+// The block's bindings substituted into `expr`: its iteration variables replaced by the
+// loop expressions they are bound to.
+PrimExpr InLoopTerms(const BlockNode* block, const PrimExpr& expr);
+
+// The range [min, min + extent) an index expression (in loop terms) covers while the
+// `inner` loops run and the other variables stay fixed. Fails (an empty message) unless the
+// expression grows by a constant >= 0 with each inner loop variable.
+struct IndexRange {
+  PrimExpr min;
+  PrimExpr extent;
+};
+absl::StatusOr<IndexRange> RangeOver(const PrimExpr& index, const std::vector<const ForNode*>& inner);
+
+// Shrinks the buffer of the Allocate `alloc` (whose accesses must all lie inside `loop`, a
+// descendant) to the region one iteration of `loop` touches, when that region has a
+// constant size, and moves the allocation to wrap the loop's body. Accesses are re-indexed
+// relative to the region, in loop terms. Returns the function unchanged when the region
+// cannot be bounded.
+PrimFunc CompactAllocation(const PrimFunc& func, const AllocateNode* alloc, const ForNode* loop);
+
 // "serial", "parallel", ... for messages.
 std::string KindWord(ForKind kind);
 

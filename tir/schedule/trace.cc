@@ -224,6 +224,15 @@ absl::Status Trace::Replay(Schedule* s) const {
       status = r.status();
     } else if (inst.kind == "compute_inline") {
       status = s->ComputeInline(one());
+    } else if (inst.kind == "cache_write") {
+      absl::StatusOr<std::string> r = s->CacheWrite(one());
+      if (r.ok()) outputs = std::vector<std::string>{*r};
+      status = r.status();
+    } else if (inst.kind == "reverse_compute_at") {
+      if (inst.inputs.size() != 2) return absl::InvalidArgumentError("reverse_compute_at takes a block and a loop");
+      status = s->ReverseComputeAt(inst.inputs[0], inst.inputs[1]);
+    } else if (inst.kind == "reverse_compute_inline") {
+      status = s->ReverseComputeInline(one());
     } else {
       return absl::InvalidArgumentError(absl::StrCat("instruction ", i, ": unknown primitive '", inst.kind, "'"));
     }
