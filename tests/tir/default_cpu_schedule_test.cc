@@ -114,6 +114,23 @@ TEST(DefaultCpuScheduleTest, MatmulIsTiledVectorizedAndDecomposed) {
   EXPECT_THAT(text, HasSubstr("C[vi_wb, vj_wb] = C_local[ax0, ax1]"));
 }
 
+TEST(DefaultCpuScheduleTest, FusedMatmulEpilogueRunsOnTheTile) {
+  std::string trace;
+  absl::StatusOr<PrimFunc> f =
+      ScheduleForCpu(Parse(testing::kFusedMatmulBiasGelu), {.vector_lanes = 8, .num_threads = 4}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, HasSubstr("compute_inline(\"add\")\ncache_write(\"matmul\") -> \"matmul_write_back\"\n"
+                               "reverse_compute_inline(\"gelu\")\n"));
+  EXPECT_THAT(trace, HasSubstr("reverse_compute_at(\"matmul_write_back\", \"i0_0_i1_0_fused\")"));
+  std::string text = Print(*f);
+  // One parallel loop nest; the intermediates are gone and the tile is 4 x 16.
+  EXPECT_EQ(text.find("allocate mm:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("allocate biased"), std::string::npos) << text;
+  EXPECT_EQ(text.find("parallel"), text.rfind("parallel")) << text;
+  EXPECT_THAT(text, HasSubstr("allocate mm_local: Buffer((4, 16), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("out[v0_wb, v1_wb] = 0.5 * (mm_local[ax0, ax1] + bias[v1_wb])"));
+}
+
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
   // B[vj, vk]: vectorizing j would gather with stride k.
   std::string text = kMatmul;

@@ -17,6 +17,7 @@
 namespace kiln::tir {
 namespace {
 
+using testing::kFusedMatmulBiasGelu;
 using testing::kMatmul;
 
 using ::testing::HasSubstr;
@@ -285,18 +286,286 @@ prim_func @f(A: Buffer((n,), float32), C: Buffer((n,), float32)) {
   ASSERT_TRUE(s.ComputeInline("T").ok());
   EXPECT_FUNC_EQ(s.func(), R"(
 prim_func @f(A: Buffer((n,), float32), C: Buffer((n,), float32)) {
-  allocate T: Buffer((n,), float32) {
-    for j in serial(0, n) {
-      block "C" {
-        vj = spatial(n, j)
-        C[vj] = A[vj] * 2.0 + 1.0
-      }
+  for j in serial(0, n) {
+    block "C" {
+      vj = spatial(n, j)
+      C[vj] = A[vj] * 2.0 + 1.0
     }
   }
 })");
   Schedule out(Parse(kScale));
   absl::Status st = out.ComputeInline("B");
   EXPECT_THAT(st.message(), HasSubstr("compute_inline: block 'B' writes the parameter 'B'"));
+}
+
+TEST(ScheduleTest, CacheWriteComputesIntoALocalBufferAndCopiesBack) {
+  Schedule s(Parse(kMatmul));
+  absl::StatusOr<std::string> wb = s.CacheWrite("C");
+  ASSERT_TRUE(wb.ok()) << wb.status();
+  EXPECT_EQ(*wb, "C_write_back");
+  EXPECT_FUNC_EQ(s.func(), R"(
+prim_func @f(A: Buffer((m, k), float32), B: Buffer((k, n), float32), C: Buffer((m, n), float32)) {
+  allocate C_local: Buffer((m, n), float32, scope="local") {
+    for i in serial(0, m) {
+      for j in serial(0, n) {
+        for r in serial(0, k) {
+          block "C" {
+            vi = spatial(m, i)
+            vj = spatial(n, j)
+            vk = reduce(k, r)
+            init {
+              C_local[vi, vj] = 0.0
+            }
+            C_local[vi, vj] = C_local[vi, vj] + A[vi, vk] * B[vk, vj]
+          }
+        }
+      }
+    }
+    for ax0 in serial(0, m) {
+      for ax1 in serial(0, n) {
+        block "C_write_back" {
+          vi_wb = spatial(m, ax0)
+          vj_wb = spatial(n, ax1)
+          C[vi_wb, vj_wb] = C_local[vi_wb, vj_wb]
+        }
+      }
+    }
+  }
+})");
+}
+
+TEST(ScheduleTest, CacheWriteErrors) {
+  Schedule s(Parse(kMatmul));
+  EXPECT_EQ(s.CacheWrite("X").status().message(), "cache_write: no block named 'X'");
+  ASSERT_TRUE(s.Split("i", {-1, 4}).ok());
+  EXPECT_THAT(s.CacheWrite("C").status().message(),
+              HasSubstr("cache_write: block 'C' has a predicate; cache writes before splitting its loops"));
+  Schedule t(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      B[vi] = B[vi] + A[vi]
+    }
+  }
+})"));
+  EXPECT_THAT(t.CacheWrite("B").status().message(), HasSubstr("reads 'B' without an init"));
+  Schedule u(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32), C: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      B[vi] = A[vi]
+      C[vi] = A[vi]
+    }
+  }
+})"));
+  EXPECT_THAT(u.CacheWrite("B").status().message(), HasSubstr("stores to 2 buffers"));
+  Schedule v(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      B[0] = A[vi]
+    }
+  }
+})"));
+  EXPECT_THAT(v.CacheWrite("B").status().message(), HasSubstr("not distinct spatial iteration variables"));
+  EXPECT_EQ(s.trace().ToString(), "split(\"i\", [-1, 4]) -> [\"i_0\", \"i_1\"]\n");
+}
+
+// The write-back moves under the column-tile loop and the cache shrinks to one 4 x 8 tile,
+// indexed by the tile's own loops.
+TEST(ScheduleTest, ReverseComputeAtMovesTheWriteBackUnderTheTileAndCompactsTheCache) {
+  Schedule s(Parse(kMatmul));
+  ASSERT_TRUE(s.CacheWrite("C").ok());
+  ASSERT_TRUE(s.Split("i", {-1, 4}).ok());
+  ASSERT_TRUE(s.Split("j", {-1, 8}).ok());
+  ASSERT_TRUE(s.Reorder({"i_0", "j_0", "r", "i_1", "j_1"}).ok());
+  absl::Status st = s.ReverseComputeAt("C_write_back", "j_0");
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_FUNC_EQ(s.func(), R"(
+prim_func @f(A: Buffer((m, k), float32), B: Buffer((k, n), float32), C: Buffer((m, n), float32)) {
+  for i_0 in serial(0, floordiv(m + 3, 4)) {
+    for j_0 in serial(0, floordiv(n + 7, 8)) {
+      allocate C_local: Buffer((4, 8), float32, scope="local") {
+        for r in serial(0, k) {
+          for i_1 in serial(0, 4) {
+            for j_1 in serial(0, 8) {
+              block "C" {
+                vi = spatial(m, 4 * i_0 + i_1)
+                vj = spatial(n, 8 * j_0 + j_1)
+                vk = reduce(k, r)
+                where 8 * j_0 + j_1 < n && 4 * i_0 + i_1 < m
+                init {
+                  C_local[i_1, j_1] = 0.0
+                }
+                C_local[i_1, j_1] = C_local[i_1, j_1] + A[vi, vk] * B[vk, vj]
+              }
+            }
+          }
+        }
+        for ax0 in serial(0, 4) {
+          for ax1 in serial(0, 8) {
+            block "C_write_back" {
+              vi_wb = spatial(m, ax0 + 4 * i_0)
+              vj_wb = spatial(n, ax1 + 8 * j_0)
+              where ax0 + 4 * i_0 < m && ax1 + 8 * j_0 < n
+              C[vi_wb, vj_wb] = C_local[ax0, ax1]
+            }
+          }
+        }
+      }
+    }
+  }
+})");
+}
+
+TEST(ScheduleTest, ReverseComputeAtErrors) {
+  Schedule s(Parse(kMatmul));
+  ASSERT_TRUE(s.CacheWrite("C").ok());
+  // Under the reduction loop, an iteration has not finished its elements.
+  EXPECT_THAT(s.ReverseComputeAt("C_write_back", "r").message(),
+              HasSubstr("block 'C' reduces over a loop at or above 'r'"));
+  EXPECT_THAT(s.ReverseComputeAt("C", "i").message(), HasSubstr("the block is a reduction"));
+  EXPECT_THAT(s.ReverseComputeAt("C_write_back", "ax0").message(), HasSubstr("already under the loop"));
+  EXPECT_THAT(s.ReverseComputeAt("C_write_back", "q").message(), HasSubstr("no loop named 'q'"));
+  // A consumer of another nest's output cannot move under this one.
+  Schedule t(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32), C: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      B[vi] = A[vi] * 2.0
+    }
+  }
+  for j in serial(0, n) {
+    block "C" {
+      vj = spatial(n, j)
+      C[vj] = A[vj] + 1.0
+    }
+  }
+})"));
+  EXPECT_THAT(t.ReverseComputeAt("C", "i").message(),
+              HasSubstr("must read exactly one buffer written under the loop, found 0"));
+  // Elementwise consumer of a producer split by 4: it follows each chunk.
+  Schedule u(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), C: Buffer((n,), float32)) {
+  allocate B: Buffer((n,), float32) {
+    for i in serial(0, n) {
+      block "B" {
+        vi = spatial(n, i)
+        B[vi] = A[vi] * 2.0
+      }
+    }
+    for j in serial(0, n) {
+      block "C" {
+        vj = spatial(n, j)
+        C[vj] = B[vj] + 1.0
+      }
+    }
+  }
+})"));
+  ASSERT_TRUE(u.Split("i", {-1, 4}).ok());
+  ASSERT_TRUE(u.ReverseComputeAt("C", "i_0").ok());
+  EXPECT_FUNC_EQ(u.func(), R"(
+prim_func @f(A: Buffer((n,), float32), C: Buffer((n,), float32)) {
+  allocate B: Buffer((n,), float32) {
+    for i_0 in serial(0, floordiv(n + 3, 4)) {
+      for i_1 in serial(0, 4) {
+        block "B" {
+          vi = spatial(n, 4 * i_0 + i_1)
+          where 4 * i_0 + i_1 < n
+          B[vi] = A[vi] * 2.0
+        }
+      }
+      for j in serial(0, 4) {
+        block "C" {
+          vj = spatial(n, 4 * i_0 + j)
+          where 4 * i_0 + j < n
+          C[vj] = B[vj] + 1.0
+        }
+      }
+    }
+  }
+})");
+}
+
+TEST(ScheduleTest, ReverseComputeInlineFoldsTheEpilogueIntoTheWriteBack) {
+  Schedule s(Parse(kFusedMatmulBiasGelu));
+  ASSERT_TRUE(s.ComputeInline("add").ok());
+  ASSERT_TRUE(s.CacheWrite("matmul").ok());
+  absl::Status st = s.ReverseComputeInline("gelu");
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_FUNC_EQ(s.func(), R"(
+prim_func @f(A: Buffer((m, k), float32), W: Buffer((k, n), float32), bias: Buffer((n,), float32), out: Buffer((m, n), float32)) {
+  allocate mm_local: Buffer((m, n), float32, scope="local") {
+    for i0 in serial(0, m) {
+      for i1 in serial(0, n) {
+        for k0 in serial(0, k) {
+          block "matmul" {
+            v0 = spatial(m, i0)
+            v1 = spatial(n, i1)
+            vk0 = reduce(k, k0)
+            init {
+              mm_local[v0, v1] = 0.0
+            }
+            mm_local[v0, v1] = mm_local[v0, v1] + A[v0, vk0] * W[vk0, v1]
+          }
+        }
+      }
+    }
+    for ax0 in serial(0, m) {
+      for ax1 in serial(0, n) {
+        block "matmul_write_back" {
+          v0_wb = spatial(m, ax0)
+          v1_wb = spatial(n, ax1)
+          out[v0_wb, v1_wb] = 0.5 * (mm_local[v0_wb, v1_wb] + bias[v1_wb]) * (1.0 + erf((mm_local[v0_wb, v1_wb] + bias[v1_wb]) * 0.707106781))
+        }
+      }
+    }
+  }
+})");
+  // The trace of all three replays to the same function.
+  Schedule again(Parse(kFusedMatmulBiasGelu));
+  ASSERT_TRUE(s.trace().Replay(&again).ok()) << s.trace().ToString();
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+}
+
+TEST(ScheduleTest, ReverseComputeInlineErrors) {
+  Schedule s(Parse(kFusedMatmulBiasGelu));
+  EXPECT_THAT(s.ReverseComputeInline("matmul").message(), HasSubstr("block 'matmul' is a reduction"));
+  // 'add' reads the matmul's output, written by a reduction.
+  EXPECT_THAT(s.ReverseComputeInline("add").message(), HasSubstr("which is not a single non-reduction store"));
+  Schedule t(Parse(kScale));
+  EXPECT_THAT(t.ReverseComputeInline("B").message(),
+              HasSubstr("must read exactly one buffer that a block of the function writes, found 0"));
+  // Two readers of the intermediate: folding one would lose the other's input.
+  Schedule u(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), C: Buffer((n,), float32), D: Buffer((n,), float32)) {
+  allocate B: Buffer((n,), float32) {
+    for i in serial(0, n) {
+      block "B" {
+        vi = spatial(n, i)
+        B[vi] = A[vi] * 2.0
+      }
+    }
+    for j in serial(0, n) {
+      block "C" {
+        vj = spatial(n, j)
+        C[vj] = B[vj] + 1.0
+      }
+    }
+    for l in serial(0, n) {
+      block "D" {
+        vl = spatial(n, l)
+        D[vl] = B[vl] - 1.0
+      }
+    }
+  }
+})"));
+  EXPECT_THAT(u.ReverseComputeInline("C").message(), HasSubstr("is not the only reader of 'B'"));
+  EXPECT_EQ(u.trace().ToString(), "");
 }
 
 TEST(ScheduleTest, GetLoopsAndGetBlock) {

@@ -107,6 +107,7 @@ absl::StatusOr<PrimFunc> ComputeInline(const PrimFunc& func, const std::string& 
   }
   Stmt body = ReplaceStmt(func->body, remove, SeqStmt({}));
   body = Inliner(store->buffer.get(), index_vars, store->value).VisitStmt(body);
+  body = DropAllocation(body, store->buffer.get());
   return WithBody(func, SimplifyIndices(body));
 }
 

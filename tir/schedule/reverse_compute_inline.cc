@@ -26,29 +26,6 @@ class LoadReplacer : public StmtExprMutator {
   PrimExpr value_;
 };
 
-// Removes the allocation of a buffer nothing uses any more.
-class DropAllocation : public StmtExprMutator {
- public:
-  explicit DropAllocation(const BufferNode* buffer) : buffer_(buffer) {}
-  Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
-    if (op->buffer.get() == buffer_) return VisitStmt(op->body);
-    return StmtExprMutator::VisitStmt_(op, self);
-  }
-  Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
-    Stmt s = StmtExprMutator::VisitStmt_(op, self);
-    const auto* b = s.as<BlockNode>();
-    std::vector<Buffer> kept;
-    for (const Buffer& buf : b->alloc_buffers) {
-      if (buf.get() != buffer_) kept.push_back(buf);
-    }
-    if (kept.size() == b->alloc_buffers.size()) return s;
-    return Block(b->name, b->iter_vars, b->body, b->init, b->predicate, kept);
-  }
-
- private:
-  const BufferNode* buffer_;
-};
-
 }  // namespace
 
 absl::StatusOr<PrimFunc> ReverseComputeInline(const PrimFunc& func, const std::string& name) {
@@ -174,7 +151,7 @@ absl::StatusOr<PrimFunc> ReverseComputeInline(const PrimFunc& func, const std::s
   Stmt fused_store = BufferStore(store->buffer, value, indices);
   Stmt body = ReplaceStmt(func->body, nest.get(), SeqStmt({}));
   body = ReplaceStmt(body, producer_store, fused_store);
-  body = DropAllocation(buffer).VisitStmt(body);
+  body = DropAllocation(body, buffer);
   return WithBody(func, body);
 }
 

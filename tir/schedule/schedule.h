@@ -30,7 +30,7 @@
 //        variable must be `loop` or inside it.
 //      ComputeInline(block): replaces every read of an elementwise producer block's output
 //        by its expression and removes the block (the buffer must be a block allocation or
-//        an Allocate, not a parameter).
+//        an Allocate, not a parameter); the allocation goes too.
 //      CacheWrite(block): the block (which must store to exactly one buffer B, at its own
 //        spatial variables B[vi, vj], with no predicate, alone in its loop nest) stores to
 //        and reads from a new "local" buffer B_local of B's shape instead; a new block

@@ -322,6 +322,33 @@ absl::StatusOr<IndexRange> RangeOver(const PrimExpr& index, const std::vector<co
   return IndexRange{lo, SimplifyExpr(hi - lo + 1)};
 }
 
+Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer) {
+  // Removes the allocation (an Allocate or a block's alloc_buffers entry).
+  class Dropper : public StmtExprMutator {
+   public:
+    explicit Dropper(const BufferNode* buffer) : buffer_(buffer) {}
+    Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
+      if (op->buffer.get() == buffer_) return VisitStmt(op->body);
+      return StmtExprMutator::VisitStmt_(op, self);
+    }
+    Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
+      Stmt s = StmtExprMutator::VisitStmt_(op, self);
+      const auto* b = s.as<BlockNode>();
+      std::vector<Buffer> kept;
+      for (const Buffer& buf : b->alloc_buffers) {
+        if (buf.get() != buffer_) kept.push_back(buf);
+      }
+      if (kept.size() == b->alloc_buffers.size()) return s;
+      return Block(b->name, b->iter_vars, b->body, b->init, b->predicate, kept);
+    }
+
+   private:
+    const BufferNode* buffer_;
+  };
+  if (CountAccesses(stmt, buffer) != 0) return stmt;
+  return Dropper(buffer).VisitStmt(stmt);
+}
+
 std::string KindWord(ForKind kind) { return ForKindName(kind); }
 
 }  // namespace kiln::tir::schedule_internal

@@ -94,6 +94,9 @@ absl::StatusOr<IndexRange> RangeOver(const PrimExpr& index, const std::vector<co
 // cannot be bounded.
 PrimFunc CompactAllocation(const PrimFunc& func, const AllocateNode* alloc, const ForNode* loop);
 
+// `stmt` without the allocation of `buffer`, when nothing in it accesses the buffer.
+Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer);
+
 // "serial", "parallel", ... for messages.
 std::string KindWord(ForKind kind);
 
