@@ -559,7 +559,7 @@ TEST(ScheduleNumericsTest, MatmulAccumulatorLivesInRegisters) {
     ASSERT_TRUE(scheduled.ok()) << scheduled.status();
     std::string printed = relax::PrintPrimFunc(*scheduled, "k");
     std::string local = printed.find("C_local") != std::string::npos ? "C_local" : "mm_local";
-    ASSERT_NE(printed.find("allocate " + local + ": Buffer((4, 32)"), std::string::npos) << printed;
+    ASSERT_NE(printed.find("allocate " + local + ": Buffer((8, 32)"), std::string::npos) << printed;
     absl::StatusOr<std::string> raw = DumpCpuLlvmIr({{"k", *scheduled}}, CpuTarget::Host(), /*optimize=*/false);
     absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, CpuTarget::Host(), /*optimize=*/true);
     ASSERT_TRUE(ir.ok() && raw.ok()) << ir.status() << raw.status();

@@ -96,14 +96,14 @@ TEST(DefaultCpuScheduleTest, MatmulIsTiledVectorizedAndDecomposed) {
             "cache_write(\"C\") -> \"C_write_back\"\n"
             "split(\"i\", [-1, 4]) -> [\"i_0\", \"i_1\"]\n"
             "split(\"j\", [-1, 16]) -> [\"j_0\", \"j_1\"]\n"
-            "reorder([\"i_0\", \"j_0\", \"r\", \"i_1\", \"j_1\"])\n"
-            "fuse([\"i_0\", \"j_0\"]) -> \"i_0_j_0_fused\"\n"
-            "parallel(\"i_0_j_0_fused\")\n"
+            "reorder([\"j_0\", \"i_0\", \"r\", \"i_1\", \"j_1\"])\n"
+            "fuse([\"j_0\", \"i_0\"]) -> \"j_0_i_0_fused\"\n"
+            "parallel(\"j_0_i_0_fused\")\n"
             "vectorize(\"j_1\")\n"
             "unroll(\"i_1\")\n"
             "decompose_reduction(\"C\", \"r\") -> \"C_init\"\n"
-            "reverse_compute_at(\"C_write_back\", \"i_0_j_0_fused\")\n"
-            "get_loops(\"C_write_back\") -> [\"i_0_j_0_fused\", \"ax0\", \"ax1\"]\n"
+            "reverse_compute_at(\"C_write_back\", \"j_0_i_0_fused\")\n"
+            "get_loops(\"C_write_back\") -> [\"j_0_i_0_fused\", \"ax0\", \"ax1\"]\n"
             "vectorize(\"ax1\")\n"
             "unroll(\"ax0\")\n");
   // The accumulator is a 4 x 16 tile inside the parallel loop, and the full tiles run
@@ -121,7 +121,7 @@ TEST(DefaultCpuScheduleTest, FusedMatmulEpilogueRunsOnTheTile) {
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_THAT(trace, HasSubstr("compute_inline(\"add\")\ncache_write(\"matmul\") -> \"matmul_write_back\"\n"
                                "reverse_compute_inline(\"gelu\")\n"));
-  EXPECT_THAT(trace, HasSubstr("reverse_compute_at(\"matmul_write_back\", \"i0_0_i1_0_fused\")"));
+  EXPECT_THAT(trace, HasSubstr("reverse_compute_at(\"matmul_write_back\", \"i1_0_i0_0_fused\")"));
   std::string text = Print(*f);
   // One parallel loop nest; the intermediates are gone and the tile is 4 x 16.
   EXPECT_EQ(text.find("allocate mm:"), std::string::npos) << text;
