@@ -249,11 +249,12 @@ absl::Status ScheduleWriteBack(Schedule* s, const std::string& write_back, const
   return absl::OkStatus();
 }
 
-absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
-  // The accumulator tile lives in a local buffer (registers once compacted); an epilogue
-  // that reads the result joins the write-back.
+// `cache`: the accumulator tile lives in a local buffer (registers once compacted) and an
+// epilogue that reads the result joins the write-back; fails when the tile cannot be
+// formed, so the caller can schedule without it.
+absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options, bool cache) {
   std::string write_back;
-  {
+  if (cache) {
     Schedule attempt = *s;
     absl::StatusOr<std::string> wb = attempt.CacheWrite(nest.block->name);
     if (wb.ok()) {
@@ -307,12 +308,15 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   }
   KILN_RETURN_IF_ERROR(s->Unroll(ii));
   KILN_RETURN_IF_ERROR(s->DecomposeReduction(nest.block->name, k->loop_var.name()).status());
-  if (!write_back.empty() && !tile_loop.empty()) {
-    Schedule attempt = *s;
-    if (attempt.ReverseComputeAt(write_back, tile_loop).ok()) {
-      *s = attempt;
-      KILN_RETURN_IF_ERROR(ScheduleWriteBack(s, write_back, options));
-    }
+  if (write_back.empty()) return absl::OkStatus();
+  if (!tile_loop.empty()) {
+    KILN_RETURN_IF_ERROR(s->ReverseComputeAt(write_back, tile_loop));
+    return ScheduleWriteBack(s, write_back, options);
+  }
+  // No tile loop (rows and columns each fit one tile): a cache of constant size is the tile.
+  KILN_ASSIGN_OR_RETURN(Stmt block, FindBlock(s->func(), nest.block->name, "cpu schedule"));
+  for (const PrimExpr& d : block.as<BlockNode>()->body.as<BufferStoreNode>()->buffer->shape) {
+    if (!d.as_int()) return absl::FailedPreconditionError("cpu schedule: the accumulator has a symbolic size");
   }
   return absl::OkStatus();
 }
@@ -532,7 +536,11 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
     if (!nest->block->is_reduction()) {
       status = ScheduleInjective(&attempt, *nest, block_options);
     } else if (IsMatmulLike(*nest)) {
-      status = ScheduleMatmul(&attempt, *nest, block_options);
+      status = ScheduleMatmul(&attempt, *nest, block_options, /*cache=*/true);
+      if (!status.ok()) {
+        attempt = schedule;
+        status = ScheduleMatmul(&attempt, *nest, block_options, /*cache=*/false);
+      }
     } else {
       status = ScheduleReduction(&attempt, *nest, block_options);
     }

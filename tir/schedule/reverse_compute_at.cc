@@ -20,6 +20,7 @@ struct WriterSite {
   const BlockNode* block;
   std::vector<PrimExpr> indices;
   std::vector<const ForNode*> inner;  // loops between the outer loop and the store
+  bool under_if;                      // a condition stands between them
 };
 
 class WriterCollector : public StmtExprVisitor {
@@ -35,9 +36,14 @@ class WriterCollector : public StmtExprVisitor {
     StmtExprVisitor::VisitStmt_(op, self);
     blocks_.pop_back();
   }
+  void VisitStmt_(const IfThenElseNode* op, const Stmt& self) override {
+    ++ifs_;
+    StmtExprVisitor::VisitStmt_(op, self);
+    --ifs_;
+  }
   void VisitStmt_(const BufferStoreNode* op, const Stmt& self) override {
     if (op->buffer.get() == buffer_) {
-      sites.push_back({blocks_.empty() ? nullptr : blocks_.back(), op->indices, loops_});
+      sites.push_back({blocks_.empty() ? nullptr : blocks_.back(), op->indices, loops_, ifs_ > 0});
       nested |= blocks_.size() > 1;
     }
     StmtExprVisitor::VisitStmt_(op, self);
@@ -49,7 +55,17 @@ class WriterCollector : public StmtExprVisitor {
   const BufferNode* buffer_;
   std::vector<const ForNode*> loops_;
   std::vector<const BlockNode*> blocks_;
+  int ifs_ = 0;
 };
+
+void Conjuncts(const PrimExpr& e, std::vector<PrimExpr>* out) {
+  if (e.kind() == ExprKind::kAnd) {
+    Conjuncts(e.as<BinaryNode>()->a, out);
+    Conjuncts(e.as<BinaryNode>()->b, out);
+  } else {
+    out->push_back(e);
+  }
+}
 
 }  // namespace
 
@@ -94,6 +110,7 @@ absl::StatusOr<PrimFunc> ReverseComputeAt(const PrimFunc& func, const std::strin
                              produced.size()));
   }
   const BufferNode* buffer = produced[0];
+  const std::vector<PrimExpr>& buffer_shape = buffer->shape;
   for (const BufferNode* w : mine.writes) {
     if (mine.reads.count(w)) return fail("the block reads a buffer it writes");
   }
@@ -147,7 +164,23 @@ absl::StatusOr<PrimFunc> ReverseComputeAt(const PrimFunc& func, const std::strin
   }
   outer_vars.push_back(loop->loop_var.get());
   std::vector<IndexRange> region;
+  // Dimensions in which a writer may skip part of its range (a predicate or condition on
+  // the loops that walk that dimension): there the region can pass the written elements.
+  std::vector<bool> guarded;
   for (const WriterSite& site : writers.sites) {
+    if (guarded.empty()) guarded.assign(site.indices.size(), false);
+    std::vector<PrimExpr> conditions;
+    if (site.block && site.block->predicate.defined()) Conjuncts(InLoopTerms(site.block, site.block->predicate), &conditions);
+    for (const PrimExpr& c : conditions) {
+      std::vector<const VarNode*> inner_used;
+      for (const ForNode* l : site.inner) {
+        if (UsesVar(c, l->loop_var.get())) inner_used.push_back(l->loop_var.get());
+      }
+      for (size_t d = 0; d < site.indices.size() && d < guarded.size(); ++d) {
+        if (inner_used.empty() || UsesAnyVar(InLoopTerms(site.block, site.indices[d]), inner_used)) guarded[d] = true;
+      }
+    }
+    if (site.under_if) guarded.assign(guarded.size(), true);
     if (!site.block) return fail(absl::StrCat("a store to '", buffer->name, "' is outside any block"));
     for (const IterVar& iv : site.block->iter_vars) {
       if (iv.type == IterType::kReduction && UsesAnyVar(iv.value, outer_vars)) {
@@ -160,6 +193,19 @@ absl::StatusOr<PrimFunc> ReverseComputeAt(const PrimFunc& func, const std::strin
       if (!r.ok()) {
         return fail(absl::StrCat("cannot bound the region of '", buffer->name, "' that block '", site.block->name,
                                  "' writes in dimension ", d));
+      }
+      if (loop->for_kind == ForKind::kParallel) {
+        // Iterations run at once: each must write its whole region (no holes another
+        // iteration fills), so the index walks at most one inner loop, with step 1.
+        std::vector<const ForNode*> walking;
+        for (const ForNode* l : site.inner) {
+          if (UsesVar(InLoopTerms(site.block, site.indices[d]), l->loop_var.get())) walking.push_back(l);
+        }
+        Analyzer analyzer;
+        if (walking.size() > 1 || (walking.size() == 1 && !analyzer.CanProveEqual(r->extent, walking[0]->extent))) {
+          return fail(absl::StrCat("under a parallel loop the region of '", buffer->name, "' in dimension ", d,
+                                   " must be dense (one inner loop with step 1)"));
+        }
       }
       if (region.size() <= d) {
         region.push_back(*r);
@@ -199,7 +245,10 @@ absl::StatusOr<PrimFunc> ReverseComputeAt(const PrimFunc& func, const std::strin
     const auto* old = own_loops[i].as<ForNode>();
     loops[i] = Var(old->loop_var.name(), old->loop_var.dtype());  // the old loop goes away
     iters[i].value = SimplifyExpr(r.min + loops[i]);
-    if (!analyzer.CanProveLE(r.min + r.extent, iters[i].extent)) {
+    // Unguarded writers write every element of the region, all inside the buffer: when the
+    // block's domain is the buffer's, no predicate is needed.
+    bool inside = !guarded[dim_of_iter[i]] && analyzer.CanProveEqual(iters[i].extent, buffer_shape[dim_of_iter[i]]);
+    if (!inside && !analyzer.CanProveLE(r.min + r.extent, iters[i].extent)) {
       PrimExpr c = LT(iters[i].value, iters[i].extent);
       predicate = predicate.defined() ? And(predicate, c) : c;
     }
