@@ -549,6 +549,160 @@ TEST(ScheduleNumericsTest, FusedMatmulBiasGelu) {
   }
 }
 
+// Fused forms the epilogue rule must handle or leave alone: a residual add and relu after a
+// batched matmul (two epilogue inputs, a batch dimension), and a softmax after a matmul
+// (not elementwise: the matmul keeps its full-size output, the softmax reads it).
+TEST(ScheduleNumericsTest, FusedBatchMatmulResidualReluAndMatmulSoftmax) {
+  Variants residual(Parse(R"(
+prim_func @f(A: Buffer((b, m, k), float32), W: Buffer((b, k, n), float32), R: Buffer((b, m, n), float32), out: Buffer((b, m, n), float32)) {
+  allocate mm: Buffer((b, m, n), float32) {
+    allocate sum: Buffer((b, m, n), float32) {
+      for bb in serial(0, b) {
+        for i in serial(0, m) {
+          for j in serial(0, n) {
+            for r in serial(0, k) {
+              block "bmm" {
+                vb = spatial(b, bb)
+                vi = spatial(m, i)
+                vj = spatial(n, j)
+                vk = reduce(k, r)
+                init {
+                  mm[vb, vi, vj] = 0.0
+                }
+                mm[vb, vi, vj] = mm[vb, vi, vj] + A[vb, vi, vk] * W[vb, vk, vj]
+              }
+            }
+          }
+        }
+      }
+      for bb1 in serial(0, b) {
+        for i1 in serial(0, m) {
+          for j1 in serial(0, n) {
+            block "residual" {
+              vb1 = spatial(b, bb1)
+              vi1 = spatial(m, i1)
+              vj1 = spatial(n, j1)
+              sum[vb1, vi1, vj1] = mm[vb1, vi1, vj1] + R[vb1, vi1, vj1]
+            }
+          }
+        }
+      }
+      for bb2 in serial(0, b) {
+        for i2 in serial(0, m) {
+          for j2 in serial(0, n) {
+            block "relu" {
+              vb2 = spatial(b, bb2)
+              vi2 = spatial(m, i2)
+              vj2 = spatial(n, j2)
+              out[vb2, vi2, vj2] = max(sum[vb2, vi2, vj2], 0.0)
+            }
+          }
+        }
+      }
+    }
+  }
+})"));
+  EXPECT_EQ(residual.scheduled_text().find("allocate mm:"), std::string::npos) << residual.scheduled_text();
+  for (int64_t batch : {1, 3}) {
+    for (int64_t size : {1, 7, 40}) {
+      int64_t m = size + 2, k = size, n = size * 2 + 1;
+      vm::Tensor a = RandomF32({batch, m, k}, 40), w = RandomF32({batch, k, n}, 41), r = RandomF32({batch, m, n}, 42);
+      std::vector<double> expected, scale;
+      for (int64_t bi = 0; bi < batch; ++bi) {
+        std::vector<double> sc;
+        std::vector<double> c = NaiveMatmul(a.data_as<float>() + bi * m * k, w.data_as<float>() + bi * k * n, m, k, n, &sc);
+        for (int64_t e = 0; e < m * n; ++e) {
+          double x = c[e] + r.data_as<float>()[bi * m * n + e];
+          expected.push_back(std::max(x, 0.0));
+          scale.push_back(sc[e] + std::fabs(r.data_as<float>()[bi * m * n + e]));
+        }
+      }
+      for (const std::string& name : Variants::Names()) {
+        vm::Tensor out = RandomF32({batch, m, n}, 43);
+        residual.Run(name, {a, w, r, out});
+        ExpectClose(out, expected, scale, name + " batch=" + std::to_string(batch) + " size=" + std::to_string(size));
+      }
+    }
+  }
+
+  Variants softmax(Parse(R"(
+prim_func @f(A: Buffer((m, k), float32), W: Buffer((k, n), float32), out: Buffer((m, n), float32)) {
+  allocate mm: Buffer((m, n), float32) {
+    allocate mx: Buffer((m,), float32) {
+      allocate sm: Buffer((m,), float32) {
+        for i in serial(0, m) {
+          for j in serial(0, n) {
+            for r in serial(0, k) {
+              block "matmul" {
+                vi = spatial(m, i)
+                vj = spatial(n, j)
+                vk = reduce(k, r)
+                init {
+                  mm[vi, vj] = 0.0
+                }
+                mm[vi, vj] = mm[vi, vj] + A[vi, vk] * W[vk, vj]
+              }
+            }
+          }
+        }
+        for i1 in serial(0, m) {
+          for j1 in serial(0, n) {
+            block "max" {
+              vi1 = spatial(m, i1)
+              vj1 = reduce(n, j1)
+              init {
+                mx[vi1] = float32(-inf)
+              }
+              mx[vi1] = max(mx[vi1], mm[vi1, vj1])
+            }
+          }
+        }
+        for i2 in serial(0, m) {
+          for j2 in serial(0, n) {
+            block "sum" {
+              vi2 = spatial(m, i2)
+              vj2 = reduce(n, j2)
+              init {
+                sm[vi2] = 0.0
+              }
+              sm[vi2] = sm[vi2] + exp(mm[vi2, vj2] - mx[vi2])
+            }
+          }
+        }
+        for i3 in serial(0, m) {
+          for j3 in serial(0, n) {
+            block "norm" {
+              vi3 = spatial(m, i3)
+              vj3 = spatial(n, j3)
+              out[vi3, vj3] = exp(mm[vi3, vj3] - mx[vi3]) / sm[vi3]
+            }
+          }
+        }
+      }
+    }
+  }
+})"));
+  EXPECT_NE(softmax.scheduled_text().find("mm_local"), std::string::npos) << softmax.scheduled_text();
+  for (int64_t size : {1, 7, 13, 100}) {
+    int64_t m = size + 1, k = size, n = size + 3;
+    vm::Tensor a = RandomF32({m, k}, 44), w = RandomF32({k, n}, 45);
+    std::vector<double> scale;
+    std::vector<double> logits = NaiveMatmul(a.data_as<float>(), w.data_as<float>(), m, k, n, &scale);
+    std::vector<double> expected(m * n), ones(m * n, 1.0);
+    for (int64_t i = 0; i < m; ++i) {
+      double mx = logits[i * n], sum = 0.0;
+      for (int64_t j = 0; j < n; ++j) mx = std::max(mx, logits[i * n + j]);
+      for (int64_t j = 0; j < n; ++j) sum += std::exp(logits[i * n + j] - mx);
+      for (int64_t j = 0; j < n; ++j) expected[i * n + j] = std::exp(logits[i * n + j] - mx) / sum;
+    }
+    for (const std::string& name : Variants::Names()) {
+      vm::Tensor out = RandomF32({m, n}, 46);
+      softmax.Run(name, {a, w, out});
+      ExpectClose(out, expected, ones, name + " size=" + std::to_string(size));
+    }
+  }
+}
+
 // The accumulator tile is a small local buffer that LLVM promotes to vector registers in
 // the full tiles: after optimization the fast path's alloca is gone (only the edge tiles'
 // serial copy keeps one).
