@@ -4,22 +4,32 @@
 //  - The result computes the same values as the input for every value of the symbolic
 //    shape variables (sizes that are not multiples of a tile or of the vector width are
 //    covered by block predicates, and vectorized tails by a scalar copy of the loop).
+//  - Fused functions (several kernels' nests in sequence, intermediates allocated in the
+//    function): an elementwise block whose intermediate output is read only by elementwise
+//    blocks is first inlined into them (ComputeInline).
 //  - Each block that sits alone in a chain of plain loops (each loop binding one iteration
 //    variable directly, as lowering from Relax makes them) is classified and scheduled:
 //      injective (no reduction): the outer loops fused and run in parallel, the innermost
 //        split by the vector width with the inner part vectorized;
 //      matmul-like (one reduction, body `C[..] = C[..] + x * y`, the last loops binding
-//        the rows, columns and reduction of C): i tiled by 4 and j by 2 * lanes, loop order
-//        (batch, i_0, j_0 fused and parallel), k, i_1, j_1 with j_1 vectorized (when every read
-//        depending on j has it as its last index, so the vectors are contiguous), and the
-//        init decomposed into its own block before k;
+//        the rows, columns and reduction of C): the accumulator goes to a local cache
+//        (CacheWrite) whose write-back absorbs the elementwise consumers of C
+//        (ReverseComputeInline: a fused epilogue such as bias + gelu); i tiled by 8 for 16
+//        lanes (4 otherwise) and j by 2 * lanes, loop order (batch, j_0, i_0 fused and
+//        parallel), k, i_1 (unrolled), j_1 (vectorized when every read depending on j has
+//        it as its last index, so the vectors are contiguous), the init decomposed before
+//        k, and the write-back moved under the parallel loop (ReverseComputeAt), which
+//        shrinks the cache to one tile that LLVM keeps in registers. If the tile cannot be
+//        formed, the same tiling without a cache;
 //      other reductions: the spatial loops outside the reduction fused and parallel.
 //    Blocks that match none of these (already scheduled, irregular bindings) are left
 //    alone. A rule that does not apply to a block leaves that block unchanged.
 //  - Vectorized loops come out in the form the CPU code generator turns into SIMD code
 //    directly (constant extent, straight-line body, predicates that do not depend on the
 //    lane): a loop whose block predicate does depend on the lane is guarded by
-//    `if (last lane in range) { vectorized } else { the same loop, serial }`.
+//    `if (last lane in range) { vectorized } else { the same loop, serial }`; for a
+//    constant-size local tile the guard is hoisted above its allocation, so the full tiles
+//    index the tile only with constants and lanes.
 #pragma once
 
 #include <string>
