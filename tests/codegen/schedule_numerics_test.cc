@@ -355,6 +355,31 @@ TEST(ScheduleNumericsTest, Matmul) {
   }
 }
 
+// A constant width of 530 (not a multiple of the 16- or 32-column tile) gives enough
+// column panels for 4 threads, so the schedule packs B's panel per parallel iteration.
+TEST(ScheduleNumericsTest, MatmulWithPackedPanels) {
+  std::string text = kMatmul;
+  text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((k, 530)");
+  text.replace(text.find("C: Buffer((m, n)"), 16, "C: Buffer((m, 530)");
+  text.replace(text.find("serial(0, n)"), 12, "serial(0, 530)");
+  text.replace(text.find("spatial(n, j)"), 13, "spatial(530, j)");
+  Variants v(Parse(text));
+  ASSERT_NE(v.scheduled_text().find("B_local"), std::string::npos) << v.scheduled_text();
+  for (int64_t m : {1, 7, 13, 100}) {
+    for (int64_t k : {1, 13, 100}) {
+      const int64_t n = 530;
+      vm::Tensor a = RandomF32({m, k}, 50), b = RandomF32({k, n}, 51);
+      std::vector<double> scale;
+      std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data_as<float>(), m, k, n, &scale);
+      for (const std::string& name : Variants::Names()) {
+        vm::Tensor c = RandomF32({m, n}, 52);
+        v.Run(name, {a, b, c});
+        ExpectClose(c, expected, scale, name + " m=" + std::to_string(m) + " k=" + std::to_string(k));
+      }
+    }
+  }
+}
+
 TEST(ScheduleNumericsTest, MatmulWithTransposedRightOperand) {
   std::string text = kMatmul;
   text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((n, k)");

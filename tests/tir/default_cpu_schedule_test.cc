@@ -131,6 +131,28 @@ TEST(DefaultCpuScheduleTest, FusedMatmulEpilogueRunsOnTheTile) {
   EXPECT_THAT(text, HasSubstr("out[v0_wb, v1_wb] = 0.5 * (mm_local[ax0, ax1] + bias[v1_wb])"));
 }
 
+// A constant width with enough column panels for the threads: each parallel iteration
+// packs its panel of B (k x 32) and runs every row tile over it.
+TEST(DefaultCpuScheduleTest, WideMatmulPacksTheRightOperandPanel) {
+  std::string text = testing::kMatmul;
+  text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((k, 1024)");
+  text.replace(text.find("C: Buffer((m, n)"), 16, "C: Buffer((m, 1024)");
+  text.replace(text.find("serial(0, n)"), 12, "serial(0, 1024)");
+  text.replace(text.find("spatial(n, j)"), 13, "spatial(1024, j)");
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 4}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, HasSubstr("parallel(\"j_0\")\n"));
+  EXPECT_THAT(trace, HasSubstr("reverse_compute_at(\"C_write_back\", \"i_0\")\n"));
+  EXPECT_THAT(trace, HasSubstr("cache_read(\"C\", \"B\", \"j_0\") -> \"B_cache\"\n"));
+  std::string printed = Print(*f);
+  EXPECT_THAT(printed, HasSubstr("allocate B_local: Buffer((k, 32), float32, scope=\"local\")"));
+  EXPECT_THAT(printed, HasSubstr("A[vi, vk] * B_local[r, j_1]"));
+  // Symbolic or narrow widths keep the fused parallel loop over all tiles.
+  ASSERT_TRUE(ScheduleForCpu(Parse(testing::kMatmul), {.vector_lanes = 16, .num_threads = 4}, &trace).ok());
+  EXPECT_THAT(trace, Not(HasSubstr("cache_read")));
+}
+
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
   // B[vj, vk]: vectorizing j would gather with stride k.
   std::string text = kMatmul;

@@ -376,6 +376,57 @@ prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
 
 // The write-back moves under the column-tile loop and the cache shrinks to one 4 x 8 tile,
 // indexed by the tile's own loops.
+TEST(ScheduleTest, CacheReadPacksThePanelOneIterationReads) {
+  Schedule s(Parse(kMatmul));
+  ASSERT_TRUE(s.Split("j", {-1, 8}).ok());
+  ASSERT_TRUE(s.Reorder({"j_0", "i", "r", "j_1"}).ok());
+  absl::StatusOr<std::string> copy = s.CacheRead("C", "B", "j_0");
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(*copy, "B_cache");
+  EXPECT_FUNC_EQ(s.func(), R"(
+prim_func @f(A: Buffer((m, k), float32), B: Buffer((k, n), float32), C: Buffer((m, n), float32)) {
+  for j_0 in serial(0, floordiv(n + 7, 8)) {
+    allocate B_local: Buffer((k, 8), float32, scope="local") {
+      for ax0 in serial(0, k) {
+        for ax1 in serial(0, 8) {
+          block "B_cache" {
+            v0_cache = spatial(k, ax0)
+            v1_cache = spatial(n, ax1 + 8 * j_0)
+            where ax1 + 8 * j_0 < n
+            B_local[ax0, ax1] = B[v0_cache, v1_cache]
+          }
+        }
+      }
+      for i in serial(0, m) {
+        for r in serial(0, k) {
+          for j_1 in serial(0, 8) {
+            block "C" {
+              vi = spatial(m, i)
+              vj = spatial(n, 8 * j_0 + j_1)
+              vk = reduce(k, r)
+              where 8 * j_0 + j_1 < n
+              init {
+                C[vi, vj] = 0.0
+              }
+              C[vi, vj] = C[vi, vj] + A[vi, vk] * B_local[r, j_1]
+            }
+          }
+        }
+      }
+    }
+  }
+})");
+  EXPECT_THAT(s.CacheRead("C", "X", "j_0").status().message(),
+              HasSubstr("cache_read: 'X' of block 'C' at loop 'j_0': the block does not read it"));
+  EXPECT_THAT(s.CacheRead("C", "C", "j_0").status().message(), HasSubstr("it is written inside the loop"));
+  EXPECT_THAT(s.CacheRead("B_cache", "B", "r").status().message(), HasSubstr("the loop does not enclose the block"));
+  // The trace replays, cache_read included.
+  Schedule again(Parse(kMatmul));
+  ASSERT_TRUE(s.trace().Replay(&again).ok()) << s.trace().ToString();
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+  EXPECT_THAT(s.trace().ToString(), HasSubstr("cache_read(\"C\", \"B\", \"j_0\") -> \"B_cache\"\n"));
+}
+
 TEST(ScheduleTest, ReverseComputeAtMovesTheWriteBackUnderTheTileAndCompactsTheCache) {
   Schedule s(Parse(kMatmul));
   ASSERT_TRUE(s.CacheWrite("C").ok());

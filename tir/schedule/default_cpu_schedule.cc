@@ -200,6 +200,44 @@ bool ColumnsContiguous(const BlockNode* block, const VarNode* col) {
   return contiguous;
 }
 
+// The right operand of a matmul body: the buffer whose reads index the columns (as their
+// last index) and not the rows; "" when there is no single such buffer.
+std::string PanelOperand(const BlockNode* block, const VarNode* row, const VarNode* col) {
+  std::set<std::string> names;
+  bool ok = true;
+  class Loads : public StmtExprVisitor {
+   public:
+    Loads(const VarNode* row, const VarNode* col, std::set<std::string>* names, bool* ok)
+        : row_(row), col_(col), names_(names), ok_(ok) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      bool uses_col = false, uses_row = false;
+      for (const PrimExpr& i : op->indices) {
+        uses_col |= UsesVar(i, col_);
+        uses_row |= UsesVar(i, row_);
+      }
+      if (uses_col && !uses_row) {
+        names_->insert(op->buffer->name);
+        *ok_ &= op->indices.back().get() == col_;
+      }
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+
+   private:
+    const VarNode* row_;
+    const VarNode* col_;
+    std::set<std::string>* names_;
+    bool* ok_;
+  } loads(row, col, &names, &ok);
+  loads.VisitStmt(block->body);
+  return ok && names.size() == 1 ? *names.begin() : std::string();
+}
+
+// Packing a panel pays when the panels alone keep every thread busy (the row tiles of a
+// panel run serially in its iteration).
+bool PackPays(int64_t panels, const CpuScheduleOptions& options) {
+  return panels >= 4 * options.num_threads;
+}
+
 // The blocks of the function other than `skip` that read `buffer`.
 std::vector<std::string> ReadersOf(const PrimFunc& func, const BufferNode* buffer) {
   std::vector<std::string> names;
@@ -300,9 +338,20 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   order.push_back(ii);
   order.push_back(ji);
   KILN_RETURN_IF_ERROR(s->Reorder(order));
-  std::string tile_loop;
-  KILN_RETURN_IF_ERROR(ParallelOver(s, outer, options, &tile_loop));
   const VarNode* col = nest.block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
+  const VarNode* row = nest.block->iter_vars[nest.iter_of_loop[n - 3]].var.get();
+  std::string panel = cache && i_split && j_split ? PanelOperand(nest.block, row, col) : std::string();
+  bool pack = !panel.empty() && j_extent && PackPays(*j_extent / col_tile, options);
+  std::string tile_loop, pack_loop;
+  if (pack) {
+    // Each parallel iteration owns a column panel: it packs the right operand's panel
+    // once and runs every row tile over it.
+    std::vector<std::string> panels(outer.begin(), outer.end() - 1);
+    KILN_RETURN_IF_ERROR(ParallelOver(s, panels, options, &pack_loop));
+    tile_loop = outer.back();
+  } else {
+    KILN_RETURN_IF_ERROR(ParallelOver(s, outer, options, &tile_loop));
+  }
   if (j_extent.value_or(col_tile) >= 2 && ColumnsContiguous(nest.block, col)) {
     KILN_RETURN_IF_ERROR(s->Vectorize(ji));
   }
@@ -311,7 +360,13 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   if (write_back.empty()) return absl::OkStatus();
   if (!tile_loop.empty()) {
     KILN_RETURN_IF_ERROR(s->ReverseComputeAt(write_back, tile_loop));
-    return ScheduleWriteBack(s, write_back, options);
+    KILN_RETURN_IF_ERROR(ScheduleWriteBack(s, write_back, options));
+    if (pack) {
+      KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(nest.block->name, panel, pack_loop));
+      KILN_ASSIGN_OR_RETURN(std::vector<std::string> copy_loops, s->GetLoops(copy));
+      KILN_RETURN_IF_ERROR(s->Vectorize(copy_loops.back()));
+    }
+    return absl::OkStatus();
   }
   // No tile loop (rows and columns each fit one tile): a cache of constant size is the tile.
   KILN_ASSIGN_OR_RETURN(Stmt block, FindBlock(s->func(), nest.block->name, "cpu schedule"));

@@ -37,6 +37,13 @@
 //        "<block>_write_back" in its own loops over the block's spatial domain copies
 //        B_local into B right after the block's loop nest, and an Allocate of B_local wraps
 //        the two. Returns the write-back block's name.
+//      CacheRead(block, buffer, loop): the region of `buffer` (by name) that the block reads
+//        during one iteration of `loop` (an ancestor, no other block in between) is copied
+//        at the start of each iteration into a new compact "local" buffer by a block
+//        "<buffer>_cache" (predicated to the buffer's bounds), and the block reads the copy,
+//        indexed in loop terms. Refused when the buffer is written inside the loop, or the
+//        region cannot be bounded (an index not growing by a constant step per loop).
+//        Returns the copy block's name.
 //      ReverseComputeAt(block, loop): moves an elementwise block (plain loops, one per
 //        iteration variable, no predicate) under `loop` of its producer, after the loop's
 //        body: new loops walk exactly the region of the buffer it reads that one iteration
@@ -82,6 +89,7 @@ class Schedule {
   absl::StatusOr<std::string> DecomposeReduction(const std::string& block, const std::string& loop);
   absl::Status ComputeInline(const std::string& block);
   absl::StatusOr<std::string> CacheWrite(const std::string& block);
+  absl::StatusOr<std::string> CacheRead(const std::string& block, const std::string& buffer, const std::string& loop);
   absl::Status ReverseComputeAt(const std::string& block, const std::string& loop);
   absl::Status ReverseComputeInline(const std::string& block);
 
@@ -116,6 +124,12 @@ struct CacheWriteResult {
   std::string write_back_block;
 };
 absl::StatusOr<CacheWriteResult> CacheWrite(const PrimFunc& func, const std::string& block);
+struct CacheReadResult {
+  PrimFunc func;
+  std::string copy_block;
+};
+absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::string& block, const std::string& buffer,
+                                          const std::string& loop);
 absl::StatusOr<PrimFunc> ReverseComputeAt(const PrimFunc& func, const std::string& block, const std::string& loop);
 absl::StatusOr<PrimFunc> ReverseComputeInline(const PrimFunc& func, const std::string& block);
 }  // namespace schedule_primitive

@@ -228,6 +228,11 @@ absl::Status Trace::Replay(Schedule* s) const {
       absl::StatusOr<std::string> r = s->CacheWrite(one());
       if (r.ok()) outputs = std::vector<std::string>{*r};
       status = r.status();
+    } else if (inst.kind == "cache_read") {
+      if (inst.inputs.size() != 3) return absl::InvalidArgumentError("cache_read takes a block, a buffer and a loop");
+      absl::StatusOr<std::string> r = s->CacheRead(inst.inputs[0], inst.inputs[1], inst.inputs[2]);
+      if (r.ok()) outputs = std::vector<std::string>{*r};
+      status = r.status();
     } else if (inst.kind == "reverse_compute_at") {
       if (inst.inputs.size() != 2) return absl::InvalidArgumentError("reverse_compute_at takes a block and a loop");
       status = s->ReverseComputeAt(inst.inputs[0], inst.inputs[1]);
