@@ -128,6 +128,29 @@ absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::strin
     shape.push_back(extent[d]);
   }
 
+  // Where the block runs its whole region unconditionally (no condition of its predicate
+  // names a loop that walks this dimension, no `if` in between) and reads it at exactly the
+  // region's bounds, every element of the region is read by the program already, so it is
+  // inside the buffer and the copy needs no bounds check.
+  std::vector<bool> unguarded(rank, true);
+  bool under_if = false;
+  for (auto it = at + 1; it != ancestors.end(); ++it) under_if |= it->kind() == StmtKind::kIfThenElse;
+  std::vector<PrimExpr> conditions;
+  if (block->predicate.defined()) conditions.push_back(InLoopTerms(block, block->predicate));
+  for (size_t d = 0; d < rank; ++d) {
+    unguarded[d] = !under_if && collector.loads.size() == 1;
+    for (const PrimExpr& c : conditions) {
+      for (const ForNode* l : inner) {
+        if (UsesVar(c, l->loop_var.get()) && UsesVar(InLoopTerms(block, collector.loads[0]->indices[d]), l->loop_var.get())) {
+          unguarded[d] = false;
+        }
+      }
+      bool names_inner = false;
+      for (const ForNode* l : inner) names_inner |= UsesVar(c, l->loop_var.get());
+      if (!names_inner) unguarded[d] = false;
+    }
+  }
+
   std::set<std::string> used = UsedNames(func);
   Buffer cache(absl::StrCat(buffer->name, "_local"), buffer->dtype, shape, {}, "local");
   std::vector<Var> loops;
@@ -142,7 +165,7 @@ absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::strin
     iters.push_back(IterVar{v, buffer->shape[d], IterType::kSpatial, SimplifyExpr(base[d] + loops.back())});
     cache_at.push_back(loops.back());  // in loop terms, like the block's re-indexed reads
     source_at.push_back(v);
-    if (!analyzer.CanProveLE(base[d] + extent[d], buffer->shape[d])) {
+    if (!unguarded[d] && !analyzer.CanProveLE(base[d] + extent[d], buffer->shape[d])) {
       PrimExpr c = LT(iters.back().value, buffer->shape[d]);
       predicate = predicate.defined() ? And(predicate, c) : c;
     }

@@ -459,23 +459,65 @@ PrimExpr AllOf(const std::vector<PrimExpr>& conditions) {
   return condition;
 }
 
-// Drops the lane conditions of every vectorized loop in a statement, collecting them.
-class LaneConditionStripper : public StmtExprMutator {
+// Drops from the predicates of the blocks in a tile every condition `a < b` that holds for
+// the whole tile when it holds at the last iteration of the tile's loops (`a` growing by a
+// constant step with each, `b` independent of them), collecting those last-iteration
+// conditions as guards. `ok` turns false when a condition on a vector lane must stay.
+class TileConditionStripper : public StmtExprMutator {
  public:
+  TileConditionStripper(std::vector<const VarNode*> inner, bool lanes_only)
+      : inner_(std::move(inner)), lanes_only_(lanes_only) {}
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    loops_.push_back(op);
     Stmt s = StmtExprMutator::VisitStmt_(op, self);
-    const auto* loop = s.as<ForNode>();
-    if (loop->for_kind != ForKind::kVectorized || !loop->extent.as_int()) return s;
-    std::optional<LaneSplit> split = SplitLaneConditions(loop);
-    if (!split) {
-      ok = false;
-      return s;
+    loops_.pop_back();
+    return s;
+  }
+  Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* block = s.as<BlockNode>();
+    if (!block->predicate.defined()) return s;
+    std::vector<PrimExpr> conjuncts, keep;
+    FlattenAnd(block->predicate, &conjuncts);
+    for (const PrimExpr& c : conjuncts) {
+      bool on_lane = false;
+      for (const ForNode* l : loops_) on_lane |= l->for_kind == ForKind::kVectorized && UsesVar(c, l->loop_var.get());
+      std::optional<PrimExpr> guard = lanes_only_ && !on_lane ? std::nullopt : AtLastIteration(c);
+      if (guard) {
+        guards.push_back(*guard);
+        continue;
+      }
+      keep.push_back(c);
+      ok &= !on_lane;
     }
-    guards.insert(guards.end(), split->guards.begin(), split->guards.end());
-    return For(loop->loop_var, loop->min, loop->extent, loop->for_kind, split->body);
+    PrimExpr predicate;
+    for (const PrimExpr& c : keep) predicate = predicate.defined() ? And(predicate, c) : c;
+    return Block(block->name, block->iter_vars, block->body, block->init, predicate, block->alloc_buffers);
   }
   bool ok = true;
   std::vector<PrimExpr> guards;
+
+ private:
+  std::optional<PrimExpr> AtLastIteration(const PrimExpr& c) {
+    if (c.kind() != ExprKind::kLT) return std::nullopt;
+    const auto* lt = c.as<BinaryNode>();
+    if (UsesAnyVar(lt->b, inner_)) return std::nullopt;
+    PrimExpr a = lt->a;
+    for (const ForNode* l : loops_) {
+      const VarNode* v = l->loop_var.get();
+      if (!UsesVar(a, v)) continue;
+      std::optional<int64_t> extent = l->extent.as_int();
+      std::optional<int64_t> step =
+          SimplifyExpr(Substitute(a, VarMap{{v, l->loop_var + 1}}) - a).as_int();
+      if (!extent || !step || *step < 0) return std::nullopt;
+      a = SimplifyExpr(Substitute(a, VarMap{{v, l->min + (*extent - 1)}}));
+    }
+    if (UsesAnyVar(a, inner_)) return std::nullopt;
+    return SimplifyExpr(LT(a, lt->b));
+  }
+  std::vector<const VarNode*> inner_;
+  bool lanes_only_;
+  std::vector<const ForNode*> loops_;
 };
 
 // The edge tiles' copy: vectorized loops whose lanes may leave the domain run serially.
@@ -509,25 +551,39 @@ class TailGuard : public StmtExprMutator {
     Stmt tail = Renewer().VisitStmt(For(loop->loop_var, loop->min, loop->extent, ForKind::kSerial, loop->body));
     return IfThenElse(AllOf(split->guards), vector_loop, tail);
   }
-  // A local tile buffer: one guard for the whole tile, above the allocation, so the fast
-  // path indexes the tile only with constants and vector lanes (LLVM then keeps it in
-  // registers) and the edge tiles run a separate copy with its own buffer.
+  // A local tile buffer: guards for the whole tile, above the allocation, so the tile is
+  // indexed only with constants and vector lanes (LLVM then keeps it in registers):
+  //   if (every column lane in range) {
+  //     if (every row in range) { no conditions } else { row conditions kept }
+  //   } else { a copy with its own buffer, its vector loops serial }
+  // Each copy defines its own variables and buffer.
   Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
     bool constant = op->buffer->scope == "local";
     for (const PrimExpr& d : op->buffer->shape) constant &= d.as_int().has_value();
-    if (constant) {
-      LaneConditionStripper stripper;
-      Stmt fast = stripper.VisitStmt(op->body);
-      DefinedVars inner;
-      inner.VisitStmt(op->body);
-      bool hoistable = stripper.ok && !stripper.guards.empty();
-      for (const PrimExpr& g : stripper.guards) hoistable &= !UsesAnyVar(g, inner.vars);
-      if (hoistable) {
-        Stmt slow = Renewer().VisitStmt(LaneLoopSerializer().VisitStmt(self));
-        return IfThenElse(AllOf(stripper.guards), Allocate(op->buffer, fast), slow);
-      }
+    if (!constant) return StmtExprMutator::VisitStmt_(op, self);
+    DefinedVars inner;
+    inner.VisitStmt(op->body);
+    TileConditionStripper lanes(inner.vars, /*lanes_only=*/true);
+    Stmt lane_free = lanes.VisitStmt(op->body);
+    TileConditionStripper all(inner.vars, /*lanes_only=*/false);
+    Stmt condition_free = all.VisitStmt(op->body);
+    if (!lanes.ok || !all.ok) return StmtExprMutator::VisitStmt_(op, self);
+    std::vector<PrimExpr> other;  // the guards of `all` that `lanes` did not need
+    std::set<std::string> lane_text;
+    for (const PrimExpr& g : lanes.guards) lane_text.insert(ToString(g));
+    for (const PrimExpr& g : all.guards) {
+      if (!lane_text.count(ToString(g))) other.push_back(g);
     }
-    return StmtExprMutator::VisitStmt_(op, self);
+    if (lanes.guards.empty() && other.empty()) return StmtExprMutator::VisitStmt_(op, self);
+    auto tile = [&](const Stmt& body, bool renew) {
+      Stmt t = Allocate(op->buffer, VisitStmt(body));
+      return renew ? Renewer().VisitStmt(t) : t;
+    };
+    Stmt full_columns = other.empty() ? tile(lane_free, false)
+                                      : IfThenElse(AllOf(other), tile(condition_free, false), tile(lane_free, true));
+    if (lanes.guards.empty()) return full_columns;
+    Stmt edge = Renewer().VisitStmt(LaneLoopSerializer().VisitStmt(Allocate(op->buffer, VisitStmt(op->body))));
+    return IfThenElse(AllOf(lanes.guards), full_columns, edge);
   }
 };
 
