@@ -19,8 +19,10 @@
 //        parallel), k, i_1 (unrolled), j_1 (vectorized when every read depending on j has
 //        it as its last index, so the vectors are contiguous), the init decomposed before
 //        k, and the write-back moved under the parallel loop (ReverseComputeAt), which
-//        shrinks the cache to one tile that LLVM keeps in registers. If the tile cannot be
-//        formed, the same tiling without a cache;
+//        shrinks the cache to one tile that LLVM keeps in registers. With a constant width
+//        of at least 4 * num_threads column panels, only (batch, j_0) is parallel, i_0 runs
+//        inside it and the right operand's k x col_tile panel is packed per iteration
+//        (CacheRead). If the tile cannot be formed, the same tiling without a cache;
 //      other reductions: the spatial loops outside the reduction fused and parallel.
 //    Blocks that match none of these (already scheduled, irregular bindings) are left
 //    alone. A rule that does not apply to a block leaves that block unchanged.
@@ -28,8 +30,9 @@
 //    directly (constant extent, straight-line body, predicates that do not depend on the
 //    lane): a loop whose block predicate does depend on the lane is guarded by
 //    `if (last lane in range) { vectorized } else { the same loop, serial }`; for a
-//    constant-size local tile the guard is hoisted above its allocation, so the full tiles
-//    index the tile only with constants and lanes.
+//    constant-size local allocation (a tile) the guards go above it, for the lanes and
+//    for every other condition decided by the tile's last iteration, so full tiles run
+//    without conditions and index the tile only with constants and lanes.
 #pragma once
 
 #include <string>
