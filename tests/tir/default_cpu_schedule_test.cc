@@ -2,6 +2,7 @@
 // by tests/codegen/schedule_numerics_test.cc, which compiles and runs them).
 #include "tests/tir/schedule_workloads.h"
 #include "tir/schedule/default_cpu_schedule.h"
+#include "tir/schedule/schedule.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -151,6 +152,28 @@ TEST(DefaultCpuScheduleTest, WideMatmulPacksTheRightOperandPanel) {
   // Symbolic or narrow widths keep the fused parallel loop over all tiles.
   ASSERT_TRUE(ScheduleForCpu(Parse(testing::kMatmul), {.vector_lanes = 16, .num_threads = 4}, &trace).ok());
   EXPECT_THAT(trace, Not(HasSubstr("cache_read")));
+}
+
+// The default schedule's trace, printed, parsed and replayed on the unscheduled function,
+// gives the same function (once the tail guards, which are not primitives, are added).
+TEST(DefaultCpuScheduleTest, TracesOfTheNewRulesReplay) {
+  std::string wide = testing::kMatmul;
+  wide.replace(wide.find("B: Buffer((k, n)"), 16, "B: Buffer((k, 1024)");
+  wide.replace(wide.find("C: Buffer((m, n)"), 16, "C: Buffer((m, 1024)");
+  wide.replace(wide.find("serial(0, n)"), 12, "serial(0, 1024)");
+  wide.replace(wide.find("spatial(n, j)"), 13, "spatial(1024, j)");
+  for (const std::string& text : {std::string(testing::kMatmul), std::string(testing::kFusedMatmulBiasGelu), wide}) {
+    PrimFunc func = Parse(text);
+    std::string trace;
+    absl::StatusOr<PrimFunc> f = ScheduleForCpu(func, {.vector_lanes = 16, .num_threads = 4}, &trace);
+    ASSERT_TRUE(f.ok()) << f.status();
+    absl::StatusOr<Trace> parsed = Trace::Parse(trace);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    Schedule again(func);
+    absl::Status st = parsed->Replay(&again);
+    ASSERT_TRUE(st.ok()) << st << "\n" << trace;
+    EXPECT_TRUE(StructuralEqual(GuardVectorizedTails(again.func()), *f)) << trace;
+  }
 }
 
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
