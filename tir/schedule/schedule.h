@@ -36,7 +36,10 @@
 //        and reads from a new "local" buffer B_local of B's shape instead; a new block
 //        "<block>_write_back" in its own loops over the block's spatial domain copies
 //        B_local into B right after the block's loop nest, and an Allocate of B_local wraps
-//        the two. Returns the write-back block's name.
+//        the two. Returns the write-back block's name. The write-back copies the whole
+//        domain, so the block must write all of it: a reduction over an empty range whose
+//        init is not decomposed leaves the cache undefined (ScheduleForCpu always
+//        decomposes the init before the reduction loop, so it runs for every element).
 //      CacheRead(block, buffer, loop): the region of `buffer` (by name) that the block reads
 //        during one iteration of `loop` (an ancestor, no other block in between) is copied
 //        at the start of each iteration into a new compact "local" buffer by a block
