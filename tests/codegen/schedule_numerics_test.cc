@@ -470,15 +470,15 @@ TEST(ScheduleNumericsTest, RandomSchedulesOfMatmul) {
   tir::PrimFunc func = Parse(kMatmul);
   NamedPrimFuncs funcs;
   std::vector<std::string> traces;
-  for (uint32_t seed = 0; seed < 40; ++seed) {
+  for (uint32_t seed = 0; seed < 60; ++seed) {
     std::mt19937 rng(seed);
     tir::Schedule s(func);
-    for (int step = 0; step < 7; ++step) {
+    for (int step = 0; step < 9; ++step) {
       std::vector<std::string> loops = *s.GetLoops("C");
       auto pick = [&] { return loops[rng() % loops.size()]; };
       tir::PrimFunc before = s.func();
       absl::Status st;
-      switch (rng() % 7) {
+      switch (rng() % 10) {
         case 0:
           st = s.Split(pick(), {-1, static_cast<int64_t>(1 + rng() % 8)}).status();
           break;
@@ -500,8 +500,17 @@ TEST(ScheduleNumericsTest, RandomSchedulesOfMatmul) {
         case 5:
           st = s.Unroll(pick());
           break;
-        default:
+        case 6:
           st = s.DecomposeReduction("C", pick()).status();
+          break;
+        case 7:
+          st = s.CacheWrite("C").status();
+          break;
+        case 8:
+          st = s.ReverseComputeAt("C_write_back", pick());
+          break;
+        default:
+          st = s.CacheRead("C", rng() % 2 ? "A" : "B", pick()).status();
           break;
       }
       if (!st.ok()) {
@@ -514,6 +523,16 @@ TEST(ScheduleNumericsTest, RandomSchedulesOfMatmul) {
     funcs.push_back({"s" + std::to_string(seed), s.func()});
     traces.push_back(s.trace().ToString() + relax::PrintPrimFunc(s.func(), "s"));
   }
+  int rca = 0, cr = 0, cw = 0;  // traces where each succeeded
+  for (const std::string& t : traces) {
+    rca += t.find("reverse_compute_at(") != std::string::npos;
+    cr += t.find("cache_read(") != std::string::npos;
+    cw += t.find("cache_write(") != std::string::npos;
+  }
+  // The sequences reach every new primitive successfully.
+  EXPECT_GT(rca, 0);
+  EXPECT_GT(cr, 0);
+  EXPECT_GT(cw, 0);
   absl::StatusOr<std::string> so = BuildCpuSharedObject(funcs, CpuTarget::Host());
   ASSERT_TRUE(so.ok()) << so.status();
   absl::StatusOr<std::shared_ptr<vm::KernelObject>> object = vm::KernelObject::Load(*so);

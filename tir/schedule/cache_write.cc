@@ -100,6 +100,19 @@ absl::StatusOr<CacheWriteResult> CacheWrite(const PrimFunc& func, const std::str
     if (!indexed) return fail(absl::StrCat("has spatial variable '", iv.var.name(), "' that its store does not index"));
   }
   Stmt nest = NestRoot(func->body, block);
+  // The write-back follows the nest, so the nest must hold every loop the block's
+  // variables are bound to: then the block's whole domain is written when it ends.
+  std::vector<Stmt> nest_loops = LoopsAbove(nest, block);
+  for (const Stmt& l : LoopsAbove(func->body, block)) {
+    bool inside = false;
+    for (const Stmt& n : nest_loops) inside |= n.same_as(l);
+    bool bound = false;
+    for (const IterVar& iv : block->iter_vars) bound |= UsesVar(iv.value, l.as<ForNode>()->loop_var.get());
+    if (bound && !inside) {
+      return fail(absl::StrCat("is bound to loop '", l.as<ForNode>()->loop_var.name(),
+                               "', which is not part of the chain of loops directly around it"));
+    }
+  }
   if (CountAccesses(nest, target) != CountAccesses(block_stmt, target)) {
     return fail(absl::StrCat("shares its loop nest with other accesses to '", buffer->name, "'"));
   }

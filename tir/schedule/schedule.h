@@ -32,7 +32,8 @@
 //        by its expression and removes the block (the buffer must be a block allocation or
 //        an Allocate, not a parameter); the allocation goes too.
 //      CacheWrite(block): the block (which must store to exactly one buffer B, at its own
-//        spatial variables B[vi, vj], with no predicate, alone in its loop nest) stores to
+//        spatial variables B[vi, vj], with no predicate, alone in its loop nest, every loop
+//        its variables are bound to in the chain directly around it) stores to
 //        and reads from a new "local" buffer B_local of B's shape instead; a new block
 //        "<block>_write_back" in its own loops over the block's spatial domain copies
 //        B_local into B right after the block's loop nest, and an Allocate of B_local wraps
