@@ -372,6 +372,12 @@ prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
 })"));
   EXPECT_THAT(v.CacheWrite("B").status().message(), HasSubstr("not distinct spatial iteration variables"));
   EXPECT_EQ(s.trace().ToString(), "split(\"i\", [-1, 4]) -> [\"i_0\", \"i_1\"]\n");
+  // After a cache read at 'i', the chain around the block starts below 'i': a write-back
+  // after that chain would run once per row.
+  Schedule w(Parse(kMatmul));
+  ASSERT_TRUE(w.CacheRead("C", "A", "i").ok());
+  EXPECT_THAT(w.CacheWrite("C").status().message(),
+              HasSubstr("is bound to loop 'i', which is not part of the chain of loops directly around it"));
 }
 
 // The write-back moves under the column-tile loop and the cache shrinks to one 4 x 8 tile,
