@@ -425,6 +425,38 @@ TEST(ScheduleNumericsTest, BatchMatmul) {
   }
 }
 
+// The batched form with a constant width of 300: each parallel iteration is one (batch,
+// column panel) pair and packs that panel.
+TEST(ScheduleNumericsTest, BatchMatmulWithPackedPanels) {
+  std::string text = kBatchMatmul;
+  for (const char* from : {"B: Buffer((b, k, n)", "C: Buffer((b, m, n)"}) {
+    std::string f = from;
+    text.replace(text.find(f), f.size(), f.substr(0, f.size() - 2) + "300)");
+  }
+  text.replace(text.find("serial(0, n)"), 12, "serial(0, 300)");
+  text.replace(text.find("spatial(n, j)"), 13, "spatial(300, j)");
+  Variants v(Parse(text));
+  ASSERT_NE(v.scheduled_text().find("B_local"), std::string::npos) << v.scheduled_text();
+  for (int64_t batch : {1, 3}) {
+    for (int64_t size : {1, 13}) {
+      int64_t m = size + 4, k = size, n = 300;
+      vm::Tensor a = RandomF32({batch, m, k}, 53), b = RandomF32({batch, k, n}, 54);
+      std::vector<double> expected, scale;
+      for (int64_t bi = 0; bi < batch; ++bi) {
+        std::vector<double> sc;
+        std::vector<double> c = NaiveMatmul(a.data_as<float>() + bi * m * k, b.data_as<float>() + bi * k * n, m, k, n, &sc);
+        expected.insert(expected.end(), c.begin(), c.end());
+        scale.insert(scale.end(), sc.begin(), sc.end());
+      }
+      for (const std::string& name : Variants::Names()) {
+        vm::Tensor c = RandomF32({batch, m, n}, 55);
+        v.Run(name, {a, b, c});
+        ExpectClose(c, expected, scale, name + " batch=" + std::to_string(batch) + " size=" + std::to_string(size));
+      }
+    }
+  }
+}
+
 TEST(ScheduleNumericsTest, SoftmaxWithNestedBlocks) {
   Variants v(Parse(kSoftmax));
   for (int64_t n : kSizes) {
