@@ -172,6 +172,52 @@ TEST(CompileModelsTest, TransformerBlockFromExamplesMatchesTheReference) {
   }
 }
 
+// A wrong input shape for a compiled model is the VM's signature error, naming the function,
+// the parameter and the dimension, not a crash inside a kernel; the VM then runs on.
+TEST(CompileModelsTest, TransformerBlockRejectsAWrongInputShapeClearly) {
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  std::string path = std::string(root) + "/examples/models/transformer_block.kir";
+  absl::StatusOr<std::string> text = support::ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  Compiled c = CompileText(*text, path);
+  ASSERT_NE(c.exe, nullptr);
+  vm::VirtualMachine machine(c.exe);
+  const std::vector<std::vector<int64_t>> weight_shapes = {{64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64},
+                                                           {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
+  auto args_with_x = [&](std::vector<int64_t> x_shape, std::vector<int64_t> w1_shape = {64, 256}) {
+    std::vector<vm::Value> args{vm::Value(RandomInput(x_shape, 1).vm)};
+    for (size_t i = 0; i < weight_shapes.size(); ++i) {
+      args.push_back(vm::Value(RandomInput(i == 6 ? w1_shape : weight_shapes[i], 2 + static_cast<uint32_t>(i)).vm));
+    }
+    return args;
+  };
+  auto error_of = [&](const std::vector<vm::Value>& args) {
+    absl::StatusOr<vm::Value> r = machine.Invoke("main", args);
+    return r.ok() ? std::string("no error") : std::string(r.status().message());
+  };
+  // x with 65 columns where the block expects 64.
+  std::string wide = error_of(args_with_x({7, 65}));
+  EXPECT_NE(wide.find("function 'main'"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("parameter 'x' dimension 1"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("expected 64"), std::string::npos) << wide;
+  // A weight that disagrees with the model: w1 of 255 columns.
+  std::string weight = error_of(args_with_x({7, 64}, {64, 255}));
+  EXPECT_NE(weight.find("parameter 'w1' dimension 1"), std::string::npos) << weight;
+  // The wrong rank.
+  std::string rank = error_of(args_with_x({7 * 64}));
+  EXPECT_NE(rank.find("parameter 'x'"), std::string::npos) << rank;
+  // n above its declared bound (n <= 2048). Today the first generated kernel catches it (the
+  // OpenBLAS calls before it do not check bounds); the message names the bound either way.
+  std::string bound = error_of(args_with_x({2049, 64}));
+  EXPECT_NE(bound.find("function 'main'"), std::string::npos) << bound;
+  EXPECT_NE(bound.find("upper bound 2048"), std::string::npos) << bound;
+  // The machine is still usable.
+  absl::StatusOr<vm::Value> good = machine.Invoke("main", args_with_x({7, 64}));
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->as_tensor().shape(), (std::vector<int64_t>{7, 64}));
+}
+
 TEST(CompileModelsTest, ElementwiseAndReductionOpsMatchTheReference) {
   Compiled c = CompileText(R"(module {
   func @main(x: Tensor((n, 16), float32), y: Tensor((16,), float32)) -> Tuple(Tensor((n, 16), float32), Tensor((n,), float32)) {
