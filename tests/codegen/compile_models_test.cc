@@ -78,6 +78,23 @@ void ExpectClose(const vm::Tensor& got, const reference::HostTensor& want, doubl
   }
 }
 
+// examples/models/<file> from the source tree (KILN_SOURCE_DIR), compiled; a null
+// executable (with a failure added) when it cannot be read or compiled.
+Compiled CompileExample(const std::string& file) {
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  EXPECT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  if (root == nullptr) return {};
+  std::string path = std::string(root) + "/examples/models/" + file;
+  absl::StatusOr<std::string> text = support::ReadFile(path);
+  EXPECT_TRUE(text.ok()) << text.status();
+  if (!text.ok()) return {};
+  return CompileText(*text, path);
+}
+
+// The transformer block's parameters after x, in order.
+const std::vector<std::vector<int64_t>> kTransformerWeightShapes = {
+    {64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64}, {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
+
 TEST(CompileModelsTest, MlpFromExamplesMatchesTheReference) {
   const char* root = std::getenv("KILN_SOURCE_DIR");
   ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
@@ -144,18 +161,13 @@ TEST(CompileModelsTest, MlpWithAndWithoutOpenBlasAgree) {
 }
 
 TEST(CompileModelsTest, TransformerBlockFromExamplesMatchesTheReference) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
-  std::string path = std::string(root) + "/examples/models/transformer_block.kir";
-  absl::StatusOr<std::string> text = support::ReadFile(path);
-  ASSERT_TRUE(text.ok()) << text.status();
-  Compiled c = CompileText(*text, path);
+  Compiled c = CompileExample("transformer_block.kir");
   ASSERT_NE(c.exe, nullptr);
   vm::VirtualMachine machine(c.exe);
-  const std::vector<std::vector<int64_t>> weight_shapes = {{64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64},
-                                                           {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
   std::vector<Input> weights;
-  for (size_t i = 0; i < weight_shapes.size(); ++i) weights.push_back(RandomInput(weight_shapes[i], 100 + static_cast<uint32_t>(i)));
+  for (size_t i = 0; i < kTransformerWeightShapes.size(); ++i) {
+    weights.push_back(RandomInput(kTransformerWeightShapes[i], 100 + static_cast<uint32_t>(i)));
+  }
   for (int64_t n : {1, 7, 64, 300}) {
     Input x = RandomInput({n, 64}, 30 + static_cast<uint32_t>(n));
     std::vector<vm::Value> args{vm::Value(x.vm)};
@@ -175,20 +187,14 @@ TEST(CompileModelsTest, TransformerBlockFromExamplesMatchesTheReference) {
 // A wrong input shape for a compiled model is the VM's signature error, naming the function,
 // the parameter and the dimension, not a crash inside a kernel; the VM then runs on.
 TEST(CompileModelsTest, TransformerBlockRejectsAWrongInputShapeClearly) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
-  std::string path = std::string(root) + "/examples/models/transformer_block.kir";
-  absl::StatusOr<std::string> text = support::ReadFile(path);
-  ASSERT_TRUE(text.ok()) << text.status();
-  Compiled c = CompileText(*text, path);
+  Compiled c = CompileExample("transformer_block.kir");
   ASSERT_NE(c.exe, nullptr);
   vm::VirtualMachine machine(c.exe);
-  const std::vector<std::vector<int64_t>> weight_shapes = {{64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64},
-                                                           {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
   auto args_with_x = [&](std::vector<int64_t> x_shape, std::vector<int64_t> w1_shape = {64, 256}) {
     std::vector<vm::Value> args{vm::Value(RandomInput(x_shape, 1).vm)};
-    for (size_t i = 0; i < weight_shapes.size(); ++i) {
-      args.push_back(vm::Value(RandomInput(i == 6 ? w1_shape : weight_shapes[i], 2 + static_cast<uint32_t>(i)).vm));
+    for (size_t i = 0; i < kTransformerWeightShapes.size(); ++i) {
+      std::vector<int64_t> shape = i == 6 ? w1_shape : kTransformerWeightShapes[i];  // parameter w1
+      args.push_back(vm::Value(RandomInput(shape, 2 + static_cast<uint32_t>(i)).vm));
     }
     return args;
   };
