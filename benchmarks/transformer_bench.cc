@@ -9,10 +9,11 @@
 //    block / floor says how far from it the compiled block is.
 // The four configurations' outputs are checked against each other before timing.
 //
-//   OPENBLAS_CORETYPE=SkylakeX build/benchmarks/transformer_bench [--n=1,64,300,1024]
-//       [--threads=N] [--model=PATH]
-#include <cblas.h>
-
+// OpenBLAS, for the library calls and the floor, runs with its best kernels for this CPU
+// (benchmarks/openblas_peer.h).
+//
+//   build/benchmarks/transformer_bench [--n=1,64,300,1024] [--threads=N] [--model=PATH]
+//       [--openblas-core=NAME]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "benchmarks/openblas_peer.h"
 #include "builtins/default_builtins.h"
 #include "codegen/build_executable.h"
 #include "codegen/cpu_target.h"
@@ -47,6 +49,7 @@ using kiln::vm::Tensor;
 constexpr int64_t kD = 64;    // model width
 constexpr int64_t kF = 256;   // MLP width
 constexpr int64_t kMaxN = 2048;  // the model's declared bound on n
+constexpr int kCblasTrans = 112;
 
 [[noreturn]] void Die(const std::string& message) {
   std::fprintf(stderr, "transformer_bench: %s\n", message.c_str());
@@ -140,7 +143,7 @@ double MatmulFlops(int64_t n) {
 }
 
 // Seconds for OpenBLAS to run the block's matmuls back to back (operands preallocated).
-double BlasFloorSeconds(int64_t n) {
+double BlasFloorSeconds(const kiln::builtins::OpenBlasLibrary& blas, int64_t n) {
   const std::vector<Gemm> gemms = BlockGemms(n);
   std::vector<Tensor> a, b, c;
   for (size_t i = 0; i < gemms.size(); ++i) {
@@ -153,10 +156,11 @@ double BlasFloorSeconds(int64_t n) {
   return MedianSecondsOf([&] {
     for (size_t i = 0; i < gemms.size(); ++i) {
       const Gemm& g = gemms[i];
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, g.transpose_b ? CblasTrans : CblasNoTrans, static_cast<int>(g.m),
-                  static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, a[i].data_as<float>(), static_cast<int>(g.k),
-                  b[i].data_as<float>(), static_cast<int>(g.transpose_b ? g.k : g.n), 0.0f, c[i].data_as<float>(),
-                  static_cast<int>(g.n));
+      blas.sgemm(kiln::builtins::kCblasRowMajor, kiln::builtins::kCblasNoTrans,
+                 g.transpose_b ? kCblasTrans : kiln::builtins::kCblasNoTrans, static_cast<int>(g.m),
+                 static_cast<int>(g.n), static_cast<int>(g.k), 1.0f, a[i].data_as<float>(), static_cast<int>(g.k),
+                 b[i].data_as<float>(), static_cast<int>(g.transpose_b ? g.k : g.n), 0.0f, c[i].data_as<float>(),
+                 static_cast<int>(g.n));
     }
   });
 }
@@ -180,14 +184,14 @@ std::vector<int64_t> ParseList(const std::string& list) {
 }
 
 const char* kUsage =
-    "usage: transformer_bench [--n=1,64,300,1024] [--threads=N] [--model=PATH]\n"
+    "usage: transformer_bench [--n=1,64,300,1024] [--threads=N] [--model=PATH] [--openblas-core=NAME]\n"
     "  Times examples/models/transformer_block.kir through the VM with fusion on/off and\n"
     "  OpenBLAS dispatch on/off, against OpenBLAS doing just the block's matmuls.\n"
     "  --n        sequence lengths to run (1..2048, the model's bound)\n"
     "  --threads  threads for generated kernels and OpenBLAS (default: all cores)\n"
     "  --model    the .kir file (default: the source tree's examples/models/transformer_block.kir)\n"
-    "  Run with OPENBLAS_CORETYPE=SkylakeX on AMD AVX-512 machines (Debian's OpenBLAS takes them\n"
-    "  for Haswell).\n";
+    "  --openblas-core  OpenBLAS kernels for library calls and the floor (default: SkylakeX on\n"
+    "             AVX-512 CPUs, else OpenBLAS's own choice)\n";
 
 }  // namespace
 
@@ -195,6 +199,7 @@ int main(int argc, char** argv) {
   std::string n_list = "1,64,300,1024";
   std::string model = std::string(KILN_SOURCE_DIR) + "/examples/models/transformer_block.kir";
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string openblas_core;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -207,6 +212,8 @@ int main(int argc, char** argv) {
       return 0;
     } else if (const char* v = value("--n")) {
       n_list = v;
+    } else if (const char* v = value("--openblas-core")) {
+      openblas_core = v;
     } else if (const char* v = value("--model")) {
       model = v;
     } else if (const char* v = value("--threads")) {
@@ -221,10 +228,8 @@ int main(int argc, char** argv) {
 
   // The VM's kernels run on the process-wide pool, sized from the environment on first use.
   setenv("KILN_NUM_THREADS", std::to_string(threads).c_str(), 1);
-  openblas_set_num_threads(threads);
-  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
-  std::printf("OpenBLAS core type: %s (OPENBLAS_CORETYPE=%s), threads: %d\n", openblas_get_corename(),
-              coretype ? coretype : "unset", threads);
+  // Before anything else loads OpenBLAS: the VM's library calls use the same copy.
+  const kiln::builtins::OpenBlasLibrary& blas = kiln::bench::LoadOpenBlasPeer(openblas_core, threads);
 
   const std::string text = OrDie(kiln::support::ReadFile(model), "read model");
   std::vector<Config> configs;
@@ -282,7 +287,7 @@ int main(int argc, char** argv) {
     }
     std::vector<double> ms;
     for (std::vector<double>& s : samples) ms.push_back(1e3 * Median(std::move(s)));
-    const double floor_ms = 1e3 * BlasFloorSeconds(n);
+    const double floor_ms = 1e3 * BlasFloorSeconds(blas, n);
     const double best_ms = *std::min_element(ms.begin(), ms.end());
     std::printf("%6lld", static_cast<long long>(n));
     for (double m : ms) std::printf(" %15.3f", m);
