@@ -213,11 +213,11 @@ TEST(CompileModelsTest, TransformerBlockRejectsAWrongInputShapeClearly) {
   // The wrong rank.
   std::string rank = error_of(args_with_x({7 * 64}));
   EXPECT_NE(rank.find("parameter 'x'"), std::string::npos) << rank;
-  // n above its declared bound (n <= 2048). Today the first generated kernel catches it (the
-  // OpenBLAS calls before it do not check bounds); the message names the bound either way.
+  // n above its declared bound (n <= 2048): checked on entry, before any kernel or library
+  // call runs (memory planning sizes storage by the bound).
   std::string bound = error_of(args_with_x({2049, 64}));
-  EXPECT_NE(bound.find("function 'main'"), std::string::npos) << bound;
-  EXPECT_NE(bound.find("upper bound 2048"), std::string::npos) << bound;
+  EXPECT_NE(bound.find("function 'main' at instruction 1 (bounds of n)"), std::string::npos) << bound;
+  EXPECT_NE(bound.find("n = 2049 is above its declared upper bound 2048"), std::string::npos) << bound;
   // The machine is still usable.
   absl::StatusOr<vm::Value> good = machine.Invoke("main", args_with_x({7, 64}));
   ASSERT_TRUE(good.ok()) << good.status();
