@@ -1,10 +1,11 @@
 #include "relax/transform/plan_memory.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
