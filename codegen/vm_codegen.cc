@@ -427,6 +427,15 @@ class FunctionCodegen {
     return Operand::Reg(r);
   }
 
+  // An int operand (immediate or register) of an integer PrimValue or variable.
+  absl::StatusOr<Operand> IntArg(const Expr& e, const std::string& binding, const char* what) {
+    if (const auto* p = e.as<relax::PrimValueNode>()) {
+      if (p->value.dtype().code() == relax::DataType::Code::kFloat) return Error(binding, what, " must be an integer");
+      return Prim(p->value, binding);
+    }
+    return ArgOperand(e, binding);
+  }
+
   absl::Status EmitValue(const Expr& e, int32_t dst, const std::string& name) {
     f_.SetDebugName(name);
     switch (e.kind()) {
@@ -496,6 +505,25 @@ class FunctionCodegen {
         f_.SetDebugName(name);
         f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.alloc_tensor", "(shape, int) -> tensor"),
                        {shape, Operand::Imm(vm::PackDType(ToDL(std::get<relax::DataType>(it->second))))});
+        return absl::OkStatus();
+      }
+      if (op->name == "alloc_storage") {
+        KILN_ASSIGN_OR_RETURN(Operand bytes, IntArg(call.args[0], name, "alloc_storage size"));
+        f_.SetDebugName(name);
+        f_.AllocStorage(dst, bytes);
+        return absl::OkStatus();
+      }
+      if (op->name == "storage_tensor") {
+        KILN_ASSIGN_OR_RETURN(Operand storage, ArgOperand(call.args[0], name));
+        KILN_ASSIGN_OR_RETURN(Operand offset, IntArg(call.args[1], name, "storage_tensor offset"));
+        KILN_ASSIGN_OR_RETURN(Operand shape, ArgOperand(call.args[2], name));
+        auto it = call.attrs.find("dtype");
+        if (it == call.attrs.end() || !std::holds_alternative<relax::DataType>(it->second)) {
+          return Error(name, "storage_tensor needs a dtype attribute");
+        }
+        f_.SetDebugName(name);
+        f_.AllocTensor(dst, static_cast<int32_t>(storage.value), offset, static_cast<int32_t>(shape.value),
+                       ToDL(std::get<relax::DataType>(it->second)));
         return absl::OkStatus();
       }
       if (op->name == "call_tir_dps") return EmitKernelCall(call, dst, name);

@@ -34,7 +34,8 @@ constexpr const char* kUsage =
     "  --output-dir DIR   also write the outputs as DIR/output_<i>.npy\n"
     "  --repeat N         call the function N times and print the mean time per call\n"
     "  --profile          print the total time of each kernel and builtin, sorted\n"
-    "  --stats            print the peak host memory allocated during the call\n";
+    "  --stats            print the peak host memory allocated during the call, and\n"
+    "                     what memory planning placed in shared storage\n";
 
 double Checksum(const vm::Tensor& t, bool absolute) {
   double sum = 0;
@@ -132,6 +133,7 @@ int RunCommand(int argc, char** argv) {
   vm::VirtualMachine machine(*exe);
   machine.EnableProfiling(profile);
   vm::ResetCpuPeakMemory();
+  machine.ResetStorageStats();
   int64_t baseline = vm::CpuMemoryStats().bytes_in_use;
   absl::StatusOr<vm::Value> result;
   auto start = std::chrono::steady_clock::now();
@@ -169,6 +171,13 @@ int RunCommand(int argc, char** argv) {
     std::printf("peak memory: %lld bytes (%.3f MiB) allocated during the call, inputs excluded\n",
                 static_cast<long long>(m.peak_bytes_in_use - baseline),
                 static_cast<double>(m.peak_bytes_in_use - baseline) / (1 << 20));
+    // Per call (every repeat runs the same instructions on the same shapes).
+    const vm::VirtualMachine::StorageStats& planned = machine.storage_stats();
+    if (planned.tensors > 0) {
+      std::printf("planned storage: %lld tensors of %lld bytes in all placed in %lld storages of %lld bytes\n",
+                  static_cast<long long>(planned.tensors / repeat), static_cast<long long>(planned.tensor_bytes / repeat),
+                  static_cast<long long>(planned.storages / repeat), static_cast<long long>(planned.storage_bytes / repeat));
+    }
   }
   if (profile) {
     struct Row {
