@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "relax/block_builder.h"
@@ -235,7 +236,10 @@ class Fuser {
         inputs.push_back(field);
       }
       produced.insert(block.bindings[i].var.get());
-      names.push_back(candidates[i]->callee);
+      // Without legalization's numbering (matmul3 is a matmul): `fused_matmul_add_gelu`.
+      std::string kernel = candidates[i]->callee;
+      while (kernel.size() > 1 && absl::ascii_isdigit(static_cast<unsigned char>(kernel.back()))) kernel.pop_back();
+      names.push_back(kernel);
     }
     // Fresh symbolic variables, defined by the inputs' plain dims.
     tir::VarMap fresh;

@@ -26,7 +26,9 @@
 //     dataflow { <the group's call_tirs, same kernels, same order> }
 //     return <the last call's result>
 //   }
-// (name made unique against the module: `fused_add_gelu`, `fused_add_gelu1`), whose
+// (the kernel names without the numbers legalization adds to keep them unique, so
+// matmul3 + add1 + gelu gives `fused_matmul_add_gelu`; the name is then made unique against
+// the module: `fused_add_gelu`, `fused_add_gelu1`), whose
 // parameters are the distinct Vars and constants the group reads from outside, in first-use
 // order, with fresh symbolic shape variables. The group's bindings become one binding of
 // the last call's variable (same Var, same struct info, at the last call's place) to
