@@ -250,6 +250,54 @@ TEST(CompileModelsTest, FusedAndUnfusedModelsMatchTheReference) {
   }
 }
 
+// Fusion of injective chains (transpose, reshape), an operand read twice by one consumer,
+// and a kernel with tir_vars (arange's start p, which fusion leaves alone): fused and
+// unfused both match the reference.
+TEST(CompileModelsTest, FusedInjectiveChainsMatchTheReference) {
+  const std::string text = R"(module {
+  func @main(x: Tensor((n, 8), float32), y: Tensor((8,), float32), z: Tensor((p,), float32)) -> Tuple(Tensor((4, 2 * n), float32), Tensor((n,), float32)) {
+    dataflow {
+      %a = R.add(x, y)
+      %b = R.tanh(%a)
+      %t = R.permute_dims(%b, axes=[1, 0])
+      %e = R.exp(%t)
+      %sq = R.multiply(%e, %e)
+      o1 = R.reshape(%sq, R.shape([4, 2 * n]))
+      %r = R.arange(R.prim(p), R.prim(p + n))
+      %rf = R.astype(%r, dtype=float32)
+      %s = R.sigmoid(%rf)
+      o2 = R.add(%s, %s)
+    }
+    out = (o1, o2)
+    return out
+  }
+})";
+  std::string fused_text, unfused_text;
+  Compiled fused = CompileText(text, "injective.kir", true, &fused_text, /*fuse=*/true);
+  Compiled unfused = CompileText(text, "injective.kir", true, &unfused_text, /*fuse=*/false);
+  ASSERT_NE(fused.exe, nullptr);
+  ASSERT_NE(unfused.exe, nullptr);
+  EXPECT_NE(fused_text.find("@fused_add_tanh,"), std::string::npos) << fused_text;
+  EXPECT_NE(fused_text.find("@fused_permute_dims_exp_multiply_reshape,"), std::string::npos) << fused_text;
+  EXPECT_NE(fused_text.find("R.call_tir_dps(@arange, (), (%r_out,), R.shape([p]))"), std::string::npos) << fused_text;
+  EXPECT_NE(fused_text.find("@fused_astype_sigmoid_add,"), std::string::npos) << fused_text;
+  vm::VirtualMachine vm_fused(fused.exe), vm_unfused(unfused.exe);
+  Input y = RandomInput({8}, 9);
+  for (int64_t n : {1, 7, 300}) {
+    SCOPED_TRACE(n);
+    Input x = RandomInput({n, 8}, 50 + static_cast<uint32_t>(n));
+    Input z = RandomInput({n + 3}, 60 + static_cast<uint32_t>(n));
+    absl::StatusOr<reference::RefValue> want = reference::Evaluate(fused.normalized, "main", {x.ref, y.ref, z.ref});
+    ASSERT_TRUE(want.ok()) << want.status();
+    for (vm::VirtualMachine* machine : {&vm_fused, &vm_unfused}) {
+      absl::StatusOr<vm::Value> got = machine->Invoke("main", {vm::Value(x.vm), vm::Value(y.vm), vm::Value(z.vm)});
+      ASSERT_TRUE(got.ok()) << got.status();
+      ExpectClose(got->as_tuple()[0].as_tensor(), want->fields()[0].tensor(), 1e-5);
+      ExpectClose(got->as_tuple()[1].as_tensor(), want->fields()[1].tensor(), 1e-5);
+    }
+  }
+}
+
 TEST(CompileModelsTest, ElementwiseAndReductionOpsMatchTheReference) {
   Compiled c = CompileText(R"(module {
   func @main(x: Tensor((n, 16), float32), y: Tensor((16,), float32)) -> Tuple(Tensor((n, 16), float32), Tensor((n,), float32)) {
