@@ -152,6 +152,25 @@ TEST(FuseOpsTest, InjectiveJoinsOnlyInjectiveOrElementwiseGroups) {
   EXPECT_THAT(text, HasSubstr("y2: Tensor((4, n), float32) = @fused_relu_transpose_transpose(x2)"));
 }
 
+TEST(FuseOpsTest, DataflowBlocksInIfBranchesAreFusedToo) {
+  IRModule m = Normalized(std::string(R"(module {
+  func @main(x: Tensor((n, 4), float32), c: Prim(bool)) -> Tensor((n, 4), float32) {
+    r = if c {
+      dataflow {
+        %a = R.call_tir(@relu, (x,), out_sinfo=Tensor((n, 4), float32))
+        t = R.call_tir(@add, (%a, x), out_sinfo=Tensor((n, 4), float32))
+      }
+      yield t
+    } else {
+      yield x
+    }
+    return r
+  }
+)") + fusion_test::kKernels + "}\n");
+  IRModule fused = Fused(m);
+  EXPECT_THAT(PrintModule(fused), HasSubstr("t: Tensor((n, 4), float32) = @fused_relu_add(x)"));
+}
+
 TEST(FuseOpsTest, TirVarsAndMismatchedKernelsAreNotFused) {
   IRModule m = Normalized(std::string(R"(module {
   func @main(x: Tensor((n, 4), float32), u: Tensor((m, 4), float32)) -> Tuple(Tensor((n, 4), float32), Tensor((n, 4), float32)) {
