@@ -1,6 +1,8 @@
 #include "codegen/vm_codegen.h"
 
+#include <climits>
 #include <cstring>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -112,6 +114,7 @@ class FunctionCodegen {
                                                absl::StrCat("parameter '", fn_.params[i].name_hint(), "'"), ""));
       }
     }
+    for (const relax::Var& param : fn_.params) EmitBoundChecks(relax::CollectVars(param->struct_info()));
     pos_ = 0;
     CountSeq(*seq);
     for (const auto& [var, pos] : last_use_) kills_at_[pos].push_back(var);
@@ -262,7 +265,25 @@ class FunctionCodegen {
     }
     f_.MatchShape(reg, dims, absl::StrCat("match_cast '", name, "'"));
     if (*values) KILN_RETURN_IF_ERROR(CheckCompoundDims(reg, **values, absl::StrCat("match_cast '", name, "'"), name));
+    EmitBoundChecks(relax::CollectVars(sinfo));
     return absl::OkStatus();
+  }
+
+  // Each newly bound symbolic variable with a declared bound (`where n <= 2048`) is checked
+  // once, right after the match that binds it: memory planning and kernels rely on it.
+  void EmitBoundChecks(const std::vector<tir::Var>& vars) {
+    for (const tir::Var& v : vars) {
+      const bool lower = v->lower_bound && *v->lower_bound > 0;
+      if ((!v->upper_bound && !lower) || bound_.count(v->name) == 0 || !checked_bounds_.insert(v->name).second) continue;
+      if (name_constants_.count(v->name) == 0) name_constants_[v->name] = b_.AddConstant(vm::Value::FromString(v->name));
+      int32_t name = f_.NewRegister();
+      f_.LoadConst(name, name_constants_[v->name]);
+      f_.SetDebugName(absl::StrCat("bounds of ", v->name));
+      f_.CallBuiltin(vm::kNoRegister, b_.DeclareBuiltin("kiln.check_bound", "(int, int, int, string) -> none"),
+                     {Operand::Reg(f_.sym(v->name)), Operand::Imm(v->lower_bound.value_or(INT64_MIN)),
+                      Operand::Imm(v->upper_bound.value_or(INT64_MAX)), Operand::Reg(name)});
+      f_.Kill(name);
+    }
   }
 
   // Dimensions such as n + 1 are left out of the binding match (their variables may be
@@ -578,6 +599,8 @@ class FunctionCodegen {
   std::unordered_map<const relax::VarNode*, int32_t> reg_;
   std::unordered_map<const relax::VarNode*, int> last_use_;
   std::unordered_map<int, std::vector<const relax::VarNode*>> kills_at_;
+  std::set<std::string> checked_bounds_;           // symbolic variables whose bounds are checked
+  std::map<std::string, int32_t> name_constants_;  // variable name -> its string constant
   std::unordered_map<const relax::ConstantNode*, int32_t> constants_;
   int pos_ = 0;
 };

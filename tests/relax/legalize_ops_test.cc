@@ -1,5 +1,5 @@
 // LegalizeOps: the shape of the IR it produces (text in, printed module checked). The
-// numbers the kernels compute are checked in tests/codegen/legalize_numerics_test.cc.
+// numbers the kernels compute are checked in tests/codegen/op_harness_test.cc.
 #include "relax/transform/legalize_ops.h"
 
 #include <gmock/gmock.h>
