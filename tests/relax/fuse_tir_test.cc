@@ -149,6 +149,21 @@ TEST(FuseTirTest, AKernelCalledTwiceIsInlinedTwiceWithUniqueBlocks) {
   EXPECT_NE(fused.Find("mm"), nullptr);
 }
 
+TEST(FuseTirTest, AConstantOperandBecomesAParameter) {
+  IRModule fused = FusedTir(std::string(R"(module {
+  func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
+    dataflow {
+      %a = R.call_tir(@relu, (x,), out_sinfo=Tensor((n, 4), float32))
+      y = R.call_tir(@bias, (%a, R.const(float32, [4], [1.0, 2.0, 3.0, 4.0])), out_sinfo=Tensor((n, 4), float32))
+    }
+    return y
+  }
+)") + fusion_test::kKernels + "}\n");
+  std::string text = PrintModule(fused);
+  EXPECT_THAT(text, HasSubstr("R.call_tir(@fused_relu_bias, (x, R.const(float32, [4], [1.0, 2.0, 3.0, 4.0])),"));
+  EXPECT_THAT(text, HasSubstr("prim_func @fused_relu_bias(x: Buffer((n, 4), float32), c: Buffer((4,), float32), y: Buffer((n, 4), float32))"));
+}
+
 TEST(FuseTirTest, RejectsPrimitiveFunctionsItCannotFuse) {
   IRModule m = Normalized(std::string(R"(module {
   func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
