@@ -44,7 +44,8 @@
 //      CacheRead(block, buffer, loop): the region of `buffer` (by name) that the block reads
 //        during one iteration of `loop` (an ancestor, no other block in between) is copied
 //        at the start of each iteration into a new compact "local" buffer by a block
-//        "<buffer>_cache" (predicated to the buffer's bounds), and the block reads the copy,
+//        "<buffer>_cache" (predicated to the buffer's bounds in the dimensions where the
+//        block's own reads are conditional), and the block reads the copy,
 //        indexed in loop terms. Refused when the buffer is written inside the loop, or the
 //        region cannot be bounded (an index not growing by a constant step per loop).
 //        Returns the copy block's name.
@@ -54,7 +55,8 @@
 //        of `loop` writes (a predicate keeps it in its domain), so it consumes each tile as
 //        soon as it is final. Every write of that buffer must lie under `loop` and finish in
 //        one iteration (no writer reduces over `loop` or a loop above it); the block must
-//        follow the loop's nest, with no conflicting access in between. A "local"
+//        follow the loop's nest, with no conflicting access in between. Under a parallel
+//        loop each dimension's region must be dense (one inner loop with step 1). A "local"
 //        allocation of the buffer around the loop then shrinks to the tile (constant size,
 //        accesses re-indexed in loop terms) and moves inside the loop.
 //      ReverseComputeInline(block): an elementwise block `D[f(v)] = g(B[v], ...)` whose
