@@ -32,6 +32,9 @@ constexpr const char* kUsage =
     "  --libs openblas|none  hand float32 2-D matmuls with k*n >= 4096 to OpenBLAS\n"
     "                      (pass dispatch_libraries; 'openblas', the default) or compile\n"
     "                      every operator to generated kernels ('none')\n"
+    "  --no-plan-memory    give every intermediate tensor its own allocation (pass\n"
+    "                      plan_memory off; by default tensors whose lifetimes do not\n"
+    "                      overlap share storage)\n"
     "  --dump-after=PASS   print the module after PASS to stderr (repeatable; a comma\n"
     "                      separated list works too)\n"
     "  --dump-all          print the module after every pass to stderr\n"
@@ -86,6 +89,8 @@ int CompileCommand(int argc, char** argv) {
       options.time_passes = true;
     } else if (arg == "--check") {
       options.check_well_formed = true;
+    } else if (arg == "--no-plan-memory") {
+      options.plan_memory = false;
     } else if (arg == "--target" || arg == "-o" || arg == "--output" || arg == "--mcpu" || arg == "--dump-after" ||
                arg == "--libs") {
       return Usage("option '" + arg + "' needs a value");

@@ -11,6 +11,7 @@
 #include "relax/transform/dispatch_libraries.h"
 #include "relax/transform/legalize_ops.h"
 #include "relax/transform/lower_call_tir.h"
+#include "relax/transform/plan_memory.h"
 #include "relax/transform/schedule_prim_funcs.h"
 #include "relax/well_formed.h"
 #include "support/status_macros.h"
@@ -28,6 +29,7 @@ struct Pass {
 std::vector<Pass> Passes(const PipelineOptions& options) {
   const tir::CpuScheduleOptions schedule = options.cpu_schedule;
   const LibraryOptions libraries = options.libraries;
+  const bool plan_memory = options.plan_memory;
   return {
       {"normalize", [](const IRModule& m, const SourceMap* loc) { return NormalizeModule(m, loc); }},
       // fold_constants goes here.
@@ -38,7 +40,13 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
       // annotate_patterns, fuse_ops, fuse_tir go here; then dead_code_elimination.
       {"schedule", [schedule](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, schedule); }},
       {"lower_call_tir", [](const IRModule& m, const SourceMap*) { return LowerCallTir(m); }},
-      // memory planning (alloc_tensor -> storage + offsets) goes here.
+      // Storage shared between tensors whose lifetimes do not overlap (alloc_tensor ->
+      // alloc_storage + storage_tensor); a no-op with PipelineOptions::plan_memory off.
+      {"plan_memory",
+       [plan_memory](const IRModule& m, const SourceMap*) -> absl::StatusOr<IRModule> {
+         if (!plan_memory) return m;
+         return PlanMemory(m);
+       }},
       // Releasing registers after their last use is done by VM codegen
       // (codegen/vm_codegen.h), which knows the registers.
   };

@@ -46,6 +46,10 @@ struct PipelineOptions {
   // epilogues join their producer's kernel (matmul + bias + gelu as one kernel). Off: one
   // kernel per operator, as legalized (`kiln compile --no-fuse`; benchmarks compare both).
   bool fuse = true;
+  // Memory planning (pass plan_memory, relax/transform/plan_memory.h): tensors whose
+  // lifetimes do not overlap share storage. Off: every intermediate is its own allocation
+  // (`kiln compile --no-plan-memory`).
+  bool plan_memory = true;
 };
 
 // The pass names, in pipeline order.

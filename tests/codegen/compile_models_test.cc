@@ -78,6 +78,23 @@ void ExpectClose(const vm::Tensor& got, const reference::HostTensor& want, doubl
   }
 }
 
+// examples/models/<file> from the source tree (KILN_SOURCE_DIR), compiled; a null
+// executable (with a failure added) when it cannot be read or compiled.
+Compiled CompileExample(const std::string& file) {
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  EXPECT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  if (root == nullptr) return {};
+  std::string path = std::string(root) + "/examples/models/" + file;
+  absl::StatusOr<std::string> text = support::ReadFile(path);
+  EXPECT_TRUE(text.ok()) << text.status();
+  if (!text.ok()) return {};
+  return CompileText(*text, path);
+}
+
+// The transformer block's parameters after x, in order.
+const std::vector<std::vector<int64_t>> kTransformerWeightShapes = {
+    {64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64}, {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
+
 TEST(CompileModelsTest, MlpFromExamplesMatchesTheReference) {
   const char* root = std::getenv("KILN_SOURCE_DIR");
   ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
@@ -144,18 +161,13 @@ TEST(CompileModelsTest, MlpWithAndWithoutOpenBlasAgree) {
 }
 
 TEST(CompileModelsTest, TransformerBlockFromExamplesMatchesTheReference) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
-  std::string path = std::string(root) + "/examples/models/transformer_block.kir";
-  absl::StatusOr<std::string> text = support::ReadFile(path);
-  ASSERT_TRUE(text.ok()) << text.status();
-  Compiled c = CompileText(*text, path);
+  Compiled c = CompileExample("transformer_block.kir");
   ASSERT_NE(c.exe, nullptr);
   vm::VirtualMachine machine(c.exe);
-  const std::vector<std::vector<int64_t>> weight_shapes = {{64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64},
-                                                           {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
   std::vector<Input> weights;
-  for (size_t i = 0; i < weight_shapes.size(); ++i) weights.push_back(RandomInput(weight_shapes[i], 100 + static_cast<uint32_t>(i)));
+  for (size_t i = 0; i < kTransformerWeightShapes.size(); ++i) {
+    weights.push_back(RandomInput(kTransformerWeightShapes[i], 100 + static_cast<uint32_t>(i)));
+  }
   for (int64_t n : {1, 7, 64, 300}) {
     Input x = RandomInput({n, 64}, 30 + static_cast<uint32_t>(n));
     std::vector<vm::Value> args{vm::Value(x.vm)};
@@ -170,6 +182,46 @@ TEST(CompileModelsTest, TransformerBlockFromExamplesMatchesTheReference) {
     ASSERT_TRUE(want.ok()) << want.status();
     ExpectClose(got->as_tensor(), want->tensor(), 1e-3);
   }
+}
+
+// A wrong input shape for a compiled model is the VM's signature error, naming the function,
+// the parameter and the dimension, not a crash inside a kernel; the VM then runs on.
+TEST(CompileModelsTest, TransformerBlockRejectsAWrongInputShapeClearly) {
+  Compiled c = CompileExample("transformer_block.kir");
+  ASSERT_NE(c.exe, nullptr);
+  vm::VirtualMachine machine(c.exe);
+  auto args_with_x = [&](std::vector<int64_t> x_shape, std::vector<int64_t> w1_shape = {64, 256}) {
+    std::vector<vm::Value> args{vm::Value(RandomInput(x_shape, 1).vm)};
+    for (size_t i = 0; i < kTransformerWeightShapes.size(); ++i) {
+      std::vector<int64_t> shape = i == 6 ? w1_shape : kTransformerWeightShapes[i];  // parameter w1
+      args.push_back(vm::Value(RandomInput(shape, 2 + static_cast<uint32_t>(i)).vm));
+    }
+    return args;
+  };
+  auto error_of = [&](const std::vector<vm::Value>& args) {
+    absl::StatusOr<vm::Value> r = machine.Invoke("main", args);
+    return r.ok() ? std::string("no error") : std::string(r.status().message());
+  };
+  // x with 65 columns where the block expects 64.
+  std::string wide = error_of(args_with_x({7, 65}));
+  EXPECT_NE(wide.find("function 'main'"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("parameter 'x' dimension 1"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("expected 64"), std::string::npos) << wide;
+  // A weight that disagrees with the model: w1 of 255 columns.
+  std::string weight = error_of(args_with_x({7, 64}, {64, 255}));
+  EXPECT_NE(weight.find("parameter 'w1' dimension 1"), std::string::npos) << weight;
+  // The wrong rank.
+  std::string rank = error_of(args_with_x({7 * 64}));
+  EXPECT_NE(rank.find("parameter 'x'"), std::string::npos) << rank;
+  // n above its declared bound (n <= 2048): checked on entry, before any kernel or library
+  // call runs (memory planning sizes storage by the bound).
+  std::string bound = error_of(args_with_x({2049, 64}));
+  EXPECT_NE(bound.find("function 'main' at instruction 1 (bounds of n)"), std::string::npos) << bound;
+  EXPECT_NE(bound.find("n = 2049 is above its declared upper bound 2048"), std::string::npos) << bound;
+  // The machine is still usable.
+  absl::StatusOr<vm::Value> good = machine.Invoke("main", args_with_x({7, 64}));
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->as_tensor().shape(), (std::vector<int64_t>{7, 64}));
 }
 
 TEST(CompileModelsTest, ElementwiseAndReductionOpsMatchTheReference) {

@@ -35,7 +35,7 @@ grep -q "pass normalize" <<<"$err" || fail "--time-passes: $err"
 
 # Errors.
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
-grep -q "unknown pass 'nonsense'; the passes are: normalize, dispatch_libraries, legalize, schedule, lower_call_tir" <<<"$err" || fail "unknown pass: $err"
+grep -q "unknown pass 'nonsense'; the passes are: normalize, dispatch_libraries, legalize, schedule, lower_call_tir, plan_memory" <<<"$err" || fail "unknown pass: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
 grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --mcpu not-a-cpu 2>&1); then fail "unknown cpu accepted"; fi
@@ -57,4 +57,21 @@ grep -q "kernel kiln.openblas.sgemm .* 1$" <<<"$prof" || fail "profile lacks the
 grep -q "kernel matmul_kernel" <<<"$prof" || fail "the small matmul should stay generated: $prof"
 prof=$("$kiln" run "$dir/mlp_gen.kx" "${mlp_inputs[@]}" --profile)
 grep -q "openblas" <<<"$prof" && fail "--libs none still calls OpenBLAS: $prof"
+# Memory planning: the transformer block at n = 300 shares storage between intermediates,
+# --stats says how much, and --no-plan-memory gives the same numbers without it.
+tb_inputs=(--input random:300x64:f32:1)
+for shape in 64x64 64x64 64x64 64x64 64 64 64x256 256 256x64 64 64 64; do
+  tb_inputs+=(--input "random:$shape:f32:${#tb_inputs[@]}")
+done
+"$kiln" compile "$models/transformer_block.kir" -o "$dir/tb.kx" || fail "compile transformer block"
+"$kiln" compile "$models/transformer_block.kir" --no-plan-memory -o "$dir/tb_plain.kx" || fail "compile --no-plan-memory"
+planned=$("$kiln" run "$dir/tb.kx" "${tb_inputs[@]}" --stats)
+plain=$("$kiln" run "$dir/tb_plain.kx" "${tb_inputs[@]}" --stats)
+line=$(grep "^planned storage: " <<<"$planned") || fail "--stats does not report planned storage: $planned"
+read -r tensors tensor_bytes storages storage_bytes < <(sed -E 's/^planned storage: ([0-9]+) tensors of ([0-9]+) bytes in all placed in ([0-9]+) storages of ([0-9]+) bytes$/\1 \2 \3 \4/' <<<"$line")
+[ "$storages" -gt 0 ] && [ "$tensors" -gt "$storages" ] && [ "$storage_bytes" -lt "$tensor_bytes" ] || fail "planning saved nothing: $line"
+grep -q "^planned storage" <<<"$plain" && fail "--no-plan-memory still plans: $plain"
+[ "$(grep '^output 0' <<<"$planned")" = "$(grep '^output 0' <<<"$plain")" ] || fail "planning changed the result: $planned / $plain"
+"$kiln" compile "$models/transformer_block.kir" -o "$dir/tb2.kx" --dump-after=plan_memory 2>"$dir/err"
+grep -q "R.alloc_storage(R.prim(" "$dir/err" || fail "--dump-after=plan_memory: $(head -c 2000 "$dir/err")"
 echo "tools: kiln compile + kiln run work"
