@@ -11,6 +11,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -20,9 +21,13 @@
 #include <string>
 #include <vector>
 
+#include "codegen/build_executable.h"
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cpu_target.h"
+#include "relax/text_parser.h"
+#include "relax/transform/pipeline.h"
 #include "support/check.h"
+#include "support/file_io.h"
 #include "tir/buffer.h"
 #include "tir/expr.h"
 #include "tir/stmt.h"
@@ -285,6 +290,24 @@ TEST(FastMathTest, VectorLoopsCallNoLibm) {
   ASSERT_TRUE(so.ok()) << so.status();
   for (const char* sym : {"expf", "erff", "tanhf", "logf"}) {
     EXPECT_EQ(so->find(std::string(sym) + '\0'), std::string::npos) << sym;
+  }
+}
+
+TEST(FastMathTest, TransformerBlockKernelsCallNoLibm) {
+  // The bundled transformer block's gelu (erf) and softmax (exp) kernels, as the pipeline
+  // schedules them: the executable's kernel object imports none of libm's float functions.
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  absl::StatusOr<std::string> text = support::ReadFile(std::string(root) + "/examples/models/transformer_block.kir");
+  ASSERT_TRUE(text.ok()) << text.status();
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(*text, "transformer_block.kir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed->module, relax::PipelineOptions(), &parsed->locations);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  absl::StatusOr<std::string> bytes = BuildExecutable(*lowered, CpuTarget::Host());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  for (const char* sym : {"expf", "erff", "tanhf", "logf"}) {
+    EXPECT_EQ(bytes->find(std::string(sym) + '\0'), std::string::npos) << sym;
   }
 }
 
