@@ -293,6 +293,44 @@ TEST(FastMathTest, VectorLoopsCallNoLibm) {
   }
 }
 
+TEST(FastMathTest, Float16GoesThroughFloat32) {
+  // out[i] = float32(op(float16(A[i]))), scalar and 16 lanes: float16 math is computed in
+  // float32, so the result is the exact value rounded to half precision.
+  NamedPrimFuncs funcs;
+  for (const std::string& op : Ops()) {
+    for (bool vector : {false, true}) {
+      Var n = Var::Shape("n");
+      Buffer a("A", DataType::Float32(), {n});
+      Buffer out("out", DataType::Float32(), {n});
+      auto f = [&](PrimExpr v) { return Cast(DataType::Float32(), Call(op, {Cast(DataType::Float(16), v)})); };
+      Var io("io"), ii("ii"), i("i");
+      PrimExpr idx = io * kLanes + ii;
+      Stmt body = vector ? For(io, 0, FloorDiv(PrimExpr(n), PrimExpr(kLanes)), ForKind::kSerial,
+                               For(ii, 0, kLanes, ForKind::kVectorized, BufferStore(out, f(a.Load({idx})), {idx})))
+                         : For(i, 0, n, ForKind::kSerial, BufferStore(out, f(a.Load({i})), {i}));
+      funcs.push_back({(vector ? "v_" : "s_") + op, PrimFunc({{a, Var()}, {out, Var()}}, body)});
+    }
+  }
+  Compiled k(funcs, CpuTarget::Host());
+  std::vector<float> in;
+  for (int i = -512; i < 512; ++i) in.push_back(static_cast<float>(i) / 64);  // exact in half
+  for (const std::string& op : Ops()) {
+    for (const char* kind : {"s_", "v_"}) {
+      std::vector<float> out = k.Run(kind + op, in);
+      for (size_t i = 0; i < in.size(); ++i) {
+        double want = Reference(op, in[i]);
+        if (std::isnan(want) || std::isinf(want)) {
+          EXPECT_TRUE(std::isnan(want) ? std::isnan(out[i]) : out[i] == want) << kind << op << "(" << in[i] << ")";
+          continue;
+        }
+        // Half rounding: 2^-11 relative, or half the smallest normal half spacing.
+        EXPECT_LE(std::fabs(out[i] - want), std::max(std::fabs(want) * 0x1p-11, 0x1p-25) * 1.01)
+            << kind << op << "(" << in[i] << ")";
+      }
+    }
+  }
+}
+
 TEST(FastMathTest, TransformerBlockKernelsCallNoLibm) {
   // The bundled transformer block's gelu (erf) and softmax (exp) kernels, as the pipeline
   // schedules them: the executable's kernel object imports none of libm's float functions.
