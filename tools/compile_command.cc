@@ -35,6 +35,9 @@ constexpr const char* kUsage =
     "  --no-plan-memory    give every intermediate tensor its own allocation (pass\n"
     "                      plan_memory off; by default tensors whose lifetimes do not\n"
     "                      overlap share storage)\n"
+    "  --no-fuse           one kernel per operator: skip operator fusion (passes\n"
+    "                      annotate_patterns, fuse_ops, fuse_tir, which otherwise merge\n"
+    "                      chains such as matmul + bias add + gelu into one kernel)\n"
     "  --dump-after=PASS   print the module after PASS to stderr (repeatable; a comma\n"
     "                      separated list works too)\n"
     "  --dump-all          print the module after every pass to stderr\n"
@@ -83,6 +86,8 @@ int CompileCommand(int argc, char** argv) {
                value("--mcpu", &mcpu) || value("--libs", &libs)) {
     } else if (value("--dump-after", &v)) {
       for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) options.dump_after.insert(std::string(name));
+    } else if (arg == "--no-fuse") {
+      options.fuse = false;
     } else if (arg == "--dump-all") {
       options.dump_all = true;
     } else if (arg == "--time-passes") {
