@@ -24,6 +24,7 @@
 #include "llvm/IR/Verifier.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
+#include "codegen/fast_math.h"
 #include "codegen/loop_vectorizer.h"
 #include "support/check.h"
 #include "vm/kernel_abi.h"
@@ -1236,6 +1237,25 @@ class KernelLowering {
     return b_.CreateCall(fn, {x});
   }
 
+  llvm::Value* FastMath(const std::string& op, llvm::Value* x) {
+    using Emitter = llvm::Value* (*)(llvm::IRBuilderBase&, llvm::Value*);
+    Emitter emit = op == "exp"       ? EmitFastExpF32
+                   : op == "erf"     ? EmitFastErfF32
+                   : op == "tanh"    ? EmitFastTanhF32
+                   : op == "sigmoid" ? EmitFastSigmoidF32
+                   : op == "log"     ? EmitFastLogF32
+                                     : nullptr;
+    if (emit == nullptr) return nullptr;
+    llvm::Type* type = x->getType();
+    if (IsFloat32OrVector(type)) return emit(b_, x);
+    if (type->getScalarType()->isHalfTy()) {
+      llvm::Type* f32 = b_.getFloatTy();
+      if (auto* vec = llvm::dyn_cast<llvm::FixedVectorType>(type)) f32 = llvm::FixedVectorType::get(f32, vec->getNumElements());
+      return b_.CreateFPTrunc(emit(b_, b_.CreateFPExt(x, f32)), type);
+    }
+    return nullptr;
+  }
+
   llvm::Value* LowerCall(const tir::CallNode* call) {
     DataType t = call->dtype();
     llvm::Type* type = LlvmType(t);
@@ -1253,6 +1273,9 @@ class KernelLowering {
     }
     llvm::Value* x = Lower(call->args[0]);
     llvm::Value* one = llvm::ConstantFP::get(type, 1.0);
+    // float32 (and float16, through float32): inline polynomial code that stays SIMD in
+    // vector loops, where llvm.exp or libm would be called lane by lane.
+    if (llvm::Value* fast = FastMath(op, x)) return fast;
     if (op == "exp") return Intrinsic(llvm::Intrinsic::exp, x);
     if (op == "log") return Intrinsic(llvm::Intrinsic::log, x);
     if (op == "sqrt") return Intrinsic(llvm::Intrinsic::sqrt, x);

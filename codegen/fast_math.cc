@@ -1,0 +1,186 @@
+#include "codegen/fast_math.h"
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/Intrinsics.h"
+#include "support/check.h"
+
+// Coefficients: minimax polynomials from scripts/fast_math_coefficients.py (Remez exchange
+// against mpmath at 40 digits, then rounded to float32 with the leading coefficient fixed
+// first and the rest refitted). The comment above each table gives the fitted function,
+// the interval and the error of the rounded polynomial. Multiply-adds are written as
+// fmul + fadd: the backend fuses them into FMAs where the CPU has them
+// (FPOpFusion::Fast); every step below is accurate either way.
+
+namespace kiln::codegen {
+namespace {
+
+// Typed constants: splats for vector types.
+llvm::Constant* F(llvm::Type* type, float v) { return llvm::ConstantFP::get(type, static_cast<double>(v)); }
+
+llvm::Type* IntLike(llvm::IRBuilderBase& b, llvm::Type* type) {
+  if (auto* vec = llvm::dyn_cast<llvm::FixedVectorType>(type)) {
+    return llvm::FixedVectorType::get(b.getInt32Ty(), vec->getNumElements());
+  }
+  return b.getInt32Ty();
+}
+
+llvm::Constant* I(llvm::Type* int_type, int32_t v) {
+  return llvm::ConstantInt::get(int_type, static_cast<uint64_t>(static_cast<int64_t>(v)), /*IsSigned=*/true);
+}
+
+llvm::Value* MulAdd(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* y, llvm::Value* z) {
+  return b.CreateFAdd(b.CreateFMul(x, y), z);
+}
+
+// c[0] + c[1] u + c[2] u^2 + ... by Horner's rule.
+llvm::Value* Horner(llvm::IRBuilderBase& b, llvm::Value* u, std::initializer_list<float> c) {
+  llvm::Type* type = u->getType();
+  const float* coef = c.begin();
+  size_t n = c.size();
+  llvm::Value* acc = F(type, coef[n - 1]);
+  for (size_t i = n - 1; i-- > 0;) acc = MulAdd(b, acc, u, F(type, coef[i]));
+  return acc;
+}
+
+llvm::Value* Fabs(llvm::IRBuilderBase& b, llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
+
+llvm::Value* CopySign(llvm::IRBuilderBase& b, llvm::Value* magnitude, llvm::Value* sign) {
+  return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, magnitude, sign);
+}
+
+// 2^n for integers n in [-126, 127] (an i32 or <N x i32> value), built in the exponent field.
+llvm::Value* Pow2(llvm::IRBuilderBase& b, llvm::Value* n, llvm::Type* float_type) {
+  llvm::Value* bits = b.CreateShl(b.CreateAdd(n, I(n->getType(), 127)), I(n->getType(), 23));
+  return b.CreateBitCast(bits, float_type);
+}
+
+// ln 2 = kLn2Hi + kLn2Lo, kLn2Hi with 13 significant bits so that k * kLn2Hi is exact for
+// |k| < 2^11.
+constexpr float kLn2Hi = 0x1.62ep-1f;
+constexpr float kLn2Lo = 0x1.0bfbe8p-15f;
+constexpr float kLog2e = 0x1.715476p+0f;
+
+}  // namespace
+
+bool IsFloat32OrVector(const llvm::Type* type) { return type->getScalarType()->isFloatTy(); }
+
+// exp(x) = 2^k exp(r), k = round(x / ln2), r = x - k ln2 (Cody-Waite, two parts of ln2), so
+// |r| <= ln2 / 2. The rounding adds 1.5 * 2^23 to x / ln2: the float sum then holds k in
+// its low mantissa bits (read back by a bitcast, no float-to-int conversion that a NaN would
+// make poison), and subtracting the constant again gives k as a float. x is first clamped to
+// [-104, 89]: exp(89) and everything above overflow to +inf through the scaling, exp(-104)
+// and everything below round to 0, and k stays within [-150, 129]. 2^k is applied as two
+// factors 2^(k/2) and 2^(k - k/2), both normal, so results in the denormal range are rounded
+// once, correctly. NaN fails both clamp comparisons and propagates through the arithmetic.
+llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  KILN_CHECK(IsFloat32OrVector(type));
+  llvm::Type* int_type = IntLike(b, type);
+  constexpr float kShifter = 0x1.8p23f;
+  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOLT(x, F(type, -104.0f)), F(type, -104.0f), x);
+  xc = b.CreateSelect(b.CreateFCmpOGT(xc, F(type, 89.0f)), F(type, 89.0f), xc);
+  llvm::Value* shifted = MulAdd(b, xc, F(type, kLog2e), F(type, kShifter));
+  llvm::Value* k = b.CreateFSub(shifted, F(type, kShifter));
+  llvm::Value* r = MulAdd(b, k, F(type, -kLn2Hi), xc);  // exact
+  r = MulAdd(b, k, F(type, -kLn2Lo), r);
+  // exp(r) = 1 + r + r^2 q(r), |r| <= 0.35; relative error 3.7e-9 (float32 coefficients).
+  llvm::Value* q = Horner(b, r, {0x1.fffffcp-2f, 0x1.555482p-3f, 0x1.55581ep-5f, 0x1.1245e4p-7f, 0x1.6b1c26p-10f});
+  llvm::Value* p = MulAdd(b, MulAdd(b, q, r, F(type, 1.0f)), r, F(type, 1.0f));
+  llvm::Value* n = b.CreateSub(b.CreateBitCast(shifted, int_type), b.CreateBitCast(F(type, kShifter), int_type));
+  llvm::Value* n1 = b.CreateAShr(n, I(int_type, 1));
+  llvm::Value* n2 = b.CreateSub(n, n1);
+  return b.CreateFMul(b.CreateFMul(p, Pow2(b, n1, type)), Pow2(b, n2, type));
+}
+
+// |x| < 0.875: erf(x) = x + x Q(x^2). Otherwise erf(|x|) = 1 - erfc(|x|) with
+// erfc(x) = exp(-x^2) R(t), t = 1 / (1 + x/2) (R is smooth in t, and erfc small there, so its
+// relative error barely shows); |x| is clamped to 4, where erfc < 2^-25 and 1 - erfc rounds
+// to 1, and the sign is copied back. Both sides are computed and one selected per lane.
+llvm::Value* EmitFastErfF32(llvm::IRBuilderBase& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  KILN_CHECK(IsFloat32OrVector(type));
+  llvm::Value* one = F(type, 1.0f);
+  llvm::Value* ax = Fabs(b, x);
+  // Q on [0, 0.875^2], relative error of erf 1.7e-9 (float32 coefficients). x P(x^2) with
+  // P(0) = 2/sqrt(pi) would lose 5e-8 to rounding that constant; Q(0) = 2/sqrt(pi) - 1.
+  llvm::Value* s = b.CreateFMul(x, x);
+  llvm::Value* q = Horner(b, s,
+                          {0x1.06eba8p-3f, -0x1.81274p-2f, 0x1.ce2d5ap-4f, -0x1.b7ff34p-6f, 0x1.542c7cp-8f,
+                           -0x1.a49406p-11f, 0x1.48f95cp-14f});
+  llvm::Value* small = MulAdd(b, x, q, x);
+  // R on t in [1/3, 1/1.4375], relative error 3.5e-8.
+  llvm::Value* a = b.CreateSelect(b.CreateFCmpOGT(ax, F(type, 4.0f)), F(type, 4.0f), ax);
+  llvm::Value* t = b.CreateFDiv(one, MulAdd(b, a, F(type, 0.5f), one));
+  llvm::Value* r = Horner(b, t,
+                          {-0x1.188888p-13f, 0x1.2363ecp-2f, 0x1.0c9c38p-2f, 0x1.58c6p-2f, -0x1.31422ep-4f,
+                           0x1.07afdp-1f, -0x1.afc7cp-2f, 0x1.73016ap-4f, 0x1.da5686p-8f});
+  llvm::Value* erfc = b.CreateFMul(EmitFastExpF32(b, b.CreateFNeg(b.CreateFMul(a, a))), r);
+  llvm::Value* large = CopySign(b, b.CreateFSub(one, erfc), x);
+  return b.CreateSelect(b.CreateFCmpOLT(ax, F(type, 0.875f)), small, large);
+}
+
+// |x| < 0.625: tanh(x) = x + x^3 P(x^2). Otherwise tanh(|x|) = (1 - e) / (1 + e) with
+// e = exp(-2|x|) in [0, 0.29): no overflow, no cancellation, 1 once e underflows; the sign
+// is copied back.
+llvm::Value* EmitFastTanhF32(llvm::IRBuilderBase& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  KILN_CHECK(IsFloat32OrVector(type));
+  llvm::Value* one = F(type, 1.0f);
+  llvm::Value* ax = Fabs(b, x);
+  // P on [0, 0.625^2], relative error of tanh 1.8e-10.
+  llvm::Value* s = b.CreateFMul(x, x);
+  llvm::Value* p = Horner(b, s,
+                          {-0x1.555554p-2f, 0x1.11107ap-3f, -0x1.b9f188p-5f, 0x1.63a54ep-6f, -0x1.0c5eb8p-7f,
+                           0x1.1a2788p-9f});
+  llvm::Value* small = MulAdd(b, b.CreateFMul(x, s), p, x);
+  llvm::Value* e = EmitFastExpF32(b, b.CreateFMul(ax, F(type, -2.0f)));
+  llvm::Value* large = b.CreateFDiv(b.CreateFSub(one, e), b.CreateFAdd(one, e));
+  // The sign of x on both sides: x^3 P(x^2) + x is +0 for x = -0.
+  return CopySign(b, b.CreateSelect(b.CreateFCmpOLT(ax, F(type, 0.625f)), small, large), x);
+}
+
+// sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, e = exp(-|x|) in (0, 1]:
+// never overflows, and keeps relative accuracy on the far negative side.
+llvm::Value* EmitFastSigmoidF32(llvm::IRBuilderBase& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  KILN_CHECK(IsFloat32OrVector(type));
+  llvm::Value* one = F(type, 1.0f);
+  llvm::Value* e = EmitFastExpF32(b, b.CreateFNeg(Fabs(b, x)));
+  llvm::Value* numerator = b.CreateSelect(b.CreateFCmpOLT(x, F(type, 0.0f)), e, one);
+  return b.CreateFDiv(numerator, b.CreateFAdd(one, e));
+}
+
+// log(x) = k ln2 + log(1 + f), x = 2^k m with m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact).
+// k and m come from the bits: subtracting the bits of sqrt(1/2) makes the exponent field
+// k and leaves m's mantissa, which the same offset turns back into m. Denormals are scaled
+// by 2^23 first. Special inputs are selected at the end.
+llvm::Value* EmitFastLogF32(llvm::IRBuilderBase& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  KILN_CHECK(IsFloat32OrVector(type));
+  llvm::Type* int_type = IntLike(b, type);
+  constexpr int32_t kSqrtHalfBits = 0x3f3504f3;
+  llvm::Value* denormal = b.CreateFCmpOLT(x, F(type, 0x1p-126f));
+  llvm::Value* xs = b.CreateSelect(denormal, b.CreateFMul(x, F(type, 0x1p23f)), x);
+  llvm::Value* offset = b.CreateSub(b.CreateBitCast(xs, int_type), I(int_type, kSqrtHalfBits));
+  llvm::Value* k = b.CreateAShr(offset, I(int_type, 23));
+  llvm::Value* m_bits = b.CreateAdd(b.CreateAnd(offset, I(int_type, 0x7fffff)), I(int_type, kSqrtHalfBits));
+  llvm::Value* f = b.CreateFSub(b.CreateBitCast(m_bits, type), F(type, 1.0f));
+  llvm::Value* kf = b.CreateFAdd(b.CreateSIToFP(k, type), b.CreateSelect(denormal, F(type, -23.0f), F(type, 0.0f)));
+  // log(1 + f) = f + f^2 P(f) on [sqrt(1/2) - 1, sqrt(2) - 1], relative error 2.2e-9.
+  llvm::Value* p = Horner(b, f,
+                          {-0x1p-1f, 0x1.555554p-2f, -0x1.ffffd4p-3f, 0x1.999a14p-3f, -0x1.5563b2p-3f, 0x1.248f28p-3f,
+                           -0x1.fce734p-4f, 0x1.c40b0cp-4f, -0x1.bb2bcep-4f, 0x1.b37caep-4f, -0x1.e99e4ap-5f});
+  llvm::Value* y = MulAdd(b, b.CreateFMul(f, f), p, f);
+  llvm::Value* result = MulAdd(b, kf, F(type, kLn2Hi), MulAdd(b, kf, F(type, kLn2Lo), y));
+  result = b.CreateSelect(b.CreateFCmpOEQ(x, F(type, INFINITY)), x, result);
+  result = b.CreateSelect(b.CreateFCmpOEQ(x, F(type, 0.0f)), F(type, -INFINITY), result);
+  // x < 0 and NaN: NaN.
+  return b.CreateSelect(b.CreateFCmpOGE(x, F(type, 0.0f)), result, F(type, NAN));
+}
+
+}  // namespace kiln::codegen
