@@ -8,7 +8,9 @@
 #include "absl/strings/str_join.h"
 #include "relax/block_builder.h"
 #include "relax/text_printer.h"
+#include "relax/transform/dead_code_elimination.h"
 #include "relax/transform/dispatch_libraries.h"
+#include "relax/transform/fold_constants.h"
 #include "relax/transform/legalize_ops.h"
 #include "relax/transform/lower_call_tir.h"
 #include "relax/transform/schedule_prim_funcs.h"
@@ -30,12 +32,13 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
   const LibraryOptions libraries = options.libraries;
   return {
       {"normalize", [](const IRModule& m, const SourceMap* loc) { return NormalizeModule(m, loc); }},
-      // fold_constants goes here.
+      {"fold_constants", [](const IRModule& m, const SourceMap*) { return FoldConstants(m); }},
       // Before legalize, so that what a library does is never lowered to a generated kernel.
       {"dispatch_libraries",
        [libraries](const IRModule& m, const SourceMap*) { return DispatchLibraries(m, libraries); }},
       {"legalize", [](const IRModule& m, const SourceMap*) { return LegalizeOps(m); }},
       // annotate_patterns, fuse_ops, fuse_tir go here; then dead_code_elimination.
+      {"dead_code_elimination", [](const IRModule& m, const SourceMap*) { return DeadCodeElimination(m); }},
       {"schedule", [schedule](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, schedule); }},
       {"lower_call_tir", [](const IRModule& m, const SourceMap*) { return LowerCallTir(m); }},
       // memory planning (alloc_tensor -> storage + offsets) goes here.
