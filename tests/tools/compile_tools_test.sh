@@ -35,7 +35,7 @@ grep -q "pass normalize" <<<"$err" || fail "--time-passes: $err"
 
 # Errors.
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
-grep -q "unknown pass 'nonsense'; the passes are: normalize, dispatch_libraries, legalize, schedule, lower_call_tir" <<<"$err" || fail "unknown pass: $err"
+grep -q "unknown pass 'nonsense'; the passes are: normalize, fold_constants, dispatch_libraries, legalize, dead_code_elimination, schedule, lower_call_tir" <<<"$err" || fail "unknown pass: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
 grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --mcpu not-a-cpu 2>&1); then fail "unknown cpu accepted"; fi
