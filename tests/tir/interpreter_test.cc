@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "relax/text_parser.h"
+#include "tir/schedule/default_cpu_schedule.h"
 
 namespace kiln::tir {
 namespace {
@@ -409,6 +410,72 @@ TEST(InterpreterTest, StepBudgetStopsLongRuns) {
 })");
   options.max_allocation_bytes = 1 << 20;
   EXPECT_EQ(RunPrimFunc(alloc, {a.arg()}, options).code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(InterpreterTest, ScheduledKernelsWithTailsAndDecomposedInit) {
+  // The default CPU schedule splits, fuses, vectorizes and parallelizes, with block
+  // predicates and tail guards for sizes that are not multiples of the tile; the
+  // interpreter must still compute C[i, j] = sum_k (i + 1) * j = 5 * (i + 1) * j.
+  PrimFunc mm = Parse(R"(module {
+  prim_func @mm(A: Buffer((n, 5), float32), B: Buffer((5, 11), float32), C: Buffer((n, 11), float32)) {
+    for i in serial(0, n) {
+      for j in serial(0, 11) {
+        for k in serial(0, 5) {
+          block "mm" {
+            vi = spatial(n, i)
+            vj = spatial(11, j)
+            vk = reduce(5, k)
+            init {
+              C[vi, vj] = 0.0
+            }
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+          }
+        }
+      }
+    }
+  }
+})");
+  CpuScheduleOptions options;
+  options.vector_lanes = 4;
+  options.num_threads = 4;
+  absl::StatusOr<PrimFunc> scheduled = ScheduleForCpu(mm, options);
+  ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+  for (int64_t n : {1, 3, 7}) {
+    std::vector<float> a(n * 5), b(5 * 11);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int k = 0; k < 5; ++k) a[i * 5 + k] = static_cast<float>(i + 1);
+    }
+    for (int k = 0; k < 5; ++k) {
+      for (int j = 0; j < 11; ++j) b[k * 11 + j] = static_cast<float>(j);
+    }
+    auto ha = F32({n, 5}, a);
+    auto hb = F32({5, 11}, b);
+    auto hc = F32({n, 11}, std::vector<float>(n * 11, -1.0f));
+    absl::Status s = RunPrimFunc(*scheduled, {ha.arg(), hb.arg(), hc.arg()});
+    ASSERT_TRUE(s.ok()) << s;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int j = 0; j < 11; ++j) EXPECT_EQ(hc.values[i * 11 + j], 5.0f * (i + 1) * j) << "n=" << n << " " << i << "," << j;
+    }
+  }
+
+  PrimFunc add = Parse(R"(module {
+  prim_func @add(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+    for i in serial(0, n) {
+      block "add" {
+        vi = spatial(n, i)
+        B[vi] = A[vi] + 1.0
+      }
+    }
+  }
+})");
+  absl::StatusOr<PrimFunc> add_scheduled = ScheduleForCpu(add, options);
+  ASSERT_TRUE(add_scheduled.ok()) << add_scheduled.status();
+  std::vector<float> x(13);
+  for (int i = 0; i < 13; ++i) x[i] = static_cast<float>(i);
+  auto hx = F32({13}, x);
+  auto hy = F32Zeros({13});
+  ASSERT_TRUE(RunPrimFunc(*add_scheduled, {hx.arg(), hy.arg()}).ok());
+  for (int i = 0; i < 13; ++i) EXPECT_EQ(hy.values[i], i + 1.0f) << i;
 }
 
 }  // namespace
