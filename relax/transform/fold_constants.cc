@@ -75,9 +75,7 @@ class Folder : public ExprMutator {
           if (!known.defined()) return Expr();
           fields.push_back(std::move(known));
         }
-        if (fields.size() == expr.as<TupleNode>()->fields.size() && AllSame(fields, expr.as<TupleNode>()->fields)) {
-          return expr;
-        }
+        if (AllSame(fields, expr.as<TupleNode>()->fields)) return expr;  // fields are Constants already
         std::vector<StructInfo> sinfos;
         for (const Expr& f : fields) sinfos.push_back(f.struct_info());
         return Tuple(std::move(fields), TupleSInfo(std::move(sinfos)));
