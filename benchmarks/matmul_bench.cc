@@ -4,11 +4,10 @@
 // CPU rules, compiled to a shared object, loaded and called through the kernel ABI on the
 // runtime's thread pool. Prints GFLOP/s for both and the ratio Kiln / OpenBLAS.
 //
-//   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N]
+//   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
 //
 // A size "S" is the square S x S x S; "mM" is C[M, 4096] = A[M, 4096] @ W[4096, 4096].
-#include <cblas.h>
-
+// OpenBLAS runs with its best kernels for this CPU (benchmarks/openblas_peer.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "benchmarks/openblas_peer.h"
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cpu_target.h"
 #include "relax/block_builder.h"
@@ -156,6 +156,7 @@ bool ParseSizes(const std::string& list, std::vector<Shape>* shapes) {
 int main(int argc, char** argv) {
   std::string sizes = "256,512,1024,2048,m1,m2,m4,m8,m16,m32,m64";
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string openblas_core;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -168,20 +169,21 @@ int main(int argc, char** argv) {
     } else if (const char* v = value("--threads")) {
       threads = std::atoi(v);
       if (threads < 1) Die("--threads wants a positive integer, got '" + std::string(v) + "'");
+    } else if (const char* v = value("--openblas-core")) {
+      openblas_core = v;
     } else {
-      std::fprintf(stderr, "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
+                   "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
+                   "                   else OpenBLAS's own choice)\n",
+                   argv[0]);
       return 2;
     }
   }
   std::vector<Shape> shapes;
   if (!ParseSizes(sizes, &shapes)) return 2;
 
-  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
-  std::printf("note: on these AMD AVX-512 machines Debian's OpenBLAS detects Haswell kernels; set\n"
-              "      OPENBLAS_CORETYPE=SkylakeX for OpenBLAS at its best (now: %s)\n",
-              coretype ? coretype : "unset");
-  openblas_set_num_threads(threads);
-  std::printf("OpenBLAS core type: %s, threads: %d\n", openblas_get_corename(), threads);
+  const kiln::builtins::OpenBlasLibrary& blas = kiln::bench::LoadOpenBlasPeer(openblas_core, threads);
 
   kiln::vm::ThreadPool pool(threads);
   BenchContext bench{};
@@ -210,9 +212,10 @@ int main(int argc, char** argv) {
       if (kiln_matmul(args, 3, &bench.ctx) != 0) Die("Kiln kernel failed: " + bench.error);
     };
     auto run_blas = [&] {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
-                  static_cast<int>(s.k), 1.0f, a.data_as<float>(), static_cast<int>(s.k), w.data_as<float>(),
-                  static_cast<int>(s.n), 0.0f, c_blas.data_as<float>(), static_cast<int>(s.n));
+      using kiln::builtins::kCblasNoTrans;
+      blas.sgemm(kiln::builtins::kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(s.m),
+                 static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a.data_as<float>(), static_cast<int>(s.k),
+                 w.data_as<float>(), static_cast<int>(s.n), 0.0f, c_blas.data_as<float>(), static_cast<int>(s.n));
     };
     // Agreement first: relative to the magnitude of the row's dot products, since single
     // elements can cancel to near zero.

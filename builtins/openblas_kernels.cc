@@ -5,12 +5,18 @@
 //   kiln.openblas.sgemm(a, b, out) "ttt": float32 out = a @ b, either 2-D a [m, k],
 //   b [k, n], out [m, n], or 3-D with one shared batch size [p, m, k] @ [p, k, n]. All three
 //   must be row-major and compact (byte_offset is honoured; strides must be absent or compact).
-#include <cblas.h>
-
+//
+// OpenBLAS is loaded on first use (builtins/openblas_library.h), which chooses its best
+// kernels on CPUs it misdetects. Its thread count follows the VM's pool (ctx->num_threads)
+// unless the user set OPENBLAS_NUM_THREADS or OMP_NUM_THREADS: the pool's threads sleep
+// while a library call runs, so the two never compete for cores.
 #include <cstdint>
+#include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include "builtins/default_builtins.h"
+#include "builtins/openblas_library.h"
 #include "vm/dtype.h"
 
 namespace kiln::builtins {
@@ -41,6 +47,24 @@ std::string ShapeText(const DLTensor* t) {
   return s + "]";
 }
 
+// The library, with its threads matched to the pool on first use; null after reporting why.
+const OpenBlasLibrary* Library(KilnCallContext* ctx) {
+  std::string error;
+  const OpenBlasLibrary* lib = LoadOpenBlas(&error);
+  if (lib == nullptr) {
+    Fail(ctx, "kiln.openblas.sgemm: " + error);
+    return nullptr;
+  }
+  static std::once_flag threads_set;
+  std::call_once(threads_set, [&] {
+    if (lib->set_num_threads != nullptr && ctx->num_threads > 0 && std::getenv("OPENBLAS_NUM_THREADS") == nullptr &&
+        std::getenv("OMP_NUM_THREADS") == nullptr) {
+      lib->set_num_threads(ctx->num_threads);
+    }
+  });
+  return lib;
+}
+
 int32_t Sgemm(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
   if (num_args != 3) return Fail(ctx, "kiln.openblas.sgemm takes (a, b, out)");
   const DLTensor* a = args[0].value.tensor;
@@ -63,6 +87,8 @@ int32_t Sgemm(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
   }
   constexpr int64_t kMaxInt = INT32_MAX;
   if (m > kMaxInt || n > kMaxInt || k > kMaxInt) return Fail(ctx, "kiln.openblas.sgemm: dimension too large for BLAS");
+  const OpenBlasLibrary* lib = Library(ctx);
+  if (lib == nullptr) return 1;
   float* pa = F32(a);
   float* pb = F32(b);
   float* pc = F32(out);
@@ -72,7 +98,7 @@ int32_t Sgemm(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
       for (int64_t j = 0; j < m * n; ++j) pc[i * m * n + j] = 0.0f;
       continue;
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
+    lib->sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(m), static_cast<int>(n),
                 static_cast<int>(k), 1.0f, pa + i * m * k, static_cast<int>(k), pb + i * k * n, static_cast<int>(n),
                 0.0f, pc + i * m * n, static_cast<int>(n));
   }

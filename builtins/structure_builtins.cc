@@ -1,6 +1,8 @@
-// Structure builtins: tuples, shapes, and reading an If condition out of a tensor.
+// Structure builtins: tuples, shapes, reading an If condition out of a tensor, and checking a
+// symbolic dimension against its declared bounds.
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "builtins/builtin_args.h"
 #include "builtins/default_builtins.h"
 #include "support/status_macros.h"
@@ -76,6 +78,27 @@ absl::Status ReadIfCond(BuiltinContext&, const Value* const* args, int n, Value*
   return absl::OkStatus();
 }
 
+// (int value, int lower, int upper, string name) -> none: a symbolic variable bound at run
+// time must lie within the bounds its function declares (`where n <= 2048`): memory
+// planning sizes storage by them, so a larger value must stop the call before any kernel runs.
+absl::Status CheckBound(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  KILN_RETURN_IF_ERROR(CheckArity(n, 4));
+  for (int i = 0; i < 3; ++i) KILN_RETURN_IF_ERROR(CheckKind(*args[i], Value::Kind::kInt, i));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[3], Value::Kind::kString, 3));
+  const int64_t value = args[0]->as_int(), lower = args[1]->as_int(), upper = args[2]->as_int();
+  const std::string& name = args[3]->as_string();
+  if (value > upper) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " = ", value, " is above its declared upper bound ", upper, " (where ", name, " <= ", upper, ")"));
+  }
+  if (value < lower) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, " = ", value, " is below its declared lower bound ", lower, " (where ", name, " >= ", lower, ")"));
+  }
+  *out = Value();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterStructureBuiltins(vm::BuiltinRegistry& r) {
@@ -83,6 +106,7 @@ void RegisterStructureBuiltins(vm::BuiltinRegistry& r) {
   r.RegisterBuiltin("kiln.tuple_get", "(tuple, int) -> any", TupleGet);
   r.RegisterBuiltin("kiln.shape_of", "(tensor) -> shape", ShapeOf);
   r.RegisterBuiltin("kiln.read_if_cond", "(any) -> bool", ReadIfCond);
+  r.RegisterBuiltin("kiln.check_bound", "(int, int, int, string) -> none", CheckBound);
 }
 
 }  // namespace kiln::builtins

@@ -1,6 +1,8 @@
 #include "codegen/vm_codegen.h"
 
+#include <climits>
 #include <cstring>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <vector>
@@ -112,6 +114,7 @@ class FunctionCodegen {
                                                absl::StrCat("parameter '", fn_.params[i].name_hint(), "'"), ""));
       }
     }
+    for (const relax::Var& param : fn_.params) EmitBoundChecks(relax::CollectVars(param->struct_info()));
     pos_ = 0;
     CountSeq(*seq);
     for (const auto& [var, pos] : last_use_) kills_at_[pos].push_back(var);
@@ -262,7 +265,25 @@ class FunctionCodegen {
     }
     f_.MatchShape(reg, dims, absl::StrCat("match_cast '", name, "'"));
     if (*values) KILN_RETURN_IF_ERROR(CheckCompoundDims(reg, **values, absl::StrCat("match_cast '", name, "'"), name));
+    EmitBoundChecks(relax::CollectVars(sinfo));
     return absl::OkStatus();
+  }
+
+  // Each newly bound symbolic variable with a declared bound (`where n <= 2048`) is checked
+  // once, right after the match that binds it: memory planning and kernels rely on it.
+  void EmitBoundChecks(const std::vector<tir::Var>& vars) {
+    for (const tir::Var& v : vars) {
+      const bool lower = v->lower_bound && *v->lower_bound > 0;
+      if ((!v->upper_bound && !lower) || bound_.count(v->name) == 0 || !checked_bounds_.insert(v->name).second) continue;
+      if (name_constants_.count(v->name) == 0) name_constants_[v->name] = b_.AddConstant(vm::Value::FromString(v->name));
+      int32_t name = f_.NewRegister();
+      f_.LoadConst(name, name_constants_[v->name]);
+      f_.SetDebugName(absl::StrCat("bounds of ", v->name));
+      f_.CallBuiltin(vm::kNoRegister, b_.DeclareBuiltin("kiln.check_bound", "(int, int, int, string) -> none"),
+                     {Operand::Reg(f_.sym(v->name)), Operand::Imm(v->lower_bound.value_or(INT64_MIN)),
+                      Operand::Imm(v->upper_bound.value_or(INT64_MAX)), Operand::Reg(name)});
+      f_.Kill(name);
+    }
   }
 
   // Dimensions such as n + 1 are left out of the binding match (their variables may be
@@ -406,6 +427,15 @@ class FunctionCodegen {
     return Operand::Reg(r);
   }
 
+  // An int operand (immediate or register) of an integer PrimValue or variable.
+  absl::StatusOr<Operand> IntArg(const Expr& e, const std::string& binding, const char* what) {
+    if (const auto* p = e.as<relax::PrimValueNode>()) {
+      if (p->value.dtype().code() == relax::DataType::Code::kFloat) return Error(binding, what, " must be an integer");
+      return Prim(p->value, binding);
+    }
+    return ArgOperand(e, binding);
+  }
+
   absl::Status EmitValue(const Expr& e, int32_t dst, const std::string& name) {
     f_.SetDebugName(name);
     switch (e.kind()) {
@@ -475,6 +505,25 @@ class FunctionCodegen {
         f_.SetDebugName(name);
         f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.alloc_tensor", "(shape, int) -> tensor"),
                        {shape, Operand::Imm(vm::PackDType(ToDL(std::get<relax::DataType>(it->second))))});
+        return absl::OkStatus();
+      }
+      if (op->name == "alloc_storage") {
+        KILN_ASSIGN_OR_RETURN(Operand bytes, IntArg(call.args[0], name, "alloc_storage size"));
+        f_.SetDebugName(name);
+        f_.AllocStorage(dst, bytes);
+        return absl::OkStatus();
+      }
+      if (op->name == "storage_tensor") {
+        KILN_ASSIGN_OR_RETURN(Operand storage, ArgOperand(call.args[0], name));
+        KILN_ASSIGN_OR_RETURN(Operand offset, IntArg(call.args[1], name, "storage_tensor offset"));
+        KILN_ASSIGN_OR_RETURN(Operand shape, ArgOperand(call.args[2], name));
+        auto it = call.attrs.find("dtype");
+        if (it == call.attrs.end() || !std::holds_alternative<relax::DataType>(it->second)) {
+          return Error(name, "storage_tensor needs a dtype attribute");
+        }
+        f_.SetDebugName(name);
+        f_.AllocTensor(dst, static_cast<int32_t>(storage.value), offset, static_cast<int32_t>(shape.value),
+                       ToDL(std::get<relax::DataType>(it->second)));
         return absl::OkStatus();
       }
       if (op->name == "call_tir_dps") return EmitKernelCall(call, dst, name);
@@ -578,6 +627,8 @@ class FunctionCodegen {
   std::unordered_map<const relax::VarNode*, int32_t> reg_;
   std::unordered_map<const relax::VarNode*, int> last_use_;
   std::unordered_map<int, std::vector<const relax::VarNode*>> kills_at_;
+  std::set<std::string> checked_bounds_;           // symbolic variables whose bounds are checked
+  std::map<std::string, int32_t> name_constants_;  // variable name -> its string constant
   std::unordered_map<const relax::ConstantNode*, int32_t> constants_;
   int pos_ = 0;
 };

@@ -14,7 +14,8 @@
 //  - Symbolic PrimExprs (alloc shapes, R.shape, R.prim, tir_vars): IntOp instructions over
 //    the registers holding the bound variables (+ - * floordiv floormod min max, the
 //    comparisons, and && || ! on their 0 / 1 results); ShapeExpr: MakeShape.
-//  - alloc_tensor: the kiln.alloc_tensor builtin; call_tir_dps: CallKernel with inputs,
+//  - alloc_tensor: the kiln.alloc_tensor builtin; alloc_storage / storage_tensor (from
+//    relax/transform/plan_memory.h): the AllocStorage / AllocTensor instructions; call_tir_dps: CallKernel with inputs,
 //    outputs, then tir_vars as int operands; calls of other Relax functions: CallFunction;
 //    shape_of: kiln.shape_of; reshape (which legalization keeps as a view): kiln.reshape; Tuple / TupleGetItem: kiln.tuple_make / kiln.tuple_get;
 //    If: If/Goto (a tensor condition goes through kiln.read_if_cond); Constant tensors and

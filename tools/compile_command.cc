@@ -32,6 +32,12 @@ constexpr const char* kUsage =
     "  --libs openblas|none  hand float32 2-D matmuls with k*n >= 4096 to OpenBLAS\n"
     "                      (pass dispatch_libraries; 'openblas', the default) or compile\n"
     "                      every operator to generated kernels ('none')\n"
+    "  --no-plan-memory    give every intermediate tensor its own allocation (pass\n"
+    "                      plan_memory off; by default tensors whose lifetimes do not\n"
+    "                      overlap share storage)\n"
+    "  --no-fuse           one kernel per operator: skip operator fusion (passes\n"
+    "                      annotate_patterns, fuse_ops, fuse_tir, which otherwise merge\n"
+    "                      chains such as matmul + bias add + gelu into one kernel)\n"
     "  --dump-after=PASS   print the module after PASS to stderr (repeatable; a comma\n"
     "                      separated list works too)\n"
     "  --dump-all          print the module after every pass to stderr\n"
@@ -80,12 +86,16 @@ int CompileCommand(int argc, char** argv) {
                value("--mcpu", &mcpu) || value("--libs", &libs)) {
     } else if (value("--dump-after", &v)) {
       for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) options.dump_after.insert(std::string(name));
+    } else if (arg == "--no-fuse") {
+      options.fuse = false;
     } else if (arg == "--dump-all") {
       options.dump_all = true;
     } else if (arg == "--time-passes") {
       options.time_passes = true;
     } else if (arg == "--check") {
       options.check_well_formed = true;
+    } else if (arg == "--no-plan-memory") {
+      options.plan_memory = false;
     } else if (arg == "--target" || arg == "-o" || arg == "--output" || arg == "--mcpu" || arg == "--dump-after" ||
                arg == "--libs") {
       return Usage("option '" + arg + "' needs a value");

@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "builtins/default_builtins.h"
+#include "builtins/openblas_library.h"
 #include "tools/commands.h"
 #include "tools/input_spec.h"
 #include "vm/npy.h"
@@ -33,7 +34,8 @@ constexpr const char* kUsage =
     "  --output-dir DIR   also write the outputs as DIR/output_<i>.npy\n"
     "  --repeat N         call the function N times and print the mean time per call\n"
     "  --profile          print the total time of each kernel and builtin, sorted\n"
-    "  --stats            print the peak host memory allocated during the call\n";
+    "  --stats            print the peak host memory allocated during the call, and\n"
+    "                     what memory planning placed in shared storage\n";
 
 double Checksum(const vm::Tensor& t, bool absolute) {
   double sum = 0;
@@ -131,6 +133,7 @@ int RunCommand(int argc, char** argv) {
   vm::VirtualMachine machine(*exe);
   machine.EnableProfiling(profile);
   vm::ResetCpuPeakMemory();
+  machine.ResetStorageStats();
   int64_t baseline = vm::CpuMemoryStats().bytes_in_use;
   absl::StatusOr<vm::Value> result;
   auto start = std::chrono::steady_clock::now();
@@ -168,6 +171,13 @@ int RunCommand(int argc, char** argv) {
     std::printf("peak memory: %lld bytes (%.3f MiB) allocated during the call, inputs excluded\n",
                 static_cast<long long>(m.peak_bytes_in_use - baseline),
                 static_cast<double>(m.peak_bytes_in_use - baseline) / (1 << 20));
+    // Per call (every repeat runs the same instructions on the same shapes).
+    const vm::VirtualMachine::StorageStats& planned = machine.storage_stats();
+    if (planned.tensors > 0) {
+      std::printf("planned storage: %lld tensors of %lld bytes in all placed in %lld storages of %lld bytes\n",
+                  static_cast<long long>(planned.tensors / repeat), static_cast<long long>(planned.tensor_bytes / repeat),
+                  static_cast<long long>(planned.storages / repeat), static_cast<long long>(planned.storage_bytes / repeat));
+    }
   }
   if (profile) {
     struct Row {
@@ -181,8 +191,15 @@ int RunCommand(int argc, char** argv) {
     for (size_t b = 0; b < c.builtins.size(); ++b) rows.push_back({"builtin " + c.builtins[b].name, p.builtin_ns[b], p.builtin_calls[b]});
     std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ns > b.ns; });
     std::printf("%-40s %12s %8s\n", "callee", "total ms", "calls");
+    bool used_openblas = false;
     for (const Row& row : rows) {
       if (row.calls > 0) std::printf("%-40s %12.3f %8lld\n", row.name.c_str(), row.ns / 1e6, static_cast<long long>(row.calls));
+      used_openblas |= row.calls > 0 && row.name.rfind("kernel kiln.openblas.", 0) == 0;
+    }
+    // Which OpenBLAS kernels ran matters as much as the time: see builtins/openblas_library.h.
+    if (const builtins::OpenBlasLibrary* blas = used_openblas ? builtins::LoadOpenBlas() : nullptr) {
+      std::printf("OpenBLAS core: %s; %s\n", blas->core_name.empty() ? "unknown" : blas->core_name.c_str(),
+                  blas->core_choice.c_str());
     }
   }
   return 0;

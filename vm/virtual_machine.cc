@@ -375,6 +375,8 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, size_t base, i
         if (!size.ok()) return InstructionError(fn, pc, size.status());
         absl::StatusOr<std::shared_ptr<Storage>> storage = Storage::Allocate(device_, *size);
         if (!storage.ok()) return InstructionError(fn, pc, storage.status());
+        storage_stats_.storages++;
+        storage_stats_.storage_bytes += *size;
         registers_[base + in.dst] = Value::FromObject(std::move(*storage));
         ++pc;
         break;
@@ -391,6 +393,8 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, size_t base, i
         DLDataType dtype = UnpackDType(fn.operands[in.b + 1].value);
         absl::StatusOr<Tensor> tensor = storage->MakeTensor(*offset, shape_value.as_shape(), dtype);
         if (!tensor.ok()) return InstructionError(fn, pc, tensor.status());
+        storage_stats_.tensors++;
+        storage_stats_.tensor_bytes += tensor->nbytes();
         registers_[base + in.dst] = Value(std::move(*tensor));
         ++pc;
         break;

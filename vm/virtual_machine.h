@@ -43,6 +43,15 @@ class VirtualMachine {
   void EnableProfiling(bool enable);
   const Profile& profile() const { return profile_; }
 
+  // What planned memory did since the last reset (always counted; `kiln run --stats`):
+  // AllocStorage instructions and their bytes, AllocTensor instructions and the bytes of
+  // the tensors they placed. tensor_bytes - storage_bytes is what sharing saved.
+  struct StorageStats {
+    int64_t storages = 0, storage_bytes = 0, tensors = 0, tensor_bytes = 0;
+  };
+  const StorageStats& storage_stats() const { return storage_stats_; }
+  void ResetStorageStats() { storage_stats_ = StorageStats(); }
+
  private:
   absl::StatusOr<Value> Run(int32_t function_index, size_t base, int depth);
   absl::Status CheckParams(const Function& fn, size_t base);
@@ -72,6 +81,7 @@ class VirtualMachine {
   static void SetKernelError(KilnCallContext* ctx, const char* message);  // ctx->set_error
   bool profiling_ = false;
   Profile profile_;
+  StorageStats storage_stats_;
 };
 
 }  // namespace kiln::vm

@@ -143,6 +143,6 @@ void RegisterReduceOps(OpRegistry& registry);
 void RegisterNnOps(OpRegistry& registry);
 void RegisterCreateOps(OpRegistry& registry);
 void RegisterCallOps(OpRegistry& registry);
-void RegisterLoweredOps(OpRegistry& registry);  // lowered.cc: alloc_tensor, call_tir_dps
+void RegisterLoweredOps(OpRegistry& registry);  // lowered.cc: alloc_tensor, call_tir_dps, alloc_storage, storage_tensor
 
 }  // namespace kiln::relax::op

@@ -8,11 +8,15 @@
 #include "absl/strings/str_join.h"
 #include "relax/block_builder.h"
 #include "relax/text_printer.h"
+#include "relax/transform/annotate_patterns.h"
 #include "relax/transform/dead_code_elimination.h"
 #include "relax/transform/dispatch_libraries.h"
 #include "relax/transform/fold_constants.h"
+#include "relax/transform/fuse_ops.h"
+#include "relax/transform/fuse_tir.h"
 #include "relax/transform/legalize_ops.h"
 #include "relax/transform/lower_call_tir.h"
+#include "relax/transform/plan_memory.h"
 #include "relax/transform/schedule_prim_funcs.h"
 #include "relax/well_formed.h"
 #include "support/status_macros.h"
@@ -30,6 +34,16 @@ struct Pass {
 std::vector<Pass> Passes(const PipelineOptions& options) {
   const tir::CpuScheduleOptions schedule = options.cpu_schedule;
   const LibraryOptions libraries = options.libraries;
+  const bool plan_memory = options.plan_memory;
+  // With fusion off the fusion passes keep their place (so pass names, --dump-after and
+  // --time-passes are the same either way) and return the module unchanged.
+  const bool fuse = options.fuse;
+  auto if_fusing = [fuse](absl::StatusOr<IRModule> (*pass)(const IRModule&)) {
+    return [fuse, pass](const IRModule& m, const SourceMap*) -> absl::StatusOr<IRModule> {
+      if (!fuse) return m;
+      return pass(m);
+    };
+  };
   return {
       {"normalize", [](const IRModule& m, const SourceMap* loc) { return NormalizeModule(m, loc); }},
       {"fold_constants", [](const IRModule& m, const SourceMap*) { return FoldConstants(m); }},
@@ -37,11 +51,21 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
       {"dispatch_libraries",
        [libraries](const IRModule& m, const SourceMap*) { return DispatchLibraries(m, libraries); }},
       {"legalize", [](const IRModule& m, const SourceMap*) { return LegalizeOps(m); }},
-      // annotate_patterns, fuse_ops, fuse_tir go here; then dead_code_elimination.
+      // Operator fusion: chains of kernels (matmul + bias + gelu) into one PrimFunc each.
+      // fuse_tir also drops the kernels only the fused chains called.
+      {"annotate_patterns", if_fusing(&AnnotatePatterns)},
+      {"fuse_ops", if_fusing(&FuseOps)},
+      {"fuse_tir", if_fusing(&FuseTir)},
       {"dead_code_elimination", [](const IRModule& m, const SourceMap*) { return DeadCodeElimination(m); }},
       {"schedule", [schedule](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, schedule); }},
       {"lower_call_tir", [](const IRModule& m, const SourceMap*) { return LowerCallTir(m); }},
-      // memory planning (alloc_tensor -> storage + offsets) goes here.
+      // Storage shared between tensors whose lifetimes do not overlap (alloc_tensor ->
+      // alloc_storage + storage_tensor); a no-op with PipelineOptions::plan_memory off.
+      {"plan_memory",
+       [plan_memory](const IRModule& m, const SourceMap*) -> absl::StatusOr<IRModule> {
+         if (!plan_memory) return m;
+         return PlanMemory(m);
+       }},
       // Releasing registers after their last use is done by VM codegen
       // (codegen/vm_codegen.h), which knows the registers.
   };

@@ -45,7 +45,12 @@ struct PipelineOptions {
   // Operator fusion (passes annotate_patterns, fuse_ops, fuse_tir): elementwise and broadcast
   // epilogues join their producer's kernel (matmul + bias + gelu as one kernel). Off: one
   // kernel per operator, as legalized (`kiln compile --no-fuse`; benchmarks compare both).
+  // Off, the three passes stay in the list (same names for dump_after) and change nothing.
   bool fuse = true;
+  // Memory planning (pass plan_memory, relax/transform/plan_memory.h): tensors whose
+  // lifetimes do not overlap share storage. Off: every intermediate is its own allocation
+  // (`kiln compile --no-plan-memory`).
+  bool plan_memory = true;
 };
 
 // The pass names, in pipeline order.

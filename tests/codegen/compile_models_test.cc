@@ -30,7 +30,7 @@ struct Compiled {
 };
 
 Compiled CompileText(const std::string& text, const std::string& name, bool libraries = true,
-                     std::string* lowered_text = nullptr) {
+                     std::string* lowered_text = nullptr, bool fuse = true) {
   absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(text, name);
   EXPECT_TRUE(parsed.ok()) << parsed.status();
   if (!parsed.ok()) return {};
@@ -39,6 +39,7 @@ Compiled CompileText(const std::string& text, const std::string& name, bool libr
   relax::PipelineOptions options;
   options.check_well_formed = true;
   options.libraries.openblas = libraries;
+  options.fuse = fuse;
   absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed->module, options, &parsed->locations);
   EXPECT_TRUE(lowered.ok()) << lowered.status();
   if (!lowered.ok() || !normalized.ok()) return {};
@@ -78,6 +79,23 @@ void ExpectClose(const vm::Tensor& got, const reference::HostTensor& want, doubl
   }
 }
 
+// examples/models/<file> from the source tree (KILN_SOURCE_DIR), compiled; a null
+// executable (with a failure added) when it cannot be read or compiled.
+Compiled CompileExample(const std::string& file) {
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  EXPECT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  if (root == nullptr) return {};
+  std::string path = std::string(root) + "/examples/models/" + file;
+  absl::StatusOr<std::string> text = support::ReadFile(path);
+  EXPECT_TRUE(text.ok()) << text.status();
+  if (!text.ok()) return {};
+  return CompileText(*text, path);
+}
+
+// The transformer block's parameters after x, in order.
+const std::vector<std::vector<int64_t>> kTransformerWeightShapes = {
+    {64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64}, {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
+
 TEST(CompileModelsTest, MlpFromExamplesMatchesTheReference) {
   const char* root = std::getenv("KILN_SOURCE_DIR");
   ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
@@ -115,7 +133,7 @@ TEST(CompileModelsTest, MlpWithAndWithoutOpenBlasAgree) {
   ASSERT_NE(with.exe, nullptr);
   ASSERT_NE(without.exe, nullptr);
   EXPECT_NE(with_text.find("R.extern(\"kiln.openblas.sgemm\")"), std::string::npos) << with_text;
-  EXPECT_NE(with_text.find("@matmul"), std::string::npos) << "the small matmul stays generated\n" << with_text;
+  EXPECT_NE(with_text.find("@fused_matmul_add,"), std::string::npos) << "the small matmul stays generated (fused with its bias add)\n" << with_text;
   EXPECT_EQ(without_text.find("openblas"), std::string::npos) << without_text;
   vm::VirtualMachine vm_with(with.exe), vm_without(without.exe);
   Input w0 = RandomInput({784, 256}, 5), b0 = RandomInput({256}, 6), w1 = RandomInput({256, 10}, 7),
@@ -144,18 +162,13 @@ TEST(CompileModelsTest, MlpWithAndWithoutOpenBlasAgree) {
 }
 
 TEST(CompileModelsTest, TransformerBlockFromExamplesMatchesTheReference) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
-  std::string path = std::string(root) + "/examples/models/transformer_block.kir";
-  absl::StatusOr<std::string> text = support::ReadFile(path);
-  ASSERT_TRUE(text.ok()) << text.status();
-  Compiled c = CompileText(*text, path);
+  Compiled c = CompileExample("transformer_block.kir");
   ASSERT_NE(c.exe, nullptr);
   vm::VirtualMachine machine(c.exe);
-  const std::vector<std::vector<int64_t>> weight_shapes = {{64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64},
-                                                           {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
   std::vector<Input> weights;
-  for (size_t i = 0; i < weight_shapes.size(); ++i) weights.push_back(RandomInput(weight_shapes[i], 100 + static_cast<uint32_t>(i)));
+  for (size_t i = 0; i < kTransformerWeightShapes.size(); ++i) {
+    weights.push_back(RandomInput(kTransformerWeightShapes[i], 100 + static_cast<uint32_t>(i)));
+  }
   for (int64_t n : {1, 7, 64, 300}) {
     Input x = RandomInput({n, 64}, 30 + static_cast<uint32_t>(n));
     std::vector<vm::Value> args{vm::Value(x.vm)};
@@ -170,6 +183,169 @@ TEST(CompileModelsTest, TransformerBlockFromExamplesMatchesTheReference) {
     ASSERT_TRUE(want.ok()) << want.status();
     ExpectClose(got->as_tensor(), want->tensor(), 1e-3);
   }
+}
+
+int CountOf(const std::string& text, const std::string& what) {
+  int count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++count;
+  return count;
+}
+
+std::string ReadExample(const std::string& file) {
+  const char* root = std::getenv("KILN_SOURCE_DIR");
+  EXPECT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  if (root == nullptr) return "";
+  absl::StatusOr<std::string> text = support::ReadFile(std::string(root) + "/examples/models/" + file);
+  EXPECT_TRUE(text.ok()) << text.status();
+  return text.ok() ? *text : "";
+}
+
+// Operator fusion against one kernel per operator (generated kernels only, so the matmuls
+// are fusion's to merge): both match the reference evaluator, and fusion makes fewer
+// kernels, matmul + add + gelu among them.
+TEST(CompileModelsTest, FusedAndUnfusedModelsMatchTheReference) {
+  struct Model {
+    std::string file;
+    std::vector<std::vector<int64_t>> weights;
+    double tol;
+  };
+  const std::vector<Model> models = {
+      {"mlp.kir", {{784, 256}, {256}, {256, 10}, {10}}, 1e-4},
+      {"transformer_block.kir", kTransformerWeightShapes, 1e-3},
+  };
+  for (const Model& model : models) {
+    SCOPED_TRACE(model.file);
+    std::string text = ReadExample(model.file);
+    ASSERT_FALSE(text.empty());
+    std::string fused_text, unfused_text;
+    Compiled fused = CompileText(text, model.file, /*libraries=*/false, &fused_text, /*fuse=*/true);
+    Compiled unfused = CompileText(text, model.file, /*libraries=*/false, &unfused_text, /*fuse=*/false);
+    ASSERT_NE(fused.exe, nullptr);
+    ASSERT_NE(unfused.exe, nullptr);
+    const int fused_kernels = CountOf(fused_text, "R.call_tir_dps(");
+    const int unfused_kernels = CountOf(unfused_text, "R.call_tir_dps(");
+    EXPECT_LT(fused_kernels, unfused_kernels) << fused_text;
+    EXPECT_EQ(CountOf(fused_text, "R.call_tir_dps(@fused_matmul_add_gelu,"), 1) << fused_text;
+    EXPECT_EQ(CountOf(unfused_text, "fused_"), 0) << unfused_text;
+    if (model.file == "transformer_block.kir") {
+      // 18 operator calls; 12 kernels fused: q, k, v, kt, scores*scale, softmax, attn,
+      // proj+res1, norm1, up+bias+gelu, down+bias+res2, norm2.
+      EXPECT_EQ(unfused_kernels, 18) << unfused_text;
+      EXPECT_EQ(fused_kernels, 12) << fused_text;
+    }
+    std::vector<Input> weights;
+    for (size_t i = 0; i < model.weights.size(); ++i) {
+      weights.push_back(RandomInput(model.weights[i], 200 + static_cast<uint32_t>(i)));
+    }
+    const int64_t width = model.file == "mlp.kir" ? 784 : 64;
+    vm::VirtualMachine vm_fused(fused.exe), vm_unfused(unfused.exe);
+    for (int64_t n : {1, 7, 300}) {
+      SCOPED_TRACE(n);
+      Input x = RandomInput({n, width}, 40 + static_cast<uint32_t>(n));
+      std::vector<vm::Value> args{vm::Value(x.vm)};
+      std::vector<reference::RefValue> ref_args{x.ref};
+      for (const Input& w : weights) {
+        args.push_back(vm::Value(w.vm));
+        ref_args.push_back(w.ref);
+      }
+      absl::StatusOr<reference::RefValue> want = reference::Evaluate(fused.normalized, "main", ref_args);
+      ASSERT_TRUE(want.ok()) << want.status();
+      absl::StatusOr<vm::Value> got_fused = vm_fused.Invoke("main", args);
+      absl::StatusOr<vm::Value> got_unfused = vm_unfused.Invoke("main", args);
+      ASSERT_TRUE(got_fused.ok()) << got_fused.status();
+      ASSERT_TRUE(got_unfused.ok()) << got_unfused.status();
+      ExpectClose(got_fused->as_tensor(), want->tensor(), model.tol);
+      ExpectClose(got_unfused->as_tensor(), want->tensor(), model.tol);
+    }
+  }
+}
+
+// Fusion of injective chains (transpose, reshape), an operand read twice by one consumer,
+// and a kernel with tir_vars (arange's start p, which fusion leaves alone): fused and
+// unfused both match the reference.
+TEST(CompileModelsTest, FusedInjectiveChainsMatchTheReference) {
+  const std::string text = R"(module {
+  func @main(x: Tensor((n, 8), float32), y: Tensor((8,), float32), z: Tensor((p,), float32)) -> Tuple(Tensor((4, 2 * n), float32), Tensor((n,), float32)) {
+    dataflow {
+      %a = R.add(x, y)
+      %b = R.tanh(%a)
+      %t = R.permute_dims(%b, axes=[1, 0])
+      %e = R.exp(%t)
+      %sq = R.multiply(%e, %e)
+      o1 = R.reshape(%sq, R.shape([4, 2 * n]))
+      %r = R.arange(R.prim(p), R.prim(p + n))
+      %rf = R.astype(%r, dtype=float32)
+      %s = R.sigmoid(%rf)
+      o2 = R.add(%s, %s)
+    }
+    out = (o1, o2)
+    return out
+  }
+})";
+  std::string fused_text, unfused_text;
+  Compiled fused = CompileText(text, "injective.kir", true, &fused_text, /*fuse=*/true);
+  Compiled unfused = CompileText(text, "injective.kir", true, &unfused_text, /*fuse=*/false);
+  ASSERT_NE(fused.exe, nullptr);
+  ASSERT_NE(unfused.exe, nullptr);
+  EXPECT_NE(fused_text.find("@fused_add_tanh,"), std::string::npos) << fused_text;
+  EXPECT_NE(fused_text.find("@fused_permute_dims_exp_multiply_reshape,"), std::string::npos) << fused_text;
+  EXPECT_NE(fused_text.find("R.call_tir_dps(@arange, (), (%r_out,), R.shape([p]))"), std::string::npos) << fused_text;
+  EXPECT_NE(fused_text.find("@fused_astype_sigmoid_add,"), std::string::npos) << fused_text;
+  vm::VirtualMachine vm_fused(fused.exe), vm_unfused(unfused.exe);
+  Input y = RandomInput({8}, 9);
+  for (int64_t n : {1, 7, 300}) {
+    SCOPED_TRACE(n);
+    Input x = RandomInput({n, 8}, 50 + static_cast<uint32_t>(n));
+    Input z = RandomInput({n + 3}, 60 + static_cast<uint32_t>(n));
+    absl::StatusOr<reference::RefValue> want = reference::Evaluate(fused.normalized, "main", {x.ref, y.ref, z.ref});
+    ASSERT_TRUE(want.ok()) << want.status();
+    for (vm::VirtualMachine* machine : {&vm_fused, &vm_unfused}) {
+      absl::StatusOr<vm::Value> got = machine->Invoke("main", {vm::Value(x.vm), vm::Value(y.vm), vm::Value(z.vm)});
+      ASSERT_TRUE(got.ok()) << got.status();
+      ExpectClose(got->as_tuple()[0].as_tensor(), want->fields()[0].tensor(), 1e-5);
+      ExpectClose(got->as_tuple()[1].as_tensor(), want->fields()[1].tensor(), 1e-5);
+    }
+  }
+}
+
+// A wrong input shape for a compiled model is the VM's signature error, naming the function,
+// the parameter and the dimension, not a crash inside a kernel; the VM then runs on.
+TEST(CompileModelsTest, TransformerBlockRejectsAWrongInputShapeClearly) {
+  Compiled c = CompileExample("transformer_block.kir");
+  ASSERT_NE(c.exe, nullptr);
+  vm::VirtualMachine machine(c.exe);
+  auto args_with_x = [&](std::vector<int64_t> x_shape, std::vector<int64_t> w1_shape = {64, 256}) {
+    std::vector<vm::Value> args{vm::Value(RandomInput(x_shape, 1).vm)};
+    for (size_t i = 0; i < kTransformerWeightShapes.size(); ++i) {
+      std::vector<int64_t> shape = i == 6 ? w1_shape : kTransformerWeightShapes[i];  // parameter w1
+      args.push_back(vm::Value(RandomInput(shape, 2 + static_cast<uint32_t>(i)).vm));
+    }
+    return args;
+  };
+  auto error_of = [&](const std::vector<vm::Value>& args) {
+    absl::StatusOr<vm::Value> r = machine.Invoke("main", args);
+    return r.ok() ? std::string("no error") : std::string(r.status().message());
+  };
+  // x with 65 columns where the block expects 64.
+  std::string wide = error_of(args_with_x({7, 65}));
+  EXPECT_NE(wide.find("function 'main'"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("parameter 'x' dimension 1"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("expected 64"), std::string::npos) << wide;
+  // A weight that disagrees with the model: w1 of 255 columns.
+  std::string weight = error_of(args_with_x({7, 64}, {64, 255}));
+  EXPECT_NE(weight.find("parameter 'w1' dimension 1"), std::string::npos) << weight;
+  // The wrong rank.
+  std::string rank = error_of(args_with_x({7 * 64}));
+  EXPECT_NE(rank.find("parameter 'x'"), std::string::npos) << rank;
+  // n above its declared bound (n <= 2048): checked on entry, before any kernel or library
+  // call runs (memory planning sizes storage by the bound).
+  std::string bound = error_of(args_with_x({2049, 64}));
+  EXPECT_NE(bound.find("function 'main' at instruction 1 (bounds of n)"), std::string::npos) << bound;
+  EXPECT_NE(bound.find("n = 2049 is above its declared upper bound 2048"), std::string::npos) << bound;
+  // The machine is still usable.
+  absl::StatusOr<vm::Value> good = machine.Invoke("main", args_with_x({7, 64}));
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->as_tensor().shape(), (std::vector<int64_t>{7, 64}));
 }
 
 TEST(CompileModelsTest, ElementwiseAndReductionOpsMatchTheReference) {

@@ -383,6 +383,51 @@ TEST(VmCodegenTest, RegistersAreKilledAfterTheirLastUse) {
   for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(r->as_tensor().data_as<float>()[i], x.data_as<float>()[i] * 8);
 }
 
+// The memory-planning ops, written by hand: AllocStorage / AllocTensor instructions, a
+// tensor placed at a symbolic byte offset, and the storage register released after its
+// last use while the tensor (which keeps the memory alive) is returned.
+TEST(VmCodegenTest, StorageOpsBecomeAllocStorageAndAllocTensor) {
+  const std::string text = std::string(R"(module {
+  func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
+    s = R.alloc_storage(R.prim(n * 32))
+    t = R.storage_tensor(s, R.prim(n * 16), R.shape([n, 4]), dtype=float32)
+    y = R.call_tir_dps(@add_kernel, (x, x), (t,))
+    return y
+  }
+  func @too_small(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
+    s = R.alloc_storage(R.prim(n * 16 - 4))
+    t = R.storage_tensor(s, R.prim(0), R.shape([n, 4]), dtype=float32)
+    y = R.call_tir_dps(@add_kernel, (x, x), (t,))
+    return y
+  }
+)") + kAddKernel + "}\n";
+  auto exe = MustCompile(text);
+  ASSERT_NE(exe, nullptr);
+  const vm::Function& fn = exe->contents().functions[0];
+  int storage_reg = -1, storage_pc = -1, tensor_pc = -1, kill_pc = -1;
+  for (size_t pc = 0; pc < fn.code.size(); ++pc) {
+    const vm::Instruction& in = fn.code[pc];
+    if (in.op == vm::Opcode::kAllocStorage) storage_reg = in.dst, storage_pc = static_cast<int>(pc);
+    if (in.op == vm::Opcode::kAllocTensor) tensor_pc = static_cast<int>(pc);
+    if (in.op == vm::Opcode::kKill && in.a == storage_reg) kill_pc = static_cast<int>(pc);
+  }
+  ASSERT_GE(storage_pc, 0);
+  EXPECT_GT(tensor_pc, storage_pc);
+  EXPECT_GT(kill_pc, tensor_pc) << "the storage register is released after its last use";
+  vm::VirtualMachine machine(exe);
+  vm::Tensor x = Random({5, 4}, 3);
+  absl::StatusOr<vm::Value> r = machine.Invoke("main", {vm::Value(x)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->as_tensor().shape(), (std::vector<int64_t>{5, 4}));
+  for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(r->as_tensor().data_as<float>()[i], x.data_as<float>()[i] * 2);
+  EXPECT_EQ(machine.storage_stats().storages, 1);
+  EXPECT_EQ(machine.storage_stats().storage_bytes, 5 * 32);
+  EXPECT_EQ(machine.storage_stats().tensor_bytes, 5 * 16);
+  absl::StatusOr<vm::Value> bad = machine.Invoke("too_small", {vm::Value(x)});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("does not fit in storage of 76 bytes"));
+}
+
 TEST(VmCodegenTest, UnloweredOperatorIsAClearError) {
   absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = Compile(R"(module {
   impure func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {

@@ -53,7 +53,7 @@ grep -q "output 0: float32\[4, 3\] sum=84 " <<<"$out" || fail "kiln run fold: $o
 
 # Errors.
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
-grep -q "unknown pass 'nonsense'; the passes are: normalize, fold_constants, dispatch_libraries, legalize, dead_code_elimination, schedule, lower_call_tir" <<<"$err" || fail "unknown pass: $err"
+grep -q "unknown pass 'nonsense'; the passes are: normalize, fold_constants, dispatch_libraries, legalize, annotate_patterns, fuse_ops, fuse_tir, dead_code_elimination, schedule, lower_call_tir, plan_memory" <<<"$err" || fail "unknown pass: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
 grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --mcpu not-a-cpu 2>&1); then fail "unknown cpu accepted"; fi
@@ -72,7 +72,43 @@ mlp_inputs=(--input random:7x784:f32:1 --input random:784x256:f32:2 --input rand
 "$kiln" compile "$models/mlp.kir" --libs none -o "$dir/mlp_gen.kx" || fail "compile mlp --libs none"
 prof=$("$kiln" run "$dir/mlp_blas.kx" "${mlp_inputs[@]}" --profile)
 grep -q "kernel kiln.openblas.sgemm .* 1$" <<<"$prof" || fail "profile lacks the library call: $prof"
-grep -q "kernel matmul_kernel" <<<"$prof" || fail "the small matmul should stay generated: $prof"
+grep -q "kernel fused_matmul_add[0-9]*_kernel" <<<"$prof" || fail "the small matmul should stay generated (fused with its bias add): $prof"
 prof=$("$kiln" run "$dir/mlp_gen.kx" "${mlp_inputs[@]}" --profile)
 grep -q "openblas" <<<"$prof" && fail "--libs none still calls OpenBLAS: $prof"
+# Memory planning: the transformer block at n = 300 shares storage between intermediates,
+# --stats says how much, and --no-plan-memory gives the same numbers without it.
+tb_inputs=(--input random:300x64:f32:1)
+for shape in 64x64 64x64 64x64 64x64 64 64 64x256 256 256x64 64 64 64; do
+  tb_inputs+=(--input "random:$shape:f32:${#tb_inputs[@]}")
+done
+"$kiln" compile "$models/transformer_block.kir" -o "$dir/tb.kx" || fail "compile transformer block"
+"$kiln" compile "$models/transformer_block.kir" --no-plan-memory -o "$dir/tb_plain.kx" || fail "compile --no-plan-memory"
+planned=$("$kiln" run "$dir/tb.kx" "${tb_inputs[@]}" --stats)
+plain=$("$kiln" run "$dir/tb_plain.kx" "${tb_inputs[@]}" --stats)
+line=$(grep "^planned storage: " <<<"$planned") || fail "--stats does not report planned storage: $planned"
+read -r tensors tensor_bytes storages storage_bytes < <(sed -E 's/^planned storage: ([0-9]+) tensors of ([0-9]+) bytes in all placed in ([0-9]+) storages of ([0-9]+) bytes$/\1 \2 \3 \4/' <<<"$line")
+[ "$storages" -gt 0 ] && [ "$tensors" -gt "$storages" ] && [ "$storage_bytes" -lt "$tensor_bytes" ] || fail "planning saved nothing: $line"
+grep -q "^planned storage" <<<"$plain" && fail "--no-plan-memory still plans: $plain"
+[ "$(grep '^output 0' <<<"$planned")" = "$(grep '^output 0' <<<"$plain")" ] || fail "planning changed the result: $planned / $plain"
+"$kiln" compile "$models/transformer_block.kir" -o "$dir/tb2.kx" --dump-after=plan_memory 2>"$dir/err"
+grep -q "R.alloc_storage(R.prim(" "$dir/err" || fail "--dump-after=plan_memory: $(head -c 2000 "$dir/err")"
+
+# Operator fusion is on by default: the library matmul's bias add and gelu are one kernel,
+# the small matmul and its bias add another. --no-fuse keeps one kernel per operator (the
+# fusion passes are still named, and change nothing). Both compute softmax rows summing to 1.
+"$kiln" compile --help | grep -q -- "--no-fuse" || fail "--help does not describe --no-fuse"
+grep -q "kernel fused_add_gelu_kernel" <<<"$("$kiln" run "$dir/mlp_blas.kx" "${mlp_inputs[@]}" --profile)" ||
+  fail "bias add + gelu not fused"
+err=$("$kiln" compile "$models/mlp.kir" --no-fuse -o "$dir/mlp_nofuse.kx" --dump-after=fuse_tir 2>&1 >/dev/null) ||
+  fail "compile mlp --no-fuse: $err"
+grep -q "// after pass fuse_tir" <<<"$err" || fail "--no-fuse --dump-after=fuse_tir: $err"
+grep -q "fused_" <<<"$err" && fail "--no-fuse still fused: $err"
+prof=$("$kiln" run "$dir/mlp_nofuse.kx" "${mlp_inputs[@]}" --profile)
+grep -q "kernel matmul_kernel" <<<"$prof" || fail "--no-fuse: no separate matmul kernel: $prof"
+grep -q "kernel gelu_kernel" <<<"$prof" || fail "--no-fuse: no separate gelu kernel: $prof"
+grep -q "fused_" <<<"$prof" && fail "--no-fuse still runs fused kernels: $prof"
+for exe in mlp_blas mlp_nofuse; do
+  out=$("$kiln" run "$dir/$exe.kx" "${mlp_inputs[@]}")
+  grep -q "output 0: float32\[7, 10\] sum=7 " <<<"$out" || fail "kiln run $exe: $out"
+done
 echo "tools: kiln compile + kiln run work"

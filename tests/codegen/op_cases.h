@@ -1,0 +1,241 @@
+// THE list of operator cases: one-op Relax functions over symbolic shapes, each with the
+// concrete sizes to run it at (1, primes, and one above 1000 where the op's cost allows),
+// how its random inputs are drawn (valid indices for take, positive values for log, ...) and
+// the tolerance its results are held to against the reference evaluator.
+//
+// tests/codegen/op_harness_test.cc compiles each case once through the whole pipeline and
+// runs it through the VM for every size; it also fails when an operator of the registry
+// that has a legalization appears in no case here, so a new operator must add one.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "support/check.h"
+#include "tests/reference/host_tensor.h"
+#include "tir/data_type.h"
+
+namespace kiln::op_cases {
+
+// The range random values of a parameter are drawn from (integers: floor of a uniform draw,
+// so [lo, hi) for integral bounds; bool: true for positive draws).
+struct Gen {
+  double lo = -2.0;
+  double hi = 2.0;
+};
+
+struct Param {
+  std::string name;
+  std::vector<std::string> dims;  // integer literals or symbolic variable names
+  std::string dtype = "float32";
+  Gen gen;
+};
+
+// Concrete values of the symbolic variables, one map per run.
+using Sizes = std::vector<std::map<std::string, int64_t>>;
+
+struct Case {
+  std::string name;  // a C identifier: it names the test
+  std::vector<Param> params;
+  std::string expr;  // the op call, e.g. "R.add(x, y)"
+  Sizes sizes;
+  double rtol = 1e-5;
+  double atol = 1e-5;
+  std::string prelude = "";  // bindings before `r = expr`, each ending in "\n"
+  // Large enough for the OpenBLAS dispatch rule (relax/transform/dispatch_libraries.h): the
+  // case is compiled and run both with the library and with generated kernels only.
+  bool openblas = false;
+};
+
+inline std::string ParamText(const Param& p) {
+  return absl::StrCat(p.name, ": Tensor((", absl::StrJoin(p.dims, ", "), p.dims.size() == 1 ? "," : "", "), ",
+                      p.dtype, ")");
+}
+
+inline std::string ModuleText(const Case& c) {
+  std::vector<std::string> params;
+  for (const Param& p : c.params) params.push_back(ParamText(p));
+  return absl::StrCat("module {\n  func @main(", absl::StrJoin(params, ", "), ") -> Object {\n", c.prelude,
+                      "    r = ", c.expr, "\n    return r\n  }\n}\n");
+}
+
+inline reference::HostTensor RandomTensor(const Param& p, const std::map<std::string, int64_t>& size,
+                                          std::mt19937& rng) {
+  std::vector<int64_t> shape;
+  for (const std::string& d : p.dims) {
+    auto it = size.find(d);
+    shape.push_back(it != size.end() ? it->second : std::stoll(d));
+  }
+  absl::StatusOr<tir::DataType> dtype = tir::DataType::Parse(p.dtype);
+  KILN_CHECK(dtype.ok()) << p.dtype;
+  reference::HostTensor t(*dtype, shape);
+  std::uniform_real_distribution<double> uniform(p.gen.lo, p.gen.hi);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (dtype->is_float()) {
+      t.SetDouble(i, uniform(rng));
+    } else if (dtype->is_bool()) {
+      t.SetInt(i, uniform(rng) > 0 ? 1 : 0);
+    } else {
+      t.SetInt(i, static_cast<int64_t>(std::floor(uniform(rng))));
+    }
+  }
+  return t;
+}
+
+inline Param P(std::string name, std::vector<std::string> dims, std::string dtype = "float32", Gen gen = {}) {
+  return Param{std::move(name), std::move(dims), std::move(dtype), gen};
+}
+
+// Every case, grouped by operator family.
+inline std::vector<Case> AllCases() {
+  // 1, primes, and a size above 1000 on either axis.
+  const Sizes nm = {{{"n", 1}, {"m", 1}}, {{"n", 7}, {"m", 13}}, {{"n", 13}, {"m", 7}},
+                    {{"n", 1031}, {"m", 3}}, {{"n", 3}, {"m", 1031}}};
+  const Sizes n = {{{"n", 1}}, {{"n", 7}}, {{"n", 13}}, {{"n", 1031}}};
+  std::vector<Case> cases;
+  auto add = [&](Case c) { cases.push_back(std::move(c)); };
+
+  // ---------------------------------------------------------------- elementwise
+  for (const char* op : {"add", "subtract", "multiply", "maximum", "minimum"}) {
+    add({op, {P("x", {"n", "m"}), P("y", {"1", "m"})}, absl::StrCat("R.", op, "(x, y)"), nm});
+  }
+  add({"divide", {P("x", {"n", "m"}), P("y", {"m"}, "float32", {0.5, 3})}, "R.divide(x, y)", nm});
+  add({"power", {P("x", {"n", "4"}, "float32", {0.1, 3}), P("y", {"n", "1"})}, "R.power(x, y)", nm, 1e-5, 1e-5});
+  add({"power_int", {P("x", {"n"}, "int64", {1, 6}), P("y", {"n"}, "int64", {-3, 5})}, "R.power(x, y)", n});
+  add({"power_int32_neg_base", {P("x", {"n"}, "int32", {-4, 0}), P("y", {"n"}, "int32", {0, 5})}, "R.power(x, y)", n});
+  add({"add_int32", {P("x", {"n"}, "int32", {-50, 50}), P("y", {"n"}, "int32", {-50, 50})}, "R.add(x, y)", n});
+  add({"divide_int64", {P("x", {"n"}, "int64", {-50, 50}), P("y", {"1"}, "int64", {1, 9})}, "R.divide(x, y)", n});
+  for (const char* op : {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}) {
+    add({op, {P("x", {"n", "m"}, "int32", {-3, 3}), P("y", {"m"}, "int32", {-3, 3})}, absl::StrCat("R.", op, "(x, y)"),
+         nm});
+  }
+  add({"less_float", {P("x", {"n", "m"}), P("y", {"n", "1"})}, "R.less(x, y)", nm});
+  for (const char* op : {"negative", "relu", "exp", "tanh", "sigmoid", "gelu", "silu"}) {
+    add({op, {P("x", {"n", "m"})}, absl::StrCat("R.", op, "(x)"), nm, 2e-6, 1e-6});
+  }
+  for (const char* op : {"log", "sqrt", "rsqrt"}) {
+    add({op, {P("x", {"n", "m"}, "float32", {0.05, 5})}, absl::StrCat("R.", op, "(x)"), nm, 2e-6, 1e-6});
+  }
+  add({"relu_int", {P("x", {"n"}, "int64", {-9, 9})}, "R.relu(x)", n});
+  add({"exp_f64", {P("x", {"n"}, "float64")}, "R.exp(x)", n, 1e-12, 1e-12});
+  add({"where", {P("c", {"n", "1"}, "bool"), P("x", {"n", "m"}), P("y", {"m"})}, "R.where(c, x, y)", nm});
+
+  // ---------------------------------------------------------------- matmul
+  // Symbolic k or m never dispatch to OpenBLAS: these are generated kernels. Tolerances
+  // allow for float32 accumulation over up to 1031 terms in another order.
+  const Sizes nkm = {{{"n", 1}, {"k", 1}, {"m", 1}},   {{"n", 7}, {"k", 13}, {"m", 5}},
+                     {{"n", 13}, {"k", 7}, {"m", 17}}, {{"n", 1031}, {"k", 3}, {"m", 2}},
+                     {{"n", 3}, {"k", 1031}, {"m", 5}}, {{"n", 2}, {"k", 5}, {"m", 1031}}};
+  add({"matmul_2d", {P("a", {"n", "k"}), P("b", {"k", "m"})}, "R.matmul(a, b)", nkm, 1e-4, 1e-4});
+  add({"matmul_batched", {P("a", {"2", "n", "k"}), P("b", {"1", "k", "m"})}, "R.matmul(a, b)", nkm, 1e-4, 1e-4});
+  add({"matmul_vec_mat", {P("a", {"k"}), P("b", {"n", "k", "m"})}, "R.matmul(a, b)", nkm, 1e-4, 1e-4});
+  add({"matmul_mat_vec", {P("a", {"n", "k"}), P("b", {"k"})}, "R.matmul(a, b)", nkm, 1e-4, 1e-4});
+  add({"matmul_vec_vec", {P("a", {"k"}), P("b", {"k"})}, "R.matmul(a, b)", nkm, 1e-4, 1e-4});
+  add({"matmul_out_dtype", {P("a", {"n", "k"}, "float32"), P("b", {"k", "m"}, "float32")},
+       "R.matmul(a, b, out_dtype=float64)", nkm, 1e-6, 1e-6});
+  // Constant k * m large enough to dispatch; the batch n is symbolic.
+  Case blas{"matmul_openblas", {P("a", {"n", "64"}), P("b", {"64", "96"})}, "R.matmul(a, b)", n, 1e-4, 1e-4};
+  blas.openblas = true;
+  add(blas);
+  Case blas_k{"matmul_openblas_k1031", {P("a", {"n", "1031"}), P("b", {"1031", "5"})}, "R.matmul(a, b)",
+              {{{"n", 1}}, {{"n", 7}}, {{"n", 13}}, {{"n", 67}}}, 1e-4, 1e-4};
+  blas_k.openblas = true;
+  add(blas_k);
+
+  // ---------------------------------------------------------------- reductions
+  for (const char* op : {"sum", "mean", "max", "min"}) {
+    add({absl::StrCat(op, "_axis1"), {P("x", {"n", "m"})}, absl::StrCat("R.", op, "(x, axis=[1])"), nm, 1e-4, 1e-4});
+    add({absl::StrCat(op, "_all_keepdims"), {P("x", {"n", "m"})}, absl::StrCat("R.", op, "(x, keepdims=true)"), nm,
+         1e-4, 1e-3});
+    add({absl::StrCat(op, "_axis0_3d"), {P("x", {"n", "3", "m"})}, absl::StrCat("R.", op, "(x, axis=[0, 2])"), nm,
+         1e-4, 1e-3});
+  }
+  // Reductions over zero elements (a symbolic extent of 0 at run time). max/min of nothing
+  // is an error for the reference (as in numpy).
+  const Sizes empty = {{{"n", 3}, {"m", 0}}, {{"n", 0}, {"m", 5}}};
+  add({"sum_empty", {P("x", {"n", "m"})}, "R.sum(x, axis=[1])", empty});
+  add({"matmul_empty_k", {P("a", {"n", "m"}), P("b", {"m", "2"})}, "R.matmul(a, b)", empty});
+  add({"sum_int", {P("x", {"n", "m"}, "int32", {-9, 9})}, "R.sum(x, axis=[0])", nm});
+  add({"max_int", {P("x", {"n", "m"}, "int64", {-9, 9})}, "R.max(x, axis=[1], keepdims=true)", nm});
+  for (const char* op : {"argmax", "argmin"}) {
+    add({absl::StrCat(op, "_axis"), {P("x", {"n", "m"}, "int32", {-3, 3})}, absl::StrCat("R.", op, "(x, axis=1)"), nm});
+    add({absl::StrCat(op, "_all"), {P("x", {"n", "m"})}, absl::StrCat("R.", op, "(x)"), nm});
+    add({absl::StrCat(op, "_keepdims"), {P("x", {"n", "m"})}, absl::StrCat("R.", op, "(x, axis=0, keepdims=true)"),
+         nm});
+  }
+  add({"softmax", {P("x", {"n", "m"}, "float32", {-5, 5})}, "R.softmax(x)", nm, 1e-5, 1e-6});
+  add({"softmax_axis0", {P("x", {"n", "m"}, "float32", {-5, 5})}, "R.softmax(x, axis=0)", nm, 1e-5, 1e-6});
+  add({"layer_norm", {P("x", {"n", "m"}), P("g", {"m"}), P("b", {"m"})}, "R.layer_norm(x, g, b, axes=[-1])", nm,
+       1e-4, 1e-4});
+  add({"layer_norm_2axes", {P("x", {"2", "n", "m"}), P("g", {"n", "m"}), P("b", {"n", "m"})},
+       "R.layer_norm(x, g, b, axes=[1, 2], epsilon=0.001)", nm, 1e-4, 1e-4});
+  add({"rms_norm", {P("x", {"n", "m"}), P("w", {"m"})}, "R.rms_norm(x, w)", nm, 1e-4, 1e-5});
+  add({"astype_f32_i32", {P("x", {"n"}, "float32", {-9, 9})}, "R.astype(x, dtype=int32)", n});
+  add({"astype_i64_f32", {P("x", {"n"}, "int64", {-9, 9})}, "R.astype(x, dtype=float32)", n});
+  add({"astype_i32_bool", {P("x", {"n"}, "int32", {-2, 2})}, "R.astype(x, dtype=bool)", n});
+  add({"astype_f32_f16", {P("x", {"n"})}, "R.astype(x, dtype=float16)", n});
+
+  // ---------------------------------------------------------------- manipulation
+  add({"reshape", {P("x", {"n", "4", "3"})}, "R.reshape(x, R.shape([2, n * 6]))", n});
+  add({"reshape_infer", {P("x", {"n", "m"})}, "R.reshape(x, R.shape([-1]))", nm});
+  add({"permute_dims", {P("x", {"n", "m", "3"})}, "R.permute_dims(x, axes=[2, 0, 1])", nm});
+  add({"permute_dims_reverse", {P("x", {"n", "m"})}, "R.permute_dims(x)", nm});
+  add({"broadcast_to", {P("x", {"1", "m"}), P("y", {"n"})}, "R.broadcast_to(x, R.shape([n, 3, m]))", nm});
+  add({"concat", {P("x", {"n", "3"}), P("y", {"m", "3"})}, "R.concat((x, y), axis=0)", nm});
+  add({"concat_axis1", {P("x", {"n", "m"}), P("y", {"n", "2"}), P("z", {"n", "1"})}, "R.concat((x, y, z), axis=1)",
+       nm});
+  add({"split_sections", {P("x", {"3", "n"})}, "R.split(x, indices_or_sections=3, axis=0)", n});
+  add({"split_indices", {P("x", {"n", "10"})}, "R.split(x, indices_or_sections=[2, 7], axis=1)", n});
+  add({"strided_slice", {P("x", {"n", "10"})}, "R.strided_slice(x, axes=[1], begin=[1], end=[9], strides=[3])", n});
+  add({"strided_slice_neg", {P("x", {"n", "10"})},
+       "R.strided_slice(x, axes=[1], begin=[-2], end=[0], strides=[-2])", n});
+  add({"strided_slice_sym_neg_begin", {P("x", {"n", "3"})},
+       "R.strided_slice(x, axes=[0, 1], begin=[-3, 2], end=[9223372036854775807, -9223372036854775808], "
+       "strides=[1, -1])",
+       n});
+  add({"strided_slice_sym", {P("x", {"n", "3"})},
+       "R.strided_slice(x, axes=[0], begin=[0], end=[9223372036854775807], strides=[2])", n});
+  // The exp kernel sees only the compound dim n - 1, which it cannot bind: legalization
+  // gives it a fresh variable.
+  Case chained{"slice_then_exp", {P("x", {"n", "3"})}, "R.exp(s)", {{{"n", 2}}, {{"n", 13}}, {{"n", 1031}}}};
+  chained.prelude = "    s = R.strided_slice(x, axes=[0], begin=[1], end=[9223372036854775807])\n";
+  add(chained);
+  // Indices are drawn inside the indexed axis: take has no bounds check to exercise here.
+  add({"take", {P("x", {"n", "5"}), P("i", {"m"}, "int64", {0, 5})}, "R.take(x, i, axis=1)", nm});
+  add({"take_axis0", {P("x", {"4", "n"}), P("i", {"m", "2"}, "int32", {0, 4})}, "R.take(x, i, axis=0)", nm});
+
+  // ---------------------------------------------------------------- creation
+  add({"full_prim", {P("x", {"n"})}, "R.full(R.shape([n, 3]), R.prim(2.5), dtype=float32)", n});
+  add({"full_tensor", {P("x", {"n"}), P("v", {}, "float32")}, "R.full(R.shape([n, 2]), v)", n});
+  add({"zeros", {P("x", {"n"})}, "R.zeros(R.shape([n]), dtype=int32)", n});
+  add({"ones", {P("x", {"n"})}, "R.ones(R.shape([2, n]))", n});
+  add({"arange_attrs", {P("x", {"n"})}, "R.arange(start=2, end=17, step=3)", n});
+  add({"arange_float", {P("x", {"n"})}, "R.arange(start=0.5, end=3.0, step=0.25, dtype=float32)", n});
+  add({"arange_symbolic_end", {P("x", {"n"})}, "R.arange(R.prim(n))", n});
+  // The start p is no dim of the arange kernel's buffers: it is passed as a scalar.
+  add({"arange_symbolic_start", {P("x", {"p"}), P("y", {"n"})}, "R.arange(R.prim(p), R.prim(p + n))",
+       {{{"p", 1}, {"n", 1}}, {{"p", 13}, {"n", 7}}, {{"p", 1031}, {"n", 3}}, {{"p", 2}, {"n", 1031}}}});
+  add({"full_symbolic_value", {P("x", {"p"}), P("y", {"n"})}, "R.full(R.shape([n]), R.prim(p), dtype=float32)",
+       {{{"p", 1}, {"n", 1}}, {{"p", 13}, {"n", 7}}, {{"p", 3}, {"n", 1031}}}});
+  add({"arange_prim", {P("x", {"n"})}, "R.arange(R.prim(10), R.prim(0), R.prim(-3))", n});
+
+  // ---------------------------------------------------------------- nn
+  // Window ops cost h * w * channels * window per output: primes up to 37, not above 1000.
+  const Sizes hw = {{{"h", 1}, {"w", 1}}, {{"h", 7}, {"w", 13}}, {{"h", 37}, {"w", 5}}};
+  add({"conv2d", {P("x", {"1", "3", "h", "w"}), P("k", {"4", "3", "1", "1"})}, "R.conv2d(x, k)", hw, 1e-5, 1e-5});
+  add({"conv2d_pad", {P("x", {"2", "4", "h", "w"}), P("k", {"6", "2", "3", "3"})},
+       "R.conv2d(x, k, strides=[2, 1], padding=[1, 2], dilation=[1, 2], groups=2)", hw, 1e-5, 1e-5});
+  add({"max_pool2d", {P("x", {"1", "2", "h", "w"})}, "R.max_pool2d(x, pool_size=[1, 1])", hw});
+  add({"max_pool2d_pad", {P("x", {"1", "2", "h", "w"})},
+       "R.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1])", hw});
+  return cases;
+}
+
+}  // namespace kiln::op_cases

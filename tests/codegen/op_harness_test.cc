@@ -1,0 +1,236 @@
+// The operator harness: every case of tests/codegen/op_cases.h (a one-op Relax function
+// with symbolic shapes) is compiled ONCE through the whole pipeline (relax::RunPipeline:
+// library dispatch, legalization, schedule, lowering; codegen::BuildExecutable: LLVM and VM
+// codegen) and run by the VM for each of its concrete sizes (1, primes, above 1000), against
+// the independent reference evaluator (tests/reference), which shares no code with any of
+// that. Cases large enough for OpenBLAS run both with the library and without it.
+// A registry check fails when an operator with a legalization has no case.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "builtins/default_builtins.h"
+#include "codegen/build_executable.h"
+#include "codegen/cpu_target.h"
+#include "relax/block_builder.h"
+#include "relax/op_registry.h"
+#include "relax/text_parser.h"
+#include "relax/text_printer.h"
+#include "relax/transform/dispatch_libraries.h"
+#include "relax/transform/pipeline.h"
+#include "support/status_macros.h"
+#include "tests/codegen/op_cases.h"
+#include "tests/reference/host_tensor.h"
+#include "tests/reference/ref_value.h"
+#include "tests/reference/reference_evaluator.h"
+#include "vm/executable.h"
+#include "vm/tensor.h"
+#include "vm/virtual_machine.h"
+
+namespace kiln::op_cases {
+
+// gtest prints a parameter by its name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+namespace {
+
+using reference::HostTensor;
+using reference::RefValue;
+
+DLDataType ToDl(tir::DataType t) {
+  return {static_cast<uint8_t>(t.code()), static_cast<uint8_t>(t.bits()), 1};
+}
+
+vm::Tensor ToVm(const HostTensor& t) {
+  vm::Tensor v = *vm::Tensor::Empty(t.shape(), ToDl(t.dtype()));
+  if (t.numel() > 0) std::memcpy(v.data(), t.bytes().data(), t.bytes().size());
+  return v;
+}
+
+// The VM's result as the reference's value kind; an error names what cannot be converted.
+absl::StatusOr<RefValue> FromVm(const vm::Value& v) {
+  if (v.is_tensor()) {
+    const vm::Tensor& t = v.as_tensor();
+    if (!t.is_contiguous()) return absl::InternalError("result tensor is not contiguous: " + t.Describe());
+    tir::DataType dtype(static_cast<tir::DataType::Code>(t.dtype().code), t.dtype().bits);
+    if (t.dtype().lanes != 1 || !reference::IsSupportedDType(dtype)) {
+      return absl::InternalError("result tensor of unexpected dtype: " + t.Describe());
+    }
+    const auto* bytes = static_cast<const uint8_t*>(t.data());
+    return RefValue(HostTensor::FromBytes(dtype, t.shape(), std::vector<uint8_t>(bytes, bytes + t.nbytes())));
+  }
+  if (v.kind() == vm::Value::Kind::kTuple) {
+    std::vector<RefValue> fields;
+    for (const vm::Value& f : v.as_tuple()) {
+      KILN_ASSIGN_OR_RETURN(RefValue r, FromVm(f));
+      fields.push_back(std::move(r));
+    }
+    return RefValue::Tuple(std::move(fields));
+  }
+  return absl::InternalError("unexpected result " + v.Describe());
+}
+
+// Returns whether they agree (adding failures where not).
+bool ExpectClose(const RefValue& expected, const RefValue& actual, const Case& c, const std::string& where) {
+  if (expected.kind() != actual.kind()) {
+    ADD_FAILURE() << where << ": expected " << expected.TypeString() << ", got " << actual.TypeString();
+    return false;
+  }
+  if (!expected.is_tensor()) {
+    if (expected.fields().size() != actual.fields().size()) {
+      ADD_FAILURE() << where << ": expected " << expected.TypeString() << ", got " << actual.TypeString();
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < expected.fields().size(); ++i) {
+      ok = ExpectClose(expected.fields()[i], actual.fields()[i], c, absl::StrCat(where, " field ", i)) && ok;
+    }
+    return ok;
+  }
+  const HostTensor& e = expected.tensor();
+  const HostTensor& a = actual.tensor();
+  if (e.shape() != a.shape() || e.dtype() != a.dtype()) {
+    ADD_FAILURE() << where << ": expected " << e.TypeString() << ", got " << a.TypeString();
+    return false;
+  }
+  int failures = 0;
+  for (int64_t i = 0; i < e.numel() && failures < 5; ++i) {
+    if (e.dtype().is_float()) {
+      const double x = e.GetDouble(i);
+      const double y = a.GetDouble(i);
+      const bool ok = (std::isinf(x) && x == y) || std::abs(x - y) <= c.atol + c.rtol * std::abs(x);
+      if (!ok) ++failures;
+      EXPECT_TRUE(ok) << where << " element " << i << ": expected " << x << ", got " << y;
+    } else {
+      if (e.GetInt(i) != a.GetInt(i)) ++failures;
+      EXPECT_EQ(e.GetInt(i), a.GetInt(i)) << where << " element " << i;
+    }
+  }
+  return failures == 0;
+}
+
+// Compiles `text` once through the pipeline; the lowered module's text is kept for messages.
+struct Compiled {
+  std::shared_ptr<const vm::Executable> exe;
+  std::string lowered;
+};
+
+absl::StatusOr<Compiled> Compile(const std::string& text, bool openblas) {
+  KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
+  const codegen::CpuTarget target = codegen::CpuTarget::Host();
+  relax::PipelineOptions options;
+  options.check_well_formed = true;
+  options.libraries.openblas = openblas;
+  KILN_ASSIGN_OR_RETURN(options.cpu_schedule.vector_lanes, codegen::Float32VectorLanes(target));
+  KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
+  Compiled c;
+  c.lowered = relax::PrintModule(lowered);
+  KILN_ASSIGN_OR_RETURN(std::string bytes, codegen::BuildExecutable(lowered, target));
+  KILN_ASSIGN_OR_RETURN(c.exe, vm::Executable::Load(bytes, builtins::DefaultRegistry()));
+  return c;
+}
+
+class OpHarnessTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(OpHarnessTest, CompiledOnceMatchesTheReferenceForEverySize) {
+  const Case& c = GetParam();
+  const std::string text = ModuleText(c);
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
+  absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed->module);
+  ASSERT_TRUE(normalized.ok()) << normalized.status() << "\n" << text;
+
+  std::vector<bool> modes = {true};
+  if (c.openblas) modes.push_back(false);
+  for (bool openblas : modes) {
+    SCOPED_TRACE(openblas ? "libraries: openblas" : "libraries: none");
+    absl::StatusOr<Compiled> compiled = Compile(text, openblas);
+    ASSERT_TRUE(compiled.ok()) << compiled.status() << "\n" << text;
+    const bool dispatched = compiled->lowered.find(relax::kOpenBlasSgemm) != std::string::npos;
+    EXPECT_EQ(dispatched, c.openblas && openblas) << "OpenBLAS dispatch\n" << compiled->lowered;
+    vm::VirtualMachine machine(compiled->exe);
+    std::mt19937 rng(1234);
+    for (const auto& size : c.sizes) {
+      std::string where;
+      for (const auto& [k, v] : size) absl::StrAppend(&where, k, "=", v, " ");
+      std::vector<RefValue> inputs;
+      std::vector<vm::Value> args;
+      for (const Param& p : c.params) {
+        HostTensor t = RandomTensor(p, size, rng);
+        args.emplace_back(ToVm(t));
+        inputs.emplace_back(std::move(t));
+      }
+      absl::StatusOr<RefValue> expected = reference::Evaluate(*normalized, "main", inputs);
+      ASSERT_TRUE(expected.ok()) << where << expected.status();
+      absl::StatusOr<vm::Value> result = machine.Invoke("main", args);
+      ASSERT_TRUE(result.ok()) << where << result.status() << "\n" << compiled->lowered;
+      absl::StatusOr<RefValue> actual = FromVm(*result);
+      ASSERT_TRUE(actual.ok()) << where << actual.status();
+      if (!ExpectClose(*expected, *actual, c, where)) {
+        ADD_FAILURE() << "lowered module:\n" << compiled->lowered;
+        return;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, OpHarnessTest, ::testing::ValuesIn(AllCases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// The operators a case calls, found in its parsed module.
+std::set<std::string> OperatorsOf(const Case& c) {
+  std::set<std::string> ops;
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(ModuleText(c));
+  if (!parsed.ok()) return ops;
+  std::function<void(const relax::Expr&)> visit = [&](const relax::Expr& e) {
+    if (const auto* call = e.as<relax::CallNode>()) {
+      if (const auto* op = call->op.as<relax::OpNode>()) ops.insert(op->name);
+      for (const relax::Expr& arg : call->args) visit(arg);
+    } else if (const auto* tuple = e.as<relax::TupleNode>()) {
+      for (const relax::Expr& f : tuple->fields) visit(f);
+    } else if (const auto* seq = e.as<relax::SeqExprNode>()) {
+      for (const relax::BindingBlock& block : seq->blocks) {
+        for (const relax::Binding& b : block.bindings) visit(b.value);
+      }
+      visit(seq->body);
+    }
+  };
+  for (const relax::IRModule::Entry& entry : parsed->module.entries()) {
+    if (entry.is_relax()) visit(entry.relax_function()->body);
+  }
+  return ops;
+}
+
+TEST(OpHarnessCoverageTest, EveryOperatorWithALegalizationHasACase) {
+  std::set<std::string> covered;
+  for (const Case& c : AllCases()) {
+    std::set<std::string> ops = OperatorsOf(c);
+    EXPECT_FALSE(ops.empty()) << c.name << " calls no operator (does it parse?)\n" << ModuleText(c);
+    covered.insert(ops.begin(), ops.end());
+  }
+  const relax::OpRegistry& registry = relax::OpRegistry::Global();
+  int legalized = 0;
+  for (const std::string& name : registry.Names()) {
+    if (registry.Find(name)->legalize == nullptr) continue;
+    ++legalized;
+    EXPECT_TRUE(covered.count(name)) << "operator '" << name
+                                     << "' has a legalization but no case in tests/codegen/op_cases.h";
+  }
+  EXPECT_GT(legalized, 40) << "the registry lost its legalizations?";
+}
+
+TEST(OpHarnessCoverageTest, CaseNamesAreUnique) {
+  std::set<std::string> names;
+  for (const Case& c : AllCases()) EXPECT_TRUE(names.insert(c.name).second) << "duplicate case " << c.name;
+}
+
+}  // namespace
+}  // namespace kiln::op_cases
