@@ -105,7 +105,7 @@ absl::StatusOr<IRModule> RunPipeline(const IRModule& module, const PipelineOptio
     current = *std::move(next);
     if (options.time_passes) {
       double ms = std::chrono::duration<double, std::milli>(end - start).count();
-      std::fprintf(options.dump_to, "pass %-16s %9.3f ms\n", pass.name.c_str(), ms);
+      std::fprintf(options.dump_to, "pass %-22s %9.3f ms\n", pass.name.c_str(), ms);
     }
     if (options.check_well_formed) {
       if (absl::Status wf = CheckWellFormed(current); !wf.ok()) {
