@@ -138,7 +138,7 @@ int CompileCommand(int argc, char** argv) {
   auto built_at = std::chrono::steady_clock::now();
   if (options.time_passes) {
     auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
-    std::fprintf(stderr, "stage %-16s %9.3f ms\nstage %-16s %9.3f ms\n", "parse+pipeline", ms(start, lowered_at),
+    std::fprintf(stderr, "stage %-21s %9.3f ms\nstage %-21s %9.3f ms\n", "parse+pipeline", ms(start, lowered_at),
                  "kernels+vm", ms(lowered_at, built_at));
   }
   if (absl::Status written = support::WriteFile(output, *bytes); !written.ok()) {

@@ -9,7 +9,9 @@
 #include "relax/block_builder.h"
 #include "relax/text_printer.h"
 #include "relax/transform/annotate_patterns.h"
+#include "relax/transform/dead_code_elimination.h"
 #include "relax/transform/dispatch_libraries.h"
+#include "relax/transform/fold_constants.h"
 #include "relax/transform/fuse_ops.h"
 #include "relax/transform/fuse_tir.h"
 #include "relax/transform/legalize_ops.h"
@@ -44,7 +46,7 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
   };
   return {
       {"normalize", [](const IRModule& m, const SourceMap* loc) { return NormalizeModule(m, loc); }},
-      // fold_constants goes here.
+      {"fold_constants", [](const IRModule& m, const SourceMap*) { return FoldConstants(m); }},
       // Before legalize, so that what a library does is never lowered to a generated kernel.
       {"dispatch_libraries",
        [libraries](const IRModule& m, const SourceMap*) { return DispatchLibraries(m, libraries); }},
@@ -54,7 +56,7 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
       {"annotate_patterns", if_fusing(&AnnotatePatterns)},
       {"fuse_ops", if_fusing(&FuseOps)},
       {"fuse_tir", if_fusing(&FuseTir)},
-      // dead_code_elimination goes here.
+      {"dead_code_elimination", [](const IRModule& m, const SourceMap*) { return DeadCodeElimination(m); }},
       {"schedule", [schedule](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, schedule); }},
       {"lower_call_tir", [](const IRModule& m, const SourceMap*) { return LowerCallTir(m); }},
       // Storage shared between tensors whose lifetimes do not overlap (alloc_tensor ->
@@ -103,7 +105,7 @@ absl::StatusOr<IRModule> RunPipeline(const IRModule& module, const PipelineOptio
     current = *std::move(next);
     if (options.time_passes) {
       double ms = std::chrono::duration<double, std::milli>(end - start).count();
-      std::fprintf(options.dump_to, "pass %-16s %9.3f ms\n", pass.name.c_str(), ms);
+      std::fprintf(options.dump_to, "pass %-22s %9.3f ms\n", pass.name.c_str(), ms);
     }
     if (options.check_well_formed) {
       if (absl::Status wf = CheckWellFormed(current); !wf.ok()) {

@@ -33,9 +33,27 @@ grep -q "// after pass lower_call_tir" <<<"$err" || fail "--dump-after: $err"
 grep -q "R.alloc_tensor(R.shape(\[n, 4\]), dtype=float32)" <<<"$err" || fail "lowered form: $err"
 grep -q "pass normalize" <<<"$err" || fail "--time-passes: $err"
 
+# Constant folding: the transposed constant weight is computed at compile time (the dump
+# shows it), and the result is still right: ones(4, 2) @ [[1 3 5] [2 4 6]] sums to 84.
+cat >"$dir/fold.kir" <<'EOF'
+module {
+  func @main(x: Tensor((n, 2), float32)) -> Tensor((n, 3), float32) {
+    w = R.const(float32, [3, 2], [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    wt = R.permute_dims(w, axes=[1, 0])
+    y = R.matmul(x, wt)
+    return y
+  }
+}
+EOF
+err=$("$kiln" compile "$dir/fold.kir" -o "$dir/fold.kx" --dump-after=fold_constants 2>&1 >/dev/null)
+grep -q "// after pass fold_constants" <<<"$err" || fail "--dump-after=fold_constants: $err"
+grep -qF "wt: Tensor((2, 3), float32) = R.const(float32, [2, 3], [1.0, 3.0, 5.0, 2.0, 4.0, 6.0])" <<<"$err" || fail "folded transpose: $err"
+out=$("$kiln" run "$dir/fold.kx" --input ones:4x2:f32)
+grep -q "output 0: float32\[4, 3\] sum=84 " <<<"$out" || fail "kiln run fold: $out"
+
 # Errors.
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
-grep -q "unknown pass 'nonsense'; the passes are: normalize, dispatch_libraries, legalize, annotate_patterns, fuse_ops, fuse_tir, schedule, lower_call_tir, plan_memory" <<<"$err" || fail "unknown pass: $err"
+grep -q "unknown pass 'nonsense'; the passes are: normalize, fold_constants, dispatch_libraries, legalize, annotate_patterns, fuse_ops, fuse_tir, dead_code_elimination, schedule, lower_call_tir, plan_memory" <<<"$err" || fail "unknown pass: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
 grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --mcpu not-a-cpu 2>&1); then fail "unknown cpu accepted"; fi
