@@ -14,15 +14,14 @@
 //    LLVM and no code generation, with the interpreter's arithmetic (float32 math in float32,
 //    integers wrapping to their width). A Tuple result becomes a Tuple of Constants.
 //  - `t[i]` of a tuple whose fields are all constants becomes that field's Constant.
+//  A creation op (no tensor operand: zeros, full, arange) folds only when its result has at
+//  most FoldConstantsOptions::max_created_elements elements.
 //  A folded binding keeps its variable (so every use stays valid); the bindings that fed it
 //  stay too, for dead_code_elimination to remove. Bindings that cannot be folded (an
-//  operator the interpreter cannot run, a computation above the step budget) are left as
-//  they are: not folding is never an error.
-//
-// Errors: a folded computation that is undefined (an integer division by zero, an index out
-// of range, a float-to-int cast out of range) is InvalidArgument naming the function, the
-// binding and the operator: "function 'main', binding 'q': floor_divide: cannot fold:
-// integer division by zero (10 floordiv 0)".
+//  operator the interpreter cannot run, a computation above the step budget, or one whose
+//  value is undefined, such as an integer division by zero, which the kernel then reports
+//  at run time if the binding is ever reached) are left as they are: not folding is never
+//  an error.
 //
 // A module in which nothing folds is returned unchanged: every entry is the same object.
 #pragma once
@@ -40,6 +39,9 @@ struct FoldConstantsOptions {
   // matmul's outer product): above this many elements, computing at run time is cheaper
   // than carrying the value. 1 << 20 float32 elements are 4 MiB.
   int64_t max_elements = int64_t{1} << 20;
+  // A creation op's value costs next to nothing to make at run time; folding it only saves
+  // a kernel call, worth carrying a small constant but not megabytes.
+  int64_t max_created_elements = 4096;
   // The interpreter is far slower than generated code; a fold that needs more steps than
   // this (loop iterations, block executions and stores) is left to run time, so that
   // compiling never stalls on, say, a large constant matmul. At roughly 150 ns a step,
