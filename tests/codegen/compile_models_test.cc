@@ -226,7 +226,8 @@ TEST(CompileModelsTest, FusedAndUnfusedModelsMatchTheReference) {
     const int unfused_kernels = CountOf(unfused_text, "R.call_tir_dps(");
     EXPECT_LT(fused_kernels, unfused_kernels) << fused_text;
     EXPECT_EQ(CountOf(fused_text, "R.call_tir_dps(@fused_matmul_add_gelu,"), 1) << fused_text;
-    EXPECT_EQ(CountOf(unfused_text, "fused_"), 0) << unfused_text;
+    // Fused functions are named @fused_...; loop names may contain "fused" too.
+    EXPECT_EQ(CountOf(unfused_text, "@fused_"), 0) << unfused_text;
     if (model.file == "transformer_block.kir") {
       // 18 operator calls; 12 kernels fused: q, k, v, kt, scores*scale, softmax, attn,
       // proj+res1, norm1, up+bias+gelu, down+bias+res2, norm2.

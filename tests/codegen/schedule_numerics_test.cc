@@ -341,7 +341,9 @@ TEST(ScheduleNumericsTest, Matmul) {
     int64_t m, k, n;
   };
   std::vector<Shape> shapes = {{1, 1, 1}, {7, 13, 1}, {13, 7, 100}, {100, 13, 7}, {4, 16, 32},
-                               {100, 100, 100}, {5, 1003, 33}, {1003, 3, 17}, {9, 2, 1003}};
+                               {100, 100, 100}, {5, 1003, 33}, {1003, 3, 17}, {9, 2, 1003},
+                               // fewer than 8 rows: the wide-tile branch, full and edge tiles
+                               {1, 13, 1003}, {7, 100, 530}, {3, 1, 1024}, {1, 2, 600}, {8, 5, 600}};
   for (const Shape& s : shapes) {
     vm::Tensor a = RandomF32({s.m, s.k}, 8), b = RandomF32({s.k, s.n}, 9);
     std::vector<double> scale;
@@ -605,7 +607,7 @@ TEST(ScheduleNumericsTest, FusedMatmulBiasGelu) {
     int64_t m, k, n;
   };
   for (const Shape& s : std::vector<Shape>{{1, 1, 1}, {7, 13, 5}, {4, 16, 32}, {13, 7, 100}, {100, 33, 67},
-                                          {5, 301, 33}, {130, 3, 17}}) {
+                                          {5, 301, 33}, {130, 3, 17}, {3, 20, 700}, {1, 9, 1030}}) {
     vm::Tensor a = RandomF32({s.m, s.k}, 30), w = RandomF32({s.k, s.n}, 31), bias = RandomF32({s.n}, 32);
     std::vector<double> scale;
     std::vector<double> expected = NaiveMatmul(a.data_as<float>(), w.data_as<float>(), s.m, s.k, s.n, &scale);

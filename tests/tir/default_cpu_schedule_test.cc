@@ -127,7 +127,11 @@ TEST(DefaultCpuScheduleTest, FusedMatmulEpilogueRunsOnTheTile) {
   // One parallel loop nest; the intermediates are gone and the tile is 4 x 16.
   EXPECT_EQ(text.find("allocate mm:"), std::string::npos) << text;
   EXPECT_EQ(text.find("allocate biased"), std::string::npos) << text;
-  EXPECT_EQ(text.find("parallel"), text.rfind("parallel")) << text;
+  // One parallel loop nest in each branch of `if (m >= 8)`.
+  size_t first = text.find("parallel"), second = text.find("parallel", first + 1);
+  ASSERT_NE(second, std::string::npos) << text;
+  EXPECT_EQ(second, text.rfind("parallel")) << text;
+  EXPECT_LT(text.find("if m >= 8"), first) << text;
   EXPECT_THAT(text, HasSubstr("allocate mm_local: Buffer((4, 16), float32, scope=\"local\")"));
   EXPECT_THAT(text, HasSubstr("out[v0_wb, v1_wb] = 0.5 * (mm_local[ax0, ax1] + bias[v1_wb])"));
 }
@@ -172,8 +176,34 @@ TEST(DefaultCpuScheduleTest, TracesOfTheNewRulesReplay) {
     Schedule again(func);
     absl::Status st = parsed->Replay(&again);
     ASSERT_TRUE(st.ok()) << st << "\n" << trace;
-    EXPECT_TRUE(StructuralEqual(GuardVectorizedTails(again.func()), *f)) << trace;
+    // A symbolic row count adds `if (m >= 8) { this } else { few-rows schedule }`, which
+    // is not a primitive: the trace describes the first branch.
+    Stmt body = (*f)->body;
+    if (const auto* branch = body.as<IfThenElseNode>()) body = branch->then_case;
+    EXPECT_TRUE(StructuralEqual(GuardVectorizedTails(again.func())->body, body)) << trace;
   }
+}
+
+// Symbolic rows: one kernel, `if (m >= 8)` the 8 x 32 register tile, else a wide 8 x 512 tile (each weight row read in
+// long runs, GEMV-like). A constant m < 8 takes the wide
+// tile without a branch.
+TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(kMatmul), {.vector_lanes = 16, .num_threads = 2});
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::string text = Print(*f);
+  EXPECT_THAT(text, HasSubstr("if m >= 8 {"));
+  EXPECT_THAT(text, HasSubstr("Buffer((8, 512), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("Buffer((8, 32), float32, scope=\"local\")"));
+  std::string one = kMatmul;
+  one.replace(one.find("A: Buffer((m, k)"), 16, "A: Buffer((3, k)");
+  one.replace(one.find("C: Buffer((m, n)"), 16, "C: Buffer((3, n)");
+  one.replace(one.find("serial(0, m)"), 12, "serial(0, 3)");
+  one.replace(one.find("spatial(m, i)"), 13, "spatial(3, i)");
+  f = ScheduleForCpu(Parse(one), {.vector_lanes = 16, .num_threads = 2});
+  ASSERT_TRUE(f.ok()) << f.status();
+  text = Print(*f);
+  EXPECT_THAT(text, Not(HasSubstr("if m >= 8")));
+  EXPECT_THAT(text, HasSubstr("Buffer((3, 512), float32, scope=\"local\")"));
 }
 
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {

@@ -10,6 +10,7 @@
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/schedule_utils.h"
 #include "tir/stmt_functor.h"
+#include "tir/structural_equal.h"
 
 namespace kiln::tir {
 
@@ -322,7 +323,20 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
     i_split = true;
   }
   std::optional<int64_t> j_extent = j->extent.as_int();
-  if (col_tile < 2 || (j_extent && *j_extent <= col_tile)) {
+  // Few rows (m < 8): one row tile, and the columns in wide tiles of 16 vector pairs whose
+  // accumulators live in L1. Each row of the right operand is then read as one long run
+  // per tile (instead of 128 bytes per 32-column panel, a new page per row), which is what
+  // a memory-bound GEMV needs; the rows of the tile reuse it from L1.
+  const int64_t wide_tile = 16 * col_tile;
+  // The wide tile's columns are split into vector pairs only once the write-back has moved
+  // under the tile loop (it wants one dense column loop to do so).
+  bool few = options.matmul_few_rows && cache && col_tile >= 2 && !(j_extent && *j_extent <= wide_tile);
+  if (few) {
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(j->loop_var.name(), {-1, wide_tile}));
+    outer.push_back(parts[0]);
+    ji = parts[1];
+    j_split = true;
+  } else if (col_tile < 2 || (j_extent && *j_extent <= col_tile)) {
     ji = j->loop_var.name();
   } else {
     KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(j->loop_var.name(), {-1, col_tile}));
@@ -341,7 +355,7 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   const VarNode* col = nest.block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
   const VarNode* row = nest.block->iter_vars[nest.iter_of_loop[n - 3]].var.get();
   std::string panel = cache && i_split && j_split ? PanelOperand(nest.block, row, col) : std::string();
-  bool pack = !panel.empty() && j_extent && PackPays(*j_extent / col_tile, options);
+  bool pack = !few && !panel.empty() && j_extent && PackPays(*j_extent / col_tile, options);
   std::string tile_loop, pack_loop;
   if (pack) {
     // Each parallel iteration owns a column panel: it packs the right operand's panel
@@ -352,15 +366,24 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   } else {
     KILN_RETURN_IF_ERROR(ParallelOver(s, outer, options, &tile_loop));
   }
-  if (j_extent.value_or(col_tile) >= 2 && ColumnsContiguous(nest.block, col)) {
+  bool contiguous = ColumnsContiguous(nest.block, col);
+  if (few && !contiguous) return absl::FailedPreconditionError("cpu schedule: wide tiles want contiguous columns");
+  if (!few && j_extent.value_or(col_tile) >= 2 && contiguous) {
     KILN_RETURN_IF_ERROR(s->Vectorize(ji));
   }
-  KILN_RETURN_IF_ERROR(s->Unroll(ii));
+  if (!few) KILN_RETURN_IF_ERROR(s->Unroll(ii));
   KILN_RETURN_IF_ERROR(s->DecomposeReduction(nest.block->name, k->loop_var.name()).status());
   if (write_back.empty()) return absl::OkStatus();
   if (!tile_loop.empty()) {
     KILN_RETURN_IF_ERROR(s->ReverseComputeAt(write_back, tile_loop));
     KILN_RETURN_IF_ERROR(ScheduleWriteBack(s, write_back, options));
+    if (few) {  // the init, the update and the write-back walk the wide tile in vector pairs
+      for (const std::string& b : {nest.block->name + "_init", nest.block->name, write_back}) {
+        KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(b));
+        KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(loops.back(), {-1, col_tile}));
+        KILN_RETURN_IF_ERROR(s->Vectorize(parts[1]));
+      }
+    }
     if (pack) {
       KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(nest.block->name, panel, pack_loop));
       KILN_ASSIGN_OR_RETURN(std::vector<std::string> copy_loops, s->GetLoops(copy));
@@ -374,6 +397,24 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
     if (!d.as_int()) return absl::FailedPreconditionError("cpu schedule: the accumulator has a symbolic size");
   }
   return absl::OkStatus();
+}
+
+// The matmul rule: with the accumulator tile when it can be formed, else without. `rows`
+// receives the row extent when it is symbolic and the rule tiled for many rows (then
+// ScheduleForCpu adds the few-rows branch).
+absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options,
+                                std::vector<PrimExpr>* symbolic_rows) {
+  const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
+  CpuScheduleOptions matmul_options = options;
+  if (rows.as_int() && *rows.as_int() < 8) matmul_options.matmul_few_rows = true;
+  Schedule attempt = *s;
+  absl::Status status = ScheduleMatmul(&attempt, nest, matmul_options, /*cache=*/true);
+  if (status.ok()) {
+    *s = attempt;
+    if (!options.matmul_few_rows && !rows.as_int()) symbolic_rows->push_back(rows);
+    return status;
+  }
+  return ScheduleMatmul(s, nest, options, /*cache=*/false);
 }
 
 void FlattenAnd(const PrimExpr& e, std::vector<PrimExpr>* out) {
@@ -610,6 +651,21 @@ void InlineIntermediates(Schedule* s) {
   }
 }
 
+// One matmul with a symbolic row count m: the whole function is also scheduled for few
+// rows and the two run under `if (m >= 8) { many rows } else { few rows }`, so one compiled kernel streams the weight for
+// m = 1 (GEMV) and keeps the 8 x 32 register tile for large m. Not a primitive: the trace
+// describes the many-rows branch.
+absl::StatusOr<PrimFunc> WithFewRowsBranch(const PrimFunc& func, const CpuScheduleOptions& options,
+                                           const std::vector<PrimExpr>& symbolic_rows, const PrimFunc& many) {
+  if (symbolic_rows.size() != 1 || options.matmul_few_rows) return many;
+  CpuScheduleOptions few_options = options;
+  few_options.matmul_few_rows = true;
+  KILN_ASSIGN_OR_RETURN(PrimFunc few, ScheduleForCpu(func, few_options));
+  if (StructuralEqual(few, many)) return many;
+  Stmt few_body = Renewer().VisitStmt(few->body);
+  return WithBody(many, IfThenElse(GE(symbolic_rows[0], IntImm(symbolic_rows[0].dtype(), 8)), many->body, few_body));
+}
+
 }  // namespace
 
 PrimFunc GuardVectorizedTails(const PrimFunc& func) {
@@ -627,6 +683,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
         absl::StrCat("cpu schedule: num_threads must be >= 1, got ", options.num_threads));
   }
   Schedule schedule(func);
+  std::vector<PrimExpr> symbolic_rows;  // of the matmuls tiled for many rows
   InlineIntermediates(&schedule);
   std::vector<std::string> blocks;
   ForEachStmt(schedule.func()->body, [&](const Stmt& s) {
@@ -647,18 +704,14 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
     if (!nest->block->is_reduction()) {
       status = ScheduleInjective(&attempt, *nest, block_options);
     } else if (IsMatmulLike(*nest)) {
-      status = ScheduleMatmul(&attempt, *nest, block_options, /*cache=*/true);
-      if (!status.ok()) {
-        attempt = schedule;
-        status = ScheduleMatmul(&attempt, *nest, block_options, /*cache=*/false);
-      }
+      status = ScheduleMatmulRule(&attempt, *nest, block_options, &symbolic_rows);
     } else {
       status = ScheduleReduction(&attempt, *nest, block_options);
     }
     if (status.ok()) schedule = attempt;
   }
   if (trace) *trace = schedule.trace().ToString();
-  return GuardVectorizedTails(schedule.func());
+  return WithFewRowsBranch(func, options, symbolic_rows, GuardVectorizedTails(schedule.func()));
 }
 
 }  // namespace kiln::tir
