@@ -382,6 +382,30 @@ TEST(ScheduleNumericsTest, MatmulWithPackedPanels) {
   }
 }
 
+// A constant 3 rows: the wide tile without a row branch (a branch on n < 512 remains);
+// widths below, at and above one 512-column tile, and not multiples of the vector pair.
+TEST(ScheduleNumericsTest, MatmulWithThreeConstantRows) {
+  std::string text = kMatmul;
+  text.replace(text.find("A: Buffer((m, k)"), 16, "A: Buffer((3, k)");
+  text.replace(text.find("C: Buffer((m, n)"), 16, "C: Buffer((3, n)");
+  text.replace(text.find("serial(0, m)"), 12, "serial(0, 3)");
+  text.replace(text.find("spatial(m, i)"), 13, "spatial(3, i)");
+  Variants v(Parse(text));
+  for (int64_t n : {1, 33, 512, 1030}) {
+    for (int64_t k : {1, 13}) {
+      const int64_t m = 3;
+      vm::Tensor a = RandomF32({m, k}, 60), b = RandomF32({k, n}, 61);
+      std::vector<double> scale;
+      std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data_as<float>(), m, k, n, &scale);
+      for (const std::string& name : Variants::Names()) {
+        vm::Tensor c = RandomF32({m, n}, 62);
+        v.Run(name, {a, b, c});
+        ExpectClose(c, expected, scale, name + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+      }
+    }
+  }
+}
+
 TEST(ScheduleNumericsTest, MatmulWithTransposedRightOperand) {
   std::string text = kMatmul;
   text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((n, k)");

@@ -184,26 +184,43 @@ TEST(DefaultCpuScheduleTest, TracesOfTheNewRulesReplay) {
   }
 }
 
-// Symbolic rows: one kernel, `if (m >= 8)` the 8 x 32 register tile, else a wide 8 x 512 tile (each weight row read in
-// long runs, GEMV-like). A constant m < 8 takes the wide
-// tile without a branch.
+// Few rows and wide columns get a wide 8 x 512 tile (each weight row read in long runs,
+// GEMV-like). Symbolic sizes: one kernel, `if (m >= 8 || n < 512)` the 8 x 32 register
+// tile, else the wide tile. Constants decide without a branch.
 TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
-  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(kMatmul), {.vector_lanes = 16, .num_threads = 2});
-  ASSERT_TRUE(f.ok()) << f.status();
-  std::string text = Print(*f);
-  EXPECT_THAT(text, HasSubstr("if m >= 8 {"));
+  auto with = [](std::string text, const std::string& rows, const std::string& cols) {
+    if (!rows.empty()) {
+      text.replace(text.find("A: Buffer((m, k)"), 16, "A: Buffer((" + rows + ", k)");
+      text.replace(text.find("serial(0, m)"), 12, "serial(0, " + rows + ")");
+      text.replace(text.find("spatial(m, i)"), 13, "spatial(" + rows + ", i)");
+    }
+    if (!cols.empty()) {
+      text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((k, " + cols + ")");
+      text.replace(text.find("serial(0, n)"), 12, "serial(0, " + cols + ")");
+      text.replace(text.find("spatial(n, j)"), 13, "spatial(" + cols + ", j)");
+    }
+    std::string c = "C: Buffer((" + (rows.empty() ? std::string("m") : rows) + ", " +
+                    (cols.empty() ? std::string("n") : cols) + ")";
+    text.replace(text.find("C: Buffer((m, n)"), 16, c);
+    absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 2});
+    KILN_CHECK(f.ok()) << f.status();
+    return Print(*f);
+  };
+  std::string text = with(kMatmul, "", "");
+  EXPECT_THAT(text, HasSubstr("if m >= 8 || n < 512 {"));
   EXPECT_THAT(text, HasSubstr("Buffer((8, 512), float32, scope=\"local\")"));
   EXPECT_THAT(text, HasSubstr("Buffer((8, 32), float32, scope=\"local\")"));
-  std::string one = kMatmul;
-  one.replace(one.find("A: Buffer((m, k)"), 16, "A: Buffer((3, k)");
-  one.replace(one.find("C: Buffer((m, n)"), 16, "C: Buffer((3, n)");
-  one.replace(one.find("serial(0, m)"), 12, "serial(0, 3)");
-  one.replace(one.find("spatial(m, i)"), 13, "spatial(3, i)");
-  f = ScheduleForCpu(Parse(one), {.vector_lanes = 16, .num_threads = 2});
-  ASSERT_TRUE(f.ok()) << f.status();
-  text = Print(*f);
-  EXPECT_THAT(text, Not(HasSubstr("if m >= 8")));
+  text = with(kMatmul, "", "4096");
+  EXPECT_THAT(text, HasSubstr("if m >= 8 {"));
+  text = with(kMatmul, "3", "");
+  EXPECT_THAT(text, HasSubstr("if n < 512 {"));
   EXPECT_THAT(text, HasSubstr("Buffer((3, 512), float32, scope=\"local\")"));
+  text = with(kMatmul, "3", "4096");
+  EXPECT_THAT(text, Not(HasSubstr("if ")));
+  EXPECT_THAT(text, HasSubstr("Buffer((3, 512), float32, scope=\"local\")"));
+  // Narrow constant columns or many constant rows: the register tile alone.
+  EXPECT_THAT(with(kMatmul, "", "256"), Not(HasSubstr("512")));
+  EXPECT_THAT(with(kMatmul, "64", ""), Not(HasSubstr("512")));
 }
 
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {

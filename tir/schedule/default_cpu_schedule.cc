@@ -399,19 +399,33 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   return absl::OkStatus();
 }
 
-// The matmul rule: with the accumulator tile when it can be formed, else without. `rows`
-// receives the row extent when it is symbolic and the rule tiled for many rows (then
-// ScheduleForCpu adds the few-rows branch).
+// The matmul rule: with the accumulator tile when it can be formed, else without. Few rows
+// (m < 8) and wide columns (more than one wide tile) take wide tiles: directly when both
+// are constants, else the rule tiles for many rows and appends to `many_conditions` the
+// run-time condition under which that is right (`m >= 8 || n < 512`); ScheduleForCpu then
+// adds the few-rows branch.
 absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options,
-                                std::vector<PrimExpr>* symbolic_rows) {
+                                std::vector<PrimExpr>* many_conditions) {
   const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
+  const PrimExpr& cols = nest.loops[nest.loops.size() - 2]->extent;
+  const int64_t wide_tile = 16 * std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
+  std::optional<int64_t> m = rows.as_int(), n = cols.as_int();
+  bool few_possible = !(m && *m >= 8) && !(n && *n <= wide_tile);
   CpuScheduleOptions matmul_options = options;
-  if (rows.as_int() && *rows.as_int() < 8) matmul_options.matmul_few_rows = true;
+  matmul_options.matmul_few_rows = few_possible && (options.matmul_few_rows || (m && n));
   Schedule attempt = *s;
   absl::Status status = ScheduleMatmul(&attempt, nest, matmul_options, /*cache=*/true);
   if (status.ok()) {
     *s = attempt;
-    if (!options.matmul_few_rows && !rows.as_int()) symbolic_rows->push_back(rows);
+    if (few_possible && !options.matmul_few_rows && !(m && n)) {
+      PrimExpr many;
+      if (!m) many = GE(rows, IntImm(rows.dtype(), 8));
+      if (!n) {
+        PrimExpr narrow = LT(cols, IntImm(cols.dtype(), wide_tile));
+        many = many.defined() ? Or(many, narrow) : narrow;
+      }
+      many_conditions->push_back(many);
+    }
     return status;
   }
   return ScheduleMatmul(s, nest, options, /*cache=*/false);
@@ -651,19 +665,20 @@ void InlineIntermediates(Schedule* s) {
   }
 }
 
-// One matmul with a symbolic row count m: the whole function is also scheduled for few
-// rows and the two run under `if (m >= 8) { many rows } else { few rows }`, so one compiled kernel streams the weight for
-// m = 1 (GEMV) and keeps the 8 x 32 register tile for large m. Not a primitive: the trace
-// describes the many-rows branch.
+// One matmul that may have few rows and wide columns at run time: the whole function is
+// also scheduled for few rows and the two run under `if (m >= 8 || n < 512) { many rows }
+// else { few rows }`, so one compiled kernel streams the weight for m = 1 (GEMV) and keeps
+// the 8 x 32 register tile for large m. Not a primitive: the trace describes the first
+// branch.
 absl::StatusOr<PrimFunc> WithFewRowsBranch(const PrimFunc& func, const CpuScheduleOptions& options,
-                                           const std::vector<PrimExpr>& symbolic_rows, const PrimFunc& many) {
-  if (symbolic_rows.size() != 1 || options.matmul_few_rows) return many;
+                                           const std::vector<PrimExpr>& many_conditions, const PrimFunc& many) {
+  if (many_conditions.size() != 1 || options.matmul_few_rows) return many;
   CpuScheduleOptions few_options = options;
   few_options.matmul_few_rows = true;
   KILN_ASSIGN_OR_RETURN(PrimFunc few, ScheduleForCpu(func, few_options));
   if (StructuralEqual(few, many)) return many;
   Stmt few_body = Renewer().VisitStmt(few->body);
-  return WithBody(many, IfThenElse(GE(symbolic_rows[0], IntImm(symbolic_rows[0].dtype(), 8)), many->body, few_body));
+  return WithBody(many, IfThenElse(many_conditions[0], many->body, few_body));
 }
 
 }  // namespace
@@ -683,7 +698,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
         absl::StrCat("cpu schedule: num_threads must be >= 1, got ", options.num_threads));
   }
   Schedule schedule(func);
-  std::vector<PrimExpr> symbolic_rows;  // of the matmuls tiled for many rows
+  std::vector<PrimExpr> many_conditions;  // of the matmuls tiled for many rows only
   InlineIntermediates(&schedule);
   std::vector<std::string> blocks;
   ForEachStmt(schedule.func()->body, [&](const Stmt& s) {
@@ -704,14 +719,14 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
     if (!nest->block->is_reduction()) {
       status = ScheduleInjective(&attempt, *nest, block_options);
     } else if (IsMatmulLike(*nest)) {
-      status = ScheduleMatmulRule(&attempt, *nest, block_options, &symbolic_rows);
+      status = ScheduleMatmulRule(&attempt, *nest, block_options, &many_conditions);
     } else {
       status = ScheduleReduction(&attempt, *nest, block_options);
     }
     if (status.ok()) schedule = attempt;
   }
   if (trace) *trace = schedule.trace().ToString();
-  return WithFewRowsBranch(func, options, symbolic_rows, GuardVectorizedTails(schedule.func()));
+  return WithFewRowsBranch(func, options, many_conditions, GuardVectorizedTails(schedule.func()));
 }
 
 }  // namespace kiln::tir
