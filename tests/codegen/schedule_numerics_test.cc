@@ -342,8 +342,9 @@ TEST(ScheduleNumericsTest, Matmul) {
   };
   std::vector<Shape> shapes = {{1, 1, 1}, {7, 13, 1}, {13, 7, 100}, {100, 13, 7}, {4, 16, 32},
                                {100, 100, 100}, {5, 1003, 33}, {1003, 3, 17}, {9, 2, 1003},
-                               // fewer than 8 rows: the wide-tile branch, full and edge tiles
-                               {1, 13, 1003}, {7, 100, 530}, {3, 1, 1024}, {1, 2, 600}, {8, 5, 600}};
+                               // fewer than 64 rows: the wide-tile branch, full and edge tiles
+                               {1, 13, 1003}, {7, 100, 530}, {3, 1, 1024}, {1, 2, 600}, {8, 5, 600},
+                               {41, 20, 300}, {63, 3, 257}, {64, 5, 300}};
   for (const Shape& s : shapes) {
     vm::Tensor a = RandomF32({s.m, s.k}, 8), b = RandomF32({s.k, s.n}, 9);
     std::vector<double> scale;
@@ -382,8 +383,8 @@ TEST(ScheduleNumericsTest, MatmulWithPackedPanels) {
   }
 }
 
-// A constant 3 rows: the wide tile without a row branch (a branch on n < 512 remains);
-// widths below, at and above one 512-column tile, and not multiples of the vector pair.
+// A constant 3 rows: the wide tile without a row branch (a branch on n < 256 remains);
+// widths below, at and above one 256-column tile, and not multiples of the vector pair.
 TEST(ScheduleNumericsTest, MatmulWithThreeConstantRows) {
   std::string text = kMatmul;
   text.replace(text.find("A: Buffer((m, k)"), 16, "A: Buffer((3, k)");
@@ -391,7 +392,7 @@ TEST(ScheduleNumericsTest, MatmulWithThreeConstantRows) {
   text.replace(text.find("serial(0, m)"), 12, "serial(0, 3)");
   text.replace(text.find("spatial(m, i)"), 13, "spatial(3, i)");
   Variants v(Parse(text));
-  for (int64_t n : {1, 33, 512, 1030}) {
+  for (int64_t n : {1, 33, 256, 1030}) {
     for (int64_t k : {1, 13}) {
       const int64_t m = 3;
       vm::Tensor a = RandomF32({m, k}, 60), b = RandomF32({k, n}, 61);

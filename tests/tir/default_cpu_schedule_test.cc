@@ -127,11 +127,11 @@ TEST(DefaultCpuScheduleTest, FusedMatmulEpilogueRunsOnTheTile) {
   // One parallel loop nest; the intermediates are gone and the tile is 4 x 16.
   EXPECT_EQ(text.find("allocate mm:"), std::string::npos) << text;
   EXPECT_EQ(text.find("allocate biased"), std::string::npos) << text;
-  // One parallel loop nest in each branch of `if (m >= 8)`.
+  // One parallel loop nest in each branch of `if (m >= 64 ...)`.
   size_t first = text.find("parallel"), second = text.find("parallel", first + 1);
   ASSERT_NE(second, std::string::npos) << text;
   EXPECT_EQ(second, text.rfind("parallel")) << text;
-  EXPECT_LT(text.find("if m >= 8"), first) << text;
+  EXPECT_LT(text.find("if m >= 64"), first) << text;
   EXPECT_THAT(text, HasSubstr("allocate mm_local: Buffer((4, 16), float32, scope=\"local\")"));
   EXPECT_THAT(text, HasSubstr("out[v0_wb, v1_wb] = 0.5 * (mm_local[ax0, ax1] + bias[v1_wb])"));
 }
@@ -176,7 +176,7 @@ TEST(DefaultCpuScheduleTest, TracesOfTheNewRulesReplay) {
     Schedule again(func);
     absl::Status st = parsed->Replay(&again);
     ASSERT_TRUE(st.ok()) << st << "\n" << trace;
-    // A symbolic row count adds `if (m >= 8) { this } else { few-rows schedule }`, which
+    // Symbolic sizes add `if (m >= 64 ...) { this } else { few-rows schedule }`, which
     // is not a primitive: the trace describes the first branch.
     Stmt body = (*f)->body;
     if (const auto* branch = body.as<IfThenElseNode>()) body = branch->then_case;
@@ -184,8 +184,8 @@ TEST(DefaultCpuScheduleTest, TracesOfTheNewRulesReplay) {
   }
 }
 
-// Few rows and wide columns get a wide 8 x 512 tile (each weight row read in long runs,
-// GEMV-like). Symbolic sizes: one kernel, `if (m >= 8 || n < 512)` the 8 x 32 register
+// Few rows and wide columns get wide 8 x 256 tiles (each weight row read in long runs,
+// GEMV-like). Symbolic sizes: one kernel, `if (m >= 64 || n < 256)` the 8 x 32 register
 // tile, else the wide tile. Constants decide without a branch.
 TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
   auto with = [](std::string text, const std::string& rows, const std::string& cols) {
@@ -207,20 +207,20 @@ TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
     return Print(*f);
   };
   std::string text = with(kMatmul, "", "");
-  EXPECT_THAT(text, HasSubstr("if m >= 8 || n < 512 {"));
-  EXPECT_THAT(text, HasSubstr("Buffer((8, 512), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("if m >= 64 || n < 256 {"));
+  EXPECT_THAT(text, HasSubstr("Buffer((8, 256), float32, scope=\"local\")"));
   EXPECT_THAT(text, HasSubstr("Buffer((8, 32), float32, scope=\"local\")"));
   text = with(kMatmul, "", "4096");
-  EXPECT_THAT(text, HasSubstr("if m >= 8 {"));
+  EXPECT_THAT(text, HasSubstr("if m >= 64 {"));
   text = with(kMatmul, "3", "");
-  EXPECT_THAT(text, HasSubstr("if n < 512 {"));
-  EXPECT_THAT(text, HasSubstr("Buffer((3, 512), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("if n < 256 {"));
+  EXPECT_THAT(text, HasSubstr("Buffer((3, 256), float32, scope=\"local\")"));
   text = with(kMatmul, "3", "4096");
   EXPECT_THAT(text, Not(HasSubstr("if ")));
-  EXPECT_THAT(text, HasSubstr("Buffer((3, 512), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("Buffer((3, 256), float32, scope=\"local\")"));
   // Narrow constant columns or many constant rows: the register tile alone.
-  EXPECT_THAT(with(kMatmul, "", "256"), Not(HasSubstr("512")));
-  EXPECT_THAT(with(kMatmul, "64", ""), Not(HasSubstr("512")));
+  EXPECT_THAT(with(kMatmul, "", "256"), Not(HasSubstr("256), float32, scope=\"local\"")));
+  EXPECT_THAT(with(kMatmul, "64", ""), Not(HasSubstr("256), float32, scope=\"local\"")));
 }
 
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {

@@ -323,11 +323,12 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
     i_split = true;
   }
   std::optional<int64_t> j_extent = j->extent.as_int();
-  // Few rows (m < 8): one row tile, and the columns in wide tiles of 16 vector pairs whose
-  // accumulators live in L1. Each row of the right operand is then read as one long run
-  // per tile (instead of 128 bytes per 32-column panel, a new page per row), which is what
-  // a memory-bound GEMV needs; the rows of the tile reuse it from L1.
-  const int64_t wide_tile = 16 * col_tile;
+  // Few rows (m < 64): 8-row tiles over wide column tiles of 8 vector pairs whose
+  // accumulators live in L1. Each row of the right operand is then read as one 1 KiB run
+  // per tile (instead of 128 bytes per 32-column panel), which a memory-bound GEMV wants;
+  // the rows of the tile reuse it from L1. Measured (matmul_bench, 4096 x 4096 weight):
+  // 8 pairs beat 4 and 16, and up to m = 32 the wide tiles beat the register tile.
+  const int64_t wide_tile = 8 * col_tile;
   // The wide tile's columns are split into vector pairs only once the write-back has moved
   // under the tile loop (it wants one dense column loop to do so).
   bool few = options.matmul_few_rows && cache && col_tile >= 2 && !(j_extent && *j_extent <= wide_tile);
@@ -400,17 +401,17 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
 }
 
 // The matmul rule: with the accumulator tile when it can be formed, else without. Few rows
-// (m < 8) and wide columns (more than one wide tile) take wide tiles: directly when both
+// (m < 64) and wide columns (more than one wide tile) take wide tiles: directly when both
 // are constants, else the rule tiles for many rows and appends to `many_conditions` the
-// run-time condition under which that is right (`m >= 8 || n < 512`); ScheduleForCpu then
-// adds the few-rows branch.
+// run-time condition under which that is right (`m >= 64 || n < 256` for 16 lanes);
+// ScheduleForCpu then adds the few-rows branch.
 absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options,
                                 std::vector<PrimExpr>* many_conditions) {
   const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
   const PrimExpr& cols = nest.loops[nest.loops.size() - 2]->extent;
-  const int64_t wide_tile = 16 * std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
+  const int64_t wide_tile = 8 * std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
   std::optional<int64_t> m = rows.as_int(), n = cols.as_int();
-  bool few_possible = !(m && *m >= 8) && !(n && *n <= wide_tile);
+  bool few_possible = !(m && *m >= 64) && !(n && *n <= wide_tile);
   CpuScheduleOptions matmul_options = options;
   matmul_options.matmul_few_rows = few_possible && (options.matmul_few_rows || (m && n));
   Schedule attempt = *s;
@@ -419,7 +420,7 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
     *s = attempt;
     if (few_possible && !options.matmul_few_rows && !(m && n)) {
       PrimExpr many;
-      if (!m) many = GE(rows, IntImm(rows.dtype(), 8));
+      if (!m) many = GE(rows, IntImm(rows.dtype(), 64));
       if (!n) {
         PrimExpr narrow = LT(cols, IntImm(cols.dtype(), wide_tile));
         many = many.defined() ? Or(many, narrow) : narrow;
@@ -666,7 +667,7 @@ void InlineIntermediates(Schedule* s) {
 }
 
 // One matmul that may have few rows and wide columns at run time: the whole function is
-// also scheduled for few rows and the two run under `if (m >= 8 || n < 512) { many rows }
+// also scheduled for few rows and the two run under `if (m >= 64 || n < 256) { many rows }
 // else { few rows }`, so one compiled kernel streams the weight for m = 1 (GEMV) and keeps
 // the 8 x 32 register tile for large m. Not a primitive: the trace describes the first
 // branch.

@@ -45,9 +45,9 @@ namespace kiln::tir {
 struct CpuScheduleOptions {
   int vector_lanes = 8;  // fp32 lanes of the SIMD unit: 16 for AVX-512, 8 for AVX2, 4 for SSE
   int num_threads = 1;   // 1: no parallel loops
-  // Matmuls are scheduled for fewer rows than one register tile (m < 8): wide column tiles
-  // accumulated in L1, so each row of the right operand is streamed once, in long runs.
-  // ScheduleForCpu sets it itself for the `m < 8` branch of a matmul with symbolic rows.
+  // Matmuls with wide columns are scheduled for few rows (m < 64): 8 x (16 * lanes) tiles
+  // accumulated in L1, so each row of the right operand is read in long runs. ScheduleForCpu
+  // sets it itself for the few-rows branch of a matmul with symbolic sizes.
   bool matmul_few_rows = false;
 };
 
