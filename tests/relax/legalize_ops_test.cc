@@ -18,6 +18,7 @@
 #include "relax/text_parser.h"
 #include "relax/text_printer.h"
 #include "relax/well_formed.h"
+#include "tests/source_dir.h"
 
 namespace kiln::relax {
 namespace {
@@ -186,8 +187,7 @@ TEST(LegalizeOpsTest, UnknownShapeIsAClearError) {
 // Every example module that normalizes legalizes to a normalized, well-formed module with
 // no tensor operator left, or fails with an error naming the function and binding.
 TEST(LegalizeOpsTest, ExampleModulesLegalizeOrFailCleanly) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  const std::string root = kiln::test::SourceDir();
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(root) / "tests/relax/modules")) {
     if (entry.path().extension() == ".kir") files.push_back(entry.path());

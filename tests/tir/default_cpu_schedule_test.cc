@@ -17,6 +17,7 @@
 #include "support/check.h"
 #include "support/file_io.h"
 #include "tir/structural_equal.h"
+#include "tests/source_dir.h"
 
 namespace kiln::tir {
 namespace {
@@ -201,10 +202,7 @@ TEST(DefaultCpuScheduleTest, ReductionRunsSpatialLoopsInParallel) {
 // already scheduled loops ...) goes through the rules without error, and the result prints
 // to text that parses back to the same function.
 TEST(DefaultCpuScheduleTest, ExampleModulesScheduleAndRoundTrip) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  std::filesystem::path dir =
-      root ? std::filesystem::path(root) / "tests" : std::filesystem::path(__FILE__).parent_path().parent_path();
-  dir /= "relax/modules";
+  std::filesystem::path dir = std::filesystem::path(kiln::test::SourceDir()) / "tests/relax/modules";
   int scheduled = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".kir") continue;
