@@ -19,6 +19,7 @@
 #include "relax/text_printer.h"
 #include "relax/well_formed.h"
 #include "tests/source_dir.h"
+#include "tests/relax/pass_test_util.h"
 
 namespace kiln::relax {
 namespace {
@@ -26,14 +27,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-IRModule Normalized(const std::string& text) {
-  absl::StatusOr<ParsedModule> parsed = ParseModule(text);
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  if (!parsed.ok()) return IRModule();
-  absl::StatusOr<IRModule> normalized = NormalizeModule(parsed->module);
-  EXPECT_TRUE(normalized.ok()) << normalized.status();
-  return normalized.ok() ? *normalized : IRModule();
-}
+using testing::Normalized;
 
 std::string Legalized(const std::string& text) {
   absl::StatusOr<IRModule> out = LegalizeOps(Normalized(text));
