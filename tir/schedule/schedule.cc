@@ -133,4 +133,13 @@ absl::Status Schedule::ReverseComputeInline(const std::string& block) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<std::string>> Schedule::RFactor(const std::string& block, const std::string& loop,
+                                                           int64_t lanes) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::RFactorResult r, schedule_primitive::RFactor(func_, block, loop, lanes));
+  func_ = r.func;
+  std::vector<std::string> names = {r.rf_block, r.init_block, r.tail_block};
+  trace_.Append({"rfactor", {block, loop}, {lanes}, names});
+  return names;
+}
+
 }  // namespace kiln::tir

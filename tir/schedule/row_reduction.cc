@@ -1,0 +1,61 @@
+#include "tir/schedule/row_reduction.h"
+
+#include "tir/schedule/schedule_utils.h"
+#include "tir/stmt_functor.h"
+
+namespace kiln::tir {
+
+namespace {
+
+using namespace schedule_internal;  // NOLINT
+
+// Whether every load that depends on `var` reads it, alone, as its last index.
+bool ReadsContiguously(const Stmt& body, const VarNode* var) {
+  class Loads : public StmtExprVisitor {
+   public:
+    explicit Loads(const VarNode* var) : var_(var) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      for (size_t i = 0; i < op->indices.size(); ++i) {
+        bool last = i + 1 == op->indices.size();
+        if (UsesVar(op->indices[i], var_) && !(last && op->indices[i].get() == var_)) ok = false;
+      }
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+    bool ok = true;
+
+   private:
+    const VarNode* var_;
+  } loads(var);
+  loads.VisitStmt(body);
+  return loads.ok;
+}
+
+}  // namespace
+
+bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
+  if (lanes < 2) return false;
+  absl::StatusOr<Stmt> b = FindBlock(s->func(), name, "");
+  if (!b.ok()) return false;
+  const auto* block = b->as<BlockNode>();
+  std::vector<Stmt> loops = LoopsAbove(s->func()->body, block);
+  if (loops.empty()) return false;
+  const auto* inner = loops.back().as<ForNode>();
+  const IterVar* bound = nullptr;
+  for (const IterVar& iv : block->iter_vars) {
+    if (iv.value.get() == inner->loop_var.get()) bound = &iv;
+  }
+  if (!bound || bound->type != IterType::kReduction || !ReadsContiguously(block->body, bound->var.get())) return false;
+  std::optional<int64_t> extent = inner->extent.as_int();
+  if (extent && *extent < lanes) return false;
+  Schedule attempt = *s;
+  absl::StatusOr<std::vector<std::string>> blocks = attempt.RFactor(name, inner->loop_var.name(), lanes);
+  if (!blocks.ok()) return false;
+  for (const std::string& lane_block : {(*blocks)[0], (*blocks)[1]}) {
+    absl::StatusOr<std::vector<std::string>> lane_loops = attempt.GetLoops(lane_block);
+    if (!lane_loops.ok() || !attempt.Vectorize(lane_loops->back()).ok()) return false;
+  }
+  *s = attempt;
+  return true;
+}
+
+}  // namespace kiln::tir
