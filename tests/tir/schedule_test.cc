@@ -953,5 +953,113 @@ prim_func @f(A: Buffer((n, 8, 32), float32), B: Buffer((n,), float32)) {
   EXPECT_EQ(s.trace().ToString(), "");
 }
 
+
+// ---------------------------------------------------------------- fuse_siblings
+
+const char* kTwoPasses = R"(
+prim_func @f(A: Buffer((n, 8), float32), B: Buffer((n, 8), float32)) {
+  allocate S: Buffer((n,), float32) {
+    for i in serial(0, n) {
+      for r in serial(0, 8) {
+        block "S" {
+          vi = spatial(n, i)
+          vr = reduce(8, r)
+          init {
+            S[vi] = 0.0
+          }
+          S[vi] = S[vi] + A[vi, vr]
+        }
+      }
+    }
+    for i2 in serial(0, n) {
+      for j in serial(0, 8) {
+        block "B" {
+          vi2 = spatial(n, i2)
+          vj = spatial(8, j)
+          B[vi2, vj] = A[vi2, vj] / S[vi2]
+        }
+      }
+    }
+  }
+})";
+
+TEST(ScheduleTest, FuseSiblingsRunsBothPassesPerRow) {
+  Schedule s(Parse(kTwoPasses));
+  ASSERT_TRUE(s.FuseSiblings("i", "i2").ok());
+  EXPECT_FUNC_EQ(s.func(), R"(
+prim_func @f(A: Buffer((n, 8), float32), B: Buffer((n, 8), float32)) {
+  allocate S: Buffer((n,), float32) {
+    for i in serial(0, n) {
+      for r in serial(0, 8) {
+        block "S" {
+          vi = spatial(n, i)
+          vr = reduce(8, r)
+          init {
+            S[vi] = 0.0
+          }
+          S[vi] = S[vi] + A[vi, vr]
+        }
+      }
+      for j in serial(0, 8) {
+        block "B" {
+          vi2 = spatial(n, i)
+          vj = spatial(8, j)
+          B[vi2, vj] = A[vi2, vj] / S[vi2]
+        }
+      }
+    }
+  }
+})");
+  EXPECT_EQ(s.trace().ToString(), "fuse_siblings(\"i\", \"i2\")\n");
+  absl::StatusOr<Trace> parsed = Trace::Parse(s.trace().ToString());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  Schedule again(Parse(kTwoPasses));
+  ASSERT_TRUE(parsed->Replay(&again).ok());
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+}
+
+TEST(ScheduleTest, FuseSiblingsErrors) {
+  Schedule s(Parse(kTwoPasses));
+  EXPECT_THAT(s.FuseSiblings("i2", "i").message(),
+              HasSubstr("are not statements of one sequence, the first before the second"));
+  EXPECT_THAT(s.FuseSiblings("i", "r").message(), HasSubstr("are not statements of one sequence"));
+  ASSERT_TRUE(s.Parallel("i2").ok());
+  EXPECT_THAT(s.FuseSiblings("i", "i2").message(), HasSubstr("are serial and parallel"));
+  // The second pass reads the row before: fusing would read it before it is written.
+  Schedule t(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32), C: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      B[vi] = A[vi] * 2.0
+    }
+  }
+  for i2 in serial(0, n - 1) {
+    block "C" {
+      vi2 = spatial(n - 1, i2)
+      C[vi2] = B[vi2 + 1]
+    }
+  }
+})"));
+  EXPECT_THAT(t.FuseSiblings("i", "i2").message(), HasSubstr("have different ranges"));
+  Schedule u(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32), C: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      B[vi] = A[vi] * 2.0
+    }
+  }
+  for i2 in serial(0, n) {
+    block "C" {
+      vi2 = spatial(n, i2)
+      C[vi2] = B[n - 1 - vi2]
+    }
+  }
+})"));
+  EXPECT_THAT(u.FuseSiblings("i", "i2").message(),
+              HasSubstr("both access 'B' (and one writes it) other than in one dimension indexed by the loop variable"));
+}
+
 }  // namespace
 }  // namespace kiln::tir

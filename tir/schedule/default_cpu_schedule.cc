@@ -661,6 +661,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
     }
     if (status.ok()) schedule = attempt;
   }
+  FuseRowPasses(&schedule);
   if (trace) *trace = schedule.trace().ToString();
   return GuardVectorizedTails(schedule.func());
 }

@@ -58,4 +58,37 @@ bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
   return true;
 }
 
+void FuseRowPasses(Schedule* s) {
+  for (int guard = 0; guard < 64; ++guard) {
+    std::vector<std::pair<std::string, std::string>> candidates;
+    ForEachStmt(s->func()->body, [&](const Stmt& st) {
+      const auto* seq = st.as<SeqStmtNode>();
+      if (!seq) return;
+      std::vector<Stmt> loops;
+      for (const Stmt& c : seq->seq) {
+        if (c.as<ForNode>()) loops.push_back(c);
+      }
+      for (size_t i = 0; i + 1 < loops.size(); ++i) {
+        BufferAccesses a = AccessesOf(loops[i]), b = AccessesOf(loops[i + 1]);
+        bool shared = false;
+        for (const BufferNode* w : a.writes) shared |= b.Touches(w);
+        for (const BufferNode* w : b.writes) shared |= a.Touches(w);
+        if (shared) {
+          candidates.emplace_back(loops[i].as<ForNode>()->loop_var.name(), loops[i + 1].as<ForNode>()->loop_var.name());
+        }
+      }
+    });
+    bool changed = false;
+    for (const auto& [first, second] : candidates) {
+      Schedule attempt = *s;
+      if (attempt.FuseSiblings(first, second).ok()) {
+        *s = attempt;
+        changed = true;
+        break;
+      }
+    }
+    if (!changed) return;
+  }
+}
+
 }  // namespace kiln::tir

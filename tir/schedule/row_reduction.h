@@ -17,4 +17,10 @@ namespace kiln::tir {
 
 bool VectorizeRowReduction(Schedule* s, const std::string& block, int lanes);
 
+// Adjacent loops of one sequence that share a buffer one of them writes (the passes of
+// softmax or layer_norm over the same rows: max, sum of exp, normalize) are fused into one
+// loop (FuseSiblings) wherever that is legal, so each row's passes run while it is in
+// cache. Loops that cannot be fused stay as they are.
+void FuseRowPasses(Schedule* s);
+
 }  // namespace kiln::tir

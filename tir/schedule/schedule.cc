@@ -133,6 +133,12 @@ absl::Status Schedule::ReverseComputeInline(const std::string& block) {
   return absl::OkStatus();
 }
 
+absl::Status Schedule::FuseSiblings(const std::string& first, const std::string& second) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::FuseSiblings(func_, first, second));
+  trace_.Append({"fuse_siblings", {first, second}, {}, {}});
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::string>> Schedule::RFactor(const std::string& block, const std::string& loop,
                                                            int64_t lanes) {
   KILN_ASSIGN_OR_RETURN(schedule_primitive::RFactorResult r, schedule_primitive::RFactor(func_, block, loop, lanes));

@@ -83,6 +83,14 @@
 //        body form, a loop that is not innermost / serial / from 0 / bound directly to
 //        one reduction variable, a constant K < lanes, reduction loops that a spatial
 //        variable or the predicate depends on.
+//      FuseSiblings(first, second): two loops of one sequence (the first before the
+//        second), both serial or both parallel, over the same range, become one loop
+//        (named like the first) whose body runs the first body, then the second. The
+//        statements between them move before it (refused if they touch what the first
+//        writes or write what it touches). Refused unless every buffer that one body
+//        writes and the other accesses is accessed, in both, with one dimension indexed by
+//        the loop variable itself (each iteration then owns its slice, so running the
+//        second body's iteration i before the first's later iterations changes nothing).
 #pragma once
 
 #include <cstdint>
@@ -118,6 +126,7 @@ class Schedule {
   absl::StatusOr<std::string> CacheRead(const std::string& block, const std::string& buffer, const std::string& loop);
   absl::Status ReverseComputeAt(const std::string& block, const std::string& loop);
   absl::Status ReverseComputeInline(const std::string& block);
+  absl::Status FuseSiblings(const std::string& first, const std::string& second);
   // {rf block, init block, tail block ("" when K is a known multiple of lanes)}.
   absl::StatusOr<std::vector<std::string>> RFactor(const std::string& block, const std::string& loop, int64_t lanes);
 
@@ -160,6 +169,7 @@ absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::strin
                                           const std::string& loop);
 absl::StatusOr<PrimFunc> ReverseComputeAt(const PrimFunc& func, const std::string& block, const std::string& loop);
 absl::StatusOr<PrimFunc> ReverseComputeInline(const PrimFunc& func, const std::string& block);
+absl::StatusOr<PrimFunc> FuseSiblings(const PrimFunc& func, const std::string& first, const std::string& second);
 struct RFactorResult {
   PrimFunc func;
   std::string rf_block, init_block, tail_block;

@@ -244,6 +244,9 @@ absl::Status Trace::Replay(Schedule* s) const {
     } else if (inst.kind == "reverse_compute_at") {
       if (inst.inputs.size() != 2) return absl::InvalidArgumentError("reverse_compute_at takes a block and a loop");
       status = s->ReverseComputeAt(inst.inputs[0], inst.inputs[1]);
+    } else if (inst.kind == "fuse_siblings") {
+      if (inst.inputs.size() != 2) return absl::InvalidArgumentError("fuse_siblings takes two loops");
+      status = s->FuseSiblings(inst.inputs[0], inst.inputs[1]);
     } else if (inst.kind == "rfactor") {
       if (inst.inputs.size() != 2 || inst.ints.size() != 1) {
         return absl::InvalidArgumentError("rfactor takes a block, a loop and a lane count");
