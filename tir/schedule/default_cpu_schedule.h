@@ -27,6 +27,8 @@
 //        a reduction variable that reads use as their last index) is split into vector
 //        lanes of partial results (RFactor, then the lane loops vectorized; float sums are
 //        reassociated); the spatial loops outside the reduction fused and parallel.
+//  - Last, adjacent loops of one sequence that share a buffer (a row's passes: softmax's
+//    max, sum of exp and normalize) are fused into one loop where FuseSiblings allows it.
 //    Blocks that match none of these (already scheduled, irregular bindings) are left
 //    alone. A rule that does not apply to a block leaves that block unchanged.
 //  - Vectorized loops come out in the form the CPU code generator turns into SIMD code
