@@ -193,9 +193,13 @@ TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
 // scalar.
 TEST(DefaultCpuScheduleTest, ReductionVectorizesTheRowAndRunsRowsInParallel) {
   const std::string lanes =
-      "rfactor(\"B\", \"r\", 16) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\"]\n"
+      "rfactor(\"B\", \"r\", 16) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\", \"B_rf_half\", \"B_rf_half_1\", "
+      "\"B_rf_half_2\"]\n"
       "get_loops(\"B_rf\") -> [\"i\", \"r_0\", \"r_1\"]\nvectorize(\"r_1\")\n"
-      "get_loops(\"B_rf_init\") -> [\"i\", \"r_init\"]\nvectorize(\"r_init\")\n";
+      "get_loops(\"B_rf_init\") -> [\"i\", \"r_init\"]\nvectorize(\"r_init\")\n"
+      "get_loops(\"B_rf_half\") -> [\"i\", \"r_half\"]\nvectorize(\"r_half\")\n"
+      "get_loops(\"B_rf_half_1\") -> [\"i\", \"r_half_1\"]\nvectorize(\"r_half_1\")\n"
+      "get_loops(\"B_rf_half_2\") -> [\"i\", \"r_half_2\"]\nvectorize(\"r_half_2\")\n";
   std::string trace;
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(kRowSum), {.vector_lanes = 16, .num_threads = 8}, &trace);
   ASSERT_TRUE(f.ok()) << f.status();

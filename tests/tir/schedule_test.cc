@@ -846,12 +846,14 @@ prim_func @f(A: Buffer((n, 40), float32), B: Buffer((n,), float32)) {
 })";
 
 // 40 = 2 * 16 + 8: the main loops cover 32 elements in 16 lanes, the tail 8 into lane 0;
-// every lane starts at max's identity, the combine is a tree of 15 max operations.
+// every lane starts at max's identity; the combine halves the lanes (16 -> 8 -> 4 -> 2),
+// then the block takes the last two and the init.
 TEST(ScheduleTest, RFactorSplitsTheReductionIntoLanes) {
   Schedule s(Parse(kRowMax40));
   absl::StatusOr<std::vector<std::string>> names = s.RFactor("B", "r", 16);
   ASSERT_TRUE(names.ok()) << names.status();
-  EXPECT_EQ(*names, (std::vector<std::string>{"B_rf", "B_rf_init", "B_rf_tail"}));
+  EXPECT_EQ(*names,
+            (std::vector<std::string>{"B_rf", "B_rf_init", "B_rf_tail", "B_rf_half", "B_rf_half_1", "B_rf_half_2"}));
   std::string printed = Print(s.func());
   EXPECT_THAT(printed, HasSubstr("allocate B_lanes: Buffer((16,), float32, scope=\"local\")")) << printed;
   EXPECT_THAT(printed, HasSubstr("B_lanes[vr_init] = float32(-inf)")) << printed;
@@ -860,13 +862,17 @@ TEST(ScheduleTest, RFactorSplitsTheReductionIntoLanes) {
   EXPECT_THAT(printed, HasSubstr("for r_tail in serial(0, 8)")) << printed;
   EXPECT_THAT(printed, HasSubstr("B_lanes[vr_1] = max(B_lanes[vr_1], A[vi, vr_0 * 16 + vr_1])")) << printed;
   EXPECT_THAT(printed, HasSubstr("B_lanes[0] = max(B_lanes[0], A[vi_1, 32 + vr_tail])")) << printed;
-  EXPECT_THAT(printed, HasSubstr("B[vi_2] = max(float32(-inf), max(max(max(max(B_lanes[0], B_lanes[8])")) << printed;
+  EXPECT_THAT(printed, HasSubstr("B_lanes_8[vr_half] = max(B_lanes[vr_half], B_lanes[vr_half + 8])")) << printed;
+  EXPECT_THAT(printed, HasSubstr("B_lanes_2[vr_half_2] = max(B_lanes_4[vr_half_2], B_lanes_4[vr_half_2 + 2])"))
+      << printed;
+  EXPECT_THAT(printed, HasSubstr("B[vi_2] = max(float32(-inf), max(B_lanes_2[0], B_lanes_2[1]))")) << printed;
   // The lane loops can be vectorized; the trace prints, parses and replays.
   ASSERT_TRUE(s.Vectorize("r_1").ok());
   ASSERT_TRUE(s.Vectorize("r_init").ok());
+  ASSERT_TRUE(s.Vectorize("r_half").ok());
   EXPECT_EQ(s.trace().ToString(),
-            "rfactor(\"B\", \"r\", 16) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\"]\n"
-            "vectorize(\"r_1\")\nvectorize(\"r_init\")\n");
+            "rfactor(\"B\", \"r\", 16) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\", \"B_rf_half\", \"B_rf_half_1\", "
+            "\"B_rf_half_2\"]\nvectorize(\"r_1\")\nvectorize(\"r_init\")\nvectorize(\"r_half\")\n");
   absl::StatusOr<Trace> parsed = Trace::Parse(s.trace().ToString());
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   Schedule again(Parse(kRowMax40));
@@ -896,7 +902,7 @@ prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
   ASSERT_TRUE(names.ok()) << names.status();
   std::string printed = Print(s.func());
   EXPECT_THAT(printed, HasSubstr("B_lanes[vr_init] = 0.0")) << printed;
-  EXPECT_THAT(printed, HasSubstr("B[vi_2] = 5.0 + (B_lanes[0] + B_lanes[2] + (B_lanes[1] + B_lanes[3]))")) << printed;
+  EXPECT_THAT(printed, HasSubstr("B[vi_2] = 5.0 + (B_lanes_2[0] + B_lanes_2[1])")) << printed;
   EXPECT_THAT(printed, HasSubstr("vr_tail = reduce(")) << printed;
 }
 

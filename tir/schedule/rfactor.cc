@@ -49,8 +49,7 @@ std::optional<PrimExpr> Identity(ExprKind op, DataType t) {
   }
 }
 
-// op over the lanes as a balanced tree (lane i with lane i + half, recursively): log2(lanes)
-// levels of independent operations, which the code generator can run as vector halves.
+// op over the lanes as a balanced tree (lane i with lane i + half, recursively).
 PrimExpr CombineTree(ExprKind op, const Buffer& acc, int64_t lanes) {
   std::vector<PrimExpr> level;
   for (int64_t i = 0; i < lanes; ++i) level.push_back(acc.Load({IntImm(DataType::Int64(), i)}));
@@ -223,17 +222,45 @@ absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& b
                           BufferStore(acc, *identity, {vinit}), Stmt(), block->predicate);
   Stmt init_loop = For(ki, IntImm(it, 0), L, ForKind::kSerial, init_block);
 
-  // Combine: B[idx] = op(c, tree of the lanes), the original block's name and spatial domain.
+  // Halving steps while the count is even and above 2: half[l] = op(prev[l], prev[l + h])
+  // for l in [0, h), each into its own smaller local buffer (a loop that can run as one
+  // vector operation on the two halves: read and written buffers differ).
+  struct Step {
+    Buffer buffer;
+    Stmt loop;
+  };
+  std::vector<Step> steps;
+  std::vector<std::string> step_names;
+  Buffer prev = acc;
+  int64_t count = lanes;
+  while (count % 2 == 0 && count > 2) {
+    const int64_t h = count / 2;
+    Buffer half(FreshName(absl::StrCat(acc->name, "_", h), &used), acc->dtype, {IntImm(DataType::Int64(), h)}, {},
+                "local");
+    Var lv(FreshName(absl::StrCat(loop_name, "_half"), &used), it);
+    Var vv(FreshName(absl::StrCat(split_var->var.name(), "_half"), &used), vt);
+    step_names.push_back(FreshName(absl::StrCat(block_name, "_rf_half"), &used));
+    Stmt step = Block(step_names.back(), {IterVar{vv, IntImm(vt, h), IterType::kSpatial, lv}},
+                      BufferStore(half, MakeBinary(op, prev.Load({vv}), prev.Load({vv + IntImm(vt, h)})), {vv}),
+                      Stmt(), block->predicate);
+    steps.push_back(Step{half, For(lv, IntImm(it, 0), IntImm(it, h), ForKind::kSerial, step)});
+    prev = half;
+    count = h;
+  }
+
+  // Combine: B[idx] = op(c, the last few lanes as a tree), the original block's name and
+  // spatial domain.
   VarMap map;
   std::vector<IterVar> combine_vars = copy_vars(true, &map);
-  PrimExpr combined = MakeBinary(op, Substitute(init->value, map), CombineTree(op, acc, lanes));
+  PrimExpr combined = MakeBinary(op, Substitute(init->value, map), CombineTree(op, prev, count));
   std::vector<PrimExpr> out_index;
   for (const PrimExpr& i : store->indices) out_index.push_back(Substitute(i, map));
   Stmt combine = Block(block_name, combine_vars, BufferStore(store->buffer, combined, out_index), Stmt(), block->predicate);
+  for (size_t i = steps.size(); i-- > 0;) combine = Allocate(steps[i].buffer, SeqStmt({steps[i].loop, combine}));
 
   Stmt replacement = Allocate(acc, SeqStmt({init_loop, chain, combine}));
   RFactorResult result{WithBody(func, ReplaceStmt(func->body, loops[start].get(), replacement)), rf_name, init_name,
-                       tail_name};
+                       tail_name, step_names};
   return result;
 }
 

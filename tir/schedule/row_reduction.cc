@@ -50,8 +50,9 @@ bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
   Schedule attempt = *s;
   absl::StatusOr<std::vector<std::string>> blocks = attempt.RFactor(name, inner->loop_var.name(), lanes);
   if (!blocks.ok()) return false;
-  for (const std::string& lane_block : {(*blocks)[0], (*blocks)[1]}) {
-    absl::StatusOr<std::vector<std::string>> lane_loops = attempt.GetLoops(lane_block);
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    if (i == 2) continue;  // the scalar tail
+    absl::StatusOr<std::vector<std::string>> lane_loops = attempt.GetLoops((*blocks)[i]);
     if (!lane_loops.ok() || !attempt.Vectorize(lane_loops->back()).ok()) return false;
   }
   *s = attempt;

@@ -144,6 +144,7 @@ absl::StatusOr<std::vector<std::string>> Schedule::RFactor(const std::string& bl
   KILN_ASSIGN_OR_RETURN(schedule_primitive::RFactorResult r, schedule_primitive::RFactor(func_, block, loop, lanes));
   func_ = r.func;
   std::vector<std::string> names = {r.rf_block, r.init_block, r.tail_block};
+  names.insert(names.end(), r.half_blocks.begin(), r.half_blocks.end());
   trace_.Append({"rfactor", {block, loop}, {lanes}, names});
   return names;
 }

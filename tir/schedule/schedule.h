@@ -75,11 +75,15 @@
 //            lanes * k_0 + lane);
 //          block "<block>_rf_tail" (loop "<loop>_tail" over K % lanes, absent when that is
 //            0): acc[0] = op(acc[0], value at vk = lanes * (K / lanes) + t);
-//          block "<block>" (same name, spatial only, no init): B[idx] = op(c, the lanes
-//            combined as a balanced tree).
+//          blocks "<block>_rf_half", "<block>_rf_half_1", ... (while the count of lanes
+//            is even and above 2, loop "<loop>_half" over h = half of them): a new local
+//            buffer "<B>_lanes_<h>" of h elements = op(lower half, upper half);
+//          block "<block>" (same name, spatial only, no init): B[idx] = op(c, the last
+//            one or two lanes combined).
 //        Floating-point sums are reassociated (lane partial sums, then the tree), so they
 //        round differently from the serial order. Returns the names of the rf, init and
-//        tail blocks (the tail's empty when there is none). Refused: no init, another
+//        tail blocks (the tail's empty when there is none), then the halving blocks.
+//        Refused: no init, another
 //        body form, a loop that is not innermost / serial / from 0 / bound directly to
 //        one reduction variable, a constant K < lanes, reduction loops that a spatial
 //        variable or the predicate depends on.
@@ -127,7 +131,8 @@ class Schedule {
   absl::Status ReverseComputeAt(const std::string& block, const std::string& loop);
   absl::Status ReverseComputeInline(const std::string& block);
   absl::Status FuseSiblings(const std::string& first, const std::string& second);
-  // {rf block, init block, tail block ("" when K is a known multiple of lanes)}.
+  // {rf block, init block, tail block ("" when K is a known multiple of lanes), halving
+  // blocks of the combine...}.
   absl::StatusOr<std::vector<std::string>> RFactor(const std::string& block, const std::string& loop, int64_t lanes);
 
  private:
@@ -173,6 +178,7 @@ absl::StatusOr<PrimFunc> FuseSiblings(const PrimFunc& func, const std::string& f
 struct RFactorResult {
   PrimFunc func;
   std::string rf_block, init_block, tail_block;
+  std::vector<std::string> half_blocks;  // the combine's halving steps, widest first
 };
 absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& block, const std::string& loop,
                                       int64_t lanes);
