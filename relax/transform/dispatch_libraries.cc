@@ -3,6 +3,7 @@
 #include <optional>
 #include <vector>
 
+#include "relax/transform/function_pass.h"
 #include "support/status_macros.h"
 
 namespace kiln::relax {
@@ -69,18 +70,10 @@ class Dispatcher {
 
 absl::StatusOr<IRModule> DispatchLibraries(const IRModule& module, const LibraryOptions& options) {
   if (!options.openblas) return module;
-  IRModule result = module;
   Dispatcher dispatcher(options);
-  for (const IRModule::Entry& entry : module.entries()) {
-    const FunctionNode* fn = entry.relax_function();
-    if (fn == nullptr) continue;
-    Expr body = dispatcher.RewriteSeq(fn->body);
-    if (body.same_as(fn->body)) continue;
-    const Expr& old = std::get<Expr>(entry.func);
-    result.Update(entry.name, Expr(std::make_shared<FunctionNode>(fn->params, body, fn->ret_struct_info, fn->is_pure,
-                                                                  fn->attrs, old.struct_info())));
-  }
-  return result;
+  return RewriteFunctionBodies(module, [&](const std::string&, const FunctionNode& fn) -> absl::StatusOr<Expr> {
+    return dispatcher.RewriteSeq(fn.body);
+  });
 }
 
 }  // namespace kiln::relax

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "relax/transform/function_pass.h"
 #include "support/status_macros.h"
 
 namespace kiln::relax {
@@ -97,18 +98,9 @@ class Lowerer {
 }  // namespace
 
 absl::StatusOr<IRModule> LowerCallTir(const IRModule& module) {
-  IRModule result = module;
-  for (const IRModule::Entry& entry : module.entries()) {
-    const FunctionNode* fn = entry.relax_function();
-    if (fn == nullptr) continue;
-    Lowerer lowerer(entry.name);
-    KILN_ASSIGN_OR_RETURN(Expr body, lowerer.LowerSeq(fn->body));
-    if (body.same_as(fn->body)) continue;
-    const Expr& old = std::get<Expr>(entry.func);
-    result.Update(entry.name, Expr(std::make_shared<FunctionNode>(fn->params, body, fn->ret_struct_info, fn->is_pure,
-                                                                  fn->attrs, old.struct_info())));
-  }
-  return result;
+  return RewriteFunctionBodies(module, [](const std::string& name, const FunctionNode& fn) {
+    return Lowerer(name).LowerSeq(fn.body);
+  });
 }
 
 }  // namespace kiln::relax

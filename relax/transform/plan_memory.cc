@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "relax/expr_functor.h"
 #include "relax/struct_info_functions.h"
+#include "relax/transform/function_pass.h"
 #include "tir/analyzer.h"
 
 namespace kiln::relax {
@@ -298,18 +299,9 @@ class FunctionPlanner {
 }  // namespace
 
 absl::StatusOr<IRModule> PlanMemory(const IRModule& module, const PlanMemoryOptions& options) {
-  IRModule result = module;
-  for (const IRModule::Entry& entry : module.entries()) {
-    const FunctionNode* fn = entry.relax_function();
-    if (fn == nullptr) continue;
-    FunctionPlanner planner(*fn, options);
-    Expr body = planner.Run();
-    if (body.same_as(fn->body)) continue;
-    const Expr& old = std::get<Expr>(entry.func);
-    result.Update(entry.name, Expr(std::make_shared<FunctionNode>(fn->params, body, fn->ret_struct_info, fn->is_pure,
-                                                                  fn->attrs, old.struct_info())));
-  }
-  return result;
+  return RewriteFunctionBodies(module, [&](const std::string&, const FunctionNode& fn) -> absl::StatusOr<Expr> {
+    return FunctionPlanner(fn, options).Run();
+  });
 }
 
 }  // namespace kiln::relax

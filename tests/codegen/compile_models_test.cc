@@ -20,6 +20,7 @@
 #include "tests/reference/reference_evaluator.h"
 #include "vm/executable.h"
 #include "vm/virtual_machine.h"
+#include "tests/source_dir.h"
 
 namespace kiln::codegen {
 namespace {
@@ -82,9 +83,7 @@ void ExpectClose(const vm::Tensor& got, const reference::HostTensor& want, doubl
 // examples/models/<file> from the source tree (KILN_SOURCE_DIR), compiled; a null
 // executable (with a failure added) when it cannot be read or compiled.
 Compiled CompileExample(const std::string& file) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  EXPECT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
-  if (root == nullptr) return {};
+  const std::string root = kiln::test::SourceDir();
   std::string path = std::string(root) + "/examples/models/" + file;
   absl::StatusOr<std::string> text = support::ReadFile(path);
   EXPECT_TRUE(text.ok()) << text.status();
@@ -97,8 +96,7 @@ const std::vector<std::vector<int64_t>> kTransformerWeightShapes = {
     {64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64}, {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
 
 TEST(CompileModelsTest, MlpFromExamplesMatchesTheReference) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  const std::string root = kiln::test::SourceDir();
   std::string path = std::string(root) + "/examples/models/mlp.kir";
   absl::StatusOr<std::string> text = support::ReadFile(path);
   ASSERT_TRUE(text.ok()) << text.status();
@@ -122,8 +120,7 @@ TEST(CompileModelsTest, MlpFromExamplesMatchesTheReference) {
 // gelu, softmax) against the same module compiled to generated kernels only: both match the
 // reference and each other.
 TEST(CompileModelsTest, MlpWithAndWithoutOpenBlasAgree) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  const std::string root = kiln::test::SourceDir();
   std::string path = std::string(root) + "/examples/models/mlp.kir";
   absl::StatusOr<std::string> text = support::ReadFile(path);
   ASSERT_TRUE(text.ok()) << text.status();
@@ -192,9 +189,7 @@ int CountOf(const std::string& text, const std::string& what) {
 }
 
 std::string ReadExample(const std::string& file) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  EXPECT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
-  if (root == nullptr) return "";
+  const std::string root = kiln::test::SourceDir();
   absl::StatusOr<std::string> text = support::ReadFile(std::string(root) + "/examples/models/" + file);
   EXPECT_TRUE(text.ok()) << text.status();
   return text.ok() ? *text : "";

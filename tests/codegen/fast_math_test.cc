@@ -34,6 +34,7 @@
 #include "vm/kernel_abi.h"
 #include "vm/kernel_object.h"
 #include "vm/tensor.h"
+#include "tests/source_dir.h"
 
 namespace kiln::codegen {
 namespace {
@@ -334,8 +335,7 @@ TEST(FastMathTest, Float16GoesThroughFloat32) {
 TEST(FastMathTest, TransformerBlockKernelsCallNoLibm) {
   // The bundled transformer block's gelu (erf) and softmax (exp) kernels, as the pipeline
   // schedules them: the executable's kernel object imports none of libm's float functions.
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  const std::string root = kiln::test::SourceDir();
   absl::StatusOr<std::string> text = support::ReadFile(std::string(root) + "/examples/models/transformer_block.kir");
   ASSERT_TRUE(text.ok()) << text.status();
   absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(*text, "transformer_block.kir");

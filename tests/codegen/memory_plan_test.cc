@@ -26,6 +26,7 @@
 #include "vm/disassembler.h"
 #include "vm/executable.h"
 #include "vm/virtual_machine.h"
+#include "tests/source_dir.h"
 
 namespace kiln::codegen {
 namespace {
@@ -156,8 +157,7 @@ TEST(MemoryPlanTest, StorageOpsBecomeInstructionsAndKeepTheNumbers) {
 }
 
 TEST(MemoryPlanTest, TransformerBlockPeakIsBelowTheSumOfItsIntermediates) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  const std::string root = kiln::test::SourceDir();
   std::string path = std::string(root) + "/examples/models/transformer_block.kir";
   absl::StatusOr<std::string> text = support::ReadFile(path);
   ASSERT_TRUE(text.ok()) << text.status();

@@ -15,6 +15,7 @@
 #include "support/status_macros.h"
 #include "relax/text_parser.h"
 #include "tests/reference/reference_evaluator.h"
+#include "tests/source_dir.h"
 
 namespace kiln::reference::testing {
 
@@ -59,10 +60,7 @@ inline HostTensor Iota(std::vector<int64_t> shape, double start = 0) {
   return t;
 }
 
-inline std::string SourceDir() {
-  const char* dir = std::getenv("KILN_SOURCE_DIR");
-  return dir != nullptr ? dir : ".";
-}
+using kiln::test::SourceDir;
 
 inline std::string ReadSource(const std::string& relative) {
   std::ifstream in(SourceDir() + "/" + relative);

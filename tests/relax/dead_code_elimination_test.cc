@@ -10,18 +10,12 @@
 #include "relax/text_parser.h"
 #include "relax/text_printer.h"
 #include "relax/well_formed.h"
+#include "tests/relax/pass_test_util.h"
 
 namespace kiln::relax {
 namespace {
 
-IRModule Normalized(const std::string& text) {
-  absl::StatusOr<ParsedModule> parsed = ParseModule(text);
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  if (!parsed.ok()) return IRModule();
-  absl::StatusOr<IRModule> normalized = NormalizeModule(parsed->module);
-  EXPECT_TRUE(normalized.ok()) << normalized.status();
-  return normalized.ok() ? *normalized : IRModule();
-}
+using testing::Normalized;
 
 void ExpectEliminatesTo(const std::string& in, const std::string& expected) {
   absl::StatusOr<IRModule> out = DeadCodeElimination(Normalized(in));

@@ -13,6 +13,7 @@
 #include "relax/text_printer.h"
 #include "relax/transform/lower_call_tir.h"
 #include "relax/well_formed.h"
+#include "tests/relax/pass_test_util.h"
 
 namespace kiln::relax {
 namespace {
@@ -20,13 +21,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-IRModule Normalized(const std::string& text) {
-  absl::StatusOr<ParsedModule> parsed = ParseModule(text, "test.kir");
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  absl::StatusOr<IRModule> m = NormalizeModule(parsed->module, &parsed->locations);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return *m;
-}
+using testing::Normalized;
 
 constexpr char kInput[] = R"(module {
   func @main(x: Tensor((b, 784), float32), w0: Tensor((784, 256), float32), w1: Tensor((256, 10), float32), h: Tensor((b, 784), float16), hw: Tensor((784, 256), float16)) -> Tensor((b, 10), float32) {

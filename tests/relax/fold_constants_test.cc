@@ -18,6 +18,7 @@
 #include "relax/text_printer.h"
 #include "relax/well_formed.h"
 #include "tests/reference/reference_evaluator.h"
+#include "tests/relax/pass_test_util.h"
 
 namespace kiln::relax {
 namespace {
@@ -25,14 +26,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-IRModule Normalized(const std::string& text) {
-  absl::StatusOr<ParsedModule> parsed = ParseModule(text);
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  if (!parsed.ok()) return IRModule();
-  absl::StatusOr<IRModule> normalized = NormalizeModule(parsed->module);
-  EXPECT_TRUE(normalized.ok()) << normalized.status();
-  return normalized.ok() ? *normalized : IRModule();
-}
+using testing::Normalized;
 
 IRModule Folded(const std::string& text, const FoldConstantsOptions& options = {}) {
   absl::StatusOr<IRModule> out = FoldConstants(Normalized(text), options);

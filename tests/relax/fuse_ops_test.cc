@@ -12,6 +12,7 @@
 #include "relax/text_printer.h"
 #include "relax/well_formed.h"
 #include "tests/relax/fusion_kernels.h"
+#include "tests/relax/pass_test_util.h"
 
 namespace kiln::relax {
 namespace {
@@ -19,14 +20,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-IRModule Normalized(const std::string& text) {
-  absl::StatusOr<ParsedModule> parsed = ParseModule(text, "test.kir");
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  if (!parsed.ok()) return {};
-  absl::StatusOr<IRModule> m = NormalizeModule(parsed->module, &parsed->locations);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? *m : IRModule();
-}
+using testing::Normalized;
 
 IRModule Fused(const IRModule& m) {
   absl::StatusOr<IRModule> fused = FuseOps(m);

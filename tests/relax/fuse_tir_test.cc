@@ -17,6 +17,7 @@
 #include "relax/well_formed.h"
 #include "tir/structural_equal.h"
 #include "tests/relax/fusion_kernels.h"
+#include "tests/relax/pass_test_util.h"
 
 namespace kiln::relax {
 namespace {
@@ -24,14 +25,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-IRModule Normalized(const std::string& text) {
-  absl::StatusOr<ParsedModule> parsed = ParseModule(text, "test.kir");
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  if (!parsed.ok()) return {};
-  absl::StatusOr<IRModule> m = NormalizeModule(parsed->module, &parsed->locations);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return m.ok() ? *m : IRModule();
-}
+using testing::Normalized;
 
 IRModule FusedTir(const std::string& text) {
   absl::StatusOr<IRModule> ops = FuseOps(Normalized(text));

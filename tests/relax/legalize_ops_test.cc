@@ -18,6 +18,8 @@
 #include "relax/text_parser.h"
 #include "relax/text_printer.h"
 #include "relax/well_formed.h"
+#include "tests/source_dir.h"
+#include "tests/relax/pass_test_util.h"
 
 namespace kiln::relax {
 namespace {
@@ -25,14 +27,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-IRModule Normalized(const std::string& text) {
-  absl::StatusOr<ParsedModule> parsed = ParseModule(text);
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  if (!parsed.ok()) return IRModule();
-  absl::StatusOr<IRModule> normalized = NormalizeModule(parsed->module);
-  EXPECT_TRUE(normalized.ok()) << normalized.status();
-  return normalized.ok() ? *normalized : IRModule();
-}
+using testing::Normalized;
 
 std::string Legalized(const std::string& text) {
   absl::StatusOr<IRModule> out = LegalizeOps(Normalized(text));
@@ -186,8 +181,7 @@ TEST(LegalizeOpsTest, UnknownShapeIsAClearError) {
 // Every example module that normalizes legalizes to a normalized, well-formed module with
 // no tensor operator left, or fails with an error naming the function and binding.
 TEST(LegalizeOpsTest, ExampleModulesLegalizeOrFailCleanly) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  const std::string root = kiln::test::SourceDir();
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(root) / "tests/relax/modules")) {
     if (entry.path().extension() == ".kir") files.push_back(entry.path());

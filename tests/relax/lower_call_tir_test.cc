@@ -14,19 +14,14 @@
 #include "relax/text_printer.h"
 #include "relax/transform/pipeline.h"
 #include "relax/well_formed.h"
+#include "tests/relax/pass_test_util.h"
 
 namespace kiln::relax {
 namespace {
 
 using ::testing::HasSubstr;
 
-IRModule Normalized(const std::string& text) {
-  absl::StatusOr<ParsedModule> parsed = ParseModule(text, "test.kir");
-  EXPECT_TRUE(parsed.ok()) << parsed.status();
-  absl::StatusOr<IRModule> m = NormalizeModule(parsed->module, &parsed->locations);
-  EXPECT_TRUE(m.ok()) << m.status();
-  return *m;
-}
+using testing::Normalized;
 
 constexpr char kKernels[] = R"(
   prim_func @k(A: Buffer((n, 4), float32), B: Buffer((n, 4), float32)) {

@@ -14,6 +14,7 @@
 #include "relax/text_parser.h"
 #include "relax/text_printer.h"
 #include "relax/well_formed.h"
+#include "tests/source_dir.h"
 
 namespace kiln::relax {
 namespace {
@@ -52,8 +53,7 @@ void CheckModule(const std::filesystem::path& path) {
 }
 
 TEST(NormalizeModulesTest, ExampleModulesNormalizeToWellFormedModules) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  ASSERT_NE(root, nullptr) << "KILN_SOURCE_DIR must point at the source tree";
+  const std::string root = kiln::test::SourceDir();
   int checked = 0;
   for (const auto& entry :
        std::filesystem::directory_iterator(std::filesystem::path(root) / "tests/relax/modules")) {

@@ -15,6 +15,7 @@
 #include "relax/text_parser.h"
 #include "relax/text_printer.h"
 #include "tir/expr.h"
+#include "tests/source_dir.h"
 
 namespace kiln::relax {
 namespace {
@@ -27,9 +28,8 @@ std::string ReadFile(const std::filesystem::path& path) {
 }
 
 std::vector<std::filesystem::path> ModuleFiles() {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
+  const std::string root = kiln::test::SourceDir();
   std::vector<std::filesystem::path> files;
-  if (root == nullptr) return files;
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(root) / "tests/relax/modules")) {
     if (entry.path().extension() == ".kir") files.push_back(entry.path());
   }

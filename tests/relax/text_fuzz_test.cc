@@ -23,14 +23,14 @@
 #include "relax/text_parser.h"
 #include "relax/text_printer.h"
 #include "relax/well_formed.h"
+#include "tests/source_dir.h"
 
 namespace kiln::relax {
 namespace {
 
 std::vector<std::string> Corpus() {
   std::vector<std::string> texts;
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  if (root == nullptr) return texts;
+  const std::string root = kiln::test::SourceDir();
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(root) / "tests/relax/modules")) {
     if (entry.path().extension() == ".kir") files.push_back(entry.path());

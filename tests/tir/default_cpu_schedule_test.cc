@@ -17,6 +17,7 @@
 #include "support/check.h"
 #include "support/file_io.h"
 #include "tir/structural_equal.h"
+#include "tests/source_dir.h"
 
 namespace kiln::tir {
 namespace {
@@ -235,23 +236,49 @@ TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
   EXPECT_THAT(trace, Not(HasSubstr("vectorize(\"j_1\")")));
 }
 
-TEST(DefaultCpuScheduleTest, ReductionRunsSpatialLoopsInParallel) {
+// A row reduction over contiguous elements: per-lane partial sums in a vectorized loop
+// (rfactor), the rows in parallel. A reduction reading its elements with a stride stays
+// scalar.
+TEST(DefaultCpuScheduleTest, ReductionVectorizesTheRowAndRunsRowsInParallel) {
+  const std::string lanes =
+      "rfactor(\"B\", \"r\", 16) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\", \"B_rf_half\", \"B_rf_half_1\", "
+      "\"B_rf_half_2\"]\n"
+      "get_loops(\"B_rf\") -> [\"i\", \"r_0\", \"r_1\"]\nvectorize(\"r_1\")\n"
+      "get_loops(\"B_rf_init\") -> [\"i\", \"r_init\"]\nvectorize(\"r_init\")\n"
+      "get_loops(\"B_rf_half\") -> [\"i\", \"r_half\"]\nvectorize(\"r_half\")\n"
+      "get_loops(\"B_rf_half_1\") -> [\"i\", \"r_half_1\"]\nvectorize(\"r_half_1\")\n"
+      "get_loops(\"B_rf_half_2\") -> [\"i\", \"r_half_2\"]\nvectorize(\"r_half_2\")\n";
   std::string trace;
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(kRowSum), {.vector_lanes = 16, .num_threads = 8}, &trace);
   ASSERT_TRUE(f.ok()) << f.status();
-  EXPECT_EQ(trace, "parallel(\"i\")\n");
+  EXPECT_EQ(trace, lanes + "parallel(\"i\")\n");
+  EXPECT_THAT(Print(*f), HasSubstr("for r_1 in vectorized(0, 16)"));
   absl::StatusOr<PrimFunc> single = ScheduleForCpu(Parse(kRowSum), {.vector_lanes = 16, .num_threads = 1}, &trace);
-  EXPECT_EQ(trace, "");
+  EXPECT_EQ(trace, lanes);
+  absl::StatusOr<PrimFunc> column = ScheduleForCpu(Parse(R"(
+prim_func @f(A: Buffer((m, n), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    for r in serial(0, m) {
+      block "B" {
+        vi = spatial(n, i)
+        vr = reduce(m, r)
+        init {
+          B[vi] = 0.0
+        }
+        B[vi] = B[vi] + A[vr, vi]
+      }
+    }
+  }
+})"), {.vector_lanes = 16, .num_threads = 8}, &trace);
+  ASSERT_TRUE(column.ok()) << column.status();
+  EXPECT_EQ(trace, "parallel(\"i\")\n");
 }
 
 // Every PrimFunc of the example modules (GPU kernels, nested blocks, loops without blocks,
 // already scheduled loops ...) goes through the rules without error, and the result prints
 // to text that parses back to the same function.
 TEST(DefaultCpuScheduleTest, ExampleModulesScheduleAndRoundTrip) {
-  const char* root = std::getenv("KILN_SOURCE_DIR");
-  std::filesystem::path dir =
-      root ? std::filesystem::path(root) / "tests" : std::filesystem::path(__FILE__).parent_path().parent_path();
-  dir /= "relax/modules";
+  std::filesystem::path dir = std::filesystem::path(kiln::test::SourceDir()) / "tests/relax/modules";
   int scheduled = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".kir") continue;

@@ -826,5 +826,246 @@ TEST(ScheduleTest, TracePrintsAndReplays) {
   EXPECT_THAT(st.message(), HasSubstr("replaying instruction 0 (get_loops(\"C\")"));
 }
 
+
+// ---------------------------------------------------------------- rfactor
+
+const char* kRowMax40 = R"(
+prim_func @f(A: Buffer((n, 40), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    for r in serial(0, 40) {
+      block "B" {
+        vi = spatial(n, i)
+        vr = reduce(40, r)
+        init {
+          B[vi] = float32(-inf)
+        }
+        B[vi] = max(B[vi], A[vi, vr])
+      }
+    }
+  }
+})";
+
+// 40 = 2 * 16 + 8: the main loops cover 32 elements in 16 lanes, the tail 8 into lane 0;
+// every lane starts at max's identity; the combine halves the lanes (16 -> 8 -> 4 -> 2),
+// then the block takes the last two and the init.
+TEST(ScheduleTest, RFactorSplitsTheReductionIntoLanes) {
+  Schedule s(Parse(kRowMax40));
+  absl::StatusOr<std::vector<std::string>> names = s.RFactor("B", "r", 16);
+  ASSERT_TRUE(names.ok()) << names.status();
+  EXPECT_EQ(*names,
+            (std::vector<std::string>{"B_rf", "B_rf_init", "B_rf_tail", "B_rf_half", "B_rf_half_1", "B_rf_half_2"}));
+  std::string printed = Print(s.func());
+  EXPECT_THAT(printed, HasSubstr("allocate B_lanes: Buffer((16,), float32, scope=\"local\")")) << printed;
+  EXPECT_THAT(printed, HasSubstr("B_lanes[vr_init] = float32(-inf)")) << printed;
+  EXPECT_THAT(printed, HasSubstr("for r_0 in serial(0, 2)")) << printed;
+  EXPECT_THAT(printed, HasSubstr("for r_1 in serial(0, 16)")) << printed;
+  EXPECT_THAT(printed, HasSubstr("for r_tail in serial(0, 8)")) << printed;
+  EXPECT_THAT(printed, HasSubstr("B_lanes[vr_1] = max(B_lanes[vr_1], A[vi, vr_0 * 16 + vr_1])")) << printed;
+  EXPECT_THAT(printed, HasSubstr("B_lanes[0] = max(B_lanes[0], A[vi_1, 32 + vr_tail])")) << printed;
+  EXPECT_THAT(printed, HasSubstr("B_lanes_8[vr_half] = max(B_lanes[vr_half], B_lanes[vr_half + 8])")) << printed;
+  EXPECT_THAT(printed, HasSubstr("B_lanes_2[vr_half_2] = max(B_lanes_4[vr_half_2], B_lanes_4[vr_half_2 + 2])"))
+      << printed;
+  EXPECT_THAT(printed, HasSubstr("B[vi_2] = max(float32(-inf), max(B_lanes_2[0], B_lanes_2[1]))")) << printed;
+  // The lane loops can be vectorized; the trace prints, parses and replays.
+  ASSERT_TRUE(s.Vectorize("r_1").ok());
+  ASSERT_TRUE(s.Vectorize("r_init").ok());
+  ASSERT_TRUE(s.Vectorize("r_half").ok());
+  EXPECT_EQ(s.trace().ToString(),
+            "rfactor(\"B\", \"r\", 16) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\", \"B_rf_half\", \"B_rf_half_1\", "
+            "\"B_rf_half_2\"]\nvectorize(\"r_1\")\nvectorize(\"r_init\")\nvectorize(\"r_half\")\n");
+  absl::StatusOr<Trace> parsed = Trace::Parse(s.trace().ToString());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  Schedule again(Parse(kRowMax40));
+  ASSERT_TRUE(parsed->Replay(&again).ok()) << s.trace().ToString();
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+}
+
+// A symbolic extent: K / lanes full rounds, K % lanes in the tail; the sum's init (which
+// need not be the identity) is applied once, in the combine.
+TEST(ScheduleTest, RFactorSymbolicExtentKeepsTheInitForTheCombine) {
+  Schedule s(Parse(R"(
+prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    for r in serial(0, m) {
+      block "B" {
+        vi = spatial(n, i)
+        vr = reduce(m, r)
+        init {
+          B[vi] = 5.0
+        }
+        B[vi] = B[vi] + A[vi, vr] * 2.0
+      }
+    }
+  }
+})"));
+  absl::StatusOr<std::vector<std::string>> names = s.RFactor("B", "r", 4);
+  ASSERT_TRUE(names.ok()) << names.status();
+  std::string printed = Print(s.func());
+  EXPECT_THAT(printed, HasSubstr("B_lanes[vr_init] = 0.0")) << printed;
+  EXPECT_THAT(printed, HasSubstr("B[vi_2] = 5.0 + (B_lanes_2[0] + B_lanes_2[1])")) << printed;
+  EXPECT_THAT(printed, HasSubstr("vr_tail = reduce(")) << printed;
+}
+
+TEST(ScheduleTest, RFactorErrors) {
+  Schedule s(Parse(kRowMax40));
+  EXPECT_EQ(s.RFactor("X", "r", 16).status().message(), "rfactor: no block named 'X'");
+  EXPECT_EQ(s.RFactor("B", "r", 1).status().message(), "rfactor: lanes must be in [2, 64], got 1");
+  EXPECT_EQ(s.RFactor("B", "r", 64).status().message(),
+            "rfactor: loop 'r' has 40 iterations, fewer than the 64 lanes");
+  EXPECT_THAT(s.RFactor("B", "i", 16).status().message(), HasSubstr("loop 'i' must directly contain block 'B'"));
+  Schedule t(Parse(kRowMax40));
+  ASSERT_TRUE(t.DecomposeReduction("B", "r").ok());
+  EXPECT_THAT(t.RFactor("B", "r", 16).status().message(), HasSubstr("block 'B' has no init"));
+  Schedule u(Parse(kRowMax40));
+  ASSERT_TRUE(u.Split("r", {-1, 8}).ok());
+  EXPECT_THAT(u.RFactor("B", "r_1", 4).status().message(),
+              HasSubstr("loop 'r_1' must be bound directly to exactly one reduction variable"));
+  Schedule v(Parse(R"(
+prim_func @f(A: Buffer((n, 32), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    for r in serial(0, 32) {
+      block "B" {
+        vi = spatial(n, i)
+        vr = reduce(32, r)
+        init {
+          B[vi] = 0.0
+        }
+        B[vi] = B[vi] - A[vi, vr]
+      }
+    }
+  }
+})"));
+  EXPECT_THAT(v.RFactor("B", "r", 16).status().message(), HasSubstr("does not combine with +, *, max or min"));
+  Schedule w(Parse(R"(
+prim_func @f(A: Buffer((n, 8, 32), float32), B: Buffer((n,), float32)) {
+  for r0 in serial(0, 8) {
+    for i in serial(0, n) {
+      for r1 in serial(0, 32) {
+        block "B" {
+          vi = spatial(n, i)
+          vr0 = reduce(8, r0)
+          vr1 = reduce(32, r1)
+          init {
+            B[vi] = 0.0
+          }
+          B[vi] = B[vi] + A[vi, vr0, vr1]
+        }
+      }
+    }
+  }
+})"));
+  EXPECT_THAT(w.RFactor("B", "r1", 16).status().message(),
+              HasSubstr("loop 'i' lies inside the reduction of block 'B' but a spatial variable"));
+  EXPECT_EQ(s.trace().ToString(), "");
+}
+
+
+// ---------------------------------------------------------------- fuse_siblings
+
+const char* kTwoPasses = R"(
+prim_func @f(A: Buffer((n, 8), float32), B: Buffer((n, 8), float32)) {
+  allocate S: Buffer((n,), float32) {
+    for i in serial(0, n) {
+      for r in serial(0, 8) {
+        block "S" {
+          vi = spatial(n, i)
+          vr = reduce(8, r)
+          init {
+            S[vi] = 0.0
+          }
+          S[vi] = S[vi] + A[vi, vr]
+        }
+      }
+    }
+    for i2 in serial(0, n) {
+      for j in serial(0, 8) {
+        block "B" {
+          vi2 = spatial(n, i2)
+          vj = spatial(8, j)
+          B[vi2, vj] = A[vi2, vj] / S[vi2]
+        }
+      }
+    }
+  }
+})";
+
+TEST(ScheduleTest, FuseSiblingsRunsBothPassesPerRow) {
+  Schedule s(Parse(kTwoPasses));
+  ASSERT_TRUE(s.FuseSiblings("i", "i2").ok());
+  EXPECT_FUNC_EQ(s.func(), R"(
+prim_func @f(A: Buffer((n, 8), float32), B: Buffer((n, 8), float32)) {
+  allocate S: Buffer((n,), float32) {
+    for i in serial(0, n) {
+      for r in serial(0, 8) {
+        block "S" {
+          vi = spatial(n, i)
+          vr = reduce(8, r)
+          init {
+            S[vi] = 0.0
+          }
+          S[vi] = S[vi] + A[vi, vr]
+        }
+      }
+      for j in serial(0, 8) {
+        block "B" {
+          vi2 = spatial(n, i)
+          vj = spatial(8, j)
+          B[vi2, vj] = A[vi2, vj] / S[vi2]
+        }
+      }
+    }
+  }
+})");
+  EXPECT_EQ(s.trace().ToString(), "fuse_siblings(\"i\", \"i2\")\n");
+  absl::StatusOr<Trace> parsed = Trace::Parse(s.trace().ToString());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  Schedule again(Parse(kTwoPasses));
+  ASSERT_TRUE(parsed->Replay(&again).ok());
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+}
+
+TEST(ScheduleTest, FuseSiblingsErrors) {
+  Schedule s(Parse(kTwoPasses));
+  EXPECT_THAT(s.FuseSiblings("i2", "i").message(),
+              HasSubstr("are not statements of one sequence, the first before the second"));
+  EXPECT_THAT(s.FuseSiblings("i", "r").message(), HasSubstr("are not statements of one sequence"));
+  ASSERT_TRUE(s.Parallel("i2").ok());
+  EXPECT_THAT(s.FuseSiblings("i", "i2").message(), HasSubstr("are serial and parallel"));
+  // The second pass reads the row before: fusing would read it before it is written.
+  Schedule t(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32), C: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      B[vi] = A[vi] * 2.0
+    }
+  }
+  for i2 in serial(0, n - 1) {
+    block "C" {
+      vi2 = spatial(n - 1, i2)
+      C[vi2] = B[vi2 + 1]
+    }
+  }
+})"));
+  EXPECT_THAT(t.FuseSiblings("i", "i2").message(), HasSubstr("have different ranges"));
+  Schedule u(Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32), C: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      B[vi] = A[vi] * 2.0
+    }
+  }
+  for i2 in serial(0, n) {
+    block "C" {
+      vi2 = spatial(n, i2)
+      C[vi2] = B[n - 1 - vi2]
+    }
+  }
+})"));
+  EXPECT_THAT(u.FuseSiblings("i", "i2").message(),
+              HasSubstr("both access 'B' (and one writes it) other than in one dimension indexed by the loop variable"));
+}
+
 }  // namespace
 }  // namespace kiln::tir

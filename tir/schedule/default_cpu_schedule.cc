@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "support/status_macros.h"
 #include "tir/analyzer.h"
+#include "tir/schedule/row_reduction.h"
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/schedule_utils.h"
 #include "tir/stmt_functor.h"
@@ -138,11 +139,14 @@ absl::Status ScheduleInjective(Schedule* s, const PlainNest& nest, const CpuSche
   return ParallelOver(s, outer, options);
 }
 
+// The innermost reduction loop, over contiguous elements, runs as vector lanes of partial
+// results (rfactor) when it can; the spatial loops outside the reduction run in parallel.
 absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
   std::vector<std::string> spatial;
   for (size_t i = 0; i < nest.loops.size() && !IsReductionLoop(nest, i); ++i) {
     spatial.push_back(nest.loops[i]->loop_var.name());
   }
+  VectorizeRowReduction(s, nest.block->name, options.vector_lanes);
   return ParallelOver(s, spatial, options);
 }
 
@@ -726,6 +730,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
     }
     if (status.ok()) schedule = attempt;
   }
+  FuseRowPasses(&schedule);
   if (trace) *trace = schedule.trace().ToString();
   return WithFewRowsBranch(func, options, many_conditions, GuardVectorizedTails(schedule.func()));
 }

@@ -23,7 +23,12 @@
 //        of at least 4 * num_threads column panels, only (batch, j_0) is parallel, i_0 runs
 //        inside it and the right operand's k x col_tile panel is packed per iteration
 //        (CacheRead). If the tile cannot be formed, the same tiling without a cache;
-//      other reductions: the spatial loops outside the reduction fused and parallel.
+//      other reductions: a row reduction over contiguous elements (innermost loop bound to
+//        a reduction variable that reads use as their last index) is split into vector
+//        lanes of partial results (RFactor, then the lane loops vectorized; float sums are
+//        reassociated); the spatial loops outside the reduction fused and parallel.
+//  - Last, adjacent loops of one sequence that share a buffer (a row's passes: softmax's
+//    max, sum of exp and normalize) are fused into one loop where FuseSiblings allows it.
 //    Blocks that match none of these (already scheduled, irregular bindings) are left
 //    alone. A rule that does not apply to a block leaves that block unchanged.
 //  - Vectorized loops come out in the form the CPU code generator turns into SIMD code

@@ -116,40 +116,12 @@ absl::StatusOr<PrimFunc> ReverseComputeAt(const PrimFunc& func, const std::strin
   }
   // Each read of the producer's buffer is at the block's variables, one per dimension, so
   // the block's instance for an element is known.
-  std::vector<int> dim_of_iter(block->iter_vars.size(), -1);
-  bool indices_ok = true;
-  class Reads : public StmtExprVisitor {
-   public:
-    explicit Reads(const BufferNode* b) : b_(b) {}
-    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
-      if (op->buffer.get() == b_) loads.push_back(op->indices);
-      StmtExprVisitor::VisitExpr_(op, self);
-    }
-    std::vector<std::vector<PrimExpr>> loads;
-
-   private:
-    const BufferNode* b_;
-  } reads(buffer);
-  reads.VisitStmt(block->body);
-  for (const std::vector<PrimExpr>& idx : reads.loads) {
-    if (idx.size() != block->iter_vars.size()) indices_ok = false;
-    for (size_t d = 0; d < idx.size() && indices_ok; ++d) {
-      int k = -1;
-      for (size_t i = 0; i < block->iter_vars.size(); ++i) {
-        if (idx[d].get() == block->iter_vars[i].var.get()) k = static_cast<int>(i);
-      }
-      if (k < 0 || (dim_of_iter[k] >= 0 && dim_of_iter[k] != static_cast<int>(d))) {
-        indices_ok = false;
-      } else {
-        dim_of_iter[k] = static_cast<int>(d);
-      }
-    }
-  }
-  for (int d : dim_of_iter) indices_ok &= d >= 0;
-  if (!indices_ok) {
-    return fail(absl::StrCat("the block must read '", reads.loads.empty() ? std::string("?") : std::string(buffer->name),
+  std::optional<std::vector<int>> dims = DimsOfIterVars(block, buffer);
+  if (!dims) {
+    return fail(absl::StrCat("the block must read '", buffer->name,
                              "' at its own iteration variables, each exactly once per dimension"));
   }
+  const std::vector<int>& dim_of_iter = *dims;
   // Every write of the buffer happens under the loop, and completes within one iteration:
   // no writer reduces over a loop at or above it.
   if (CountAccesses(func->body, buffer) - CountAccesses(block_stmt, buffer) != CountAccesses(loop->body, buffer)) {

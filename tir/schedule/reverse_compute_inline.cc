@@ -92,39 +92,17 @@ absl::StatusOr<PrimFunc> ReverseComputeInline(const PrimFunc& func, const std::s
   if (total != in_block + 1) return fail(absl::StrCat("is not the only reader of '", buffer->name, "'"));
   // Each load of the producer's buffer names the block's variables, one per dimension, and
   // the block's domain is the buffer's whole shape.
-  std::vector<int> dim_of_iter(block->iter_vars.size(), -1);
-  bool ok = true;
-  class Loads : public StmtExprVisitor {
-   public:
-    explicit Loads(const BufferNode* b) : b_(b) {}
-    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
-      if (op->buffer.get() == b_) loads.push_back(op->indices);
-      StmtExprVisitor::VisitExpr_(op, self);
-    }
-    std::vector<std::vector<PrimExpr>> loads;
-
-   private:
-    const BufferNode* b_;
-  } loads(buffer);
-  loads.VisitStmt(block->body);
+  std::optional<std::vector<int>> dims = DimsOfIterVars(block, buffer);
+  bool ok = dims.has_value();
   Analyzer analyzer;
-  for (const std::vector<PrimExpr>& idx : loads.loads) {
-    ok &= idx.size() == block->iter_vars.size();
-    for (size_t d = 0; ok && d < idx.size(); ++d) {
-      int k = -1;
-      for (size_t i = 0; i < block->iter_vars.size(); ++i) {
-        if (idx[d].get() == block->iter_vars[i].var.get()) k = static_cast<int>(i);
-      }
-      ok &= k >= 0 && (dim_of_iter[k] < 0 || dim_of_iter[k] == static_cast<int>(d)) &&
-            analyzer.CanProveEqual(block->iter_vars[k].extent, buffer->shape[d]);
-      if (ok) dim_of_iter[k] = static_cast<int>(d);
-    }
+  for (size_t k = 0; ok && k < dims->size(); ++k) {
+    ok &= analyzer.CanProveEqual(block->iter_vars[k].extent, buffer->shape[(*dims)[k]]);
   }
-  for (int d : dim_of_iter) ok &= d >= 0;
   if (!ok) {
     return fail(absl::StrCat("must read '", buffer->name,
                              "' at its own iteration variables over the buffer's whole shape (B[vi, vj])"));
   }
+  const std::vector<int>& dim_of_iter = *dims;
   // The computation moves up to the producer: nothing in between may write what the block
   // reads or touch what it writes.
   SeqPosition pos = CommonSeq(func->body, producer, nest.get());

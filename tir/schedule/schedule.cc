@@ -133,4 +133,20 @@ absl::Status Schedule::ReverseComputeInline(const std::string& block) {
   return absl::OkStatus();
 }
 
+absl::Status Schedule::FuseSiblings(const std::string& first, const std::string& second) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::FuseSiblings(func_, first, second));
+  trace_.Append({"fuse_siblings", {first, second}, {}, {}});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> Schedule::RFactor(const std::string& block, const std::string& loop,
+                                                           int64_t lanes) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::RFactorResult r, schedule_primitive::RFactor(func_, block, loop, lanes));
+  func_ = r.func;
+  std::vector<std::string> names = {r.rf_block, r.init_block, r.tail_block};
+  names.insert(names.end(), r.half_blocks.begin(), r.half_blocks.end());
+  trace_.Append({"rfactor", {block, loop}, {lanes}, names});
+  return names;
+}
+
 }  // namespace kiln::tir

@@ -63,6 +63,38 @@
 //        input B is produced by one non-reduction block `B[idx] = e` (and read by no one
 //        else; B not a parameter) is folded into that producer, which then stores
 //        `D[f(idx)] = g(e, ...)`; the block, its loops and B's allocation disappear.
+//      RFactor(block, loop, lanes): a reduction block `B[idx] = op(B[idx], value)` (op one
+//        of + * max min, with an init `B[idx] = c`) whose innermost loop `loop` (serial,
+//        from 0, bound directly to one reduction variable vk, extent K >= lanes) is split
+//        into per-lane partial results. Around the reduction loops (inside every spatial
+//        loop) a local buffer `<B>_lanes` of `lanes` elements is allocated;
+//          block "<block>_rf_init" (loop "<loop>_init" over the lanes): every lane = the
+//            identity of op (0, 1, lowest, highest value of the type);
+//          block "<block>_rf" (loops "<loop>_0" over K / lanes, "<loop>_1" over the lanes,
+//            bound to a new spatial variable): acc[lane] = op(acc[lane], value at vk =
+//            lanes * k_0 + lane);
+//          block "<block>_rf_tail" (loop "<loop>_tail" over K % lanes, absent when that is
+//            0): acc[0] = op(acc[0], value at vk = lanes * (K / lanes) + t);
+//          blocks "<block>_rf_half", "<block>_rf_half_1", ... (while the count of lanes
+//            is even and above 2, loop "<loop>_half" over h = half of them): a new local
+//            buffer "<B>_lanes_<h>" of h elements = op(lower half, upper half);
+//          block "<block>" (same name, spatial only, no init): B[idx] = op(c, the last
+//            one or two lanes combined).
+//        Floating-point sums are reassociated (lane partial sums, then the tree), so they
+//        round differently from the serial order. Returns the names of the rf, init and
+//        tail blocks (the tail's empty when there is none), then the halving blocks.
+//        Refused: no init, another
+//        body form, a loop that is not innermost / serial / from 0 / bound directly to
+//        one reduction variable, a constant K < lanes, reduction loops that a spatial
+//        variable or the predicate depends on.
+//      FuseSiblings(first, second): two loops of one sequence (the first before the
+//        second), both serial or both parallel, over the same range, become one loop
+//        (named like the first) whose body runs the first body, then the second. The
+//        statements between them move before it (refused if they touch what the first
+//        writes or write what it touches). Refused unless every buffer that one body
+//        writes and the other accesses is accessed, in both, with one dimension indexed by
+//        the loop variable itself (each iteration then owns its slice, so running the
+//        second body's iteration i before the first's later iterations changes nothing).
 #pragma once
 
 #include <cstdint>
@@ -98,6 +130,10 @@ class Schedule {
   absl::StatusOr<std::string> CacheRead(const std::string& block, const std::string& buffer, const std::string& loop);
   absl::Status ReverseComputeAt(const std::string& block, const std::string& loop);
   absl::Status ReverseComputeInline(const std::string& block);
+  absl::Status FuseSiblings(const std::string& first, const std::string& second);
+  // {rf block, init block, tail block ("" when K is a known multiple of lanes), halving
+  // blocks of the combine...}.
+  absl::StatusOr<std::vector<std::string>> RFactor(const std::string& block, const std::string& loop, int64_t lanes);
 
  private:
   PrimFunc func_;
@@ -138,6 +174,14 @@ absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::strin
                                           const std::string& loop);
 absl::StatusOr<PrimFunc> ReverseComputeAt(const PrimFunc& func, const std::string& block, const std::string& loop);
 absl::StatusOr<PrimFunc> ReverseComputeInline(const PrimFunc& func, const std::string& block);
+absl::StatusOr<PrimFunc> FuseSiblings(const PrimFunc& func, const std::string& first, const std::string& second);
+struct RFactorResult {
+  PrimFunc func;
+  std::string rf_block, init_block, tail_block;
+  std::vector<std::string> half_blocks;  // the combine's halving steps, widest first
+};
+absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& block, const std::string& loop,
+                                      int64_t lanes);
 }  // namespace schedule_primitive
 
 }  // namespace kiln::tir

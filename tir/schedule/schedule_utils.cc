@@ -243,6 +243,39 @@ BufferAccesses AccessesOf(const Stmt& stmt) {
   return collector.out;
 }
 
+std::optional<std::vector<int>> DimsOfIterVars(const BlockNode* block, const BufferNode* buffer) {
+  class Loads : public StmtExprVisitor {
+   public:
+    explicit Loads(const BufferNode* b) : b_(b) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      if (op->buffer.get() == b_) indices.push_back(op->indices);
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+    std::vector<std::vector<PrimExpr>> indices;
+
+   private:
+    const BufferNode* b_;
+  } loads(buffer);
+  loads.VisitStmt(block->body);
+  const size_t num_iters = block->iter_vars.size();
+  std::vector<int> dim_of_iter(num_iters, -1);
+  for (const std::vector<PrimExpr>& idx : loads.indices) {
+    if (idx.size() != num_iters) return std::nullopt;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      int k = -1;
+      for (size_t i = 0; i < num_iters; ++i) {
+        if (idx[d].get() == block->iter_vars[i].var.get()) k = static_cast<int>(i);
+      }
+      if (k < 0 || (dim_of_iter[k] >= 0 && dim_of_iter[k] != static_cast<int>(d))) return std::nullopt;
+      dim_of_iter[k] = static_cast<int>(d);
+    }
+  }
+  for (int d : dim_of_iter) {
+    if (d < 0) return std::nullopt;
+  }
+  return dim_of_iter;
+}
+
 int CountAccesses(const Stmt& stmt, const BufferNode* buffer) {
   class Counter : public StmtExprVisitor {
    public:

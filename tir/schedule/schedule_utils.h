@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -61,6 +62,11 @@ struct BufferAccesses {
 BufferAccesses AccessesOf(const Stmt& stmt);
 // Number of loads plus stores of `buffer` in `stmt`.
 int CountAccesses(const Stmt& stmt, const BufferNode* buffer);
+// When `block` loads `buffer` at least once and every load indexes it by the block's own
+// iteration variables alone, each dimension by one variable and each variable always in the
+// same dimension (B[vi, vj], B[vj, vi]), the dimension each iteration variable indexes;
+// nullopt otherwise. Tells which instance of the block reads a given element.
+std::optional<std::vector<int>> DimsOfIterVars(const BlockNode* block, const BufferNode* buffer);
 
 // The top of the chain of For loops directly enclosing `block` (each the only statement
 // of its parent loop), or the block itself when its parent is not such a loop.

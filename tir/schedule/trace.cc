@@ -1,6 +1,7 @@
 #include "tir/schedule/trace.h"
 
 #include <cctype>
+#include <cstdint>
 #include <string_view>
 
 #include "absl/strings/ascii.h"
@@ -40,6 +41,7 @@ bool TakesList(const std::string& kind) { return kind == "fuse" || kind == "reor
 std::string Instruction::ToString() const {
   std::string args = TakesList(kind) ? absl::StrCat("[", Quoted(inputs), "]") : Quoted(inputs);
   if (kind == "split") absl::StrAppend(&args, ", [", absl::StrJoin(ints, ", "), "]");
+  if (kind == "rfactor") absl::StrAppend(&args, ", ", absl::StrJoin(ints, ", "));
   std::string out = absl::StrCat(kind, "(", args, ")");
   if (outputs.size() == 1 && kind != "get_loops") {
     absl::StrAppend(&out, " -> ", Quote(outputs[0]));
@@ -143,13 +145,19 @@ absl::StatusOr<Instruction> ParseInstruction(std::string_view line, int line_no)
   if (TakesList(inst.kind)) {
     KILN_ASSIGN_OR_RETURN(inst.inputs, p.StringList());
   } else {
+    // rfactor: two names, then the lane count.
+    const size_t names = inst.kind == "split" ? 1 : inst.kind == "rfactor" ? 2 : SIZE_MAX;
     do {
       KILN_ASSIGN_OR_RETURN(std::string name, p.String());
       inst.inputs.push_back(std::move(name));
-    } while (!(inst.kind == "split") && p.Eat(","));
+    } while (inst.inputs.size() < names && p.Eat(","));
     if (inst.kind == "split") {
       if (!p.Eat(",")) return p.Error("',' and the factors");
       KILN_ASSIGN_OR_RETURN(inst.ints, p.IntList());
+    } else if (inst.kind == "rfactor") {
+      if (!p.Eat(",")) return p.Error("',' and the lane count");
+      KILN_ASSIGN_OR_RETURN(int64_t lanes, p.Int());
+      inst.ints.push_back(lanes);
     }
   }
   if (!p.Eat(")")) return p.Error("')'");
@@ -236,6 +244,15 @@ absl::Status Trace::Replay(Schedule* s) const {
     } else if (inst.kind == "reverse_compute_at") {
       if (inst.inputs.size() != 2) return absl::InvalidArgumentError("reverse_compute_at takes a block and a loop");
       status = s->ReverseComputeAt(inst.inputs[0], inst.inputs[1]);
+    } else if (inst.kind == "fuse_siblings") {
+      if (inst.inputs.size() != 2) return absl::InvalidArgumentError("fuse_siblings takes two loops");
+      status = s->FuseSiblings(inst.inputs[0], inst.inputs[1]);
+    } else if (inst.kind == "rfactor") {
+      if (inst.inputs.size() != 2 || inst.ints.size() != 1) {
+        return absl::InvalidArgumentError("rfactor takes a block, a loop and a lane count");
+      }
+      outputs = s->RFactor(inst.inputs[0], inst.inputs[1], inst.ints[0]);
+      status = outputs.status();
     } else if (inst.kind == "reverse_compute_inline") {
       status = s->ReverseComputeInline(one());
     } else {
