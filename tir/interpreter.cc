@@ -656,23 +656,26 @@ class Interpreter {
       const double b = y.at(l).f;
       double out = 0;
       if (t.bits() == 64) {
-        out = Math(op, a, b);
+        out = Math<double>(op, a, b);
       } else {
         // Narrower floats compute in float, as the C library's float entry points do.
-        out = static_cast<double>(MathF(op, static_cast<float>(a), static_cast<float>(b)));
+        out = static_cast<double>(Math<float>(op, static_cast<float>(a), static_cast<float>(b)));
       }
       r.set(l, FloatLane(RoundFloat(out, t)));
     }
     return r;
   }
 
-  static double Math(const std::string& op, double x, double y) {
+  // In the precision of T (float for float32 and narrower, as generated code computes).
+  template <typename T>
+  static T Math(const std::string& op, T x, T y) {
+    const T one = 1;
     if (op == "exp") return std::exp(x);
     if (op == "log") return std::log(x);
     if (op == "sqrt") return std::sqrt(x);
-    if (op == "rsqrt") return 1.0 / std::sqrt(x);
+    if (op == "rsqrt") return one / std::sqrt(x);
     if (op == "tanh") return std::tanh(x);
-    if (op == "sigmoid") return 1.0 / (1.0 + std::exp(-x));
+    if (op == "sigmoid") return one / (one + std::exp(-x));
     if (op == "erf") return std::erf(x);
     if (op == "fabs") return std::fabs(x);
     if (op == "floor") return std::floor(x);
@@ -681,25 +684,7 @@ class Interpreter {
     if (op == "pow") return std::pow(x, y);
     if (op == "sin") return std::sin(x);
     if (op == "cos") return std::cos(x);
-    return std::numeric_limits<double>::quiet_NaN();  // unreachable: IsMathIntrinsic checked
-  }
-
-  static float MathF(const std::string& op, float x, float y) {
-    if (op == "exp") return std::exp(x);
-    if (op == "log") return std::log(x);
-    if (op == "sqrt") return std::sqrt(x);
-    if (op == "rsqrt") return 1.0f / std::sqrt(x);
-    if (op == "tanh") return std::tanh(x);
-    if (op == "sigmoid") return 1.0f / (1.0f + std::exp(-x));
-    if (op == "erf") return std::erf(x);
-    if (op == "fabs") return std::fabs(x);
-    if (op == "floor") return std::floor(x);
-    if (op == "ceil") return std::ceil(x);
-    if (op == "round") return std::nearbyint(x);
-    if (op == "pow") return std::pow(x, y);
-    if (op == "sin") return std::sin(x);
-    if (op == "cos") return std::cos(x);
-    return std::numeric_limits<float>::quiet_NaN();
+    return std::numeric_limits<T>::quiet_NaN();  // unreachable: IsMathIntrinsic checked
   }
 
   Value EvalBinary(const BinaryNode* op) {
