@@ -110,7 +110,7 @@ LegalizeFn Reduce(Reduction kind) {
       });
       body = tir::SeqStmt({body, divide});
     }
-    return MakePrimFunc(p, body, "reduce");
+    return MakePrimFunc(p, body, "comm_reduce");
   };
 }
 

@@ -12,7 +12,7 @@
 //   opaque             anything else (several blocks, stores outside blocks, ...)
 //
 // A PrimFunc that already has op_pattern keeps it (legalization sets it for the kernels it
-// makes, sometimes with finer names such as "reduce", which fusion treats as not fusable);
+// makes; a name fusion does not know is treated as not fusable);
 // only the ones without it (hand-written prim_funcs) are analysed. The analysis looks at
 // the TIR alone and is conservative: a kernel it cannot classify is opaque, which fusion
 // leaves alone. Relax functions are unchanged.

@@ -12,8 +12,8 @@
 //    injective or elementwise kernels only.
 // A group starts at an out_ewise_fusable, injective, broadcast or elementwise call.
 //
-// What is not fused: comm_reduce, opaque and any other pattern (legalization's "reduce",
-// softmax, norms) stay alone, before and after; calls with tir_vars (call_tir's third
+// What is not fused: comm_reduce (sum, max, mean, ...), opaque and any other pattern (softmax,
+// norms) stay alone, before and after; calls with tir_vars (call_tir's third
 // argument, e.g. arange's start), calls with Tuple outputs, calls whose tensors are not all
 // of known shape and dtype, calls whose kernel's shapes do not provably match the call site
 // (MatchKernelShapes), and groups whose symbolic variables are not all defined by the plain
