@@ -42,6 +42,11 @@ Expr GlobalVar(std::string name, StructInfo sinfo) {
 
 Expr Op(std::string name) { return Expr(std::make_shared<OpNode>(std::move(name))); }
 
+bool IsOp(const Expr& e, std::string_view name) {
+  const auto* op = e.defined() ? e.as<OpNode>() : nullptr;
+  return op != nullptr && op->name == name;
+}
+
 Expr ExternFunc(std::string symbol, StructInfo sinfo) {
   return Expr(std::make_shared<ExternFuncNode>(std::move(symbol), std::move(sinfo)));
 }

@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -265,6 +266,8 @@ Expr PrimValue(PrimExpr value);
 Expr StringImm(std::string value);
 Expr GlobalVar(std::string name, StructInfo sinfo = StructInfo());
 Expr Op(std::string name);
+// Whether `e` is the registered operator `name` (false for an undefined expression).
+bool IsOp(const Expr& e, std::string_view name);
 Expr ExternFunc(std::string symbol, StructInfo sinfo = StructInfo());
 Expr Tuple(std::vector<Expr> fields, StructInfo sinfo = StructInfo());
 Expr TupleGetItem(Expr tuple, int index, StructInfo sinfo = StructInfo());

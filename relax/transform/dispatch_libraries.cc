@@ -47,8 +47,7 @@ class Dispatcher {
       return {b.var, Expr(std::make_shared<IfNode>(if_node->condition, t, f, b.value.struct_info())), StructInfo()};
     }
     const auto* call = b.value.as<CallNode>();
-    const auto* op = call != nullptr && call->op.defined() ? call->op.as<OpNode>() : nullptr;
-    if (op == nullptr || op->name != "matmul" || call->args.size() != 2) return b;
+    if (call == nullptr || !IsOp(call->op, "matmul") || call->args.size() != 2) return b;
     const StructInfo& out_sinfo = b.value.struct_info();
     const TensorStructInfoNode* lhs = F32Rank2(call->args[0].struct_info());
     const TensorStructInfoNode* rhs = F32Rank2(call->args[1].struct_info());

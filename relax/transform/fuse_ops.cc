@@ -190,9 +190,8 @@ class Fuser {
     if (b.is_match_cast()) return std::nullopt;
     const auto* call = b.value.as<CallNode>();
     if (call == nullptr) return std::nullopt;
-    const auto* op = call->op.defined() ? call->op.as<OpNode>() : nullptr;
     // No tir_vars (a third argument): the fused kernel would have to carry them.
-    if (op == nullptr || op->name != "call_tir" || call->args.size() != 2 || call->sinfo_args.size() != 1) {
+    if (!IsOp(call->op, "call_tir") || call->args.size() != 2 || call->sinfo_args.size() != 1) {
       return std::nullopt;
     }
     const auto* callee = call->args[0].as<GlobalVarNode>();

@@ -104,8 +104,7 @@ absl::StatusOr<FusedKernel> FuseFunction(const IRModule& module, const std::stri
       return error(absl::StrCat("binding '", b.var.name_hint(), "': ", what));
     };
     const auto* call = b.value.as<CallNode>();
-    const auto* op = call != nullptr && call->op.defined() ? call->op.as<OpNode>() : nullptr;
-    if (b.is_match_cast() || op == nullptr || op->name != "call_tir") return binding_error("is not a call_tir");
+    if (b.is_match_cast() || call == nullptr || !IsOp(call->op, "call_tir")) return binding_error("is not a call_tir");
     if (call->args.size() != 2 || call->sinfo_args.size() != 1) {
       return binding_error("call_tir with tir_vars or several outputs cannot be fused");
     }

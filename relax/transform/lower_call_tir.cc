@@ -10,11 +10,6 @@
 namespace kiln::relax {
 namespace {
 
-bool IsOp(const Expr& e, const char* name) {
-  const auto* op = e.defined() ? e.as<OpNode>() : nullptr;
-  return op != nullptr && op->name == name;
-}
-
 class Lowerer {
  public:
   explicit Lowerer(std::string function) : function_(std::move(function)) {}

@@ -19,11 +19,6 @@ namespace {
 
 using tir::PrimExpr;
 
-bool IsOp(const Expr& e, const char* name) {
-  const auto* op = e.defined() ? e.as<OpNode>() : nullptr;
-  return op != nullptr && op->name == name;
-}
-
 // Every Relax variable an expression reads, nested expressions (If branches, closures) included.
 class UseCollector : public ExprVisitor {
  public:
