@@ -584,7 +584,31 @@ class KernelLowering {
         // with other targets and optimized away.
         Lower(s.as<tir::EvaluateNode>()->value);
         return;
+      case StmtKind::kAssert: LowerAssert(s.as<tir::AssertNode>()); return;
     }
+  }
+
+  // A failed assert reports "kernel NAME: message" (values formatted by snprintf, computed
+  // only on the failing path) and returns 1, like the prologue's checks.
+  void LowerAssert(const tir::AssertNode* op) {
+    llvm::Value* ok = ScalarCondition(op->condition, "assert");
+    if (!status_.ok()) return;
+    llvm::BasicBlock* fail = llvm::BasicBlock::Create(ctx_, "assert_fail", fs_.fn);
+    llvm::BasicBlock* cont = llvm::BasicBlock::Create(ctx_, "assert_ok", fs_.fn);
+    llvm::MDBuilder md(ctx_);
+    b_.CreateCondBr(ok, cont, fail, md.createBranchWeights(1u << 20, 1));
+    b_.SetInsertPoint(fail);
+    std::vector<llvm::Value*> values;
+    for (const PrimExpr& v : op->values) {
+      llvm::Value* lowered = Lower(v);
+      values.push_back(v.dtype().is_uint() ? b_.CreateZExtOrTrunc(lowered, b_.getInt64Ty())
+                                           : b_.CreateSExtOrTrunc(lowered, b_.getInt64Ty()));
+    }
+    std::string format = EscapeFormat(absl::StrCat("kernel ", name_, ": ", op->message));
+    format = tir::ExpandAssertMessage(format, [](size_t) { return std::string("%lld"); });
+    ReportError(format, values);
+    EmitReturn(b_.getInt32(1));
+    b_.SetInsertPoint(cont);
   }
 
   // Names instructions after the variable they bind, for readable IR dumps.

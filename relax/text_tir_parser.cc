@@ -573,9 +573,36 @@ absl::StatusOr<tir::Stmt> Parser::ParseStmt() {
       KILN_ASSIGN_OR_RETURN(PrimExpr value, ParsePrimExpr());
       return tir::Evaluate(value);
     }
+    if (t.text == "assert") {
+      Token at = Next();
+      KILN_ASSIGN_OR_RETURN(PrimExpr cond, ParsePrimExpr());
+      if (cond.dtype() != tir::DataType::Bool()) {
+        return Error(at, "assert condition must be a scalar bool, found " + cond.dtype().ToString());
+      }
+      KILN_RETURN_IF_ERROR(ExpectPunct(","));
+      if (Peek().kind != TokenKind::kString) return Expected("the assert's message (a string)");
+      Token message = Next();
+      int placeholders = tir::CountAssertPlaceholders(message.text);
+      if (placeholders < 0) return Error(message, "unmatched brace in the assert's message (write {{ or }} for a brace)");
+      std::vector<PrimExpr> values;
+      while (AcceptPunct(",")) {
+        Token value_at = Peek();
+        KILN_ASSIGN_OR_RETURN(PrimExpr value, ParsePrimExpr());
+        if (!value.dtype().is_integer() || !value.dtype().is_scalar()) {
+          return Error(value_at, "an assert's values must be scalar integers, found " + value.dtype().ToString());
+        }
+        values.push_back(value);
+      }
+      if (static_cast<int>(values.size()) != placeholders) {
+        return Error(message, absl::StrCat("the assert's message has ", placeholders, " {} placeholder",
+                                           placeholders == 1 ? "" : "s", " but ", values.size(), " value",
+                                           values.size() == 1 ? "" : "s", " follow"));
+      }
+      return tir::Assert(cond, message.text, std::move(values));
+    }
     if (Peek(1).kind == TokenKind::kPunct && Peek(1).text == "[") return ParseBufferStore();
   }
-  return Expected("a statement (for, block, if, allocate, let, evaluate or a buffer store)");
+  return Expected("a statement (for, block, if, allocate, let, evaluate, assert or a buffer store)");
 }
 
 absl::StatusOr<tir::Stmt> Parser::ParseBufferStore() {

@@ -244,6 +244,18 @@ void Printer::PrintStmt(const tir::Stmt& stmt) {
       Line(text);
       return;
     }
+    case tir::StmtKind::kAssert: {
+      const auto* a = stmt.as<tir::AssertNode>();
+      std::string text = "assert ";
+      PrintPrimExpr(a->condition, &text);
+      absl::StrAppend(&text, ", ", QuoteString(a->message));
+      for (const PrimExpr& v : a->values) {
+        text += ", ";
+        PrintPrimExpr(v, &text);
+      }
+      Line(text);
+      return;
+    }
   }
 }
 

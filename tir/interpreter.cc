@@ -879,6 +879,18 @@ class Interpreter {
         return;
       }
       case StmtKind::kEvaluate: Eval(static_cast<const EvaluateNode*>(s.get())->value); return;
+      case StmtKind::kAssert: {
+        const auto* node = static_cast<const AssertNode*>(s.get());
+        if (IsTrue(node->condition) || !ok()) return;
+        std::vector<int64_t> values;
+        for (const PrimExpr& v : node->values) {
+          Value value = Eval(v);
+          if (!ok()) return;
+          values.push_back(value.scalar.i);
+        }
+        Fail(absl::InvalidArgumentError(FormatAssertMessage(node->message, values)));
+        return;
+      }
     }
   }
 

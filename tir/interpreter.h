@@ -23,7 +23,8 @@
 //                         an integer division by zero, an index outside its buffer, a
 //                         float-to-int cast of NaN or of a value out of range, a block
 //                         iteration value outside [0, extent), a store into a read-only
-//                         buffer, an undefined variable, argument count/dtype/shape mismatch.
+//                         buffer, an undefined variable, argument count/dtype/shape mismatch,
+//                         a failed assert (its formatted message).
 //      Unimplemented      a construct or dtype it does not run (handles, an unknown
 //                         intrinsic, vector buffers).
 //      ResourceExhausted  more than InterpreterOptions::max_steps steps, or an allocation

@@ -1,5 +1,6 @@
 #include "tir/stmt.h"
 
+#include "absl/strings/str_cat.h"
 #include "support/check.h"
 
 namespace kiln::tir {
@@ -88,6 +89,58 @@ Stmt LetStmt(Var var, PrimExpr value, Stmt body) {
 Stmt Evaluate(PrimExpr value) {
   KILN_CHECK(value.defined());
   return Stmt(std::make_shared<EvaluateNode>(std::move(value)));
+}
+
+int CountAssertPlaceholders(const std::string& message) {
+  int count = 0;
+  for (size_t i = 0; i < message.size(); ++i) {
+    char c = message[i];
+    char next = i + 1 < message.size() ? message[i + 1] : '\0';
+    if (c == '{' && next == '{') {
+      ++i;
+    } else if (c == '}' && next == '}') {
+      ++i;
+    } else if (c == '{' && next == '}') {
+      ++count;
+      ++i;
+    } else if (c == '{' || c == '}') {
+      return -1;
+    }
+  }
+  return count;
+}
+
+std::string ExpandAssertMessage(const std::string& message, const std::function<std::string(size_t)>& value) {
+  std::string out;
+  size_t next_value = 0;
+  for (size_t i = 0; i < message.size(); ++i) {
+    char c = message[i];
+    char next = i + 1 < message.size() ? message[i + 1] : '\0';
+    if ((c == '{' || c == '}') && next == c) {
+      out += c;
+      ++i;
+    } else if (c == '{' && next == '}') {
+      out += value(next_value++);
+      ++i;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string FormatAssertMessage(const std::string& message, const std::vector<int64_t>& values) {
+  return ExpandAssertMessage(message, [&](size_t i) { return i < values.size() ? absl::StrCat(values[i]) : "?"; });
+}
+
+Stmt Assert(PrimExpr condition, std::string message, std::vector<PrimExpr> values) {
+  KILN_CHECK(condition.defined() && condition.dtype() == DataType::Bool()) << "assert condition must be a scalar bool";
+  KILN_CHECK_EQ(CountAssertPlaceholders(message), static_cast<int>(values.size()))
+      << "assert message '" << message << "' needs one value per {}";
+  for (const PrimExpr& v : values) {
+    KILN_CHECK(v.defined() && v.dtype().is_integer() && v.dtype().is_scalar()) << "assert values are scalar integers";
+  }
+  return Stmt(std::make_shared<AssertNode>(std::move(condition), std::move(message), std::move(values)));
 }
 
 PrimFunc::PrimFunc(std::vector<PrimFuncParam> params, Stmt body, std::map<std::string, std::string> attrs)

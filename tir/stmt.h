@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,6 +46,7 @@ enum class StmtKind : uint8_t {
   kAllocate,
   kLetStmt,
   kEvaluate,
+  kAssert,
 };
 
 class StmtNode {
@@ -186,6 +188,32 @@ class EvaluateNode : public StmtNode {
   const PrimExpr value;
 };
 
+// `assert condition, "message {}", values...`: when `condition` is false the kernel stops
+// and reports `message`, each `{}` replaced by the next int64 value in decimal ("{{" and "}}"
+// stand for braces). For what a user can get wrong at run time inside a kernel (an index
+// out of range, a division by zero): the call fails with the message, it never reads out of
+// bounds. The values are evaluated only when the check fails.
+class AssertNode : public StmtNode {
+ public:
+  AssertNode(PrimExpr condition, std::string message, std::vector<PrimExpr> values)
+      : StmtNode(StmtKind::kAssert),
+        condition(std::move(condition)),
+        message(std::move(message)),
+        values(std::move(values)) {}
+  const PrimExpr condition;  // scalar bool
+  const std::string message;
+  const std::vector<PrimExpr> values;  // scalar integers, one per `{}` of the message
+};
+
+// An assert's message with the i-th `{}` replaced by value(i) and "{{" / "}}" by a brace;
+// every executor formats through it so they all say the same (the LLVM emitter turns the
+// placeholders into printf conversions).
+std::string ExpandAssertMessage(const std::string& message, const std::function<std::string(size_t)>& value);
+// The message of a failed assert, the values in decimal.
+std::string FormatAssertMessage(const std::string& message, const std::vector<int64_t>& values);
+// How many `{}` placeholders `message` holds, or -1 if a brace is unmatched.
+int CountAssertPlaceholders(const std::string& message);
+
 // --- Constructors. They check what a caller building IR by hand could get wrong
 // (KILN_CHECK); the parser validates user text first and reports a Status. ---
 
@@ -200,6 +228,7 @@ Stmt SeqStmt(std::vector<Stmt> seq);
 Stmt Allocate(Buffer buffer, Stmt body);
 Stmt LetStmt(Var var, PrimExpr value, Stmt body);
 Stmt Evaluate(PrimExpr value);
+Stmt Assert(PrimExpr condition, std::string message, std::vector<PrimExpr> values = {});
 
 // One PrimFunc parameter: a buffer (tensor argument) or a scalar variable.
 struct PrimFuncParam {

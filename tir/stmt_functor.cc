@@ -40,10 +40,11 @@ decltype(auto) DispatchStmt(const Stmt& stmt, Visit&& visit) {
     case StmtKind::kSeqStmt: return visit(static_cast<const SeqStmtNode*>(node));
     case StmtKind::kAllocate: return visit(static_cast<const AllocateNode*>(node));
     case StmtKind::kLetStmt: return visit(static_cast<const LetStmtNode*>(node));
-    case StmtKind::kEvaluate: break;
+    case StmtKind::kEvaluate: return visit(static_cast<const EvaluateNode*>(node));
+    case StmtKind::kAssert: break;
   }
-  KILN_CHECK(stmt.kind() == StmtKind::kEvaluate);
-  return visit(static_cast<const EvaluateNode*>(node));
+  KILN_CHECK(stmt.kind() == StmtKind::kAssert);
+  return visit(static_cast<const AssertNode*>(node));
 }
 
 }  // namespace
@@ -159,6 +160,11 @@ void StmtExprVisitor::VisitStmt_(const LetStmtNode* op, const Stmt&) {
 }
 
 void StmtExprVisitor::VisitStmt_(const EvaluateNode* op, const Stmt&) { VisitExpr(op->value); }
+
+void StmtExprVisitor::VisitStmt_(const AssertNode* op, const Stmt&) {
+  VisitExpr(op->condition);
+  for (const PrimExpr& v : op->values) VisitExpr(v);
+}
 
 void StmtExprVisitor::VisitVarDef(const Var&) {}
 
@@ -375,6 +381,14 @@ Stmt StmtExprMutator::VisitStmt_(const EvaluateNode* op, const Stmt& self) {
   PrimExpr value = VisitExpr(op->value);
   if (value.same_as(op->value)) return self;
   return Evaluate(std::move(value));
+}
+
+Stmt StmtExprMutator::VisitStmt_(const AssertNode* op, const Stmt& self) {
+  PrimExpr condition = VisitExpr(op->condition);
+  bool changed = !condition.same_as(op->condition);
+  std::vector<PrimExpr> values = VisitExprs(op->values, &changed);
+  if (!changed) return self;
+  return Assert(std::move(condition), op->message, std::move(values));
 }
 
 Var StmtExprMutator::VisitVarDef(const Var& var) { return var; }

@@ -59,6 +59,7 @@ class StmtExprVisitor {
   virtual void VisitStmt_(const AllocateNode* op, const Stmt& self);
   virtual void VisitStmt_(const LetStmtNode* op, const Stmt& self);
   virtual void VisitStmt_(const EvaluateNode* op, const Stmt& self);
+  virtual void VisitStmt_(const AssertNode* op, const Stmt& self);
 
   // A variable's definition (loop, let, block iteration variable, scalar parameter).
   // Default: nothing.
@@ -100,6 +101,7 @@ class StmtExprMutator {
   virtual Stmt VisitStmt_(const AllocateNode* op, const Stmt& self);
   virtual Stmt VisitStmt_(const LetStmtNode* op, const Stmt& self);
   virtual Stmt VisitStmt_(const EvaluateNode* op, const Stmt& self);
+  virtual Stmt VisitStmt_(const AssertNode* op, const Stmt& self);
 
   // A variable's definition. Default: the variable itself. Returning a different Var
   // records it in var_remap_, so the uses that follow are renamed with it.

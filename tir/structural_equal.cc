@@ -316,6 +316,20 @@ bool StructuralEqualizer::StmtEqual(const Stmt& a, const Stmt& b) {
     }
     case StmtKind::kEvaluate:
       return ExprEqual(a.as<EvaluateNode>()->value, b.as<EvaluateNode>()->value) || At("value");
+    case StmtKind::kAssert: {
+      const auto* x = a.as<AssertNode>();
+      const auto* y = b.as<AssertNode>();
+      if (!ExprEqual(x->condition, y->condition)) return At("condition");
+      if (x->message != y->message) {
+        At("message");
+        return Mismatch([&] { return absl::StrCat("\"", x->message, "\" vs \"", y->message, "\""); });
+      }
+      if (x->values.size() != y->values.size()) return At("values");
+      for (size_t i = 0; i < x->values.size(); ++i) {
+        if (!ExprEqual(x->values[i], y->values[i])) return At("values", static_cast<int>(i));
+      }
+      return true;
+    }
   }
   KILN_UNREACHABLE();
   return false;

@@ -203,6 +203,12 @@ uint64_t StructuralHasher::HashStmt(const Stmt& stmt) {
     }
     case StmtKind::kEvaluate:
       return Mix({head, HashExpr(stmt.as<EvaluateNode>()->value)});
+    case StmtKind::kAssert: {
+      const auto* x = stmt.as<AssertNode>();
+      uint64_t h = Mix({head, HashExpr(x->condition), HashString(x->message), x->values.size()});
+      for (const PrimExpr& v : x->values) h = Mix({h, HashExpr(v)});
+      return h;
+    }
   }
   KILN_UNREACHABLE();
   return 0;

@@ -48,6 +48,9 @@ VirtualMachine::VirtualMachine(std::shared_ptr<const Executable> executable, Dev
   call_context_.workspace_free = WorkspaceFree;
   call_context_.set_error = SetKernelError;
   call_context_.num_threads = ThreadPool::Global().num_threads();
+  call_context_.device = device_->dl_device();
+  call_context_.stream = nullptr;
+  call_context_.launch = nullptr;
 }
 
 void VirtualMachine::SetKernelError(KilnCallContext* ctx, const char* message) {

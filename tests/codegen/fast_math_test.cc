@@ -104,7 +104,7 @@ class Compiled {
     args[0].type_code = kKilnArgTensor;
     args[1].value.tensor = out->dl_tensor();
     args[1].type_code = kKilnArgTensor;
-    KilnCallContext ctx{nullptr, SerialParallelFor, Alloc, Free, SetError, 1};
+    KilnCallContext ctx{nullptr, SerialParallelFor, Alloc, Free, SetError, 1, {kDLCPU, 0}, nullptr, nullptr};
     KILN_CHECK((*fn)(args, 2, &ctx) == 0) << name;
     std::vector<float> result(in.size());
     std::memcpy(result.data(), out->data(), in.size() * sizeof(float));

@@ -785,6 +785,34 @@ TEST(LlvmCodegenTest, WorkspaceFailureInsideAParallelLoopIsReported) {
   EXPECT_EQ(fine->live_workspaces.load(), 0);
 }
 
+TEST(LlvmCodegenTest, FailedAssertReportsItsMessageAndFreesWorkspace) {
+  // B[i] = A[I[i]] with the index checked, inside a workspace allocation the failing path
+  // must free; the message's {} take the index (int32, sign-extended) and the position.
+  Var n = Var::Shape("n"), m = Var::Shape("m");
+  Buffer a("A", DataType::Float32(), {m});
+  Buffer idx("I", DataType::Int32(), {n});
+  Buffer b("B", DataType::Float32(), {n});
+  Buffer scratch("scratch", DataType::Float32(), {n});
+  Var i("i");
+  PrimExpr index = idx.Load({i});
+  PrimExpr in_range = And(GE(index, IntImm(DataType::Int32(), 0)), LT(Cast(DataType::Int64(), index), m));
+  Stmt body = Serial(i, 0, n,
+                     SeqStmt({Assert(in_range, "index {} at {} is outside [0, {}) 100%", {index, i, m}),
+                              BufferStore(scratch, a.Load({Cast(DataType::Int64(), index)}), {i}),
+                              BufferStore(b, scratch.Load({i}), {i})}));
+  Kernels k({{"take_checked", PrimFunc({P(a), P(idx), P(b)}, Allocate(scratch, body))}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor values = RandomF32({5}, 3), indices = MakeTensor({3}, kI32), out = MakeTensor({3}, kF32);
+  indices.data_as<int32_t>()[0] = 4;
+  indices.data_as<int32_t>()[1] = -2;
+  EXPECT_NE(Invoke(k.Get("take_checked"), ctx.get(), {TensorArg(values), TensorArg(indices), TensorArg(out)}), 0);
+  EXPECT_EQ(ctx->error, "kernel take_checked: index -2 at 1 is outside [0, 5) 100%");
+  indices.data_as<int32_t>()[1] = 2;
+  ASSERT_EQ(Invoke(k.Get("take_checked"), ctx.get(), {TensorArg(values), TensorArg(indices), TensorArg(out)}), 0)
+      << ctx->error;
+  EXPECT_EQ(out.data_as<float>()[1], values.data_as<float>()[2]);
+}
+
 TEST(LlvmCodegenTest, ExplicitStridesAreBoundFromTheTensor) {
   // A is a [n, 4] view with a symbolic row stride s; B is compact.
   Var n = Var::Shape("n"), s = Var::Shape("s");

@@ -270,6 +270,27 @@ TEST(InterpreterTest, UndefinedBehaviourIsAnErrorNotACrash) {
   EXPECT_THAT(RunPrimFunc(iter, {&read_only}).message(), HasSubstr("read-only buffer A"));
 }
 
+TEST(InterpreterTest, FailedAssertReportsItsFormattedMessage) {
+  PrimFunc take = Parse(R"(module {
+  prim_func @take(A: Buffer((3,), float32), I: Buffer((2,), int64), B: Buffer((2,), float32)) {
+    for i in serial(0, 2) {
+      assert 0 <= I[i] && I[i] < 3, "index {} at position {} is outside [0, 3) {{}}", I[i], i
+      B[i] = A[I[i]]
+    }
+  }
+})");
+  auto a = F32({3}, {1, 2, 3});
+  Array<int64_t> idx(DataType::Int64(), {2}, {2, 7});
+  auto b = F32Zeros({2});
+  absl::Status s = RunPrimFunc(take, {a.arg(), idx.arg(), b.arg()});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "index 7 at position 1 is outside [0, 3) {}");
+  EXPECT_EQ(b.values[0], 3.0f);  // the first element passed its check
+  idx.values[1] = 0;
+  EXPECT_TRUE(RunPrimFunc(take, {a.arg(), idx.arg(), b.arg()}).ok());
+  EXPECT_EQ(b.values[1], 1.0f);
+}
+
 TEST(InterpreterTest, ControlFlowLetAllocateAndEveryLoopKind) {
   PrimFunc f = Parse(R"(module {
   prim_func @control(A: Buffer((8,), float32), B: Buffer((8,), float32)) {

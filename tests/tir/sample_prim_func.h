@@ -38,7 +38,8 @@ inline PrimFunc SamplePrimFunc(const std::string& s) {
   Stmt branch = IfThenElse(logic, Evaluate(arith), Evaluate(tx));
   Stmt let = LetStmt(t, Let(l, n, l * 2), branch);
   Stmt threads = For(tx, 0, 32, ForKind::kThreadBinding, let, "threadIdx.x");
-  Stmt body = SeqStmt({loops, Allocate(tmp, vector_store), threads});
+  Stmt check = Assert(GE(n, PrimExpr(1)), "n is {}, at least 1 expected", {n});
+  Stmt body = SeqStmt({loops, check, Allocate(tmp, vector_store), threads});
   return PrimFunc({{a, Var()}, {b, Var()}, {Buffer(), alpha}}, body, {{"op_pattern", "reduce"}});
 }
 

@@ -51,7 +51,7 @@ TEST(StmtExprVisitor, ReachesEveryNodeKind) {
   for (int k = 0; k <= static_cast<int>(ExprKind::kLet); ++k) {
     EXPECT_TRUE(recorder.exprs.count(static_cast<ExprKind>(k))) << KindName(static_cast<ExprKind>(k));
   }
-  for (int k = 0; k <= static_cast<int>(StmtKind::kEvaluate); ++k) {
+  for (int k = 0; k <= static_cast<int>(StmtKind::kAssert); ++k) {
     EXPECT_TRUE(recorder.stmts.count(static_cast<StmtKind>(k))) << "statement kind " << k;
   }
   // Definitions in order: scalar parameter, loops and block iteration variables, let
