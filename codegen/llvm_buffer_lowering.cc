@@ -1,0 +1,162 @@
+#include "codegen/llvm_kernel_lowering.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "llvm/IR/BasicBlock.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Metadata.h"
+
+namespace kiln::codegen {
+
+// ------------------------------------------------------------------ buffer access
+
+// The element offset of `indices` (an i64, or a vector of i64 when an index is a vector).
+llvm::Value* KernelLowering::FlatOffset(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices) {
+  int lanes = 1;
+  for (const PrimExpr& idx : indices) lanes = std::max(lanes, idx.dtype().lanes());
+  auto widen = [&](llvm::Value* v) {
+    if (lanes > 1 && !v->getType()->isVectorTy()) return b_.CreateVectorSplat(lanes, v);
+    return v;
+  };
+  llvm::Value* offset = nullptr;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (!indices[k].dtype().is_integer()) {
+      return Fail(absl::StrCat("index ", tir::ToString(indices[k]), " of ", buffer->name, " is not an integer"),
+                  b_.getInt64Ty());
+    }
+    llvm::Value* idx = widen(CastToI64(Lower(indices[k]), indices[k].dtype()));
+    if (!buffer->strides.empty()) {
+      llvm::Value* stride = widen(CastToI64(Lower(buffer->strides[k]), buffer->strides[k].dtype()));
+      llvm::Value* term = b_.CreateNSWMul(idx, stride);
+      offset = offset == nullptr ? term : b_.CreateNSWAdd(offset, term);
+    } else if (offset == nullptr) {
+      offset = idx;
+    } else {
+      llvm::Value* dim = widen(CastToI64(Lower(buffer->shape[k]), buffer->shape[k].dtype()));
+      offset = b_.CreateNSWAdd(b_.CreateNSWMul(offset, dim), idx);
+    }
+  }
+  if (offset == nullptr) offset = b_.getInt64(0);
+  return widen(offset);
+}
+
+llvm::Value* KernelLowering::BufferPointer(const tir::BufferNode* buffer) {
+  auto it = buffers_.find(buffer);
+  if (it == buffers_.end()) {
+    return Fail(absl::StrCat("buffer ", buffer->name, " is used outside the function's parameters and allocations"));
+  }
+  return it->second;
+}
+
+// A vector access whose last index is ramp(base, 1, lanes) and whose other indices are
+// scalars touches consecutive elements: one vector load or store at base's offset.
+// broadcast(x) + ramp(b, 1, L) and ramp(b, 1, L) + broadcast(x) count as ramp(x + b, 1, L).
+std::optional<std::vector<PrimExpr>> KernelLowering::ContiguousBase(const std::vector<PrimExpr>& indices) {
+  if (indices.empty()) return std::nullopt;
+  for (size_t k = 0; k + 1 < indices.size(); ++k) {
+    if (indices[k].dtype().lanes() != 1) return std::nullopt;
+  }
+  auto unit_ramp = [](const PrimExpr& e) -> const tir::RampNode* {
+    const auto* ramp = e.as<tir::RampNode>();
+    return ramp != nullptr && ramp->stride.as_int() == 1 ? ramp : nullptr;
+  };
+  const PrimExpr& last = indices.back();
+  PrimExpr base;
+  if (const tir::RampNode* ramp = unit_ramp(last)) {
+    base = ramp->base;
+  } else if (const auto* add = last.as<tir::BinaryNode>(); add != nullptr && add->kind() == ExprKind::kAdd) {
+    const auto* bx = add->a.as<tir::BroadcastNode>();
+    const auto* by = add->b.as<tir::BroadcastNode>();
+    if (bx != nullptr && unit_ramp(add->b) != nullptr) base = tir::Add(bx->value, unit_ramp(add->b)->base);
+    if (by != nullptr && unit_ramp(add->a) != nullptr) base = tir::Add(unit_ramp(add->a)->base, by->value);
+  }
+  if (!base.defined()) return std::nullopt;
+  std::vector<PrimExpr> result(indices.begin(), indices.end() - 1);
+  result.push_back(base);
+  return result;
+}
+
+llvm::Value* KernelLowering::FromStorage(llvm::Value* v, DataType dtype) {
+  if (!dtype.is_bool()) return v;
+  return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+}
+
+llvm::Value* KernelLowering::ToStorage(llvm::Value* v, DataType dtype) {
+  if (!dtype.is_bool()) return v;
+  llvm::Type* byte = b_.getInt8Ty();
+  llvm::Type* type = dtype.lanes() > 1 ? llvm::FixedVectorType::get(byte, dtype.lanes()) : byte;
+  return b_.CreateZExt(v, type);
+}
+
+llvm::Value* KernelLowering::LoadBuffer(const tir::BufferLoadNode* op) {
+  const tir::BufferNode* buffer = op->buffer.get();
+  DataType dtype = op->dtype();
+  llvm::Type* result = LlvmType(dtype);
+  llvm::Value* base_ptr = BufferPointer(buffer);
+  if (base_ptr == nullptr) return llvm::UndefValue::get(result);
+  llvm::Type* elem = StorageType(buffer->dtype);
+  llvm::Align align(std::max<uint64_t>(1, elem->getPrimitiveSizeInBits() / 8));
+  int lanes = dtype.lanes();
+  if (lanes == 1) {
+    llvm::Value* offset = FlatOffset(buffer, op->indices);
+    if (offset->getType()->isVectorTy()) {
+      return Fail(absl::StrCat("load from ", buffer->name, ": only the last index may be a vector"), result);
+    }
+    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, offset);
+    return FromStorage(b_.CreateAlignedLoad(elem, ptr, align, buffer->name), dtype);
+  }
+  if (std::optional<std::vector<PrimExpr>> base = ContiguousBase(op->indices)) {
+    llvm::Type* vec = llvm::FixedVectorType::get(elem, lanes);
+    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, *base));
+    ptr = b_.CreatePointerCast(ptr, vec->getPointerTo());
+    return FromStorage(b_.CreateAlignedLoad(vec, ptr, align, buffer->name), dtype);
+  }
+  llvm::Value* offsets = FlatOffset(buffer, op->indices);
+  if (!offsets->getType()->isVectorTy()) offsets = b_.CreateVectorSplat(lanes, offsets);
+  llvm::Value* out = llvm::UndefValue::get(llvm::FixedVectorType::get(elem, lanes));
+  for (int l = 0; l < lanes; ++l) {
+    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, b_.CreateExtractElement(offsets, l));
+    out = b_.CreateInsertElement(out, b_.CreateAlignedLoad(elem, ptr, align), l);
+  }
+  return FromStorage(out, dtype);
+}
+
+void KernelLowering::StoreBuffer(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices, llvm::Value* value,
+                 DataType dtype) {
+  if (!status_.ok()) return;
+  llvm::Value* base_ptr = BufferPointer(buffer);
+  if (base_ptr == nullptr) return;
+  int index_lanes = 1;
+  for (const PrimExpr& idx : indices) index_lanes = std::max(index_lanes, idx.dtype().lanes());
+  int lanes = dtype.lanes();
+  if (lanes != index_lanes) {
+    Fail(absl::StrCat("store to ", buffer->name, ": a value of ", lanes, " lanes at an index of ", index_lanes,
+                      " lanes"));
+    return;
+  }
+  llvm::Type* elem = StorageType(buffer->dtype);
+  llvm::Align align(std::max<uint64_t>(1, elem->getPrimitiveSizeInBits() / 8));
+  value = ToStorage(value, dtype);
+  if (lanes == 1) {
+    b_.CreateAlignedStore(value, b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, indices)), align);
+    return;
+  }
+  if (std::optional<std::vector<PrimExpr>> base = ContiguousBase(indices)) {
+    llvm::Type* vec = llvm::FixedVectorType::get(elem, lanes);
+    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, *base));
+    b_.CreateAlignedStore(value, b_.CreatePointerCast(ptr, vec->getPointerTo()), align);
+    return;
+  }
+  llvm::Value* offsets = FlatOffset(buffer, indices);
+  for (int l = 0; l < lanes; ++l) {
+    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, b_.CreateExtractElement(offsets, l));
+    b_.CreateAlignedStore(b_.CreateExtractElement(value, l), ptr, align);
+  }
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,264 @@
+#include "codegen/llvm_kernel_lowering.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "llvm/IR/BasicBlock.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Metadata.h"
+#include "codegen/fast_math.h"
+#include "support/check.h"
+
+namespace kiln::codegen {
+
+// ------------------------------------------------------------------ expressions
+
+llvm::Value* KernelLowering::CastToI64(llvm::Value* v, DataType from) {
+  llvm::Type* target = b_.getInt64Ty();
+  if (v->getType()->isVectorTy()) {
+    target = llvm::FixedVectorType::get(target, llvm::cast<llvm::FixedVectorType>(v->getType())->getNumElements());
+  }
+  if (v->getType() == target) return v;
+  if (!from.is_integer() && !from.is_bool()) {
+    return Fail(absl::StrCat("a ", from.ToString(), " value is used as an index or extent"), target);
+  }
+  return b_.CreateIntCast(v, target, from.is_int());
+}
+
+llvm::Value* KernelLowering::CastValue(llvm::Value* v, DataType from, DataType to) {
+  if (from == to) return v;
+  llvm::Type* dst = LlvmType(to);
+  if (to.is_bool()) {
+    if (from.is_floating()) return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
+    if (from.is_handle()) return b_.CreateIsNotNull(v);
+    return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+  }
+  if (from.is_handle() || to.is_handle()) {
+    if (from.is_handle() && to.is_integer()) return b_.CreatePtrToInt(v, dst);
+    if (to.is_handle() && from.is_integer()) return b_.CreateIntToPtr(v, dst);
+    return Fail(absl::StrCat("cannot cast ", from.ToString(), " to ", to.ToString()), dst);
+  }
+  bool from_signed = from.is_int();
+  if (from.is_bool()) {
+    return to.is_floating() ? b_.CreateUIToFP(v, dst) : b_.CreateZExt(v, dst);
+  }
+  if (from.is_integer() && to.is_integer()) return b_.CreateIntCast(v, dst, from_signed);
+  if (from.is_integer() && to.is_floating()) return from_signed ? b_.CreateSIToFP(v, dst) : b_.CreateUIToFP(v, dst);
+  if (from.is_floating() && to.is_integer()) return to.is_int() ? b_.CreateFPToSI(v, dst) : b_.CreateFPToUI(v, dst);
+  return b_.CreateFPCast(v, dst);
+}
+
+llvm::Value* KernelLowering::Lower(const PrimExpr& e) {
+  if (!status_.ok()) return llvm::UndefValue::get(SafeType(e.dtype()));
+  switch (e.kind()) {
+    case ExprKind::kIntImm: {
+      const auto* imm = e.as<tir::IntImmNode>();
+      return llvm::ConstantInt::get(LlvmType(e.dtype()), static_cast<uint64_t>(imm->value), /*isSigned=*/true);
+    }
+    case ExprKind::kFloatImm:
+      return llvm::ConstantFP::get(LlvmType(e.dtype()), e.as<tir::FloatImmNode>()->value);
+    case ExprKind::kVar: {
+      const auto* var = e.as<tir::VarNode>();
+      auto it = vars_.find(var);
+      if (it == vars_.end()) return Fail(absl::StrCat("variable ", var->name, " is used where it is not defined"), LlvmType(e.dtype()));
+      return it->second;
+    }
+    case ExprKind::kNot: return b_.CreateNot(Lower(e.as<tir::NotNode>()->a));
+    case ExprKind::kSelect: {
+      const auto* s = e.as<tir::SelectNode>();
+      llvm::Value* cond = Lower(s->condition);
+      llvm::Value* t = Lower(s->true_value);
+      llvm::Value* f = Lower(s->false_value);
+      return b_.CreateSelect(cond, t, f);
+    }
+    case ExprKind::kCast: {
+      const auto* c = e.as<tir::CastNode>();
+      return CastValue(Lower(c->value), c->value.dtype(), e.dtype());
+    }
+    case ExprKind::kCall: return LowerCall(e.as<tir::CallNode>());
+    case ExprKind::kBufferLoad: return LoadBuffer(e.as<tir::BufferLoadNode>());
+    case ExprKind::kRamp: {
+      const auto* r = e.as<tir::RampNode>();
+      llvm::Value* base = b_.CreateVectorSplat(r->lanes, Lower(r->base));
+      llvm::Value* stride = b_.CreateVectorSplat(r->lanes, Lower(r->stride));
+      DataType t = r->base.dtype();
+      std::vector<llvm::Constant*> steps;
+      for (int l = 0; l < r->lanes; ++l) {
+        steps.push_back(t.is_floating() ? llvm::ConstantFP::get(ScalarType(t), l)
+                                        : llvm::ConstantInt::get(ScalarType(t), l));
+      }
+      llvm::Value* lane = llvm::ConstantVector::get(steps);
+      if (t.is_floating()) return b_.CreateFAdd(base, b_.CreateFMul(stride, lane));
+      return b_.CreateAdd(base, b_.CreateMul(stride, lane));
+    }
+    case ExprKind::kBroadcast: {
+      const auto* bc = e.as<tir::BroadcastNode>();
+      return b_.CreateVectorSplat(bc->lanes, Lower(bc->value));
+    }
+    case ExprKind::kLet: {
+      const auto* let = e.as<tir::LetNode>();
+      llvm::Value* value = Lower(let->value);
+      llvm::Value* result = nullptr;
+      Bind(let->var.get(), value, [&] { result = Lower(let->body); });
+      return result;
+    }
+    default: return LowerBinary(e.as<tir::BinaryNode>());
+  }
+}
+
+// A type that never fails, for placeholders after an error.
+llvm::Type* KernelLowering::SafeType(DataType t) {
+  if (t.is_bfloat()) return b_.getInt16Ty();
+  return LlvmType(t);
+}
+
+llvm::Value* KernelLowering::LowerBinary(const tir::BinaryNode* op) {
+  KILN_CHECK(op != nullptr);
+  DataType t = op->a.dtype();
+  llvm::Value* a = Lower(op->a);
+  llvm::Value* b = Lower(op->b);
+  bool is_float = t.is_floating();
+  bool is_signed = t.is_int();
+  switch (op->kind()) {
+    case ExprKind::kAdd:
+      return is_float ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b, "", false, is_signed);
+    case ExprKind::kSub:
+      return is_float ? b_.CreateFSub(a, b) : b_.CreateSub(a, b, "", false, is_signed);
+    case ExprKind::kMul:
+      return is_float ? b_.CreateFMul(a, b) : b_.CreateMul(a, b, "", false, is_signed);
+    case ExprKind::kDiv:
+      if (is_float) return b_.CreateFDiv(a, b);
+      return is_signed ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
+    case ExprKind::kFloorDiv: {
+      if (is_float) return Intrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(a, b));
+      if (!is_signed) return b_.CreateUDiv(a, b);
+      // Truncating division, minus one when the remainder is nonzero and has the
+      // opposite sign of the divisor.
+      llvm::Value* q = b_.CreateSDiv(a, b);
+      llvm::Value* r = b_.CreateSRem(a, b);
+      llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
+      llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
+      return b_.CreateSub(q, b_.CreateZExt(adjust, a->getType()));
+    }
+    case ExprKind::kFloorMod: {
+      if (is_float) {
+        llvm::Value* q = Intrinsic(llvm::Intrinsic::floor, b_.CreateFDiv(a, b));
+        return b_.CreateFSub(a, b_.CreateFMul(q, b));
+      }
+      if (!is_signed) return b_.CreateURem(a, b);
+      llvm::Value* r = b_.CreateSRem(a, b);
+      llvm::Value* zero = llvm::Constant::getNullValue(a->getType());
+      llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
+      return b_.CreateAdd(r, b_.CreateSelect(adjust, b, zero));
+    }
+    case ExprKind::kMin:
+      if (is_float) return b_.CreateSelect(b_.CreateFCmpOLT(a, b), a, b);
+      return b_.CreateSelect(is_signed ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b), a, b);
+    case ExprKind::kMax:
+      if (is_float) return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b);
+      return b_.CreateSelect(is_signed ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b), a, b);
+    case ExprKind::kEQ: return is_float ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
+    case ExprKind::kNE: return is_float ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
+    case ExprKind::kLT:
+      return is_float ? b_.CreateFCmpOLT(a, b) : is_signed ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b);
+    case ExprKind::kLE:
+      return is_float ? b_.CreateFCmpOLE(a, b) : is_signed ? b_.CreateICmpSLE(a, b) : b_.CreateICmpULE(a, b);
+    case ExprKind::kGT:
+      return is_float ? b_.CreateFCmpOGT(a, b) : is_signed ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
+    case ExprKind::kGE:
+      return is_float ? b_.CreateFCmpOGE(a, b) : is_signed ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
+    case ExprKind::kAnd: return b_.CreateAnd(a, b);
+    case ExprKind::kOr: return b_.CreateOr(a, b);
+    default: break;
+  }
+  return Fail(absl::StrCat("cannot lower expression kind ", tir::KindName(op->kind())), LlvmType(op->dtype()));
+}
+
+llvm::Value* KernelLowering::Intrinsic(llvm::Intrinsic::ID id, llvm::Value* x) { return b_.CreateUnaryIntrinsic(id, x); }
+
+// A libm function on every lane: scalar f32 and f64 have their own entry points; half
+// goes through float.
+llvm::Value* KernelLowering::LibmCall(const std::string& name, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  if (auto* vec = llvm::dyn_cast<llvm::FixedVectorType>(type)) {
+    llvm::Value* out = llvm::UndefValue::get(type);
+    for (unsigned l = 0; l < vec->getNumElements(); ++l) {
+      out = b_.CreateInsertElement(out, LibmCall(name, b_.CreateExtractElement(x, l)), l);
+    }
+    return out;
+  }
+  if (type->isHalfTy()) return b_.CreateFPTrunc(LibmCall(name, b_.CreateFPExt(x, b_.getFloatTy())), type);
+  std::string symbol = type->isFloatTy() ? name + "f" : name;
+  llvm::FunctionCallee fn = module_->getOrInsertFunction(symbol, llvm::FunctionType::get(type, {type}, false));
+  if (auto* f = llvm::dyn_cast<llvm::Function>(fn.getCallee())) {
+    f->setDoesNotThrow();
+    f->setDoesNotAccessMemory();
+    f->setWillReturn();
+  }
+  return b_.CreateCall(fn, {x});
+}
+
+llvm::Value* KernelLowering::FastMath(const std::string& op, llvm::Value* x) {
+  using Emitter = llvm::Value* (*)(llvm::IRBuilderBase&, llvm::Value*);
+  Emitter emit = op == "exp"       ? EmitFastExpF32
+                 : op == "erf"     ? EmitFastErfF32
+                 : op == "tanh"    ? EmitFastTanhF32
+                 : op == "sigmoid" ? EmitFastSigmoidF32
+                 : op == "log"     ? EmitFastLogF32
+                                   : nullptr;
+  if (emit == nullptr) return nullptr;
+  llvm::Type* type = x->getType();
+  if (IsFloat32OrVector(type)) return emit(b_, x);
+  if (type->getScalarType()->isHalfTy()) {
+    llvm::Type* f32 = b_.getFloatTy();
+    if (auto* vec = llvm::dyn_cast<llvm::FixedVectorType>(type)) f32 = llvm::FixedVectorType::get(f32, vec->getNumElements());
+    return b_.CreateFPTrunc(emit(b_, b_.CreateFPExt(x, f32)), type);
+  }
+  return nullptr;
+}
+
+llvm::Value* KernelLowering::LowerCall(const tir::CallNode* call) {
+  DataType t = call->dtype();
+  llvm::Type* type = LlvmType(t);
+  const std::string& op = call->op;
+  size_t arity = op == "pow" ? 2 : 1;
+  if (call->args.size() != arity) {
+    return Fail(absl::StrCat(op, " takes ", arity, " argument(s), got ", call->args.size()), type);
+  }
+  for (const PrimExpr& arg : call->args) {
+    if (!arg.dtype().is_float() || arg.dtype() != t) {
+      return Fail(absl::StrCat(op, "(", tir::ToString(call->args[0]), "): math intrinsics take float arguments of one type, got ",
+                               arg.dtype().ToString()),
+                  type);
+    }
+  }
+  llvm::Value* x = Lower(call->args[0]);
+  llvm::Value* one = llvm::ConstantFP::get(type, 1.0);
+  // float32 (and float16, through float32): inline polynomial code that stays SIMD in
+  // vector loops, where llvm.exp or libm would be called lane by lane.
+  if (llvm::Value* fast = FastMath(op, x)) return fast;
+  if (op == "exp") return Intrinsic(llvm::Intrinsic::exp, x);
+  if (op == "log") return Intrinsic(llvm::Intrinsic::log, x);
+  if (op == "sqrt") return Intrinsic(llvm::Intrinsic::sqrt, x);
+  if (op == "rsqrt") return b_.CreateFDiv(one, Intrinsic(llvm::Intrinsic::sqrt, x));
+  if (op == "fabs") return Intrinsic(llvm::Intrinsic::fabs, x);
+  if (op == "floor") return Intrinsic(llvm::Intrinsic::floor, x);
+  if (op == "ceil") return Intrinsic(llvm::Intrinsic::ceil, x);
+  if (op == "round") return Intrinsic(llvm::Intrinsic::roundeven, x);
+  if (op == "sin") return Intrinsic(llvm::Intrinsic::sin, x);
+  if (op == "cos") return Intrinsic(llvm::Intrinsic::cos, x);
+  if (op == "pow") return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, Lower(call->args[1]));
+  if (op == "sigmoid") {
+    llvm::Value* e = Intrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
+    return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
+  }
+  if (op == "tanh") return LibmCall("tanh", x);
+  if (op == "erf") return LibmCall("erf", x);
+  return Fail(absl::StrCat("unknown math intrinsic ", op), type);
+}
+
+}  // namespace kiln::codegen

@@ -1,0 +1,164 @@
+// KernelLowering: the LLVM emitter of one PrimFunc (codegen/llvm_codegen.h), private to
+// codegen/. Its definitions are split by concern: llvm_codegen.cc (the function, errors,
+// types, the prologue), llvm_stmt_lowering.cc (statements, loops, allocations),
+// llvm_buffer_lowering.cc (buffer access), llvm_expr_lowering.cc (expressions).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "llvm/IR/DerivedTypes.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Target/TargetMachine.h"
+#include "tir/stmt.h"
+
+namespace kiln::codegen {
+
+using tir::DataType;
+using tir::ExprKind;
+using tir::PrimExpr;
+using tir::Stmt;
+using tir::StmtKind;
+
+// Field indices of the LLVM struct types.
+enum DLTensorField { kTensorData = 0, kTensorDevice, kTensorNdim, kTensorDtype, kTensorShape, kTensorStrides, kTensorByteOffset };
+enum ContextField { kCtxRuntime = 0, kCtxParallelFor, kCtxWorkspaceAlloc, kCtxWorkspaceFree, kCtxSetError, kCtxNumThreads };
+
+// Allocations of at most this many bytes with a constant size live on the stack (of the
+// calling thread, or of a pool worker inside a parallel loop).
+constexpr int64_t kMaxStackAllocationBytes = 32 * 1024;
+constexpr int64_t kErrorMessageBytes = 512;
+
+// Types of the ABI structs and callbacks, built once per module.
+struct AbiTypes {
+  explicit AbiTypes(llvm::LLVMContext& c) {
+    llvm::Type* i8 = llvm::Type::getInt8Ty(c);
+    llvm::Type* i16 = llvm::Type::getInt16Ty(c);
+    llvm::Type* i32 = llvm::Type::getInt32Ty(c);
+    llvm::Type* i64 = llvm::Type::getInt64Ty(c);
+    llvm::Type* i8p = llvm::Type::getInt8PtrTy(c);
+    llvm::Type* i64p = llvm::Type::getInt64PtrTy(c);
+    llvm::Type* voidt = llvm::Type::getVoidTy(c);
+    dl_device = llvm::StructType::create(c, {i32, i32}, "DLDevice");
+    dl_dtype = llvm::StructType::create(c, {i8, i8, i16}, "DLDataType");
+    dl_tensor = llvm::StructType::create(c, {i8p, dl_device, i32, dl_dtype, i64p, i64p, i64}, "DLTensor");
+    kiln_arg = llvm::StructType::create(c, {i64, i32}, "KilnArg");
+    context = llvm::StructType::create(c, "KilnCallContext");
+    llvm::Type* ctxp = context->getPointerTo();
+    parallel_body = llvm::FunctionType::get(i32, {i64, i64, i8p}, false);
+    parallel_for = llvm::FunctionType::get(i32, {ctxp, i64, parallel_body->getPointerTo(), i8p}, false);
+    workspace_alloc = llvm::FunctionType::get(i8p, {ctxp, i64}, false);
+    workspace_free = llvm::FunctionType::get(voidt, {ctxp, i8p}, false);
+    set_error = llvm::FunctionType::get(voidt, {ctxp, i8p}, false);
+    context->setBody({i8p, parallel_for->getPointerTo(), workspace_alloc->getPointerTo(),
+                      workspace_free->getPointerTo(), set_error->getPointerTo(), i32});
+    kernel = llvm::FunctionType::get(i32, {kiln_arg->getPointerTo(), i32, ctxp}, false);
+    snprintf = llvm::FunctionType::get(i32, {i8p, i64, i8p}, true);
+  }
+  llvm::StructType* dl_device;
+  llvm::StructType* dl_dtype;
+  llvm::StructType* dl_tensor;
+  llvm::StructType* kiln_arg;
+  llvm::StructType* context;
+  llvm::FunctionType* parallel_body;
+  llvm::FunctionType* parallel_for;
+  llvm::FunctionType* workspace_alloc;
+  llvm::FunctionType* workspace_free;
+  llvm::FunctionType* set_error;
+  llvm::FunctionType* kernel;
+  llvm::FunctionType* snprintf;
+};
+
+std::string EscapeFormat(const std::string& text);
+
+// Lowers one PrimFunc into one exported kernel (plus the closures of its parallel loops).
+class KernelLowering {
+ public:
+  KernelLowering(llvm::Module* module, const AbiTypes& abi, const llvm::TargetMachine& machine,
+                 std::string name, const tir::PrimFunc& func)
+      : module_(module),
+        ctx_(module->getContext()),
+        abi_(abi),
+        machine_(machine),
+        name_(std::move(name)),
+        func_(func),
+        b_(module->getContext()) {}
+
+  absl::Status Run();
+
+ private:
+  struct FunctionState {
+    llvm::Function* fn = nullptr;
+    llvm::Value* ctx = nullptr;
+    llvm::BasicBlock* entry = nullptr;
+    // Workspace blocks live at the current point, innermost last; an early return frees them.
+    std::vector<llvm::Value*> workspaces;
+  };
+  void EmitReturn(llvm::Value* code);
+  void SetCommonAttributes(llvm::Function* fn);
+  void BeginFunction(llvm::Function* fn, llvm::Value* ctx);
+  llvm::AllocaInst* EntryAlloca(llvm::Type* type, llvm::Value* count, uint64_t align, const std::string& name);
+  llvm::Value* Fail(const std::string& message, llvm::Type* type = nullptr);
+  llvm::Value* LoadField(llvm::StructType* type, llvm::Value* ptr, unsigned field, const std::string& name);
+  void Check(llvm::Value* ok, const std::string& format, const std::vector<llvm::Value*>& values = {});
+  void ReportError(const std::string& format, const std::vector<llvm::Value*>& values);
+  llvm::Type* ScalarType(DataType t);
+  llvm::Type* LlvmType(DataType t);
+  llvm::Type* StorageType(DataType t);
+  void EmitPrologue(llvm::Value* args, llvm::Value* num_args);
+  void LowerStmt(const Stmt& s);
+  void LowerAssert(const tir::AssertNode* op);
+  static void NameValue(llvm::Value* value, const std::string& name);
+  llvm::Value* ScalarCondition(const PrimExpr& cond, const char* what);
+  void Bind(const tir::VarNode* var, llvm::Value* value, const std::function<void()>& body);
+  enum class LoopHint { kNone, kVectorize, kUnroll };
+  void SerialLoop(const tir::VarNode* var, llvm::Value* begin, llvm::Value* end, LoopHint hint,
+                  const std::function<void()>& body);
+  llvm::MDNode* LoopMetadata(LoopHint hint);
+  void LowerFor(const tir::ForNode* op);
+  void LowerParallelFor(const tir::ForNode* op);
+  void LowerBlock(const tir::BlockNode* op);
+  void LowerBlockContents(const tir::BlockNode* op);
+  void WithAllocations(const std::vector<tir::Buffer>& buffers, size_t k, const std::function<void()>& body);
+  llvm::Value* BufferSpan(const tir::Buffer& buffer);
+  void WithAllocation(const tir::Buffer& buffer, const std::function<void()>& body);
+  llvm::Value* FlatOffset(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices);
+  llvm::Value* BufferPointer(const tir::BufferNode* buffer);
+  std::optional<std::vector<PrimExpr>> ContiguousBase(const std::vector<PrimExpr>& indices);
+  llvm::Value* FromStorage(llvm::Value* v, DataType dtype);
+  llvm::Value* ToStorage(llvm::Value* v, DataType dtype);
+  llvm::Value* LoadBuffer(const tir::BufferLoadNode* op);
+  void StoreBuffer(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices, llvm::Value* value,
+                   DataType dtype);
+  llvm::Value* CastToI64(llvm::Value* v, DataType from);
+  llvm::Value* CastValue(llvm::Value* v, DataType from, DataType to);
+  llvm::Value* Lower(const PrimExpr& e);
+  llvm::Type* SafeType(DataType t);
+  llvm::Value* LowerBinary(const tir::BinaryNode* op);
+  llvm::Value* Intrinsic(llvm::Intrinsic::ID id, llvm::Value* x);
+  llvm::Value* LibmCall(const std::string& name, llvm::Value* x);
+  llvm::Value* FastMath(const std::string& op, llvm::Value* x);
+  llvm::Value* LowerCall(const tir::CallNode* call);
+
+  llvm::Module* module_;
+  llvm::LLVMContext& ctx_;
+  const AbiTypes& abi_;
+  const llvm::TargetMachine& machine_;
+  std::string name_;
+  const tir::PrimFunc& func_;
+  llvm::IRBuilder<> b_;
+  FunctionState fs_;
+  std::unordered_map<const tir::VarNode*, llvm::Value*> vars_;
+  std::unordered_map<const tir::BufferNode*, llvm::Value*> buffers_;
+  absl::Status status_;
+};
+
+}  // namespace kiln::codegen

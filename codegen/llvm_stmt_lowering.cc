@@ -1,0 +1,409 @@
+#include "codegen/llvm_kernel_lowering.h"
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "llvm/IR/BasicBlock.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Function.h"
+#include "llvm/IR/MDBuilder.h"
+#include "llvm/IR/Metadata.h"
+#include "codegen/loop_vectorizer.h"
+
+namespace kiln::codegen {
+
+// ------------------------------------------------------------------ statements
+
+void KernelLowering::LowerStmt(const Stmt& s) {
+  if (!status_.ok()) return;
+  switch (s.kind()) {
+    case StmtKind::kBufferStore: {
+      const auto* op = s.as<tir::BufferStoreNode>();
+      StoreBuffer(op->buffer.get(), op->indices, Lower(op->value), op->value.dtype());
+      return;
+    }
+    case StmtKind::kFor: LowerFor(s.as<tir::ForNode>()); return;
+    case StmtKind::kBlock: LowerBlock(s.as<tir::BlockNode>()); return;
+    case StmtKind::kIfThenElse: {
+      const auto* op = s.as<tir::IfThenElseNode>();
+      llvm::Value* cond = ScalarCondition(op->condition, "if");
+      llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if_then", fs_.fn);
+      llvm::BasicBlock* else_bb = op->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "if_else", fs_.fn) : nullptr;
+      llvm::BasicBlock* end_bb = llvm::BasicBlock::Create(ctx_, "if_end", fs_.fn);
+      b_.CreateCondBr(cond, then_bb, else_bb ? else_bb : end_bb);
+      b_.SetInsertPoint(then_bb);
+      LowerStmt(op->then_case);
+      b_.CreateBr(end_bb);
+      if (else_bb) {
+        b_.SetInsertPoint(else_bb);
+        LowerStmt(op->else_case);
+        b_.CreateBr(end_bb);
+      }
+      b_.SetInsertPoint(end_bb);
+      return;
+    }
+    case StmtKind::kSeqStmt:
+      for (const Stmt& child : s.as<tir::SeqStmtNode>()->seq) LowerStmt(child);
+      return;
+    case StmtKind::kAllocate: {
+      const auto* op = s.as<tir::AllocateNode>();
+      WithAllocation(op->buffer, [&] { LowerStmt(op->body); });
+      return;
+    }
+    case StmtKind::kLetStmt: {
+      const auto* op = s.as<tir::LetStmtNode>();
+      llvm::Value* value = Lower(op->value);
+      NameValue(value, op->var.name());
+      Bind(op->var.get(), value, [&] { LowerStmt(op->body); });
+      return;
+    }
+    case StmtKind::kEvaluate:
+      // Expressions are pure, so the value is computed for nothing; kept for symmetry
+      // with other targets and optimized away.
+      Lower(s.as<tir::EvaluateNode>()->value);
+      return;
+    case StmtKind::kAssert: LowerAssert(s.as<tir::AssertNode>()); return;
+  }
+}
+
+// A failed assert reports "kernel NAME: message" (values formatted by snprintf, computed
+// only on the failing path) and returns 1, like the prologue's checks.
+void KernelLowering::LowerAssert(const tir::AssertNode* op) {
+  llvm::Value* ok = ScalarCondition(op->condition, "assert");
+  if (!status_.ok()) return;
+  llvm::BasicBlock* fail = llvm::BasicBlock::Create(ctx_, "assert_fail", fs_.fn);
+  llvm::BasicBlock* cont = llvm::BasicBlock::Create(ctx_, "assert_ok", fs_.fn);
+  llvm::MDBuilder md(ctx_);
+  b_.CreateCondBr(ok, cont, fail, md.createBranchWeights(1u << 20, 1));
+  b_.SetInsertPoint(fail);
+  std::vector<llvm::Value*> values;
+  for (const PrimExpr& v : op->values) {
+    llvm::Value* lowered = Lower(v);
+    values.push_back(v.dtype().is_uint() ? b_.CreateZExtOrTrunc(lowered, b_.getInt64Ty())
+                                         : b_.CreateSExtOrTrunc(lowered, b_.getInt64Ty()));
+  }
+  std::string format = EscapeFormat(absl::StrCat("kernel ", name_, ": ", op->message));
+  format = tir::ExpandAssertMessage(format, [](size_t) { return std::string("%lld"); });
+  ReportError(format, values);
+  EmitReturn(b_.getInt32(1));
+  b_.SetInsertPoint(cont);
+}
+
+// Names instructions after the variable they bind, for readable IR dumps.
+void KernelLowering::NameValue(llvm::Value* value, const std::string& name) {
+  if (llvm::isa<llvm::Instruction>(value) && !value->hasName()) value->setName(name);
+}
+
+llvm::Value* KernelLowering::ScalarCondition(const PrimExpr& cond, const char* what) {
+  if (!cond.dtype().is_bool() || !cond.dtype().is_scalar()) {
+    return Fail(absl::StrCat("the ", what, " condition ", tir::ToString(cond), " must be a scalar bool"), b_.getInt1Ty());
+  }
+  return Lower(cond);
+}
+
+// Runs `body` with `var` bound to `value`, then restores whatever it shadowed.
+void KernelLowering::Bind(const tir::VarNode* var, llvm::Value* value, const std::function<void()>& body) {
+  auto it = vars_.find(var);
+  std::optional<llvm::Value*> saved;
+  if (it != vars_.end()) saved = it->second;
+  vars_[var] = value;
+  body();
+  if (saved) {
+    vars_[var] = *saved;
+  } else {
+    vars_.erase(var);
+  }
+}
+
+// for (var = begin; var < end; ++var) body(var), in the current function.
+void KernelLowering::SerialLoop(const tir::VarNode* var, llvm::Value* begin, llvm::Value* end, LoopHint hint,
+                const std::function<void()>& body) {
+  bool is_unsigned = var->dtype().is_uint();
+  llvm::BasicBlock* preheader = b_.GetInsertBlock();
+  llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, absl::StrCat("for_", var->name), fs_.fn);
+  llvm::BasicBlock* body_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat("for_", var->name, "_body"), fs_.fn);
+  llvm::BasicBlock* exit_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat("for_", var->name, "_end"), fs_.fn);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  llvm::PHINode* i = b_.CreatePHI(begin->getType(), 2, var->name);
+  i->addIncoming(begin, preheader);
+  llvm::Value* more = is_unsigned ? b_.CreateICmpULT(i, end) : b_.CreateICmpSLT(i, end);
+  b_.CreateCondBr(more, body_bb, exit_bb);
+  b_.SetInsertPoint(body_bb);
+  Bind(var, i, body);
+  llvm::Value* next = b_.CreateAdd(i, llvm::ConstantInt::get(i->getType(), 1), "", /*HasNUW=*/is_unsigned,
+                                   /*HasNSW=*/!is_unsigned);
+  llvm::BranchInst* back = b_.CreateBr(header);
+  i->addIncoming(next, b_.GetInsertBlock());
+  if (hint != LoopHint::kNone) back->setMetadata(llvm::LLVMContext::MD_loop, LoopMetadata(hint));
+  b_.SetInsertPoint(exit_bb);
+}
+
+llvm::MDNode* KernelLowering::LoopMetadata(LoopHint hint) {
+  llvm::SmallVector<llvm::Metadata*, 3> ops;
+  llvm::TempMDTuple self = llvm::MDNode::getTemporary(ctx_, llvm::None);
+  ops.push_back(self.get());
+  if (hint == LoopHint::kVectorize) {
+    ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                           llvm::ConstantAsMetadata::get(b_.getTrue())}));
+  } else {
+    ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")}));
+  }
+  llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, ops);
+  id->replaceOperandWith(0, id);
+  return id;
+}
+
+void KernelLowering::LowerFor(const tir::ForNode* op) {
+  const tir::VarNode* var = op->loop_var.get();
+  if (!var->dtype().is_integer() || !var->dtype().is_scalar()) {
+    Fail(absl::StrCat("loop variable ", var->name, " must be a scalar integer"));
+    return;
+  }
+  switch (op->for_kind) {
+    case tir::ForKind::kThreadBinding:
+      Fail(absl::StrCat("loop ", var->name, " is bound to the GPU thread index ", op->thread_tag,
+                        ", which the CPU target cannot run; compile this function for a GPU target or "
+                        "make the loop serial or parallel"));
+      return;
+    case tir::ForKind::kParallel:
+      LowerParallelFor(op);
+      return;
+    case tir::ForKind::kVectorized:
+      // Straight-line SIMD code when the body allows it; otherwise a hinted loop below.
+      if (std::optional<Stmt> lanes = VectorizeLoopBody(*op)) {
+        LowerStmt(*lanes);
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  llvm::Value* begin = Lower(op->min);
+  llvm::Value* end = b_.CreateAdd(begin, Lower(op->extent), absl::StrCat(var->name, "_end"));
+  LoopHint hint = op->for_kind == tir::ForKind::kVectorized ? LoopHint::kVectorize
+                  : op->for_kind == tir::ForKind::kUnrolled ? LoopHint::kUnroll
+                                                            : LoopHint::kNone;
+  SerialLoop(var, begin, end, hint, [&] { LowerStmt(op->body); });
+}
+
+// The loop body becomes a closure `int32_t body(task, num_tasks, closure)` over a struct
+// holding the call context, the range and every variable and buffer in scope (what the
+// body does not use is dead after inlining the loads, and costs one store).
+void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
+  const tir::VarNode* var = op->loop_var.get();
+  llvm::Type* i64 = b_.getInt64Ty();
+  llvm::Value* begin = CastToI64(Lower(op->min), var->dtype());
+  llvm::Value* extent = CastToI64(Lower(op->extent), var->dtype());
+
+  std::vector<const tir::VarNode*> captured_vars;
+  std::vector<const tir::BufferNode*> captured_buffers;
+  std::vector<llvm::Type*> fields = {abi_.context->getPointerTo(), i64, i64, i64};
+  for (const auto& [v, value] : vars_) {
+    captured_vars.push_back(v);
+    fields.push_back(value->getType());
+  }
+  for (const auto& [buf, ptr] : buffers_) {
+    captured_buffers.push_back(buf);
+    fields.push_back(ptr->getType());
+  }
+  llvm::StructType* closure_type = llvm::StructType::create(ctx_, fields, absl::StrCat(name_, "_closure"));
+
+  // Skip the whole call when the range is empty.
+  llvm::BasicBlock* run_bb = llvm::BasicBlock::Create(ctx_, "parallel", fs_.fn);
+  llvm::BasicBlock* done_bb = llvm::BasicBlock::Create(ctx_, "parallel_end", fs_.fn);
+  b_.CreateCondBr(b_.CreateICmpSGT(extent, b_.getInt64(0)), run_bb, done_bb);
+  b_.SetInsertPoint(run_bb);
+  llvm::Value* threads = b_.CreateSExt(LoadField(abi_.context, fs_.ctx, kCtxNumThreads, "num_threads"), i64);
+  threads = b_.CreateSelect(b_.CreateICmpSLT(threads, b_.getInt64(1)), b_.getInt64(1), threads);
+  llvm::Value* num_tasks = b_.CreateSelect(b_.CreateICmpSLT(extent, threads), extent, threads, "num_tasks");
+  llvm::Value* chunk = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(extent, num_tasks), b_.getInt64(1)), num_tasks, "chunk");
+
+  llvm::AllocaInst* closure = EntryAlloca(closure_type, nullptr, 8, "closure");
+  auto store_field = [&](unsigned index, llvm::Value* value) {
+    b_.CreateStore(value, b_.CreateStructGEP(closure_type, closure, index));
+  };
+  store_field(0, fs_.ctx);
+  store_field(1, begin);
+  store_field(2, extent);
+  store_field(3, chunk);
+  unsigned index = 4;
+  for (const tir::VarNode* v : captured_vars) store_field(index++, vars_[v]);
+  for (const tir::BufferNode* buf : captured_buffers) store_field(index++, buffers_[buf]);
+
+  // `$` cannot appear in a kernel name, so the closure never takes a kernel's symbol.
+  llvm::Function* body_fn = llvm::Function::Create(abi_.parallel_body, llvm::Function::InternalLinkage,
+                                                   absl::StrCat(name_, "$parallel$", var->name), module_);
+  SetCommonAttributes(body_fn);
+
+  // Lower the body inside the closure with its own environment, then come back.
+  FunctionState saved_fs = fs_;
+  auto saved_vars = vars_;
+  auto saved_buffers = buffers_;
+  llvm::BasicBlock* saved_block = b_.GetInsertBlock();
+  {
+    llvm::Value* task = body_fn->getArg(0);
+    fs_ = FunctionState{};
+    fs_.fn = body_fn;
+    fs_.entry = llvm::BasicBlock::Create(ctx_, "entry", body_fn);
+    b_.SetInsertPoint(fs_.entry);
+    llvm::Value* env = b_.CreatePointerCast(body_fn->getArg(2), closure_type->getPointerTo(), "env");
+    fs_.ctx = LoadField(closure_type, env, 0, "ctx");
+    llvm::Value* lo_begin = LoadField(closure_type, env, 1, "begin");
+    llvm::Value* total = LoadField(closure_type, env, 2, "extent");
+    llvm::Value* task_chunk = LoadField(closure_type, env, 3, "chunk");
+    vars_.clear();
+    buffers_.clear();
+    unsigned field = 4;
+    for (const tir::VarNode* v : captured_vars) vars_[v] = LoadField(closure_type, env, field++, v->name);
+    for (const tir::BufferNode* buf : captured_buffers) {
+      llvm::Value* ptr = LoadField(closure_type, env, field++, buf->name);
+      buffers_[buf] = ptr;
+    }
+    llvm::Value* lo = b_.CreateMul(task, task_chunk, "lo");
+    llvm::Value* hi = b_.CreateAdd(lo, task_chunk);
+    hi = b_.CreateSelect(b_.CreateICmpSLT(hi, total), hi, total, "hi");
+    // The chunk's offsets, then the loop variable in its own type.
+    llvm::Type* var_type = LlvmType(var->dtype());
+    llvm::Value* first = b_.CreateIntCast(b_.CreateAdd(lo_begin, lo), var_type, true);
+    llvm::Value* last = b_.CreateIntCast(b_.CreateAdd(lo_begin, hi), var_type, true);
+    SerialLoop(var, first, last, LoopHint::kNone, [&] { LowerStmt(op->body); });
+    b_.CreateRet(b_.getInt32(0));
+  }
+  fs_ = saved_fs;
+  vars_ = std::move(saved_vars);
+  buffers_ = std::move(saved_buffers);
+  b_.SetInsertPoint(saved_block);
+
+  llvm::Value* parallel_for = LoadField(abi_.context, fs_.ctx, kCtxParallelFor, "parallel_for");
+  llvm::Value* rc = b_.CreateCall(abi_.parallel_for, parallel_for,
+                                  {fs_.ctx, num_tasks, body_fn, b_.CreatePointerCast(closure, b_.getInt8PtrTy())},
+                                  "parallel_rc");
+  // A failing task already reported its error; pass its code on.
+  llvm::BasicBlock* fail_bb = llvm::BasicBlock::Create(ctx_, "parallel_fail", fs_.fn);
+  llvm::MDBuilder md(ctx_);
+  b_.CreateCondBr(b_.CreateICmpEQ(rc, b_.getInt32(0)), done_bb, fail_bb, md.createBranchWeights(1u << 20, 1));
+  b_.SetInsertPoint(fail_bb);
+  EmitReturn(rc);
+  b_.SetInsertPoint(done_bb);
+}
+
+void KernelLowering::LowerBlock(const tir::BlockNode* op) {
+  // Bind the iteration variables one at a time (a later value may not use an earlier
+  // variable, but binding in order is harmless), then run the guarded contents.
+  std::function<void(size_t)> bind_from = [&](size_t k) {
+    if (k == op->iter_vars.size()) {
+      LowerBlockContents(op);
+      return;
+    }
+    const tir::IterVar& iv = op->iter_vars[k];
+    llvm::Value* value = Lower(iv.value);
+    if (iv.value.dtype() != iv.var.dtype()) value = CastValue(value, iv.value.dtype(), iv.var.dtype());
+    NameValue(value, iv.var.name());
+    Bind(iv.var.get(), value, [&] { bind_from(k + 1); });
+  };
+  bind_from(0);
+}
+
+void KernelLowering::LowerBlockContents(const tir::BlockNode* op) {
+  auto contents = [&] {
+    WithAllocations(op->alloc_buffers, 0, [&] {
+      if (op->init.defined()) {
+        llvm::Value* first = b_.getTrue();
+        for (const tir::IterVar& iv : op->iter_vars) {
+          if (iv.type != tir::IterType::kReduction) continue;
+          llvm::Value* v = vars_[iv.var.get()];
+          first = b_.CreateAnd(first, b_.CreateICmpEQ(v, llvm::ConstantInt::get(v->getType(), 0)));
+        }
+        llvm::BasicBlock* init_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat(op->name, "_init"), fs_.fn);
+        llvm::BasicBlock* body_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat(op->name, "_body"), fs_.fn);
+        b_.CreateCondBr(first, init_bb, body_bb);
+        b_.SetInsertPoint(init_bb);
+        LowerStmt(op->init);
+        b_.CreateBr(body_bb);
+        b_.SetInsertPoint(body_bb);
+      }
+      LowerStmt(op->body);
+    });
+  };
+  if (!op->predicate.defined()) {
+    contents();
+    return;
+  }
+  llvm::Value* cond = ScalarCondition(op->predicate, "block predicate");
+  llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat(op->name, "_guarded"), fs_.fn);
+  llvm::BasicBlock* end_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat(op->name, "_end"), fs_.fn);
+  b_.CreateCondBr(cond, then_bb, end_bb);
+  b_.SetInsertPoint(then_bb);
+  contents();
+  b_.CreateBr(end_bb);
+  b_.SetInsertPoint(end_bb);
+}
+
+void KernelLowering::WithAllocations(const std::vector<tir::Buffer>& buffers, size_t k, const std::function<void()>& body) {
+  if (k == buffers.size()) {
+    body();
+    return;
+  }
+  WithAllocation(buffers[k], [&] { WithAllocations(buffers, k + 1, body); });
+}
+
+// Elements a buffer spans: the shape's product, or with strides the furthest element + 1.
+llvm::Value* KernelLowering::BufferSpan(const tir::Buffer& buffer) {
+  llvm::Value* span = b_.getInt64(1);
+  for (int d = 0; d < buffer.ndim(); ++d) {
+    llvm::Value* dim = CastToI64(Lower(buffer->shape[d]), buffer->shape[d].dtype());
+    if (buffer->strides.empty()) {
+      span = b_.CreateMul(span, dim);
+    } else {
+      llvm::Value* stride = CastToI64(Lower(buffer->strides[d]), buffer->strides[d].dtype());
+      span = b_.CreateAdd(span, b_.CreateMul(b_.CreateSub(dim, b_.getInt64(1)), stride));
+    }
+  }
+  return span;
+}
+
+void KernelLowering::WithAllocation(const tir::Buffer& buffer, const std::function<void()>& body) {
+  llvm::Type* elem = StorageType(buffer->dtype);
+  int64_t elem_bytes = (buffer->dtype.bits() + 7) / 8;
+  if (buffer->dtype.is_bool()) elem_bytes = 1;
+  llvm::Value* span = BufferSpan(buffer);
+  if (!status_.ok()) return;
+  llvm::Value* ptr;
+  llvm::Value* workspace = nullptr;
+  auto* constant = llvm::dyn_cast<llvm::ConstantInt>(span);
+  if (constant != nullptr && constant->getSExtValue() * elem_bytes <= kMaxStackAllocationBytes) {
+    int64_t count = std::max<int64_t>(constant->getSExtValue(), 1);
+    llvm::AllocaInst* a = EntryAlloca(llvm::ArrayType::get(elem, count), nullptr, 64, buffer->name);
+    ptr = b_.CreatePointerCast(a, elem->getPointerTo(), buffer->name);
+  } else {
+    llvm::Value* bytes = b_.CreateMul(span, b_.getInt64(elem_bytes), absl::StrCat(buffer->name, "_bytes"));
+    llvm::Value* alloc = LoadField(abi_.context, fs_.ctx, kCtxWorkspaceAlloc, "workspace_alloc");
+    workspace = b_.CreateCall(abi_.workspace_alloc, alloc, {fs_.ctx, bytes}, buffer->name);
+    Check(b_.CreateIsNotNull(workspace),
+          absl::StrCat("kernel ", EscapeFormat(name_), ": cannot allocate %lld bytes of workspace for buffer ",
+                       EscapeFormat(buffer->name)),
+          {bytes});
+    ptr = b_.CreatePointerCast(workspace, elem->getPointerTo());
+    fs_.workspaces.push_back(workspace);
+  }
+  auto it = buffers_.find(buffer.get());
+  std::optional<llvm::Value*> saved;
+  if (it != buffers_.end()) saved = it->second;
+  buffers_[buffer.get()] = ptr;
+  body();
+  if (saved) {
+    buffers_[buffer.get()] = *saved;
+  } else {
+    buffers_.erase(buffer.get());
+  }
+  if (workspace != nullptr) {
+    fs_.workspaces.pop_back();
+    llvm::Value* free_fn = LoadField(abi_.context, fs_.ctx, kCtxWorkspaceFree, "workspace_free");
+    b_.CreateCall(abi_.workspace_free, free_fn, {fs_.ctx, workspace});
+  }
+}
+
+}  // namespace kiln::codegen
