@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "relax/text_parser_impl.h"
 #include "support/status_macros.h"
+#include "tir/intrinsics.h"
 
 namespace kiln::relax::text_internal {
 
@@ -423,6 +424,11 @@ absl::StatusOr<PrimExpr> Parser::ParseCallForm(const Token& name) {
     }
     return tir::Call(f, std::move(args));
   }
+  if (tir::FindIntrinsic(f) != nullptr) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> args, ParsePrimList(")"));
+    if (absl::Status fits = tir::CheckIntrinsicCall(f, args); !fits.ok()) return Error(name, std::string(fits.message()));
+    return tir::Call(f, std::move(args));
+  }
   auto dtype = DataType::Parse(f);
   if (dtype.ok()) return ParseTypedLiteral(name, *dtype);
   return Error(name, absl::StrCat("unknown function '", f,
@@ -554,6 +560,25 @@ absl::StatusOr<tir::Stmt> Parser::ParseStmt() {
       if (!body.ok()) return body.status();
       return tir::Allocate(buffer, *body);
     }
+    if (t.text == "decl_buffer") {
+      Next();
+      if (Peek().kind != TokenKind::kIdent) return Expected("a buffer name");
+      Token name = Next();
+      KILN_RETURN_IF_ERROR(ExpectPunct(":"));
+      KILN_ASSIGN_OR_RETURN(tir::Buffer buffer, ParseBufferType(name.text));
+      KILN_RETURN_IF_ERROR(ExpectPunct("="));
+      Token data_at = Peek();
+      KILN_ASSIGN_OR_RETURN(PrimExpr data, ParsePrimExpr());
+      if (data.dtype() != DataType::Handle()) {
+        return Error(data_at, "a decl_buffer's data must be a handle, found " + data.dtype().ToString());
+      }
+      buffer_scopes_.emplace_back();
+      absl::Status defined = DefineBuffer(name, buffer);
+      absl::StatusOr<tir::Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<tir::Stmt>(defined);
+      buffer_scopes_.pop_back();
+      if (!body.ok()) return body.status();
+      return tir::DeclBuffer(buffer, data, *body);
+    }
     if (t.text == "let") {
       Next();
       if (Peek().kind != TokenKind::kIdent) return Expected("a variable name after 'let'");
@@ -602,7 +627,7 @@ absl::StatusOr<tir::Stmt> Parser::ParseStmt() {
     }
     if (Peek(1).kind == TokenKind::kPunct && Peek(1).text == "[") return ParseBufferStore();
   }
-  return Expected("a statement (for, block, if, allocate, let, evaluate, assert or a buffer store)");
+  return Expected("a statement (for, block, if, allocate, decl_buffer, let, evaluate, assert or a buffer store)");
 }
 
 absl::StatusOr<tir::Stmt> Parser::ParseBufferStore() {

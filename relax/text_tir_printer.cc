@@ -19,7 +19,7 @@ const std::unordered_set<std::string>& Reserved() {
   static const auto* kReserved = new std::unordered_set<std::string>{
       "module", "func",   "impure",   "prim_func", "attr",   "where",  "dataflow", "block",  "return",
       "yield",  "if",     "else",     "match_cast", "R",     "true",   "false",    "nan",    "inf",
-      "let",    "in",     "for",      "allocate",  "evaluate", "alloc", "init",    "Buffer", "Object",
+      "let",    "in",     "for",      "allocate", "decl_buffer",  "evaluate", "alloc", "init",    "Buffer", "Object",
       "Prim",   "Shape",  "Tensor",   "Tuple",     "Func",   "ndim",   "device",   "value",  "strides",
       "scope",  "spatial", "reduce"};
   return *kReserved;
@@ -242,6 +242,18 @@ void Printer::PrintStmt(const tir::Stmt& stmt) {
       std::string text = "evaluate ";
       PrintPrimExpr(stmt.as<tir::EvaluateNode>()->value, &text);
       Line(text);
+      return;
+    }
+    case tir::StmtKind::kDeclBuffer: {
+      const auto* d = stmt.as<tir::DeclBufferNode>();
+      std::string text = absl::StrCat("decl_buffer ", TirName(d->buffer.get(), d->buffer->name), ": ",
+                                      BufferType(d->buffer), " = ");
+      PrintPrimExpr(d->data, &text);
+      Line(text + " {");
+      ++indent_;
+      PrintBodyStmts(d->body);
+      --indent_;
+      Line("}");
       return;
     }
     case tir::StmtKind::kAssert: {

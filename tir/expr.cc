@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "support/check.h"
 #include "tir/buffer.h"
+#include "tir/intrinsics.h"
 
 namespace kiln::tir {
 
@@ -125,9 +126,16 @@ bool IsMathIntrinsic(std::string_view name) {
 }
 
 PrimExpr Call(std::string op, std::vector<PrimExpr> args) {
-  KILN_CHECK(IsMathIntrinsic(op)) << "unknown intrinsic " << op;
-  KILN_CHECK(!args.empty()) << op << " needs an argument";
-  DataType dtype = args[0].dtype();
+  DataType dtype;
+  if (const IntrinsicInfo* info = FindIntrinsic(op)) {
+    absl::Status fits = CheckIntrinsicCall(op, args);
+    KILN_CHECK(fits.ok()) << fits.message();
+    dtype = IntrinsicResultType(*info, args);
+  } else {
+    KILN_CHECK(IsMathIntrinsic(op)) << "unknown intrinsic " << op;
+    KILN_CHECK(!args.empty()) << op << " needs an argument";
+    dtype = args[0].dtype();
+  }
   return PrimExpr(std::make_shared<CallNode>(dtype, std::move(op), std::move(args)));
 }
 

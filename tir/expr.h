@@ -11,8 +11,8 @@
 //    index arithmetic uses FloorDiv.
 //  - Both operands of a binary node have the same dtype; comparisons and And/Or/Not yield
 //    bool (with the operands' lanes). Evaluation has no side effects, so order is free.
-//  - Call names a pure math intrinsic (see IsMathIntrinsic); its dtype is its first
-//    argument's.
+//  - Call names a pure math intrinsic (see IsMathIntrinsic), whose dtype is its first
+//    argument's, or an intrinsic of lowered TIR (tir/intrinsics.h), typed by its signature.
 #pragma once
 
 #include <cstdint>

@@ -891,6 +891,10 @@ class Interpreter {
         Fail(absl::InvalidArgumentError(FormatAssertMessage(node->message, values)));
         return;
       }
+      case StmtKind::kDeclBuffer:
+        // Lowered TIR (pointers into memory the interpreter does not model).
+        Fail(absl::InvalidArgumentError("decl_buffer (lowered TIR) cannot be interpreted"));
+        return;
     }
   }
 

@@ -129,6 +129,15 @@ std::string ExpandAssertMessage(const std::string& message, const std::function<
   return out;
 }
 
+std::string EscapeAssertText(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    out.push_back(c);
+    if (c == '{' || c == '}') out.push_back(c);
+  }
+  return out;
+}
+
 std::string FormatAssertMessage(const std::string& message, const std::vector<int64_t>& values) {
   return ExpandAssertMessage(message, [&](size_t i) { return i < values.size() ? absl::StrCat(values[i]) : "?"; });
 }
@@ -141,6 +150,12 @@ Stmt Assert(PrimExpr condition, std::string message, std::vector<PrimExpr> value
     KILN_CHECK(v.defined() && v.dtype().is_integer() && v.dtype().is_scalar()) << "assert values are scalar integers";
   }
   return Stmt(std::make_shared<AssertNode>(std::move(condition), std::move(message), std::move(values)));
+}
+
+Stmt DeclBuffer(Buffer buffer, PrimExpr data, Stmt body) {
+  KILN_CHECK(buffer.defined() && body.defined());
+  KILN_CHECK(data.defined() && data.dtype() == DataType::Handle()) << "decl_buffer data must be a handle";
+  return Stmt(std::make_shared<DeclBufferNode>(std::move(buffer), std::move(data), std::move(body)));
 }
 
 PrimFunc::PrimFunc(std::vector<PrimFuncParam> params, Stmt body, std::map<std::string, std::string> attrs)

@@ -47,6 +47,7 @@ enum class StmtKind : uint8_t {
   kLetStmt,
   kEvaluate,
   kAssert,
+  kDeclBuffer,
 };
 
 class StmtNode {
@@ -205,12 +206,27 @@ class AssertNode : public StmtNode {
   const std::vector<PrimExpr> values;  // scalar integers, one per `{}` of the message
 };
 
+// `decl_buffer A: Buffer(...) = data { body }`: inside `body`, buffer A names the memory that
+// starts at the handle `data` (a pointer computed before, e.g. a tensor argument's data).
+// Nothing is allocated or freed. Lowered TIR uses it for the kernel's tensor arguments once
+// the kernel ABI is explicit (tir/transform/make_kernel_abi.h).
+class DeclBufferNode : public StmtNode {
+ public:
+  DeclBufferNode(Buffer buffer, PrimExpr data, Stmt body)
+      : StmtNode(StmtKind::kDeclBuffer), buffer(std::move(buffer)), data(std::move(data)), body(std::move(body)) {}
+  const Buffer buffer;
+  const PrimExpr data;  // a scalar handle
+  const Stmt body;
+};
+
 // An assert's message with the i-th `{}` replaced by value(i) and "{{" / "}}" by a brace;
 // every executor formats through it so they all say the same (the LLVM emitter turns the
 // placeholders into printf conversions).
 std::string ExpandAssertMessage(const std::string& message, const std::function<std::string(size_t)>& value);
 // The message of a failed assert, the values in decimal.
 std::string FormatAssertMessage(const std::string& message, const std::vector<int64_t>& values);
+// `text` as literal text of an assert message: braces doubled.
+std::string EscapeAssertText(const std::string& text);
 // How many `{}` placeholders `message` holds, or -1 if a brace is unmatched.
 int CountAssertPlaceholders(const std::string& message);
 
@@ -229,6 +245,7 @@ Stmt Allocate(Buffer buffer, Stmt body);
 Stmt LetStmt(Var var, PrimExpr value, Stmt body);
 Stmt Evaluate(PrimExpr value);
 Stmt Assert(PrimExpr condition, std::string message, std::vector<PrimExpr> values = {});
+Stmt DeclBuffer(Buffer buffer, PrimExpr data, Stmt body);
 
 // One PrimFunc parameter: a buffer (tensor argument) or a scalar variable.
 struct PrimFuncParam {

@@ -41,10 +41,11 @@ decltype(auto) DispatchStmt(const Stmt& stmt, Visit&& visit) {
     case StmtKind::kAllocate: return visit(static_cast<const AllocateNode*>(node));
     case StmtKind::kLetStmt: return visit(static_cast<const LetStmtNode*>(node));
     case StmtKind::kEvaluate: return visit(static_cast<const EvaluateNode*>(node));
-    case StmtKind::kAssert: break;
+    case StmtKind::kAssert: return visit(static_cast<const AssertNode*>(node));
+    case StmtKind::kDeclBuffer: break;
   }
-  KILN_CHECK(stmt.kind() == StmtKind::kAssert);
-  return visit(static_cast<const AssertNode*>(node));
+  KILN_CHECK(stmt.kind() == StmtKind::kDeclBuffer);
+  return visit(static_cast<const DeclBufferNode*>(node));
 }
 
 }  // namespace
@@ -164,6 +165,12 @@ void StmtExprVisitor::VisitStmt_(const EvaluateNode* op, const Stmt&) { VisitExp
 void StmtExprVisitor::VisitStmt_(const AssertNode* op, const Stmt&) {
   VisitExpr(op->condition);
   for (const PrimExpr& v : op->values) VisitExpr(v);
+}
+
+void StmtExprVisitor::VisitStmt_(const DeclBufferNode* op, const Stmt&) {
+  VisitExpr(op->data);
+  VisitBufferDef(op->buffer);
+  VisitStmt(op->body);
 }
 
 void StmtExprVisitor::VisitVarDef(const Var&) {}
@@ -389,6 +396,14 @@ Stmt StmtExprMutator::VisitStmt_(const AssertNode* op, const Stmt& self) {
   std::vector<PrimExpr> values = VisitExprs(op->values, &changed);
   if (!changed) return self;
   return Assert(std::move(condition), op->message, std::move(values));
+}
+
+Stmt StmtExprMutator::VisitStmt_(const DeclBufferNode* op, const Stmt& self) {
+  PrimExpr data = VisitExpr(op->data);
+  Buffer buffer = VisitBuffer(op->buffer);
+  Stmt body = VisitStmt(op->body);
+  if (data.same_as(op->data) && buffer.same_as(op->buffer) && body.same_as(op->body)) return self;
+  return DeclBuffer(std::move(buffer), std::move(data), std::move(body));
 }
 
 Var StmtExprMutator::VisitVarDef(const Var& var) { return var; }

@@ -3,8 +3,8 @@
 // What they promise:
 //  - StmtExprVisitor reaches every statement and every PrimExpr of a tree: operands, loop
 //    bounds, block iteration extents and bindings, predicates, indices, and the shapes and
-//    strides of buffers where they are defined (PrimFunc parameters, Allocate, a block's
-//    alloc_buffers). Children are visited in scope order: a definition's value or range
+//    strides of buffers where they are defined (PrimFunc parameters, Allocate, DeclBuffer, a
+//    block's alloc_buffers). Children are visited in scope order: a definition's value or range
 //    before the definition, the definition before the body it scopes, otherwise in field
 //    order. Each node kind has its own overridable VisitExpr_/VisitStmt_; an override that
 //    still wants the children calls the base version.
@@ -60,6 +60,7 @@ class StmtExprVisitor {
   virtual void VisitStmt_(const LetStmtNode* op, const Stmt& self);
   virtual void VisitStmt_(const EvaluateNode* op, const Stmt& self);
   virtual void VisitStmt_(const AssertNode* op, const Stmt& self);
+  virtual void VisitStmt_(const DeclBufferNode* op, const Stmt& self);
 
   // A variable's definition (loop, let, block iteration variable, scalar parameter).
   // Default: nothing.
@@ -102,6 +103,7 @@ class StmtExprMutator {
   virtual Stmt VisitStmt_(const LetStmtNode* op, const Stmt& self);
   virtual Stmt VisitStmt_(const EvaluateNode* op, const Stmt& self);
   virtual Stmt VisitStmt_(const AssertNode* op, const Stmt& self);
+  virtual Stmt VisitStmt_(const DeclBufferNode* op, const Stmt& self);
 
   // A variable's definition. Default: the variable itself. Returning a different Var
   // records it in var_remap_, so the uses that follow are renamed with it.

@@ -307,6 +307,13 @@ bool StructuralEqualizer::StmtEqual(const Stmt& a, const Stmt& b) {
       if (!DefineBuffer(x->buffer.get(), y->buffer.get(), false)) return At("buffer");
       return StmtEqual(x->body, y->body) || At("body");
     }
+    case StmtKind::kDeclBuffer: {
+      const auto* x = a.as<DeclBufferNode>();
+      const auto* y = b.as<DeclBufferNode>();
+      if (!ExprEqual(x->data, y->data)) return At("data");
+      if (!DefineBuffer(x->buffer.get(), y->buffer.get(), false)) return At("buffer");
+      return StmtEqual(x->body, y->body) || At("body");
+    }
     case StmtKind::kLetStmt: {
       const auto* x = a.as<LetStmtNode>();
       const auto* y = b.as<LetStmtNode>();

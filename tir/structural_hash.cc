@@ -195,6 +195,12 @@ uint64_t StructuralHasher::HashStmt(const Stmt& stmt) {
       uint64_t buffer = DefineBuffer(x->buffer.get(), false);
       return Mix({head, buffer, HashStmt(x->body)});
     }
+    case StmtKind::kDeclBuffer: {
+      const auto* x = stmt.as<DeclBufferNode>();
+      uint64_t data = HashExpr(x->data);
+      uint64_t buffer = DefineBuffer(x->buffer.get(), false);
+      return Mix({head, data, buffer, HashStmt(x->body)});
+    }
     case StmtKind::kLetStmt: {
       const auto* x = stmt.as<LetStmtNode>();
       uint64_t value = HashExpr(x->value);

@@ -54,6 +54,13 @@ TEST(StmtExprVisitor, ReachesEveryNodeKind) {
   for (int k = 0; k <= static_cast<int>(StmtKind::kAssert); ++k) {
     EXPECT_TRUE(recorder.stmts.count(static_cast<StmtKind>(k))) << "statement kind " << k;
   }
+  // Lowered TIR's decl_buffer: its data, then the buffer's definition, then the body.
+  KindRecorder lowered;
+  Buffer view("view", DataType::Float32(), {Var::Shape("m")});
+  lowered.VisitStmt(DeclBuffer(view, Var("data", DataType::Handle()), BufferStore(view, FloatImm(DataType::Float32(), 1), {0})));
+  EXPECT_TRUE(lowered.stmts.count(StmtKind::kDeclBuffer));
+  EXPECT_EQ(lowered.buffer_defs, (std::vector<std::string>{"view"}));
+  EXPECT_EQ(lowered.buffer_uses, (std::set<std::string>{"view"}));
   // Definitions in order: scalar parameter, loops and block iteration variables, let
   // variables (the let expression's inside the LetStmt's value comes first).
   EXPECT_EQ(recorder.var_defs,
