@@ -23,6 +23,15 @@ absl::StatusOr<std::string> BuildCpuSharedObject(const std::vector<std::pair<std
   return LinkSharedObject(object);
 }
 
+absl::StatusOr<std::string> BuildLoweredSharedObject(const NamedPrimFuncs& lowered, const CpuTarget& target) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine, CreateTargetMachine(target));
+  llvm::LLVMContext context;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, EmitLlvmModule(lowered, context, *machine));
+  KILN_RETURN_IF_ERROR(OptimizeModule(*module, *machine));
+  KILN_ASSIGN_OR_RETURN(std::string object, EmitObjectFile(*module, *machine));
+  return LinkSharedObject(object);
+}
+
 absl::StatusOr<std::string> DumpCpuLlvmIr(const std::vector<std::pair<std::string, tir::PrimFunc>>& kernels,
                                           const CpuTarget& target, bool optimize) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine, CreateTargetMachine(target));

@@ -20,6 +20,11 @@ namespace kiln::codegen {
 absl::StatusOr<std::string> BuildCpuSharedObject(const std::vector<std::pair<std::string, tir::PrimFunc>>& kernels,
                                                  const CpuTarget& target);
 
+// The same for functions the TIR passes already lowered (tir/transform/pipeline.h,
+// codegen::LowerForCpu): the host functions of GPU targets too, which launch their device
+// kernels through ctx->launch.
+absl::StatusOr<std::string> BuildLoweredSharedObject(const NamedPrimFuncs& lowered, const CpuTarget& target);
+
 // The textual LLVM IR of the kernels, before (optimize = false) or after O3; for
 // --dump-after style debugging and tests.
 absl::StatusOr<std::string> DumpCpuLlvmIr(const std::vector<std::pair<std::string, tir::PrimFunc>>& kernels,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -127,6 +128,81 @@ absl::StatusOr<int> Float32VectorLanes(const CpuTarget& target) {
   if (subtarget->checkFeatures("+avx512f")) return 16;
   if (subtarget->checkFeatures("+avx")) return 8;
   return 4;
+}
+
+namespace {
+
+// LLVM's subtarget for a CPU name and feature string (no machine needed), and whether it
+// knows a feature.
+absl::StatusOr<std::unique_ptr<llvm::MCSubtargetInfo>> Subtarget(const std::string& mcpu, const std::string& features) {
+  std::string triple = CpuTargetTriple();
+  KILN_ASSIGN_OR_RETURN(const llvm::Target* target, LookupX86Target(triple));
+  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, mcpu, features));
+  if (info == nullptr) return absl::InternalError(absl::StrCat("LLVM has no subtarget for CPU '", mcpu, "'"));
+  return info;
+}
+
+// Turning a feature LLVM knows on and off gives different feature bits; an unknown one is
+// ignored (with LLVM's own warning on stderr).
+bool KnownFeature(const llvm::MCSubtargetInfo& info, const std::string& name) {
+  llvm::MCSubtargetInfo copy(info);
+  llvm::FeatureBitset on = copy.ApplyFeatureFlag("+" + name);
+  llvm::FeatureBitset off = copy.ApplyFeatureFlag("-" + name);
+  return on != off;
+}
+
+}  // namespace
+
+tir::Target HostTarget(int num_threads) {
+  CpuTarget host = CpuTarget::Host();
+  tir::Target t = tir::Target::Cpu(host.mcpu, 0, num_threads);
+  absl::StatusOr<std::unique_ptr<llvm::MCSubtargetInfo>> info = Subtarget(host.mcpu, "");
+  llvm::StringMap<bool> host_features;
+  if (info.ok() && llvm::sys::getHostCPUFeatures(host_features)) {
+    // The host's feature names come from LLVM's own host detection, so LLVM knows them.
+    for (const auto& entry : host_features) {
+      std::string name = entry.getKey().str();
+      bool implied = (*info)->checkFeatures("+" + name);
+      if (implied != entry.getValue()) t.features.push_back(absl::StrCat(entry.getValue() ? "+" : "-", name));
+    }
+    std::sort(t.features.begin(), t.features.end());
+  }
+  if (absl::StatusOr<int> lanes = Float32VectorLanes(host); lanes.ok()) t.vector_bits = *lanes * 32;
+  return t;
+}
+
+absl::StatusOr<tir::Target> ResolveCpuTarget(const tir::Target& target) {
+  if (!target.is_cpu()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", target.ToString(), "' is not a cpu target; the CPU code generator needs one"));
+  }
+  tir::Target t = target;
+  if (t.mcpu == "host" || t.mcpu == "native") {
+    tir::Target host = HostTarget(t.num_threads);
+    t.mcpu = host.mcpu;
+    t.features = host.features;
+    t.features.insert(t.features.end(), target.features.begin(), target.features.end());
+    if (t.vector_bits == 0 && target.features.empty()) t.vector_bits = host.vector_bits;
+  } else {
+    KILN_RETURN_IF_ERROR(CpuTarget::Named(t.mcpu).status());
+  }
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::MCSubtargetInfo> info, Subtarget(t.mcpu, ""));
+  for (const std::string& f : target.features) {
+    if (!KnownFeature(*info, f.substr(1))) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown CPU feature '", f.substr(1), "' in -mattr (",
+                                                     "`llc-14 -march=x86-64 -mattr=help` lists them)"));
+    }
+  }
+  if (t.vector_bits == 0) {
+    KILN_ASSIGN_OR_RETURN(int lanes, Float32VectorLanes(CpuTarget{t.mcpu, absl::StrJoin(t.features, ",")}));
+    t.vector_bits = lanes * 32;
+  }
+  return t;
+}
+
+absl::StatusOr<CpuTarget> ToCpuTarget(const tir::Target& target) {
+  KILN_ASSIGN_OR_RETURN(tir::Target resolved, ResolveCpuTarget(target));
+  return CpuTarget{resolved.mcpu, absl::StrJoin(resolved.features, ",")};
 }
 
 }  // namespace kiln::codegen

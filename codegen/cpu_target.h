@@ -4,12 +4,16 @@
 // machine the compiler runs on, with its exact features; Named("haswell") is a CPU family
 // with the features that name implies, so kernels can be built for a machine other than
 // the one compiling. An unknown CPU name is an error that says how to list the valid ones.
+//
+// tir::Target (tir/target.h) describes a target without LLVM; the functions at the end map
+// a cpu tir::Target to and from this LLVM view: the host, resolving a name, and the width.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "tir/target.h"
 
 namespace llvm {
 class TargetMachine;
@@ -41,5 +45,17 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const C
 // How many float32 lanes the target's widest SIMD registers hold: 16 with AVX-512, 8 with
 // AVX/AVX2, otherwise 4 (SSE). The schedule rules split vectorized loops by this.
 absl::StatusOr<int> Float32VectorLanes(const CpuTarget& target);
+
+// The machine the compiler runs on as a tir::Target: its LLVM CPU name, `features` the
+// differences between what the machine has and what that name implies (usually none),
+// its SIMD width, and `num_threads` planned parallelism.
+tir::Target HostTarget(int num_threads = 2);
+// A cpu target made concrete: mcpu "host" (or "native") becomes HostTarget's name and
+// features plus the target's own -mattr changes; another name must be a CPU LLVM knows;
+// vector_bits, when 0, comes from the CPU's features (512 with AVX-512, 256 with AVX, else
+// 128). Errors: not a cpu target, an unknown CPU or feature.
+absl::StatusOr<tir::Target> ResolveCpuTarget(const tir::Target& target);
+// The LLVM view of a resolved cpu target: its name and "+f,-g" feature string.
+absl::StatusOr<CpuTarget> ToCpuTarget(const tir::Target& target);
 
 }  // namespace kiln::codegen

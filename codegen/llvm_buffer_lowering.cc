@@ -15,40 +15,25 @@ namespace kiln::codegen {
 
 // ------------------------------------------------------------------ buffer access
 
-// The element offset of `indices` (an i64, or a vector of i64 when an index is a vector).
+// The element offset of a flattened access (tir/transform/flatten_buffers.h): its one index
+// as an i64, or a vector of i64 for a vector index.
 llvm::Value* KernelLowering::FlatOffset(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices) {
-  int lanes = 1;
-  for (const PrimExpr& idx : indices) lanes = std::max(lanes, idx.dtype().lanes());
-  auto widen = [&](llvm::Value* v) {
-    if (lanes > 1 && !v->getType()->isVectorTy()) return b_.CreateVectorSplat(lanes, v);
-    return v;
-  };
-  llvm::Value* offset = nullptr;
-  for (size_t k = 0; k < indices.size(); ++k) {
-    if (!indices[k].dtype().is_integer()) {
-      return Fail(absl::StrCat("index ", tir::ToString(indices[k]), " of ", buffer->name, " is not an integer"),
-                  b_.getInt64Ty());
-    }
-    llvm::Value* idx = widen(CastToI64(Lower(indices[k]), indices[k].dtype()));
-    if (!buffer->strides.empty()) {
-      llvm::Value* stride = widen(CastToI64(Lower(buffer->strides[k]), buffer->strides[k].dtype()));
-      llvm::Value* term = b_.CreateNSWMul(idx, stride);
-      offset = offset == nullptr ? term : b_.CreateNSWAdd(offset, term);
-    } else if (offset == nullptr) {
-      offset = idx;
-    } else {
-      llvm::Value* dim = widen(CastToI64(Lower(buffer->shape[k]), buffer->shape[k].dtype()));
-      offset = b_.CreateNSWAdd(b_.CreateNSWMul(offset, dim), idx);
-    }
+  if (indices.size() != 1) {
+    return Fail(absl::StrCat("buffer ", buffer->name, " is accessed with ", indices.size(),
+                             " indices; flatten_buffers must run before the emitter"),
+                b_.getInt64Ty());
   }
-  if (offset == nullptr) offset = b_.getInt64(0);
-  return widen(offset);
+  if (!indices[0].dtype().is_integer()) {
+    return Fail(absl::StrCat("index ", tir::ToString(indices[0]), " of ", buffer->name, " is not an integer"),
+                b_.getInt64Ty());
+  }
+  return CastToI64(Lower(indices[0]), indices[0].dtype());
 }
 
 llvm::Value* KernelLowering::BufferPointer(const tir::BufferNode* buffer) {
   auto it = buffers_.find(buffer);
   if (it == buffers_.end()) {
-    return Fail(absl::StrCat("buffer ", buffer->name, " is used outside the function's parameters and allocations"));
+    return Fail(absl::StrCat("buffer ", buffer->name, " is used outside its decl_buffer or allocation"));
   }
   return it->second;
 }
@@ -105,7 +90,7 @@ llvm::Value* KernelLowering::LoadBuffer(const tir::BufferLoadNode* op) {
   if (lanes == 1) {
     llvm::Value* offset = FlatOffset(buffer, op->indices);
     if (offset->getType()->isVectorTy()) {
-      return Fail(absl::StrCat("load from ", buffer->name, ": only the last index may be a vector"), result);
+      return Fail(absl::StrCat("load from ", buffer->name, ": a scalar load at a vector index"), result);
     }
     llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, offset);
     return FromStorage(b_.CreateAlignedLoad(elem, ptr, align, buffer->name), dtype);

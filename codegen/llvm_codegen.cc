@@ -26,8 +26,11 @@
 #include "llvm/Target/TargetMachine.h"
 #include "codegen/fast_math.h"
 #include "codegen/llvm_kernel_lowering.h"
-#include "codegen/loop_vectorizer.h"
 #include "support/check.h"
+#include "support/status_macros.h"
+#include "tir/intrinsics.h"
+#include "tir/transform/make_kernel_abi.h"
+#include "tir/transform/pipeline.h"
 #include "vm/kernel_abi.h"
 
 namespace kiln::codegen {
@@ -45,7 +48,15 @@ static_assert(offsetof(KilnCallContext, parallel_for) == 8 &&
               offsetof(KilnCallContext, workspace_alloc) == 16 &&
               offsetof(KilnCallContext, workspace_free) == 24 &&
               offsetof(KilnCallContext, set_error) == 32 &&
-              offsetof(KilnCallContext, num_threads) == 40);
+              offsetof(KilnCallContext, num_threads) == 40 && offsetof(KilnCallContext, device) == 44 &&
+              offsetof(KilnCallContext, stream) == 56 && offsetof(KilnCallContext, launch) == 64);
+static_assert(offsetof(KilnLaunchDims, block) == 12 && offsetof(KilnLaunchDims, dynamic_shared_bytes) == 24 &&
+              sizeof(KilnLaunchDims) == 28);
+// Lowered TIR spells the ABI's codes with tir/intrinsics.h's constants.
+static_assert(tir::kArgTypeTensor == kKilnArgTensor && tir::kArgTypeInt == kKilnArgInt &&
+              tir::kArgTypeFloat == kKilnArgFloat && tir::kArgTypeHandle == kKilnArgHandle);
+static_assert(tir::kDeviceTypeCpu == kDLCPU && tir::kDeviceTypeCuda == kDLCUDA &&
+              tir::kDeviceTypeCudaHost == kDLCUDAHost && tir::kDeviceTypeVulkan == kDLVulkan);
 
 // Names a kernel may not take: the C library functions generated code calls or that LLVM
 // may introduce (memset for a zeroing loop), which a kernel of that name would replace.
@@ -79,27 +90,6 @@ absl::Status CheckKernelName(const std::string& name) {
   return absl::OkStatus();
 }
 
-// The variables an expression reads (shape expressions only need the common forms).
-void CollectVars(const PrimExpr& e, std::vector<const tir::VarNode*>* out) {
-  if (!e.defined()) return;
-  if (const auto* v = e.as<tir::VarNode>()) {
-    out->push_back(v);
-  } else if (const auto* bin = e.as<tir::BinaryNode>()) {
-    CollectVars(bin->a, out);
-    CollectVars(bin->b, out);
-  } else if (const auto* n = e.as<tir::NotNode>()) {
-    CollectVars(n->a, out);
-  } else if (const auto* c = e.as<tir::CastNode>()) {
-    CollectVars(c->value, out);
-  } else if (const auto* s = e.as<tir::SelectNode>()) {
-    CollectVars(s->condition, out);
-    CollectVars(s->true_value, out);
-    CollectVars(s->false_value, out);
-  } else if (const auto* call = e.as<tir::CallNode>()) {
-    for (const PrimExpr& a : call->args) CollectVars(a, out);
-  }
-}
-
 }  // namespace
 
 // A literal for a printf format string.
@@ -116,8 +106,19 @@ absl::Status KernelLowering::Run() {
   fn->getArg(1)->setName("num_args");
   fn->getArg(2)->setName("ctx");
   BeginFunction(fn, fn->getArg(2));
-  EmitPrologue(fn->getArg(0), fn->getArg(1));
-  if (status_.ok()) LowerStmt(func_->body);
+  // The kernel ABI's two parameters (tir/transform/make_kernel_abi.h); the context is the
+  // emitter's own.
+  auto conv = func_->attrs.find(tir::transform::kCallingConvAttr);
+  const auto& params = func_->params;
+  if (conv == func_->attrs.end() || conv->second != tir::transform::kKernelAbi || params.size() != 2 ||
+      params[0].is_buffer() || params[0].var.dtype() != DataType::Handle() || params[1].is_buffer() ||
+      params[1].var.dtype() != DataType::Int32()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel ", name_, ": the function must be lowered first (tir/transform/pipeline.h: calling_conv = kernel_abi)"));
+  }
+  vars_[params[0].var.get()] = fn->getArg(0);
+  vars_[params[1].var.get()] = fn->getArg(1);
+  LowerStmt(func_->body);
   if (status_.ok() && b_.GetInsertBlock() != nullptr) b_.CreateRet(b_.getInt32(0));
   return status_;
 }
@@ -234,232 +235,8 @@ llvm::Type* KernelLowering::StorageType(DataType t) {
   if (t.element_of().is_bool()) return b_.getInt8Ty();
   return ScalarType(t.element_of());
 }
-// ------------------------------------------------------------------ prologue
-
-void KernelLowering::EmitPrologue(llvm::Value* args, llvm::Value* num_args) {
-  const auto& params = func_->params;
-  const std::string kernel = EscapeFormat(absl::StrCat("kernel ", name_));
-  Check(b_.CreateICmpEQ(num_args, b_.getInt32(static_cast<int32_t>(params.size()))),
-        absl::StrCat(kernel, ": expected ", params.size(), " arguments, got %lld"),
-        {b_.CreateSExt(num_args, b_.getInt64Ty())});
-
-  struct Deferred {
-    PrimExpr expected;
-    llvm::Value* actual;
-    std::string where;  // "argument 1 (B) dimension 0"
-  };
-  std::vector<Deferred> deferred;
-
-  // A dimension or stride: constants are checked now, a variable is bound at its first
-  // occurrence and checked at later ones, compound expressions once every variable is bound.
-  auto match = [&](const PrimExpr& expected, llvm::Value* actual, const std::string& where) {
-    if (std::optional<int64_t> c = expected.as_int()) {
-      Check(b_.CreateICmpEQ(actual, b_.getInt64(*c)),
-            absl::StrCat(kernel, ": ", where, ": expected ", *c, ", got %lld"), {actual});
-      return;
-    }
-    if (const auto* var = expected.as<tir::VarNode>()) {
-      if (!var->dtype().is_integer() || !var->dtype().is_scalar()) {
-        Fail(absl::StrCat(where, ": symbolic dimension ", var->name, " must be an integer"));
-        return;
-      }
-      auto it = vars_.find(var);
-      if (it == vars_.end()) {
-        std::string vname = EscapeFormat(var->name);
-        if (var->lower_bound) {
-          Check(b_.CreateICmpSGE(actual, b_.getInt64(*var->lower_bound)),
-                absl::StrCat(kernel, ": ", where, ": ", vname, " = %lld is below its declared lower bound ",
-                             *var->lower_bound),
-                {actual});
-        }
-        if (var->upper_bound) {
-          Check(b_.CreateICmpSLE(actual, b_.getInt64(*var->upper_bound)),
-                absl::StrCat(kernel, ": ", where, ": ", vname, " = %lld is above its declared upper bound ",
-                             *var->upper_bound),
-                {actual});
-        }
-        vars_[var] = b_.CreateIntCast(actual, LlvmType(var->dtype()), true, var->name);
-        return;
-      }
-      llvm::Value* bound = CastToI64(it->second, var->dtype());
-      Check(b_.CreateICmpEQ(actual, bound),
-            absl::StrCat(kernel, ": ", where, ": expected %lld (", EscapeFormat(var->name), "), got %lld"),
-            {bound, actual});
-      return;
-    }
-    deferred.push_back({expected, actual, where});
-  };
-
-  llvm::Type* i64 = b_.getInt64Ty();
-  // Scalar parameters first: they define their variables outright, and tensor shapes
-  // that mention them are then checked against them, whatever the parameter order.
-  for (int pass = 0; pass < 2; ++pass)
-  for (size_t i = 0; i < params.size() && status_.ok(); ++i) {
-    const tir::PrimFuncParam& param = params[i];
-    if (param.is_buffer() != (pass == 1)) continue;
-    std::string arg_name = param.is_buffer() ? param.buffer->name : param.var.name();
-    std::string arg = EscapeFormat(absl::StrCat("argument ", i, " (", arg_name, ")"));
-    llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(abi_.kiln_arg, args, i);
-    llvm::Value* type_code = LoadField(abi_.kiln_arg, slot, 1, "type_code");
-    llvm::Value* payload = b_.CreateStructGEP(abi_.kiln_arg, slot, 0);
-    auto expect_code = [&](int code, const char* what) {
-      Check(b_.CreateICmpEQ(type_code, b_.getInt32(code)),
-            absl::StrCat(kernel, ": ", arg, ": expected ", what,
-                         ", got argument type code %lld (0 tensor, 1 int, 2 float, 3 handle)"),
-            {b_.CreateSExt(type_code, i64)});
-    };
-
-    if (!param.is_buffer()) {
-      const tir::Var& var = param.var;
-      DataType t = var.dtype();
-      llvm::Value* value = nullptr;
-      if (!t.is_scalar()) {
-        Fail(absl::StrCat(arg, ": scalar parameters must not be vectors"));
-        break;
-      }
-      if (t.is_integer() || t.is_bool()) {
-        expect_code(kKilnArgInt, "an int");
-        llvm::Value* raw = b_.CreateLoad(i64, payload, arg_name);
-        if (t.is_int() && var->lower_bound) {
-          Check(b_.CreateICmpSGE(raw, b_.getInt64(*var->lower_bound)),
-                absl::StrCat(kernel, ": ", arg, ": %lld is below its declared lower bound ", *var->lower_bound),
-                {raw});
-        }
-        if (t.is_int() && var->upper_bound) {
-          Check(b_.CreateICmpSLE(raw, b_.getInt64(*var->upper_bound)),
-                absl::StrCat(kernel, ": ", arg, ": %lld is above its declared upper bound ", *var->upper_bound),
-                {raw});
-        }
-        value = t.is_bool() ? b_.CreateICmpNE(raw, b_.getInt64(0)) : b_.CreateIntCast(raw, LlvmType(t), true);
-      } else if (t.is_float()) {
-        expect_code(kKilnArgFloat, "a float");
-        llvm::Value* raw = b_.CreateLoad(b_.getDoubleTy(), b_.CreatePointerCast(payload, b_.getDoubleTy()->getPointerTo()), arg_name);
-        value = b_.CreateFPCast(raw, LlvmType(t));
-      } else if (t.is_handle()) {
-        expect_code(kKilnArgHandle, "a handle");
-        value = b_.CreateLoad(b_.getInt8PtrTy(), b_.CreatePointerCast(payload, b_.getInt8PtrTy()->getPointerTo()), arg_name);
-      } else {
-        Fail(absl::StrCat(arg, ": parameters of type ", t.ToString(), " are not supported"));
-        break;
-      }
-      vars_[var.get()] = value;
-      continue;
-    }
-
-    const tir::Buffer& buffer = param.buffer;
-    DataType dtype = buffer->dtype;
-    expect_code(kKilnArgTensor, "a tensor");
-    llvm::Value* tensor = b_.CreateLoad(abi_.dl_tensor->getPointerTo(),
-                                        b_.CreatePointerCast(payload, abi_.dl_tensor->getPointerTo()->getPointerTo()),
-                                        arg_name);
-    Check(b_.CreateIsNotNull(tensor), absl::StrCat(kernel, ": ", arg, ": the tensor is null"));
-    llvm::Value* device = b_.CreateStructGEP(abi_.dl_tensor, tensor, kTensorDevice);
-    llvm::Value* device_type = LoadField(abi_.dl_device, device, 0, "device_type");
-    Check(b_.CreateOr(b_.CreateICmpEQ(device_type, b_.getInt32(kDLCPU)),
-                      b_.CreateICmpEQ(device_type, b_.getInt32(kDLCUDAHost))),
-          absl::StrCat(kernel, ": ", arg, ": expected a tensor in CPU memory, got DLPack device type %lld"),
-          {b_.CreateSExt(device_type, i64)});
-    llvm::Value* ndim = LoadField(abi_.dl_tensor, tensor, kTensorNdim, "ndim");
-    Check(b_.CreateICmpEQ(ndim, b_.getInt32(buffer.ndim())),
-          absl::StrCat(kernel, ": ", arg, ": expected ", buffer.ndim(), " dimensions, got %lld"),
-          {b_.CreateSExt(ndim, i64)});
-    llvm::Value* dtype_ptr = b_.CreateStructGEP(abi_.dl_tensor, tensor, kTensorDtype);
-    llvm::Value* code = b_.CreateZExt(LoadField(abi_.dl_dtype, dtype_ptr, 0, "dtype_code"), i64);
-    llvm::Value* bits = b_.CreateZExt(LoadField(abi_.dl_dtype, dtype_ptr, 1, "dtype_bits"), i64);
-    llvm::Value* lanes = b_.CreateZExt(LoadField(abi_.dl_dtype, dtype_ptr, 2, "dtype_lanes"), i64);
-    llvm::Value* dtype_ok = b_.CreateAnd(
-        b_.CreateICmpEQ(code, b_.getInt64(static_cast<int>(dtype.code()))),
-        b_.CreateAnd(b_.CreateICmpEQ(bits, b_.getInt64(dtype.bits())),
-                     b_.CreateICmpEQ(lanes, b_.getInt64(dtype.lanes()))));
-    Check(dtype_ok,
-          absl::StrCat(kernel, ": ", arg, ": expected dtype ", dtype.ToString(), " (code ",
-                       static_cast<int>(dtype.code()), " bits ", dtype.bits(), " lanes ", dtype.lanes(),
-                       "), got code %lld bits %lld lanes %lld"),
-          {code, bits, lanes});
-
-    llvm::Value* shape = LoadField(abi_.dl_tensor, tensor, kTensorShape, "shape");
-    std::vector<llvm::Value*> dims;
-    for (int d = 0; d < buffer.ndim(); ++d) {
-      llvm::Value* dim = b_.CreateLoad(i64, b_.CreateConstInBoundsGEP1_64(i64, shape, d),
-                                       absl::StrCat(arg_name, "_dim", d));
-      dims.push_back(dim);
-      match(buffer->shape[d], dim, absl::StrCat(arg, " dimension ", d));
-    }
-
-    // Strides: the compact row-major ones when the tensor has none.
-    llvm::Value* strides = LoadField(abi_.dl_tensor, tensor, kTensorStrides, "strides");
-    llvm::Value* has_strides = b_.CreateIsNotNull(strides);
-    std::vector<llvm::Value*> compact(buffer.ndim());
-    llvm::Value* running = b_.getInt64(1);
-    for (int d = buffer.ndim() - 1; d >= 0; --d) {
-      compact[d] = running;
-      running = b_.CreateMul(running, dims[d]);
-    }
-    if (buffer->strides.empty()) {
-      if (buffer.ndim() > 0) {
-        llvm::BasicBlock* check = llvm::BasicBlock::Create(ctx_, "check_strides", fs_.fn);
-        llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "strides_ok", fs_.fn);
-        b_.CreateCondBr(has_strides, check, done);
-        b_.SetInsertPoint(check);
-        for (int d = 0; d < buffer.ndim(); ++d) {
-          llvm::Value* stride = b_.CreateLoad(i64, b_.CreateConstInBoundsGEP1_64(i64, strides, d));
-          // The stride of a dimension of extent 1 never matters.
-          llvm::Value* ok = b_.CreateOr(b_.CreateICmpEQ(stride, compact[d]), b_.CreateICmpEQ(dims[d], b_.getInt64(1)));
-          Check(ok,
-                absl::StrCat(kernel, ": ", arg, " dimension ", d,
-                             ": expected a compact row-major tensor (stride %lld), got stride %lld"),
-                {compact[d], stride});
-        }
-        b_.CreateBr(done);
-        b_.SetInsertPoint(done);
-      }
-    } else {
-      for (int d = 0; d < buffer.ndim(); ++d) {
-        llvm::Value* stride_slot = b_.CreateInBoundsGEP(i64, strides, b_.getInt64(d));
-        // Loaded only when the tensor has strides; `select` over a load would read NULL.
-        llvm::BasicBlock* before = b_.GetInsertBlock();
-        llvm::BasicBlock* load_bb = llvm::BasicBlock::Create(ctx_, "load_stride", fs_.fn);
-        llvm::BasicBlock* join = llvm::BasicBlock::Create(ctx_, "stride", fs_.fn);
-        b_.CreateCondBr(has_strides, load_bb, join);
-        b_.SetInsertPoint(load_bb);
-        llvm::Value* loaded = b_.CreateLoad(i64, stride_slot);
-        b_.CreateBr(join);
-        b_.SetInsertPoint(join);
-        llvm::PHINode* stride = b_.CreatePHI(i64, 2, absl::StrCat(arg_name, "_stride", d));
-        stride->addIncoming(compact[d], before);
-        stride->addIncoming(loaded, load_bb);
-        match(buffer->strides[d], stride, absl::StrCat(arg, " stride ", d));
-      }
-    }
-
-    llvm::Value* data = LoadField(abi_.dl_tensor, tensor, kTensorData, "data");
-    llvm::Value* byte_offset = LoadField(abi_.dl_tensor, tensor, kTensorByteOffset, "byte_offset");
-    llvm::Value* first = b_.CreateInBoundsGEP(b_.getInt8Ty(), data, byte_offset);
-    buffers_[buffer.get()] = b_.CreatePointerCast(first, StorageType(dtype)->getPointerTo(), arg_name);
-  }
-
-  for (const Deferred& d : deferred) {
-    if (!status_.ok()) return;
-    std::vector<const tir::VarNode*> used;
-    CollectVars(d.expected, &used);
-    for (const tir::VarNode* v : used) {
-      if (vars_.count(v) == 0) {
-        Fail(absl::StrCat(d.where, ": the shape expression ", tir::ToString(d.expected), " uses ", v->name,
-                          ", which no argument defines"));
-        return;
-      }
-    }
-    llvm::Value* expected = CastToI64(Lower(d.expected), d.expected.dtype());
-    Check(b_.CreateICmpEQ(d.actual, expected),
-          absl::StrCat(kernel, ": ", d.where, ": expected %lld (", EscapeFormat(tir::ToString(d.expected)),
-                       "), got %lld"),
-          {expected, d.actual});
-  }
-}
-
-
-absl::StatusOr<std::unique_ptr<llvm::Module>> LowerToLlvm(const NamedPrimFuncs& kernels, llvm::LLVMContext& context,
-                                                          const llvm::TargetMachine& machine) {
+absl::StatusOr<std::unique_ptr<llvm::Module>> EmitLlvmModule(const NamedPrimFuncs& kernels, llvm::LLVMContext& context,
+                                                             const llvm::TargetMachine& machine) {
   auto module = std::make_unique<llvm::Module>("kiln_kernels", context);
   module->setTargetTriple(machine.getTargetTriple().str());
   module->setDataLayout(machine.createDataLayout());
@@ -479,6 +256,39 @@ absl::StatusOr<std::unique_ptr<llvm::Module>> LowerToLlvm(const NamedPrimFuncs& 
     return absl::InternalError(absl::StrCat("the CPU code generator produced invalid LLVM IR (a bug in Kiln): ", problems));
   }
   return module;
+}
+
+absl::StatusOr<NamedPrimFuncs> LowerForCpu(const NamedPrimFuncs& kernels, const llvm::TargetMachine& machine,
+                                           const std::function<void(const std::string&, const std::string&,
+                                                                    const tir::PrimFunc&)>& after_pass) {
+  tir::Target cpu = tir::Target::Cpu(machine.getTargetCPU().str());
+  NamedPrimFuncs lowered;
+  for (const auto& [name, func] : kernels) {
+    if (!func.defined()) return absl::InvalidArgumentError(absl::StrCat("kernel '", name, "' has no PrimFunc"));
+    absl::StatusOr<std::optional<tir::Target>> own = tir::TargetOf(func);
+    if (!own.ok()) return absl::InvalidArgumentError(absl::StrCat("kernel ", name, ": ", own.status().message()));
+    if (own->has_value() && !(*own)->is_cpu()) {
+      return absl::InvalidArgumentError(absl::StrCat("kernel ", name, ": its target is ", (*own)->ToString(),
+                                                     "; the CPU code generator compiles cpu targets only"));
+    }
+    tir::transform::LowerOptions options;
+    if (after_pass) {
+      options.after_pass = [&, name = name](const std::string& pass, const tir::PrimFunc& f) { after_pass(name, pass, f); };
+    }
+    absl::StatusOr<tir::transform::LoweredFunc> result = tir::transform::LowerPrimFunc(func, cpu, options);
+    if (!result.ok()) {
+      return absl::Status(result.status().code(), absl::StrCat("kernel ", name, ": ", result.status().message()));
+    }
+    lowered.emplace_back(name, result->host);
+  }
+  return lowered;
+}
+
+absl::StatusOr<std::unique_ptr<llvm::Module>> LowerToLlvm(const NamedPrimFuncs& kernels, llvm::LLVMContext& context,
+                                                          const llvm::TargetMachine& machine) {
+  for (const auto& [name, func] : kernels) KILN_RETURN_IF_ERROR(CheckKernelName(name));
+  KILN_ASSIGN_OR_RETURN(NamedPrimFuncs lowered, LowerForCpu(kernels, machine));
+  return EmitLlvmModule(lowered, context, machine);
 }
 
 }  // namespace kiln::codegen

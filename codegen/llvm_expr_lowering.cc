@@ -11,6 +11,7 @@
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Metadata.h"
 #include "codegen/fast_math.h"
+#include "tir/intrinsics.h"
 #include "support/check.h"
 
 namespace kiln::codegen {
@@ -202,6 +203,8 @@ llvm::Value* KernelLowering::LibmCall(const std::string& name, llvm::Value* x) {
   return b_.CreateCall(fn, {x});
 }
 
+// fast_exp, ... (float32 of any lanes, tir/transform/lower_intrinsics.h): inline polynomial
+// code that stays SIMD in vector loops, where llvm.exp or libm would be called lane by lane.
 llvm::Value* KernelLowering::FastMath(const std::string& op, llvm::Value* x) {
   using Emitter = llvm::Value* (*)(llvm::IRBuilderBase&, llvm::Value*);
   Emitter emit = op == "exp"       ? EmitFastExpF32
@@ -210,21 +213,17 @@ llvm::Value* KernelLowering::FastMath(const std::string& op, llvm::Value* x) {
                  : op == "sigmoid" ? EmitFastSigmoidF32
                  : op == "log"     ? EmitFastLogF32
                                    : nullptr;
-  if (emit == nullptr) return nullptr;
-  llvm::Type* type = x->getType();
-  if (IsFloat32OrVector(type)) return emit(b_, x);
-  if (type->getScalarType()->isHalfTy()) {
-    llvm::Type* f32 = b_.getFloatTy();
-    if (auto* vec = llvm::dyn_cast<llvm::FixedVectorType>(type)) f32 = llvm::FixedVectorType::get(f32, vec->getNumElements());
-    return b_.CreateFPTrunc(emit(b_, b_.CreateFPExt(x, f32)), type);
-  }
-  return nullptr;
+  if (emit == nullptr || !IsFloat32OrVector(x->getType())) return nullptr;
+  return emit(b_, x);
 }
 
 llvm::Value* KernelLowering::LowerCall(const tir::CallNode* call) {
   DataType t = call->dtype();
   llvm::Type* type = LlvmType(t);
   const std::string& op = call->op;
+  bool fast = op.rfind("fast_", 0) == 0;
+  bool libm = op.rfind("libm_", 0) == 0;
+  if (!fast && !libm && tir::FindIntrinsic(op) != nullptr) return LowerAbiCall(call);
   size_t arity = op == "pow" ? 2 : 1;
   if (call->args.size() != arity) {
     return Fail(absl::StrCat(op, " takes ", arity, " argument(s), got ", call->args.size()), type);
@@ -237,14 +236,14 @@ llvm::Value* KernelLowering::LowerCall(const tir::CallNode* call) {
     }
   }
   llvm::Value* x = Lower(call->args[0]);
-  llvm::Value* one = llvm::ConstantFP::get(type, 1.0);
-  // float32 (and float16, through float32): inline polynomial code that stays SIMD in
-  // vector loops, where llvm.exp or libm would be called lane by lane.
-  if (llvm::Value* fast = FastMath(op, x)) return fast;
+  if (fast) {
+    if (llvm::Value* v = FastMath(op.substr(5), x)) return v;
+    return Fail(absl::StrCat(op, " takes float32, got ", t.ToString()), type);
+  }
+  if (libm) return LibmCall(op.substr(5), x);
   if (op == "exp") return Intrinsic(llvm::Intrinsic::exp, x);
   if (op == "log") return Intrinsic(llvm::Intrinsic::log, x);
   if (op == "sqrt") return Intrinsic(llvm::Intrinsic::sqrt, x);
-  if (op == "rsqrt") return b_.CreateFDiv(one, Intrinsic(llvm::Intrinsic::sqrt, x));
   if (op == "fabs") return Intrinsic(llvm::Intrinsic::fabs, x);
   if (op == "floor") return Intrinsic(llvm::Intrinsic::floor, x);
   if (op == "ceil") return Intrinsic(llvm::Intrinsic::ceil, x);
@@ -252,12 +251,9 @@ llvm::Value* KernelLowering::LowerCall(const tir::CallNode* call) {
   if (op == "sin") return Intrinsic(llvm::Intrinsic::sin, x);
   if (op == "cos") return Intrinsic(llvm::Intrinsic::cos, x);
   if (op == "pow") return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, Lower(call->args[1]));
-  if (op == "sigmoid") {
-    llvm::Value* e = Intrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(x));
-    return b_.CreateFDiv(one, b_.CreateFAdd(one, e));
+  if (tir::IsMathIntrinsic(op)) {
+    return Fail(absl::StrCat("math intrinsic ", op, " must be lowered first (tir/transform/lower_intrinsics.h)"), type);
   }
-  if (op == "tanh") return LibmCall("tanh", x);
-  if (op == "erf") return LibmCall("erf", x);
   return Fail(absl::StrCat("unknown math intrinsic ", op), type);
 }
 

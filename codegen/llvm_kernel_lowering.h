@@ -1,7 +1,8 @@
-// KernelLowering: the LLVM emitter of one PrimFunc (codegen/llvm_codegen.h), private to
-// codegen/. Its definitions are split by concern: llvm_codegen.cc (the function, errors,
-// types, the prologue), llvm_stmt_lowering.cc (statements, loops, allocations),
-// llvm_buffer_lowering.cc (buffer access), llvm_expr_lowering.cc (expressions).
+// KernelLowering: the LLVM emitter of one lowered PrimFunc (codegen/llvm_codegen.h), private
+// to codegen/. Its definitions are split by concern: llvm_codegen.cc (the function, errors,
+// types), llvm_stmt_lowering.cc (statements, loops, allocations), llvm_buffer_lowering.cc
+// (buffer access), llvm_expr_lowering.cc (expressions), llvm_abi_lowering.cc (the kernel
+// ABI's intrinsics and device launches).
 #pragma once
 
 #include <cstddef>
@@ -18,6 +19,7 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Target/TargetMachine.h"
+#include "tir/intrinsics.h"
 #include "tir/stmt.h"
 
 namespace kiln::codegen {
@@ -30,7 +32,17 @@ using tir::StmtKind;
 
 // Field indices of the LLVM struct types.
 enum DLTensorField { kTensorData = 0, kTensorDevice, kTensorNdim, kTensorDtype, kTensorShape, kTensorStrides, kTensorByteOffset };
-enum ContextField { kCtxRuntime = 0, kCtxParallelFor, kCtxWorkspaceAlloc, kCtxWorkspaceFree, kCtxSetError, kCtxNumThreads };
+enum ContextField {
+  kCtxRuntime = 0,
+  kCtxParallelFor,
+  kCtxWorkspaceAlloc,
+  kCtxWorkspaceFree,
+  kCtxSetError,
+  kCtxNumThreads,
+  kCtxDevice,
+  kCtxStream,
+  kCtxLaunch,
+};
 
 // Allocations of at most this many bytes with a constant size live on the stack (of the
 // calling thread, or of a pool worker inside a parallel loop).
@@ -58,8 +70,13 @@ struct AbiTypes {
     workspace_alloc = llvm::FunctionType::get(i8p, {ctxp, i64}, false);
     workspace_free = llvm::FunctionType::get(voidt, {ctxp, i8p}, false);
     set_error = llvm::FunctionType::get(voidt, {ctxp, i8p}, false);
+    launch_dims = llvm::StructType::create(
+        c, {llvm::ArrayType::get(i32, 3), llvm::ArrayType::get(i32, 3), i32}, "KilnLaunchDims");
+    launch = llvm::FunctionType::get(i32, {ctxp, i32, launch_dims->getPointerTo(), kiln_arg->getPointerTo(), i32},
+                                     false);
     context->setBody({i8p, parallel_for->getPointerTo(), workspace_alloc->getPointerTo(),
-                      workspace_free->getPointerTo(), set_error->getPointerTo(), i32});
+                      workspace_free->getPointerTo(), set_error->getPointerTo(), i32, dl_device, i8p,
+                      launch->getPointerTo()});
     kernel = llvm::FunctionType::get(i32, {kiln_arg->getPointerTo(), i32, ctxp}, false);
     snprintf = llvm::FunctionType::get(i32, {i8p, i64, i8p}, true);
   }
@@ -73,13 +90,16 @@ struct AbiTypes {
   llvm::FunctionType* workspace_alloc;
   llvm::FunctionType* workspace_free;
   llvm::FunctionType* set_error;
+  llvm::StructType* launch_dims;
+  llvm::FunctionType* launch;
   llvm::FunctionType* kernel;
   llvm::FunctionType* snprintf;
 };
 
 std::string EscapeFormat(const std::string& text);
 
-// Lowers one PrimFunc into one exported kernel (plus the closures of its parallel loops).
+// Lowers one lowered PrimFunc (tir/transform/pipeline.h: calling_conv = "kernel_abi") into
+// one exported kernel (plus the closures of its parallel loops).
 class KernelLowering {
  public:
   KernelLowering(llvm::Module* module, const AbiTypes& abi, const llvm::TargetMachine& machine,
@@ -113,21 +133,18 @@ class KernelLowering {
   llvm::Type* ScalarType(DataType t);
   llvm::Type* LlvmType(DataType t);
   llvm::Type* StorageType(DataType t);
-  void EmitPrologue(llvm::Value* args, llvm::Value* num_args);
   void LowerStmt(const Stmt& s);
   void LowerAssert(const tir::AssertNode* op);
   static void NameValue(llvm::Value* value, const std::string& name);
   llvm::Value* ScalarCondition(const PrimExpr& cond, const char* what);
   void Bind(const tir::VarNode* var, llvm::Value* value, const std::function<void()>& body);
+  void BindBuffer(const tir::BufferNode* buffer, llvm::Value* ptr, const std::function<void()>& body);
   enum class LoopHint { kNone, kVectorize, kUnroll };
   void SerialLoop(const tir::VarNode* var, llvm::Value* begin, llvm::Value* end, LoopHint hint,
                   const std::function<void()>& body);
   llvm::MDNode* LoopMetadata(LoopHint hint);
   void LowerFor(const tir::ForNode* op);
   void LowerParallelFor(const tir::ForNode* op);
-  void LowerBlock(const tir::BlockNode* op);
-  void LowerBlockContents(const tir::BlockNode* op);
-  void WithAllocations(const std::vector<tir::Buffer>& buffers, size_t k, const std::function<void()>& body);
   llvm::Value* BufferSpan(const tir::Buffer& buffer);
   void WithAllocation(const tir::Buffer& buffer, const std::function<void()>& body);
   llvm::Value* FlatOffset(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices);
@@ -147,6 +164,9 @@ class KernelLowering {
   llvm::Value* LibmCall(const std::string& name, llvm::Value* x);
   llvm::Value* FastMath(const std::string& op, llvm::Value* x);
   llvm::Value* LowerCall(const tir::CallNode* call);
+  // tir/intrinsics.h: the kernel ABI's reads, and launch_kernel (a statement).
+  llvm::Value* LowerAbiCall(const tir::CallNode* call);
+  void LowerLaunch(const tir::CallNode* call);
 
   llvm::Module* module_;
   llvm::LLVMContext& ctx_;

@@ -10,7 +10,6 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Metadata.h"
-#include "codegen/loop_vectorizer.h"
 
 namespace kiln::codegen {
 
@@ -25,7 +24,10 @@ void KernelLowering::LowerStmt(const Stmt& s) {
       return;
     }
     case StmtKind::kFor: LowerFor(s.as<tir::ForNode>()); return;
-    case StmtKind::kBlock: LowerBlock(s.as<tir::BlockNode>()); return;
+    case StmtKind::kBlock:
+      Fail(absl::StrCat("block \"", s.as<tir::BlockNode>()->name,
+                        "\" must be lowered first (tir/transform/lower_blocks.h)"));
+      return;
     case StmtKind::kIfThenElse: {
       const auto* op = s.as<tir::IfThenElseNode>();
       llvm::Value* cond = ScalarCondition(op->condition, "if");
@@ -59,17 +61,31 @@ void KernelLowering::LowerStmt(const Stmt& s) {
       Bind(op->var.get(), value, [&] { LowerStmt(op->body); });
       return;
     }
-    case StmtKind::kEvaluate:
+    case StmtKind::kEvaluate: {
+      const PrimExpr& value = s.as<tir::EvaluateNode>()->value;
+      if (const auto* call = value.as<tir::CallNode>(); call != nullptr && call->op == "launch_kernel") {
+        LowerLaunch(call);
+        return;
+      }
       // Expressions are pure, so the value is computed for nothing; kept for symmetry
       // with other targets and optimized away.
-      Lower(s.as<tir::EvaluateNode>()->value);
+      Lower(value);
       return;
+    }
     case StmtKind::kAssert: LowerAssert(s.as<tir::AssertNode>()); return;
+    case StmtKind::kDeclBuffer: {
+      const auto* op = s.as<tir::DeclBufferNode>();
+      llvm::Value* data = Lower(op->data);
+      llvm::Value* ptr =
+          b_.CreatePointerCast(data, StorageType(op->buffer->dtype)->getPointerTo(), op->buffer->name);
+      BindBuffer(op->buffer.get(), ptr, [&] { LowerStmt(op->body); });
+      return;
+    }
   }
 }
 
 // A failed assert reports "kernel NAME: message" (values formatted by snprintf, computed
-// only on the failing path) and returns 1, like the prologue's checks.
+// only on the failing path) and returns 1.
 void KernelLowering::LowerAssert(const tir::AssertNode* op) {
   llvm::Value* ok = ScalarCondition(op->condition, "assert");
   if (!status_.ok()) return;
@@ -114,6 +130,20 @@ void KernelLowering::Bind(const tir::VarNode* var, llvm::Value* value, const std
     vars_[var] = *saved;
   } else {
     vars_.erase(var);
+  }
+}
+
+// Runs `body` with `buffer` at `ptr`, then restores whatever it shadowed.
+void KernelLowering::BindBuffer(const tir::BufferNode* buffer, llvm::Value* ptr, const std::function<void()>& body) {
+  auto it = buffers_.find(buffer);
+  std::optional<llvm::Value*> saved;
+  if (it != buffers_.end()) saved = it->second;
+  buffers_[buffer] = ptr;
+  body();
+  if (saved) {
+    buffers_[buffer] = *saved;
+  } else {
+    buffers_.erase(buffer);
   }
 }
 
@@ -164,21 +194,16 @@ void KernelLowering::LowerFor(const tir::ForNode* op) {
   }
   switch (op->for_kind) {
     case tir::ForKind::kThreadBinding:
+      // split_host_device moves these into device kernels (or refuses them on a CPU).
       Fail(absl::StrCat("loop ", var->name, " is bound to the GPU thread index ", op->thread_tag,
-                        ", which the CPU target cannot run; compile this function for a GPU target or "
-                        "make the loop serial or parallel"));
+                        ", which host code cannot run"));
       return;
     case tir::ForKind::kParallel:
       LowerParallelFor(op);
       return;
-    case tir::ForKind::kVectorized:
-      // Straight-line SIMD code when the body allows it; otherwise a hinted loop below.
-      if (std::optional<Stmt> lanes = VectorizeLoopBody(*op)) {
-        LowerStmt(*lanes);
-        return;
-      }
-      break;
     default:
+      // vectorize_loops made straight-line SIMD code of the loops it could; the others
+      // carry LLVM's vectorize hint.
       break;
   }
   llvm::Value* begin = Lower(op->min);
@@ -290,66 +315,6 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   b_.SetInsertPoint(done_bb);
 }
 
-void KernelLowering::LowerBlock(const tir::BlockNode* op) {
-  // Bind the iteration variables one at a time (a later value may not use an earlier
-  // variable, but binding in order is harmless), then run the guarded contents.
-  std::function<void(size_t)> bind_from = [&](size_t k) {
-    if (k == op->iter_vars.size()) {
-      LowerBlockContents(op);
-      return;
-    }
-    const tir::IterVar& iv = op->iter_vars[k];
-    llvm::Value* value = Lower(iv.value);
-    if (iv.value.dtype() != iv.var.dtype()) value = CastValue(value, iv.value.dtype(), iv.var.dtype());
-    NameValue(value, iv.var.name());
-    Bind(iv.var.get(), value, [&] { bind_from(k + 1); });
-  };
-  bind_from(0);
-}
-
-void KernelLowering::LowerBlockContents(const tir::BlockNode* op) {
-  auto contents = [&] {
-    WithAllocations(op->alloc_buffers, 0, [&] {
-      if (op->init.defined()) {
-        llvm::Value* first = b_.getTrue();
-        for (const tir::IterVar& iv : op->iter_vars) {
-          if (iv.type != tir::IterType::kReduction) continue;
-          llvm::Value* v = vars_[iv.var.get()];
-          first = b_.CreateAnd(first, b_.CreateICmpEQ(v, llvm::ConstantInt::get(v->getType(), 0)));
-        }
-        llvm::BasicBlock* init_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat(op->name, "_init"), fs_.fn);
-        llvm::BasicBlock* body_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat(op->name, "_body"), fs_.fn);
-        b_.CreateCondBr(first, init_bb, body_bb);
-        b_.SetInsertPoint(init_bb);
-        LowerStmt(op->init);
-        b_.CreateBr(body_bb);
-        b_.SetInsertPoint(body_bb);
-      }
-      LowerStmt(op->body);
-    });
-  };
-  if (!op->predicate.defined()) {
-    contents();
-    return;
-  }
-  llvm::Value* cond = ScalarCondition(op->predicate, "block predicate");
-  llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat(op->name, "_guarded"), fs_.fn);
-  llvm::BasicBlock* end_bb = llvm::BasicBlock::Create(ctx_, absl::StrCat(op->name, "_end"), fs_.fn);
-  b_.CreateCondBr(cond, then_bb, end_bb);
-  b_.SetInsertPoint(then_bb);
-  contents();
-  b_.CreateBr(end_bb);
-  b_.SetInsertPoint(end_bb);
-}
-
-void KernelLowering::WithAllocations(const std::vector<tir::Buffer>& buffers, size_t k, const std::function<void()>& body) {
-  if (k == buffers.size()) {
-    body();
-    return;
-  }
-  WithAllocation(buffers[k], [&] { WithAllocations(buffers, k + 1, body); });
-}
-
 // Elements a buffer spans: the shape's product, or with strides the furthest element + 1.
 llvm::Value* KernelLowering::BufferSpan(const tir::Buffer& buffer) {
   llvm::Value* span = b_.getInt64(1);
@@ -389,16 +354,7 @@ void KernelLowering::WithAllocation(const tir::Buffer& buffer, const std::functi
     ptr = b_.CreatePointerCast(workspace, elem->getPointerTo());
     fs_.workspaces.push_back(workspace);
   }
-  auto it = buffers_.find(buffer.get());
-  std::optional<llvm::Value*> saved;
-  if (it != buffers_.end()) saved = it->second;
-  buffers_[buffer.get()] = ptr;
-  body();
-  if (saved) {
-    buffers_[buffer.get()] = *saved;
-  } else {
-    buffers_.erase(buffer.get());
-  }
+  BindBuffer(buffer.get(), ptr, body);
   if (workspace != nullptr) {
     fs_.workspaces.pop_back();
     llvm::Value* free_fn = LoadField(abi_.context, fs_.ctx, kCtxWorkspaceFree, "workspace_free");

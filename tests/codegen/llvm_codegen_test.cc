@@ -22,6 +22,8 @@
 #include "tir/buffer.h"
 #include "tir/expr.h"
 #include "tir/stmt.h"
+#include "tir/target.h"
+#include "tir/transform/pipeline.h"
 #include "vm/kernel_abi.h"
 #include "vm/kernel_object.h"
 #include "vm/tensor.h"
@@ -978,6 +980,116 @@ TEST(LlvmCodegenTest, OptimizedIrIsVectorized) {
   ASSERT_TRUE(ir.ok()) << ir.status();
   EXPECT_THAT(*ir, HasSubstr("define i32 @add("));
   EXPECT_THAT(*ir, HasSubstr("x float>"));
+}
+
+// floordiv, floormod and truncating division by a tensor's values: a zero divisor and
+// INT_MIN / -1 are reported (tir/transform/insert_division_checks.h) where the CPU would
+// raise SIGFPE; other values give C++'s answers, rounded as each operation says.
+TEST(LlvmCodegenTest, IntegerDivisionByZeroAndOverflowAreErrors) {
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Int32(), {n}), b("B", DataType::Int32(), {n});
+  Buffer q("Q", DataType::Int32(), {n}), r("R", DataType::Int32(), {n}), t("T", DataType::Int32(), {n});
+  Var i("i");
+  Stmt body = Serial(i, 0, n,
+                     SeqStmt({BufferStore(q, FloorDiv(a.Load({i}), b.Load({i})), {i}),
+                              BufferStore(r, FloorMod(a.Load({i}), b.Load({i})), {i}),
+                              BufferStore(t, Div(a.Load({i}), b.Load({i})), {i})}));
+  Kernels k({{"idiv", PrimFunc({P(a), P(b), P(q), P(r), P(t)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  auto run = [&](std::vector<int32_t> x, std::vector<int32_t> y, vm::Tensor* out_q = nullptr) {
+    int64_t len = static_cast<int64_t>(x.size());
+    vm::Tensor ta = MakeTensor({len}, kI32), tb = MakeTensor({len}, kI32), tq = MakeTensor({len}, kI32);
+    vm::Tensor tr = MakeTensor({len}, kI32), tt = MakeTensor({len}, kI32);
+    std::memcpy(ta.data(), x.data(), x.size() * 4);
+    std::memcpy(tb.data(), y.data(), y.size() * 4);
+    int32_t rc = Invoke(k.Get("idiv"), ctx.get(), {TensorArg(ta), TensorArg(tb), TensorArg(tq), TensorArg(tr), TensorArg(tt)});
+    if (rc == 0) {
+      for (size_t e = 0; e < x.size(); ++e) {
+        int32_t trunc = x[e] / y[e], rem = x[e] % y[e];
+        int32_t floor = (rem != 0 && ((rem < 0) != (y[e] < 0))) ? trunc - 1 : trunc;
+        EXPECT_EQ(tq.data_as<int32_t>()[e], floor) << x[e] << " / " << y[e];
+        EXPECT_EQ(tr.data_as<int32_t>()[e], x[e] - floor * y[e]) << x[e] << " % " << y[e];
+        EXPECT_EQ(tt.data_as<int32_t>()[e], trunc) << x[e] << " / " << y[e];
+      }
+    }
+    return rc;
+  };
+  EXPECT_EQ(run({7, -7, 7, -7, 0, -2147483647 - 1}, {2, 2, -2, -2, 5, 1}), 0) << ctx->error;
+  EXPECT_NE(run({1, 2, 3}, {1, 0, 1}), 0);
+  EXPECT_EQ(ctx->error, "kernel idiv: division by zero in floordiv(A[i], B[i])");
+  EXPECT_NE(run({4, -2147483647 - 1}, {2, -1}), 0);
+  EXPECT_EQ(ctx->error, "kernel idiv: integer overflow in floordiv(A[i], B[i]): -2147483648 divided by -1");
+}
+
+// The host half of a GPU function (a cuda target, split by split_host_device) is CPU code:
+// it checks its arguments like any kernel, then calls ctx->launch with the launch
+// dimensions and the device kernel's arguments.
+struct LaunchRecorder {
+  int32_t kernel = -1;
+  KilnLaunchDims dims{};
+  std::vector<KilnArg> args;
+};
+LaunchRecorder* recorder = nullptr;
+
+int32_t RecordLaunch(KilnCallContext*, int32_t device_kernel, const KilnLaunchDims* dims, const KilnArg* args,
+                     int32_t num_args) {
+  recorder->kernel = device_kernel;
+  recorder->dims = *dims;
+  recorder->args.assign(args, args + num_args);
+  return 0;
+}
+
+TEST(LlvmCodegenTest, HostCodeOfGpuFunctionsLaunchesDeviceKernels) {
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {n});
+  Var alpha("alpha", DataType::Float32());
+  Var bx("bx"), tx("tx");
+  PrimExpr idx = bx * 64 + tx;
+  Stmt nest = For(bx, 0, FloorDiv(n + 63, 64), ForKind::kThreadBinding,
+                  For(tx, 0, 64, ForKind::kThreadBinding,
+                      IfThenElse(LT(idx, n), BufferStore(a, a.Load({idx}) * alpha, {idx})), "threadIdx.x"),
+                  "blockIdx.x");
+  PrimFunc func = WithTarget(PrimFunc({P(a), P(alpha)}, nest), Target::Cuda("sm_90"));
+  absl::StatusOr<tir::transform::LoweredFunc> lowered = tir::transform::LowerPrimFunc(func, Target::Cpu());
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->device_kernels.size(), 1u);
+  absl::StatusOr<std::string> so = BuildLoweredSharedObject({{"scale", lowered->host}}, CpuTarget::Host());
+  ASSERT_TRUE(so.ok()) << so.status();
+  absl::StatusOr<std::shared_ptr<vm::KernelObject>> object = vm::KernelObject::Load(*so);
+  ASSERT_TRUE(object.ok()) << object.status();
+  KilnKernelFn scale = *(*object)->Find("scale");
+
+  auto ctx = MakeContext(&FourThreads());
+  // A tensor "in CUDA memory": the host code never reads its data, only passes the pointer.
+  vm::Tensor host = MakeTensor({200}, kF32);
+  DLTensor device = *host.dl_tensor();
+  device.device = {kDLCUDA, 0};
+  KilnArg arg{};
+  arg.value.tensor = &device;
+  arg.type_code = kKilnArgTensor;
+  EXPECT_NE(Invoke(scale, ctx.get(), {arg, FloatArg(0.5)}), 0);
+  EXPECT_EQ(ctx->error, "kernel scale: this call context cannot launch device kernels (the function was compiled for a GPU)");
+
+  LaunchRecorder rec;
+  recorder = &rec;
+  ctx->ctx.launch = RecordLaunch;
+  ASSERT_EQ(Invoke(scale, ctx.get(), {arg, FloatArg(0.5)}), 0) << ctx->error;
+  EXPECT_EQ(rec.kernel, 0);
+  EXPECT_EQ(rec.dims.grid[0], 4u);  // ceil(200 / 64)
+  EXPECT_EQ(rec.dims.grid[1], 1u);
+  EXPECT_EQ(rec.dims.block[0], 64u);
+  EXPECT_EQ(rec.dims.block[2], 1u);
+  ASSERT_EQ(rec.args.size(), 3u);  // A's data, n, alpha
+  EXPECT_EQ(rec.args[0].type_code, kKilnArgHandle);
+  EXPECT_EQ(rec.args[0].value.handle, host.data());
+  EXPECT_EQ(rec.args[1].type_code, kKilnArgInt);
+  EXPECT_EQ(rec.args[1].value.i64, 200);
+  EXPECT_EQ(rec.args[2].type_code, kKilnArgFloat);
+  EXPECT_EQ(rec.args[2].value.f64, 0.5);
+  // A tensor in CPU memory is refused by the host code's prologue.
+  EXPECT_NE(Invoke(scale, ctx.get(), {TensorArg(host), FloatArg(0.5)}), 0);
+  EXPECT_EQ(ctx->error, "kernel scale: argument 0 (A): expected a tensor in CUDA memory, got DLPack device type 1");
+  recorder = nullptr;
 }
 
 }  // namespace

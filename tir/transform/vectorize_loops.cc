@@ -1,12 +1,13 @@
-#include "codegen/loop_vectorizer.h"
+#include "tir/transform/vectorize_loops.h"
 
 #include <map>
 #include <vector>
 
 #include "tir/buffer.h"
 #include "tir/expr.h"
+#include "tir/stmt_functor.h"
 
-namespace kiln::codegen {
+namespace kiln::tir::transform {
 namespace {
 
 using tir::DataType;
@@ -329,4 +330,21 @@ std::optional<tir::Stmt> VectorizeLoopBody(const tir::ForNode& loop) {
   return Vectorizer(loop, static_cast<int>(*extent)).Run();
 }
 
-}  // namespace kiln::codegen
+namespace {
+
+class LoopVectorizer : public StmtExprMutator {
+ public:
+  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    Stmt visited = StmtExprMutator::VisitStmt_(op, self);
+    const auto* loop = visited.as<ForNode>();
+    if (loop == nullptr || loop->for_kind != ForKind::kVectorized) return visited;
+    std::optional<Stmt> lanes = VectorizeLoopBody(*loop);
+    return lanes ? *lanes : visited;
+  }
+};
+
+}  // namespace
+
+PrimFunc VectorizeLoops(const PrimFunc& func) { return LoopVectorizer().VisitPrimFunc(func); }
+
+}  // namespace kiln::tir::transform
