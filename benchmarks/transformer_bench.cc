@@ -76,8 +76,7 @@ std::unique_ptr<kiln::vm::VirtualMachine> Compile(const std::string& text, const
   kiln::relax::PipelineOptions options;
   options.fuse = fuse;
   options.libraries.openblas = openblas;
-  options.cpu_schedule.vector_lanes = OrDie(kiln::codegen::Float32VectorLanes(target), "vector lanes");
-  options.cpu_schedule.num_threads = threads;
+  options.target = kiln::codegen::HostTarget(threads);
   kiln::relax::IRModule lowered = OrDie(kiln::relax::RunPipeline(parsed.module, options, &parsed.locations), "compile");
   std::string bytes = OrDie(kiln::codegen::BuildExecutable(lowered, target), "build executable");
   auto exe = OrDie(kiln::vm::Executable::Load(bytes, kiln::builtins::DefaultRegistry()), "load");

@@ -12,6 +12,7 @@
 #include "relax/text_parser.h"
 #include "relax/transform/pipeline.h"
 #include "support/file_io.h"
+#include "tir/target.h"
 #include "tools/commands.h"
 
 namespace kiln::tools {
@@ -25,10 +26,13 @@ constexpr const char* kUsage =
     "compiled into one CPU shared object, then bytecode for every Relax function.\n"
     "Tensor operators (R.add, R.matmul, ...) are legalized to PrimFuncs first.\n"
     "\n"
-    "  --target cpu        what to compile for (only 'cpu' today; the default)\n"
+    "  --target TARGET     what to compile for: 'cpu' (the default) or a target's text\n"
+    "                      form, e.g. \"cpu -mcpu=znver3 -vector-bits=256 -num-threads=4\"\n"
+    "                      (docs/codegen.md); cuda and vulkan are not supported yet\n"
     "  -o, --output FILE   where to write the executable (default: FILE with .kx)\n"
     "  --mcpu NAME         the CPU to generate code for: 'host' (default) or an LLVM x86\n"
     "                      CPU name such as haswell, skylake-avx512, znver3, x86-64-v3\n"
+    "                      (the same as -mcpu=NAME in --target)\n"
     "  --libs openblas|none  hand float32 2-D matmuls with k*n >= 4096 to OpenBLAS\n"
     "                      (pass dispatch_libraries; 'openblas', the default) or compile\n"
     "                      every operator to generated kernels ('none')\n"
@@ -58,7 +62,7 @@ int Usage(const std::string& message) {
 }  // namespace
 
 int CompileCommand(int argc, char** argv) {
-  std::string path, output, target = "cpu", mcpu = "host";
+  std::string path, output, target = "cpu", mcpu;
   relax::PipelineOptions options;
 #ifndef NDEBUG
   options.check_well_formed = true;  // debug builds catch a pass that breaks the IR at that pass
@@ -108,17 +112,23 @@ int CompileCommand(int argc, char** argv) {
     }
   }
   if (path.empty()) return Usage("no input file");
-  if (target != "cpu") return Usage("unknown target '" + target + "' (the targets are: cpu)");
+  absl::StatusOr<tir::Target> parsed_target = tir::Target::Parse(target);
+  if (!parsed_target.ok()) return Usage(std::string(parsed_target.status().message()));
+  if (!parsed_target->is_cpu()) {
+    return Fail(std::string("target '") + tir::TargetKindName(parsed_target->kind) +
+                "' is not supported yet: GPU code generation is to come (the targets today: cpu)");
+  }
+  if (!mcpu.empty()) parsed_target->mcpu = mcpu;
   if (libs != "openblas" && libs != "none") return Usage("unknown --libs '" + libs + "' (openblas or none)");
   options.libraries.openblas = libs == "openblas";
   if (absl::Status names = relax::ValidatePassNames(options.dump_after); !names.ok()) {
     return Usage("--dump-after: " + std::string(names.message()));
   }
-  absl::StatusOr<codegen::CpuTarget> cpu = codegen::CpuTarget::Named(mcpu);
+  absl::StatusOr<tir::Target> resolved = codegen::ResolveCpuTarget(*parsed_target);
+  if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+  options.target = *resolved;
+  absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*resolved);
   if (!cpu.ok()) return Fail(std::string(cpu.status().message()));
-  absl::StatusOr<int> lanes = codegen::Float32VectorLanes(*cpu);
-  if (!lanes.ok()) return Fail(std::string(lanes.status().message()));
-  options.cpu_schedule.vector_lanes = *lanes;
   if (output.empty()) {
     output = path;
     if (output.size() > 4 && output.substr(output.size() - 4) == ".kir") output.resize(output.size() - 4);

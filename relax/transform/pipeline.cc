@@ -9,6 +9,7 @@
 #include "relax/block_builder.h"
 #include "relax/text_printer.h"
 #include "relax/transform/annotate_patterns.h"
+#include "relax/transform/bind_target.h"
 #include "relax/transform/dead_code_elimination.h"
 #include "relax/transform/dispatch_libraries.h"
 #include "relax/transform/fold_constants.h"
@@ -32,7 +33,7 @@ struct Pass {
 // THE pipeline. Passes that do not exist yet go where the comments say; only passes that
 // exist are listed.
 std::vector<Pass> Passes(const PipelineOptions& options) {
-  const tir::CpuScheduleOptions schedule = options.cpu_schedule;
+  const tir::Target target = options.target;
   const LibraryOptions libraries = options.libraries;
   const bool plan_memory = options.plan_memory;
   // With fusion off the fusion passes keep their place (so pass names, --dump-after and
@@ -57,7 +58,9 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
       {"fuse_ops", if_fusing(&FuseOps)},
       {"fuse_tir", if_fusing(&FuseTir)},
       {"dead_code_elimination", [](const IRModule& m, const SourceMap*) { return DeadCodeElimination(m); }},
-      {"schedule", [schedule](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, schedule); }},
+      // Every PrimFunc names its target; the passes and code generators after read it there.
+      {"bind_target", [target](const IRModule& m, const SourceMap*) { return BindTarget(m, target); }},
+      {"schedule", [target](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, target); }},
       {"lower_call_tir", [](const IRModule& m, const SourceMap*) { return LowerCallTir(m); }},
       // Storage shared between tensors whose lifetimes do not overlap (alloc_tensor ->
       // alloc_storage + storage_tensor); a no-op with PipelineOptions::plan_memory off.

@@ -26,7 +26,7 @@
 #include "relax/ir_module.h"
 #include "relax/text_parser.h"
 #include "relax/transform/dispatch_libraries.h"
-#include "tir/schedule/default_cpu_schedule.h"
+#include "tir/target.h"
 
 namespace kiln::relax {
 
@@ -36,9 +36,11 @@ struct PipelineOptions {
   bool time_passes = false;
   bool check_well_formed = false;
   std::FILE* dump_to = stderr;
-  // The default schedule rules for the PrimFuncs (pass `schedule`): the target's fp32 vector
-  // width and whether to make parallel loops (num_threads > 1).
-  tir::CpuScheduleOptions cpu_schedule{.vector_lanes = 8, .num_threads = 2};
+  // What the PrimFuncs are compiled for (pass `bind_target` puts it on every PrimFunc that
+  // names none; pass `schedule` takes the vector width and the planned thread count from
+  // each function's target). The default is a CPU of 256-bit vectors (8 float32 lanes)
+  // planning for 2 threads; `kiln compile` resolves the host's (codegen/cpu_target.h).
+  tir::Target target = tir::Target::Cpu("host", 256, 2);
   // Which operator calls pass `dispatch_libraries` hands to vendor libraries (OpenBLAS for
   // large float32 matmuls, on by default); with every library off the pass changes nothing.
   LibraryOptions libraries;

@@ -1,14 +1,25 @@
 #include "relax/transform/schedule_prim_funcs.h"
 
 #include "absl/strings/str_cat.h"
+#include "tir/schedule/default_cpu_schedule.h"
 
 namespace kiln::relax {
 
-absl::StatusOr<IRModule> SchedulePrimFuncs(const IRModule& module, const tir::CpuScheduleOptions& options) {
+absl::StatusOr<IRModule> SchedulePrimFuncs(const IRModule& module, const tir::Target& target) {
   IRModule result = module;
   for (const IRModule::Entry& entry : module.entries()) {
     const tir::PrimFunc* func = entry.prim_func();
     if (func == nullptr) continue;
+    absl::StatusOr<std::optional<tir::Target>> own = tir::TargetOf(*func);
+    if (!own.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("scheduling '", entry.name, "': ", own.status().message()));
+    }
+    const tir::Target& t = own->has_value() ? **own : target;
+    if (!t.is_cpu()) {
+      return absl::UnimplementedError(absl::StrCat("scheduling '", entry.name, "': there are no schedule rules for ",
+                                                   tir::TargetKindName(t.kind), " targets yet"));
+    }
+    tir::CpuScheduleOptions options{.vector_lanes = t.Float32Lanes(), .num_threads = t.num_threads};
     absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(*func, options);
     if (!scheduled.ok()) {
       return absl::Status(scheduled.status().code(),

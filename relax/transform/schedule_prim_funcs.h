@@ -2,15 +2,20 @@
 // to every PrimFunc of the module: parallel outer loops, vectorized inner loops, tiled
 // matmuls. The Relax functions are unchanged. Scheduling never changes what a kernel
 // computes, for any value of its symbolic shapes.
+//
+// Each PrimFunc is scheduled for its own target (its "target" attribute, tir/target.h), or
+// for `target` when it has none: the vector width is the target's float32 lanes (8 when its
+// width is unknown) and parallel loops are made when its num_threads is above 1. A cuda or
+// vulkan target is an error until GPU schedule rules exist.
 #pragma once
 
 #include "absl/status/statusor.h"
 #include "relax/ir_module.h"
-#include "tir/schedule/default_cpu_schedule.h"
+#include "tir/target.h"
 
 namespace kiln::relax {
 
 // Errors name the PrimFunc.
-absl::StatusOr<IRModule> SchedulePrimFuncs(const IRModule& module, const tir::CpuScheduleOptions& options);
+absl::StatusOr<IRModule> SchedulePrimFuncs(const IRModule& module, const tir::Target& target);
 
 }  // namespace kiln::relax

@@ -5,6 +5,7 @@
 // the independent reference evaluator (tests/reference), which shares no code with any of
 // that. Cases large enough for OpenBLAS run both with the library and without it.
 // A registry check fails when an operator with a legalization has no case.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -129,7 +130,7 @@ absl::StatusOr<Compiled> Compile(const std::string& text, bool openblas) {
   relax::PipelineOptions options;
   options.check_well_formed = true;
   options.libraries.openblas = openblas;
-  KILN_ASSIGN_OR_RETURN(options.cpu_schedule.vector_lanes, codegen::Float32VectorLanes(target));
+  options.target = codegen::HostTarget();
   KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
   Compiled c;
   c.lowered = relax::PrintModule(lowered);
@@ -225,6 +226,39 @@ TEST(OpHarnessCoverageTest, EveryOperatorWithALegalizationHasACase) {
                                      << "' has a legalization but no case in tests/codegen/op_cases.h";
   }
   EXPECT_GT(legalized, 40) << "the registry lost its legalizations?";
+}
+
+// R.divide of integer tensors by a tensor holding 0 (or INT_MIN by -1) is an error naming the
+// division, where the CPU would raise SIGFPE; the reference evaluator has no answer to
+// compare with, so the error itself is the expectation.
+TEST(OpHarnessIntegerDivisionTest, DivisionByZeroIsAnError) {
+  const std::string text = R"(module {
+  func @main(x: Tensor((n,), int32), y: Tensor((n,), int32)) -> Tensor((n,), int32) {
+    z = R.divide(x, y)
+    return z
+  }
+})";
+  absl::StatusOr<Compiled> compiled = Compile(text, /*openblas=*/false);
+  ASSERT_TRUE(compiled.ok()) << compiled.status();
+  vm::VirtualMachine machine(compiled->exe);
+  auto tensor = [](std::vector<int32_t> values) {
+    vm::Tensor t = *vm::Tensor::Empty({static_cast<int64_t>(values.size())}, DLDataType{kDLInt, 32, 1});
+    std::memcpy(t.data(), values.data(), values.size() * sizeof(int32_t));
+    return vm::Value(t);
+  };
+  absl::StatusOr<vm::Value> ok = machine.Invoke("main", {tensor({7, -7, 9}), tensor({2, 2, -3})});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->as_tensor().data_as<int32_t>()[0], 3);  // truncating
+  EXPECT_EQ(ok->as_tensor().data_as<int32_t>()[1], -3);
+  EXPECT_EQ(ok->as_tensor().data_as<int32_t>()[2], -3);
+  absl::StatusOr<vm::Value> zero = machine.Invoke("main", {tensor({1, 2, 3}), tensor({1, 0, 1})});
+  ASSERT_FALSE(zero.ok());
+  EXPECT_THAT(zero.status().message(), ::testing::HasSubstr("division by zero"));
+  absl::StatusOr<vm::Value> overflow = machine.Invoke("main", {tensor({-2147483647 - 1}), tensor({-1})});
+  ASSERT_FALSE(overflow.ok());
+  EXPECT_THAT(overflow.status().message(), ::testing::HasSubstr("integer overflow"));
+  // The VM stays usable.
+  EXPECT_TRUE(machine.Invoke("main", {tensor({4}), tensor({2})}).ok());
 }
 
 TEST(OpHarnessCoverageTest, CaseNamesAreUnique) {

@@ -380,7 +380,7 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
        "e.kir:1:56: error: store of int64 to buffer 'A' of float32"},
       {"module { prim_func @k(A: Buffer((4,), float32)) { B[0] = 1.0 } }", "e.kir:1:51: error: undefined buffer 'B'"},
       {"module { prim_func @k(A: Buffer((4,), float32)) { loop i in serial(0, 4) { } } }",
-       "e.kir:1:51: error: expected a statement (for, block, if, allocate, let, evaluate, assert or a buffer store), "
+       "e.kir:1:51: error: expected a statement (for, block, if, allocate, decl_buffer, let, evaluate, assert or a buffer store), "
        "found identifier 'loop'"},
       {"module { prim_func @k(A: Buffer((4,), float32)) { for i in sequential(0, 4) { } } }",
        "e.kir:1:60: error: expected a loop kind (serial, parallel, vectorized, unroll, thread_binding), found "

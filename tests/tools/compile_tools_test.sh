@@ -53,9 +53,17 @@ grep -q "output 0: float32\[4, 3\] sum=84 " <<<"$out" || fail "kiln run fold: $o
 
 # Errors.
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
-grep -q "unknown pass 'nonsense'; the passes are: normalize, fold_constants, dispatch_libraries, legalize, annotate_patterns, fuse_ops, fuse_tir, dead_code_elimination, schedule, lower_call_tir, plan_memory" <<<"$err" || fail "unknown pass: $err"
+grep -q "unknown pass 'nonsense'; the passes are: normalize, fold_constants, dispatch_libraries, legalize, annotate_patterns, fuse_ops, fuse_tir, dead_code_elimination, bind_target, schedule, lower_call_tir, plan_memory" <<<"$err" || fail "unknown pass: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
 grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
+if err=$("$kiln" compile "$modules/call_tir_add.kir" --target cuda 2>&1); then fail "cuda target accepted"; fi
+grep -q "target 'cuda' is not supported yet" <<<"$err" || fail "cuda target: $err"
+if err=$("$kiln" compile "$modules/call_tir_add.kir" --target "cpu -vector-bits=100" 2>&1); then fail "bad target accepted"; fi
+grep -q "vector-bits must be 128, 256 or 512" <<<"$err" || fail "bad target: $err"
+# A target in its text form: every PrimFunc carries it after pass bind_target.
+err=$("$kiln" compile "$modules/call_tir_add.kir" --target "cpu -mcpu=haswell -num-threads=4" -o "$dir/hsw.kx" \
+      --dump-after=bind_target 2>&1 >/dev/null) || fail "text target: $err"
+grep -q 'attr target = "cpu -mcpu=haswell -vector-bits=256 -num-threads=4"' <<<"$err" || fail "bound target: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --mcpu not-a-cpu 2>&1); then fail "unknown cpu accepted"; fi
 printf 'module {\n  func @f( {\n' > "$dir/bad.kir"
 if err=$("$kiln" compile "$dir/bad.kir" 2>&1); then fail "parse error accepted"; fi
