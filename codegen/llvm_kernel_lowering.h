@@ -137,6 +137,8 @@ class KernelLowering {
   void LowerAssert(const tir::AssertNode* op);
   static void NameValue(llvm::Value* value, const std::string& name);
   llvm::Value* ScalarCondition(const PrimExpr& cond, const char* what);
+  // Run `body` with the variable (buffer) bound to the value (pointer), then restore what
+  // they shadowed.
   void Bind(const tir::VarNode* var, llvm::Value* value, const std::function<void()>& body);
   void BindBuffer(const tir::BufferNode* buffer, llvm::Value* ptr, const std::function<void()>& body);
   enum class LoopHint { kNone, kVectorize, kUnroll };

@@ -119,32 +119,32 @@ llvm::Value* KernelLowering::ScalarCondition(const PrimExpr& cond, const char* w
   return Lower(cond);
 }
 
-// Runs `body` with `var` bound to `value`, then restores whatever it shadowed.
-void KernelLowering::Bind(const tir::VarNode* var, llvm::Value* value, const std::function<void()>& body) {
-  auto it = vars_.find(var);
+namespace {
+
+// Runs `body` with map[key] = value, then restores whatever it shadowed.
+template <typename Key>
+void WithBinding(std::unordered_map<Key, llvm::Value*>& map, Key key, llvm::Value* value,
+                 const std::function<void()>& body) {
+  auto it = map.find(key);
   std::optional<llvm::Value*> saved;
-  if (it != vars_.end()) saved = it->second;
-  vars_[var] = value;
+  if (it != map.end()) saved = it->second;
+  map[key] = value;
   body();
   if (saved) {
-    vars_[var] = *saved;
+    map[key] = *saved;
   } else {
-    vars_.erase(var);
+    map.erase(key);
   }
 }
 
-// Runs `body` with `buffer` at `ptr`, then restores whatever it shadowed.
+}  // namespace
+
+void KernelLowering::Bind(const tir::VarNode* var, llvm::Value* value, const std::function<void()>& body) {
+  WithBinding(vars_, var, value, body);
+}
+
 void KernelLowering::BindBuffer(const tir::BufferNode* buffer, llvm::Value* ptr, const std::function<void()>& body) {
-  auto it = buffers_.find(buffer);
-  std::optional<llvm::Value*> saved;
-  if (it != buffers_.end()) saved = it->second;
-  buffers_[buffer] = ptr;
-  body();
-  if (saved) {
-    buffers_[buffer] = *saved;
-  } else {
-    buffers_.erase(buffer);
-  }
+  WithBinding(buffers_, buffer, ptr, body);
 }
 
 // for (var = begin; var < end; ++var) body(var), in the current function.
