@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "llvm/IR/BasicBlock.h"
 #include "llvm/IR/Constants.h"
-#include "llvm/IR/MDBuilder.h"
 
 namespace kiln::codegen {
 
@@ -106,13 +105,7 @@ void KernelLowering::LowerLaunch(const tir::CallNode* call) {
                                   {fs_.ctx, b_.CreateTrunc(Lower(call->args[0]), i32), dims, args,
                                    b_.getInt32(static_cast<int32_t>(n))},
                                   "launch_rc");
-  llvm::BasicBlock* fail_bb = llvm::BasicBlock::Create(ctx_, "launch_fail", fs_.fn);
-  llvm::BasicBlock* done_bb = llvm::BasicBlock::Create(ctx_, "launch_ok", fs_.fn);
-  llvm::MDBuilder md(ctx_);
-  b_.CreateCondBr(b_.CreateICmpEQ(rc, b_.getInt32(0)), done_bb, fail_bb, md.createBranchWeights(1u << 20, 1));
-  b_.SetInsertPoint(fail_bb);
-  EmitReturn(rc);
-  b_.SetInsertPoint(done_bb);
+  ReturnIfNonzero(rc, llvm::BasicBlock::Create(ctx_, "launch_ok", fs_.fn));
 }
 
 }  // namespace kiln::codegen

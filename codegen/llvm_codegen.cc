@@ -185,6 +185,17 @@ void KernelLowering::Check(llvm::Value* ok, const std::string& format, const std
   b_.SetInsertPoint(cont);
 }
 
+// A callback's nonzero status (its error already reported) is returned from the current
+// function; execution goes on at `done` otherwise.
+void KernelLowering::ReturnIfNonzero(llvm::Value* rc, llvm::BasicBlock* done) {
+  llvm::BasicBlock* fail = llvm::BasicBlock::Create(ctx_, "callback_fail", fs_.fn);
+  llvm::MDBuilder md(ctx_);
+  b_.CreateCondBr(b_.CreateICmpEQ(rc, b_.getInt32(0)), done, fail, md.createBranchWeights(1u << 20, 1));
+  b_.SetInsertPoint(fail);
+  EmitReturn(rc);
+  b_.SetInsertPoint(done);
+}
+
 void KernelLowering::ReportError(const std::string& format, const std::vector<llvm::Value*>& values) {
   llvm::Value* message;
   if (values.empty()) {

@@ -130,6 +130,7 @@ class KernelLowering {
   llvm::Value* LoadField(llvm::StructType* type, llvm::Value* ptr, unsigned field, const std::string& name);
   void Check(llvm::Value* ok, const std::string& format, const std::vector<llvm::Value*>& values = {});
   void ReportError(const std::string& format, const std::vector<llvm::Value*>& values);
+  void ReturnIfNonzero(llvm::Value* rc, llvm::BasicBlock* done);
   llvm::Type* ScalarType(DataType t);
   llvm::Type* LlvmType(DataType t);
   llvm::Type* StorageType(DataType t);

@@ -307,12 +307,7 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
                                   {fs_.ctx, num_tasks, body_fn, b_.CreatePointerCast(closure, b_.getInt8PtrTy())},
                                   "parallel_rc");
   // A failing task already reported its error; pass its code on.
-  llvm::BasicBlock* fail_bb = llvm::BasicBlock::Create(ctx_, "parallel_fail", fs_.fn);
-  llvm::MDBuilder md(ctx_);
-  b_.CreateCondBr(b_.CreateICmpEQ(rc, b_.getInt32(0)), done_bb, fail_bb, md.createBranchWeights(1u << 20, 1));
-  b_.SetInsertPoint(fail_bb);
-  EmitReturn(rc);
-  b_.SetInsertPoint(done_bb);
+  ReturnIfNonzero(rc, done_bb);
 }
 
 // Elements a buffer spans: the shape's product, or with strides the furthest element + 1.

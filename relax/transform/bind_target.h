@@ -13,4 +13,9 @@ namespace kiln::relax {
 
 absl::StatusOr<IRModule> BindTarget(const IRModule& module, const tir::Target& target);
 
+// The target PrimFunc `name` is compiled for: its "target" attribute, else `fallback`; an
+// attribute that does not parse is an error naming the PrimFunc.
+absl::StatusOr<tir::Target> PrimFuncTarget(const std::string& name, const tir::PrimFunc& func,
+                                           const tir::Target& fallback);
+
 }  // namespace kiln::relax

@@ -1,6 +1,8 @@
 #include "relax/transform/schedule_prim_funcs.h"
 
 #include "absl/strings/str_cat.h"
+#include "relax/transform/bind_target.h"
+#include "support/status_macros.h"
 #include "tir/schedule/default_cpu_schedule.h"
 
 namespace kiln::relax {
@@ -10,11 +12,7 @@ absl::StatusOr<IRModule> SchedulePrimFuncs(const IRModule& module, const tir::Ta
   for (const IRModule::Entry& entry : module.entries()) {
     const tir::PrimFunc* func = entry.prim_func();
     if (func == nullptr) continue;
-    absl::StatusOr<std::optional<tir::Target>> own = tir::TargetOf(*func);
-    if (!own.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("scheduling '", entry.name, "': ", own.status().message()));
-    }
-    const tir::Target& t = own->has_value() ? **own : target;
+    KILN_ASSIGN_OR_RETURN(tir::Target t, PrimFuncTarget(entry.name, *func, target));
     if (!t.is_cpu()) {
       return absl::UnimplementedError(absl::StrCat("scheduling '", entry.name, "': there are no schedule rules for ",
                                                    tir::TargetKindName(t.kind), " targets yet"));

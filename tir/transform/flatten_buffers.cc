@@ -8,13 +8,13 @@
 namespace kiln::tir::transform {
 namespace {
 
-PrimExpr I64(int64_t v) { return IntImm(DataType::Int64(), v); }
+PrimExpr I64(int64_t v) { return PrimExpr(v); }
 
-// `e` as int64 (with e's lanes); other integer types are converted.
+// An integer index or extent as int64 (with its lanes); anything else is left for the
+// emitter to refuse.
 PrimExpr ToI64(const PrimExpr& e) {
   DataType t = DataType::Int64().with_lanes(e.dtype().lanes());
-  if (e.dtype() == t || !e.dtype().element_of().is_integer()) return e;
-  return Cast(t, e);
+  return e.dtype() == t || !e.dtype().element_of().is_integer() ? e : Cast(t, e);
 }
 
 PrimExpr Widen(const PrimExpr& e, int lanes) {

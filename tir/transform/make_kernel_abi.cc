@@ -15,7 +15,7 @@ namespace {
 std::string Literal(const std::string& text) { return EscapeAssertText(text); }
 
 PrimExpr I32(int64_t v) { return IntImm(DataType::Int32(), v); }
-PrimExpr I64(int64_t v) { return IntImm(DataType::Int64(), v); }
+PrimExpr I64(int64_t v) { return PrimExpr(v); }
 PrimExpr ToI64(const PrimExpr& e) { return e.dtype() == DataType::Int64() ? e : Cast(DataType::Int64(), e); }
 
 class VarCollector : public StmtExprVisitor {

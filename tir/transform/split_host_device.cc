@@ -14,7 +14,7 @@
 namespace kiln::tir::transform {
 namespace {
 
-PrimExpr I64(int64_t v) { return IntImm(DataType::Int64(), v); }
+PrimExpr I64(int64_t v) { return PrimExpr(v); }
 PrimExpr ToI64(const PrimExpr& e) { return e.dtype() == DataType::Int64() ? e : Cast(DataType::Int64(), e); }
 
 const char* const kTags[] = {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"};
