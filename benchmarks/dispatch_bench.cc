@@ -2,16 +2,33 @@
 // kernel (one tensor argument and one int), against calling the same C function directly
 // in a loop with the same arguments. Prints nanoseconds per call for both and their ratio.
 //
+// Then the cost of an empty parallel region (one empty task per thread) on 1 and 2
+// threads: vm::ThreadPool::ParallelFor against OpenMP's `#pragma omp parallel for` (GCC's
+// libgomp, linked into this benchmark only), measured in the same run, back to back, as a
+// decode step runs its parallel loops.
+//
 //   build/benchmarks/dispatch_bench [N]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "builtins/default_builtins.h"
 #include "vm/executable_builder.h"
+#include "vm/thread_pool.h"
 #include "vm/virtual_machine.h"
 
 namespace {
+
+// The work of one task in both pools: a call the compiler cannot remove.
+__attribute__((noinline)) int32_t EmptyTask(int64_t task, int64_t, void*) {
+  asm volatile("" : : "r"(task) : "memory");
+  return 0;
+}
+
+double PoolRegionNs(int threads, int64_t regions, int repeats);
+double OmpRegionNs(int threads, int64_t regions, int repeats);
 
 int32_t Trivial(const KilnArg* args, int32_t num_args, KilnCallContext*) {
   // Touch the arguments so neither loop can skip work the other does.
@@ -76,5 +93,50 @@ int main(int argc, char** argv) {
   std::printf("  through the VM:        %7.2f ns/call\n", vm_ns);
   std::printf("  direct C call (peer):  %7.2f ns/call\n", direct_ns);
   std::printf("  ratio VM / direct:     %7.2fx  (VM overhead %.2f ns/call)\n", vm_ns / direct_ns, vm_ns - direct_ns);
+
+  // Alternate the two pools, best of several rounds: each round starts after a pause long
+  // enough for the other pool's idle threads to stop spinning (libgomp spins far longer).
+  const int64_t regions = 20000;
+  std::printf("empty parallel region (one empty task per thread), %lld regions back to back, best of 5:\n",
+              static_cast<long long>(regions));
+  for (int threads : {1, 2}) {
+    double kiln_ns = 1e30;
+    double omp_ns = 1e30;
+    for (int round = 0; round < 5; ++round) {
+      kiln_ns = std::min(kiln_ns, PoolRegionNs(threads, regions, 1));
+      omp_ns = std::min(omp_ns, OmpRegionNs(threads, regions, 1));
+    }
+    std::printf("  %d thread%s: vm::ThreadPool %8.1f ns/region   OpenMP (libgomp) %8.1f ns/region   ratio %.2fx\n",
+                threads, threads == 1 ? " " : "s", kiln_ns, omp_ns, kiln_ns / omp_ns);
+  }
   return 0;
 }
+
+namespace {
+
+void Settle() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
+
+double PoolRegionNs(int threads, int64_t regions, int repeats) {
+  kiln::vm::ThreadPool pool(threads);
+  pool.ParallelFor(threads, EmptyTask, nullptr);  // workers started
+  Settle();
+  return BestNsPerCall(regions, repeats, [&] {
+    for (int64_t r = 0; r < regions; ++r) {
+      if (pool.ParallelFor(threads, EmptyTask, nullptr) != 0) std::abort();
+    }
+  });
+}
+
+double OmpRegionNs(int threads, int64_t regions, int repeats) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int i = 0; i < threads; ++i) EmptyTask(i, threads, nullptr);  // team started
+  Settle();
+  return BestNsPerCall(regions, repeats, [&] {
+    for (int64_t r = 0; r < regions; ++r) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int i = 0; i < threads; ++i) EmptyTask(i, threads, nullptr);
+    }
+  });
+}
+
+}  // namespace

@@ -75,10 +75,11 @@ class Parser {
 
   // ---- PrimExpr and TIR (text_tir_parser.cc)
   absl::StatusOr<PrimExpr> ParsePrimExpr();
-  absl::StatusOr<std::vector<PrimExpr>> ParseDims();  // "(a, b)", "(a,)", "()"
+  // "(a, b)", "(a,)", "()". For a shape (not strides) a negative constant is an error.
+  absl::StatusOr<std::vector<PrimExpr>> ParseDims(bool shape = true);
   absl::StatusOr<tir::PrimFunc> ParsePrimFunc(const Token& name_token);
   absl::Status ParseBounds();  // the `where` clause, into pending_bounds_
-  absl::Status CheckBoundsUsed();
+  absl::Status CheckBoundsUsed();  // every bound names a defined variable and can hold
   // Defines a symbolic variable in a defining context (with any declared bound).
   tir::Var DefineSymVar(const Token& at, DataType dtype, bool shape_var);
 
@@ -150,6 +151,7 @@ class Parser {
     std::optional<int64_t> lower;
     std::optional<int64_t> upper;
     bool used = false;
+    bool shape_var = false;  // it bounds a dimension (never negative)
   };
   std::unordered_map<std::string, Bound> pending_bounds_;
   std::vector<Token> global_uses_;
