@@ -258,7 +258,7 @@ TEST(WellFormedTest, ImpossibleShapesAndBounds) {
   Fixture f;
   tir::Var m = tir::Var::Shape("m", -1);  // m >= 0 and m <= -1
   Var c("c", TensorSInfo({m, 4}, f32));
-  EXPECT_EQ(Check(f.Main({{{Binding{c, f.x, TensorSInfo({m, 4}, f32)}}, false}}, c)),
+  EXPECT_EQ(Check(f.Main({{{Binding{c, f.x, TensorSInfo({m, 4}, f32)}}, false}}, f.x)),
             "function 'main': match_cast of 'c': the bounds of 'm' can never hold (m >= 0 and m <= -1)");
 }
 
