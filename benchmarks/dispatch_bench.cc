@@ -29,13 +29,16 @@ __attribute__((noinline)) int32_t EmptyTask(int64_t task, int64_t, void*) {
   return 0;
 }
 
-// A task of about one microsecond of work: a region of these cannot finish on the caller
-// alone faster than the threads share it, so it shows the fork/join cost proper.
-__attribute__((noinline)) int32_t MicrosecondTask(int64_t, int64_t, void*) {
-  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(1);
-  while (std::chrono::steady_clock::now() < end) {
+// A task of about a microsecond of work (a chain of 1000 dependent multiply-adds, no
+// clock calls): a region of these cannot finish on the caller alone faster than the
+// threads share it, so it shows the fork/join cost proper.
+__attribute__((noinline)) int32_t MicrosecondTask(int64_t task, int64_t, void*) {
+  uint64_t x = static_cast<uint64_t>(task) + 1;
+  for (int i = 0; i < 1000; ++i) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    asm volatile("" : "+r"(x));
   }
-  return 0;
+  return x == 0 ? 1 : 0;
 }
 
 double PoolRegionNs(int threads, int64_t regions, int repeats, KilnParallelBody task);
@@ -111,7 +114,7 @@ int main(int argc, char** argv) {
   for (bool empty : {true, false}) {
     std::printf("%s, %lld regions back to back, best of 5:\n",
                 empty ? "empty parallel region (one empty task per thread)"
-                      : "parallel region of one 1-microsecond task per thread",
+                      : "parallel region of one ~1-microsecond task per thread",
                 static_cast<long long>(regions));
     for (int threads : {1, 2}) {
       double kiln_ns = 1e30;
