@@ -9,10 +9,10 @@
 
 #include <string>
 
-#include "relax/text_parser.h"
-#include "relax/text_printer.h"
 #include "support/check.h"
 #include "tir/structural_equal.h"
+#include "tir/text_parser.h"
+#include "tir/text_printer.h"
 
 namespace kiln::tir {
 namespace {
@@ -23,16 +23,12 @@ using testing::kMatmul;
 using ::testing::HasSubstr;
 
 PrimFunc Parse(const std::string& prim_func_text) {
-  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule("module {\n" + prim_func_text + "\n}\n");
+  absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(prim_func_text);
   KILN_CHECK(parsed.ok()) << parsed.status() << "\n" << prim_func_text;
-  for (const relax::IRModule::Entry& e : parsed->module.entries()) {
-    if (e.prim_func()) return *e.prim_func();
-  }
-  KILN_CHECK(false) << "no prim_func";
-  return PrimFunc();
+  return parsed->func;
 }
 
-std::string Print(const PrimFunc& f) { return relax::PrintPrimFunc(f, "f"); }
+std::string Print(const PrimFunc& f) { return PrintPrimFunc(f, "f"); }
 
 #define EXPECT_FUNC_EQ(actual, expected_text)                                                   \
   do {                                                                                          \
