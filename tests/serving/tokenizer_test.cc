@@ -73,7 +73,9 @@ TEST(Tokenizer, MatchesReferenceIds) {
     EXPECT_EQ(*ids, c.ids) << "text: " << c.text << "\n got: " << Show(*ids) << "\nwant: " << Show(c.ids);
     // Bytes without a symbol token became the unknown token and cannot come back.
     const bool lossy = std::count(ids->begin(), ids->end(), tok->unknown_id()) > 0;
-    if (!lossy) EXPECT_EQ(*tok->Decode(*ids), c.text);
+    if (!lossy) {
+      EXPECT_EQ(*tok->Decode(*ids), c.text);
+    }
   }
 }
 
