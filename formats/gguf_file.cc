@@ -85,11 +85,17 @@ class GgufParser {
     return absl::OkStatus();
   }
 
-  absl::Status ReadString(absl::string_view item, absl::string_view field, std::string_view* out) {
+  // `index` >= 0 names an array element ("string 12"); the name is built only for errors,
+  // since a vocabulary has tens of thousands of strings.
+  absl::Status ReadString(absl::string_view item, absl::string_view field, std::string_view* out,
+                          int64_t index = -1) {
+    auto name = [&] { return index < 0 ? std::string(field) : absl::StrCat(field, " ", index); };
+    if (Remaining() < 8) return Truncated(item, absl::StrCat(name(), " length"), 8);
     uint64_t length = 0;
-    KILN_RETURN_IF_ERROR(ReadScalar(item, absl::StrCat(field, " length"), &length));
+    std::memcpy(&length, bytes_.data() + pos_, 8);
+    pos_ += 8;
     if (length > Remaining()) {
-      return Error(item, absl::StrCat(field, " of ", length, " bytes at offset ", pos_,
+      return Error(item, absl::StrCat(name(), " of ", length, " bytes at offset ", pos_,
                                       " runs past the end of the file (", bytes_.size(), " bytes)"));
     }
     *out = bytes_.substr(pos_, length);
@@ -176,7 +182,7 @@ class GgufParser {
     if (element_type == GgufValueType::kString) {
       std::vector<std::string_view> strings(count);
       for (uint64_t i = 0; i < count; ++i) {
-        KILN_RETURN_IF_ERROR(ReadString(item, absl::StrCat("string ", i), &strings[i]));
+        KILN_RETURN_IF_ERROR(ReadString(item, "string", &strings[i], static_cast<int64_t>(i)));
       }
       *out = GgufValue::StringArray(std::move(strings));
     } else if (element_type == GgufValueType::kArray) {

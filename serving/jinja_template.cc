@@ -267,7 +267,12 @@ struct Expr {
   std::vector<ExprP> args;          // operands; for calls and filters the callee/subject first
   std::vector<std::string> kwargs;  // keyword names of the last args (calls)
   bool negate = false;              // is not
+  int depth = 1;                    // of the tree below, bounded by kMaxDepth
 };
+
+// Deeper expressions (and block nesting) are refused: parsing, rendering and freeing them
+// recurse, and a template comes from a file.
+constexpr int kMaxDepth = 200;
 
 const std::set<std::string>& KnownFilters() {
   static const auto* filters = new std::set<std::string>{
@@ -337,14 +342,32 @@ class ExprParser {
   absl::StatusOr<ExprP> Parse() { return ParseCond(); }
 
  private:
-  static ExprP Make(Expr::Kind kind, Pos pos, std::string name, std::vector<ExprP> args) {
+  absl::StatusOr<ExprP> Make(Expr::Kind kind, Pos pos, std::string name, std::vector<ExprP> args,
+                             std::vector<std::string> kwargs = {}, bool negate = false) {
     auto e = std::make_shared<Expr>();
     e->kind = kind;
     e->pos = pos;
     e->name = std::move(name);
     e->args = std::move(args);
-    return e;
+    e->kwargs = std::move(kwargs);
+    e->negate = negate;
+    for (const ExprP& arg : e->args) e->depth = std::max(e->depth, arg->depth + 1);
+    if (e->depth > kMaxDepth) {
+      return absl::InvalidArgumentError(absl::StrCat(name_, ": line ", pos.line, ", column ", pos.column,
+                                                     ": expression nested more than ", kMaxDepth, " deep"));
+    }
+    return ExprP(std::move(e));
   }
+
+  // Bounds the parser's own recursion (parentheses, lists, `not not ...`, `- - ...`).
+  absl::Status Enter(const Token& at) {
+    if (++recursion_ > kMaxDepth) return Error(at, absl::StrCat("expression nested more than ", kMaxDepth, " deep"));
+    return absl::OkStatus();
+  }
+  struct Leave {
+    int* recursion;
+    ~Leave() { --*recursion; }
+  };
 
   absl::StatusOr<ExprP> ParseCond() {
     KILN_ASSIGN_OR_RETURN(ExprP value, ParseOr());
@@ -364,7 +387,7 @@ class ExprParser {
     while (IsName("or")) {
       Pos pos = Next().pos;
       KILN_ASSIGN_OR_RETURN(ExprP right, ParseAnd());
-      left = Make(Expr::kOr, pos, "or", {left, right});
+      KILN_ASSIGN_OR_RETURN(left, Make(Expr::kOr, pos, "or", {left, right}));
     }
     return left;
   }
@@ -374,13 +397,15 @@ class ExprParser {
     while (IsName("and")) {
       Pos pos = Next().pos;
       KILN_ASSIGN_OR_RETURN(ExprP right, ParseNot());
-      left = Make(Expr::kAnd, pos, "and", {left, right});
+      KILN_ASSIGN_OR_RETURN(left, Make(Expr::kAnd, pos, "and", {left, right}));
     }
     return left;
   }
 
   absl::StatusOr<ExprP> ParseNot() {
     if (IsName("not")) {
+      KILN_RETURN_IF_ERROR(Enter(Peek()));
+      Leave leave{&recursion_};
       Pos pos = Next().pos;
       KILN_ASSIGN_OR_RETURN(ExprP operand, ParseNot());
       return Make(Expr::kNot, pos, "not", {operand});
@@ -407,7 +432,7 @@ class ExprParser {
         return left;
       }
       KILN_ASSIGN_OR_RETURN(ExprP right, ParseMath1());
-      left = Make(Expr::kBinary, pos, op, {left, right});
+      KILN_ASSIGN_OR_RETURN(left, Make(Expr::kBinary, pos, op, {left, right}));
     }
   }
 
@@ -422,7 +447,7 @@ class ExprParser {
       if (matched == nullptr) return left;
       Pos pos = Next().pos;
       KILN_ASSIGN_OR_RETURN(ExprP right, (this->*sub)());
-      left = Make(Expr::kBinary, pos, matched, {left, right});
+      KILN_ASSIGN_OR_RETURN(left, Make(Expr::kBinary, pos, matched, {left, right}));
     }
   }
 
@@ -434,9 +459,14 @@ class ExprParser {
   absl::StatusOr<ExprP> ParseUnary() {
     ExprP node;
     if (IsOp("-") || IsOp("+")) {
+      KILN_RETURN_IF_ERROR(Enter(Peek()));
+      Leave leave{&recursion_};
       const Token& sign = Next();
       KILN_ASSIGN_OR_RETURN(ExprP operand, ParseUnary());
-      node = sign.text == "-" ? Make(Expr::kNeg, sign.pos, "-", {operand}) : operand;
+      node = operand;
+      if (sign.text == "-") {
+        KILN_ASSIGN_OR_RETURN(node, Make(Expr::kNeg, sign.pos, "-", {operand}));
+      }
     } else {
       KILN_ASSIGN_OR_RETURN(node, ParsePrimary());
       KILN_ASSIGN_OR_RETURN(node, ParsePostfix(node));
@@ -476,13 +506,7 @@ class ExprParser {
           KILN_ASSIGN_OR_RETURN(std::vector<ExprP> extra, ParseArgs(&kwargs));
           args.insert(args.end(), extra.begin(), extra.end());
         }
-        auto e = std::make_shared<Expr>();
-        e->kind = Expr::kFilter;
-        e->pos = name_token.pos;
-        e->name = filter;
-        e->args = std::move(args);
-        e->kwargs = std::move(kwargs);
-        node = e;
+        KILN_ASSIGN_OR_RETURN(node, Make(Expr::kFilter, name_token.pos, filter, std::move(args), std::move(kwargs)));
       } else if (IsName("is")) {
         Next();
         bool negate = false;
@@ -498,13 +522,7 @@ class ExprParser {
           KILN_ASSIGN_OR_RETURN(test, ExpectName());
         }
         if (!KnownTests().count(test)) return Error(name_token, absl::StrCat("unsupported test '", test, "'"));
-        auto e = std::make_shared<Expr>();
-        e->kind = Expr::kTest;
-        e->pos = name_token.pos;
-        e->name = test;
-        e->args = {node};
-        e->negate = negate;
-        node = e;
+        KILN_ASSIGN_OR_RETURN(node, Make(Expr::kTest, name_token.pos, test, {node}, {}, negate));
       } else {
         return node;
       }
@@ -517,7 +535,7 @@ class ExprParser {
         Next();
         const Token& name_token = Peek();
         KILN_ASSIGN_OR_RETURN(std::string attr, ExpectName());
-        node = Make(Expr::kAttr, name_token.pos, attr, {node});
+        KILN_ASSIGN_OR_RETURN(node, Make(Expr::kAttr, name_token.pos, attr, {node}));
       } else if (IsOp("[")) {
         Pos pos = Next().pos;
         // x[i], x[a:b], x[a:], x[:b]
@@ -536,9 +554,9 @@ class ExprParser {
         KILN_RETURN_IF_ERROR(Expect("]"));
         if (slice) {
           ExprP none = std::make_shared<Expr>(Expr{Expr::kLiteral, pos, JinjaValue::None(), "", {}, {}, false});
-          node = Make(Expr::kSlice, pos, "", {node, start ? start : none, stop ? stop : none});
+          KILN_ASSIGN_OR_RETURN(node, Make(Expr::kSlice, pos, "", {node, start ? start : none, stop ? stop : none}));
         } else {
-          node = Make(Expr::kIndex, pos, "", {node, start});
+          KILN_ASSIGN_OR_RETURN(node, Make(Expr::kIndex, pos, "", {node, start}));
         }
       } else if (IsOp("(")) {
         const Token& paren = Peek();
@@ -556,13 +574,7 @@ class ExprParser {
         std::vector<std::string> kwargs;
         KILN_ASSIGN_OR_RETURN(std::vector<ExprP> args, ParseArgs(&kwargs));
         args.insert(args.begin(), node);
-        auto e = std::make_shared<Expr>();
-        e->kind = Expr::kCall;
-        e->pos = node->pos;
-        e->name = node->name;
-        e->args = std::move(args);
-        e->kwargs = std::move(kwargs);
-        node = e;
+        KILN_ASSIGN_OR_RETURN(node, Make(Expr::kCall, node->pos, node->name, std::move(args), std::move(kwargs)));
       } else {
         return node;
       }
@@ -590,6 +602,8 @@ class ExprParser {
         return Make(Expr::kName, t.pos, t.text, {});
       }
       case Tok::kOp: {
+        KILN_RETURN_IF_ERROR(Enter(t));
+        Leave leave{&recursion_};
         if (t.text == "(") {
           KILN_ASSIGN_OR_RETURN(ExprP inner, ParseCond());
           if (IsOp(",")) return Error(Peek(), "unsupported construct: tuple");
@@ -631,6 +645,7 @@ class ExprParser {
   const std::vector<Token>& tokens_;
   size_t i_;
   const std::string& name_;
+  int recursion_ = 0;
 };
 
 }  // namespace
@@ -683,6 +698,7 @@ class StatementParser {
           if (!s.text.empty()) {
             auto node = std::make_shared<Node>();
             node->kind = Node::kText;
+            node->pos = s.pos;
             node->text = s.text;
             body->push_back(node);
           }
@@ -736,7 +752,19 @@ class StatementParser {
     return expr;
   }
 
+  // Bounds block nesting (ParseBody recursion).
+  absl::Status Enter(const Segment& s) {
+    if (++depth_ > kMaxDepth) return Error(s.pos, absl::StrCat("blocks nested more than ", kMaxDepth, " deep"));
+    return absl::OkStatus();
+  }
+  struct Leave {
+    int* depth;
+    ~Leave() { --*depth; }
+  };
+
   absl::Status ParseIf(const Segment& s, std::vector<NodeP>* body) {
+    KILN_RETURN_IF_ERROR(Enter(s));
+    Leave leave{&depth_};
     auto node = std::make_shared<Node>();
     node->kind = Node::kIf;
     node->pos = s.pos;
@@ -770,6 +798,8 @@ class StatementParser {
   }
 
   absl::Status ParseFor(const Segment& s, std::vector<NodeP>* body) {
+    KILN_RETURN_IF_ERROR(Enter(s));
+    Leave leave{&depth_};
     auto node = std::make_shared<Node>();
     node->kind = Node::kFor;
     node->pos = s.pos;
@@ -853,12 +883,17 @@ class StatementParser {
   const std::vector<Segment>& segments_;
   const std::string& name_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 // ---------------------------------------------------------------------------------------
 // Rendering.
 
+// Limits that keep a hostile template from hanging or exhausting memory: evaluation steps
+// (expressions evaluated and loop iterations), and the length of any string it builds.
 constexpr int64_t kMaxRange = 1 << 20;
+constexpr int64_t kMaxSteps = 20'000'000;
+constexpr size_t kMaxString = 16u << 20;
 
 size_t CodePointCount(const std::string& text) {
   size_t count = 0;
@@ -914,10 +949,17 @@ class Renderer {
   absl::Status RenderNode(const Node& node, std::string* out) {
     switch (node.kind) {
       case Node::kBody: return Render(node.body, out);
-      case Node::kText: *out += node.text; return absl::OkStatus();
+      case Node::kText:
       case Node::kOutput: {
-        KILN_ASSIGN_OR_RETURN(JinjaValue value, Eval(*node.expr));
-        *out += value.ToString();
+        if (node.kind == Node::kText) {
+          *out += node.text;
+        } else {
+          KILN_ASSIGN_OR_RETURN(JinjaValue value, Eval(*node.expr));
+          *out += value.ToString();
+        }
+        if (out->size() > kMaxString) {
+          return Error(node.pos, absl::StrCat("the output is longer than ", kMaxString, " bytes"));
+        }
         return absl::OkStatus();
       }
       case Node::kIf: {
@@ -978,6 +1020,7 @@ class Renderer {
     if (items.empty()) return Render(node.else_body, out);
     const auto n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      KILN_RETURN_IF_ERROR(Step(node.pos));
       scopes_.emplace_back();
       KILN_RETURN_IF_ERROR(Bind(node, items[static_cast<size_t>(i)], &scopes_.back()));
       scopes_.back()["loop"] = JinjaValue::MakeDict({
@@ -1051,7 +1094,18 @@ class Renderer {
     }
   }
 
+  absl::Status Step(Pos pos) {
+    if (++steps_ > kMaxSteps) return Error(pos, absl::StrCat("the template takes more than ", kMaxSteps, " steps"));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<JinjaValue> Text(std::string text, Pos pos) {
+    if (text.size() > kMaxString) return Error(pos, absl::StrCat("a string longer than ", kMaxString, " bytes"));
+    return JinjaValue::String(std::move(text));
+  }
+
   absl::StatusOr<JinjaValue> Eval(const Expr& e) {
+    KILN_RETURN_IF_ERROR(Step(e.pos));
     switch (e.kind) {
       case Expr::kLiteral: return e.literal;
       case Expr::kName: return Lookup(e.name);
@@ -1151,7 +1205,7 @@ class Renderer {
     };
     if (op == "==") return JinjaValue::Bool(a.Equals(b));
     if (op == "!=") return JinjaValue::Bool(!a.Equals(b));
-    if (op == "~") return JinjaValue::String(a.ToString() + b.ToString());
+    if (op == "~") return Text(a.ToString() + b.ToString(), e.pos);
     if (op == "in" || op == "not in") {
       bool found = false;
       if (b.kind() == K::kString) {
@@ -1178,7 +1232,7 @@ class Renderer {
       return JinjaValue::Bool(op == "<" ? order < 0 : op == "<=" ? order <= 0 : op == ">" ? order > 0 : order >= 0);
     }
     if (op == "+") {
-      if (a.kind() == K::kString && b.kind() == K::kString) return JinjaValue::String(a.AsString() + b.AsString());
+      if (a.kind() == K::kString && b.kind() == K::kString) return Text(a.AsString() + b.AsString(), e.pos);
       if (a.kind() == K::kList && b.kind() == K::kList) {
         JinjaValue::List items = a.AsList();
         items.insert(items.end(), b.AsList().begin(), b.AsList().end());
@@ -1186,8 +1240,11 @@ class Renderer {
       }
     }
     if (op == "*" && a.kind() == K::kString && (b.kind() == K::kInt)) {
+      if (b.AsInt() > 0 && a.AsString().size() * static_cast<uint64_t>(b.AsInt()) > kMaxString) {
+        return Error(e.pos, absl::StrCat("a string longer than ", kMaxString, " bytes"));
+      }
       std::string text;
-      for (int64_t i = 0; i < b.AsInt() && i < kMaxRange; ++i) text += a.AsString();
+      for (int64_t i = 0; i < b.AsInt(); ++i) text += a.AsString();
       return JinjaValue::String(text);
     }
     if (!a.is_number() || !b.is_number()) return mismatch();
@@ -1288,8 +1345,10 @@ class Renderer {
       KILN_RETURN_IF_ERROR(Arity(e, args, 0, 1));
       const std::string sep = args.empty() ? "" : args[0].ToString();
       std::string text;
-      for (size_t k = 0; k < items.size(); ++k) absl::StrAppend(&text, k ? sep : "", items[k].ToString());
-      return JinjaValue::String(text);
+      for (size_t k = 0; k < items.size() && text.size() <= kMaxString; ++k) {
+        absl::StrAppend(&text, k ? sep : "", items[k].ToString());
+      }
+      return Text(std::move(text), e.pos);
     }
     KILN_RETURN_IF_ERROR(needs(K::kString));
     const std::string& s = v.AsString();
@@ -1441,6 +1500,7 @@ class Renderer {
 
   const std::string& name_;
   std::vector<std::map<std::string, JinjaValue>> scopes_;
+  int64_t steps_ = 0;
 };
 
 }  // namespace

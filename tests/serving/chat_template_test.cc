@@ -1,5 +1,7 @@
 #include "serving/chat_template.h"
 
+#include <random>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/model_path.h"
@@ -126,6 +128,73 @@ TEST(JinjaTemplate, UnsupportedConstructsAndErrorsNameTheirPosition) {
   EXPECT_EQ(Render("{{ 1 // 0 }}"), "t: line 1, column 6: division by zero");
   EXPECT_EQ(Render("{% set s = 'x' %}{% set s.a = 1 %}"),
             "t: line 1, column 18: cannot set attribute 'a' of string 's' (only a namespace's)");
+}
+
+// A chat template comes from a file: deep nesting, endless loops and huge strings are
+// refused, not a crash or a hang.
+TEST(JinjaTemplate, HostileTemplatesAreRefused) {
+  EXPECT_THAT(Render("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}"),
+              HasSubstr("expression nested more than 200 deep"));
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 100000; ++i) chain += " + 1";
+  EXPECT_THAT(Render(chain + " }}"), HasSubstr("expression nested more than 200 deep"));
+  EXPECT_THAT(Render("{{ " + std::string(50000, '-') + "1 }}"), HasSubstr("nested more than 200 deep"));
+  std::string blocks;
+  for (int i = 0; i < 50000; ++i) blocks += "{% if true %}";
+  EXPECT_THAT(Render(blocks), HasSubstr("blocks nested more than 200 deep"));
+  EXPECT_THAT(Render("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}"),
+              HasSubstr("steps"));
+  EXPECT_THAT(Render("{{ 'x' * 100000000 }}"), HasSubstr("a string longer than 16777216 bytes"));
+  EXPECT_THAT(Render("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
+              HasSubstr("a string longer than"));
+  EXPECT_THAT(Render("{{ range(100000000) }}"), HasSubstr("range() of more than"));
+}
+
+// Mutants of real templates parse and render or fail with a located error (run under
+// AddressSanitizer by scripts/sanitizer_tests.sh).
+TEST(JinjaTemplate, MutantsFailCleanly) {
+  std::vector<std::string> corpus;
+  for (const TemplateCase& c : kOtherTemplateCases) corpus.push_back(c.template_text);
+  const std::string kSmolLm =
+      "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+      "You are SmolLM<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
+      "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+  corpus.push_back(kSmolLm);
+  const char* kInserts[] = {"{%", "%}", "{{", "}}", "{#", "#}", "-", "(", ")", "[", "]", "'", "\"", " if ", " for ",
+                            " in ", " else ", "endif", "endfor", "|", ".", ",", "~", "+", "loop", "set", "not"};
+  JinjaValue::List messages;
+  for (const char* role : {"system", "user", "assistant"}) {
+    messages.push_back(JinjaValue::MakeDict({{"role", JinjaValue::String(role)}, {"content", JinjaValue::String("hi")}}));
+  }
+  const std::map<std::string, JinjaValue> variables = {{"messages", JinjaValue::MakeList(messages)},
+                                                       {"add_generation_prompt", JinjaValue::Bool(true)},
+                                                       {"bos_token", JinjaValue::String("<s>")},
+                                                       {"eos_token", JinjaValue::String("</s>")}};
+  std::mt19937 rng(11);
+  int rendered = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = corpus[static_cast<size_t>(i) % corpus.size()];
+    for (int r = 0; r < 1 + static_cast<int>(rng() % 3); ++r) {
+      size_t at = rng() % (text.size() + 1);
+      switch (rng() % 3) {
+        case 0: text.erase(at, 1 + rng() % 8); break;
+        case 1: text.insert(at, kInserts[rng() % std::size(kInserts)]); break;
+        default: text.insert(at, text.substr(rng() % text.size(), rng() % 16)); break;
+      }
+    }
+    absl::StatusOr<JinjaTemplate> t = JinjaTemplate::Parse(text, "m");
+    if (!t.ok()) {
+      EXPECT_EQ(t.status().message().substr(0, 3), "m: ") << t.status();
+      continue;
+    }
+    absl::StatusOr<std::string> out = t->Render(variables);
+    if (out.ok()) {
+      ++rendered;
+    } else {
+      EXPECT_EQ(out.status().message().substr(0, 3), "m: ") << out.status();
+    }
+  }
+  EXPECT_GT(rendered, 100);
 }
 
 }  // namespace
