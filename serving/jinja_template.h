@@ -25,7 +25,13 @@
 // Anything else (macros, includes, blocks, call, filter blocks, other filters, tests or
 // functions) is refused when the template is parsed, with an error naming the construct and
 // its line and column; errors while rendering (raise_exception, adding a string to a
-// number, an attribute of an undefined value) name the line and column too.
+// number, an attribute of an undefined value) name the line and column too. A template comes
+// from a file, so its cost is bounded: expressions and blocks nest at most 200 deep, a render
+// takes at most 2 million steps (expressions and loop iterations), strings and the output
+// are at most 16 MiB; beyond that it fails with an error.
+//
+// Implementation: serving/jinja_syntax.h (the tree), jinja_lexer.cc, jinja_parser.cc,
+// jinja_renderer.cc.
 #pragma once
 
 #include <map>
@@ -38,9 +44,12 @@
 
 namespace kiln::serving {
 
+namespace jinja {
+struct Node;
+}  // namespace jinja
+
 class JinjaTemplate {
  public:
-  struct Node;
 
   // `name` stands for the template in errors ("chat template: line 1, column 5: ...").
   static absl::StatusOr<JinjaTemplate> Parse(std::string_view source, std::string name = "template");
@@ -49,7 +58,7 @@ class JinjaTemplate {
 
  private:
   std::string name_;
-  std::shared_ptr<const Node> root_;
+  std::shared_ptr<const jinja::Node> root_;
 };
 
 }  // namespace kiln::serving
