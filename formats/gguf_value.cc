@@ -84,38 +84,26 @@ GgufValue GgufValue::String(std::string_view text) {
   return value;
 }
 
-GgufValue GgufValue::ScalarArray(GgufValueType element_type, uint64_t count, const char* raw) {
-  KILN_CHECK(GgufScalarBytes(element_type) > 0);
-  auto array = std::make_shared<Array>();
-  array->element_type = element_type;
-  array->count = count;
-  array->raw = raw;
+GgufValue GgufValue::FromArray(Array array) {
   GgufValue value;
   value.type_ = GgufValueType::kArray;
-  value.array_ = std::move(array);
+  value.array_ = std::make_shared<const Array>(std::move(array));
   return value;
+}
+
+GgufValue GgufValue::ScalarArray(GgufValueType element_type, uint64_t count, const char* raw) {
+  KILN_CHECK(GgufScalarBytes(element_type) > 0);
+  return FromArray({element_type, count, raw, {}, {}});
 }
 
 GgufValue GgufValue::StringArray(std::vector<std::string_view> strings) {
-  auto array = std::make_shared<Array>();
-  array->element_type = GgufValueType::kString;
-  array->count = strings.size();
-  array->strings = std::move(strings);
-  GgufValue value;
-  value.type_ = GgufValueType::kArray;
-  value.array_ = std::move(array);
-  return value;
+  const uint64_t count = strings.size();
+  return FromArray({GgufValueType::kString, count, nullptr, std::move(strings), {}});
 }
 
 GgufValue GgufValue::NestedArray(std::vector<GgufValue> arrays) {
-  auto array = std::make_shared<Array>();
-  array->element_type = GgufValueType::kArray;
-  array->count = arrays.size();
-  array->arrays = std::move(arrays);
-  GgufValue value;
-  value.type_ = GgufValueType::kArray;
-  value.array_ = std::move(array);
-  return value;
+  const uint64_t count = arrays.size();
+  return FromArray({GgufValueType::kArray, count, nullptr, {}, std::move(arrays)});
 }
 
 std::optional<int64_t> GgufValue::AsInt64() const {

@@ -86,6 +86,8 @@ class GgufValue {
     std::vector<GgufValue> arrays;           // nested arrays
   };
 
+  static GgufValue FromArray(Array array);
+
   GgufValueType type_ = GgufValueType::kUint8;
   uint64_t bits_ = 0;  // a scalar's bytes, zero-extended
   std::string_view string_;
