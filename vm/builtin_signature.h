@@ -41,7 +41,7 @@ struct BuiltinType {
   bool Accepts(const Value& v) const {
     if (any) return true;
     if (v.kind() != kind) return false;
-    return object_type == 0 || v.as_object()->type_index() == object_type;
+    return object_type == 0 || v.object_ptr()->type_index() == object_type;
   }
   // Whether some value is accepted by both.
   bool Overlaps(const BuiltinType& other) const;

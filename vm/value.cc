@@ -166,7 +166,7 @@ std::string Value::Describe() const {
     case Kind::kTuple: return absl::StrCat("tuple of ", as_tuple().size());
     case Kind::kString: return absl::StrCat("string \"", as_string(), "\"");
     case Kind::kClosure: return absl::StrCat("closure of function ", as_closure().function_index);
-    case Kind::kObject: return absl::StrCat("object:", as_object()->type_name());
+    case Kind::kObject: return absl::StrCat("object:", object_ptr()->type_name());
     default: return KindName(kind_);
   }
 }

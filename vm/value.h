@@ -127,6 +127,12 @@ class Value {
     Expect(Kind::kObject, "as_object");
     return std::const_pointer_cast<Object>(std::static_pointer_cast<const Object>(ref_));
   }
+  // The object without taking a reference (valid while this Value lives): for type checks
+  // and handles passed to kernels on hot paths.
+  Object* object_ptr() const {
+    Expect(Kind::kObject, "object_ptr");
+    return const_cast<Object*>(static_cast<const Object*>(ref_.get()));
+  }
   // The object as a T; aborts naming both types when it is another kind or object type.
   template <typename T>
   T& as_object() const {

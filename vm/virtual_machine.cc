@@ -340,7 +340,7 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, Value* regs, const I
       arg.type_code = kKilnArgFloat;
     } else if (expected == 'h' && v.kind() == Value::Kind::kObject) {
       // Valid for the call: the register (or constant) holds a reference until it returns.
-      arg.value.handle = v.as_object().get();
+      arg.value.handle = v.object_ptr();
       arg.type_code = kKilnArgHandle;
     } else {
       const char* what = expected == 't' ? "a tensor" : expected == 'i' ? "an int" : expected == 'f' ? "a float" : "an object handle";
