@@ -22,12 +22,17 @@ absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::string b
       return absl::NotFoundError(absl::StrCat("executable needs builtin '", decl.name,
                                               "', which this runtime does not provide"));
     }
-    if (builtin->signature != decl.signature) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "builtin '", decl.name, "' has signature ", builtin->signature,
-          " in this runtime but the executable expects ", decl.signature));
+    absl::StatusOr<BuiltinSignature> recorded = BuiltinSignature::Parse(decl.signature);
+    if (!recorded.ok()) {
+      return absl::DataLossError(absl::StrCat("builtin '", decl.name, "' in the executable: ", recorded.status().message()));
     }
-    exe->builtin_fns_.push_back(builtin->fn);
+    if (!Compatible(builtin->signature, *recorded)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "builtin '", decl.name, "' has signature ", builtin->signature.ToString(),
+          " in this runtime but the executable expects ", recorded->ToString()));
+    }
+    exe->builtin_fns_.push_back({builtin->fn, builtin->state.get(), Meet(builtin->signature, *recorded)});
+    if (builtin->state != nullptr) exe->builtin_states_.push_back(builtin->state);
   }
   if (!c.cpu_object.empty()) {
     absl::StatusOr<std::shared_ptr<KernelObject>> object = KernelObject::Load(c.cpu_object);

@@ -4,14 +4,15 @@
 // File format (.kx), all integers little-endian:
 //   header:   magic "KILNEXE\0", u16 major, u16 minor, u32 section count,
 //             then per section: u32 id, u32 zero, u64 offset, u64 size, u64 FNV-1a hash
-//   sections: msgpack documents (functions, constants, builtins, kernels) and raw bytes
-//             (the CPU kernel shared object)
+//   sections: msgpack documents (functions, constants, builtins, kernels, devices) and raw
+//             bytes (the CPU kernel shared object). The device table is written only when
+//             the program uses a device besides the CPU; without it the table is ["cpu"].
 // Compatibility: a reader accepts files of its own major version and any minor version up
 // to its own; anything else is refused with both versions named.
 // Loading checks every bound, hash, index, register and jump target, resolves builtins
-// (by name, checking the signature recorded in the file against the registered one) and
-// kernels to direct pointers, and returns an error for anything malformed. It never reads
-// past a section.
+// (by name, checking the signature recorded in the file against the registered one with
+// vm::Compatible) and kernels to direct pointers, and returns an error for anything
+// malformed. It never reads past a section. Devices are resolved by each VirtualMachine.
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,9 @@ namespace kiln::vm {
 
 inline constexpr char kExecutableMagic[8] = {'K', 'I', 'L', 'N', 'E', 'X', 'E', '\0'};
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 0;
+// 1.1: closures (MakeClosure, Call of a closure), CopyToDevice, the device table, devices of
+// kernels and parameters, typed builtin signatures.
+inline constexpr uint16_t kFormatMinor = 1;
 
 enum class SectionId : uint32_t {
   kFunctions = 1,
@@ -37,6 +40,7 @@ enum class SectionId : uint32_t {
   kBuiltins = 3,
   kKernels = 4,
   kCpuObject = 5,
+  kDevices = 6,
 };
 
 // What a parameter must be at call time. Dims use MatchShape's operand kinds: Imm (fixed),
@@ -49,6 +53,7 @@ struct ParamSignature {
   DLDataType dtype{};
   int32_t ndim = -1;  // -1: any rank (then dims is empty)
   std::vector<Operand> dims;
+  int32_t device = 0;  // a tensor's device: index into the device table
 };
 
 struct Function {
@@ -63,7 +68,7 @@ struct Function {
 
 struct BuiltinDecl {
   std::string name;
-  std::string signature;
+  std::string signature;  // vm/builtin_signature.h; what the compiler expects
 };
 
 struct KernelDecl {
@@ -71,6 +76,15 @@ struct KernelDecl {
   std::string name;
   Source source = Source::kCpuObject;
   std::string arg_signature;  // one letter per argument: t tensor, i int, f float, h handle
+  int32_t device = 0;         // where it runs and its tensors live: index into the device table
+};
+
+// A builtin table entry resolved at load: the function, its state, and the signature each
+// call is checked against (the registered and recorded ones met, vm::Meet).
+struct ResolvedBuiltin {
+  BuiltinFn fn = nullptr;
+  Object* state = nullptr;  // kept alive by the executable
+  BuiltinSignature signature;
 };
 
 class KernelObject;  // a loaded shared object (kernel_object.h)
@@ -84,6 +98,9 @@ class Executable {
     std::vector<BuiltinDecl> builtins;
     std::vector<KernelDecl> kernels;
     std::string cpu_object;  // shared object bytes, may be empty
+    // Devices the program uses, by name ("cpu", "cuda:0"); entry 0 is always "cpu", the
+    // VM's default device. Each VM maps them to registered devices when it is created.
+    std::vector<std::string> devices = {"cpu"};
   };
 
   // Decodes and verifies a file image, then resolves callees against `registry`.
@@ -103,14 +120,15 @@ class Executable {
   int32_t FindFunction(const std::string& name) const;
 
   // Resolved callees, indexed like the builtin and kernel tables.
-  const std::vector<BuiltinFn>& builtin_fns() const { return builtin_fns_; }
+  const std::vector<ResolvedBuiltin>& builtin_fns() const { return builtin_fns_; }
   const std::vector<KilnKernelFn>& kernel_fns() const { return kernel_fns_; }
   int32_t max_call_args() const { return max_call_args_; }
 
  private:
   Executable() = default;
   Contents contents_;
-  std::vector<BuiltinFn> builtin_fns_;
+  std::vector<ResolvedBuiltin> builtin_fns_;
+  std::vector<std::shared_ptr<Object>> builtin_states_;
   std::vector<KilnKernelFn> kernel_fns_;
   std::shared_ptr<KernelObject> cpu_object_;
   int32_t max_call_args_ = 0;

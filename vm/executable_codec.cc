@@ -45,7 +45,7 @@ void PackFunction(Packer& pk, const Function& f) {
   pk.pack(f.name);
   pk.pack_array(static_cast<uint32_t>(f.params.size()));
   for (const ParamSignature& p : f.params) {
-    pk.pack_array(8);
+    pk.pack_array(p.device != 0 ? 9 : 8);
     pk.pack(p.name);
     pk.pack(static_cast<int>(p.kind));
     pk.pack(p.check_dtype);
@@ -55,6 +55,7 @@ void PackFunction(Packer& pk, const Function& f) {
     pk.pack(p.ndim);
     pk.pack_array(static_cast<uint32_t>(p.dims.size()));
     for (const Operand& d : p.dims) PackOperand(pk, d);
+    if (p.device != 0) pk.pack(p.device);
   }
   pk.pack(f.num_registers);
   pk.pack_array(static_cast<uint32_t>(f.code.size()));
@@ -236,6 +237,7 @@ absl::Status DecodeFunctions(const msgpack::object& root, std::vector<Function>*
       size_t num_dims = 0;
       const msgpack::object* dims = r.Array(ps[7], 0, &num_dims, "parameter dims");
       for (size_t d = 0; d < num_dims && r.ok(); ++d) sig.dims.push_back(r.ReadOperand(dims[d]));
+      if (m > 8) sig.device = static_cast<int32_t>(r.Int(ps[8], "parameter device", 0, INT32_MAX));
       fn.params.push_back(std::move(sig));
     }
     fn.num_registers = static_cast<int32_t>(r.Int(f[2], "register count", 0, 1 << 20));
@@ -339,6 +341,7 @@ absl::Status DecodeKernels(const msgpack::object& root, std::vector<KernelDecl>*
     decl.name = r.Str(k[0], "kernel name");
     decl.source = static_cast<KernelDecl::Source>(r.Int(k[1], "kernel source", 0, 1));
     decl.arg_signature = r.Str(k[2], "kernel argument signature");
+    if (n > 3) decl.device = static_cast<int32_t>(r.Int(k[3], "kernel device", 0, INT32_MAX));
     out->push_back(std::move(decl));
   }
   return r.status();
@@ -373,13 +376,17 @@ std::string Executable::Encode(const Contents& contents) {
   pack(SectionId::kKernels, [&](Packer& pk) {
     pk.pack_array(static_cast<uint32_t>(contents.kernels.size()));
     for (const KernelDecl& k : contents.kernels) {
-      pk.pack_array(3);
+      pk.pack_array(k.device != 0 ? 4 : 3);
       pk.pack(k.name);
       pk.pack(static_cast<int>(k.source));
       pk.pack(k.arg_signature);
+      if (k.device != 0) pk.pack(k.device);
     }
   });
   if (!contents.cpu_object.empty()) sections.emplace_back(SectionId::kCpuObject, contents.cpu_object);
+  if (contents.devices != std::vector<std::string>{"cpu"}) {
+    pack(SectionId::kDevices, [&](Packer& pk) { pk.pack(contents.devices); });
+  }
 
   std::string out(kExecutableMagic, sizeof(kExecutableMagic));
   PutLE<uint16_t>(&out, kFormatMajor);
@@ -415,7 +422,7 @@ absl::StatusOr<Executable::Contents> Executable::Decode(const std::string& bytes
                                             num_sections, " entries does not fit in ", bytes.size(), " bytes"));
   }
   Contents contents;
-  bool seen[6] = {};
+  bool seen[7] = {};
   for (uint32_t i = 0; i < num_sections; ++i) {
     const char* entry = bytes.data() + kHeaderSize + kSectionEntrySize * i;
     uint32_t id = GetLE<uint32_t>(entry);
@@ -427,7 +434,7 @@ absl::StatusOr<Executable::Contents> Executable::Decode(const std::string& bytes
                                               " bytes at offset ", offset, ") extends past the end of the ",
                                               bytes.size(), "-byte file"));
     }
-    if (id < 1 || id > 5) return absl::DataLossError(absl::StrCat("corrupt executable: unknown section id ", id));
+    if (id < 1 || id > 6) return absl::DataLossError(absl::StrCat("corrupt executable: unknown section id ", id));
     if (seen[id]) return absl::DataLossError(absl::StrCat("corrupt executable: section ", id, " appears twice"));
     seen[id] = true;
     const char* data = bytes.data() + offset;
@@ -439,7 +446,7 @@ absl::StatusOr<Executable::Contents> Executable::Decode(const std::string& bytes
       contents.cpu_object.assign(data, size);
       continue;
     }
-    static constexpr const char* kNames[] = {"", "functions", "constants", "builtins", "kernels"};
+    static constexpr const char* kNames[] = {"", "functions", "constants", "builtins", "kernels", "", "devices"};
     absl::StatusOr<msgpack::object_handle> handle = Unpack(data, size, kNames[id]);
     if (!handle.ok()) return handle.status();
     const msgpack::object& root = handle->get();
@@ -449,6 +456,12 @@ absl::StatusOr<Executable::Contents> Executable::Decode(const std::string& bytes
       case SectionId::kConstants: status = DecodeConstants(root, &contents.constants); break;
       case SectionId::kBuiltins: status = DecodeBuiltins(root, &contents.builtins); break;
       case SectionId::kKernels: status = DecodeKernels(root, &contents.kernels); break;
+      case SectionId::kDevices: {
+        Reader r("devices");
+        contents.devices = r.StrList(root, "device names");
+        status = r.status();
+        break;
+      }
       default: break;
     }
     if (!status.ok()) return status;
