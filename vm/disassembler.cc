@@ -75,7 +75,20 @@ std::string Disassemble(const Executable::Contents& c) {
   absl::StrAppend(&out, "; ", c.functions.size(), " functions, ", c.constants.size(), " constants, ",
                   c.builtins.size(), " builtins, ", c.kernels.size(), " kernels, CPU kernel object: ",
                   c.cpu_object.empty() ? "none" : absl::StrCat(c.cpu_object.size(), " bytes"), "\n\n");
-  for (size_t i = 0; i < c.constants.size(); ++i) absl::StrAppend(&out, "const c", i, " = ", c.constants[i].Describe(), "\n");
+  if (!c.cpu_name.empty() || !c.cpu_features.empty()) {
+    absl::StrAppend(&out, "target cpu ", c.cpu_name, " features ", absl::StrJoin(c.cpu_features, ","), "\n");
+  }
+  std::vector<const ExternalWeight*> external(c.constants.size(), nullptr);
+  for (const ExternalWeight& w : c.external_weights) external[static_cast<size_t>(w.constant)] = &w;
+  for (size_t i = 0; i < c.constants.size(); ++i) {
+    if (const ExternalWeight* w = external[i]) {
+      absl::StrAppend(&out, "const c", i, " = external '", w->name, "' ", DTypeToString(w->dtype), ShapeToString(w->shape), "\n");
+      continue;
+    }
+    const Value& v = c.constants[i];
+    bool in_weights = v.is_tensor() && v.as_tensor().nbytes() > kInlineConstantMaxBytes;
+    absl::StrAppend(&out, "const c", i, " = ", v.Describe(), in_weights ? "  ; weights section" : "", "\n");
+  }
   for (size_t i = 0; i < c.builtins.size(); ++i) {
     absl::StrAppend(&out, "builtin ", i, " ", c.builtins[i].name, " ", c.builtins[i].signature, "\n");
   }

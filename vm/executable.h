@@ -1,17 +1,28 @@
 // Executable: a compiled program, immutable once loaded and shared by any number of
 // VirtualMachines on any number of threads.
 //
-// File format (.kx), all integers little-endian:
+// File format (.kx) 2.0, all integers little-endian (docs/vm.md has the full layout):
 //   header:   magic "KILNEXE\0", u16 major, u16 minor, u32 section count,
-//             then per section: u32 id, u32 zero, u64 offset, u64 size, u64 FNV-1a hash
-//   sections: msgpack documents (functions, constants, builtins, kernels) and raw bytes
-//             (the CPU kernel shared object)
+//             then per section: u32 id, u32 zero, u64 offset, u64 size, u64 checksum
+//             (support::Checksum64); sections in ascending order, non-overlapping, each
+//             starting at a multiple of 64 bytes, the last one ending the file
+//   sections: msgpack documents (functions, constants, builtins, kernels, target) and raw
+//             bytes (the CPU kernel shared object; the weights)
+// Constants: scalars, shapes, strings and tensors of at most kInlineConstantMaxBytes live in
+// the constants document. Larger tensors live in the weights section, each at a 64-byte
+// aligned offset with 64-bit offset and size; a loaded executable's constant tensors point
+// into the loaded file (LoadFile maps it read-only: no copy, and the page cache is shared
+// by every process running the same file). A constant may also be declared *external*: a
+// name, dtype and shape resolved when loading from a WeightProvider (e.g. tensors of a GGUF
+// file mapped by the application), so one executable serves any weights of that shape.
+// Constant tensors are read-only; writing into one is a bug (and faults when mapped).
 // Compatibility: a reader accepts files of its own major version and any minor version up
 // to its own; anything else is refused with both versions named.
-// Loading checks every bound, hash, index, register and jump target, resolves builtins
-// (by name, checking the signature recorded in the file against the registered one) and
-// kernels to direct pointers, and returns an error for anything malformed. It never reads
-// past a section.
+// Loading checks every bound, checksum, index, register and jump target, that the host CPU
+// has the instruction-set extensions the kernels were compiled for, resolves builtins
+// (by name, checking the signature recorded in the file against the registered one),
+// kernels and external weights, and returns an error for anything malformed. It never
+// reads past a section.
 #pragma once
 
 #include <cstdint>
@@ -20,16 +31,22 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "support/mapped_file.h"
 #include "vm/builtin_registry.h"
 #include "vm/bytecode.h"
 #include "vm/kernel_abi.h"
 #include "vm/value.h"
+#include "vm/weight_provider.h"
 
 namespace kiln::vm {
 
 inline constexpr char kExecutableMagic[8] = {'K', 'I', 'L', 'N', 'E', 'X', 'E', '\0'};
-inline constexpr uint16_t kFormatMajor = 1;
+inline constexpr uint16_t kFormatMajor = 2;
 inline constexpr uint16_t kFormatMinor = 0;
+// Tensor constants larger than this go to the weights section.
+inline constexpr int64_t kInlineConstantMaxBytes = 256;
+// Alignment of every section in the file and of every tensor in the weights section.
+inline constexpr uint64_t kSectionAlignment = 64;
 
 enum class SectionId : uint32_t {
   kFunctions = 1,
@@ -37,6 +54,8 @@ enum class SectionId : uint32_t {
   kBuiltins = 3,
   kKernels = 4,
   kCpuObject = 5,
+  kWeights = 6,
+  kTarget = 7,
 };
 
 // What a parameter must be at call time. Dims use MatchShape's operand kinds: Imm (fixed),
@@ -73,6 +92,20 @@ struct KernelDecl {
   std::string arg_signature;  // one letter per argument: t tensor, i int, f float, h handle
 };
 
+// A constant resolved when loading, by name, from LoadOptions::weights.
+struct ExternalWeight {
+  int32_t constant = 0;  // index into Contents::constants (a none placeholder until resolved)
+  std::string name;
+  DLDataType dtype{};
+  std::vector<int64_t> shape;
+};
+
+struct LoadOptions {
+  // Resolves the external weights the executable declares; may be null if it declares none.
+  // Resolved tensors are kept alive by the executable.
+  const WeightProvider* weights = nullptr;
+};
+
 class KernelObject;  // a loaded shared object (kernel_object.h)
 
 class Executable {
@@ -84,14 +117,30 @@ class Executable {
     std::vector<BuiltinDecl> builtins;
     std::vector<KernelDecl> kernels;
     std::string cpu_object;  // shared object bytes, may be empty
+    std::vector<ExternalWeight> external_weights;
+    // What the CPU kernels were compiled for: an LLVM CPU name and the instruction-set
+    // extensions they may use (names from vm/cpu_features.h). Empty: nothing recorded
+    // (hand-built executables), nothing checked.
+    std::string cpu_name;
+    std::vector<std::string> cpu_features;
   };
 
-  // Decodes and verifies a file image, then resolves callees against `registry`.
-  static absl::StatusOr<std::shared_ptr<const Executable>> Load(std::string bytes,
-                                                                const BuiltinRegistry& registry);
+  // Decodes and verifies a file image, checks the host CPU, then resolves callees against
+  // `registry` and external weights against `options.weights`. Tensor constants of the
+  // weights section point into `image`, which lives as long as any of them.
+  static absl::StatusOr<std::shared_ptr<const Executable>> Load(std::shared_ptr<const support::MappedFile> image,
+                                                                const BuiltinRegistry& registry,
+                                                                const LoadOptions& options = {});
+  // Keeps `bytes` (moved into a 64-byte-aligned buffer if theirs is not) and points into them.
+  static absl::StatusOr<std::shared_ptr<const Executable>> Load(std::string bytes, const BuiltinRegistry& registry,
+                                                                const LoadOptions& options = {});
+  // Maps the file read-only (support::MappedFile); errors are prefixed with the path.
   static absl::StatusOr<std::shared_ptr<const Executable>> LoadFile(const std::string& path,
-                                                                    const BuiltinRegistry& registry);
-  // Decodes and verifies without resolving (for the disassembler).
+                                                                    const BuiltinRegistry& registry,
+                                                                    const LoadOptions& options = {});
+  // Decodes and verifies without resolving or checking the CPU (for the disassembler).
+  // External weights stay none placeholders.
+  static absl::StatusOr<Contents> Decode(std::shared_ptr<const support::MappedFile> image);
   static absl::StatusOr<Contents> Decode(const std::string& bytes);
   // Verifies a Contents (indices, registers, jumps, arities). Used by Load and the builder.
   static absl::Status Verify(const Contents& contents);
@@ -106,9 +155,12 @@ class Executable {
   const std::vector<BuiltinFn>& builtin_fns() const { return builtin_fns_; }
   const std::vector<KilnKernelFn>& kernel_fns() const { return kernel_fns_; }
   int32_t max_call_args() const { return max_call_args_; }
+  // The file image the executable was loaded from (mapped or held in memory).
+  const std::shared_ptr<const support::MappedFile>& image() const { return image_; }
 
  private:
   Executable() = default;
+  std::shared_ptr<const support::MappedFile> image_;
   Contents contents_;
   std::vector<BuiltinFn> builtin_fns_;
   std::vector<KilnKernelFn> kernel_fns_;

@@ -96,7 +96,16 @@ class FunctionBuilder {
 
 class ExecutableBuilder {
  public:
+  // A constant in the executable: tensors larger than kInlineConstantMaxBytes are written
+  // to the weights section.
   int32_t AddConstant(Value value);
+  // A tensor constant resolved by name when the executable is loaded (LoadOptions::weights).
+  int32_t AddExternalConstant(const std::string& name, DLDataType dtype, std::vector<int64_t> shape);
+  // Records what the CPU kernels were compiled for; loading checks the host has `features`.
+  void SetCpuTarget(std::string cpu_name, std::vector<std::string> features) {
+    contents_.cpu_name = std::move(cpu_name);
+    contents_.cpu_features = std::move(features);
+  }
   int32_t DeclareBuiltin(const std::string& name, const std::string& signature);
   int32_t DeclareKernel(const std::string& name, const std::string& arg_signature,
                         KernelDecl::Source source = KernelDecl::Source::kCpuObject);
