@@ -9,7 +9,10 @@ namespace kiln::tools {
 namespace {
 
 DLDataType ToDLDataType(formats::NpyType t) {
-  uint8_t code = t.kind == 'f' ? kDLFloat : t.kind == 'u' ? kDLUInt : t.kind == 'b' ? vm::kDTypeBool : kDLInt;
+  uint8_t code = kDLInt;
+  if (t.kind == 'f') code = kDLFloat;
+  if (t.kind == 'u') code = kDLUInt;
+  if (t.kind == 'b') code = vm::kDTypeBool;
   return DLDataType{code, static_cast<uint8_t>(t.bytes * 8), 1};
 }
 

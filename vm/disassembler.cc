@@ -79,7 +79,9 @@ std::string Disassemble(const Executable::Contents& c) {
     absl::StrAppend(&out, "target cpu ", c.cpu_name, " features ", absl::StrJoin(c.cpu_features, ","), "\n");
   }
   std::vector<const ExternalWeight*> external(c.constants.size(), nullptr);
-  for (const ExternalWeight& w : c.external_weights) external[static_cast<size_t>(w.constant)] = &w;
+  for (const ExternalWeight& w : c.external_weights) {
+    if (w.constant >= 0 && static_cast<size_t>(w.constant) < external.size()) external[static_cast<size_t>(w.constant)] = &w;
+  }
   for (size_t i = 0; i < c.constants.size(); ++i) {
     if (const ExternalWeight* w = external[i]) {
       absl::StrAppend(&out, "const c", i, " = external '", w->name, "' ", DTypeToString(w->dtype), ShapeToString(w->shape), "\n");

@@ -453,7 +453,9 @@ std::string Executable::Encode(const Contents& contents) {
 
   // Large tensors go to the weights section, each at a 64-byte-aligned offset.
   std::vector<const ExternalWeight*> external(contents.constants.size(), nullptr);
-  for (const ExternalWeight& w : contents.external_weights) external[static_cast<size_t>(w.constant)] = &w;
+  for (const ExternalWeight& w : contents.external_weights) {
+    if (w.constant >= 0 && static_cast<size_t>(w.constant) < external.size()) external[static_cast<size_t>(w.constant)] = &w;
+  }
   std::vector<std::pair<uint64_t, const Tensor*>> weights;
   uint64_t weights_size = 0;
   pack(SectionId::kFunctions, [&](Packer& pk) {
@@ -550,6 +552,7 @@ absl::StatusOr<Executable::Contents> Executable::Decode(const std::string& bytes
 absl::StatusOr<Executable::Contents> Executable::Decode(std::shared_ptr<const support::MappedFile> image) {
   const char* data = image->data();
   const uint64_t file_size = image->size();
+  if (file_size == 0) return absl::InvalidArgumentError("not a Kiln executable (the file is empty)");
   if (std::memcmp(data, kExecutableMagic, std::min<size_t>(file_size, sizeof(kExecutableMagic))) != 0) {
     return absl::InvalidArgumentError("not a Kiln executable (bad magic number)");
   }
