@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "builtins/default_builtins.h"
+#include "relax/block_builder.h"
 #include "relax/text_parser.h"
 #include "relax/transform/pipeline.h"
 #include "support/file_io.h"
@@ -29,15 +30,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-absl::StatusOr<std::string> Compile(const std::string& text, const CpuTarget& target,
-                                    relax::IRModule* normalized = nullptr) {
+absl::StatusOr<std::string> Compile(const std::string& text, const CpuTarget& target) {
   absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(text, "test.kir");
   if (!parsed.ok()) return parsed.status();
-  if (normalized != nullptr) {
-    absl::StatusOr<relax::IRModule> n = relax::NormalizeModule(parsed->module, &parsed->locations);
-    if (!n.ok()) return n.status();
-    *normalized = *n;
-  }
   relax::PipelineOptions options;
   options.check_well_formed = true;
   absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed->module, options, &parsed->locations);
