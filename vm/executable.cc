@@ -48,6 +48,7 @@ absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::string b
 absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::shared_ptr<const support::MappedFile> image,
                                                                    const BuiltinRegistry& registry,
                                                                    const LoadOptions& options) {
+  if (image == nullptr) return absl::InvalidArgumentError("Executable::Load: no image");
   absl::StatusOr<Contents> contents = Decode(image);
   if (!contents.ok()) return contents.status();
   std::shared_ptr<Executable> exe(new Executable());

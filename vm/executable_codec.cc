@@ -550,6 +550,7 @@ absl::StatusOr<Executable::Contents> Executable::Decode(const std::string& bytes
 }
 
 absl::StatusOr<Executable::Contents> Executable::Decode(std::shared_ptr<const support::MappedFile> image) {
+  if (image == nullptr) return absl::InvalidArgumentError("Executable::Decode: no image");
   const char* data = image->data();
   const uint64_t file_size = image->size();
   if (file_size == 0) return absl::InvalidArgumentError("not a Kiln executable (the file is empty)");
