@@ -85,7 +85,22 @@ std::string Disassemble(const Executable::Contents& c) {
   if (c.devices.size() > 1) {
     for (size_t i = 0; i < c.devices.size(); ++i) absl::StrAppend(&out, "device ", i, " ", c.devices[i], "\n");
   }
-  for (size_t i = 0; i < c.constants.size(); ++i) absl::StrAppend(&out, "const c", i, " = ", c.constants[i].Describe(), "\n");
+  if (!c.cpu_name.empty() || !c.cpu_features.empty()) {
+    absl::StrAppend(&out, "target cpu ", c.cpu_name, " features ", absl::StrJoin(c.cpu_features, ","), "\n");
+  }
+  std::vector<const ExternalWeight*> external(c.constants.size(), nullptr);
+  for (const ExternalWeight& w : c.external_weights) {
+    if (w.constant >= 0 && static_cast<size_t>(w.constant) < external.size()) external[static_cast<size_t>(w.constant)] = &w;
+  }
+  for (size_t i = 0; i < c.constants.size(); ++i) {
+    if (const ExternalWeight* w = external[i]) {
+      absl::StrAppend(&out, "const c", i, " = external '", w->name, "' ", DTypeToString(w->dtype), ShapeToString(w->shape), "\n");
+      continue;
+    }
+    const Value& v = c.constants[i];
+    bool in_weights = v.is_tensor() && v.as_tensor().nbytes() > kInlineConstantMaxBytes;
+    absl::StrAppend(&out, "const c", i, " = ", v.Describe(), in_weights ? "  ; weights section" : "", "\n");
+  }
   for (size_t i = 0; i < c.builtins.size(); ++i) {
     absl::StrAppend(&out, "builtin ", i, " ", c.builtins[i].name, " ", c.builtins[i].signature, "\n");
   }

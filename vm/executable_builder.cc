@@ -180,6 +180,12 @@ int32_t ExecutableBuilder::AddConstant(Value value) {
   return static_cast<int32_t>(contents_.constants.size()) - 1;
 }
 
+int32_t ExecutableBuilder::AddExternalConstant(const std::string& name, DLDataType dtype, std::vector<int64_t> shape) {
+  int32_t index = AddConstant(Value());
+  contents_.external_weights.push_back({index, name, dtype, std::move(shape)});
+  return index;
+}
+
 int32_t ExecutableBuilder::DeclareBuiltin(const std::string& name, const std::string& signature) {
   for (size_t i = 0; i < contents_.builtins.size(); ++i) {
     if (contents_.builtins[i].name == name && contents_.builtins[i].signature == signature) return static_cast<int32_t>(i);

@@ -101,9 +101,18 @@ class FunctionBuilder {
 
 class ExecutableBuilder {
  public:
+  // A constant in the executable: tensors larger than kInlineConstantMaxBytes are written
+  // to the weights section.
   int32_t AddConstant(Value value);
   // One table entry per (name, signature): calls recording different signatures for one
   // builtin are checked against each at load.
+  // A tensor constant resolved by name when the executable is loaded (LoadOptions::weights).
+  int32_t AddExternalConstant(const std::string& name, DLDataType dtype, std::vector<int64_t> shape);
+  // Records what the CPU kernels were compiled for; loading checks the host has `features`.
+  void SetCpuTarget(std::string cpu_name, std::vector<std::string> features) {
+    contents_.cpu_name = std::move(cpu_name);
+    contents_.cpu_features = std::move(features);
+  }
   int32_t DeclareBuiltin(const std::string& name, const std::string& signature);
   int32_t DeclareKernel(const std::string& name, const std::string& arg_signature,
                         KernelDecl::Source source = KernelDecl::Source::kCpuObject, int32_t device = 0);

@@ -221,6 +221,14 @@ absl::Status Executable::Verify(const Contents& contents) {
       return absl::DataLossError(absl::StrCat("invalid executable: kernel '", k.name, "' needs the CPU kernel object, which is missing"));
     }
   }
+  std::set<int32_t> external;
+  for (const ExternalWeight& w : contents.external_weights) {
+    if (w.constant < 0 || w.constant >= static_cast<int32_t>(contents.constants.size()) || !external.insert(w.constant).second) {
+      return absl::DataLossError(absl::StrCat("invalid executable: external weight '", w.name, "' names constant ",
+                                              w.constant, ", which is out of range or already external"));
+    }
+    if (w.name.empty()) return absl::DataLossError("invalid executable: an external weight has an empty name");
+  }
   return absl::OkStatus();
 }
 

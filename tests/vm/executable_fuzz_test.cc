@@ -36,7 +36,7 @@ void Reseal(std::string* bytes) {
     std::memcpy(&id, entry, 4);
     if (id == 5) continue;  // never hand a mutated ELF image to the dynamic loader
     if (offset > bytes->size() || size > bytes->size() - offset) continue;
-    uint64_t hash = support::Fnv1a64(bytes->data() + offset, size);
+    uint64_t hash = support::Checksum64(bytes->data() + offset, size);
     std::memcpy(entry + 24, &hash, 8);
   }
 }

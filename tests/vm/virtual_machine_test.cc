@@ -163,7 +163,7 @@ TEST(Executable, LoadChecksBuiltinsAndVersions) {
   std::string newer = bytes;
   newer[10] = 7;  // minor version 7
   EXPECT_THAT(std::string(Executable::Load(newer, builtins::DefaultRegistry()).status().message()),
-              HasSubstr("file format 1.7, this runtime reads 1.0 to 1.1"));
+              HasSubstr("file format 2.7, this runtime reads 2.0 to 2.0"));
   std::string junk = "hello world, not an executable";
   EXPECT_THAT(std::string(Executable::Load(junk, builtins::DefaultRegistry()).status().message()),
               HasSubstr("bad magic"));
