@@ -196,6 +196,10 @@ absl::StatusOr<Value> VirtualMachine::Enter(int32_t index, const Args& args) {
     error.SetPayload(kDepthPayload, absl::Cord("new"));
     return error;
   }
+  if (step_limit_ > 0) {
+    if (depth_ == 0) steps_left_ = step_limit_;
+    if (--steps_left_ < 0) return StepLimitError(fn);
+  }
   RegisterStack::Mark mark;
   Value* regs = stack_.Push(static_cast<size_t>(fn.num_registers), &mark);
   for (size_t i = 0; i < args.num_prefix; ++i) regs[i] = args.prefix[i];
@@ -441,6 +445,12 @@ absl::Status VirtualMachine::IntOp(const Function& fn, Value* regs, const Instru
   return absl::OkStatus();
 }
 
+absl::Status VirtualMachine::StepLimitError(const Function& fn) const {
+  return absl::ResourceExhaustedError(absl::StrCat("step limit of ", step_limit_,
+                                                   " backward jumps and calls exceeded in function '", fn.name,
+                                                   "' (an endless loop?)"));
+}
+
 absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, Value* regs) {
   const Function& fn = executable_->functions()[function_index];
   const std::vector<Value>& constants = executable_->contents().constants;
@@ -471,6 +481,7 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, Value* regs) {
       case Opcode::kRet:
         return regs[in.a];
       case Opcode::kGoto:
+        if (in.a <= 0 && step_limit_ > 0 && --steps_left_ < 0) return InstructionError(fn, pc, StepLimitError(fn));
         pc += in.a;
         break;
       case Opcode::kIf: {
@@ -482,6 +493,9 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, Value* regs) {
           taken = cond.as_int() != 0;
         } else {
           return InstructionError(fn, pc, absl::InvalidArgumentError(absl::StrCat("if condition must be a bool, got ", cond.Describe())));
+        }
+        if (!taken && in.b <= 0 && step_limit_ > 0 && --steps_left_ < 0) {
+          return InstructionError(fn, pc, StepLimitError(fn));
         }
         pc += taken ? 1 : in.b;
         break;

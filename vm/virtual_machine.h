@@ -18,6 +18,9 @@
 // their own device and its stream in the call context, and each tensor argument must be on
 // that device; parameters are checked against the devices their signatures name.
 //
+// Verified bytecode may still loop forever (backward jumps are legal) or recurse widely; an
+// embedder running executables it did not compile can bound each call with SetStepLimit.
+//
 // Errors name the function, the instruction's debug name and, for argument checks, the
 // parameter and the (symbolic) dimension.
 #pragma once
@@ -58,6 +61,12 @@ class VirtualMachine {
   absl::StatusOr<Value> InvokeClosure(const Value& closure, const Value* args, size_t num_args);
   // A closure of a function of the executable with `captured` bound to its first parameters.
   absl::StatusOr<Value> MakeClosure(const std::string& function, std::vector<Value> captured) const;
+
+  // Bounds every top-level call (Invoke, InvokeClosure) to `steps` backward jumps and
+  // function entries together — the only ways bytecode can run for long — so a looping
+  // executable returns a ResourceExhausted error instead of hanging. 0 (the default): no limit.
+  // Checked only on backward jumps and calls: straight-line code pays nothing.
+  void SetStepLimit(int64_t steps) { step_limit_ = steps; }
 
   const Executable& executable() const { return *executable_; }
   // OK, or why a device of the executable could not be mapped.
@@ -124,6 +133,9 @@ class VirtualMachine {
   std::vector<KernelPlace> kernel_places_;
   RegisterStack stack_;
   int depth_ = 0;
+  int64_t step_limit_ = 0;
+  int64_t steps_left_ = 0;  // of the current top-level call, when step_limit_ > 0
+  absl::Status StepLimitError(const Function& fn) const;
   std::vector<KilnArg> kernel_args_;  // a kernel never re-enters the VM, so one array serves all
   KilnCallContext call_context_{};
   // What kernels reach through ctx->runtime: the message a failing kernel reports through

@@ -70,6 +70,8 @@ void LoadAndMaybeRun(const std::string& bytes) {
     return;
   }
   VirtualMachine vm(*exe);
+  // Verified bytecode may loop forever (a mutated jump offset): bound each call.
+  vm.SetStepLimit(100000);
   Tensor x = *Tensor::Empty({2, 4}, DTypeFloat32());
   std::memset(x.data(), 0, static_cast<size_t>(x.nbytes()));
   for (const Function& fn : (*exe)->functions()) {
