@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "relax/text_parser.h"
-#include "tir/schedule/default_cpu_schedule.h"
+#include "tir/schedule_rules/cpu_schedule.h"
 
 namespace kiln::tir {
 namespace {

@@ -100,9 +100,11 @@ absl::StatusOr<std::string> Schedule::DecomposeReduction(const std::string& bloc
   return r.init_block;
 }
 
-absl::Status Schedule::ComputeInline(const std::string& block) {
-  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::ComputeInline(func_, block));
-  trace_.Append({"compute_inline", {block}, {}, {}});
+absl::Status Schedule::ComputeInline(const std::string& block) { return ComputeInline(std::vector{block}); }
+
+absl::Status Schedule::ComputeInline(const std::vector<std::string>& blocks) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::ComputeInline(func_, blocks));
+  trace_.Append({"compute_inline", blocks, {}, {}});
   return absl::OkStatus();
 }
 
@@ -147,6 +149,19 @@ absl::StatusOr<std::vector<std::string>> Schedule::RFactor(const std::string& bl
   names.insert(names.end(), r.half_blocks.begin(), r.half_blocks.end());
   trace_.Append({"rfactor", {block, loop}, {lanes}, names});
   return names;
+}
+
+absl::StatusOr<std::vector<std::string>> Schedule::BranchOn(const PrimExpr& condition) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::BranchResult r, schedule_primitive::BranchOn(func_, condition));
+  func_ = r.func;
+  trace_.Append({"branch_on", {ToString(condition)}, {}, r.else_blocks});
+  return r.else_blocks;
+}
+
+absl::Status Schedule::GuardVectorizedTails() {
+  func_ = schedule_primitive::GuardVectorizedTails(func_);
+  trace_.Append({"guard_vectorized_tails", {}, {}, {}});
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::tir

@@ -132,6 +132,15 @@ void ForEachStmt(const Stmt& root, const std::function<void(const Stmt&)>& fn) {
   });
 }
 
+void ForEachStmtWithPath(const Stmt& root,
+                         const std::function<void(const Stmt&, const std::vector<Stmt>& ancestors)>& fn) {
+  std::vector<Stmt> path;
+  Walk(root, &path, [&](const Stmt& s) {
+    fn(s, path);
+    return false;
+  });
+}
+
 absl::StatusOr<Stmt> FindLoop(const PrimFunc& func, const std::string& name, std::string_view primitive) {
   std::vector<Stmt> found;
   ForEachStmt(func->body, [&](const Stmt& s) {
@@ -214,6 +223,66 @@ std::string FreshName(const std::string& base, std::set<std::string>* used) {
   for (int i = 1; used->count(name); ++i) name = absl::StrCat(base, "_", i);
   used->insert(name);
   return name;
+}
+
+Stmt CopyWithFreshDefinitions(const Stmt& stmt, const std::string& suffix, std::set<std::string>* used) {
+  class Copier : public StmtExprMutator {
+   public:
+    Copier(std::string suffix, std::set<std::string>* used) : suffix_(std::move(suffix)), used_(used) {}
+    Var VisitVarDef(const Var& var) override {
+      return Var(var.name(), var.dtype(), var->lower_bound, var->upper_bound);
+    }
+    Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+      Var loop_var(FreshName(op->loop_var.name() + suffix_, used_), op->loop_var.dtype(), op->loop_var->lower_bound,
+                   op->loop_var->upper_bound);
+      PrimExpr min = VisitExpr(op->min);
+      PrimExpr extent = VisitExpr(op->extent);
+      var_remap_[op->loop_var.get()] = loop_var;
+      return For(loop_var, min, extent, op->for_kind, VisitStmt(op->body), op->thread_tag);
+    }
+    Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
+      for (const Buffer& b : op->alloc_buffers) Renew(b);
+      std::string name = FreshName(op->name + suffix_, used_);
+      Stmt s = StmtExprMutator::VisitStmt_(op, self);
+      const auto* b = s.as<BlockNode>();
+      return Block(name, b->iter_vars, b->body, b->init, b->predicate, b->alloc_buffers);
+    }
+    Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
+      Renew(op->buffer);
+      return StmtExprMutator::VisitStmt_(op, self);
+    }
+
+   private:
+    void Renew(const Buffer& b) {
+      bool changed = false;
+      std::vector<PrimExpr> shape = VisitExprs(b->shape, &changed);
+      std::vector<PrimExpr> strides = VisitExprs(b->strides, &changed);
+      buffer_remap_[b.get()] = Buffer(b->name, b->dtype, std::move(shape), std::move(strides), b->scope);
+    }
+    std::string suffix_;
+    std::set<std::string>* used_;
+  };
+  return Copier(suffix, used).VisitStmt(stmt);
+}
+
+std::vector<Var> FunctionVars(const PrimFunc& func) {
+  class Collector : public StmtExprVisitor {
+   public:
+    void VisitExpr_(const VarNode* op, const PrimExpr& self) override {
+      if (seen.insert(op).second) vars.push_back(Var(std::static_pointer_cast<const VarNode>(self.node())));
+    }
+    std::set<const VarNode*> seen;
+    std::vector<Var> vars;
+  } collector;
+  for (const PrimFuncParam& p : func->params) {
+    if (!p.is_buffer()) {
+      if (collector.seen.insert(p.var.get()).second) collector.vars.push_back(p.var);
+      continue;
+    }
+    for (const PrimExpr& d : p.buffer->shape) collector.VisitExpr(d);
+    for (const PrimExpr& d : p.buffer->strides) collector.VisitExpr(d);
+  }
+  return collector.vars;
 }
 
 PrimExpr SimplifyExpr(const PrimExpr& expr) {

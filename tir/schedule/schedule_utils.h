@@ -33,6 +33,9 @@ Stmt ReplaceStmt(const Stmt& root, const StmtNode* target, const Stmt& replaceme
 
 // Calls `fn` on every statement of the tree, parents before children.
 void ForEachStmt(const Stmt& root, const std::function<void(const Stmt&)>& fn);
+// The same, with the statements enclosing each one (outermost first).
+void ForEachStmtWithPath(const Stmt& root,
+                         const std::function<void(const Stmt&, const std::vector<Stmt>& ancestors)>& fn);
 
 // The blocks directly below `stmt` (not those nested inside another block); `stmt` itself
 // if it is a block.
@@ -45,6 +48,18 @@ bool UsesAnyVar(const PrimExpr& expr, const std::vector<const VarNode*>& vars);
 std::set<std::string> UsedNames(const PrimFunc& func);
 // `base` if unused, else `base_1`, `base_2`, ...; the result is added to `used`.
 std::string FreshName(const std::string& base, std::set<std::string>* used);
+
+// A copy of `stmt` that defines its own variables, buffers and blocks (new nodes), so the
+// copy can sit in the same function as the original (IR defines each once). The copy's
+// loops and blocks, the schedule's handles, are named `<name><suffix>`, made unique against
+// `used` (which receives the new names); other variables and buffers keep their names.
+// Deterministic: the same statement and `used` give the same names.
+Stmt CopyWithFreshDefinitions(const Stmt& stmt, const std::string& suffix, std::set<std::string>* used);
+
+// The variables a PrimFunc's body may use without defining them: its scalar parameters and
+// the symbolic sizes in its buffer parameters' shapes and strides, in parameter order,
+// each once.
+std::vector<Var> FunctionVars(const PrimFunc& func);
 
 // Simplifies block bindings, predicates and buffer indices (after a substitution).
 Stmt SimplifyIndices(const Stmt& stmt);

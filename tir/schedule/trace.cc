@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string_view>
 
 #include "absl/strings/ascii.h"
@@ -12,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "support/status_macros.h"
 #include "tir/schedule/schedule.h"
+#include "tir/schedule/schedule_utils.h"
 
 namespace kiln::tir {
 
@@ -33,13 +36,16 @@ std::string Quoted(const std::vector<std::string>& names) {
   return absl::StrJoin(q, ", ");
 }
 
-// Splits take a loop and factors; fuse and reorder a list of loops; the others names.
-bool TakesList(const std::string& kind) { return kind == "fuse" || kind == "reorder"; }
+// Splits take a loop and factors; fuse and reorder a list of loops; compute_inline a name
+// or a list of them; the others names.
+bool TakesList(const Instruction& inst) {
+  return inst.kind == "fuse" || inst.kind == "reorder" || (inst.kind == "compute_inline" && inst.inputs.size() != 1);
+}
 
 }  // namespace
 
 std::string Instruction::ToString() const {
-  std::string args = TakesList(kind) ? absl::StrCat("[", Quoted(inputs), "]") : Quoted(inputs);
+  std::string args = TakesList(*this) ? absl::StrCat("[", Quoted(inputs), "]") : Quoted(inputs);
   if (kind == "split") absl::StrAppend(&args, ", [", absl::StrJoin(ints, ", "), "]");
   if (kind == "rfactor") absl::StrAppend(&args, ", ", absl::StrJoin(ints, ", "));
   std::string out = absl::StrCat(kind, "(", args, ")");
@@ -76,10 +82,11 @@ class LineParser {
     Skip();
     return pos_ == s_.size();
   }
-  bool PeekString() {
+  bool Peek(char c) {
     Skip();
-    return pos_ < s_.size() && s_[pos_] == '"';
+    return pos_ < s_.size() && s_[pos_] == c;
   }
+  bool PeekString() { return Peek('"'); }
   absl::StatusOr<std::string> Identifier() {
     Skip();
     size_t start = pos_;
@@ -142,9 +149,9 @@ absl::StatusOr<Instruction> ParseInstruction(std::string_view line, int line_no)
   Instruction inst;
   KILN_ASSIGN_OR_RETURN(inst.kind, p.Identifier());
   if (!p.Eat("(")) return p.Error("'('");
-  if (TakesList(inst.kind)) {
+  if (inst.kind == "fuse" || inst.kind == "reorder" || (inst.kind == "compute_inline" && p.Peek('['))) {
     KILN_ASSIGN_OR_RETURN(inst.inputs, p.StringList());
-  } else {
+  } else if (!p.Peek(')')) {
     // rfactor: two names, then the lane count.
     const size_t names = inst.kind == "split" ? 1 : inst.kind == "rfactor" ? 2 : SIZE_MAX;
     do {
@@ -199,72 +206,286 @@ absl::Status Trace::Replay(Schedule* s) const {
       return absl::Status(st.code(), absl::StrCat("replaying instruction ", i, " (", inst.ToString(), "): ",
                                                   st.message()));
     };
-    auto one = [&]() -> const std::string& { return inst.inputs.at(0); };
-    absl::StatusOr<std::vector<std::string>> outputs = std::vector<std::string>{};
-    absl::Status status;
-    if (inst.inputs.empty()) return absl::InvalidArgumentError(absl::StrCat("instruction ", i, " has no inputs"));
+    auto arity = [&](size_t names, size_t ints, const char* what) -> absl::Status {
+      if (inst.inputs.size() == names && inst.ints.size() == ints) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat("instruction ", i, ": ", inst.kind, " takes ", what));
+    };
+    auto one = [&]() { return arity(1, 0, "one name"); };
+    // Primitives returning one name report it as a one-element list.
+    auto single = [](const absl::StatusOr<std::string>& r) -> absl::StatusOr<std::vector<std::string>> {
+      if (!r.ok()) return r.status();
+      return std::vector<std::string>{*r};
+    };
+    auto none = [](const absl::Status& st) -> absl::StatusOr<std::vector<std::string>> {
+      if (!st.ok()) return st;
+      return std::vector<std::string>{};
+    };
+    const std::vector<std::string>& in = inst.inputs;
+    absl::StatusOr<std::vector<std::string>> outputs;
     if (inst.kind == "get_block") {
-      absl::StatusOr<std::string> r = s->GetBlock(one());
-      if (r.ok()) outputs = std::vector<std::string>{*r};
-      status = r.status();
+      KILN_RETURN_IF_ERROR(one());
+      outputs = single(s->GetBlock(in[0]));
     } else if (inst.kind == "get_loops") {
-      outputs = s->GetLoops(one());
-      status = outputs.status();
+      KILN_RETURN_IF_ERROR(one());
+      outputs = s->GetLoops(in[0]);
     } else if (inst.kind == "split") {
-      outputs = s->Split(one(), inst.ints);
-      status = outputs.status();
+      if (in.size() != 1) return arity(1, 0, "a loop and factors");
+      outputs = s->Split(in[0], inst.ints);
     } else if (inst.kind == "fuse") {
-      absl::StatusOr<std::string> r = s->Fuse(inst.inputs);
-      if (r.ok()) outputs = std::vector<std::string>{*r};
-      status = r.status();
+      outputs = single(s->Fuse(in));
     } else if (inst.kind == "reorder") {
-      status = s->Reorder(inst.inputs);
-    } else if (inst.kind == "parallel") {
-      status = s->Parallel(one());
-    } else if (inst.kind == "vectorize") {
-      status = s->Vectorize(one());
-    } else if (inst.kind == "unroll") {
-      status = s->Unroll(one());
+      outputs = none(s->Reorder(in));
+    } else if (inst.kind == "parallel" || inst.kind == "vectorize" || inst.kind == "unroll") {
+      KILN_RETURN_IF_ERROR(one());
+      outputs = none(inst.kind == "parallel"    ? s->Parallel(in[0])
+                     : inst.kind == "vectorize" ? s->Vectorize(in[0])
+                                                : s->Unroll(in[0]));
     } else if (inst.kind == "decompose_reduction") {
-      if (inst.inputs.size() != 2) return absl::InvalidArgumentError("decompose_reduction takes a block and a loop");
-      absl::StatusOr<std::string> r = s->DecomposeReduction(inst.inputs[0], inst.inputs[1]);
-      if (r.ok()) outputs = std::vector<std::string>{*r};
-      status = r.status();
+      KILN_RETURN_IF_ERROR(arity(2, 0, "a block and a loop"));
+      outputs = single(s->DecomposeReduction(in[0], in[1]));
     } else if (inst.kind == "compute_inline") {
-      status = s->ComputeInline(one());
+      outputs = none(s->ComputeInline(in));
     } else if (inst.kind == "cache_write") {
-      absl::StatusOr<std::string> r = s->CacheWrite(one());
-      if (r.ok()) outputs = std::vector<std::string>{*r};
-      status = r.status();
+      KILN_RETURN_IF_ERROR(one());
+      outputs = single(s->CacheWrite(in[0]));
     } else if (inst.kind == "cache_read") {
-      if (inst.inputs.size() != 3) return absl::InvalidArgumentError("cache_read takes a block, a buffer and a loop");
-      absl::StatusOr<std::string> r = s->CacheRead(inst.inputs[0], inst.inputs[1], inst.inputs[2]);
-      if (r.ok()) outputs = std::vector<std::string>{*r};
-      status = r.status();
+      KILN_RETURN_IF_ERROR(arity(3, 0, "a block, a buffer and a loop"));
+      outputs = single(s->CacheRead(in[0], in[1], in[2]));
     } else if (inst.kind == "reverse_compute_at") {
-      if (inst.inputs.size() != 2) return absl::InvalidArgumentError("reverse_compute_at takes a block and a loop");
-      status = s->ReverseComputeAt(inst.inputs[0], inst.inputs[1]);
-    } else if (inst.kind == "fuse_siblings") {
-      if (inst.inputs.size() != 2) return absl::InvalidArgumentError("fuse_siblings takes two loops");
-      status = s->FuseSiblings(inst.inputs[0], inst.inputs[1]);
-    } else if (inst.kind == "rfactor") {
-      if (inst.inputs.size() != 2 || inst.ints.size() != 1) {
-        return absl::InvalidArgumentError("rfactor takes a block, a loop and a lane count");
-      }
-      outputs = s->RFactor(inst.inputs[0], inst.inputs[1], inst.ints[0]);
-      status = outputs.status();
+      KILN_RETURN_IF_ERROR(arity(2, 0, "a block and a loop"));
+      outputs = none(s->ReverseComputeAt(in[0], in[1]));
     } else if (inst.kind == "reverse_compute_inline") {
-      status = s->ReverseComputeInline(one());
+      KILN_RETURN_IF_ERROR(one());
+      outputs = none(s->ReverseComputeInline(in[0]));
+    } else if (inst.kind == "fuse_siblings") {
+      KILN_RETURN_IF_ERROR(arity(2, 0, "two loops"));
+      outputs = none(s->FuseSiblings(in[0], in[1]));
+    } else if (inst.kind == "rfactor") {
+      KILN_RETURN_IF_ERROR(arity(2, 1, "a block, a loop and a lane count"));
+      outputs = s->RFactor(in[0], in[1], inst.ints[0]);
+    } else if (inst.kind == "branch_on") {
+      KILN_RETURN_IF_ERROR(arity(1, 0, "a condition"));
+      absl::StatusOr<PrimExpr> condition = ParseTraceExpr(in[0], schedule_internal::FunctionVars(s->func()));
+      if (!condition.ok()) return where(condition.status());
+      outputs = s->BranchOn(*condition);
+    } else if (inst.kind == "guard_vectorized_tails") {
+      KILN_RETURN_IF_ERROR(arity(0, 0, "no arguments"));
+      outputs = none(s->GuardVectorizedTails());
     } else {
       return absl::InvalidArgumentError(absl::StrCat("instruction ", i, ": unknown primitive '", inst.kind, "'"));
     }
-    if (!status.ok()) return where(status);
+    if (!outputs.ok()) return where(outputs.status());
     if (*outputs != inst.outputs) {
       return absl::InternalError(absl::StrCat("replaying instruction ", i, " (", inst.ToString(), "): got [",
                                               Quoted(*outputs), "]"));
     }
   }
   return absl::OkStatus();
+}
+
+namespace {
+
+// Recursive descent over the spelling of tir::ToString, with its precedences: || < && <
+// comparisons (not chained) < + - < * / < unary.
+class ExprParser {
+ public:
+  ExprParser(std::string_view text, const std::vector<Var>& vars) : s_(text) {
+    for (const Var& v : vars) {
+      auto [it, fresh] = vars_.emplace(v.name(), v);
+      if (!fresh && !it->second.same_as(v)) ambiguous_.insert(v.name());
+    }
+  }
+
+  absl::StatusOr<PrimExpr> ParseAll() {
+    KILN_ASSIGN_OR_RETURN(PrimExpr e, Or());
+    Skip();
+    if (pos_ != s_.size()) return Error("the end of the expression");
+    return e;
+  }
+
+ private:
+  absl::Status Error(const std::string& what) const {
+    return absl::InvalidArgumentError(absl::StrCat("column ", pos_ + 1, ": expected ", what));
+  }
+  void Skip() {
+    while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
+  }
+  bool Eat(std::string_view token) {
+    Skip();
+    if (s_.substr(pos_, token.size()) != token) return false;
+    // `<` must not eat the start of `<=`, nor `!` that of `!=`.
+    if ((token == "<" || token == ">" || token == "!" || token == "=") && pos_ + 1 < s_.size() && s_[pos_ + 1] == '=') {
+      return false;
+    }
+    pos_ += token.size();
+    return true;
+  }
+  absl::StatusOr<PrimExpr> Binary(ExprKind kind, const PrimExpr& a, const PrimExpr& b) {
+    if (a.dtype() != b.dtype()) {
+      return Error(absl::StrCat("operands of one type for '", KindName(kind), "', got ", a.dtype().ToString(),
+                                " and ", b.dtype().ToString()));
+    }
+    if ((kind == ExprKind::kAnd || kind == ExprKind::kOr) && !a.dtype().is_bool()) {
+      return Error(absl::StrCat("bool operands for '", KindName(kind), "'"));
+    }
+    return MakeBinary(kind, a, b);
+  }
+  absl::StatusOr<PrimExpr> Or() {
+    KILN_ASSIGN_OR_RETURN(PrimExpr a, And());
+    while (Eat("||")) {
+      KILN_ASSIGN_OR_RETURN(PrimExpr b, And());
+      KILN_ASSIGN_OR_RETURN(a, Binary(ExprKind::kOr, a, b));
+    }
+    return a;
+  }
+  absl::StatusOr<PrimExpr> And() {
+    KILN_ASSIGN_OR_RETURN(PrimExpr a, Comparison());
+    while (Eat("&&")) {
+      KILN_ASSIGN_OR_RETURN(PrimExpr b, Comparison());
+      KILN_ASSIGN_OR_RETURN(a, Binary(ExprKind::kAnd, a, b));
+    }
+    return a;
+  }
+  absl::StatusOr<PrimExpr> Comparison() {
+    KILN_ASSIGN_OR_RETURN(PrimExpr a, Sum());
+    static constexpr std::pair<std::string_view, ExprKind> kOps[] = {
+        {"==", ExprKind::kEQ}, {"!=", ExprKind::kNE}, {"<=", ExprKind::kLE},
+        {">=", ExprKind::kGE}, {"<", ExprKind::kLT},  {">", ExprKind::kGT}};
+    for (const auto& [token, kind] : kOps) {
+      if (!Eat(token)) continue;
+      KILN_ASSIGN_OR_RETURN(PrimExpr b, Sum());
+      return Binary(kind, a, b);
+    }
+    return a;
+  }
+  absl::StatusOr<PrimExpr> Sum() {
+    KILN_ASSIGN_OR_RETURN(PrimExpr a, Product());
+    while (true) {
+      ExprKind kind;
+      if (Eat("+")) {
+        kind = ExprKind::kAdd;
+      } else if (Eat("-")) {
+        kind = ExprKind::kSub;
+      } else {
+        return a;
+      }
+      KILN_ASSIGN_OR_RETURN(PrimExpr b, Product());
+      KILN_ASSIGN_OR_RETURN(a, Binary(kind, a, b));
+    }
+  }
+  absl::StatusOr<PrimExpr> Product() {
+    KILN_ASSIGN_OR_RETURN(PrimExpr a, Unary());
+    while (true) {
+      ExprKind kind;
+      if (Eat("*")) {
+        kind = ExprKind::kMul;
+      } else if (Eat("/")) {
+        kind = ExprKind::kDiv;
+      } else {
+        return a;
+      }
+      KILN_ASSIGN_OR_RETURN(PrimExpr b, Unary());
+      KILN_ASSIGN_OR_RETURN(a, Binary(kind, a, b));
+    }
+  }
+  absl::StatusOr<PrimExpr> Unary() {
+    if (Eat("!")) {
+      KILN_ASSIGN_OR_RETURN(PrimExpr a, Unary());
+      if (!a.dtype().is_bool()) return Error("a bool operand for '!'");
+      return Not(a);
+    }
+    Skip();
+    if (pos_ < s_.size() && (s_[pos_] == '-' || std::isdigit(static_cast<unsigned char>(s_[pos_])))) {
+      KILN_ASSIGN_OR_RETURN(int64_t v, Integer());
+      return PrimExpr(v);
+    }
+    if (Eat("(")) {
+      KILN_ASSIGN_OR_RETURN(PrimExpr e, Or());
+      if (!Eat(")")) return Error("')'");
+      return e;
+    }
+    return Named();
+  }
+  absl::StatusOr<int64_t> Integer() {
+    Skip();
+    size_t start = pos_;
+    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
+    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(absl::string_view(s_.data() + start, pos_ - start), &v)) {
+      pos_ = start;
+      return Error("an integer");
+    }
+    return v;
+  }
+  // A variable, true/false, a typed literal `int32(5)`, or a call-like form.
+  absl::StatusOr<PrimExpr> Named() {
+    Skip();
+    size_t start = pos_;
+    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
+    std::string name(s_.substr(start, pos_ - start));
+    if (name.empty()) return Error("an operand");
+    if (!Eat("(")) {
+      if (name == "true" || name == "false") return IntImm(DataType::Bool(), name == "true");
+      if (ambiguous_.count(name)) return Error(absl::StrCat("a variable of one name, but two are named '", name, "'"));
+      auto it = vars_.find(name);
+      if (it == vars_.end()) {
+        pos_ = start;
+        return Error(absl::StrCat("a variable of the function, not '", name, "'"));
+      }
+      return PrimExpr(it->second);
+    }
+    static const std::map<std::string, ExprKind> kCalls = {{"floordiv", ExprKind::kFloorDiv},
+                                                          {"floormod", ExprKind::kFloorMod},
+                                                          {"min", ExprKind::kMin},
+                                                          {"max", ExprKind::kMax}};
+    if (auto call = kCalls.find(name); call != kCalls.end()) {
+      KILN_ASSIGN_OR_RETURN(PrimExpr a, Or());
+      if (!Eat(",")) return Error("','");
+      KILN_ASSIGN_OR_RETURN(PrimExpr b, Or());
+      if (!Eat(")")) return Error("')'");
+      return Binary(call->second, a, b);
+    }
+    if (name == "select") {
+      KILN_ASSIGN_OR_RETURN(PrimExpr c, Or());
+      if (!Eat(",")) return Error("','");
+      KILN_ASSIGN_OR_RETURN(PrimExpr a, Or());
+      if (!Eat(",")) return Error("','");
+      KILN_ASSIGN_OR_RETURN(PrimExpr b, Or());
+      if (!Eat(")")) return Error("')'");
+      if (!c.dtype().is_bool() || a.dtype() != b.dtype()) return Error("select(bool, a, b of one type)");
+      return Select(c, a, b);
+    }
+    if (name == "cast") {
+      Skip();
+      size_t type_start = pos_;
+      while (pos_ < s_.size() && std::isalnum(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+      absl::StatusOr<DataType> dtype = DataType::Parse(s_.substr(type_start, pos_ - type_start));
+      if (!dtype.ok() || !Eat(",")) return Error("cast(type, value)");
+      KILN_ASSIGN_OR_RETURN(PrimExpr a, Or());
+      if (!Eat(")")) return Error("')'");
+      return Cast(*dtype, a);
+    }
+    absl::StatusOr<DataType> dtype = DataType::Parse(name);
+    if (!dtype.ok() || !(dtype->is_integer() || dtype->is_bool())) {
+      pos_ = start;
+      return Error(absl::StrCat("an integer type, floordiv, floormod, min, max, select or cast, not '", name, "('"));
+    }
+    KILN_ASSIGN_OR_RETURN(int64_t v, Integer());
+    if (!Eat(")")) return Error("')'");
+    return IntImm(*dtype, v);
+  }
+
+  std::string_view s_;
+  size_t pos_ = 0;
+  std::map<std::string, Var> vars_;
+  std::set<std::string> ambiguous_;
+};
+
+}  // namespace
+
+absl::StatusOr<PrimExpr> ParseTraceExpr(std::string_view text, const std::vector<Var>& vars) {
+  return ExprParser(text, vars).ParseAll();
 }
 
 }  // namespace kiln::tir

@@ -9,6 +9,11 @@
 //    escaped), and Parse reads it back, e.g.
 //      split("i", [-1, 16]) -> ["i_0", "i_1"]
 //      parallel("i_0")
+//      compute_inline(["t0", "t1"])
+//      branch_on("n >= 64 || m < 256") -> ["C_else", "C_write_back_else"]
+//      guard_vectorized_tails()
+//    An expression argument (branch_on's condition) is its tir::ToString text, quoted; it
+//    is read (ParseTraceExpr) against the function's variables when replayed.
 //  - Replay stops at the first instruction that fails, or whose results differ from the
 //    recorded ones, and says which.
 #pragma once
@@ -20,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tir/expr.h"
 
 namespace kiln::tir {
 
@@ -27,7 +33,7 @@ class Schedule;
 
 struct Instruction {
   std::string kind;                 // "get_block", "split", "fuse", ...
-  std::vector<std::string> inputs;  // loop / block names
+  std::vector<std::string> inputs;  // loop / block names (branch_on: the condition's text)
   std::vector<int64_t> ints;        // split factors
   std::vector<std::string> outputs; // names of the loops / blocks it made or found
   std::string ToString() const;
@@ -46,5 +52,12 @@ class Trace {
  private:
   std::vector<Instruction> instructions_;
 };
+
+// Reads an integer or bool expression as tir::ToString prints it: integer literals (int64;
+// `int32(5)` for other types), true/false, `+ - * /`, floordiv/floormod/min/max(a, b),
+// select(c, a, b), cast(type, e), comparisons, `&& || !`, parentheses, and variables, which
+// must be among `vars` (by name; a name two of them share is an error). Operands must agree
+// in type, as the IR's constructors require.
+absl::StatusOr<PrimExpr> ParseTraceExpr(std::string_view text, const std::vector<Var>& vars);
 
 }  // namespace kiln::tir
