@@ -10,14 +10,18 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "relax/op_registry.h"
+#include "relax/text_parser.h"
 #include "support/check.h"
 #include "tests/reference/host_tensor.h"
 #include "tir/data_type.h"
@@ -236,6 +240,40 @@ inline std::vector<Case> AllCases() {
   add({"max_pool2d_pad", {P("x", {"1", "2", "h", "w"})},
        "R.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1])", hw});
   return cases;
+}
+
+// The operators a case calls, found in its parsed module (empty when it does not parse).
+inline std::set<std::string> OperatorsOf(const Case& c) {
+  std::set<std::string> ops;
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(ModuleText(c));
+  if (!parsed.ok()) return ops;
+  std::function<void(const relax::Expr&)> visit = [&](const relax::Expr& e) {
+    if (const auto* call = e.as<relax::CallNode>()) {
+      if (const auto* op = call->op.as<relax::OpNode>()) ops.insert(op->name);
+      for (const relax::Expr& arg : call->args) visit(arg);
+    } else if (const auto* tuple = e.as<relax::TupleNode>()) {
+      for (const relax::Expr& f : tuple->fields) visit(f);
+    } else if (const auto* seq = e.as<relax::SeqExprNode>()) {
+      for (const relax::BindingBlock& block : seq->blocks) {
+        for (const relax::Binding& b : block.bindings) visit(b.value);
+      }
+      visit(seq->body);
+    }
+  };
+  for (const relax::IRModule::Entry& entry : parsed->module.entries()) {
+    if (entry.is_relax()) visit(entry.relax_function()->body);
+  }
+  return ops;
+}
+
+// The registered operators that have a legalization (each must have a case).
+inline std::vector<std::string> LegalizedOperators() {
+  const relax::OpRegistry& registry = relax::OpRegistry::Global();
+  std::vector<std::string> names;
+  for (const std::string& name : registry.Names()) {
+    if (registry.Find(name)->legalize != nullptr) names.push_back(name);
+  }
+  return names;
 }
 
 }  // namespace kiln::op_cases

@@ -25,7 +25,7 @@ absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& cond
     return absl::InvalidArgumentError(
         absl::StrCat("branch_on: condition '", text, "' does not read back as itself from a trace"));
   }
-  std::set<std::string> used = UsedNames(func);
+  NameSet used = UsedNames(func);
   Stmt copy = CopyWithFreshDefinitions(func->body, "_else", &used);
   BranchResult result;
   ForEachStmt(copy, [&](const Stmt& s) {

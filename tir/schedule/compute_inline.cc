@@ -27,13 +27,24 @@ struct Producer {
   const StmtNode* remove = nullptr;  // the block with the loops that hold nothing else
 };
 
-// The blocks of a function by name (with their ancestors) and the stores per buffer, from
-// one walk.
+// The blocks of a function by name, the loop variables and the stores per buffer, from one
+// walk (nothing per block depends on the depth of the tree: a fused chain nests one
+// allocation per intermediate).
 class FunctionIndex {
  public:
   explicit FunctionIndex(const PrimFunc& func) : func_(func) {
     ForEachStmtWithPath(func->body, [&](const Stmt& s, const std::vector<Stmt>& ancestors) {
-      if (const auto* b = s.as<BlockNode>()) blocks_[b->name].push_back({s, ancestors});
+      if (const auto* l = s.as<ForNode>()) loop_vars_.insert(l->loop_var.get());
+      const auto* b = s.as<BlockNode>();
+      if (!b) return;
+      // The block with the loops that hold nothing else.
+      const StmtNode* remove = b;
+      for (size_t i = ancestors.size(); i-- > 0;) {
+        const auto* l = ancestors[i].as<ForNode>();
+        if (!l || l->body.get() != remove) break;
+        remove = l;
+      }
+      blocks_[b->name].push_back({s, remove});
     });
     class StoreCounter : public StmtExprVisitor {
      public:
@@ -55,8 +66,7 @@ class FunctionIndex {
       return absl::InvalidArgumentError(absl::StrCat("compute_inline: block name '", name, "' is ambiguous (",
                                                      it->second.size(), " blocks)"));
     }
-    const auto& [block_stmt, ancestors] = it->second[0];
-    const auto* block = block_stmt.as<BlockNode>();
+    const auto* block = it->second[0].block.as<BlockNode>();
     auto fail = [&](const std::string& why) {
       return absl::InvalidArgumentError(absl::StrCat("compute_inline: block '", name, "' ", why));
     };
@@ -101,24 +111,31 @@ class FunctionIndex {
     } reads(p.buffer);
     reads.VisitExpr(store->value);
     if (reads.found) return fail("reads the buffer it writes");
-    // The value moves to the readers, where only its iteration variables are rebound.
-    std::vector<const VarNode*> loop_vars;
-    for (const Stmt& a : ancestors) {
-      if (const auto* l = a.as<ForNode>()) loop_vars.push_back(l->loop_var.get());
-    }
-    if (UsesAnyVar(store->value, loop_vars)) return fail("reads loop variables directly, not through its bindings");
-    p.remove = block;
-    for (size_t i = ancestors.size(); i-- > 0;) {
-      const auto* l = ancestors[i].as<ForNode>();
-      if (!l || l->body.get() != p.remove) break;
-      p.remove = ancestors[i].get();
-    }
+    // The value moves to the readers, where only its iteration variables are rebound (a
+    // value can only name the loops around it, so any loop variable is one of those).
+    class LoopVarUse : public StmtExprVisitor {
+     public:
+      explicit LoopVarUse(const std::unordered_set<const VarNode*>& loop_vars) : loop_vars_(loop_vars) {}
+      void VisitExpr_(const VarNode* op, const PrimExpr&) override { found |= loop_vars_.count(op) > 0; }
+      bool found = false;
+
+     private:
+      const std::unordered_set<const VarNode*>& loop_vars_;
+    } loop_var_use(loop_vars_);
+    loop_var_use.VisitExpr(store->value);
+    if (loop_var_use.found) return fail("reads loop variables directly, not through its bindings");
+    p.remove = it->second[0].remove;
     return p;
   }
 
  private:
+  struct Site {
+    Stmt block;
+    const StmtNode* remove;  // the block with the loops that hold nothing else
+  };
   PrimFunc func_;
-  std::unordered_map<std::string, std::vector<std::pair<Stmt, std::vector<Stmt>>>> blocks_;
+  std::unordered_map<std::string, std::vector<Site>> blocks_;
+  std::unordered_set<const VarNode*> loop_vars_;
   std::unordered_map<const BufferNode*, int> stores_;
 };
 

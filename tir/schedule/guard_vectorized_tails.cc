@@ -155,7 +155,7 @@ class DefinedVars : public StmtExprVisitor {
 
 class TailGuard : public StmtExprMutator {
  public:
-  explicit TailGuard(std::set<std::string>* used) : used_(used) {}
+  explicit TailGuard(NameSet* used) : used_(used) {}
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
     Stmt s = StmtExprMutator::VisitStmt_(op, self);
     const auto* loop = s.as<ForNode>();
@@ -204,13 +204,13 @@ class TailGuard : public StmtExprMutator {
   }
 
  private:
-  std::set<std::string>* used_;
+  NameSet* used_;
 };
 
 }  // namespace
 
 PrimFunc GuardVectorizedTails(const PrimFunc& func) {
-  std::set<std::string> used = UsedNames(func);
+  NameSet used = UsedNames(func);
   Stmt body = TailGuard(&used).VisitStmt(func->body);
   return body.same_as(func->body) ? func : WithBody(func, body);
 }

@@ -16,7 +16,7 @@ using namespace schedule_internal;  // NOLINT
 // Gives loop variables that share a name fresh names: names are the schedule's handles.
 class LoopRenamer : public StmtExprMutator {
  public:
-  explicit LoopRenamer(std::set<std::string> used) : used_(std::move(used)) {}
+  explicit LoopRenamer(NameSet used) : used_(std::move(used)) {}
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
     if (seen_.insert(op->loop_var.name()).second) return StmtExprMutator::VisitStmt_(op, self);
     Var renamed(FreshName(op->loop_var.name(), &used_), op->loop_var.dtype(), op->loop_var->lower_bound,
@@ -28,7 +28,7 @@ class LoopRenamer : public StmtExprMutator {
   }
 
  private:
-  std::set<std::string> used_;
+  NameSet used_;
   std::set<std::string> seen_;
 };
 

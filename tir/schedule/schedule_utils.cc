@@ -1,5 +1,6 @@
 #include "tir/schedule/schedule_utils.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -80,7 +81,7 @@ class NameCollector : public StmtExprVisitor {
     names.insert(op->name);
     StmtExprVisitor::VisitStmt_(op, self);
   }
-  std::set<std::string> names;
+  NameSet names;
 };
 
 class IndexSimplifier : public StmtExprMutator {
@@ -209,26 +210,21 @@ bool UsesAnyVar(const PrimExpr& expr, const std::vector<const VarNode*>& vars) {
   return finder.found();
 }
 
-std::set<std::string> UsedNames(const PrimFunc& func) {
+NameSet UsedNames(const PrimFunc& func) {
   NameCollector collector;
   collector.VisitPrimFunc(func);
   for (const PrimFuncParam& p : func->params) {
     if (p.is_buffer()) collector.names.insert(p.buffer->name);
   }
-  return collector.names;
+  return std::move(collector.names);
 }
 
-std::string FreshName(const std::string& base, std::set<std::string>* used) {
-  std::string name = base;
-  for (int i = 1; used->count(name); ++i) name = absl::StrCat(base, "_", i);
-  used->insert(name);
-  return name;
-}
+std::string FreshName(const std::string& base, NameSet* used) { return used->Fresh(base); }
 
-Stmt CopyWithFreshDefinitions(const Stmt& stmt, const std::string& suffix, std::set<std::string>* used) {
+Stmt CopyWithFreshDefinitions(const Stmt& stmt, const std::string& suffix, NameSet* used) {
   class Copier : public StmtExprMutator {
    public:
-    Copier(std::string suffix, std::set<std::string>* used) : suffix_(std::move(suffix)), used_(used) {}
+    Copier(std::string suffix, NameSet* used) : suffix_(std::move(suffix)), used_(used) {}
     Var VisitVarDef(const Var& var) override {
       return Var(var.name(), var.dtype(), var->lower_bound, var->upper_bound);
     }
@@ -260,7 +256,7 @@ Stmt CopyWithFreshDefinitions(const Stmt& stmt, const std::string& suffix, std::
       buffer_remap_[b.get()] = Buffer(b->name, b->dtype, std::move(shape), std::move(strides), b->scope);
     }
     std::string suffix_;
-    std::set<std::string>* used_;
+    NameSet* used_;
   };
   return Copier(suffix, used).VisitStmt(stmt);
 }

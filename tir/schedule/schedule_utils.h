@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "support/name_set.h"
 #include "tir/expr.h"
 #include "tir/stmt.h"
 
@@ -44,17 +45,19 @@ std::vector<Stmt> OutermostBlocks(const Stmt& stmt);
 bool UsesVar(const PrimExpr& expr, const VarNode* var);
 bool UsesAnyVar(const PrimExpr& expr, const std::vector<const VarNode*>& vars);
 
+using support::NameSet;
+
 // Names of every variable and block defined in the function (so new ones can be fresh).
-std::set<std::string> UsedNames(const PrimFunc& func);
-// `base` if unused, else `base_1`, `base_2`, ...; the result is added to `used`.
-std::string FreshName(const std::string& base, std::set<std::string>* used);
+NameSet UsedNames(const PrimFunc& func);
+// used->Fresh(base).
+std::string FreshName(const std::string& base, NameSet* used);
 
 // A copy of `stmt` that defines its own variables, buffers and blocks (new nodes), so the
 // copy can sit in the same function as the original (IR defines each once). The copy's
 // loops and blocks, the schedule's handles, are named `<name><suffix>`, made unique against
 // `used` (which receives the new names); other variables and buffers keep their names.
 // Deterministic: the same statement and `used` give the same names.
-Stmt CopyWithFreshDefinitions(const Stmt& stmt, const std::string& suffix, std::set<std::string>* used);
+Stmt CopyWithFreshDefinitions(const Stmt& stmt, const std::string& suffix, NameSet* used);
 
 // The variables a PrimFunc's body may use without defining them: its scalar parameters and
 // the symbolic sizes in its buffer parameters' shapes and strides, in parameter order,

@@ -310,6 +310,10 @@ class ExprParser {
   void Skip() {
     while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
   }
+  size_t Here() {
+    Skip();
+    return pos_;
+  }
   bool Eat(std::string_view token) {
     Skip();
     if (s_.substr(pos_, token.size()) != token) return false;
@@ -320,7 +324,11 @@ class ExprParser {
     pos_ += token.size();
     return true;
   }
-  absl::StatusOr<PrimExpr> Binary(ExprKind kind, const PrimExpr& a, const PrimExpr& b) {
+  // `at`: where the operator is, for the message.
+  absl::StatusOr<PrimExpr> Binary(ExprKind kind, const PrimExpr& a, const PrimExpr& b, size_t at) {
+    if (a.dtype() != b.dtype() || ((kind == ExprKind::kAnd || kind == ExprKind::kOr) && !a.dtype().is_bool())) {
+      pos_ = at;
+    }
     if (a.dtype() != b.dtype()) {
       return Error(absl::StrCat("operands of one type for '", KindName(kind), "', got ", a.dtype().ToString(),
                                 " and ", b.dtype().ToString()));
@@ -332,17 +340,17 @@ class ExprParser {
   }
   absl::StatusOr<PrimExpr> Or() {
     KILN_ASSIGN_OR_RETURN(PrimExpr a, And());
-    while (Eat("||")) {
+    for (size_t at = Here(); Eat("||"); at = Here()) {
       KILN_ASSIGN_OR_RETURN(PrimExpr b, And());
-      KILN_ASSIGN_OR_RETURN(a, Binary(ExprKind::kOr, a, b));
+      KILN_ASSIGN_OR_RETURN(a, Binary(ExprKind::kOr, a, b, at));
     }
     return a;
   }
   absl::StatusOr<PrimExpr> And() {
     KILN_ASSIGN_OR_RETURN(PrimExpr a, Comparison());
-    while (Eat("&&")) {
+    for (size_t at = Here(); Eat("&&"); at = Here()) {
       KILN_ASSIGN_OR_RETURN(PrimExpr b, Comparison());
-      KILN_ASSIGN_OR_RETURN(a, Binary(ExprKind::kAnd, a, b));
+      KILN_ASSIGN_OR_RETURN(a, Binary(ExprKind::kAnd, a, b, at));
     }
     return a;
   }
@@ -351,10 +359,11 @@ class ExprParser {
     static constexpr std::pair<std::string_view, ExprKind> kOps[] = {
         {"==", ExprKind::kEQ}, {"!=", ExprKind::kNE}, {"<=", ExprKind::kLE},
         {">=", ExprKind::kGE}, {"<", ExprKind::kLT},  {">", ExprKind::kGT}};
+    const size_t at = Here();
     for (const auto& [token, kind] : kOps) {
       if (!Eat(token)) continue;
       KILN_ASSIGN_OR_RETURN(PrimExpr b, Sum());
-      return Binary(kind, a, b);
+      return Binary(kind, a, b, at);
     }
     return a;
   }
@@ -362,6 +371,7 @@ class ExprParser {
     KILN_ASSIGN_OR_RETURN(PrimExpr a, Product());
     while (true) {
       ExprKind kind;
+      const size_t at = Here();
       if (Eat("+")) {
         kind = ExprKind::kAdd;
       } else if (Eat("-")) {
@@ -370,13 +380,14 @@ class ExprParser {
         return a;
       }
       KILN_ASSIGN_OR_RETURN(PrimExpr b, Product());
-      KILN_ASSIGN_OR_RETURN(a, Binary(kind, a, b));
+      KILN_ASSIGN_OR_RETURN(a, Binary(kind, a, b, at));
     }
   }
   absl::StatusOr<PrimExpr> Product() {
     KILN_ASSIGN_OR_RETURN(PrimExpr a, Unary());
     while (true) {
       ExprKind kind;
+      const size_t at = Here();
       if (Eat("*")) {
         kind = ExprKind::kMul;
       } else if (Eat("/")) {
@@ -385,7 +396,7 @@ class ExprParser {
         return a;
       }
       KILN_ASSIGN_OR_RETURN(PrimExpr b, Unary());
-      KILN_ASSIGN_OR_RETURN(a, Binary(kind, a, b));
+      KILN_ASSIGN_OR_RETURN(a, Binary(kind, a, b, at));
     }
   }
   absl::StatusOr<PrimExpr> Unary() {
@@ -444,7 +455,7 @@ class ExprParser {
       if (!Eat(",")) return Error("','");
       KILN_ASSIGN_OR_RETURN(PrimExpr b, Or());
       if (!Eat(")")) return Error("')'");
-      return Binary(call->second, a, b);
+      return Binary(call->second, a, b, start);
     }
     if (name == "select") {
       KILN_ASSIGN_OR_RETURN(PrimExpr c, Or());
