@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <ostream>
 #include <random>
 #include <set>
 #include <string>
@@ -57,6 +58,9 @@ struct Case {
   // case is compiled and run both with the library and with generated kernels only.
   bool openblas = false;
 };
+
+// gtest prints a parameter by its name, not its bytes.
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 inline std::string ParamText(const Param& p) {
   return absl::StrCat(p.name, ": Tensor((", absl::StrJoin(p.dims, ", "), p.dims.size() == 1 ? "," : "", "), ",

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
-#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,9 +33,6 @@
 #include "vm/virtual_machine.h"
 
 namespace kiln::op_cases {
-
-// gtest prints a parameter by its name, not its bytes.
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 namespace {
 

@@ -3,8 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/schedule_utils.h"
-#include "tir/schedule/trace.h"
 #include "tir/structural_equal.h"
+#include "tir/text_parser.h"
 
 namespace kiln::tir::schedule_primitive {
 
@@ -17,7 +17,7 @@ absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& cond
   // A trace stores the condition as text: it must read back, against the function's own
   // variables, as the same expression.
   const std::string text = ToString(condition);
-  absl::StatusOr<PrimExpr> reread = ParseTraceExpr(text, FunctionVars(func));
+  absl::StatusOr<PrimExpr> reread = ParsePrimExpr(text, FunctionVars(func), "branch_on");
   if (!reread.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("branch_on: condition '", text, "': ", reread.status().message()));
   }

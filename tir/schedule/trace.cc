@@ -2,8 +2,6 @@
 
 #include <cctype>
 #include <cstdint>
-#include <map>
-#include <set>
 #include <string_view>
 
 #include "absl/strings/ascii.h"
@@ -15,6 +13,7 @@
 #include "support/status_macros.h"
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/schedule_utils.h"
+#include "tir/text_parser.h"
 
 namespace kiln::tir {
 
@@ -265,7 +264,7 @@ absl::Status Trace::Replay(Schedule* s) const {
       outputs = s->RFactor(in[0], in[1], inst.ints[0]);
     } else if (inst.kind == "branch_on") {
       KILN_RETURN_IF_ERROR(arity(1, 0, "a condition"));
-      absl::StatusOr<PrimExpr> condition = ParseTraceExpr(in[0], schedule_internal::FunctionVars(s->func()));
+      absl::StatusOr<PrimExpr> condition = ParsePrimExpr(in[0], schedule_internal::FunctionVars(s->func()), "branch_on");
       if (!condition.ok()) return where(condition.status());
       outputs = s->BranchOn(*condition);
     } else if (inst.kind == "guard_vectorized_tails") {
@@ -281,222 +280,6 @@ absl::Status Trace::Replay(Schedule* s) const {
     }
   }
   return absl::OkStatus();
-}
-
-namespace {
-
-// Recursive descent over the spelling of tir::ToString, with its precedences: || < && <
-// comparisons (not chained) < + - < * / < unary.
-class ExprParser {
- public:
-  ExprParser(std::string_view text, const std::vector<Var>& vars) : s_(text) {
-    for (const Var& v : vars) {
-      auto [it, fresh] = vars_.emplace(v.name(), v);
-      if (!fresh && !it->second.same_as(v)) ambiguous_.insert(v.name());
-    }
-  }
-
-  absl::StatusOr<PrimExpr> ParseAll() {
-    KILN_ASSIGN_OR_RETURN(PrimExpr e, Or());
-    Skip();
-    if (pos_ != s_.size()) return Error("the end of the expression");
-    return e;
-  }
-
- private:
-  absl::Status Error(const std::string& what) const {
-    return absl::InvalidArgumentError(absl::StrCat("column ", pos_ + 1, ": expected ", what));
-  }
-  void Skip() {
-    while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
-  }
-  size_t Here() {
-    Skip();
-    return pos_;
-  }
-  bool Eat(std::string_view token) {
-    Skip();
-    if (s_.substr(pos_, token.size()) != token) return false;
-    // `<` must not eat the start of `<=`, nor `!` that of `!=`.
-    if ((token == "<" || token == ">" || token == "!" || token == "=") && pos_ + 1 < s_.size() && s_[pos_ + 1] == '=') {
-      return false;
-    }
-    pos_ += token.size();
-    return true;
-  }
-  // `at`: where the operator is, for the message.
-  absl::StatusOr<PrimExpr> Binary(ExprKind kind, const PrimExpr& a, const PrimExpr& b, size_t at) {
-    if (a.dtype() != b.dtype() || ((kind == ExprKind::kAnd || kind == ExprKind::kOr) && !a.dtype().is_bool())) {
-      pos_ = at;
-    }
-    if (a.dtype() != b.dtype()) {
-      return Error(absl::StrCat("operands of one type for '", KindName(kind), "', got ", a.dtype().ToString(),
-                                " and ", b.dtype().ToString()));
-    }
-    if ((kind == ExprKind::kAnd || kind == ExprKind::kOr) && !a.dtype().is_bool()) {
-      return Error(absl::StrCat("bool operands for '", KindName(kind), "'"));
-    }
-    return MakeBinary(kind, a, b);
-  }
-  absl::StatusOr<PrimExpr> Or() {
-    KILN_ASSIGN_OR_RETURN(PrimExpr a, And());
-    for (size_t at = Here(); Eat("||"); at = Here()) {
-      KILN_ASSIGN_OR_RETURN(PrimExpr b, And());
-      KILN_ASSIGN_OR_RETURN(a, Binary(ExprKind::kOr, a, b, at));
-    }
-    return a;
-  }
-  absl::StatusOr<PrimExpr> And() {
-    KILN_ASSIGN_OR_RETURN(PrimExpr a, Comparison());
-    for (size_t at = Here(); Eat("&&"); at = Here()) {
-      KILN_ASSIGN_OR_RETURN(PrimExpr b, Comparison());
-      KILN_ASSIGN_OR_RETURN(a, Binary(ExprKind::kAnd, a, b, at));
-    }
-    return a;
-  }
-  absl::StatusOr<PrimExpr> Comparison() {
-    KILN_ASSIGN_OR_RETURN(PrimExpr a, Sum());
-    static constexpr std::pair<std::string_view, ExprKind> kOps[] = {
-        {"==", ExprKind::kEQ}, {"!=", ExprKind::kNE}, {"<=", ExprKind::kLE},
-        {">=", ExprKind::kGE}, {"<", ExprKind::kLT},  {">", ExprKind::kGT}};
-    const size_t at = Here();
-    for (const auto& [token, kind] : kOps) {
-      if (!Eat(token)) continue;
-      KILN_ASSIGN_OR_RETURN(PrimExpr b, Sum());
-      return Binary(kind, a, b, at);
-    }
-    return a;
-  }
-  absl::StatusOr<PrimExpr> Sum() {
-    KILN_ASSIGN_OR_RETURN(PrimExpr a, Product());
-    while (true) {
-      ExprKind kind;
-      const size_t at = Here();
-      if (Eat("+")) {
-        kind = ExprKind::kAdd;
-      } else if (Eat("-")) {
-        kind = ExprKind::kSub;
-      } else {
-        return a;
-      }
-      KILN_ASSIGN_OR_RETURN(PrimExpr b, Product());
-      KILN_ASSIGN_OR_RETURN(a, Binary(kind, a, b, at));
-    }
-  }
-  absl::StatusOr<PrimExpr> Product() {
-    KILN_ASSIGN_OR_RETURN(PrimExpr a, Unary());
-    while (true) {
-      ExprKind kind;
-      const size_t at = Here();
-      if (Eat("*")) {
-        kind = ExprKind::kMul;
-      } else if (Eat("/")) {
-        kind = ExprKind::kDiv;
-      } else {
-        return a;
-      }
-      KILN_ASSIGN_OR_RETURN(PrimExpr b, Unary());
-      KILN_ASSIGN_OR_RETURN(a, Binary(kind, a, b, at));
-    }
-  }
-  absl::StatusOr<PrimExpr> Unary() {
-    if (Eat("!")) {
-      KILN_ASSIGN_OR_RETURN(PrimExpr a, Unary());
-      if (!a.dtype().is_bool()) return Error("a bool operand for '!'");
-      return Not(a);
-    }
-    Skip();
-    if (pos_ < s_.size() && (s_[pos_] == '-' || std::isdigit(static_cast<unsigned char>(s_[pos_])))) {
-      KILN_ASSIGN_OR_RETURN(int64_t v, Integer());
-      return PrimExpr(v);
-    }
-    if (Eat("(")) {
-      KILN_ASSIGN_OR_RETURN(PrimExpr e, Or());
-      if (!Eat(")")) return Error("')'");
-      return e;
-    }
-    return Named();
-  }
-  absl::StatusOr<int64_t> Integer() {
-    Skip();
-    size_t start = pos_;
-    if (pos_ < s_.size() && s_[pos_] == '-') ++pos_;
-    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-    int64_t v = 0;
-    if (!absl::SimpleAtoi(absl::string_view(s_.data() + start, pos_ - start), &v)) {
-      pos_ = start;
-      return Error("an integer");
-    }
-    return v;
-  }
-  // A variable, true/false, a typed literal `int32(5)`, or a call-like form.
-  absl::StatusOr<PrimExpr> Named() {
-    Skip();
-    size_t start = pos_;
-    while (pos_ < s_.size() && (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_')) ++pos_;
-    std::string name(s_.substr(start, pos_ - start));
-    if (name.empty()) return Error("an operand");
-    if (!Eat("(")) {
-      if (name == "true" || name == "false") return IntImm(DataType::Bool(), name == "true");
-      if (ambiguous_.count(name)) return Error(absl::StrCat("a variable of one name, but two are named '", name, "'"));
-      auto it = vars_.find(name);
-      if (it == vars_.end()) {
-        pos_ = start;
-        return Error(absl::StrCat("a variable of the function, not '", name, "'"));
-      }
-      return PrimExpr(it->second);
-    }
-    static const std::map<std::string, ExprKind> kCalls = {{"floordiv", ExprKind::kFloorDiv},
-                                                          {"floormod", ExprKind::kFloorMod},
-                                                          {"min", ExprKind::kMin},
-                                                          {"max", ExprKind::kMax}};
-    if (auto call = kCalls.find(name); call != kCalls.end()) {
-      KILN_ASSIGN_OR_RETURN(PrimExpr a, Or());
-      if (!Eat(",")) return Error("','");
-      KILN_ASSIGN_OR_RETURN(PrimExpr b, Or());
-      if (!Eat(")")) return Error("')'");
-      return Binary(call->second, a, b, start);
-    }
-    if (name == "select") {
-      KILN_ASSIGN_OR_RETURN(PrimExpr c, Or());
-      if (!Eat(",")) return Error("','");
-      KILN_ASSIGN_OR_RETURN(PrimExpr a, Or());
-      if (!Eat(",")) return Error("','");
-      KILN_ASSIGN_OR_RETURN(PrimExpr b, Or());
-      if (!Eat(")")) return Error("')'");
-      if (!c.dtype().is_bool() || a.dtype() != b.dtype()) return Error("select(bool, a, b of one type)");
-      return Select(c, a, b);
-    }
-    if (name == "cast") {
-      Skip();
-      size_t type_start = pos_;
-      while (pos_ < s_.size() && std::isalnum(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-      absl::StatusOr<DataType> dtype = DataType::Parse(s_.substr(type_start, pos_ - type_start));
-      if (!dtype.ok() || !Eat(",")) return Error("cast(type, value)");
-      KILN_ASSIGN_OR_RETURN(PrimExpr a, Or());
-      if (!Eat(")")) return Error("')'");
-      return Cast(*dtype, a);
-    }
-    absl::StatusOr<DataType> dtype = DataType::Parse(name);
-    if (!dtype.ok() || !(dtype->is_integer() || dtype->is_bool())) {
-      pos_ = start;
-      return Error(absl::StrCat("an integer type, floordiv, floormod, min, max, select or cast, not '", name, "('"));
-    }
-    KILN_ASSIGN_OR_RETURN(int64_t v, Integer());
-    if (!Eat(")")) return Error("')'");
-    return IntImm(*dtype, v);
-  }
-
-  std::string_view s_;
-  size_t pos_ = 0;
-  std::map<std::string, Var> vars_;
-  std::set<std::string> ambiguous_;
-};
-
-}  // namespace
-
-absl::StatusOr<PrimExpr> ParseTraceExpr(std::string_view text, const std::vector<Var>& vars) {
-  return ExprParser(text, vars).ParseAll();
 }
 
 }  // namespace kiln::tir

@@ -13,7 +13,7 @@
 //      branch_on("n >= 64 || m < 256") -> ["C_else", "C_write_back_else"]
 //      guard_vectorized_tails()
 //    An expression argument (branch_on's condition) is its tir::ToString text, quoted; it
-//    is read (ParseTraceExpr) against the function's variables when replayed.
+//    is read (tir::ParsePrimExpr) against the function's variables when replayed.
 //  - Replay stops at the first instruction that fails, or whose results differ from the
 //    recorded ones, and says which.
 #pragma once
@@ -25,7 +25,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "tir/expr.h"
 
 namespace kiln::tir {
 
@@ -52,12 +51,5 @@ class Trace {
  private:
   std::vector<Instruction> instructions_;
 };
-
-// Reads an integer or bool expression as tir::ToString prints it: integer literals (int64;
-// `int32(5)` for other types), true/false, `+ - * /`, floordiv/floormod/min/max(a, b),
-// select(c, a, b), cast(type, e), comparisons, `&& || !`, parentheses, and variables, which
-// must be among `vars` (by name; a name two of them share is an error). Operands must agree
-// in type, as the IR's constructors require.
-absl::StatusOr<PrimExpr> ParseTraceExpr(std::string_view text, const std::vector<Var>& vars);
 
 }  // namespace kiln::tir

@@ -1,16 +1,16 @@
 // The PrimExpr, TIR statement and PrimFunc productions of the text parser (see
-// text_parser.h for its promises and docs/ir.md for the grammar).
+// tir/text_parser.h for its promises and docs/ir.md for the grammar).
+#include "tir/text_parser.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "relax/text_parser_impl.h"
 #include "support/status_macros.h"
+#include "tir/text_parser_impl.h"
 
-namespace kiln::relax::text_internal {
-
-using tir::ExprKind;
+namespace kiln::tir::text_internal {
 
 namespace {
 
@@ -20,38 +20,38 @@ bool IsBinaryFunction(std::string_view name) {
 
 }  // namespace
 
-// ---------------------------------------------------------------- helpers shared by both files
+// ---------------------------------------------------------------- token helpers (the module parser uses them too)
 
-absl::Status Parser::Error(const Token& at, std::string_view message) const {
+absl::Status TirParser::Error(const Token& at, std::string_view message) const {
   return absl::InvalidArgumentError(absl::StrCat(file_, ":", at.line, ":", at.column, ": error: ",
                                                  absl::string_view(message.data(), message.size())));
 }
 
-absl::Status Parser::Expected(std::string_view what) const {
+absl::Status TirParser::Expected(std::string_view what) const {
   return Error(Peek(), absl::StrCat("expected ", absl::string_view(what.data(), what.size()),
                                     ", found ", DescribeToken(Peek())));
 }
 
-absl::Status Parser::ExpectPunct(std::string_view p) {
+absl::Status TirParser::ExpectPunct(std::string_view p) {
   if (AcceptPunct(p)) return absl::OkStatus();
   return Expected(absl::StrCat("'", absl::string_view(p.data(), p.size()), "'"));
 }
 
-absl::Status Parser::ExpectKeyword(std::string_view k) {
+absl::Status TirParser::ExpectKeyword(std::string_view k) {
   if (AcceptKeyword(k)) return absl::OkStatus();
   return Expected(absl::StrCat("'", absl::string_view(k.data(), k.size()), "'"));
 }
 
-absl::StatusOr<std::string> Parser::ExpectIdent(std::string_view what) {
+absl::StatusOr<std::string> TirParser::ExpectIdent(std::string_view what) {
   if (Peek().kind != TokenKind::kIdent) return Expected(what);
   return Next().text;
 }
 
-absl::Status Parser::TooDeep() const {
+absl::Status TirParser::TooDeep() const {
   return Error(Peek(), absl::StrCat("nesting deeper than ", kMaxTextNesting, " levels"));
 }
 
-absl::StatusOr<int64_t> Parser::ParseInt(std::string_view what, bool allow_negative) {
+absl::StatusOr<int64_t> TirParser::ParseInt(std::string_view what, bool allow_negative) {
   const Token& start = Peek();
   bool negative = false;
   if (allow_negative && IsPunct("-") && Peek(1).kind == TokenKind::kInt) {
@@ -70,7 +70,7 @@ absl::StatusOr<int64_t> Parser::ParseInt(std::string_view what, bool allow_negat
   return static_cast<int64_t>(magnitude);
 }
 
-absl::StatusOr<DataType> Parser::ParseDataType() {
+absl::StatusOr<DataType> TirParser::ParseDataType() {
   if (Peek().kind != TokenKind::kIdent) return Expected("a data type (int64, float32, ...)");
   auto dtype = DataType::Parse(Peek().text);
   if (!dtype.ok()) return Expected("a data type (int64, float32, ...)");
@@ -78,13 +78,13 @@ absl::StatusOr<DataType> Parser::ParseDataType() {
   return *dtype;
 }
 
-void Parser::Record(const void* node, const Token& at) {
+void TirParser::Record(const void* node, const Token& at) {
   locations_[node] = SourceLocation{file_, at.line, at.column};
 }
 
 // ---------------------------------------------------------------- names
 
-const tir::Var* Parser::LookupTirVar(const std::string& name) const {
+const Var* TirParser::LookupTirVar(const std::string& name) const {
   for (auto it = tir_scopes_.rbegin(); it != tir_scopes_.rend(); ++it) {
     auto found = it->find(name);
     if (found != it->end()) return &found->second;
@@ -92,7 +92,7 @@ const tir::Var* Parser::LookupTirVar(const std::string& name) const {
   return nullptr;
 }
 
-const tir::Buffer* Parser::LookupBuffer(const std::string& name) const {
+const Buffer* TirParser::LookupBuffer(const std::string& name) const {
   for (auto it = buffer_scopes_.rbegin(); it != buffer_scopes_.rend(); ++it) {
     auto found = it->find(name);
     if (found != it->end()) return &found->second;
@@ -100,7 +100,7 @@ const tir::Buffer* Parser::LookupBuffer(const std::string& name) const {
   return nullptr;
 }
 
-absl::Status Parser::DefineTirVar(const Token& at, const tir::Var& var) {
+absl::Status TirParser::DefineTirVar(const Token& at, const Var& var) {
   if (LookupTirVar(var.name()) != nullptr) {
     return Error(at, absl::StrCat("redefinition of variable '", var.name(), "'"));
   }
@@ -109,7 +109,7 @@ absl::Status Parser::DefineTirVar(const Token& at, const tir::Var& var) {
   return absl::OkStatus();
 }
 
-absl::Status Parser::DefineBuffer(const Token& at, const tir::Buffer& buffer) {
+absl::Status TirParser::DefineBuffer(const Token& at, const Buffer& buffer) {
   if (LookupBuffer(buffer->name) != nullptr) {
     return Error(at, absl::StrCat("redefinition of buffer '", buffer->name, "'"));
   }
@@ -118,7 +118,7 @@ absl::Status Parser::DefineBuffer(const Token& at, const tir::Buffer& buffer) {
   return absl::OkStatus();
 }
 
-tir::Var Parser::DefineSymVar(const Token& at, DataType dtype, bool shape_var) {
+Var TirParser::DefineSymVar(const Token& at, DataType dtype, bool shape_var) {
   std::optional<int64_t> lower = shape_var ? std::optional<int64_t>(0) : std::nullopt;
   std::optional<int64_t> upper;
   // A `where` clause bounds the function's own variables, not those of a Func struct info.
@@ -128,13 +128,13 @@ tir::Var Parser::DefineSymVar(const Token& at, DataType dtype, bool shape_var) {
     if (bound->second.lower) lower = bound->second.lower;
     upper = bound->second.upper;
   }
-  tir::Var var(at.text, dtype, lower, upper);
+  Var var(at.text, dtype, lower, upper);
   tir_scopes_[sym_scope_][at.text] = var;
   Record(var.get(), at);
   return var;
 }
 
-absl::Status Parser::ParseBounds() {
+absl::Status TirParser::ParseBounds() {
   KILN_RETURN_IF_ERROR(ExpectKeyword("where"));
   while (true) {
     if (Peek().kind != TokenKind::kIdent) return Expected("a variable name in a bound");
@@ -153,7 +153,22 @@ absl::Status Parser::ParseBounds() {
   return absl::OkStatus();
 }
 
-absl::Status Parser::CheckBoundsUsed() {
+size_t TirParser::FindWhereClause() const {
+  int depth = 0;
+  for (size_t i = pos_; i < tokens_.size(); ++i) {
+    const Token& t = tokens_[i];
+    if (t.kind == TokenKind::kEnd) return 0;
+    if (t.kind == TokenKind::kPunct) {
+      if (t.text == "(" || t.text == "[") ++depth;
+      if (t.text == ")" || t.text == "]") --depth;
+      if (t.text == "{" && depth <= 0) return 0;
+    }
+    if (depth <= 0 && t.kind == TokenKind::kIdent && t.text == "where") return i;
+  }
+  return 0;
+}
+
+absl::Status TirParser::CheckBoundsUsed() {
   for (const auto& [name, bound] : pending_bounds_) {
     if (!bound.used) {
       return Error(bound.at, absl::StrCat("bound on '", name,
@@ -166,7 +181,7 @@ absl::Status Parser::CheckBoundsUsed() {
 
 // ---------------------------------------------------------------- PrimExpr
 
-absl::StatusOr<PrimExpr> Parser::ParsePrimExpr() {
+absl::StatusOr<PrimExpr> TirParser::ParsePrimExpr() {
   Depth depth(this);
   if (depth.too_deep()) return TooDeep();
   if (!IsKeyword("let")) return ParseOr();
@@ -176,28 +191,28 @@ absl::StatusOr<PrimExpr> Parser::ParsePrimExpr() {
   KILN_RETURN_IF_ERROR(ExpectPunct("="));
   KILN_ASSIGN_OR_RETURN(PrimExpr value, ParsePrimExpr());
   KILN_RETURN_IF_ERROR(ExpectKeyword("in"));
-  tir::Var var(name.text, value.dtype());
+  Var var(name.text, value.dtype());
   tir_scopes_.emplace_back();
   absl::Status defined = DefineTirVar(name, var);
   absl::StatusOr<PrimExpr> body = defined.ok() ? ParsePrimExpr() : absl::StatusOr<PrimExpr>(defined);
   tir_scopes_.pop_back();
   if (!body.ok()) return body.status();
-  return tir::Let(var, value, *body);
+  return Let(var, value, *body);
 }
 
-absl::StatusOr<PrimExpr> Parser::Binary(const Token& op, ExprKind kind, PrimExpr a, PrimExpr b) {
+absl::StatusOr<PrimExpr> TirParser::Binary(const Token& op, ExprKind kind, PrimExpr a, PrimExpr b) {
   if (a.dtype() != b.dtype()) {
     return Error(op, absl::StrCat("mismatched operand types ", a.dtype().ToString(), " and ",
-                                  b.dtype().ToString(), " for '", tir::KindName(kind), "'"));
+                                  b.dtype().ToString(), " for '", KindName(kind), "'"));
   }
-  if (tir::IsLogical(kind) && !a.dtype().is_bool()) {
-    return Error(op, absl::StrCat("'", tir::KindName(kind), "' needs bool operands, found ",
+  if (IsLogical(kind) && !a.dtype().is_bool()) {
+    return Error(op, absl::StrCat("'", KindName(kind), "' needs bool operands, found ",
                                   a.dtype().ToString()));
   }
-  return tir::MakeBinary(kind, std::move(a), std::move(b));
+  return MakeBinary(kind, std::move(a), std::move(b));
 }
 
-absl::StatusOr<PrimExpr> Parser::ParseOr() {
+absl::StatusOr<PrimExpr> TirParser::ParseOr() {
   KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseAnd());
   while (IsPunct("||")) {
     Token op = Next();
@@ -207,7 +222,7 @@ absl::StatusOr<PrimExpr> Parser::ParseOr() {
   return lhs;
 }
 
-absl::StatusOr<PrimExpr> Parser::ParseAnd() {
+absl::StatusOr<PrimExpr> TirParser::ParseAnd() {
   KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseCmp());
   while (IsPunct("&&")) {
     Token op = Next();
@@ -217,7 +232,7 @@ absl::StatusOr<PrimExpr> Parser::ParseAnd() {
   return lhs;
 }
 
-absl::StatusOr<PrimExpr> Parser::ParseCmp() {
+absl::StatusOr<PrimExpr> TirParser::ParseCmp() {
   KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseAdd());
   static constexpr std::pair<std::string_view, ExprKind> kOps[] = {
       {"==", ExprKind::kEQ}, {"!=", ExprKind::kNE}, {"<", ExprKind::kLT},
@@ -234,7 +249,7 @@ absl::StatusOr<PrimExpr> Parser::ParseCmp() {
   return lhs;
 }
 
-absl::StatusOr<PrimExpr> Parser::ParseAdd() {
+absl::StatusOr<PrimExpr> TirParser::ParseAdd() {
   KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseMul());
   while (IsPunct("+") || IsPunct("-")) {
     Token op = Next();
@@ -244,7 +259,7 @@ absl::StatusOr<PrimExpr> Parser::ParseAdd() {
   return lhs;
 }
 
-absl::StatusOr<PrimExpr> Parser::ParseMul() {
+absl::StatusOr<PrimExpr> TirParser::ParseMul() {
   KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseUnary());
   while (IsPunct("*") || IsPunct("/")) {
     Token op = Next();
@@ -254,32 +269,32 @@ absl::StatusOr<PrimExpr> Parser::ParseMul() {
   return lhs;
 }
 
-absl::StatusOr<PrimExpr> Parser::ParseUnary() {
+absl::StatusOr<PrimExpr> TirParser::ParseUnary() {
   Depth depth(this);
   if (depth.too_deep()) return TooDeep();
   if (IsPunct("!")) {
     Token op = Next();
     KILN_ASSIGN_OR_RETURN(PrimExpr a, ParseUnary());
     if (!a.dtype().is_bool()) return Error(op, absl::StrCat("'!' needs a bool operand, found ", a.dtype().ToString()));
-    return tir::Not(a);
+    return Not(a);
   }
   if (IsPunct("-")) {
     Token minus = Next();
     if (Peek().kind == TokenKind::kInt) {
       --pos_;
       KILN_ASSIGN_OR_RETURN(int64_t value, ParseInt("an integer", true));
-      return tir::IntImm(DataType::Int64(), value);
+      return IntImm(DataType::Int64(), value);
     }
     if (Peek().kind == TokenKind::kFloat) {
       double value = -static_cast<double>(std::strtof(Next().text.c_str(), nullptr));
-      return tir::FloatImm(DataType::Float32(), value);
+      return FloatImm(DataType::Float32(), value);
     }
     return Expected("a number after '-' (negate a variable as 0 - x)");
   }
   return ParseAtom();
 }
 
-absl::StatusOr<std::vector<PrimExpr>> Parser::ParsePrimList(std::string_view close) {
+absl::StatusOr<std::vector<PrimExpr>> TirParser::ParsePrimList(std::string_view close) {
   std::vector<PrimExpr> items;
   if (AcceptPunct(close)) return items;
   while (true) {
@@ -290,7 +305,7 @@ absl::StatusOr<std::vector<PrimExpr>> Parser::ParsePrimList(std::string_view clo
   }
 }
 
-absl::StatusOr<std::vector<PrimExpr>> Parser::ParseDims() {
+absl::StatusOr<std::vector<PrimExpr>> TirParser::ParseDims() {
   KILN_RETURN_IF_ERROR(ExpectPunct("("));
   std::vector<PrimExpr> dims;
   if (AcceptPunct(")")) return dims;
@@ -303,7 +318,7 @@ absl::StatusOr<std::vector<PrimExpr>> Parser::ParseDims() {
   }
 }
 
-absl::StatusOr<PrimExpr> Parser::ParseTypedLiteral(const Token& name, DataType dtype) {
+absl::StatusOr<PrimExpr> TirParser::ParseTypedLiteral(const Token& name, DataType dtype) {
   // After `dtype(`.
   bool negative = false;
   const Token& start = Peek();
@@ -331,13 +346,13 @@ absl::StatusOr<PrimExpr> Parser::ParseTypedLiteral(const Token& name, DataType d
       return Expected(absl::StrCat("a ", dtype.ToString(), " literal"));
     }
     KILN_RETURN_IF_ERROR(ExpectPunct(")"));
-    return tir::FloatImm(dtype, negative ? -value : value);
+    return FloatImm(dtype, negative ? -value : value);
   }
   if (dtype.is_integer() || dtype.is_bool()) {
     if (dtype.is_bool() && !negative && (IsKeyword("true") || IsKeyword("false"))) {
       bool v = Next().text == "true";
       KILN_RETURN_IF_ERROR(ExpectPunct(")"));
-      return tir::IntImm(dtype, v ? 1 : 0);
+      return IntImm(dtype, v ? 1 : 0);
     }
     if (negative) --pos_;
     KILN_ASSIGN_OR_RETURN(int64_t value, ParseInt(absl::StrCat("a ", dtype.ToString(), " literal"), true));
@@ -350,12 +365,12 @@ absl::StatusOr<PrimExpr> Parser::ParseTypedLiteral(const Token& name, DataType d
       }
     }
     KILN_RETURN_IF_ERROR(ExpectPunct(")"));
-    return tir::IntImm(dtype, value);
+    return IntImm(dtype, value);
   }
   return Error(name, absl::StrCat("there are no literals of type ", dtype.ToString()));
 }
 
-absl::StatusOr<PrimExpr> Parser::ParseCallForm(const Token& name) {
+absl::StatusOr<PrimExpr> TirParser::ParseCallForm(const Token& name) {
   // After `name(`.
   const std::string& f = name.text;
   if (IsBinaryFunction(f)) {
@@ -381,7 +396,7 @@ absl::StatusOr<PrimExpr> Parser::ParseCallForm(const Token& name) {
       return Error(name, absl::StrCat("select branches differ in type: ", t.dtype().ToString(), " and ",
                                       e.dtype().ToString()));
     }
-    return tir::Select(c, t, e);
+    return Select(c, t, e);
   }
   if (f == "cast") {
     KILN_ASSIGN_OR_RETURN(DataType dtype, ParseDataType());
@@ -389,7 +404,7 @@ absl::StatusOr<PrimExpr> Parser::ParseCallForm(const Token& name) {
     KILN_ASSIGN_OR_RETURN(PrimExpr v, ParsePrimExpr());
     KILN_RETURN_IF_ERROR(ExpectPunct(")"));
     if (dtype.lanes() != v.dtype().lanes()) return Error(name, "cast may not change the number of lanes");
-    return tir::Cast(dtype, v);
+    return Cast(dtype, v);
   }
   if (f == "ramp" || f == "broadcast") {
     KILN_ASSIGN_OR_RETURN(PrimExpr base, ParsePrimExpr());
@@ -404,14 +419,14 @@ absl::StatusOr<PrimExpr> Parser::ParseCallForm(const Token& name) {
     KILN_RETURN_IF_ERROR(ExpectPunct(")"));
     if (lanes < 2 || lanes > 65535) return Error(lanes_token, "lane count must be in [2, 65535]");
     if (!base.dtype().is_scalar()) return Error(name, absl::StrCat(f, " needs a scalar operand"));
-    if (f == "broadcast") return tir::Broadcast(base, static_cast<int>(lanes));
+    if (f == "broadcast") return Broadcast(base, static_cast<int>(lanes));
     if (stride.dtype() != base.dtype()) {
       return Error(name, absl::StrCat("ramp base and stride differ in type: ", base.dtype().ToString(), " and ",
                                       stride.dtype().ToString()));
     }
-    return tir::Ramp(base, stride, static_cast<int>(lanes));
+    return Ramp(base, stride, static_cast<int>(lanes));
   }
-  if (tir::IsMathIntrinsic(f)) {
+  if (IsMathIntrinsic(f)) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> args, ParsePrimList(")"));
     size_t arity = f == "pow" ? 2 : 1;
     if (args.size() != arity) {
@@ -421,7 +436,7 @@ absl::StatusOr<PrimExpr> Parser::ParseCallForm(const Token& name) {
     for (const PrimExpr& a : args) {
       if (a.dtype() != args[0].dtype()) return Error(name, absl::StrCat("arguments of '", f, "' differ in type"));
     }
-    return tir::Call(f, std::move(args));
+    return Call(f, std::move(args));
   }
   auto dtype = DataType::Parse(f);
   if (dtype.ok()) return ParseTypedLiteral(name, *dtype);
@@ -430,14 +445,14 @@ absl::StatusOr<PrimExpr> Parser::ParseCallForm(const Token& name) {
                                   "a math intrinsic or a typed literal like int32(3))"));
 }
 
-absl::StatusOr<PrimExpr> Parser::ParseAtom() {
+absl::StatusOr<PrimExpr> TirParser::ParseAtom() {
   const Token& t = Peek();
   if (t.kind == TokenKind::kInt) {
     KILN_ASSIGN_OR_RETURN(int64_t value, ParseInt("an integer", false));
-    return tir::IntImm(DataType::Int64(), value);
+    return IntImm(DataType::Int64(), value);
   }
   if (t.kind == TokenKind::kFloat) {
-    return tir::FloatImm(DataType::Float32(), static_cast<double>(std::strtof(Next().text.c_str(), nullptr)));
+    return FloatImm(DataType::Float32(), static_cast<double>(std::strtof(Next().text.c_str(), nullptr)));
   }
   if (AcceptPunct("(")) {
     KILN_ASSIGN_OR_RETURN(PrimExpr e, ParsePrimExpr());
@@ -446,12 +461,12 @@ absl::StatusOr<PrimExpr> Parser::ParseAtom() {
   }
   if (t.kind != TokenKind::kIdent) return Expected("an expression");
   Token name = Next();
-  if (name.text == "true" || name.text == "false") return tir::IntImm(DataType::Bool(), name.text == "true");
+  if (name.text == "true" || name.text == "false") return IntImm(DataType::Bool(), name.text == "true");
   if (AcceptPunct("(")) return ParseCallForm(name);
   if (AcceptPunct("[")) {
-    const tir::Buffer* buffer = LookupBuffer(name.text);
+    const Buffer* buffer = LookupBuffer(name.text);
     if (buffer == nullptr) return Error(name, absl::StrCat("undefined buffer '", name.text, "'"));
-    tir::Buffer b = *buffer;
+    Buffer b = *buffer;
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> indices, ParsePrimList("]"));
     if (static_cast<int>(indices.size()) != b.ndim()) {
       return Error(name, absl::StrCat("buffer '", name.text, "' has ", b.ndim(), " dimension", b.ndim() == 1 ? "" : "s",
@@ -462,14 +477,14 @@ absl::StatusOr<PrimExpr> Parser::ParseAtom() {
     }
     return b.Load(std::move(indices));
   }
-  if (const tir::Var* var = LookupTirVar(name.text)) return *var;
+  if (const Var* var = LookupTirVar(name.text)) return *var;
   if (defining_) return DefineSymVar(name, DataType::Int64(), /*shape_var=*/true);
   return Error(name, absl::StrCat("undefined variable '", name.text, "'"));
 }
 
 // ---------------------------------------------------------------- TIR statements
 
-absl::StatusOr<tir::Buffer> Parser::ParseBufferType(const std::string& name) {
+absl::StatusOr<Buffer> TirParser::ParseBufferType(const std::string& name) {
   KILN_RETURN_IF_ERROR(ExpectKeyword("Buffer"));
   KILN_RETURN_IF_ERROR(ExpectPunct("("));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ParseDims());
@@ -500,19 +515,19 @@ absl::StatusOr<tir::Buffer> Parser::ParseBufferType(const std::string& name) {
     }
   }
   KILN_RETURN_IF_ERROR(ExpectPunct(")"));
-  return tir::Buffer(name, dtype, std::move(shape), std::move(strides), scope);
+  return Buffer(name, dtype, std::move(shape), std::move(strides), scope);
 }
 
-absl::StatusOr<std::vector<tir::Stmt>> Parser::ParseStmtsUntilClose() {
-  std::vector<tir::Stmt> stmts;
+absl::StatusOr<std::vector<Stmt>> TirParser::ParseStmtsUntilClose() {
+  std::vector<Stmt> stmts;
   while (!AcceptPunct("}")) {
-    KILN_ASSIGN_OR_RETURN(tir::Stmt s, ParseStmt());
+    KILN_ASSIGN_OR_RETURN(Stmt s, ParseStmt());
     stmts.push_back(std::move(s));
   }
   return stmts;
 }
 
-absl::StatusOr<tir::Stmt> Parser::ParseStmtBlock() {
+absl::StatusOr<Stmt> TirParser::ParseStmtBlock() {
   KILN_RETURN_IF_ERROR(ExpectPunct("{"));
   tir_scopes_.emplace_back();
   buffer_scopes_.emplace_back();
@@ -520,10 +535,10 @@ absl::StatusOr<tir::Stmt> Parser::ParseStmtBlock() {
   tir_scopes_.pop_back();
   buffer_scopes_.pop_back();
   if (!stmts.ok()) return stmts.status();
-  return tir::SeqStmt(std::move(*stmts));
+  return SeqStmt(std::move(*stmts));
 }
 
-absl::StatusOr<tir::Stmt> Parser::ParseStmt() {
+absl::StatusOr<Stmt> TirParser::ParseStmt() {
   Depth depth(this);
   if (depth.too_deep()) return TooDeep();
   const Token& t = Peek();
@@ -534,25 +549,25 @@ absl::StatusOr<tir::Stmt> Parser::ParseStmt() {
       Token at = Next();
       KILN_ASSIGN_OR_RETURN(PrimExpr cond, ParsePrimExpr());
       if (!cond.dtype().is_bool()) return Error(at, "if condition must be bool, found " + cond.dtype().ToString());
-      KILN_ASSIGN_OR_RETURN(tir::Stmt then_case, ParseStmtBlock());
-      tir::Stmt else_case;
+      KILN_ASSIGN_OR_RETURN(Stmt then_case, ParseStmtBlock());
+      Stmt else_case;
       if (AcceptKeyword("else")) {
         KILN_ASSIGN_OR_RETURN(else_case, ParseStmtBlock());
       }
-      return tir::IfThenElse(cond, then_case, else_case);
+      return IfThenElse(cond, then_case, else_case);
     }
     if (t.text == "allocate") {
       Next();
       if (Peek().kind != TokenKind::kIdent) return Expected("a buffer name");
       Token name = Next();
       KILN_RETURN_IF_ERROR(ExpectPunct(":"));
-      KILN_ASSIGN_OR_RETURN(tir::Buffer buffer, ParseBufferType(name.text));
+      KILN_ASSIGN_OR_RETURN(Buffer buffer, ParseBufferType(name.text));
       buffer_scopes_.emplace_back();
       absl::Status defined = DefineBuffer(name, buffer);
-      absl::StatusOr<tir::Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<tir::Stmt>(defined);
+      absl::StatusOr<Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<Stmt>(defined);
       buffer_scopes_.pop_back();
       if (!body.ok()) return body.status();
-      return tir::Allocate(buffer, *body);
+      return Allocate(buffer, *body);
     }
     if (t.text == "let") {
       Next();
@@ -560,29 +575,29 @@ absl::StatusOr<tir::Stmt> Parser::ParseStmt() {
       Token name = Next();
       KILN_RETURN_IF_ERROR(ExpectPunct("="));
       KILN_ASSIGN_OR_RETURN(PrimExpr value, ParsePrimExpr());
-      tir::Var var(name.text, value.dtype());
+      Var var(name.text, value.dtype());
       tir_scopes_.emplace_back();
       absl::Status defined = DefineTirVar(name, var);
-      absl::StatusOr<tir::Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<tir::Stmt>(defined);
+      absl::StatusOr<Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<Stmt>(defined);
       tir_scopes_.pop_back();
       if (!body.ok()) return body.status();
-      return tir::LetStmt(var, value, *body);
+      return LetStmt(var, value, *body);
     }
     if (t.text == "evaluate") {
       Next();
       KILN_ASSIGN_OR_RETURN(PrimExpr value, ParsePrimExpr());
-      return tir::Evaluate(value);
+      return Evaluate(value);
     }
     if (t.text == "assert") {
       Token at = Next();
       KILN_ASSIGN_OR_RETURN(PrimExpr cond, ParsePrimExpr());
-      if (cond.dtype() != tir::DataType::Bool()) {
+      if (cond.dtype() != DataType::Bool()) {
         return Error(at, "assert condition must be a scalar bool, found " + cond.dtype().ToString());
       }
       KILN_RETURN_IF_ERROR(ExpectPunct(","));
       if (Peek().kind != TokenKind::kString) return Expected("the assert's message (a string)");
       Token message = Next();
-      int placeholders = tir::CountAssertPlaceholders(message.text);
+      int placeholders = CountAssertPlaceholders(message.text);
       if (placeholders < 0) return Error(message, "unmatched brace in the assert's message (write {{ or }} for a brace)");
       std::vector<PrimExpr> values;
       while (AcceptPunct(",")) {
@@ -598,18 +613,18 @@ absl::StatusOr<tir::Stmt> Parser::ParseStmt() {
                                            placeholders == 1 ? "" : "s", " but ", values.size(), " value",
                                            values.size() == 1 ? "" : "s", " follow"));
       }
-      return tir::Assert(cond, message.text, std::move(values));
+      return Assert(cond, message.text, std::move(values));
     }
     if (Peek(1).kind == TokenKind::kPunct && Peek(1).text == "[") return ParseBufferStore();
   }
   return Expected("a statement (for, block, if, allocate, let, evaluate, assert or a buffer store)");
 }
 
-absl::StatusOr<tir::Stmt> Parser::ParseBufferStore() {
+absl::StatusOr<Stmt> TirParser::ParseBufferStore() {
   Token name = Next();
-  const tir::Buffer* found = LookupBuffer(name.text);
+  const Buffer* found = LookupBuffer(name.text);
   if (found == nullptr) return Error(name, absl::StrCat("undefined buffer '", name.text, "'"));
-  tir::Buffer buffer = *found;
+  Buffer buffer = *found;
   KILN_RETURN_IF_ERROR(ExpectPunct("["));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> indices, ParsePrimList("]"));
   if (static_cast<int>(indices.size()) != buffer.ndim()) {
@@ -624,20 +639,20 @@ absl::StatusOr<tir::Stmt> Parser::ParseBufferStore() {
     return Error(eq, absl::StrCat("store of ", value.dtype().ToString(), " to buffer '", name.text, "' of ",
                                   buffer->dtype.ToString()));
   }
-  return tir::BufferStore(buffer, value, std::move(indices));
+  return BufferStore(buffer, value, std::move(indices));
 }
 
-absl::StatusOr<tir::Stmt> Parser::ParseFor() {
+absl::StatusOr<Stmt> TirParser::ParseFor() {
   Next();  // for
   if (Peek().kind != TokenKind::kIdent) return Expected("a loop variable name");
   Token name = Next();
   KILN_RETURN_IF_ERROR(ExpectKeyword("in"));
-  static constexpr tir::ForKind kKinds[] = {tir::ForKind::kSerial, tir::ForKind::kParallel,
-                                            tir::ForKind::kVectorized, tir::ForKind::kUnrolled,
-                                            tir::ForKind::kThreadBinding};
-  std::optional<tir::ForKind> kind;
-  for (tir::ForKind k : kKinds) {
-    if (IsKeyword(tir::ForKindName(k))) kind = k;
+  static constexpr ForKind kKinds[] = {ForKind::kSerial, ForKind::kParallel,
+                                            ForKind::kVectorized, ForKind::kUnrolled,
+                                            ForKind::kThreadBinding};
+  std::optional<ForKind> kind;
+  for (ForKind k : kKinds) {
+    if (IsKeyword(ForKindName(k))) kind = k;
   }
   if (!kind) return Expected("a loop kind (serial, parallel, vectorized, unroll, thread_binding)");
   Next();
@@ -647,7 +662,7 @@ absl::StatusOr<tir::Stmt> Parser::ParseFor() {
   Token extent_at = Peek();
   KILN_ASSIGN_OR_RETURN(PrimExpr extent, ParsePrimExpr());
   std::string tag;
-  if (*kind == tir::ForKind::kThreadBinding) {
+  if (*kind == ForKind::kThreadBinding) {
     KILN_RETURN_IF_ERROR(ExpectPunct(","));
     if (Peek().kind != TokenKind::kString || Peek().text.empty()) return Expected("a thread tag string like \"threadIdx.x\"");
     tag = Next().text;
@@ -657,24 +672,24 @@ absl::StatusOr<tir::Stmt> Parser::ParseFor() {
     return Error(extent_at, absl::StrCat("loop bounds must be integers of one type, found ", min.dtype().ToString(),
                                          " and ", extent.dtype().ToString()));
   }
-  tir::Var var(name.text, min.dtype());
+  Var var(name.text, min.dtype());
   tir_scopes_.emplace_back();
   absl::Status defined = DefineTirVar(name, var);
-  absl::StatusOr<tir::Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<tir::Stmt>(defined);
+  absl::StatusOr<Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<Stmt>(defined);
   tir_scopes_.pop_back();
   if (!body.ok()) return body.status();
-  return tir::For(var, min, extent, *kind, *body, tag);
+  return For(var, min, extent, *kind, *body, tag);
 }
 
-absl::StatusOr<tir::Stmt> Parser::ParseBlock() {
+absl::StatusOr<Stmt> TirParser::ParseBlock() {
   Next();  // block
   std::string name = Next().text;
   KILN_RETURN_IF_ERROR(ExpectPunct("{"));
   tir_scopes_.emplace_back();
   buffer_scopes_.emplace_back();
-  auto result = [&]() -> absl::StatusOr<tir::Stmt> {
-    std::vector<tir::IterVar> iter_vars;
-    std::vector<std::pair<Token, tir::Var>> to_define;
+  auto result = [&]() -> absl::StatusOr<Stmt> {
+    std::vector<IterVar> iter_vars;
+    std::vector<std::pair<Token, Var>> to_define;
     // Iteration variables: `vi = spatial(extent, value)`; values see only the enclosing loops.
     while (Peek().kind == TokenKind::kIdent && (IsPunct("=", 1) || IsPunct(":", 1))) {
       Token var_name = Next();
@@ -683,11 +698,11 @@ absl::StatusOr<tir::Stmt> Parser::ParseBlock() {
         KILN_ASSIGN_OR_RETURN(dtype, ParseDataType());
       }
       KILN_RETURN_IF_ERROR(ExpectPunct("="));
-      tir::IterVar iv;
+      IterVar iv;
       if (AcceptKeyword("spatial")) {
-        iv.type = tir::IterType::kSpatial;
+        iv.type = IterType::kSpatial;
       } else if (AcceptKeyword("reduce")) {
-        iv.type = tir::IterType::kReduction;
+        iv.type = IterType::kReduction;
       } else {
         return Expected("'spatial' or 'reduce'");
       }
@@ -696,7 +711,7 @@ absl::StatusOr<tir::Stmt> Parser::ParseBlock() {
       KILN_RETURN_IF_ERROR(ExpectPunct(","));
       KILN_ASSIGN_OR_RETURN(iv.value, ParsePrimExpr());
       KILN_RETURN_IF_ERROR(ExpectPunct(")"));
-      iv.var = tir::Var(var_name.text, dtype.value_or(DataType::Int64()));
+      iv.var = Var(var_name.text, dtype.value_or(DataType::Int64()));
       to_define.emplace_back(var_name, iv.var);
       iter_vars.push_back(std::move(iv));
     }
@@ -707,23 +722,23 @@ absl::StatusOr<tir::Stmt> Parser::ParseBlock() {
       KILN_ASSIGN_OR_RETURN(predicate, ParsePrimExpr());
       if (!predicate.dtype().is_bool()) return Error(at, "block predicate must be bool, found " + predicate.dtype().ToString());
     }
-    std::vector<tir::Buffer> allocs;
+    std::vector<Buffer> allocs;
     while (IsKeyword("alloc")) {
       Next();
       if (Peek().kind != TokenKind::kIdent) return Expected("a buffer name");
       Token buffer_name = Next();
       KILN_RETURN_IF_ERROR(ExpectPunct(":"));
-      KILN_ASSIGN_OR_RETURN(tir::Buffer buffer, ParseBufferType(buffer_name.text));
+      KILN_ASSIGN_OR_RETURN(Buffer buffer, ParseBufferType(buffer_name.text));
       KILN_RETURN_IF_ERROR(DefineBuffer(buffer_name, buffer));
       allocs.push_back(std::move(buffer));
     }
-    tir::Stmt init;
+    Stmt init;
     if (IsKeyword("init") && IsPunct("{", 1)) {
       Next();
       KILN_ASSIGN_OR_RETURN(init, ParseStmtBlock());
     }
-    KILN_ASSIGN_OR_RETURN(std::vector<tir::Stmt> body, ParseStmtsUntilClose());
-    return tir::Block(name, std::move(iter_vars), tir::SeqStmt(std::move(body)), init, predicate, std::move(allocs));
+    KILN_ASSIGN_OR_RETURN(std::vector<Stmt> body, ParseStmtsUntilClose());
+    return Block(name, std::move(iter_vars), SeqStmt(std::move(body)), init, predicate, std::move(allocs));
   }();
   tir_scopes_.pop_back();
   buffer_scopes_.pop_back();
@@ -732,7 +747,7 @@ absl::StatusOr<tir::Stmt> Parser::ParseBlock() {
 
 // ---------------------------------------------------------------- PrimFunc
 
-absl::StatusOr<tir::PrimFunc> Parser::ParsePrimFunc(const Token& name_token) {
+absl::StatusOr<PrimFunc> TirParser::ParsePrimFunc(const Token& name_token) {
   tir_scopes_.assign(1, {});
   buffer_scopes_.assign(1, {});
   pending_bounds_.clear();
@@ -746,13 +761,13 @@ absl::StatusOr<tir::PrimFunc> Parser::ParsePrimFunc(const Token& name_token) {
     pos_ = saved;
   }
   KILN_RETURN_IF_ERROR(ExpectPunct("("));
-  std::vector<tir::PrimFuncParam> params;
+  std::vector<PrimFuncParam> params;
   if (!AcceptPunct(")")) {
     while (true) {
       if (Peek().kind != TokenKind::kIdent) return Expected("a parameter name");
       Token name = Next();
       KILN_RETURN_IF_ERROR(ExpectPunct(":"));
-      tir::PrimFuncParam param;
+      PrimFuncParam param;
       if (IsKeyword("Buffer")) {
         defining_ = true;
         auto buffer = ParseBufferType(name.text);
@@ -762,7 +777,7 @@ absl::StatusOr<tir::PrimFunc> Parser::ParsePrimFunc(const Token& name_token) {
         param.buffer = *buffer;
       } else {
         KILN_ASSIGN_OR_RETURN(DataType dtype, ParseDataType());
-        if (const tir::Var* existing = LookupTirVar(name.text)) {
+        if (const Var* existing = LookupTirVar(name.text)) {
           // The same variable as a symbolic dimension of an earlier buffer parameter.
           if (existing->dtype() != dtype) {
             return Error(name, absl::StrCat("'", name.text, "' is ", existing->dtype().ToString(), ", not ",
@@ -795,10 +810,48 @@ absl::StatusOr<tir::PrimFunc> Parser::ParsePrimFunc(const Token& name_token) {
     if (Peek().kind != TokenKind::kString) return Expected("a string (PrimFunc attributes are strings)");
     attrs[key.text] = Next().text;
   }
-  KILN_ASSIGN_OR_RETURN(std::vector<tir::Stmt> body, ParseStmtsUntilClose());
-  tir::PrimFunc func(std::move(params), tir::SeqStmt(std::move(body)), std::move(attrs));
+  KILN_ASSIGN_OR_RETURN(std::vector<Stmt> body, ParseStmtsUntilClose());
+  PrimFunc func(std::move(params), SeqStmt(std::move(body)), std::move(attrs));
   Record(func.get(), name_token);
   return func;
 }
 
-}  // namespace kiln::relax::text_internal
+}  // namespace kiln::tir::text_internal
+
+namespace kiln::tir {
+
+absl::StatusOr<ParsedPrimFunc> text_internal::TirParser::ParseLonePrimFunc() {
+  KILN_RETURN_IF_ERROR(ExpectKeyword("prim_func"));
+  if (Peek().kind != TokenKind::kGlobal) return Expected("a function name like @main");
+  Token name = Next();
+  KILN_ASSIGN_OR_RETURN(PrimFunc func, ParsePrimFunc(name));
+  if (Peek().kind != TokenKind::kEnd) return Expected("end of input");
+  return ParsedPrimFunc{name.text, std::move(func), std::move(locations_)};
+}
+
+absl::StatusOr<PrimExpr> text_internal::TirParser::ParseLonePrimExpr(const std::vector<Var>& vars) {
+  tir_scopes_.emplace_back();
+  for (const Var& v : vars) {
+    auto [it, fresh] = tir_scopes_.back().emplace(v.name(), v);
+    if (!fresh && !it->second.same_as(v)) {
+      return Error(Peek(), absl::StrCat("two variables are named '", v.name(), "'"));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(PrimExpr expr, ParsePrimExpr());
+  if (Peek().kind != TokenKind::kEnd) return Expected("end of input");
+  return expr;
+}
+
+absl::StatusOr<PrimExpr> ParsePrimExpr(std::string_view text, const std::vector<Var>& vars, std::string file_name) {
+  KILN_ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(text, file_name));
+  text_internal::TirParser parser(std::move(tokens), std::move(file_name));
+  return parser.ParseLonePrimExpr(vars);
+}
+
+absl::StatusOr<ParsedPrimFunc> ParsePrimFunc(std::string_view text, std::string file_name) {
+  KILN_ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(text, file_name));
+  text_internal::TirParser parser(std::move(tokens), std::move(file_name));
+  return parser.ParseLonePrimFunc();
+}
+
+}  // namespace kiln::tir

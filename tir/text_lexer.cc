@@ -1,4 +1,4 @@
-#include "relax/text_lexer.h"
+#include "tir/text_lexer.h"
 
 #include <cctype>
 #include <limits>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace kiln::relax {
+namespace kiln::tir {
 
 namespace {
 
@@ -229,4 +229,4 @@ bool ParseUnsignedLiteral(const std::string& text, uint64_t* out) {
   return true;
 }
 
-}  // namespace kiln::relax
+}  // namespace kiln::tir

@@ -1,20 +1,18 @@
-// PrimExprs, TIR statements and PrimFuncs in the text format. The PrimExpr spelling is
-// tir::ToString's (tir/expr.cc); it is repeated here only so that variable and buffer names
-// can be made unique per function.
+// PrimExprs, TIR statements and PrimFuncs in the text format (see tir/text_printer.h). The
+// PrimExpr spelling is tir::PrintPrimExpr's (tir/expr.cc), with names unique per function.
+#include "tir/text_printer.h"
 
 #include "absl/strings/str_cat.h"
-#include "relax/text_lexer.h"
-#include "relax/text_printer.h"
-#include "relax/text_printer_impl.h"
 #include "support/check.h"
+#include "tir/text_lexer.h"
+#include "tir/text_printer_impl.h"
 
-namespace kiln::relax::text_internal {
-
-using tir::DataType;
-using tir::ExprKind;
+namespace kiln::tir::text_internal {
 
 namespace {
 
+// The keywords of the whole format, module and Relax included: a PrimFunc may be printed
+// inside a module.
 const std::unordered_set<std::string>& Reserved() {
   static const auto* kReserved = new std::unordered_set<std::string>{
       "module", "func",   "impure",   "prim_func", "attr",   "where",  "dataflow", "block",  "return",
@@ -27,10 +25,9 @@ const std::unordered_set<std::string>& Reserved() {
 
 }  // namespace
 
-
 // ---------------------------------------------------------------- names
 
-std::string Printer::Unique(const std::string& hint, std::unordered_set<std::string>* used) {
+std::string TirPrinter::Unique(const std::string& hint, std::unordered_set<std::string>* used) {
   std::string base;
   for (char c : hint) {
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
@@ -44,27 +41,20 @@ std::string Printer::Unique(const std::string& hint, std::unordered_set<std::str
   return name;
 }
 
-void Printer::ResetNames() {
+void TirPrinter::ResetNames() {
   names_.clear();
-  relax_used_.clear();
   tir_used_.clear();
   tir_order_.clear();
   let_vars_.clear();
 }
 
-const std::string& Printer::RelaxName(const void* node, const std::string& hint) {
-  auto it = names_.find(node);
-  if (it != names_.end()) return it->second;
-  return names_.emplace(node, Unique(hint, &relax_used_)).first->second;
-}
-
-const std::string& Printer::TirName(const void* node, const std::string& hint) {
+const std::string& TirPrinter::TirName(const void* node, const std::string& hint) {
   auto it = names_.find(node);
   if (it != names_.end()) return it->second;
   return names_.emplace(node, Unique(hint, &tir_used_)).first->second;
 }
 
-void Printer::Line(std::string_view text) {
+void TirPrinter::Line(std::string_view text) {
   out_ += Indent();
   out_.append(text.data(), text.size());
   out_ += '\n';
@@ -72,45 +62,45 @@ void Printer::Line(std::string_view text) {
 
 // ---------------------------------------------------------------- PrimExpr
 
-// Names PrimExpr variables and buffers uniquely within the function for tir::PrintPrimExpr,
+// Names PrimExpr variables and buffers uniquely within the function for PrintPrimExpr,
 // recording the order symbolic variables are first met (for the `where` clause) and which
 // variables are let-bound (never symbolic).
-class Printer::PrimNamer : public tir::PrimExprNamer {
+class TirPrinter::PrimNamer : public PrimExprNamer {
  public:
-  explicit PrimNamer(Printer* printer) : printer_(printer) {}
-  std::string VarName(const tir::VarNode* var) override {
+  explicit PrimNamer(TirPrinter* printer) : printer_(printer) {}
+  std::string VarName(const VarNode* var) override {
     bool fresh = printer_->names_.find(var) == printer_->names_.end();
     const std::string& name = printer_->TirName(var, var->name);
     if (fresh) printer_->tir_order_.push_back(var);
     return name;
   }
-  std::string LetVarName(const tir::VarNode* var) override {
+  std::string LetVarName(const VarNode* var) override {
     printer_->let_vars_.insert(var);
     return printer_->TirName(var, var->name);
   }
-  std::string BufferName(const tir::BufferNode* buffer) override {
+  std::string BufferName(const BufferNode* buffer) override {
     return printer_->TirName(buffer, buffer->name);
   }
 
  private:
-  Printer* printer_;
+  TirPrinter* printer_;
 };
 
-void Printer::PrimList(const std::vector<PrimExpr>& items, std::string* out) {
+void TirPrinter::PrimList(const std::vector<PrimExpr>& items, std::string* out) {
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0) out->append(", ");
     PrintPrimExpr(items[i], out);
   }
 }
 
-void Printer::PrintPrimExpr(const PrimExpr& e, std::string* out) {
+void TirPrinter::PrintPrimExpr(const PrimExpr& e, std::string* out) {
   PrimNamer namer(this);
   tir::PrintPrimExpr(e, namer, out);
 }
 
 // ---------------------------------------------------------------- statements
 
-std::string Printer::BufferType(const tir::Buffer& buffer) {
+std::string TirPrinter::BufferType(const Buffer& buffer) {
   std::string out = "Buffer((";
   PrimList(buffer->shape, &out);
   if (buffer->shape.size() == 1) out += ",";
@@ -125,23 +115,23 @@ std::string Printer::BufferType(const tir::Buffer& buffer) {
   return out + ")";
 }
 
-void Printer::PrintBodyStmts(const tir::Stmt& body) {
+void TirPrinter::PrintBodyStmts(const Stmt& body) {
   if (!body.defined()) return;
-  if (const auto* seq = body.as<tir::SeqStmtNode>()) {
-    for (const tir::Stmt& s : seq->seq) PrintStmt(s);
+  if (const auto* seq = body.as<SeqStmtNode>()) {
+    for (const Stmt& s : seq->seq) PrintStmt(s);
   } else {
     PrintStmt(body);
   }
 }
 
-void Printer::PrintStmt(const tir::Stmt& stmt) {
+void TirPrinter::PrintStmt(const Stmt& stmt) {
   if (!stmt.defined()) {
     Line("<undefined>");
     return;
   }
   switch (stmt.kind()) {
-    case tir::StmtKind::kBufferStore: {
-      const auto* s = stmt.as<tir::BufferStoreNode>();
+    case StmtKind::kBufferStore: {
+      const auto* s = stmt.as<BufferStoreNode>();
       std::string text = absl::StrCat(TirName(s->buffer.get(), s->buffer->name), "[");
       PrimList(s->indices, &text);
       text += "] = ";
@@ -149,12 +139,12 @@ void Printer::PrintStmt(const tir::Stmt& stmt) {
       Line(text);
       return;
     }
-    case tir::StmtKind::kFor: {
-      const auto* f = stmt.as<tir::ForNode>();
+    case StmtKind::kFor: {
+      const auto* f = stmt.as<ForNode>();
       std::string text = absl::StrCat("for ", TirName(f->loop_var.get(), f->loop_var.name()), " in ",
-                                      tir::ForKindName(f->for_kind), "(");
+                                      ForKindName(f->for_kind), "(");
       PrimList({f->min, f->extent}, &text);
-      if (f->for_kind == tir::ForKind::kThreadBinding) absl::StrAppend(&text, ", ", QuoteString(f->thread_tag));
+      if (f->for_kind == ForKind::kThreadBinding) absl::StrAppend(&text, ", ", QuoteString(f->thread_tag));
       text += ") {";
       Line(text);
       ++indent_;
@@ -163,14 +153,14 @@ void Printer::PrintStmt(const tir::Stmt& stmt) {
       Line("}");
       return;
     }
-    case tir::StmtKind::kBlock: {
-      const auto* b = stmt.as<tir::BlockNode>();
+    case StmtKind::kBlock: {
+      const auto* b = stmt.as<BlockNode>();
       Line(absl::StrCat("block ", QuoteString(b->name), " {"));
       ++indent_;
-      for (const tir::IterVar& iv : b->iter_vars) {
+      for (const IterVar& iv : b->iter_vars) {
         std::string text = TirName(iv.var.get(), iv.var.name());
         if (iv.var.dtype() != DataType::Int64()) absl::StrAppend(&text, ": ", iv.var.dtype().ToString());
-        absl::StrAppend(&text, " = ", iv.type == tir::IterType::kSpatial ? "spatial(" : "reduce(");
+        absl::StrAppend(&text, " = ", iv.type == IterType::kSpatial ? "spatial(" : "reduce(");
         PrimList({iv.extent, iv.value}, &text);
         text += ")";
         Line(text);
@@ -180,7 +170,7 @@ void Printer::PrintStmt(const tir::Stmt& stmt) {
         PrintPrimExpr(b->predicate, &text);
         Line(text);
       }
-      for (const tir::Buffer& buffer : b->alloc_buffers) {
+      for (const Buffer& buffer : b->alloc_buffers) {
         Line(absl::StrCat("alloc ", TirName(buffer.get(), buffer->name), ": ", BufferType(buffer)));
       }
       if (b->init.defined()) {
@@ -195,8 +185,8 @@ void Printer::PrintStmt(const tir::Stmt& stmt) {
       Line("}");
       return;
     }
-    case tir::StmtKind::kIfThenElse: {
-      const auto* s = stmt.as<tir::IfThenElseNode>();
+    case StmtKind::kIfThenElse: {
+      const auto* s = stmt.as<IfThenElseNode>();
       std::string text = "if ";
       PrintPrimExpr(s->condition, &text);
       Line(text + " {");
@@ -212,13 +202,13 @@ void Printer::PrintStmt(const tir::Stmt& stmt) {
       Line("}");
       return;
     }
-    case tir::StmtKind::kSeqStmt: {
+    case StmtKind::kSeqStmt: {
       // A nested sequence has no syntax of its own; its statements print in place.
       PrintBodyStmts(stmt);
       return;
     }
-    case tir::StmtKind::kAllocate: {
-      const auto* a = stmt.as<tir::AllocateNode>();
+    case StmtKind::kAllocate: {
+      const auto* a = stmt.as<AllocateNode>();
       std::string name = TirName(a->buffer.get(), a->buffer->name);
       Line(absl::StrCat("allocate ", name, ": ", BufferType(a->buffer), " {"));
       ++indent_;
@@ -227,8 +217,8 @@ void Printer::PrintStmt(const tir::Stmt& stmt) {
       Line("}");
       return;
     }
-    case tir::StmtKind::kLetStmt: {
-      const auto* l = stmt.as<tir::LetStmtNode>();
+    case StmtKind::kLetStmt: {
+      const auto* l = stmt.as<LetStmtNode>();
       std::string text = absl::StrCat("let ", TirName(l->var.get(), l->var.name()), " = ");
       PrintPrimExpr(l->value, &text);
       Line(text + " {");
@@ -238,14 +228,14 @@ void Printer::PrintStmt(const tir::Stmt& stmt) {
       Line("}");
       return;
     }
-    case tir::StmtKind::kEvaluate: {
+    case StmtKind::kEvaluate: {
       std::string text = "evaluate ";
-      PrintPrimExpr(stmt.as<tir::EvaluateNode>()->value, &text);
+      PrintPrimExpr(stmt.as<EvaluateNode>()->value, &text);
       Line(text);
       return;
     }
-    case tir::StmtKind::kAssert: {
-      const auto* a = stmt.as<tir::AssertNode>();
+    case StmtKind::kAssert: {
+      const auto* a = stmt.as<AssertNode>();
       std::string text = "assert ";
       PrintPrimExpr(a->condition, &text);
       absl::StrAppend(&text, ", ", QuoteString(a->message));
@@ -259,7 +249,7 @@ void Printer::PrintStmt(const tir::Stmt& stmt) {
   }
 }
 
-std::string Printer::BoundsClause(const std::vector<std::pair<const tir::VarNode*, bool>>& defined) {
+std::string TirPrinter::BoundsClause(const std::vector<std::pair<const VarNode*, bool>>& defined) {
   std::vector<std::string> items;
   for (const auto& [var, shape_default] : defined) {
     const std::string& name = names_.at(var);
@@ -273,12 +263,12 @@ std::string Printer::BoundsClause(const std::vector<std::pair<const tir::VarNode
   return out;
 }
 
-void Printer::PrintPrimFunc(const tir::PrimFunc& func, std::string_view name) {
+void TirPrinter::PrintPrimFunc(const PrimFunc& func, std::string_view name) {
   ResetNames();
   std::string header = absl::StrCat("prim_func @", std::string(name), "(");
-  std::vector<std::pair<const tir::VarNode*, bool>> defined;
+  std::vector<std::pair<const VarNode*, bool>> defined;
   for (size_t i = 0; i < func->params.size(); ++i) {
-    const tir::PrimFuncParam& p = func->params[i];
+    const PrimFuncParam& p = func->params[i];
     if (i > 0) header += ", ";
     if (p.is_buffer()) {
       size_t before = tir_order_.size();
@@ -309,20 +299,20 @@ void Printer::PrintPrimFunc(const tir::PrimFunc& func, std::string_view name) {
   Line("}");
 }
 
-}  // namespace kiln::relax::text_internal
+}  // namespace kiln::tir::text_internal
 
-namespace kiln::relax {
+namespace kiln::tir {
 
-std::string PrintPrimFunc(const tir::PrimFunc& func, std::string_view name) {
-  text_internal::Printer printer;
+std::string PrintPrimFunc(const PrimFunc& func, std::string_view name) {
+  text_internal::TirPrinter printer;
   printer.PrintPrimFunc(func, name);
   return printer.Take();
 }
 
-std::string PrintStmt(const tir::Stmt& stmt) {
-  text_internal::Printer printer;
+std::string PrintStmt(const Stmt& stmt) {
+  text_internal::TirPrinter printer;
   printer.PrintStmt(stmt);
   return printer.Take();
 }
 
-}  // namespace kiln::relax
+}  // namespace kiln::tir

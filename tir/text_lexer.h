@@ -1,4 +1,5 @@
-// Lexer of the Kiln IR text format (docs/ir.md).
+// Lexer of the Kiln IR text format (docs/ir.md), shared by the TIR parser (tir/text_parser.h)
+// and the module parser built on it (relax/text_parser.h).
 //
 // Promises: Lex never crashes on any byte sequence; it returns every token with its 1-based
 // line and column, ending with a kEnd token, or an error `file:line:col: error: ...` for a
@@ -13,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace kiln::relax {
+namespace kiln::tir {
 
 enum class TokenKind : uint8_t {
   kIdent,      // foo, R, float32, threadIdx
@@ -48,4 +49,4 @@ bool IsIdentifier(std::string_view name);
 // or a malformed literal.
 bool ParseUnsignedLiteral(const std::string& text, uint64_t* out);
 
-}  // namespace kiln::relax
+}  // namespace kiln::tir
