@@ -1,7 +1,7 @@
 // The default CPU schedule (tir/schedule_rules/cpu_schedule.h) on every PrimFunc of the
 // example modules. It lives with the Relax tests because those modules are whole Relax
 // modules, read with the module parser; the rules themselves are tested on hand-written
-// PrimFuncs in tests/tir/default_cpu_schedule_test.cc.
+// PrimFuncs in tests/tir/cpu_schedule_test.cc.
 #include <gtest/gtest.h>
 
 #include <filesystem>

@@ -139,7 +139,7 @@ class FunctionIndex {
   std::unordered_map<const BufferNode*, int> stores_;
 };
 
-// Removes the producers (with their own loops) and their allocations, and replaces each load
+// Removes the producers (with their own loops) and replaces each load
 // of a producer's buffer by its value at the load's indices. A value that reads another
 // producer's buffer is expanded in turn, so each node of the result is built once.
 class Inliner : public StmtExprMutator {
@@ -172,20 +172,6 @@ class Inliner : public StmtExprMutator {
     expanding_.erase(p);
     return value;
   }
-  Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
-    if (by_buffer_.count(op->buffer.get())) return VisitStmt(op->body);
-    return StmtExprMutator::VisitStmt_(op, self);
-  }
-  Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
-    Stmt s = StmtExprMutator::VisitStmt_(op, self);
-    const auto* b = s.as<BlockNode>();
-    std::vector<Buffer> kept;
-    for (const Buffer& buf : b->alloc_buffers) {
-      if (!by_buffer_.count(buf.get())) kept.push_back(buf);
-    }
-    if (kept.size() == b->alloc_buffers.size()) return s;
-    return Block(b->name, b->iter_vars, b->body, b->init, b->predicate, kept);
-  }
   bool cycle = false;
 
  private:
@@ -212,12 +198,14 @@ absl::StatusOr<PrimFunc> ComputeInline(const PrimFunc& func, const std::vector<s
   Stmt body = inliner.VisitStmt(func->body);
   if (inliner.cycle) return absl::InvalidArgumentError("compute_inline: the blocks read each other's buffers");
   BufferAccesses left = AccessesOf(body);
+  std::unordered_set<const BufferNode*> inlined;
   for (const Producer& p : producers) {
     if (left.Touches(p.buffer)) {
       return absl::InternalError(absl::StrCat("compute_inline: '", p.buffer->name, "' is still accessed"));
     }
+    inlined.insert(p.buffer);
   }
-  return WithBody(func, SimplifyIndices(body));
+  return WithBody(func, SimplifyIndices(DropAllocations(body, inlined)));
 }
 
 std::vector<std::string> InlinableBlocks(const PrimFunc& func, const std::vector<std::string>& candidates) {

@@ -420,13 +420,13 @@ absl::StatusOr<IndexRange> RangeOver(const PrimExpr& index, const std::vector<co
   return IndexRange{lo, SimplifyExpr(hi - lo + 1)};
 }
 
-Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer) {
-  // Removes the allocation (an Allocate or a block's alloc_buffers entry).
+Stmt DropAllocations(const Stmt& stmt, const std::unordered_set<const BufferNode*>& buffers) {
+  // Removes the allocations (an Allocate or a block's alloc_buffers entry).
   class Dropper : public StmtExprMutator {
    public:
-    explicit Dropper(const BufferNode* buffer) : buffer_(buffer) {}
+    explicit Dropper(const std::unordered_set<const BufferNode*>& buffers) : buffers_(buffers) {}
     Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
-      if (op->buffer.get() == buffer_) return VisitStmt(op->body);
+      if (buffers_.count(op->buffer.get())) return VisitStmt(op->body);
       return StmtExprMutator::VisitStmt_(op, self);
     }
     Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
@@ -434,17 +434,21 @@ Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer) {
       const auto* b = s.as<BlockNode>();
       std::vector<Buffer> kept;
       for (const Buffer& buf : b->alloc_buffers) {
-        if (buf.get() != buffer_) kept.push_back(buf);
+        if (!buffers_.count(buf.get())) kept.push_back(buf);
       }
       if (kept.size() == b->alloc_buffers.size()) return s;
       return Block(b->name, b->iter_vars, b->body, b->init, b->predicate, kept);
     }
 
    private:
-    const BufferNode* buffer_;
+    const std::unordered_set<const BufferNode*>& buffers_;
   };
+  return Dropper(buffers).VisitStmt(stmt);
+}
+
+Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer) {
   if (CountAccesses(stmt, buffer) != 0) return stmt;
-  return Dropper(buffer).VisitStmt(stmt);
+  return DropAllocations(stmt, {buffer});
 }
 
 std::string KindWord(ForKind kind) { return ForKindName(kind); }

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -120,6 +121,9 @@ PrimFunc CompactAllocation(const PrimFunc& func, const AllocateNode* alloc, cons
 
 // `stmt` without the allocation of `buffer`, when nothing in it accesses the buffer.
 Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer);
+// `stmt` without the allocations (Allocate, a block's alloc_buffers) of `buffers`, which the
+// caller knows nothing accesses any more.
+Stmt DropAllocations(const Stmt& stmt, const std::unordered_set<const BufferNode*>& buffers);
 
 // "serial", "parallel", ... for messages.
 std::string KindWord(ForKind kind);
