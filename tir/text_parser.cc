@@ -845,6 +845,25 @@ absl::StatusOr<ParsedPrimFunc> text_internal::TirParser::ParseLonePrimFunc() {
   return ParsedPrimFunc{name.text, std::move(func), std::move(locations_)};
 }
 
+absl::StatusOr<PrimExpr> text_internal::TirParser::ParseLonePrimExpr(const std::vector<Var>& vars) {
+  tir_scopes_.emplace_back();
+  for (const Var& v : vars) {
+    auto [it, fresh] = tir_scopes_.back().emplace(v.name(), v);
+    if (!fresh && !it->second.same_as(v)) {
+      return Error(Peek(), absl::StrCat("two variables are named '", v.name(), "'"));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(PrimExpr expr, ParsePrimExpr());
+  if (Peek().kind != TokenKind::kEnd) return Expected("end of input");
+  return expr;
+}
+
+absl::StatusOr<PrimExpr> ParsePrimExpr(std::string_view text, const std::vector<Var>& vars, std::string file_name) {
+  KILN_ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(text, file_name));
+  text_internal::TirParser parser(std::move(tokens), std::move(file_name));
+  return parser.ParseLonePrimExpr(vars);
+}
+
 absl::StatusOr<ParsedPrimFunc> ParsePrimFunc(std::string_view text, std::string file_name) {
   KILN_ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(text, file_name));
   text_internal::TirParser parser(std::move(tokens), std::move(file_name));

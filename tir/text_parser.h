@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tir/stmt.h"
@@ -41,5 +42,11 @@ struct ParsedPrimFunc {
 
 // Exactly one `prim_func @name(...) { ... }` (comments and whitespace around it allowed).
 absl::StatusOr<ParsedPrimFunc> ParsePrimFunc(std::string_view text, std::string file_name = "<input>");
+
+// Exactly one PrimExpr whose variables are among `vars`, by name (a schedule trace's
+// condition, tir/schedule/trace.h): an undefined name, or a name two of `vars` share, is an
+// error; no buffer can be read.
+absl::StatusOr<PrimExpr> ParsePrimExpr(std::string_view text, const std::vector<Var>& vars,
+                                       std::string file_name = "<input>");
 
 }  // namespace kiln::tir

@@ -22,6 +22,8 @@ class TirParser {
 
   // `prim_func @name(...) {...}` then the end of input.
   absl::StatusOr<ParsedPrimFunc> ParseLonePrimFunc();
+  // One PrimExpr over `vars` then the end of input.
+  absl::StatusOr<PrimExpr> ParseLonePrimExpr(const std::vector<Var>& vars);
 
   // ---- shared token helpers
   const Token& Peek(size_t offset = 0) const {

@@ -10,6 +10,7 @@
 #include "relax/text_printer.h"
 #include "relax/transform/annotate_patterns.h"
 #include "relax/transform/dead_code_elimination.h"
+#include "relax/transform/deduplicate_prim_funcs.h"
 #include "relax/transform/dispatch_libraries.h"
 #include "relax/transform/fold_constants.h"
 #include "relax/transform/fuse_ops.h"
@@ -57,6 +58,9 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
       {"fuse_ops", if_fusing(&FuseOps)},
       {"fuse_tir", if_fusing(&FuseTir)},
       {"dead_code_elimination", [](const IRModule& m, const SourceMap*) { return DeadCodeElimination(m); }},
+      // Before scheduling, so that each distinct kernel is scheduled and compiled once (the
+      // layers of a model make identical fused kernels).
+      {"deduplicate_prim_funcs", [](const IRModule& m, const SourceMap*) { return DeduplicatePrimFuncs(m); }},
       {"schedule", [schedule](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, schedule); }},
       {"lower_call_tir", [](const IRModule& m, const SourceMap*) { return LowerCallTir(m); }},
       // Storage shared between tensors whose lifetimes do not overlap (alloc_tensor ->

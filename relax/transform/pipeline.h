@@ -26,7 +26,7 @@
 #include "relax/ir_module.h"
 #include "relax/text_parser.h"
 #include "relax/transform/dispatch_libraries.h"
-#include "tir/schedule/default_cpu_schedule.h"
+#include "tir/schedule_rules/cpu_schedule.h"
 
 namespace kiln::relax {
 

@@ -10,14 +10,19 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <ostream>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "relax/op_registry.h"
+#include "relax/text_parser.h"
 #include "support/check.h"
 #include "tests/reference/host_tensor.h"
 #include "tir/data_type.h"
@@ -55,6 +60,9 @@ struct Case {
   // case is compiled and run both with the library and with generated kernels only.
   bool openblas = false;
 };
+
+// gtest prints a parameter by its name, not its bytes.
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 inline std::string ParamText(const Param& p) {
   return absl::StrCat(p.name, ": Tensor((", absl::StrJoin(p.dims, ", "), p.dims.size() == 1 ? "," : "", "), ",
@@ -288,5 +296,38 @@ inline std::vector<Case> AllCases() {
 
 // Operators that read no float tensor data, so have no NaN/inf case.
 inline bool ReadsNoFloatData(const std::string& op) { return op == "zeros" || op == "ones" || op == "arange"; }
+// The operators a case calls, found in its parsed module (empty when it does not parse).
+inline std::set<std::string> OperatorsOf(const Case& c) {
+  std::set<std::string> ops;
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(ModuleText(c));
+  if (!parsed.ok()) return ops;
+  std::function<void(const relax::Expr&)> visit = [&](const relax::Expr& e) {
+    if (const auto* call = e.as<relax::CallNode>()) {
+      if (const auto* op = call->op.as<relax::OpNode>()) ops.insert(op->name);
+      for (const relax::Expr& arg : call->args) visit(arg);
+    } else if (const auto* tuple = e.as<relax::TupleNode>()) {
+      for (const relax::Expr& f : tuple->fields) visit(f);
+    } else if (const auto* seq = e.as<relax::SeqExprNode>()) {
+      for (const relax::BindingBlock& block : seq->blocks) {
+        for (const relax::Binding& b : block.bindings) visit(b.value);
+      }
+      visit(seq->body);
+    }
+  };
+  for (const relax::IRModule::Entry& entry : parsed->module.entries()) {
+    if (entry.is_relax()) visit(entry.relax_function()->body);
+  }
+  return ops;
+}
+
+// The registered operators that have a legalization (each must have a case).
+inline std::vector<std::string> LegalizedOperators() {
+  const relax::OpRegistry& registry = relax::OpRegistry::Global();
+  std::vector<std::string> names;
+  for (const std::string& name : registry.Names()) {
+    if (registry.Find(name)->legalize != nullptr) names.push_back(name);
+  }
+  return names;
+}
 
 }  // namespace kiln::op_cases

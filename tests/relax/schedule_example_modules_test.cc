@@ -1,7 +1,7 @@
-// The default CPU schedule (tir/schedule/default_cpu_schedule.h) on every PrimFunc of the
+// The default CPU schedule (tir/schedule_rules/cpu_schedule.h) on every PrimFunc of the
 // example modules. It lives with the Relax tests because those modules are whole Relax
 // modules, read with the module parser; the rules themselves are tested on hand-written
-// PrimFuncs in tests/tir/default_cpu_schedule_test.cc.
+// PrimFuncs in tests/tir/cpu_schedule_test.cc.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include "relax/text_parser.h"
 #include "support/file_io.h"
 #include "tests/source_dir.h"
-#include "tir/schedule/default_cpu_schedule.h"
+#include "tir/schedule_rules/cpu_schedule.h"
 #include "tir/structural_equal.h"
 #include "tir/text_parser.h"
 #include "tir/text_printer.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tir/schedule_rules/cpu_schedule.h"
 #include "tir/text_parser.h"
-#include "tir/schedule/default_cpu_schedule.h"
 
 namespace kiln::tir {
 namespace {

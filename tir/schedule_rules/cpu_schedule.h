@@ -1,4 +1,7 @@
-// ScheduleForCpu: the default CPU schedule rules, applied block by block.
+// ScheduleForCpu: the default CPU schedule rules, applied block by block. The rules live in
+// tir/schedule_rules/cpu_*.cc (one per kind of block); they rewrite only through the
+// primitives of tir/schedule/, so the schedule's trace replays on the unscheduled function
+// to a structurally equal result.
 //
 // What it promises:
 //  - The result computes the same values as the input for every value of the symbolic
@@ -27,17 +30,23 @@
 //        a reduction variable that reads use as their last index) is split into vector
 //        lanes of partial results (RFactor, then the lane loops vectorized; float sums are
 //        reassociated); the spatial loops outside the reduction fused and parallel.
+//  - A function with one matmul whose sizes are symbolic and may have few rows (m < 64) and
+//    wide columns at run time is first versioned (BranchOn `m >= 64 || n < 256` for 16
+//    lanes): the first branch takes the register tiles, the copy the wide tiles for few
+//    rows, so one kernel serves both GEMV-like and large calls.
 //  - Last, adjacent loops of one sequence that share a buffer (a row's passes: softmax's
 //    max, sum of exp and normalize) are fused into one loop where FuseSiblings allows it.
 //    Blocks that match none of these (already scheduled, irregular bindings) are left
 //    alone. A rule that does not apply to a block leaves that block unchanged.
 //  - Vectorized loops come out in the form the CPU code generator turns into SIMD code
-//    directly (constant extent, straight-line body, predicates that do not depend on the
-//    lane): a loop whose block predicate does depend on the lane is guarded by
-//    `if (last lane in range) { vectorized } else { the same loop, serial }`; for a
-//    constant-size local allocation (a tile) the guards go above it, for the lanes and
-//    for every other condition decided by the tile's last iteration, so full tiles run
-//    without conditions and index the tile only with constants and lanes.
+//    directly (GuardVectorizedTails, the last primitive): a loop whose block predicate
+//    depends on the lane is guarded by `if (last lane in range) { vectorized } else { the
+//    same loop, serial }`; for a constant-size local allocation (a tile) the guards go
+//    above it, so full tiles run without conditions and index the tile only with constants
+//    and lanes.
+//  - Scheduling takes time linear in the size of the function for a fused chain of
+//    elementwise kernels (inlined in one rewrite); every rule's rewrite is a primitive in
+//    the trace.
 #pragma once
 
 #include <string>
@@ -56,14 +65,9 @@ struct CpuScheduleOptions {
   bool matmul_few_rows = false;
 };
 
-// `trace`, when given, receives the schedule's trace as text (the tail guards are not
-// primitives and do not appear in it).
+// `trace`, when given, receives the schedule's trace as text: Trace::Parse of it, replayed
+// on a Schedule of `func`, gives a function structurally equal to the result.
 absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleOptions& options,
                                         std::string* trace = nullptr);
-
-// The tail guards alone: each vectorized loop whose block predicates depend on the lane
-// through `a < b` with `a` increasing in the lane is wrapped in
-// `if (the predicate holds for the last lane) { loop without it } else { loop, serial }`.
-PrimFunc GuardVectorizedTails(const PrimFunc& func);
 
 }  // namespace kiln::tir

@@ -1,13 +1,14 @@
-#include "tir/schedule/row_reduction.h"
-
+// The CPU rule for reductions other than matmuls (row sums, max, softmax's and layer_norm's
+// passes): vector lanes of partial results, rows in parallel, a row's passes fused.
 #include "tir/schedule/schedule_utils.h"
+#include "tir/schedule_rules/cpu_rules.h"
 #include "tir/stmt_functor.h"
 
-namespace kiln::tir {
-
-namespace {
+namespace kiln::tir::cpu_rules {
 
 using namespace schedule_internal;  // NOLINT
+
+namespace {
 
 // Whether every load that depends on `var` reads it, alone, as its last index.
 bool ReadsContiguously(const Stmt& body, const VarNode* var) {
@@ -30,8 +31,8 @@ bool ReadsContiguously(const Stmt& body, const VarNode* var) {
   return loads.ok;
 }
 
-}  // namespace
-
+// The innermost reduction loop as `lanes` vector lanes of partial results; whether it
+// applied (the function is unchanged otherwise).
 bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
   if (lanes < 2) return false;
   absl::StatusOr<Stmt> b = FindBlock(s->func(), name, "");
@@ -59,8 +60,20 @@ bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
   return true;
 }
 
+}  // namespace
+
+absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
+  std::vector<std::string> spatial;
+  for (size_t i = 0; i < nest.loops.size() && !IsReductionLoop(nest, i); ++i) {
+    spatial.push_back(nest.loops[i]->loop_var.name());
+  }
+  VectorizeRowReduction(s, nest.block->name, options.vector_lanes);
+  return ParallelOver(s, spatial, options);
+}
+
 void FuseRowPasses(Schedule* s) {
-  for (int guard = 0; guard < 64; ++guard) {
+  // Each fusion leaves one loop fewer, so this ends.
+  while (true) {
     std::vector<std::pair<std::string, std::string>> candidates;
     ForEachStmt(s->func()->body, [&](const Stmt& st) {
       const auto* seq = st.as<SeqStmtNode>();
@@ -92,4 +105,4 @@ void FuseRowPasses(Schedule* s) {
   }
 }
 
-}  // namespace kiln::tir
+}  // namespace kiln::tir::cpu_rules
