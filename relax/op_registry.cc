@@ -6,6 +6,7 @@
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
 #include "support/check.h"
+#include "support/status_macros.h"
 
 namespace kiln::relax {
 
@@ -61,6 +62,17 @@ void OpRegistry::SetLegalize(std::string_view name, LegalizeFn legalize) {
                              [](const OpInfo& op, std::string_view n) { return op.name < n; });
   KILN_CHECK(it != ops_.end() && it->name == name) << "legalization for unknown operator " << name;
   it->legalize = std::move(legalize);
+}
+
+void OpRegistry::SetLegalize(std::string_view name, KernelLegalizeFn legalize) {
+  SetLegalize(name, LegalizeFn([kernel = legalize](LegalizeContext& context,
+                                                   const CallNode& call) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(tir::PrimFunc func, kernel(call));
+    return op::CallKernel(context, call, std::move(func));
+  }));
+  auto it = std::lower_bound(ops_.begin(), ops_.end(), name,
+                             [](const OpInfo& op, std::string_view n) { return op.name < n; });
+  it->legalize_kernel = std::move(legalize);
 }
 
 absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyzer& analyzer) {
