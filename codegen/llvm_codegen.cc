@@ -1273,10 +1273,10 @@ class KernelLowering {
         return b_.CreateAdd(r, b_.CreateSelect(adjust, b, zero));
       }
       case ExprKind::kMin:
-        if (is_float) return b_.CreateSelect(b_.CreateFCmpOLT(a, b), a, b);
+        if (is_float) return FloatMinMax(/*is_max=*/false, a, b);
         return b_.CreateSelect(is_signed ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b), a, b);
       case ExprKind::kMax:
-        if (is_float) return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b);
+        if (is_float) return FloatMinMax(/*is_max=*/true, a, b);
         return b_.CreateSelect(is_signed ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b), a, b);
       case ExprKind::kEQ: return is_float ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
       case ExprKind::kNE: return is_float ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
@@ -1308,6 +1308,24 @@ class KernelLowering {
       default: break;
     }
     return Fail(absl::StrCat("cannot lower expression kind ", tir::KindName(op->kind())), LlvmType(op->dtype()));
+  }
+
+  // NaN-propagating float min/max (tir/expr.h). `b > a ? b : a` (ordered compare) is one
+  // maxps/vmaxps on x86 and already yields a when either operand is NaN; only a NaN in b
+  // needs a second select (cmpunord + blend), skipped when b is a constant that is not NaN
+  // (relu's 0, a clip bound). llvm.maximum would say the same, but LLVM 14 does not lower
+  // it to vector code on x86.
+  llvm::Value* FloatMinMax(bool is_max, llvm::Value* a, llvm::Value* b) {
+    auto not_nan = [](llvm::Value* v) {
+      auto* c = llvm::dyn_cast<llvm::Constant>(v);
+      if (c != nullptr && c->getType()->isVectorTy()) c = c->getSplatValue();
+      const auto* f = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+      return f != nullptr && !f->getValueAPF().isNaN();
+    };
+    if (not_nan(a) && !not_nan(b)) std::swap(a, b);
+    llvm::Value* r = b_.CreateSelect(is_max ? b_.CreateFCmpOGT(b, a) : b_.CreateFCmpOLT(b, a), b, a);
+    if (not_nan(b)) return r;
+    return b_.CreateSelect(b_.CreateFCmpUNO(b, b), b, r);
   }
 
   llvm::Value* Intrinsic(llvm::Intrinsic::ID id, llvm::Value* x) { return b_.CreateUnaryIntrinsic(id, x); }

@@ -9,6 +9,12 @@
 //  - FloorDiv/FloorMod round toward negative infinity (floormod has the divisor's sign).
 //    Division by zero is undefined. Div is true division and is meant for floats; integer
 //    index arithmetic uses FloorDiv.
+//  - Floating point follows IEEE 754 except for Min/Max, which propagate NaN as NumPy's
+//    np.minimum/np.maximum do: if either operand is NaN the result is NaN (either operand's
+//    NaN; the payload is unspecified), otherwise the smaller/larger operand (between -0.0
+//    and +0.0 either may be returned). So max(x, 0) is NaN for a NaN x, and a max/min
+//    reduction over values containing a NaN is NaN whatever the order of the combines.
+//    Comparisons are IEEE (false for a NaN operand, except !=).
 //  - Both operands of a binary node have the same dtype; comparisons and And/Or/Not yield
 //    bool (with the operands' lanes). Evaluation has no side effects, so order is free.
 //  - Call names a pure math intrinsic (see IsMathIntrinsic); its dtype is its first

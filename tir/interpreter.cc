@@ -753,8 +753,9 @@ class Interpreter {
           const double q = std::floor(RoundFloat(x / y, t));
           return FloatLane(RoundFloat(x - RoundFloat(q * y, t), t));
         }
-        case ExprKind::kMin: return FloatLane(x < y ? x : y);
-        case ExprKind::kMax: return FloatLane(x > y ? x : y);
+        // NaN-propagating (tir/expr.h): a NaN operand is the result.
+        case ExprKind::kMin: return FloatLane(std::isnan(x) ? x : std::isnan(y) ? y : x < y ? x : y);
+        case ExprKind::kMax: return FloatLane(std::isnan(x) ? x : std::isnan(y) ? y : x > y ? x : y);
         case ExprKind::kEQ: return IntLane(x == y);
         case ExprKind::kNE: return IntLane(x != y);
         case ExprKind::kLT: return IntLane(x < y);

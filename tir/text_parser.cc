@@ -125,6 +125,7 @@ Var TirParser::DefineSymVar(const Token& at, DataType dtype, bool shape_var) {
   auto bound = sym_scope_ == 0 ? pending_bounds_.find(at.text) : pending_bounds_.end();
   if (bound != pending_bounds_.end()) {
     bound->second.used = true;
+    bound->second.shape_var = shape_var;
     if (bound->second.lower) lower = bound->second.lower;
     upper = bound->second.upper;
   }
@@ -174,6 +175,17 @@ absl::Status TirParser::CheckBoundsUsed() {
       return Error(bound.at, absl::StrCat("bound on '", name,
                                           "', which is not a symbolic variable defined by the parameters "
                                           "or a match_cast"));
+    }
+    // Bounds no value satisfies would reach compilation as an empty range; say so here.
+    if (bound.shape_var && bound.lower && *bound.lower < 0) {
+      return Error(bound.at, absl::StrCat("'", name, "' is a dimension and never negative, but is bounded by ", name,
+                                          " >= ", *bound.lower));
+    }
+    std::optional<int64_t> lower = bound.lower;
+    if (!lower && bound.shape_var) lower = 0;
+    if (lower && bound.upper && *bound.upper < *lower) {
+      return Error(bound.at, absl::StrCat("bounds on '", name, "' can never hold: ", name, " >= ", *lower,
+                                          bound.lower ? "" : " (a dimension)", " and ", name, " <= ", *bound.upper));
     }
   }
   return absl::OkStatus();
@@ -314,12 +326,16 @@ absl::StatusOr<std::vector<PrimExpr>> TirParser::ParsePrimList(std::string_view 
   }
 }
 
-absl::StatusOr<std::vector<PrimExpr>> TirParser::ParseDims() {
+absl::StatusOr<std::vector<PrimExpr>> TirParser::ParseDims(bool shape) {
   KILN_RETURN_IF_ERROR(ExpectPunct("("));
   std::vector<PrimExpr> dims;
   if (AcceptPunct(")")) return dims;
   while (true) {
+    const Token at = Peek();
     KILN_ASSIGN_OR_RETURN(PrimExpr e, ParsePrimExpr());
+    if (shape && e.as_int() && *e.as_int() < 0) {
+      return Error(at, absl::StrCat("negative dimension ", *e.as_int(), " in a shape"));
+    }
     dims.push_back(std::move(e));
     if (AcceptPunct(")")) return dims;
     KILN_RETURN_IF_ERROR(ExpectPunct(","));
@@ -517,7 +533,7 @@ absl::StatusOr<Buffer> TirParser::ParseBufferType(const std::string& name) {
       const Token& at = Next();
       seen_strides = true;
       KILN_RETURN_IF_ERROR(ExpectPunct("="));
-      KILN_ASSIGN_OR_RETURN(strides, ParseDims());
+      KILN_ASSIGN_OR_RETURN(strides, ParseDims(/*shape=*/false));
       if (strides.size() != shape.size()) {
         return Error(at, absl::StrCat("buffer '", name, "' has ", shape.size(), " dimensions but ", strides.size(),
                                       " strides"));

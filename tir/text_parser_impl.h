@@ -76,12 +76,13 @@ class TirParser {
 
   // ---- PrimExpr and TIR
   absl::StatusOr<PrimExpr> ParsePrimExpr();
-  absl::StatusOr<std::vector<PrimExpr>> ParseDims();  // "(a, b)", "(a,)", "()"
+  // "(a, b)", "(a,)", "()". For a shape (not strides) a negative constant is an error.
+  absl::StatusOr<std::vector<PrimExpr>> ParseDims(bool shape = true);
   absl::StatusOr<std::vector<PrimExpr>> ParsePrimList(std::string_view close);
   // After `prim_func @name` (name_token): the parameters, bounds and body.
   absl::StatusOr<PrimFunc> ParsePrimFunc(const Token& name_token);
   absl::Status ParseBounds();  // the `where` clause, into pending_bounds_
-  absl::Status CheckBoundsUsed();
+  absl::Status CheckBoundsUsed();  // every bound names a defined variable and can hold
   // Index of the `where` of a function header starting at the current token, or 0.
   size_t FindWhereClause() const;
   // Defines a symbolic variable in a defining context (with any declared bound).
@@ -108,6 +109,7 @@ class TirParser {
     std::optional<int64_t> lower;
     std::optional<int64_t> upper;
     bool used = false;
+    bool shape_var = false;  // it bounds a dimension (never negative)
   };
   std::unordered_map<std::string, Bound> pending_bounds_;
 

@@ -43,6 +43,14 @@ inline constexpr DLDataType UnpackDType(int64_t packed) {
                     static_cast<uint16_t>((packed >> 16) & 0xffff)};
 }
 
+// Element `i` of compact data of scalar type `dtype` (bool, int/uint 8-64, float16/32/64,
+// bfloat16) as a double: signed types read as signed, 64-bit integers beyond 2^53 rounded.
+// NaN for any other type (vectors, sub-byte types).
+double LoadElementAsDouble(const void* data, DLDataType dtype, int64_t i);
+// Stores `value` as element `i`; integer types need a value they can represent (as a C++
+// cast would), 16-bit floats round to nearest even, bool is value != 0. False, storing nothing, for types LoadElementAsDouble rejects.
+bool StoreElementFromDouble(void* data, DLDataType dtype, int64_t i, double value);
+
 // "float32", "int64", "bool", ...
 std::string DTypeToString(DLDataType t);
 

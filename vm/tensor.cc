@@ -145,7 +145,10 @@ absl::StatusOr<Tensor> Tensor::CopyTo(Device* device) const {
   } else if (device->dl_device().device_type == kDLCPU) {
     status = (*source)->CopyToHost(out->data(), data(), bytes);
   } else {
-    status = absl::UnimplementedError("copy between two non-CPU devices");
+    // Two devices that know nothing of each other: through host memory.
+    std::unique_ptr<char[]> staging(new char[bytes == 0 ? 1 : bytes]);
+    status = (*source)->CopyToHost(staging.get(), data(), bytes);
+    if (status.ok()) status = device->CopyFromHost(out->data(), staging.get(), bytes);
   }
   if (!status.ok()) return status;
   return out;
@@ -165,7 +168,9 @@ DLManagedTensor* Tensor::ToDLPack() const {
 
 std::string Tensor::Describe() const {
   if (!defined()) return "<undefined tensor>";
-  return absl::StrCat(DTypeToString(dtype()), ShapeToString(shape()));
+  std::string text = absl::StrCat(DTypeToString(dtype()), ShapeToString(shape()));
+  if (device().device_type != kDLCPU) absl::StrAppend(&text, " on ", DeviceName(device()));
+  return text;
 }
 
 }  // namespace kiln::vm

@@ -65,7 +65,7 @@ class Tensor {
 
   DLManagedTensor* ToDLPack() const;
 
-  // "float32[7, 784]".
+  // "float32[7, 784]"; " on DEVICE" follows for a tensor that is not on the CPU.
   std::string Describe() const;
 
  private:

@@ -343,4 +343,10 @@ Buffer ScratchBuffer(const std::string& name, DataType dtype, std::vector<PrimEx
   return Buffer(name, dtype, std::move(shape));
 }
 
+DataType AccumulationType(DataType dtype) {
+  return dtype.is_float() && dtype.bits() == 16 ? DataType::Float(32) : dtype;
+}
+
+PrimExpr CastTo(DataType dtype, PrimExpr e) { return e.dtype() == dtype ? e : tir::Cast(dtype, std::move(e)); }
+
 }  // namespace kiln::relax::op

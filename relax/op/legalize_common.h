@@ -111,4 +111,11 @@ PrimExpr HighestValue(DataType dtype);
 // A scratch buffer allocated inside the kernel.
 Buffer ScratchBuffer(const std::string& name, DataType dtype, std::vector<PrimExpr> shape);
 
+// The type sums of `dtype` values accumulate in: float32 for float16 (as PyTorch and ONNX
+// Runtime do: a float16 accumulator loses about a unit in the last place per addition),
+// otherwise dtype itself.
+DataType AccumulationType(DataType dtype);
+// `e` converted to `dtype` (itself when it already has that type).
+PrimExpr CastTo(DataType dtype, PrimExpr e);
+
 }  // namespace kiln::relax::op

@@ -4,7 +4,8 @@
 // codegen) and run by the VM for each of its concrete sizes (1, primes, above 1000), against
 // the independent reference evaluator (tests/reference), which shares no code with any of
 // that. Cases large enough for OpenBLAS run both with the library and without it.
-// A registry check fails when an operator with a legalization has no case.
+// A registry check fails when an operator with a legalization has no case, or one reading
+// float data has no case with NaN and infinite inputs (compared NaN-aware).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -106,7 +107,10 @@ bool ExpectClose(const RefValue& expected, const RefValue& actual, const Case& c
     if (e.dtype().is_float()) {
       const double x = e.GetDouble(i);
       const double y = a.GetDouble(i);
-      const bool ok = (std::isinf(x) && x == y) || std::abs(x - y) <= c.atol + c.rtol * std::abs(x);
+      // NaN where the reference has NaN, the same infinity where it has one.
+      const bool ok = std::isnan(x)   ? std::isnan(y)
+                      : std::isinf(x) ? x == y
+                                      : std::abs(x - y) <= c.atol + c.rtol * std::abs(x);
       if (!ok) ++failures;
       EXPECT_TRUE(ok) << where << " element " << i << ": expected " << x << ", got " << y;
     } else {
@@ -225,6 +229,23 @@ TEST(OpHarnessCoverageTest, EveryOperatorWithALegalizationHasACase) {
                                      << "' has a legalization but no case in tests/codegen/op_cases.h";
   }
   EXPECT_GT(legalized, 40) << "the registry lost its legalizations?";
+}
+
+TEST(OpHarnessCoverageTest, EveryFloatOperatorHasANanAndInfCase) {
+  std::set<std::string> covered;
+  for (const Case& c : AllCases()) {
+    bool special = false;
+    for (const Param& p : c.params) special = special || p.gen.special > 0;
+    if (!special) continue;
+    std::set<std::string> ops = OperatorsOf(c);
+    covered.insert(ops.begin(), ops.end());
+  }
+  const relax::OpRegistry& registry = relax::OpRegistry::Global();
+  for (const std::string& name : registry.Names()) {
+    if (registry.Find(name)->legalize == nullptr || ReadsNoFloatData(name)) continue;
+    EXPECT_TRUE(covered.count(name)) << "operator '" << name
+                                     << "' has no case with NaN and infinite inputs in tests/codegen/op_cases.h";
+  }
 }
 
 TEST(OpHarnessCoverageTest, CaseNamesAreUnique) {

@@ -451,6 +451,35 @@ TEST(InterpreterTest, DequantizesQ4_0Blocks) {
   }
 }
 
+TEST(InterpreterTest, FloatMinMaxPropagateNaN) {
+  // NaN on either side (and in every lane of a vector) wins; infinities order as numbers.
+  PrimFunc f = Parse(R"(
+  prim_func @nan(A: Buffer((4,), float32), B: Buffer((12,), float32)) {
+    B[0] = max(A[0], 1.0)
+    B[1] = max(1.0, A[0])
+    B[2] = min(A[0], 1.0)
+    B[3] = min(1.0, A[0])
+    B[4] = max(A[0], 0.0)
+    B[5] = max(A[1], A[2])
+    B[6] = min(A[1], A[2])
+    B[7] = max(A[3], 2.0)
+    B[ramp(8, 1, 4)] = max(A[ramp(0, 1, 4)], broadcast(-1.0, 4))
+  })");
+  const float nan = std::nanf("");
+  const float inf = INFINITY;
+  auto a = F32({4}, {nan, inf, -inf, 3});
+  auto b = F32Zeros({12});
+  absl::Status s = RunPrimFunc(f, {a.arg(), b.arg()});
+  ASSERT_TRUE(s.ok()) << s;
+  for (int i : {0, 1, 2, 3, 4, 8}) EXPECT_TRUE(std::isnan(b.values[static_cast<size_t>(i)])) << i;
+  EXPECT_EQ(b.values[5], inf);
+  EXPECT_EQ(b.values[6], -inf);
+  EXPECT_EQ(b.values[7], 3);
+  EXPECT_EQ(b.values[9], inf);
+  EXPECT_EQ(b.values[10], -1);
+  EXPECT_EQ(b.values[11], 3);
+}
+
 TEST(InterpreterTest, VectorLoadsAndStores) {
   PrimFunc f = Parse(R"(
   prim_func @vec(A: Buffer((8,), float32), B: Buffer((4,), float32), y: float32) {

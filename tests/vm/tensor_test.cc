@@ -3,7 +3,6 @@
 #include "gtest/gtest.h"
 #include "vm/pooled_allocator.h"
 #include "vm/storage.h"
-#include "vm/thread_pool.h"
 
 namespace kiln::vm {
 namespace {
@@ -91,21 +90,6 @@ TEST(PooledAllocator, ReusesFreedBlocksAndTracksPeak) {
   pool.Free(b, 900);
   pool.Free(c, 5000);
   EXPECT_EQ(pool.stats().bytes_in_use, 0);
-}
-
-TEST(ThreadPool, RunsEveryTaskOnceAndReportsFailures) {
-  ThreadPool pool(4);
-  std::vector<int> hits(1000, 0);
-  struct Closure {
-    std::vector<int>* hits;
-  } closure{&hits};
-  int32_t status = pool.ParallelFor(1000, [](int64_t task, int64_t, void* c) -> int32_t {
-    (*static_cast<Closure*>(c)->hits)[task]++;
-    return 0;
-  }, &closure);
-  EXPECT_EQ(status, 0);
-  for (int h : hits) EXPECT_EQ(h, 1);
-  EXPECT_EQ(pool.ParallelFor(10, [](int64_t task, int64_t, void*) -> int32_t { return task == 7 ? 3 : 0; }, nullptr), 3);
 }
 
 TEST(Device, UnavailableDevicesSaySo) {
