@@ -21,6 +21,7 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterCreateOps(*r);
     op::RegisterCallOps(*r);
     op::RegisterLoweredOps(*r);
+    op::RegisterQuantizeOps(*r);
     std::sort(r->ops_.begin(), r->ops_.end(),
               [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
     for (size_t i = 1; i < r->ops_.size(); ++i) {
@@ -33,6 +34,7 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterReduceLegalize(*r);
     op::RegisterNnLegalize(*r);
     op::RegisterCreateLegalize(*r);
+    op::RegisterQuantizeLegalize(*r);
     return r;
   }();
   return *registry;

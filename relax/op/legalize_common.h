@@ -36,6 +36,7 @@ void RegisterManipulateLegalize(OpRegistry& registry);
 void RegisterReduceLegalize(OpRegistry& registry);
 void RegisterNnLegalize(OpRegistry& registry);
 void RegisterCreateLegalize(OpRegistry& registry);
+void RegisterQuantizeLegalize(OpRegistry& registry);
 
 using tir::Buffer;
 using tir::Stmt;
