@@ -305,9 +305,10 @@ class KernelLowering {
     return t.lanes() > 1 ? llvm::FixedVectorType::get(elem, t.lanes()) : elem;
   }
 
-  // The type of one buffer element in memory: bool is a byte.
+  // The type of one buffer element in memory: bool is a byte; sub-byte integers are packed,
+  // so their buffers are addressed in bytes (PackedLoad / PackedStore).
   llvm::Type* StorageType(DataType t) {
-    if (t.element_of().is_bool()) return b_.getInt8Ty();
+    if (t.element_of().is_bool() || t.element_of().is_sub_byte()) return b_.getInt8Ty();
     return ScalarType(t.element_of());
   }
 
@@ -893,6 +894,10 @@ class KernelLowering {
     if (buffer->dtype.is_bool()) elem_bytes = 1;
     llvm::Value* span = BufferSpan(buffer);
     if (!status_.ok()) return;
+    if (buffer->dtype.is_sub_byte()) {  // packed: the span in bytes
+      span = b_.CreateUDiv(b_.CreateAdd(b_.CreateMul(span, b_.getInt64(buffer->dtype.bits())), b_.getInt64(7)),
+                           b_.getInt64(8));
+    }
     llvm::Value* ptr;
     llvm::Value* workspace = nullptr;
     auto* constant = llvm::dyn_cast<llvm::ConstantInt>(span);
@@ -1008,12 +1013,51 @@ class KernelLowering {
     return b_.CreateZExt(v, type);
   }
 
+  // One element of a packed sub-byte buffer (tir/data_type.h): element i is bits
+  // [i * b % 8, ...) of byte i * b / 8, low bits first. `offset` is an i64 element offset.
+  llvm::Value* PackedLoad(const tir::BufferNode* buffer, llvm::Value* base_ptr, llvm::Value* offset) {
+    const int bits = buffer->dtype.bits();
+    llvm::Value* bit = b_.CreateNSWMul(offset, b_.getInt64(bits));
+    llvm::Value* byte_ptr = b_.CreateInBoundsGEP(b_.getInt8Ty(), base_ptr, b_.CreateLShr(bit, 3));
+    llvm::Value* byte = b_.CreateAlignedLoad(b_.getInt8Ty(), byte_ptr, llvm::Align(1), buffer->name);
+    llvm::Value* shift = b_.CreateTrunc(b_.CreateAnd(bit, b_.getInt64(7)), b_.getInt8Ty());
+    return b_.CreateTrunc(b_.CreateLShr(byte, shift), ScalarType(buffer->dtype));
+  }
+
+  // Read-modify-write of the element's byte: not atomic, so no other thread may write a
+  // neighbour in the same byte meanwhile (tir/data_type.h).
+  void PackedStore(const tir::BufferNode* buffer, llvm::Value* base_ptr, llvm::Value* offset, llvm::Value* value) {
+    const int bits = buffer->dtype.bits();
+    llvm::Value* bit = b_.CreateNSWMul(offset, b_.getInt64(bits));
+    llvm::Value* byte_ptr = b_.CreateInBoundsGEP(b_.getInt8Ty(), base_ptr, b_.CreateLShr(bit, 3));
+    llvm::Value* shift = b_.CreateTrunc(b_.CreateAnd(bit, b_.getInt64(7)), b_.getInt8Ty());
+    llvm::Value* mask = b_.CreateShl(b_.getInt8(static_cast<uint8_t>((1u << bits) - 1)), shift);
+    llvm::Value* old = b_.CreateAlignedLoad(b_.getInt8Ty(), byte_ptr, llvm::Align(1));
+    llvm::Value* placed = b_.CreateShl(b_.CreateZExt(value, b_.getInt8Ty()), shift);
+    b_.CreateAlignedStore(b_.CreateOr(b_.CreateAnd(old, b_.CreateNot(mask)), placed), byte_ptr, llvm::Align(1));
+  }
+
   llvm::Value* LoadBuffer(const tir::BufferLoadNode* op) {
     const tir::BufferNode* buffer = op->buffer.get();
     DataType dtype = op->dtype();
     llvm::Type* result = LlvmType(dtype);
     llvm::Value* base_ptr = BufferPointer(buffer);
     if (base_ptr == nullptr) return llvm::UndefValue::get(result);
+    if (buffer->dtype.is_sub_byte()) {
+      llvm::Value* offsets = FlatOffset(buffer, op->indices);
+      if (dtype.lanes() == 1) {
+        if (offsets->getType()->isVectorTy()) {
+          return Fail(absl::StrCat("load from ", buffer->name, ": only the last index may be a vector"), result);
+        }
+        return PackedLoad(buffer, base_ptr, offsets);
+      }
+      if (!offsets->getType()->isVectorTy()) offsets = b_.CreateVectorSplat(dtype.lanes(), offsets);
+      llvm::Value* out = llvm::UndefValue::get(result);
+      for (int l = 0; l < dtype.lanes(); ++l) {
+        out = b_.CreateInsertElement(out, PackedLoad(buffer, base_ptr, b_.CreateExtractElement(offsets, l)), l);
+      }
+      return out;
+    }
     llvm::Type* elem = StorageType(buffer->dtype);
     llvm::Align align(std::max<uint64_t>(1, elem->getPrimitiveSizeInBits() / 8));
     int lanes = dtype.lanes();
@@ -1052,6 +1096,17 @@ class KernelLowering {
     if (lanes != index_lanes) {
       Fail(absl::StrCat("store to ", buffer->name, ": a value of ", lanes, " lanes at an index of ", index_lanes,
                         " lanes"));
+      return;
+    }
+    if (buffer->dtype.is_sub_byte()) {
+      llvm::Value* offsets = FlatOffset(buffer, indices);
+      if (lanes == 1) {
+        PackedStore(buffer, base_ptr, offsets, value);
+        return;
+      }
+      for (int l = 0; l < lanes; ++l) {
+        PackedStore(buffer, base_ptr, b_.CreateExtractElement(offsets, l), b_.CreateExtractElement(value, l));
+      }
       return;
     }
     llvm::Type* elem = StorageType(buffer->dtype);
@@ -1127,6 +1182,9 @@ class KernelLowering {
         return it->second;
       }
       case ExprKind::kNot: return b_.CreateNot(Lower(e.as<tir::NotNode>()->a));
+      case ExprKind::kBitNot: return b_.CreateNot(Lower(e.as<tir::BitNotNode>()->a));
+      case ExprKind::kReinterpret:
+        return b_.CreateBitCast(Lower(e.as<tir::ReinterpretNode>()->value), LlvmType(e.dtype()));
       case ExprKind::kSelect: {
         const auto* s = e.as<tir::SelectNode>();
         llvm::Value* cond = Lower(s->condition);
@@ -1230,8 +1288,23 @@ class KernelLowering {
         return is_float ? b_.CreateFCmpOGT(a, b) : is_signed ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
       case ExprKind::kGE:
         return is_float ? b_.CreateFCmpOGE(a, b) : is_signed ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
-      case ExprKind::kAnd: return b_.CreateAnd(a, b);
-      case ExprKind::kOr: return b_.CreateOr(a, b);
+      case ExprKind::kAnd: case ExprKind::kBitAnd: return b_.CreateAnd(a, b);
+      case ExprKind::kOr: case ExprKind::kBitOr: return b_.CreateOr(a, b);
+      case ExprKind::kBitXor: return b_.CreateXor(a, b);
+      case ExprKind::kShl: case ExprKind::kShr: {
+        // LLVM's shifts are poison for an amount outside [0, bits); TIR's shift every bit
+        // out (tir/expr.h). An unsigned compare also sends negative amounts out of range.
+        // With a constant amount all of this folds away.
+        llvm::Value* bits = llvm::ConstantInt::get(a->getType(), t.bits());
+        llvm::Value* in_range = b_.CreateICmpULT(b, bits);
+        if (op->kind() == ExprKind::kShr && is_signed) {
+          llvm::Value* last = llvm::ConstantInt::get(a->getType(), t.bits() - 1);
+          return b_.CreateAShr(a, b_.CreateSelect(in_range, b, last));
+        }
+        // A poison shift in the arm select does not choose does not make the result poison.
+        llvm::Value* shifted = op->kind() == ExprKind::kShl ? b_.CreateShl(a, b) : b_.CreateLShr(a, b);
+        return b_.CreateSelect(in_range, shifted, llvm::Constant::getNullValue(a->getType()));
+      }
       default: break;
     }
     return Fail(absl::StrCat("cannot lower expression kind ", tir::KindName(op->kind())), LlvmType(op->dtype()));

@@ -182,9 +182,10 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view text, const std::string&
         }
       }
     } else {
+      // Longest first where one is a prefix of another ("<<" before "<").
       static constexpr std::string_view kPuncts[] = {
-          "...", "->", "<=", ">=", "==", "!=", "&&", "||", "(", ")", "[", "]", "{", "}", ",",
-          ":",   "=",  ".",  "+",  "-",  "*",  "/",  "<",  ">",  "!"};
+          "...", "->", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "(", ")", "[", "]", "{", "}", ",",
+          ":",   "=",  ".",  "+",  "-",  "*",  "/",  "<",  ">",  "!",  "&", "|", "^", "~"};
       bool found = false;
       for (std::string_view p : kPuncts) {
         if (text.substr(pos, p.size()) == p) {

@@ -23,7 +23,7 @@ enum class TokenKind : uint8_t {
   kInt,        // 42, 0x2a
   kFloat,      // 1.5, 2e-3
   kString,     // "..." (text holds the unescaped bytes)
-  kPunct,      // ( ) [ ] { } , : = . ... -> + - * / < <= > >= == != ! && ||
+  kPunct,      // ( ) [ ] { } , : = . ... -> + - * / < <= > >= == != ! && || << >> & | ^ ~
   kEnd,
 };
 

@@ -221,38 +221,49 @@ absl::StatusOr<PrimExpr> TirParser::Binary(const Token& op, ExprKind kind, PrimE
     return Error(op, absl::StrCat("'", KindName(kind), "' needs bool operands, found ",
                                   a.dtype().ToString()));
   }
+  if (IsBitwise(kind) && !a.dtype().is_integer()) {
+    return Error(op, absl::StrCat("'", KindName(kind), "' needs integer operands, found ",
+                                  a.dtype().ToString()));
+  }
   return MakeBinary(kind, std::move(a), std::move(b));
 }
 
-absl::StatusOr<PrimExpr> TirParser::ParseOr() {
-  KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseAnd());
-  while (IsPunct("||")) {
+absl::StatusOr<PrimExpr> TirParser::ParseLevel(
+    std::initializer_list<std::pair<std::string_view, ExprKind>> ops, absl::StatusOr<PrimExpr> (TirParser::*next)()) {
+  KILN_ASSIGN_OR_RETURN(PrimExpr lhs, (this->*next)());
+  while (true) {
+    const std::pair<std::string_view, ExprKind>* found = nullptr;
+    for (const auto& op : ops) {
+      if (IsPunct(op.first)) found = &op;
+    }
+    if (found == nullptr) return lhs;
     Token op = Next();
-    KILN_ASSIGN_OR_RETURN(PrimExpr rhs, ParseAnd());
-    KILN_ASSIGN_OR_RETURN(lhs, Binary(op, ExprKind::kOr, lhs, rhs));
+    KILN_ASSIGN_OR_RETURN(PrimExpr rhs, (this->*next)());
+    KILN_ASSIGN_OR_RETURN(lhs, Binary(op, found->second, lhs, rhs));
   }
-  return lhs;
 }
 
-absl::StatusOr<PrimExpr> TirParser::ParseAnd() {
-  KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseCmp());
-  while (IsPunct("&&")) {
-    Token op = Next();
-    KILN_ASSIGN_OR_RETURN(PrimExpr rhs, ParseCmp());
-    KILN_ASSIGN_OR_RETURN(lhs, Binary(op, ExprKind::kAnd, lhs, rhs));
-  }
-  return lhs;
+absl::StatusOr<PrimExpr> TirParser::ParseOr() { return ParseLevel({{"||", ExprKind::kOr}}, &TirParser::ParseAnd); }
+absl::StatusOr<PrimExpr> TirParser::ParseAnd() { return ParseLevel({{"&&", ExprKind::kAnd}}, &TirParser::ParseBitOr); }
+absl::StatusOr<PrimExpr> TirParser::ParseBitOr() {
+  return ParseLevel({{"|", ExprKind::kBitOr}}, &TirParser::ParseBitXor);
+}
+absl::StatusOr<PrimExpr> TirParser::ParseBitXor() {
+  return ParseLevel({{"^", ExprKind::kBitXor}}, &TirParser::ParseBitAnd);
+}
+absl::StatusOr<PrimExpr> TirParser::ParseBitAnd() {
+  return ParseLevel({{"&", ExprKind::kBitAnd}}, &TirParser::ParseCmp);
 }
 
 absl::StatusOr<PrimExpr> TirParser::ParseCmp() {
-  KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseAdd());
+  KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseShift());
   static constexpr std::pair<std::string_view, ExprKind> kOps[] = {
       {"==", ExprKind::kEQ}, {"!=", ExprKind::kNE}, {"<", ExprKind::kLT},
       {"<=", ExprKind::kLE}, {">", ExprKind::kGT},  {">=", ExprKind::kGE}};
   for (const auto& [text, kind] : kOps) {
     if (!IsPunct(text)) continue;
     Token op = Next();
-    KILN_ASSIGN_OR_RETURN(PrimExpr rhs, ParseAdd());
+    KILN_ASSIGN_OR_RETURN(PrimExpr rhs, ParseShift());
     for (const auto& [other, unused] : kOps) {
       if (IsPunct(other)) return Error(Peek(), "comparisons do not chain: parenthesize one side");
     }
@@ -261,24 +272,14 @@ absl::StatusOr<PrimExpr> TirParser::ParseCmp() {
   return lhs;
 }
 
-absl::StatusOr<PrimExpr> TirParser::ParseAdd() {
-  KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseMul());
-  while (IsPunct("+") || IsPunct("-")) {
-    Token op = Next();
-    KILN_ASSIGN_OR_RETURN(PrimExpr rhs, ParseMul());
-    KILN_ASSIGN_OR_RETURN(lhs, Binary(op, op.text == "+" ? ExprKind::kAdd : ExprKind::kSub, lhs, rhs));
-  }
-  return lhs;
+absl::StatusOr<PrimExpr> TirParser::ParseShift() {
+  return ParseLevel({{"<<", ExprKind::kShl}, {">>", ExprKind::kShr}}, &TirParser::ParseAdd);
 }
-
+absl::StatusOr<PrimExpr> TirParser::ParseAdd() {
+  return ParseLevel({{"+", ExprKind::kAdd}, {"-", ExprKind::kSub}}, &TirParser::ParseMul);
+}
 absl::StatusOr<PrimExpr> TirParser::ParseMul() {
-  KILN_ASSIGN_OR_RETURN(PrimExpr lhs, ParseUnary());
-  while (IsPunct("*") || IsPunct("/")) {
-    Token op = Next();
-    KILN_ASSIGN_OR_RETURN(PrimExpr rhs, ParseUnary());
-    KILN_ASSIGN_OR_RETURN(lhs, Binary(op, op.text == "*" ? ExprKind::kMul : ExprKind::kDiv, lhs, rhs));
-  }
-  return lhs;
+  return ParseLevel({{"*", ExprKind::kMul}, {"/", ExprKind::kDiv}}, &TirParser::ParseUnary);
 }
 
 absl::StatusOr<PrimExpr> TirParser::ParseUnary() {
@@ -289,6 +290,14 @@ absl::StatusOr<PrimExpr> TirParser::ParseUnary() {
     KILN_ASSIGN_OR_RETURN(PrimExpr a, ParseUnary());
     if (!a.dtype().is_bool()) return Error(op, absl::StrCat("'!' needs a bool operand, found ", a.dtype().ToString()));
     return Not(a);
+  }
+  if (IsPunct("~")) {
+    Token op = Next();
+    KILN_ASSIGN_OR_RETURN(PrimExpr a, ParseUnary());
+    if (!a.dtype().is_integer()) {
+      return Error(op, absl::StrCat("'~' needs an integer operand, found ", a.dtype().ToString()));
+    }
+    return BitNot(a);
   }
   if (IsPunct("-")) {
     Token minus = Next();
@@ -422,6 +431,15 @@ absl::StatusOr<PrimExpr> TirParser::ParseCallForm(const Token& name) {
     if (dtype.lanes() != v.dtype().lanes()) return Error(name, "cast may not change the number of lanes");
     return Cast(dtype, v);
   }
+  if (f == "reinterpret") {
+    KILN_ASSIGN_OR_RETURN(DataType dtype, ParseDataType());
+    KILN_RETURN_IF_ERROR(ExpectPunct(","));
+    KILN_ASSIGN_OR_RETURN(PrimExpr v, ParsePrimExpr());
+    KILN_RETURN_IF_ERROR(ExpectPunct(")"));
+    std::string error = ReinterpretError(v.dtype(), dtype);
+    if (!error.empty()) return Error(name, error);
+    return Reinterpret(dtype, v);
+  }
   if (f == "ramp" || f == "broadcast") {
     KILN_ASSIGN_OR_RETURN(PrimExpr base, ParsePrimExpr());
     KILN_RETURN_IF_ERROR(ExpectPunct(","));
@@ -457,8 +475,8 @@ absl::StatusOr<PrimExpr> TirParser::ParseCallForm(const Token& name) {
   auto dtype = DataType::Parse(f);
   if (dtype.ok()) return ParseTypedLiteral(name, *dtype);
   return Error(name, absl::StrCat("unknown function '", f,
-                                  "' (expected floordiv, floormod, min, max, select, cast, ramp, broadcast, "
-                                  "a math intrinsic or a typed literal like int32(3))"));
+                                  "' (expected floordiv, floormod, min, max, select, cast, reinterpret, ramp, "
+                                  "broadcast, a math intrinsic or a typed literal like int32(3))"));
 }
 
 absl::StatusOr<PrimExpr> TirParser::ParseAtom() {

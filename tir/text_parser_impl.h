@@ -3,6 +3,7 @@
 // include tir/text_parser.h or relax/text_parser.h.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -115,12 +116,19 @@ class TirParser {
   std::unordered_map<std::string, Bound> pending_bounds_;
 
  private:
-  // PrimExpr levels, loosest first.
+  // PrimExpr levels, loosest first (C's order; comparisons form one level).
   absl::StatusOr<PrimExpr> ParseOr();
   absl::StatusOr<PrimExpr> ParseAnd();
+  absl::StatusOr<PrimExpr> ParseBitOr();
+  absl::StatusOr<PrimExpr> ParseBitXor();
+  absl::StatusOr<PrimExpr> ParseBitAnd();
   absl::StatusOr<PrimExpr> ParseCmp();
+  absl::StatusOr<PrimExpr> ParseShift();
   absl::StatusOr<PrimExpr> ParseAdd();
   absl::StatusOr<PrimExpr> ParseMul();
+  // One left-associative level: `next (op next)*` for the operators of `ops`.
+  absl::StatusOr<PrimExpr> ParseLevel(std::initializer_list<std::pair<std::string_view, ExprKind>> ops,
+                                      absl::StatusOr<PrimExpr> (TirParser::*next)());
   absl::StatusOr<PrimExpr> ParseUnary();
   absl::StatusOr<PrimExpr> ParseAtom();
   absl::StatusOr<PrimExpr> ParseCallForm(const Token& name);

@@ -21,8 +21,17 @@ inline bool operator==(const DLDataType& a, const DLDataType& b) {
 }
 inline bool operator!=(const DLDataType& a, const DLDataType& b) { return !(a == b); }
 
-// Bytes per element (lanes included).
+// Bytes per element (lanes included); a lone sub-byte element (int4) takes a byte.
 inline int64_t DTypeBytes(DLDataType t) { return (int64_t{t.bits} * t.lanes + 7) / 8; }
+
+// Bytes `numel` elements take in a tensor: sub-byte integers (int4, uint2, ...) are packed,
+// low bits first (element 2k of an int4 tensor is the low nibble of byte k), so n int4
+// elements take ceil(n / 2) bytes; other types take numel * DTypeBytes. The compiler's
+// tir::DataType::StorageBytes agrees.
+inline int64_t DTypeStorageBytes(DLDataType t, int64_t numel) {
+  const int64_t bits = int64_t{t.bits} * t.lanes;
+  return numel / 8 * bits + (numel % 8 * bits + 7) / 8;
+}
 
 // A dtype packed into one int64 (code | bits << 8 | lanes << 16), as bytecode immediates
 // and builtin arguments carry it.

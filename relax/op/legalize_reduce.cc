@@ -74,7 +74,7 @@ absl::StatusOr<std::vector<int>> ReduceAxes(const CallNode& call, int ndim, cons
 
 enum class Reduction { kSum, kMean, kMax, kMin };
 
-LegalizeFn Reduce(Reduction kind) {
+KernelLegalizeFn Reduce(Reduction kind) {
   return [kind](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
     KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
     const Buffer& in = p.inputs[0];
@@ -128,7 +128,7 @@ LegalizeFn Reduce(Reduction kind) {
   };
 }
 
-LegalizeFn ArgReduce(bool is_max) {
+KernelLegalizeFn ArgReduce(bool is_max) {
   return [is_max](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
     KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
     const Buffer& in = p.inputs[0];
@@ -204,7 +204,7 @@ absl::StatusOr<tir::PrimFunc> LegalizeSoftmax(const CallNode& call) {
                       "opaque");
 }
 
-LegalizeFn Norm(bool layer) {
+KernelLegalizeFn Norm(bool layer) {
   return [layer](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
     KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
     const Buffer& in = p.inputs[0];

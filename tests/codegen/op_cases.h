@@ -268,6 +268,14 @@ inline std::vector<Case> AllCases() {
   add({"rms_norm_f16", {P("x", {"n", "m"}, "float16", {19, 21}), P("w", {"m"}, "float16")}, "R.rms_norm(x, w)", rows,
        2e-3, 1e-3});
 
+  // ---------------------------------------------------------------- quantized weights
+  // Random bytes: every scale a float16 can be (subnormal, NaN, infinite), every quant.
+  // The kernel and the reference compute the same float32 products: exact agreement.
+  const Gen bytes = {0, 256};
+  add({"dequantize_q4_0", {P("x", {"n", "72"}, "uint8", bytes)}, "R.dequantize(x, format=\"q4_0\")", n, 0, 0});
+  add({"dequantize_q8_0_f16", {P("x", {"3", "n", "68"}, "uint8", bytes)},
+       "R.dequantize(x, format=\"q8_0\", dtype=float16)", n, 0, 0});
+
   // ---------------------------------------------------------------- NaN and infinities
   // Every case with float inputs again, with some of them NaN, +inf or -inf: results must
   // be NaN exactly where the reference's are (NumPy's rules) and infinities must match.
@@ -294,8 +302,12 @@ inline std::vector<Case> AllCases() {
   return cases;
 }
 
-// Operators that read no float tensor data, so have no NaN/inf case.
-inline bool ReadsNoFloatData(const std::string& op) { return op == "zeros" || op == "ones" || op == "arange"; }
+// Operators that read no float tensor data, so have no NaN/inf case (dequantize reads bytes:
+// its random scales include NaN and infinities).
+inline bool ReadsNoFloatData(const std::string& op) {
+  return op == "zeros" || op == "ones" || op == "arange" || op == "dequantize";
+}
+
 // The operators a case calls, found in its parsed module (empty when it does not parse).
 inline std::set<std::string> OperatorsOf(const Case& c) {
   std::set<std::string> ops;

@@ -63,6 +63,7 @@ void AddManipulateKernels(KernelTable& table);
 void AddReduceKernels(KernelTable& table);
 void AddCreateKernels(KernelTable& table);
 void AddNnKernels(KernelTable& table);
+void AddQuantizeKernels(KernelTable& table);
 
 // nullptr when the operator has no kernel.
 Kernel FindKernel(std::string_view op);

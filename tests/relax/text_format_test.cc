@@ -366,8 +366,8 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
       {"module { func @f(x: Tensor((n,), float32)) { y = R.prim(n < 1 < 2)\n return y } }",
        "e.kir:1:63: error: comparisons do not chain: parenthesize one side"},
       {"module { func @f(x: Tensor((n,), float32)) { y = R.prim(foo(n))\n return y } }",
-       "e.kir:1:57: error: unknown function 'foo' (expected floordiv, floormod, min, max, select, cast, ramp, "
-       "broadcast, a math intrinsic or a typed literal like int32(3))"},
+       "e.kir:1:57: error: unknown function 'foo' (expected floordiv, floormod, min, max, select, cast, "
+       "reinterpret, ramp, broadcast, a math intrinsic or a typed literal like int32(3))"},
       {"module { func @f(x: Tensor((n,), float32)) { y = R.prim(int8(300))\n return y } }",
        "e.kir:1:62: error: literal 300 is out of range for int8"},
       {"module { func @f(x: Tensor((n,), float32)) { y = R.prim(exp(n, n))\n return y } }",

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "tir/schedule_rules/cpu_schedule.h"
+#include "tests/tir/bit_kernels.h"
+#include "tests/tir/q4_0.h"
 #include "tir/text_parser.h"
 
 namespace kiln::tir {
@@ -371,6 +373,82 @@ TEST(InterpreterTest, Float16AndBool) {
   ASSERT_TRUE(s.ok()) << s;
   EXPECT_THAT(b.values, ElementsAre(0x4200, 0x6800, 0x7c00, 0x0001));  // 2^-24 is the least subnormal
   EXPECT_THAT(m.values, ElementsAre(1, 0));
+}
+
+TEST(InterpreterTest, BitOperationsAndOutOfRangeShifts) {
+  PrimFunc f = Parse(testing::kBitOps);
+  Array<int32_t> a(DataType::Int32(), {6}, testing::kBitOpsA);
+  Array<uint8_t> u(DataType::UInt(8), {2}, testing::kBitOpsU);
+  Array<int32_t> o(DataType::Int32(), {12}, std::vector<int32_t>(12, 7));
+  Array<uint8_t> p(DataType::UInt(8), {4}, std::vector<uint8_t>(4, 7));
+  absl::Status s = RunPrimFunc(f, {a.arg(), u.arg(), o.arg(), p.arg()});
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(o.values, testing::kBitOpsO);
+  EXPECT_EQ(p.values, testing::kBitOpsP);
+}
+
+TEST(InterpreterTest, VectorBitOperationsAndReinterpret) {
+  PrimFunc f = Parse(testing::kVectorBitOps);
+  Array<int32_t> a(DataType::Int32(), {8}, testing::kVectorBitOpsA);
+  Array<int32_t> sh(DataType::Int32(), {8}, testing::kVectorBitOpsS);
+  Array<int32_t> o(DataType::Int32(), {8}, std::vector<int32_t>(8, 7));
+  Array<uint32_t> m(DataType::UInt(32), {8}, std::vector<uint32_t>(8, 7));
+  Array<int32_t> w(DataType::Int32(), {4}, testing::kVectorBitOpsW);
+  Array<int64_t> v(DataType::Int64(), {2}, {7, 7});
+  absl::Status s = RunPrimFunc(f, {a.arg(), sh.arg(), o.arg(), m.arg(), w.arg(), v.arg()});
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(o.values, testing::kVectorBitOpsO);
+  EXPECT_EQ(m.values, testing::kVectorBitOpsM);
+  EXPECT_EQ(v.values, testing::kVectorBitOpsV);
+}
+
+TEST(InterpreterTest, ReinterpretKeepsTheBits) {
+  PrimFunc f = Parse(testing::kReinterpret);
+  Array<uint16_t> h(DataType::UInt(16), {3}, testing::kReinterpretH);
+  Array<uint16_t> fl(DataType::Float(16), {3}, {0, 0, 0});
+  Array<uint16_t> g(DataType::UInt(16), {3}, {0, 0, 0});
+  auto x = F32({2}, testing::kReinterpretX);
+  auto i = I32({2}, {0, 0});
+  absl::Status s = RunPrimFunc(f, {h.arg(), fl.arg(), g.arg(), x.arg(), i.arg()});
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(fl.values, testing::kReinterpretF);
+  EXPECT_EQ(g.values, testing::kReinterpretG);
+  EXPECT_EQ(i.values, testing::kReinterpretI);
+}
+
+TEST(InterpreterTest, Int4BuffersArePackedLowNibbleFirst) {
+  PrimFunc f = Parse(testing::kInt4);
+  const int64_t n = static_cast<int64_t>(testing::kInt4A.size());
+  Array<int8_t> a(DataType::Int(8), {n}, testing::kInt4A);
+  Array<uint8_t> q(DataType::Int(4), {n}, std::vector<uint8_t>(5, 0xff));
+  Array<int8_t> b(DataType::Int(8), {n}, std::vector<int8_t>(n, 0));
+  Array<uint8_t> u(DataType::UInt(4), {n}, std::vector<uint8_t>(5, 0));
+  Array<uint8_t> v(DataType::Int(4), {8}, std::vector<uint8_t>(4, 0));
+  absl::Status s = RunPrimFunc(f, {a.arg(), q.arg(), b.arg(), u.arg(), v.arg()});
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(q.values, testing::kInt4Q);
+  EXPECT_EQ(b.values, testing::kInt4B);
+  EXPECT_EQ(u.values, testing::kInt4U);
+  EXPECT_EQ(v.values, testing::kInt4V);
+}
+
+// Q4_0 blocks (tests/tir/q4_0.h) dequantized by the TIR kernels match the plain C++
+// reference bit for bit.
+TEST(InterpreterTest, DequantizesQ4_0Blocks) {
+  const int64_t nb = 11;
+  std::vector<uint8_t> blocks = testing::RandomQ4_0Blocks(nb, 1234);
+  std::vector<float> expected = testing::ReferenceDequantizeQ4_0(blocks);
+  for (const char* text : {testing::kDequantizeQ4_0, testing::kDequantizeQ4_0Vectorized}) {
+    PrimFunc f = Parse(text);
+    Array<uint8_t> q(DataType::UInt(8), {nb, 18}, blocks);
+    auto w = F32Zeros({nb, 32});
+    absl::Status s = RunPrimFunc(f, {q.arg(), w.arg()});
+    ASSERT_TRUE(s.ok()) << s;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_TRUE(testing::SameWeight(w.values[i], expected[i])) << "weight " << i << ": " << w.values[i] << " vs "
+                                                                  << expected[i];
+    }
+  }
 }
 
 TEST(InterpreterTest, FloatMinMaxPropagateNaN) {

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "tests/tir/bit_kernels.h"
 #include "tir/structural_equal.h"
 #include "tir/text_parser.h"
 #include "tir/text_printer.h"
@@ -78,6 +80,27 @@ TEST(TirTextFormatTest, RepeatedNamesAreMadeUnique) {
   EXPECT_EQ(PrintPrimFunc(again->func, "k"), text);
 }
 
+TEST(TirTextFormatTest, BitOperationsAndReinterpretRoundTrip) {
+  for (const char* text : {testing::kBitOps, testing::kVectorBitOps, testing::kReinterpret, testing::kInt4}) {
+    absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(text);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(PrintPrimFunc(parsed->func, parsed->name), text);
+  }
+  // C's precedence: & under ^ under |, all under comparisons; shifts under + -.
+  absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(R"(prim_func @p(A: Buffer((1,), int32), B: Buffer((1,), bool)) {
+  A[0] = A[0] | A[0] ^ A[0] & A[0] << A[0] + A[0]
+  B[0] = (A[0] & A[0]) == A[0]
+})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto* seq = parsed->func->body.as<SeqStmtNode>();
+  ASSERT_NE(seq, nullptr);
+  PrimExpr value = seq->seq[0].as<BufferStoreNode>()->value;
+  std::vector<ExprKind> spine;
+  for (PrimExpr e = value; e.as<BinaryNode>() != nullptr; e = e.as<BinaryNode>()->b) spine.push_back(e.kind());
+  EXPECT_EQ(spine, (std::vector<ExprKind>{ExprKind::kBitOr, ExprKind::kBitXor, ExprKind::kBitAnd, ExprKind::kShl,
+                                          ExprKind::kAdd}));
+}
+
 TEST(TirTextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
   struct Case {
     const char* text;
@@ -91,6 +114,16 @@ TEST(TirTextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
       {"prim_func @k(A: Buffer((4,), float32)) {\n  A[0] = m\n}", "k.tir:2:10: error: undefined variable 'm'"},
       {"prim_func @k(A: Buffer((n,), float32)) {\n  A[0] = cast(float32, n + int32(1))\n}",
        "k.tir:2:26: error: mismatched operand types int64 and int32 for '+'"},
+      {"prim_func @k(A: Buffer((4,), float32)) {\n  A[0] = A[0] & A[1]\n}",
+       "k.tir:2:15: error: '&' needs integer operands, found float32"},
+      {"prim_func @k(A: Buffer((4,), int32)) {\n  A[0] = A[0] & A[1] == A[2]\n}",
+       "k.tir:2:15: error: mismatched operand types int32 and bool for '&'"},
+      {"prim_func @k(A: Buffer((4,), float32)) {\n  A[0] = ~A[0]\n}",
+       "k.tir:2:10: error: '~' needs an integer operand, found float32"},
+      {"prim_func @k(A: Buffer((4,), float32)) {\n  A[0] = reinterpret(float32, int64(1))\n}",
+       "k.tir:2:10: error: reinterpret from int64 to float32 changes the width (64 vs 32 bits)"},
+      {"prim_func @k(A: Buffer((4,), int32)) {\n  A[0] = A[0] <<< A[1]\n}",
+       "k.tir:2:17: error: expected an expression, found '<'"},
       {"prim_func @k(A: Buffer((4,), float32)) where m <= 4 { }",
        "k.tir:1:46: error: bound on 'm', which is not a symbolic variable defined by the parameters or a match_cast"},
   };

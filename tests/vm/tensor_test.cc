@@ -2,6 +2,7 @@
 
 #include "gtest/gtest.h"
 #include "vm/pooled_allocator.h"
+#include "vm/storage.h"
 
 namespace kiln::vm {
 namespace {
@@ -46,6 +47,35 @@ TEST(Tensor, DLPackExchangeCopiesNothingAndReleasesOnce) {
     EXPECT_EQ(deleted, 0);
   }
   EXPECT_EQ(deleted, 1);
+}
+
+// int4 elements are packed two to a byte (low nibble first): sizes, DLPack exchange,
+// slices (which must start on a byte) and views of storage all count packed bytes.
+TEST(Tensor, SubByteTensorsArePacked) {
+  const DLDataType int4{kDLInt, 4, 1};
+  EXPECT_EQ(DTypeStorageBytes(int4, 15), 8);
+  EXPECT_EQ(DTypeStorageBytes(int4, 16), 8);
+  EXPECT_EQ(DTypeStorageBytes(DLDataType{kDLUInt, 2, 1}, 5), 2);
+  EXPECT_EQ(DTypeStorageBytes(DTypeFloat32(), 5), 20);
+  Tensor t = *Tensor::Empty({3, 5}, int4);
+  EXPECT_EQ(t.numel(), 15);
+  EXPECT_EQ(t.nbytes(), 8);
+  DLManagedTensor* managed = t.ToDLPack();
+  EXPECT_EQ(managed->dl_tensor.dtype.bits, 4);
+  Tensor back = *Tensor::FromDLPack(managed);
+  EXPECT_EQ(back.nbytes(), 8);
+  EXPECT_EQ(back.data(), t.data());
+  // Row 1 starts at element 5, bit 20: inside a byte. Row 2 starts at element 10, byte 5.
+  EXPECT_FALSE(t.Slice(1, 3).ok());
+  Tensor last = *t.Slice(2, 3);
+  EXPECT_EQ(static_cast<char*>(last.data()), static_cast<char*>(t.data()) + 5);
+  EXPECT_EQ(last.nbytes(), 3);
+
+  std::shared_ptr<Storage> storage = *Storage::Allocate(CpuDevice(), 3);
+  EXPECT_TRUE(storage->MakeTensor(0, {5}, int4).ok());
+  EXPECT_TRUE(storage->MakeTensor(1, {4}, int4).ok());
+  EXPECT_FALSE(storage->MakeTensor(1, {5}, int4).ok());
+  EXPECT_FALSE(storage->MakeTensor(0, {7}, int4).ok());
 }
 
 TEST(PooledAllocator, ReusesFreedBlocksAndTracksPeak) {
