@@ -2,16 +2,47 @@
 // kernel (one tensor argument and one int), against calling the same C function directly
 // in a loop with the same arguments. Prints nanoseconds per call for both and their ratio.
 //
+// Then the cost of an empty parallel region (one empty task per thread) on 1 and 2
+// threads: vm::ThreadPool::ParallelFor against OpenMP's `#pragma omp parallel for` (GCC's
+// libgomp, linked into this benchmark only), measured in the same run, back to back, as a
+// decode step runs its parallel loops. An empty region may finish on the caller alone
+// (the pool lets the caller claim every task a worker has not taken yet), so the same is
+// measured again with tasks of 1 microsecond, which the threads must share.
+//
 //   build/benchmarks/dispatch_bench [N]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "builtins/default_builtins.h"
 #include "vm/executable_builder.h"
+#include "vm/thread_pool.h"
 #include "vm/virtual_machine.h"
 
 namespace {
+
+// The work of one task in both pools: a call the compiler cannot remove.
+__attribute__((noinline)) int32_t EmptyTask(int64_t task, int64_t, void*) {
+  asm volatile("" : : "r"(task) : "memory");
+  return 0;
+}
+
+// A task of about a microsecond of work (a chain of 1000 dependent multiply-adds, no
+// clock calls): a region of these cannot finish on the caller alone faster than the
+// threads share it, so it shows the fork/join cost proper.
+__attribute__((noinline)) int32_t MicrosecondTask(int64_t task, int64_t, void*) {
+  uint64_t x = static_cast<uint64_t>(task) + 1;
+  for (int i = 0; i < 1000; ++i) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    asm volatile("" : "+r"(x));
+  }
+  return x == 0 ? 1 : 0;
+}
+
+double PoolRegionNs(int threads, int64_t regions, int repeats, KilnParallelBody task);
+double OmpRegionNs(int threads, int64_t regions, int repeats, KilnParallelBody task);
 
 int32_t Trivial(const KilnArg* args, int32_t num_args, KilnCallContext*) {
   // Touch the arguments so neither loop can skip work the other does.
@@ -76,5 +107,54 @@ int main(int argc, char** argv) {
   std::printf("  through the VM:        %7.2f ns/call\n", vm_ns);
   std::printf("  direct C call (peer):  %7.2f ns/call\n", direct_ns);
   std::printf("  ratio VM / direct:     %7.2fx  (VM overhead %.2f ns/call)\n", vm_ns / direct_ns, vm_ns - direct_ns);
+
+  // Alternate the two pools, best of several rounds: each round starts after a pause long
+  // enough for the other pool's idle threads to stop spinning (libgomp spins far longer).
+  const int64_t regions = 20000;
+  for (bool empty : {true, false}) {
+    std::printf("%s, %lld regions back to back, best of 5:\n",
+                empty ? "empty parallel region (one empty task per thread)"
+                      : "parallel region of one ~1-microsecond task per thread",
+                static_cast<long long>(regions));
+    for (int threads : {1, 2}) {
+      double kiln_ns = 1e30;
+      double omp_ns = 1e30;
+      for (int round = 0; round < 5; ++round) {
+        kiln_ns = std::min(kiln_ns, PoolRegionNs(threads, regions, 1, empty ? EmptyTask : MicrosecondTask));
+        omp_ns = std::min(omp_ns, OmpRegionNs(threads, regions, 1, empty ? EmptyTask : MicrosecondTask));
+      }
+      std::printf("  %d thread%s: vm::ThreadPool %8.1f ns/region   OpenMP (libgomp) %8.1f ns/region   ratio %.2fx\n",
+                  threads, threads == 1 ? " " : "s", kiln_ns, omp_ns, kiln_ns / omp_ns);
+    }
+  }
   return 0;
 }
+
+namespace {
+
+void Settle() { std::this_thread::sleep_for(std::chrono::milliseconds(200)); }
+
+double PoolRegionNs(int threads, int64_t regions, int repeats, KilnParallelBody task) {
+  kiln::vm::ThreadPool pool(threads);
+  pool.ParallelFor(threads, task, nullptr);  // workers started
+  Settle();
+  return BestNsPerCall(regions, repeats, [&] {
+    for (int64_t r = 0; r < regions; ++r) {
+      if (pool.ParallelFor(threads, task, nullptr) != 0) std::abort();
+    }
+  });
+}
+
+double OmpRegionNs(int threads, int64_t regions, int repeats, KilnParallelBody task) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int i = 0; i < threads; ++i) task(i, threads, nullptr);  // team started
+  Settle();
+  return BestNsPerCall(regions, repeats, [&] {
+    for (int64_t r = 0; r < regions; ++r) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int i = 0; i < threads; ++i) task(i, threads, nullptr);
+    }
+  });
+}
+
+}  // namespace

@@ -29,7 +29,7 @@
 #include "relax/ir_module.h"
 #include "relax/text_parser.h"
 #include "relax/transform/legalize_ops.h"
-#include "tir/schedule/default_cpu_schedule.h"
+#include "tir/schedule_rules/cpu_schedule.h"
 #include "vm/kernel_abi.h"
 #include "vm/kernel_object.h"
 #include "vm/tensor.h"

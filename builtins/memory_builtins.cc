@@ -32,9 +32,7 @@ absl::Status AllocStorage(BuiltinContext& ctx, const Value* const* args, int n, 
 // (storage, int offset, shape, int dtype) -> tensor
 absl::Status StorageTensor(BuiltinContext&, const Value* const* args, int n, Value* out) {
   KILN_RETURN_IF_ERROR(CheckArity(n, 4));
-  KILN_RETURN_IF_ERROR(CheckKind(*args[0], Value::Kind::kObject, 0));
-  auto* storage = dynamic_cast<vm::Storage*>(args[0]->as_object().get());
-  if (storage == nullptr) return absl::InvalidArgumentError("argument 0: expected a storage object");
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<vm::Storage> storage, args[0]->GetObject<vm::Storage>());
   KILN_RETURN_IF_ERROR(CheckKind(*args[1], Value::Kind::kInt, 1));
   KILN_RETURN_IF_ERROR(CheckKind(*args[2], Value::Kind::kShape, 2));
   KILN_RETURN_IF_ERROR(CheckKind(*args[3], Value::Kind::kInt, 3));
@@ -66,8 +64,8 @@ absl::Status Reshape(BuiltinContext&, const Value* const* args, int n, Value* ou
 
 void RegisterMemoryBuiltins(vm::BuiltinRegistry& r) {
   r.RegisterBuiltin("kiln.alloc_tensor", "(shape, int) -> tensor", AllocTensor);
-  r.RegisterBuiltin("kiln.alloc_storage", "(int) -> object", AllocStorage);
-  r.RegisterBuiltin("kiln.storage_tensor", "(object, int, shape, int) -> tensor", StorageTensor);
+  r.RegisterBuiltin("kiln.alloc_storage", "(int) -> object:storage", AllocStorage);
+  r.RegisterBuiltin("kiln.storage_tensor", "(object:storage, int, shape, int) -> tensor", StorageTensor);
   r.RegisterBuiltin("kiln.copy", "(tensor) -> tensor", Copy);
   r.RegisterBuiltin("kiln.reshape", "(tensor, shape) -> tensor", Reshape);
 }

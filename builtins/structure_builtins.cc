@@ -1,5 +1,6 @@
 // Structure builtins: tuples, shapes, reading an If condition out of a tensor, and checking a
 // symbolic dimension against its declared bounds.
+#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -99,6 +100,28 @@ absl::Status CheckBound(BuiltinContext&, const Value* const* args, int n, Value*
   return absl::OkStatus();
 }
 
+// (string format, any...) -> none: R.print. Each "{}" in the format is replaced by the next
+// value's description (Value::Describe: kind, dtype and shape, not tensor contents); values
+// left over follow, separated by spaces. Written to stdout, one line per call.
+absl::Status Print(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  const std::string& format = args[0]->as_string();
+  std::string line;
+  int next = 1;
+  for (size_t i = 0; i < format.size(); ++i) {
+    if (format.compare(i, 2, "{}") == 0 && next < n) {
+      line += args[next++]->Describe();
+      ++i;
+    } else {
+      line += format[i];
+    }
+  }
+  for (; next < n; ++next) absl::StrAppend(&line, line.empty() ? "" : " ", args[next]->Describe());
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+  *out = Value();
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void RegisterStructureBuiltins(vm::BuiltinRegistry& r) {
@@ -107,6 +130,7 @@ void RegisterStructureBuiltins(vm::BuiltinRegistry& r) {
   r.RegisterBuiltin("kiln.shape_of", "(tensor) -> shape", ShapeOf);
   r.RegisterBuiltin("kiln.read_if_cond", "(any) -> bool", ReadIfCond);
   r.RegisterBuiltin("kiln.check_bound", "(int, int, int, string) -> none", CheckBound);
+  r.RegisterBuiltin("kiln.print", "(string, any...) -> none", Print);
 }
 
 }  // namespace kiln::builtins

@@ -10,6 +10,7 @@
 #include "codegen/vm_codegen.h"
 #include "relax/expr_functor.h"
 #include "support/status_macros.h"
+#include "vm/cpu_features.h"
 #include "vm/executable_builder.h"
 
 namespace kiln::codegen {
@@ -74,6 +75,9 @@ absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, cons
       return absl::Status(so.status().code(), absl::StrCat("compiling kernels: ", so.status().message()));
     }
     builder.SetCpuObject(*std::move(so));
+    // The loader refuses a host lacking any of these instead of dying of SIGILL in a kernel.
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> features, EnabledCpuFeatures(target, vm::KnownCpuFeatures()));
+    builder.SetCpuTarget(target.mcpu, std::move(features));
     for (const auto& [name, func] : kernels) {
       kernel_index[name] = builder.DeclareKernel(symbol_of[name], KernelArgSignature(func));
     }

@@ -8,6 +8,11 @@
 // functions the generated code calls. PrimFuncs nobody calls are left out. Then each Relax function
 // becomes a VM function of the same name (codegen/vm_codegen.h). A module without kernels
 // gets no CPU object.
+//
+// The executable records the target's CPU name and the instruction-set extensions its kernels
+// may use (those of vm::KnownCpuFeatures() that `target` enables), so loading it on a CPU
+// without one of them is a clear error rather than SIGILL. Constant tensors larger than
+// vm::kInlineConstantMaxBytes go to the file's aligned weights section (docs/vm.md).
 #pragma once
 
 #include <string>

@@ -122,6 +122,17 @@ absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const C
   return machine;
 }
 
+absl::StatusOr<std::vector<std::string>> EnabledCpuFeatures(const CpuTarget& target,
+                                                            const std::vector<std::string>& candidates) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine, CreateTargetMachine(target));
+  const llvm::MCSubtargetInfo* subtarget = machine->getMCSubtargetInfo();
+  std::vector<std::string> enabled;
+  for (const std::string& name : candidates) {
+    if (subtarget->checkFeatures("+" + name)) enabled.push_back(name);
+  }
+  return enabled;
+}
+
 absl::StatusOr<int> Float32VectorLanes(const CpuTarget& target) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine, CreateTargetMachine(target));
   const llvm::MCSubtargetInfo* subtarget = machine->getMCSubtargetInfo();

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tir/target.h"
@@ -41,6 +42,12 @@ std::string CpuTargetTriple();
 // An LLVM target machine for `target`: position-independent code (kernels live in a
 // shared object), aggressive optimization. Errors if the triple or CPU is unsupported.
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>> CreateTargetMachine(const CpuTarget& target);
+
+// The names among `candidates` (LLVM feature names, e.g. vm::KnownCpuFeatures()) that code
+// generated for `target` may use: those its CPU name implies plus its explicit "+f" list,
+// minus its "-f" list. Recorded in the executable so the loader can refuse a host lacking one.
+absl::StatusOr<std::vector<std::string>> EnabledCpuFeatures(const CpuTarget& target,
+                                                            const std::vector<std::string>& candidates);
 
 // How many float32 lanes the target's widest SIMD registers hold: 16 with AVX-512, 8 with
 // AVX/AVX2, otherwise 4 (SSE). The schedule rules split vectorized loops by this.

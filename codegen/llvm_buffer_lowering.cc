@@ -78,12 +78,52 @@ llvm::Value* KernelLowering::ToStorage(llvm::Value* v, DataType dtype) {
   return b_.CreateZExt(v, type);
 }
 
+// One element of a packed sub-byte buffer (tir/data_type.h): element i is bits
+// [i * b % 8, ...) of byte i * b / 8, low bits first. `offset` is an i64 element offset.
+llvm::Value* KernelLowering::PackedLoad(const tir::BufferNode* buffer, llvm::Value* base_ptr, llvm::Value* offset) {
+  const int bits = buffer->dtype.bits();
+  llvm::Value* bit = b_.CreateNSWMul(offset, b_.getInt64(bits));
+  llvm::Value* byte_ptr = b_.CreateInBoundsGEP(b_.getInt8Ty(), base_ptr, b_.CreateLShr(bit, 3));
+  llvm::Value* byte = b_.CreateAlignedLoad(b_.getInt8Ty(), byte_ptr, llvm::Align(1), buffer->name);
+  llvm::Value* shift = b_.CreateTrunc(b_.CreateAnd(bit, b_.getInt64(7)), b_.getInt8Ty());
+  return b_.CreateTrunc(b_.CreateLShr(byte, shift), ScalarType(buffer->dtype));
+}
+
+// Read-modify-write of the element's byte: not atomic, so no other thread may write a
+// neighbour in the same byte meanwhile (tir/data_type.h).
+void KernelLowering::PackedStore(const tir::BufferNode* buffer, llvm::Value* base_ptr, llvm::Value* offset,
+                                 llvm::Value* value) {
+  const int bits = buffer->dtype.bits();
+  llvm::Value* bit = b_.CreateNSWMul(offset, b_.getInt64(bits));
+  llvm::Value* byte_ptr = b_.CreateInBoundsGEP(b_.getInt8Ty(), base_ptr, b_.CreateLShr(bit, 3));
+  llvm::Value* shift = b_.CreateTrunc(b_.CreateAnd(bit, b_.getInt64(7)), b_.getInt8Ty());
+  llvm::Value* mask = b_.CreateShl(b_.getInt8(static_cast<uint8_t>((1u << bits) - 1)), shift);
+  llvm::Value* old = b_.CreateAlignedLoad(b_.getInt8Ty(), byte_ptr, llvm::Align(1));
+  llvm::Value* placed = b_.CreateShl(b_.CreateZExt(value, b_.getInt8Ty()), shift);
+  b_.CreateAlignedStore(b_.CreateOr(b_.CreateAnd(old, b_.CreateNot(mask)), placed), byte_ptr, llvm::Align(1));
+}
+
 llvm::Value* KernelLowering::LoadBuffer(const tir::BufferLoadNode* op) {
   const tir::BufferNode* buffer = op->buffer.get();
   DataType dtype = op->dtype();
   llvm::Type* result = LlvmType(dtype);
   llvm::Value* base_ptr = BufferPointer(buffer);
   if (base_ptr == nullptr) return llvm::UndefValue::get(result);
+  if (buffer->dtype.is_sub_byte()) {
+    llvm::Value* offsets = FlatOffset(buffer, op->indices);
+    if (dtype.lanes() == 1) {
+      if (offsets->getType()->isVectorTy()) {
+        return Fail(absl::StrCat("load from ", buffer->name, ": a scalar load at a vector index"), result);
+      }
+      return PackedLoad(buffer, base_ptr, offsets);
+    }
+    if (!offsets->getType()->isVectorTy()) offsets = b_.CreateVectorSplat(dtype.lanes(), offsets);
+    llvm::Value* out = llvm::UndefValue::get(result);
+    for (int l = 0; l < dtype.lanes(); ++l) {
+      out = b_.CreateInsertElement(out, PackedLoad(buffer, base_ptr, b_.CreateExtractElement(offsets, l)), l);
+    }
+    return out;
+  }
   llvm::Type* elem = StorageType(buffer->dtype);
   llvm::Align align(std::max<uint64_t>(1, elem->getPrimitiveSizeInBits() / 8));
   int lanes = dtype.lanes();
@@ -122,6 +162,17 @@ void KernelLowering::StoreBuffer(const tir::BufferNode* buffer, const std::vecto
   if (lanes != index_lanes) {
     Fail(absl::StrCat("store to ", buffer->name, ": a value of ", lanes, " lanes at an index of ", index_lanes,
                       " lanes"));
+    return;
+  }
+  if (buffer->dtype.is_sub_byte()) {
+    llvm::Value* offsets = FlatOffset(buffer, indices);
+    if (lanes == 1) {
+      PackedStore(buffer, base_ptr, offsets, value);
+      return;
+    }
+    for (int l = 0; l < lanes; ++l) {
+      PackedStore(buffer, base_ptr, b_.CreateExtractElement(offsets, l), b_.CreateExtractElement(value, l));
+    }
     return;
   }
   llvm::Type* elem = StorageType(buffer->dtype);

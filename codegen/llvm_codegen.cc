@@ -241,9 +241,10 @@ llvm::Type* KernelLowering::LlvmType(DataType t) {
   return t.lanes() > 1 ? llvm::FixedVectorType::get(elem, t.lanes()) : elem;
 }
 
-// The type of one buffer element in memory: bool is a byte.
+// The type of one buffer element in memory: bool is a byte; sub-byte integers are packed,
+// so their buffers are addressed in bytes (PackedLoad / PackedStore).
 llvm::Type* KernelLowering::StorageType(DataType t) {
-  if (t.element_of().is_bool()) return b_.getInt8Ty();
+  if (t.element_of().is_bool() || t.element_of().is_sub_byte()) return b_.getInt8Ty();
   return ScalarType(t.element_of());
 }
 absl::StatusOr<std::unique_ptr<llvm::Module>> EmitLlvmModule(const NamedPrimFuncs& kernels, llvm::LLVMContext& context,

@@ -69,6 +69,9 @@ llvm::Value* KernelLowering::Lower(const PrimExpr& e) {
       return it->second;
     }
     case ExprKind::kNot: return b_.CreateNot(Lower(e.as<tir::NotNode>()->a));
+    case ExprKind::kBitNot: return b_.CreateNot(Lower(e.as<tir::BitNotNode>()->a));
+    case ExprKind::kReinterpret:
+      return b_.CreateBitCast(Lower(e.as<tir::ReinterpretNode>()->value), LlvmType(e.dtype()));
     case ExprKind::kSelect: {
       const auto* s = e.as<tir::SelectNode>();
       llvm::Value* cond = Lower(s->condition);
@@ -157,10 +160,10 @@ llvm::Value* KernelLowering::LowerBinary(const tir::BinaryNode* op) {
       return b_.CreateAdd(r, b_.CreateSelect(adjust, b, zero));
     }
     case ExprKind::kMin:
-      if (is_float) return b_.CreateSelect(b_.CreateFCmpOLT(a, b), a, b);
+      if (is_float) return FloatMinMax(/*is_max=*/false, a, b);
       return b_.CreateSelect(is_signed ? b_.CreateICmpSLT(a, b) : b_.CreateICmpULT(a, b), a, b);
     case ExprKind::kMax:
-      if (is_float) return b_.CreateSelect(b_.CreateFCmpOGT(a, b), a, b);
+      if (is_float) return FloatMinMax(/*is_max=*/true, a, b);
       return b_.CreateSelect(is_signed ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b), a, b);
     case ExprKind::kEQ: return is_float ? b_.CreateFCmpOEQ(a, b) : b_.CreateICmpEQ(a, b);
     case ExprKind::kNE: return is_float ? b_.CreateFCmpUNE(a, b) : b_.CreateICmpNE(a, b);
@@ -172,11 +175,44 @@ llvm::Value* KernelLowering::LowerBinary(const tir::BinaryNode* op) {
       return is_float ? b_.CreateFCmpOGT(a, b) : is_signed ? b_.CreateICmpSGT(a, b) : b_.CreateICmpUGT(a, b);
     case ExprKind::kGE:
       return is_float ? b_.CreateFCmpOGE(a, b) : is_signed ? b_.CreateICmpSGE(a, b) : b_.CreateICmpUGE(a, b);
-    case ExprKind::kAnd: return b_.CreateAnd(a, b);
-    case ExprKind::kOr: return b_.CreateOr(a, b);
+    case ExprKind::kAnd: case ExprKind::kBitAnd: return b_.CreateAnd(a, b);
+    case ExprKind::kOr: case ExprKind::kBitOr: return b_.CreateOr(a, b);
+    case ExprKind::kBitXor: return b_.CreateXor(a, b);
+    case ExprKind::kShl: case ExprKind::kShr: {
+      // LLVM's shifts are poison for an amount outside [0, bits); TIR's shift every bit
+      // out (tir/expr.h). An unsigned compare also sends negative amounts out of range.
+      // With a constant amount all of this folds away.
+      llvm::Value* bits = llvm::ConstantInt::get(a->getType(), t.bits());
+      llvm::Value* in_range = b_.CreateICmpULT(b, bits);
+      if (op->kind() == ExprKind::kShr && is_signed) {
+        llvm::Value* last = llvm::ConstantInt::get(a->getType(), t.bits() - 1);
+        return b_.CreateAShr(a, b_.CreateSelect(in_range, b, last));
+      }
+      // A poison shift in the arm select does not choose does not make the result poison.
+      llvm::Value* shifted = op->kind() == ExprKind::kShl ? b_.CreateShl(a, b) : b_.CreateLShr(a, b);
+      return b_.CreateSelect(in_range, shifted, llvm::Constant::getNullValue(a->getType()));
+    }
     default: break;
   }
   return Fail(absl::StrCat("cannot lower expression kind ", tir::KindName(op->kind())), LlvmType(op->dtype()));
+}
+
+// NaN-propagating float min/max (tir/expr.h). `b > a ? b : a` (ordered compare) is one
+// maxps/vmaxps on x86 and already yields a when either operand is NaN; only a NaN in b
+// needs a second select (cmpunord + blend), skipped when b is a constant that is not NaN
+// (relu's 0, a clip bound). llvm.maximum would say the same, but LLVM 14 does not lower
+// it to vector code on x86.
+llvm::Value* KernelLowering::FloatMinMax(bool is_max, llvm::Value* a, llvm::Value* b) {
+  auto not_nan = [](llvm::Value* v) {
+    auto* c = llvm::dyn_cast<llvm::Constant>(v);
+    if (c != nullptr && c->getType()->isVectorTy()) c = c->getSplatValue();
+    const auto* f = llvm::dyn_cast_or_null<llvm::ConstantFP>(c);
+    return f != nullptr && !f->getValueAPF().isNaN();
+  };
+  if (not_nan(a) && !not_nan(b)) std::swap(a, b);
+  llvm::Value* r = b_.CreateSelect(is_max ? b_.CreateFCmpOGT(b, a) : b_.CreateFCmpOLT(b, a), b, a);
+  if (not_nan(b)) return r;
+  return b_.CreateSelect(b_.CreateFCmpUNO(b, b), b, r);
 }
 
 llvm::Value* KernelLowering::Intrinsic(llvm::Intrinsic::ID id, llvm::Value* x) { return b_.CreateUnaryIntrinsic(id, x); }

@@ -155,6 +155,8 @@ class KernelLowering {
   std::optional<std::vector<PrimExpr>> ContiguousBase(const std::vector<PrimExpr>& indices);
   llvm::Value* FromStorage(llvm::Value* v, DataType dtype);
   llvm::Value* ToStorage(llvm::Value* v, DataType dtype);
+  llvm::Value* PackedLoad(const tir::BufferNode* buffer, llvm::Value* base_ptr, llvm::Value* offset);
+  void PackedStore(const tir::BufferNode* buffer, llvm::Value* base_ptr, llvm::Value* offset, llvm::Value* value);
   llvm::Value* LoadBuffer(const tir::BufferLoadNode* op);
   void StoreBuffer(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices, llvm::Value* value,
                    DataType dtype);
@@ -163,6 +165,7 @@ class KernelLowering {
   llvm::Value* Lower(const PrimExpr& e);
   llvm::Type* SafeType(DataType t);
   llvm::Value* LowerBinary(const tir::BinaryNode* op);
+  llvm::Value* FloatMinMax(bool is_max, llvm::Value* a, llvm::Value* b);
   llvm::Value* Intrinsic(llvm::Intrinsic::ID id, llvm::Value* x);
   llvm::Value* LibmCall(const std::string& name, llvm::Value* x);
   llvm::Value* FastMath(const std::string& op, llvm::Value* x);

@@ -331,6 +331,10 @@ void KernelLowering::WithAllocation(const tir::Buffer& buffer, const std::functi
   if (buffer->dtype.is_bool()) elem_bytes = 1;
   llvm::Value* span = BufferSpan(buffer);
   if (!status_.ok()) return;
+  if (buffer->dtype.is_sub_byte()) {  // packed: the span in bytes
+    span = b_.CreateUDiv(b_.CreateAdd(b_.CreateMul(span, b_.getInt64(buffer->dtype.bits())), b_.getInt64(7)),
+                         b_.getInt64(8));
+  }
   llvm::Value* ptr;
   llvm::Value* workspace = nullptr;
   auto* constant = llvm::dyn_cast<llvm::ConstantInt>(span);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "relax/struct_info_functions.h"
 #include "support/status_macros.h"
+#include "vm/builtin_signature.h"
 #include "vm/dtype.h"
 #include "vm/tensor.h"
 
@@ -36,12 +37,15 @@ vm::Dim DimOf(const tir::PrimExpr& d, std::set<std::string>* bound) {
   return vm::Dim::Any();
 }
 
-vm::ParamSpec ParamSpecOf(const relax::Var& param, std::set<std::string>* bound) {
+vm::ParamSpec ParamSpecOf(const relax::Var& param, std::set<std::string>* bound, vm::ExecutableBuilder& builder) {
   const relax::StructInfo& s = param->struct_info();
   if (const auto* t = s.as<relax::TensorStructInfoNode>()) {
     vm::ParamSpec p;
     p.name = param.name_hint();
     p.kind = vm::Value::Kind::kTensor;
+    // A tensor declared on another device must arrive there (the VM checks it); the device
+    // goes into the executable's device table by name.
+    if (!t->device.empty() && t->device != "cpu") p.device = builder.DeclareDevice(t->device);
     if (t->dtype) {
       p.check_dtype = true;
       p.dtype = ToDL(*t->dtype);
@@ -84,7 +88,31 @@ vm::ParamSpec ParamSpecOf(const relax::Var& param, std::set<std::string>* bound)
     p.kind = vm::Value::Kind::kTuple;
     return p;
   }
+  if (s.as<relax::FuncStructInfoNode>() != nullptr) {
+    vm::ParamSpec p;
+    p.name = param.name_hint();
+    p.kind = vm::Value::Kind::kClosure;
+    return p;
+  }
   return vm::AnyParam(param.name_hint());
+}
+
+// What a value of this struct info is at run time, in a builtin signature; `any` where the
+// struct info does not say (Object), so the VM checks it when the builtin is called.
+vm::BuiltinType BuiltinTypeOf(const relax::StructInfo& s) {
+  if (!s.defined()) return vm::BuiltinType::Any();
+  if (s.as<relax::TensorStructInfoNode>() != nullptr) return vm::BuiltinType::Of(vm::Value::Kind::kTensor);
+  if (s.as<relax::ShapeStructInfoNode>() != nullptr) return vm::BuiltinType::Of(vm::Value::Kind::kShape);
+  if (s.as<relax::TupleStructInfoNode>() != nullptr) return vm::BuiltinType::Of(vm::Value::Kind::kTuple);
+  if (s.as<relax::FuncStructInfoNode>() != nullptr) return vm::BuiltinType::Of(vm::Value::Kind::kClosure);
+  if (const auto* prim = s.as<relax::PrimStructInfoNode>()) {
+    if (prim->dtype.code() == relax::DataType::Code::kFloat) return vm::BuiltinType::Of(vm::Value::Kind::kDouble);
+    // A Prim(bool) is a bool when it arrives as a parameter but a 0 / 1 int when the VM's
+    // integer instructions computed it, so its kind is checked by the builtin itself.
+    if (prim->dtype.code() == relax::DataType::Code::kBool) return vm::BuiltinType::Any();
+    return vm::BuiltinType::Of(vm::Value::Kind::kInt);
+  }
+  return vm::BuiltinType::Any();
 }
 
 class FunctionCodegen {
@@ -489,6 +517,20 @@ class FunctionCodegen {
       }
       case ExprKind::kCall:
         return EmitCall(*e.as<relax::CallNode>(), dst, name);
+      case ExprKind::kGlobalVar: {  // a function used as a value: a closure capturing nothing
+        const std::string& callee = e.as<relax::GlobalVarNode>()->name;
+        const relax::IRModule::Entry* entry = module_.Find(callee);
+        if (entry == nullptr || !entry->is_relax()) {
+          return Error(name, "@", callee, " is not a Relax function of the module, so it cannot be used as a value",
+                       " (PrimFuncs are called with R.call_tir)");
+        }
+        f_.SetDebugName(name);
+        f_.MakeClosure(dst, b_.FunctionIndex(callee), {});
+        return absl::OkStatus();
+      }
+      case ExprKind::kExternFunc:
+        return Error(name, "R.extern(\"", e.as<relax::ExternFuncNode>()->symbol,
+                     "\") can only be called here, not used as a value");
       default:
         return Error(name, "this kind of value has no VM lowering");
     }
@@ -540,6 +582,28 @@ class FunctionCodegen {
         f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.reshape", "(tensor, shape) -> tensor"), {t, shape});
         return absl::OkStatus();
       }
+      if (op->name == "call_builtin") {
+        const auto* callee = call.args.empty() ? nullptr : call.args[0].as<relax::ExternFuncNode>();
+        if (callee == nullptr) return Error(name, "R.call_builtin needs R.extern(\"name\") as its first argument");
+        return EmitBuiltinCall(callee->symbol, call, 1, dst, name);
+      }
+      if (op->name == "print") {
+        auto it = call.attrs.find("format");
+        std::string format = it != call.attrs.end() && std::holds_alternative<std::string>(it->second)
+                                 ? std::get<std::string>(it->second)
+                                 : "";
+        std::vector<Operand> args;
+        int32_t text = f_.NewRegister();
+        f_.LoadConst(text, b_.AddConstant(vm::Value::FromString(format)));
+        args.push_back(Operand::Reg(text));
+        for (const Expr& arg : call.args) {
+          KILN_ASSIGN_OR_RETURN(Operand o, ArgOperand(arg, name));
+          args.push_back(o);
+        }
+        f_.SetDebugName(name);
+        f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.print", "(string, any...) -> none"), args);
+        return absl::OkStatus();
+      }
       if (op->name == "call_tir") return Error(name, "R.call_tir must be lowered first (pass lower_call_tir)");
       return Error(name, "operator R.", op->name,
                    " has no VM lowering (tensor operators must be legalized to R.call_tir; this one is not)");
@@ -558,7 +622,37 @@ class FunctionCodegen {
       f_.CallFunction(dst, b_.FunctionIndex(gv->name), args);
       return absl::OkStatus();
     }
-    return Error(name, "calls of extern functions and closures are not supported by VM codegen yet");
+    if (const auto* callee = call.op.as<relax::ExternFuncNode>()) return EmitBuiltinCall(callee->symbol, call, 0, dst, name);
+    if (call.op.as<relax::VarNode>() != nullptr) {  // a closure held in a variable
+      KILN_ASSIGN_OR_RETURN(Operand closure, ArgOperand(call.op, name));
+      std::vector<Operand> args;
+      for (const Expr& arg : call.args) {
+        KILN_ASSIGN_OR_RETURN(Operand o, ArgOperand(arg, name));
+        args.push_back(o);
+      }
+      f_.SetDebugName(name);
+      f_.CallClosure(dst, static_cast<int32_t>(closure.value), args);
+      return absl::OkStatus();
+    }
+    return Error(name, "this callee has no VM lowering (call a function of the module, a closure in a variable or R.extern)");
+  }
+
+  // A runtime builtin: arguments call.args[first..], the signature recorded for the loader
+  // from their struct info and the call's.
+  absl::Status EmitBuiltinCall(const std::string& builtin, const relax::CallNode& call, size_t first, int32_t dst,
+                               const std::string& name) {
+    vm::BuiltinSignature sig;
+    std::vector<Operand> args;
+    for (size_t i = first; i < call.args.size(); ++i) {
+      const Expr& arg = call.args[i];
+      KILN_ASSIGN_OR_RETURN(Operand o, ArgOperand(arg, name));
+      sig.params.push_back(BuiltinTypeOf(arg.struct_info()));
+      args.push_back(o);
+    }
+    sig.result = BuiltinTypeOf(call.struct_info());
+    f_.SetDebugName(name);
+    f_.CallBuiltin(dst, b_.DeclareBuiltin(builtin, sig.ToString()), args);
+    return absl::OkStatus();
   }
 
   absl::Status EmitKernelCall(const relax::CallNode& call, int32_t dst, const std::string& name) {
@@ -664,7 +758,7 @@ absl::Status GenerateVmCode(const relax::IRModule& module, const std::map<std::s
     if (fn == nullptr) continue;
     std::set<std::string> bound;
     std::vector<vm::ParamSpec> params;
-    for (const relax::Var& p : fn->params) params.push_back(ParamSpecOf(p, &bound));
+    for (const relax::Var& p : fn->params) params.push_back(ParamSpecOf(p, &bound, builder));
     vm::FunctionBuilder& f = builder.AddFunction(entry.name, params);
     pending.push_back({entry.name, fn, &f, std::move(bound)});
   }

@@ -20,15 +20,25 @@
 //    shape_of: kiln.shape_of; reshape (which legalization keeps as a view): kiln.reshape; Tuple / TupleGetItem: kiln.tuple_make / kiln.tuple_get;
 //    If: If/Goto (a tensor condition goes through kiln.read_if_cond); Constant tensors and
 //    strings: the constant pool and LoadConst.
+//  - R.call_builtin(R.extern("name"), args...) and a direct call R.extern("name")(args...):
+//    CallBuiltin, recording the signature derived from the arguments' and the call's struct
+//    info (Tensor tensor, Shape shape, Prim(int) int, Prim(float) double, Tuple tuple, Func
+//    closure, anything else any), which loading checks against the registered builtin.
+//    R.print: kiln.print with the format string first.
+//  - A Relax function used as a value (`f = @g`, also inside a tuple): MakeClosure capturing
+//    nothing; a call of a variable (`f(x)`): Call of the closure. Func parameters are
+//    checked to be closures.
+//  - A parameter `Tensor(..., device="cuda:0")`: the device goes into the device table and
+//    the parameter's signature, so the VM checks where the tensor is.
 //  - One register per variable. A variable's register is killed (Kill) right after its
 //    last use, so tensors go back to the pool early; this pass does it rather than a
 //    separate Relax pass because only here are registers known. Uses are ordered as the
 //    code is laid out, which is also execution order (no loops; an If's then-branch comes
 //    first), so no killed register is read again; a variable last used inside one branch
 //    is killed in that branch only and otherwise lives until the function returns.
-// Anything else (an unlowered call_tir, an operator that was not legalized such as
-// R.print, ExternFunc calls and call_builtin, GlobalVars or closures as values, float
-// symbolic expressions) is an error naming the function and binding.
+// Anything else (an unlowered call_tir, an operator that was not legalized, a PrimFunc or an
+// R.extern used as a value, float symbolic expressions) is an error naming the function and
+// binding.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
 #include "support/check.h"
+#include "support/status_macros.h"
 
 namespace kiln::relax {
 
@@ -20,6 +21,7 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterCreateOps(*r);
     op::RegisterCallOps(*r);
     op::RegisterLoweredOps(*r);
+    op::RegisterQuantizeOps(*r);
     std::sort(r->ops_.begin(), r->ops_.end(),
               [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
     for (size_t i = 1; i < r->ops_.size(); ++i) {
@@ -32,6 +34,7 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterReduceLegalize(*r);
     op::RegisterNnLegalize(*r);
     op::RegisterCreateLegalize(*r);
+    op::RegisterQuantizeLegalize(*r);
     return r;
   }();
   return *registry;
@@ -61,6 +64,17 @@ void OpRegistry::SetLegalize(std::string_view name, LegalizeFn legalize) {
                              [](const OpInfo& op, std::string_view n) { return op.name < n; });
   KILN_CHECK(it != ops_.end() && it->name == name) << "legalization for unknown operator " << name;
   it->legalize = std::move(legalize);
+}
+
+void OpRegistry::SetLegalize(std::string_view name, KernelLegalizeFn legalize) {
+  SetLegalize(name, LegalizeFn([kernel = legalize](LegalizeContext& context,
+                                                   const CallNode& call) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(tir::PrimFunc func, kernel(call));
+    return op::CallKernel(context, call, std::move(func));
+  }));
+  auto it = std::lower_bound(ops_.begin(), ops_.end(), name,
+                             [](const OpInfo& op, std::string_view n) { return op.name < n; });
+  it->legalize_kernel = std::move(legalize);
 }
 
 absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyzer& analyzer) {

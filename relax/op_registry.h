@@ -1,5 +1,5 @@
 // The operator registry: every Relax operator by name, with its arity, purity, struct-info
-// inference and (for tensor operators) legalization to a TIR PrimFunc.
+// inference and (for tensor operators) legalization to TIR.
 //
 // Inference is symbolic: output shapes are PrimExprs over the inputs' symbolic dimensions,
 // simplified by the analyzer. When inputs are only partly known (unknown ndim or dtype) the
@@ -35,6 +35,7 @@
 
 #include "absl/status/statusor.h"
 #include "relax/expr.h"
+#include "relax/ir_module.h"
 #include "tir/stmt.h"
 
 namespace kiln::tir {
@@ -48,12 +49,39 @@ namespace kiln::relax {
 using InferStructInfoFn =
     std::function<absl::StatusOr<StructInfo>(const CallNode& call, tir::Analyzer& analyzer)>;
 
-// Lowers a normalized call (its arguments and the call itself carry struct info) to a
-// PrimFunc in destination-passing style: one buffer parameter per tensor argument, in order,
-// then one per output tensor (a Tuple result gives several). Symbolic dims stay symbolic.
-// Errors (unknown shapes or dtypes, unsupported dtypes) are InvalidArgument / Unimplemented
-// naming the operator. The family files relax/op/legalize_*.cc define them.
-using LegalizeFn = std::function<absl::StatusOr<tir::PrimFunc>(const CallNode& call)>;
+class BlockBuilder;
+
+// What a legalization works with while LegalizeOps (relax/transform/legalize_ops.h) lowers
+// one binding `name = op(args)` of a function.
+class LegalizeContext {
+ public:
+  virtual ~LegalizeContext() = default;
+  // A builder with an open block (dataflow if the binding's block is): every binding the
+  // legalization emits lands right before the lowered binding, in order, and is itself
+  // legalized (glue may use operators: a reshape becomes its own kernel).
+  virtual BlockBuilder& builder() = 0;
+  // The module being legalized, with the PrimFuncs added so far.
+  virtual const IRModule& module() const = 0;
+  // Adds `func` under a name derived from `name_hint` ("add", "add1", ...), or finds a
+  // structurally equal PrimFunc added before; returns the GlobalVar to call_tir.
+  virtual Expr AddPrimFunc(const std::string& name_hint, tir::PrimFunc func) = 0;
+  // The name of the variable the lowered call is bound to, for naming glue bindings.
+  virtual const std::string& binding_name() const = 0;
+};
+
+// Lowers a normalized call (its arguments and the call itself carry struct info) to the
+// Relax expression that replaces it: any number of call_tirs to PrimFuncs it adds through
+// the context, and glue emitted through the context's builder; the result must have the
+// call's struct info (a call_tir with out_sinfo = the call's, a variable it bound, ...).
+// Symbolic dims stay symbolic. Errors (unknown shapes or dtypes, unsupported dtypes) are
+// InvalidArgument / Unimplemented naming the operator.
+using LegalizeFn = std::function<absl::StatusOr<Expr>(LegalizeContext& context, const CallNode& call)>;
+
+// The common case: the call becomes one call_tir of one PrimFunc in destination-passing
+// style (relax/op/legalize_common.h states the parameter convention: one buffer per tensor
+// argument, in order, then one per output tensor, then scalar symbolic variables). The
+// family files relax/op/legalize_*.cc define these; SetLegalize wraps them in a LegalizeFn.
+using KernelLegalizeFn = std::function<absl::StatusOr<tir::PrimFunc>(const CallNode& call)>;
 
 struct OpInfo {
   std::string name;           // "add", "matmul", "call_tir", ... (text format: R.<name>)
@@ -63,6 +91,9 @@ struct OpInfo {
   std::vector<std::string> attr_names;  // attributes the op accepts (others are an error)
   InferStructInfoFn infer;
   LegalizeFn legalize = nullptr;  // empty: no lowering to TIR (call forms, shape_of, print)
+  // A one-kernel legalization's PrimFunc alone (what `legalize` wraps), for constant folding,
+  // which runs it in the TIR interpreter; empty for other legalizations.
+  KernelLegalizeFn legalize_kernel = nullptr;
 };
 
 class OpRegistry {
@@ -78,6 +109,9 @@ class OpRegistry {
   void Register(OpInfo info);
   // Attaches an already registered operator's legalization (a KILN_CHECK if it is absent).
   void SetLegalize(std::string_view name, LegalizeFn legalize);
+  // The same for a one-kernel legalization: the call becomes call_tir of its PrimFunc
+  // (op::CallKernel in relax/op/legalize_common.h).
+  void SetLegalize(std::string_view name, KernelLegalizeFn legalize);
 
  private:
   std::vector<OpInfo> ops_;  // sorted by name after construction

@@ -1,5 +1,6 @@
 // The module and Relax productions of the text parser (see text_parser.h for its promises
-// and docs/ir.md for the grammar). PrimExprs and TIR live in text_tir_parser.cc.
+// and docs/ir.md for the grammar). PrimExprs and TIR are the TIR parser's
+// (tir/text_parser.cc).
 #include "relax/text_parser.h"
 
 #include <cmath>
@@ -26,21 +27,6 @@ bool Parser::IsStructInfoKeyword(size_t offset) const {
   if (t.kind != TokenKind::kIdent) return false;
   return t.text == "Object" || t.text == "Prim" || t.text == "Shape" || t.text == "Tensor" ||
          t.text == "Tuple" || t.text == "Func";
-}
-
-size_t Parser::FindWhereClause() const {
-  int depth = 0;
-  for (size_t i = pos_; i < tokens_.size(); ++i) {
-    const Token& t = tokens_[i];
-    if (t.kind == TokenKind::kEnd) return 0;
-    if (t.kind == TokenKind::kPunct) {
-      if (t.text == "(" || t.text == "[") ++depth;
-      if (t.text == ")" || t.text == "]") --depth;
-      if (t.text == "{" && depth <= 0) return 0;
-    }
-    if (depth <= 0 && t.kind == TokenKind::kIdent && t.text == "where") return i;
-  }
-  return 0;
 }
 
 bool Parser::ValueIsMatchCast() const {
@@ -390,7 +376,8 @@ absl::StatusOr<Expr> Parser::ParseConstant() {
   KILN_RETURN_IF_ERROR(ExpectPunct("("));
   const Token& dtype_at = Peek();
   KILN_ASSIGN_OR_RETURN(DataType dtype, ParseDataType());
-  if (!dtype.is_scalar() || dtype.is_handle()) {
+  // Sub-byte constants would need packed data (tir/data_type.h); none is written in text yet.
+  if (!dtype.is_scalar() || dtype.is_handle() || dtype.is_sub_byte()) {
     return Error(dtype_at, absl::StrCat("constants of type ", dtype.ToString(), " are not supported"));
   }
   KILN_RETURN_IF_ERROR(ExpectPunct(","));
@@ -425,7 +412,7 @@ absl::StatusOr<Expr> Parser::ParseConstant() {
     if (dtype.is_floating()) {
       if (v.kind == TokenKind::kInt && IsHex(v.text) && !negative) {
         uint64_t bits = 0;
-        if (!ParseUnsignedLiteral(v.text, &bits) || (dtype.bits() < 64 && bits >> dtype.bits()) != 0) {
+        if (!tir::ParseUnsignedLiteral(v.text, &bits) || (dtype.bits() < 64 && bits >> dtype.bits()) != 0) {
           return Error(at, absl::StrCat("bit pattern ", v.text, " does not fit in ", dtype.ToString()));
         }
         Next();
@@ -462,7 +449,7 @@ absl::StatusOr<Expr> Parser::ParseConstant() {
     } else {
       if (v.kind != TokenKind::kInt) return Expected(absl::StrCat("a ", dtype.ToString(), " value"));
       uint64_t magnitude = 0;
-      bool ok = ParseUnsignedLiteral(v.text, &magnitude);
+      bool ok = tir::ParseUnsignedLiteral(v.text, &magnitude);
       int bits = dtype.bits();
       if (dtype.is_int()) {
         uint64_t limit = (uint64_t{1} << (bits - 1)) - (negative ? 0 : 1);
@@ -719,7 +706,7 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
 }  // namespace text_internal
 
 absl::StatusOr<ParsedModule> ParseModule(std::string_view text, std::string file_name) {
-  KILN_ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(text, file_name));
+  KILN_ASSIGN_OR_RETURN(std::vector<tir::Token> tokens, tir::Lex(text, file_name));
   text_internal::Parser parser(std::move(tokens), std::move(file_name));
   return parser.ParseModule();
 }

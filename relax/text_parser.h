@@ -1,5 +1,6 @@
 // Parser of the Kiln IR text format (docs/ir.md): a whole IRModule of Relax functions and
-// TIR PrimFuncs.
+// TIR PrimFuncs. PrimFuncs and PrimExprs (symbolic shapes included) are parsed by the TIR
+// parser (tir/text_parser.h), which this one extends.
 //
 // Promises:
 //  - Never crashes, hangs or recurses without bound on any input; nesting deeper than
@@ -16,25 +17,19 @@
 
 #include <string>
 #include <string_view>
-#include <unordered_map>
 
 #include "absl/status/statusor.h"
 #include "relax/ir_module.h"
+#include "tir/text_parser.h"
 
 namespace kiln::relax {
 
-inline constexpr int kMaxTextNesting = 256;
-
-struct SourceLocation {
-  std::string file;
-  int line = 0;
-  int column = 0;
-};
-
+using tir::kMaxTextNesting;
 // Where things were defined, keyed by node pointer: Relax functions (the FunctionNode),
 // PrimFuncs (the PrimFuncNode), Relax Vars (their VarNode: parameters and bindings), TIR
 // variables (tir::VarNode) and buffers (tir::BufferNode).
-using SourceMap = std::unordered_map<const void*, SourceLocation>;
+using tir::SourceLocation;
+using tir::SourceMap;
 
 struct ParsedModule {
   IRModule module;

@@ -1,5 +1,5 @@
-// The module and Relax parts of the text printer (see text_printer.h); TIR is in
-// text_tir_printer.cc.
+// The module and Relax parts of the text printer (see text_printer.h); PrimFuncs, statements
+// and PrimExprs print through the TIR printer (tir/text_printer.cc).
 #include "relax/text_printer.h"
 
 #include <cmath>
@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "relax/text_lexer.h"
 #include "relax/text_printer_impl.h"
+#include "tir/text_lexer.h"
 
 namespace kiln::relax::text_internal {
 
@@ -53,12 +53,23 @@ std::string AttrValueText(const AttrValue& value) {
   if (const auto* i = std::get_if<int64_t>(&value)) return absl::StrCat(*i);
   if (const auto* d = std::get_if<double>(&value)) return tir::FloatLiteralText(*d, 64);
   if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
-  if (const auto* s = std::get_if<std::string>(&value)) return QuoteString(*s);
+  if (const auto* s = std::get_if<std::string>(&value)) return tir::QuoteString(*s);
   if (const auto* t = std::get_if<DataType>(&value)) return t->ToString();
   const auto& v = std::get<std::vector<int64_t>>(value);
   std::string out = "[";
   for (size_t i = 0; i < v.size(); ++i) absl::StrAppend(&out, i ? ", " : "", v[i]);
   return out + "]";
+}
+
+void Printer::ResetNames() {
+  TirPrinter::ResetNames();
+  relax_used_.clear();
+}
+
+const std::string& Printer::RelaxName(const void* node, const std::string& hint) {
+  auto it = names_.find(node);
+  if (it != names_.end()) return it->second;
+  return names_.emplace(node, Unique(hint, &relax_used_)).first->second;
 }
 
 std::string Printer::VarRef(const Var& var) {
@@ -133,7 +144,7 @@ void Printer::PrintStructInfo(const StructInfo& sinfo, std::string* out) {
       }
       if (!tensor->device.empty()) {
         sep();
-        absl::StrAppend(out, "device=", QuoteString(tensor->device));
+        absl::StrAppend(out, "device=", tir::QuoteString(tensor->device));
       }
       out->push_back(')');
       return;
@@ -173,9 +184,9 @@ void Printer::PrintExprInline(const Expr& expr, std::string* out) {
     case ExprKind::kGlobalVar: absl::StrAppend(out, "@", expr.as<GlobalVarNode>()->name); return;
     case ExprKind::kOp: absl::StrAppend(out, "R.", expr.as<OpNode>()->name); return;
     case ExprKind::kExternFunc:
-      absl::StrAppend(out, "R.extern(", QuoteString(expr.as<ExternFuncNode>()->symbol), ")");
+      absl::StrAppend(out, "R.extern(", tir::QuoteString(expr.as<ExternFuncNode>()->symbol), ")");
       return;
-    case ExprKind::kStringImm: out->append(QuoteString(expr.as<StringImmNode>()->value)); return;
+    case ExprKind::kStringImm: out->append(tir::QuoteString(expr.as<StringImmNode>()->value)); return;
     case ExprKind::kShapeExpr:
       out->append("R.shape([");
       PrimList(expr.as<ShapeExprNode>()->values, out);
@@ -325,7 +336,7 @@ void Printer::PrintFunction(const FunctionNode& func, std::string_view name) {
   out_.clear();
   ++indent_;
   for (const auto& [key, value] : func.attrs) {
-    Line(absl::StrCat("attr ", IsIdentifier(key) ? key : QuoteString(key), " = ", AttrValueText(value)));
+    Line(absl::StrCat("attr ", tir::IsIdentifier(key) ? key : tir::QuoteString(key), " = ", AttrValueText(value)));
   }
   PrintSeqBody(func.body, "return");
   --indent_;

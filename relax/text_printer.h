@@ -1,4 +1,5 @@
-// Printer of the Kiln IR text format (docs/ir.md).
+// Printer of the Kiln IR text format (docs/ir.md): whole modules and Relax expressions.
+// PrimFuncs and TIR statements print through tir/text_printer.h.
 //
 // Promises: the output parses back (ParseModule) to a structurally equal module, and
 // printing that again gives the same text. Names come from the IR's name hints, made into
@@ -12,14 +13,15 @@
 #include <string_view>
 
 #include "relax/ir_module.h"
-#include "tir/stmt.h"
+#include "tir/text_printer.h"
 
 namespace kiln::relax {
 
 std::string PrintModule(const IRModule& module);
 // One Relax expression; a Function prints as `func @<name>(...) { ... }`.
 std::string PrintExpr(const Expr& expr, std::string_view function_name = "main");
-std::string PrintPrimFunc(const tir::PrimFunc& func, std::string_view name = "main");
-std::string PrintStmt(const tir::Stmt& stmt);
+// The TIR printer's, here too so that code printing modules and PrimFuncs needs one header.
+using tir::PrintPrimFunc;
+using tir::PrintStmt;
 
 }  // namespace kiln::relax

@@ -1,5 +1,6 @@
 #include "relax/well_formed.h"
 
+#include <functional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -55,6 +56,30 @@ class RelaxChecker {
     }
   }
 
+  // What can never hold at run time: a negative constant dimension, a symbolic variable
+  // whose bounds exclude every value.
+  void CheckPossible(const StructInfo& sinfo, const std::string& where) {
+    if (!sinfo.defined()) return;
+    std::function<void(const StructInfo&)> dims = [&](const StructInfo& s) {
+      std::optional<std::vector<PrimExpr>> values;
+      if (const auto* t = s.as<TensorStructInfoNode>()) values = t->shape;
+      if (const auto* shape = s.as<ShapeStructInfoNode>()) values = shape->values;
+      if (const auto* tuple = s.as<TupleStructInfoNode>()) {
+        for (const StructInfo& field : tuple->fields) dims(field);
+      }
+      for (const PrimExpr& d : values.value_or(std::vector<PrimExpr>{})) {
+        if (d.as_int() && *d.as_int() < 0) Error(absl::StrCat(where, " has the negative dimension ", *d.as_int()));
+      }
+    };
+    dims(sinfo);
+    for (const tir::Var& v : DefinableVars(sinfo)) {
+      if (v->lower_bound && v->upper_bound && *v->upper_bound < *v->lower_bound) {
+        Error(absl::StrCat(where, ": the bounds of '", v.name(), "' can never hold (", v.name(), " >= ",
+                           *v->lower_bound, " and ", v.name(), " <= ", *v->upper_bound, ")"));
+      }
+    }
+  }
+
   void CheckFunction(const FunctionNode& func) {
     auto saved_scope = in_scope_;
     auto saved_tir = tir_defined_;
@@ -67,8 +92,9 @@ class RelaxChecker {
       for (const tir::Var& v : DefinableVars(p.struct_info())) tir_defined_.insert(v.get());
     }
     for (const Var& p : func.params) {
-      CheckSymbolicUses(CollectVars(p.struct_info()),
-                        absl::StrCat("struct info of parameter '", p.name_hint(), "'"));
+      const std::string where = absl::StrCat("struct info of parameter '", p.name_hint(), "'");
+      CheckSymbolicUses(CollectVars(p.struct_info()), where);
+      CheckPossible(p.struct_info(), where);
     }
     CheckSymbolicUses(CollectVars(func.ret_struct_info), "return struct info");
     if (func.body.kind() != ExprKind::kSeqExpr) {
@@ -134,6 +160,7 @@ class RelaxChecker {
       for (const tir::Var& v : DefinableVars(binding.match_cast_sinfo)) tir_defined_.insert(v.get());
       CheckSymbolicUses(CollectVars(binding.match_cast_sinfo),
                         absl::StrCat("match_cast of '", name, "'"));
+      CheckPossible(binding.match_cast_sinfo, absl::StrCat("match_cast of '", name, "'"));
       StructInfo value_sinfo = ValueStructInfo(binding.value, name);
       if (value_sinfo.defined() &&
           CheckBaseOf(binding.match_cast_sinfo, value_sinfo, builder_.analyzer()) == BaseCheck::kNo) {

@@ -8,7 +8,8 @@
 //    bound only in a dataflow block and never used outside it.
 //  - Every GlobalVar names an entry of the module; every Op is registered.
 //  - Symbolic variables in struct info, ShapeExprs and PrimValues are defined (by a
-//    parameter's struct info or a match_cast) before use.
+//    parameter's struct info or a match_cast) before use. The struct info that defines them
+//    can hold: no negative constant dimension, no variable with upper bound < lower bound.
 //  - Every Var carries struct info, and it is provably a base of what its bound value's struct
 //    info is (re-inferred for calls; for match_cast, of the cast struct info); a function's
 //    return struct info is a base of its body's. Call arguments are leaves (A-normal form).

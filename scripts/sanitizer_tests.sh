@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs the tests that must stay clean under sanitizers, each in its own build folder and
 # building only what it needs:
-#   AddressSanitizer: executable truncation and mutation fuzzing (KILN_FUZZ_ITERATIONS),
-#                     mutation fuzzing of the IR text parser and checker (KILN_TEXT_FUZZ_SECONDS,
-#                     default 60), and every test of the IR, the graph passes, the TIR
-#                     interpreter and the schedule primitives
-#   ThreadSanitizer:  VMs on several threads sharing one executable, the thread pool
+#   AddressSanitizer + UndefinedBehaviorSanitizer (any finding fails): executable truncation
+#     and mutation fuzzing (KILN_FUZZ_ITERATIONS), the file-format readers (formats/) and file
+#     mappings (support/), mutation fuzzing of the IR text parser and checker
+#     (KILN_TEXT_FUZZ_SECONDS, default 60), every test of the IR, the graph passes, the TIR
+#     interpreter and the schedule primitives; the GGUF reader's tests, its truncation and
+#     mutation fuzzing for KILN_GGUF_FUZZ_SECONDS (default 20) per fuzz test; the tokenizer
+#     and chat template tests
+#   ThreadSanitizer: VMs on several threads sharing one executable, the thread pool
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 jobs=${KILN_JOBS:-$(nproc)}
@@ -14,19 +17,24 @@ werror=OFF
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
-configure() {  # folder sanitizer
-  [ -f "$1/build.ninja" ] || cmake -S . -B "$1" -G Ninja -DKILN_SANITIZE="$2" -DKILN_WERROR=$werror \
+configure() {  # folder sanitizers
+  cmake -S . -B "$1" -G Ninja -DKILN_SANITIZE="$2" -DKILN_WERROR=$werror \
     -DKILN_BUILD_BENCHMARKS=OFF "${launcher[@]}" >/dev/null
 }
 
-echo "sanitizers: AddressSanitizer build"
-configure build-asan address
-cmake --build build-asan -j "$jobs" --target kiln_vm_tests kiln_relax_tests kiln_tir_tests
+echo "sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer build"
+configure build-asan address,undefined
+cmake --build build-asan -j "$jobs" --target kiln_vm_tests kiln_relax_tests kiln_tir_tests kiln_formats_tests \
+  kiln_support_tests kiln_serving_tests
 ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 KILN_FUZZ_ITERATIONS=${KILN_FUZZ_ITERATIONS:-30000} \
   build-asan/tests/kiln_vm_tests --gtest_brief=1
+ASAN_OPTIONS=detect_leaks=1 build-asan/tests/kiln_support_tests --gtest_brief=1
 ASAN_OPTIONS=detect_leaks=1 KILN_FUZZ_SECONDS=${KILN_TEXT_FUZZ_SECONDS:-60} KILN_SOURCE_DIR="$PWD" \
   build-asan/tests/kiln_relax_tests --gtest_brief=1
 ASAN_OPTIONS=detect_leaks=1 KILN_SOURCE_DIR="$PWD" build-asan/tests/kiln_tir_tests --gtest_brief=1
+ASAN_OPTIONS=detect_leaks=1 KILN_FUZZ_SECONDS=${KILN_GGUF_FUZZ_SECONDS:-20} \
+  build-asan/tests/kiln_formats_tests --gtest_brief=1
+ASAN_OPTIONS=detect_leaks=1 build-asan/tests/kiln_serving_tests --gtest_brief=1
 
 echo "sanitizers: ThreadSanitizer build"
 configure build-tsan thread

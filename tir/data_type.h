@@ -4,6 +4,14 @@
 // from DLDataType without a table: int 0, uint 1, float 2, handle 3, bfloat 4, bool 6 (the
 // value later DLPack versions give kDLBool). Bool is stored in 8 bits. lanes > 1 is a SIMD
 // vector of that many elements (TIR only; tensors always have lanes == 1).
+//
+// Sub-byte integers: int1/2/4 and uint1/2/4 (bits dividing 8, so no element straddles a
+// byte). Buffers and tensors of them are packed: element i of the flat, row-major element
+// sequence lives in byte (i * bits) / 8 at bit (i * bits) % 8, low bits first -- for int4,
+// element 2k is the low nibble of byte k and element 2k + 1 the high nibble, as GGML packs
+// its 4-bit quants. n elements take StorageBytes(n) = ceil(n * bits / 8) bytes. Writing one
+// element rewrites its whole byte (read-modify-write), so two threads must never write
+// elements of the same byte at the same time.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +50,18 @@ class DataType {
   constexpr Code code() const { return code_; }
   constexpr int bits() const { return bits_; }
   constexpr int lanes() const { return lanes_; }
-  // Bytes one value of this type occupies, vectors included.
+  // Bytes one value of this type occupies on its own, vectors included (a lone int4 takes a
+  // byte); arrays of sub-byte types are packed, see StorageBytes.
   constexpr int bytes() const { return (bits_ * lanes_ + 7) / 8; }
+  // Bytes `count` values take in a packed array: ceil(count * bits * lanes / 8); for types
+  // of whole bytes that is count * bytes(). No overflow for any count >= 0 whose result
+  // fits in int64.
+  constexpr int64_t StorageBytes(int64_t count) const {
+    const int64_t bits = int64_t{bits_} * lanes_;
+    return count / 8 * bits + (count % 8 * bits + 7) / 8;
+  }
+  // A sub-byte integer type (int4, uint2, ...): packed several to a byte.
+  constexpr bool is_sub_byte() const { return (is_int() || is_uint()) && bits_ < 8; }
 
   constexpr bool is_int() const { return code_ == Code::kInt; }
   constexpr bool is_uint() const { return code_ == Code::kUInt; }

@@ -1,5 +1,6 @@
 #include "tir/expr.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -14,7 +15,13 @@ namespace kiln::tir {
 bool IsArithmetic(ExprKind kind) { return kind >= ExprKind::kAdd && kind <= ExprKind::kMax; }
 bool IsComparison(ExprKind kind) { return kind >= ExprKind::kEQ && kind <= ExprKind::kGE; }
 bool IsLogical(ExprKind kind) { return kind == ExprKind::kAnd || kind == ExprKind::kOr; }
-bool IsBinary(ExprKind kind) { return IsArithmetic(kind) || IsComparison(kind) || IsLogical(kind); }
+bool IsBitwise(ExprKind kind) {
+  return kind == ExprKind::kBitAnd || kind == ExprKind::kBitOr || kind == ExprKind::kBitXor ||
+         kind == ExprKind::kShl || kind == ExprKind::kShr;
+}
+bool IsBinary(ExprKind kind) {
+  return IsArithmetic(kind) || IsComparison(kind) || IsLogical(kind) || IsBitwise(kind);
+}
 
 const char* KindName(ExprKind kind) {
   switch (kind) {
@@ -45,6 +52,13 @@ const char* KindName(ExprKind kind) {
     case ExprKind::kRamp: return "ramp";
     case ExprKind::kBroadcast: return "broadcast";
     case ExprKind::kLet: return "let";
+    case ExprKind::kBitAnd: return "&";
+    case ExprKind::kBitOr: return "|";
+    case ExprKind::kBitXor: return "^";
+    case ExprKind::kShl: return "<<";
+    case ExprKind::kShr: return ">>";
+    case ExprKind::kBitNot: return "~";
+    case ExprKind::kReinterpret: return "reinterpret";
   }
   return "?";
 }
@@ -78,6 +92,7 @@ PrimExpr MakeBinary(ExprKind kind, PrimExpr a, PrimExpr b) {
   DataType result = a.dtype();
   if (IsComparison(kind)) result = DataType::Bool(a.dtype().lanes());
   if (IsLogical(kind)) KILN_CHECK(a.dtype().is_bool()) << KindName(kind) << " needs bool operands";
+  if (IsBitwise(kind)) KILN_CHECK(a.dtype().is_integer()) << KindName(kind) << " needs integer operands";
   return PrimExpr(std::make_shared<BinaryNode>(kind, result, std::move(a), std::move(b)));
 }
 
@@ -102,6 +117,67 @@ PrimExpr Not(PrimExpr a) {
   KILN_CHECK(a.dtype().is_bool()) << "! needs a bool operand";
   return PrimExpr(std::make_shared<NotNode>(std::move(a)));
 }
+
+PrimExpr BitAnd(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kBitAnd, std::move(a), std::move(b)); }
+PrimExpr BitOr(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kBitOr, std::move(a), std::move(b)); }
+PrimExpr BitXor(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kBitXor, std::move(a), std::move(b)); }
+PrimExpr Shl(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kShl, std::move(a), std::move(b)); }
+PrimExpr Shr(PrimExpr a, PrimExpr b) { return MakeBinary(ExprKind::kShr, std::move(a), std::move(b)); }
+
+PrimExpr BitNot(PrimExpr a) {
+  KILN_CHECK(a.dtype().is_integer()) << "~ needs an integer operand";
+  return PrimExpr(std::make_shared<BitNotNode>(std::move(a)));
+}
+
+std::string ReinterpretError(DataType from, DataType to) {
+  for (DataType t : {from, to}) {
+    if (t.is_bool() || t.is_handle()) return absl::StrCat("reinterpret does not take ", t.ToString());
+    // Sub-byte lanes have no byte order to agree on between the interpreter and LLVM.
+    if (t.bits() < 8) return absl::StrCat("reinterpret takes elements of at least 8 bits, not ", t.ToString());
+  }
+  if (from.bits() * from.lanes() != to.bits() * to.lanes()) {
+    return absl::StrCat("reinterpret from ", from.ToString(), " to ", to.ToString(), " changes the width (",
+                        from.bits() * from.lanes(), " vs ", to.bits() * to.lanes(), " bits)");
+  }
+  return "";
+}
+
+PrimExpr Reinterpret(DataType dtype, PrimExpr value) {
+  std::string error = ReinterpretError(value.dtype(), dtype);
+  KILN_CHECK(error.empty()) << error;
+  return PrimExpr(std::make_shared<ReinterpretNode>(dtype, std::move(value)));
+}
+
+int64_t WrapInt(int64_t value, DataType t) {
+  const int bits = t.is_bool() ? 1 : t.bits();
+  if (bits >= 64) return value;
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  uint64_t u = static_cast<uint64_t>(value) & mask;
+  if (t.is_int() && (u >> (bits - 1)) != 0) u |= ~mask;
+  return static_cast<int64_t>(u);
+}
+
+int64_t EvalBitwise(ExprKind kind, DataType dtype, int64_t a, int64_t b) {
+  const uint64_t ua = static_cast<uint64_t>(a);
+  // An int amount is sign-extended, so a negative one reads as huge: out of range too.
+  const uint64_t amount = static_cast<uint64_t>(b);
+  const uint64_t bits = static_cast<uint64_t>(dtype.bits());
+  switch (kind) {
+    case ExprKind::kBitAnd: return WrapInt(a & b, dtype);
+    case ExprKind::kBitOr: return WrapInt(a | b, dtype);
+    case ExprKind::kBitXor: return WrapInt(a ^ b, dtype);
+    case ExprKind::kShl: return amount >= bits ? 0 : WrapInt(static_cast<int64_t>(ua << amount), dtype);
+    case ExprKind::kShr:
+      // `a` is held extended to 64 bits, so a 64-bit shift gives the narrow result.
+      if (dtype.is_int()) return a >> std::min<uint64_t>(amount, bits - 1);
+      return amount >= bits ? 0 : static_cast<int64_t>(ua >> amount);
+    default: break;
+  }
+  KILN_CHECK(false) << "EvalBitwise of " << KindName(kind);
+  return 0;
+}
+
+int64_t EvalBitNot(DataType dtype, int64_t a) { return WrapInt(~a, dtype); }
 
 PrimExpr Select(PrimExpr condition, PrimExpr true_value, PrimExpr false_value) {
   KILN_CHECK(condition.dtype().is_bool()) << "select condition must be bool";
@@ -180,25 +256,33 @@ PrimExpr operator*(int64_t a, PrimExpr b) { PrimExpr lit = LiteralLike(b, a); re
 namespace {
 
 // Binding strength of an infix form; higher binds tighter. Function-call forms are atoms.
+// The levels are C's: || < && < | < ^ < & < comparisons < << >> < + - < * / < unary.
+constexpr int kUnaryPrecedence = 10;
+constexpr int kAtomPrecedence = 11;
+
 int Precedence(const PrimExpr& e) {
   switch (e.kind()) {
     case ExprKind::kOr: return 1;
     case ExprKind::kAnd: return 2;
+    case ExprKind::kBitOr: return 3;
+    case ExprKind::kBitXor: return 4;
+    case ExprKind::kBitAnd: return 5;
     case ExprKind::kEQ: case ExprKind::kNE: case ExprKind::kLT:
-    case ExprKind::kLE: case ExprKind::kGT: case ExprKind::kGE: return 3;
-    case ExprKind::kAdd: case ExprKind::kSub: return 4;
-    case ExprKind::kMul: case ExprKind::kDiv: return 5;
-    case ExprKind::kNot: return 6;
+    case ExprKind::kLE: case ExprKind::kGT: case ExprKind::kGE: return 6;
+    case ExprKind::kShl: case ExprKind::kShr: return 7;
+    case ExprKind::kAdd: case ExprKind::kSub: return 8;
+    case ExprKind::kMul: case ExprKind::kDiv: return 9;
+    case ExprKind::kNot: case ExprKind::kBitNot: return kUnaryPrecedence;
     case ExprKind::kLet: return 0;
     case ExprKind::kIntImm: {
       const auto* imm = e.as<IntImmNode>();
-      return imm->value < 0 && imm->dtype() == DataType::Int64() ? 6 : 7;
+      return imm->value < 0 && imm->dtype() == DataType::Int64() ? kUnaryPrecedence : kAtomPrecedence;
     }
     case ExprKind::kFloatImm: {
       const auto* imm = e.as<FloatImmNode>();
-      return imm->value < 0 && imm->dtype() == DataType::Float32() ? 6 : 7;
+      return imm->value < 0 && imm->dtype() == DataType::Float32() ? kUnaryPrecedence : kAtomPrecedence;
     }
-    default: return 7;
+    default: return kAtomPrecedence;
   }
 }
 
@@ -259,7 +343,20 @@ void Print(const PrimExpr& e, PrimExprNamer& namer, std::string* out) {
     case ExprKind::kNot: {
       out->push_back('!');
       const PrimExpr& a = e.as<NotNode>()->a;
-      PrintOperand(a, Precedence(a) < 6, namer, out);
+      PrintOperand(a, Precedence(a) < kUnaryPrecedence, namer, out);
+      return;
+    }
+    case ExprKind::kBitNot: {
+      out->push_back('~');
+      const PrimExpr& a = e.as<BitNotNode>()->a;
+      PrintOperand(a, Precedence(a) < kUnaryPrecedence, namer, out);
+      return;
+    }
+    case ExprKind::kReinterpret: {
+      const auto* r = e.as<ReinterpretNode>();
+      absl::StrAppend(out, "reinterpret(", r->dtype().ToString(), ", ");
+      Print(r->value, namer, out);
+      out->push_back(')');
       return;
     }
     case ExprKind::kSelect: {

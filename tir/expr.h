@@ -9,10 +9,27 @@
 //  - FloorDiv/FloorMod round toward negative infinity (floormod has the divisor's sign).
 //    Division by zero is undefined. Div is true division and is meant for floats; integer
 //    index arithmetic uses FloorDiv.
+//  - Floating point follows IEEE 754 except for Min/Max, which propagate NaN as NumPy's
+//    np.minimum/np.maximum do: if either operand is NaN the result is NaN (either operand's
+//    NaN; the payload is unspecified), otherwise the smaller/larger operand (between -0.0
+//    and +0.0 either may be returned). So max(x, 0) is NaN for a NaN x, and a max/min
+//    reduction over values containing a NaN is NaN whatever the order of the combines.
+//    Comparisons are IEEE (false for a NaN operand, except !=).
 //  - Both operands of a binary node have the same dtype; comparisons and And/Or/Not yield
 //    bool (with the operands' lanes). Evaluation has no side effects, so order is free.
 //  - Call names a pure math intrinsic (see IsMathIntrinsic), whose dtype is its first
 //    argument's, or an intrinsic of lowered TIR (tir/intrinsics.h), typed by its signature.
+//  - Bit operations (BitAnd, BitOr, BitXor, BitNot, Shl, Shr) take integer operands (int or
+//    uint of any width and lanes; both operands of one type) and work on the two's
+//    complement bits of the value. Shr is arithmetic (copies the sign bit) for int and
+//    logical (shifts in zeros) for uint. Shl never overflows: bits shifted out are lost.
+//    A shift amount outside [0, bits) -- negative ones included -- shifts every bit out:
+//    Shl and uint Shr give 0, int Shr gives 0 or -1 by the sign of the value. (This is
+//    the arithmetic meaning of x * 2^k and floor(x / 2^k), and unlike C and LLVM it is
+//    never undefined; the interpreter, the simplifier and the LLVM emitter all implement
+//    it, see EvalBitwise.)
+//  - Reinterpret reads the bits of a value as another type of the same total width
+//    (uint16 -> float16, int32x4 -> float32x4, float32x2 -> int64); bool is not allowed.
 #pragma once
 
 #include <cstdint>
@@ -58,13 +75,23 @@ enum class ExprKind : uint8_t {
   kRamp,
   kBroadcast,
   kLet,
+  // Bit operations on integers (BinaryNode, the operands' type). Appended, so that the
+  // numbers of the kinds above (which hashes mix in) stay as they were.
+  kBitAnd,
+  kBitOr,
+  kBitXor,
+  kShl,
+  kShr,
+  kBitNot,       // BitNotNode
+  kReinterpret,  // ReinterpretNode
 };
 
 bool IsArithmetic(ExprKind kind);  // kAdd .. kMax
 bool IsComparison(ExprKind kind);  // kEQ .. kGE
 bool IsLogical(ExprKind kind);     // kAnd, kOr
-bool IsBinary(ExprKind kind);      // any of the three above
-// "+", "floordiv", "==", "&&", ... as the text format writes it.
+bool IsBitwise(ExprKind kind);     // kBitAnd, kBitOr, kBitXor, kShl, kShr (binary ones)
+bool IsBinary(ExprKind kind);      // any of the four above
+// "+", "floordiv", "==", "&&", "<<", "~", ... as the text format writes it.
 const char* KindName(ExprKind kind);
 
 class PrimExprNode {
@@ -158,6 +185,13 @@ class NotNode : public PrimExprNode {
   const PrimExpr a;
 };
 
+// `~a`: every bit of the integer `a` flipped.
+class BitNotNode : public PrimExprNode {
+ public:
+  explicit BitNotNode(PrimExpr a) : PrimExprNode(ExprKind::kBitNot, a.dtype()), a(std::move(a)) {}
+  const PrimExpr a;
+};
+
 class SelectNode : public PrimExprNode {
  public:
   SelectNode(PrimExpr condition, PrimExpr true_value, PrimExpr false_value)
@@ -173,6 +207,14 @@ class SelectNode : public PrimExprNode {
 class CastNode : public PrimExprNode {
  public:
   CastNode(DataType dtype, PrimExpr value) : PrimExprNode(ExprKind::kCast, dtype), value(std::move(value)) {}
+  const PrimExpr value;
+};
+
+// The bits of `value` read as `dtype` (same total width).
+class ReinterpretNode : public PrimExprNode {
+ public:
+  ReinterpretNode(DataType dtype, PrimExpr value)
+      : PrimExprNode(ExprKind::kReinterpret, dtype), value(std::move(value)) {}
   const PrimExpr value;
 };
 
@@ -270,6 +312,16 @@ PrimExpr GE(PrimExpr a, PrimExpr b);
 PrimExpr And(PrimExpr a, PrimExpr b);
 PrimExpr Or(PrimExpr a, PrimExpr b);
 PrimExpr Not(PrimExpr a);
+PrimExpr BitAnd(PrimExpr a, PrimExpr b);
+PrimExpr BitOr(PrimExpr a, PrimExpr b);
+PrimExpr BitXor(PrimExpr a, PrimExpr b);
+PrimExpr Shl(PrimExpr a, PrimExpr b);
+PrimExpr Shr(PrimExpr a, PrimExpr b);
+PrimExpr BitNot(PrimExpr a);
+// Checks that the widths agree and neither side is bool or handle.
+PrimExpr Reinterpret(DataType dtype, PrimExpr value);
+// Why `from` cannot be reinterpreted as `to`, or "" if it can (for callers reporting a Status).
+std::string ReinterpretError(DataType from, DataType to);
 PrimExpr Select(PrimExpr condition, PrimExpr true_value, PrimExpr false_value);
 PrimExpr Cast(DataType dtype, PrimExpr value);
 PrimExpr Call(std::string op, std::vector<PrimExpr> args);
@@ -280,6 +332,18 @@ PrimExpr Let(Var var, PrimExpr value, PrimExpr body);
 // The math intrinsics Call may name: exp, log, sqrt, rsqrt, tanh, sigmoid, erf, fabs,
 // floor, ceil, round, pow, sin, cos.
 bool IsMathIntrinsic(std::string_view name);
+
+// `value` wrapped to the integer (or bool: 1 bit) type `t` as an IntImm of `t` holds it:
+// modulo 2^bits, sign-extended for int, zero-extended for uint and bool.
+int64_t WrapInt(int64_t value, DataType t);
+
+// The value of `a kind b` for a bitwise kind (IsBitwise) on scalars of the integer type
+// `dtype`, the operands held as an IntImm holds them (sign-extended for int, zero-extended
+// for uint); the result is held the same way. Implements the semantics above, shift
+// amounts out of range included. The interpreter and the simplifier both fold with it.
+int64_t EvalBitwise(ExprKind kind, DataType dtype, int64_t a, int64_t b);
+// `~a` likewise.
+int64_t EvalBitNot(DataType dtype, int64_t a);
 
 // Operators build nodes without simplifying (the analyzer simplifies). An integer literal
 // on either side takes the other side's dtype.
@@ -297,8 +361,8 @@ PrimExpr operator*(int64_t a, PrimExpr b);
 // `cast(float32, x)`, `float64(1.5)`. Parenthesizes only where precedence needs it.
 std::string ToString(const PrimExpr& expr);
 
-// How a printer names variables and buffers. The default uses their own names; the module
-// printer (relax/text_printer.h) makes them unique within a function.
+// How a printer names variables and buffers. The default uses their own names; the text
+// printer (tir/text_printer.h) makes them unique within a function.
 class PrimExprNamer {
  public:
   virtual ~PrimExprNamer() = default;

@@ -63,16 +63,6 @@ struct Value {
 
 bool IsFloatType(DataType t) { return t.is_floating(); }
 
-// Wraps an integer to the width and signedness of `t` (bool wraps mod 2, like i1).
-int64_t WrapInt(int64_t v, DataType t) {
-  const int bits = t.is_bool() ? 1 : t.bits();
-  if (bits >= 64) return v;
-  const uint64_t mask = (uint64_t{1} << bits) - 1;
-  uint64_t u = static_cast<uint64_t>(v) & mask;
-  if (t.is_int() && (u >> (bits - 1)) != 0) u |= ~mask;
-  return static_cast<int64_t>(u);
-}
-
 // Rounds `x` to the nearest value (ties to even) of a binary format with `precision`
 // significand bits, smallest normal exponent `min_exp`, largest finite value `max_finite`.
 double RoundToFormat(double x, int precision, int min_exp, double max_finite) {
@@ -142,6 +132,7 @@ uint16_t DoubleToBFloatBits(double x) {
 bool SupportedElement(DataType t) {
   if (t.lanes() != 1) return false;
   if (t.is_bool()) return true;
+  if (t.is_sub_byte()) return 8 % t.bits() == 0;
   if (t.is_integer()) return t.bits() == 8 || t.bits() == 16 || t.bits() == 32 || t.bits() == 64;
   if (t.is_float()) return t.bits() == 16 || t.bits() == 32 || t.bits() == 64;
   if (t.is_bfloat()) return t.bits() == 16;
@@ -221,7 +212,7 @@ struct BufferState {
   std::vector<int64_t> shape;
   std::vector<int64_t> strides;  // in elements
   uint8_t* data = nullptr;
-  int64_t capacity = 0;  // elements addressable from data
+  int64_t capacity = 0;  // elements addressable from data (packed for sub-byte types)
   bool read_only = false;
   std::unique_ptr<uint8_t[]> owned;
 };
@@ -439,7 +430,7 @@ class Interpreter {
         elements += span * state.strides[k];
       }
     }
-    const int64_t bytes = elements * node->dtype.bytes();
+    const int64_t bytes = node->dtype.StorageBytes(elements);
     if (elements > limit || allocated_bytes_ + bytes > options_.max_allocation_bytes) {
       Fail(absl::ResourceExhaustedError(absl::StrCat("buffer ", node->name, " needs more than the ",
                                                      options_.max_allocation_bytes, " bytes the interpreter allows")));
@@ -457,16 +448,16 @@ class Interpreter {
   void Release(const Buffer& buffer) {
     auto it = buffers_.find(buffer.get());
     if (it == buffers_.end()) return;
-    allocated_bytes_ -= it->second.capacity * it->second.dtype.bytes();
+    allocated_bytes_ -= it->second.dtype.StorageBytes(it->second.capacity);
     buffers_.erase(it);
   }
 
-  // The byte address of lane `l` of `indices` in `buffer`, or nullptr after an error.
-  uint8_t* Address(const BufferState& buffer, const std::vector<Value>& indices, int l) {
+  // The element offset of lane `l` of `indices` in `buffer`, or -1 after an error.
+  int64_t Address(const BufferState& buffer, const std::vector<Value>& indices, int l) {
     if (indices.size() != buffer.shape.size()) {
       Undefined(absl::StrCat("buffer ", buffer.node->name, " of rank ", buffer.shape.size(), " indexed with ",
                              indices.size(), " indices"));
-      return nullptr;
+      return -1;
     }
     int64_t offset = 0;
     for (size_t k = 0; k < indices.size(); ++k) {
@@ -475,16 +466,40 @@ class Interpreter {
       if (i < 0 || i >= buffer.shape[k]) {
         Undefined(absl::StrCat("buffer ", buffer.node->name, ": index ", i, " is outside [0, ", buffer.shape[k],
                                ") in dimension ", k));
-        return nullptr;
+        return -1;
       }
       offset += i * buffer.strides[k];
     }
     if (offset >= buffer.capacity) {
       Undefined(absl::StrCat("buffer ", buffer.node->name, ": element ", offset, " is outside its ", buffer.capacity,
                              " elements"));
-      return nullptr;
+      return -1;
     }
-    return buffer.data + offset * buffer.dtype.bytes();
+    return offset;
+  }
+
+  // Sub-byte elements are packed low bits first (tir/data_type.h): a load shifts and
+  // masks its byte, a store rewrites its byte keeping the other elements' bits.
+  static Lane LoadAt(const BufferState& buffer, int64_t offset) {
+    const DataType t = buffer.dtype;
+    if (!t.is_sub_byte()) return ReadElement(buffer.data + offset * t.bytes(), t);
+    const int64_t bit = offset * t.bits();
+    const unsigned mask = (1u << t.bits()) - 1;
+    const unsigned value = (buffer.data[bit / 8] >> (bit % 8)) & mask;
+    return IntLane(WrapInt(value, t));
+  }
+
+  static void StoreAt(const BufferState& buffer, int64_t offset, Lane v) {
+    const DataType t = buffer.dtype;
+    if (!t.is_sub_byte()) {
+      WriteElement(buffer.data + offset * t.bytes(), t, v);
+      return;
+    }
+    const int64_t bit = offset * t.bits();
+    const unsigned shift = static_cast<unsigned>(bit % 8);
+    const unsigned mask = ((1u << t.bits()) - 1) << shift;
+    uint8_t& byte = buffer.data[bit / 8];
+    byte = static_cast<uint8_t>((byte & ~mask) | ((static_cast<unsigned>(v.i) << shift) & mask));
   }
 
   std::vector<Value> EvalIndices(const std::vector<PrimExpr>& indices) {
@@ -533,6 +548,29 @@ class Interpreter {
         for (int l = 0; l < r.count(); ++l) r.set(l, IntLane(a.at(l).i == 0 ? 1 : 0));
         return r;
       }
+      case ExprKind::kBitNot: {
+        Value a = Eval(static_cast<const BitNotNode*>(e.get())->a);
+        Value r(e.dtype());
+        for (int l = 0; l < r.count(); ++l) r.set(l, IntLane(EvalBitNot(e.dtype(), a.at(l).i)));
+        return r;
+      }
+      case ExprKind::kReinterpret: {
+        // Through memory, as a bit cast is: the lanes of the value little-endian one after
+        // the other, read back as lanes of the new type.
+        const auto* node = static_cast<const ReinterpretNode*>(e.get());
+        Value a = Eval(node->value);
+        const DataType from = node->value.dtype().element_of();
+        const DataType to = e.dtype().element_of();
+        if (!SupportedElement(from) || !SupportedElement(to) || from.is_bool() || to.is_bool()) {
+          Unsupported(absl::StrCat("reinterpret from ", node->value.dtype().ToString(), " to ", e.dtype().ToString()));
+          return Value(e.dtype());
+        }
+        std::vector<uint8_t> bytes(static_cast<size_t>(node->value.dtype().bytes()));
+        for (int l = 0; l < a.count(); ++l) WriteElement(bytes.data() + l * from.bytes(), from, a.at(l));
+        Value r(e.dtype());
+        for (int l = 0; l < r.count(); ++l) r.set(l, ReadElement(bytes.data() + l * to.bytes(), to));
+        return r;
+      }
       case ExprKind::kSelect: {
         const auto* s = static_cast<const SelectNode*>(e.get());
         // Both sides are evaluated: TIR expressions have no effects, and generated code does
@@ -561,8 +599,8 @@ class Interpreter {
         if (buffer == nullptr) return r;
         std::vector<Value> indices = EvalIndices(load->indices);
         for (int l = 0; l < r.count() && ok(); ++l) {
-          const uint8_t* p = Address(*buffer, indices, l);
-          if (p != nullptr) r.set(l, ReadElement(p, buffer->dtype));
+          const int64_t offset = Address(*buffer, indices, l);
+          if (offset >= 0) r.set(l, LoadAt(*buffer, offset));
         }
         return r;
       }
@@ -715,8 +753,9 @@ class Interpreter {
           const double q = std::floor(RoundFloat(x / y, t));
           return FloatLane(RoundFloat(x - RoundFloat(q * y, t), t));
         }
-        case ExprKind::kMin: return FloatLane(x < y ? x : y);
-        case ExprKind::kMax: return FloatLane(x > y ? x : y);
+        // NaN-propagating (tir/expr.h): a NaN operand is the result.
+        case ExprKind::kMin: return FloatLane(std::isnan(x) ? x : std::isnan(y) ? y : x < y ? x : y);
+        case ExprKind::kMax: return FloatLane(std::isnan(x) ? x : std::isnan(y) ? y : x > y ? x : y);
         case ExprKind::kEQ: return IntLane(x == y);
         case ExprKind::kNE: return IntLane(x != y);
         case ExprKind::kLT: return IntLane(x < y);
@@ -774,6 +813,10 @@ class Interpreter {
       case ExprKind::kLE: return IntLane(!less(y, x));
       case ExprKind::kGT: return IntLane(less(y, x));
       case ExprKind::kGE: return IntLane(!less(x, y));
+      case ExprKind::kBitAnd: case ExprKind::kBitOr: case ExprKind::kBitXor:
+      case ExprKind::kShl: case ExprKind::kShr:
+        if (t.is_bool()) break;
+        return IntLane(EvalBitwise(kind, t, x, y));
       default: break;
     }
     Unsupported(absl::StrCat("operator ", KindName(kind), " on ", t.ToString()));
@@ -827,8 +870,8 @@ class Interpreter {
         Value value = Eval(store->value);
         std::vector<Value> indices = EvalIndices(store->indices);
         for (int l = 0; l < value.count() && ok(); ++l) {
-          uint8_t* p = Address(*buffer, indices, l);
-          if (p != nullptr) WriteElement(p, buffer->dtype, value.at(l));
+          const int64_t offset = Address(*buffer, indices, l);
+          if (offset >= 0) StoreAt(*buffer, offset, value.at(l));
         }
         return;
       }

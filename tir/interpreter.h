@@ -7,13 +7,16 @@
 //    iteration variables to their values, skip when the predicate is false, and run `init`
 //    when every reduction variable is 0. Allocate and a block's alloc_buffers get fresh,
 //    zero-filled storage for their lifetime.
-//  - Element types: bool, int8..int64, uint8..uint64, float16, bfloat16, float32, float64,
-//    and vectors of them (Ramp, Broadcast, vector loads and stores). Integer arithmetic
+//  - Element types: bool, int8..int64, uint8..uint64, the packed sub-byte int1/2/4 and
+//    uint1/2/4 (tir/data_type.h), float16, bfloat16, float32, float64, and vectors of them (Ramp, Broadcast, vector loads and stores). Integer arithmetic
 //    wraps to the dtype's width; float arithmetic rounds to the dtype after every operation
 //    (float32 math is float32 math, as in generated code); Div truncates for integers;
 //    FloorDiv/FloorMod round toward negative infinity; float min/max are select(a < b, a, b)
 //    / select(a > b, a, b); math intrinsics (tir::IsMathIntrinsic) use the C library in the
-//    argument's precision (float16 through float), `round` rounds half to even.
+//    argument's precision (float16 through float), `round` rounds half to even. Bit
+//    operations and out-of-range shifts follow tir/expr.h (tir::EvalBitwise); Reinterpret
+//    goes through the little-endian bytes of the value (a float16/bfloat16 NaN comes out as
+//    the canonical quiet NaN: its payload is not kept).
 //  - Parameters bind as a generated kernel's prologue does: a buffer's constant dims must
 //    match its argument, a symbolic dim is bound at its first occurrence and checked at the
 //    others, compound dims are checked once everything is bound, and explicit strides bind
@@ -43,7 +46,8 @@
 namespace kiln::tir {
 
 // A dense, compact row-major array in host memory that the caller owns; `data` holds
-// numel * dtype.bytes() bytes, little-endian (bool: one byte, 0 or 1).
+// dtype.StorageBytes(numel) bytes, little-endian (bool: one byte, 0 or 1; sub-byte types
+// packed, low bits first).
 struct HostBuffer {
   DataType dtype;
   std::vector<int64_t> shape;

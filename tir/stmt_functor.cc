@@ -16,6 +16,8 @@ decltype(auto) DispatchExpr(const PrimExpr& expr, Visit&& visit) {
     case ExprKind::kFloatImm: return visit(static_cast<const FloatImmNode*>(node));
     case ExprKind::kVar: return visit(static_cast<const VarNode*>(node));
     case ExprKind::kNot: return visit(static_cast<const NotNode*>(node));
+    case ExprKind::kBitNot: return visit(static_cast<const BitNotNode*>(node));
+    case ExprKind::kReinterpret: return visit(static_cast<const ReinterpretNode*>(node));
     case ExprKind::kSelect: return visit(static_cast<const SelectNode*>(node));
     case ExprKind::kCast: return visit(static_cast<const CastNode*>(node));
     case ExprKind::kCall: return visit(static_cast<const CallNode*>(node));
@@ -83,6 +85,8 @@ void StmtExprVisitor::VisitExpr_(const BinaryNode* op, const PrimExpr&) {
 }
 
 void StmtExprVisitor::VisitExpr_(const NotNode* op, const PrimExpr&) { VisitExpr(op->a); }
+void StmtExprVisitor::VisitExpr_(const BitNotNode* op, const PrimExpr&) { VisitExpr(op->a); }
+void StmtExprVisitor::VisitExpr_(const ReinterpretNode* op, const PrimExpr&) { VisitExpr(op->value); }
 
 void StmtExprVisitor::VisitExpr_(const SelectNode* op, const PrimExpr&) {
   VisitExpr(op->condition);
@@ -243,6 +247,18 @@ PrimExpr StmtExprMutator::VisitExpr_(const NotNode* op, const PrimExpr& self) {
   PrimExpr a = VisitExpr(op->a);
   if (a.same_as(op->a)) return self;
   return Not(std::move(a));
+}
+
+PrimExpr StmtExprMutator::VisitExpr_(const BitNotNode* op, const PrimExpr& self) {
+  PrimExpr a = VisitExpr(op->a);
+  if (a.same_as(op->a)) return self;
+  return BitNot(std::move(a));
+}
+
+PrimExpr StmtExprMutator::VisitExpr_(const ReinterpretNode* op, const PrimExpr& self) {
+  PrimExpr value = VisitExpr(op->value);
+  if (value.same_as(op->value)) return self;
+  return Reinterpret(op->dtype(), std::move(value));
 }
 
 PrimExpr StmtExprMutator::VisitExpr_(const SelectNode* op, const PrimExpr& self) {

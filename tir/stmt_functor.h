@@ -43,6 +43,8 @@ class StmtExprVisitor {
   virtual void VisitExpr_(const VarNode* op, const PrimExpr& self);
   virtual void VisitExpr_(const BinaryNode* op, const PrimExpr& self);
   virtual void VisitExpr_(const NotNode* op, const PrimExpr& self);
+  virtual void VisitExpr_(const BitNotNode* op, const PrimExpr& self);
+  virtual void VisitExpr_(const ReinterpretNode* op, const PrimExpr& self);
   virtual void VisitExpr_(const SelectNode* op, const PrimExpr& self);
   virtual void VisitExpr_(const CastNode* op, const PrimExpr& self);
   virtual void VisitExpr_(const CallNode* op, const PrimExpr& self);
@@ -86,6 +88,8 @@ class StmtExprMutator {
   virtual PrimExpr VisitExpr_(const VarNode* op, const PrimExpr& self);
   virtual PrimExpr VisitExpr_(const BinaryNode* op, const PrimExpr& self);
   virtual PrimExpr VisitExpr_(const NotNode* op, const PrimExpr& self);
+  virtual PrimExpr VisitExpr_(const BitNotNode* op, const PrimExpr& self);
+  virtual PrimExpr VisitExpr_(const ReinterpretNode* op, const PrimExpr& self);
   virtual PrimExpr VisitExpr_(const SelectNode* op, const PrimExpr& self);
   virtual PrimExpr VisitExpr_(const CastNode* op, const PrimExpr& self);
   virtual PrimExpr VisitExpr_(const CallNode* op, const PrimExpr& self);

@@ -123,6 +123,10 @@ bool StructuralEqualizer::Expr(const PrimExpr& a, const PrimExpr& b, bool define
       return VarEqual(a.as<VarNode>(), b.as<VarNode>(), define);
     case ExprKind::kNot:
       return Expr(a.as<NotNode>()->a, b.as<NotNode>()->a, define) || At("a");
+    case ExprKind::kBitNot:
+      return Expr(a.as<BitNotNode>()->a, b.as<BitNotNode>()->a, define) || At("a");
+    case ExprKind::kReinterpret:
+      return Expr(a.as<ReinterpretNode>()->value, b.as<ReinterpretNode>()->value, define) || At("value");
     case ExprKind::kSelect: {
       const auto* x = a.as<SelectNode>();
       const auto* y = b.as<SelectNode>();

@@ -89,6 +89,10 @@ uint64_t StructuralHasher::Expr(const PrimExpr& expr, bool define) {
       return Mix({head, VarUse(expr.as<VarNode>(), define)});
     case ExprKind::kNot:
       return Mix({head, Expr(expr.as<NotNode>()->a, define)});
+    case ExprKind::kBitNot:
+      return Mix({head, Expr(expr.as<BitNotNode>()->a, define)});
+    case ExprKind::kReinterpret:
+      return Mix({head, Expr(expr.as<ReinterpretNode>()->value, define)});
     case ExprKind::kSelect: {
       const auto* x = expr.as<SelectNode>();
       uint64_t c = Expr(x->condition, define);

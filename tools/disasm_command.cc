@@ -2,7 +2,7 @@
 #include <cstring>
 #include <string>
 
-#include "support/file_io.h"
+#include "support/mapped_file.h"
 #include "tools/commands.h"
 #include "vm/disassembler.h"
 #include "vm/executable.h"
@@ -13,16 +13,17 @@ int DisasmCommand(int argc, char** argv) {
   if (argc != 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::fprintf(argc == 2 ? stdout : stderr,
                  "usage: kiln disasm FILE.kx\n\n"
-                 "Prints an executable's tables (constants, builtins, kernels) and the bytecode of\n"
-                 "every function. The file is decoded and verified, but no kernel object is loaded.\n");
+                 "Prints an executable's tables (target CPU, constants, external weights, builtins,\n"
+                 "kernels) and the bytecode of every function.\n"
+                 "The file is decoded and verified, but no kernel object is loaded and the CPU is not checked.\n");
     return argc == 2 ? 0 : 2;
   }
-  absl::StatusOr<std::string> bytes = support::ReadFile(argv[1]);
-  if (!bytes.ok()) {
-    std::fprintf(stderr, "kiln disasm: %s\n", std::string(bytes.status().message()).c_str());
+  absl::StatusOr<std::shared_ptr<const support::MappedFile>> image = support::MappedFile::Open(argv[1]);
+  if (!image.ok()) {
+    std::fprintf(stderr, "kiln disasm: %s\n", std::string(image.status().message()).c_str());
     return 1;
   }
-  absl::StatusOr<vm::Executable::Contents> contents = vm::Executable::Decode(*bytes);
+  absl::StatusOr<vm::Executable::Contents> contents = vm::Executable::Decode(*image);
   if (!contents.ok()) {
     std::fprintf(stderr, "kiln disasm: %s: %s\n", argv[1], std::string(contents.status().message()).c_str());
     return 1;

@@ -7,7 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "vm/npy.h"
+#include "tools/npy_tensor.h"
 
 namespace kiln::tools {
 namespace {
@@ -25,21 +25,23 @@ absl::StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
   return shape;
 }
 
-template <typename T>
-void Fill(vm::Tensor& t, const std::string& mode, uint64_t seed, uint64_t int_range = 10) {
-  T* data = t.data_as<T>();
+// Uniform in [-1, 1) for floats, [0, 10) for integers, {0, 1} for bool; seeded.
+absl::Status Fill(vm::Tensor& t, const std::string& mode, uint64_t seed) {
+  DLDataType d = t.dtype();
+  bool is_float = d.code == kDLFloat || d.code == kDLBfloat;
+  uint64_t int_range = d.code == vm::kDTypeBool ? 2 : 10;
   std::mt19937_64 rng(seed);
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (mode == "zeros") {
-      data[i] = T(0);
-    } else if (mode == "ones") {
-      data[i] = T(1);
-    } else if constexpr (std::is_floating_point_v<T>) {
-      data[i] = static_cast<T>(std::uniform_real_distribution<double>(-1.0, 1.0)(rng));
-    } else {
-      data[i] = static_cast<T>(rng() % int_range);
+    double value = mode == "zeros" ? 0.0
+                   : mode == "ones" ? 1.0
+                   : is_float       ? std::uniform_real_distribution<double>(-1.0, 1.0)(rng)
+                                    : static_cast<double>(rng() % int_range);
+    if (!vm::StoreElementFromDouble(t.data(), d, i, value)) {
+      return absl::InvalidArgumentError(absl::StrCat("generated inputs of type ", vm::DTypeToString(d),
+                                                     " are not supported; use a .npy file"));
     }
   }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -47,7 +49,7 @@ void Fill(vm::Tensor& t, const std::string& mode, uint64_t seed, uint64_t int_ra
 absl::StatusOr<vm::Value> ParseInputSpec(const std::string& spec) {
   std::vector<std::string> parts = absl::StrSplit(spec, ':');
   if (parts.size() == 1) {
-    absl::StatusOr<vm::Tensor> t = vm::ReadNpy(spec);
+    absl::StatusOr<vm::Tensor> t = ReadNpyTensor(spec);
     if (!t.ok()) return t.status();
     return vm::Value(*t);
   }
@@ -57,9 +59,20 @@ absl::StatusOr<vm::Value> ParseInputSpec(const std::string& spec) {
     if (!absl::SimpleAtoi(parts[1], &v)) return absl::InvalidArgumentError(absl::StrCat("bad int input '", spec, "'"));
     return vm::Value(v);
   }
+  if (mode == "float" && parts.size() == 2) {
+    double v;
+    if (!absl::SimpleAtod(parts[1], &v)) return absl::InvalidArgumentError(absl::StrCat("bad float input '", spec, "'"));
+    return vm::Value(v);
+  }
+  if (mode == "bool" && parts.size() == 2) {
+    if (parts[1] == "true" || parts[1] == "1") return vm::Value(true);
+    if (parts[1] == "false" || parts[1] == "0") return vm::Value(false);
+    return absl::InvalidArgumentError(absl::StrCat("bad bool input '", spec, "' (expected bool:true or bool:false)"));
+  }
   if ((mode != "random" && mode != "zeros" && mode != "ones") || parts.size() < 3 || parts.size() > 4) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "bad input '", spec, "': expected FILE.npy, random:SHAPE:DTYPE[:SEED], zeros:SHAPE:DTYPE, ones:SHAPE:DTYPE or int:VALUE"));
+        "bad input '", spec, "': expected FILE.npy, random:SHAPE:DTYPE[:SEED], zeros:SHAPE:DTYPE, ones:SHAPE:DTYPE, "
+        "int:VALUE, float:VALUE or bool:true|false"));
   }
   absl::StatusOr<std::vector<int64_t>> shape = ParseShape(parts[1]);
   if (!shape.ok()) return shape.status();
@@ -71,13 +84,8 @@ absl::StatusOr<vm::Value> ParseInputSpec(const std::string& spec) {
   }
   absl::StatusOr<vm::Tensor> t = vm::Tensor::Empty(*shape, *dtype);
   if (!t.ok()) return t.status();
-  DLDataType d = *dtype;
-  if (d.code == kDLFloat && d.bits == 32) Fill<float>(*t, mode, seed);
-  else if (d.code == kDLFloat && d.bits == 64) Fill<double>(*t, mode, seed);
-  else if (d.code == kDLInt && d.bits == 64) Fill<int64_t>(*t, mode, seed);
-  else if (d.code == kDLInt && d.bits == 32) Fill<int32_t>(*t, mode, seed);
-  else if (d.bits == 8) Fill<uint8_t>(*t, mode, seed, d.code == vm::kDTypeBool ? 2 : 10);
-  else return absl::InvalidArgumentError(absl::StrCat("generated inputs of type ", vm::DTypeToString(d), " are not supported; use a .npy file"));
+  absl::Status filled = Fill(*t, mode, seed);
+  if (!filled.ok()) return filled;
   return vm::Value(*t);
 }
 

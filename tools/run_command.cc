@@ -13,7 +13,7 @@
 #include "builtins/openblas_library.h"
 #include "tools/commands.h"
 #include "tools/input_spec.h"
-#include "vm/npy.h"
+#include "tools/npy_tensor.h"
 #include "vm/virtual_machine.h"
 
 namespace kiln::tools {
@@ -30,24 +30,23 @@ constexpr const char* kUsage =
     "                       FILE.npy                a NumPy array\n"
     "                       random:7x784:f32[:SEED] uniform random data (floats in [-1, 1))\n"
     "                       zeros:SHAPE:DTYPE, ones:SHAPE:DTYPE\n"
-    "                       int:VALUE               an int64 scalar\n"
+    "                       int:VALUE               an int64 scalar (Prim(int64), a symbolic size)\n"
+    "                       float:VALUE             a float64 scalar (Prim(float64))\n"
+    "                       bool:true, bool:false   a bool scalar (Prim(bool))\n"
+    "                     DTYPE: bool, i8..i64, u8..u64, f16, f32, f64, bf16 (or int8, float32, ...)\n"
     "  --output-dir DIR   also write the outputs as DIR/output_<i>.npy\n"
     "  --repeat N         call the function N times and print the mean time per call\n"
     "  --profile          print the total time of each kernel and builtin, sorted\n"
     "  --stats            print the peak host memory allocated during the call, and\n"
     "                     what memory planning placed in shared storage\n";
 
+// Sum of the elements (or of their absolute values) in double precision, each element read
+// as its type says: signed integers as signed, float16 and bfloat16 decoded. NaN for types
+// without a scalar reading (vector lanes, sub-byte types).
 double Checksum(const vm::Tensor& t, bool absolute) {
   double sum = 0;
-  DLDataType d = t.dtype();
   for (int64_t i = 0; i < t.numel(); ++i) {
-    double v = 0;
-    if (d.code == kDLFloat && d.bits == 32) v = t.data_as<float>()[i];
-    else if (d.code == kDLFloat && d.bits == 64) v = t.data_as<double>()[i];
-    else if (d.code == kDLInt && d.bits == 64) v = static_cast<double>(t.data_as<int64_t>()[i]);
-    else if (d.code == kDLInt && d.bits == 32) v = t.data_as<int32_t>()[i];
-    else if (d.bits == 8) v = t.data_as<uint8_t>()[i];
-    else return std::nan("");
+    double v = vm::LoadElementAsDouble(t.data(), t.dtype(), i);
     sum += absolute ? std::fabs(v) : v;
   }
   return sum;
@@ -158,7 +157,7 @@ int RunCommand(int argc, char** argv) {
     std::printf("output %zu: %s sum=%.6g abs_sum=%.6g\n", i, t.Describe().c_str(), Checksum(t, false), Checksum(t, true));
     if (!output_dir.empty()) {
       std::string out_path = absl::StrCat(output_dir, "/output_", i, ".npy");
-      absl::Status written = vm::WriteNpy(out_path, t);
+      absl::Status written = WriteNpyTensor(out_path, t);
       if (!written.ok()) {
         std::fprintf(stderr, "kiln run: %s\n", std::string(written.message()).c_str());
         return 1;

@@ -4,9 +4,12 @@
 
 namespace kiln::vm {
 
-void BuiltinRegistry::RegisterBuiltin(const std::string& name, std::string signature, BuiltinFn fn) {
+void BuiltinRegistry::RegisterBuiltin(const std::string& name, const std::string& signature, BuiltinFn fn,
+                                      std::shared_ptr<Object> state) {
   KILN_CHECK(fn != nullptr) << name;
-  KILN_CHECK(builtins_.emplace(name, Builtin{std::move(signature), fn}).second)
+  absl::StatusOr<BuiltinSignature> parsed = BuiltinSignature::Parse(signature);
+  KILN_CHECK(parsed.ok()) << "builtin " << name << ": " << parsed.status().message();
+  KILN_CHECK(builtins_.emplace(name, Builtin{signature, *std::move(parsed), fn, std::move(state)}).second)
       << "builtin registered twice: " << name;
 }
 

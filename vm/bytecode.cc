@@ -18,6 +18,8 @@ const char* OpcodeName(Opcode op) {
     case Opcode::kAllocStorage: return "alloc_storage";
     case Opcode::kAllocTensor: return "alloc_tensor";
     case Opcode::kKill: return "kill";
+    case Opcode::kMakeClosure: return "make_closure";
+    case Opcode::kCopyToDevice: return "copy_to_device";
     case Opcode::kNumOpcodes: break;
   }
   return "?";
@@ -35,6 +37,7 @@ const char* CalleeKindName(CalleeKind kind) {
     case CalleeKind::kFunction: return "function";
     case CalleeKind::kKernel: return "kernel";
     case CalleeKind::kBuiltin: return "builtin";
+    case CalleeKind::kClosure: return "closure";
   }
   return "?";
 }

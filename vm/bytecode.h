@@ -5,8 +5,10 @@
 // refers to them by (offset, count). Registers 0..num_params-1 hold the parameters on
 // entry. Jump offsets are relative to the jumping instruction.
 //
-//   Call        dst = callee(operands[b .. b+c))   sub: CalleeKind, a: callee index;
-//               dst == kNoRegister discards the result (kernels return nothing)
+//   Call        dst = callee(operands[b .. b+c))   sub: CalleeKind, a: callee index (for
+//               kClosure: the register holding the closure, called with its captured
+//               values then the operands); dst == kNoRegister discards the result
+//               (kernels return nothing)
 //   Ret         return register a
 //   Goto        pc += a
 //   If          if register a is false (bool false or int 0): pc += b, else pc += 1
@@ -19,10 +21,13 @@
 //               register), Any. dst: index of the error context string. Failure is an
 //               error naming the function, the context and the dimension.
 //   MakeShape   dst = shape(operands[b .. b+c))
-//   AllocStorage dst = storage of operands[b] bytes on the VM's device
+//   AllocStorage dst = storage of operands[b] bytes on device a (an index into the
+//               executable's device table; 0 is the VM's default device, the CPU)
 //   AllocTensor dst = tensor in storage register a, byte offset operands[b], shape register
 //               c, dtype operands[b+1] (Imm holding code | bits << 8 | lanes << 16)
 //   Kill        register a = none (releases what it held)
+//   MakeClosure dst = closure of function a capturing operands[b .. b+c)
+//   CopyToDevice dst = a copy of the tensor in register a on device c (device table index)
 #pragma once
 
 #include <cstdint>
@@ -44,10 +49,12 @@ enum class Opcode : uint8_t {
   kAllocStorage,
   kAllocTensor,
   kKill,
+  kMakeClosure,
+  kCopyToDevice,
   kNumOpcodes,
 };
 
-enum class CalleeKind : uint8_t { kFunction = 0, kKernel = 1, kBuiltin = 2 };
+enum class CalleeKind : uint8_t { kFunction = 0, kKernel = 1, kBuiltin = 2, kClosure = 3 };
 
 enum class IntOpKind : uint8_t {
   kAdd = 0, kSub, kMul, kFloorDiv, kFloorMod, kMin, kMax, kEQ, kNE, kLT, kLE, kGT, kGE,

@@ -81,14 +81,25 @@ void RegisterDeviceKind(DLDeviceType type, std::string kind_name, DeviceFactory 
   registry.kinds[type] = DeviceKind{std::move(kind_name), std::move(factory), {}};
 }
 
+std::string DeviceName(DLDevice device) {
+  if (device.device_type == kDLCPU) return "cpu";
+  const char* name = KindName(device.device_type);
+  std::string kind = name ? name : absl::StrCat("device type ", device.device_type);
+  if (name == nullptr) {
+    Registry& registry = GetRegistry();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    auto it = registry.kinds.find(device.device_type);
+    if (it != registry.kinds.end()) kind = it->second.name;
+  }
+  return absl::StrCat(kind, ":", device.device_id);
+}
+
 absl::StatusOr<Device*> GetDevice(DLDevice device) {
   if (device.device_type == kDLCPU) return CpuDevice();
+  std::string label = DeviceName(device);
   Registry& registry = GetRegistry();
   std::lock_guard<std::mutex> lock(registry.mutex);
   auto it = registry.kinds.find(device.device_type);
-  const char* name = KindName(device.device_type);
-  std::string label = absl::StrCat(name ? name : absl::StrCat("device type ", device.device_type),
-                                   ":", device.device_id);
   if (it == registry.kinds.end()) {
     return absl::UnavailableError(absl::StrCat(
         "device ", label, " is not available: this build found no driver for it at run time"));
@@ -116,8 +127,18 @@ absl::StatusOr<Device*> GetDevice(const std::string& name) {
   if (kind == "cpu") return GetDevice(DLDevice{kDLCPU, index});
   if (kind == "cuda") return GetDevice(DLDevice{kDLCUDA, index});
   if (kind == "vulkan") return GetDevice(DLDevice{kDLVulkan, index});
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown device '", name, "' (known kinds: cpu, cuda, vulkan)"));
+  std::string known = "cpu, cuda, vulkan";
+  int found = -1;
+  {
+    Registry& registry = GetRegistry();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    for (const auto& [type, registered] : registry.kinds) {
+      if (registered.name == kind) found = type;
+      if (KindName(static_cast<DLDeviceType>(type)) == nullptr) absl::StrAppend(&known, ", ", registered.name);
+    }
+  }
+  if (found >= 0) return GetDevice(DLDevice{static_cast<DLDeviceType>(found), index});
+  return absl::InvalidArgumentError(absl::StrCat("unknown device '", name, "' (known kinds: ", known, ")"));
 }
 
 }  // namespace kiln::vm

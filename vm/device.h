@@ -30,13 +30,17 @@ class Device {
   virtual absl::Status CopyToHost(void* host_dst, const void* src, size_t bytes) = 0;
   virtual absl::Status CopyFromHost(void* dst, const void* host_src, size_t bytes) = 0;
   virtual absl::Status Synchronize() = 0;
+  // The stream or queue kernels on this device are given (KilnCallContext::stream); the CPU
+  // has none.
+  virtual void* stream() { return nullptr; }
 };
 
 // The process-wide CPU device (pooled, 64-byte aligned allocations).
 Device* CpuDevice();
 
-// Looks a device up by name: "cpu", "cuda:0", "vulkan:0". A known kind whose driver is not
-// present is an Unavailable error saying why.
+// Looks a device up by name: "cpu", "cuda:0", "vulkan:0", or KIND[:INDEX] of a kind given
+// to RegisterDeviceKind. A known kind whose driver is not present is an Unavailable error
+// saying why.
 absl::StatusOr<Device*> GetDevice(const std::string& name);
 absl::StatusOr<Device*> GetDevice(DLDevice device);
 
@@ -44,6 +48,9 @@ absl::StatusOr<Device*> GetDevice(DLDevice device);
 // called on first use of a device of that kind and index.
 using DeviceFactory = std::function<absl::StatusOr<Device*>(int index)>;
 void RegisterDeviceKind(DLDeviceType type, std::string kind_name, DeviceFactory factory);
+
+// "cpu", "cuda:0", "ext_dev:1", ... (the kind's registered name where there is one).
+std::string DeviceName(DLDevice device);
 
 }  // namespace kiln::vm
 

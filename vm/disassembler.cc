@@ -27,6 +27,7 @@ std::string OperandList(const Function& fn, int32_t begin, int32_t count) {
 std::string Signature(const Function& fn, const ParamSignature& p) {
   std::string text = absl::StrCat(p.name, ": ", p.kind == Value::Kind::kNone ? "any" : Value::KindName(p.kind));
   if (p.check_dtype) absl::StrAppend(&text, " ", DTypeToString(p.dtype));
+  if (p.device != 0) absl::StrAppend(&text, " on device ", p.device);
   if (p.ndim >= 0) {
     std::vector<std::string> dims;
     for (const Operand& d : p.dims) dims.push_back(OperandText(fn, d));
@@ -42,7 +43,8 @@ std::string Instr(const Executable::Contents& c, const Function& fn, const Instr
       auto kind = static_cast<CalleeKind>(in.sub);
       std::string callee = kind == CalleeKind::kFunction ? absl::StrCat("@", c.functions[in.a].name)
                            : kind == CalleeKind::kKernel  ? absl::StrCat("kernel ", c.kernels[in.a].name)
-                                                          : absl::StrCat("builtin ", c.builtins[in.a].name);
+                           : kind == CalleeKind::kBuiltin ? absl::StrCat("builtin ", c.builtins[in.a].name)
+                                                          : absl::StrCat("closure %", in.a);
       return absl::StrCat(dst, "call ", callee, "(", OperandList(fn, in.b, in.c), ")");
     }
     case Opcode::kRet: return absl::StrCat("ret %", in.a);
@@ -56,13 +58,18 @@ std::string Instr(const Executable::Contents& c, const Function& fn, const Instr
       return absl::StrCat("match_shape %", in.a, " [", OperandList(fn, in.b + 1, in.c - 1), "]",
                           in.dst >= 0 ? absl::StrCat("  # ", fn.strings[in.dst]) : "");
     case Opcode::kMakeShape: return absl::StrCat(dst, "make_shape [", OperandList(fn, in.b, in.c), "]");
-    case Opcode::kAllocStorage: return absl::StrCat(dst, "alloc_storage ", OperandList(fn, in.b, 1), " bytes");
+    case Opcode::kAllocStorage:
+      return absl::StrCat(dst, "alloc_storage ", OperandList(fn, in.b, 1), " bytes",
+                          in.a != 0 ? absl::StrCat(" on ", c.devices[in.a]) : "");
     case Opcode::kAllocTensor: {
       DLDataType t = UnpackDType(fn.operands[in.b + 1].value);
       return absl::StrCat(dst, "alloc_tensor storage %", in.a, " offset ", OperandText(fn, fn.operands[in.b]),
                           " shape %", in.c, " ", DTypeToString(t));
     }
     case Opcode::kKill: return absl::StrCat("kill %", in.a);
+    case Opcode::kMakeClosure:
+      return absl::StrCat(dst, "make_closure @", c.functions[in.a].name, "(", OperandList(fn, in.b, in.c), ")");
+    case Opcode::kCopyToDevice: return absl::StrCat(dst, "copy_to_device %", in.a, " ", c.devices[in.c]);
     case Opcode::kNumOpcodes: break;
   }
   return "<bad instruction>";
@@ -75,14 +82,33 @@ std::string Disassemble(const Executable::Contents& c) {
   absl::StrAppend(&out, "; ", c.functions.size(), " functions, ", c.constants.size(), " constants, ",
                   c.builtins.size(), " builtins, ", c.kernels.size(), " kernels, CPU kernel object: ",
                   c.cpu_object.empty() ? "none" : absl::StrCat(c.cpu_object.size(), " bytes"), "\n\n");
-  for (size_t i = 0; i < c.constants.size(); ++i) absl::StrAppend(&out, "const c", i, " = ", c.constants[i].Describe(), "\n");
+  if (c.devices.size() > 1) {
+    for (size_t i = 0; i < c.devices.size(); ++i) absl::StrAppend(&out, "device ", i, " ", c.devices[i], "\n");
+  }
+  if (!c.cpu_name.empty() || !c.cpu_features.empty()) {
+    absl::StrAppend(&out, "target cpu ", c.cpu_name, " features ", absl::StrJoin(c.cpu_features, ","), "\n");
+  }
+  std::vector<const ExternalWeight*> external(c.constants.size(), nullptr);
+  for (const ExternalWeight& w : c.external_weights) {
+    if (w.constant >= 0 && static_cast<size_t>(w.constant) < external.size()) external[static_cast<size_t>(w.constant)] = &w;
+  }
+  for (size_t i = 0; i < c.constants.size(); ++i) {
+    if (const ExternalWeight* w = external[i]) {
+      absl::StrAppend(&out, "const c", i, " = external '", w->name, "' ", DTypeToString(w->dtype), ShapeToString(w->shape), "\n");
+      continue;
+    }
+    const Value& v = c.constants[i];
+    bool in_weights = v.is_tensor() && v.as_tensor().nbytes() > kInlineConstantMaxBytes;
+    absl::StrAppend(&out, "const c", i, " = ", v.Describe(), in_weights ? "  ; weights section" : "", "\n");
+  }
   for (size_t i = 0; i < c.builtins.size(); ++i) {
     absl::StrAppend(&out, "builtin ", i, " ", c.builtins[i].name, " ", c.builtins[i].signature, "\n");
   }
   for (size_t i = 0; i < c.kernels.size(); ++i) {
     const KernelDecl& k = c.kernels[i];
     absl::StrAppend(&out, "kernel ", i, " ", k.name, " (", k.arg_signature, ") from ",
-                    k.source == KernelDecl::Source::kLibrary ? "library" : "cpu object", "\n");
+                    k.source == KernelDecl::Source::kLibrary ? "library" : "cpu object",
+                    k.device != 0 ? absl::StrCat(" on ", c.devices[k.device]) : "", "\n");
   }
   for (const Function& fn : c.functions) {
     std::vector<std::string> params;

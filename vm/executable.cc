@@ -3,18 +3,69 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "support/file_io.h"
+#include "vm/cpu_features.h"
 #include "vm/kernel_object.h"
 
 namespace kiln::vm {
 
-absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::string bytes,
-                                                                   const BuiltinRegistry& registry) {
-  absl::StatusOr<Contents> contents = Decode(bytes);
+namespace {
+
+// An external weight as the provider gives it, checked against its declaration.
+absl::StatusOr<Tensor> ResolveExternal(const ExternalWeight& w, const LoadOptions& options) {
+  std::string declared = absl::StrCat(DTypeToString(w.dtype), ShapeToString(w.shape));
+  if (options.weights == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("executable needs external weight '", w.name, "' (", declared,
+                                                      "), but no weight provider was given (LoadOptions::weights)"));
+  }
+  absl::StatusOr<Tensor> t = options.weights->Find(w.name);
+  if (!t.ok()) {
+    return absl::Status(t.status().code(), absl::StrCat("executable needs external weight '", w.name, "' (", declared,
+                                                        "): ", t.status().message()));
+  }
+  std::string problem;
+  if (!t->defined()) {
+    problem = "the provider returned an undefined tensor";
+  } else if (t->dtype() != w.dtype || t->shape() != w.shape) {
+    problem = absl::StrCat("the provider has ", t->Describe());
+  } else if (t->device().device_type != kDLCPU) {
+    problem = "the provider's tensor is not in CPU memory";
+  } else if (!t->is_contiguous()) {
+    problem = "the provider's tensor is not contiguous";
+  }
+  if (!problem.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("executable needs external weight '", w.name, "' as ", declared, "; ", problem));
+  }
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::string bytes, const BuiltinRegistry& registry,
+                                                                   const LoadOptions& options) {
+  return Load(support::MappedFile::FromBytes(std::move(bytes)), registry, options);
+}
+
+absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::shared_ptr<const support::MappedFile> image,
+                                                                   const BuiltinRegistry& registry,
+                                                                   const LoadOptions& options) {
+  if (image == nullptr) return absl::InvalidArgumentError("Executable::Load: no image");
+  absl::StatusOr<Contents> contents = Decode(image);
   if (!contents.ok()) return contents.status();
   std::shared_ptr<Executable> exe(new Executable());
+  exe->image_ = std::move(image);
   exe->contents_ = std::move(*contents);
-  const Contents& c = exe->contents_;
+  Contents& c = exe->contents_;
+
+  // Before anything runs: kernels using extensions this CPU lacks would die of SIGILL.
+  if (!c.cpu_features.empty()) {
+    absl::Status cpu = CheckCpuFeatures(c.cpu_name, c.cpu_features);
+    if (!cpu.ok()) return cpu;
+  }
+  for (const ExternalWeight& w : c.external_weights) {
+    absl::StatusOr<Tensor> t = ResolveExternal(w, options);
+    if (!t.ok()) return t.status();
+    c.constants[static_cast<size_t>(w.constant)] = Value(*std::move(t));
+  }
 
   for (const BuiltinDecl& decl : c.builtins) {
     const BuiltinRegistry::Builtin* builtin = registry.FindBuiltin(decl.name);
@@ -22,12 +73,17 @@ absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::string b
       return absl::NotFoundError(absl::StrCat("executable needs builtin '", decl.name,
                                               "', which this runtime does not provide"));
     }
-    if (builtin->signature != decl.signature) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "builtin '", decl.name, "' has signature ", builtin->signature,
-          " in this runtime but the executable expects ", decl.signature));
+    absl::StatusOr<BuiltinSignature> recorded = BuiltinSignature::Parse(decl.signature);
+    if (!recorded.ok()) {
+      return absl::DataLossError(absl::StrCat("builtin '", decl.name, "' in the executable: ", recorded.status().message()));
     }
-    exe->builtin_fns_.push_back(builtin->fn);
+    if (!Compatible(builtin->signature, *recorded)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "builtin '", decl.name, "' has signature ", builtin->signature.ToString(),
+          " in this runtime but the executable expects ", recorded->ToString()));
+    }
+    exe->builtin_fns_.push_back({builtin->fn, builtin->state.get(), Meet(builtin->signature, *recorded)});
+    if (builtin->state != nullptr) exe->builtin_states_.push_back(builtin->state);
   }
   if (!c.cpu_object.empty()) {
     absl::StatusOr<std::shared_ptr<KernelObject>> object = KernelObject::Load(c.cpu_object);
@@ -62,10 +118,11 @@ absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::string b
 }
 
 absl::StatusOr<std::shared_ptr<const Executable>> Executable::LoadFile(const std::string& path,
-                                                                       const BuiltinRegistry& registry) {
-  absl::StatusOr<std::string> bytes = support::ReadFile(path);
-  if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<std::shared_ptr<const Executable>> exe = Load(std::move(*bytes), registry);
+                                                                       const BuiltinRegistry& registry,
+                                                                       const LoadOptions& options) {
+  absl::StatusOr<std::shared_ptr<const support::MappedFile>> image = support::MappedFile::Open(path);
+  if (!image.ok()) return image.status();
+  absl::StatusOr<std::shared_ptr<const Executable>> exe = Load(*std::move(image), registry, options);
   if (!exe.ok()) {
     return absl::Status(exe.status().code(), absl::StrCat(path, ": ", exe.status().message()));
   }

@@ -1,17 +1,31 @@
 // Executable: a compiled program, immutable once loaded and shared by any number of
 // VirtualMachines on any number of threads.
 //
-// File format (.kx), all integers little-endian:
+// File format (.kx) 2.0, all integers little-endian (docs/vm.md has the full layout):
 //   header:   magic "KILNEXE\0", u16 major, u16 minor, u32 section count,
-//             then per section: u32 id, u32 zero, u64 offset, u64 size, u64 FNV-1a hash
-//   sections: msgpack documents (functions, constants, builtins, kernels) and raw bytes
-//             (the CPU kernel shared object)
+//             then per section: u32 id, u32 zero, u64 offset, u64 size, u64 checksum
+//             (support::Checksum64); sections in ascending order, non-overlapping, each
+//             starting at a multiple of 64 bytes, the last one ending the file
+//   sections: msgpack documents (functions, constants, builtins, kernels, devices, target)
+//             and raw bytes (the CPU kernel shared object; the weights). The device table is
+//             written only when the program uses a device besides the CPU; without it the
+//             table is ["cpu"]. Devices are resolved by each VirtualMachine.
+// Constants: scalars, shapes, strings and tensors of at most kInlineConstantMaxBytes live in
+// the constants document. Larger tensors live in the weights section, each at a 64-byte
+// aligned offset with 64-bit offset and size; a loaded executable's constant tensors point
+// into the loaded file (LoadFile maps it read-only: no copy, and the page cache is shared
+// by every process running the same file). A constant may also be declared *external*: a
+// name, dtype and shape resolved when loading from a WeightProvider (e.g. tensors of a GGUF
+// file mapped by the application), so one executable serves any weights of that shape.
+// Constant tensors are read-only; writing into one is a bug (and faults when mapped).
 // Compatibility: a reader accepts files of its own major version and any minor version up
 // to its own; anything else is refused with both versions named.
-// Loading checks every bound, hash, index, register and jump target, resolves builtins
-// (by name, checking the signature recorded in the file against the registered one) and
-// kernels to direct pointers, and returns an error for anything malformed. It never reads
-// past a section.
+// Loading checks every bound, checksum, index, register and jump target, that the host CPU
+// has the instruction-set extensions the kernels were compiled for, resolves builtins
+// (by name, checking the signature recorded in the file against the registered one with
+// vm::Compatible),
+// kernels and external weights, and returns an error for anything malformed. It never
+// reads past a section.
 #pragma once
 
 #include <cstdint>
@@ -20,16 +34,25 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "support/mapped_file.h"
 #include "vm/builtin_registry.h"
 #include "vm/bytecode.h"
 #include "vm/kernel_abi.h"
 #include "vm/value.h"
+#include "vm/weight_provider.h"
 
 namespace kiln::vm {
 
 inline constexpr char kExecutableMagic[8] = {'K', 'I', 'L', 'N', 'E', 'X', 'E', '\0'};
-inline constexpr uint16_t kFormatMajor = 1;
+// 2.0: the weights section (64-bit offsets, mapped in place), external weights, the CPU
+// target; closures (MakeClosure, Call of a closure), CopyToDevice, the device table, devices
+// of kernels and parameters, typed builtin signatures.
+inline constexpr uint16_t kFormatMajor = 2;
 inline constexpr uint16_t kFormatMinor = 0;
+// Tensor constants larger than this go to the weights section.
+inline constexpr int64_t kInlineConstantMaxBytes = 256;
+// Alignment of every section in the file and of every tensor in the weights section.
+inline constexpr uint64_t kSectionAlignment = 64;
 
 enum class SectionId : uint32_t {
   kFunctions = 1,
@@ -37,6 +60,9 @@ enum class SectionId : uint32_t {
   kBuiltins = 3,
   kKernels = 4,
   kCpuObject = 5,
+  kDevices = 6,
+  kWeights = 7,
+  kTarget = 8,
 };
 
 // What a parameter must be at call time. Dims use MatchShape's operand kinds: Imm (fixed),
@@ -49,6 +75,7 @@ struct ParamSignature {
   DLDataType dtype{};
   int32_t ndim = -1;  // -1: any rank (then dims is empty)
   std::vector<Operand> dims;
+  int32_t device = 0;  // a tensor's device: index into the device table
 };
 
 struct Function {
@@ -63,7 +90,7 @@ struct Function {
 
 struct BuiltinDecl {
   std::string name;
-  std::string signature;
+  std::string signature;  // vm/builtin_signature.h; what the compiler expects
 };
 
 struct KernelDecl {
@@ -71,6 +98,29 @@ struct KernelDecl {
   std::string name;
   Source source = Source::kCpuObject;
   std::string arg_signature;  // one letter per argument: t tensor, i int, f float, h handle
+  int32_t device = 0;         // where it runs and its tensors live: index into the device table
+};
+
+// A builtin table entry resolved at load: the function, its state, and the signature each
+// call is checked against (the registered and recorded ones met, vm::Meet).
+struct ResolvedBuiltin {
+  BuiltinFn fn = nullptr;
+  Object* state = nullptr;  // kept alive by the executable
+  BuiltinSignature signature;
+};
+
+// A constant resolved when loading, by name, from LoadOptions::weights.
+struct ExternalWeight {
+  int32_t constant = 0;  // index into Contents::constants (a none placeholder until resolved)
+  std::string name;
+  DLDataType dtype{};
+  std::vector<int64_t> shape;
+};
+
+struct LoadOptions {
+  // Resolves the external weights the executable declares; may be null if it declares none.
+  // Resolved tensors are kept alive by the executable.
+  const WeightProvider* weights = nullptr;
 };
 
 class KernelObject;  // a loaded shared object (kernel_object.h)
@@ -84,14 +134,33 @@ class Executable {
     std::vector<BuiltinDecl> builtins;
     std::vector<KernelDecl> kernels;
     std::string cpu_object;  // shared object bytes, may be empty
+    // Devices the program uses, by name ("cpu", "cuda:0"); entry 0 is always "cpu", the
+    // VM's default device. Each VM maps them to registered devices when it is created.
+    std::vector<std::string> devices = {"cpu"};
+    std::vector<ExternalWeight> external_weights;
+    // What the CPU kernels were compiled for: an LLVM CPU name and the instruction-set
+    // extensions they may use (names from vm/cpu_features.h). Empty: nothing recorded
+    // (hand-built executables), nothing checked.
+    std::string cpu_name;
+    std::vector<std::string> cpu_features;
   };
 
-  // Decodes and verifies a file image, then resolves callees against `registry`.
-  static absl::StatusOr<std::shared_ptr<const Executable>> Load(std::string bytes,
-                                                                const BuiltinRegistry& registry);
+  // Decodes and verifies a file image, checks the host CPU, then resolves callees against
+  // `registry` and external weights against `options.weights`. Tensor constants of the
+  // weights section point into `image`, which lives as long as any of them.
+  static absl::StatusOr<std::shared_ptr<const Executable>> Load(std::shared_ptr<const support::MappedFile> image,
+                                                                const BuiltinRegistry& registry,
+                                                                const LoadOptions& options = {});
+  // Keeps `bytes` (moved into a 64-byte-aligned buffer if theirs is not) and points into them.
+  static absl::StatusOr<std::shared_ptr<const Executable>> Load(std::string bytes, const BuiltinRegistry& registry,
+                                                                const LoadOptions& options = {});
+  // Maps the file read-only (support::MappedFile); errors are prefixed with the path.
   static absl::StatusOr<std::shared_ptr<const Executable>> LoadFile(const std::string& path,
-                                                                    const BuiltinRegistry& registry);
-  // Decodes and verifies without resolving (for the disassembler).
+                                                                    const BuiltinRegistry& registry,
+                                                                    const LoadOptions& options = {});
+  // Decodes and verifies without resolving or checking the CPU (for the disassembler).
+  // External weights stay none placeholders.
+  static absl::StatusOr<Contents> Decode(std::shared_ptr<const support::MappedFile> image);
   static absl::StatusOr<Contents> Decode(const std::string& bytes);
   // Verifies a Contents (indices, registers, jumps, arities). Used by Load and the builder.
   static absl::Status Verify(const Contents& contents);
@@ -103,14 +172,18 @@ class Executable {
   int32_t FindFunction(const std::string& name) const;
 
   // Resolved callees, indexed like the builtin and kernel tables.
-  const std::vector<BuiltinFn>& builtin_fns() const { return builtin_fns_; }
+  const std::vector<ResolvedBuiltin>& builtin_fns() const { return builtin_fns_; }
   const std::vector<KilnKernelFn>& kernel_fns() const { return kernel_fns_; }
   int32_t max_call_args() const { return max_call_args_; }
+  // The file image the executable was loaded from (mapped or held in memory).
+  const std::shared_ptr<const support::MappedFile>& image() const { return image_; }
 
  private:
   Executable() = default;
+  std::shared_ptr<const support::MappedFile> image_;
   Contents contents_;
-  std::vector<BuiltinFn> builtin_fns_;
+  std::vector<ResolvedBuiltin> builtin_fns_;
+  std::vector<std::shared_ptr<Object>> builtin_states_;
   std::vector<KilnKernelFn> kernel_fns_;
   std::shared_ptr<KernelObject> cpu_object_;
   int32_t max_call_args_ = 0;

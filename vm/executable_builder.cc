@@ -39,6 +39,7 @@ FunctionBuilder::FunctionBuilder(std::string name, const std::vector<ParamSpec>&
     sig.check_dtype = spec.check_dtype;
     sig.dtype = spec.dtype;
     sig.ndim = spec.ndim;
+    sig.device = spec.device;
     for (const Dim& d : spec.dims) sig.dims.push_back(DimOperand(d));
     fn_.params.push_back(std::move(sig));
   }
@@ -108,6 +109,14 @@ void FunctionBuilder::CallBuiltin(int32_t dst, int32_t builtin, const std::vecto
   Emit({Opcode::kCall, static_cast<uint8_t>(CalleeKind::kBuiltin), dst, builtin, Operands(args), static_cast<int32_t>(args.size())});
 }
 
+void FunctionBuilder::CallClosure(int32_t dst, int32_t closure, const std::vector<Operand>& args) {
+  Emit({Opcode::kCall, static_cast<uint8_t>(CalleeKind::kClosure), dst, closure, Operands(args), static_cast<int32_t>(args.size())});
+}
+
+void FunctionBuilder::MakeClosure(int32_t dst, int32_t function, const std::vector<Operand>& captured) {
+  Emit({Opcode::kMakeClosure, 0, dst, function, Operands(captured), static_cast<int32_t>(captured.size())});
+}
+
 void FunctionBuilder::Ret(int32_t reg) { Emit({Opcode::kRet, 0, kNoRegister, reg, 0, 0}); }
 
 void FunctionBuilder::Goto(Label target) {
@@ -138,8 +147,12 @@ void FunctionBuilder::MakeShape(int32_t dst, const std::vector<Operand>& dims) {
   Emit({Opcode::kMakeShape, 0, dst, 0, Operands(dims), static_cast<int32_t>(dims.size())});
 }
 
-void FunctionBuilder::AllocStorage(int32_t dst, Operand bytes) {
-  Emit({Opcode::kAllocStorage, 0, dst, 0, Operands({bytes}), 1});
+void FunctionBuilder::AllocStorage(int32_t dst, Operand bytes, int32_t device) {
+  Emit({Opcode::kAllocStorage, 0, dst, device, Operands({bytes}), 1});
+}
+
+void FunctionBuilder::CopyToDevice(int32_t dst, int32_t tensor, int32_t device) {
+  Emit({Opcode::kCopyToDevice, 0, dst, tensor, 0, device});
 }
 
 void FunctionBuilder::AllocTensor(int32_t dst, int32_t storage, Operand byte_offset, int32_t shape, DLDataType dtype) {
@@ -167,21 +180,35 @@ int32_t ExecutableBuilder::AddConstant(Value value) {
   return static_cast<int32_t>(contents_.constants.size()) - 1;
 }
 
+int32_t ExecutableBuilder::AddExternalConstant(const std::string& name, DLDataType dtype, std::vector<int64_t> shape) {
+  int32_t index = AddConstant(Value());
+  contents_.external_weights.push_back({index, name, dtype, std::move(shape)});
+  return index;
+}
+
 int32_t ExecutableBuilder::DeclareBuiltin(const std::string& name, const std::string& signature) {
   for (size_t i = 0; i < contents_.builtins.size(); ++i) {
-    if (contents_.builtins[i].name == name) return static_cast<int32_t>(i);
+    if (contents_.builtins[i].name == name && contents_.builtins[i].signature == signature) return static_cast<int32_t>(i);
   }
   contents_.builtins.push_back({name, signature});
   return static_cast<int32_t>(contents_.builtins.size()) - 1;
 }
 
 int32_t ExecutableBuilder::DeclareKernel(const std::string& name, const std::string& arg_signature,
-                                         KernelDecl::Source source) {
+                                         KernelDecl::Source source, int32_t device) {
   for (size_t i = 0; i < contents_.kernels.size(); ++i) {
-    if (contents_.kernels[i].name == name) return static_cast<int32_t>(i);
+    if (contents_.kernels[i].name == name && contents_.kernels[i].device == device) return static_cast<int32_t>(i);
   }
-  contents_.kernels.push_back({name, source, arg_signature});
+  contents_.kernels.push_back({name, source, arg_signature, device});
   return static_cast<int32_t>(contents_.kernels.size()) - 1;
+}
+
+int32_t ExecutableBuilder::DeclareDevice(const std::string& name) {
+  for (size_t i = 0; i < contents_.devices.size(); ++i) {
+    if (contents_.devices[i] == name) return static_cast<int32_t>(i);
+  }
+  contents_.devices.push_back(name);
+  return static_cast<int32_t>(contents_.devices.size()) - 1;
 }
 
 FunctionBuilder& ExecutableBuilder::AddFunction(const std::string& name, const std::vector<ParamSpec>& params) {

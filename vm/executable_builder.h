@@ -39,6 +39,7 @@ struct ParamSpec {
   DLDataType dtype{};
   int32_t ndim = -1;
   std::vector<Dim> dims;
+  int32_t device = 0;  // ExecutableBuilder::DeclareDevice
 };
 ParamSpec TensorParam(std::string name, DLDataType dtype, std::vector<Dim> dims);
 ParamSpec IntParam(std::string name);
@@ -64,6 +65,9 @@ class FunctionBuilder {
   void CallFunction(int32_t dst, int32_t function, const std::vector<Operand>& args);
   void CallKernel(int32_t kernel, const std::vector<Operand>& args);
   void CallBuiltin(int32_t dst, int32_t builtin, const std::vector<Operand>& args);
+  // Calls the closure in register `closure` with (its captured values..., args...).
+  void CallClosure(int32_t dst, int32_t closure, const std::vector<Operand>& args);
+  void MakeClosure(int32_t dst, int32_t function, const std::vector<Operand>& captured);
   void Ret(int32_t reg);
   void Goto(Label target);
   void If(int32_t cond, Label else_target);
@@ -73,7 +77,8 @@ class FunctionBuilder {
   // Matches register `value` against dims; symbolic dims bind at first sight, then check.
   void MatchShape(int32_t value, const std::vector<Dim>& dims, const std::string& context);
   void MakeShape(int32_t dst, const std::vector<Operand>& dims);
-  void AllocStorage(int32_t dst, Operand bytes);
+  void AllocStorage(int32_t dst, Operand bytes, int32_t device = 0);
+  void CopyToDevice(int32_t dst, int32_t tensor, int32_t device);
   void AllocTensor(int32_t dst, int32_t storage, Operand byte_offset, int32_t shape, DLDataType dtype);
   void Kill(int32_t reg);
 
@@ -96,10 +101,23 @@ class FunctionBuilder {
 
 class ExecutableBuilder {
  public:
+  // A constant in the executable: tensors larger than kInlineConstantMaxBytes are written
+  // to the weights section.
   int32_t AddConstant(Value value);
+  // One table entry per (name, signature): calls recording different signatures for one
+  // builtin are checked against each at load.
+  // A tensor constant resolved by name when the executable is loaded (LoadOptions::weights).
+  int32_t AddExternalConstant(const std::string& name, DLDataType dtype, std::vector<int64_t> shape);
+  // Records what the CPU kernels were compiled for; loading checks the host has `features`.
+  void SetCpuTarget(std::string cpu_name, std::vector<std::string> features) {
+    contents_.cpu_name = std::move(cpu_name);
+    contents_.cpu_features = std::move(features);
+  }
   int32_t DeclareBuiltin(const std::string& name, const std::string& signature);
   int32_t DeclareKernel(const std::string& name, const std::string& arg_signature,
-                        KernelDecl::Source source = KernelDecl::Source::kCpuObject);
+                        KernelDecl::Source source = KernelDecl::Source::kCpuObject, int32_t device = 0);
+  // The index of a device in the executable's device table ("cpu" is 0).
+  int32_t DeclareDevice(const std::string& name);
   void SetCpuObject(std::string shared_object_bytes) { contents_.cpu_object = std::move(shared_object_bytes); }
   // Declares a function (its index is valid immediately, for forward and recursive calls)
   // and returns the builder of its body.

@@ -1,4 +1,4 @@
-// Encoding and decoding of the .kx file (see executable.h for the layout).
+// Encoding and decoding of the .kx file (see executable.h and docs/vm.md for the layout).
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -14,8 +14,20 @@ namespace {
 constexpr size_t kHeaderSize = 8 + 2 + 2 + 4;
 constexpr size_t kSectionEntrySize = 4 + 4 + 8 + 8 + 8;
 constexpr uint32_t kMaxSections = 64;
+constexpr uint32_t kMaxSectionId = static_cast<uint32_t>(SectionId::kTarget);
 
-using support::Fnv1a64;
+using support::Checksum64;
+
+const char* SectionName(uint32_t id) {
+  static constexpr const char* kNames[] = {"?", "functions", "constants", "builtins", "kernels",
+                                           "CPU kernel object", "devices", "weights", "target"};
+  return id <= kMaxSectionId ? kNames[id] : "?";
+}
+
+uint64_t AlignUp(uint64_t n) { return (n + kSectionAlignment - 1) / kSectionAlignment * kSectionAlignment; }
+
+// Where a tensor constant's bytes are, the field after its shape.
+enum class ConstantStorage : int { kInline = 0, kWeights = 1, kExternal = 2 };
 
 template <typename T>
 void PutLE(std::string* out, T value) {
@@ -45,7 +57,7 @@ void PackFunction(Packer& pk, const Function& f) {
   pk.pack(f.name);
   pk.pack_array(static_cast<uint32_t>(f.params.size()));
   for (const ParamSignature& p : f.params) {
-    pk.pack_array(8);
+    pk.pack_array(p.device != 0 ? 9 : 8);
     pk.pack(p.name);
     pk.pack(static_cast<int>(p.kind));
     pk.pack(p.check_dtype);
@@ -55,6 +67,7 @@ void PackFunction(Packer& pk, const Function& f) {
     pk.pack(p.ndim);
     pk.pack_array(static_cast<uint32_t>(p.dims.size()));
     for (const Operand& d : p.dims) PackOperand(pk, d);
+    if (p.device != 0) pk.pack(p.device);
   }
   pk.pack(f.num_registers);
   pk.pack_array(static_cast<uint32_t>(f.code.size()));
@@ -73,6 +86,17 @@ void PackFunction(Packer& pk, const Function& f) {
   pk.pack(f.instruction_names);
 }
 
+// A tensor constant's first five fields: kind, dtype code, bits, lanes, shape.
+void PackTensorHead(Packer& pk, DLDataType dtype, const std::vector<int64_t>& shape, uint32_t fields) {
+  pk.pack_array(fields);
+  pk.pack(static_cast<int>(Value::Kind::kTensor));
+  pk.pack(static_cast<int>(dtype.code));
+  pk.pack(static_cast<int>(dtype.bits));
+  pk.pack(static_cast<int>(dtype.lanes));
+  pk.pack(shape);
+}
+
+// Small constants, inline in the constants document.
 void PackConstant(Packer& pk, const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kInt: pk.pack_array(2); pk.pack(static_cast<int>(v.kind())); pk.pack(v.as_int()); return;
@@ -82,12 +106,8 @@ void PackConstant(Packer& pk, const Value& v) {
     case Value::Kind::kShape: pk.pack_array(2); pk.pack(static_cast<int>(v.kind())); pk.pack(v.as_shape()); return;
     case Value::Kind::kTensor: {
       const Tensor& t = v.as_tensor();
-      pk.pack_array(6);
-      pk.pack(static_cast<int>(v.kind()));
-      pk.pack(static_cast<int>(t.dtype().code));
-      pk.pack(static_cast<int>(t.dtype().bits));
-      pk.pack(static_cast<int>(t.dtype().lanes));
-      pk.pack(t.shape());
+      PackTensorHead(pk, t.dtype(), t.shape(), 7);
+      pk.pack(static_cast<int>(ConstantStorage::kInline));
       pk.pack_bin(static_cast<uint32_t>(t.nbytes()));
       pk.pack_bin_body(static_cast<const char*>(t.data()), static_cast<uint32_t>(t.nbytes()));
       return;
@@ -236,6 +256,7 @@ absl::Status DecodeFunctions(const msgpack::object& root, std::vector<Function>*
       size_t num_dims = 0;
       const msgpack::object* dims = r.Array(ps[7], 0, &num_dims, "parameter dims");
       for (size_t d = 0; d < num_dims && r.ok(); ++d) sig.dims.push_back(r.ReadOperand(dims[d]));
+      if (m > 8) sig.device = static_cast<int32_t>(r.Int(ps[8], "parameter device", 0, INT32_MAX));
       fn.params.push_back(std::move(sig));
     }
     fn.num_registers = static_cast<int32_t>(r.Int(f[2], "register count", 0, 1 << 20));
@@ -264,7 +285,29 @@ absl::Status DecodeFunctions(const msgpack::object& root, std::vector<Function>*
   return r.status();
 }
 
-absl::Status DecodeConstants(const msgpack::object& root, std::vector<Value>* out) {
+// The part of the file holding the weights section, for constants that point into it.
+struct WeightsSpan {
+  std::shared_ptr<const support::MappedFile> image;
+  uint64_t offset = 0;  // 0 size: no weights section
+  uint64_t size = 0;
+  bool present = false;
+};
+
+// The byte size of a tensor constant, or an error if its dtype or shape is impossible.
+absl::StatusOr<uint64_t> ConstantBytes(DLDataType dtype, const std::vector<int64_t>& shape) {
+  if (shape.size() > 64 || dtype.bits == 0 || dtype.lanes == 0) {
+    return absl::DataLossError(absl::StrCat("impossible dtype or rank (", DTypeToString(dtype), ", ", shape.size(), " dims)"));
+  }
+  absl::StatusOr<int64_t> numel = ShapeNumel(shape);
+  int64_t elem = DTypeBytes(dtype);
+  if (!numel.ok() || (*numel > 0 && elem > INT64_MAX / *numel)) {
+    return absl::DataLossError(absl::StrCat("shape ", ShapeToString(shape), " is too large"));
+  }
+  return static_cast<uint64_t>(*numel * elem);
+}
+
+absl::Status DecodeConstants(const msgpack::object& root, const WeightsSpan& weights, std::vector<Value>* out,
+                             std::vector<ExternalWeight>* external) {
   Reader r("constants");
   size_t count = 0;
   const msgpack::object* items = r.Array(root, 0, &count, "a constant list");
@@ -273,7 +316,7 @@ absl::Status DecodeConstants(const msgpack::object& root, std::vector<Value>* ou
     const msgpack::object* c = r.Array(items[i], 1, &n, "a constant");
     if (!r.ok()) break;
     auto kind = static_cast<Value::Kind>(r.Int(c[0], "constant kind", 0, static_cast<int>(Value::Kind::kObject)));
-    if (kind != Value::Kind::kNone && kind != Value::Kind::kTensor && n < 2) {
+    if (kind != Value::Kind::kNone && n < 2) {
       r.Fail("constant without a value");
       break;
     }
@@ -285,32 +328,82 @@ absl::Status DecodeConstants(const msgpack::object& root, std::vector<Value>* ou
       case Value::Kind::kString: out->push_back(Value::FromString(r.Str(c[1], "string constant"))); break;
       case Value::Kind::kShape: out->push_back(Value::FromShape(r.IntList(c[1], "shape constant", 0))); break;
       case Value::Kind::kTensor: {
-        if (n < 6) {
-          r.Fail("tensor constant needs 6 fields");
+        if (n < 7) {
+          r.Fail(absl::StrCat("tensor constant ", i, " needs at least 7 fields, has ", n));
           break;
         }
         DLDataType dtype = r.DType(c[1], c[2], c[3]);
         std::vector<int64_t> shape = r.IntList(c[4], "tensor constant shape", 0);
-        std::string bytes = r.Bin(c[5], "tensor constant data");
+        auto storage = static_cast<ConstantStorage>(r.Int(c[5], "tensor constant storage", 0, 2));
         if (!r.ok()) break;
-        absl::StatusOr<int64_t> numel = ShapeNumel(shape);
-        if (!numel.ok() || shape.size() > 64 || dtype.bits == 0 || dtype.lanes == 0 ||
-            static_cast<uint64_t>(*numel) * DTypeBytes(dtype) != bytes.size()) {
-          r.Fail("tensor constant data does not match its shape and dtype");
+        std::string what = absl::StrCat("tensor constant ", i, " (", DTypeToString(dtype), ShapeToString(shape), ")");
+        absl::StatusOr<uint64_t> bytes = ConstantBytes(dtype, shape);
+        if (!bytes.ok()) {
+          r.Fail(absl::StrCat(what, ": ", bytes.status().message()));
           break;
         }
-        absl::StatusOr<Tensor> t = Tensor::Empty(shape, dtype);
-        if (!t.ok()) {
-          r.Fail(std::string(t.status().message()));
-          break;
+        if (storage == ConstantStorage::kInline) {
+          std::string data = r.Bin(c[6], "tensor constant data");
+          if (!r.ok()) break;
+          if (data.size() != *bytes) {
+            r.Fail(absl::StrCat(what, ": ", data.size(), " bytes of data, its shape and dtype need ", *bytes));
+            break;
+          }
+          absl::StatusOr<Tensor> t = Tensor::Empty(shape, dtype);
+          if (!t.ok()) {
+            r.Fail(std::string(t.status().message()));
+            break;
+          }
+          if (!data.empty()) std::memcpy(t->data(), data.data(), data.size());
+          out->push_back(Value(*t));
+        } else if (storage == ConstantStorage::kWeights) {
+          if (n < 8) {
+            r.Fail(absl::StrCat(what, ": a constant in the weights section needs an offset and a size"));
+            break;
+          }
+          auto offset = static_cast<uint64_t>(r.Int(c[6], "weights offset", 0));
+          auto size = static_cast<uint64_t>(r.Int(c[7], "weights size", 0));
+          if (!r.ok()) break;
+          std::string where = absl::StrCat(what, ": weights [offset ", offset, ", ", size, " bytes]");
+          if (size != *bytes) {
+            r.Fail(absl::StrCat(where, " do not match its shape and dtype (", *bytes, " bytes)"));
+          } else if (offset % kSectionAlignment != 0) {
+            r.Fail(absl::StrCat(where, " are misaligned: the offset is not a multiple of ", kSectionAlignment));
+          } else if (!weights.present) {
+            r.Fail(absl::StrCat(where, " but the file has no weights section"));
+          } else if (offset > weights.size || size > weights.size - offset) {
+            r.Fail(absl::StrCat(where, " run past the end of the weights section (", weights.size, " bytes)"));
+          }
+          if (!r.ok()) break;
+          // A view into the image: the tensor's owner keeps the whole image alive.
+          std::shared_ptr<void> owner(weights.image, const_cast<char*>(weights.image->data()));
+          out->push_back(Value(Tensor::View(std::move(owner), const_cast<char*>(weights.image->data()),
+                                            weights.offset + offset, shape, dtype, CpuDevice()->dl_device())));
+        } else {
+          std::string name = r.Str(c[6], "external weight name");
+          if (!r.ok()) break;
+          if (name.empty()) {
+            r.Fail(absl::StrCat(what, ": an external weight needs a name"));
+            break;
+          }
+          external->push_back({static_cast<int32_t>(out->size()), name, dtype, shape});
+          out->push_back(Value());
         }
-        if (!bytes.empty()) std::memcpy(t->data(), bytes.data(), bytes.size());
-        out->push_back(Value(*t));
         break;
       }
       default: r.Fail("unsupported constant kind"); break;
     }
   }
+  return r.status();
+}
+
+absl::Status DecodeTarget(const msgpack::object& root, Executable::Contents* out) {
+  Reader r("target");
+  size_t n = 0;
+  const msgpack::object* fields = r.Array(root, 2, &n, "[cpu name, cpu features]");
+  if (!r.ok()) return r.status();
+  out->cpu_name = r.Str(fields[0], "cpu name");
+  out->cpu_features = r.StrList(fields[1], "cpu features");
   return r.status();
 }
 
@@ -339,6 +432,7 @@ absl::Status DecodeKernels(const msgpack::object& root, std::vector<KernelDecl>*
     decl.name = r.Str(k[0], "kernel name");
     decl.source = static_cast<KernelDecl::Source>(r.Int(k[1], "kernel source", 0, 1));
     decl.arg_signature = r.Str(k[2], "kernel argument signature");
+    if (n > 3) decl.device = static_cast<int32_t>(r.Int(k[3], "kernel device", 0, INT32_MAX));
     out->push_back(std::move(decl));
   }
   return r.status();
@@ -347,20 +441,51 @@ absl::Status DecodeKernels(const msgpack::object& root, std::vector<KernelDecl>*
 }  // namespace
 
 std::string Executable::Encode(const Contents& contents) {
-  std::vector<std::pair<SectionId, std::string>> sections;
+  struct Section {
+    SectionId id;
+    std::string body;  // empty for the weights section, which is copied piece by piece
+    uint64_t size = 0;
+  };
+  std::vector<Section> sections;
   auto pack = [&](SectionId id, auto&& body) {
     msgpack::sbuffer buffer;
     Packer pk(buffer);
     body(pk);
-    sections.emplace_back(id, std::string(buffer.data(), buffer.size()));
+    sections.push_back({id, std::string(buffer.data(), buffer.size()), buffer.size()});
   };
+
+  // Large tensors go to the weights section, each at a 64-byte-aligned offset.
+  std::vector<const ExternalWeight*> external(contents.constants.size(), nullptr);
+  for (const ExternalWeight& w : contents.external_weights) {
+    if (w.constant >= 0 && static_cast<size_t>(w.constant) < external.size()) external[static_cast<size_t>(w.constant)] = &w;
+  }
+  std::vector<std::pair<uint64_t, const Tensor*>> weights;
+  uint64_t weights_size = 0;
   pack(SectionId::kFunctions, [&](Packer& pk) {
     pk.pack_array(static_cast<uint32_t>(contents.functions.size()));
     for (const Function& f : contents.functions) PackFunction(pk, f);
   });
   pack(SectionId::kConstants, [&](Packer& pk) {
     pk.pack_array(static_cast<uint32_t>(contents.constants.size()));
-    for (const Value& v : contents.constants) PackConstant(pk, v);
+    for (size_t i = 0; i < contents.constants.size(); ++i) {
+      const Value& v = contents.constants[i];
+      if (const ExternalWeight* w = external[i]) {
+        PackTensorHead(pk, w->dtype, w->shape, 7);
+        pk.pack(static_cast<int>(ConstantStorage::kExternal));
+        pk.pack(w->name);
+      } else if (v.kind() == Value::Kind::kTensor && v.as_tensor().nbytes() > kInlineConstantMaxBytes) {
+        const Tensor& t = v.as_tensor();
+        uint64_t offset = AlignUp(weights_size);
+        weights.emplace_back(offset, &t);
+        weights_size = offset + static_cast<uint64_t>(t.nbytes());
+        PackTensorHead(pk, t.dtype(), t.shape(), 8);
+        pk.pack(static_cast<int>(ConstantStorage::kWeights));
+        pk.pack(offset);
+        pk.pack(static_cast<uint64_t>(t.nbytes()));
+      } else {
+        PackConstant(pk, v);
+      }
+    }
   });
   pack(SectionId::kBuiltins, [&](Packer& pk) {
     pk.pack_array(static_cast<uint32_t>(contents.builtins.size()));
@@ -373,88 +498,180 @@ std::string Executable::Encode(const Contents& contents) {
   pack(SectionId::kKernels, [&](Packer& pk) {
     pk.pack_array(static_cast<uint32_t>(contents.kernels.size()));
     for (const KernelDecl& k : contents.kernels) {
-      pk.pack_array(3);
+      pk.pack_array(k.device != 0 ? 4 : 3);
       pk.pack(k.name);
       pk.pack(static_cast<int>(k.source));
       pk.pack(k.arg_signature);
+      if (k.device != 0) pk.pack(k.device);
     }
   });
-  if (!contents.cpu_object.empty()) sections.emplace_back(SectionId::kCpuObject, contents.cpu_object);
-
-  std::string out(kExecutableMagic, sizeof(kExecutableMagic));
-  PutLE<uint16_t>(&out, kFormatMajor);
-  PutLE<uint16_t>(&out, kFormatMinor);
-  PutLE<uint32_t>(&out, static_cast<uint32_t>(sections.size()));
-  uint64_t offset = kHeaderSize + kSectionEntrySize * sections.size();
-  for (const auto& [id, body] : sections) {
-    PutLE<uint32_t>(&out, static_cast<uint32_t>(id));
-    PutLE<uint32_t>(&out, 0);
-    PutLE<uint64_t>(&out, offset);
-    PutLE<uint64_t>(&out, body.size());
-    PutLE<uint64_t>(&out, Fnv1a64(body.data(), body.size()));
-    offset += body.size();
+  if (contents.devices != std::vector<std::string>{"cpu"}) {
+    pack(SectionId::kDevices, [&](Packer& pk) { pk.pack(contents.devices); });
   }
-  for (const auto& section : sections) out += section.second;
+  if (!contents.cpu_name.empty() || !contents.cpu_features.empty()) {
+    pack(SectionId::kTarget, [&](Packer& pk) {
+      pk.pack_array(2);
+      pk.pack(contents.cpu_name);
+      pk.pack(contents.cpu_features);
+    });
+  }
+  if (!contents.cpu_object.empty()) {
+    sections.push_back({SectionId::kCpuObject, contents.cpu_object, contents.cpu_object.size()});
+  }
+  // Last, so the small sections a loader reads first sit together at the start of the file.
+  if (!weights.empty()) sections.push_back({SectionId::kWeights, std::string(), weights_size});
+
+  std::vector<uint64_t> offsets;
+  uint64_t end = kHeaderSize + kSectionEntrySize * sections.size();
+  for (const Section& section : sections) {
+    offsets.push_back(AlignUp(end));
+    end = offsets.back() + section.size;
+  }
+  std::string out(static_cast<size_t>(end), '\0');
+  std::memcpy(out.data(), kExecutableMagic, sizeof(kExecutableMagic));
+  std::string header;
+  PutLE<uint16_t>(&header, kFormatMajor);
+  PutLE<uint16_t>(&header, kFormatMinor);
+  PutLE<uint32_t>(&header, static_cast<uint32_t>(sections.size()));
+  for (size_t i = 0; i < sections.size(); ++i) {
+    char* body = out.data() + offsets[i];
+    if (sections[i].id == SectionId::kWeights) {
+      for (const auto& [offset, tensor] : weights) {
+        if (tensor->nbytes() > 0) std::memcpy(body + offset, tensor->data(), static_cast<size_t>(tensor->nbytes()));
+      }
+    } else {
+      std::memcpy(body, sections[i].body.data(), sections[i].body.size());
+    }
+    PutLE<uint32_t>(&header, static_cast<uint32_t>(sections[i].id));
+    PutLE<uint32_t>(&header, 0);
+    PutLE<uint64_t>(&header, offsets[i]);
+    PutLE<uint64_t>(&header, sections[i].size);
+    PutLE<uint64_t>(&header, Checksum64(body, sections[i].size));
+  }
+  std::memcpy(out.data() + sizeof(kExecutableMagic), header.data(), header.size());
   return out;
 }
 
 absl::StatusOr<Executable::Contents> Executable::Decode(const std::string& bytes) {
-  if (bytes.size() < kHeaderSize || std::memcmp(bytes.data(), kExecutableMagic, sizeof(kExecutableMagic)) != 0) {
+  return Decode(support::MappedFile::FromBytes(bytes));
+}
+
+absl::StatusOr<Executable::Contents> Executable::Decode(std::shared_ptr<const support::MappedFile> image) {
+  if (image == nullptr) return absl::InvalidArgumentError("Executable::Decode: no image");
+  const char* data = image->data();
+  const uint64_t file_size = image->size();
+  if (file_size == 0) return absl::InvalidArgumentError("not a Kiln executable (the file is empty)");
+  if (std::memcmp(data, kExecutableMagic, std::min<size_t>(file_size, sizeof(kExecutableMagic))) != 0) {
     return absl::InvalidArgumentError("not a Kiln executable (bad magic number)");
   }
-  uint16_t major = GetLE<uint16_t>(bytes.data() + 8);
-  uint16_t minor = GetLE<uint16_t>(bytes.data() + 10);
+  if (file_size < kHeaderSize) {
+    return absl::DataLossError(absl::StrCat("truncated executable: the file is ", file_size,
+                                            " bytes, shorter than the ", kHeaderSize, "-byte header"));
+  }
+  uint16_t major = GetLE<uint16_t>(data + 8);
+  uint16_t minor = GetLE<uint16_t>(data + 10);
   if (major != kFormatMajor || minor > kFormatMinor) {
     return absl::FailedPreconditionError(absl::StrCat(
         "incompatible executable: file format ", major, ".", minor, ", this runtime reads ",
         kFormatMajor, ".0 to ", kFormatMajor, ".", kFormatMinor, "; recompile it with this version of kiln"));
   }
-  uint32_t num_sections = GetLE<uint32_t>(bytes.data() + 12);
-  if (num_sections > kMaxSections || kHeaderSize + kSectionEntrySize * num_sections > bytes.size()) {
-    return absl::DataLossError(absl::StrCat("truncated or corrupt executable: section table of ",
-                                            num_sections, " entries does not fit in ", bytes.size(), " bytes"));
+  uint32_t num_sections = GetLE<uint32_t>(data + 12);
+  if (num_sections > kMaxSections) {
+    return absl::DataLossError(absl::StrCat("corrupt executable: ", num_sections, " sections (at most ", kMaxSections, ")"));
   }
-  Contents contents;
-  bool seen[6] = {};
+  const uint64_t table_end = kHeaderSize + kSectionEntrySize * num_sections;
+  if (table_end > file_size) {
+    return absl::DataLossError(absl::StrCat("truncated executable: the section table (", num_sections,
+                                            " entries) should end at byte ", table_end, ", but the file is ",
+                                            file_size, " bytes"));
+  }
+  // The table first, independently of the file's length: sections in ascending order, each
+  // at the first 64-byte boundary after the previous one. A file shorter than the table
+  // says is truncated; one longer has stray bytes.
+  struct Span {
+    uint32_t id;
+    uint64_t offset, size, checksum;
+  };
+  std::vector<Span> spans;
+  bool seen[kMaxSectionId + 1] = {};
+  uint64_t end = table_end;
   for (uint32_t i = 0; i < num_sections; ++i) {
-    const char* entry = bytes.data() + kHeaderSize + kSectionEntrySize * i;
-    uint32_t id = GetLE<uint32_t>(entry);
-    uint64_t offset = GetLE<uint64_t>(entry + 8);
-    uint64_t size = GetLE<uint64_t>(entry + 16);
-    uint64_t hash = GetLE<uint64_t>(entry + 24);
-    if (offset > bytes.size() || size > bytes.size() - offset) {
-      return absl::DataLossError(absl::StrCat("truncated or corrupt executable: section ", id, " (", size,
-                                              " bytes at offset ", offset, ") extends past the end of the ",
-                                              bytes.size(), "-byte file"));
+    const char* entry = data + kHeaderSize + kSectionEntrySize * i;
+    Span s{GetLE<uint32_t>(entry), GetLE<uint64_t>(entry + 8), GetLE<uint64_t>(entry + 16), GetLE<uint64_t>(entry + 24)};
+    if (s.id < 1 || s.id > kMaxSectionId) return absl::DataLossError(absl::StrCat("corrupt executable: unknown section id ", s.id));
+    if (seen[s.id]) return absl::DataLossError(absl::StrCat("corrupt executable: section ", SectionName(s.id), " appears twice"));
+    seen[s.id] = true;
+    if (s.offset != AlignUp(end) || s.size > UINT64_MAX - s.offset) {
+      return absl::DataLossError(absl::StrCat("corrupt executable: section ", SectionName(s.id), " (id ", s.id,
+                                              ") is recorded at offset ", s.offset, " with ", s.size,
+                                              " bytes; the previous section ends at byte ", end,
+                                              ", so it should start at byte ", AlignUp(end)));
     }
-    if (id < 1 || id > 5) return absl::DataLossError(absl::StrCat("corrupt executable: unknown section id ", id));
-    if (seen[id]) return absl::DataLossError(absl::StrCat("corrupt executable: section ", id, " appears twice"));
-    seen[id] = true;
-    const char* data = bytes.data() + offset;
-    if (Fnv1a64(data, size) != hash) {
-      return absl::DataLossError(absl::StrCat("corrupt executable: section ", id, " fails its checksum"));
+    end = s.offset + s.size;
+    spans.push_back(s);
+  }
+  if (end > file_size) {
+    for (const Span& s : spans) {
+      if (s.offset + s.size <= file_size) continue;
+      return absl::DataLossError(absl::StrCat(
+          "truncated executable: the file is ", file_size, " bytes, but its section table says it ends at byte ", end,
+          "; section ", SectionName(s.id), " (bytes ", s.offset, " to ", s.offset + s.size, ") is ",
+          s.offset >= file_size ? "missing" : "cut short"));
     }
-    auto section = static_cast<SectionId>(id);
+  }
+  if (end < file_size) {
+    return absl::DataLossError(absl::StrCat("corrupt executable: ", file_size - end, " stray bytes after the last section (which ends at byte ",
+                                            end, " of ", file_size, ")"));
+  }
+  for (SectionId required : {SectionId::kFunctions, SectionId::kConstants, SectionId::kBuiltins, SectionId::kKernels}) {
+    auto id = static_cast<uint32_t>(required);
+    if (!seen[id]) return absl::DataLossError(absl::StrCat("corrupt executable: required section ", SectionName(id), " is missing"));
+  }
+  for (const Span& s : spans) {
+    if (Checksum64(data + s.offset, s.size) != s.checksum) {
+      return absl::DataLossError(absl::StrCat("corrupt executable: section ", SectionName(s.id), " (bytes ", s.offset,
+                                              " to ", s.offset + s.size, ") fails its checksum"));
+    }
+  }
+
+  Contents contents;
+  WeightsSpan weights{image};
+  for (const Span& s : spans) {
+    if (static_cast<SectionId>(s.id) == SectionId::kWeights) weights = {image, s.offset, s.size, true};
+  }
+  // Constants last: they may point into the weights section.
+  std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return (a.id == static_cast<uint32_t>(SectionId::kConstants)) < (b.id == static_cast<uint32_t>(SectionId::kConstants));
+  });
+  for (const Span& s : spans) {
+    auto section = static_cast<SectionId>(s.id);
+    const char* body = data + s.offset;
     if (section == SectionId::kCpuObject) {
-      contents.cpu_object.assign(data, size);
+      contents.cpu_object.assign(body, s.size);
       continue;
     }
-    static constexpr const char* kNames[] = {"", "functions", "constants", "builtins", "kernels"};
-    absl::StatusOr<msgpack::object_handle> handle = Unpack(data, size, kNames[id]);
+    if (section == SectionId::kWeights) continue;
+    absl::StatusOr<msgpack::object_handle> handle = Unpack(body, s.size, SectionName(s.id));
     if (!handle.ok()) return handle.status();
     const msgpack::object& root = handle->get();
     absl::Status status;
     switch (section) {
       case SectionId::kFunctions: status = DecodeFunctions(root, &contents.functions); break;
-      case SectionId::kConstants: status = DecodeConstants(root, &contents.constants); break;
+      case SectionId::kConstants:
+        status = DecodeConstants(root, weights, &contents.constants, &contents.external_weights);
+        break;
       case SectionId::kBuiltins: status = DecodeBuiltins(root, &contents.builtins); break;
       case SectionId::kKernels: status = DecodeKernels(root, &contents.kernels); break;
+      case SectionId::kDevices: {
+        Reader r("devices");
+        contents.devices = r.StrList(root, "device names");
+        status = r.status();
+        break;
+      }
+      case SectionId::kTarget: status = DecodeTarget(root, &contents); break;
       default: break;
     }
     if (!status.ok()) return status;
-  }
-  for (int id = 1; id <= 4; ++id) {
-    if (!seen[id]) return absl::DataLossError(absl::StrCat("corrupt executable: required section ", id, " is missing"));
   }
   absl::Status verified = Verify(contents);
   if (!verified.ok()) return verified;

@@ -35,6 +35,7 @@ class FunctionVerifier {
       for (const Operand& d : sig.dims) {
         if (!DimOk(d) || !StringIndexOk(d.debug_name)) return Error(-1, absl::StrCat("parameter ", p, " has a bad dimension pattern"));
       }
+      if (!DeviceOk(sig.device)) return Error(-1, absl::StrCat("parameter ", p, " names no device of the device table"));
     }
     const Opcode last = fn_.code.back().op;
     if (last != Opcode::kRet && last != Opcode::kGoto) return Error(static_cast<int>(fn_.code.size()) - 1, "code may run past its end");
@@ -75,7 +76,11 @@ class FunctionVerifier {
       default: return false;
     }
   }
+  bool DeviceOk(int64_t d) const { return d >= 0 && d < static_cast<int64_t>(contents_.devices.size()); }
+  bool FunctionOk(int64_t f) const { return f >= 0 && f < static_cast<int64_t>(contents_.functions.size()); }
+  // A jump to itself can never make progress: refused, as is any target outside the code.
   bool JumpOk(int pc, int64_t offset) const {
+    if (offset == 0) return false;
     int64_t target = pc + offset;
     return target >= 0 && target < static_cast<int64_t>(fn_.code.size());
   }
@@ -109,16 +114,18 @@ class FunctionVerifier {
           case CalleeKind::kBuiltin:
             if (in.a < 0 || in.a >= static_cast<int32_t>(contents_.builtins.size())) return Error(pc, "callee builtin out of range");
             return absl::OkStatus();
+          case CalleeKind::kClosure:  // the arity is checked when called: a closure's function is not known here
+            return RegOk(in.a) ? absl::OkStatus() : Error(pc, "closure register out of range");
         }
         return Error(pc, "unknown callee kind");
       }
       case Opcode::kRet:
         return RegOk(in.a) ? absl::OkStatus() : Error(pc, "return register out of range");
       case Opcode::kGoto:
-        return JumpOk(pc, in.a) ? absl::OkStatus() : Error(pc, "jump target out of range");
+        return JumpOk(pc, in.a) ? absl::OkStatus() : Error(pc, "jump target invalid");
       case Opcode::kIf:
         if (!RegOk(in.a)) return Error(pc, "condition register out of range");
-        return JumpOk(pc, in.b) && JumpOk(pc, 1) ? absl::OkStatus() : Error(pc, "branch target out of range");
+        return JumpOk(pc, in.b) && JumpOk(pc, 1) ? absl::OkStatus() : Error(pc, "branch target invalid");
       case Opcode::kLoadConst:
         if (!RegOk(in.dst)) return Error(pc, "destination register out of range");
         return in.a >= 0 && in.a < static_cast<int32_t>(contents_.constants.size()) ? absl::OkStatus()
@@ -148,13 +155,28 @@ class FunctionVerifier {
         return absl::OkStatus();
       case Opcode::kAllocStorage:
         if (!RegOk(in.dst) || !RangeOk(in.b, 1) || !IntOperandOk(fn_.operands[in.b])) return Error(pc, "storage operands invalid");
-        return absl::OkStatus();
+        return DeviceOk(in.a) ? absl::OkStatus() : Error(pc, "storage device out of range");
       case Opcode::kAllocTensor:
         if (!RegOk(in.dst) || !RegOk(in.a) || !RegOk(in.c) || !RangeOk(in.b, 2)) return Error(pc, "tensor operands out of range");
         if (!IntOperandOk(fn_.operands[in.b]) || fn_.operands[in.b + 1].kind != Operand::Kind::kImm) return Error(pc, "tensor operands invalid");
         return absl::OkStatus();
       case Opcode::kKill:
         return RegOk(in.a) ? absl::OkStatus() : Error(pc, "register out of range");
+      case Opcode::kMakeClosure: {
+        if (!RegOk(in.dst) || !RangeOk(in.b, in.c)) return Error(pc, "closure operands out of range");
+        if (!FunctionOk(in.a)) return Error(pc, "closure function out of range");
+        if (static_cast<size_t>(in.c) > contents_.functions[in.a].params.size()) {
+          return Error(pc, absl::StrCat("captures ", in.c, " values for '", contents_.functions[in.a].name, "', which takes ",
+                                        contents_.functions[in.a].params.size()));
+        }
+        for (int i = 0; i < in.c; ++i) {
+          if (!ValueOperandOk(fn_.operands[in.b + i])) return Error(pc, absl::StrCat("captured value ", i, " is invalid"));
+        }
+        return absl::OkStatus();
+      }
+      case Opcode::kCopyToDevice:
+        if (!RegOk(in.dst) || !RegOk(in.a)) return Error(pc, "register out of range");
+        return DeviceOk(in.c) ? absl::OkStatus() : Error(pc, "copy device out of range");
       case Opcode::kNumOpcodes:
         break;
     }
@@ -168,6 +190,16 @@ class FunctionVerifier {
 }  // namespace
 
 absl::Status Executable::Verify(const Contents& contents) {
+  if (contents.devices.empty() || contents.devices[0] != "cpu") {
+    return absl::DataLossError("invalid executable: the device table must start with \"cpu\"");
+  }
+  if (std::set<std::string>(contents.devices.begin(), contents.devices.end()).size() != contents.devices.size()) {
+    return absl::DataLossError("invalid executable: a device appears twice in the device table");
+  }
+  for (const BuiltinDecl& b : contents.builtins) {
+    absl::StatusOr<BuiltinSignature> sig = BuiltinSignature::Parse(b.signature);
+    if (!sig.ok()) return absl::DataLossError(absl::StrCat("invalid executable: builtin '", b.name, "': ", sig.status().message()));
+  }
   std::set<std::string> names;
   for (const Function& fn : contents.functions) {
     if (!names.insert(fn.name).second) {
@@ -182,9 +214,20 @@ absl::Status Executable::Verify(const Contents& contents) {
         return absl::DataLossError(absl::StrCat("invalid executable: kernel '", k.name, "' has a bad argument signature"));
       }
     }
+    if (k.device < 0 || k.device >= static_cast<int32_t>(contents.devices.size())) {
+      return absl::DataLossError(absl::StrCat("invalid executable: kernel '", k.name, "' names no device of the device table"));
+    }
     if (k.source == KernelDecl::Source::kCpuObject && contents.cpu_object.empty()) {
       return absl::DataLossError(absl::StrCat("invalid executable: kernel '", k.name, "' needs the CPU kernel object, which is missing"));
     }
+  }
+  std::set<int32_t> external;
+  for (const ExternalWeight& w : contents.external_weights) {
+    if (w.constant < 0 || w.constant >= static_cast<int32_t>(contents.constants.size()) || !external.insert(w.constant).second) {
+      return absl::DataLossError(absl::StrCat("invalid executable: external weight '", w.name, "' names constant ",
+                                              w.constant, ", which is out of range or already external"));
+    }
+    if (w.name.empty()) return absl::DataLossError("invalid executable: an external weight has an empty name");
   }
   return absl::OkStatus();
 }

@@ -18,7 +18,12 @@ absl::StatusOr<Tensor> Storage::MakeTensor(int64_t byte_offset, const std::vecto
   absl::StatusOr<int64_t> numel = ShapeNumel(shape);
   if (!numel.ok()) return numel.status();
   int64_t elem = DTypeBytes(dtype);
-  if (byte_offset < 0 || (elem > 0 && *numel > (size_ - byte_offset) / elem) || byte_offset > size_) {
+  auto too_big = [&](int64_t available) {
+    // Packed sub-byte elements take less than a byte each (and the product cannot overflow).
+    if (int64_t{dtype.bits} * dtype.lanes < 8) return DTypeStorageBytes(dtype, *numel) > available;
+    return elem > 0 && *numel > available / elem;
+  };
+  if (byte_offset < 0 || byte_offset > size_ || too_big(size_ - byte_offset)) {
     return absl::OutOfRangeError(absl::StrCat("tensor ", DTypeToString(dtype), ShapeToString(shape),
                                               " at byte offset ", byte_offset, " does not fit in storage of ",
                                               size_, " bytes"));

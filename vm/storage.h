@@ -12,15 +12,16 @@
 
 namespace kiln::vm {
 
-class Storage final : public Object {
+class Storage final : public TypedObject<Storage> {
  public:
+  static constexpr char kTypeName[] = "storage";
   static absl::StatusOr<std::shared_ptr<Storage>> Allocate(Device* device, int64_t bytes);
-  std::string type_name() const override { return "storage"; }
 
   // A tensor of `shape` and `dtype` at `byte_offset`; an error if it does not fit.
   absl::StatusOr<Tensor> MakeTensor(int64_t byte_offset, const std::vector<int64_t>& shape,
                                     DLDataType dtype) const;
   int64_t size() const { return size_; }
+  DLDevice device() const { return device_; }
 
  private:
   Storage(std::shared_ptr<void> memory, int64_t size, DLDevice device)

@@ -48,7 +48,7 @@ absl::StatusOr<Tensor> Tensor::Empty(const std::vector<int64_t>& shape, DLDataTy
   if (elem > 0 && *numel > INT64_MAX / elem) {
     return absl::InvalidArgumentError(absl::StrCat("tensor of shape ", ShapeToString(shape), " is too large"));
   }
-  size_t bytes = static_cast<size_t>(*numel * elem);
+  size_t bytes = static_cast<size_t>(DTypeStorageBytes(dtype, *numel));
   absl::StatusOr<void*> data = device->Allocate(bytes, 64);
   if (!data.ok()) return data.status();
   std::shared_ptr<void> owner(*data, [device, bytes](void* p) { device->Free(p, bytes); });
@@ -118,11 +118,17 @@ absl::StatusOr<Tensor> Tensor::Slice(int64_t begin, int64_t end) const {
     return absl::OutOfRangeError(absl::StrCat("slice [", begin, ", ", end, ") out of range for ", Describe()));
   }
   if (!is_contiguous()) return absl::InvalidArgumentError(absl::StrCat("cannot slice non-contiguous ", Describe()));
-  int64_t row_bytes = DTypeBytes(dtype());
-  for (int i = 1; i < ndim(); ++i) row_bytes *= node_->shape[i];
+  int64_t row_elements = 1;
+  for (int i = 1; i < ndim(); ++i) row_elements *= node_->shape[i];
+  // A packed sub-byte row may end inside a byte: the view must start on a byte.
+  const int64_t begin_bits = begin * row_elements * dtype().bits * dtype().lanes;
+  if (begin_bits % 8 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot slice ", Describe(), " at row ", begin,
+                                                   ": the row does not start on a byte"));
+  }
   std::vector<int64_t> shape = node_->shape;
   shape[0] = end - begin;
-  return Make(node_->owner, node_->dl.data, node_->dl.byte_offset + static_cast<uint64_t>(begin * row_bytes),
+  return Make(node_->owner, node_->dl.data, node_->dl.byte_offset + static_cast<uint64_t>(begin_bits / 8),
               std::move(shape), {}, dtype(), device());
 }
 
@@ -139,7 +145,10 @@ absl::StatusOr<Tensor> Tensor::CopyTo(Device* device) const {
   } else if (device->dl_device().device_type == kDLCPU) {
     status = (*source)->CopyToHost(out->data(), data(), bytes);
   } else {
-    status = absl::UnimplementedError("copy between two non-CPU devices");
+    // Two devices that know nothing of each other: through host memory.
+    std::unique_ptr<char[]> staging(new char[bytes == 0 ? 1 : bytes]);
+    status = (*source)->CopyToHost(staging.get(), data(), bytes);
+    if (status.ok()) status = device->CopyFromHost(out->data(), staging.get(), bytes);
   }
   if (!status.ok()) return status;
   return out;
@@ -159,7 +168,9 @@ DLManagedTensor* Tensor::ToDLPack() const {
 
 std::string Tensor::Describe() const {
   if (!defined()) return "<undefined tensor>";
-  return absl::StrCat(DTypeToString(dtype()), ShapeToString(shape()));
+  std::string text = absl::StrCat(DTypeToString(dtype()), ShapeToString(shape()));
+  if (device().device_type != kDLCPU) absl::StrAppend(&text, " on ", DeviceName(device()));
+  return text;
 }
 
 }  // namespace kiln::vm

@@ -43,7 +43,8 @@ class Tensor {
   DLDataType dtype() const { return node_->dl.dtype; }
   DLDevice device() const { return node_->dl.device; }
   int64_t numel() const;
-  int64_t nbytes() const { return numel() * DTypeBytes(dtype()); }
+  // Packed for sub-byte types (DTypeStorageBytes).
+  int64_t nbytes() const { return DTypeStorageBytes(dtype(), numel()); }
   bool is_contiguous() const;
   // The first element's address (data + byte_offset).
   void* data() const { return static_cast<char*>(node_->dl.data) + node_->dl.byte_offset; }
@@ -64,7 +65,7 @@ class Tensor {
 
   DLManagedTensor* ToDLPack() const;
 
-  // "float32[7, 784]".
+  // "float32[7, 784]"; " on DEVICE" follows for a tensor that is not on the CPU.
   std::string Describe() const;
 
  private:

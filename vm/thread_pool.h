@@ -3,12 +3,22 @@
 //
 // ParallelFor may be called from several threads at once (several VMs) and from inside a
 // task (nested loops): the calling thread always works on its own loop's tasks, so every
-// loop makes progress even when all workers are busy.
+// loop makes progress even when all workers are busy. It returns once every task has run,
+// with 0 or the first nonzero status a task returned (the remaining tasks still run).
+//
+// A parallel region is cheap enough to run hundreds per LLM decode step: the hot path
+// allocates nothing and takes no lock. A loop's description lives in one of kSlots slots
+// owned by the pool; the caller publishes it, workers claim tasks with a compare-and-swap
+// that also checks the slot's generation (so a worker that read a stale slot can never
+// claim a task of the loop that reuses it), and the region ends on an atomic barrier (a
+// count of finished tasks). Idle workers spin for about kSpinMicros before they sleep on a
+// condition variable; a caller only touches the mutex to wake sleeping workers. When every
+// slot is taken (more than kSlots loops in flight at once) a loop runs on the caller alone.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -35,15 +45,30 @@ class ThreadPool {
   // the first nonzero value a task returned (remaining tasks still run).
   int32_t ParallelFor(int64_t num_tasks, KilnParallelBody body, void* closure);
 
- private:
-  struct Job;
-  void WorkerLoop();
-  static void RunTasks(Job& job);
+  // How long an idle worker (or a caller waiting for the last tasks of its loop) polls
+  // before it sleeps. Short: the machines this runs on may have few cores, shared with
+  // other processes and with OpenBLAS's own threads.
+  static constexpr int kSpinMicros = 20;
+  // Loops in flight at once (all callers and nesting levels together) that workers can help.
+  static constexpr int kSlots = 64;
 
-  std::mutex mutex_;
+ private:
+  struct alignas(64) Slot;
+  void WorkerLoop();
+  // Claims and runs tasks of `slot` until none is left; whether it ran any.
+  static bool RunTasks(Slot& slot);
+  // Runs tasks of any published loop; whether it ran any.
+  bool RunAnyTasks();
+  int AcquireSlot();
+  void Wake();
+
+  std::unique_ptr<Slot[]> slots_;
+  std::atomic<uint64_t> busy_{0};     // bit i: slot i holds a loop (owned by its caller)
+  std::atomic<uint64_t> epoch_{0};    // bumped on every publish; idle workers watch it
+  std::atomic<int> sleepers_{0};      // workers blocked (or about to block) on wake_
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;                  // only for sleeping and waking
   std::condition_variable wake_;
-  std::deque<std::shared_ptr<Job>> jobs_;
-  bool stopping_ = false;
   std::vector<std::thread> workers_;
 };
 

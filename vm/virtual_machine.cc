@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "support/int_math.h"
 #include "vm/storage.h"
@@ -10,24 +11,13 @@
 namespace kiln::vm {
 namespace {
 
-constexpr int kMaxCallDepth = 256;
+// Marks the call-depth error: it is complete in one line, so the frames it unwinds through
+// do not prefix it with their location (256 prefixes made an 11 KB message). The first
+// caller to see it adds where the limit was hit and sets the payload to "located".
+constexpr char kDepthPayload[] = "kiln.vm/call_depth";
 
 int32_t PoolParallelFor(KilnCallContext*, int64_t num_tasks, KilnParallelBody body, void* closure) {
   return ThreadPool::Global().ParallelFor(num_tasks, body, closure);
-}
-
-void* WorkspaceAlloc(KilnCallContext*, uint64_t bytes) {
-  absl::StatusOr<void*> p = CpuDevice()->Allocate(bytes + 64, 64);
-  if (!p.ok()) return nullptr;
-  // The size is kept in front of the block so workspace_free needs only the pointer.
-  *static_cast<uint64_t*>(*p) = bytes + 64;
-  return static_cast<char*>(*p) + 64;
-}
-
-void WorkspaceFree(KilnCallContext*, void* ptr) {
-  if (ptr == nullptr) return;
-  char* block = static_cast<char*>(ptr) - 64;
-  CpuDevice()->Free(block, *reinterpret_cast<uint64_t*>(block));
 }
 
 std::string DimName(const Function& fn, const Operand& o) {
@@ -35,28 +25,91 @@ std::string DimName(const Function& fn, const Operand& o) {
   return "";
 }
 
+bool SameDevice(DLDevice a, DLDevice b) { return a.device_type == b.device_type && a.device_id == b.device_id; }
+
 }  // namespace
 
 VirtualMachine::VirtualMachine(std::shared_ptr<const Executable> executable, Device* device)
-    : executable_(std::move(executable)), device_(device) {
+    : executable_(std::move(executable)) {
+  const std::vector<std::string>& names = executable_->contents().devices;
+  devices_.assign(names.size(), nullptr);
+  dl_devices_.assign(names.size(), DLDevice{kDLCPU, 0});
+  for (size_t i = 0; i < names.size(); ++i) {
+    absl::StatusOr<Device*> d = i == 0 ? absl::StatusOr<Device*>(device) : GetDevice(names[i]);
+    if (!d.ok()) {
+      if (status_.ok()) {
+        status_ = absl::Status(d.status().code(), absl::StrCat("the executable runs on device '", names[i],
+                                                                "', which this VM cannot use: ", d.status().message()));
+      }
+      continue;
+    }
+    devices_[i] = *d;
+    dl_devices_[i] = (*d)->dl_device();
+  }
+  for (const KernelDecl& k : executable_->contents().kernels) {
+    Device* d = devices_[k.device];
+    kernel_places_.push_back({dl_devices_[k.device], d, d != nullptr ? d->stream() : nullptr});
+  }
   kernel_args_.resize(executable_->max_call_args());
-  builtin_args_.resize(executable_->max_call_args());
-  immediates_.resize(executable_->max_call_args());
-  call_context_.runtime = &kernel_error_;
+  call_context_.runtime = &kernel_runtime_;
   call_context_.parallel_for = PoolParallelFor;
   call_context_.workspace_alloc = WorkspaceAlloc;
   call_context_.workspace_free = WorkspaceFree;
   call_context_.set_error = SetKernelError;
   call_context_.num_threads = ThreadPool::Global().num_threads();
-  call_context_.device = device_->dl_device();
+  call_context_.device = dl_devices_[0];
   call_context_.stream = nullptr;
   call_context_.launch = nullptr;
 }
 
+absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(std::shared_ptr<const Executable> executable,
+                                                                       Device* device) {
+  auto vm = std::make_unique<VirtualMachine>(std::move(executable), device);
+  if (!vm->status().ok()) return vm->status();
+  return vm;
+}
+
 void VirtualMachine::SetKernelError(KilnCallContext* ctx, const char* message) {
-  auto* error = static_cast<KernelError*>(ctx->runtime);
-  std::lock_guard<std::mutex> lock(error->mutex);
-  if (error->message.empty()) error->message = message ? message : "(no message)";
+  auto* runtime = static_cast<KernelRuntime*>(ctx->runtime);
+  std::lock_guard<std::mutex> lock(runtime->mutex);
+  if (runtime->message.empty()) runtime->message = message ? message : "(no message)";
+}
+
+void* VirtualMachine::WorkspaceAlloc(KilnCallContext* ctx, uint64_t bytes) {
+  auto* runtime = static_cast<KernelRuntime*>(ctx->runtime);
+  Device* device = runtime->device;
+  if (ctx->device.device_type == kDLCPU) {
+    // Host memory: the size is kept in front of the block, so workspace_free needs only
+    // the pointer and no lock.
+    absl::StatusOr<void*> p = device->Allocate(bytes + 64, 64);
+    if (!p.ok()) return nullptr;
+    *static_cast<uint64_t*>(*p) = bytes + 64;
+    return static_cast<char*>(*p) + 64;
+  }
+  absl::StatusOr<void*> p = device->Allocate(bytes, 64);
+  if (!p.ok()) return nullptr;
+  std::lock_guard<std::mutex> lock(runtime->mutex);
+  runtime->device_workspace[*p] = bytes;
+  return *p;
+}
+
+void VirtualMachine::WorkspaceFree(KilnCallContext* ctx, void* ptr) {
+  if (ptr == nullptr) return;
+  auto* runtime = static_cast<KernelRuntime*>(ctx->runtime);
+  if (ctx->device.device_type == kDLCPU) {
+    char* block = static_cast<char*>(ptr) - 64;
+    runtime->device->Free(block, *reinterpret_cast<uint64_t*>(block));
+    return;
+  }
+  uint64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(runtime->mutex);
+    auto it = runtime->device_workspace.find(ptr);
+    if (it == runtime->device_workspace.end()) return;  // not ours: ignore rather than corrupt
+    bytes = it->second;
+    runtime->device_workspace.erase(it);
+  }
+  runtime->device->Free(ptr, bytes);
 }
 
 void VirtualMachine::EnableProfiling(bool enable) {
@@ -86,16 +139,94 @@ absl::StatusOr<Value> VirtualMachine::Invoke(int32_t function_index, const Value
     return absl::InvalidArgumentError(absl::StrCat("function '", fn.name, "' takes ", fn.params.size(),
                                                    " arguments, got ", num_args));
   }
-  if (registers_.size() < static_cast<size_t>(fn.num_registers)) registers_.resize(fn.num_registers);
-  for (size_t i = 0; i < num_args; ++i) registers_[i] = args[i];
-  absl::Status checked = CheckParams(fn, 0);
-  absl::StatusOr<Value> result = checked.ok() ? Run(function_index, 0, 0) : absl::StatusOr<Value>(checked);
-  // Release everything the call held, also after an error, so the VM starts clean.
-  for (Value& reg : registers_) reg = Value();
+  Args a;
+  a.values = args;
+  a.count = num_args;
+  return Enter(function_index, a);
+}
+
+absl::StatusOr<Value> VirtualMachine::InvokeClosure(const Value& closure, const Value* args, size_t num_args) {
+  Args a;
+  a.values = args;
+  a.count = num_args;
+  return CallClosure(closure, a);
+}
+
+absl::StatusOr<Value> VirtualMachine::MakeClosure(const std::string& function, std::vector<Value> captured) const {
+  int32_t index = executable_->FindFunction(function);
+  if (index < 0) return absl::NotFoundError(absl::StrCat("no function '", function, "' in the executable"));
+  size_t params = executable_->functions()[index].params.size();
+  if (captured.size() > params) {
+    return absl::InvalidArgumentError(absl::StrCat("function '", function, "' takes ", params, " arguments; cannot capture ",
+                                                   captured.size()));
+  }
+  return Value::FromClosure(Closure{index, std::move(captured), executable_.get()});
+}
+
+absl::StatusOr<Value> VirtualMachine::CallClosure(const Value& closure, const Args& args) {
+  if (!status_.ok()) return status_;
+  if (closure.kind() != Value::Kind::kClosure) {
+    return absl::InvalidArgumentError(absl::StrCat("expected a closure to call, got ", closure.Describe()));
+  }
+  const Closure& c = closure.as_closure();
+  if (c.executable != executable_.get()) {
+    return absl::InvalidArgumentError("the closure was made by another executable than this VM runs");
+  }
+  const Function& fn = executable_->functions()[c.function_index];
+  if (c.captured.size() + args.count != fn.params.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("closure of function '", fn.name, "' called with ", args.count,
+                                                   " arguments; it takes ", fn.params.size() - c.captured.size(),
+                                                   c.captured.empty() ? "" : absl::StrCat(" besides its ", c.captured.size(), " captured")));
+  }
+  Args a = args;
+  a.prefix = c.captured.data();
+  a.num_prefix = c.captured.size();
+  // Hold the closure while it runs: the register it came from may be overwritten meanwhile.
+  Value hold = closure;
+  return Enter(c.function_index, a);
+}
+
+absl::StatusOr<Value> VirtualMachine::Enter(int32_t index, const Args& args) {
+  if (!status_.ok()) return status_;
+  const Function& fn = executable_->functions()[index];
+  if (depth_ >= kMaxCallDepth) {
+    absl::Status error = absl::ResourceExhaustedError(absl::StrCat(
+        "call depth limit of ", kMaxCallDepth, " nested calls exceeded calling function '", fn.name,
+        "' (unbounded recursion?)"));
+    error.SetPayload(kDepthPayload, absl::Cord("new"));
+    return error;
+  }
+  if (step_limit_ > 0) {
+    if (depth_ == 0) steps_left_ = step_limit_;
+    if (--steps_left_ < 0) return StepLimitError(fn);
+  }
+  RegisterStack::Mark mark;
+  Value* regs = stack_.Push(static_cast<size_t>(fn.num_registers), &mark);
+  for (size_t i = 0; i < args.num_prefix; ++i) regs[i] = args.prefix[i];
+  Value immediate;
+  for (size_t i = 0; i < args.count; ++i) {
+    regs[args.num_prefix + i] =
+        args.values != nullptr ? args.values[i] : OperandValue(args.caller_regs, args.operands[i], &immediate);
+  }
+  ++depth_;
+  absl::Status checked = CheckParams(fn, regs);
+  absl::StatusOr<Value> result = checked.ok() ? Run(index, regs) : absl::StatusOr<Value>(checked);
+  --depth_;
+  stack_.Pop(regs, static_cast<size_t>(fn.num_registers), mark);
   return result;
 }
 
-absl::Status VirtualMachine::MatchDims(const Function& fn, size_t base, const std::vector<int64_t>& shape,
+const Value& VirtualMachine::OperandValue(const Value* regs, const Operand& o, Value* immediate) const {
+  switch (o.kind) {
+    case Operand::Kind::kImm:
+      *immediate = Value(o.value);
+      return *immediate;
+    case Operand::Kind::kConst: return executable_->contents().constants[o.value];
+    default: return regs[o.value];
+  }
+}
+
+absl::Status VirtualMachine::MatchDims(const Function& fn, Value* regs, const std::vector<int64_t>& shape,
                                        const Operand* pattern, int count) {
   if (static_cast<int>(shape.size()) != count) {
     return absl::InvalidArgumentError(absl::StrCat(": expected ", count, " dimensions, got ", shape.size(),
@@ -112,10 +243,10 @@ absl::Status VirtualMachine::MatchDims(const Function& fn, size_t base, const st
         }
         break;
       case Operand::Kind::kBind:
-        registers_[base + o.value] = Value(actual);
+        regs[o.value] = Value(actual);
         break;
       case Operand::Kind::kReg: {
-        const Value& bound = registers_[base + o.value];
+        const Value& bound = regs[o.value];
         if (!bound.is_int() || bound.as_int() != actual) {
           std::string expected = bound.is_int() ? absl::StrCat(bound.as_int()) : bound.Describe();
           return absl::InvalidArgumentError(absl::StrCat(" dimension ", i, DimName(fn, o), ": expected ", expected,
@@ -130,10 +261,10 @@ absl::Status VirtualMachine::MatchDims(const Function& fn, size_t base, const st
   return absl::OkStatus();
 }
 
-absl::Status VirtualMachine::CheckParams(const Function& fn, size_t base) {
+absl::Status VirtualMachine::CheckParams(const Function& fn, Value* regs) {
   for (size_t p = 0; p < fn.params.size(); ++p) {
     const ParamSignature& sig = fn.params[p];
-    const Value& v = registers_[base + p];
+    const Value& v = regs[p];
     auto what = [&] { return absl::StrCat("function '", fn.name, "' parameter '", sig.name, "'"); };
     auto prefixed = [&](const absl::Status& s) { return absl::Status(s.code(), absl::StrCat(what(), s.message())); };
     if (sig.kind != Value::Kind::kNone && v.kind() != sig.kind) {
@@ -145,15 +276,16 @@ absl::Status VirtualMachine::CheckParams(const Function& fn, size_t base) {
         return absl::InvalidArgumentError(absl::StrCat(what(), ": expected dtype ", DTypeToString(sig.dtype), ", got ",
                                                        DTypeToString(t.dtype()), " (", t.Describe(), ")"));
       }
-      if (t.device().device_type != device_->dl_device().device_type) {
-        return absl::InvalidArgumentError(absl::StrCat(what(), ": tensor is on another device than the VM (", device_->name(), ")"));
+      if (!SameDevice(t.device(), dl_devices_[sig.device])) {
+        return absl::InvalidArgumentError(absl::StrCat(what(), ": expected a tensor on ", DeviceName(dl_devices_[sig.device]),
+                                                       ", got one on ", DeviceName(t.device()), " (", t.Describe(), ")"));
       }
       if (sig.ndim >= 0) {
-        absl::Status s = MatchDims(fn, base, t.shape(), sig.dims.data(), sig.ndim);
+        absl::Status s = MatchDims(fn, regs, t.shape(), sig.dims.data(), sig.ndim);
         if (!s.ok()) return prefixed(s);
       }
     } else if (v.kind() == Value::Kind::kShape && sig.ndim >= 0) {
-      absl::Status s = MatchDims(fn, base, v.as_shape(), sig.dims.data(), sig.ndim);
+      absl::Status s = MatchDims(fn, regs, v.as_shape(), sig.dims.data(), sig.ndim);
       if (!s.ok()) return prefixed(s);
     }
   }
@@ -165,18 +297,25 @@ absl::Status VirtualMachine::InstructionError(const Function& fn, size_t pc, con
   if (!fn.instruction_names.empty() && fn.instruction_names[pc] >= 0) {
     absl::StrAppend(&where, " (", fn.strings[fn.instruction_names[pc]], ")");
   }
+  if (auto depth = status.GetPayload(kDepthPayload)) {
+    if (*depth != "new") return status;
+    absl::Status located(status.code(), absl::StrCat(status.message(), " ", where));
+    located.SetPayload(kDepthPayload, absl::Cord("located"));
+    return located;
+  }
   return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
 }
 
-absl::StatusOr<int64_t> VirtualMachine::IntOperand(const Function& fn, size_t base, const Operand& o) {
+absl::StatusOr<int64_t> VirtualMachine::IntOperand(const Function&, const Value* regs, const Operand& o) {
   if (o.kind == Operand::Kind::kImm) return o.value;
-  const Value& v = registers_[base + o.value];
+  const Value& v = regs[o.value];
   if (!v.is_int()) return absl::InvalidArgumentError(absl::StrCat("expected an int in register ", o.value, ", found ", v.Describe()));
   return v.as_int();
 }
 
-absl::Status VirtualMachine::CallKernel(const Function& fn, size_t base, const Instruction& in) {
+absl::Status VirtualMachine::CallKernel(const Function& fn, Value* regs, const Instruction& in) {
   const KernelDecl& decl = executable_->contents().kernels[in.a];
+  const KernelPlace& place = kernel_places_[in.a];
   for (int i = 0; i < in.c; ++i) {
     const Operand& o = fn.operands[in.b + i];
     char expected = decl.arg_signature[i];
@@ -187,9 +326,15 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, size_t base, const I
       arg.type_code = kKilnArgInt;
       continue;
     }
-    const Value& v = o.kind == Operand::Kind::kConst ? executable_->contents().constants[o.value] : registers_[base + o.value];
+    const Value& v = o.kind == Operand::Kind::kConst ? executable_->contents().constants[o.value] : regs[o.value];
     if (expected == 't' && v.kind() == Value::Kind::kTensor) {
-      arg.value.tensor = v.as_tensor().dl_tensor();
+      DLTensor* t = v.as_tensor().dl_tensor();
+      if (!SameDevice(t->device, place.dl)) [[unlikely]] {
+        return absl::InvalidArgumentError(absl::StrCat("kernel '", decl.name, "' argument ", i, ": the tensor is on ",
+                                                       DeviceName(t->device), " but the kernel runs on ", DeviceName(place.dl),
+                                                       " (copy it there first)"));
+      }
+      arg.value.tensor = t;
       arg.type_code = kKilnArgTensor;
     } else if (expected == 'i' && v.kind() == Value::Kind::kInt) {
       arg.value.i64 = v.as_int();
@@ -197,13 +342,20 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, size_t base, const I
     } else if (expected == 'f' && v.kind() == Value::Kind::kDouble) {
       arg.value.f64 = v.as_double();
       arg.type_code = kKilnArgFloat;
+    } else if (expected == 'h' && v.kind() == Value::Kind::kObject) {
+      // Valid for the call: the register (or constant) holds a reference until it returns.
+      arg.value.handle = v.object_ptr();
+      arg.type_code = kKilnArgHandle;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("kernel '", decl.name, "' argument ", i, ": expected ",
-                                                     expected == 't' ? "a tensor" : expected == 'i' ? "an int" : "a float",
+      const char* what = expected == 't' ? "a tensor" : expected == 'i' ? "an int" : expected == 'f' ? "a float" : "an object handle";
+      return absl::InvalidArgumentError(absl::StrCat("kernel '", decl.name, "' argument ", i, ": expected ", what,
                                                      ", got ", v.Describe()));
     }
   }
-  kernel_error_.message.clear();
+  kernel_runtime_.message.clear();
+  kernel_runtime_.device = place.device;
+  call_context_.device = place.dl;
+  call_context_.stream = place.stream;
   KilnKernelFn fn_ptr = executable_->kernel_fns()[in.a];
   int32_t status;
   if (profiling_) {
@@ -216,42 +368,90 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, size_t base, const I
   }
   if (status != 0) {
     return absl::InternalError(absl::StrCat("kernel '", decl.name, "' failed (code ", status, "): ",
-                                            kernel_error_.message.empty() ? "no message" : kernel_error_.message));
+                                            kernel_runtime_.message.empty() ? "no message" : kernel_runtime_.message));
   }
   return absl::OkStatus();
 }
 
-absl::Status VirtualMachine::CallBuiltin(const Function& fn, size_t base, const Instruction& in) {
-  for (int i = 0; i < in.c; ++i) {
-    const Operand& o = fn.operands[in.b + i];
-    switch (o.kind) {
-      case Operand::Kind::kImm:
-        immediates_[i] = Value(o.value);
-        builtin_args_[i] = &immediates_[i];
-        break;
-      case Operand::Kind::kConst: builtin_args_[i] = &executable_->contents().constants[o.value]; break;
-      default: builtin_args_[i] = &registers_[base + o.value]; break;
-    }
-  }
-  BuiltinContext ctx{device_};
+absl::Status VirtualMachine::CallBuiltin(const Function& fn, Value* regs, const Instruction& in) {
+  const ResolvedBuiltin& builtin = executable_->builtin_fns()[in.a];
+  const std::string& name = executable_->contents().builtins[in.a].name;
+  // Local arrays, not VM members: the builtin may re-enter the VM, whose calls would
+  // overwrite shared scratch space while this builtin still reads its arguments.
+  absl::InlinedVector<const Value*, 8> args(static_cast<size_t>(in.c));
+  absl::InlinedVector<Value, 8> immediates(static_cast<size_t>(in.c));
+  for (int i = 0; i < in.c; ++i) args[i] = &OperandValue(regs, fn.operands[in.b + i], &immediates[i]);
+  absl::Status checked = builtin.signature.CheckArgs(args.data(), in.c);
+  if (!checked.ok()) return absl::Status(checked.code(), absl::StrCat("builtin '", name, "' ", checked.message()));
+  BuiltinContext ctx{this, devices_[0], builtin.state};
   Value result;
   absl::Status status;
   if (profiling_) {
     auto start = std::chrono::steady_clock::now();
-    status = executable_->builtin_fns()[in.a](ctx, builtin_args_.data(), in.c, &result);
+    status = builtin.fn(ctx, args.data(), in.c, &result);
     profile_.builtin_ns[in.a] += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
     profile_.builtin_calls[in.a]++;
   } else {
-    status = executable_->builtin_fns()[in.a](ctx, builtin_args_.data(), in.c, &result);
+    status = builtin.fn(ctx, args.data(), in.c, &result);
   }
   if (!status.ok()) {
-    return absl::Status(status.code(), absl::StrCat("builtin '", executable_->contents().builtins[in.a].name, "': ", status.message()));
+    if (status.GetPayload(kDepthPayload)) return status;
+    return absl::Status(status.code(), absl::StrCat("builtin '", name, "': ", status.message()));
   }
-  if (in.dst != kNoRegister) registers_[base + in.dst] = std::move(result);
+  if (!builtin.signature.result.Accepts(result)) {
+    return absl::InternalError(absl::StrCat("builtin '", name, "' returned ", result.Describe(), " but its signature says ",
+                                            builtin.signature.result.ToString()));
+  }
+  if (in.dst != kNoRegister) regs[in.dst] = std::move(result);
   return absl::OkStatus();
 }
 
-absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, size_t base, int depth) {
+absl::Status VirtualMachine::IntOp(const Function& fn, Value* regs, const Instruction& in) {
+  absl::StatusOr<int64_t> a = IntOperand(fn, regs, fn.operands[in.b]);
+  absl::StatusOr<int64_t> b = IntOperand(fn, regs, fn.operands[in.b + 1]);
+  if (!a.ok()) return a.status();
+  if (!b.ok()) return b.status();
+  int64_t x = *a, y = *b, r = 0;
+  auto op = static_cast<IntOpKind>(in.sub);
+  bool overflow = false;
+  switch (op) {
+    case IntOpKind::kAdd: overflow = __builtin_add_overflow(x, y, &r); break;
+    case IntOpKind::kSub: overflow = __builtin_sub_overflow(x, y, &r); break;
+    case IntOpKind::kMul: overflow = __builtin_mul_overflow(x, y, &r); break;
+    case IntOpKind::kFloorDiv:
+    case IntOpKind::kFloorMod:
+      if (y == 0) return absl::InvalidArgumentError(absl::StrCat(IntOpName(op), "(", x, ", 0): division by zero"));
+      if (y == -1) {  // x / -1 and x % -1 trap in hardware for x = INT64_MIN
+        overflow = op == IntOpKind::kFloorDiv && x == INT64_MIN;
+        r = op == IntOpKind::kFloorDiv ? (overflow ? 0 : -x) : 0;
+      } else {
+        r = op == IntOpKind::kFloorDiv ? support::FloorDiv(x, y) : support::FloorMod(x, y);
+      }
+      break;
+    case IntOpKind::kMin: r = x < y ? x : y; break;
+    case IntOpKind::kMax: r = x > y ? x : y; break;
+    case IntOpKind::kEQ: r = x == y; break;
+    case IntOpKind::kNE: r = x != y; break;
+    case IntOpKind::kLT: r = x < y; break;
+    case IntOpKind::kLE: r = x <= y; break;
+    case IntOpKind::kGT: r = x > y; break;
+    case IntOpKind::kGE: r = x >= y; break;
+    case IntOpKind::kNumIntOps: break;
+  }
+  if (overflow) {
+    return absl::OutOfRangeError(absl::StrCat(IntOpName(op), "(", x, ", ", y, ") overflows int64"));
+  }
+  regs[in.dst] = Value(r);
+  return absl::OkStatus();
+}
+
+absl::Status VirtualMachine::StepLimitError(const Function& fn) const {
+  return absl::ResourceExhaustedError(absl::StrCat("step limit of ", step_limit_,
+                                                   " backward jumps and calls exceeded in function '", fn.name,
+                                                   "' (an endless loop?)"));
+}
+
+absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, Value* regs) {
   const Function& fn = executable_->functions()[function_index];
   const std::vector<Value>& constants = executable_->contents().constants;
   size_t pc = 0;
@@ -262,41 +462,30 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, size_t base, i
         auto kind = static_cast<CalleeKind>(in.sub);
         absl::Status status;
         if (kind == CalleeKind::kKernel) {
-          status = CallKernel(fn, base, in);
+          status = CallKernel(fn, regs, in);
         } else if (kind == CalleeKind::kBuiltin) {
-          status = CallBuiltin(fn, base, in);
+          status = CallBuiltin(fn, regs, in);
         } else {
-          if (depth + 1 >= kMaxCallDepth) {
-            return InstructionError(fn, pc, absl::ResourceExhaustedError(absl::StrCat("call depth exceeds ", kMaxCallDepth)));
-          }
-          const Function& callee = executable_->functions()[in.a];
-          size_t callee_base = base + fn.num_registers;
-          if (registers_.size() < callee_base + callee.num_registers) registers_.resize(callee_base + callee.num_registers);
-          for (int i = 0; i < in.c; ++i) {
-            const Operand& o = fn.operands[in.b + i];
-            Value arg = o.kind == Operand::Kind::kImm     ? Value(o.value)
-                        : o.kind == Operand::Kind::kConst ? constants[o.value]
-                                                          : registers_[base + o.value];
-            registers_[callee_base + i] = std::move(arg);
-          }
-          status = CheckParams(callee, callee_base);
-          absl::StatusOr<Value> result = status.ok() ? Run(in.a, callee_base, depth + 1) : absl::StatusOr<Value>(status);
-          for (int32_t r = 0; r < callee.num_registers; ++r) registers_[callee_base + r] = Value();
+          Args args;
+          args.operands = &fn.operands[in.b];
+          args.caller_regs = regs;
+          args.count = static_cast<size_t>(in.c);
+          absl::StatusOr<Value> result = kind == CalleeKind::kFunction ? Enter(in.a, args) : CallClosure(regs[in.a], args);
           if (!result.ok()) return InstructionError(fn, pc, result.status());
-          if (in.dst != kNoRegister) registers_[base + in.dst] = std::move(*result);
-          status = absl::OkStatus();
+          if (in.dst != kNoRegister) regs[in.dst] = *std::move(result);
         }
         if (!status.ok()) return InstructionError(fn, pc, status);
         ++pc;
         break;
       }
       case Opcode::kRet:
-        return registers_[base + in.a];
+        return regs[in.a];
       case Opcode::kGoto:
+        if (in.a <= 0 && step_limit_ > 0 && --steps_left_ < 0) return InstructionError(fn, pc, StepLimitError(fn));
         pc += in.a;
         break;
       case Opcode::kIf: {
-        const Value& cond = registers_[base + in.a];
+        const Value& cond = regs[in.a];
         bool taken;
         if (cond.kind() == Value::Kind::kBool) {
           taken = cond.as_bool();
@@ -305,49 +494,28 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, size_t base, i
         } else {
           return InstructionError(fn, pc, absl::InvalidArgumentError(absl::StrCat("if condition must be a bool, got ", cond.Describe())));
         }
+        if (!taken && in.b <= 0 && step_limit_ > 0 && --steps_left_ < 0) {
+          return InstructionError(fn, pc, StepLimitError(fn));
+        }
         pc += taken ? 1 : in.b;
         break;
       }
       case Opcode::kLoadConst:
-        registers_[base + in.dst] = constants[in.a];
+        regs[in.dst] = constants[in.a];
         ++pc;
         break;
       case Opcode::kMove:
-        registers_[base + in.dst] = registers_[base + in.a];
+        regs[in.dst] = regs[in.a];
         ++pc;
         break;
       case Opcode::kIntOp: {
-        absl::StatusOr<int64_t> a = IntOperand(fn, base, fn.operands[in.b]);
-        absl::StatusOr<int64_t> b = IntOperand(fn, base, fn.operands[in.b + 1]);
-        if (!a.ok()) return InstructionError(fn, pc, a.status());
-        if (!b.ok()) return InstructionError(fn, pc, b.status());
-        int64_t x = *a, y = *b, r = 0;
-        auto op = static_cast<IntOpKind>(in.sub);
-        if ((op == IntOpKind::kFloorDiv || op == IntOpKind::kFloorMod) && y == 0) {
-          return InstructionError(fn, pc, absl::InvalidArgumentError(absl::StrCat(IntOpName(op), " by zero")));
-        }
-        switch (op) {
-          case IntOpKind::kAdd: r = x + y; break;
-          case IntOpKind::kSub: r = x - y; break;
-          case IntOpKind::kMul: r = x * y; break;
-          case IntOpKind::kFloorDiv: r = support::FloorDiv(x, y); break;
-          case IntOpKind::kFloorMod: r = support::FloorMod(x, y); break;
-          case IntOpKind::kMin: r = x < y ? x : y; break;
-          case IntOpKind::kMax: r = x > y ? x : y; break;
-          case IntOpKind::kEQ: r = x == y; break;
-          case IntOpKind::kNE: r = x != y; break;
-          case IntOpKind::kLT: r = x < y; break;
-          case IntOpKind::kLE: r = x <= y; break;
-          case IntOpKind::kGT: r = x > y; break;
-          case IntOpKind::kGE: r = x >= y; break;
-          case IntOpKind::kNumIntOps: break;
-        }
-        registers_[base + in.dst] = Value(r);
+        absl::Status status = IntOp(fn, regs, in);
+        if (!status.ok()) return InstructionError(fn, pc, status);
         ++pc;
         break;
       }
       case Opcode::kMatchShape: {
-        const Value& v = registers_[base + in.a];
+        const Value& v = regs[in.a];
         auto what = [&] { return absl::StrCat("function '", fn.name, "'", in.dst >= 0 ? absl::StrCat(": ", fn.strings[in.dst]) : ""); };
         const std::vector<int64_t>* shape = nullptr;
         if (v.is_tensor()) {
@@ -357,7 +525,7 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, size_t base, i
         } else {
           return absl::InvalidArgumentError(absl::StrCat(what(), ": expected a tensor or shape, got ", v.Describe()));
         }
-        absl::Status status = MatchDims(fn, base, *shape, &fn.operands[in.b + 1], in.c - 1);
+        absl::Status status = MatchDims(fn, regs, *shape, &fn.operands[in.b + 1], in.c - 1);
         if (!status.ok()) return absl::Status(status.code(), absl::StrCat(what(), status.message()));
         ++pc;
         break;
@@ -365,47 +533,66 @@ absl::StatusOr<Value> VirtualMachine::Run(int32_t function_index, size_t base, i
       case Opcode::kMakeShape: {
         Shape shape(in.c);
         for (int i = 0; i < in.c; ++i) {
-          absl::StatusOr<int64_t> d = IntOperand(fn, base, fn.operands[in.b + i]);
+          absl::StatusOr<int64_t> d = IntOperand(fn, regs, fn.operands[in.b + i]);
           if (!d.ok()) return InstructionError(fn, pc, d.status());
           shape[i] = *d;
         }
-        registers_[base + in.dst] = Value::FromShape(std::move(shape));
+        regs[in.dst] = Value::FromShape(std::move(shape));
         ++pc;
         break;
       }
       case Opcode::kAllocStorage: {
-        absl::StatusOr<int64_t> size = IntOperand(fn, base, fn.operands[in.b]);
+        absl::StatusOr<int64_t> size = IntOperand(fn, regs, fn.operands[in.b]);
         if (!size.ok()) return InstructionError(fn, pc, size.status());
-        absl::StatusOr<std::shared_ptr<Storage>> storage = Storage::Allocate(device_, *size);
+        absl::StatusOr<std::shared_ptr<Storage>> storage = Storage::Allocate(devices_[in.a], *size);
         if (!storage.ok()) return InstructionError(fn, pc, storage.status());
         storage_stats_.storages++;
         storage_stats_.storage_bytes += *size;
-        registers_[base + in.dst] = Value::FromObject(std::move(*storage));
+        regs[in.dst] = Value::FromObject(std::move(*storage));
         ++pc;
         break;
       }
       case Opcode::kAllocTensor: {
-        const Value& storage_value = registers_[base + in.a];
-        const Value& shape_value = registers_[base + in.c];
-        auto* storage = storage_value.kind() == Value::Kind::kObject ? dynamic_cast<Storage*>(storage_value.as_object().get()) : nullptr;
-        if (storage == nullptr || shape_value.kind() != Value::Kind::kShape) {
+        const Value& storage_value = regs[in.a];
+        const Value& shape_value = regs[in.c];
+        if (!storage_value.is_object<Storage>() || shape_value.kind() != Value::Kind::kShape) {
           return InstructionError(fn, pc, absl::InvalidArgumentError("alloc_tensor needs a storage and a shape"));
         }
-        absl::StatusOr<int64_t> offset = IntOperand(fn, base, fn.operands[in.b]);
+        absl::StatusOr<int64_t> offset = IntOperand(fn, regs, fn.operands[in.b]);
         if (!offset.ok()) return InstructionError(fn, pc, offset.status());
         DLDataType dtype = UnpackDType(fn.operands[in.b + 1].value);
-        absl::StatusOr<Tensor> tensor = storage->MakeTensor(*offset, shape_value.as_shape(), dtype);
+        absl::StatusOr<Tensor> tensor = storage_value.as_object<Storage>().MakeTensor(*offset, shape_value.as_shape(), dtype);
         if (!tensor.ok()) return InstructionError(fn, pc, tensor.status());
         storage_stats_.tensors++;
         storage_stats_.tensor_bytes += tensor->nbytes();
-        registers_[base + in.dst] = Value(std::move(*tensor));
+        regs[in.dst] = Value(std::move(*tensor));
         ++pc;
         break;
       }
       case Opcode::kKill:
-        registers_[base + in.a] = Value();
+        regs[in.a] = Value();
         ++pc;
         break;
+      case Opcode::kMakeClosure: {
+        Closure closure{in.a, {}, executable_.get()};
+        closure.captured.reserve(in.c);
+        Value immediate;
+        for (int i = 0; i < in.c; ++i) closure.captured.push_back(OperandValue(regs, fn.operands[in.b + i], &immediate));
+        regs[in.dst] = Value::FromClosure(std::move(closure));
+        ++pc;
+        break;
+      }
+      case Opcode::kCopyToDevice: {
+        const Value& v = regs[in.a];
+        if (!v.is_tensor()) {
+          return InstructionError(fn, pc, absl::InvalidArgumentError(absl::StrCat("copy_to_device needs a tensor, got ", v.Describe())));
+        }
+        absl::StatusOr<Tensor> copy = v.as_tensor().CopyTo(devices_[in.c]);
+        if (!copy.ok()) return InstructionError(fn, pc, copy.status());
+        regs[in.dst] = Value(*std::move(copy));
+        ++pc;
+        break;
+      }
       case Opcode::kNumOpcodes:
         return absl::InternalError("unverified bytecode");
     }

@@ -1,8 +1,25 @@
 // VirtualMachine: runs an Executable's bytecode.
 //
-// A VM holds mutable state (registers, scratch argument arrays) and is used by one thread
-// at a time; any number of VMs may share one Executable across threads. After an error the
-// VM is ready for the next call: every call starts from fresh registers.
+// A VM holds mutable state (a stack of register frames, scratch argument arrays) and is
+// used by one thread at a time; any number of VMs may share one Executable across threads.
+// After an error the VM is ready for the next call: every frame's registers are released
+// when the frame returns, also on errors.
+//
+// Re-entrancy: a builtin may call back into the VM that called it (BuiltinContext::vm):
+// Invoke and InvokeClosure then run in a new frame above the current ones. Frames never
+// move (vm/register_stack.h), so the builtin's arguments stay valid. Every frame, however
+// entered, counts toward one call-depth limit (kMaxCallDepth); exceeding it is a one-line
+// error naming the function and the limit.
+//
+// Devices: the VM maps the executable's device table when it is created — entry 0 ("cpu")
+// to the device it is given (the CPU unless told otherwise), every other entry to the
+// registered device of that name (vm/device.h). If one is unavailable, Create returns the
+// error and every Invoke of a VM built with the constructor returns it. Kernels run with
+// their own device and its stream in the call context, and each tensor argument must be on
+// that device; parameters are checked against the devices their signatures name.
+//
+// Verified bytecode may still loop forever (backward jumps are legal) or recurse widely; an
+// embedder running executables it did not compile can bound each call with SetStepLimit.
 //
 // Errors name the function, the instruction's debug name and, for argument checks, the
 // parameter and the (symbolic) dimension.
@@ -11,19 +28,27 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "vm/device.h"
 #include "vm/executable.h"
 #include "vm/kernel_abi.h"
+#include "vm/register_stack.h"
 #include "vm/value.h"
 
 namespace kiln::vm {
 
 class VirtualMachine {
  public:
+  // Nested frames allowed at once: bytecode calls, closure calls and calls back from builtins.
+  static constexpr int kMaxCallDepth = 256;
+
   explicit VirtualMachine(std::shared_ptr<const Executable> executable, Device* device = CpuDevice());
+  // As the constructor, but returns the error when a device of the executable is unavailable.
+  static absl::StatusOr<std::unique_ptr<VirtualMachine>> Create(std::shared_ptr<const Executable> executable,
+                                                                Device* device = CpuDevice());
   VirtualMachine(const VirtualMachine&) = delete;
   VirtualMachine& operator=(const VirtualMachine&) = delete;
 
@@ -31,9 +56,25 @@ class VirtualMachine {
   absl::StatusOr<Value> Invoke(const std::string& function, const std::vector<Value>& args);
   // Calls by index (see Executable::FindFunction), the form to use in a hot loop.
   absl::StatusOr<Value> Invoke(int32_t function_index, const Value* args, size_t num_args);
+  // Calls a closure (made by this executable's bytecode or MakeClosure) with its captured
+  // values followed by `args`.
+  absl::StatusOr<Value> InvokeClosure(const Value& closure, const Value* args, size_t num_args);
+  // A closure of a function of the executable with `captured` bound to its first parameters.
+  absl::StatusOr<Value> MakeClosure(const std::string& function, std::vector<Value> captured) const;
+
+  // Bounds every top-level call (Invoke, InvokeClosure) to `steps` backward jumps and
+  // function entries together — the only ways bytecode can run for long — so a looping
+  // executable returns a ResourceExhausted error instead of hanging. 0 (the default): no limit.
+  // Checked only on backward jumps and calls: straight-line code pays nothing.
+  void SetStepLimit(int64_t steps) { step_limit_ = steps; }
 
   const Executable& executable() const { return *executable_; }
-  Device* device() const { return device_; }
+  // OK, or why a device of the executable could not be mapped.
+  const absl::Status& status() const { return status_; }
+  // The default device (device table entry 0).
+  Device* device() const { return devices_[0]; }
+  // The device table, indexed like Executable::Contents::devices (null where unavailable).
+  const std::vector<Device*>& devices() const { return devices_; }
 
   // Optional per-callee timing for `kiln run --profile`: total nanoseconds and call count
   // per kernel and builtin, indexed like the executable's tables.
@@ -53,32 +94,64 @@ class VirtualMachine {
   void ResetStorageStats() { storage_stats_ = StorageStats(); }
 
  private:
-  absl::StatusOr<Value> Run(int32_t function_index, size_t base, int depth);
-  absl::Status CheckParams(const Function& fn, size_t base);
+  // Pushes a frame for function `index`, fills its first parameters with `prefix` (captured
+  // values) and the rest with `args` (operands of the calling instruction, or values),
+  // checks them, runs the function and pops the frame.
+  struct Args {
+    const Value* prefix = nullptr;
+    size_t num_prefix = 0;
+    const Value* values = nullptr;  // either values...
+    const Operand* operands = nullptr;  // ...or operands read from caller_regs
+    const Value* caller_regs = nullptr;
+    size_t count = 0;
+  };
+  absl::StatusOr<Value> Enter(int32_t index, const Args& args);
+  absl::StatusOr<Value> Run(int32_t function_index, Value* regs);
+  absl::StatusOr<Value> CallClosure(const Value& closure, const Args& args);
+  absl::Status CheckParams(const Function& fn, Value* regs);
   // Matches `shape` against a dim pattern. Errors start with " dimension ..." so the caller
   // prefixes what was matched (built only on failure: the success path allocates nothing).
-  absl::Status MatchDims(const Function& fn, size_t base, const std::vector<int64_t>& shape,
-                         const Operand* pattern, int count);
-  absl::Status CallKernel(const Function& fn, size_t base, const Instruction& in);
-  absl::Status CallBuiltin(const Function& fn, size_t base, const Instruction& in);
-  absl::StatusOr<int64_t> IntOperand(const Function& fn, size_t base, const Operand& o);
+  absl::Status MatchDims(const Function& fn, Value* regs, const std::vector<int64_t>& shape, const Operand* pattern,
+                         int count);
+  absl::Status CallKernel(const Function& fn, Value* regs, const Instruction& in);
+  absl::Status CallBuiltin(const Function& fn, Value* regs, const Instruction& in);
+  absl::Status IntOp(const Function& fn, Value* regs, const Instruction& in);
+  absl::StatusOr<int64_t> IntOperand(const Function& fn, const Value* regs, const Operand& o);
   absl::Status InstructionError(const Function& fn, size_t pc, const absl::Status& status) const;
+  const Value& OperandValue(const Value* regs, const Operand& o, Value* immediate) const;
 
   std::shared_ptr<const Executable> executable_;
-  Device* device_;
-  std::vector<Value> registers_;
-  std::vector<KilnArg> kernel_args_;
-  std::vector<const Value*> builtin_args_;
-  std::vector<Value> immediates_;
+  absl::Status status_;
+  std::vector<Device*> devices_;
+  std::vector<DLDevice> dl_devices_;
+  // Per kernel: the device it runs on and that device's stream.
+  struct KernelPlace {
+    DLDevice dl;
+    Device* device;
+    void* stream;
+  };
+  std::vector<KernelPlace> kernel_places_;
+  RegisterStack stack_;
+  int depth_ = 0;
+  int64_t step_limit_ = 0;
+  int64_t steps_left_ = 0;  // of the current top-level call, when step_limit_ > 0
+  absl::Status StepLimitError(const Function& fn) const;
+  std::vector<KilnArg> kernel_args_;  // a kernel never re-enters the VM, so one array serves all
   KilnCallContext call_context_{};
-  // The message a failing kernel reports through ctx->set_error. Tasks of a parallel loop
-  // may fail at once on several threads: the first message wins, under the lock.
-  struct KernelError {
+  // What kernels reach through ctx->runtime: the message a failing kernel reports through
+  // ctx->set_error (tasks of a parallel loop may fail at once on several threads: the first
+  // message wins, under the lock), the running kernel's device (workspace_alloc), and the
+  // sizes of workspace blocks on devices whose memory the host cannot write.
+  struct KernelRuntime {
     std::mutex mutex;
     std::string message;
+    Device* device = nullptr;
+    std::unordered_map<void*, uint64_t> device_workspace;
   };
-  KernelError kernel_error_;
+  KernelRuntime kernel_runtime_;
   static void SetKernelError(KilnCallContext* ctx, const char* message);  // ctx->set_error
+  static void* WorkspaceAlloc(KilnCallContext* ctx, uint64_t bytes);     // ctx->workspace_alloc
+  static void WorkspaceFree(KilnCallContext* ctx, void* ptr);            // ctx->workspace_free
   bool profiling_ = false;
   Profile profile_;
   StorageStats storage_stats_;

@@ -24,8 +24,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "load failed: %s\n", std::string(executable.status().message()).c_str());
     return 1;
   }
-  // 2. One VM per thread, on a device.
-  kiln::vm::VirtualMachine vm(*executable, kiln::vm::CpuDevice());
+  // 2. One VM per thread. Create maps the devices the executable uses (the CPU is always
+  //    there) and says so if one is unavailable on this machine.
+  auto machine = kiln::vm::VirtualMachine::Create(*executable);
+  if (!machine.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(machine.status().message()).c_str());
+    return 1;
+  }
+  kiln::vm::VirtualMachine& vm = **machine;
 
   // 3. Look the function up once; call it by index in a hot loop.
   int32_t main_fn = (*executable)->FindFunction("main");
@@ -51,8 +57,15 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // 5. Outputs are Values; a tensor output can leave as DLPack without a copy.
-  const kiln::vm::Tensor& out = result->as_tensor();
+  // 5. Outputs are Values. The checked accessors (GetTensor, GetInt, GetObject<T>, ...)
+  //    return an error when the value is of another kind; a tensor can leave as DLPack
+  //    without a copy.
+  absl::StatusOr<kiln::vm::Tensor> output = result->GetTensor();
+  if (!output.ok()) {
+    std::fprintf(stderr, "unexpected result: %s\n", std::string(output.status().message()).c_str());
+    return 1;
+  }
+  const kiln::vm::Tensor& out = *output;
   std::printf("output %s:", out.Describe().c_str());
   for (int64_t i = 0; i < out.numel(); ++i) std::printf(" %g", out.data_as<float>()[i]);
   std::printf("\n");

@@ -13,6 +13,10 @@
 //   result has the operand's struct info (shape, dtype, device).
 // where (cond, x, y): cond is bool; x and y share a dtype; all three broadcast together.
 //   The result has x/y's dtype.
+// Floating-point special values follow NumPy (and PyTorch): maximum/minimum return NaN when
+//   either operand is NaN, whatever the argument order; relu(NaN) is NaN, relu(-inf) 0;
+//   comparisons with a NaN are false except not_equal; everything else is IEEE 754
+//   (gelu(-inf) and silu(-inf) are -inf * 0 = NaN, as the formulas compute).
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
 

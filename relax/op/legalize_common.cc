@@ -5,12 +5,55 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "relax/block_builder.h"
 #include "relax/op/op_common.h"
 #include "support/check.h"
 #include "support/status_macros.h"
 #include "tir/structural_equal.h"
 
 namespace kiln::relax::op {
+
+Expr CallTir(Expr callee, std::vector<Expr> operands, StructInfo out, std::vector<PrimExpr> tir_vars) {
+  std::vector<StructInfo> field_sinfos;
+  for (const Expr& e : operands) field_sinfos.push_back(e.struct_info());
+  Expr args = Tuple(std::move(operands), TupleSInfo(std::move(field_sinfos)));
+  std::vector<Expr> call_args = {std::move(callee), std::move(args)};
+  if (!tir_vars.empty()) call_args.push_back(ShapeExpr(std::move(tir_vars)));
+  return Call(Op("call_tir"), std::move(call_args), {}, {out}, out);
+}
+
+absl::StatusOr<Expr> CallKernel(LegalizeContext& context, const CallNode& call, tir::PrimFunc func) {
+  // Operands, flattened the way the legalizations number their buffers.
+  std::vector<Expr> operands;
+  for (const Expr& arg : call.args) {
+    const StructInfo& sinfo = arg.struct_info();
+    if (!sinfo.defined()) continue;
+    if (sinfo.kind() == StructInfoKind::kTensor) {
+      operands.push_back(arg);
+    } else if (const auto* tuple_sinfo = sinfo.as<TupleStructInfoNode>()) {
+      if (const auto* tuple = arg.as<TupleNode>()) {
+        for (const Expr& field : tuple->fields) operands.push_back(field);
+        continue;
+      }
+      for (size_t i = 0; i < tuple_sinfo->fields.size(); ++i) {
+        KILN_ASSIGN_OR_RETURN(Var field, context.builder().Emit(TupleGetItem(arg, static_cast<int>(i)),
+                                                                absl::StrCat(context.binding_name(), "_in", i)));
+        operands.push_back(field);
+      }
+    }
+  }
+  // Scalar parameters are symbolic variables of this call's scope (the kernel could not
+  // bind them from shapes): they travel as tir_vars. Read them before AddPrimFunc, which
+  // may substitute an equal kernel with other variables.
+  std::vector<PrimExpr> tir_vars;
+  for (const tir::PrimFuncParam& param : func->params) {
+    if (!param.is_buffer()) tir_vars.push_back(param.var);
+  }
+  const auto* op = call.op.as<OpNode>();
+  Expr callee = context.AddPrimFunc(op != nullptr ? op->name : "kernel", std::move(func));
+  return CallTir(std::move(callee), std::move(operands), call.struct_info(), std::move(tir_vars));
+}
 
 absl::StatusOr<const TensorStructInfoNode*> KnownTensor(const CallNode& call, const StructInfo& sinfo,
                                                         const std::string& what) {
@@ -299,5 +342,11 @@ PrimExpr HighestValue(DataType dtype) {
 Buffer ScratchBuffer(const std::string& name, DataType dtype, std::vector<PrimExpr> shape) {
   return Buffer(name, dtype, std::move(shape));
 }
+
+DataType AccumulationType(DataType dtype) {
+  return dtype.is_float() && dtype.bits() == 16 ? DataType::Float(32) : dtype;
+}
+
+PrimExpr CastTo(DataType dtype, PrimExpr e) { return e.dtype() == dtype ? e : tir::Cast(dtype, std::move(e)); }
 
 }  // namespace kiln::relax::op

@@ -1,7 +1,8 @@
 // Helpers shared by the operator families' legalizations (relax/op/legalize_*.cc): the
-// lowering of one normalized Relax call to a TIR PrimFunc in destination-passing style.
+// lowering of one normalized Relax call to a TIR PrimFunc in destination-passing style, and
+// the call_tir that replaces the call (CallKernel, CallTir).
 //
-// Conventions every legalization follows (relax/transform/legalize_ops.cc relies on them):
+// Conventions every one-kernel legalization follows (CallKernel relies on them):
 //  - Parameters: one buffer per tensor operand in argument order (a Tuple operand, as
 //    concat's, contributes one buffer per field), then one buffer per output tensor.
 //    Non-tensor operands (Shape, Prim) are folded into the kernel. A symbolic variable the
@@ -35,9 +36,21 @@ void RegisterManipulateLegalize(OpRegistry& registry);
 void RegisterReduceLegalize(OpRegistry& registry);
 void RegisterNnLegalize(OpRegistry& registry);
 void RegisterCreateLegalize(OpRegistry& registry);
+void RegisterQuantizeLegalize(OpRegistry& registry);
 
 using tir::Buffer;
 using tir::Stmt;
+
+// `call_tir(callee, (operands...)[, tir_vars], out_sinfo=out)`, carrying `out` as its struct
+// info; tir_vars (the kernel's trailing scalar parameters) are passed as a ShapeExpr.
+Expr CallTir(Expr callee, std::vector<Expr> operands, StructInfo out, std::vector<PrimExpr> tir_vars = {});
+
+// What a one-kernel legalization's call becomes (OpRegistry::SetLegalize wraps every
+// KernelLegalizeFn in it): `func` joins the module (AddPrimFunc, named after the operator)
+// and is called on the call's tensor operands, flattened as the parameter convention says
+// (a Tuple-valued operand held in a variable is unpacked with TupleGetItem bindings
+// `<binding>_in<i>` emitted through the builder), with its scalar parameters as tir_vars.
+absl::StatusOr<Expr> CallKernel(LegalizeContext& context, const CallNode& call, tir::PrimFunc func);
 
 // A tensor struct info with known shape and dtype, or an error naming the op and `what`.
 absl::StatusOr<const TensorStructInfoNode*> KnownTensor(const CallNode& call, const StructInfo& sinfo,
@@ -98,5 +111,12 @@ PrimExpr LowestValue(DataType dtype);
 PrimExpr HighestValue(DataType dtype);
 // A scratch buffer allocated inside the kernel.
 Buffer ScratchBuffer(const std::string& name, DataType dtype, std::vector<PrimExpr> shape);
+
+// The type sums of `dtype` values accumulate in: float32 for float16 (as PyTorch and ONNX
+// Runtime do: a float16 accumulator loses about a unit in the last place per addition),
+// otherwise dtype itself.
+DataType AccumulationType(DataType dtype);
+// `e` converted to `dtype` (itself when it already has that type).
+PrimExpr CastTo(DataType dtype, PrimExpr e);
 
 }  // namespace kiln::relax::op

@@ -59,7 +59,7 @@ absl::StatusOr<tir::PrimFunc> LegalizeFull(const CallNode& call) {
                       "elementwise");
 }
 
-LegalizeFn Fill(double value) {
+KernelLegalizeFn Fill(double value) {
   return [value](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
     KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
     const Buffer& out = p.outputs[0];

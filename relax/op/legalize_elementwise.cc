@@ -14,7 +14,7 @@ namespace {
 
 using BinaryFn = PrimExpr (*)(PrimExpr, PrimExpr);
 
-LegalizeFn Binary(BinaryFn fn, bool float_only) {
+KernelLegalizeFn Binary(BinaryFn fn, bool float_only) {
   return [fn, float_only](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
     KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
     if (p.inputs.size() != 2) return OpError(call, "cannot legalize: expects two tensor operands");
@@ -40,7 +40,7 @@ PrimExpr Pow(PrimExpr a, PrimExpr b) {
 
 using UnaryFn = PrimExpr (*)(PrimExpr);
 
-LegalizeFn Unary(UnaryFn fn, bool float_only) {
+KernelLegalizeFn Unary(UnaryFn fn, bool float_only) {
   return [fn, float_only](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
     KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
     if (p.inputs.size() != 1) return OpError(call, "cannot legalize: expects one tensor operand");

@@ -1,6 +1,7 @@
 // Legalization of matmul (semantics in relax/op/matmul.cc): one block with spatial
 // variables over the output and one reduction variable over K; operands are cast to
-// out_dtype before the multiply-add.
+// out_dtype before the multiply-add. A float16 result accumulates in float32 (a scratch
+// buffer the schedule turns into a register tile), cast to float16 once at the end.
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
@@ -32,10 +33,11 @@ absl::StatusOr<tir::PrimFunc> LegalizeMatmul(const CallNode& call) {
   const bool has_n = nb >= 2;
   const size_t no = out->shape.size();
   const size_t nbatch = no - (has_m ? 1 : 0) - (has_n ? 1 : 0);
-  const DataType t = out->dtype;
-  auto cast = [&](PrimExpr e) { return e.dtype() == t ? e : tir::Cast(t, std::move(e)); };
+  const DataType t = AccumulationType(out->dtype);
+  const Buffer acc = t == out->dtype ? out : ScratchBuffer("matmul_acc", t, out->shape);
+  auto cast = [&](PrimExpr e) { return CastTo(t, std::move(e)); };
   Stmt body = ReduceBlock(
-      "matmul", out, {a->shape[na - 1]}, Const(t, 0), tir::Add,
+      "matmul", acc, {a->shape[na - 1]}, Const(t, 0), tir::Add,
       [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
         std::vector<PrimExpr> batch(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(nbatch));
         std::vector<PrimExpr> ai = has_m ? BatchIndex(a, na - 2, batch) : std::vector<PrimExpr>{};
@@ -46,6 +48,12 @@ absl::StatusOr<tir::PrimFunc> LegalizeMatmul(const CallNode& call) {
         if (has_n) bi.push_back(s[no - 1]);
         return tir::Mul(cast(a.Load(ai)), cast(b.Load(bi)));
       });
+  if (!acc.same_as(out)) {
+    Stmt narrow = ComputeBlock("matmul_cast", out, [&](const std::vector<PrimExpr>& i) {
+      return tir::Cast(out->dtype, acc.Load(i));
+    });
+    body = tir::Allocate(acc, tir::SeqStmt({body, narrow}));
+  }
   return MakePrimFunc(p, body, "out_ewise_fusable");
 }
 

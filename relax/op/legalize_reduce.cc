@@ -1,11 +1,16 @@
 // Legalization of reductions, normalizations and astype (semantics in relax/op/reduce.cc).
 //  - sum/max/min: one reduction block; mean: the sum, then a block dividing in place.
 //  - argmax/argmin: a reduction block carrying the running value in a scratch buffer
-//    allocated inside the kernel; the first position wins ties (numpy).
+//    allocated inside the kernel; the first position wins ties, and the first NaN wins
+//    over everything (numpy).
+//  - max/min (and softmax's max, max_pool2d) combine with TIR max/min, which propagate
+//    NaN (tir/expr.h): a NaN anywhere in the reduced elements gives NaN.
 //  - softmax: max, sum of exp(x - max) (both in scratch buffers), then the quotient.
 //  - layer_norm: sum -> mean, sum of squared deviations -> variance, then the affine
 //    normalization; rms_norm: sum of squares, then the scaling. Two-pass, for accuracy.
 // A reduction over an empty extent gives the init value (sum 0, max -inf; mean 0 / 0).
+// float16 sums (sum, mean, softmax, layer_norm, rms_norm) accumulate in float32 scratch
+// buffers and compute in float32, rounding to float16 once at the end (AccumulationType).
 #include <algorithm>
 
 #include "relax/op/legalize_common.h"
@@ -69,7 +74,7 @@ absl::StatusOr<std::vector<int>> ReduceAxes(const CallNode& call, int ndim, cons
 
 enum class Reduction { kSum, kMean, kMax, kMin };
 
-LegalizeFn Reduce(Reduction kind) {
+KernelLegalizeFn Reduce(Reduction kind) {
   return [kind](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
     KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
     const Buffer& in = p.inputs[0];
@@ -82,12 +87,16 @@ LegalizeFn Reduce(Reduction kind) {
     KILN_ASSIGN_OR_RETURN(std::optional<bool> keepdims, BoolAttr(call, "keepdims"));
     const bool keep = keepdims.value_or(false);
     const Axes ax = MakeAxes(in, axes);
+    const bool is_sum = kind == Reduction::kSum || kind == Reduction::kMean;
+    // Sums of float16 accumulate in a float32 scratch buffer; max/min are exact in any type.
+    const DataType acc_t = is_sum ? AccumulationType(t) : t;
+    const Buffer acc = acc_t == t ? out : ScratchBuffer(absl::StrCat(OpName(call), "_acc"), acc_t, out->shape);
     PrimExpr init;
     std::function<PrimExpr(PrimExpr, PrimExpr)> combine;
     switch (kind) {
       case Reduction::kSum:
       case Reduction::kMean:
-        init = Const(t, 0);
+        init = Const(acc_t, 0);
         combine = tir::Add;
         break;
       case Reduction::kMax:
@@ -100,21 +109,26 @@ LegalizeFn Reduce(Reduction kind) {
         break;
     }
     const std::string name = OpName(call);
-    Stmt body = ReduceBlock(kind == Reduction::kMean ? "mean_sum" : name, out, ax.extents, init, combine,
+    Stmt body = ReduceBlock(kind == Reduction::kMean ? "mean_sum" : name, acc, ax.extents, init, combine,
                             [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
-                              return in.Load(MergeIndex(in->shape.size(), ax.is_reduced, keep, s, r));
+                              return CastTo(acc_t, in.Load(MergeIndex(in->shape.size(), ax.is_reduced, keep, s, r)));
                             });
     if (kind == Reduction::kMean) {
       Stmt divide = ComputeBlock("mean", out, [&](const std::vector<PrimExpr>& s) {
-        return tir::Div(out.Load(s), tir::Cast(t, ax.count));
+        return CastTo(t, tir::Div(acc.Load(s), tir::Cast(acc_t, ax.count)));
       });
       body = tir::SeqStmt({body, divide});
+    } else if (!acc.same_as(out)) {
+      Stmt narrow = ComputeBlock(absl::StrCat(name, "_cast"), out,
+                                 [&](const std::vector<PrimExpr>& s) { return tir::Cast(t, acc.Load(s)); });
+      body = tir::SeqStmt({body, narrow});
     }
+    if (!acc.same_as(out)) body = tir::Allocate(acc, body);
     return MakePrimFunc(p, body, "comm_reduce");
   };
 }
 
-LegalizeFn ArgReduce(bool is_max) {
+KernelLegalizeFn ArgReduce(bool is_max) {
   return [is_max](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
     KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
     const Buffer& in = p.inputs[0];
@@ -137,7 +151,12 @@ LegalizeFn ArgReduce(bool is_max) {
           PrimExpr flat = int64_t{0};
           for (size_t j = 0; j < r.size(); ++j) flat = tir::Add(tir::Mul(flat, ax.extents[j]), r[j]);
           PrimExpr x = in.Load(MergeIndex(in->shape.size(), ax.is_reduced, keep, s, r));
-          PrimExpr better = is_max ? tir::GT(x, value.Load(s)) : tir::LT(x, value.Load(s));
+          PrimExpr v = value.Load(s);
+          PrimExpr better = is_max ? tir::GT(x, v) : tir::LT(x, v);
+          if (in->dtype.is_float()) {
+            // A NaN beats every number and no later NaN beats it (x != x: x is NaN).
+            better = tir::Or(better, tir::And(tir::NE(x, x), tir::EQ(v, v)));
+          }
           PrimExpr take = r.empty() ? tir::EQ(PrimExpr(int64_t{0}), PrimExpr(int64_t{0}))
                                     : tir::Or(tir::EQ(flat, PrimExpr(int64_t{0})), better);
           Stmt update = tir::SeqStmt({tir::BufferStore(out, tir::Select(take, flat, out.Load(s)), s),
@@ -161,29 +180,31 @@ absl::StatusOr<tir::PrimFunc> LegalizeSoftmax(const CallNode& call) {
   if (in.ndim() == 0) return OpError(call, "cannot legalize a 0-d softmax");
   KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(call, axis_attr.value_or(-1), in.ndim()));
   const Axes ax = MakeAxes(in, {axis});
-  const Buffer max = ScratchBuffer("softmax_max", t, ax.kept);
-  const Buffer sum = ScratchBuffer("softmax_sum", t, ax.kept);
+  const DataType a = AccumulationType(t);  // float16 computes in float32
+  const Buffer max = ScratchBuffer("softmax_max", a, ax.kept);
+  const Buffer sum = ScratchBuffer("softmax_sum", a, ax.kept);
   const size_t nd = in->shape.size();
   auto at = [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
     return MergeIndex(nd, ax.is_reduced, false, s, r);
   };
-  Stmt max_block = ReduceBlock("softmax_max", max, ax.extents, LowestValue(t), tir::Max,
-                               [&](const auto& s, const auto& r) { return in.Load(at(s, r)); });
-  Stmt sum_block = ReduceBlock("softmax_sum", sum, ax.extents, Const(t, 0), tir::Add, [&](const auto& s, const auto& r) {
-    return tir::Call("exp", {tir::Sub(in.Load(at(s, r)), max.Load(s))});
+  auto x = [&](const std::vector<PrimExpr>& i) { return CastTo(a, in.Load(i)); };
+  Stmt max_block = ReduceBlock("softmax_max", max, ax.extents, LowestValue(a), tir::Max,
+                               [&](const auto& s, const auto& r) { return x(at(s, r)); });
+  Stmt sum_block = ReduceBlock("softmax_sum", sum, ax.extents, Const(a, 0), tir::Add, [&](const auto& s, const auto& r) {
+    return tir::Call("exp", {tir::Sub(x(at(s, r)), max.Load(s))});
   });
   Stmt norm_block = ComputeBlock("softmax", out, [&](const std::vector<PrimExpr>& i) {
     std::vector<PrimExpr> kept;
     for (size_t d = 0; d < nd; ++d) {
       if (!ax.is_reduced[d]) kept.push_back(i[d]);
     }
-    return tir::Div(tir::Call("exp", {tir::Sub(in.Load(i), max.Load(kept))}), sum.Load(kept));
+    return CastTo(t, tir::Div(tir::Call("exp", {tir::Sub(x(i), max.Load(kept))}), sum.Load(kept)));
   });
   return MakePrimFunc(p, tir::Allocate(max, tir::Allocate(sum, tir::SeqStmt({max_block, sum_block, norm_block}))),
                       "opaque");
 }
 
-LegalizeFn Norm(bool layer) {
+KernelLegalizeFn Norm(bool layer) {
   return [layer](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
     KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
     const Buffer& in = p.inputs[0];
@@ -215,35 +236,39 @@ LegalizeFn Norm(bool layer) {
       for (int a : axes) index.push_back(i[static_cast<size_t>(a)]);
       return index;
     };
-    const PrimExpr count = tir::Cast(t, ax.count);
-    const Buffer sum = ScratchBuffer(layer ? "norm_sum" : "norm_sum_sq", t, ax.kept);
+    // float16 computes in float32 (sums, the statistics and the affine part), rounded once.
+    const DataType a = AccumulationType(t);
+    auto load = [&](const Buffer& b, const std::vector<PrimExpr>& i) { return CastTo(a, b.Load(i)); };
+    const PrimExpr count = tir::Cast(a, ax.count);
+    const Buffer sum = ScratchBuffer(layer ? "norm_sum" : "norm_sum_sq", a, ax.kept);
     std::vector<Stmt> blocks;
     if (layer) {
-      const Buffer sq = ScratchBuffer("norm_sum_dev_sq", t, ax.kept);
-      blocks.push_back(ReduceBlock("layer_norm_sum", sum, ax.extents, Const(t, 0), tir::Add,
-                                   [&](const auto& s, const auto& r) { return in.Load(at(s, r)); }));
-      blocks.push_back(ReduceBlock("layer_norm_var", sq, ax.extents, Const(t, 0), tir::Add, [&](const auto& s, const auto& r) {
-        PrimExpr dev = tir::Sub(in.Load(at(s, r)), tir::Div(sum.Load(s), count));
+      const Buffer sq = ScratchBuffer("norm_sum_dev_sq", a, ax.kept);
+      blocks.push_back(ReduceBlock("layer_norm_sum", sum, ax.extents, Const(a, 0), tir::Add,
+                                   [&](const auto& s, const auto& r) { return load(in, at(s, r)); }));
+      blocks.push_back(ReduceBlock("layer_norm_var", sq, ax.extents, Const(a, 0), tir::Add, [&](const auto& s, const auto& r) {
+        PrimExpr dev = tir::Sub(load(in, at(s, r)), tir::Div(sum.Load(s), count));
         return tir::Mul(dev, dev);
       }));
       const Buffer& gamma = p.inputs[1];
       const Buffer& beta = p.inputs[2];
       blocks.push_back(ComputeBlock("layer_norm", out, [&](const std::vector<PrimExpr>& i) {
         std::vector<PrimExpr> k = kept_of(i);
-        PrimExpr centered = tir::Sub(in.Load(i), tir::Div(sum.Load(k), count));
-        PrimExpr scale = tir::Call("rsqrt", {tir::Add(tir::Div(sq.Load(k), count), Const(t, eps))});
-        return tir::Add(tir::Mul(tir::Mul(centered, scale), gamma.Load(param_index(i))), beta.Load(param_index(i)));
+        PrimExpr centered = tir::Sub(load(in, i), tir::Div(sum.Load(k), count));
+        PrimExpr scale = tir::Call("rsqrt", {tir::Add(tir::Div(sq.Load(k), count), Const(a, eps))});
+        return CastTo(t, tir::Add(tir::Mul(tir::Mul(centered, scale), load(gamma, param_index(i))),
+                                  load(beta, param_index(i))));
       }));
       return MakePrimFunc(p, tir::Allocate(sum, tir::Allocate(sq, tir::SeqStmt(blocks))), "opaque");
     }
-    blocks.push_back(ReduceBlock("rms_norm_sum_sq", sum, ax.extents, Const(t, 0), tir::Add, [&](const auto& s, const auto& r) {
-      PrimExpr x = in.Load(at(s, r));
+    blocks.push_back(ReduceBlock("rms_norm_sum_sq", sum, ax.extents, Const(a, 0), tir::Add, [&](const auto& s, const auto& r) {
+      PrimExpr x = load(in, at(s, r));
       return tir::Mul(x, x);
     }));
     const Buffer& weight = p.inputs[1];
     blocks.push_back(ComputeBlock("rms_norm", out, [&](const std::vector<PrimExpr>& i) {
-      PrimExpr scale = tir::Call("rsqrt", {tir::Add(tir::Div(sum.Load(kept_of(i)), count), Const(t, eps))});
-      return tir::Mul(tir::Mul(in.Load(i), scale), weight.Load(param_index(i)));
+      PrimExpr scale = tir::Call("rsqrt", {tir::Add(tir::Div(sum.Load(kept_of(i)), count), Const(a, eps))});
+      return CastTo(t, tir::Mul(tir::Mul(load(in, i), scale), load(weight, param_index(i))));
     }));
     return MakePrimFunc(p, tir::Allocate(sum, tir::SeqStmt(blocks)), "opaque");
   };

@@ -5,7 +5,9 @@
 // (K, 1), and that added dim is dropped from the result; 0-D operands are an error. Inner
 // dims K must match: provably different K (3 vs 4, n vs n + 1) is an error, unprovable K
 // (n vs m) is accepted. Operands share a dtype; the result has out_dtype when given, else
-// that dtype. With an operand of unknown ndim the result's ndim is unknown.
+// that dtype. With an operand of unknown ndim the result's ndim is unknown. Products are
+// summed in the result dtype, except that a float16 result accumulates in float32 and is
+// rounded to float16 once (as PyTorch and ONNX Runtime do).
 #include <algorithm>
 
 #include "relax/op/op_common.h"

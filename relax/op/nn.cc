@@ -8,7 +8,8 @@
 //   (likewise W'); a constant H' < 1 is an error. data and weight share a dtype.
 // max_pool2d (data: N C H W), attributes pool_size (1 or 2 ints, required), strides
 //   (default: pool_size, as in PyTorch), padding, dilation (as conv2d). Output
-//   (N, C, H', W') with the same formula, KH/KW = pool_size.
+//   (N, C, H', W') with the same formula, KH/KW = pool_size. Padding never wins (it reads
+//   as -inf); a window holding a NaN gives NaN (as PyTorch).
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
 

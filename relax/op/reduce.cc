@@ -3,10 +3,14 @@
 // sum, mean, max, min (data), attributes axis (int list; absent = all axes) and keepdims
 //   (bool, default false). Reduced axes are dropped, or kept as 1 with keepdims. The dtype
 //   is the data's. mean requires a floating-point dtype.
+//   max/min of floats containing a NaN is NaN (np.max); sum/mean follow IEEE (inf + -inf
+//   is NaN).
 // argmax, argmin (data), attributes axis (int; absent = over all elements, flattened) and
-//   keepdims. The result dtype is int64.
+//   keepdims. The result dtype is int64. The first maximum (minimum) wins ties; the first
+//   NaN wins over every number (np.argmax).
 // softmax (data), attribute axis (int, default -1). Floating-point; the result has the
-//   data's struct info.
+//   data's struct info. A row holding a NaN or +inf gives NaN (as PyTorch: the row's max
+//   is subtracted first, and inf - inf is NaN).
 // layer_norm (data, gamma, beta), attributes axes (int list, default [-1]) and epsilon
 //   (float, default 1e-5). gamma and beta have ndim == len(axes) and, dim by dim, the
 //   normalized axes' dims (provably different -> error); all share the data's dtype

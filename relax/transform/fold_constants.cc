@@ -116,7 +116,7 @@ class Folder : public ExprMutator {
     const auto* op = call.op.as<OpNode>();
     if (op == nullptr) return value;
     const OpInfo* info = OpRegistry::Global().Find(op->name);
-    if (info == nullptr || !info->pure || !info->legalize || !call.struct_info().defined()) return value;
+    if (info == nullptr || !info->pure || !info->legalize_kernel || !call.struct_info().defined()) return value;
 
     // The outputs: static, modest in size.
     std::vector<const TensorStructInfoNode*> outputs;
@@ -172,7 +172,7 @@ class Folder : public ExprMutator {
 
     // The same lowering the legalize pass uses. A call it cannot lower is not folded here;
     // the legalize pass reports it, in its own words, later.
-    absl::StatusOr<tir::PrimFunc> lowered = info->legalize(call);
+    absl::StatusOr<tir::PrimFunc> lowered = info->legalize_kernel(call);
     if (!lowered.ok()) return value;
     const tir::PrimFunc& func = *lowered;
     if (func->params.size() != inputs.size() + outputs.size()) return value;

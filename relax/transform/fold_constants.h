@@ -2,7 +2,8 @@
 // constants, and binds their variables to the resulting Constant instead.
 //
 // What it folds, in every Relax function (If branches and nested functions included):
-//  - A call to a registered pure operator that has a legalization (OpInfo::legalize), when
+//  - A call to a registered pure operator that has a one-kernel legalization
+//    (OpInfo::legalize_kernel; multi-kernel legalizations are not folded), when
 //    every tensor operand is a constant (an R.const, or a variable bound to one, or for a
 //    Tuple operand such as concat's, a tuple of those), and its result is a Tensor (or a
 //    Tuple of Tensors) of static shape, known dtype and no device annotation, with at most
@@ -10,7 +11,7 @@
 //    prim values) are part of the kernel, as legalization makes them; a kernel that needs a
 //    symbolic value at run time (a scalar parameter) is not folded. The value is computed by
 //    legalizing the call exactly as relax/transform/legalize_ops.h does (the operator's own
-//    LegalizeFn) and running the PrimFunc in the TIR interpreter (tir/interpreter.h): no
+//    kernel) and running the PrimFunc in the TIR interpreter (tir/interpreter.h): no
 //    LLVM and no code generation, with the interpreter's arithmetic (float32 math in float32,
 //    integers wrapping to their width). A Tuple result becomes a Tuple of Constants.
 //  - `t[i]` of a tuple whose fields are all constants becomes that field's Constant.

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "relax/expr_functor.h"
+#include "support/name_set.h"
 #include "support/status_macros.h"
 #include "tir/analyzer.h"
 
@@ -30,7 +31,7 @@ bool IsPrimitive(const FunctionNode& func) {
 class KernelInliner : public tir::StmtExprMutator {
  public:
   KernelInliner(tir::VarMap vars, std::unordered_map<const tir::BufferNode*, tir::Buffer> buffers,
-                std::set<std::string>* block_names)
+                support::NameSet* block_names)
       : block_names_(block_names) {
     var_remap_ = std::move(vars);
     buffer_remap_ = std::move(buffers);
@@ -54,16 +55,14 @@ class KernelInliner : public tir::StmtExprMutator {
 
   tir::Stmt VisitStmt_(const tir::BlockNode* op, const tir::Stmt& self) override {
     tir::Stmt stmt = tir::StmtExprMutator::VisitStmt_(op, self);
-    std::string name = op->name;
-    for (int k = 1; block_names_->count(name) > 0; ++k) name = absl::StrCat(op->name, "_", k);
-    block_names_->insert(name);
+    std::string name = block_names_->Fresh(op->name);
     const auto* block = stmt.as<tir::BlockNode>();
     if (block->name == name) return stmt;
     return tir::Block(name, block->iter_vars, block->body, block->init, block->predicate, block->alloc_buffers);
   }
 
  private:
-  std::set<std::string>* block_names_;
+  support::NameSet* block_names_;
 };
 
 struct FusedKernel {
@@ -95,7 +94,7 @@ absl::StatusOr<FusedKernel> FuseFunction(const IRModule& module, const std::stri
   }
   std::vector<tir::Buffer> intermediates;
   std::vector<tir::Stmt> bodies;
-  std::set<std::string> block_names;
+  support::NameSet block_names;
   FusedKernel fused;
   std::string pattern;
   for (size_t k = 0; k < bindings.size(); ++k) {

@@ -1,10 +1,13 @@
 #include "relax/transform/legalize_ops.h"
 
+#include <memory>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "relax/block_builder.h"
 #include "relax/expr_functor.h"
 #include "relax/op_registry.h"
 #include "support/check.h"
@@ -15,12 +18,17 @@
 namespace kiln::relax {
 namespace {
 
-class Legalizer : public ExprMutator {
+// Lowers the bindings of one module's functions. It is the LegalizeContext of every
+// legalization it runs: one BlockBuilder per function collects the glue they emit.
+class Legalizer : public ExprMutator, public LegalizeContext {
  public:
-  explicit Legalizer(IRModule* module) : module_(module) {}
+  Legalizer(IRModule* module, const LegalizeMap& custom) : module_(module), custom_(custom) {}
 
   absl::Status status() const { return status_; }
-  void set_function(std::string name) { function_ = std::move(name); }
+  void set_function(std::string name) {
+    function_ = std::move(name);
+    builder_ = std::make_unique<BlockBuilder>(module_);
+  }
 
   BindingBlock VisitBindingBlock(const BindingBlock& block) override {
     BindingBlock out;
@@ -29,96 +37,104 @@ class Legalizer : public ExprMutator {
       Binding visited = VisitBinding(binding);
       // A match_cast's value may be an op call too; the cast still checks the kernel's result.
       if (status_.ok()) {
-        absl::StatusOr<Expr> lowered = Lower(visited, out);
+        absl::Status lowered = LowerInto(visited, out, /*depth=*/0);
         if (!lowered.ok()) {
-          status_ = absl::Status(lowered.status().code(),
-                                 absl::StrCat("function '", function_, "', binding '",
-                                              visited.var.name_hint(), "': ", lowered.status().message()));
-        } else {
-          visited.value = *lowered;
+          status_ = absl::Status(lowered.code(), absl::StrCat("function '", function_, "', binding '",
+                                                              visited.var.name_hint(), "': ", lowered.message()));
+          out.bindings.push_back(std::move(visited));
         }
+      } else {
+        out.bindings.push_back(std::move(visited));
       }
-      out.bindings.push_back(std::move(visited));
     }
     return out;
   }
 
- private:
-  // The call_tir replacing binding.value, or the value itself when it is not a tensor op.
-  absl::StatusOr<Expr> Lower(const Binding& binding, BindingBlock& out) {
-    const auto* call = binding.value.as<CallNode>();
-    if (call == nullptr) return binding.value;
-    const auto* op = call->op.as<OpNode>();
-    if (op == nullptr) return binding.value;
-    const OpInfo* info = OpRegistry::Global().Find(op->name);
-    if (info == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown operator '", op->name, "'"));
-    if (!info->legalize) return binding.value;
-    if (!call->struct_info().defined()) {
-      return absl::InvalidArgumentError(absl::StrCat(op->name, ": the call has no struct info (normalize first)"));
+  // ---- LegalizeContext
+  BlockBuilder& builder() override { return *builder_; }
+  const IRModule& module() const override { return *module_; }
+  const std::string& binding_name() const override { return binding_name_; }
+
+  Expr AddPrimFunc(const std::string& name_hint, tir::PrimFunc func) override {
+    const uint64_t hash = tir::StructuralHash(func);
+    std::string name;
+    for (const auto& [existing, existing_name] : kernels_[hash]) {
+      if (tir::StructuralEqual(existing, func)) name = existing_name;
     }
-    KILN_ASSIGN_OR_RETURN(tir::PrimFunc func, info->legalize(*call));
-    // Operands, flattened the way the legalizations number their buffers.
-    std::vector<Expr> operands;
-    for (const Expr& arg : call->args) {
-      const StructInfo& sinfo = arg.struct_info();
-      if (!sinfo.defined()) continue;
-      if (sinfo.kind() == StructInfoKind::kTensor) {
-        operands.push_back(arg);
-      } else if (const auto* tuple_sinfo = sinfo.as<TupleStructInfoNode>()) {
-        if (const auto* tuple = arg.as<TupleNode>()) {
-          for (const Expr& field : tuple->fields) operands.push_back(field);
-          continue;
-        }
-        for (size_t i = 0; i < tuple_sinfo->fields.size(); ++i) {
-          Var field(absl::StrCat(binding.var.name_hint(), "_in", i), tuple_sinfo->fields[i], out.dataflow);
-          out.bindings.push_back(
-              Binding{field, TupleGetItem(arg, static_cast<int>(i), tuple_sinfo->fields[i]), StructInfo()});
-          operands.push_back(field);
-        }
-      }
+    if (name.empty()) {
+      // Module names only: the executable builder gives kernels symbols that cannot clash
+      // with the C library (codegen/build_executable.cc), so `exp` is a fine name here.
+      name = name_hint;
+      for (int i = 1; module_->Find(name) != nullptr; ++i) name = absl::StrCat(name_hint, i);
+      KILN_CHECK(module_->Add(name, func).ok());
+      kernels_[hash].emplace_back(std::move(func), name);
     }
-    std::vector<StructInfo> field_sinfos;
-    for (const Expr& e : operands) field_sinfos.push_back(e.struct_info());
-    // Scalar parameters are symbolic variables of this call's scope (the kernel could not
-    // bind them from shapes): they travel as tir_vars. Read them before deduplication,
-    // which may substitute an equal kernel with other variables.
-    std::vector<PrimExpr> tir_vars;
-    for (const tir::PrimFuncParam& param : func->params) {
-      if (!param.is_buffer()) tir_vars.push_back(param.var);
-    }
-    const std::string name = AddKernel(op->name, std::move(func));
-    Expr callee = GlobalVar(name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
-    Expr args = Tuple(std::move(operands), TupleSInfo(std::move(field_sinfos)));
-    std::vector<Expr> call_args = {callee, args};
-    if (!tir_vars.empty()) call_args.push_back(ShapeExpr(tir_vars));
-    return Call(Op("call_tir"), std::move(call_args), {}, {call->struct_info()}, call->struct_info());
+    return GlobalVar(name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
   }
 
-  std::string AddKernel(const std::string& base, tir::PrimFunc func) {
-    const uint64_t hash = tir::StructuralHash(func);
-    for (const auto& [existing, name] : kernels_[hash]) {
-      if (tir::StructuralEqual(existing, func)) return name;
+ private:
+  // Glue may call operators whose legalizations emit glue: bounded, in case one emits itself.
+  static constexpr int kMaxDepth = 16;
+
+  // Appends to `out` the bindings `binding` lowers to: the glue its legalization emitted
+  // (each lowered in turn), then the binding with the legalized value.
+  absl::Status LowerInto(Binding binding, BindingBlock& out, int depth) {
+    KILN_ASSIGN_OR_RETURN(const LegalizeFn* legalize, Find(binding.value));
+    if (legalize == nullptr) {
+      out.bindings.push_back(std::move(binding));
+      return absl::OkStatus();
     }
-    // Module names only: the executable builder gives kernels symbols that cannot clash with
-    // the C library (codegen/build_executable.cc), so `exp` is a fine name here.
-    std::string name = base;
-    for (int i = 1; module_->Find(name) != nullptr; ++i) name = absl::StrCat(base, i);
-    KILN_CHECK(module_->Add(name, func).ok());
-    kernels_[hash].emplace_back(std::move(func), name);
-    return name;
+    const auto* call = binding.value.as<CallNode>();
+    const std::string& op = call->op.as<OpNode>()->name;
+    if (depth > kMaxDepth) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": legalizations nest deeper than ", kMaxDepth,
+                                                     " levels (does one emit its own operator?)"));
+    }
+    if (!call->struct_info().defined()) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": the call has no struct info (normalize first)"));
+    }
+    std::string saved_name = std::move(binding_name_);
+    binding_name_ = binding.var.name_hint();
+    out.dataflow ? builder_->BeginDataflowBlock() : builder_->BeginBindingBlock();
+    absl::StatusOr<Expr> value = (*legalize)(*this, *call);
+    if (value.ok() && !value->struct_info().defined()) value = builder_->Normalize(*value);
+    BindingBlock glue = builder_->EndBlock();
+    binding_name_ = std::move(saved_name);
+    KILN_RETURN_IF_ERROR(value.status());
+    for (Binding& g : glue.bindings) KILN_RETURN_IF_ERROR(LowerInto(std::move(g), out, depth + 1));
+    binding.value = *std::move(value);
+    out.bindings.push_back(std::move(binding));
+    return absl::OkStatus();
+  }
+
+  // The legalization of `value` if it calls an operator that has one (custom ones first),
+  // nullptr if it does not.
+  absl::StatusOr<const LegalizeFn*> Find(const Expr& value) {
+    const auto* call = value.as<CallNode>();
+    const auto* op = call != nullptr ? call->op.as<OpNode>() : nullptr;
+    if (op == nullptr) return nullptr;
+    auto custom = custom_.find(op->name);
+    if (custom != custom_.end()) return &custom->second;
+    const OpInfo* info = OpRegistry::Global().Find(op->name);
+    if (info == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown operator '", op->name, "'"));
+    if (!info->legalize) return nullptr;
+    return &info->legalize;
   }
 
   IRModule* module_;
+  const LegalizeMap& custom_;
+  std::unique_ptr<BlockBuilder> builder_;
   std::string function_;
+  std::string binding_name_;
   absl::Status status_;
   std::unordered_map<uint64_t, std::vector<std::pair<tir::PrimFunc, std::string>>> kernels_;
 };
 
 }  // namespace
 
-absl::StatusOr<IRModule> LegalizeOps(const IRModule& module) {
+absl::StatusOr<IRModule> LegalizeOps(const IRModule& module, const LegalizeMap& custom) {
   IRModule result = module;
-  Legalizer legalizer(&result);
+  Legalizer legalizer(&result, custom);
   for (const IRModule::Entry& entry : module.entries()) {
     if (!entry.is_relax()) continue;
     legalizer.set_function(entry.name);

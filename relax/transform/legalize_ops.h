@@ -1,7 +1,13 @@
 // LegalizeOps: lowers every tensor operator call of a normalized module to TIR.
 //
-// Each binding whose value calls a registered operator with a legalization (OpInfo::legalize)
-// becomes `R.call_tir(@<kernel>, (tensor operands...), out_sinfo=<the call's struct info>)`
+// Each binding whose value calls an operator with a legalization (OpInfo::legalize, or one
+// of `custom`, which take precedence) gets the Relax expression the legalization returns as
+// its value. A legalization (relax/op_registry.h LegalizeFn) adds any number of PrimFuncs to
+// the module and emits glue through a BlockBuilder; the glue's bindings go right before the
+// binding, in its block, and are legalized in turn (glue may use operators), up to 16
+// levels deep. Most operators have one-kernel legalizations (KernelLegalizeFn), for which
+// the binding becomes
+// `R.call_tir(@<kernel>, (tensor operands...), out_sinfo=<the call's struct info>)`
 // and the PrimFunc joins the module. When the kernel has trailing scalar parameters
 // (symbolic variables it cannot bind from its buffers, e.g. arange's start), the call passes
 // them as tir_vars: `R.call_tir(@arange, (), R.shape([p]), out_sinfo=...)`. Kernels are
@@ -18,11 +24,18 @@
 // "function 'main', binding 'y': exp: no CPU lowering for dtype int32".
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "relax/ir_module.h"
+#include "relax/op_registry.h"
 
 namespace kiln::relax {
 
-absl::StatusOr<IRModule> LegalizeOps(const IRModule& module);
+// Legalizations by operator name, replacing the registry's (a target's own lowering, tests).
+using LegalizeMap = std::map<std::string, LegalizeFn>;
+
+absl::StatusOr<IRModule> LegalizeOps(const IRModule& module, const LegalizeMap& custom = {});
 
 }  // namespace kiln::relax

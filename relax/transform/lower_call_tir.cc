@@ -32,7 +32,9 @@ class Lowerer {
 
  private:
   absl::Status LowerBinding(const Binding& b, bool dataflow, std::vector<Binding>* out, bool* changed) {
-    if (const auto* if_node = b.value.as<IfNode>(); if_node != nullptr && !b.is_match_cast()) {
+    // A match_cast keeps its pattern around the lowered value: the symbols it defines are
+    // used by later bindings.
+    if (const auto* if_node = b.value.as<IfNode>()) {
       KILN_ASSIGN_OR_RETURN(Expr t, LowerSeq(if_node->true_branch));
       KILN_ASSIGN_OR_RETURN(Expr f, LowerSeq(if_node->false_branch));
       if (t.same_as(if_node->true_branch) && f.same_as(if_node->false_branch)) {
@@ -40,7 +42,8 @@ class Lowerer {
         return absl::OkStatus();
       }
       *changed = true;
-      out->push_back({b.var, Expr(std::make_shared<IfNode>(if_node->condition, t, f, b.value.struct_info())), StructInfo()});
+      out->push_back({b.var, Expr(std::make_shared<IfNode>(if_node->condition, t, f, b.value.struct_info())),
+                      b.match_cast_sinfo});
       return absl::OkStatus();
     }
     const auto* call = b.value.as<CallNode>();
@@ -83,7 +86,7 @@ class Lowerer {
     std::vector<Expr> args{call->args[0], call->args[1], out_tuple};
     if (call->args.size() > 2) args.push_back(call->args[2]);
     Expr dps = Call(Op("call_tir_dps"), std::move(args), {}, {}, b.value.struct_info());
-    out->push_back({b.var, dps, StructInfo()});
+    out->push_back({b.var, dps, b.match_cast_sinfo});
     return absl::OkStatus();
   }
 

@@ -11,6 +11,7 @@
 #include "relax/transform/annotate_patterns.h"
 #include "relax/transform/bind_target.h"
 #include "relax/transform/dead_code_elimination.h"
+#include "relax/transform/deduplicate_prim_funcs.h"
 #include "relax/transform/dispatch_libraries.h"
 #include "relax/transform/fold_constants.h"
 #include "relax/transform/fuse_ops.h"
@@ -58,6 +59,9 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
       {"fuse_ops", if_fusing(&FuseOps)},
       {"fuse_tir", if_fusing(&FuseTir)},
       {"dead_code_elimination", [](const IRModule& m, const SourceMap*) { return DeadCodeElimination(m); }},
+      // Before scheduling, so that each distinct kernel is scheduled and compiled once (the
+      // layers of a model make identical fused kernels).
+      {"deduplicate_prim_funcs", [](const IRModule& m, const SourceMap*) { return DeduplicatePrimFuncs(m); }},
       // Every PrimFunc names its target; the passes and code generators after read it there.
       {"bind_target", [target](const IRModule& m, const SourceMap*) { return BindTarget(m, target); }},
       {"schedule", [target](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, target); }},

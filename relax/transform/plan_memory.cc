@@ -92,8 +92,8 @@ class FunctionPlanner {
     const auto* t = sinfo.defined() ? sinfo.as<TensorStructInfoNode>() : nullptr;
     if (t == nullptr || !t->shape || !t->dtype) return std::nullopt;
     if (call.args.empty() || call.args[0].kind() != ExprKind::kShapeExpr) return std::nullopt;
-    const int64_t elem = (static_cast<int64_t>(t->dtype->bits()) * t->dtype->lanes() + 7) / 8;
-    PrimExpr bytes = tir::IntImm(tir::DataType::Int64(), elem);
+    const int64_t bits = static_cast<int64_t>(t->dtype->bits()) * t->dtype->lanes();
+    PrimExpr numel = tir::IntImm(tir::DataType::Int64(), 1);
     for (const PrimExpr& d : *t->shape) {
       if (d.dtype() != tir::DataType::Int64()) return std::nullopt;
       std::vector<tir::Var> vars;
@@ -101,8 +101,12 @@ class FunctionPlanner {
       for (const tir::Var& v : vars) {
         if (bound_.count(v->name) == 0) return std::nullopt;
       }
-      bytes = tir::Mul(bytes, d);
+      numel = tir::Mul(numel, d);
     }
+    // Sub-byte elements are packed (tir/data_type.h): ceil(numel * bits / 8) bytes.
+    PrimExpr bytes = bits % 8 == 0 ? tir::Mul(numel, tir::IntImm(tir::DataType::Int64(), bits / 8))
+                                   : tir::FloorDiv(tir::Mul(numel, tir::IntImm(tir::DataType::Int64(), bits)) + 7,
+                                                   tir::IntImm(tir::DataType::Int64(), 8));
     return analyzer_.Simplify(bytes);
   }
 

@@ -3,7 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "relax/transform/bind_target.h"
 #include "support/status_macros.h"
-#include "tir/schedule/default_cpu_schedule.h"
+#include "tir/schedule_rules/cpu_schedule.h"
 
 namespace kiln::relax {
 

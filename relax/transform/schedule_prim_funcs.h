@@ -1,4 +1,4 @@
-// SchedulePrimFuncs: applies the default CPU schedule rules (tir/schedule/default_cpu_schedule.h)
+// SchedulePrimFuncs: applies the default CPU schedule rules (tir/schedule_rules/cpu_schedule.h)
 // to every PrimFunc of the module: parallel outer loops, vectorized inner loops, tiled
 // matmuls. The Relax functions are unchanged. Scheduling never changes what a kernel
 // computes, for any value of its symbolic shapes.

@@ -19,11 +19,14 @@
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cpu_target.h"
 #include "support/check.h"
+#include "tests/tir/bit_kernels.h"
+#include "tests/tir/q4_0.h"
 #include "tir/buffer.h"
 #include "tir/expr.h"
 #include "tir/stmt.h"
 #include "tir/target.h"
 #include "tir/transform/pipeline.h"
+#include "tir/text_parser.h"
 #include "vm/kernel_abi.h"
 #include "vm/kernel_object.h"
 #include "vm/tensor.h"
@@ -1090,6 +1093,155 @@ TEST(LlvmCodegenTest, HostCodeOfGpuFunctionsLaunchesDeviceKernels) {
   EXPECT_NE(Invoke(scale, ctx.get(), {TensorArg(host), FloatArg(0.5)}), 0);
   EXPECT_EQ(ctx->error, "kernel scale: argument 0 (A): expected a tensor in CUDA memory, got DLPack device type 1");
   recorder = nullptr;
+}
+
+// ---------------------------------------------------------------- bit operations
+
+template <typename T>
+vm::Tensor FromVector(const std::vector<T>& values, DLDataType dtype) {
+  vm::Tensor t = MakeTensor({static_cast<int64_t>(values.size())}, dtype);
+  std::memcpy(t.data(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+
+template <typename T>
+std::vector<T> ToVector(const vm::Tensor& t) {
+  return std::vector<T>(t.data_as<T>(), t.data_as<T>() + t.numel());
+}
+
+PrimFunc ParseKernel(const char* text) {
+  absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(text);
+  KILN_CHECK(parsed.ok()) << parsed.status();
+  return parsed->func;
+}
+
+constexpr DLDataType kU8{kDLUInt, 8, 1};
+constexpr DLDataType kU16{kDLUInt, 16, 1};
+constexpr DLDataType kU32{kDLUInt, 32, 1};
+constexpr DLDataType kF16{kDLFloat, 16, 1};
+
+// The kernels of tests/tir/bit_kernels.h give the numbers worked out there, as the
+// interpreter does: out-of-range and negative shift amounts shift every bit out.
+TEST(LlvmCodegenTest, BitOperationsMatchTheInterpretersNumbers) {
+  Kernels k({{"bits", ParseKernel(tir::testing::kBitOps)},
+             {"vbits", ParseKernel(tir::testing::kVectorBitOps)},
+             {"reinterpret", ParseKernel(tir::testing::kReinterpret)}});
+  auto ctx = MakeContext(&FourThreads());
+  {
+    vm::Tensor a = FromVector(tir::testing::kBitOpsA, kI32), u = FromVector(tir::testing::kBitOpsU, kU8);
+    vm::Tensor o = MakeTensor({12}, kI32), p = MakeTensor({4}, kU8);
+    ASSERT_EQ(Invoke(k.Get("bits"), ctx.get(), {TensorArg(a), TensorArg(u), TensorArg(o), TensorArg(p)}), 0)
+        << ctx->error;
+    EXPECT_EQ(ToVector<int32_t>(o), tir::testing::kBitOpsO);
+    EXPECT_EQ(ToVector<uint8_t>(p), tir::testing::kBitOpsP);
+  }
+  {
+    vm::Tensor a = FromVector(tir::testing::kVectorBitOpsA, kI32), s = FromVector(tir::testing::kVectorBitOpsS, kI32);
+    vm::Tensor w = FromVector(tir::testing::kVectorBitOpsW, kI32);
+    vm::Tensor o = MakeTensor({8}, kI32), m = MakeTensor({8}, kU32), v = MakeTensor({2}, kI64);
+    ASSERT_EQ(Invoke(k.Get("vbits"), ctx.get(),
+                     {TensorArg(a), TensorArg(s), TensorArg(o), TensorArg(m), TensorArg(w), TensorArg(v)}),
+              0)
+        << ctx->error;
+    EXPECT_EQ(ToVector<int32_t>(o), tir::testing::kVectorBitOpsO);
+    EXPECT_EQ(ToVector<uint32_t>(m), tir::testing::kVectorBitOpsM);
+    EXPECT_EQ(ToVector<int64_t>(v), tir::testing::kVectorBitOpsV);
+  }
+  {
+    vm::Tensor h = FromVector(tir::testing::kReinterpretH, kU16), x = FromVector(tir::testing::kReinterpretX, kF32);
+    vm::Tensor f = MakeTensor({3}, kF16), g = MakeTensor({3}, kU16), i = MakeTensor({2}, kI32);
+    ASSERT_EQ(Invoke(k.Get("reinterpret"), ctx.get(),
+                     {TensorArg(h), TensorArg(f), TensorArg(g), TensorArg(x), TensorArg(i)}),
+              0)
+        << ctx->error;
+    EXPECT_EQ(ToVector<uint16_t>(f), tir::testing::kReinterpretF);
+    EXPECT_EQ(ToVector<uint16_t>(g), tir::testing::kReinterpretG);
+    EXPECT_EQ(ToVector<int32_t>(i), tir::testing::kReinterpretI);
+  }
+}
+
+// int4 and uint4 buffers: byte load + shift + mask + sign extension, read-modify-write
+// stores that keep the neighbouring nibble, odd lengths and vector accesses.
+TEST(LlvmCodegenTest, Int4BuffersArePackedLowNibbleFirst) {
+  Kernels k({{"int4", ParseKernel(tir::testing::kInt4)}});
+  auto ctx = MakeContext(&FourThreads());
+  const DLDataType i4{kDLInt, 4, 1}, u4{kDLUInt, 4, 1}, i8{kDLInt, 8, 1};
+  const int64_t n = static_cast<int64_t>(tir::testing::kInt4A.size());
+  vm::Tensor a = FromVector(tir::testing::kInt4A, i8);
+  vm::Tensor q = MakeTensor({n}, i4), b = MakeTensor({n}, i8), u = MakeTensor({n}, u4), v = MakeTensor({8}, i4);
+  ASSERT_EQ(q.nbytes(), 5);
+  std::memset(q.data(), 0xff, 5);
+  ASSERT_EQ(Invoke(k.Get("int4"), ctx.get(), {TensorArg(a), TensorArg(q), TensorArg(b), TensorArg(u), TensorArg(v)}),
+            0)
+      << ctx->error;
+  auto bytes = [](const vm::Tensor& t) {
+    const auto* p = static_cast<const uint8_t*>(t.data());
+    return std::vector<uint8_t>(p, p + t.nbytes());
+  };
+  EXPECT_EQ(bytes(q), tir::testing::kInt4Q);
+  EXPECT_EQ(ToVector<int8_t>(b), tir::testing::kInt4B);
+  EXPECT_EQ(bytes(u), tir::testing::kInt4U);
+  EXPECT_EQ(bytes(v), tir::testing::kInt4V);
+}
+
+// The Q4_0 dequantization kernels of tests/tir/q4_0.h, compiled, on random blocks (odd
+// counts, special scales), match the plain C++ reference bit for bit.
+TEST(LlvmCodegenTest, DequantizesQ4_0BlocksLikeTheReference) {
+  Kernels k({{"q4_0", ParseKernel(tir::testing::kDequantizeQ4_0)},
+             {"q4_0_simd", ParseKernel(tir::testing::kDequantizeQ4_0Vectorized)}});
+  auto ctx = MakeContext(&FourThreads());
+  for (int64_t nb : {1, 7, 64, 301}) {
+    std::vector<uint8_t> blocks = tir::testing::RandomQ4_0Blocks(nb, static_cast<uint32_t>(nb));
+    std::vector<float> expected = tir::testing::ReferenceDequantizeQ4_0(blocks);
+    vm::Tensor q = MakeTensor({nb, 18}, kU8);
+    std::memcpy(q.data(), blocks.data(), blocks.size());
+    for (const char* name : {"q4_0", "q4_0_simd"}) {
+      vm::Tensor w = MakeTensor({nb, 32}, kF32);
+      ASSERT_EQ(Invoke(k.Get(name), ctx.get(), {TensorArg(q), TensorArg(w)}), 0) << ctx->error;
+      for (int64_t i = 0; i < nb * 32; ++i) {
+        ASSERT_TRUE(tir::testing::SameWeight(w.data_as<float>()[i], expected[i]))
+            << name << " nb=" << nb << " weight " << i << ": " << w.data_as<float>()[i] << " vs " << expected[i];
+      }
+    }
+  }
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"q4_0_simd", ParseKernel(tir::testing::kDequantizeQ4_0Vectorized)}},
+                                                 CpuTarget::Host(), /*optimize=*/true);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("lshr <16 x i8>"));
+}
+
+// A vectorized loop of bit operations becomes SIMD code (the loop vectorizer widens ~,
+// shifts and reinterpret) and computes what plain C++ does for in-range amounts.
+TEST(LlvmCodegenTest, VectorizedBitOperations) {
+  PrimFunc f = ParseKernel(R"(prim_func @vbitloop(A: Buffer((n,), int32), S: Buffer((n,), int32), B: Buffer((n,), float32), O: Buffer((n,), int32), F: Buffer((n,), float32)) {
+  for i in serial(0, floordiv(n, 8)) {
+    for j in vectorized(0, 8) {
+      O[i * 8 + j] = ~(A[i * 8 + j] >> (S[i * 8 + j] & int32(31))) ^ int32(0x5a)
+      F[i * 8 + j] = reinterpret(float32, reinterpret(int32, B[i * 8 + j]) & int32(0x7fffffff))
+    }
+  }
+})");
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"vbitloop", f}}, CpuTarget::Host(), /*optimize=*/true);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("ashr <"));
+  Kernels k({{"vbitloop", f}});
+  auto ctx = MakeContext(&FourThreads());
+  const int64_t n = 64;
+  std::mt19937 rng(5);
+  std::vector<int32_t> av(n), sv(n);
+  for (int64_t e = 0; e < n; ++e) {
+    av[e] = static_cast<int32_t>(rng());
+    sv[e] = static_cast<int32_t>(rng() % 100) - 30;
+  }
+  vm::Tensor a = FromVector(av, kI32), s = FromVector(sv, kI32), b = RandomF32({n}, 9);
+  vm::Tensor o = MakeTensor({n}, kI32), fo = MakeTensor({n}, kF32);
+  ASSERT_EQ(Invoke(k.Get("vbitloop"), ctx.get(), {TensorArg(a), TensorArg(s), TensorArg(b), TensorArg(o), TensorArg(fo)}),
+            0)
+      << ctx->error;
+  for (int64_t e = 0; e < n; ++e) {
+    EXPECT_EQ(o.data_as<int32_t>()[e], ~(av[e] >> (sv[e] & 31)) ^ 0x5a) << e;
+    EXPECT_EQ(fo.data_as<float>()[e], std::fabs(b.data_as<float>()[e])) << e;
+  }
 }
 
 }  // namespace

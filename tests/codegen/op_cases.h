@@ -10,14 +10,19 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <ostream>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "relax/op_registry.h"
+#include "relax/text_parser.h"
 #include "support/check.h"
 #include "tests/reference/host_tensor.h"
 #include "tir/data_type.h"
@@ -25,10 +30,12 @@
 namespace kiln::op_cases {
 
 // The range random values of a parameter are drawn from (integers: floor of a uniform draw,
-// so [lo, hi) for integral bounds; bool: true for positive draws).
+// so [lo, hi) for integral bounds; bool: true for positive draws). A float parameter with
+// `special` > 0 has about that fraction of its elements replaced by NaN, +inf or -inf.
 struct Gen {
   double lo = -2.0;
   double hi = 2.0;
+  double special = 0.0;
 };
 
 struct Param {
@@ -54,6 +61,9 @@ struct Case {
   bool openblas = false;
 };
 
+// gtest prints a parameter by its name, not its bytes.
+inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
 inline std::string ParamText(const Param& p) {
   return absl::StrCat(p.name, ": Tensor((", absl::StrJoin(p.dims, ", "), p.dims.size() == 1 ? "," : "", "), ",
                       p.dtype, ")");
@@ -77,8 +87,13 @@ inline reference::HostTensor RandomTensor(const Param& p, const std::map<std::st
   KILN_CHECK(dtype.ok()) << p.dtype;
   reference::HostTensor t(*dtype, shape);
   std::uniform_real_distribution<double> uniform(p.gen.lo, p.gen.hi);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double kSpecials[] = {std::nan(""), INFINITY, -INFINITY};
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dtype->is_float()) {
+    if (dtype->is_float() && p.gen.special > 0) {
+      const double u = unit(rng);
+      t.SetDouble(i, u < p.gen.special ? kSpecials[static_cast<int>(u / p.gen.special * 3) % 3] : uniform(rng));
+    } else if (dtype->is_float()) {
       t.SetDouble(i, uniform(rng));
     } else if (dtype->is_bool()) {
       t.SetInt(i, uniform(rng) > 0 ? 1 : 0);
@@ -235,7 +250,96 @@ inline std::vector<Case> AllCases() {
   add({"max_pool2d", {P("x", {"1", "2", "h", "w"})}, "R.max_pool2d(x, pool_size=[1, 1])", hw});
   add({"max_pool2d_pad", {P("x", {"1", "2", "h", "w"})},
        "R.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1])", hw});
+
+  // ---------------------------------------------------------------- float16
+  // Sums of float16 accumulate in float32: at k = 1031 with values near 20 a float16
+  // accumulator was off by 0.33 (ulp of 20 in float16: 0.0156). The reference computes in
+  // double and rounds once, so one float16 ulp of tolerance covers the double rounding.
+  const Sizes k1031 = {{{"n", 3}, {"k", 1031}, {"m", 5}}, {{"n", 7}, {"k", 13}, {"m", 17}}};
+  add({"matmul_f16_k1031",
+       {P("a", {"n", "k"}, "float16", {19, 21}), P("b", {"k", "m"}, "float16", {0.5 / 1031, 1.5 / 1031})},
+       "R.matmul(a, b)", k1031, 0, 0.0157});
+  const Sizes rows = {{{"n", 3}, {"m", 1031}}, {{"n", 1031}, {"m", 7}}};
+  add({"sum_f16", {P("x", {"n", "m"}, "float16", {19, 21})}, "R.sum(x, axis=[1])", rows, 1e-3, 0});
+  add({"mean_f16", {P("x", {"n", "m"}, "float16", {19, 21})}, "R.mean(x, axis=[1])", rows, 1e-3, 0});
+  add({"softmax_f16", {P("x", {"n", "m"}, "float16", {-3, 3})}, "R.softmax(x)", rows, 1e-3, 1e-6});
+  add({"layer_norm_f16", {P("x", {"n", "m"}, "float16", {19, 21}), P("g", {"m"}, "float16"), P("b", {"m"}, "float16")},
+       "R.layer_norm(x, g, b, axes=[-1])", rows, 2e-3, 4e-3});
+  add({"rms_norm_f16", {P("x", {"n", "m"}, "float16", {19, 21}), P("w", {"m"}, "float16")}, "R.rms_norm(x, w)", rows,
+       2e-3, 1e-3});
+
+  // ---------------------------------------------------------------- quantized weights
+  // Random bytes: every scale a float16 can be (subnormal, NaN, infinite), every quant.
+  // The kernel and the reference compute the same float32 products: exact agreement.
+  const Gen bytes = {0, 256};
+  add({"dequantize_q4_0", {P("x", {"n", "72"}, "uint8", bytes)}, "R.dequantize(x, format=\"q4_0\")", n, 0, 0});
+  add({"dequantize_q8_0_f16", {P("x", {"3", "n", "68"}, "uint8", bytes)},
+       "R.dequantize(x, format=\"q8_0\", dtype=float16)", n, 0, 0});
+
+  // ---------------------------------------------------------------- NaN and infinities
+  // Every case with float inputs again, with some of them NaN, +inf or -inf: results must
+  // be NaN exactly where the reference's are (NumPy's rules) and infinities must match.
+  // float -> int casts of NaN/inf are undefined (as in C and NumPy), so excluded; the float
+  // comparisons get their own cases, as the ones above compare integers.
+  for (const char* op : {"equal", "not_equal", "less_equal", "greater", "greater_equal"}) {
+    add({absl::StrCat(op, "_float"), {P("x", {"n", "m"}), P("y", {"n", "1"})}, absl::StrCat("R.", op, "(x, y)"), nm});
+  }
+  const size_t before = cases.size();
+  for (size_t i = 0; i < before; ++i) {
+    Case c = cases[i];
+    if (c.name == "astype_f32_i32") continue;
+    bool has_float = false;
+    for (Param& p : c.params) {
+      if (p.dtype.rfind("float", 0) != 0) continue;
+      has_float = true;
+      // A 0-d tensor has one element: make it special every time.
+      p.gen.special = p.dims.empty() ? 1.0 : 0.05;
+    }
+    if (!has_float) continue;
+    c.name += "_nan_inf";
+    cases.push_back(std::move(c));
+  }
   return cases;
+}
+
+// Operators that read no float tensor data, so have no NaN/inf case (dequantize reads bytes:
+// its random scales include NaN and infinities).
+inline bool ReadsNoFloatData(const std::string& op) {
+  return op == "zeros" || op == "ones" || op == "arange" || op == "dequantize";
+}
+
+// The operators a case calls, found in its parsed module (empty when it does not parse).
+inline std::set<std::string> OperatorsOf(const Case& c) {
+  std::set<std::string> ops;
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(ModuleText(c));
+  if (!parsed.ok()) return ops;
+  std::function<void(const relax::Expr&)> visit = [&](const relax::Expr& e) {
+    if (const auto* call = e.as<relax::CallNode>()) {
+      if (const auto* op = call->op.as<relax::OpNode>()) ops.insert(op->name);
+      for (const relax::Expr& arg : call->args) visit(arg);
+    } else if (const auto* tuple = e.as<relax::TupleNode>()) {
+      for (const relax::Expr& f : tuple->fields) visit(f);
+    } else if (const auto* seq = e.as<relax::SeqExprNode>()) {
+      for (const relax::BindingBlock& block : seq->blocks) {
+        for (const relax::Binding& b : block.bindings) visit(b.value);
+      }
+      visit(seq->body);
+    }
+  };
+  for (const relax::IRModule::Entry& entry : parsed->module.entries()) {
+    if (entry.is_relax()) visit(entry.relax_function()->body);
+  }
+  return ops;
+}
+
+// The registered operators that have a legalization (each must have a case).
+inline std::vector<std::string> LegalizedOperators() {
+  const relax::OpRegistry& registry = relax::OpRegistry::Global();
+  std::vector<std::string> names;
+  for (const std::string& name : registry.Names()) {
+    if (registry.Find(name)->legalize != nullptr) names.push_back(name);
+  }
+  return names;
 }
 
 }  // namespace kiln::op_cases

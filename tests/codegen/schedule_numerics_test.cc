@@ -23,7 +23,7 @@
 #include "relax/text_parser.h"
 #include "relax/text_printer.h"
 #include "support/check.h"
-#include "tir/schedule/default_cpu_schedule.h"
+#include "tir/schedule_rules/cpu_schedule.h"
 #include "tir/schedule/schedule.h"
 #include "tir/structural_equal.h"
 #include "vm/kernel_abi.h"

@@ -109,6 +109,7 @@ Kernel FindKernel(std::string_view op) {
     AddReduceKernels(*t);
     AddCreateKernels(*t);
     AddNnKernels(*t);
+    AddQuantizeKernels(*t);
     return t;
   }();
   auto it = table->find(op);

@@ -63,6 +63,7 @@ void AddManipulateKernels(KernelTable& table);
 void AddReduceKernels(KernelTable& table);
 void AddCreateKernels(KernelTable& table);
 void AddNnKernels(KernelTable& table);
+void AddQuantizeKernels(KernelTable& table);
 
 // nullptr when the operator has no kernel.
 Kernel FindKernel(std::string_view op);
@@ -87,5 +88,9 @@ absl::StatusOr<std::vector<int>> NormalizeAxes(const KernelCall& call,
 
 // Integer-valued (int, uint, bool): computed in int64.
 inline bool ComputesInInt(DataType t) { return !t.is_floating(); }
+
+// np.maximum / np.minimum on doubles: NaN if either operand is NaN.
+inline double NanMax(double a, double b) { return a != a || b != b ? a + b : (a < b ? b : a); }
+inline double NanMin(double a, double b) { return a != a || b != b ? a + b : (b < a ? b : a); }
 
 }  // namespace kiln::reference

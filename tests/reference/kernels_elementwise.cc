@@ -54,8 +54,8 @@ double FloatBinary(BinOp op, double a, double b) {
     case BinOp::kSub: return a - b;
     case BinOp::kMul: return a * b;
     case BinOp::kDiv: return a / b;
-    case BinOp::kMax: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-    case BinOp::kMin: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+    case BinOp::kMax: return NanMax(a, b);
+    case BinOp::kMin: return NanMin(a, b);
     case BinOp::kPow: return std::pow(a, b);
     case BinOp::kEq: return a == b;
     case BinOp::kNe: return a != b;
@@ -122,7 +122,7 @@ absl::StatusOr<RefValue> NumericUnary(const KernelCall& call) {
       out.SetInt(i, kRelu ? std::max<int64_t>(v, 0) : static_cast<int64_t>(0 - static_cast<uint64_t>(v)));
     } else {
       double v = x->GetDouble(i);
-      out.SetDouble(i, kRelu ? (std::isnan(v) ? v : std::max(v, 0.0)) : -v);
+      out.SetDouble(i, kRelu ? NanMax(v, 0.0) : -v);
     }
   }
   return RefValue(std::move(out));

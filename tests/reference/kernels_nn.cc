@@ -1,5 +1,6 @@
 // Window kernels, NCHW data and OIHW weights: conv2d (strides, padding, dilation, groups)
-// and max_pool2d (padding reads as -inf, so it never wins). Padding is 1 value (all sides),
+// and max_pool2d (padding reads as -inf, so it never wins; a NaN in the window gives NaN).
+// conv2d's zero padding takes part in the products (0 * inf is NaN). Padding is 1 value (all sides),
 // 2 (height, width) or 4 (top, left, bottom, right); strides and dilation 1 or 2 values.
 #include <limits>
 
@@ -94,9 +95,13 @@ absl::StatusOr<RefValue> Conv2d(const KernelCall& call) {
               for (int64_t kx = 0; kx < win.kw; ++kx) {
                 int64_t iy = oy * win.stride_h - win.top + ky * win.dil_h;
                 int64_t ix = ox * win.stride_w - win.left + kx * win.dil_w;
-                if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-                int64_t xi = Ravel({b, g * ci + ic, iy, ix}, xs);
                 int64_t wi = Ravel({oc, ic, ky, kx}, ws);
+                if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
+                  // Zero padding is multiplied like data (0 * inf is NaN, as np.pad + multiply).
+                  if (!in_int) acc += 0.0 * wt->GetDouble(wi);
+                  continue;
+                }
+                int64_t xi = Ravel({b, g * ci + ic, iy, ix}, xs);
                 if (in_int) {
                   iacc += x->GetInt(xi) * wt->GetInt(wi);
                 } else {
@@ -138,7 +143,7 @@ absl::StatusOr<RefValue> MaxPool2d(const KernelCall& call) {
         int64_t ix = idx[3] * win.stride_w - win.left + kx * win.dil_w;
         if (iy < 0 || iy >= xs[2] || ix < 0 || ix >= xs[3]) continue;
         int64_t xi = Ravel({idx[0], idx[1], iy, ix}, xs);
-        best = std::max(best, x->GetDouble(xi));
+        best = NanMax(best, x->GetDouble(xi));
         best_int = std::max(best_int, x->GetInt(xi));
       }
     }

@@ -1,5 +1,6 @@
 // Reductions, normalizations and casts: sum mean max min, argmax argmin (ties: the first
-// index), softmax, layer_norm (biased variance), rms_norm, astype. max/min/argmax/argmin over
+// index; the first NaN wins over everything, as np.argmax), softmax, layer_norm (biased
+// variance), rms_norm, astype. max/min propagate NaN (np.max). max/min/argmax/argmin over
 // an empty extent are errors (no identity value); sum of nothing is 0, mean of nothing NaN.
 #include <algorithm>
 #include <cmath>
@@ -78,10 +79,8 @@ absl::StatusOr<RefValue> Reduce(const KernelCall& call) {
         double v = x->GetDouble(i);
         if (kRed == Red::kSum || kRed == Red::kMean) {
           acc += v;
-        } else if (std::isnan(v) || std::isnan(acc)) {
-          acc = NAN;
         } else {
-          acc = kRed == Red::kMax ? std::max(acc, v) : std::min(acc, v);
+          acc = kRed == Red::kMax ? NanMax(acc, v) : NanMin(acc, v);
         }
       }
       if (kRed == Red::kMean) acc /= static_cast<double>(m.size());
@@ -110,10 +109,15 @@ absl::StatusOr<RefValue> ArgReduce(const KernelCall& call) {
     if (m.empty()) return call.Error("reduction over an empty extent");
     size_t best = 0;
     for (size_t j = 1; j < m.size(); ++j) {
-      bool better = ComputesInInt(x->dtype())
-                        ? (kMax ? x->GetInt(m[j]) > x->GetInt(m[best]) : x->GetInt(m[j]) < x->GetInt(m[best]))
-                        : (kMax ? x->GetDouble(m[j]) > x->GetDouble(m[best])
-                                : x->GetDouble(m[j]) < x->GetDouble(m[best]));
+      bool better = false;
+      if (ComputesInInt(x->dtype())) {
+        better = kMax ? x->GetInt(m[j]) > x->GetInt(m[best]) : x->GetInt(m[j]) < x->GetInt(m[best]);
+      } else {
+        const double v = x->GetDouble(m[j]);
+        const double b = x->GetDouble(m[best]);
+        if (std::isnan(b)) break;  // the first NaN is the answer (np.argmax)
+        better = std::isnan(v) || (kMax ? v > b : v < b);
+      }
       if (better) best = j;
     }
     // Members are in row-major order, so the position within the group is the index along
@@ -139,7 +143,7 @@ absl::StatusOr<RefValue> Softmax(const KernelCall& call) {
   HostTensor out(x->dtype(), x->shape());
   for (const std::vector<int64_t>& m : g.members) {
     double mx = -std::numeric_limits<double>::infinity();
-    for (int64_t i : m) mx = std::max(mx, x->GetDouble(i));
+    for (int64_t i : m) mx = NanMax(mx, x->GetDouble(i));
     double sum = 0;
     for (int64_t i : m) sum += std::exp(x->GetDouble(i) - mx);
     for (int64_t i : m) out.SetDouble(i, std::exp(x->GetDouble(i) - mx) / sum);

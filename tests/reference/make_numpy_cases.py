@@ -93,14 +93,55 @@ case("R.where(a, b, c)", [cond, p, q], np.where(cond, p, q))
 case("R.subtract(a, b)", [p, q], p.astype(np.float64) - q)
 case("R.broadcast_to(a, R.shape([2, 3, 4, 5]))", [p], np.broadcast_to(p, (2, 3, 4, 5)))
 
+# NaN and infinities: NumPy's rules are what the evaluator must follow (np.maximum and
+# np.max propagate NaN, np.argmax returns the first NaN, relu is np.maximum(x, 0)).
+nan, inf = np.nan, np.inf
+with np.errstate(invalid="ignore", over="ignore"):
+    a = np.array([[nan, 1, -inf, 2, nan, inf], [0.5, -1, inf, -inf, 3, -2]], dtype=np.float32)
+    b = np.array([1, nan, 3, -inf, nan, nan], dtype=np.float32)
+    case("R.maximum(a, b)", [a, b], np.maximum(a, b))
+    case("R.minimum(a, b)", [a, b], np.minimum(a, b))
+    case("R.maximum(a, b)", [b, a], np.maximum(b, a))
+    case("R.relu(a)", [a], np.maximum(a, np.float32(0)))
+    r = np.array([[1, nan, 3, 4], [-inf, 2, inf, 0], [nan, nan, -1, 5], [7, 1, 7, nan],
+                  [-inf, -inf, -inf, -inf]], dtype=np.float32)
+    case("R.max(a, axis=[1])", [r], np.max(r, axis=1))
+    case("R.min(a, axis=[1])", [r], np.min(r, axis=1))
+    case("R.max(a, axis=[0], keepdims=true)", [r], np.max(r, axis=0, keepdims=True))
+    case("R.argmax(a, axis=1)", [r], np.argmax(r, axis=1))
+    case("R.argmin(a, axis=1)", [r], np.argmin(r, axis=1))
+    case("R.argmax(a, axis=0)", [r], np.argmax(r, axis=0))
+    case("R.sum(a, axis=[1])", [r], r.astype(np.float64).sum(axis=1))
+    r64 = r.astype(np.float64)
+    e = np.exp(r64 - r64.max(axis=1, keepdims=True))
+    case("R.softmax(a, axis=1)", [r], e / e.sum(axis=1, keepdims=True))
+    x = f32(1, 2, 4, 5)
+    x[0, 0, 1, 2] = nan
+    x[0, 1, 3, 4] = inf
+    x[0, 1, 0, 0] = -inf
+    case("R.max_pool2d(a, pool_size=[2, 2], strides=[1, 2], padding=[1])", [x],
+         max_pool2d(x, (2, 2), (1, 2), (1, 1, 1, 1)))
+    x, w = f32(1, 2, 3, 3), f32(2, 2, 2, 2)
+    w[1, 0, 0, 0] = inf
+    x[0, 1, 2, 2] = nan
+    case("R.conv2d(a, b, padding=[1])", [x, w], conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1))
+
 
 def dtype_name(arr):
     return {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
             np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool"}[arr.dtype]
 
 
+def value(v):
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    return repr(v)
+
+
 def values(arr):
-    return ", ".join(repr(float(v)) for v in np.asarray(arr, dtype=np.float64).ravel())
+    return ", ".join(value(float(v)) for v in np.asarray(arr, dtype=np.float64).ravel())
 
 
 def dims(arr):

@@ -14,12 +14,15 @@
 #include <vector>
 
 #include "relax/block_builder.h"
+#include "relax/op/legalize_common.h"
 #include "relax/op_registry.h"
 #include "relax/text_parser.h"
 #include "relax/text_printer.h"
 #include "relax/well_formed.h"
+#include "support/status_macros.h"
 #include "tests/source_dir.h"
 #include "tests/relax/pass_test_util.h"
+#include "tir/text_parser.h"
 
 namespace kiln::relax {
 namespace {
@@ -214,6 +217,87 @@ TEST(LegalizeOpsTest, ExampleModulesLegalizeOrFailCleanly) {
     }
   }
   EXPECT_GE(legalized, 5);
+}
+
+tir::PrimFunc Kernel(const std::string& text) {
+  absl::StatusOr<tir::ParsedPrimFunc> parsed = tir::ParsePrimFunc(text);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  return parsed.ok() ? parsed->func : tir::PrimFunc();
+}
+
+// A legalization may add several PrimFuncs and emit glue through the builder: here add(a, b)
+// becomes t = neg(b) (a kernel), u = R.negative(t) (glue using an operator, legalized in
+// turn by the registry's negative), then plus(a, u).
+TEST(LegalizeOpsTest, ALegalizationMayEmitSeveralKernelsAndGlue) {
+  LegalizeMap custom;
+  custom["add"] = [](LegalizeContext& context, const CallNode& call) -> absl::StatusOr<Expr> {
+    Expr neg = context.AddPrimFunc("neg", Kernel(R"(prim_func @neg(A: Buffer((n, 4), float32), out: Buffer((n, 4), float32)) {
+  for i in serial(0, n) {
+    for j in serial(0, 4) {
+      out[i, j] = float32(0.0) - A[i, j]
+    }
+  }
+})"));
+    Expr plus = context.AddPrimFunc("plus", Kernel(R"(prim_func @plus(A: Buffer((n, 4), float32), B: Buffer((n, 4), float32), out: Buffer((n, 4), float32)) {
+  for i in serial(0, n) {
+    for j in serial(0, 4) {
+      out[i, j] = A[i, j] + B[i, j]
+    }
+  }
+})"));
+    BlockBuilder& builder = context.builder();
+    const Expr& a = call.args[0];
+    const Expr& b = call.args[1];
+    KILN_ASSIGN_OR_RETURN(Var t, builder.Emit(op::CallTir(neg, {b}, b.struct_info()), context.binding_name() + "_neg"));
+    KILN_ASSIGN_OR_RETURN(Var u, builder.Emit(Call(Op("negative"), {t}), context.binding_name() + "_back"));
+    return op::CallTir(plus, {a, u}, call.struct_info());
+  };
+  absl::StatusOr<IRModule> out = LegalizeOps(Normalized(R"(module {
+  func @main(x: Tensor((n, 4), float32), y: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
+    dataflow {
+      %z = R.add(x, y)
+      w = R.add(%z, x)
+    }
+    return w
+  }
+})"),
+                                             custom);
+  ASSERT_TRUE(out.ok()) << out.status();
+  absl::Status wf = CheckWellFormed(*out);
+  EXPECT_TRUE(wf.ok()) << wf;
+  ASSERT_TRUE(NormalizeModule(*out).ok());
+  std::string text = PrintModule(*out);
+  EXPECT_THAT(text, HasSubstr("%z_neg: Tensor((n, 4), float32) = R.call_tir(@neg, (y,), out_sinfo=Tensor((n, 4), float32))"));
+  EXPECT_THAT(text, HasSubstr("%z_back: Tensor((n, 4), float32) = R.call_tir(@negative, (%z_neg,)"));
+  EXPECT_THAT(text, HasSubstr("%z: Tensor((n, 4), float32) = R.call_tir(@plus, (x, %z_back)"));
+  EXPECT_THAT(text, HasSubstr("w: Tensor((n, 4), float32) = R.call_tir(@plus, (%z, %w_back)"));
+  // Each PrimFunc joins the module once, however often it is used.
+  EXPECT_THAT(text, Not(HasSubstr("@neg1")));
+  EXPECT_THAT(text, Not(HasSubstr("@plus1")));
+  EXPECT_THAT(text, Not(HasSubstr("R.add(")));
+  EXPECT_THAT(text, Not(HasSubstr("R.negative(")));
+  for (const char* name : {"neg", "plus", "negative"}) {
+    const IRModule::Entry* entry = out->Find(name);
+    ASSERT_NE(entry, nullptr) << name;
+    EXPECT_NE(entry->prim_func(), nullptr) << name;
+  }
+}
+
+TEST(LegalizeOpsTest, ALegalizationThatEmitsItselfIsAnError) {
+  LegalizeMap custom;
+  custom["exp"] = [](LegalizeContext& context, const CallNode& call) -> absl::StatusOr<Expr> {
+    return context.builder().Emit(Call(Op("exp"), {call.args[0]}));
+  };
+  absl::StatusOr<IRModule> out = LegalizeOps(Normalized(R"(module {
+  func @main(x: Tensor((4,), float32)) -> Tensor((4,), float32) {
+    y = R.exp(x)
+    return y
+  }
+})"),
+                                             custom);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("function 'main', binding 'y': exp: legalizations nest deeper than 16 levels"));
 }
 
 }  // namespace

@@ -366,8 +366,8 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
       {"module { func @f(x: Tensor((n,), float32)) { y = R.prim(n < 1 < 2)\n return y } }",
        "e.kir:1:63: error: comparisons do not chain: parenthesize one side"},
       {"module { func @f(x: Tensor((n,), float32)) { y = R.prim(foo(n))\n return y } }",
-       "e.kir:1:57: error: unknown function 'foo' (expected floordiv, floormod, min, max, select, cast, ramp, "
-       "broadcast, a math intrinsic or a typed literal like int32(3))"},
+       "e.kir:1:57: error: unknown function 'foo' (expected floordiv, floormod, min, max, select, cast, "
+       "reinterpret, ramp, broadcast, a math intrinsic or a typed literal like int32(3))"},
       {"module { func @f(x: Tensor((n,), float32)) { y = R.prim(int8(300))\n return y } }",
        "e.kir:1:62: error: literal 300 is out of range for int8"},
       {"module { func @f(x: Tensor((n,), float32)) { y = R.prim(exp(n, n))\n return y } }",
@@ -399,6 +399,18 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
        "e.kir:1:54: error: expected a scope string (\"global\", \"shared\", \"local\"), found integer 1"},
       {"module { prim_func @k(n: int33) { } }", "e.kir:1:26: error: expected a data type (int64, float32, ...), found identifier 'int33'"},
       {"module { } extra", "e.kir:1:12: error: expected end of input, found identifier 'extra'"},
+      // Shapes and bounds that can never hold (they used to reach compile as "invalid bytecode").
+      {"module { func @f(x: Tensor((n,), float32)) -> Object where n <= -7 { return x } }",
+       "e.kir:1:60: error: bounds on 'n' can never hold: n >= 0 (a dimension) and n <= -7"},
+      {"module { func @f(x: Tensor((n,), float32)) -> Object where n >= 5, n <= 2 { return x } }",
+       "e.kir:1:60: error: bounds on 'n' can never hold: n >= 5 and n <= 2"},
+      {"module { func @f(x: Tensor((n,), float32)) -> Object where n >= -1 { return x } }",
+       "e.kir:1:60: error: 'n' is a dimension and never negative, but is bounded by n >= -1"},
+      {"module { func @f(x: Tensor((-3, 4), float32)) { return x } }",
+       "e.kir:1:29: error: negative dimension -3 in a shape"},
+      {"module { prim_func @k(A: Buffer((4, -2), float32)) { } }", "e.kir:1:37: error: negative dimension -2 in a shape"},
+      {"module { prim_func @k(A: Buffer((m,), float32)) where m >= 3, m <= 1 { } }",
+       "e.kir:1:55: error: bounds on 'm' can never hold: m >= 3 and m <= 1"},
   };
   for (const ErrorCase& c : kCases) {
     auto parsed = ParseModule(c.text, "e.kir");

@@ -247,6 +247,21 @@ TEST(WellFormedTest, MatchCastThatCanNeverSucceed) {
             "value of Tensor((n, 4), float32)");
 }
 
+TEST(WellFormedTest, ImpossibleShapesAndBounds) {
+  tir::Var empty("k", DataType::Int64(), 5, 2);  // k >= 5 and k <= 2
+  Var x("x", TensorSInfo({empty, -3}, f32));
+  IRModule mod;
+  ASSERT_TRUE(mod.Add("main", Function({x}, SeqExpr({}, x), StructInfo(), true)).ok());
+  EXPECT_EQ(Check(mod),
+            "function 'main': struct info of parameter 'x' has the negative dimension -3\n"
+            "function 'main': struct info of parameter 'x': the bounds of 'k' can never hold (k >= 5 and k <= 2)");
+  Fixture f;
+  tir::Var m = tir::Var::Shape("m", -1);  // m >= 0 and m <= -1
+  Var c("c", TensorSInfo({m, 4}, f32));
+  EXPECT_EQ(Check(f.Main({{{Binding{c, f.x, TensorSInfo({m, 4}, f32)}}, false}}, f.x)),
+            "function 'main': match_cast of 'c': the bounds of 'm' can never hold (m >= 0 and m <= -1)");
+}
+
 TEST(WellFormedTest, TupleGetItemOutOfRange) {
   Fixture f;
   Var tup("tup", TupleSInfo({f.t}));

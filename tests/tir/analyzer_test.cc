@@ -1,6 +1,7 @@
 #include "tir/analyzer.h"
 
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -37,6 +38,7 @@ int64_t Eval(const PrimExpr& e, const Env& env, bool* ok) {
     return it->second;
   }
   if (const auto* n = e.as<NotNode>()) return Eval(n->a, env, ok) != 0 ? 0 : 1;
+  if (const auto* n = e.as<BitNotNode>()) return ~Eval(n->a, env, ok);
   if (const auto* s = e.as<SelectNode>()) {
     return Eval(s->condition, env, ok) != 0 ? Eval(s->true_value, env, ok) : Eval(s->false_value, env, ok);
   }
@@ -69,6 +71,15 @@ int64_t Eval(const PrimExpr& e, const Env& env, bool* ok) {
     case ExprKind::kGE: return a >= b;
     case ExprKind::kAnd: return (a != 0) && (b != 0);
     case ExprKind::kOr: return (a != 0) || (b != 0);
+    // int64 only: x << k is x * 2^k modulo 2^64, x >> k is floor(x / 2^k); out of range
+    // amounts shift everything out.
+    case ExprKind::kBitAnd: return a & b;
+    case ExprKind::kBitOr: return a | b;
+    case ExprKind::kBitXor: return a ^ b;
+    case ExprKind::kShl: return b < 0 || b >= 64 ? 0 : static_cast<int64_t>(static_cast<uint64_t>(a) << b);
+    case ExprKind::kShr:
+      if (b < 0 || b >= 63) return a < 0 ? -1 : 0;
+      return RefFloorDiv(a, int64_t{1} << b);
     default: *ok = false; return 0;
   }
 }
@@ -497,6 +508,95 @@ TEST(Analyzer, RandomExpressionsKeepTheirValues) {
   // The test must actually exercise the simplifier.
   EXPECT_GT(changed, kExprs / 2);
   EXPECT_GT(evaluated, kExprs * kPoints / 2);
+}
+
+// Bit operations mixed with arithmetic: simplification keeps every value and the constant
+// bounds contain it, shift amounts out of range included.
+TEST(Analyzer, RandomBitOperationsKeepTheirValuesAndBounds) {
+  Var x("x", DataType::Int64(), 0, 15);
+  Var y("y", DataType::Int64(), -7, 7);
+  Var z("z", DataType::Int64(), -300, 300);
+  std::vector<Sampled> vars = {{x, 0, 15}, {y, -7, 7}, {z, -300, 300}};
+  std::mt19937 rng(424242);
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  std::function<PrimExpr(int)> gen = [&](int depth) -> PrimExpr {
+    if (depth == 0 || uniform(0, 5) == 0) {
+      switch (uniform(0, 4)) {
+        case 0: return x;
+        case 1: return y;
+        case 2: return z;
+        default: return PrimExpr(uniform(-40, 300));
+      }
+    }
+    PrimExpr a = gen(depth - 1);
+    switch (uniform(0, 9)) {
+      case 0: return BitAnd(a, gen(depth - 1));
+      case 1: return BitOr(a, gen(depth - 1));
+      case 2: return BitXor(a, gen(depth - 1));
+      case 3: return Shl(a, PrimExpr(uniform(-2, 70)));
+      case 4: return Shr(a, PrimExpr(uniform(-2, 70)));
+      case 5: return Shr(a, gen(depth - 1));
+      case 6: return BitNot(a);
+      case 7: return BitAnd(a, PrimExpr(uniform(0, 255)));
+      case 8: return a + gen(depth - 1);
+      default: return a * PrimExpr(uniform(-3, 3));
+    }
+  };
+  Analyzer analyzer;
+  int folded = 0;
+  for (int iter = 0; iter < 3000; ++iter) {
+    PrimExpr e = gen(4);
+    PrimExpr s = analyzer.Simplify(e);
+    if (s.as_int()) ++folded;
+    IntBound bound = analyzer.ConstIntBound(e);
+    for (int p = 0; p < 16; ++p) {
+      Env env;
+      for (const Sampled& v : vars) env[v.var.get()] = uniform(v.lo, v.hi);
+      bool ok = true;
+      int64_t before = Eval(e, env, &ok);
+      if (!ok) continue;
+      bool ok_after = true;
+      int64_t after = Eval(s, env, &ok_after);
+      ASSERT_TRUE(ok_after) << ToString(e) << "\n  simplified to " << ToString(s);
+      ASSERT_EQ(before, after) << ToString(e) << "\n  simplified to " << ToString(s);
+      ASSERT_TRUE(bound.Contains(before)) << ToString(e) << " = " << before << " outside [" << bound.min << ", "
+                                          << bound.max << "]";
+    }
+  }
+  EXPECT_GT(folded, 10);
+}
+
+TEST(Analyzer, FoldsBitOperationsOfConstants) {
+  Analyzer analyzer;
+  Var x("x", DataType::Int64(), 0, 15);
+  auto i8 = [](int64_t v) { return IntImm(DataType::Int(8), v); };
+  auto u8 = [](int64_t v) { return IntImm(DataType::UInt(8), v); };
+  EXPECT_EQ(ToString(analyzer.Simplify(BitAnd(PrimExpr(0xf0), PrimExpr(0x3c)))), "48");
+  EXPECT_EQ(ToString(analyzer.Simplify(BitXor(PrimExpr(5), PrimExpr(3)))), "6");
+  EXPECT_EQ(ToString(analyzer.Simplify(Shl(i8(1), i8(7)))), "int8(-128)");  // wraps: bits shifted out
+  EXPECT_EQ(ToString(analyzer.Simplify(Shr(i8(-128), i8(3)))), "int8(-16)");  // arithmetic
+  EXPECT_EQ(ToString(analyzer.Simplify(Shr(u8(200), u8(3)))), "uint8(25)");   // logical
+  EXPECT_EQ(ToString(analyzer.Simplify(Shr(i8(-5), i8(9)))), "int8(-1)");     // out of range
+  EXPECT_EQ(ToString(analyzer.Simplify(Shl(u8(3), u8(8)))), "uint8(0)");
+  EXPECT_EQ(ToString(analyzer.Simplify(BitNot(u8(0x0f)))), "uint8(240)");
+  EXPECT_EQ(ToString(analyzer.Simplify(BitNot(BitNot(x)))), "x");
+  EXPECT_EQ(ToString(analyzer.Simplify(BitOr(x, PrimExpr(0)))), "x");
+  EXPECT_EQ(ToString(analyzer.Simplify(Shl(x + 0, PrimExpr(0)))), "x");
+  EXPECT_EQ(ToString(analyzer.Simplify(BitAnd(x, PrimExpr(0)))), "0");
+  // x in [0, 15]: x & 7 is in [0, 7], x >> 2 in [0, 3], x | 16 in [16, 31], ~x in [-16, -1].
+  IntBound masked = analyzer.ConstIntBound(BitAnd(x, PrimExpr(7)));
+  EXPECT_EQ(masked.min, 0);
+  EXPECT_EQ(masked.max, 7);
+  IntBound shifted = analyzer.ConstIntBound(Shr(x, PrimExpr(2)));
+  EXPECT_EQ(shifted.min, 0);
+  EXPECT_EQ(shifted.max, 3);
+  IntBound ored = analyzer.ConstIntBound(BitOr(x, PrimExpr(16)));
+  EXPECT_EQ(ored.min, 16);
+  EXPECT_EQ(ored.max, 31);
+  IntBound flipped = analyzer.ConstIntBound(BitNot(x));
+  EXPECT_EQ(flipped.min, -16);
+  EXPECT_EQ(flipped.max, -1);
+  EXPECT_TRUE(analyzer.CanProve(LT(BitAnd(x, PrimExpr(7)), PrimExpr(8))));
 }
 
 TEST(Analyzer, SimplifyIsIdempotentOnRandomExpressions) {

@@ -9,10 +9,10 @@
 
 #include <string>
 
-#include "relax/text_parser.h"
-#include "relax/text_printer.h"
 #include "support/check.h"
 #include "tir/structural_equal.h"
+#include "tir/text_parser.h"
+#include "tir/text_printer.h"
 
 namespace kiln::tir {
 namespace {
@@ -23,16 +23,12 @@ using testing::kMatmul;
 using ::testing::HasSubstr;
 
 PrimFunc Parse(const std::string& prim_func_text) {
-  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule("module {\n" + prim_func_text + "\n}\n");
+  absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(prim_func_text);
   KILN_CHECK(parsed.ok()) << parsed.status() << "\n" << prim_func_text;
-  for (const relax::IRModule::Entry& e : parsed->module.entries()) {
-    if (e.prim_func()) return *e.prim_func();
-  }
-  KILN_CHECK(false) << "no prim_func";
-  return PrimFunc();
+  return parsed->func;
 }
 
-std::string Print(const PrimFunc& f) { return relax::PrintPrimFunc(f, "f"); }
+std::string Print(const PrimFunc& f) { return PrintPrimFunc(f, "f"); }
 
 #define EXPECT_FUNC_EQ(actual, expected_text)                                                   \
   do {                                                                                          \
@@ -296,6 +292,146 @@ prim_func @f(A: Buffer((n,), float32), C: Buffer((n,), float32)) {
   Schedule out(Parse(kScale));
   absl::Status st = out.ComputeInline("B");
   EXPECT_THAT(st.message(), HasSubstr("compute_inline: block 'B' writes the parameter 'B'"));
+}
+
+const char* kChain = R"(
+prim_func @f(A: Buffer((n,), float32), C: Buffer((n,), float32)) {
+  allocate T1: Buffer((n,), float32) {
+    allocate T2: Buffer((n,), float32) {
+      for i in serial(0, n) {
+        block "T1" {
+          vi = spatial(n, i)
+          T1[vi] = A[vi] * 2.0
+        }
+      }
+      for j in serial(0, n) {
+        block "T2" {
+          vj = spatial(n, j)
+          T2[vj] = T1[vj] + T1[vj]
+        }
+      }
+      for k in serial(0, n) {
+        block "C" {
+          vk = spatial(n, k)
+          C[vk] = T2[vk] - 1.0
+        }
+      }
+    }
+  }
+})";
+
+// Several blocks in one call: the result of inlining them one after another, in any order.
+TEST(ScheduleTest, ComputeInlineManyBlocksAtOnce) {
+  Schedule one_by_one(Parse(kChain));
+  ASSERT_TRUE(one_by_one.ComputeInline("T1").ok());
+  ASSERT_TRUE(one_by_one.ComputeInline("T2").ok());
+  EXPECT_FUNC_EQ(one_by_one.func(), R"(
+prim_func @f(A: Buffer((n,), float32), C: Buffer((n,), float32)) {
+  for k in serial(0, n) {
+    block "C" {
+      vk = spatial(n, k)
+      C[vk] = A[vk] * 2.0 + A[vk] * 2.0 - 1.0
+    }
+  }
+})");
+  for (const std::vector<std::string>& order : {std::vector<std::string>{"T1", "T2"}, {"T2", "T1"}}) {
+    Schedule s(Parse(kChain));
+    ASSERT_TRUE(s.ComputeInline(order).ok());
+    EXPECT_TRUE(StructuralEqual(s.func(), one_by_one.func())) << Print(s.func());
+  }
+  Schedule s(Parse(kChain));
+  ASSERT_TRUE(s.ComputeInline(std::vector<std::string>{"T1", "T2"}).ok());
+  EXPECT_EQ(s.trace().ToString(), "compute_inline([\"T1\", \"T2\"])\n");
+  Schedule again(Parse(kChain));
+  ASSERT_TRUE(Trace::Parse(s.trace().ToString())->Replay(&again).ok());
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+  // One block that cannot be inlined refuses the whole call.
+  Schedule refused(Parse(kChain));
+  PrimFunc before = refused.func();
+  EXPECT_THAT(refused.ComputeInline(std::vector<std::string>{"T1", "C"}).message(),
+              HasSubstr("compute_inline: block 'C' writes the parameter 'C'"));
+  EXPECT_TRUE(refused.func().same_as(before));
+  EXPECT_TRUE(refused.trace().instructions().empty());
+  EXPECT_THAT(refused.ComputeInline(std::vector<std::string>{"T1", "T1"}).message(),
+              HasSubstr("block 'T1' is given twice"));
+  EXPECT_EQ(schedule_primitive::InlinableBlocks(Parse(kChain), {"C", "T2", "T1", "nope"}),
+            (std::vector<std::string>{"T2", "T1"}));
+}
+
+// Loop versioning: each version then takes its own schedule, and the trace replays both.
+TEST(ScheduleTest, BranchOnVersionsTheBody) {
+  PrimFunc func = Parse(kScale);
+  const Var n(std::static_pointer_cast<const VarNode>(func->params[0].buffer->shape[0].node()));
+  Schedule s(func);
+  absl::StatusOr<std::vector<std::string>> copy = s.BranchOn(GE(n, IntImm(DataType::Int64(), 64)));
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(*copy, std::vector<std::string>{"B_else"});
+  EXPECT_FUNC_EQ(s.func(), R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+  if n >= 64 {
+    for i in serial(0, n) {
+      block "B" {
+        vi = spatial(n, i)
+        B[vi] = A[vi] * 2.0
+      }
+    }
+  } else {
+    for i_else in serial(0, n) {
+      block "B_else" {
+        vi_e = spatial(n, i_else)
+        B[vi_e] = A[vi_e] * 2.0
+      }
+    }
+  }
+})");
+  ASSERT_TRUE(s.Split("i", {-1, 16}).ok());
+  ASSERT_TRUE(s.Parallel("i_else").ok());
+  EXPECT_EQ(s.trace().ToString(),
+            "branch_on(\"n >= 64\") -> \"B_else\"\n"
+            "split(\"i\", [-1, 16]) -> [\"i_0\", \"i_1\"]\n"
+            "parallel(\"i_else\")\n");
+  Schedule again(func);
+  absl::Status st = Trace::Parse(s.trace().ToString())->Replay(&again);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func())) << Print(again.func());
+
+  EXPECT_THAT(Schedule(func).BranchOn(n).status().message(), HasSubstr("branch_on: the condition must be a bool"));
+  Var outside("z");
+  EXPECT_THAT(Schedule(func).BranchOn(LT(outside, n)).status().message(),
+              HasSubstr("branch_on: condition 'z < n': branch_on:1:1: error: undefined variable 'z'"));
+}
+
+// The lane tail of a split that does not divide the extent runs in a serial copy.
+TEST(ScheduleTest, GuardVectorizedTailsRunsTheTailSerially) {
+  Schedule s(Parse(kScale));
+  ASSERT_TRUE(s.Split("i", {-1, 8}).ok());
+  ASSERT_TRUE(s.Vectorize("i_1").ok());
+  ASSERT_TRUE(s.GuardVectorizedTails().ok());
+  EXPECT_FUNC_EQ(s.func(), R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+  for i_0 in serial(0, floordiv(n + 7, 8)) {
+    if 8 * i_0 < n - 7 {
+      for i_1 in vectorized(0, 8) {
+        block "B" {
+          vi = spatial(n, 8 * i_0 + i_1)
+          B[vi] = A[vi] * 2.0
+        }
+      }
+    } else {
+      for i_1_tail in serial(0, 8) {
+        block "B_tail" {
+          vi_t = spatial(n, 8 * i_0 + i_1_tail)
+          where 8 * i_0 + i_1_tail < n
+          B[vi_t] = A[vi_t] * 2.0
+        }
+      }
+    }
+  }
+})");
+  EXPECT_EQ(s.trace().instructions().back().ToString(), "guard_vectorized_tails()");
+  Schedule again(Parse(kScale));
+  ASSERT_TRUE(Trace::Parse(s.trace().ToString())->Replay(&again).ok());
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
 }
 
 TEST(ScheduleTest, CacheWriteComputesIntoALocalBufferAndCopiesBack) {
@@ -787,6 +923,31 @@ TEST(ScheduleTest, TraceParseErrorsAndEscapes) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->instructions()[0].inputs[0], "odd \"name\" \\");
   EXPECT_EQ(back->ToString(), t.ToString());
+}
+
+// branch_on's condition is stored as its text and read back with tir::ParsePrimExpr
+// against the function's variables.
+TEST(ScheduleTest, TraceExpressionsReadBack) {
+  const Var n = Var::Shape("n"), m = Var::Shape("m");
+  const Var p("p", DataType::Int32());
+  for (const char* text : {"n >= 64 || m < 256", "floordiv(n + 7, 8) * 8 - m != 0 && !(n == 1)",
+                           "select(n < m, n, m) <= max(n, floormod(m, 3))", "int32(5) < p",
+                           "cast(int64, p) + n > -3", "true"}) {
+    absl::StatusOr<PrimExpr> e = ParsePrimExpr(text, {n, m, p});
+    ASSERT_TRUE(e.ok()) << text << ": " << e.status();
+    EXPECT_EQ(ToString(*e), text);
+  }
+  EXPECT_THAT(ParsePrimExpr("q > 1", {n}).status().message(), HasSubstr("undefined variable 'q'"));
+  EXPECT_THAT(ParsePrimExpr("n >= 64 m", {n}).status().message(), HasSubstr("expected end of input"));
+  EXPECT_THAT(ParsePrimExpr("n > 1", {n, Var::Shape("n")}).status().message(), HasSubstr("two variables are named 'n'"));
+  // The instructions without names and with expressions print and parse back.
+  const std::string text =
+      "compute_inline([\"a\", \"b\"])\ncompute_inline(\"c\")\nbranch_on(\"n >= 64 || m < 256\") -> \"B_else\"\n"
+      "guard_vectorized_tails()\n";
+  absl::StatusOr<Trace> trace = Trace::Parse(text);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->ToString(), text);
+  EXPECT_EQ(trace->instructions()[2].inputs, std::vector<std::string>{"n >= 64 || m < 256"});
 }
 
 TEST(ScheduleTest, TracePrintsAndReplays) {

@@ -166,7 +166,8 @@ TEST(StructuralHash, DistinctObjectsHashDistinctly) {
       Or(LT(x, 2), GT(y, 1)), Select(LT(x, 2), x, y), Cast(DataType::Int32(), x), Cast(kF32, x),
       FloatImm(kF32, 1.0), FloatImm(kF32, 2.0), FloatImm(DataType::Float(64), 1.0), IntImm(DataType::Int32(), 1),
       Ramp(x, 1, 4), Ramp(x, 1, 8), Broadcast(x, 4), Let(Var("t"), x, Var("u") + 1), Call("exp", {Cast(kF32, x)}),
-      PrimExpr(0), PrimExpr(1), PrimExpr(-1)};
+      PrimExpr(0), PrimExpr(1), PrimExpr(-1), BitAnd(x, y), BitOr(x, y), BitXor(x, y), Shl(x, y), Shr(x, y),
+      Shr(y, x), BitNot(x), BitNot(y), Reinterpret(kF32.with_lanes(2), x), Reinterpret(DataType::UInt(64), x)};
   std::set<uint64_t> hashes;
   for (size_t i = 0; i < exprs.size(); ++i) {
     hashes.insert(StructuralHash(exprs[i]));

@@ -58,6 +58,35 @@ if out=$("$kiln" check "$dir/broadcast.kir" 2>&1); then fail "n vs n + 1 accepte
 grep -qF "cannot broadcast" <<<"$out" || fail "broadcast message: $out"
 grep -qF "n + 1" <<<"$out" || fail "broadcast message lacks the dims: $out"
 
+# Shapes and bounds no value satisfies are checker errors at their place in the file (they
+# used to pass check and fail compile with an unlocated "invalid bytecode").
+check_rejects() {  # name, text, expected location and message
+  printf '%s\n' "$2" > "$dir/$1.kir"
+  if out=$("$kiln" check "$dir/$1.kir" 2>&1); then fail "$1 accepted"; fi
+  grep -qF "$1.kir:$3" <<<"$out" || fail "$1: $out"
+}
+check_rejects upper_negative 'module {
+  func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) where n <= -7 {
+    return x
+  }
+}' "2:75: error: bounds on 'n' can never hold: n >= 0 (a dimension) and n <= -7"
+check_rejects empty_range 'module {
+  func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) where n >= 5, n <= 2 {
+    return x
+  }
+}' "2:75: error: bounds on 'n' can never hold: n >= 5 and n <= 2"
+check_rejects negative_dim 'module {
+  func @main(x: Tensor((-3, 4), float32)) -> Tensor((-3, 4), float32) {
+    return x
+  }
+}' "2:25: error: negative dimension -3 in a shape"
+check_rejects negative_cast_dim 'module {
+  func @main(x: Tensor((n, 4), float32)) -> Object {
+    y = match_cast(x, Tensor((n, -1), float32))
+    return y
+  }
+}' "3:34: error: negative dimension -1 in a shape"
+
 if out=$("$kiln" check "$dir/missing.kir" 2>&1); then fail "missing file accepted"; fi
 grep -qF "missing.kir" <<<"$out" || fail "missing file message: $out"
 "$kiln" check --help | grep -q "usage: kiln check" || fail "--help"

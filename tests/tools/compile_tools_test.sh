@@ -16,6 +16,21 @@ grep -q "output 0: float32\[7, 4\] sum=56 abs_sum=56" <<<"$out" || fail "kiln ru
 if out=$("$kiln" run "$dir/add.kx" --input ones:7x4:f32 --input ones:8x4:f32 2>&1); then fail "shape mismatch accepted"; fi
 grep -q "parameter 'y' dimension 0 (n): expected 7" <<<"$out" || fail "mismatch message: $out"
 
+# The default target is the host: its CPU and features are recorded, and the file loads here.
+out=$("$kiln" disasm "$dir/add.kx")
+grep -q "^target cpu .* features .*sse2" <<<"$out" || fail "disasm lacks the recorded target: $out"
+
+# Kernels compiled for CPU features this host lacks are refused at load, naming them,
+# instead of dying of SIGILL. Which CPU that is depends on the host (machines here vary).
+if ! grep -qw avx512f /proc/cpuinfo; then cpu=skylake-avx512 needs=avx512f
+elif ! grep -qw avx512_fp16 /proc/cpuinfo; then cpu=sapphirerapids needs=avx512fp16
+else cpu=""; fi
+if [ -n "$cpu" ]; then
+  "$kiln" compile "$modules/call_tir_add.kir" -o "$dir/foreign.kx" --mcpu "$cpu"
+  if out=$("$kiln" run "$dir/foreign.kx" --input ones:7x4:f32 --input ones:7x4:f32 2>&1); then fail "$cpu kernels accepted: $out"; fi
+  grep -q "compiled for CPU '$cpu' and use .*$needs.*, which this CPU (.*) lacks" <<<"$out" || fail "CPU feature message: $out"
+fi
+
 # matmul of ones: every output element is 128; [5, 64] -> 40960. For a named CPU too.
 "$kiln" compile "$modules/matmul_tir.kir" -o "$dir/mm.kx" --mcpu x86-64-v2
 out=$("$kiln" run "$dir/mm.kx" --input ones:5x128:f32 --input ones:128x64:f32)
@@ -53,7 +68,7 @@ grep -q "output 0: float32\[4, 3\] sum=84 " <<<"$out" || fail "kiln run fold: $o
 
 # Errors.
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
-grep -q "unknown pass 'nonsense'; the passes are: normalize, fold_constants, dispatch_libraries, legalize, annotate_patterns, fuse_ops, fuse_tir, dead_code_elimination, bind_target, schedule, lower_call_tir, plan_memory" <<<"$err" || fail "unknown pass: $err"
+grep -q "unknown pass 'nonsense'; the passes are: normalize, fold_constants, dispatch_libraries, legalize, annotate_patterns, fuse_ops, fuse_tir, dead_code_elimination, deduplicate_prim_funcs, bind_target, schedule, lower_call_tir, plan_memory" <<<"$err" || fail "unknown pass: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
 grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target cuda 2>&1); then fail "cuda target accepted"; fi

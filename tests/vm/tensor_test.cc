@@ -2,7 +2,7 @@
 
 #include "gtest/gtest.h"
 #include "vm/pooled_allocator.h"
-#include "vm/thread_pool.h"
+#include "vm/storage.h"
 
 namespace kiln::vm {
 namespace {
@@ -49,6 +49,35 @@ TEST(Tensor, DLPackExchangeCopiesNothingAndReleasesOnce) {
   EXPECT_EQ(deleted, 1);
 }
 
+// int4 elements are packed two to a byte (low nibble first): sizes, DLPack exchange,
+// slices (which must start on a byte) and views of storage all count packed bytes.
+TEST(Tensor, SubByteTensorsArePacked) {
+  const DLDataType int4{kDLInt, 4, 1};
+  EXPECT_EQ(DTypeStorageBytes(int4, 15), 8);
+  EXPECT_EQ(DTypeStorageBytes(int4, 16), 8);
+  EXPECT_EQ(DTypeStorageBytes(DLDataType{kDLUInt, 2, 1}, 5), 2);
+  EXPECT_EQ(DTypeStorageBytes(DTypeFloat32(), 5), 20);
+  Tensor t = *Tensor::Empty({3, 5}, int4);
+  EXPECT_EQ(t.numel(), 15);
+  EXPECT_EQ(t.nbytes(), 8);
+  DLManagedTensor* managed = t.ToDLPack();
+  EXPECT_EQ(managed->dl_tensor.dtype.bits, 4);
+  Tensor back = *Tensor::FromDLPack(managed);
+  EXPECT_EQ(back.nbytes(), 8);
+  EXPECT_EQ(back.data(), t.data());
+  // Row 1 starts at element 5, bit 20: inside a byte. Row 2 starts at element 10, byte 5.
+  EXPECT_FALSE(t.Slice(1, 3).ok());
+  Tensor last = *t.Slice(2, 3);
+  EXPECT_EQ(static_cast<char*>(last.data()), static_cast<char*>(t.data()) + 5);
+  EXPECT_EQ(last.nbytes(), 3);
+
+  std::shared_ptr<Storage> storage = *Storage::Allocate(CpuDevice(), 3);
+  EXPECT_TRUE(storage->MakeTensor(0, {5}, int4).ok());
+  EXPECT_TRUE(storage->MakeTensor(1, {4}, int4).ok());
+  EXPECT_FALSE(storage->MakeTensor(1, {5}, int4).ok());
+  EXPECT_FALSE(storage->MakeTensor(0, {7}, int4).ok());
+}
+
 TEST(PooledAllocator, ReusesFreedBlocksAndTracksPeak) {
   PooledAllocator pool;
   void* a = pool.Allocate(1000);
@@ -61,21 +90,6 @@ TEST(PooledAllocator, ReusesFreedBlocksAndTracksPeak) {
   pool.Free(b, 900);
   pool.Free(c, 5000);
   EXPECT_EQ(pool.stats().bytes_in_use, 0);
-}
-
-TEST(ThreadPool, RunsEveryTaskOnceAndReportsFailures) {
-  ThreadPool pool(4);
-  std::vector<int> hits(1000, 0);
-  struct Closure {
-    std::vector<int>* hits;
-  } closure{&hits};
-  int32_t status = pool.ParallelFor(1000, [](int64_t task, int64_t, void* c) -> int32_t {
-    (*static_cast<Closure*>(c)->hits)[task]++;
-    return 0;
-  }, &closure);
-  EXPECT_EQ(status, 0);
-  for (int h : hits) EXPECT_EQ(h, 1);
-  EXPECT_EQ(pool.ParallelFor(10, [](int64_t task, int64_t, void*) -> int32_t { return task == 7 ? 3 : 0; }, nullptr), 3);
 }
 
 TEST(Device, UnavailableDevicesSaySo) {

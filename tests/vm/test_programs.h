@@ -23,6 +23,18 @@ inline std::string TestKernelObject() {
 // fib(k: int) -> int, recursive bytecode calls.
 // add_lib(a: f32[m], b: f32[m]) -> f32[m] through the library kernel kiln.add_f32.
 // pair(x: f32[n, 4]) -> tuple (row_sum(x) reshaped to [n, 1], shape_of(x)).
+// add_weights(a: f32[128]) -> a + W with W[i] = i / 4, a constant large enough for the
+// weights section (kSampleWeightsConstant is its index).
+// get_weights() -> W itself.
+// choose(flag: bool, a: int, b: int) -> flag ? a : b.
+// identity(x) -> x, of any kind.
+inline constexpr int32_t kSampleWeightsConstant = 0;
+inline Tensor SampleWeights() {
+  Tensor w = *Tensor::Empty({128}, DTypeFloat32());
+  for (int i = 0; i < 128; ++i) w.data_as<float>()[i] = static_cast<float>(i) / 4;
+  return w;
+}
+
 inline std::string BuildSampleExecutable() {
   ExecutableBuilder b;
   b.SetCpuObject(TestKernelObject());
@@ -34,6 +46,7 @@ inline std::string BuildSampleExecutable() {
   int32_t shape_of = b.DeclareBuiltin("kiln.shape_of", "(tensor) -> shape");
   int32_t reshape = b.DeclareBuiltin("kiln.reshape", "(tensor, shape) -> tensor");
   const DLDataType f32 = DTypeFloat32();
+  int32_t weights = b.AddConstant(Value(SampleWeights()));
 
   {
     FunctionBuilder& f = b.AddFunction("main", {TensorParam("x", f32, {Dim::Sym("n"), Dim::Fixed(4)}),
@@ -102,6 +115,36 @@ inline std::string BuildSampleExecutable() {
     f.CallBuiltin(xs, shape_of, {Operand::Reg(f.param(0))});
     f.CallBuiltin(tuple, tuple_make, {Operand::Reg(col), Operand::Reg(xs)});
     f.Ret(tuple);
+  }
+  {
+    FunctionBuilder& f = b.AddFunction("add_weights", {TensorParam("a", f32, {Dim::Fixed(128)})});
+    int32_t shape = f.NewRegister(), w = f.NewRegister(), out = f.NewRegister();
+    f.LoadConst(w, weights);
+    f.MakeShape(shape, {Operand::Imm(128)});
+    f.CallBuiltin(out, alloc, {Operand::Reg(shape), Operand::Imm(PackDType(f32))});
+    f.CallKernel(add_lib, {Operand::Reg(f.param(0)), Operand::Reg(w), Operand::Reg(out)});
+    f.Ret(out);
+  }
+  {
+    FunctionBuilder& f = b.AddFunction("get_weights", {});
+    int32_t w = f.NewRegister();
+    f.LoadConst(w, weights);
+    f.Ret(w);
+  }
+  {
+    ParamSpec flag;
+    flag.name = "flag";
+    flag.kind = Value::Kind::kBool;
+    FunctionBuilder& f = b.AddFunction("choose", {flag, IntParam("a"), IntParam("b")});
+    FunctionBuilder::Label otherwise = f.NewLabel();
+    f.If(f.param(0), otherwise);
+    f.Ret(f.param(1));
+    f.Bind(otherwise);
+    f.Ret(f.param(2));
+  }
+  {
+    FunctionBuilder& f = b.AddFunction("identity", {AnyParam("x")});
+    f.Ret(f.param(0));
   }
   absl::StatusOr<std::string> bytes = b.Build();
   return bytes.ok() ? *bytes : std::string("build failed: ") + std::string(bytes.status().message());

@@ -38,6 +38,31 @@ TEST(VirtualMachine, LoopsWithIfAndGoto) {
   }
 }
 
+// A step limit bounds loops (backward jumps) and calls of one top-level call; each call
+// starts with the full budget, and without a limit nothing is counted.
+TEST(VirtualMachine, StepLimitStopsLongLoopsAndRecursionWithAClearError) {
+  auto exe = LoadSample();
+  ASSERT_NE(exe, nullptr);
+  VirtualMachine vm(exe);
+  vm.SetStepLimit(50);
+  absl::StatusOr<Value> r = vm.Invoke("sum_to", {Value(int64_t{10})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->as_int(), 55);
+  r = vm.Invoke("sum_to", {Value(int64_t{1000})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(r.status().message(), HasSubstr("step limit of 50 backward jumps and calls exceeded in function 'sum_to'"));
+  r = vm.Invoke("fib", {Value(int64_t{12})});  // 465 calls
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("step limit of 50"));
+  r = vm.Invoke("sum_to", {Value(int64_t{10})});  // the budget is per call
+  ASSERT_TRUE(r.ok()) << r.status();
+  vm.SetStepLimit(0);
+  r = vm.Invoke("sum_to", {Value(int64_t{1000})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->as_int(), 500500);
+}
+
 TEST(VirtualMachine, RecursiveCallsBetweenBytecodeFunctions) {
   auto exe = LoadSample();
   ASSERT_NE(exe, nullptr);
@@ -163,7 +188,7 @@ TEST(Executable, LoadChecksBuiltinsAndVersions) {
   std::string newer = bytes;
   newer[10] = 7;  // minor version 7
   EXPECT_THAT(std::string(Executable::Load(newer, builtins::DefaultRegistry()).status().message()),
-              HasSubstr("file format 1.7, this runtime reads 1.0 to 1.0"));
+              HasSubstr("file format 2.7, this runtime reads 2.0 to 2.0"));
   std::string junk = "hello world, not an executable";
   EXPECT_THAT(std::string(Executable::Load(junk, builtins::DefaultRegistry()).status().message()),
               HasSubstr("bad magic"));

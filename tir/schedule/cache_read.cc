@@ -151,7 +151,7 @@ absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::strin
     }
   }
 
-  std::set<std::string> used = UsedNames(func);
+  NameSet used = UsedNames(func);
   Buffer cache(absl::StrCat(buffer->name, "_local"), buffer->dtype, shape, {}, "local");
   std::vector<Var> loops;
   std::vector<IterVar> iters;

@@ -117,7 +117,7 @@ absl::StatusOr<CacheWriteResult> CacheWrite(const PrimFunc& func, const std::str
     return fail(absl::StrCat("shares its loop nest with other accesses to '", buffer->name, "'"));
   }
 
-  std::set<std::string> used = UsedNames(func);
+  NameSet used = UsedNames(func);
   Buffer local(absl::StrCat(buffer->name, "_local"), buffer->dtype, buffer->shape, {}, "local");
   // The write-back walks the block's spatial domain in the buffer's dimension order.
   std::vector<Var> loops;

@@ -54,7 +54,7 @@ absl::StatusOr<DecomposeResult> DecomposeReduction(const PrimFunc& func, const s
     }
   }
   // Inner loops the spatial bindings (or the predicate) use are copied around the init.
-  std::set<std::string> used = UsedNames(func);
+  NameSet used = UsedNames(func);
   VarMap loop_map;
   std::vector<const ForNode*> copied;
   std::vector<Var> copied_vars;

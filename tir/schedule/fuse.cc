@@ -51,7 +51,7 @@ absl::StatusOr<FuseResult> Fuse(const PrimFunc& func, const std::vector<std::str
     vars.push_back(l->loop_var.get());
   }
   DataType dt = loops[0]->loop_var.dtype();
-  std::set<std::string> used = UsedNames(func);
+  NameSet used = UsedNames(func);
   std::string fused_name = FreshName(absl::StrCat(absl::StrJoin(names, "_"), "_fused"), &used);
   Var fused(fused_name, dt);
   Analyzer analyzer;

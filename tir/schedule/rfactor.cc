@@ -154,7 +154,7 @@ absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& b
     }
   }
 
-  std::set<std::string> used = UsedNames(func);
+  NameSet used = UsedNames(func);
   const DataType it = loop->loop_var.dtype();
   const PrimExpr L = IntImm(it, lanes);
   PrimExpr main_extent = extent ? IntImm(it, *extent / lanes) : SimplifyExpr(FloorDiv(loop->extent, L));

@@ -16,7 +16,7 @@ using namespace schedule_internal;  // NOLINT
 // Gives loop variables that share a name fresh names: names are the schedule's handles.
 class LoopRenamer : public StmtExprMutator {
  public:
-  explicit LoopRenamer(std::set<std::string> used) : used_(std::move(used)) {}
+  explicit LoopRenamer(NameSet used) : used_(std::move(used)) {}
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
     if (seen_.insert(op->loop_var.name()).second) return StmtExprMutator::VisitStmt_(op, self);
     Var renamed(FreshName(op->loop_var.name(), &used_), op->loop_var.dtype(), op->loop_var->lower_bound,
@@ -28,7 +28,7 @@ class LoopRenamer : public StmtExprMutator {
   }
 
  private:
-  std::set<std::string> used_;
+  NameSet used_;
   std::set<std::string> seen_;
 };
 
@@ -100,9 +100,11 @@ absl::StatusOr<std::string> Schedule::DecomposeReduction(const std::string& bloc
   return r.init_block;
 }
 
-absl::Status Schedule::ComputeInline(const std::string& block) {
-  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::ComputeInline(func_, block));
-  trace_.Append({"compute_inline", {block}, {}, {}});
+absl::Status Schedule::ComputeInline(const std::string& block) { return ComputeInline(std::vector{block}); }
+
+absl::Status Schedule::ComputeInline(const std::vector<std::string>& blocks) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::ComputeInline(func_, blocks));
+  trace_.Append({"compute_inline", blocks, {}, {}});
   return absl::OkStatus();
 }
 
@@ -147,6 +149,19 @@ absl::StatusOr<std::vector<std::string>> Schedule::RFactor(const std::string& bl
   names.insert(names.end(), r.half_blocks.begin(), r.half_blocks.end());
   trace_.Append({"rfactor", {block, loop}, {lanes}, names});
   return names;
+}
+
+absl::StatusOr<std::vector<std::string>> Schedule::BranchOn(const PrimExpr& condition) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::BranchResult r, schedule_primitive::BranchOn(func_, condition));
+  func_ = r.func;
+  trace_.Append({"branch_on", {ToString(condition)}, {}, r.else_blocks});
+  return r.else_blocks;
+}
+
+absl::Status Schedule::GuardVectorizedTails() {
+  func_ = schedule_primitive::GuardVectorizedTails(func_);
+  trace_.Append({"guard_vectorized_tails", {}, {}, {}});
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::tir

@@ -30,7 +30,10 @@
 //        variable must be `loop` or inside it.
 //      ComputeInline(block): replaces every read of an elementwise producer block's output
 //        by its expression and removes the block (the buffer must be a block allocation or
-//        an Allocate, not a parameter); the allocation goes too.
+//        an Allocate, not a parameter); the allocation goes too. ComputeInline(blocks)
+//        inlines several in one rewrite, with the result of inlining them one after
+//        another (each must be inlinable in the function as given; refused as a whole
+//        otherwise): a fused chain of N elementwise kernels inlines in time linear in N.
 //      CacheWrite(block): the block (which must store to exactly one buffer B, at its own
 //        spatial variables B[vi, vj], with no predicate, alone in its loop nest, every loop
 //        its variables are bound to in the chain directly around it) stores to
@@ -95,6 +98,24 @@
 //        writes and the other accesses is accessed, in both, with one dimension indexed by
 //        the loop variable itself (each iteration then owns its slice, so running the
 //        second body's iteration i before the first's later iterations changes nothing).
+//      BranchOn(condition): loop versioning. The body becomes
+//        `if (condition) { body } else { copy }`, the copy defining its own variables,
+//        buffers and blocks, its loops and blocks named `<name>_else` (unique), so each
+//        branch can then be scheduled on its own (for sizes known only at run time).
+//        The condition is a bool expression of the function's variables (scalar
+//        parameters and symbolic sizes of its buffer parameters), with unique names, that
+//        a trace can print and read back. Returns the copy's block names.
+//      GuardVectorizedTails(): prepares vectorized loops for the CPU code generator. A
+//        vectorized loop whose blocks' predicates depend on the lane through `a < b` (`a`
+//        increasing with the lane) becomes `if (the predicate holds at the last lane) {
+//        the loop without it } else { a copy, serial }`. Around a local allocation of
+//        constant size (a tile), the guards go above the allocation instead: every
+//        condition `a < b` inside it that holds for the whole tile when it holds at the
+//        tile's last iteration is checked once, so full tiles index the tile only with
+//        constants and vector lanes (a copy with the row conditions for row-edge tiles, a
+//        copy with serial lane loops for column-edge tiles). Copies are named with
+//        `_tail` (lane tails) and `_edge` (edge tiles). Changes nothing where nothing
+//        matches. Apply it last: the copies are not scheduled further by the rules.
 #pragma once
 
 #include <cstdint>
@@ -126,6 +147,7 @@ class Schedule {
   absl::Status Unroll(const std::string& loop);
   absl::StatusOr<std::string> DecomposeReduction(const std::string& block, const std::string& loop);
   absl::Status ComputeInline(const std::string& block);
+  absl::Status ComputeInline(const std::vector<std::string>& blocks);
   absl::StatusOr<std::string> CacheWrite(const std::string& block);
   absl::StatusOr<std::string> CacheRead(const std::string& block, const std::string& buffer, const std::string& loop);
   absl::Status ReverseComputeAt(const std::string& block, const std::string& loop);
@@ -134,6 +156,8 @@ class Schedule {
   // {rf block, init block, tail block ("" when K is a known multiple of lanes), halving
   // blocks of the combine...}.
   absl::StatusOr<std::vector<std::string>> RFactor(const std::string& block, const std::string& loop, int64_t lanes);
+  absl::StatusOr<std::vector<std::string>> BranchOn(const PrimExpr& condition);
+  absl::Status GuardVectorizedTails();
 
  private:
   PrimFunc func_;
@@ -160,7 +184,9 @@ struct DecomposeResult {
 };
 absl::StatusOr<DecomposeResult> DecomposeReduction(const PrimFunc& func, const std::string& block,
                                                    const std::string& loop);
-absl::StatusOr<PrimFunc> ComputeInline(const PrimFunc& func, const std::string& block);
+absl::StatusOr<PrimFunc> ComputeInline(const PrimFunc& func, const std::vector<std::string>& blocks);
+// The candidates ComputeInline accepts one by one in `func` (in one walk of it), in order.
+std::vector<std::string> InlinableBlocks(const PrimFunc& func, const std::vector<std::string>& candidates);
 struct CacheWriteResult {
   PrimFunc func;
   std::string write_back_block;
@@ -182,6 +208,12 @@ struct RFactorResult {
 };
 absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& block, const std::string& loop,
                                       int64_t lanes);
+struct BranchResult {
+  PrimFunc func;
+  std::vector<std::string> else_blocks;  // the copy's blocks, in order
+};
+absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& condition);
+PrimFunc GuardVectorizedTails(const PrimFunc& func);
 }  // namespace schedule_primitive
 
 }  // namespace kiln::tir

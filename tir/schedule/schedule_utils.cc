@@ -1,5 +1,6 @@
 #include "tir/schedule/schedule_utils.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -80,7 +81,7 @@ class NameCollector : public StmtExprVisitor {
     names.insert(op->name);
     StmtExprVisitor::VisitStmt_(op, self);
   }
-  std::set<std::string> names;
+  NameSet names;
 };
 
 class IndexSimplifier : public StmtExprMutator {
@@ -128,6 +129,15 @@ void ForEachStmt(const Stmt& root, const std::function<void(const Stmt&)>& fn) {
   std::vector<Stmt> path;
   Walk(root, &path, [&](const Stmt& s) {
     fn(s);
+    return false;
+  });
+}
+
+void ForEachStmtWithPath(const Stmt& root,
+                         const std::function<void(const Stmt&, const std::vector<Stmt>& ancestors)>& fn) {
+  std::vector<Stmt> path;
+  Walk(root, &path, [&](const Stmt& s) {
+    fn(s, path);
     return false;
   });
 }
@@ -200,20 +210,75 @@ bool UsesAnyVar(const PrimExpr& expr, const std::vector<const VarNode*>& vars) {
   return finder.found();
 }
 
-std::set<std::string> UsedNames(const PrimFunc& func) {
+NameSet UsedNames(const PrimFunc& func) {
   NameCollector collector;
   collector.VisitPrimFunc(func);
   for (const PrimFuncParam& p : func->params) {
     if (p.is_buffer()) collector.names.insert(p.buffer->name);
   }
-  return collector.names;
+  return std::move(collector.names);
 }
 
-std::string FreshName(const std::string& base, std::set<std::string>* used) {
-  std::string name = base;
-  for (int i = 1; used->count(name); ++i) name = absl::StrCat(base, "_", i);
-  used->insert(name);
-  return name;
+std::string FreshName(const std::string& base, NameSet* used) { return used->Fresh(base); }
+
+Stmt CopyWithFreshDefinitions(const Stmt& stmt, const std::string& suffix, NameSet* used) {
+  class Copier : public StmtExprMutator {
+   public:
+    Copier(std::string suffix, NameSet* used) : suffix_(std::move(suffix)), used_(used) {}
+    Var VisitVarDef(const Var& var) override {
+      return Var(var.name(), var.dtype(), var->lower_bound, var->upper_bound);
+    }
+    Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+      Var loop_var(FreshName(op->loop_var.name() + suffix_, used_), op->loop_var.dtype(), op->loop_var->lower_bound,
+                   op->loop_var->upper_bound);
+      PrimExpr min = VisitExpr(op->min);
+      PrimExpr extent = VisitExpr(op->extent);
+      var_remap_[op->loop_var.get()] = loop_var;
+      return For(loop_var, min, extent, op->for_kind, VisitStmt(op->body), op->thread_tag);
+    }
+    Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
+      for (const Buffer& b : op->alloc_buffers) Renew(b);
+      std::string name = FreshName(op->name + suffix_, used_);
+      Stmt s = StmtExprMutator::VisitStmt_(op, self);
+      const auto* b = s.as<BlockNode>();
+      return Block(name, b->iter_vars, b->body, b->init, b->predicate, b->alloc_buffers);
+    }
+    Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
+      Renew(op->buffer);
+      return StmtExprMutator::VisitStmt_(op, self);
+    }
+
+   private:
+    void Renew(const Buffer& b) {
+      bool changed = false;
+      std::vector<PrimExpr> shape = VisitExprs(b->shape, &changed);
+      std::vector<PrimExpr> strides = VisitExprs(b->strides, &changed);
+      buffer_remap_[b.get()] = Buffer(b->name, b->dtype, std::move(shape), std::move(strides), b->scope);
+    }
+    std::string suffix_;
+    NameSet* used_;
+  };
+  return Copier(suffix, used).VisitStmt(stmt);
+}
+
+std::vector<Var> FunctionVars(const PrimFunc& func) {
+  class Collector : public StmtExprVisitor {
+   public:
+    void VisitExpr_(const VarNode* op, const PrimExpr& self) override {
+      if (seen.insert(op).second) vars.push_back(Var(std::static_pointer_cast<const VarNode>(self.node())));
+    }
+    std::set<const VarNode*> seen;
+    std::vector<Var> vars;
+  } collector;
+  for (const PrimFuncParam& p : func->params) {
+    if (!p.is_buffer()) {
+      if (collector.seen.insert(p.var.get()).second) collector.vars.push_back(p.var);
+      continue;
+    }
+    for (const PrimExpr& d : p.buffer->shape) collector.VisitExpr(d);
+    for (const PrimExpr& d : p.buffer->strides) collector.VisitExpr(d);
+  }
+  return collector.vars;
 }
 
 PrimExpr SimplifyExpr(const PrimExpr& expr) {
@@ -355,13 +420,13 @@ absl::StatusOr<IndexRange> RangeOver(const PrimExpr& index, const std::vector<co
   return IndexRange{lo, SimplifyExpr(hi - lo + 1)};
 }
 
-Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer) {
-  // Removes the allocation (an Allocate or a block's alloc_buffers entry).
+Stmt DropAllocations(const Stmt& stmt, const std::unordered_set<const BufferNode*>& buffers) {
+  // Removes the allocations (an Allocate or a block's alloc_buffers entry).
   class Dropper : public StmtExprMutator {
    public:
-    explicit Dropper(const BufferNode* buffer) : buffer_(buffer) {}
+    explicit Dropper(const std::unordered_set<const BufferNode*>& buffers) : buffers_(buffers) {}
     Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
-      if (op->buffer.get() == buffer_) return VisitStmt(op->body);
+      if (buffers_.count(op->buffer.get())) return VisitStmt(op->body);
       return StmtExprMutator::VisitStmt_(op, self);
     }
     Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
@@ -369,17 +434,21 @@ Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer) {
       const auto* b = s.as<BlockNode>();
       std::vector<Buffer> kept;
       for (const Buffer& buf : b->alloc_buffers) {
-        if (buf.get() != buffer_) kept.push_back(buf);
+        if (!buffers_.count(buf.get())) kept.push_back(buf);
       }
       if (kept.size() == b->alloc_buffers.size()) return s;
       return Block(b->name, b->iter_vars, b->body, b->init, b->predicate, kept);
     }
 
    private:
-    const BufferNode* buffer_;
+    const std::unordered_set<const BufferNode*>& buffers_;
   };
+  return Dropper(buffers).VisitStmt(stmt);
+}
+
+Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer) {
   if (CountAccesses(stmt, buffer) != 0) return stmt;
-  return Dropper(buffer).VisitStmt(stmt);
+  return DropAllocations(stmt, {buffer});
 }
 
 std::string KindWord(ForKind kind) { return ForKindName(kind); }

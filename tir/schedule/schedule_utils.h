@@ -8,9 +8,11 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "support/name_set.h"
 #include "tir/expr.h"
 #include "tir/stmt.h"
 
@@ -33,6 +35,9 @@ Stmt ReplaceStmt(const Stmt& root, const StmtNode* target, const Stmt& replaceme
 
 // Calls `fn` on every statement of the tree, parents before children.
 void ForEachStmt(const Stmt& root, const std::function<void(const Stmt&)>& fn);
+// The same, with the statements enclosing each one (outermost first).
+void ForEachStmtWithPath(const Stmt& root,
+                         const std::function<void(const Stmt&, const std::vector<Stmt>& ancestors)>& fn);
 
 // The blocks directly below `stmt` (not those nested inside another block); `stmt` itself
 // if it is a block.
@@ -41,10 +46,24 @@ std::vector<Stmt> OutermostBlocks(const Stmt& stmt);
 bool UsesVar(const PrimExpr& expr, const VarNode* var);
 bool UsesAnyVar(const PrimExpr& expr, const std::vector<const VarNode*>& vars);
 
+using support::NameSet;
+
 // Names of every variable and block defined in the function (so new ones can be fresh).
-std::set<std::string> UsedNames(const PrimFunc& func);
-// `base` if unused, else `base_1`, `base_2`, ...; the result is added to `used`.
-std::string FreshName(const std::string& base, std::set<std::string>* used);
+NameSet UsedNames(const PrimFunc& func);
+// used->Fresh(base).
+std::string FreshName(const std::string& base, NameSet* used);
+
+// A copy of `stmt` that defines its own variables, buffers and blocks (new nodes), so the
+// copy can sit in the same function as the original (IR defines each once). The copy's
+// loops and blocks, the schedule's handles, are named `<name><suffix>`, made unique against
+// `used` (which receives the new names); other variables and buffers keep their names.
+// Deterministic: the same statement and `used` give the same names.
+Stmt CopyWithFreshDefinitions(const Stmt& stmt, const std::string& suffix, NameSet* used);
+
+// The variables a PrimFunc's body may use without defining them: its scalar parameters and
+// the symbolic sizes in its buffer parameters' shapes and strides, in parameter order,
+// each once.
+std::vector<Var> FunctionVars(const PrimFunc& func);
 
 // Simplifies block bindings, predicates and buffer indices (after a substitution).
 Stmt SimplifyIndices(const Stmt& stmt);
@@ -102,6 +121,9 @@ PrimFunc CompactAllocation(const PrimFunc& func, const AllocateNode* alloc, cons
 
 // `stmt` without the allocation of `buffer`, when nothing in it accesses the buffer.
 Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer);
+// `stmt` without the allocations (Allocate, a block's alloc_buffers) of `buffers`, which the
+// caller knows nothing accesses any more.
+Stmt DropAllocations(const Stmt& stmt, const std::unordered_set<const BufferNode*>& buffers);
 
 // "serial", "parallel", ... for messages.
 std::string KindWord(ForKind kind);

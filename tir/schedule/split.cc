@@ -77,7 +77,7 @@ absl::StatusOr<SplitResult> Split(const PrimFunc& func, const std::string& loop_
     exact = analyzer.CanProveEqual(extent, IntImm(dt, known));
   }
 
-  std::set<std::string> used = UsedNames(func);
+  NameSet used = UsedNames(func);
   std::vector<Var> vars;
   std::vector<std::string> names;
   for (size_t i = 0; i < factors.size(); ++i) {

@@ -12,6 +12,8 @@
 #include "absl/strings/strip.h"
 #include "support/status_macros.h"
 #include "tir/schedule/schedule.h"
+#include "tir/schedule/schedule_utils.h"
+#include "tir/text_parser.h"
 
 namespace kiln::tir {
 
@@ -33,13 +35,16 @@ std::string Quoted(const std::vector<std::string>& names) {
   return absl::StrJoin(q, ", ");
 }
 
-// Splits take a loop and factors; fuse and reorder a list of loops; the others names.
-bool TakesList(const std::string& kind) { return kind == "fuse" || kind == "reorder"; }
+// Splits take a loop and factors; fuse and reorder a list of loops; compute_inline a name
+// or a list of them; the others names.
+bool TakesList(const Instruction& inst) {
+  return inst.kind == "fuse" || inst.kind == "reorder" || (inst.kind == "compute_inline" && inst.inputs.size() != 1);
+}
 
 }  // namespace
 
 std::string Instruction::ToString() const {
-  std::string args = TakesList(kind) ? absl::StrCat("[", Quoted(inputs), "]") : Quoted(inputs);
+  std::string args = TakesList(*this) ? absl::StrCat("[", Quoted(inputs), "]") : Quoted(inputs);
   if (kind == "split") absl::StrAppend(&args, ", [", absl::StrJoin(ints, ", "), "]");
   if (kind == "rfactor") absl::StrAppend(&args, ", ", absl::StrJoin(ints, ", "));
   std::string out = absl::StrCat(kind, "(", args, ")");
@@ -76,10 +81,11 @@ class LineParser {
     Skip();
     return pos_ == s_.size();
   }
-  bool PeekString() {
+  bool Peek(char c) {
     Skip();
-    return pos_ < s_.size() && s_[pos_] == '"';
+    return pos_ < s_.size() && s_[pos_] == c;
   }
+  bool PeekString() { return Peek('"'); }
   absl::StatusOr<std::string> Identifier() {
     Skip();
     size_t start = pos_;
@@ -142,9 +148,9 @@ absl::StatusOr<Instruction> ParseInstruction(std::string_view line, int line_no)
   Instruction inst;
   KILN_ASSIGN_OR_RETURN(inst.kind, p.Identifier());
   if (!p.Eat("(")) return p.Error("'('");
-  if (TakesList(inst.kind)) {
+  if (inst.kind == "fuse" || inst.kind == "reorder" || (inst.kind == "compute_inline" && p.Peek('['))) {
     KILN_ASSIGN_OR_RETURN(inst.inputs, p.StringList());
-  } else {
+  } else if (!p.Peek(')')) {
     // rfactor: two names, then the lane count.
     const size_t names = inst.kind == "split" ? 1 : inst.kind == "rfactor" ? 2 : SIZE_MAX;
     do {
@@ -199,66 +205,75 @@ absl::Status Trace::Replay(Schedule* s) const {
       return absl::Status(st.code(), absl::StrCat("replaying instruction ", i, " (", inst.ToString(), "): ",
                                                   st.message()));
     };
-    auto one = [&]() -> const std::string& { return inst.inputs.at(0); };
-    absl::StatusOr<std::vector<std::string>> outputs = std::vector<std::string>{};
-    absl::Status status;
-    if (inst.inputs.empty()) return absl::InvalidArgumentError(absl::StrCat("instruction ", i, " has no inputs"));
+    auto arity = [&](size_t names, size_t ints, const char* what) -> absl::Status {
+      if (inst.inputs.size() == names && inst.ints.size() == ints) return absl::OkStatus();
+      return absl::InvalidArgumentError(absl::StrCat("instruction ", i, ": ", inst.kind, " takes ", what));
+    };
+    auto one = [&]() { return arity(1, 0, "one name"); };
+    // Primitives returning one name report it as a one-element list.
+    auto single = [](const absl::StatusOr<std::string>& r) -> absl::StatusOr<std::vector<std::string>> {
+      if (!r.ok()) return r.status();
+      return std::vector<std::string>{*r};
+    };
+    auto none = [](const absl::Status& st) -> absl::StatusOr<std::vector<std::string>> {
+      if (!st.ok()) return st;
+      return std::vector<std::string>{};
+    };
+    const std::vector<std::string>& in = inst.inputs;
+    absl::StatusOr<std::vector<std::string>> outputs;
     if (inst.kind == "get_block") {
-      absl::StatusOr<std::string> r = s->GetBlock(one());
-      if (r.ok()) outputs = std::vector<std::string>{*r};
-      status = r.status();
+      KILN_RETURN_IF_ERROR(one());
+      outputs = single(s->GetBlock(in[0]));
     } else if (inst.kind == "get_loops") {
-      outputs = s->GetLoops(one());
-      status = outputs.status();
+      KILN_RETURN_IF_ERROR(one());
+      outputs = s->GetLoops(in[0]);
     } else if (inst.kind == "split") {
-      outputs = s->Split(one(), inst.ints);
-      status = outputs.status();
+      if (in.size() != 1) return arity(1, 0, "a loop and factors");
+      outputs = s->Split(in[0], inst.ints);
     } else if (inst.kind == "fuse") {
-      absl::StatusOr<std::string> r = s->Fuse(inst.inputs);
-      if (r.ok()) outputs = std::vector<std::string>{*r};
-      status = r.status();
+      outputs = single(s->Fuse(in));
     } else if (inst.kind == "reorder") {
-      status = s->Reorder(inst.inputs);
-    } else if (inst.kind == "parallel") {
-      status = s->Parallel(one());
-    } else if (inst.kind == "vectorize") {
-      status = s->Vectorize(one());
-    } else if (inst.kind == "unroll") {
-      status = s->Unroll(one());
+      outputs = none(s->Reorder(in));
+    } else if (inst.kind == "parallel" || inst.kind == "vectorize" || inst.kind == "unroll") {
+      KILN_RETURN_IF_ERROR(one());
+      outputs = none(inst.kind == "parallel"    ? s->Parallel(in[0])
+                     : inst.kind == "vectorize" ? s->Vectorize(in[0])
+                                                : s->Unroll(in[0]));
     } else if (inst.kind == "decompose_reduction") {
-      if (inst.inputs.size() != 2) return absl::InvalidArgumentError("decompose_reduction takes a block and a loop");
-      absl::StatusOr<std::string> r = s->DecomposeReduction(inst.inputs[0], inst.inputs[1]);
-      if (r.ok()) outputs = std::vector<std::string>{*r};
-      status = r.status();
+      KILN_RETURN_IF_ERROR(arity(2, 0, "a block and a loop"));
+      outputs = single(s->DecomposeReduction(in[0], in[1]));
     } else if (inst.kind == "compute_inline") {
-      status = s->ComputeInline(one());
+      outputs = none(s->ComputeInline(in));
     } else if (inst.kind == "cache_write") {
-      absl::StatusOr<std::string> r = s->CacheWrite(one());
-      if (r.ok()) outputs = std::vector<std::string>{*r};
-      status = r.status();
+      KILN_RETURN_IF_ERROR(one());
+      outputs = single(s->CacheWrite(in[0]));
     } else if (inst.kind == "cache_read") {
-      if (inst.inputs.size() != 3) return absl::InvalidArgumentError("cache_read takes a block, a buffer and a loop");
-      absl::StatusOr<std::string> r = s->CacheRead(inst.inputs[0], inst.inputs[1], inst.inputs[2]);
-      if (r.ok()) outputs = std::vector<std::string>{*r};
-      status = r.status();
+      KILN_RETURN_IF_ERROR(arity(3, 0, "a block, a buffer and a loop"));
+      outputs = single(s->CacheRead(in[0], in[1], in[2]));
     } else if (inst.kind == "reverse_compute_at") {
-      if (inst.inputs.size() != 2) return absl::InvalidArgumentError("reverse_compute_at takes a block and a loop");
-      status = s->ReverseComputeAt(inst.inputs[0], inst.inputs[1]);
-    } else if (inst.kind == "fuse_siblings") {
-      if (inst.inputs.size() != 2) return absl::InvalidArgumentError("fuse_siblings takes two loops");
-      status = s->FuseSiblings(inst.inputs[0], inst.inputs[1]);
-    } else if (inst.kind == "rfactor") {
-      if (inst.inputs.size() != 2 || inst.ints.size() != 1) {
-        return absl::InvalidArgumentError("rfactor takes a block, a loop and a lane count");
-      }
-      outputs = s->RFactor(inst.inputs[0], inst.inputs[1], inst.ints[0]);
-      status = outputs.status();
+      KILN_RETURN_IF_ERROR(arity(2, 0, "a block and a loop"));
+      outputs = none(s->ReverseComputeAt(in[0], in[1]));
     } else if (inst.kind == "reverse_compute_inline") {
-      status = s->ReverseComputeInline(one());
+      KILN_RETURN_IF_ERROR(one());
+      outputs = none(s->ReverseComputeInline(in[0]));
+    } else if (inst.kind == "fuse_siblings") {
+      KILN_RETURN_IF_ERROR(arity(2, 0, "two loops"));
+      outputs = none(s->FuseSiblings(in[0], in[1]));
+    } else if (inst.kind == "rfactor") {
+      KILN_RETURN_IF_ERROR(arity(2, 1, "a block, a loop and a lane count"));
+      outputs = s->RFactor(in[0], in[1], inst.ints[0]);
+    } else if (inst.kind == "branch_on") {
+      KILN_RETURN_IF_ERROR(arity(1, 0, "a condition"));
+      absl::StatusOr<PrimExpr> condition = ParsePrimExpr(in[0], schedule_internal::FunctionVars(s->func()), "branch_on");
+      if (!condition.ok()) return where(condition.status());
+      outputs = s->BranchOn(*condition);
+    } else if (inst.kind == "guard_vectorized_tails") {
+      KILN_RETURN_IF_ERROR(arity(0, 0, "no arguments"));
+      outputs = none(s->GuardVectorizedTails());
     } else {
       return absl::InvalidArgumentError(absl::StrCat("instruction ", i, ": unknown primitive '", inst.kind, "'"));
     }
-    if (!status.ok()) return where(status);
+    if (!outputs.ok()) return where(outputs.status());
     if (*outputs != inst.outputs) {
       return absl::InternalError(absl::StrCat("replaying instruction ", i, " (", inst.ToString(), "): got [",
                                               Quoted(*outputs), "]"));

@@ -9,6 +9,11 @@
 //    escaped), and Parse reads it back, e.g.
 //      split("i", [-1, 16]) -> ["i_0", "i_1"]
 //      parallel("i_0")
+//      compute_inline(["t0", "t1"])
+//      branch_on("n >= 64 || m < 256") -> ["C_else", "C_write_back_else"]
+//      guard_vectorized_tails()
+//    An expression argument (branch_on's condition) is its tir::ToString text, quoted; it
+//    is read (tir::ParsePrimExpr) against the function's variables when replayed.
 //  - Replay stops at the first instruction that fails, or whose results differ from the
 //    recorded ones, and says which.
 #pragma once
@@ -27,7 +32,7 @@ class Schedule;
 
 struct Instruction {
   std::string kind;                 // "get_block", "split", "fuse", ...
-  std::vector<std::string> inputs;  // loop / block names
+  std::vector<std::string> inputs;  // loop / block names (branch_on: the condition's text)
   std::vector<int64_t> ints;        // split factors
   std::vector<std::string> outputs; // names of the loops / blocks it made or found
   std::string ToString() const;

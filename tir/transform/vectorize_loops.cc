@@ -137,6 +137,12 @@ class Vectorizer {
         return it != lets_.end() ? it->second : e;
       }
       case ExprKind::kNot: return tir::Not(Visit(e.as<tir::NotNode>()->a));
+      case ExprKind::kBitNot: return tir::BitNot(Visit(e.as<tir::BitNotNode>()->a));
+      case ExprKind::kReinterpret: {
+        PrimExpr v = Visit(e.as<tir::ReinterpretNode>()->value);
+        if (!ok_) return e;
+        return tir::Reinterpret(e.dtype().with_lanes(v.dtype().lanes()), v);
+      }
       case ExprKind::kSelect: {
         const auto* s = e.as<tir::SelectNode>();
         PrimExpr c = Visit(s->condition), t = Visit(s->true_value), f = Visit(s->false_value);

@@ -4,25 +4,21 @@
 
 #include <string>
 
-#include "relax/text_parser.h"
-#include "relax/text_printer.h"
 #include "support/check.h"
 #include "tir/stmt.h"
+#include "tir/text_parser.h"
+#include "tir/text_printer.h"
 
 namespace kiln::tir::transform::testing {
 
-// The one prim_func in `prim_func_text` (a `prim_func @f(...) { ... }` without `module`).
+// The `prim_func @f(...) { ... }` in `prim_func_text`.
 inline PrimFunc ParseFunc(const std::string& prim_func_text) {
-  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule("module {\n" + prim_func_text + "\n}\n");
+  absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(prim_func_text);
   KILN_CHECK(parsed.ok()) << parsed.status() << "\n" << prim_func_text;
-  for (const relax::IRModule::Entry& e : parsed->module.entries()) {
-    if (e.prim_func()) return *e.prim_func();
-  }
-  KILN_CHECK(false) << "no prim_func";
-  return PrimFunc();
+  return parsed->func;
 }
 
-inline std::string Print(const PrimFunc& f) { return relax::PrintPrimFunc(f, "f"); }
+inline std::string Print(const PrimFunc& f) { return PrintPrimFunc(f, "f"); }
 
 // Text that parses and prints again to itself: the expected outputs are real TIR.
 inline std::string Canonical(const std::string& prim_func_text) { return Print(ParseFunc(prim_func_text)); }

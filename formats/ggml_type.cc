@@ -1,0 +1,39 @@
+#include "formats/ggml_type.h"
+
+#include "support/check.h"
+
+namespace kiln::formats {
+namespace {
+
+// Block sizes and bytes from the ggml block structs: the legacy quantizations hold 32
+// elements with one (Q4_0, Q5_0, Q8_0) or two (Q4_1, Q5_1, Q8_1) float16 parameters; the
+// K-quantizations hold super-blocks of 256 elements.
+constexpr GgmlTypeInfo kTypes[] = {
+    {GgmlType::kF32, "f32", 1, 4},         {GgmlType::kF16, "f16", 1, 2},
+    {GgmlType::kQ4_0, "q4_0", 32, 18},     {GgmlType::kQ4_1, "q4_1", 32, 20},
+    {GgmlType::kQ5_0, "q5_0", 32, 22},     {GgmlType::kQ5_1, "q5_1", 32, 24},
+    {GgmlType::kQ8_0, "q8_0", 32, 34},     {GgmlType::kQ8_1, "q8_1", 32, 36},
+    {GgmlType::kQ2_K, "q2_K", 256, 84},    {GgmlType::kQ3_K, "q3_K", 256, 110},
+    {GgmlType::kQ4_K, "q4_K", 256, 144},   {GgmlType::kQ5_K, "q5_K", 256, 176},
+    {GgmlType::kQ6_K, "q6_K", 256, 210},   {GgmlType::kQ8_K, "q8_K", 256, 292},
+    {GgmlType::kI8, "i8", 1, 1},           {GgmlType::kI16, "i16", 1, 2},
+    {GgmlType::kI32, "i32", 1, 4},         {GgmlType::kI64, "i64", 1, 8},
+    {GgmlType::kF64, "f64", 1, 8},         {GgmlType::kBF16, "bf16", 1, 2},
+};
+
+}  // namespace
+
+std::optional<GgmlTypeInfo> FindGgmlType(uint32_t id) {
+  for (const GgmlTypeInfo& info : kTypes) {
+    if (static_cast<uint32_t>(info.type) == id) return info;
+  }
+  return std::nullopt;
+}
+
+GgmlTypeInfo GgmlTypeLayout(GgmlType type) {
+  std::optional<GgmlTypeInfo> info = FindGgmlType(static_cast<uint32_t>(type));
+  KILN_CHECK(info.has_value()) << "GgmlType " << static_cast<uint32_t>(type) << " has no layout";
+  return *info;
+}
+
+}  // namespace kiln::formats

@@ -1,0 +1,67 @@
+// Quantized weights.
+//
+// dequantize (data: Tensor((d0, ..., dk), uint8)), attributes format (string, required) and
+//   dtype (float32, the default, or float16). `data` holds blocks of GGML's formats, whole
+//   blocks along the last dim, which must be a constant multiple of the block's size:
+//     "q4_0": 18 bytes, the scale d as a little-endian float16, then 16 bytes of 4-bit
+//             quants: byte j holds weight j in its low nibble and weight j + 16 in its high
+//             nibble; weight = (q - 8) * d.
+//     "q8_0": 34 bytes, d as above, then 32 int8 quants; weight = q * d.
+//   Result: Tensor((d0, ..., dk / block_bytes * 32), dtype): each block's 32 weights in
+//   order, computed in float32 ((q - 8) and d converted exactly, one rounding for the
+//   product) and rounded once more to dtype.
+//   The legalization (legalize_quantize.cc) is never constant-folded: dequantizing constant
+//   weights at compile time would store them 3.5 to 7 times larger.
+#include "relax/op/quantize.h"
+
+#include <variant>
+
+#include "relax/op/op_common.h"
+#include "support/status_macros.h"
+
+namespace kiln::relax::op {
+
+absl::StatusOr<QuantFormat> QuantFormatAttr(const CallNode& call) {
+  auto it = call.attrs.find("format");
+  if (it == call.attrs.end()) return OpError(call, "missing attribute format (\"q4_0\" or \"q8_0\")");
+  const auto* name = std::get_if<std::string>(&it->second);
+  if (name != nullptr && *name == "q4_0") return QuantFormat{"q4_0", 18};
+  if (name != nullptr && *name == "q8_0") return QuantFormat{"q8_0", 34};
+  return OpError(call, "attribute format must be \"q4_0\" or \"q8_0\"");
+}
+
+namespace {
+
+absl::StatusOr<StructInfo> InferDequantize(const CallNode& call, tir::Analyzer& analyzer) {
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
+  KILN_ASSIGN_OR_RETURN(QuantFormat format, QuantFormatAttr(call));
+  KILN_ASSIGN_OR_RETURN(std::optional<DataType> dtype_attr, DTypeAttr(call, "dtype"));
+  const DataType dtype = dtype_attr.value_or(DataType::Float32());
+  if (dtype != DataType::Float32() && dtype != DataType::Float(16)) {
+    return OpError(call, "dtype must be float32 or float16, got ", dtype.ToString());
+  }
+  if (data->dtype && *data->dtype != DataType::UInt(8)) {
+    return OpError(call, "data must be uint8 (the blocks' bytes), got ", data->dtype->ToString());
+  }
+  if (!data->shape) {
+    if (data->ndim == 0) return OpError(call, "data must have at least one dim");
+    return TensorSInfoOfNdim(data->ndim, dtype, data->device);
+  }
+  std::vector<PrimExpr> shape = *data->shape;
+  if (shape.empty()) return OpError(call, "data must have at least one dim");
+  std::optional<int64_t> bytes = shape.back().as_int();
+  if (!bytes || *bytes % format.block_bytes != 0) {
+    return OpError(call, "the last dim of data (", DimStr(shape.back()), ") must be a constant multiple of ",
+                   format.block_bytes, ", the bytes of a ", format.name, " block");
+  }
+  shape.back() = Int(*bytes / format.block_bytes * kQuantBlockWeights);
+  return TensorSInfo(SimplifyDims(std::move(shape), analyzer), dtype, data->device);
+}
+
+}  // namespace
+
+void RegisterQuantizeOps(OpRegistry& registry) {
+  registry.Register(OpInfo{"dequantize", 1, 1, true, {"format", "dtype"}, InferDequantize});
+}
+
+}  // namespace kiln::relax::op

@@ -1,0 +1,109 @@
+// The tokenizer of a GGUF model: byte-level BPE (tokenizer.ggml.model "gpt2", the GPT-2 /
+// Llama 3 / Qwen2 / SmolLM family) built from the file's vocabulary
+// (tokenizer.ggml.tokens, .token_type, .merges), its special token ids and its
+// pre-tokenizer (tokenizer.ggml.pre, serving/pre_tokenizer.h).
+//
+// Encoding: the text is split at special tokens first — user-defined tokens always, control
+// tokens (e.g. <|im_start|>) only when the caller allows it, longest match first; the rest
+// is pre-tokenized, each piece's bytes become the byte-level symbols (GPT-2's mapping of
+// the 256 bytes to printable characters), and BPE merges adjacent symbols, lowest merge rank
+// first and leftmost first among equal ranks, until no listed merge applies. A byte whose
+// symbol is not in the vocabulary becomes the unknown token (tokenizer.ggml.unknown_token_id)
+// or, without one, is dropped — as Hugging Face tokenizers and llama.cpp do.
+//
+// Decoding maps each token back to its bytes; control tokens give their text unless the
+// caller skips them. Decoded bytes need not be valid UTF-8 (a token may hold part of a
+// character): serving/stream_decoder.h assembles whole characters.
+//
+// A Tokenizer is immutable after construction and safe to use from several threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "formats/gguf_file.h"
+#include "serving/pre_tokenizer.h"
+
+namespace kiln::serving {
+
+// tokenizer.ggml.token_type values (llama.cpp's token attributes).
+enum class TokenType : int32_t {
+  kUndefined = 0,
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
+};
+
+class Tokenizer {
+ public:
+  // Errors name the file and the key (missing vocabulary, an unsupported tokenizer model, an
+  // unknown pre-tokenizer, a token id out of range, ...). Without tokenizer.ggml.pre the
+  // GPT-2 pre-tokenizer is used (as llama.cpp does).
+  static absl::StatusOr<std::shared_ptr<const Tokenizer>> FromGguf(const formats::GgufFile& file);
+
+  // `allow_special`: recognize control tokens written in the text (for prompts built from a
+  // chat template); otherwise "<|im_start|>" in user text is encoded as plain text.
+  absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool allow_special = false) const;
+
+  // The bytes of `ids`; control and unknown tokens are rendered as their text unless
+  // `skip_special`. An id outside the vocabulary is an error.
+  absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special = false) const;
+  // The bytes of one token (empty for a skipped special token). `id` must be valid.
+  std::string_view TokenBytes(int32_t id, bool skip_special = false) const;
+
+  int32_t vocab_size() const { return static_cast<int32_t>(texts_.size()); }
+  bool IsValid(int32_t id) const { return id >= 0 && id < vocab_size(); }
+  // The vocabulary's text of a token (byte-level symbols, e.g. "Ġthe").
+  std::string_view TokenText(int32_t id) const { return texts_[static_cast<size_t>(id)]; }
+  TokenType token_type(int32_t id) const { return types_[static_cast<size_t>(id)]; }
+  // The id whose vocabulary text is `text`.
+  std::optional<int32_t> Find(std::string_view text) const;
+
+  // -1 where the file names none.
+  int32_t bos_id() const { return bos_id_; }
+  int32_t eos_id() const { return eos_id_; }
+  int32_t eot_id() const { return eot_id_; }
+  int32_t pad_id() const { return pad_id_; }
+  int32_t unknown_id() const { return unknown_id_; }
+  // Whether prompts start with bos (tokenizer.ggml.add_bos_token; default false).
+  bool add_bos() const { return add_bos_; }
+  // Whether generation should stop at `id`: eos, eot, or another end-of-generation control
+  // token of the vocabulary (<|im_end|>, <|eot_id|>, <|endoftext|>, <end_of_turn>).
+  bool IsEndOfGeneration(int32_t id) const;
+  const PreTokenizer& pre_tokenizer() const { return pre_; }
+
+ private:
+  Tokenizer() = default;
+  void EncodePiece(std::string_view piece, std::vector<int32_t>* out) const;
+
+  std::vector<std::string> texts_;   // vocabulary text
+  std::vector<std::string> bytes_;   // what each token decodes to
+  std::vector<TokenType> types_;
+  absl::flat_hash_map<std::string, int32_t> ids_;
+  // (left id << 32 | right id) -> (rank, merged id)
+  absl::flat_hash_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
+  int32_t byte_tokens_[256];         // each byte's symbol token, or -1
+  // Special tokens matched in text, longest first: (text, id, control?).
+  struct Special {
+    std::string text;
+    int32_t id;
+    bool control;
+  };
+  std::vector<Special> specials_;
+  PreTokenizer pre_;
+  int32_t bos_id_ = -1, eos_id_ = -1, eot_id_ = -1, pad_id_ = -1, unknown_id_ = -1;
+  bool add_bos_ = false;
+  std::vector<bool> end_of_generation_;
+};
+
+}  // namespace kiln::serving

@@ -1,0 +1,201 @@
+#include "serving/chat_template.h"
+
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/model_path.h"
+
+namespace kiln::serving {
+namespace {
+
+#include "tests/serving/token_cases.inc"
+
+using ::testing::HasSubstr;
+
+std::vector<ChatMessage> Messages(const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::vector<ChatMessage> messages;
+  for (const auto& [role, content] : pairs) messages.push_back({role, content});
+  return messages;
+}
+
+// Expected strings rendered by jinja2 (tests/serving/make_token_cases.py).
+TEST(ChatTemplate, SmolLm2TemplateFromTheBundledModel) {
+  KILN_REQUIRE_BUNDLED_MODEL(path);
+  auto file = formats::GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  auto tokenizer = Tokenizer::FromGguf(**file);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  absl::StatusOr<ChatTemplate> chat = ChatTemplate::FromGguf(**file, **tokenizer);
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  for (const TemplateCase& c : kSmolLmTemplateCases) {
+    absl::StatusOr<std::string> prompt = chat->Apply(Messages(c.messages), c.add_generation_prompt);
+    ASSERT_TRUE(prompt.ok()) << prompt.status();
+    EXPECT_EQ(*prompt, c.expected);
+  }
+  // The 3-message conversation, written out.
+  EXPECT_EQ(*chat->Apply(Messages({{"system", "You are a pirate."}, {"user", "Hello!"}, {"assistant", "Arr, hello matey."}}),
+                         true),
+            "<|im_start|>system\nYou are a pirate.<|im_end|>\n<|im_start|>user\nHello!<|im_end|>\n"
+            "<|im_start|>assistant\nArr, hello matey.<|im_end|>\n<|im_start|>assistant\n");
+  // The prompt encodes with control tokens.
+  std::vector<int32_t> ids = *(*tokenizer)->Encode(*chat->Apply(Messages({{"user", "Hi"}}), true), true);
+  EXPECT_EQ(ids.front(), 1);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 3);
+}
+
+TEST(ChatTemplate, Llama3StyleAndTheRestOfTheSubset) {
+  int k = 0;
+  for (const TemplateCase& c : kOtherTemplateCases) {
+    absl::StatusOr<ChatTemplate> chat = ChatTemplate::Parse(c.template_text, kOtherTemplateTokens[k][0], kOtherTemplateTokens[k][1]);
+    ++k;
+    ASSERT_TRUE(chat.ok()) << chat.status();
+    absl::StatusOr<std::string> prompt = chat->Apply(Messages(c.messages), c.add_generation_prompt);
+    ASSERT_TRUE(prompt.ok()) << prompt.status();
+    EXPECT_EQ(*prompt, c.expected) << c.template_text;
+  }
+}
+
+std::string Render(std::string_view source, const std::map<std::string, JinjaValue>& variables = {}) {
+  absl::StatusOr<JinjaTemplate> t = JinjaTemplate::Parse(source, "t");
+  if (!t.ok()) return std::string(t.status().message());
+  absl::StatusOr<std::string> out = t->Render(variables);
+  return out.ok() ? *out : std::string(out.status().message());
+}
+
+// Hand-worked against Jinja's documented behaviour.
+TEST(JinjaTemplate, Expressions) {
+  EXPECT_EQ(Render("{{ 1 + 2 * 3 }} {{ 7 // 2 }} {{ -7 // 2 }} {{ 7 / 2 }} {{ 7 % 3 }} {{ 2 ** 10 }}"), "7 3 -4 3.5 1 1024");
+  EXPECT_EQ(Render("{{ 1.0 }} {{ 1e3 }} {{ [1, 'a', none, true] }} {{ {'k': 'v'} }}"),
+            "1.0 1000.0 [1, 'a', None, True] {'k': 'v'}");
+  EXPECT_EQ(Render("{{ 1e20 }} {{ 1.5e-7 }} {{ 0.001 }} {{ 123456789.125 }} {{ 0.1 + 0.2 }}"),
+            "1e+20 1.5e-07 0.001 123456789.125 0.30000000000000004");
+  EXPECT_EQ(Render("{{ 'a' ~ 1 ~ none }} {{ 'x' * 3 }} {{ 'ab' + 'cd' }} {{ [1] + [2] }}"), "a1None xxx abcd [1, 2]");
+  EXPECT_EQ(Render("{{ 'b' in 'abc' }} {{ 2 in [1, 2] }} {{ 'k' in {'k': 1} }} {{ 3 not in [1] }}"), "True True True True");
+  EXPECT_EQ(Render("{{ 1 if false }}|{{ 'y' if 0 else 'n' }}|{{ not 1 }}|{{ 0 or 'x' }}|{{ 1 and 2 }}"), "|n|False|x|2");
+  EXPECT_EQ(Render("{{ 'abcdef'[1:3] }} {{ [1, 2, 3][-1] }} {{ 'abc'[::] if false else 'abc'[:2] }}"),
+            "t: line 1, column 51: expected an expression, found ':'");
+  EXPECT_EQ(Render("{{ 'abcdef'[1:3] }} {{ [1, 2, 3][-1] }} {{ 'abc'[:2] }} {{ 'abc'[5] }}."), "bc 3 ab .");
+  EXPECT_EQ(Render("{{ ' x '|trim|upper }} {{ 'héllo'|length }} {{ [3, 4]|first }} {{ [3, 4]|last }} {{ [1, 2]|join(', ') }}"),
+            "X 5 3 4 1, 2");
+  EXPECT_EQ(Render("{{ x|default('d') }} {{ ''|default('e', true) }} {{ {'a': [1, 'é']}|tojson }} {{ 'ab'|reverse }}"),
+            "d e {\"a\": [1, \"é\"]} ba");
+  EXPECT_EQ(Render("{{ x is defined }} {{ none is none }} {{ 'a' is string }} {{ 3 is odd }} {{ 1 is not number }}"),
+            "False True True True False");
+  EXPECT_EQ(Render("{{ ' a b '.strip() }} {{ 'abc'.startswith('ab') }} {{ 'a,b'.split(',') }} {{ 'aXa'.replace('a', 'b') }}"),
+            "a b True ['a', 'b'] bXb");
+  EXPECT_EQ(Render("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}"), "a=1;b=2;");
+  EXPECT_EQ(Render("{{ d.get('x', 5) }} {{ d.a }} {{ d['a'] }} {{ d.missing }}.",
+                   {{"d", JinjaValue::MakeDict({{"a", JinjaValue::Int(1)}})}}),
+            "5 1 1 .");
+}
+
+TEST(JinjaTemplate, StatementsScopesAndWhitespace) {
+  // Every iteration has its own scope; a namespace carries values out of the loop.
+  EXPECT_EQ(Render("{% set x = 1 %}{% for i in [1, 2] %}{{ x }}{% set x = x + 10 %}{{ x }},{% endfor %}{{ x }}"),
+            "111,111,1");
+  EXPECT_EQ(Render("{% set ns = namespace(n=0) %}{% for i in range(4) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"), "6");
+  EXPECT_EQ(Render("{% for x in [1, 2, 3] if x > 1 %}{{ loop.index }}/{{ loop.length }}{% else %}none{% endfor %}"), "1/22/2");
+  EXPECT_EQ(Render("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
+  EXPECT_EQ(Render("{% for x in 'ab' %}{{ loop.revindex0 }}{{ x }}{{ loop.previtem }}{% endfor %}"), "1a0ba");
+  EXPECT_EQ(Render("{% if 0 %}a{% elif 1 %}b{% else %}c{% endif %}"), "b");
+  // trim_blocks, lstrip_blocks, {%+ and - (the same cases as jinja2 renders them).
+  EXPECT_EQ(Render("a  {% if true %}\n  b\n  {% endif %}  c\n    {%+ if true %}d{% endif %}"), "a    b\n  c\n    d");
+  EXPECT_EQ(Render("x  {{- ' y ' -}}  z {#- comment -#} w"), "x y zw");
+  EXPECT_EQ(Render("{# c #}\n  {% if true %}\nyes\n  {% endif %}\n"), "yes\n");
+}
+
+TEST(JinjaTemplate, UnsupportedConstructsAndErrorsNameTheirPosition) {
+  EXPECT_EQ(Render("ok\n  {% macro f() %}{% endmacro %}"), "t: line 2, column 6: unsupported tag 'macro'");
+  EXPECT_EQ(Render("{% include 'x' %}"), "t: line 1, column 4: unsupported tag 'include'");
+  EXPECT_EQ(Render("{{ x | wordwrap }}"), "t: line 1, column 8: unsupported filter 'wordwrap'");
+  EXPECT_EQ(Render("{{ x is divisibleby(3) }}"), "t: line 1, column 9: unsupported test 'divisibleby'");
+  EXPECT_EQ(Render("{{ strftime_now('%Y') }}"), "t: line 1, column 16: unsupported function 'strftime_now'");
+  EXPECT_EQ(Render("{{ x.format(1) }}"), "t: line 1, column 12: unsupported method 'format'");
+  EXPECT_EQ(Render("{% set a, b = 1, 2 %}"), "t: line 1, column 9: unsupported construct: assignment to several names");
+  EXPECT_EQ(Render("{{ (1, 2) }}"), "t: line 1, column 6: unsupported construct: tuple");
+  EXPECT_EQ(Render("{% for x in xs %}"), "t: the template ends inside a block (missing '{% endfor %}')");
+  EXPECT_EQ(Render("{% if x %}{% endfor %}"), "t: line 1, column 14: unexpected 'endfor'");
+  EXPECT_EQ(Render("{{ 'abc }}"), "t: line 1, column 4: unterminated string");
+  EXPECT_EQ(Render("{{ 1 + "), "t: line 1, column 1: unterminated {{");
+  EXPECT_EQ(Render("a {# b"), "t: line 1, column 3: unterminated comment");
+  EXPECT_EQ(Render("{{ 1 2 }}"), "t: line 1, column 6: expected '}}', found a number");
+  // Errors while rendering.
+  EXPECT_EQ(Render("{% if true %}\n{{ raise_exception('roles must alternate') }}{% endif %}"),
+            "t: line 2, column 4: the template raised an error: roles must alternate");
+  EXPECT_EQ(Render("{{ 'a' + 1 }}"), "t: line 1, column 8: cannot apply '+' to string and int");
+  EXPECT_EQ(Render("{{ x.role }}"), "t: line 1, column 6: cannot read attribute 'role' of an undefined value");
+  EXPECT_EQ(Render("{{ 1 // 0 }}"), "t: line 1, column 6: division by zero");
+  EXPECT_EQ(Render("{% set s = 'x' %}{% set s.a = 1 %}"),
+            "t: line 1, column 18: cannot set attribute 'a' of string 's' (only a namespace's)");
+}
+
+// A chat template comes from a file: deep nesting, endless loops and huge strings are
+// refused, not a crash or a hang.
+TEST(JinjaTemplate, HostileTemplatesAreRefused) {
+  EXPECT_THAT(Render("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}"),
+              HasSubstr("expression nested more than 200 deep"));
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 100000; ++i) chain += " + 1";
+  EXPECT_THAT(Render(chain + " }}"), HasSubstr("expression nested more than 200 deep"));
+  EXPECT_THAT(Render("{{ " + std::string(50000, '-') + "1 }}"), HasSubstr("nested more than 200 deep"));
+  std::string blocks;
+  for (int i = 0; i < 50000; ++i) blocks += "{% if true %}";
+  EXPECT_THAT(Render(blocks), HasSubstr("blocks nested more than 200 deep"));
+  EXPECT_THAT(Render("{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}"),
+              HasSubstr("steps"));
+  EXPECT_THAT(Render("{{ 'x' * 100000000 }}"), HasSubstr("a string longer than 16777216 bytes"));
+  EXPECT_THAT(Render("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
+              HasSubstr("a string longer than"));
+  EXPECT_THAT(Render("{{ range(100000000) }}"), HasSubstr("range() of more than"));
+}
+
+// Mutants of real templates parse and render or fail with a located error (run under
+// AddressSanitizer by scripts/sanitizer_tests.sh).
+TEST(JinjaTemplate, MutantsFailCleanly) {
+  std::vector<std::string> corpus;
+  for (const TemplateCase& c : kOtherTemplateCases) corpus.push_back(c.template_text);
+  const std::string kSmolLm =
+      "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\n"
+      "You are SmolLM<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
+      "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}";
+  corpus.push_back(kSmolLm);
+  const char* kInserts[] = {"{%", "%}", "{{", "}}", "{#", "#}", "-", "(", ")", "[", "]", "'", "\"", " if ", " for ",
+                            " in ", " else ", "endif", "endfor", "|", ".", ",", "~", "+", "loop", "set", "not"};
+  JinjaValue::List messages;
+  for (const char* role : {"system", "user", "assistant"}) {
+    messages.push_back(JinjaValue::MakeDict({{"role", JinjaValue::String(role)}, {"content", JinjaValue::String("hi")}}));
+  }
+  const std::map<std::string, JinjaValue> variables = {{"messages", JinjaValue::MakeList(messages)},
+                                                       {"add_generation_prompt", JinjaValue::Bool(true)},
+                                                       {"bos_token", JinjaValue::String("<s>")},
+                                                       {"eos_token", JinjaValue::String("</s>")}};
+  std::mt19937 rng(11);
+  int rendered = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string text = corpus[static_cast<size_t>(i) % corpus.size()];
+    for (int r = 0; r < 1 + static_cast<int>(rng() % 3); ++r) {
+      size_t at = rng() % (text.size() + 1);
+      switch (rng() % 3) {
+        case 0: text.erase(at, 1 + rng() % 8); break;
+        case 1: text.insert(at, kInserts[rng() % std::size(kInserts)]); break;
+        default: text.insert(at, text.substr(rng() % text.size(), rng() % 16)); break;
+      }
+    }
+    absl::StatusOr<JinjaTemplate> t = JinjaTemplate::Parse(text, "m");
+    if (!t.ok()) {
+      EXPECT_EQ(t.status().message().substr(0, 3), "m: ") << t.status();
+      continue;
+    }
+    absl::StatusOr<std::string> out = t->Render(variables);
+    if (out.ok()) {
+      ++rendered;
+    } else {
+      EXPECT_EQ(out.status().message().substr(0, 3), "m: ") << out.status();
+    }
+  }
+  EXPECT_GT(rendered, 100);
+}
+
+}  // namespace
+}  // namespace kiln::serving

@@ -1,0 +1,324 @@
+// ScheduleForCpu's loop structure on small PrimFuncs (the numbers it computes are checked
+// by tests/codegen/schedule_numerics_test.cc, which compiles and runs them).
+#include "tests/tir/schedule_workloads.h"
+#include "tir/schedule_rules/cpu_schedule.h"
+#include "tir/schedule/schedule.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "support/check.h"
+#include "tir/structural_equal.h"
+#include "tir/text_parser.h"
+#include "tir/text_printer.h"
+
+namespace kiln::tir {
+namespace {
+
+using testing::kMatmul;
+using testing::kRowSum;
+
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+PrimFunc Parse(const std::string& prim_func_text) {
+  absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(prim_func_text);
+  KILN_CHECK(parsed.ok()) << parsed.status() << "\n" << prim_func_text;
+  return parsed->func;
+}
+
+std::string Print(const PrimFunc& f) { return PrintPrimFunc(f, "f"); }
+
+const char* k2d = R"(
+prim_func @f(A: Buffer((n, m), float32), B: Buffer((n, m), float32)) {
+  for i in serial(0, n) {
+    for j in serial(0, m) {
+      block "B" {
+        vi = spatial(n, i)
+        vj = spatial(m, j)
+        B[vi, vj] = A[vi, vj] + 1.0
+      }
+    }
+  }
+})";
+
+
+
+TEST(DefaultCpuScheduleTest, InjectiveVectorizesInnerAndGuardsTheTail) {
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(k2d), {.vector_lanes = 8, .num_threads = 4}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(trace,
+            "split(\"j\", [-1, 8]) -> [\"j_0\", \"j_1\"]\n"
+            "vectorize(\"j_1\")\n"
+            "parallel(\"i\")\n"
+            "guard_vectorized_tails()\n");
+  EXPECT_TRUE(StructuralEqual(*f, Parse(R"(
+prim_func @f(A: Buffer((n, m), float32), B: Buffer((n, m), float32)) {
+  for i in parallel(0, n) {
+    for j_0 in serial(0, floordiv(m + 7, 8)) {
+      if 8 * j_0 < m - 7 {
+        for j_1 in vectorized(0, 8) {
+          block "B" {
+            vi = spatial(n, i)
+            vj = spatial(m, 8 * j_0 + j_1)
+            B[vi, vj] = A[vi, vj] + 1.0
+          }
+        }
+      } else {
+        for j_1_tail in serial(0, 8) {
+          block "B_tail" {
+            vi_t = spatial(n, i)
+            vj_t = spatial(m, 8 * j_0 + j_1_tail)
+            where 8 * j_0 + j_1_tail < m
+            B[vi_t, vj_t] = A[vi_t, vj_t] + 1.0
+          }
+        }
+      }
+    }
+  }
+})"))) << Print(*f);
+}
+
+TEST(DefaultCpuScheduleTest, MatmulIsTiledVectorizedAndDecomposed) {
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(kMatmul), {.vector_lanes = 8, .num_threads = 4}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  // m and n are symbolic: the function is versioned first (the copy gets wide tiles for
+  // few rows, see FewRowsGetWideTiles), then this branch gets the register tiles.
+  EXPECT_THAT(trace, StartsWith(
+            "branch_on(\"m >= 64 || n < 128\") -> \"C_else\"\n"
+            "cache_write(\"C\") -> \"C_write_back\"\n"
+            "split(\"i\", [-1, 4]) -> [\"i_0\", \"i_1\"]\n"
+            "split(\"j\", [-1, 16]) -> [\"j_0\", \"j_1\"]\n"
+            "reorder([\"j_0\", \"i_0\", \"r\", \"i_1\", \"j_1\"])\n"
+            "fuse([\"j_0\", \"i_0\"]) -> \"j_0_i_0_fused\"\n"
+            "parallel(\"j_0_i_0_fused\")\n"
+            "vectorize(\"j_1\")\n"
+            "unroll(\"i_1\")\n"
+            "decompose_reduction(\"C\", \"r\") -> \"C_init\"\n"
+            "reverse_compute_at(\"C_write_back\", \"j_0_i_0_fused\")\n"
+            "get_loops(\"C_write_back\") -> [\"j_0_i_0_fused\", \"ax0\", \"ax1\"]\n"
+            "vectorize(\"ax1\")\n"
+            "unroll(\"ax0\")\n"
+            "cache_write(\"C_else\") -> \"C_else_write_back\"\n"));
+  EXPECT_THAT(trace, EndsWith("guard_vectorized_tails()\n"));
+  // The accumulator is a 4 x 16 tile inside the parallel loop, and the full tiles run
+  // without lane conditions, apart from the edge tiles' serial copy.
+  std::string text = Print(*f);
+  EXPECT_THAT(text, HasSubstr("allocate C_local: Buffer((4, 16), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("C_local[i_1, j_1] = C_local[i_1, j_1] + A[vi, vk] * B[vk, vj]"));
+  EXPECT_THAT(text, HasSubstr("C[vi_wb, vj_wb] = C_local[ax0, ax1]"));
+}
+
+TEST(DefaultCpuScheduleTest, FusedMatmulEpilogueRunsOnTheTile) {
+  std::string trace;
+  absl::StatusOr<PrimFunc> f =
+      ScheduleForCpu(Parse(testing::kFusedMatmulBiasGelu), {.vector_lanes = 8, .num_threads = 4}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, StartsWith("compute_inline(\"add\")\n"
+                                "branch_on(\"m >= 64 || n < 128\") -> [\"matmul_else\", \"gelu_else\"]\n"
+                                "cache_write(\"matmul\") -> \"matmul_write_back\"\n"
+                                "reverse_compute_inline(\"gelu\")\n"));
+  EXPECT_THAT(trace, HasSubstr("reverse_compute_at(\"matmul_write_back\", \"i1_0_i0_0_fused\")"));
+  std::string text = Print(*f);
+  // One parallel loop nest; the intermediates are gone and the tile is 4 x 16.
+  EXPECT_EQ(text.find("allocate mm:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("allocate biased"), std::string::npos) << text;
+  // One parallel loop nest in each branch of `if (m >= 64 ...)`.
+  size_t first = text.find("parallel"), second = text.find("parallel", first + 1);
+  ASSERT_NE(second, std::string::npos) << text;
+  EXPECT_EQ(second, text.rfind("parallel")) << text;
+  EXPECT_LT(text.find("if m >= 64"), first) << text;
+  EXPECT_THAT(text, HasSubstr("allocate mm_local: Buffer((4, 16), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("out[v0_wb, v1_wb] = 0.5 * (mm_local[ax0, ax1] + bias[v1_wb])"));
+}
+
+// A constant width with enough column panels for the threads: each parallel iteration
+// packs its panel of B (k x 32) and runs every row tile over it.
+TEST(DefaultCpuScheduleTest, WideMatmulPacksTheRightOperandPanel) {
+  std::string text = testing::kMatmul;
+  text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((k, 1024)");
+  text.replace(text.find("C: Buffer((m, n)"), 16, "C: Buffer((m, 1024)");
+  text.replace(text.find("serial(0, n)"), 12, "serial(0, 1024)");
+  text.replace(text.find("spatial(n, j)"), 13, "spatial(1024, j)");
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 4}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, HasSubstr("parallel(\"j_0\")\n"));
+  EXPECT_THAT(trace, HasSubstr("reverse_compute_at(\"C_write_back\", \"i_0\")\n"));
+  EXPECT_THAT(trace, HasSubstr("cache_read(\"C\", \"B\", \"j_0\") -> \"B_cache\"\n"));
+  std::string printed = Print(*f);
+  EXPECT_THAT(printed, HasSubstr("allocate B_local: Buffer((k, 32), float32, scope=\"local\")"));
+  EXPECT_THAT(printed, HasSubstr("A[vi, vk] * B_local[r, j_1]"));
+  // Symbolic or narrow widths keep the fused parallel loop over all tiles.
+  ASSERT_TRUE(ScheduleForCpu(Parse(testing::kMatmul), {.vector_lanes = 16, .num_threads = 4}, &trace).ok());
+  EXPECT_THAT(trace, Not(HasSubstr("cache_read")));
+}
+
+// The default schedule's trace, printed, parsed and replayed on the unscheduled function,
+// gives the same function (the few-rows version and the tail guards included).
+TEST(DefaultCpuScheduleTest, TracesOfTheNewRulesReplay) {
+  std::string wide = testing::kMatmul;
+  wide.replace(wide.find("B: Buffer((k, n)"), 16, "B: Buffer((k, 1024)");
+  wide.replace(wide.find("C: Buffer((m, n)"), 16, "C: Buffer((m, 1024)");
+  wide.replace(wide.find("serial(0, n)"), 12, "serial(0, 1024)");
+  wide.replace(wide.find("spatial(n, j)"), 13, "spatial(1024, j)");
+  for (const std::string& text : {std::string(testing::kMatmul), std::string(testing::kFusedMatmulBiasGelu), wide}) {
+    PrimFunc func = Parse(text);
+    std::string trace;
+    absl::StatusOr<PrimFunc> f = ScheduleForCpu(func, {.vector_lanes = 16, .num_threads = 4}, &trace);
+    ASSERT_TRUE(f.ok()) << f.status();
+    absl::StatusOr<Trace> parsed = Trace::Parse(trace);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    Schedule again(func);
+    absl::Status st = parsed->Replay(&again);
+    ASSERT_TRUE(st.ok()) << st << "\n" << trace;
+    EXPECT_TRUE(StructuralEqual(again.func(), *f)) << StructuralDiff(again.func(), *f) << "\n" << trace;
+  }
+}
+
+// Few rows and wide columns get wide 8 x 256 tiles (each weight row read in long runs,
+// GEMV-like). Symbolic sizes: one kernel, `if (m >= 64 || n < 256)` the 8 x 32 register
+// tile, else the wide tile. Constants decide without a branch.
+TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
+  auto with = [](std::string text, const std::string& rows, const std::string& cols) {
+    if (!rows.empty()) {
+      text.replace(text.find("A: Buffer((m, k)"), 16, "A: Buffer((" + rows + ", k)");
+      text.replace(text.find("serial(0, m)"), 12, "serial(0, " + rows + ")");
+      text.replace(text.find("spatial(m, i)"), 13, "spatial(" + rows + ", i)");
+    }
+    if (!cols.empty()) {
+      text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((k, " + cols + ")");
+      text.replace(text.find("serial(0, n)"), 12, "serial(0, " + cols + ")");
+      text.replace(text.find("spatial(n, j)"), 13, "spatial(" + cols + ", j)");
+    }
+    std::string c = "C: Buffer((" + (rows.empty() ? std::string("m") : rows) + ", " +
+                    (cols.empty() ? std::string("n") : cols) + ")";
+    text.replace(text.find("C: Buffer((m, n)"), 16, c);
+    absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 2});
+    KILN_CHECK(f.ok()) << f.status();
+    return Print(*f);
+  };
+  std::string text = with(kMatmul, "", "");
+  EXPECT_THAT(text, HasSubstr("if m >= 64 || n < 256 {"));
+  EXPECT_THAT(text, HasSubstr("Buffer((8, 256), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("Buffer((8, 32), float32, scope=\"local\")"));
+  text = with(kMatmul, "", "4096");
+  EXPECT_THAT(text, HasSubstr("if m >= 64 {"));
+  text = with(kMatmul, "3", "");
+  EXPECT_THAT(text, HasSubstr("if n < 256 {"));
+  EXPECT_THAT(text, HasSubstr("Buffer((3, 256), float32, scope=\"local\")"));
+  text = with(kMatmul, "3", "4096");
+  EXPECT_THAT(text, Not(HasSubstr("if ")));
+  EXPECT_THAT(text, HasSubstr("Buffer((3, 256), float32, scope=\"local\")"));
+  // Narrow constant columns or many constant rows: the register tile alone.
+  EXPECT_THAT(with(kMatmul, "", "256"), Not(HasSubstr("256), float32, scope=\"local\"")));
+  EXPECT_THAT(with(kMatmul, "64", ""), Not(HasSubstr("256), float32, scope=\"local\"")));
+}
+
+TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
+  // B[vj, vk]: vectorizing j would gather with stride k.
+  std::string text = kMatmul;
+  text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((n, k)");
+  text.replace(text.find("B[vk, vj]"), 9, "B[vj, vk]");
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 4}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, HasSubstr("split(\"j\", [-1, 16])"));
+  EXPECT_THAT(trace, Not(HasSubstr("vectorize(\"j_1\")")));
+}
+
+// A row reduction over contiguous elements: per-lane partial sums in a vectorized loop
+// (rfactor), the rows in parallel. A reduction reading its elements with a stride stays
+// scalar.
+TEST(DefaultCpuScheduleTest, ReductionVectorizesTheRowAndRunsRowsInParallel) {
+  const std::string lanes =
+      "rfactor(\"B\", \"r\", 16) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\", \"B_rf_half\", \"B_rf_half_1\", "
+      "\"B_rf_half_2\"]\n"
+      "get_loops(\"B_rf\") -> [\"i\", \"r_0\", \"r_1\"]\nvectorize(\"r_1\")\n"
+      "get_loops(\"B_rf_init\") -> [\"i\", \"r_init\"]\nvectorize(\"r_init\")\n"
+      "get_loops(\"B_rf_half\") -> [\"i\", \"r_half\"]\nvectorize(\"r_half\")\n"
+      "get_loops(\"B_rf_half_1\") -> [\"i\", \"r_half_1\"]\nvectorize(\"r_half_1\")\n"
+      "get_loops(\"B_rf_half_2\") -> [\"i\", \"r_half_2\"]\nvectorize(\"r_half_2\")\n";
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(kRowSum), {.vector_lanes = 16, .num_threads = 8}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(trace, lanes + "parallel(\"i\")\nguard_vectorized_tails()\n");
+  EXPECT_THAT(Print(*f), HasSubstr("for r_1 in vectorized(0, 16)"));
+  absl::StatusOr<PrimFunc> single = ScheduleForCpu(Parse(kRowSum), {.vector_lanes = 16, .num_threads = 1}, &trace);
+  EXPECT_EQ(trace, lanes + "guard_vectorized_tails()\n");
+  absl::StatusOr<PrimFunc> column = ScheduleForCpu(Parse(R"(
+prim_func @f(A: Buffer((m, n), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    for r in serial(0, m) {
+      block "B" {
+        vi = spatial(n, i)
+        vr = reduce(m, r)
+        init {
+          B[vi] = 0.0
+        }
+        B[vi] = B[vi] + A[vr, vi]
+      }
+    }
+  }
+})"), {.vector_lanes = 16, .num_threads = 8}, &trace);
+  ASSERT_TRUE(column.ok()) << column.status();
+  EXPECT_EQ(trace, "parallel(\"i\")\n");
+}
+
+const char* kWithLocal = R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    block "B" {
+      vi = spatial(n, i)
+      alloc T: Buffer((1,), float32, scope="local")
+      T[0] = A[vi] * 2.0
+      B[vi] = T[0] + 1.0
+    }
+  }
+})";
+
+// The scalar copy made for the vector tail defines its own block allocation, so the result
+// still defines every buffer once and round-trips through text.
+TEST(DefaultCpuScheduleTest, TailCopyDefinesItsOwnBuffers) {
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(kWithLocal), {.vector_lanes = 8, .num_threads = 2});
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::string text = Print(*f);
+  EXPECT_THAT(text, HasSubstr("alloc T_1: Buffer((1,), float32, scope=\"local\")")) << text;
+  EXPECT_TRUE(StructuralEqual(Parse(text), *f)) << text;
+}
+
+// A block writing one element from every iteration is not injective: no parallel loop.
+TEST(DefaultCpuScheduleTest, BlockWritingTheSameElementIsLeftAlone) {
+  PrimFunc func = Parse(R"(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((), float32)) {
+  for i in serial(0, n) {
+    block "acc" {
+      vi = spatial(n, i)
+      B[] = B[] + A[vi]
+    }
+  }
+})");
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(func, {.vector_lanes = 8, .num_threads = 4}, &trace);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(trace, "");
+  EXPECT_TRUE(StructuralEqual(*f, func));
+}
+
+TEST(DefaultCpuScheduleTest, RejectsBadOptions) {
+  EXPECT_THAT(ScheduleForCpu(Parse(k2d), {.vector_lanes = 0, .num_threads = 1}).status().message(),
+              HasSubstr("vector_lanes must be in [1, 64], got 0"));
+  EXPECT_THAT(ScheduleForCpu(Parse(k2d), {.vector_lanes = 8, .num_threads = 0}).status().message(),
+              HasSubstr("num_threads must be >= 1"));
+}
+
+}  // namespace
+}  // namespace kiln::tir

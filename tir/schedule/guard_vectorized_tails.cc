@@ -1,0 +1,218 @@
+// GuardVectorizedTails: vectorized loops in the form the CPU code generator turns into SIMD
+// code directly — constant extent, straight-line body, no condition on the lane — with the
+// lanes that may leave the domain handled by a serial copy.
+#include <optional>
+#include <set>
+
+#include "tir/analyzer.h"
+#include "tir/schedule/schedule.h"
+#include "tir/schedule/schedule_utils.h"
+#include "tir/stmt_functor.h"
+
+namespace kiln::tir::schedule_primitive {
+
+using namespace schedule_internal;  // NOLINT
+
+namespace {
+
+void FlattenAnd(const PrimExpr& e, std::vector<PrimExpr>* out) {
+  if (e.kind() == ExprKind::kAnd) {
+    const auto* b = e.as<BinaryNode>();
+    FlattenAnd(b->a, out);
+    FlattenAnd(b->b, out);
+  } else {
+    out->push_back(e);
+  }
+}
+
+// A vectorized loop without the conditions on its lane in its blocks' predicates, and
+// those conditions evaluated at the last lane; nullopt when a lane condition has a form
+// other than `a < b` with `a` increasing with the lane.
+struct LaneSplit {
+  Stmt body;                    // the loop's body, lane conditions dropped
+  std::vector<PrimExpr> guards; // all hold => every lane is in range
+};
+std::optional<LaneSplit> SplitLaneConditions(const ForNode* loop) {
+  std::optional<int64_t> lanes = loop->extent.as_int();
+  const VarNode* v = loop->loop_var.get();
+  Analyzer analyzer;
+  LaneSplit out{loop->body, {}};
+  for (const Stmt& b : OutermostBlocks(loop->body)) {
+    const auto* block = b.as<BlockNode>();
+    if (!block->predicate.defined() || !UsesVar(block->predicate, v)) continue;
+    std::vector<PrimExpr> conjuncts, keep;
+    FlattenAnd(block->predicate, &conjuncts);
+    for (const PrimExpr& c : conjuncts) {
+      if (!UsesVar(c, v)) {
+        keep.push_back(c);
+        continue;
+      }
+      const auto* lt = c.as<BinaryNode>();
+      if (c.kind() != ExprKind::kLT || UsesVar(lt->b, v) ||
+          UsesVar(analyzer.Simplify(Sub(lt->a, loop->loop_var)), v)) {
+        return std::nullopt;
+      }
+      PrimExpr last = analyzer.Simplify(loop->min + IntImm(loop->loop_var.dtype(), *lanes - 1));
+      out.guards.push_back(analyzer.Simplify(Substitute(c, VarMap{{v, last}})));
+    }
+    PrimExpr predicate;
+    for (const PrimExpr& c : keep) predicate = predicate.defined() ? And(predicate, c) : c;
+    out.body = ReplaceStmt(out.body, b.get(),
+                           Block(block->name, block->iter_vars, block->body, block->init, predicate,
+                                 block->alloc_buffers));
+  }
+  return out;
+}
+
+PrimExpr AllOf(const std::vector<PrimExpr>& conditions) {
+  PrimExpr condition = conditions[0];
+  std::set<std::string> seen = {ToString(condition)};
+  for (size_t i = 1; i < conditions.size(); ++i) {
+    if (seen.insert(ToString(conditions[i])).second) condition = And(condition, conditions[i]);
+  }
+  return condition;
+}
+
+// Drops from the predicates of the blocks in a tile every condition `a < b` that holds for
+// the whole tile when it holds at the last iteration of the tile's loops (`a` growing by a
+// constant step with each, `b` independent of them), collecting those last-iteration
+// conditions as guards. `ok` turns false when a condition on a vector lane must stay.
+class TileConditionStripper : public StmtExprMutator {
+ public:
+  TileConditionStripper(std::vector<const VarNode*> inner, bool lanes_only)
+      : inner_(std::move(inner)), lanes_only_(lanes_only) {}
+  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    loops_.push_back(op);
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    loops_.pop_back();
+    return s;
+  }
+  Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* block = s.as<BlockNode>();
+    if (!block->predicate.defined()) return s;
+    std::vector<PrimExpr> conjuncts, keep;
+    FlattenAnd(block->predicate, &conjuncts);
+    for (const PrimExpr& c : conjuncts) {
+      bool on_lane = false;
+      for (const ForNode* l : loops_) on_lane |= l->for_kind == ForKind::kVectorized && UsesVar(c, l->loop_var.get());
+      std::optional<PrimExpr> guard = lanes_only_ && !on_lane ? std::nullopt : AtLastIteration(c);
+      if (guard) {
+        guards.push_back(*guard);
+        continue;
+      }
+      keep.push_back(c);
+      ok &= !on_lane;
+    }
+    PrimExpr predicate;
+    for (const PrimExpr& c : keep) predicate = predicate.defined() ? And(predicate, c) : c;
+    return Block(block->name, block->iter_vars, block->body, block->init, predicate, block->alloc_buffers);
+  }
+  bool ok = true;
+  std::vector<PrimExpr> guards;
+
+ private:
+  std::optional<PrimExpr> AtLastIteration(const PrimExpr& c) {
+    if (c.kind() != ExprKind::kLT) return std::nullopt;
+    const auto* lt = c.as<BinaryNode>();
+    if (UsesAnyVar(lt->b, inner_)) return std::nullopt;
+    PrimExpr a = lt->a;
+    for (const ForNode* l : loops_) {
+      const VarNode* v = l->loop_var.get();
+      if (!UsesVar(a, v)) continue;
+      std::optional<int64_t> extent = l->extent.as_int();
+      std::optional<int64_t> step =
+          SimplifyExpr(Substitute(a, VarMap{{v, l->loop_var + 1}}) - a).as_int();
+      if (!extent || !step || *step < 0) return std::nullopt;
+      a = SimplifyExpr(Substitute(a, VarMap{{v, l->min + (*extent - 1)}}));
+    }
+    if (UsesAnyVar(a, inner_)) return std::nullopt;
+    return SimplifyExpr(LT(a, lt->b));
+  }
+  std::vector<const VarNode*> inner_;
+  bool lanes_only_;
+  std::vector<const ForNode*> loops_;
+};
+
+// The edge tiles' copy: vectorized loops whose lanes may leave the domain run serially.
+class LaneLoopSerializer : public StmtExprMutator {
+ public:
+  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* loop = s.as<ForNode>();
+    if (loop->for_kind != ForKind::kVectorized || !loop->extent.as_int()) return s;
+    std::optional<LaneSplit> split = SplitLaneConditions(loop);
+    if (split && split->guards.empty()) return s;
+    return For(loop->loop_var, loop->min, loop->extent, ForKind::kSerial, loop->body);
+  }
+};
+
+class DefinedVars : public StmtExprVisitor {
+ public:
+  void VisitVarDef(const Var& var) override { vars.push_back(var.get()); }
+  std::vector<const VarNode*> vars;
+};
+
+class TailGuard : public StmtExprMutator {
+ public:
+  explicit TailGuard(NameSet* used) : used_(used) {}
+  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* loop = s.as<ForNode>();
+    if (loop->for_kind != ForKind::kVectorized || !loop->extent.as_int()) return s;
+    std::optional<LaneSplit> split = SplitLaneConditions(loop);
+    if (!split || split->guards.empty()) return s;  // other forms are left to the code generator
+    Stmt vector_loop = For(loop->loop_var, loop->min, loop->extent, ForKind::kVectorized, split->body);
+    Stmt tail = CopyWithFreshDefinitions(For(loop->loop_var, loop->min, loop->extent, ForKind::kSerial, loop->body),
+                                         "_tail", used_);
+    return IfThenElse(AllOf(split->guards), vector_loop, tail);
+  }
+  // A local tile buffer: guards for the whole tile, above the allocation, so the tile is
+  // indexed only with constants and vector lanes (LLVM then keeps it in registers):
+  //   if (every column lane in range) {
+  //     if (every row in range) { no conditions } else { row conditions kept }
+  //   } else { a copy with its own buffer, its vector loops serial }
+  // Each copy defines its own variables and buffer.
+  Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
+    bool constant = op->buffer->scope == "local";
+    for (const PrimExpr& d : op->buffer->shape) constant &= d.as_int().has_value();
+    if (!constant) return StmtExprMutator::VisitStmt_(op, self);
+    DefinedVars inner;
+    inner.VisitStmt(op->body);
+    TileConditionStripper lanes(inner.vars, /*lanes_only=*/true);
+    Stmt lane_free = lanes.VisitStmt(op->body);
+    TileConditionStripper all(inner.vars, /*lanes_only=*/false);
+    Stmt condition_free = all.VisitStmt(op->body);
+    if (!lanes.ok || !all.ok) return StmtExprMutator::VisitStmt_(op, self);
+    std::vector<PrimExpr> other;  // the guards of `all` that `lanes` did not need
+    std::set<std::string> lane_text;
+    for (const PrimExpr& g : lanes.guards) lane_text.insert(ToString(g));
+    for (const PrimExpr& g : all.guards) {
+      if (!lane_text.count(ToString(g))) other.push_back(g);
+    }
+    if (lanes.guards.empty() && other.empty()) return StmtExprMutator::VisitStmt_(op, self);
+    auto tile = [&](const Stmt& body, bool renew) {
+      Stmt t = Allocate(op->buffer, VisitStmt(body));
+      return renew ? CopyWithFreshDefinitions(t, "_edge", used_) : t;
+    };
+    Stmt full_columns = other.empty() ? tile(lane_free, false)
+                                      : IfThenElse(AllOf(other), tile(condition_free, false), tile(lane_free, true));
+    if (lanes.guards.empty()) return full_columns;
+    Stmt edge = CopyWithFreshDefinitions(LaneLoopSerializer().VisitStmt(Allocate(op->buffer, VisitStmt(op->body))),
+                                         "_edge", used_);
+    return IfThenElse(AllOf(lanes.guards), full_columns, edge);
+  }
+
+ private:
+  NameSet* used_;
+};
+
+}  // namespace
+
+PrimFunc GuardVectorizedTails(const PrimFunc& func) {
+  NameSet used = UsedNames(func);
+  Stmt body = TailGuard(&used).VisitStmt(func->body);
+  return body.same_as(func->body) ? func : WithBody(func, body);
+}
+
+}  // namespace kiln::tir::schedule_primitive

@@ -1,0 +1,290 @@
+// The CPU rule for matmul-like blocks: register tiles (or wide tiles for few rows) with the
+// accumulator in a local cache, a fused epilogue applied to the tile, and the right
+// operand's panel packed when that pays.
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include "support/status_macros.h"
+#include "tir/schedule/schedule_utils.h"
+#include "tir/schedule_rules/cpu_rules.h"
+#include "tir/stmt_functor.h"
+
+namespace kiln::tir::cpu_rules {
+
+using namespace schedule_internal;  // NOLINT
+
+bool IsMatmulLike(const PlainNest& nest) {
+  const BlockNode* block = nest.block;
+  size_t n = nest.loops.size();
+  if (n < 3 || !block->init.defined()) return false;
+  int reductions = 0;
+  for (const IterVar& iv : block->iter_vars) reductions += iv.type == IterType::kReduction;
+  if (reductions != 1 || !IsReductionLoop(nest, n - 1)) return false;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (IsReductionLoop(nest, i)) return false;
+  }
+  const auto* store = block->body.as<BufferStoreNode>();
+  if (!store || store->indices.size() < 2) return false;
+  const auto* add = store->value.as<BinaryNode>();
+  if (!add || add->kind() != ExprKind::kAdd) return false;
+  auto same_load = [&](const PrimExpr& e) {
+    const auto* load = e.as<BufferLoadNode>();
+    if (!load || load->buffer != store->buffer.node()) return false;
+    for (size_t i = 0; i < load->indices.size(); ++i) {
+      if (!load->indices[i].same_as(store->indices[i])) return false;
+    }
+    return true;
+  };
+  bool shape = (same_load(add->a) && add->b.kind() == ExprKind::kMul) ||
+               (same_load(add->b) && add->a.kind() == ExprKind::kMul);
+  if (!shape) return false;
+  size_t rank = store->indices.size();
+  const VarNode* row = block->iter_vars[nest.iter_of_loop[n - 3]].var.get();
+  const VarNode* col = block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
+  return store->indices[rank - 2].get() == row && store->indices[rank - 1].get() == col;
+}
+
+namespace {
+
+// Whether every read that depends on the column variable reads it as its last index, so
+// vectorizing the columns gives contiguous vector loads rather than gathers.
+bool ColumnsContiguous(const BlockNode* block, const VarNode* col) {
+  bool contiguous = true;
+  class Loads : public StmtExprVisitor {
+   public:
+    Loads(const VarNode* col, bool* ok) : col_(col), ok_(ok) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      for (size_t i = 0; i < op->indices.size(); ++i) {
+        bool last = i + 1 == op->indices.size();
+        if (UsesVar(op->indices[i], col_) && !(last && op->indices[i].get() == col_)) *ok_ = false;
+      }
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+
+   private:
+    const VarNode* col_;
+    bool* ok_;
+  } loads(col, &contiguous);
+  loads.VisitStmt(block->body);
+  return contiguous;
+}
+
+// The right operand of a matmul body: the buffer whose reads index the columns (as their
+// last index) and not the rows; "" when there is no single such buffer.
+std::string PanelOperand(const BlockNode* block, const VarNode* row, const VarNode* col) {
+  std::set<std::string> names;
+  bool ok = true;
+  class Loads : public StmtExprVisitor {
+   public:
+    Loads(const VarNode* row, const VarNode* col, std::set<std::string>* names, bool* ok)
+        : row_(row), col_(col), names_(names), ok_(ok) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      bool uses_col = false, uses_row = false;
+      for (const PrimExpr& i : op->indices) {
+        uses_col |= UsesVar(i, col_);
+        uses_row |= UsesVar(i, row_);
+      }
+      if (uses_col && !uses_row) {
+        names_->insert(op->buffer->name);
+        *ok_ &= op->indices.back().get() == col_;
+      }
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+
+   private:
+    const VarNode* row_;
+    const VarNode* col_;
+    std::set<std::string>* names_;
+    bool* ok_;
+  } loads(row, col, &names, &ok);
+  loads.VisitStmt(block->body);
+  return ok && names.size() == 1 ? *names.begin() : std::string();
+}
+
+// Packing a panel pays when the panels alone keep every thread busy (the row tiles of a
+// panel run serially in its iteration).
+bool PackPays(int64_t panels, const CpuScheduleOptions& options) {
+  return panels >= 4 * options.num_threads;
+}
+
+// Folds elementwise consumers of the write-back's output into it, one after another, so
+// an epilogue (bias, activation) is applied to the tile while it is in registers.
+void InlineEpilogues(Schedule* s, const std::string& write_back) {
+  for (int guard = 0; guard < 16; ++guard) {
+    const BufferNode* out = StoredBuffer(s->func(), write_back);
+    if (!out) return;
+    std::vector<std::string> readers = ReadersOf(s->func(), out);
+    if (readers.size() != 1) return;
+    Schedule attempt = *s;
+    if (!attempt.ReverseComputeInline(readers[0]).ok()) return;
+    *s = attempt;
+  }
+}
+
+// Unrolls the row loop and vectorizes the column loop of the write-back (now under the
+// tile loop, walking one tile).
+absl::Status ScheduleWriteBack(Schedule* s, const std::string& write_back, const CpuScheduleOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(write_back));
+  if (loops.size() < 2) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(Stmt cols, FindLoop(s->func(), loops.back(), ""));
+  KILN_ASSIGN_OR_RETURN(Stmt rows, FindLoop(s->func(), loops[loops.size() - 2], ""));
+  std::optional<int64_t> col_extent = cols.as<ForNode>()->extent.as_int();
+  std::optional<int64_t> row_extent = rows.as<ForNode>()->extent.as_int();
+  if (col_extent && *col_extent >= 2 && *col_extent <= 4 * options.vector_lanes) {
+    // A failure (a gather or a race) leaves the loop serial.
+    (void)s->Vectorize(loops.back());
+  }
+  if (row_extent && *row_extent <= 8) (void)s->Unroll(loops[loops.size() - 2]);
+  return absl::OkStatus();
+}
+
+// `cache`: the accumulator tile lives in a local buffer (registers once compacted) and an
+// epilogue that reads the result joins the write-back; fails when the tile cannot be
+// formed, so the caller can schedule without it.
+absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options, bool cache) {
+  std::string write_back;
+  if (cache) {
+    Schedule attempt = *s;
+    absl::StatusOr<std::string> wb = attempt.CacheWrite(nest.block->name);
+    if (wb.ok()) {
+      *s = attempt;
+      write_back = *wb;
+      InlineEpilogues(s, write_back);
+    }
+  }
+  size_t n = nest.loops.size();
+  const ForNode* i = nest.loops[n - 3];
+  const ForNode* j = nest.loops[n - 2];
+  const ForNode* k = nest.loops[n - 1];
+  // 8 x 2 vectors of accumulators fit AVX-512's 32 registers with room for the operands;
+  // AVX2's 16 take 4 x 2.
+  const int64_t row_tile = options.vector_lanes >= 16 ? 8 : 4;
+  const int64_t col_tile = std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
+  std::vector<std::string> outer;  // batch loops, then the row and column tiles
+  for (size_t b = 0; b + 3 < n; ++b) outer.push_back(nest.loops[b]->loop_var.name());
+  std::string ii, ji;
+  bool i_split = false, j_split = false;
+  if (i->extent.as_int().value_or(row_tile + 1) <= row_tile) {
+    ii = i->loop_var.name();
+  } else {
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(i->loop_var.name(), {-1, row_tile}));
+    outer.push_back(parts[0]);
+    ii = parts[1];
+    i_split = true;
+  }
+  std::optional<int64_t> j_extent = j->extent.as_int();
+  // Few rows (m < 64): 8-row tiles over wide column tiles of 8 vector pairs whose
+  // accumulators live in L1. Each row of the right operand is then read as one 1 KiB run
+  // per tile (instead of 128 bytes per 32-column panel), which a memory-bound GEMV wants;
+  // the rows of the tile reuse it from L1. Measured (matmul_bench, 4096 x 4096 weight):
+  // 8 pairs beat 4 and 16, and up to m = 32 the wide tiles beat the register tile.
+  const int64_t wide_tile = 8 * col_tile;
+  // The wide tile's columns are split into vector pairs only once the write-back has moved
+  // under the tile loop (it wants one dense column loop to do so).
+  bool few = options.matmul_few_rows && cache && col_tile >= 2 && !(j_extent && *j_extent <= wide_tile);
+  if (few) {
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(j->loop_var.name(), {-1, wide_tile}));
+    outer.push_back(parts[0]);
+    ji = parts[1];
+    j_split = true;
+  } else if (col_tile < 2 || (j_extent && *j_extent <= col_tile)) {
+    ji = j->loop_var.name();
+  } else {
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(j->loop_var.name(), {-1, col_tile}));
+    outer.push_back(parts[0]);
+    ji = parts[1];
+    j_split = true;
+  }
+  // Column tiles outermost: consecutive tiles (and a thread's share of them) reuse one
+  // k x col_tile panel of the right operand from cache while the rows move on.
+  if (i_split && j_split) std::swap(outer[outer.size() - 1], outer[outer.size() - 2]);
+  std::vector<std::string> order = outer;
+  order.push_back(k->loop_var.name());
+  order.push_back(ii);
+  order.push_back(ji);
+  KILN_RETURN_IF_ERROR(s->Reorder(order));
+  const VarNode* col = nest.block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
+  const VarNode* row = nest.block->iter_vars[nest.iter_of_loop[n - 3]].var.get();
+  std::string panel = cache && i_split && j_split ? PanelOperand(nest.block, row, col) : std::string();
+  bool pack = !few && !panel.empty() && j_extent && PackPays(*j_extent / col_tile, options);
+  std::string tile_loop, pack_loop;
+  if (pack) {
+    // Each parallel iteration owns a column panel: it packs the right operand's panel
+    // once and runs every row tile over it.
+    std::vector<std::string> panels(outer.begin(), outer.end() - 1);
+    KILN_RETURN_IF_ERROR(ParallelOver(s, panels, options, &pack_loop));
+    tile_loop = outer.back();
+  } else {
+    KILN_RETURN_IF_ERROR(ParallelOver(s, outer, options, &tile_loop));
+  }
+  bool contiguous = ColumnsContiguous(nest.block, col);
+  if (few && !contiguous) return absl::FailedPreconditionError("cpu schedule: wide tiles want contiguous columns");
+  if (!few && j_extent.value_or(col_tile) >= 2 && contiguous) {
+    KILN_RETURN_IF_ERROR(s->Vectorize(ji));
+  }
+  if (!few) KILN_RETURN_IF_ERROR(s->Unroll(ii));
+  KILN_RETURN_IF_ERROR(s->DecomposeReduction(nest.block->name, k->loop_var.name()).status());
+  if (write_back.empty()) return absl::OkStatus();
+  if (!tile_loop.empty()) {
+    KILN_RETURN_IF_ERROR(s->ReverseComputeAt(write_back, tile_loop));
+    KILN_RETURN_IF_ERROR(ScheduleWriteBack(s, write_back, options));
+    if (few) {  // the init, the update and the write-back walk the wide tile in vector pairs
+      for (const std::string& b : {nest.block->name + "_init", nest.block->name, write_back}) {
+        KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(b));
+        KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(loops.back(), {-1, col_tile}));
+        KILN_RETURN_IF_ERROR(s->Vectorize(parts[1]));
+      }
+    }
+    if (pack) {
+      KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(nest.block->name, panel, pack_loop));
+      KILN_ASSIGN_OR_RETURN(std::vector<std::string> copy_loops, s->GetLoops(copy));
+      KILN_RETURN_IF_ERROR(s->Vectorize(copy_loops.back()));
+    }
+    return absl::OkStatus();
+  }
+  // No tile loop (rows and columns each fit one tile): a cache of constant size is the tile.
+  KILN_ASSIGN_OR_RETURN(Stmt block, FindBlock(s->func(), nest.block->name, "cpu schedule"));
+  for (const PrimExpr& d : block.as<BlockNode>()->body.as<BufferStoreNode>()->buffer->shape) {
+    if (!d.as_int()) return absl::FailedPreconditionError("cpu schedule: the accumulator has a symbolic size");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::optional<PrimExpr> ManyRowsCondition(const PlainNest& nest, const CpuScheduleOptions& options) {
+  const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
+  const PrimExpr& cols = nest.loops[nest.loops.size() - 2]->extent;
+  const int64_t wide_tile = 8 * std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
+  std::optional<int64_t> m = rows.as_int(), n = cols.as_int();
+  bool few_possible = !(m && *m >= 64) && !(n && *n <= wide_tile);
+  if (!few_possible || options.matmul_few_rows || (m && n)) return std::nullopt;
+  PrimExpr many;
+  if (!m) many = GE(rows, IntImm(rows.dtype(), 64));
+  if (!n) {
+    PrimExpr narrow = LT(cols, IntImm(cols.dtype(), wide_tile));
+    many = many.defined() ? Or(many, narrow) : narrow;
+  }
+  return many;
+}
+
+absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options,
+                                std::vector<PrimExpr>* many_conditions) {
+  std::optional<int64_t> m = nest.loops[nest.loops.size() - 3]->extent.as_int();
+  std::optional<int64_t> n = nest.loops[nest.loops.size() - 2]->extent.as_int();
+  const int64_t wide_tile = 8 * std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
+  bool few_possible = !(m && *m >= 64) && !(n && *n <= wide_tile);
+  CpuScheduleOptions matmul_options = options;
+  matmul_options.matmul_few_rows = few_possible && (options.matmul_few_rows || (m && n));
+  Schedule attempt = *s;
+  absl::Status status = ScheduleMatmul(&attempt, nest, matmul_options, /*cache=*/true);
+  if (status.ok()) {
+    *s = attempt;
+    if (std::optional<PrimExpr> many = ManyRowsCondition(nest, options)) many_conditions->push_back(*many);
+    return status;
+  }
+  return ScheduleMatmul(s, nest, options, /*cache=*/false);
+}
+
+}  // namespace kiln::tir::cpu_rules

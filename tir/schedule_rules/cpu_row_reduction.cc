@@ -1,0 +1,108 @@
+// The CPU rule for reductions other than matmuls (row sums, max, softmax's and layer_norm's
+// passes): vector lanes of partial results, rows in parallel, a row's passes fused.
+#include "tir/schedule/schedule_utils.h"
+#include "tir/schedule_rules/cpu_rules.h"
+#include "tir/stmt_functor.h"
+
+namespace kiln::tir::cpu_rules {
+
+using namespace schedule_internal;  // NOLINT
+
+namespace {
+
+// Whether every load that depends on `var` reads it, alone, as its last index.
+bool ReadsContiguously(const Stmt& body, const VarNode* var) {
+  class Loads : public StmtExprVisitor {
+   public:
+    explicit Loads(const VarNode* var) : var_(var) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      for (size_t i = 0; i < op->indices.size(); ++i) {
+        bool last = i + 1 == op->indices.size();
+        if (UsesVar(op->indices[i], var_) && !(last && op->indices[i].get() == var_)) ok = false;
+      }
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+    bool ok = true;
+
+   private:
+    const VarNode* var_;
+  } loads(var);
+  loads.VisitStmt(body);
+  return loads.ok;
+}
+
+// The innermost reduction loop as `lanes` vector lanes of partial results; whether it
+// applied (the function is unchanged otherwise).
+bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
+  if (lanes < 2) return false;
+  absl::StatusOr<Stmt> b = FindBlock(s->func(), name, "");
+  if (!b.ok()) return false;
+  const auto* block = b->as<BlockNode>();
+  std::vector<Stmt> loops = LoopsAbove(s->func()->body, block);
+  if (loops.empty()) return false;
+  const auto* inner = loops.back().as<ForNode>();
+  const IterVar* bound = nullptr;
+  for (const IterVar& iv : block->iter_vars) {
+    if (iv.value.get() == inner->loop_var.get()) bound = &iv;
+  }
+  if (!bound || bound->type != IterType::kReduction || !ReadsContiguously(block->body, bound->var.get())) return false;
+  std::optional<int64_t> extent = inner->extent.as_int();
+  if (extent && *extent < lanes) return false;
+  Schedule attempt = *s;
+  absl::StatusOr<std::vector<std::string>> blocks = attempt.RFactor(name, inner->loop_var.name(), lanes);
+  if (!blocks.ok()) return false;
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    if (i == 2) continue;  // the scalar tail
+    absl::StatusOr<std::vector<std::string>> lane_loops = attempt.GetLoops((*blocks)[i]);
+    if (!lane_loops.ok() || !attempt.Vectorize(lane_loops->back()).ok()) return false;
+  }
+  *s = attempt;
+  return true;
+}
+
+}  // namespace
+
+absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
+  std::vector<std::string> spatial;
+  for (size_t i = 0; i < nest.loops.size() && !IsReductionLoop(nest, i); ++i) {
+    spatial.push_back(nest.loops[i]->loop_var.name());
+  }
+  VectorizeRowReduction(s, nest.block->name, options.vector_lanes);
+  return ParallelOver(s, spatial, options);
+}
+
+void FuseRowPasses(Schedule* s) {
+  // Each fusion leaves one loop fewer, so this ends.
+  while (true) {
+    std::vector<std::pair<std::string, std::string>> candidates;
+    ForEachStmt(s->func()->body, [&](const Stmt& st) {
+      const auto* seq = st.as<SeqStmtNode>();
+      if (!seq) return;
+      std::vector<Stmt> loops;
+      for (const Stmt& c : seq->seq) {
+        if (c.as<ForNode>()) loops.push_back(c);
+      }
+      for (size_t i = 0; i + 1 < loops.size(); ++i) {
+        BufferAccesses a = AccessesOf(loops[i]), b = AccessesOf(loops[i + 1]);
+        bool shared = false;
+        for (const BufferNode* w : a.writes) shared |= b.Touches(w);
+        for (const BufferNode* w : b.writes) shared |= a.Touches(w);
+        if (shared) {
+          candidates.emplace_back(loops[i].as<ForNode>()->loop_var.name(), loops[i + 1].as<ForNode>()->loop_var.name());
+        }
+      }
+    });
+    bool changed = false;
+    for (const auto& [first, second] : candidates) {
+      Schedule attempt = *s;
+      if (attempt.FuseSiblings(first, second).ok()) {
+        *s = attempt;
+        changed = true;
+        break;
+      }
+    }
+    if (!changed) return;
+  }
+}
+
+}  // namespace kiln::tir::cpu_rules

@@ -1,0 +1,92 @@
+// The rules of the default CPU schedule (tir/schedule_rules/cpu_schedule.h), one file each,
+// and what they share. Internal to tir/schedule_rules/: the public entry is ScheduleForCpu.
+//
+// What they promise: each rule rewrites its block through Schedule primitives only (so the
+// schedule's trace replays to the same function), returns an error status when it does not
+// apply (ScheduleForCpu then keeps the function as it was before the rule), and never
+// changes what the function computes.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tir/schedule/schedule.h"
+#include "tir/schedule_rules/cpu_schedule.h"
+
+namespace kiln::tir::cpu_rules {
+
+// ---------------------------------------------------------------- nests (cpu_nest.cc)
+
+// A block alone in a chain of serial loops from 0, each binding one iteration variable.
+struct PlainNest {
+  const BlockNode* block = nullptr;
+  std::vector<const ForNode*> loops;  // outermost first
+  std::vector<int> iter_of_loop;      // the iteration variable each loop binds
+};
+std::optional<PlainNest> FindPlainNest(const PrimFunc& func, const std::string& name);
+
+// Whether every store the block makes to memory that outlives it indexes with every spatial
+// iteration variable its loops bind: then different spatial iterations write different
+// elements, and running them in parallel or as vector lanes cannot race.
+bool WritesFollowSpatialVars(const PlainNest& nest);
+
+bool IsReductionLoop(const PlainNest& nest, size_t i);
+
+// Splits `loop` so its inner part has `lanes` iterations (or keeps a short constant loop
+// whole) and vectorizes that part. Returns the outer loop's name, or "" when there is none.
+absl::StatusOr<std::string> VectorizeInner(Schedule* s, const std::string& loop, int64_t extent_or_zero, int lanes);
+
+// Fuses `loops` (directly nested, outermost first) and makes the result parallel (nothing
+// with one thread). `innermost`, when given, receives the loop the nest continues in.
+absl::Status ParallelOver(Schedule* s, const std::vector<std::string>& loops, const CpuScheduleOptions& options,
+                          std::string* innermost = nullptr);
+
+// The leaf blocks (no blocks inside) of the function that read `buffer`.
+std::vector<std::string> ReadersOf(const PrimFunc& func, const BufferNode* buffer);
+// The buffer a block stores to (its body's single store), or null.
+const BufferNode* StoredBuffer(const PrimFunc& func, const std::string& block);
+
+// ---------------------------------------------------------------- rules
+
+// cpu_inline.cc. Fused functions hold several kernels' loop nests with their intermediates
+// allocated in the function: every elementwise block whose output is an intermediate read
+// only by elementwise blocks is folded into them, all in one ComputeInline (a reduction
+// reader would recompute it at every step, so it stays).
+void InlineIntermediates(Schedule* s);
+
+// cpu_injective.cc. No reduction: outer loops fused and parallel, the innermost split by
+// the vector width and its inner part vectorized.
+absl::Status ScheduleInjective(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options);
+
+// cpu_matmul.cc. `C[.., i, j] = C[.., i, j] + x * y` with the last three loops binding i, j
+// and the reduction.
+bool IsMatmulLike(const PlainNest& nest);
+// For a matmul whose sizes leave both tilings possible at run time (rows or columns
+// symbolic): the condition under which the register tiles for many rows are right,
+// `m >= 64 || n < wide tile`; nullopt when the sizes decide (or options.matmul_few_rows).
+std::optional<PrimExpr> ManyRowsCondition(const PlainNest& nest, const CpuScheduleOptions& options);
+// The matmul rule: with the accumulator tile when it can be formed, else without. Few rows
+// (m < 64) and wide columns take wide tiles: directly when both sizes are constants or
+// options.matmul_few_rows is set, else the register tiles, and when those were formed the
+// ManyRowsCondition is appended to `many_conditions` (ScheduleForCpu then adds a branch for
+// few rows).
+absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options,
+                                std::vector<PrimExpr>* many_conditions);
+
+// cpu_row_reduction.cc. Other reductions: a row reduction over contiguous elements (the
+// innermost loop bound to a reduction variable that every read depending on it uses as its
+// last index, with at least `vector_lanes` iterations or a symbolic count) is split into
+// vector lanes of partial results (RFactor; the lane loops vectorized; float sums are
+// reassociated); the spatial loops outside the reduction are fused and parallel.
+absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options);
+// Adjacent loops of one sequence that share a buffer one of them writes (the passes of
+// softmax or layer_norm over the same rows: max, sum of exp, normalize) are fused into one
+// loop (FuseSiblings) wherever that is legal, so each row's passes run while it is in
+// cache. Loops that cannot be fused stay as they are.
+void FuseRowPasses(Schedule* s);
+
+}  // namespace kiln::tir::cpu_rules

@@ -1,0 +1,134 @@
+// The default CPU schedule: which rule each block gets, the few-rows version of a symbolic
+// matmul, and the passes over the whole function (inlining first, row passes and tail
+// guards last).
+#include "tir/schedule_rules/cpu_schedule.h"
+
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "tir/schedule/schedule.h"
+#include "tir/schedule/schedule_utils.h"
+#include "tir/schedule_rules/cpu_rules.h"
+#include "tir/structural_equal.h"
+
+namespace kiln::tir {
+
+namespace {
+
+using namespace schedule_internal;  // NOLINT
+using namespace cpu_rules;          // NOLINT
+
+// The blocks the rules schedule, with the options each gets; nullopt for blocks no rule
+// takes.
+std::optional<PlainNest> RuleNest(const PrimFunc& func, const std::string& name) {
+  std::optional<PlainNest> nest = FindPlainNest(func, name);
+  if (!nest || nest->loops.empty() || !WritesFollowSpatialVars(*nest)) return std::nullopt;
+  return nest;
+}
+
+// A block inside another (iterating) block runs within its parent's parallel loop.
+CpuScheduleOptions BlockOptions(const PrimFunc& func, const PlainNest& nest, const CpuScheduleOptions& options) {
+  CpuScheduleOptions block_options = options;
+  for (const Stmt& a : AncestorsOf(func->body, nest.block)) {
+    const auto* parent = a.as<BlockNode>();
+    if (parent && !parent->iter_vars.empty()) block_options.num_threads = 1;
+  }
+  return block_options;
+}
+
+std::vector<std::string> BlockNames(const PrimFunc& func) {
+  std::vector<std::string> blocks;
+  ForEachStmt(func->body, [&](const Stmt& s) {
+    if (const auto* b = s.as<BlockNode>()) blocks.push_back(b->name);
+  });
+  return blocks;
+}
+
+// Each block's rule, in order; `few_rows` names the blocks scheduled with matmul_few_rows
+// (BranchOn's copy). Returns the many-rows conditions of the matmuls given register tiles.
+std::vector<PrimExpr> ApplyBlockRules(Schedule* schedule, const CpuScheduleOptions& options,
+                                      const std::set<std::string>& few_rows) {
+  std::vector<PrimExpr> many_conditions;
+  for (const std::string& name : BlockNames(schedule->func())) {
+    std::optional<PlainNest> nest = RuleNest(schedule->func(), name);
+    if (!nest) continue;
+    CpuScheduleOptions block_options = BlockOptions(schedule->func(), *nest, options);
+    block_options.matmul_few_rows |= few_rows.count(name) > 0;
+    // Each rule runs on a copy: one that does not apply leaves the block as it was.
+    Schedule attempt = *schedule;
+    absl::Status status;
+    if (!nest->block->is_reduction()) {
+      status = ScheduleInjective(&attempt, *nest, block_options);
+    } else if (IsMatmulLike(*nest)) {
+      status = ScheduleMatmulRule(&attempt, *nest, block_options, &many_conditions);
+    } else {
+      status = ScheduleReduction(&attempt, *nest, block_options);
+    }
+    if (status.ok()) *schedule = std::move(attempt);
+  }
+  return many_conditions;
+}
+
+// The many-rows conditions the matmul rule will report, known before it runs.
+std::vector<PrimExpr> PredictManyRowsConditions(const PrimFunc& func, const CpuScheduleOptions& options) {
+  std::vector<PrimExpr> conditions;
+  for (const std::string& name : BlockNames(func)) {
+    std::optional<PlainNest> nest = RuleNest(func, name);
+    if (!nest || !nest->block->is_reduction() || !IsMatmulLike(*nest)) continue;
+    if (std::optional<PrimExpr> c = ManyRowsCondition(*nest, options)) conditions.push_back(*c);
+  }
+  return conditions;
+}
+
+// One matmul that may have few rows and wide columns at run time: the function is
+// versioned on `many` (`m >= 64 || n < 256`), the first version scheduled for many rows,
+// the copy for few, so one compiled kernel streams the weight for m = 1 (GEMV) and keeps
+// the 8 x 32 register tile for large m. False (and `out` untouched) when the versioning
+// does not hold: the first version's matmul did not get register tiles after all.
+bool ScheduleVersioned(const Schedule& s, const PrimExpr& many, const CpuScheduleOptions& options, Schedule* out) {
+  Schedule attempt = s;
+  absl::StatusOr<std::vector<std::string>> copy = attempt.BranchOn(many);
+  if (!copy.ok()) return false;
+  std::vector<PrimExpr> reported = ApplyBlockRules(&attempt, options, std::set<std::string>(copy->begin(), copy->end()));
+  if (reported.size() != 1 || !StructuralEqual(reported[0], many)) return false;
+  *out = std::move(attempt);
+  return true;
+}
+
+bool HasVectorizedLoop(const PrimFunc& func) {
+  bool found = false;
+  ForEachStmt(func->body, [&](const Stmt& s) {
+    if (const auto* f = s.as<ForNode>()) found |= f->for_kind == ForKind::kVectorized;
+  });
+  return found;
+}
+
+}  // namespace
+
+absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleOptions& options, std::string* trace) {
+  if (options.vector_lanes < 1 || options.vector_lanes > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu schedule: vector_lanes must be in [1, 64], got ", options.vector_lanes));
+  }
+  if (options.num_threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cpu schedule: num_threads must be >= 1, got ", options.num_threads));
+  }
+  Schedule inlined(func);
+  InlineIntermediates(&inlined);
+  // Versioned only when exactly one matmul gets register tiles with a condition. The
+  // prediction is checked: when it was wrong, the other way is taken.
+  std::vector<PrimExpr> predicted = PredictManyRowsConditions(inlined.func(), options);
+  Schedule schedule = inlined;
+  if (predicted.size() != 1 || !ScheduleVersioned(inlined, predicted[0], options, &schedule)) {
+    std::vector<PrimExpr> reported = ApplyBlockRules(&schedule, options, {});
+    if (reported.size() == 1 && predicted.size() != 1) ScheduleVersioned(inlined, reported[0], options, &schedule);
+  }
+  FuseRowPasses(&schedule);
+  if (HasVectorizedLoop(schedule.func())) (void)schedule.GuardVectorizedTails();
+  if (trace) *trace = schedule.trace().ToString();
+  return schedule.func();
+}
+
+}  // namespace kiln::tir
