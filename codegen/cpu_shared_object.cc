@@ -1,5 +1,6 @@
 #include "codegen/cpu_shared_object.h"
 
+#include <functional>
 #include <memory>
 
 #include "codegen/llvm_optimizer.h"
@@ -13,23 +14,34 @@
 
 namespace kiln::codegen {
 
-absl::StatusOr<std::string> BuildCpuSharedObject(const std::vector<std::pair<std::string, tir::PrimFunc>>& kernels,
-                                                 const CpuTarget& target) {
+namespace {
+
+using ModuleMaker = std::function<absl::StatusOr<std::unique_ptr<llvm::Module>>(llvm::LLVMContext&,
+                                                                                const llvm::TargetMachine&)>;
+
+// The module `make` emits for `target`'s machine, optimized, compiled and linked.
+absl::StatusOr<std::string> CompileAndLink(const CpuTarget& target, const ModuleMaker& make) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine, CreateTargetMachine(target));
   llvm::LLVMContext context;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, LowerToLlvm(kernels, context, *machine));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, make(context, *machine));
   KILN_RETURN_IF_ERROR(OptimizeModule(*module, *machine));
   KILN_ASSIGN_OR_RETURN(std::string object, EmitObjectFile(*module, *machine));
   return LinkSharedObject(object);
 }
 
+}  // namespace
+
+absl::StatusOr<std::string> BuildCpuSharedObject(const std::vector<std::pair<std::string, tir::PrimFunc>>& kernels,
+                                                 const CpuTarget& target) {
+  return CompileAndLink(target, [&](llvm::LLVMContext& context, const llvm::TargetMachine& machine) {
+    return LowerToLlvm(kernels, context, machine);
+  });
+}
+
 absl::StatusOr<std::string> BuildLoweredSharedObject(const NamedPrimFuncs& lowered, const CpuTarget& target) {
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::TargetMachine> machine, CreateTargetMachine(target));
-  llvm::LLVMContext context;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::Module> module, EmitLlvmModule(lowered, context, *machine));
-  KILN_RETURN_IF_ERROR(OptimizeModule(*module, *machine));
-  KILN_ASSIGN_OR_RETURN(std::string object, EmitObjectFile(*module, *machine));
-  return LinkSharedObject(object);
+  return CompileAndLink(target, [&](llvm::LLVMContext& context, const llvm::TargetMachine& machine) {
+    return EmitLlvmModule(lowered, context, machine);
+  });
 }
 
 absl::StatusOr<std::string> DumpCpuLlvmIr(const std::vector<std::pair<std::string, tir::PrimFunc>>& kernels,

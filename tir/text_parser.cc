@@ -578,6 +578,31 @@ absl::StatusOr<Stmt> TirParser::ParseStmtBlock() {
   return SeqStmt(std::move(*stmts));
 }
 
+// `allocate NAME: TYPE { ... }` or `decl_buffer NAME: TYPE = DATA { ... }`: the buffer is
+// defined for the body only.
+absl::StatusOr<Stmt> TirParser::ParseBufferScope() {
+  const bool declared = Next().text == "decl_buffer";
+  if (Peek().kind != TokenKind::kIdent) return Expected("a buffer name");
+  Token name = Next();
+  KILN_RETURN_IF_ERROR(ExpectPunct(":"));
+  KILN_ASSIGN_OR_RETURN(Buffer buffer, ParseBufferType(name.text));
+  PrimExpr data;
+  if (declared) {
+    KILN_RETURN_IF_ERROR(ExpectPunct("="));
+    Token data_at = Peek();
+    KILN_ASSIGN_OR_RETURN(data, ParsePrimExpr());
+    if (data.dtype() != DataType::Handle()) {
+      return Error(data_at, "a decl_buffer's data must be a handle, found " + data.dtype().ToString());
+    }
+  }
+  buffer_scopes_.emplace_back();
+  absl::Status defined = DefineBuffer(name, buffer);
+  absl::StatusOr<Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<Stmt>(defined);
+  buffer_scopes_.pop_back();
+  if (!body.ok()) return body.status();
+  return declared ? DeclBuffer(buffer, data, *body) : Allocate(buffer, *body);
+}
+
 absl::StatusOr<Stmt> TirParser::ParseStmt() {
   Depth depth(this);
   if (depth.too_deep()) return TooDeep();
@@ -596,38 +621,7 @@ absl::StatusOr<Stmt> TirParser::ParseStmt() {
       }
       return IfThenElse(cond, then_case, else_case);
     }
-    if (t.text == "allocate") {
-      Next();
-      if (Peek().kind != TokenKind::kIdent) return Expected("a buffer name");
-      Token name = Next();
-      KILN_RETURN_IF_ERROR(ExpectPunct(":"));
-      KILN_ASSIGN_OR_RETURN(Buffer buffer, ParseBufferType(name.text));
-      buffer_scopes_.emplace_back();
-      absl::Status defined = DefineBuffer(name, buffer);
-      absl::StatusOr<Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<Stmt>(defined);
-      buffer_scopes_.pop_back();
-      if (!body.ok()) return body.status();
-      return Allocate(buffer, *body);
-    }
-    if (t.text == "decl_buffer") {
-      Next();
-      if (Peek().kind != TokenKind::kIdent) return Expected("a buffer name");
-      Token name = Next();
-      KILN_RETURN_IF_ERROR(ExpectPunct(":"));
-      KILN_ASSIGN_OR_RETURN(Buffer buffer, ParseBufferType(name.text));
-      KILN_RETURN_IF_ERROR(ExpectPunct("="));
-      Token data_at = Peek();
-      KILN_ASSIGN_OR_RETURN(PrimExpr data, ParsePrimExpr());
-      if (data.dtype() != DataType::Handle()) {
-        return Error(data_at, "a decl_buffer's data must be a handle, found " + data.dtype().ToString());
-      }
-      buffer_scopes_.emplace_back();
-      absl::Status defined = DefineBuffer(name, buffer);
-      absl::StatusOr<Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<Stmt>(defined);
-      buffer_scopes_.pop_back();
-      if (!body.ok()) return body.status();
-      return DeclBuffer(buffer, data, *body);
-    }
+    if (t.text == "allocate" || t.text == "decl_buffer") return ParseBufferScope();
     if (t.text == "let") {
       Next();
       if (Peek().kind != TokenKind::kIdent) return Expected("a variable name after 'let'");

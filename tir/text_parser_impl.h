@@ -140,6 +140,7 @@ class TirParser {
   absl::StatusOr<Stmt> ParseStmt();
   absl::StatusOr<Stmt> ParseFor();
   absl::StatusOr<Stmt> ParseBlock();
+  absl::StatusOr<Stmt> ParseBufferScope();
   absl::StatusOr<Stmt> ParseBufferStore();
   absl::StatusOr<Buffer> ParseBufferType(const std::string& name);
   absl::Status DefineTirVar(const Token& at, const Var& var);
