@@ -37,7 +37,8 @@ class KernelCollector : public relax::ExprVisitor {
 
 }  // namespace
 
-absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, const CpuTarget& target) {
+absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, const CpuTarget& target,
+                                            const std::map<std::string, std::string>& metadata) {
   KernelCollector collector;
   for (const relax::IRModule::Entry& entry : lowered.entries()) {
     if (entry.is_relax()) collector.VisitExpr(std::get<relax::Expr>(entry.func));
@@ -68,6 +69,7 @@ absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, cons
     symbols.emplace_back(symbol, func);
   }
   vm::ExecutableBuilder builder;
+  for (const auto& [key, value] : metadata) builder.SetMetadata(key, value);
   std::map<std::string, int32_t> kernel_index;
   if (!kernels.empty()) {
     absl::StatusOr<std::string> so = BuildCpuSharedObject(symbols, target);

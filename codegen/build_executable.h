@@ -15,6 +15,7 @@
 // vm::kInlineConstantMaxBytes go to the file's aligned weights section (docs/vm.md).
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,8 @@
 
 namespace kiln::codegen {
 
-absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, const CpuTarget& target);
+// `metadata` is recorded as is in the executable's metadata section (Executable::Contents).
+absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, const CpuTarget& target,
+                                            const std::map<std::string, std::string>& metadata = {});
 
 }  // namespace kiln::codegen

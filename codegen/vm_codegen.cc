@@ -428,6 +428,11 @@ class FunctionCodegen {
   int32_t Constant(const relax::ConstantNode* c) {
     auto it = constants_.find(c);
     if (it != constants_.end()) return it->second;
+    if (c->data.is_external()) {
+      int32_t index = b_.AddExternalConstant(c->data.external_name, ToDL(c->data.dtype), c->data.shape);
+      constants_[c] = index;
+      return index;
+    }
     vm::Tensor t = *vm::Tensor::Empty(c->data.shape, ToDL(c->data.dtype));
     if (c->data.bytes && !c->data.bytes->empty()) std::memcpy(t.data(), c->data.bytes->data(), c->data.bytes->size());
     int32_t index = b_.AddConstant(vm::Value(std::move(t)));

@@ -14,9 +14,13 @@ int64_t ConstantData::numel() const {
 }
 
 Expr Constant(ConstantData data) {
-  KILN_CHECK(data.bytes != nullptr);
-  KILN_CHECK_EQ(static_cast<int64_t>(data.bytes->size()), data.numel() * data.dtype.bytes())
-      << "constant data size does not match its shape";
+  if (data.is_external()) {
+    KILN_CHECK(data.bytes == nullptr) << "an external constant has no bytes";
+  } else {
+    KILN_CHECK(data.bytes != nullptr);
+    KILN_CHECK_EQ(static_cast<int64_t>(data.bytes->size()), data.numel() * data.dtype.bytes())
+        << "constant data size does not match its shape";
+  }
   std::vector<PrimExpr> dims(data.shape.begin(), data.shape.end());
   StructInfo sinfo = TensorSInfo(std::move(dims), data.dtype);
   return Expr(std::make_shared<ConstantNode>(std::move(data), std::move(sinfo)));

@@ -116,11 +116,18 @@ class Var : public Expr {
 
 // Dense host data of a Constant. Kept independent of the runtime's Tensor so the compiler
 // side does not depend on vm/. Row-major, little-endian, bytes.size() == numel * dtype bytes.
+//
+// An *external* constant (external_name non-empty) has no bytes: it names a weight that the
+// executable declares and the loader resolves by name (vm/weight_provider.h), e.g. a tensor of
+// a GGUF file. Its dtype and shape are the declaration the loader checks. Text:
+// `R.const(uint8, [1536, 360], external="blk.0.ffn_up.weight")`. It is never folded.
 struct ConstantData {
   DataType dtype;
   std::vector<int64_t> shape;
-  std::shared_ptr<const std::vector<uint8_t>> bytes;
+  std::shared_ptr<const std::vector<uint8_t>> bytes;  // null when external
+  std::string external_name;
   int64_t numel() const;
+  bool is_external() const { return !external_name.empty(); }
 };
 
 class ConstantNode : public ExprNode {

@@ -250,7 +250,10 @@ class Equalizer {
         if (x.dtype != y.dtype || x.shape != y.shape) {
           return tir_.Mismatch([] { return std::string("constant dtype or shape"); });
         }
-        if (x.bytes != y.bytes && *x.bytes != *y.bytes) {
+        if (x.external_name != y.external_name) {
+          return tir_.Mismatch([] { return std::string("external constant name"); });
+        }
+        if (x.bytes != y.bytes && (x.bytes == nullptr || y.bytes == nullptr || *x.bytes != *y.bytes)) {
           return tir_.Mismatch([] { return std::string("constant data"); });
         }
         return true;

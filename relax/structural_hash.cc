@@ -161,6 +161,7 @@ class Hasher {
         const ConstantData& data = expr.as<ConstantNode>()->data;
         uint64_t h = Mix({tir::StructuralHasher::HashDataType(data.dtype), data.shape.size()});
         for (int64_t d : data.shape) h = support::HashCombine(h, static_cast<uint64_t>(d));
+        if (data.is_external()) return Mix({h, Str(data.external_name)});
         const std::vector<uint8_t>& bytes = *data.bytes;
         return Mix({h, support::Fnv1a64(reinterpret_cast<const char*>(bytes.data()), bytes.size())});
       }

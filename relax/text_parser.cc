@@ -393,6 +393,14 @@ absl::StatusOr<Expr> Parser::ParseConstant() {
     if (!AcceptPunct(",")) return Expected("',' or ']'");
   }
   KILN_RETURN_IF_ERROR(ExpectPunct(","));
+  if (IsKeyword("external") && IsPunct("=", 1)) {
+    Next();
+    Next();
+    if (Peek().kind != TokenKind::kString || Peek().text.empty()) return Expected("a weight name string");
+    ConstantData data{dtype, std::move(shape), nullptr, Next().text};
+    KILN_RETURN_IF_ERROR(ExpectPunct(")"));
+    return Constant(std::move(data));
+  }
   const Token& values_at = Peek();
   KILN_RETURN_IF_ERROR(ExpectPunct("["));
   auto bytes = std::make_shared<std::vector<uint8_t>>();
@@ -472,7 +480,7 @@ absl::StatusOr<Expr> Parser::ParseConstant() {
     return Error(values_at, absl::StrCat("constant has ", count, " values but its shape has ", numel, " elements"));
   }
   KILN_RETURN_IF_ERROR(ExpectPunct(")"));
-  ConstantData data{dtype, std::move(shape), std::move(bytes)};
+  ConstantData data{dtype, std::move(shape), std::move(bytes), ""};
   return Constant(std::move(data));
 }
 

@@ -201,6 +201,10 @@ void Printer::PrintExprInline(const Expr& expr, std::string* out) {
       const ConstantData& data = expr.as<ConstantNode>()->data;
       absl::StrAppend(out, "R.const(", data.dtype.ToString(), ", [");
       for (size_t i = 0; i < data.shape.size(); ++i) absl::StrAppend(out, i ? ", " : "", data.shape[i]);
+      if (data.is_external()) {
+        absl::StrAppend(out, "], external=", tir::QuoteString(data.external_name), ")");
+        return;
+      }
       out->append("], [");
       int64_t n = data.numel();
       for (int64_t i = 0; i < n; ++i) absl::StrAppend(out, i ? ", " : "", ConstantElement(data, i));

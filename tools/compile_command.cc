@@ -1,10 +1,12 @@
 // kiln compile: a .kir module -> a .kx executable. Parse, the Relax pipeline
 // (relax/transform/pipeline.h), then kernels and VM code (codegen/build_executable.h).
+// A .gguf model is built into a Relax module first (tools/model_compiler.h).
 #include <chrono>
 #include <cstdio>
 #include <set>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "codegen/build_executable.h"
@@ -14,17 +16,24 @@
 #include "support/file_io.h"
 #include "tir/target.h"
 #include "tools/commands.h"
+#include "tools/model_compiler.h"
 
 namespace kiln::tools {
 namespace {
 
 constexpr const char* kUsage =
     "usage: kiln compile FILE.kir --target cpu -o FILE.kx [options]\n"
+    "       kiln compile MODEL.gguf -o MODEL.kx [options]\n"
     "\n"
     "Compiles a module in the IR text format (docs/ir.md) to an executable that\n"
     "'kiln run' loads: the Relax pipeline, then every PrimFunc called through R.call_tir\n"
     "compiled into one CPU shared object, then bytecode for every Relax function.\n"
     "Tensor operators (R.add, R.matmul, ...) are legalized to PrimFuncs first.\n"
+    "\n"
+    "A GGUF language model (Llama family: llama, qwen2) is built into a module with\n"
+    "functions prefill and decode over a paged KV cache (docs/llm.md); the executable\n"
+    "references the GGUF file for its weights instead of copying them, and\n"
+    "'kiln generate MODEL.kx' runs it.\n"
     "\n"
     "  --target TARGET     what to compile for: 'cpu' (the default) or a target's text\n"
     "                      form, e.g. \"cpu -mcpu=znver3 -vector-bits=256 -num-threads=4\"\n"
@@ -42,6 +51,8 @@ constexpr const char* kUsage =
     "  --no-fuse           one kernel per operator: skip operator fusion (passes\n"
     "                      annotate_patterns, fuse_ops, fuse_tir, which otherwise merge\n"
     "                      chains such as matmul + bias add + gelu into one kernel)\n"
+    "  --max-tokens N      GGUF models: the most tokens one call takes (default: the\n"
+    "                      model's context length)\n"
     "  --dump-after=PASS   print the module after PASS to stderr (repeatable; a comma\n"
     "                      separated list works too)\n"
     "  --dump-all          print the module after every pass to stderr\n"
@@ -68,6 +79,7 @@ int CompileCommand(int argc, char** argv) {
   options.check_well_formed = true;  // debug builds catch a pass that breaks the IR at that pass
 #endif
   std::string libs = "openblas";
+  std::string max_tokens_text;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag, std::string* out) -> bool {
@@ -87,7 +99,7 @@ int CompileCommand(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (value("--target", &target) || value("-o", &output) || value("--output", &output) ||
-               value("--mcpu", &mcpu) || value("--libs", &libs)) {
+               value("--mcpu", &mcpu) || value("--libs", &libs) || value("--max-tokens", &max_tokens_text)) {
     } else if (value("--dump-after", &v)) {
       for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) options.dump_after.insert(std::string(name));
     } else if (arg == "--no-fuse") {
@@ -101,7 +113,7 @@ int CompileCommand(int argc, char** argv) {
     } else if (arg == "--no-plan-memory") {
       options.plan_memory = false;
     } else if (arg == "--target" || arg == "-o" || arg == "--output" || arg == "--mcpu" || arg == "--dump-after" ||
-               arg == "--libs") {
+               arg == "--libs" || arg == "--max-tokens") {
       return Usage("option '" + arg + "' needs a value");
     } else if (!arg.empty() && arg[0] == '-') {
       return Usage("unknown option '" + arg + "'");
@@ -129,11 +141,29 @@ int CompileCommand(int argc, char** argv) {
   options.target = *resolved;
   absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*resolved);
   if (!cpu.ok()) return Fail(std::string(cpu.status().message()));
+  const bool is_gguf = path.size() > 5 && path.substr(path.size() - 5) == ".gguf";
   if (output.empty()) {
     output = path;
     if (output.size() > 4 && output.substr(output.size() - 4) == ".kir") output.resize(output.size() - 4);
+    if (is_gguf) output.resize(output.size() - 5);
     output += ".kx";
   }
+  if (is_gguf) {
+    ModelCompileOptions model_options;
+    model_options.pipeline = options;
+    model_options.cpu = *cpu;
+    if (!max_tokens_text.empty() && (!absl::SimpleAtoi(max_tokens_text, &model_options.max_tokens) ||
+                                     model_options.max_tokens <= 0)) {
+      return Usage("--max-tokens needs a positive integer, got '" + max_tokens_text + "'");
+    }
+    absl::StatusOr<std::string> bytes = CompileGgufModel(path, model_options);
+    if (!bytes.ok()) return Fail(std::string(bytes.status().message()));
+    if (absl::Status written = support::WriteFile(output, *bytes); !written.ok()) {
+      return Fail(std::string(written.message()));
+    }
+    return 0;
+  }
+  if (!max_tokens_text.empty()) return Usage("--max-tokens applies to .gguf models only");
 
   absl::StatusOr<std::string> text = support::ReadFile(path);
   if (!text.ok()) return Fail(std::string(text.status().message()));

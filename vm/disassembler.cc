@@ -85,6 +85,7 @@ std::string Disassemble(const Executable::Contents& c) {
   if (c.devices.size() > 1) {
     for (size_t i = 0; i < c.devices.size(); ++i) absl::StrAppend(&out, "device ", i, " ", c.devices[i], "\n");
   }
+  for (const auto& [key, value] : c.metadata) absl::StrAppend(&out, "metadata ", key, " = ", value, "\n");
   if (!c.cpu_name.empty() || !c.cpu_features.empty()) {
     absl::StrAppend(&out, "target cpu ", c.cpu_name, " features ", absl::StrJoin(c.cpu_features, ","), "\n");
   }

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,7 +49,7 @@ inline constexpr char kExecutableMagic[8] = {'K', 'I', 'L', 'N', 'E', 'X', 'E', 
 // target; closures (MakeClosure, Call of a closure), CopyToDevice, the device table, devices
 // of kernels and parameters, typed builtin signatures.
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kFormatMinor = 1;  // 2.1: the metadata section
 // Tensor constants larger than this go to the weights section.
 inline constexpr int64_t kInlineConstantMaxBytes = 256;
 // Alignment of every section in the file and of every tensor in the weights section.
@@ -63,6 +64,7 @@ enum class SectionId : uint32_t {
   kDevices = 6,
   kWeights = 7,
   kTarget = 8,
+  kMetadata = 9,  // since 2.1
 };
 
 // What a parameter must be at call time. Dims use MatchShape's operand kinds: Imm (fixed),
@@ -143,6 +145,9 @@ class Executable {
     // (hand-built executables), nothing checked.
     std::string cpu_name;
     std::vector<std::string> cpu_features;
+    // Free-form key/value strings the compiler recorded about the program, e.g. which model
+    // file its external weights come from ("kiln.model.gguf"). Never interpreted by the VM.
+    std::map<std::string, std::string> metadata;
   };
 
   // Decodes and verifies a file image, checks the host CPU, then resolves callees against

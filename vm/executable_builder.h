@@ -118,6 +118,7 @@ class ExecutableBuilder {
                         KernelDecl::Source source = KernelDecl::Source::kCpuObject, int32_t device = 0);
   // The index of a device in the executable's device table ("cpu" is 0).
   int32_t DeclareDevice(const std::string& name);
+  void SetMetadata(const std::string& key, std::string value) { contents_.metadata[key] = std::move(value); }
   void SetCpuObject(std::string shared_object_bytes) { contents_.cpu_object = std::move(shared_object_bytes); }
   // Declares a function (its index is valid immediately, for forward and recursive calls)
   // and returns the builder of its body.

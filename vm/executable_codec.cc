@@ -14,7 +14,7 @@ namespace {
 constexpr size_t kHeaderSize = 8 + 2 + 2 + 4;
 constexpr size_t kSectionEntrySize = 4 + 4 + 8 + 8 + 8;
 constexpr uint32_t kMaxSections = 64;
-constexpr uint32_t kMaxSectionId = static_cast<uint32_t>(SectionId::kTarget);
+constexpr uint32_t kMaxSectionId = static_cast<uint32_t>(SectionId::kMetadata);
 
 using support::Checksum64;
 
@@ -407,6 +407,16 @@ absl::Status DecodeTarget(const msgpack::object& root, Executable::Contents* out
   return r.status();
 }
 
+absl::Status DecodeMetadata(const msgpack::object& root, std::map<std::string, std::string>* out) {
+  Reader r("metadata");
+  std::vector<std::string> flat = r.StrList(root, "metadata strings");
+  if (r.ok() && flat.size() % 2 != 0) r.Fail("an odd number of strings (key, value pairs expected)");
+  for (size_t i = 0; r.ok() && i + 1 < flat.size(); i += 2) {
+    if (!out->emplace(flat[i], flat[i + 1]).second) r.Fail(absl::StrCat("key '", flat[i], "' appears twice"));
+  }
+  return r.status();
+}
+
 absl::Status DecodeBuiltins(const msgpack::object& root, std::vector<BuiltinDecl>* out) {
   Reader r("builtins");
   size_t count = 0;
@@ -513,6 +523,16 @@ std::string Executable::Encode(const Contents& contents) {
       pk.pack_array(2);
       pk.pack(contents.cpu_name);
       pk.pack(contents.cpu_features);
+    });
+  }
+  if (!contents.metadata.empty()) {
+    pack(SectionId::kMetadata, [&](Packer& pk) {
+      std::vector<std::string> flat;  // key, value, key, value, ...
+      for (const auto& [key, value] : contents.metadata) {
+        flat.push_back(key);
+        flat.push_back(value);
+      }
+      pk.pack(flat);
     });
   }
   if (!contents.cpu_object.empty()) {
@@ -669,6 +689,7 @@ absl::StatusOr<Executable::Contents> Executable::Decode(std::shared_ptr<const su
         break;
       }
       case SectionId::kTarget: status = DecodeTarget(root, &contents); break;
+      case SectionId::kMetadata: status = DecodeMetadata(root, &contents.metadata); break;
       default: break;
     }
     if (!status.ok()) return status;

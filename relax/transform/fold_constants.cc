@@ -155,12 +155,13 @@ class Folder : public ExprMutator {
       if (sinfo.kind() == StructInfoKind::kTensor) {
         Expr known = Known(arg);
         if (!known.defined() || known.kind() != ExprKind::kConstant) return value;
+        if (known.as<ConstantNode>()->data.is_external()) return value;  // bytes known only at load
         inputs.push_back(known.as<ConstantNode>());
       } else if (sinfo.kind() == StructInfoKind::kTuple) {
         Expr known = Known(arg);
         if (!known.defined() || known.kind() != ExprKind::kTuple) return value;
         for (const Expr& field : known.as<TupleNode>()->fields) {
-          if (field.kind() != ExprKind::kConstant) return value;
+          if (field.kind() != ExprKind::kConstant || field.as<ConstantNode>()->data.is_external()) return value;
           inputs.push_back(field.as<ConstantNode>());
         }
       }
@@ -204,7 +205,7 @@ class Folder : public ExprMutator {
 
     std::vector<Expr> constants;
     for (size_t i = 0; i < outputs.size(); ++i) {
-      constants.push_back(Constant(ConstantData{*outputs[i]->dtype, output_shapes[i], storage[i]}));
+      constants.push_back(Constant(ConstantData{*outputs[i]->dtype, output_shapes[i], storage[i], ""}));
     }
     if (!tuple_result) return constants[0];
     std::vector<StructInfo> sinfos;

@@ -183,5 +183,49 @@ TEST(BuildExecutable, ABaselineCpuNeedsNoVectorExtensions) {
   EXPECT_TRUE(vm::Executable::Load(*bytes, builtins::DefaultRegistry()).ok());
 }
 
+TEST(BuildExecutable, ExternalConstantsAreResolvedByNameAtLoadAndMetadataIsKept) {
+  // An external constant carries no bytes: the executable declares it (name, dtype, shape)
+  // and the loader takes it from a WeightProvider, checking dtype and shape; it is never
+  // folded at compile time even where its operands would allow it.
+  const std::string text =
+      "module {\n  func @main(x: Tensor((n, 3), float32)) -> Tensor((n, 3), float32) {\n"
+      "    w = R.const(float32, [3], external=\"layer.scale\")\n"
+      "    dataflow {\n      two = R.add(w, w)\n      y = R.multiply(x, two)\n    }\n    return y\n  }\n}\n";
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(text, "test.kir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  relax::PipelineOptions options;
+  options.check_well_formed = true;
+  absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed->module, options, &parsed->locations);
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  absl::StatusOr<std::string> bytes = BuildExecutable(*lowered, CpuTarget::Host(), {{"kiln.model.gguf", "/m.gguf"}});
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<vm::Executable::Contents> contents = vm::Executable::Decode(*bytes);
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  ASSERT_EQ(contents->external_weights.size(), 1u);
+  EXPECT_EQ(contents->metadata.at("kiln.model.gguf"), "/m.gguf");
+
+  // Without a provider, or with a tensor of the wrong shape, loading fails naming the weight.
+  absl::Status missing = vm::Executable::Load(*bytes, builtins::DefaultRegistry()).status();
+  EXPECT_THAT(std::string(missing.message()), HasSubstr("layer.scale"));
+  vm::TensorMapWeightProvider wrong;
+  wrong.Add("layer.scale", VmTensor({4}, {1, 2, 3, 4}));
+  vm::LoadOptions wrong_options;
+  wrong_options.weights = &wrong;
+  absl::Status mismatch = vm::Executable::Load(*bytes, builtins::DefaultRegistry(), wrong_options).status();
+  EXPECT_THAT(std::string(mismatch.message()), HasSubstr("layer.scale"));
+
+  vm::TensorMapWeightProvider weights;
+  weights.Add("layer.scale", VmTensor({3}, {0.5f, -1.0f, 4.0f}));
+  vm::LoadOptions load;
+  load.weights = &weights;
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry(), load);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  vm::VirtualMachine machine(*exe);
+  absl::StatusOr<vm::Value> got = machine.Invoke("main", {vm::Value(VmTensor({2, 3}, {1, 2, 3, 4, 5, 6}))});
+  ASSERT_TRUE(got.ok()) << got.status();
+  const float want[] = {1, -4, 24, 4, -10, 48};  // x * (2 * scale)
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(got->as_tensor().data_as<float>()[i], want[i]) << i;
+}
+
 }  // namespace
 }  // namespace kiln::codegen

@@ -187,6 +187,9 @@ class Evaluator {
         if (!IsSupportedDType(d.dtype)) {
           return absl::UnimplementedError(absl::StrCat("constants of dtype ", d.dtype.ToString()));
         }
+        if (d.is_external()) {
+          return absl::UnimplementedError(absl::StrCat("external constant '", d.external_name, "' (no bytes here)"));
+        }
         return RefValue(HostTensor::FromBytes(d.dtype, d.shape, *d.bytes));
       }
       case ExprKind::kShapeExpr: {

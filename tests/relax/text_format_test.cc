@@ -318,6 +318,26 @@ TEST(TextFormatTest, ConstantBytesAreExact) {
   EXPECT_NE(printed.find("R.const(float32, [3], [0.100000001, 0x7fc00001, -0.0])"), std::string::npos) << printed;
 }
 
+TEST(TextFormatTest, ExternalConstantsNameAWeightAndRoundTrip) {
+  ParsedModule m = MustParse(R"(module {
+  func @main() {
+    w = R.const(uint8, [1536, 360], external="blk.0.ffn_up.weight")
+    return w
+  }
+})");
+  const auto* seq = Func(m, "main")->body.as<SeqExprNode>();
+  const ConstantData& data = seq->blocks[0].bindings[0].value.as<ConstantNode>()->data;
+  EXPECT_TRUE(data.is_external());
+  EXPECT_EQ(data.external_name, "blk.0.ffn_up.weight");
+  EXPECT_EQ(data.bytes, nullptr);
+  EXPECT_EQ(data.shape, (std::vector<int64_t>{1536, 360}));
+  EXPECT_EQ(ToString(seq->blocks[0].bindings[0].value.struct_info()), "Tensor((1536, 360), uint8)");
+  std::string printed = PrintModule(m.module);
+  EXPECT_NE(printed.find("R.const(uint8, [1536, 360], external=\"blk.0.ffn_up.weight\")"), std::string::npos) << printed;
+  ParsedModule again = MustParse(printed);
+  EXPECT_EQ(PrintModule(again.module), printed);
+}
+
 // ---------------------------------------------------------------- errors
 
 struct ErrorCase {

@@ -282,8 +282,10 @@ TEST(ExecutableWeights, TruncationIsReportedAsTruncation) {
   EXPECT_THAT(Message(LoadStatus(file + "extra")), HasSubstr("5 stray bytes after the last section"));
   EXPECT_THAT(Message(LoadStatus("KILNEXF" + file.substr(7))), HasSubstr("bad magic"));
   std::string old = file;
-  old[8] = 1;  // major version 1: constants inside the bytecode, no longer read
-  EXPECT_THAT(Message(LoadStatus(old)), HasSubstr("incompatible executable: file format 1.0, this runtime reads 2.0 to 2.0"));
+  old[8] = 1;  // format 1.0: constants inside the bytecode, no longer read
+  old[10] = 0;
+  EXPECT_THAT(Message(LoadStatus(old)), HasSubstr("incompatible executable: file format 1.0, this runtime reads 2.0 to 2." +
+                                                  std::to_string(kFormatMinor)));
   std::string flipped = file;
   flipped[last.offset + 3] ^= 1;
   EXPECT_THAT(Message(LoadStatus(flipped)), HasSubstr("section weights (bytes " + std::to_string(last.offset)));

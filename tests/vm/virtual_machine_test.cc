@@ -188,7 +188,7 @@ TEST(Executable, LoadChecksBuiltinsAndVersions) {
   std::string newer = bytes;
   newer[10] = 7;  // minor version 7
   EXPECT_THAT(std::string(Executable::Load(newer, builtins::DefaultRegistry()).status().message()),
-              HasSubstr("file format 2.7, this runtime reads 2.0 to 2.0"));
+              HasSubstr("file format 2.7, this runtime reads 2.0 to 2." + std::to_string(kFormatMinor)));
   std::string junk = "hello world, not an executable";
   EXPECT_THAT(std::string(Executable::Load(junk, builtins::DefaultRegistry()).status().message()),
               HasSubstr("bad magic"));

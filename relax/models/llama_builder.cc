@@ -1,0 +1,253 @@
+#include "relax/models/llama_builder.h"
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "formats/ggml_type.h"
+#include "formats/gguf_tensor_view.h"
+#include "relax/block_builder.h"
+#include "relax/struct_info.h"
+#include "support/status_macros.h"
+
+namespace kiln::relax::models {
+
+namespace {
+
+using tir::DataType;
+using tir::PrimExpr;
+
+const char* QuantFormatName(formats::GgmlType type) {
+  switch (type) {
+    case formats::GgmlType::kQ4_0: return "q4_0";
+    case formats::GgmlType::kQ4_1: return "q4_1";
+    case formats::GgmlType::kQ8_0: return "q8_0";
+    default: return nullptr;
+  }
+}
+
+class LlamaBuilder {
+ public:
+  LlamaBuilder(const formats::GgufFile& file, const formats::LlamaConfig& config, int64_t max_tokens)
+      : file_(file), c_(config), max_tokens_(max_tokens) {}
+
+  // One function: `tokens` of n rows through every layer; the logits of the last row
+  // (last_row_only) or of every row.
+  absl::StatusOr<Expr> BuildFunction(const std::string& token_dim, bool last_row_only) {
+    tir::Var n(token_dim, DataType::Int64(), 1, max_tokens_);
+    Var tokens("tokens", TensorSInfo({n}, DataType::Int32()));
+    Var cache("cache", ObjectSInfo());
+    cache_ = cache;
+    n_ = n;
+    BlockBuilder bb;
+    bb_ = &bb;
+    blocks_.clear();
+    KILN_RETURN_IF_ERROR(bb.BeginFunction({tokens, cache}));
+
+    bb.BeginBindingBlock();
+    KILN_ASSIGN_OR_RETURN(positions_, bb.Emit(Call(Op("call_builtin"), {ExternFunc("kiln.kv_cache.positions"), cache},
+                                                   {}, {TensorSInfo({n}, DataType::Int64())}),
+                                              "positions"));
+    blocks_.push_back(bb.EndBlock());
+
+    bb.BeginDataflowBlock();
+    KILN_ASSIGN_OR_RETURN(Var h, Embed(tokens));
+    for (int64_t layer = 0; layer < c_.num_layers; ++layer) {
+      KILN_ASSIGN_OR_RETURN(h, Layer(layer, h));
+    }
+    if (last_row_only) {
+      // The last row alone goes through the final norm and the (vocabulary-sized) output
+      // projection: the prompt's other rows need no logits.
+      KILN_ASSIGN_OR_RETURN(Var last, Emit(Call(Op("arange"), {PrimValue(n - 1), PrimValue(PrimExpr(n))},
+                                                {{"dtype", DataType::Int64()}}),
+                                           "last"));
+      KILN_ASSIGN_OR_RETURN(h, Emit(Call(Op("take"), {h, last}, {{"axis", int64_t{0}}}), "last_hidden"));
+    }
+    KILN_ASSIGN_OR_RETURN(Var normed, RmsNorm(h, "output_norm.weight"));
+    KILN_ASSIGN_OR_RETURN(Var logits,
+                          Linear(normed, c_.tied_embeddings ? "token_embd.weight" : "output.weight", ""));
+    KILN_ASSIGN_OR_RETURN(Var out, bb.EmitOutput(logits, "logits"));
+    blocks_.push_back(bb.EndBlock());
+    return bb.EndFunction(blocks_, out, StructInfo(), /*is_pure=*/false);
+  }
+
+ private:
+  absl::StatusOr<Var> Emit(Expr value, const std::string& name) { return bb_->Emit(std::move(value), name); }
+
+  // The GGUF tensor `name` as an external constant (one node per name, so the executable
+  // declares it once).
+  absl::StatusOr<Expr> Weight(const std::string& name, const formats::GgufTensor** tensor_out = nullptr) {
+    KILN_ASSIGN_OR_RETURN(const formats::GgufTensor* tensor, file_.GetTensor(name));
+    if (tensor_out != nullptr) *tensor_out = tensor;
+    auto it = weights_.find(name);
+    if (it != weights_.end()) return it->second;
+    formats::GgufTensorView view = formats::ViewOf(*tensor);
+    KILN_ASSIGN_OR_RETURN(DataType dtype, DataType::Parse(view.dtype));
+    Expr constant = Constant(ConstantData{dtype, view.shape, nullptr, name});
+    weights_.emplace(name, constant);
+    return constant;
+  }
+
+  absl::Status ExpectShape(const formats::GgufTensor& t, const std::vector<int64_t>& shape) {
+    if (t.shape == shape) return absl::OkStatus();
+    auto text = [](const std::vector<int64_t>& s) {
+      std::string out = "[";
+      for (size_t i = 0; i < s.size(); ++i) absl::StrAppend(&out, i ? ", " : "", s[i]);
+      return out + "]";
+    };
+    return absl::InvalidArgumentError(absl::StrCat(file_.name(), ": tensor '", std::string(t.name), "' has shape ", text(t.shape),
+                                                   ", expected ", text(shape), " for ", c_.Summary()));
+  }
+
+  // x (rows, in) times the GGUF weight `name` (out, in) transposed: (rows, out).
+  absl::StatusOr<Var> Linear(const Var& x, const std::string& name, const std::string& out_name) {
+    const formats::GgufTensor* tensor = nullptr;
+    KILN_ASSIGN_OR_RETURN(Expr w, Weight(name, &tensor));
+    if (tensor->shape.size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(file_.name(), ": tensor '", name, "' must have 2 dims"));
+    }
+    if (const char* format = QuantFormatName(tensor->type)) {
+      return Emit(Call(Op("quantized_matmul"), {x, w}, {{"format", std::string(format)}}), out_name);
+    }
+    Expr weight = w;
+    if (tensor->type == formats::GgmlType::kF16 || tensor->type == formats::GgmlType::kBF16) {
+      KILN_ASSIGN_OR_RETURN(weight, Emit(Call(Op("astype"), {w}, {{"dtype", DataType::Float32()}}), ""));
+    } else if (tensor->type != formats::GgmlType::kF32) {
+      return absl::UnimplementedError(absl::StrCat(file_.name(), ": tensor '", name, "' has type ",
+                                                   std::string(formats::GgmlTypeLayout(tensor->type).name),
+                                                   "; supported for matmul weights: q4_0, q4_1, q8_0, f16, bf16, f32"));
+    }
+    KILN_ASSIGN_OR_RETURN(Var wt, Emit(Call(Op("permute_dims"), {weight}, {{"axes", std::vector<int64_t>{1, 0}}}), ""));
+    return Emit(Call(Op("matmul"), {x, wt}), out_name);
+  }
+
+  absl::StatusOr<Var> LinearWithBias(const Var& x, const std::string& prefix, const std::string& out_name) {
+    if (!c_.qkv_bias) return Linear(x, prefix + ".weight", out_name);
+    KILN_ASSIGN_OR_RETURN(Var y, Linear(x, prefix + ".weight", ""));
+    KILN_ASSIGN_OR_RETURN(Expr bias, Float32Vector(prefix + ".bias"));
+    return Emit(Call(Op("add"), {y, bias}), out_name);
+  }
+
+  // A 1-D float32 (or float16, converted) tensor such as a norm's weight or a bias.
+  absl::StatusOr<Expr> Float32Vector(const std::string& name) {
+    const formats::GgufTensor* tensor = nullptr;
+    KILN_ASSIGN_OR_RETURN(Expr w, Weight(name, &tensor));
+    if (tensor->shape.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(file_.name(), ": tensor '", name, "' must have 1 dim"));
+    }
+    if (tensor->type == formats::GgmlType::kF32) return w;
+    if (tensor->type == formats::GgmlType::kF16 || tensor->type == formats::GgmlType::kBF16) {
+      return Emit(Call(Op("astype"), {w}, {{"dtype", DataType::Float32()}}), "");
+    }
+    return absl::UnimplementedError(absl::StrCat(file_.name(), ": tensor '", name, "' has type ",
+                                                 std::string(formats::GgmlTypeLayout(tensor->type).name), ", expected f32 or f16"));
+  }
+
+  absl::StatusOr<Var> RmsNorm(const Var& x, const std::string& weight_name) {
+    KILN_ASSIGN_OR_RETURN(Expr w, Float32Vector(weight_name));
+    const formats::GgufTensor* tensor = file_.FindTensor(weight_name);
+    KILN_RETURN_IF_ERROR(ExpectShape(*tensor, {c_.hidden_size}));
+    return Emit(Call(Op("rms_norm"), {x, w},
+                     {{"axes", std::vector<int64_t>{-1}}, {"epsilon", c_.rms_norm_epsilon}}),
+                "");
+  }
+
+  // Token ids -> (n, hidden) float32 rows of the embedding table.
+  absl::StatusOr<Var> Embed(const Var& tokens) {
+    const formats::GgufTensor* tensor = nullptr;
+    KILN_ASSIGN_OR_RETURN(Expr table, Weight("token_embd.weight", &tensor));
+    KILN_ASSIGN_OR_RETURN(Var rows, Emit(Call(Op("take"), {table, tokens}, {{"axis", int64_t{0}}}), "embed_rows"));
+    if (const char* format = QuantFormatName(tensor->type)) {
+      return Emit(Call(Op("dequantize"), {rows}, {{"format", std::string(format)}}), "embed");
+    }
+    if (tensor->type == formats::GgmlType::kF32) return rows;
+    if (tensor->type == formats::GgmlType::kF16 || tensor->type == formats::GgmlType::kBF16) {
+      return Emit(Call(Op("astype"), {rows}, {{"dtype", DataType::Float32()}}), "embed");
+    }
+    return absl::UnimplementedError(absl::StrCat(file_.name(), ": token_embd.weight has type ",
+                                                 std::string(formats::GgmlTypeLayout(tensor->type).name),
+                                                 "; supported: q4_0, q4_1, q8_0, f16, bf16, f32"));
+  }
+
+  absl::StatusOr<Var> Reshape(const Var& x, std::vector<PrimExpr> shape) {
+    return Emit(Call(Op("reshape"), {x, ShapeExpr(std::move(shape))}), "");
+  }
+
+  absl::StatusOr<Var> Rope(const Var& x) {
+    return Emit(Call(Op("rotary_embedding"), {x, positions_},
+                     {{"theta", c_.rope_theta}, {"mode", c_.rope_mode}, {"rotary_dims", c_.rope_dims}}),
+                "");
+  }
+
+  // One decoder layer; `h` is (n, hidden), a Var of the open dataflow block. Closes that
+  // block around the attention call and opens the next.
+  absl::StatusOr<Var> Layer(int64_t layer, Var h) {
+    const std::string p = absl::StrCat("blk.", layer, ".");
+    const PrimExpr n = n_;
+    KILN_ASSIGN_OR_RETURN(Var x, RmsNorm(h, p + "attn_norm.weight"));
+    KILN_ASSIGN_OR_RETURN(Var q, LinearWithBias(x, p + "attn_q", ""));
+    KILN_ASSIGN_OR_RETURN(Var k, LinearWithBias(x, p + "attn_k", ""));
+    KILN_ASSIGN_OR_RETURN(Var v, LinearWithBias(x, p + "attn_v", ""));
+    KILN_ASSIGN_OR_RETURN(q, Reshape(q, {n, c_.num_heads, c_.head_dim}));
+    KILN_ASSIGN_OR_RETURN(k, Reshape(k, {n, c_.num_kv_heads, c_.head_dim}));
+    KILN_ASSIGN_OR_RETURN(v, Reshape(v, {n, c_.num_kv_heads, c_.head_dim}));
+    KILN_ASSIGN_OR_RETURN(q, Rope(q));
+    KILN_ASSIGN_OR_RETURN(k, Rope(k));
+    // Leave the dataflow block: the attention builtin writes the cache.
+    KILN_ASSIGN_OR_RETURN(Var h_out, bb_->EmitOutput(h, absl::StrCat("h", layer)));
+    KILN_ASSIGN_OR_RETURN(Var q_out, bb_->EmitOutput(q, absl::StrCat("q", layer)));
+    KILN_ASSIGN_OR_RETURN(Var k_out, bb_->EmitOutput(k, absl::StrCat("k", layer)));
+    KILN_ASSIGN_OR_RETURN(Var v_out, bb_->EmitOutput(v, absl::StrCat("v", layer)));
+    blocks_.push_back(bb_->EndBlock());
+
+    bb_->BeginBindingBlock();
+    const double scale = 1.0 / std::sqrt(static_cast<double>(c_.head_dim));
+    KILN_ASSIGN_OR_RETURN(
+        Var attn, Emit(Call(Op("call_builtin"),
+                            {ExternFunc("kiln.kv_cache.attention"), cache_, PrimValue(PrimExpr(layer)), q_out, k_out,
+                             v_out, PrimValue(tir::FloatImm(DataType::Float(64), scale))},
+                            {}, {TensorSInfo({n, c_.num_heads, c_.head_dim}, DataType::Float32())}),
+                       absl::StrCat("attn", layer)));
+    blocks_.push_back(bb_->EndBlock());
+
+    bb_->BeginDataflowBlock();
+    KILN_ASSIGN_OR_RETURN(Var a, Reshape(attn, {n, c_.num_heads * c_.head_dim}));
+    KILN_ASSIGN_OR_RETURN(Var o, Linear(a, p + "attn_output.weight", ""));
+    KILN_ASSIGN_OR_RETURN(h, Emit(Call(Op("add"), {h_out, o}), ""));
+    KILN_ASSIGN_OR_RETURN(x, RmsNorm(h, p + "ffn_norm.weight"));
+    KILN_ASSIGN_OR_RETURN(Var gate, Linear(x, p + "ffn_gate.weight", ""));
+    KILN_ASSIGN_OR_RETURN(Var up, Linear(x, p + "ffn_up.weight", ""));
+    KILN_ASSIGN_OR_RETURN(Var act, Emit(Call(Op("silu"), {gate}), ""));
+    KILN_ASSIGN_OR_RETURN(Var mixed, Emit(Call(Op("multiply"), {act, up}), ""));
+    KILN_ASSIGN_OR_RETURN(Var down, Linear(mixed, p + "ffn_down.weight", ""));
+    return Emit(Call(Op("add"), {h, down}), "");
+  }
+
+  const formats::GgufFile& file_;
+  const formats::LlamaConfig& c_;
+  const int64_t max_tokens_;
+  BlockBuilder* bb_ = nullptr;
+  std::vector<BindingBlock> blocks_;
+  std::map<std::string, Expr> weights_;
+  Var cache_;
+  Var positions_;
+  PrimExpr n_;
+};
+
+}  // namespace
+
+absl::StatusOr<IRModule> BuildLlamaModule(const formats::GgufFile& file, const formats::LlamaConfig& config,
+                                          const LlamaBuildOptions& options) {
+  const int64_t max_tokens = options.max_tokens > 0 ? options.max_tokens : config.context_length;
+  LlamaBuilder builder(file, config, max_tokens);
+  IRModule module;
+  KILN_ASSIGN_OR_RETURN(Expr prefill, builder.BuildFunction("n", /*last_row_only=*/true));
+  KILN_RETURN_IF_ERROR(module.Add("prefill", prefill));
+  KILN_ASSIGN_OR_RETURN(Expr decode, builder.BuildFunction("b", /*last_row_only=*/false));
+  KILN_RETURN_IF_ERROR(module.Add("decode", decode));
+  return module;
+}
+
+}  // namespace kiln::relax::models

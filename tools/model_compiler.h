@@ -1,0 +1,29 @@
+// Compiling a GGUF model to an executable, shared by `kiln compile MODEL.gguf` and
+// `kiln generate` (which caches the result).
+//
+// The executable references the GGUF file rather than copying it: its weights are external
+// constants named as in the file (relax/models/llama_builder.h), and its metadata records the
+// file (`kiln.model.gguf`: the absolute path, `kiln.model.gguf_bytes`: its size) so that
+// `kiln generate MODEL.kx` finds the weights again, plus `kiln.model.config` (a summary).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "codegen/cpu_target.h"
+#include "relax/transform/pipeline.h"
+
+namespace kiln::tools {
+
+struct ModelCompileOptions {
+  relax::PipelineOptions pipeline;  // its target must be resolved (codegen::ResolveCpuTarget)
+  codegen::CpuTarget cpu;
+  int64_t max_tokens = 0;           // tokens per call (0: the model's context length)
+  bool progress = true;             // one line on stderr when starting and when done
+};
+
+// The bytes of the executable.
+absl::StatusOr<std::string> CompileGgufModel(const std::string& gguf_path, const ModelCompileOptions& options);
+
+}  // namespace kiln::tools
