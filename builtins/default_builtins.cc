@@ -1,5 +1,7 @@
 #include "builtins/default_builtins.h"
 
+#include "builtins/paged_attention.h"
+
 namespace kiln::builtins {
 
 const vm::BuiltinRegistry& DefaultRegistry() {
@@ -9,6 +11,7 @@ const vm::BuiltinRegistry& DefaultRegistry() {
     RegisterStructureBuiltins(*r);
     RegisterTensorKernels(*r);
     RegisterOpenBlasKernels(*r);
+    RegisterKvCacheBuiltins(*r);
     return r;
   }();
   return *registry;

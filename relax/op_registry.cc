@@ -22,6 +22,7 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterCallOps(*r);
     op::RegisterLoweredOps(*r);
     op::RegisterQuantizeOps(*r);
+    op::RegisterPositionalOps(*r);
     std::sort(r->ops_.begin(), r->ops_.end(),
               [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
     for (size_t i = 1; i < r->ops_.size(); ++i) {
@@ -35,6 +36,7 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterNnLegalize(*r);
     op::RegisterCreateLegalize(*r);
     op::RegisterQuantizeLegalize(*r);
+    op::RegisterPositionalLegalize(*r);
     return r;
   }();
   return *registry;

@@ -8,5 +8,6 @@ int CheckCommand(int argc, char** argv);   // check_command.cc
 int RunCommand(int argc, char** argv);     // run_command.cc
 int DisasmCommand(int argc, char** argv);  // disasm_command.cc
 int CompileCommand(int argc, char** argv);  // compile_command.cc
+int GenerateCommand(int argc, char** argv);  // generate_command.cc
 
 }  // namespace kiln::tools

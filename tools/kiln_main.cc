@@ -19,6 +19,7 @@ constexpr Subcommand kSubcommands[] = {
     {"compile", kiln::tools::CompileCommand, "compile a .kir module to a .kx executable (--target cpu)"},
     {"run", kiln::tools::RunCommand, "load a .kx executable and call one of its functions"},
     {"disasm", kiln::tools::DisasmCommand, "print the contents of a .kx executable"},
+    {"generate", kiln::tools::GenerateCommand, "generate text with a language model (GGUF; default: bundled SmolLM2)"},
 };
 
 void PrintUsage(std::FILE* out) {

@@ -37,6 +37,7 @@ void RegisterReduceLegalize(OpRegistry& registry);
 void RegisterNnLegalize(OpRegistry& registry);
 void RegisterCreateLegalize(OpRegistry& registry);
 void RegisterQuantizeLegalize(OpRegistry& registry);
+void RegisterPositionalLegalize(OpRegistry& registry);
 
 using tir::Buffer;
 using tir::Stmt;

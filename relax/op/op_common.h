@@ -143,7 +143,8 @@ void RegisterReduceOps(OpRegistry& registry);
 void RegisterNnOps(OpRegistry& registry);
 void RegisterCreateOps(OpRegistry& registry);
 void RegisterCallOps(OpRegistry& registry);
-void RegisterQuantizeOps(OpRegistry& registry);  // quantize.cc: dequantize
+void RegisterQuantizeOps(OpRegistry& registry);  // quantize.cc: dequantize, quantized_matmul
+void RegisterPositionalOps(OpRegistry& registry);  // positional.cc: rotary_embedding
 void RegisterLoweredOps(OpRegistry& registry);  // lowered.cc: alloc_tensor, call_tir_dps, alloc_storage, storage_tensor
 
 }  // namespace kiln::relax::op

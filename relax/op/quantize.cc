@@ -6,12 +6,22 @@
 //     "q4_0": 18 bytes, the scale d as a little-endian float16, then 16 bytes of 4-bit
 //             quants: byte j holds weight j in its low nibble and weight j + 16 in its high
 //             nibble; weight = (q - 8) * d.
+//     "q4_1": 20 bytes, d, then a float16 minimum m, then 16 bytes of nibbles as q4_0;
+//             weight = q * d + m.
 //     "q8_0": 34 bytes, d as above, then 32 int8 quants; weight = q * d.
 //   Result: Tensor((d0, ..., dk / block_bytes * 32), dtype): each block's 32 weights in
 //   order, computed in float32 ((q - 8) and d converted exactly, one rounding for the
 //   product) and rounded once more to dtype.
 //   The legalization (legalize_quantize.cc) is never constant-folded: dequantizing constant
 //   weights at compile time would store them 3.5 to 7 times larger.
+//
+// quantized_matmul (x: Tensor((d0, ..., k), float32), w: Tensor((n, k / 32 * block_bytes),
+//   uint8)), attribute format as dequantize's. `w` is a weight matrix stored as GGML stores
+//   it: row j holds output column j's k weights as blocks. Result: Tensor((d0, ..., n),
+//   float32) = x @ dequantize(w)^T, accumulated in float32. k must be a multiple of 32 and
+//   w's last dim exactly its blocks' bytes (checked at compile time; k may be symbolic only
+//   if w's is known). The legalization decodes the blocks inside the reduction: the weights
+//   stay quantized in memory.
 #include "relax/op/quantize.h"
 
 #include <variant>
@@ -23,11 +33,12 @@ namespace kiln::relax::op {
 
 absl::StatusOr<QuantFormat> QuantFormatAttr(const CallNode& call) {
   auto it = call.attrs.find("format");
-  if (it == call.attrs.end()) return OpError(call, "missing attribute format (\"q4_0\" or \"q8_0\")");
+  if (it == call.attrs.end()) return OpError(call, "missing attribute format (\"q4_0\", \"q4_1\" or \"q8_0\")");
   const auto* name = std::get_if<std::string>(&it->second);
   if (name != nullptr && *name == "q4_0") return QuantFormat{"q4_0", 18};
+  if (name != nullptr && *name == "q4_1") return QuantFormat{"q4_1", 20};
   if (name != nullptr && *name == "q8_0") return QuantFormat{"q8_0", 34};
-  return OpError(call, "attribute format must be \"q4_0\" or \"q8_0\"");
+  return OpError(call, "attribute format must be \"q4_0\", \"q4_1\" or \"q8_0\"");
 }
 
 namespace {
@@ -58,10 +69,43 @@ absl::StatusOr<StructInfo> InferDequantize(const CallNode& call, tir::Analyzer& 
   return TensorSInfo(SimplifyDims(std::move(shape), analyzer), dtype, data->device);
 }
 
+absl::StatusOr<StructInfo> InferQuantizedMatmul(const CallNode& call, tir::Analyzer& analyzer) {
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* x, TensorArg(call, 0, "x"));
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* w, TensorArg(call, 1, "w"));
+  KILN_ASSIGN_OR_RETURN(QuantFormat format, QuantFormatAttr(call));
+  if (x->dtype && *x->dtype != DataType::Float32()) {
+    return OpError(call, "x must be float32, got ", x->dtype->ToString());
+  }
+  if (w->dtype && *w->dtype != DataType::UInt(8)) {
+    return OpError(call, "w must be uint8 (the blocks' bytes), got ", w->dtype->ToString());
+  }
+  if (w->ndim != -1 && w->ndim != 2) return OpError(call, "w must have 2 dims, got ", w->ndim);
+  if (x->ndim == 0) return OpError(call, "x must have at least one dim");
+  if (!x->shape || !w->shape) {
+    return TensorSInfoOfNdim(x->ndim, DataType::Float32(), x->device);
+  }
+  const std::vector<PrimExpr>& xs = *x->shape;
+  const std::vector<PrimExpr>& ws = *w->shape;
+  std::optional<int64_t> row_bytes = ws[1].as_int();
+  if (!row_bytes || *row_bytes % format.block_bytes != 0) {
+    return OpError(call, "the last dim of w (", DimStr(ws[1]), ") must be a constant multiple of ",
+                   format.block_bytes, ", the bytes of a ", format.name, " block");
+  }
+  const int64_t k = *row_bytes / format.block_bytes * kQuantBlockWeights;
+  if (DimsDiffer(xs.back(), Int(k), analyzer) || !DimsEqual(xs.back(), Int(k), analyzer)) {
+    return OpError(call, "the last dim of x (", DimStr(xs.back()), ") must equal the ", k,
+                   " weights of each row of w (", *row_bytes, " bytes of ", format.name, " blocks)");
+  }
+  std::vector<PrimExpr> shape(xs.begin(), xs.end() - 1);
+  shape.push_back(ws[0]);
+  return TensorSInfo(SimplifyDims(std::move(shape), analyzer), DataType::Float32(), x->device);
+}
+
 }  // namespace
 
 void RegisterQuantizeOps(OpRegistry& registry) {
   registry.Register(OpInfo{"dequantize", 1, 1, true, {"format", "dtype"}, InferDequantize});
+  registry.Register(OpInfo{"quantized_matmul", 2, 2, true, {"format"}, InferQuantizedMatmul});
 }
 
 }  // namespace kiln::relax::op

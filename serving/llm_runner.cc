@@ -1,0 +1,139 @@
+#include "serving/llm_runner.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "builtins/default_builtins.h"
+#include "serving/gguf_weight_provider.h"
+#include "support/status_macros.h"
+#include "vm/dtype.h"
+
+namespace kiln::serving {
+
+namespace {
+
+constexpr int64_t kMaxDefaultCacheTokens = 32768;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LlmRunner>> LlmRunner::Load(const std::string& executable_path,
+                                                           std::shared_ptr<const formats::GgufFile> gguf,
+                                                           const LlmRunnerOptions& options) {
+  std::unique_ptr<LlmRunner> runner(new LlmRunner());
+  KILN_ASSIGN_OR_RETURN(runner->config_, formats::LlamaConfig::FromGguf(*gguf));
+  runner->gguf_ = gguf;
+  GgufWeightProvider weights(gguf);
+  vm::LoadOptions load;
+  load.weights = &weights;
+  KILN_ASSIGN_OR_RETURN(runner->executable_,
+                        vm::Executable::LoadFile(executable_path, builtins::DefaultRegistry(), load));
+  for (const char* function : {"prefill", "decode"}) {
+    if (runner->executable_->FindFunction(function) < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(executable_path, ": no function '", function, "': not an executable compiled from a GGUF model"));
+    }
+  }
+  const auto& metadata = runner->executable_->contents().metadata;
+  auto max_tokens = metadata.find("kiln.model.max_tokens");
+  if (max_tokens == metadata.end() || !absl::SimpleAtoi(max_tokens->second, &runner->max_call_tokens_) ||
+      runner->max_call_tokens_ <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(executable_path, ": metadata 'kiln.model.max_tokens' is missing or not a positive integer"));
+  }
+  KILN_ASSIGN_OR_RETURN(runner->vm_, vm::VirtualMachine::Create(runner->executable_));
+
+  const formats::LlamaConfig& c = runner->config_;
+  builtins::PagedKvCache::Config cache;
+  cache.num_layers = c.num_layers;
+  cache.num_kv_heads = c.num_kv_heads;
+  cache.head_dim = c.head_dim;
+  cache.page_size = options.page_size;
+  cache.dtype = options.kv_float32 ? vm::DTypeFloat32() : DLDataType{kDLFloat, 16, 1};
+  const int64_t tokens = options.kv_cache_tokens > 0 ? options.kv_cache_tokens
+                                                     : std::min(c.context_length, kMaxDefaultCacheTokens);
+  cache.num_pages = (tokens + options.page_size - 1) / options.page_size;
+  KILN_ASSIGN_OR_RETURN(runner->cache_, builtins::PagedKvCache::Create(cache));
+  return runner;
+}
+
+int64_t LlmRunner::max_sequence_length() const {
+  return std::min(config_.context_length, cache_->config().num_pages * cache_->config().page_size);
+}
+
+absl::Status LlmRunner::AddSequence(int64_t id) { return cache_->AddSequence(id); }
+absl::Status LlmRunner::RemoveSequence(int64_t id) { return cache_->RemoveSequence(id); }
+
+absl::StatusOr<vm::Tensor> LlmRunner::RunStep(const std::string& function, std::span<const int64_t> ids,
+                                              std::span<const int64_t> counts, std::span<const int32_t> tokens) {
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= config_.vocab_size) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("token id ", t, " is outside the vocabulary [0, ", config_.vocab_size, ")"));
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(vm::Tensor input,
+                        vm::Tensor::Empty({static_cast<int64_t>(tokens.size())}, DLDataType{kDLInt, 32, 1}));
+  std::memcpy(input.data(), tokens.data(), tokens.size() * sizeof(int32_t));
+  KILN_RETURN_IF_ERROR(cache_->BeginForward({ids.begin(), ids.end()}, {counts.begin(), counts.end()}));
+  absl::StatusOr<vm::Value> out = vm_->Invoke(function, {vm::Value(input), vm::Value::FromObject(cache_)});
+  if (!out.ok()) {
+    cache_->AbortForward();  // the step's tokens are not kept
+    return out.status();
+  }
+  KILN_RETURN_IF_ERROR(cache_->EndForward());
+  return out->GetTensor();
+}
+
+absl::StatusOr<std::vector<float>> LlmRunner::Prefill(int64_t id, std::span<const int32_t> tokens) {
+  if (tokens.empty()) return absl::InvalidArgumentError("prefill needs at least one token");
+  KILN_ASSIGN_OR_RETURN(int64_t length, cache_->SequenceLength(id));
+  const int64_t limit = max_sequence_length();
+  if (length + static_cast<int64_t>(tokens.size()) > limit) {
+    return absl::OutOfRangeError(absl::StrCat("sequence ", id, " would hold ", length + tokens.size(),
+                                              " tokens, more than the context of ", limit, " (the model's ",
+                                              config_.context_length, ", the KV cache's ",
+                                              cache_->config().num_pages * cache_->config().page_size, ")"));
+  }
+  // A prompt longer than one call takes goes in chunks; only the last chunk's logits count.
+  vm::Tensor logits;
+  for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(max_call_tokens_)) {
+    const size_t count = std::min(tokens.size() - start, static_cast<size_t>(max_call_tokens_));
+    const int64_t ids[] = {id};
+    const int64_t counts[] = {static_cast<int64_t>(count)};
+    KILN_ASSIGN_OR_RETURN(logits, RunStep("prefill", ids, counts, tokens.subspan(start, count)));
+  }
+  const float* data = logits.data_as<float>();
+  return std::vector<float>(data, data + config_.vocab_size);
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> LlmRunner::Decode(std::span<const int64_t> ids,
+                                                                   std::span<const int32_t> tokens) {
+  if (ids.size() != tokens.size() || ids.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("decode takes one token per sequence: ", ids.size(), " sequences, ", tokens.size(), " tokens"));
+  }
+  if (static_cast<int64_t>(ids.size()) > max_call_tokens_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ids.size(), " sequences in one decode step, more than the ", max_call_tokens_, " it takes"));
+  }
+  const int64_t limit = max_sequence_length();
+  for (int64_t id : ids) {
+    KILN_ASSIGN_OR_RETURN(int64_t length, cache_->SequenceLength(id));
+    if (length + 1 > limit) {
+      return absl::OutOfRangeError(
+          absl::StrCat("sequence ", id, " is at the context limit of ", limit, " tokens"));
+    }
+  }
+  std::vector<int64_t> counts(ids.size(), 1);
+  KILN_ASSIGN_OR_RETURN(vm::Tensor logits, RunStep("decode", ids, counts, tokens));
+  std::vector<std::vector<float>> out(ids.size());
+  const float* data = logits.data_as<float>();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    out[i].assign(data + i * config_.vocab_size, data + (i + 1) * config_.vocab_size);
+  }
+  return out;
+}
+
+}  // namespace kiln::serving

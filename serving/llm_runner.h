@@ -1,0 +1,73 @@
+// LlmRunner: a compiled Llama-family model (relax/models/llama_builder.h) ready to run: the
+// executable, its GGUF weights, a VM and a paged KV cache sized for the model. It runs the
+// model's two functions for sequences of the cache, and is what `kiln generate` and the
+// serving engine drive. No compiler is linked: the executable was compiled beforehand.
+//
+//   auto runner = LlmRunner::Load("model.kx", gguf, options);
+//   runner->AddSequence(0);
+//   std::vector<float> logits = *runner->Prefill(0, prompt_ids);   // vocab floats
+//   ... pick a token t ...
+//   logits = (*runner->Decode({0}, {t}))[0];
+//
+// Errors a caller can cause — an executable not compiled from this GGUF, a prompt longer
+// than the context or than the cache can hold, an unknown sequence, a token id outside the
+// vocabulary — are statuses naming what is wrong. Not thread-safe: one step at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "builtins/paged_kv_cache.h"
+#include "formats/gguf_file.h"
+#include "formats/llama_config.h"
+#include "vm/executable.h"
+#include "vm/virtual_machine.h"
+
+namespace kiln::serving {
+
+struct LlmRunnerOptions {
+  // Tokens the KV cache holds over all sequences (0: the model's context length, at most
+  // 32768). Rounded up to whole pages.
+  int64_t kv_cache_tokens = 0;
+  int64_t page_size = 16;
+  bool kv_float32 = false;  // K/V stored as float32 instead of float16
+};
+
+class LlmRunner {
+ public:
+  // Loads `executable_path` with its external weights from `gguf` (which must be the file it
+  // was compiled from: the loader checks every weight's dtype and shape).
+  static absl::StatusOr<std::unique_ptr<LlmRunner>> Load(const std::string& executable_path,
+                                                         std::shared_ptr<const formats::GgufFile> gguf,
+                                                         const LlmRunnerOptions& options = {});
+
+  const formats::LlamaConfig& config() const { return config_; }
+  // The most tokens one sequence may hold (the model's context length, or the cache's size).
+  int64_t max_sequence_length() const;
+  builtins::PagedKvCache& cache() { return *cache_; }
+
+  absl::Status AddSequence(int64_t id);
+  absl::Status RemoveSequence(int64_t id);
+  // Appends `tokens` (at least one) to sequence `id` and returns the logits after the last.
+  absl::StatusOr<std::vector<float>> Prefill(int64_t id, std::span<const int32_t> tokens);
+  // Appends one token to each of `ids` and returns each one's logits.
+  absl::StatusOr<std::vector<std::vector<float>>> Decode(std::span<const int64_t> ids, std::span<const int32_t> tokens);
+
+ private:
+  LlmRunner() = default;
+  absl::StatusOr<vm::Tensor> RunStep(const std::string& function, std::span<const int64_t> ids,
+                                     std::span<const int64_t> counts, std::span<const int32_t> tokens);
+
+  formats::LlamaConfig config_;
+  std::shared_ptr<const formats::GgufFile> gguf_;
+  std::shared_ptr<const vm::Executable> executable_;
+  std::unique_ptr<vm::VirtualMachine> vm_;
+  std::shared_ptr<builtins::PagedKvCache> cache_;
+  int64_t max_call_tokens_ = 0;
+};
+
+}  // namespace kiln::serving

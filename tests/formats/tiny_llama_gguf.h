@@ -1,0 +1,147 @@
+// A tiny Llama-family GGUF for tests: a few layers of random weights in the types the
+// bundled model uses (Q4_1 matmul weights, Q8_0 tied embeddings, float32 norms) or any
+// other supported ones, built with the test GGUF writer (no tokenizer: weights and
+// hyperparameters only). Big enough to exercise grouped-query attention, several KV pages
+// and every weight format; small enough to compile and run in a second.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "tests/formats/gguf_writer.h"
+
+namespace kiln::formats::testing {
+
+struct TinyLlamaSpec {
+  std::string architecture = "llama";  // or "qwen2" (adds q/k/v biases)
+  uint32_t layers = 2;
+  uint32_t hidden = 64;
+  uint32_t ffn = 96;
+  uint32_t heads = 4;
+  uint32_t kv_heads = 2;
+  uint32_t vocab = 80;
+  uint32_t context = 256;
+  float rope_base = 10000.0f;
+  uint32_t matmul_type = 3;  // ggml type ids: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 8 q8_0
+  uint32_t embed_type = 8;
+  bool tied = true;
+  uint32_t seed = 1;
+};
+
+class TinyRandom {
+ public:
+  explicit TinyRandom(uint32_t seed) : s_(seed * 2654435761u + 12345u) {}
+  uint32_t Next() {
+    s_ = s_ * 1664525u + 1013904223u;
+    return s_ >> 8;
+  }
+  float Uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(Next() % 100001) / 100000.0f; }
+
+ private:
+  uint32_t s_;
+};
+
+// IEEE half from a float (round to nearest even; the values used here are normal).
+inline uint16_t TinyHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp <= 0) return static_cast<uint16_t>(sign);
+  uint32_t h = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  const uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+  return static_cast<uint16_t>(h);
+}
+
+// `rows` x `cols` weights of ggml type `type`, random with magnitude about `scale`.
+inline std::string TinyWeights(uint32_t type, uint64_t rows, uint64_t cols, float scale, TinyRandom& rng) {
+  std::string out;
+  auto put16 = [&](uint16_t v) { out.append(reinterpret_cast<const char*>(&v), 2); };
+  const uint64_t blocks = rows * cols / 32;
+  switch (type) {
+    case 0:
+      for (uint64_t i = 0; i < rows * cols; ++i) {
+        float v = rng.Uniform(-scale, scale);
+        out.append(reinterpret_cast<const char*>(&v), 4);
+      }
+      break;
+    case 1:
+      for (uint64_t i = 0; i < rows * cols; ++i) put16(TinyHalf(rng.Uniform(-scale, scale)));
+      break;
+    case 2:  // q4_0: d, 16 bytes of nibbles; w = (q - 8) * d
+      for (uint64_t b = 0; b < blocks; ++b) {
+        put16(TinyHalf(scale / 8 * rng.Uniform(0.5f, 1.0f)));
+        for (int i = 0; i < 16; ++i) out.push_back(static_cast<char>(rng.Next() & 0xff));
+      }
+      break;
+    case 3:  // q4_1: d, m, 16 bytes of nibbles; w = q * d + m
+      for (uint64_t b = 0; b < blocks; ++b) {
+        put16(TinyHalf(scale / 8 * rng.Uniform(0.5f, 1.0f)));
+        put16(TinyHalf(-scale * rng.Uniform(0.8f, 1.0f)));
+        for (int i = 0; i < 16; ++i) out.push_back(static_cast<char>(rng.Next() & 0xff));
+      }
+      break;
+    case 8:  // q8_0: d, 32 int8; w = q * d
+      for (uint64_t b = 0; b < blocks; ++b) {
+        put16(TinyHalf(scale / 127 * rng.Uniform(0.5f, 1.0f)));
+        for (int i = 0; i < 32; ++i) out.push_back(static_cast<char>(rng.Next() & 0xff));
+      }
+      break;
+  }
+  return out;
+}
+
+inline std::string TinyLlamaGguf(const TinyLlamaSpec& s) {
+  GgufWriter w;
+  const std::string a = s.architecture;
+  w.Add("general.architecture", Str(a))
+      .Add(a + ".block_count", U32(s.layers))
+      .Add(a + ".embedding_length", U32(s.hidden))
+      .Add(a + ".feed_forward_length", U32(s.ffn))
+      .Add(a + ".attention.head_count", U32(s.heads))
+      .Add(a + ".attention.head_count_kv", U32(s.kv_heads))
+      .Add(a + ".context_length", U32(s.context))
+      .Add(a + ".rope.freq_base", F32(s.rope_base))
+      .Add(a + ".attention.layer_norm_rms_epsilon", F32(1e-5f));
+  TinyRandom rng(s.seed);
+  const uint32_t head_dim = s.hidden / s.heads;
+  auto vec = [&](uint32_t n, float center, float spread) {
+    std::string out;
+    for (uint32_t i = 0; i < n; ++i) {
+      float v = center + rng.Uniform(-spread, spread);
+      out.append(reinterpret_cast<const char*>(&v), 4);
+    }
+    return out;
+  };
+  // ggml dims are innermost first: a [out, in] weight is written as {in, out}.
+  auto matrix = [&](const std::string& name, uint32_t type, uint32_t out, uint32_t in, float scale) {
+    w.AddTensor(name, type, {in, out}, TinyWeights(type, out, in, scale, rng));
+  };
+  matrix("token_embd.weight", s.embed_type, s.vocab, s.hidden, 1.0f);
+  for (uint32_t l = 0; l < s.layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    w.AddTensor(p + "attn_norm.weight", 0, {s.hidden}, vec(s.hidden, 1.0f, 0.2f));
+    matrix(p + "attn_q.weight", s.matmul_type, s.heads * head_dim, s.hidden, 0.3f);
+    matrix(p + "attn_k.weight", s.matmul_type, s.kv_heads * head_dim, s.hidden, 0.3f);
+    matrix(p + "attn_v.weight", s.matmul_type, s.kv_heads * head_dim, s.hidden, 0.3f);
+    if (a == "qwen2") {
+      w.AddTensor(p + "attn_q.bias", 0, {s.heads * head_dim}, vec(s.heads * head_dim, 0.0f, 0.1f));
+      w.AddTensor(p + "attn_k.bias", 0, {s.kv_heads * head_dim}, vec(s.kv_heads * head_dim, 0.0f, 0.1f));
+      w.AddTensor(p + "attn_v.bias", 0, {s.kv_heads * head_dim}, vec(s.kv_heads * head_dim, 0.0f, 0.1f));
+    }
+    matrix(p + "attn_output.weight", s.matmul_type, s.hidden, s.heads * head_dim, 0.2f);
+    w.AddTensor(p + "ffn_norm.weight", 0, {s.hidden}, vec(s.hidden, 1.0f, 0.2f));
+    matrix(p + "ffn_gate.weight", s.matmul_type, s.ffn, s.hidden, 0.3f);
+    matrix(p + "ffn_up.weight", s.matmul_type, s.ffn, s.hidden, 0.3f);
+    matrix(p + "ffn_down.weight", s.matmul_type, s.hidden, s.ffn, 0.2f);
+  }
+  w.AddTensor("output_norm.weight", 0, {s.hidden}, vec(s.hidden, 1.0f, 0.2f));
+  if (!s.tied) matrix("output.weight", s.matmul_type, s.vocab, s.hidden, 0.5f);
+  return w.Build();
+}
+
+}  // namespace kiln::formats::testing

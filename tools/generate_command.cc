@@ -1,0 +1,300 @@
+// kiln generate: text from a language model. MODEL (a .gguf, compiled once and cached, or a
+// .kx compiled from one; default: the bundled SmolLM2) is loaded with its GGUF weights
+// mapped, the prompt (or a chat built with the model's template) is tokenized and
+// prefilled, and tokens are sampled and streamed to standard output as they are produced.
+// Speeds go to standard error.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "codegen/cpu_target.h"
+#include "formats/gguf_file.h"
+#include "serving/chat_template.h"
+#include "serving/llm_runner.h"
+#include "serving/model_files.h"
+#include "serving/stream_decoder.h"
+#include "serving/tokenizer.h"
+#include "support/file_io.h"
+#include "support/mapped_file.h"
+#include "tir/target.h"
+#include "tools/commands.h"
+#include "tools/compiled_model_cache.h"
+#include "vm/executable.h"
+
+namespace kiln::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: kiln generate [MODEL] --prompt TEXT [options]\n"
+    "\n"
+    "Generates text with a language model and prints it as it is produced; prompt and\n"
+    "generation speeds go to standard error. MODEL is a GGUF file (Llama family: llama,\n"
+    "qwen2), compiled on first use and cached (KILN_CACHE_DIR, default\n"
+    "~/.cache/kiln/compiled), or a .kx compiled from one with 'kiln compile MODEL.gguf'.\n"
+    "Without MODEL: the bundled SmolLM2-135M-Instruct (scripts/fetch_model.sh puts it in\n"
+    "KILN_MODEL_DIR, default ~/.cache/kiln/models).\n"
+    "\n"
+    "  -p, --prompt TEXT       the prompt (or the user message with --chat)\n"
+    "  -f, --prompt-file FILE  read the prompt from FILE\n"
+    "  -n, --max-tokens N      generate at most N tokens (default 256)\n"
+    "  --chat                  wrap the prompt in the model's chat template as a user\n"
+    "                          message, with the assistant's turn to follow\n"
+    "  --system TEXT           a system message first (implies --chat)\n"
+    "  --temperature T         0 is greedy (default 0.8)\n"
+    "  --top-k K               keep the K most likely tokens (default 40; 0: off)\n"
+    "  --top-p P               keep the most likely tokens whose probabilities sum to P\n"
+    "                          (default 0.95; 1: off)\n"
+    "  --min-p P               drop tokens less likely than P times the most likely\n"
+    "                          (default 0.05; 0: off)\n"
+    "  --repeat-penalty R      penalize tokens of the last --repeat-last-n (default 64)\n"
+    "                          tokens: logits divided (positive) or multiplied (negative)\n"
+    "                          by R (default 1: off)\n"
+    "  --presence-penalty A    subtract A from the logit of every token seen (default 0)\n"
+    "  --frequency-penalty A   subtract A times its count from each seen token (default 0)\n"
+    "  --seed S                the sampling seed (default: random; printed with -v)\n"
+    "  --stop TEXT             stop when TEXT is generated (repeatable; not printed)\n"
+    "  --ignore-eos            do not stop at end-of-generation tokens\n"
+    "  --threads N             threads for kernels (default: KILN_NUM_THREADS or the cores)\n"
+    "  --kv-cache-tokens N     KV cache size in tokens (default: the model's context, at\n"
+    "                          most 32768)\n"
+    "  --recompile             compile the GGUF model again even if it is cached\n"
+    "  -v, --verbose           print the model, the cache entry and the seed to stderr\n";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "kiln generate: %s\n", message.c_str());
+  return 1;
+}
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "kiln generate: %s\n\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The GGUF a .kx was compiled from (its metadata), checked to still be there.
+absl::StatusOr<std::string> GgufOfExecutable(const std::string& path) {
+  absl::StatusOr<std::shared_ptr<const support::MappedFile>> image = support::MappedFile::Open(path);
+  if (!image.ok()) return image.status();
+  absl::StatusOr<vm::Executable::Contents> contents = vm::Executable::Decode(*image);
+  if (!contents.ok()) return absl::Status(contents.status().code(), absl::StrCat(path, ": ", contents.status().message()));
+  auto it = contents->metadata.find("kiln.model.gguf");
+  if (it == contents->metadata.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not compiled from a GGUF model (no 'kiln.model.gguf' in its metadata)"));
+  }
+  if (!std::filesystem::exists(it->second)) {
+    return absl::NotFoundError(absl::StrCat(path, ": its weights file ", it->second, " is missing"));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+int GenerateCommand(int argc, char** argv) {
+  std::string model, prompt, prompt_file, system;
+  bool chat = false, ignore_eos = false, recompile = false, verbose = false;
+  int64_t max_new_tokens = 256, threads = 0, kv_tokens = 0;
+  struct {
+    double temperature = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0, presence_penalty = 0,
+           frequency_penalty = 0;
+    int64_t top_k = 40, repeat_last_n = 64;
+    std::optional<uint64_t> seed;
+  } sampling;
+  std::vector<std::string> stops;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string v;
+    auto value = [&](std::initializer_list<const char*> flags) -> bool {
+      for (const char* flag : flags) {
+        if (arg == flag) {
+          if (i + 1 >= argc) return false;
+          v = argv[++i];
+          return true;
+        }
+        const std::string prefix = std::string(flag) + "=";
+        if (arg.rfind(prefix, 0) == 0) {
+          v = arg.substr(prefix.size());
+          return true;
+        }
+      }
+      return false;
+    };
+    auto int_value = [&](int64_t* out, int64_t min) { return absl::SimpleAtoi(v, out) && *out >= min; };
+    auto float_value = [&](double* out) { return absl::SimpleAtod(v, out); };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (value({"--prompt", "-p"})) {
+      prompt = v;
+    } else if (value({"--prompt-file", "-f"})) {
+      prompt_file = v;
+    } else if (value({"--max-tokens", "-n"})) {
+      if (!int_value(&max_new_tokens, 0)) return Usage("--max-tokens needs a non-negative integer, got '" + v + "'");
+    } else if (value({"--system"})) {
+      system = v;
+      chat = true;
+    } else if (value({"--temperature", "--temp"})) {
+      if (!float_value(&sampling.temperature)) return Usage("--temperature needs a number, got '" + v + "'");
+    } else if (value({"--top-k"})) {
+      if (!int_value(&sampling.top_k, 0)) return Usage("--top-k needs a non-negative integer, got '" + v + "'");
+    } else if (value({"--top-p"})) {
+      if (!float_value(&sampling.top_p)) return Usage("--top-p needs a number, got '" + v + "'");
+    } else if (value({"--min-p"})) {
+      if (!float_value(&sampling.min_p)) return Usage("--min-p needs a number, got '" + v + "'");
+    } else if (value({"--repeat-penalty"})) {
+      if (!float_value(&sampling.repeat_penalty)) return Usage("--repeat-penalty needs a number, got '" + v + "'");
+    } else if (value({"--repeat-last-n"})) {
+      if (!int_value(&sampling.repeat_last_n, 0)) return Usage("--repeat-last-n needs a non-negative integer");
+    } else if (value({"--presence-penalty"})) {
+      if (!float_value(&sampling.presence_penalty)) return Usage("--presence-penalty needs a number, got '" + v + "'");
+    } else if (value({"--frequency-penalty"})) {
+      if (!float_value(&sampling.frequency_penalty)) return Usage("--frequency-penalty needs a number, got '" + v + "'");
+    } else if (value({"--seed"})) {
+      int64_t seed = 0;
+      if (!int_value(&seed, 0)) return Usage("--seed needs a non-negative integer, got '" + v + "'");
+      sampling.seed = static_cast<uint64_t>(seed);
+    } else if (value({"--stop"})) {
+      if (v.empty()) return Usage("--stop needs a non-empty text");
+      stops.push_back(v);
+    } else if (value({"--threads", "-t"})) {
+      if (!int_value(&threads, 1)) return Usage("--threads needs a positive integer, got '" + v + "'");
+    } else if (value({"--kv-cache-tokens"})) {
+      if (!int_value(&kv_tokens, 1)) return Usage("--kv-cache-tokens needs a positive integer, got '" + v + "'");
+    } else if (arg == "--chat") {
+      chat = true;
+    } else if (arg == "--ignore-eos") {
+      ignore_eos = true;
+    } else if (arg == "--recompile") {
+      recompile = true;
+    } else if (arg == "-v" || arg == "--verbose") {
+      verbose = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Usage(absl::StrCat("unknown option '", arg, "'", arg.find('=') == std::string::npos && i + 1 >= argc ? " (or it needs a value)" : ""));
+    } else if (model.empty()) {
+      model = arg;
+    } else {
+      return Usage("one model at a time ('" + model + "' and '" + arg + "'); quote a prompt with spaces");
+    }
+  }
+  if (!prompt_file.empty()) {
+    if (!prompt.empty()) return Usage("give --prompt or --prompt-file, not both");
+    absl::StatusOr<std::string> text = support::ReadFile(prompt_file);
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    prompt = *text;
+  }
+  if (prompt.empty() && !chat) return Usage("no prompt (--prompt TEXT)");
+  if (threads > 0) setenv("KILN_NUM_THREADS", absl::StrCat(threads).c_str(), 1);  // before the pool starts
+
+  // The model: a .gguf (compiled and cached) or a .kx naming its .gguf.
+  if (model.empty()) {
+    model = serving::BundledModelPath();
+    if (!std::filesystem::exists(model)) {
+      return Fail("the bundled model is not in " + serving::ModelDir() +
+                  ": run scripts/fetch_model.sh (or give a MODEL.gguf)");
+    }
+  }
+  std::string executable, gguf_path;
+  if (EndsWith(model, ".kx")) {
+    executable = model;
+    absl::StatusOr<std::string> gguf = GgufOfExecutable(model);
+    if (!gguf.ok()) return Fail(std::string(gguf.status().message()));
+    gguf_path = *gguf;
+  } else {
+    gguf_path = model;
+    ModelCompileOptions compile;
+    absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu("host", 0, threads > 0 ? static_cast<int>(threads) : 2));
+    if (!target.ok()) return Fail(std::string(target.status().message()));
+    compile.pipeline.target = *target;
+    absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*target);
+    if (!cpu.ok()) return Fail(std::string(cpu.status().message()));
+    compile.cpu = *cpu;
+    absl::StatusOr<CachedModel> cached = CompiledModelFor(model, compile, recompile);
+    if (!cached.ok()) return Fail(std::string(cached.status().message()));
+    executable = cached->path;
+  }
+  if (verbose) std::fprintf(stderr, "kiln: model %s, executable %s\n", gguf_path.c_str(), executable.c_str());
+
+  const auto load_start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(gguf_path);
+  if (!gguf.ok()) return Fail(std::string(gguf.status().message()));
+  absl::StatusOr<std::shared_ptr<const serving::Tokenizer>> tokenizer = serving::Tokenizer::FromGguf(**gguf);
+  if (!tokenizer.ok()) return Fail(std::string(tokenizer.status().message()));
+  serving::LlmRunnerOptions runner_options;
+  runner_options.kv_cache_tokens = kv_tokens;
+  absl::StatusOr<std::unique_ptr<serving::LlmRunner>> runner = serving::LlmRunner::Load(executable, *gguf, runner_options);
+  if (!runner.ok()) return Fail(std::string(runner.status().message()));
+
+  // The prompt's tokens.
+  absl::StatusOr<std::vector<int32_t>> ids;
+  if (chat) {
+    absl::StatusOr<serving::ChatTemplate> chat_template = serving::ChatTemplate::FromGguf(**gguf, **tokenizer);
+    if (!chat_template.ok()) return Fail(std::string(chat_template.status().message()));
+    std::vector<serving::ChatMessage> messages;
+    if (!system.empty()) messages.push_back({"system", system});
+    messages.push_back({"user", prompt});
+    absl::StatusOr<std::string> text = chat_template->Apply(messages, /*add_generation_prompt=*/true);
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    ids = (*tokenizer)->Encode(*text, /*allow_special=*/true);
+  } else {
+    ids = (*tokenizer)->Encode(prompt);
+    if (ids.ok() && (*tokenizer)->add_bos() && (*tokenizer)->bos_id() >= 0) ids->insert(ids->begin(), (*tokenizer)->bos_id());
+  }
+  if (!ids.ok()) return Fail(std::string(ids.status().message()));
+  if (ids->empty()) return Fail("the prompt has no tokens");
+  if (static_cast<int64_t>(ids->size()) >= (*runner)->max_sequence_length()) {
+    return Fail(absl::StrCat("the prompt has ", ids->size(), " tokens; the context holds ",
+                             (*runner)->max_sequence_length(), " (room is needed for at least one more)"));
+  }
+  if (verbose) std::fprintf(stderr, "kiln: prompt of %zu tokens\n", ids->size());
+
+  serving::LlmRunner& llm = **runner;
+  if (absl::Status added = llm.AddSequence(0); !added.ok()) return Fail(std::string(added.message()));
+  const auto prefill_start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<float>> logits = llm.Prefill(0, *ids);
+  if (!logits.ok()) return Fail(std::string(logits.status().message()));
+  const auto prefill_end = std::chrono::steady_clock::now();
+
+  serving::StreamDecoder decoder(*tokenizer);
+  int64_t generated = 0;
+  std::vector<int32_t> history = *ids;
+  while (generated < max_new_tokens) {
+    const int32_t token = static_cast<int32_t>(std::max_element(logits->begin(), logits->end()) - logits->begin());
+    ++generated;
+    history.push_back(token);
+    if (!ignore_eos && (*tokenizer)->IsEndOfGeneration(token)) break;
+    absl::StatusOr<std::string> piece = decoder.Push(token);
+    if (!piece.ok()) return Fail(std::string(piece.status().message()));
+    std::fwrite(piece->data(), 1, piece->size(), stdout);
+    std::fflush(stdout);
+    if (generated >= max_new_tokens || static_cast<int64_t>(history.size()) >= llm.max_sequence_length()) break;
+    const int64_t seq[] = {0};
+    const int32_t next[] = {token};
+    absl::StatusOr<std::vector<std::vector<float>>> step = llm.Decode(seq, next);
+    if (!step.ok()) return Fail(std::string(step.status().message()));
+    *logits = std::move((*step)[0]);
+  }
+  const std::string tail = decoder.Finish();
+  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  const auto end = std::chrono::steady_clock::now();
+  auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  const double prefill_s = seconds(prefill_start, prefill_end);
+  const double decode_s = seconds(prefill_end, end);
+  std::fprintf(stderr, "kiln: load %.2f s; prompt %zu tokens, %.1f tok/s; generation %lld tokens, %.1f tok/s\n",
+               seconds(load_start, prefill_start), ids->size(), static_cast<double>(ids->size()) / prefill_s,
+               static_cast<long long>(generated), generated > 1 ? static_cast<double>(generated - 1) / decode_s : 0.0);
+  return 0;
+}
+
+}  // namespace kiln::tools
