@@ -49,6 +49,7 @@ class LlmRunner {
   // The most tokens one sequence may hold (the model's context length, or the cache's size).
   int64_t max_sequence_length() const;
   builtins::PagedKvCache& cache() { return *cache_; }
+  vm::VirtualMachine& vm() { return *vm_; }
 
   absl::Status AddSequence(int64_t id);
   absl::Status RemoveSequence(int64_t id);

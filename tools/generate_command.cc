@@ -26,6 +26,7 @@
 #include "tir/target.h"
 #include "tools/commands.h"
 #include "tools/compiled_model_cache.h"
+#include "tools/profile_report.h"
 #include "vm/executable.h"
 
 namespace kiln::tools {
@@ -65,6 +66,7 @@ constexpr const char* kUsage =
     "  --kv-cache-tokens N     KV cache size in tokens (default: the model's context, at\n"
     "                          most 32768)\n"
     "  --recompile             compile the GGUF model again even if it is cached\n"
+    "  --profile               print each kernel's and builtin's total time to stderr\n"
     "  -v, --verbose           print the model, the cache entry and the seed to stderr\n";
 
 int Fail(const std::string& message) {
@@ -102,7 +104,7 @@ absl::StatusOr<std::string> GgufOfExecutable(const std::string& path) {
 
 int GenerateCommand(int argc, char** argv) {
   std::string model, prompt, prompt_file, system;
-  bool chat = false, ignore_eos = false, recompile = false, verbose = false;
+  bool chat = false, ignore_eos = false, recompile = false, verbose = false, profile = false;
   int64_t max_new_tokens = 256, threads = 0, kv_tokens = 0;
   struct {
     double temperature = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0, presence_penalty = 0,
@@ -176,6 +178,8 @@ int GenerateCommand(int argc, char** argv) {
       ignore_eos = true;
     } else if (arg == "--recompile") {
       recompile = true;
+    } else if (arg == "--profile") {
+      profile = true;
     } else if (arg == "-v" || arg == "--verbose") {
       verbose = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -258,6 +262,7 @@ int GenerateCommand(int argc, char** argv) {
   if (verbose) std::fprintf(stderr, "kiln: prompt of %zu tokens\n", ids->size());
 
   serving::LlmRunner& llm = **runner;
+  llm.vm().EnableProfiling(profile);
   if (absl::Status added = llm.AddSequence(0); !added.ok()) return Fail(std::string(added.message()));
   const auto prefill_start = std::chrono::steady_clock::now();
   absl::StatusOr<std::vector<float>> logits = llm.Prefill(0, *ids);
@@ -294,6 +299,7 @@ int GenerateCommand(int argc, char** argv) {
   std::fprintf(stderr, "kiln: load %.2f s; prompt %zu tokens, %.1f tok/s; generation %lld tokens, %.1f tok/s\n",
                seconds(load_start, prefill_start), ids->size(), static_cast<double>(ids->size()) / prefill_s,
                static_cast<long long>(generated), generated > 1 ? static_cast<double>(generated - 1) / decode_s : 0.0);
+  if (profile) PrintProfile(llm.vm(), stderr);
   return 0;
 }
 

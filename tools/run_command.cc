@@ -10,8 +10,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "builtins/default_builtins.h"
-#include "builtins/openblas_library.h"
 #include "tools/commands.h"
+#include "tools/profile_report.h"
 #include "tools/input_spec.h"
 #include "tools/npy_tensor.h"
 #include "vm/virtual_machine.h"
@@ -178,29 +178,7 @@ int RunCommand(int argc, char** argv) {
                   static_cast<long long>(planned.storages / repeat), static_cast<long long>(planned.storage_bytes / repeat));
     }
   }
-  if (profile) {
-    struct Row {
-      std::string name;
-      int64_t ns, calls;
-    };
-    std::vector<Row> rows;
-    const vm::Executable::Contents& c = (*exe)->contents();
-    const vm::VirtualMachine::Profile& p = machine.profile();
-    for (size_t k = 0; k < c.kernels.size(); ++k) rows.push_back({"kernel " + c.kernels[k].name, p.kernel_ns[k], p.kernel_calls[k]});
-    for (size_t b = 0; b < c.builtins.size(); ++b) rows.push_back({"builtin " + c.builtins[b].name, p.builtin_ns[b], p.builtin_calls[b]});
-    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ns > b.ns; });
-    std::printf("%-40s %12s %8s\n", "callee", "total ms", "calls");
-    bool used_openblas = false;
-    for (const Row& row : rows) {
-      if (row.calls > 0) std::printf("%-40s %12.3f %8lld\n", row.name.c_str(), row.ns / 1e6, static_cast<long long>(row.calls));
-      used_openblas |= row.calls > 0 && row.name.rfind("kernel kiln.openblas.", 0) == 0;
-    }
-    // Which OpenBLAS kernels ran matters as much as the time: see builtins/openblas_library.h.
-    if (const builtins::OpenBlasLibrary* blas = used_openblas ? builtins::LoadOpenBlas() : nullptr) {
-      std::printf("OpenBLAS core: %s; %s\n", blas->core_name.empty() ? "unknown" : blas->core_name.c_str(),
-                  blas->core_choice.c_str());
-    }
-  }
+  if (profile) PrintProfile(machine, stdout);
   return 0;
 }
 
