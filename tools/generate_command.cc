@@ -19,6 +19,8 @@
 #include "serving/chat_template.h"
 #include "serving/llm_runner.h"
 #include "serving/model_files.h"
+#include "serving/sampler.h"
+#include "serving/stop_strings.h"
 #include "serving/stream_decoder.h"
 #include "serving/tokenizer.h"
 #include "support/file_io.h"
@@ -106,12 +108,7 @@ int GenerateCommand(int argc, char** argv) {
   std::string model, prompt, prompt_file, system;
   bool chat = false, ignore_eos = false, recompile = false, verbose = false, profile = false;
   int64_t max_new_tokens = 256, threads = 0, kv_tokens = 0;
-  struct {
-    double temperature = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0, presence_penalty = 0,
-           frequency_penalty = 0;
-    int64_t top_k = 40, repeat_last_n = 64;
-    std::optional<uint64_t> seed;
-  } sampling;
+  serving::SamplingParams sampling;
   std::vector<std::string> stops;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -254,6 +251,12 @@ int GenerateCommand(int argc, char** argv) {
     if (ids.ok() && (*tokenizer)->add_bos() && (*tokenizer)->bos_id() >= 0) ids->insert(ids->begin(), (*tokenizer)->bos_id());
   }
   if (!ids.ok()) return Fail(std::string(ids.status().message()));
+  if (absl::Status valid = sampling.Validate((*runner)->config().vocab_size); !valid.ok()) {
+    return Usage(std::string(valid.message()));
+  }
+  serving::Sampler sampler(sampling);
+  if (verbose) std::fprintf(stderr, "kiln: seed %llu\n", static_cast<unsigned long long>(sampler.seed()));
+  serving::StopStrings stop_strings(stops);
   if (ids->empty()) return Fail("the prompt has no tokens");
   if (static_cast<int64_t>(ids->size()) >= (*runner)->max_sequence_length()) {
     return Fail(absl::StrCat("the prompt has ", ids->size(), " tokens; the context holds ",
@@ -273,14 +276,16 @@ int GenerateCommand(int argc, char** argv) {
   int64_t generated = 0;
   std::vector<int32_t> history = *ids;
   while (generated < max_new_tokens) {
-    const int32_t token = static_cast<int32_t>(std::max_element(logits->begin(), logits->end()) - logits->begin());
+    const int32_t token = sampler.Sample(*logits, history);
     ++generated;
     history.push_back(token);
     if (!ignore_eos && (*tokenizer)->IsEndOfGeneration(token)) break;
     absl::StatusOr<std::string> piece = decoder.Push(token);
     if (!piece.ok()) return Fail(std::string(piece.status().message()));
-    std::fwrite(piece->data(), 1, piece->size(), stdout);
+    const std::string out = stop_strings.Push(*piece);
+    std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
+    if (stop_strings.stopped()) break;
     if (generated >= max_new_tokens || static_cast<int64_t>(history.size()) >= llm.max_sequence_length()) break;
     const int64_t seq[] = {0};
     const int32_t next[] = {token};
@@ -288,7 +293,7 @@ int GenerateCommand(int argc, char** argv) {
     if (!step.ok()) return Fail(std::string(step.status().message()));
     *logits = std::move((*step)[0]);
   }
-  const std::string tail = decoder.Finish();
+  const std::string tail = stop_strings.stopped() ? std::string() : stop_strings.Push(decoder.Finish()) + stop_strings.Finish();
   std::fwrite(tail.data(), 1, tail.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
