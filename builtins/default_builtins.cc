@@ -1,6 +1,7 @@
 #include "builtins/default_builtins.h"
 
 #include "builtins/paged_attention.h"
+#include "builtins/quantized_matmul_kernels.h"
 
 namespace kiln::builtins {
 
@@ -12,6 +13,7 @@ const vm::BuiltinRegistry& DefaultRegistry() {
     RegisterTensorKernels(*r);
     RegisterOpenBlasKernels(*r);
     RegisterKvCacheBuiltins(*r);
+    RegisterQuantizedMatmulKernels(*r);
     return r;
   }();
   return *registry;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "builtins/paged_kv_cache.h"
+#include "support/float16.h"
 #include "vm/dtype.h"
 #include "vm/thread_pool.h"
 
@@ -20,55 +21,8 @@ using vm::BuiltinContext;
 using vm::Tensor;
 using vm::Value;
 
-// --- float16 <-> float32, exact widening and round-to-nearest-even narrowing. ---
-
-float HalfToFloat(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else if (exp != 0) {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    bits = sign;
-  } else {  // subnormal: normalize
-    exp = 113;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --exp;
-    }
-    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t FloatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000u;
-  const uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0));  // inf, nan
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past the largest half
-  if (abs < 0x33000001u) return static_cast<uint16_t>(sign);              // rounds to zero
-  int32_t exp = static_cast<int32_t>(abs >> 23) - 127 + 15;
-  uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
-  int shift = 13;
-  if (exp <= 0) {  // subnormal half
-    shift += 1 - exp;
-    exp = 0;
-  }
-  uint32_t half_mant = mant >> shift;
-  const uint32_t rest = mant & ((1u << shift) - 1);
-  const uint32_t halfway = 1u << (shift - 1);
-  if (rest > halfway || (rest == halfway && (half_mant & 1u))) ++half_mant;
-  // exp > 0: the implicit bit lands in the exponent field (carries propagate correctly).
-  const uint32_t bits = exp == 0 ? half_mant : ((static_cast<uint32_t>(exp) << 10) + (half_mant - 0x400u));
-  return static_cast<uint16_t>(sign | bits);
-}
+using support::FloatToHalf;
+using support::HalfToFloat;
 
 // --- inner loops: dot(q, key) and out += w * value over head_dim elements. ---
 

@@ -42,9 +42,10 @@ constexpr const char* kUsage =
     "  --mcpu NAME         the CPU to generate code for: 'host' (default) or an LLVM x86\n"
     "                      CPU name such as haswell, skylake-avx512, znver3, x86-64-v3\n"
     "                      (the same as -mcpu=NAME in --target)\n"
-    "  --libs openblas|none  hand float32 2-D matmuls with k*n >= 4096 to OpenBLAS\n"
-    "                      (pass dispatch_libraries; 'openblas', the default) or compile\n"
-    "                      every operator to generated kernels ('none')\n"
+    "  --libs openblas|none  hand float32 2-D matmuls with k*n >= 4096 to OpenBLAS and\n"
+    "                      quantized matmuls to Kiln's CPU library kernels (pass\n"
+    "                      dispatch_libraries; 'openblas', the default) or compile every\n"
+    "                      operator to generated kernels ('none')\n"
     "  --no-plan-memory    give every intermediate tensor its own allocation (pass\n"
     "                      plan_memory off; by default tensors whose lifetimes do not\n"
     "                      overlap share storage)\n"
@@ -133,6 +134,7 @@ int CompileCommand(int argc, char** argv) {
   if (!mcpu.empty()) parsed_target->mcpu = mcpu;
   if (libs != "openblas" && libs != "none") return Usage("unknown --libs '" + libs + "' (openblas or none)");
   options.libraries.openblas = libs == "openblas";
+  options.libraries.quantized = libs == "openblas";
   if (absl::Status names = relax::ValidatePassNames(options.dump_after); !names.ok()) {
     return Usage("--dump-after: " + std::string(names.message()));
   }

@@ -47,7 +47,8 @@ class Dispatcher {
       return {b.var, Expr(std::make_shared<IfNode>(if_node->condition, t, f, b.value.struct_info())), StructInfo()};
     }
     const auto* call = b.value.as<CallNode>();
-    if (call == nullptr || !IsOp(call->op, "matmul") || call->args.size() != 2) return b;
+    if (call != nullptr && IsOp(call->op, "quantized_matmul") && options_.quantized) return QuantizedMatmul(b, *call);
+    if (call == nullptr || !IsOp(call->op, "matmul") || call->args.size() != 2 || !options_.openblas) return b;
     const StructInfo& out_sinfo = b.value.struct_info();
     const TensorStructInfoNode* lhs = F32Rank2(call->args[0].struct_info());
     const TensorStructInfoNode* rhs = F32Rank2(call->args[1].struct_info());
@@ -62,13 +63,26 @@ class Dispatcher {
     return {b.var, Call(Op("call_dps_library"), {callee, args}, {}, {out_sinfo}, out_sinfo), StructInfo()};
   }
 
+  // Every quantized_matmul whose result is a float32 tensor goes to the CPU library kernel of
+  // its format (builtins/quantized_matmul_kernels.h).
+  Binding QuantizedMatmul(const Binding& b, const CallNode& call) {
+    auto format = call.attrs.find("format");
+    const auto* name = format == call.attrs.end() ? nullptr : std::get_if<std::string>(&format->second);
+    const StructInfo& out_sinfo = b.value.struct_info();
+    const auto* out = out_sinfo.defined() ? out_sinfo.as<TensorStructInfoNode>() : nullptr;
+    if (name == nullptr || out == nullptr || !out->shape || call.args.size() != 2) return b;
+    Expr args = Tuple({call.args[0], call.args[1]}, TupleSInfo({call.args[0].struct_info(), call.args[1].struct_info()}));
+    Expr callee = ExternFunc(kQuantizedMatmulPrefix + *name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
+    return {b.var, Call(Op("call_dps_library"), {callee, args}, {}, {out_sinfo}, out_sinfo), StructInfo()};
+  }
+
   const LibraryOptions& options_;
 };
 
 }  // namespace
 
 absl::StatusOr<IRModule> DispatchLibraries(const IRModule& module, const LibraryOptions& options) {
-  if (!options.openblas) return module;
+  if (!options.openblas && !options.quantized) return module;
   Dispatcher dispatcher(options);
   return RewriteFunctionBodies(module, [&](const std::string&, const FunctionNode& fn) -> absl::StatusOr<Expr> {
     return dispatcher.RewriteSeq(fn.body);

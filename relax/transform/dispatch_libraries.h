@@ -16,6 +16,10 @@
 // The library kernel (builtins/openblas_kernels.cc) is resolved by name when the
 // executable is loaded; lower_call_tir allocates its output and VM codegen declares it as a
 // library kernel.
+//
+// The rule (library quantized): every R.quantized_matmul with a known result shape becomes
+// a call of kiln.cpu.quantized_matmul_<format> (builtins/quantized_matmul_kernels.h), which
+// decodes the blocks inside a dot-product kernel; `--libs none` keeps the generated kernel.
 #pragma once
 
 #include <cstdint>
@@ -27,11 +31,14 @@ namespace kiln::relax {
 
 struct LibraryOptions {
   bool openblas = true;
+  bool quantized = true;  // quantized_matmul -> kiln.cpu.quantized_matmul_<format>
   int64_t min_row_work = 64 * 64;
 };
 
 // The name of the OpenBLAS matmul kernel that matching matmuls are rewritten to call.
 inline constexpr const char* kOpenBlasSgemm = "kiln.openblas.sgemm";
+// quantized_matmul calls are rewritten to this prefix + their format ("q4_1").
+inline constexpr const char* kQuantizedMatmulPrefix = "kiln.cpu.quantized_matmul_";
 
 absl::StatusOr<IRModule> DispatchLibraries(const IRModule& module, const LibraryOptions& options);
 

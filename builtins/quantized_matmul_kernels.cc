@@ -1,0 +1,225 @@
+#include "builtins/quantized_matmul_kernels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "support/float16.h"
+
+namespace kiln::builtins {
+
+namespace {
+
+using support::HalfToFloat;
+
+enum class Format { kQ4_0, kQ4_1, kQ8_0 };
+
+constexpr int64_t kBlock = 32;
+
+int64_t BlockBytes(Format f) { return f == Format::kQ4_0 ? 18 : f == Format::kQ4_1 ? 20 : 34; }
+const char* FormatName(Format f) { return f == Format::kQ4_0 ? "q4_0" : f == Format::kQ4_1 ? "q4_1" : "q8_0"; }
+
+uint16_t Load16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+// --- decoding one weight row of `blocks` blocks into float32 ---
+
+void DecodeRowScalar(Format f, const uint8_t* row, int64_t blocks, float* out) {
+  for (int64_t b = 0; b < blocks; ++b, row += BlockBytes(f), out += kBlock) {
+    const float d = HalfToFloat(Load16(row));
+    if (f == Format::kQ8_0) {
+      for (int j = 0; j < 32; ++j) out[j] = static_cast<float>(static_cast<int8_t>(row[2 + j])) * d;
+      continue;
+    }
+    const uint8_t* qs = row + (f == Format::kQ4_1 ? 4 : 2);
+    const float m = f == Format::kQ4_1 ? HalfToFloat(Load16(row + 2)) : 0.0f;
+    for (int j = 0; j < 16; ++j) {
+      const int lo = qs[j] & 15, hi = qs[j] >> 4;
+      if (f == Format::kQ4_1) {
+        out[j] = static_cast<float>(lo) * d + m;
+        out[j + 16] = static_cast<float>(hi) * d + m;
+      } else {
+        out[j] = static_cast<float>(lo - 8) * d;
+        out[j + 16] = static_cast<float>(hi - 8) * d;
+      }
+    }
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void DecodeRowAvx2(Format f, const uint8_t* row, int64_t blocks, float* out) {
+  const int64_t bytes = BlockBytes(f);
+  for (int64_t b = 0; b < blocks; ++b, row += bytes, out += kBlock) {
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(Load16(row)));
+    if (f == Format::kQ8_0) {
+      for (int j = 0; j < 32; j += 8) {
+        __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 2 + j));
+        _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
+      }
+      continue;
+    }
+    // q4_1: q * d + m; q4_0: (q - 8) * d = q * d - 8d.
+    const __m256 m = f == Format::kQ4_1 ? _mm256_set1_ps(_cvtsh_ss(Load16(row + 2)))
+                                        : _mm256_mul_ps(d, _mm256_set1_ps(-8.0f));
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + (f == Format::kQ4_1 ? 4 : 2)));
+    const __m128i mask = _mm_set1_epi8(15);
+    const __m128i lo = _mm_and_si128(raw, mask);                     // weights 0..15
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);  // weights 16..31
+    const __m128i parts[4] = {lo, _mm_srli_si128(lo, 8), hi, _mm_srli_si128(hi, 8)};
+    for (int p = 0; p < 4; ++p) {
+      __m256 q = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(parts[p]));
+      _mm256_storeu_ps(out + 8 * p, _mm256_fmadd_ps(q, d, m));
+    }
+  }
+}
+
+// --- dot products of a decoded row with rows of x (k a multiple of 32) ---
+
+void DotRowsScalar(const float* w, const float* x, int64_t rows, int64_t k, int64_t x_stride, float* out,
+                   int64_t out_stride) {
+  for (int64_t i = 0; i < rows; ++i) {
+    float s = 0;
+    for (int64_t j = 0; j < k; ++j) s += w[j] * x[i * x_stride + j];
+    out[i * out_stride] = s;
+  }
+}
+
+__attribute__((target("avx2,fma"))) float HorizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+__attribute__((target("avx2,fma"))) void DotRowsAvx2(const float* w, const float* x, int64_t rows, int64_t k,
+                                                     int64_t x_stride, float* out, int64_t out_stride) {
+  int64_t i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const float* x0 = x + i * x_stride;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+    for (int64_t j = 0; j < k; j += 8) {
+      const __m256 wv = _mm256_loadu_ps(w + j);
+      a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + j), a0);
+      a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + x_stride + j), a1);
+      a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + 2 * x_stride + j), a2);
+      a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + 3 * x_stride + j), a3);
+    }
+    out[i * out_stride] = HorizontalSum(a0);
+    out[(i + 1) * out_stride] = HorizontalSum(a1);
+    out[(i + 2) * out_stride] = HorizontalSum(a2);
+    out[(i + 3) * out_stride] = HorizontalSum(a3);
+  }
+  for (; i < rows; ++i) {
+    const float* xi = x + i * x_stride;
+    // Two accumulators hide the FMA latency for the single-row (decode) case.
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (int64_t j = 0; j < k; j += 16) {
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + j), _mm256_loadu_ps(xi + j), a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + j + 8), _mm256_loadu_ps(xi + j + 8), a1);
+    }
+    out[i * out_stride] = HorizontalSum(_mm256_add_ps(a0, a1));
+  }
+}
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return has;
+}
+
+struct Job {
+  Format format;
+  const float* x;
+  const uint8_t* w;
+  float* out;
+  int64_t rows, n, k, row_bytes, columns_per_task;
+};
+
+int32_t Task(int64_t task, int64_t, void* closure) {
+  const Job& job = *static_cast<const Job*>(closure);
+  thread_local std::vector<float> decoded;
+  decoded.resize(static_cast<size_t>(job.k));
+  const bool avx2 = HasAvx2();
+  const int64_t begin = task * job.columns_per_task;
+  const int64_t end = std::min(job.n, begin + job.columns_per_task);
+  for (int64_t col = begin; col < end; ++col) {
+    const uint8_t* row = job.w + col * job.row_bytes;
+    if (avx2) {
+      DecodeRowAvx2(job.format, row, job.k / kBlock, decoded.data());
+      DotRowsAvx2(decoded.data(), job.x, job.rows, job.k, job.k, job.out + col, job.n);
+    } else {
+      DecodeRowScalar(job.format, row, job.k / kBlock, decoded.data());
+      DotRowsScalar(decoded.data(), job.x, job.rows, job.k, job.k, job.out + col, job.n);
+    }
+  }
+  return 0;
+}
+
+int32_t Fail(KilnCallContext* ctx, const std::string& message) {
+  ctx->set_error(ctx, message.c_str());
+  return 1;
+}
+
+bool IsCompact(const DLTensor* t) {
+  if (t->strides == nullptr) return true;
+  int64_t expected = 1;
+  for (int i = t->ndim - 1; i >= 0; --i) {
+    if (t->shape[i] != 1 && t->strides[i] != expected) return false;
+    expected *= t->shape[i];
+  }
+  return true;
+}
+
+template <Format F>
+int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
+  const std::string name = std::string("kiln.cpu.quantized_matmul_") + FormatName(F);
+  if (num_args != 3) return Fail(ctx, name + " takes (x, w, out)");
+  const DLTensor* x = args[0].value.tensor;
+  const DLTensor* w = args[1].value.tensor;
+  const DLTensor* out = args[2].value.tensor;
+  const bool types = x->dtype.code == kDLFloat && x->dtype.bits == 32 && out->dtype.code == kDLFloat &&
+                     out->dtype.bits == 32 && w->dtype.code == kDLUInt && w->dtype.bits == 8;
+  if (!types || x->dtype.lanes != 1 || out->dtype.lanes != 1 || w->dtype.lanes != 1) {
+    return Fail(ctx, name + " needs float32 x and out and uint8 w");
+  }
+  if (!IsCompact(x) || !IsCompact(w) || !IsCompact(out)) return Fail(ctx, name + " needs compact tensors");
+  if (x->ndim < 1 || w->ndim != 2 || out->ndim != x->ndim) return Fail(ctx, name + ": wrong ranks");
+  const int64_t k = x->shape[x->ndim - 1];
+  const int64_t n = w->shape[0];
+  const int64_t row_bytes = w->shape[1];
+  if (k % kBlock != 0 || row_bytes != k / kBlock * BlockBytes(F) || out->shape[out->ndim - 1] != n) {
+    return Fail(ctx, name + ": x's last dim " + std::to_string(k) + ", w [" + std::to_string(n) + ", " +
+                         std::to_string(row_bytes) + "] and out do not match");
+  }
+  int64_t rows = 1;
+  for (int i = 0; i < x->ndim - 1; ++i) {
+    if (x->shape[i] != out->shape[i]) return Fail(ctx, name + ": x and out differ in their leading dims");
+    rows *= x->shape[i];
+  }
+  if (rows == 0 || n == 0) return 0;
+  Job job{F,
+          reinterpret_cast<const float*>(static_cast<const char*>(x->data) + x->byte_offset),
+          reinterpret_cast<const uint8_t*>(static_cast<const char*>(w->data) + w->byte_offset),
+          reinterpret_cast<float*>(static_cast<char*>(out->data) + out->byte_offset),
+          rows, n, k, row_bytes, 0};
+  if (k == 0) {
+    std::fill(job.out, job.out + rows * n, 0.0f);
+    return 0;
+  }
+  // About 8 tasks per thread so uneven threads still balance; at least 4 columns each.
+  const int64_t threads = std::max<int64_t>(1, ctx->num_threads);
+  job.columns_per_task = std::max<int64_t>(4, (n + threads * 8 - 1) / (threads * 8));
+  const int64_t tasks = (n + job.columns_per_task - 1) / job.columns_per_task;
+  return ctx->parallel_for(ctx, tasks, Task, &job);
+}
+
+}  // namespace
+
+void RegisterQuantizedMatmulKernels(vm::BuiltinRegistry& registry) {
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_q4_0", "ttt", QuantizedMatmul<Format::kQ4_0>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_q4_1", "ttt", QuantizedMatmul<Format::kQ4_1>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_q8_0", "ttt", QuantizedMatmul<Format::kQ8_0>);
+}
+
+}  // namespace kiln::builtins

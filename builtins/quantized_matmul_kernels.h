@@ -1,0 +1,25 @@
+// Library kernels for quantized_matmul (relax/op/quantize.cc has the semantics): float32
+// activations times GGML-quantized weights, the weights decoded block by block inside the
+// kernel and never written out.
+//
+//   kiln.cpu.quantized_matmul_q4_0 / _q4_1 / _q8_0 (x, w, out) "ttt":
+//     x float32 (..., k), w uint8 (n, k / 32 * block_bytes), out float32 (..., n);
+//     out = x @ dequantize(w)^T, float32 accumulation.
+//
+// Why a hand-written kernel: the weight rows are contiguous along the reduction (GGML's
+// layout), so the fast loop is a dot product per output column with a horizontal sum, which
+// the generated kernels' schedules do not produce yet; the generated kernel (`--libs none`)
+// computes the same numbers and benchmarks/qmatmul_bench.cc measures both. Each task decodes
+// a weight row once into float32 (an L1-resident buffer) and takes its dot products with
+// every row of x, four at a time; tasks are ranges of output columns on the VM's thread
+// pool. The inner loops use AVX2, FMA and F16C where the CPU has them (chosen at run time),
+// else portable code.
+#pragma once
+
+#include "vm/builtin_registry.h"
+
+namespace kiln::builtins {
+
+void RegisterQuantizedMatmulKernels(vm::BuiltinRegistry& registry);
+
+}  // namespace kiln::builtins
