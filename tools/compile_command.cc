@@ -1,6 +1,6 @@
 // kiln compile: a .kir module -> a .kx executable. Parse, the Relax pipeline
 // (relax/transform/pipeline.h), then kernels and VM code (codegen/build_executable.h).
-// A .gguf model is built into a Relax module first (tools/model_compiler.h).
+// A .gguf model is built into a Relax module first (codegen/compile_gguf_model.h).
 #include <chrono>
 #include <cstdio>
 #include <set>
@@ -16,7 +16,7 @@
 #include "support/file_io.h"
 #include "tir/target.h"
 #include "tools/commands.h"
-#include "tools/model_compiler.h"
+#include "codegen/compile_gguf_model.h"
 
 namespace kiln::tools {
 namespace {
@@ -151,14 +151,14 @@ int CompileCommand(int argc, char** argv) {
     output += ".kx";
   }
   if (is_gguf) {
-    ModelCompileOptions model_options;
+    codegen::ModelCompileOptions model_options;
     model_options.pipeline = options;
     model_options.cpu = *cpu;
     if (!max_tokens_text.empty() && (!absl::SimpleAtoi(max_tokens_text, &model_options.max_tokens) ||
                                      model_options.max_tokens <= 0)) {
       return Usage("--max-tokens needs a positive integer, got '" + max_tokens_text + "'");
     }
-    absl::StatusOr<std::string> bytes = CompileGgufModel(path, model_options);
+    absl::StatusOr<std::string> bytes = codegen::CompileGgufModel(path, model_options);
     if (!bytes.ok()) return Fail(std::string(bytes.status().message()));
     if (absl::Status written = support::WriteFile(output, *bytes); !written.ok()) {
       return Fail(std::string(written.message()));

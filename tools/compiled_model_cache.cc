@@ -28,7 +28,7 @@ std::string FileStamp(const fs::path& path) {
 
 }  // namespace
 
-absl::StatusOr<CachedModel> CompiledModelFor(const std::string& gguf_path, const ModelCompileOptions& options,
+absl::StatusOr<CachedModel> CompiledModelFor(const std::string& gguf_path, const codegen::ModelCompileOptions& options,
                                              bool recompile) {
   std::error_code error;
   const fs::path model = fs::absolute(gguf_path, error).lexically_normal();
@@ -49,7 +49,7 @@ absl::StatusOr<CachedModel> CompiledModelFor(const std::string& gguf_path, const
         absl::StrCat("cannot create the compiled-model cache ", dir.string(), ": ", error.message(),
                      " (set KILN_CACHE_DIR to a writable folder)"));
   }
-  KILN_ASSIGN_OR_RETURN(std::string bytes, CompileGgufModel(gguf_path, options));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, codegen::CompileGgufModel(gguf_path, options));
   KILN_RETURN_IF_ERROR(support::WriteFile(cached.path, bytes));
   cached.compiled = true;
   return cached;

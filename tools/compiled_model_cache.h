@@ -11,7 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "tools/model_compiler.h"
+#include "codegen/compile_gguf_model.h"
 
 namespace kiln::tools {
 
@@ -21,7 +21,7 @@ struct CachedModel {
 };
 
 // The cached executable for `gguf_path`, compiled now if there is none (or `recompile`).
-absl::StatusOr<CachedModel> CompiledModelFor(const std::string& gguf_path, const ModelCompileOptions& options,
+absl::StatusOr<CachedModel> CompiledModelFor(const std::string& gguf_path, const codegen::ModelCompileOptions& options,
                                              bool recompile);
 
 }  // namespace kiln::tools

@@ -212,7 +212,7 @@ int GenerateCommand(int argc, char** argv) {
     gguf_path = *gguf;
   } else {
     gguf_path = model;
-    ModelCompileOptions compile;
+    codegen::ModelCompileOptions compile;
     absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu("host", 0, threads > 0 ? static_cast<int>(threads) : 2));
     if (!target.ok()) return Fail(std::string(target.status().message()));
     compile.pipeline.target = *target;

@@ -1,4 +1,4 @@
-#include "tools/model_compiler.h"
+#include "codegen/compile_gguf_model.h"
 
 #include <chrono>
 #include <cstdio>
@@ -11,7 +11,7 @@
 #include "formats/llama_config.h"
 #include "support/status_macros.h"
 
-namespace kiln::tools {
+namespace kiln::codegen {
 
 absl::StatusOr<std::string> CompileGgufModel(const std::string& gguf_path, const ModelCompileOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -32,7 +32,7 @@ absl::StatusOr<std::string> CompileGgufModel(const std::string& gguf_path, const
       {"kiln.model.config", config.Summary()},
       {"kiln.model.max_tokens", absl::StrCat(options.max_tokens > 0 ? options.max_tokens : config.context_length)},
   };
-  KILN_ASSIGN_OR_RETURN(std::string bytes, codegen::BuildExecutable(lowered, options.cpu, metadata));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, BuildExecutable(lowered, options.cpu, metadata));
   if (options.progress) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "kiln: compiled in %.1f s\n", seconds);
@@ -40,4 +40,4 @@ absl::StatusOr<std::string> CompileGgufModel(const std::string& gguf_path, const
   return bytes;
 }
 
-}  // namespace kiln::tools
+}  // namespace kiln::codegen

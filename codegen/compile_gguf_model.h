@@ -14,11 +14,11 @@
 #include "codegen/cpu_target.h"
 #include "relax/transform/pipeline.h"
 
-namespace kiln::tools {
+namespace kiln::codegen {
 
 struct ModelCompileOptions {
   relax::PipelineOptions pipeline;  // its target must be resolved (codegen::ResolveCpuTarget)
-  codegen::CpuTarget cpu;
+  CpuTarget cpu;
   int64_t max_tokens = 0;           // tokens per call (0: the model's context length)
   bool progress = true;             // one line on stderr when starting and when done
 };
@@ -26,4 +26,4 @@ struct ModelCompileOptions {
 // The bytes of the executable.
 absl::StatusOr<std::string> CompileGgufModel(const std::string& gguf_path, const ModelCompileOptions& options);
 
-}  // namespace kiln::tools
+}  // namespace kiln::codegen

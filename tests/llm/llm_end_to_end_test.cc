@@ -1,0 +1,220 @@
+// Kiln's compiled Llama-family models against the naive forward pass (tests/llm/naive_llama.h):
+// tiny random models in every weight format and both architectures (compiled in a second),
+// then the bundled SmolLM2: logits within a stated tolerance and greedy continuations equal
+// token for token. The compiled side goes through the same code as `kiln generate`:
+// codegen::CompileGgufModel, serving::LlmRunner and the paged KV cache.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "codegen/compile_gguf_model.h"
+#include "codegen/cpu_target.h"
+#include "formats/gguf_file.h"
+#include "serving/llm_runner.h"
+#include "serving/tokenizer.h"
+#include "support/file_io.h"
+#include "tests/formats/tiny_llama_gguf.h"
+#include "tests/llm/naive_llama.h"
+#include "tests/model_path.h"
+
+namespace kiln {
+namespace {
+
+using formats::testing::TinyLlamaSpec;
+
+struct Compiled {
+  std::shared_ptr<const formats::GgufFile> gguf;
+  std::unique_ptr<serving::LlmRunner> runner;
+};
+
+Compiled CompileAndLoad(const std::string& gguf_path, int64_t max_tokens, bool kv_float32) {
+  Compiled out;
+  codegen::ModelCompileOptions options;
+  absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu());
+  EXPECT_TRUE(target.ok()) << target.status();
+  options.pipeline.target = *target;
+  options.cpu = *codegen::ToCpuTarget(*target);
+  options.max_tokens = max_tokens;
+  options.progress = false;
+  absl::StatusOr<std::string> bytes = codegen::CompileGgufModel(gguf_path, options);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  if (!bytes.ok()) return out;
+  const std::string kx = gguf_path + ".kx";
+  EXPECT_TRUE(support::WriteFile(kx, *bytes).ok());
+  absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(gguf_path);
+  EXPECT_TRUE(gguf.ok()) << gguf.status();
+  out.gguf = *gguf;
+  serving::LlmRunnerOptions runner_options;
+  runner_options.kv_float32 = kv_float32;
+  runner_options.kv_cache_tokens = 512;
+  absl::StatusOr<std::unique_ptr<serving::LlmRunner>> runner = serving::LlmRunner::Load(kx, out.gguf, runner_options);
+  EXPECT_TRUE(runner.ok()) << runner.status();
+  if (runner.ok()) out.runner = *std::move(runner);
+  return out;
+}
+
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
+  return d;
+}
+
+double MaxAbs(const std::vector<float>& a) {
+  double m = 0;
+  for (float v : a) m = std::max(m, std::fabs(double(v)));
+  return m;
+}
+
+int32_t Argmax(const std::vector<float>& v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+std::vector<int32_t> Tokens(int n, int vocab, int seed) {
+  std::vector<int32_t> out;
+  uint32_t s = static_cast<uint32_t>(seed) * 2654435761u + 1;
+  for (int i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    out.push_back(static_cast<int32_t>((s >> 8) % static_cast<uint32_t>(vocab)));
+  }
+  return out;
+}
+
+// Prefill, decode steps, and a batch of two sequences against the naive pass, for one tiny model.
+void CheckTinyModel(const TinyLlamaSpec& spec, const std::string& name) {
+  SCOPED_TRACE(name);
+  const std::string path = ::testing::TempDir() + "/" + name + ".gguf";
+  ASSERT_TRUE(support::WriteFile(path, formats::testing::TinyLlamaGguf(spec)).ok());
+  Compiled compiled = CompileAndLoad(path, /*max_tokens=*/64, /*kv_float32=*/true);
+  ASSERT_NE(compiled.runner, nullptr);
+  serving::LlmRunner& runner = *compiled.runner;
+  absl::StatusOr<test::NaiveLlama> naive = test::NaiveLlama::Load(*compiled.gguf);
+  ASSERT_TRUE(naive.ok()) << naive.status();
+
+  // A prompt spanning several KV pages, then single-token steps.
+  const std::vector<int32_t> prompt = Tokens(37, static_cast<int>(spec.vocab), 1);
+  ASSERT_TRUE(runner.AddSequence(0).ok());
+  absl::StatusOr<std::vector<float>> got = runner.Prefill(0, prompt);
+  ASSERT_TRUE(got.ok()) << got.status();
+  std::vector<float> want = naive->LastLogits(prompt);
+  EXPECT_LE(MaxAbsDiff(*got, want), 1e-4 * (1 + MaxAbs(want))) << "prefill";
+  int64_t position = static_cast<int64_t>(prompt.size());
+  for (int step = 0; step < 6; ++step) {
+    const int32_t token = Argmax(want);
+    const int64_t ids[] = {0};
+    const int32_t tokens[] = {token};
+    absl::StatusOr<std::vector<std::vector<float>>> next = runner.Decode(ids, tokens);
+    ASSERT_TRUE(next.ok()) << next.status();
+    want = naive->Forward(token, position++);
+    EXPECT_LE(MaxAbsDiff((*next)[0], want), 1e-4 * (1 + MaxAbs(want))) << "decode step " << step;
+  }
+
+  // Two sequences of different lengths in one decode step (ragged attention over the cache).
+  ASSERT_TRUE(runner.AddSequence(1).ok());
+  const std::vector<int32_t> other = Tokens(5, static_cast<int>(spec.vocab), 2);
+  ASSERT_TRUE(runner.Prefill(1, other).ok());
+  const int64_t ids[] = {0, 1};
+  const int32_t tokens[] = {3, 4};
+  absl::StatusOr<std::vector<std::vector<float>>> both = runner.Decode(ids, tokens);
+  ASSERT_TRUE(both.ok()) << both.status();
+  std::vector<float> want0 = naive->Forward(3, position);
+  std::vector<int32_t> other_then = other;
+  other_then.push_back(4);
+  std::vector<float> want1 = naive->LastLogits(other_then);
+  EXPECT_LE(MaxAbsDiff((*both)[0], want0), 1e-4 * (1 + MaxAbs(want0))) << "batched, sequence 0";
+  EXPECT_LE(MaxAbsDiff((*both)[1], want1), 1e-4 * (1 + MaxAbs(want1))) << "batched, sequence 1";
+}
+
+TEST(LlmEndToEnd, TinyModelsInEveryWeightFormatMatchTheNaivePass) {
+  TinyLlamaSpec q4_1;  // the bundled model's formats: q4_1 matmuls, tied q8_0 embeddings
+  CheckTinyModel(q4_1, "tiny_q4_1");
+  TinyLlamaSpec q4_0;
+  q4_0.matmul_type = 2;
+  q4_0.embed_type = 0;
+  q4_0.tied = false;
+  q4_0.heads = 4;
+  q4_0.kv_heads = 4;
+  CheckTinyModel(q4_0, "tiny_q4_0_untied_mha");
+  TinyLlamaSpec qwen;
+  qwen.architecture = "qwen2";
+  qwen.matmul_type = 8;
+  qwen.embed_type = 1;
+  qwen.kv_heads = 1;
+  qwen.layers = 3;
+  CheckTinyModel(qwen, "tiny_qwen2_q8_0");
+  TinyLlamaSpec f32;
+  f32.matmul_type = 0;
+  f32.embed_type = 0;
+  CheckTinyModel(f32, "tiny_f32");
+}
+
+TEST(LlmEndToEnd, PromptsLongerThanTheContextAreRefusedClearly) {
+  TinyLlamaSpec spec;
+  spec.context = 64;
+  const std::string path = ::testing::TempDir() + "/tiny_context.gguf";
+  ASSERT_TRUE(support::WriteFile(path, formats::testing::TinyLlamaGguf(spec)).ok());
+  Compiled compiled = CompileAndLoad(path, /*max_tokens=*/16, /*kv_float32=*/false);
+  ASSERT_NE(compiled.runner, nullptr);
+  ASSERT_TRUE(compiled.runner->AddSequence(0).ok());
+  // 40 tokens take three calls of at most 16; 70 exceed the context of 64.
+  EXPECT_TRUE(compiled.runner->Prefill(0, Tokens(40, 80, 3)).ok());
+  absl::StatusOr<std::vector<float>> too_long = compiled.runner->Prefill(0, Tokens(30, 80, 4));
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_THAT(std::string(too_long.status().message()), ::testing::HasSubstr("more than the context of 64"));
+  const int32_t bad[] = {80};
+  const int64_t ids[] = {0};
+  absl::StatusOr<std::vector<std::vector<float>>> out_of_vocab = compiled.runner->Decode(ids, bad);
+  ASSERT_FALSE(out_of_vocab.ok());
+  EXPECT_THAT(std::string(out_of_vocab.status().message()), ::testing::HasSubstr("token id 80 is outside the vocabulary"));
+}
+
+TEST(LlmEndToEnd, BundledModelGreedyContinuationsEqualTheNaivePass) {
+  KILN_REQUIRE_BUNDLED_MODEL(path);
+  const std::string copy = ::testing::TempDir() + "/bundled.gguf";
+  std::filesystem::remove(copy);
+  std::filesystem::create_symlink(path, copy);
+  Compiled compiled = CompileAndLoad(copy, /*max_tokens=*/256, /*kv_float32=*/true);
+  ASSERT_NE(compiled.runner, nullptr);
+  absl::StatusOr<std::shared_ptr<const serving::Tokenizer>> tokenizer = serving::Tokenizer::FromGguf(*compiled.gguf);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  absl::StatusOr<test::NaiveLlama> naive = test::NaiveLlama::Load(*compiled.gguf);
+  ASSERT_TRUE(naive.ok()) << naive.status();
+  const char* prompts[] = {"The capital of France is", "def fibonacci(n):",
+                           "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n",
+                           "Once upon a time, in a small village,", "Les fleurs du jardin sont"};
+  int64_t id = 0;
+  for (const char* text : prompts) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<std::vector<int32_t>> prompt = (*tokenizer)->Encode(text, /*allow_special=*/true);
+    ASSERT_TRUE(prompt.ok());
+    std::vector<int32_t> want = naive->Greedy(*prompt, 32);
+    ASSERT_TRUE(compiled.runner->AddSequence(id).ok());
+    absl::StatusOr<std::vector<float>> logits = compiled.runner->Prefill(id, *prompt);
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    if (id == 0) {
+      std::vector<float> naive_logits = naive->LastLogits(*prompt);
+      EXPECT_LE(MaxAbsDiff(*logits, naive_logits), 2e-3 * (1 + MaxAbs(naive_logits)));
+    }
+    std::vector<int32_t> got;
+    for (int i = 0; i < 32; ++i) {
+      got.push_back(Argmax(*logits));
+      if (i == 31) break;
+      const int64_t ids[] = {id};
+      const int32_t tokens[] = {got.back()};
+      absl::StatusOr<std::vector<std::vector<float>>> next = compiled.runner->Decode(ids, tokens);
+      ASSERT_TRUE(next.ok()) << next.status();
+      *logits = (*next)[0];
+    }
+    EXPECT_EQ(got, want);
+    ASSERT_TRUE(compiled.runner->RemoveSequence(id).ok());
+    ++id;
+  }
+}
+
+}  // namespace
+}  // namespace kiln

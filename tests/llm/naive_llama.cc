@@ -1,0 +1,260 @@
+#include "tests/llm/naive_llama.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::test {
+
+namespace {
+
+float Half(const uint8_t* p) {
+  const uint16_t h = static_cast<uint16_t>(p[0] | (p[1] << 8));
+  const int exponent = (h >> 10) & 31, mantissa = h & 1023;
+  double v = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(mantissa + 1024, exponent - 25);
+  if (exponent == 31) v = mantissa ? NAN : INFINITY;
+  return static_cast<float>((h & 0x8000) ? -v : v);
+}
+
+// Element `i` of a tensor of ggml type `type` (only the types the tests use).
+absl::StatusOr<std::vector<float>> Decode(const formats::GgufTensor& t) {
+  const auto* p = reinterpret_cast<const uint8_t*>(t.data);
+  std::vector<float> out(static_cast<size_t>(t.num_elements));
+  const int64_t n = t.num_elements;
+  switch (static_cast<int>(t.type)) {
+    case 0:
+      std::memcpy(out.data(), p, static_cast<size_t>(n) * 4);
+      return out;
+    case 1:
+      for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = Half(p + 2 * i);
+      return out;
+    case 2:  // q4_0: 18 bytes: d, 16 bytes of nibbles (j low, j + 16 high); (q - 8) * d
+      for (int64_t b = 0; b < n / 32; ++b) {
+        const uint8_t* block = p + 18 * b;
+        const float d = Half(block);
+        for (int j = 0; j < 16; ++j) {
+          out[static_cast<size_t>(32 * b + j)] = static_cast<float>((block[2 + j] & 15) - 8) * d;
+          out[static_cast<size_t>(32 * b + j + 16)] = static_cast<float>((block[2 + j] >> 4) - 8) * d;
+        }
+      }
+      return out;
+    case 3:  // q4_1: 20 bytes: d, m, 16 bytes of nibbles; q * d + m
+      for (int64_t b = 0; b < n / 32; ++b) {
+        const uint8_t* block = p + 20 * b;
+        const float d = Half(block), m = Half(block + 2);
+        for (int j = 0; j < 16; ++j) {
+          out[static_cast<size_t>(32 * b + j)] = static_cast<float>(block[4 + j] & 15) * d + m;
+          out[static_cast<size_t>(32 * b + j + 16)] = static_cast<float>(block[4 + j] >> 4) * d + m;
+        }
+      }
+      return out;
+    case 8:  // q8_0: 34 bytes: d, 32 int8; q * d
+      for (int64_t b = 0; b < n / 32; ++b) {
+        const uint8_t* block = p + 34 * b;
+        const float d = Half(block);
+        for (int j = 0; j < 32; ++j) out[static_cast<size_t>(32 * b + j)] = static_cast<float>(static_cast<int8_t>(block[2 + j])) * d;
+      }
+      return out;
+  }
+  return absl::UnimplementedError(absl::StrCat("naive reference: tensor type ", static_cast<int>(t.type)));
+}
+
+}  // namespace
+
+absl::StatusOr<NaiveLlama> NaiveLlama::Load(const formats::GgufFile& file) {
+  NaiveLlama m;
+  auto str = file.GetString("general.architecture");
+  if (!str.ok()) return str.status();
+  const std::string arch(*str);
+  m.neox_ = arch == "qwen2";
+  auto integer = [&](const std::string& key, int64_t fallback) -> int64_t {
+    auto v = file.GetInteger(arch + "." + key);
+    return v.ok() ? *v : fallback;
+  };
+  auto real = [&](const std::string& key, double fallback) -> double {
+    auto v = file.GetFloat(arch + "." + key);
+    return v.ok() ? *v : fallback;
+  };
+  m.layers_ = integer("block_count", 0);
+  m.hidden_ = integer("embedding_length", 0);
+  m.ffn_ = integer("feed_forward_length", 0);
+  m.heads_ = integer("attention.head_count", 0);
+  m.kv_heads_ = integer("attention.head_count_kv", m.heads_);
+  m.head_dim_ = m.heads_ ? m.hidden_ / m.heads_ : 0;
+  m.rope_dims_ = integer("rope.dimension_count", m.head_dim_);
+  m.eps_ = real("attention.layer_norm_rms_epsilon", 1e-5);
+  m.theta_ = real("rope.freq_base", 10000.0);
+  auto vector = [&](const std::string& name) -> absl::StatusOr<std::vector<float>> {
+    auto t = file.GetTensor(name);
+    if (!t.ok()) return t.status();
+    return Decode(**t);
+  };
+  auto matrix = [&](const std::string& name) -> absl::StatusOr<Matrix> {
+    auto t = file.GetTensor(name);
+    if (!t.ok()) return t.status();
+    auto data = Decode(**t);
+    if (!data.ok()) return data.status();
+    Matrix out;
+    out.rows = (*t)->shape[0];
+    out.cols = (*t)->shape[1];
+    out.data = *std::move(data);
+    return out;
+  };
+#define NAIVE_ASSIGN(lhs, expr)        \
+  {                                    \
+    auto value = (expr);               \
+    if (!value.ok()) return value.status(); \
+    lhs = *std::move(value);           \
+  }
+  NAIVE_ASSIGN(m.embed_, matrix("token_embd.weight"));
+  m.vocab_ = m.embed_.rows;
+  NAIVE_ASSIGN(m.output_norm_, vector("output_norm.weight"));
+  if (file.FindTensor("output.weight") != nullptr) {
+    NAIVE_ASSIGN(m.output_, matrix("output.weight"));
+  } else {
+    m.output_ = m.embed_;
+  }
+  for (int64_t l = 0; l < m.layers_; ++l) {
+    const std::string p = absl::StrCat("blk.", l, ".");
+    Layer layer;
+    NAIVE_ASSIGN(layer.attn_norm, vector(p + "attn_norm.weight"));
+    NAIVE_ASSIGN(layer.ffn_norm, vector(p + "ffn_norm.weight"));
+    NAIVE_ASSIGN(layer.q, matrix(p + "attn_q.weight"));
+    NAIVE_ASSIGN(layer.k, matrix(p + "attn_k.weight"));
+    NAIVE_ASSIGN(layer.v, matrix(p + "attn_v.weight"));
+    NAIVE_ASSIGN(layer.o, matrix(p + "attn_output.weight"));
+    NAIVE_ASSIGN(layer.gate, matrix(p + "ffn_gate.weight"));
+    NAIVE_ASSIGN(layer.up, matrix(p + "ffn_up.weight"));
+    NAIVE_ASSIGN(layer.down, matrix(p + "ffn_down.weight"));
+    if (file.FindTensor(p + "attn_q.bias") != nullptr) {
+      NAIVE_ASSIGN(layer.q_bias, vector(p + "attn_q.bias"));
+      NAIVE_ASSIGN(layer.k_bias, vector(p + "attn_k.bias"));
+      NAIVE_ASSIGN(layer.v_bias, vector(p + "attn_v.bias"));
+    }
+    m.blocks_.push_back(std::move(layer));
+  }
+#undef NAIVE_ASSIGN
+  return m;
+}
+
+// y = M x over M's rows, in float64; two threads for the big output projection.
+std::vector<double> NaiveLlama::MatVec(const Matrix& m, const std::vector<double>& x) {
+  std::vector<double> y(static_cast<size_t>(m.rows));
+  auto rows = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const float* w = m.data.data() + r * m.cols;
+      double s = 0;
+      for (int64_t c = 0; c < m.cols; ++c) s += static_cast<double>(w[c]) * x[static_cast<size_t>(c)];
+      y[static_cast<size_t>(r)] = s;
+    }
+  };
+  if (m.rows * m.cols < (1 << 22)) {
+    rows(0, m.rows);
+  } else {
+    std::thread half([&] { rows(0, m.rows / 2); });
+    rows(m.rows / 2, m.rows);
+    half.join();
+  }
+  return y;
+}
+
+void NaiveLlama::RmsNorm(std::vector<double>& x, const std::vector<float>& weight) const {
+  double sum = 0;
+  for (double v : x) sum += v * v;
+  const double scale = 1.0 / std::sqrt(sum / static_cast<double>(x.size()) + eps_);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] * scale * weight[i];
+}
+
+// Rotates each head's first rope_dims_ dims: pairs (2i, 2i + 1), or (i, i + d/2) for neox.
+void NaiveLlama::Rope(std::vector<double>& v, int64_t heads, int64_t position) const {
+  for (int64_t h = 0; h < heads; ++h) {
+    double* x = v.data() + h * head_dim_;
+    for (int64_t i = 0; i < rope_dims_ / 2; ++i) {
+      const double angle = static_cast<double>(position) * std::pow(theta_, -2.0 * static_cast<double>(i) / static_cast<double>(rope_dims_));
+      const int64_t a = neox_ ? i : 2 * i;
+      const int64_t b = neox_ ? i + rope_dims_ / 2 : 2 * i + 1;
+      const double xa = x[a], xb = x[b];
+      x[a] = xa * std::cos(angle) - xb * std::sin(angle);
+      x[b] = xa * std::sin(angle) + xb * std::cos(angle);
+    }
+  }
+}
+
+void NaiveLlama::Reset() {
+  for (Layer& layer : blocks_) {
+    layer.keys.clear();
+    layer.values.clear();
+  }
+}
+
+std::vector<float> NaiveLlama::Forward(int32_t token, int64_t position) {
+  std::vector<double> h(static_cast<size_t>(hidden_));
+  for (int64_t i = 0; i < hidden_; ++i) h[static_cast<size_t>(i)] = embed_.data[static_cast<size_t>(token * hidden_ + i)];
+  const int64_t group = heads_ / kv_heads_;
+  for (Layer& layer : blocks_) {
+    std::vector<double> x = h;
+    RmsNorm(x, layer.attn_norm);
+    std::vector<double> q = MatVec(layer.q, x), k = MatVec(layer.k, x), v = MatVec(layer.v, x);
+    for (size_t i = 0; i < layer.q_bias.size(); ++i) q[i] += layer.q_bias[i];
+    for (size_t i = 0; i < layer.k_bias.size(); ++i) k[i] += layer.k_bias[i];
+    for (size_t i = 0; i < layer.v_bias.size(); ++i) v[i] += layer.v_bias[i];
+    Rope(q, heads_, position);
+    Rope(k, kv_heads_, position);
+    layer.keys.emplace_back(k.begin(), k.end());
+    layer.values.emplace_back(v.begin(), v.end());
+    std::vector<double> attn(static_cast<size_t>(heads_ * head_dim_), 0.0);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+    for (int64_t hq = 0; hq < heads_; ++hq) {
+      const int64_t g = hq / group;
+      std::vector<double> scores;
+      for (const std::vector<float>& key : layer.keys) {
+        double s = 0;
+        for (int64_t d = 0; d < head_dim_; ++d) s += q[static_cast<size_t>(hq * head_dim_ + d)] * key[static_cast<size_t>(g * head_dim_ + d)];
+        scores.push_back(s * scale);
+      }
+      const double max = *std::max_element(scores.begin(), scores.end());
+      double sum = 0;
+      for (double& s : scores) sum += s = std::exp(s - max);
+      for (size_t p = 0; p < scores.size(); ++p) {
+        for (int64_t d = 0; d < head_dim_; ++d) {
+          attn[static_cast<size_t>(hq * head_dim_ + d)] += scores[p] / sum * layer.values[p][static_cast<size_t>(g * head_dim_ + d)];
+        }
+      }
+    }
+    std::vector<double> o = MatVec(layer.o, attn);
+    for (size_t i = 0; i < h.size(); ++i) h[i] += o[i];
+    x = h;
+    RmsNorm(x, layer.ffn_norm);
+    std::vector<double> gate = MatVec(layer.gate, x), up = MatVec(layer.up, x);
+    for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
+    std::vector<double> down = MatVec(layer.down, gate);
+    for (size_t i = 0; i < h.size(); ++i) h[i] += down[i];
+  }
+  RmsNorm(h, output_norm_);
+  std::vector<double> logits = MatVec(output_, h);
+  return std::vector<float>(logits.begin(), logits.end());
+}
+
+std::vector<float> NaiveLlama::LastLogits(const std::vector<int32_t>& tokens) {
+  Reset();
+  std::vector<float> logits;
+  for (size_t i = 0; i < tokens.size(); ++i) logits = Forward(tokens[i], static_cast<int64_t>(i));
+  return logits;
+}
+
+std::vector<int32_t> NaiveLlama::Greedy(const std::vector<int32_t>& prompt, int n) {
+  std::vector<float> logits = LastLogits(prompt);
+  std::vector<int32_t> out;
+  int64_t position = static_cast<int64_t>(prompt.size());
+  for (int i = 0; i < n; ++i) {
+    const int32_t next = static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+    out.push_back(next);
+    if (i + 1 < n) logits = Forward(next, position++);
+  }
+  return out;
+}
+
+}  // namespace kiln::test

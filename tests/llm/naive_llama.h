@@ -1,0 +1,59 @@
+// A naive forward pass of a Llama-family GGUF model, the independent reference for Kiln's
+// compiled model. It shares no code with Kiln's compiler, operators or kernels: it uses the
+// GGUF reader only to find bytes and metadata, decodes the weight blocks itself (from the
+// GGML block definitions), and computes in the most obvious way — float64 dot products and
+// norms, float32 storage — one token at a time with a plain per-layer K/V list.
+//
+//   NaiveLlama model = *NaiveLlama::Load(gguf);
+//   std::vector<float> logits = model.Forward(token, position);   // appends to its cache
+//   std::vector<int32_t> out = model.Greedy(prompt, 32);           // fresh cache
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "formats/gguf_file.h"
+
+namespace kiln::test {
+
+class NaiveLlama {
+ public:
+  static absl::StatusOr<NaiveLlama> Load(const formats::GgufFile& file);
+
+  // The logits after `token` at position `position` (== the number of tokens before it).
+  std::vector<float> Forward(int32_t token, int64_t position);
+  void Reset();
+  // Feeds `prompt`, then appends the argmax (lowest id among equal logits) `n` times.
+  std::vector<int32_t> Greedy(const std::vector<int32_t>& prompt, int n);
+  // The logits after the last token of `tokens` (a fresh cache).
+  std::vector<float> LastLogits(const std::vector<int32_t>& tokens);
+
+  int64_t vocab_size() const { return vocab_; }
+
+ private:
+  struct Matrix {  // rows x cols, row-major, float32
+    int64_t rows = 0, cols = 0;
+    std::vector<float> data;
+  };
+  struct Layer {
+    std::vector<float> attn_norm, ffn_norm, q_bias, k_bias, v_bias;
+    Matrix q, k, v, o, gate, up, down;
+    std::vector<std::vector<float>> keys, values;  // per position: kv_heads * head_dim
+  };
+
+  static std::vector<double> MatVec(const Matrix& m, const std::vector<double>& x);
+  void RmsNorm(std::vector<double>& x, const std::vector<float>& weight) const;
+  void Rope(std::vector<double>& v, int64_t heads, int64_t position) const;
+
+  int64_t layers_ = 0, hidden_ = 0, ffn_ = 0, heads_ = 0, kv_heads_ = 0, head_dim_ = 0, vocab_ = 0, rope_dims_ = 0;
+  double eps_ = 0, theta_ = 0;
+  bool neox_ = false;
+  Matrix embed_, output_;
+  std::vector<float> output_norm_;
+  std::vector<Layer> blocks_;
+};
+
+}  // namespace kiln::test
