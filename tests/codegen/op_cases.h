@@ -59,6 +59,9 @@ struct Case {
   // Large enough for the OpenBLAS dispatch rule (relax/transform/dispatch_libraries.h): the
   // case is compiled and run both with the library and with generated kernels only.
   bool openblas = false;
+  // A quantized_matmul: compiled and run both with its library kernel
+  // (builtins/quantized_matmul_kernels.h) and with the generated kernel.
+  bool quantized_library = false;
 };
 
 // gtest prints a parameter by its name, not its bytes.
@@ -275,6 +278,23 @@ inline std::vector<Case> AllCases() {
   add({"dequantize_q4_0", {P("x", {"n", "72"}, "uint8", bytes)}, "R.dequantize(x, format=\"q4_0\")", n, 0, 0});
   add({"dequantize_q8_0_f16", {P("x", {"3", "n", "68"}, "uint8", bytes)},
        "R.dequantize(x, format=\"q8_0\", dtype=float16)", n, 0, 0});
+  add({"dequantize_q4_1", {P("x", {"n", "40"}, "uint8", bytes)}, "R.dequantize(x, format=\"q4_1\")", n, 0, 0});
+  // quantized_matmul: bytes below 60 keep every scale a positive float16 below 1 (the high
+  // byte's exponent bits stay under 15), so sums are well conditioned and the orders of
+  // summation of the library kernel, the generated kernel and the reference agree closely.
+  const Gen tame = {0, 60};
+  for (auto [format, bytes_per_row] : {std::pair{"q4_0", "72"}, {"q4_1", "80"}, {"q8_0", "136"}}) {
+    Case c{absl::StrCat("quantized_matmul_", format), {P("x", {"n", "128"}), P("w", {"m", bytes_per_row}, "uint8", tame)},
+           absl::StrCat("R.quantized_matmul(x, w, format=\"", format, "\")"), nm, 1e-4, 1e-4};
+    c.quantized_library = true;
+    add(c);
+  }
+  // rotary_embedding at positions up to 5000 (angles of thousands of radians).
+  const Gen position = {0, 5000};
+  add({"rotary_embedding_normal", {P("x", {"n", "3", "64"}), P("p", {"n"}, "int64", position)},
+       "R.rotary_embedding(x, p, theta=100000.0)", n, 1e-4, 2e-3});
+  add({"rotary_embedding_neox_partial", {P("x", {"n", "2", "24"}), P("p", {"n"}, "int32", position)},
+       "R.rotary_embedding(x, p, mode=\"neox\", rotary_dims=16)", n, 1e-4, 2e-3});
 
   // ---------------------------------------------------------------- NaN and infinities
   // Every case with float inputs again, with some of them NaN, +inf or -inf: results must

@@ -128,6 +128,7 @@ absl::StatusOr<Compiled> Compile(const std::string& text, bool openblas) {
   relax::PipelineOptions options;
   options.check_well_formed = true;
   options.libraries.openblas = openblas;
+  options.libraries.quantized = openblas;
   options.target = codegen::HostTarget();
   KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
   Compiled c;
@@ -148,7 +149,7 @@ TEST_P(OpHarnessTest, CompiledOnceMatchesTheReferenceForEverySize) {
   ASSERT_TRUE(normalized.ok()) << normalized.status() << "\n" << text;
 
   std::vector<bool> modes = {true};
-  if (c.openblas) modes.push_back(false);
+  if (c.openblas || c.quantized_library) modes.push_back(false);
   for (bool openblas : modes) {
     SCOPED_TRACE(openblas ? "libraries: openblas" : "libraries: none");
     absl::StatusOr<Compiled> compiled = Compile(text, openblas);

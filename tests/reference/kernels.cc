@@ -110,6 +110,7 @@ Kernel FindKernel(std::string_view op) {
     AddCreateKernels(*t);
     AddNnKernels(*t);
     AddQuantizeKernels(*t);
+    AddPositionalKernels(*t);
     return t;
   }();
   auto it = table->find(op);

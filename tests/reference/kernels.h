@@ -64,6 +64,7 @@ void AddReduceKernels(KernelTable& table);
 void AddCreateKernels(KernelTable& table);
 void AddNnKernels(KernelTable& table);
 void AddQuantizeKernels(KernelTable& table);
+void AddPositionalKernels(KernelTable& table);
 
 // nullptr when the operator has no kernel.
 Kernel FindKernel(std::string_view op);

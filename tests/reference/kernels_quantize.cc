@@ -1,7 +1,10 @@
-// Quantization kernels: dequantize (block layouts in relax/op/quantize.cc), written from
-// the layout: per block, the float16 scale decoded by HostTensor, then each weight.
+// Quantization kernels: dequantize and quantized_matmul (block layouts in
+// relax/op/quantize.cc), written from the layouts: per block, the float16 scale (and q4_1's
+// minimum) decoded by HostTensor, then each weight; quantized_matmul is the float64 dot
+// product of x with the dequantized rows.
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "support/status_macros.h"
 #include "tests/reference/kernels.h"
@@ -9,44 +12,98 @@
 namespace kiln::reference {
 namespace {
 
+struct Format {
+  std::string name;
+  int64_t block_bytes;
+};
+
+absl::StatusOr<Format> FormatOf(const KernelCall& call) {
+  auto it = call.call.attrs.find("format");
+  const std::string* name = it == call.call.attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
+  if (name != nullptr && *name == "q4_0") return Format{"q4_0", 18};
+  if (name != nullptr && *name == "q4_1") return Format{"q4_1", 20};
+  if (name != nullptr && *name == "q8_0") return Format{"q8_0", 34};
+  return call.Error("attribute format must be \"q4_0\", \"q4_1\" or \"q8_0\"");
+}
+
+double Half(const std::vector<uint8_t>& bytes, int64_t at) {
+  return HostTensor::FromBytes(DataType::Float(16), {}, {bytes[static_cast<size_t>(at)], bytes[static_cast<size_t>(at + 1)]})
+      .GetDouble(0);
+}
+
+// The 32 weights of the block at byte `at`, each computed in float32 as the operator states:
+// q (or q - 8) and the scales are exact in float32; q4_0/q8_0 round the product once, q4_1
+// rounds the product and then the sum with the minimum.
+void DecodeBlock(const Format& f, const std::vector<uint8_t>& bytes, int64_t at, float* out) {
+  const float d = static_cast<float>(Half(bytes, at));
+  if (f.name == "q8_0") {
+    for (int j = 0; j < 32; ++j) out[j] = static_cast<float>(static_cast<int8_t>(bytes[static_cast<size_t>(at + 2 + j)])) * d;
+    return;
+  }
+  const int64_t quants = f.name == "q4_1" ? at + 4 : at + 2;
+  const float m = f.name == "q4_1" ? static_cast<float>(Half(bytes, at + 2)) : 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    const uint8_t packed = bytes[static_cast<size_t>(quants + j % 16)];
+    const int q = j < 16 ? packed & 0x0f : packed >> 4;
+    if (f.name == "q4_1") {
+      const float product = static_cast<float>(q) * d;
+      out[j] = product + m;
+    } else {
+      out[j] = static_cast<float>(q - 8) * d;
+    }
+  }
+}
+
 absl::StatusOr<RefValue> Dequantize(const KernelCall& call) {
   KILN_ASSIGN_OR_RETURN(const HostTensor* data, call.Tensor(0, "data"));
-  auto it = call.call.attrs.find("format");
-  const std::string* format = it == call.call.attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
-  if (format == nullptr || (*format != "q4_0" && *format != "q8_0")) {
-    return call.Error("attribute format must be \"q4_0\" or \"q8_0\"");
-  }
-  const bool q4 = *format == "q4_0";
-  const int64_t block_bytes = q4 ? 18 : 34;
+  KILN_ASSIGN_OR_RETURN(Format format, FormatOf(call));
   KILN_ASSIGN_OR_RETURN(auto dtype, call.DTypeAttr("dtype"));
   const DataType out_dtype = dtype.value_or(DataType::Float32());
-  if (data->dtype() != DataType::UInt(8) || data->ndim() == 0 || data->shape().back() % block_bytes != 0) {
+  if (data->dtype() != DataType::UInt(8) || data->ndim() == 0 || data->shape().back() % format.block_bytes != 0) {
     return call.Error("data must be uint8 with whole blocks along its last dim");
   }
   std::vector<int64_t> shape = data->shape();
   const int64_t row_bytes = shape.back();
-  const int64_t blocks_per_row = row_bytes / block_bytes;
+  const int64_t blocks_per_row = row_bytes / format.block_bytes;
   shape.back() = blocks_per_row * 32;
   HostTensor out(out_dtype, shape);
   const int64_t rows = row_bytes == 0 ? 0 : data->numel() / row_bytes;
-  const std::vector<uint8_t>& bytes = data->bytes();
+  float w[32];
   for (int64_t row = 0; row < rows; ++row) {
     for (int64_t b = 0; b < blocks_per_row; ++b) {
-      const int64_t at = row * row_bytes + b * block_bytes;
-      const double d = HostTensor::FromBytes(DataType::Float(16), {}, {bytes[at], bytes[at + 1]}).GetDouble(0);
-      // float32, as the operator states: (q - 8) and d are exact in float32, the product
-      // is rounded to float32, then to the output dtype.
-      for (int j = 0; j < 32; ++j) {
-        int q;
-        if (q4) {
-          const uint8_t packed = bytes[at + 2 + j % 16];
-          q = (j < 16 ? packed & 0x0f : packed >> 4) - 8;
-        } else {
-          q = static_cast<int8_t>(bytes[at + 2 + j]);
-        }
-        const float w = static_cast<float>(q) * static_cast<float>(d);
-        out.SetDouble(row * blocks_per_row * 32 + b * 32 + j, w);
-      }
+      DecodeBlock(format, data->bytes(), row * row_bytes + b * format.block_bytes, w);
+      for (int j = 0; j < 32; ++j) out.SetDouble(row * blocks_per_row * 32 + b * 32 + j, w[j]);
+    }
+  }
+  return RefValue(std::move(out));
+}
+
+absl::StatusOr<RefValue> QuantizedMatmul(const KernelCall& call) {
+  KILN_ASSIGN_OR_RETURN(const HostTensor* x, call.Tensor(0, "x"));
+  KILN_ASSIGN_OR_RETURN(const HostTensor* w, call.Tensor(1, "w"));
+  KILN_ASSIGN_OR_RETURN(Format format, FormatOf(call));
+  if (x->dtype() != DataType::Float32() || x->ndim() == 0) return call.Error("x must be float32 with at least one dim");
+  if (w->dtype() != DataType::UInt(8) || w->ndim() != 2) return call.Error("w must be 2-D uint8");
+  const int64_t k = x->shape().back();
+  const int64_t n = w->shape()[0];
+  const int64_t row_bytes = w->shape()[1];
+  if (k % 32 != 0 || row_bytes != k / 32 * format.block_bytes) return call.Error("x's last dim does not match w's rows");
+  // Dequantize every row of w, then float64 dot products.
+  std::vector<float> weights(static_cast<size_t>(n * k));
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t b = 0; b < k / 32; ++b) {
+      DecodeBlock(format, w->bytes(), j * row_bytes + b * format.block_bytes, weights.data() + j * k + b * 32);
+    }
+  }
+  std::vector<int64_t> shape = x->shape();
+  shape.back() = n;
+  HostTensor out(DataType::Float32(), shape);
+  const int64_t rows = k == 0 ? 0 : x->numel() / k;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t c = 0; c < k; ++c) s += x->GetDouble(i * k + c) * static_cast<double>(weights[static_cast<size_t>(j * k + c)]);
+      out.SetDouble(i * n + j, s);
     }
   }
   return RefValue(std::move(out));
@@ -54,6 +111,9 @@ absl::StatusOr<RefValue> Dequantize(const KernelCall& call) {
 
 }  // namespace
 
-void AddQuantizeKernels(KernelTable& table) { table["dequantize"] = Dequantize; }
+void AddQuantizeKernels(KernelTable& table) {
+  table["dequantize"] = Dequantize;
+  table["quantized_matmul"] = QuantizedMatmul;
+}
 
 }  // namespace kiln::reference

@@ -1,4 +1,5 @@
-// Struct-info inference of dequantize (relax/op/quantize.cc).
+// Struct-info inference of dequantize, quantized_matmul (relax/op/quantize.cc) and
+// rotary_embedding (relax/op/positional.cc).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -24,11 +25,50 @@ TEST(QuantizeTest, DequantizeShapesAndErrors) {
             "error: dequantize: the last dim of data (n) must be a constant multiple of 18, the bytes of a q4_0 "
             "block");
   EXPECT_EQ(Infer("dequantize", {T({18}, i32)}, q4), "error: dequantize: data must be uint8 (the blocks' bytes), got int32");
-  EXPECT_EQ(Infer("dequantize", {T({18}, u8)}), "error: dequantize: missing attribute format (\"q4_0\" or \"q8_0\")");
+  EXPECT_EQ(Infer("dequantize", {T({18}, u8)}), "error: dequantize: missing attribute format (\"q4_0\", \"q4_1\" or \"q8_0\")");
   EXPECT_EQ(Infer("dequantize", {T({18}, u8)}, {{"format", std::string("q5_k")}}),
-            "error: dequantize: attribute format must be \"q4_0\" or \"q8_0\"");
+            "error: dequantize: attribute format must be \"q4_0\", \"q4_1\" or \"q8_0\"");
   EXPECT_EQ(Infer("dequantize", {T({18}, u8)}, {{"format", std::string("q4_0")}, {"dtype", i32}}),
             "error: dequantize: dtype must be float32 or float16, got int32");
+}
+
+TEST(QuantizeTest, QuantizedMatmulShapesAndErrors) {
+  const DataType u8 = DataType::UInt(8);
+  tir::Var n = tir::Var::Shape("n");
+  const Attrs q41 = {{"format", std::string("q4_1")}};
+  // 576 weights per row: 18 q4_1 blocks of 20 bytes.
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({1536, 360}, u8)}, q41), "Tensor((n, 1536), float32)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({2, n, 576}, f32), T({7, 360}, u8)}, q41), "Tensor((2, n, 7), float32)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 324}, u8)}, {{"format", std::string("q4_0")}}),
+            "Tensor((n, 7), float32)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 512}, f32), T({7, 360}, u8)}, q41),
+            "error: quantized_matmul: the last dim of x (512) must equal the 576 weights of each row of w (360 bytes "
+            "of q4_1 blocks)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 361}, u8)}, q41),
+            "error: quantized_matmul: the last dim of w (361) must be a constant multiple of 20, the bytes of a q4_1 "
+            "block");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f16), T({7, 360}, u8)}, q41),
+            "error: quantized_matmul: x must be float32, got float16");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, i32)}, q41),
+            "error: quantized_matmul: w must be uint8 (the blocks' bytes), got int32");
+}
+
+TEST(QuantizeTest, RotaryEmbeddingShapesAndErrors) {
+  tir::Var n = tir::Var::Shape("n");
+  tir::Var m = tir::Var::Shape("m");
+  const Attrs neox = {{"mode", std::string("neox")}, {"theta", 1e6}, {"rotary_dims", int64_t{32}}};
+  EXPECT_EQ(Infer("rotary_embedding", {T({n, 9, 64}, f32), T({n}, i64)}), "Tensor((n, 9, 64), float32)");
+  EXPECT_EQ(Infer("rotary_embedding", {T({n, 9, 64}, f32), T({n}, i32)}, neox), "Tensor((n, 9, 64), float32)");
+  EXPECT_EQ(Infer("rotary_embedding", {T({n, 64}, f32), T({n}, i64)}),
+            "error: rotary_embedding: x must be (n, heads, head_dim), got 2 dims");
+  EXPECT_EQ(Infer("rotary_embedding", {T({4, 9, 64}, f32), T({5}, i64)}),
+            "error: rotary_embedding: x has 4 rows but positions has 5");
+  EXPECT_EQ(Infer("rotary_embedding", {T({n, 9, 64}, f32), T({m}, f32)}),
+            "error: rotary_embedding: positions must be int32 or int64, got float32");
+  EXPECT_EQ(Infer("rotary_embedding", {T({n, 9, 64}, f32), T({n}, i64)}, {{"rotary_dims", int64_t{66}}}),
+            "error: rotary_embedding: rotary_dims (66) must be even, positive and at most the head dim 64");
+  EXPECT_EQ(Infer("rotary_embedding", {T({n, 9, 64}, f32), T({n}, i64)}, {{"mode", std::string("gptj")}}),
+            "error: rotary_embedding: attribute mode must be \"normal\" or \"neox\"");
 }
 
 }  // namespace
