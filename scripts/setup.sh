@@ -18,6 +18,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev python3 ccache
   libpcre2-dev  # serving/: the tokenizer's pre-tokenizer regexes
+  libcpp-httplib-dev nlohmann-json3-dev  # serving/: kiln serve's HTTP server and JSON
+  curl  # tests/tools/serve_tool_test.sh talks to kiln serve
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -1,0 +1,352 @@
+#include "serving/http_server.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "httplib.h"
+#include "nlohmann/json.hpp"
+#include "serving/api_error.h"
+#include "serving/metrics.h"
+#include "serving/openai_request.h"
+#include "serving/openai_response.h"
+
+namespace kiln::serving {
+namespace {
+
+using Json = nlohmann::json;
+constexpr const char* kJson = "application/json";
+
+// The events of one request, filled by the engine's loop thread (whose callback must be
+// short) and drained by the HTTP thread that answers the request.
+class EventQueue {
+ public:
+  void Push(const TokenEvent& event) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      events_.push_back(event);
+    }
+    ready_.notify_one();
+  }
+
+  // What has arrived, waiting up to `timeout` for something.
+  std::deque<TokenEvent> Take(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ready_.wait_for(lock, timeout, [&] { return !events_.empty(); });
+    return std::exchange(events_, {});
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<TokenEvent> events_;
+};
+
+// A streaming reply's state, shared by httplib's content provider and its releaser.
+struct Stream {
+  Stream(std::shared_ptr<EventQueue> queue, StreamEncoder encoder) : queue(std::move(queue)), encoder(std::move(encoder)) {}
+  std::shared_ptr<EventQueue> queue;
+  StreamEncoder encoder;
+  int64_t request_id = -1;
+  bool started = false;
+  bool done = false;  // [DONE] written
+  std::atomic<bool> released{false};
+};
+
+void Reply(httplib::Response& res, const ApiError& error) {
+  res.status = error.http_status;
+  res.set_content(error.ToJson(), kJson);
+}
+
+// Compares without an early exit, so the time taken says nothing about where a wrong key
+// differs (only, as usual, about its length).
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char difference = 0;
+  for (size_t i = 0; i < a.size(); ++i) difference |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return difference == 0;
+}
+
+}  // namespace
+
+class HttpServer::Impl {
+ public:
+  Impl(GenerationBackend& backend, HttpServerOptions options)
+      : backend_(backend), options_(std::move(options)), created_(UnixSeconds()) {
+    const int threads = std::max(options_.http_threads, 2);
+    server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    server_.set_payload_max_length(options_.max_body_bytes);
+    // Token chunks are small: without TCP_NODELAY, Nagle's algorithm and delayed ACKs hold
+    // them back by up to 40 ms.
+    server_.set_tcp_nodelay(true);
+    server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      HandleGeneration(ApiEndpoint::kCompletions, req, res);
+    });
+    server_.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      HandleGeneration(ApiEndpoint::kChatCompletions, req, res);
+    });
+    server_.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
+    server_.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+      HandleModel(req, res);
+    });
+    server_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+      if (draining_) {
+        res.status = 503;
+        res.set_content(R"({"status":"draining"})", kJson);
+      } else {
+        res.set_content(R"({"status":"ok"})", kJson);
+      }
+    });
+    server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      HttpStats http;
+      {
+        std::lock_guard<std::mutex> lock(stats_mutex_);
+        http = http_stats_;
+      }
+      res.set_content(PrometheusMetrics(backend_.Stats(), http), kPrometheusContentType);
+    });
+    // httplib's own errors (no route, body too large, unreadable request) get a JSON body.
+    server_.set_error_handler(httplib::Server::HandlerWithResponse(
+        [this](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      ApiError error;
+      error.http_status = res.status;
+      if (res.status == 404) {
+        error.message = absl::StrCat("no route for ", req.method, " ", req.path);
+        error.code = "not_found";
+      } else if (res.status == 413) {
+        error.message = absl::StrCat("the request body is larger than ", options_.max_body_bytes, " bytes");
+      } else {
+        error.message = absl::StrCat("HTTP ", res.status, " for ", req.method, " ", req.path);
+      }
+      if (res.status >= 500) error.type = "server_error";
+      res.set_content(error.ToJson(), kJson);
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    server_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr thrown) {
+      ApiError error;
+      error.http_status = 500;
+      error.type = "server_error";
+      error.message = "internal error";
+      try {
+        std::rethrow_exception(thrown);
+      } catch (const std::exception& e) {
+        error.message = absl::StrCat("internal error: ", e.what());
+      } catch (...) {
+      }
+      Reply(res, error);
+    });
+    server_.set_logger([this](const httplib::Request&, const httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(stats_mutex_);
+      ++http_stats_.responses_by_status[res.status];
+    });
+  }
+
+  absl::Status Bind() {
+    if (options_.port == 0) {
+      port_ = server_.bind_to_any_port(options_.host);
+      if (port_ < 0) return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.host, " (any port)"));
+    } else {
+      if (options_.port < 0 || options_.port > 65535) {
+        return absl::InvalidArgumentError(absl::StrCat("port ", options_.port, " is not in [0, 65535]"));
+      }
+      if (!server_.bind_to_port(options_.host, options_.port)) {
+        return absl::UnavailableError(
+            absl::StrCat("cannot listen on ", options_.host, ":", options_.port, " (in use, or not an address of this machine)"));
+      }
+      port_ = options_.port;
+    }
+    return absl::OkStatus();
+  }
+
+  int port() const { return port_; }
+
+  absl::Status Run() {
+    if (port_ < 0) return absl::FailedPreconditionError("HttpServer::Run before a successful Bind");
+    if (!server_.listen_after_bind() && !stopped_) {
+      return absl::InternalError(absl::StrCat("the server on ", options_.host, ":", port_, " stopped accepting"));
+    }
+    return absl::OkStatus();
+  }
+
+  void Stop() {
+    stopped_ = true;
+    server_.stop();
+  }
+
+  void Drain() {
+    draining_ = true;
+    backend_.Drain();
+    {
+      // Every request has had its last event; let the open streams write theirs and [DONE].
+      std::unique_lock<std::mutex> lock(streams_mutex_);
+      streams_idle_.wait_for(lock, options_.drain_timeout, [&] { return open_streams_ == 0; });
+    }
+    Stop();
+  }
+
+ private:
+  bool Authorized(const httplib::Request& req, httplib::Response& res) {
+    if (options_.api_key.empty()) return true;
+    const std::string header = req.get_header_value("Authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    if (header.size() > kBearer.size() && std::string_view(header).substr(0, kBearer.size()) == kBearer &&
+        ConstantTimeEquals(std::string_view(header).substr(kBearer.size()), options_.api_key)) {
+      return true;
+    }
+    ApiError error;
+    error.http_status = 401;
+    error.message = header.empty() ? "missing API key: send 'Authorization: Bearer KEY'" : "invalid API key";
+    error.code = "invalid_api_key";
+    Reply(res, error);
+    return false;
+  }
+
+  Json ModelJson() const {
+    return {{"id", backend_.model_name()}, {"object", "model"}, {"created", created_}, {"owned_by", "kiln"}};
+  }
+
+  void HandleModels(const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res)) return;
+    Json body = {{"object", "list"}, {"data", Json::array({ModelJson()})}};
+    res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+  }
+
+  void HandleModel(const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res)) return;
+    const std::string id = req.matches.size() > 1 ? req.matches[1].str() : std::string();
+    if (id != backend_.model_name()) return Reply(res, UnknownModel(id));
+    res.set_content(ModelJson().dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+  }
+
+  ApiError UnknownModel(const std::string& model) const {
+    ApiError error;
+    error.http_status = 404;
+    error.message = absl::StrCat("the model '", model, "' does not exist; this server serves '", backend_.model_name(), "'");
+    error.param = "model";
+    error.code = "model_not_found";
+    return error;
+  }
+
+  void HandleGeneration(ApiEndpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+    if (!Authorized(req, res)) return;
+    if (draining_) return Reply(res, ApiErrorFromStatus(absl::UnavailableError("the server is shutting down")));
+    ApiRequestDefaults defaults;
+    defaults.chat_max_tokens = backend_.context_length();
+    ApiRequestResult parsed = ParseApiRequest(endpoint, req.body, defaults);
+    if (!parsed.request) return Reply(res, parsed.error);
+    ApiRequest& request = *parsed.request;
+    if (!request.model.empty() && request.model != backend_.model_name()) return Reply(res, UnknownModel(request.model));
+
+    ResponseContext context;
+    context.endpoint = endpoint;
+    context.id = NewResponseId(endpoint);
+    context.created = UnixSeconds();
+    context.model = backend_.model_name();
+    context.choices = request.generation.n;
+    context.logprobs = request.logprobs;
+    context.token_bytes = [this](int32_t token) { return backend_.TokenBytes(token); };
+
+    auto queue = std::make_shared<EventQueue>();
+    // Registered before Submit so that Drain() waits for this stream's [DONE] too.
+    if (request.stream) OpenStream();
+    absl::StatusOr<int64_t> id =
+        backend_.Submit(std::move(request.generation), [queue](const TokenEvent& event) { queue->Push(event); });
+    if (!id.ok()) {
+      if (request.stream) CloseStream();
+      return Reply(res, ApiErrorFromStatus(id.status()));
+    }
+    if (!request.stream) return AnswerWhole(std::move(context), *queue, res);
+
+    auto stream = std::make_shared<Stream>(queue, StreamEncoder(std::move(context), request.include_usage));
+    stream->request_id = *id;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, stream](size_t, httplib::DataSink& sink) { return WriteStream(*stream, sink); },
+        [this, stream](bool) {
+          if (stream->released.exchange(true)) return;
+          // Ended before [DONE]: the client went away (or the server stopped): free the pages.
+          if (!stream->done) backend_.Abort(stream->request_id);
+          CloseStream();
+        });
+  }
+
+  // A non-streaming reply: every event, then the whole body.
+  void AnswerWhole(ResponseContext context, EventQueue& queue, httplib::Response& res) {
+    CompletionCollector collector(std::move(context));
+    while (!collector.finished()) {
+      for (const TokenEvent& event : queue.Take(std::chrono::milliseconds(1000))) collector.Add(event);
+    }
+    if (!collector.error().ok()) return Reply(res, ApiErrorFromStatus(collector.error()));
+    res.set_content(collector.ToJson(), kJson);
+  }
+
+  // One call of httplib's chunked content provider: the events that arrived (or a keep-alive
+  // comment when none did within the heartbeat). False ends the reply.
+  bool WriteStream(Stream& stream, httplib::DataSink& sink) {
+    std::string out;
+    if (!stream.started) {
+      stream.started = true;
+      out = stream.encoder.Start();
+    }
+    if (out.empty()) {
+      for (const TokenEvent& event : stream.queue->Take(options_.heartbeat)) out += stream.encoder.Encode(event);
+    }
+    if (stream.encoder.finished()) {
+      out += stream.encoder.Finish();
+      if (!sink.write(out.data(), out.size())) return false;
+      stream.done = true;
+      sink.done();
+      return true;
+    }
+    // An SSE comment: clients ignore it, and a closed connection fails the write.
+    if (out.empty()) out = ": keep-alive\n\n";
+    return sink.write(out.data(), out.size());
+  }
+
+  void OpenStream() {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    ++open_streams_;
+  }
+
+  void CloseStream() {
+    {
+      std::lock_guard<std::mutex> lock(streams_mutex_);
+      --open_streams_;
+    }
+    streams_idle_.notify_all();
+  }
+
+  GenerationBackend& backend_;
+  HttpServerOptions options_;
+  const int64_t created_;
+  httplib::Server server_;
+  int port_ = -1;
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> stopped_{false};
+
+  std::mutex stats_mutex_;
+  HttpStats http_stats_;
+
+  std::mutex streams_mutex_;
+  std::condition_variable streams_idle_;
+  int64_t open_streams_ = 0;
+};
+
+HttpServer::HttpServer(GenerationBackend& backend, HttpServerOptions options)
+    : impl_(std::make_unique<Impl>(backend, std::move(options))) {}
+HttpServer::~HttpServer() = default;
+
+absl::Status HttpServer::Bind() { return impl_->Bind(); }
+int HttpServer::port() const { return impl_->port(); }
+absl::Status HttpServer::Run() { return impl_->Run(); }
+void HttpServer::Stop() { impl_->Stop(); }
+void HttpServer::Drain() { impl_->Drain(); }
+
+}  // namespace kiln::serving
