@@ -7,7 +7,9 @@
 #     (KILN_TEXT_FUZZ_SECONDS, default 60), every test of the IR, the graph passes, the TIR
 #     interpreter and the schedule primitives; the GGUF reader's tests, its truncation and
 #     mutation fuzzing for KILN_GGUF_FUZZ_SECONDS (default 20) per fuzz test; the tokenizer
-#     and chat template tests
+#     and chat template tests; the OpenAI request handling, fuzzed with malformed JSON, wrong
+#     types, huge numbers and strings and invalid UTF-8 for KILN_SERVING_FUZZ_SECONDS (default
+#     20) per fuzz test, and the HTTP server's tests
 #   ThreadSanitizer: VMs on several threads sharing one executable, the thread pool
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -34,7 +36,8 @@ ASAN_OPTIONS=detect_leaks=1 KILN_FUZZ_SECONDS=${KILN_TEXT_FUZZ_SECONDS:-60} KILN
 ASAN_OPTIONS=detect_leaks=1 KILN_SOURCE_DIR="$PWD" build-asan/tests/kiln_tir_tests --gtest_brief=1
 ASAN_OPTIONS=detect_leaks=1 KILN_FUZZ_SECONDS=${KILN_GGUF_FUZZ_SECONDS:-20} \
   build-asan/tests/kiln_formats_tests --gtest_brief=1
-ASAN_OPTIONS=detect_leaks=1 build-asan/tests/kiln_serving_tests --gtest_brief=1
+ASAN_OPTIONS=detect_leaks=1 KILN_SERVING_FUZZ_SECONDS=${KILN_SERVING_FUZZ_SECONDS:-20} \
+  build-asan/tests/kiln_serving_tests --gtest_brief=1
 
 echo "sanitizers: ThreadSanitizer build"
 configure build-tsan thread

@@ -1,6 +1,7 @@
 #include "serving/metrics.h"
 
 #include <cmath>
+#include <cstdlib>
 #include "absl/strings/string_view.h"
 
 #include "absl/strings/str_cat.h"
@@ -13,7 +14,10 @@ namespace {
 std::string Float(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  return absl::StrFormat("%.17g", value);
+  for (int precision = 1;; ++precision) {
+    std::string text = absl::StrFormat("%.*g", precision, value);
+    if (precision >= 17 || std::strtod(text.c_str(), nullptr) == value) return text;
+  }
 }
 
 void Header(std::string& out, absl::string_view name, absl::string_view type, absl::string_view help) {
