@@ -7,29 +7,23 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "codegen/cpu_target.h"
 #include "formats/gguf_file.h"
 #include "serving/chat_template.h"
 #include "serving/llm_runner.h"
-#include "serving/model_files.h"
 #include "serving/sampler.h"
 #include "serving/stop_strings.h"
 #include "serving/stream_decoder.h"
 #include "serving/tokenizer.h"
 #include "support/file_io.h"
-#include "support/mapped_file.h"
-#include "tir/target.h"
 #include "tools/commands.h"
-#include "tools/compiled_model_cache.h"
+#include "tools/model_resolution.h"
 #include "tools/profile_report.h"
-#include "vm/executable.h"
 
 namespace kiln::tools {
 namespace {
@@ -79,27 +73,6 @@ int Fail(const std::string& message) {
 int Usage(const std::string& message) {
   std::fprintf(stderr, "kiln generate: %s\n\n%s", message.c_str(), kUsage);
   return 2;
-}
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// The GGUF a .kx was compiled from (its metadata), checked to still be there.
-absl::StatusOr<std::string> GgufOfExecutable(const std::string& path) {
-  absl::StatusOr<std::shared_ptr<const support::MappedFile>> image = support::MappedFile::Open(path);
-  if (!image.ok()) return image.status();
-  absl::StatusOr<vm::Executable::Contents> contents = vm::Executable::Decode(*image);
-  if (!contents.ok()) return absl::Status(contents.status().code(), absl::StrCat(path, ": ", contents.status().message()));
-  auto it = contents->metadata.find("kiln.model.gguf");
-  if (it == contents->metadata.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": not compiled from a GGUF model (no 'kiln.model.gguf' in its metadata)"));
-  }
-  if (!std::filesystem::exists(it->second)) {
-    return absl::NotFoundError(absl::StrCat(path, ": its weights file ", it->second, " is missing"));
-  }
-  return it->second;
 }
 
 }  // namespace
@@ -197,32 +170,10 @@ int GenerateCommand(int argc, char** argv) {
   if (threads > 0) setenv("KILN_NUM_THREADS", absl::StrCat(threads).c_str(), 1);  // before the pool starts
 
   // The model: a .gguf (compiled and cached) or a .kx naming its .gguf.
-  if (model.empty()) {
-    model = serving::BundledModelPath();
-    if (!std::filesystem::exists(model)) {
-      return Fail("the bundled model is not in " + serving::ModelDir() +
-                  ": run scripts/fetch_model.sh (or give a MODEL.gguf)");
-    }
-  }
-  std::string executable, gguf_path;
-  if (EndsWith(model, ".kx")) {
-    executable = model;
-    absl::StatusOr<std::string> gguf = GgufOfExecutable(model);
-    if (!gguf.ok()) return Fail(std::string(gguf.status().message()));
-    gguf_path = *gguf;
-  } else {
-    gguf_path = model;
-    codegen::ModelCompileOptions compile;
-    absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu("host", 0, threads > 0 ? static_cast<int>(threads) : 2));
-    if (!target.ok()) return Fail(std::string(target.status().message()));
-    compile.pipeline.target = *target;
-    absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*target);
-    if (!cpu.ok()) return Fail(std::string(cpu.status().message()));
-    compile.cpu = *cpu;
-    absl::StatusOr<CachedModel> cached = CompiledModelFor(model, compile, recompile);
-    if (!cached.ok()) return Fail(std::string(cached.status().message()));
-    executable = cached->path;
-  }
+  absl::StatusOr<ResolvedModel> resolved = ResolveModel(model, threads, recompile);
+  if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+  const std::string& executable = resolved->executable;
+  const std::string& gguf_path = resolved->gguf_path;
   if (verbose) std::fprintf(stderr, "kiln: model %s, executable %s\n", gguf_path.c_str(), executable.c_str());
 
   const auto load_start = std::chrono::steady_clock::now();

@@ -1,0 +1,71 @@
+#include "tools/model_resolution.h"
+
+#include <filesystem>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "codegen/cpu_target.h"
+#include "serving/model_files.h"
+#include "support/mapped_file.h"
+#include "tir/target.h"
+#include "tools/compiled_model_cache.h"
+#include "vm/executable.h"
+
+namespace kiln::tools {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The GGUF a .kx was compiled from (its metadata), checked to still be there.
+absl::StatusOr<std::string> GgufOfExecutable(const std::string& path) {
+  absl::StatusOr<std::shared_ptr<const support::MappedFile>> image = support::MappedFile::Open(path);
+  if (!image.ok()) return image.status();
+  absl::StatusOr<vm::Executable::Contents> contents = vm::Executable::Decode(*image);
+  if (!contents.ok()) return absl::Status(contents.status().code(), absl::StrCat(path, ": ", contents.status().message()));
+  auto it = contents->metadata.find("kiln.model.gguf");
+  if (it == contents->metadata.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not compiled from a GGUF model (no 'kiln.model.gguf' in its metadata)"));
+  }
+  if (!std::filesystem::exists(it->second)) {
+    return absl::NotFoundError(absl::StrCat(path, ": its weights file ", it->second, " is missing"));
+  }
+  return it->second;
+}
+
+}  // namespace
+
+absl::StatusOr<ResolvedModel> ResolveModel(std::string model, int64_t threads, bool recompile) {
+  if (model.empty()) {
+    model = serving::BundledModelPath();
+    if (!std::filesystem::exists(model)) {
+      return absl::NotFoundError(absl::StrCat("the bundled model is not in ", serving::ModelDir(),
+                                              ": run scripts/fetch_model.sh (or give a MODEL.gguf)"));
+    }
+  }
+  ResolvedModel resolved;
+  if (EndsWith(model, ".kx")) {
+    resolved.executable = model;
+    absl::StatusOr<std::string> gguf = GgufOfExecutable(model);
+    if (!gguf.ok()) return gguf.status();
+    resolved.gguf_path = *gguf;
+    return resolved;
+  }
+  resolved.gguf_path = model;
+  codegen::ModelCompileOptions compile;
+  absl::StatusOr<tir::Target> target =
+      codegen::ResolveCpuTarget(tir::Target::Cpu("host", 0, threads > 0 ? static_cast<int>(threads) : 2));
+  if (!target.ok()) return target.status();
+  compile.pipeline.target = *target;
+  absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*target);
+  if (!cpu.ok()) return cpu.status();
+  compile.cpu = *cpu;
+  absl::StatusOr<CachedModel> cached = CompiledModelFor(model, compile, recompile);
+  if (!cached.ok()) return cached.status();
+  resolved.executable = cached->path;
+  return resolved;
+}
+
+}  // namespace kiln::tools
