@@ -9,5 +9,6 @@ int RunCommand(int argc, char** argv);     // run_command.cc
 int DisasmCommand(int argc, char** argv);  // disasm_command.cc
 int CompileCommand(int argc, char** argv);  // compile_command.cc
 int GenerateCommand(int argc, char** argv);  // generate_command.cc
+int ServeCommand(int argc, char** argv);     // serve_command.cc
 
 }  // namespace kiln::tools

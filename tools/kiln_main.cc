@@ -20,6 +20,7 @@ constexpr Subcommand kSubcommands[] = {
     {"run", kiln::tools::RunCommand, "load a .kx executable and call one of its functions"},
     {"disasm", kiln::tools::DisasmCommand, "print the contents of a .kx executable"},
     {"generate", kiln::tools::GenerateCommand, "generate text with a language model (GGUF; default: bundled SmolLM2)"},
+    {"serve", kiln::tools::ServeCommand, "serve a language model over HTTP with the OpenAI API (default: bundled SmolLM2)"},
 };
 
 void PrintUsage(std::FILE* out) {
