@@ -14,6 +14,8 @@ namespace {
 std::string Float(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  // Whole numbers as integers ("10", not "1e+01"), others in their shortest exact form.
+  if (value == std::floor(value) && std::fabs(value) < 1e15) return absl::StrFormat("%.0f", value);
   for (int precision = 1;; ++precision) {
     std::string text = absl::StrFormat("%.*g", precision, value);
     if (precision >= 17 || std::strtod(text.c_str(), nullptr) == value) return text;
