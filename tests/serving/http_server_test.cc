@@ -12,6 +12,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -392,6 +393,38 @@ TEST_F(HttpServerTest, DrainFinishesOpenStreamsThenStops) {
   for (size_t i = 0; i + 1 < payloads.size(); ++i) text += Json::parse(payloads[i])["choices"][0]["text"].get<std::string>();
   EXPECT_THAT(text, HasSubstr("t29 "));  // ran to its end, not cut off
   EXPECT_FALSE(backend_.IsAborted(1));
+}
+
+// Mutated bodies through the whole server (request parsing is fuzzed at length in
+// openai_request_fuzz_test.cc): every reply is a success or a 4xx, with a JSON body.
+TEST_F(HttpServerTest, MutatedBodiesGetJsonReplies) {
+  Start();
+  const std::string seeds[] = {
+      R"({"prompt": "hi", "max_tokens": 2, "stop": ["x"], "logit_bias": {"3": 1}, "n": 2})",
+      R"({"messages": [{"role": "user", "content": "hi"}], "stream": true, "logprobs": true, "top_logprobs": 1})",
+  };
+  const std::string pieces[] = {"\xff", "\xc3", "\"\\ud800\"", "1e999", "18446744073709551616", "[[[[", "null", "\"",
+                                ",", "}", std::string(3000, '7')};
+  std::mt19937_64 random(7);
+  for (int i = 0; i < 300; ++i) {
+    std::string body = seeds[random() % 2];
+    for (int m = 0; m < 1 + static_cast<int>(random() % 3); ++m) {
+      const size_t at = random() % (body.size() + 1);
+      if (random() % 2) {
+        body.insert(at, pieces[random() % std::size(pieces)]);
+      } else if (!body.empty()) {
+        body[at % body.size()] = static_cast<char>(random() & 0xff);
+      }
+    }
+    const std::string path = random() % 2 ? "/v1/completions" : "/v1/chat/completions";
+    auto result = Post(path, body);
+    ASSERT_TRUE(result) << body;
+    ASSERT_TRUE(result->status == 200 || (result->status >= 400 && result->status < 500)) << result->status << " " << body;
+    if (result->status != 200) {
+      Json reply = Json::parse(result->body, nullptr, false);
+      ASSERT_TRUE(reply.is_object() && reply["error"]["message"].is_string()) << result->body;
+    }
+  }
 }
 
 }  // namespace
