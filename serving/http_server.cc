@@ -4,6 +4,8 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
+#include <thread>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -181,11 +183,28 @@ class HttpServer::Impl {
 
   void Drain() {
     draining_ = true;
-    backend_.Drain();
+    std::mutex mutex;
+    std::condition_variable done;
+    bool drained = false;
+    std::thread drainer([&] {
+      backend_.Drain();
+      std::lock_guard<std::mutex> lock(mutex);
+      drained = true;
+      done.notify_all();
+    });
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      if (!done.wait_for(lock, options_.drain_timeout, [&] { return drained; })) {
+        // Out of patience: end what still runs; the engine sends each its last (abort) event.
+        std::lock_guard<std::mutex> in_flight_lock(in_flight_mutex_);
+        for (int64_t id : in_flight_) backend_.Abort(id);
+      }
+    }
+    drainer.join();
     {
       // Every request has had its last event; let the open streams write theirs and [DONE].
       std::unique_lock<std::mutex> lock(streams_mutex_);
-      streams_idle_.wait_for(lock, options_.drain_timeout, [&] { return open_streams_ == 0; });
+      streams_idle_.wait_for(lock, std::chrono::seconds(10), [&] { return open_streams_ == 0; });
     }
     Stop();
   }
@@ -261,7 +280,12 @@ class HttpServer::Impl {
       if (request.stream) CloseStream();
       return Reply(res, ApiErrorFromStatus(id.status()));
     }
-    if (!request.stream) return AnswerWhole(std::move(context), *queue, res);
+    TrackInFlight(*id, true);
+    if (!request.stream) {
+      AnswerWhole(std::move(context), *queue, res);
+      TrackInFlight(*id, false);
+      return;
+    }
 
     auto stream = std::make_shared<Stream>(queue, StreamEncoder(std::move(context), request.include_usage));
     stream->request_id = *id;
@@ -273,6 +297,7 @@ class HttpServer::Impl {
           if (stream->released.exchange(true)) return;
           // Ended before [DONE]: the client went away (or the server stopped): free the pages.
           if (!stream->done) backend_.Abort(stream->request_id);
+          TrackInFlight(stream->request_id, false);
           CloseStream();
         });
   }
@@ -310,6 +335,15 @@ class HttpServer::Impl {
     return sink.write(out.data(), out.size());
   }
 
+  void TrackInFlight(int64_t id, bool in_flight) {
+    std::lock_guard<std::mutex> lock(in_flight_mutex_);
+    if (in_flight) {
+      in_flight_.insert(id);
+    } else {
+      in_flight_.erase(id);
+    }
+  }
+
   void OpenStream() {
     std::lock_guard<std::mutex> lock(streams_mutex_);
     ++open_streams_;
@@ -333,6 +367,9 @@ class HttpServer::Impl {
 
   std::mutex stats_mutex_;
   HttpStats http_stats_;
+
+  std::mutex in_flight_mutex_;
+  std::set<int64_t> in_flight_;  // submitted requests whose replies are not complete
 
   std::mutex streams_mutex_;
   std::condition_variable streams_idle_;

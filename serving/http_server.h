@@ -14,7 +14,8 @@
 // Each connection is served by one thread of a pool (http_threads): a streaming reply keeps
 // its thread until it ends. A client that goes away mid-stream is noticed at the next write
 // (a token, or a keep-alive comment sent after `heartbeat` without one) and its request is
-// aborted, freeing its KV pages. Drain() finishes what is in flight and stops the server.
+// aborted, freeing its KV pages. Drain() finishes what is in flight (within drain_timeout)
+// and stops the server.
 #pragma once
 
 #include <chrono>
@@ -34,7 +35,9 @@ struct HttpServerOptions {
   int http_threads = 128;          // connections served at once
   size_t max_body_bytes = 8 << 20;
   std::chrono::milliseconds heartbeat{1000};  // quiet time before a keep-alive comment on a stream
-  std::chrono::seconds drain_timeout{60};     // longest wait for open streams to end in Drain()
+  // Drain(): how long requests in flight may run on; those still running then are aborted
+  // (their streams end with finish_reason "abort" and [DONE]).
+  std::chrono::milliseconds drain_timeout{30000};
 };
 
 class HttpServer {
@@ -53,7 +56,8 @@ class HttpServer {
   // Stops accepting connections now; open streams end at their next write.
   void Stop();
   // Graceful shutdown: new generation requests get 503, the backend finishes every request
-  // in flight (Backend::Drain), the open streams send their last events, then Stop().
+  // in flight (Backend::Drain; after drain_timeout the rest are aborted), the open streams
+  // send their last events and [DONE], then Stop().
   // Thread-safe; returns when the server has stopped accepting connections.
   void Drain();
 

@@ -1,12 +1,14 @@
 // kiln serve: an OpenAI-compatible HTTP server for a language model. MODEL is taken as
 // `kiln generate` takes it (tools/model_resolution.h); the engine (serving/engine.h) runs
 // it with continuous batching, and serving/http_server.h answers HTTP. SIGTERM or SIGINT
-// drains: requests in flight finish, new ones get 503, then the process exits 0.
+// drains: requests in flight finish (within --drain-timeout, then they are aborted), new
+// ones get 503, then the process exits 0.
 #include <pthread.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -32,8 +34,8 @@ constexpr const char* kUsage =
     "/health and /metrics (Prometheus). Requests are batched continuously. MODEL is a GGUF\n"
     "file (Llama family), compiled on first use and cached (KILN_CACHE_DIR), or a .kx\n"
     "compiled from one; without MODEL, the bundled SmolLM2-135M-Instruct (KILN_MODEL_DIR).\n"
-    "Prints one line when it listens. SIGTERM or Ctrl-C drains: requests in flight finish,\n"
-    "new ones get 503, then it exits 0.\n"
+    "Prints one line when it listens. SIGTERM or Ctrl-C drains: requests in flight finish\n"
+    "(within --drain-timeout), new ones get 503, then it exits 0.\n"
     "\n"
     "  --host H               address to listen on (default 127.0.0.1; 0.0.0.0 for all)\n"
     "  --port P               TCP port (default 8080; 0: any free port, printed)\n"
@@ -49,6 +51,8 @@ constexpr const char* kUsage =
     "                         model's context, at most 32768)\n"
     "  --no-prefix-cache      do not reuse the KV pages of shared prompt prefixes\n"
     "  --http-threads N       connections served at once (default: max-running + 64)\n"
+    "  --drain-timeout S      on SIGTERM, seconds requests in flight may run on before they\n"
+    "                         are aborted (default 30)\n"
     "  --recompile            compile the GGUF model again even if it is cached\n"
     "  -v, --verbose          print the model and its executable to stderr\n";
 
@@ -67,7 +71,7 @@ int Usage(const std::string& message) {
 int ServeCommand(int argc, char** argv) {
   std::string model, host = "127.0.0.1", model_name;
   std::string api_key = std::getenv("KILN_API_KEY") ? std::getenv("KILN_API_KEY") : "";
-  int64_t port = 8080, threads = 0, kv_tokens = 0, http_threads = 0;
+  int64_t port = 8080, threads = 0, kv_tokens = 0, http_threads = 0, drain_seconds = 30;
   serving::EngineOptions engine_options;
   bool recompile = false, verbose = false;
   for (int i = 1; i < argc; ++i) {
@@ -122,6 +126,10 @@ int ServeCommand(int argc, char** argv) {
       if (!int_value(&kv_tokens, 1, kLarge)) return Usage("--kv-cache-tokens needs a positive integer, got '" + v + "'");
     } else if (value("--http-threads")) {
       if (!int_value(&http_threads, 2, 65536)) return Usage("--http-threads needs an integer of at least 2, got '" + v + "'");
+    } else if (value("--drain-timeout")) {
+      if (!int_value(&drain_seconds, 0, 86400)) {
+        return Usage("--drain-timeout needs a number of seconds in [0, 86400], got '" + v + "'");
+      }
     } else if (arg == "--no-prefix-cache") {
       engine_options.prefix_caching = false;
     } else if (arg == "--recompile") {
@@ -171,6 +179,7 @@ int ServeCommand(int argc, char** argv) {
   server_options.api_key = api_key;
   server_options.http_threads =
       static_cast<int>(http_threads > 0 ? http_threads : std::min<int64_t>(engine_options.max_running + 64, 65536));
+  server_options.drain_timeout = std::chrono::seconds(drain_seconds);
   serving::HttpServer server(*backend, server_options);
   if (absl::Status bound = server.Bind(); !bound.ok()) return Fail(std::string(bound.message()));
 

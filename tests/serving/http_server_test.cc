@@ -395,6 +395,30 @@ TEST_F(HttpServerTest, DrainFinishesOpenStreamsThenStops) {
   EXPECT_FALSE(backend_.IsAborted(1));
 }
 
+TEST_F(HttpServerTest, DrainAbortsWhatOutlastsItsTimeout) {
+  backend_.tokens_per_choice = 1000000;
+  backend_.token_interval = std::chrono::milliseconds(2);
+  HttpServerOptions options;
+  options.drain_timeout = std::chrono::milliseconds(200);
+  Start(options);
+  std::string streamed;
+  std::thread client([&] {
+    httplib::Client client("127.0.0.1", server_->port());
+    client.set_read_timeout(10, 0);
+    auto result = client.Post("/v1/completions", R"({"prompt": "x", "stream": true})", "application/json");
+    if (result) streamed = result->body;
+  });
+  while (backend_.requests().empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  server_->Drain();
+  client.join();
+  runner_.join();
+  EXPECT_TRUE(backend_.IsAborted(1));
+  std::vector<std::string> payloads = SsePayloads(streamed);
+  ASSERT_GE(payloads.size(), 2u) << streamed;
+  EXPECT_EQ(payloads.back(), "[DONE]");
+  EXPECT_EQ(Json::parse(payloads[payloads.size() - 2])["choices"][0]["finish_reason"], "abort");
+}
+
 // Mutated bodies through the whole server (request parsing is fuzzed at length in
 // openai_request_fuzz_test.cc): every reply is a success or a 4xx, with a JSON body.
 TEST_F(HttpServerTest, MutatedBodiesGetJsonReplies) {
