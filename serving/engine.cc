@@ -120,6 +120,7 @@ class Engine::Impl {
   std::deque<std::unique_ptr<RequestState>> waiting_;   // preempted ones at the front
   std::vector<std::unique_ptr<RequestState>> running_;  // in admission order: the back is the newest
   int64_t next_sequence_id_ = 0;
+  int64_t ended_unpublished_ = 0;  // requests ended since the last PublishGauges
   std::vector<float> scratch_;  // logits the sampler may change
 
   std::thread loop_;
@@ -657,9 +658,10 @@ void Engine::Impl::RequestDone(RequestState& request) {
     std::lock_guard<std::mutex> lock(mu_);
     Observe(stats_.end_to_end_latency, seconds);
     ++stats_.requests_finished;
-    --in_flight_;
   }
-  idle_.notify_all();
+  // Drain's waiters are released by PublishGauges, once the statistics they may read next
+  // (pages, running sequences) no longer count this request.
+  ++ended_unpublished_;
 }
 
 bool Engine::Impl::FreeSomePages(const RequestState* keep) {
@@ -705,6 +707,11 @@ void Engine::Impl::PublishGauges() {
   stats_.running = running;
   stats_.kv_pages_used = cache.UsedPages();
   stats_.kv_pages_free = cache.FreePages();
+  if (ended_unpublished_ > 0) {
+    in_flight_ -= ended_unpublished_;
+    ended_unpublished_ = 0;
+    idle_.notify_all();
+  }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -185,6 +186,49 @@ class EngineTest : public ::testing::Test {
 std::string* EngineTest::gguf_path_ = nullptr;
 std::string* EngineTest::kx_path_ = nullptr;
 
+// What the engine's promise rests on: a sequence's logits are bit for bit the same whatever
+// else is in its decode batch (sizes 1 to 9: the matmul kernels take rows four at a time)
+// and however its prompt was split into prefill calls.
+TEST_F(EngineTest, LogitsDoNotDependOnTheBatchOrTheChunking) {
+  absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(*gguf_path_);
+  ASSERT_TRUE(gguf.ok());
+  serving::LlmRunnerOptions options;
+  options.kv_cache_tokens = 1024;  // float16 K/V, as served
+  absl::StatusOr<std::unique_ptr<serving::LlmRunner>> loaded = serving::LlmRunner::Load(*kx_path_, *gguf, options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  serving::LlmRunner& runner = **loaded;
+  for (int64_t id = 0; id < 9; ++id) {
+    ASSERT_TRUE(runner.AddSequence(id).ok());
+    ASSERT_TRUE(runner.Prefill(id, Tokens(3 + static_cast<int>(id) * 7, 80, static_cast<int>(id))).ok());
+  }
+  std::vector<float> alone;
+  for (int64_t batch = 1; batch <= 9; ++batch) {
+    std::vector<int64_t> ids;
+    std::vector<int32_t> tokens;
+    // Sequence 0 at the front, then in the middle, of batches of every size.
+    for (int64_t i = 0; i < batch; ++i) ids.push_back((i + batch / 2) % batch);
+    for (int64_t i = 0; i < batch; ++i) tokens.push_back(static_cast<int32_t>(10 + ids[static_cast<size_t>(i)]));
+    absl::StatusOr<std::vector<std::vector<float>>> out = runner.Decode(ids, tokens);
+    ASSERT_TRUE(out.ok()) << out.status();
+    const size_t at = static_cast<size_t>(std::find(ids.begin(), ids.end(), 0) - ids.begin());
+    if (batch == 1) alone = (*out)[at];
+    EXPECT_EQ((*out)[at], alone) << "sequence 0 in a batch of " << batch;
+    for (int64_t id : ids) ASSERT_TRUE(runner.cache().PopTokens(id, 1).ok());
+  }
+
+  const std::vector<int32_t> prompt = Tokens(45, 80, 77);
+  ASSERT_TRUE(runner.AddSequence(20).ok());
+  absl::StatusOr<std::vector<float>> whole = runner.Prefill(20, prompt);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_TRUE(runner.AddSequence(21).ok());
+  absl::StatusOr<std::vector<float>> chunked;
+  for (size_t start = 0; start < prompt.size(); start += 7) {
+    chunked = runner.Prefill(21, std::span<const int32_t>(prompt).subspan(start, std::min<size_t>(7, prompt.size() - start)));
+    ASSERT_TRUE(chunked.ok());
+  }
+  EXPECT_EQ(*chunked, *whole);
+}
+
 TEST_F(EngineTest, ConcurrentGreedyRequestsEqualTheSameRequestsOneAtATime) {
   // 48 requests: prompts of 1 to 140 tokens (up to 9 pages), 4 to 40 new tokens.
   std::vector<GenerationRequest> requests;
@@ -339,7 +383,9 @@ TEST_F(EngineTest, LogprobsAreTheLogSoftmaxOfTheModelsLogits) {
   for (size_t i = 0; i < 5; ++i) {
     const int32_t t = e.top_logprobs[i].token;
     EXPECT_NEAR(e.top_logprobs[i].logprob, logits[t] - max - std::log(sum), 1e-3);
-    if (i > 0) EXPECT_LE(e.top_logprobs[i].logprob, e.top_logprobs[i - 1].logprob);
+    if (i > 0) {
+      EXPECT_LE(e.top_logprobs[i].logprob, e.top_logprobs[i - 1].logprob);
+    }
   }
   EXPECT_TRUE(s.events[1].top_logprobs.size() == 5 && s.events[1].logprob <= 0);
 }
