@@ -12,8 +12,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <span>
@@ -441,6 +443,62 @@ TEST_F(EngineTest, AbortMidStreamFreesEveryPage) {
   EXPECT_EQ(stats.requests_finished, 5);
 }
 
+// Many threads submit and abort at random moments, and callbacks submit follow-up requests
+// from the loop thread: every request ends exactly once and every page comes back.
+TEST_F(EngineTest, SubmitsAndAbortsFromManyThreadsEndEveryRequestOnce) {
+  EngineOptions options = Options(/*kv_cache_tokens=*/512);  // small: preemptions happen too
+  options.step_prefill_tokens = 24;
+  std::unique_ptr<Engine> engine = Load(options);
+  ASSERT_NE(engine, nullptr);
+  Collector collector;
+  serving::TokenCallback collect = collector.Callback();
+  Engine* raw = engine.get();
+  std::atomic<int> choices{0};
+  std::atomic<int> follow_ups{0};
+  // A request whose final event submits another, smaller one (from the loop thread).
+  std::function<void(const TokenEvent&)> chained = [&, collect](const TokenEvent& e) {
+    collect(e);
+    if (e.finished && follow_ups.fetch_add(1) < 8) {
+      ++choices;
+      if (!raw->Submit(Greedy(Tokens(6, 80, 500 + e.choice), 5), collect).ok()) --choices;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 8; ++i) {
+        GenerationRequest r = Greedy(Tokens(4 + (t * 8 + i) * 3 % 90, 80, t * 100 + i), 10 + i * 3);
+        r.n = 1 + (i % 3 == 0);
+        choices += r.n;
+        absl::StatusOr<int64_t> id = engine->Submit(r, i % 4 == 1 ? serving::TokenCallback(chained) : collect);
+        if (!id.ok()) {
+          ADD_FAILURE() << id.status();
+          choices -= r.n;
+          continue;
+        }
+        if (i % 2 == 0) {
+          std::this_thread::sleep_for(std::chrono::microseconds(300 * (t + 1)));
+          engine->Abort(*id);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  collector.WaitFinished(choices.load());
+  engine->Drain();
+  collector.WaitFinished(choices.load());  // follow-ups submitted while draining were refused
+  serving::EngineStats stats = engine->Stats();
+  EXPECT_EQ(stats.kv_pages_used, 0);
+  EXPECT_EQ(stats.running, 0);
+  EXPECT_EQ(stats.queued, 0);
+  EXPECT_GT(follow_ups.load(), 0);
+  for (int64_t id = 1; id <= stats.requests_finished; ++id) {
+    Stream s = collector.Get(id);
+    EXPECT_EQ(s.finals, 1) << "request " << id;
+    EXPECT_EQ(s.events_after_final, 0) << "request " << id;
+  }
+}
+
 TEST_F(EngineTest, NChoicesForkThePromptAndFollowTheirSeeds) {
   GenerationRequest r;
   r.prompt_tokens = Tokens(37, 80, 11);  // a partly filled last page: copy-on-write
@@ -685,6 +743,51 @@ TEST(EngineBundledModel, GreedyAnswersEqualAPlainRunnerLoop) {
     absl::StatusOr<std::string> text = (*engine)->tokenizer().Decode(want);
     ASSERT_TRUE(text.ok());
     EXPECT_EQ(s.text, *text);
+  }
+}
+
+// Not a check: the engine's speed on the bundled model at several concurrencies (run with
+// --gtest_also_run_disabled_tests). Prints generated tokens per second and the median
+// time to first token and inter-token latency of each level.
+TEST(EngineBundledModel, DISABLED_Throughput) {
+  KILN_REQUIRE_BUNDLED_MODEL(path);
+  const std::string copy = ::testing::TempDir() + "/engine_bench.gguf";
+  std::filesystem::remove(copy);
+  std::filesystem::create_symlink(path, copy);
+  const std::string kx = Compile(copy, /*max_tokens=*/256);
+  ASSERT_FALSE(kx.empty());
+  EngineOptions options;
+  options.executable_path = kx;
+  options.weights_path = copy;
+  options.runner.kv_cache_tokens = 16384;
+  options.prefix_caching = false;
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Load(options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const char* topics[] = {"the sea", "a city at night", "mountains", "a robot", "bread", "rain", "trains", "music"};
+  for (int concurrency : {1, 4, 16, 64}) {
+    Collector collector;
+    const serving::EngineStats before = (*engine)->Stats();
+    const auto start = std::chrono::steady_clock::now();
+    int submitted = 0;
+    for (int i = 0; i < concurrency; ++i) {
+      GenerationRequest r;
+      r.prompt = std::string("Write a short story about ") + topics[i % 8] + ", number " + std::to_string(i) + ".";
+      r.sampling = serving::SamplingParams::Greedy();
+      r.max_tokens = 64;
+      r.ignore_eos = true;
+      ASSERT_TRUE((*engine)->Submit(r, collector.Callback()).ok());
+      ++submitted;
+    }
+    collector.WaitFinished(submitted);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const serving::EngineStats after = (*engine)->Stats();
+    auto mean = [](const serving::LatencyHistogram& a, const serving::LatencyHistogram& b) {
+      return (b.sum - a.sum) / std::max<int64_t>(1, b.count - a.count);
+    };
+    std::printf("concurrency %2d: %6.1f generated tok/s, mean TTFT %6.1f ms, mean inter-token %6.1f ms\n", concurrency,
+                static_cast<double>(after.generated_tokens_total - before.generated_tokens_total) / seconds,
+                1e3 * mean(before.time_to_first_token, after.time_to_first_token),
+                1e3 * mean(before.inter_token_latency, after.inter_token_latency));
   }
 }
 
