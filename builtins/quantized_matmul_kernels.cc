@@ -92,33 +92,47 @@ __attribute__((target("avx2,fma"))) float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
+// Every row of x is summed in the same order whether it is one of a group of four or a
+// row on its own (two accumulators per row: lanes of j mod 16 < 8 and >= 8, added at the
+// end): a row's result never depends on how many rows the call has, so a sequence's logits
+// are the same alone or batched with others (the serving engine's promise that batching
+// never changes a greedy result).
 __attribute__((target("avx2,fma"))) void DotRowsAvx2(const float* w, const float* x, int64_t rows, int64_t k,
                                                      int64_t x_stride, float* out, int64_t out_stride) {
   int64_t i = 0;
   for (; i + 4 <= rows; i += 4) {
     const float* x0 = x + i * x_stride;
+    const float* x1 = x0 + x_stride;
+    const float* x2 = x1 + x_stride;
+    const float* x3 = x2 + x_stride;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-    for (int64_t j = 0; j < k; j += 8) {
-      const __m256 wv = _mm256_loadu_ps(w + j);
-      a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + j), a0);
-      a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + x_stride + j), a1);
-      a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + 2 * x_stride + j), a2);
-      a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(x0 + 3 * x_stride + j), a3);
+    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
+    for (int64_t j = 0; j < k; j += 16) {
+      const __m256 wa = _mm256_loadu_ps(w + j);
+      const __m256 wb = _mm256_loadu_ps(w + j + 8);
+      a0 = _mm256_fmadd_ps(wa, _mm256_loadu_ps(x0 + j), a0);
+      b0 = _mm256_fmadd_ps(wb, _mm256_loadu_ps(x0 + j + 8), b0);
+      a1 = _mm256_fmadd_ps(wa, _mm256_loadu_ps(x1 + j), a1);
+      b1 = _mm256_fmadd_ps(wb, _mm256_loadu_ps(x1 + j + 8), b1);
+      a2 = _mm256_fmadd_ps(wa, _mm256_loadu_ps(x2 + j), a2);
+      b2 = _mm256_fmadd_ps(wb, _mm256_loadu_ps(x2 + j + 8), b2);
+      a3 = _mm256_fmadd_ps(wa, _mm256_loadu_ps(x3 + j), a3);
+      b3 = _mm256_fmadd_ps(wb, _mm256_loadu_ps(x3 + j + 8), b3);
     }
-    out[i * out_stride] = HorizontalSum(a0);
-    out[(i + 1) * out_stride] = HorizontalSum(a1);
-    out[(i + 2) * out_stride] = HorizontalSum(a2);
-    out[(i + 3) * out_stride] = HorizontalSum(a3);
+    out[i * out_stride] = HorizontalSum(_mm256_add_ps(a0, b0));
+    out[(i + 1) * out_stride] = HorizontalSum(_mm256_add_ps(a1, b1));
+    out[(i + 2) * out_stride] = HorizontalSum(_mm256_add_ps(a2, b2));
+    out[(i + 3) * out_stride] = HorizontalSum(_mm256_add_ps(a3, b3));
   }
   for (; i < rows; ++i) {
     const float* xi = x + i * x_stride;
-    // Two accumulators hide the FMA latency for the single-row (decode) case.
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    // Two accumulators also hide the FMA latency for the single-row (decode) case.
+    __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
     for (int64_t j = 0; j < k; j += 16) {
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + j), _mm256_loadu_ps(xi + j), a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + j + 8), _mm256_loadu_ps(xi + j + 8), a1);
+      a = _mm256_fmadd_ps(_mm256_loadu_ps(w + j), _mm256_loadu_ps(xi + j), a);
+      b = _mm256_fmadd_ps(_mm256_loadu_ps(w + j + 8), _mm256_loadu_ps(xi + j + 8), b);
     }
-    out[i * out_stride] = HorizontalSum(_mm256_add_ps(a0, a1));
+    out[i * out_stride] = HorizontalSum(_mm256_add_ps(a, b));
   }
 }
 

@@ -48,6 +48,8 @@ class LlmRunner {
   const formats::LlamaConfig& config() const { return config_; }
   // The most tokens one sequence may hold (the model's context length, or the cache's size).
   int64_t max_sequence_length() const;
+  // The most tokens one call of the compiled functions takes (prefill chunk, decode batch).
+  int64_t max_call_tokens() const { return max_call_tokens_; }
   builtins::PagedKvCache& cache() { return *cache_; }
   vm::VirtualMachine& vm() { return *vm_; }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "tests/formats/gguf_writer.h"
 
@@ -28,7 +29,44 @@ struct TinyLlamaSpec {
   uint32_t embed_type = 8;
   bool tied = true;
   uint32_t seed = 1;
+  // A byte-level BPE vocabulary of `vocab` tokens (TinyVocabulary below) and a ChatML chat
+  // template, for tests that go through text (the serving engine).
+  bool tokenizer = false;
 };
+
+// The tiny tokenizer's vocabulary: the control tokens <|endoftext|> (eos), <|im_start|> and
+// <|im_end|>, the byte symbols of space, newline, letters, digits and some punctuation (GPT-2's
+// byte-to-symbol mapping: space is U+0120, newline U+010A), a few merges' results, padded
+// with unused tokens or cut to `vocab`.
+inline std::vector<std::string> TinyVocabulary(uint32_t vocab) {
+  std::vector<std::string> tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "\xC4\xA0", "\xC4\x8A"};
+  for (char c = 'a'; c <= 'z'; ++c) tokens.push_back(std::string(1, c));
+  for (char c = 'A'; c <= 'Z'; ++c) tokens.push_back(std::string(1, c));
+  for (char c = '0'; c <= '9'; ++c) tokens.push_back(std::string(1, c));
+  for (const char* p : {".", ",", "!", "?", ":", "'", "-", "th", "he", "\xC4\xA0t", "\xC4\xA0" "a", "in"}) {
+    tokens.push_back(p);
+  }
+  for (uint32_t i = static_cast<uint32_t>(tokens.size()); i < vocab; ++i) tokens.push_back("<unused" + std::to_string(i) + ">");
+  tokens.resize(vocab);
+  return tokens;
+}
+
+inline void AddTinyTokenizer(GgufWriter& w, uint32_t vocab) {
+  const std::vector<std::string> tokens = TinyVocabulary(vocab);
+  std::vector<RawValue> types;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    types.push_back(I32(i < 3 ? 3 : tokens[i].rfind("<unused", 0) == 0 ? 5 : 1));
+  }
+  w.Add("tokenizer.ggml.model", Str("gpt2"))
+      .Add("tokenizer.ggml.pre", Str("gpt2"))
+      .Add("tokenizer.ggml.tokens", StrArray(tokens))
+      .Add("tokenizer.ggml.token_type", Array(5, types))
+      .Add("tokenizer.ggml.merges", StrArray({"t h", "h e", "\xC4\xA0 t", "\xC4\xA0 " "a", "i n"}))
+      .Add("tokenizer.ggml.eos_token_id", U32(0))
+      .Add("tokenizer.chat_template",
+           Str("{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n"
+               "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"));
+}
 
 class TinyRandom {
  public:
@@ -140,6 +178,7 @@ inline std::string TinyLlamaGguf(const TinyLlamaSpec& s) {
     matrix(p + "ffn_down.weight", s.matmul_type, s.hidden, s.ffn, 0.2f);
   }
   w.AddTensor("output_norm.weight", 0, {s.hidden}, vec(s.hidden, 1.0f, 0.2f));
+  if (s.tokenizer) AddTinyTokenizer(w, s.vocab);
   if (!s.tied) matrix("output.weight", s.matmul_type, s.vocab, s.hidden, 0.5f);
   return w.Build();
 }
