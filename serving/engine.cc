@@ -444,11 +444,14 @@ void Engine::Impl::PrefillStep() {
           if (absl::IsResourceExhausted(out.status())) {
             if (FreeSomePages(&request)) continue;
             // Nothing else to take pages from: alone, this request cannot fit the cache;
-            // behind older requests, it waits for them to finish.
+            // behind older requests, it waits for them to finish (and newer prompts wait
+            // behind it: no prefill this step takes the pages it is waiting for).
             if (LiveRequests() == 1) {
               FailRequest(request, absl::ResourceExhaustedError(absl::StrCat(
                                        "the KV cache (", runner_->cache().config().num_pages,
                                        " pages) cannot hold this request: ", out.status().message())));
+            } else {
+              budget = 0;
             }
           } else {
             FailRequest(request, out.status());
