@@ -444,11 +444,14 @@ void Engine::Impl::PrefillStep() {
           if (absl::IsResourceExhausted(out.status())) {
             if (FreeSomePages(&request)) continue;
             // Nothing else to take pages from: alone, this request cannot fit the cache;
-            // behind older requests, it waits for them to finish.
+            // behind older requests, it waits for them to finish (and newer prompts wait
+            // behind it: no prefill this step takes the pages it is waiting for).
             if (LiveRequests() == 1) {
               FailRequest(request, absl::ResourceExhaustedError(absl::StrCat(
                                        "the KV cache (", runner_->cache().config().num_pages,
                                        " pages) cannot hold this request: ", out.status().message())));
+            } else {
+              budget = 0;
             }
           } else {
             FailRequest(request, out.status());
@@ -536,11 +539,10 @@ void Engine::Impl::DecodeStep() {
 void Engine::Impl::Accept(RequestState& request, int index, std::span<const float> logits) {
   ChoiceState& choice = request.choices[static_cast<size_t>(index)];
   // Log-probabilities come from the raw logits (the model's distribution, before penalties,
-  // truncation or temperature), as OpenAI reports them.
-  // Logits more than kNegligibleLogit below the largest add less than vocab * e^-40 (about
-  // 1e-13 for 100k tokens) to the normalizer, far below float precision, and are skipped:
-  // this runs for every token of every sequence, and exp over a whole 49k vocabulary would
-  // cost a noticeable part of a decode step.
+  // truncation or temperature), as OpenAI reports them. Logits more than kNegligibleLogit
+  // below the largest add less than vocab * e^-40 (about 1e-13 for 100k tokens) to the
+  // normalizer, far below float precision, and are skipped: this runs for every token of
+  // every sequence.
   constexpr float kNegligibleLogit = 40.0f;
   const float max = *std::max_element(logits.begin(), logits.end());
   double sum = 0;
