@@ -62,7 +62,7 @@ std::string Symbolize(const std::string& text) {
   const size_t dims_begin = type.find("((") + 2;
   const std::string dims = type.substr(dims_begin, type.find(')', dims_begin) - dims_begin);
   const int ndim = static_cast<int>(std::vector<std::string>(absl::StrSplit(dims, ',', absl::SkipWhitespace())).size());
-  return text.substr(0, open) + symbolized + ") -> " + absl::StrCat("Tensor(ndim=", ndim, ", dtype=float32)") +
+  return text.substr(0, open) + symbolized + ") -> " + absl::StrCat("Tensor(ndim=", ndim, ", float32)") +
          bounds + text.substr(body);
 }
 
