@@ -100,6 +100,46 @@ absl::Status CheckBound(BuiltinContext&, const Value* const* args, int n, Value*
   return absl::OkStatus();
 }
 
+// (int lhs, int rhs, string message) -> none: R.check_dims (relax/op/check_dims.cc), a
+// relation between symbolic dims that inference assumed. `message` names the binding and the
+// operator; its first "{}" becomes lhs, its second rhs.
+absl::Status CheckDims(const Value* const* args, int n, bool (*holds)(int64_t, int64_t)) {
+  KILN_RETURN_IF_ERROR(CheckArity(n, 3));
+  for (int i = 0; i < 2; ++i) KILN_RETURN_IF_ERROR(CheckKind(*args[i], Value::Kind::kInt, i));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[2], Value::Kind::kString, 2));
+  const int64_t lhs = args[0]->as_int(), rhs = args[1]->as_int();
+  if (holds(lhs, rhs)) return absl::OkStatus();
+  const std::string& message = args[2]->as_string();
+  std::string text;
+  int next = 0;
+  for (size_t i = 0; i < message.size(); ++i) {
+    if (message.compare(i, 2, "{}") == 0 && next < 2) {
+      absl::StrAppend(&text, next++ == 0 ? lhs : rhs);
+      ++i;
+    } else {
+      text += message[i];
+    }
+  }
+  return absl::InvalidArgumentError(text);
+}
+
+absl::Status CheckDimsEqual(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  *out = Value();
+  return CheckDims(args, n, [](int64_t a, int64_t b) { return a == b; });
+}
+
+absl::Status CheckDimsAtMost(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  *out = Value();
+  return CheckDims(args, n, [](int64_t a, int64_t b) { return a <= b; });
+}
+
+// A zero or negative divisor never divides (split sections and groups are positive; the
+// product of the other dims of a reshape may be zero at run time).
+absl::Status CheckDimsDivisible(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  *out = Value();
+  return CheckDims(args, n, [](int64_t a, int64_t b) { return b > 0 && a % b == 0; });
+}
+
 // (string format, any...) -> none: R.print. Each "{}" in the format is replaced by the next
 // value's description (Value::Describe: kind, dtype and shape, not tensor contents); values
 // left over follow, separated by spaces. Written to stdout, one line per call.
@@ -131,6 +171,9 @@ void RegisterStructureBuiltins(vm::BuiltinRegistry& r) {
   r.RegisterBuiltin("kiln.read_if_cond", "(any) -> bool", ReadIfCond);
   r.RegisterBuiltin("kiln.check_bound", "(int, int, int, string) -> none", CheckBound);
   r.RegisterBuiltin("kiln.print", "(string, any...) -> none", Print);
+  r.RegisterBuiltin("kiln.check_dims_equal", "(int, int, string) -> none", CheckDimsEqual);
+  r.RegisterBuiltin("kiln.check_dims_at_most", "(int, int, string) -> none", CheckDimsAtMost);
+  r.RegisterBuiltin("kiln.check_dims_divisible", "(int, int, string) -> none", CheckDimsDivisible);
 }
 
 }  // namespace kiln::builtins

@@ -297,6 +297,34 @@ class FunctionCodegen {
     return absl::OkStatus();
   }
 
+  // R.check_dims (relax/op/check_dims.cc): the builtin kiln.check_dims_<relation> on the two
+  // dims, computed from the bound symbolic variables. The instruction's debug name is
+  // "shape check", so the VM's error reads "... at instruction 1 (shape check): builtin ...: binding 'y': ...".
+  absl::Status EmitCheckDims(const relax::CallNode& call, int32_t dst, const std::string& name) {
+    auto attr = [&](const char* key) -> const std::string* {
+      auto it = call.attrs.find(key);
+      return it != call.attrs.end() ? std::get_if<std::string>(&it->second) : nullptr;
+    };
+    const std::string* relation = attr("relation");
+    const std::string* message = attr("message");
+    if (relation == nullptr || message == nullptr) return Error(name, "check_dims needs relation and message attributes");
+    std::vector<Operand> args;
+    for (const Expr& arg : call.args) {
+      const auto* prim = arg.as<relax::PrimValueNode>();
+      if (prim == nullptr) return Error(name, "check_dims takes two R.prim_value operands");
+      KILN_ASSIGN_OR_RETURN(Operand o, Prim(prim->value, name));
+      args.push_back(o);
+    }
+    int32_t text = f_.NewRegister();
+    f_.LoadConst(text, b_.AddConstant(vm::Value::FromString(*message)));
+    args.push_back(Operand::Reg(text));
+    f_.SetDebugName("shape check");
+    f_.CallBuiltin(dst, b_.DeclareBuiltin(absl::StrCat("kiln.check_dims_", *relation), "(int, int, string) -> none"),
+                   args);
+    f_.Kill(text);
+    return absl::OkStatus();
+  }
+
   // Each newly bound symbolic variable with a declared bound (`where n <= 2048`) is checked
   // once, right after the match that binds it: memory planning and kernels rely on it.
   void EmitBoundChecks(const std::vector<tir::Var>& vars) {
@@ -609,6 +637,7 @@ class FunctionCodegen {
         f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.print", "(string, any...) -> none"), args);
         return absl::OkStatus();
       }
+      if (op->name == "check_dims") return EmitCheckDims(call, dst, name);
       if (op->name == "call_tir") return Error(name, "R.call_tir must be lowered first (pass lower_call_tir)");
       return Error(name, "operator R.", op->name,
                    " has no VM lowering (tensor operators must be legalized to R.call_tir; this one is not)");

@@ -23,6 +23,7 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterLoweredOps(*r);
     op::RegisterQuantizeOps(*r);
     op::RegisterPositionalOps(*r);
+    op::RegisterCheckOps(*r);
     std::sort(r->ops_.begin(), r->ops_.end(),
               [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
     for (size_t i = 1; i < r->ops_.size(); ++i) {

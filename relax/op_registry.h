@@ -22,6 +22,7 @@
 //   relax/op/call.cc         call_tir call_dps_library call_builtin (impure) shape_of
 //                            print (impure)
 //   relax/op/lowered.cc      alloc_tensor call_tir_dps (what lower_call_tir produces)
+//   relax/op/check_dims.cc   check_dims (run-time checks of what inference assumed)
 // The broadcasting rule shared by the elementwise ops, matmul's batch dims and where is
 // stated in relax/op/op_common.h. Attribute values are typed (relax/expr.h AttrValue): axis
 // and the like are int64, axis lists std::vector<int64_t>, keepdims bool, epsilon double,
@@ -94,6 +95,9 @@ struct OpInfo {
   // A one-kernel legalization's PrimFunc alone (what `legalize` wraps), for constant folding,
   // which runs it in the TIR interpreter; empty for other legalizations.
   KernelLegalizeFn legalize_kernel = nullptr;
+  // A run-time check (check_dims): pure, since it changes no state, but its binding is never
+  // dead code even when nothing uses its result - refusing bad inputs is what it is for.
+  bool kept_when_unused = false;
 };
 
 class OpRegistry {

@@ -53,10 +53,11 @@ absl::StatusOr<StructInfo> InferWhere(const CallNode& call, tir::Analyzer& analy
     return OpError(call, "condition must be a bool tensor, got ", cond->dtype->ToString());
   }
   KILN_ASSIGN_OR_RETURN(auto dtype, UnifyDType(call, x->dtype, "x", y->dtype, "y"));
-  KILN_ASSIGN_OR_RETURN(ShapeOrNdim xy, BroadcastTensors(call, *x, *y, analyzer));
+  KILN_ASSIGN_OR_RETURN(ShapeOrNdim xy, BroadcastTensors(call, *x, *y, analyzer, "x", "y"));
   // Broadcast the condition against the x/y result.
   TensorStructInfoNode xy_node(xy.shape, xy.ndim, dtype, "");
-  KILN_ASSIGN_OR_RETURN(ShapeOrNdim shape, BroadcastTensors(call, *cond, xy_node, analyzer));
+  KILN_ASSIGN_OR_RETURN(ShapeOrNdim shape,
+                        BroadcastTensors(call, *cond, xy_node, analyzer, "condition", "x/y"));
   KILN_ASSIGN_OR_RETURN(std::string xy_device, UnifyDevice(call, x->device, "x", y->device, "y"));
   KILN_ASSIGN_OR_RETURN(std::string device,
                         UnifyDevice(call, cond->device, "condition", xy_device, "x"));

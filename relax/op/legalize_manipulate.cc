@@ -3,7 +3,8 @@
 //  - concat / split: one block per piece, writing (reading) at the piece's offset along the
 //    axis, so no block reads outside its own operand.
 //  - strided_slice: begin normalized and clamped like numpy (min/max on symbolic dims).
-//  - take: negative indices count from the end; out-of-range indices are undefined.
+//  - take: negative indices count from the end; an index out of range after that stops the
+//    kernel with an error (tir/transform/insert_index_checks.h).
 #include <algorithm>
 
 #include "relax/op/legalize_common.h"

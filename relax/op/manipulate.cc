@@ -5,7 +5,9 @@
 //   common factors cancel, and the -1 dim is the quotient ((n, 4, 8) -> (-1, 32) gives
 //   (n, 32)); when the factors do not cancel it is floordiv(numel(data), numel(rest)). A
 //   count mismatch that is certain after cancellation (symbolic dims taken as non-zero) is an
-//   error, as is a constant count that -1 cannot divide. Other negative dims are errors.
+//   error, as is a constant count that -1 cannot divide. Other negative dims are errors. A
+//   count equality (or, with -1, a divisibility) that inference cannot prove is checked at
+//   run time before the function's first kernel (assumed_relations.h).
 // permute_dims (data), attribute axes (int list; absent: reverse the dims). axes must be a
 //   permutation of the dims.
 // broadcast_to (data, shape: Shape). Dims are aligned from the right; each data dim must be
@@ -16,7 +18,7 @@
 // split (data), attributes indices_or_sections (required: an int N = N equal sections, or
 //   an int list of increasing split points) and axis (default 0). Returns a Tuple.
 //   Sections: each part has floordiv(dim, N) (a constant dim must divide evenly; a symbolic
-//   one is checked at run time). Indices [i1, ..., ik]: parts [0, i1), [i1, i2), ...,
+//   one is checked at run time, before the function's first kernel: assumed_relations.h). Indices [i1, ..., ik]: parts [0, i1), [i1, i2), ...,
 //   [ik, dim); with a constant dim the points clamp to [0, dim] (numpy), with a symbolic dim
 //   they are taken to be <= dim (checked at run time).
 // strided_slice (data), attributes begin, end (int lists, required), axes (int list,
@@ -117,9 +119,15 @@ absl::StatusOr<StructInfo> InferReshape(const CallNode& call, tir::Analyzer& ana
     return OpError(call, "cannot reshape ", DimsStr(*data->shape), " (", in_numel,
                    " elements) into ", DimsStr(*target->values));
   };
+  // Run-time checks compare the full counts (the message shows the user's numbers).
+  const PrimExpr in_count = ProductExpr(FactorDims(*data->shape, analyzer));
+  const PrimExpr out_count = ProductExpr(FactorDims(known, analyzer));
   if (infer_axis < 0) {
     if (in.factors.empty() && out.factors.empty() && in.constant != out.constant) return mismatch();
     if (DimsDiffer(ProductExpr(in), ProductExpr(out), analyzer)) return mismatch();
+    AssumeEqual(call, in_count, out_count, analyzer,
+                absl::StrCat("element counts differ at run time: data ", DimsStr(*data->shape), " has {} elements, ",
+                             "the new shape ", DimsStr(dims), " has {}"));
     return TensorSInfo(dims, data->dtype, data->device);
   }
   PrimExpr inferred;
@@ -132,6 +140,9 @@ absl::StatusOr<StructInfo> InferReshape(const CallNode& call, tir::Analyzer& ana
     return mismatch();
   } else {
     inferred = FloorDivDim(ProductExpr(in), ProductExpr(out), analyzer);
+    AssumeDivisible(call, in_count, out_count, analyzer,
+                    absl::StrCat("cannot infer the -1 dim at run time: data ", DimsStr(*data->shape), " has {} elements, ",
+                                 "which the other dims of ", DimsStr(dims), " ({} elements) do not divide"));
   }
   dims[static_cast<size_t>(infer_axis)] = analyzer.Simplify(inferred);
   return TensorSInfo(dims, data->dtype, data->device);
@@ -179,6 +190,9 @@ absl::StatusOr<StructInfo> InferBroadcastTo(const CallNode& call, tir::Analyzer&
         return OpError(call, "cannot broadcast dim ", i, " (", DimStr(d), ") to target dim ",
                        offset + i, " (", DimStr(t), ")");
       }
+      AssumeEqual(call, d, t, analyzer,
+                  absl::StrCat("cannot broadcast at run time: data dim ", i, " is {}, target dim ", offset + i,
+                               " is {} (a symbolic dim broadcasts only when equal)"));
     }
   }
   return TensorSInfo(dims, data->dtype, data->device);
@@ -237,6 +251,9 @@ absl::StatusOr<StructInfo> InferConcat(const CallNode& call, tir::Analyzer& anal
         return OpError(call, "field ", i, " dim ", d, " (", DimStr(b), ") differs from field 0 (",
                        DimStr(a), ")");
       }
+      AssumeEqual(call, b, a, analyzer,
+                  absl::StrCat("dims off the axis differ at run time: field ", i, " dim ", d,
+                               " is {}, field 0 dim ", d, " is {}"));
     }
     sum = i == 0 ? shape[static_cast<size_t>(axis)] : sum + shape[static_cast<size_t>(axis)];
   }
@@ -279,6 +296,8 @@ absl::StatusOr<StructInfo> InferSplit(const CallNode& call, tir::Analyzer& analy
       return OpError(call, "dim ", axis, " (", *c, ") does not split into ", *sections,
                      " equal sections");
     }
+    AssumeDivisible(call, dim, Int(*sections), analyzer,
+                    absl::StrCat("dim ", axis, " is {} at run time, which does not split into {} equal sections"));
     sizes.assign(parts, FloorDivDim(dim, Int(*sections), analyzer));
   } else {
     auto c = dim.as_int();
@@ -290,6 +309,10 @@ absl::StatusOr<StructInfo> InferSplit(const CallNode& call, tir::Analyzer& analy
       start = stop;
     }
     sizes.push_back(analyzer.Simplify(dim - start));
+    if (!c && !indices->empty()) {
+      AssumeAtMost(call, Int(indices->back()), dim, analyzer,
+                   absl::StrCat("split index {} is past the end of dim ", axis, " (", DimStr(dim), " is {} at run time)"));
+    }
   }
   std::vector<StructInfo> fields;
   for (const PrimExpr& size : sizes) {

@@ -4,7 +4,7 @@
 // broadcast (op_common.h rule). A 1-D lhs (K) is treated as (1, K) and a 1-D rhs (K) as
 // (K, 1), and that added dim is dropped from the result; 0-D operands are an error. Inner
 // dims K must match: provably different K (3 vs 4, n vs n + 1) is an error, unprovable K
-// (n vs m) is accepted. Operands share a dtype; the result has out_dtype when given, else
+// (n vs m) is accepted and checked at run time (assumed_relations.h). Operands share a dtype; the result has out_dtype when given, else
 // that dtype. With an operand of unknown ndim the result's ndim is unknown. Products are
 // summed in the result dtype, except that a float16 result accumulates in float32 and is
 // rounded to float16 once (as PyTorch and ONNX Runtime do).
@@ -47,6 +47,8 @@ absl::StatusOr<StructInfo> InferMatmul(const CallNode& call, tir::Analyzer& anal
     return OpError(call, "inner dimensions differ: lhs dim ", lk, " is ", DimStr(ka), ", rhs dim ",
                    rk, " is ", DimStr(kb));
   }
+  AssumeEqual(call, ka, kb, analyzer,
+              absl::StrCat("inner dimensions differ at run time: lhs dim ", lk, " is {}, rhs dim ", rk, " is {}"));
   std::vector<PrimExpr> lbatch(a.begin(), a.end() - std::min(lnd, 2));
   std::vector<PrimExpr> rbatch(b.begin(), b.end() - std::min(rnd, 2));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out, BroadcastShapes(call, lbatch, rbatch, analyzer));

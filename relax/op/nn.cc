@@ -68,6 +68,9 @@ absl::StatusOr<PrimExpr> WindowOut(const CallNode& call, const char* axis, const
     return OpError(call, "window of ", DimStr(k), " (dilation ", dil,
                    ") is larger than the padded ", axis, " dim ", DimStr(in), " + ", pad);
   }
+  AssumeAtMost(call, AddConst(PrimExpr(dil) * AddConst(k, -1), 1), AddConst(in, pad), analyzer,
+               absl::StrCat("the window spans {} at run time, more than the padded ", axis, " dim (", DimStr(in),
+                            " + ", pad, " = {})"));
   return out;
 }
 
@@ -103,6 +106,13 @@ absl::StatusOr<StructInfo> InferConv2d(const CallNode& call, tir::Analyzer& anal
     return OpError(call, "data channels (dim 1: ", DimStr(c),
                    ") differ from weight in_channels (dim 1: ", DimStr(analyzer.Simplify(w[1])),
                    ") * groups (", g, ")");
+  }
+  AssumeEqual(call, c, ig, analyzer,
+              absl::StrCat("data channels (dim 1) are {} at run time, weight in_channels (dim 1) * groups (", g,
+                           ") is {}"));
+  if (g > 1) {
+    AssumeDivisible(call, w[0], Int(g), analyzer,
+                    "weight out_channels (dim 0) are {} at run time, not divisible by groups ({})");
   }
   if (auto o = analyzer.Simplify(w[0]).as_int(); o && *o % g != 0) {
     return OpError(call, "weight out_channels (", *o, ") is not divisible by groups (", g, ")");

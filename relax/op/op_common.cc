@@ -206,7 +206,8 @@ absl::StatusOr<std::string> UnifyDevice(const CallNode& call, const std::string&
 absl::StatusOr<std::vector<PrimExpr>> BroadcastShapes(const CallNode& call,
                                                       const std::vector<PrimExpr>& a,
                                                       const std::vector<PrimExpr>& b,
-                                                      tir::Analyzer& analyzer) {
+                                                      tir::Analyzer& analyzer, const char* what_a,
+                                                      const char* what_b) {
   const size_t ndim = std::max(a.size(), b.size());
   std::vector<PrimExpr> out(ndim);
   for (size_t k = 0; k < ndim; ++k) {
@@ -235,6 +236,9 @@ absl::StatusOr<std::vector<PrimExpr>> BroadcastShapes(const CallNode& call,
         return OpError(call, "cannot broadcast dim ", ia, " (", DimStr(da), ") against dim ", ib,
                        " (", DimStr(db), ")");
       } else {
+        AssumeEqual(call, da, db, analyzer,
+                    absl::StrCat("shapes do not broadcast at run time: ", what_a, " dim ", ia, " is {}, ",
+                                 what_b, " dim ", ib, " is {} (symbolic dims broadcast only when equal)"));
         result = (cb && !ca) ? db : da;  // equal at run time; prefer the literal
       }
     }
@@ -247,9 +251,10 @@ ShapeOrNdim ShapeOf(const TensorStructInfoNode& tensor) { return {tensor.shape, 
 
 absl::StatusOr<ShapeOrNdim> BroadcastTensors(const CallNode& call, const TensorStructInfoNode& a,
                                              const TensorStructInfoNode& b,
-                                             tir::Analyzer& analyzer) {
+                                             tir::Analyzer& analyzer, const char* what_a,
+                                             const char* what_b) {
   if (a.shape && b.shape) {
-    KILN_ASSIGN_OR_RETURN(auto shape, BroadcastShapes(call, *a.shape, *b.shape, analyzer));
+    KILN_ASSIGN_OR_RETURN(auto shape, BroadcastShapes(call, *a.shape, *b.shape, analyzer, what_a, what_b));
     int ndim = static_cast<int>(shape.size());
     return ShapeOrNdim{std::move(shape), ndim};
   }

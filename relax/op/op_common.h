@@ -10,8 +10,10 @@
 //    and their axes. A symbolic dim is never assumed to be 1: `n` against `n + 1` is
 //    rejected even though n == 1 would make it valid under numpy;
 //  - dims the analyzer can neither prove equal nor different (n vs m, n vs 4) are accepted
-//    and must be equal at run time (the legalized kernel checks). The result takes the
-//    literal one if exactly one is literal (more precise), else the left operand's dim.
+//    and must be equal at run time: inference records the assumption (assumed_relations.h)
+//    and the pass insert_shape_checks checks it before the call's first kernel runs. The
+//    result takes the literal one if exactly one is literal (more precise), else the left
+//    operand's dim.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "relax/expr.h"
+#include "relax/op/assumed_relations.h"
 #include "relax/op_registry.h"
 #include "tir/analyzer.h"
 
@@ -91,10 +94,13 @@ absl::StatusOr<std::string> UnifyDevice(const CallNode& call, const std::string&
                                         const char* what_b);
 
 // Broadcasts two known shapes (see the rule at the top of this file). Dims are simplified.
+// `what_a` / `what_b` name the operands in the run-time check's message.
 absl::StatusOr<std::vector<PrimExpr>> BroadcastShapes(const CallNode& call,
                                                       const std::vector<PrimExpr>& a,
                                                       const std::vector<PrimExpr>& b,
-                                                      tir::Analyzer& analyzer);
+                                                      tir::Analyzer& analyzer,
+                                                      const char* what_a = "lhs",
+                                                      const char* what_b = "rhs");
 
 // Broadcasts two tensors' struct info to the result shape part: known shape, known ndim
 // only (shape nullopt), or unknown ndim (ndim kUnknownNdim).
@@ -104,7 +110,8 @@ struct ShapeOrNdim {
 };
 absl::StatusOr<ShapeOrNdim> BroadcastTensors(const CallNode& call, const TensorStructInfoNode& a,
                                              const TensorStructInfoNode& b,
-                                             tir::Analyzer& analyzer);
+                                             tir::Analyzer& analyzer, const char* what_a = "lhs",
+                                             const char* what_b = "rhs");
 
 // A tensor struct info from a shape-or-ndim.
 StructInfo MakeTensor(const ShapeOrNdim& shape, std::optional<DataType> dtype,
@@ -145,6 +152,7 @@ void RegisterCreateOps(OpRegistry& registry);
 void RegisterCallOps(OpRegistry& registry);
 void RegisterQuantizeOps(OpRegistry& registry);  // quantize.cc: dequantize, quantized_matmul
 void RegisterPositionalOps(OpRegistry& registry);  // positional.cc: rotary_embedding
+void RegisterCheckOps(OpRegistry& registry);  // check_dims.cc: check_dims
 void RegisterLoweredOps(OpRegistry& registry);  // lowered.cc: alloc_tensor, call_tir_dps, alloc_storage, storage_tensor
 
 }  // namespace kiln::relax::op

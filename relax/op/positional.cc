@@ -49,6 +49,10 @@ absl::StatusOr<StructInfo> InferRotaryEmbedding(const CallNode& call, tir::Analy
     if (positions->shape && DimsDiffer(xs[0], (*positions->shape)[0], analyzer)) {
       return OpError(call, "x has ", DimStr(xs[0]), " rows but positions has ", DimStr((*positions->shape)[0]));
     }
+    if (positions->shape) {
+      AssumeEqual(call, xs[0], (*positions->shape)[0], analyzer,
+                  "x has {} rows at run time but positions has {}");
+    }
   }
   return call.args[0].struct_info();
 }

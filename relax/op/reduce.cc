@@ -120,6 +120,9 @@ absl::StatusOr<StructInfo> InferNorm(const CallNode& call, tir::Analyzer& analyz
         return OpError(call, name, " dim ", i, " (", DimStr(g), ") differs from data dim ",
                        (*axes)[i], " (", DimStr(d), ")");
       }
+      AssumeEqual(call, g, d, analyzer,
+                  absl::StrCat(name, " dim ", i, " is {} at run time, data dim ", (*axes)[i],
+                               " (a normalized axis) is {}"));
     }
   }
   return MakeTensor(ShapeOf(*data), dtype, data->device);

@@ -97,6 +97,11 @@ class DeadCodeRemover : public ExprMutator {
  private:
   bool Removable(const Binding& binding, bool dataflow) const {
     if (binding.is_match_cast()) return false;
+    if (const auto* call = binding.value.as<CallNode>()) {  // run-time checks are never dead
+      const auto* op = call->op.as<OpNode>();
+      const OpInfo* info = op != nullptr ? OpRegistry::Global().Find(op->name) : nullptr;
+      if (info != nullptr && info->kept_when_unused) return false;
+    }
     return dataflow || IsPure(binding.value);
   }
 

@@ -8,7 +8,8 @@
 //    struct info says pure, or an If whose branches hold only such bindings. Impure calls
 //    (R.print, R.call_builtin, an impure function, an extern function, a PrimFunc called
 //    directly) stay, as does every match_cast (it checks at run time and may define symbolic
-//    variables that struct info elsewhere uses).
+//    variables that struct info elsewhere uses) and every call to an operator that is
+//    OpInfo::kept_when_unused (check_dims: a run-time check).
 //  - Removal runs to a fixed point: a chain of bindings that only feed dead bindings goes
 //    entirely. Blocks left without bindings are removed.
 // In the module:

@@ -16,6 +16,7 @@
 #include "relax/transform/fold_constants.h"
 #include "relax/transform/fuse_ops.h"
 #include "relax/transform/fuse_tir.h"
+#include "relax/transform/insert_shape_checks.h"
 #include "relax/transform/legalize_ops.h"
 #include "relax/transform/lower_call_tir.h"
 #include "relax/transform/plan_memory.h"
@@ -48,6 +49,9 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
   };
   return {
       {"normalize", [](const IRModule& m, const SourceMap* loc) { return NormalizeModule(m, loc); }},
+      // Right after normalize, while every operator call is still there to re-infer: what
+      // inference assumed about symbolic dims is checked before the first kernel runs.
+      {"insert_shape_checks", [](const IRModule& m, const SourceMap*) { return InsertShapeChecks(m); }},
       {"fold_constants", [](const IRModule& m, const SourceMap*) { return FoldConstants(m); }},
       // Before legalize, so that what a library does is never lowered to a generated kernel.
       {"dispatch_libraries",

@@ -3,6 +3,7 @@
 #include "support/status_macros.h"
 #include "tir/transform/flatten_buffers.h"
 #include "tir/transform/insert_division_checks.h"
+#include "tir/transform/insert_index_checks.h"
 #include "tir/transform/lower_blocks.h"
 #include "tir/transform/lower_intrinsics.h"
 #include "tir/transform/make_kernel_abi.h"
@@ -19,8 +20,8 @@ absl::Status InPass(const char*, const absl::Status& status) { return status; }
 }  // namespace
 
 std::vector<std::string> TirPassNames() {
-  return {"lower_blocks",    "insert_division_checks", "vectorize_loops", "make_kernel_abi",
-          "flatten_buffers", "split_host_device",      "lower_intrinsics"};
+  return {"lower_blocks",    "insert_division_checks", "insert_index_checks", "vectorize_loops",
+          "make_kernel_abi", "flatten_buffers",        "split_host_device",   "lower_intrinsics"};
 }
 
 absl::StatusOr<LoweredFunc> LowerPrimFunc(const PrimFunc& func, const Target& target, const LowerOptions& options) {
@@ -33,6 +34,8 @@ absl::StatusOr<LoweredFunc> LowerPrimFunc(const PrimFunc& func, const Target& ta
   after("lower_blocks", f);
   f = InsertDivisionChecks(f);
   after("insert_division_checks", f);
+  f = InsertIndexChecks(f);
+  after("insert_index_checks", f);
   f = VectorizeLoops(f);
   after("vectorize_loops", f);
   absl::StatusOr<PrimFunc> abi = MakeKernelAbi(f);

@@ -3,6 +3,7 @@
 //
 //   lower_blocks            blocks -> loops, ifs and allocations        lower_blocks.h
 //   insert_division_checks  asserts before data-dependent int division   insert_division_checks.h
+//   insert_index_checks     asserts before data-dependent buffer indices insert_index_checks.h
 //   vectorize_loops         constant-extent vectorized loops -> SIMD     vectorize_loops.h
 //   make_kernel_abi         parameters -> (args, num_args) + checks      make_kernel_abi.h
 //   flatten_buffers         every access one offset into a 1-D buffer    flatten_buffers.h
