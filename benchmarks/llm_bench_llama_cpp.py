@@ -15,6 +15,7 @@ import sys
 import time
 
 import numpy as np
+import llama_cpp
 from llama_cpp import Llama
 
 # The text llm_bench repeats for its prompts.
@@ -45,7 +46,10 @@ def prompt_tokens(llm, n):
 
 
 def last_argmax(llm):
-    return int(np.argmax(llm.scores[llm.n_tokens - 1]))
+    """The greedy token after the last eval (its last position's logits, read from the context:
+    Llama.scores holds only n_batch rows)."""
+    logits = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+    return int(np.argmax(np.ctypeslib.as_array(logits, shape=(llm.n_vocab(),))))
 
 
 def measure_llama_cpp(model, threads, repeats, decode_tokens):
