@@ -6,10 +6,12 @@
 //     x float32 (..., k), w uint8 (n, k / 32 * block_bytes), out float32 (..., n);
 //     out = x @ dequantize(w)^T, float32 accumulation.
 //
-// Why a hand-written kernel: the weight rows are contiguous along the reduction (GGML's
-// layout), so the fast loop is a dot product per output column with a horizontal sum, which
-// the generated kernels' schedules do not produce yet; the generated kernel (`--libs none`)
-// computes the same numbers and benchmarks/qmatmul_bench.cc measures both. Each task decodes
+// Why a hand-written kernel next to the generated one (relax/op/legalize_quantize.cc, whose
+// reduction over (block, half, position) the row-reduction rule vectorizes, with vector
+// accumulators and rows in parallel): the generated kernel decodes a weight block once per
+// activation row, this one once per weight row for all activation rows, so this one wins
+// when there are many rows (prefill) and the generated one, with its wider, unrolled lanes,
+// when there is one (decode); benchmarks/qmatmul_bench.cc measures both. Each task decodes
 // a weight row once into float32 (an L1-resident buffer) and takes its dot products with
 // every row of x, four at a time; tasks are ranges of output columns on the VM's thread
 // pool. The inner loops use AVX2, FMA and F16C where the CPU has them (chosen at run time),

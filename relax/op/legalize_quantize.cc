@@ -4,8 +4,8 @@
 // bytes read as a uint16 and reinterpreted as float16 (q4_1's minimum, the next two).
 //
 // dequantize is one elementwise kernel over the output. quantized_matmul is one reduction
-// over k whose operand is the decoded weight: blocks are decoded where they are used, never
-// written out.
+// over the blocks and their positions whose operand is the decoded weight: blocks are
+// decoded where they are used, never written out.
 //
 // It is a general legalization (LegalizeFn: the kernel joins the module through the
 // context) rather than a KernelLegalizeFn so that constant folding never runs it (see
@@ -67,6 +67,39 @@ absl::StatusOr<Expr> LegalizeDequantize(LegalizeContext& context, const CallNode
   return CallTir(kernel, {call.args[0]}, call.struct_info());
 }
 
+// The weight at position h * 16 + j of block `kb` of row `row` of `data`: the same value as
+// Weight(format, data, {row, kb * 32 + h * 16 + j}), written so that the byte it reads is
+// `j` bytes after a start that does not depend on j (no floordiv or floormod of the
+// position), and the nibble chosen by `h` alone.
+PrimExpr BlockWeight(const QuantFormat& format, const Buffer& data, const PrimExpr& row, const PrimExpr& kb,
+                     const PrimExpr& h, const PrimExpr& j) {
+  const PrimExpr start = kb * Int(format.block_bytes);
+  auto byte = [&](PrimExpr offset) { return data.Load({row, start + offset}); };
+  const DataType u16 = DataType::UInt(16);
+  auto half_at = [&](int64_t offset) {
+    PrimExpr bits = tir::BitOr(tir::Cast(u16, byte(Int(offset))), tir::Shl(tir::Cast(u16, byte(Int(offset + 1))), tir::IntImm(u16, 8)));
+    return tir::Cast(DataType::Float32(), tir::Reinterpret(DataType::Float(16), bits));
+  };
+  PrimExpr d = half_at(0);
+  if (format.name == "q8_0") {
+    PrimExpr q = tir::Cast(DataType::Int32(), tir::Reinterpret(DataType::Int(8), byte(Int(2) + h * Int(16) + j)));
+    return tir::Cast(DataType::Float32(), q) * d;
+  }
+  const int64_t quants = format.name == "q4_1" ? 4 : 2;
+  PrimExpr packed = byte(Int(quants) + j);
+  PrimExpr nibble = tir::Select(tir::EQ(h, Int(0)), tir::BitAnd(packed, U8(15)), tir::Shr(packed, U8(4)));
+  if (format.name == "q4_1") {
+    return tir::Cast(DataType::Float32(), tir::Cast(DataType::Int32(), nibble)) * d + half_at(2);
+  }
+  PrimExpr q = tir::Cast(DataType::Int32(), nibble) - tir::IntImm(DataType::Int32(), 8);
+  return tir::Cast(DataType::Float32(), q) * d;
+}
+
+// One reduction over (block kb, half h, position j in the half) rather than over k: the
+// innermost loop then reads 16 consecutive quantized bytes and 16 consecutive activations,
+// which the CPU row-reduction rule (tir/schedule_rules/cpu_row_reduction.cc) turns into
+// vector lanes (a vector load of bytes, a mask or shift, a conversion, two FMAs) with the
+// float accumulators in registers.
 absl::StatusOr<Expr> LegalizeQuantizedMatmul(LegalizeContext& context, const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(QuantFormat format, QuantFormatAttr(call));
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
@@ -75,11 +108,13 @@ absl::StatusOr<Expr> LegalizeQuantizedMatmul(LegalizeContext& context, const Cal
   const Buffer& w = p.inputs[1];
   const Buffer& out = p.outputs[0];
   const size_t rank = out->shape.size();
-  Stmt body = ReduceBlock("quantized_matmul", out, {x->shape.back()}, Const(DataType::Float32(), 0), tir::Add,
+  constexpr int64_t kHalf = kQuantBlockWeights / 2;
+  const PrimExpr blocks = tir::FloorDiv(x->shape.back(), Int(kQuantBlockWeights));
+  Stmt body = ReduceBlock("quantized_matmul", out, {blocks, Int(2), Int(kHalf)}, Const(DataType::Float32(), 0), tir::Add,
                           [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
                             std::vector<PrimExpr> xi(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(rank - 1));
-                            xi.push_back(r[0]);
-                            return tir::Mul(x.Load(xi), Weight(format, w, {s[rank - 1], r[0]}));
+                            xi.push_back(r[0] * Int(kQuantBlockWeights) + r[1] * Int(kHalf) + r[2]);
+                            return tir::Mul(x.Load(xi), BlockWeight(format, w, s[rank - 1], r[0], r[1], r[2]));
                           });
   Expr kernel = context.AddPrimFunc("quantized_matmul_" + format.name, MakePrimFunc(p, body, "out_ewise_fusable"));
   return CallTir(kernel, {call.args[0], call.args[1]}, call.struct_info());

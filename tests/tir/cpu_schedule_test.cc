@@ -273,6 +273,40 @@ prim_func @f(A: Buffer((m, n), float32), B: Buffer((n,), float32)) {
   EXPECT_EQ(trace, "parallel(\"i\")\n");
 }
 
+// A reduction over blocks of 16 (a quantized matmul's shape: x[i, b * 16 + r]) reads
+// consecutive elements in its innermost loop plus an offset that does not depend on it: its
+// lanes are contiguous, so it is vectorized like a plain row. A stride (r * 2) is not.
+TEST(DefaultCpuScheduleTest, ReductionReadingAnOffsetRowIsVectorized) {
+  auto blocked = [](const std::string& index) {
+    return R"(
+prim_func @f(A: Buffer((n, 64), float32), B: Buffer((n,), float32)) {
+  for i in serial(0, n) {
+    for b in serial(0, 2) {
+      for r in serial(0, 16) {
+        block "B" {
+          vi = spatial(n, i)
+          vb = reduce(2, b)
+          vr = reduce(16, r)
+          init {
+            B[vi] = 0.0
+          }
+          B[vi] = B[vi] + A[vi, )" + index + R"(]
+        }
+      }
+    }
+  }
+})";
+  };
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(blocked("vb * 16 + vr")), {.vector_lanes = 8, .num_threads = 2}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, StartsWith("rfactor(\"B\", \"r\", 8)"));
+  EXPECT_THAT(Print(*f), HasSubstr("for r_1 in vectorized(0, 8)"));
+  absl::StatusOr<PrimFunc> strided = ScheduleForCpu(Parse(blocked("vb + vr * 2")), {.vector_lanes = 8, .num_threads = 2}, &trace);
+  ASSERT_TRUE(strided.ok()) << strided.status();
+  EXPECT_EQ(trace, "parallel(\"i\")\n");
+}
+
 const char* kWithLocal = R"(
 prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
   for i in serial(0, n) {

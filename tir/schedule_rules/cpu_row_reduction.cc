@@ -10,7 +10,18 @@ using namespace schedule_internal;  // NOLINT
 
 namespace {
 
-// Whether every load that depends on `var` reads it, alone, as its last index.
+// Whether `e` is `var` plus terms that do not use it (`kb * 32 + h * 16 + var`): consecutive
+// values of var then index consecutive elements.
+bool IsVarPlusInvariant(const PrimExpr& e, const VarNode* var) {
+  if (e.get() == var) return true;
+  const auto* add = e.as<BinaryNode>();
+  if (!add || add->kind() != ExprKind::kAdd) return false;
+  return (IsVarPlusInvariant(add->a, var) && !UsesVar(add->b, var)) ||
+         (IsVarPlusInvariant(add->b, var) && !UsesVar(add->a, var));
+}
+
+// Whether every load that depends on `var` reads it as its last index, plus terms that do
+// not depend on it: the lanes then load one contiguous vector.
 bool ReadsContiguously(const Stmt& body, const VarNode* var) {
   class Loads : public StmtExprVisitor {
    public:
@@ -18,7 +29,7 @@ bool ReadsContiguously(const Stmt& body, const VarNode* var) {
     void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
       for (size_t i = 0; i < op->indices.size(); ++i) {
         bool last = i + 1 == op->indices.size();
-        if (UsesVar(op->indices[i], var_) && !(last && op->indices[i].get() == var_)) ok = false;
+        if (UsesVar(op->indices[i], var_) && !(last && IsVarPlusInvariant(op->indices[i], var_))) ok = false;
       }
       StmtExprVisitor::VisitExpr_(op, self);
     }

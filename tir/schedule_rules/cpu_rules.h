@@ -79,7 +79,8 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
 
 // cpu_row_reduction.cc. Other reductions: a row reduction over contiguous elements (the
 // innermost loop bound to a reduction variable that every read depending on it uses as its
-// last index, with at least `vector_lanes` iterations or a symbolic count) is split into
+// last index, alone or plus terms independent of it, with at least `vector_lanes`
+// iterations or a symbolic count) is split into
 // vector lanes of partial results (RFactor; the lane loops vectorized; float sums are
 // reassociated); the spatial loops outside the reduction are fused and parallel.
 absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options);

@@ -27,7 +27,8 @@
 //        inside it and the right operand's k x col_tile panel is packed per iteration
 //        (CacheRead). If the tile cannot be formed, the same tiling without a cache;
 //      other reductions: a row reduction over contiguous elements (innermost loop bound to
-//        a reduction variable that reads use as their last index) is split into vector
+//        a reduction variable that reads use as their last index, alone or plus terms
+//        independent of it: a quantized matmul's block bytes) is split into vector
 //        lanes of partial results (RFactor, then the lane loops vectorized; float sums are
 //        reassociated); the spatial loops outside the reduction fused and parallel.
 //  - A function with one matmul whose sizes are symbolic and may have few rows (m < 64) and

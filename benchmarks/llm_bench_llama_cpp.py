@@ -1,0 +1,178 @@
+"""Kiln next to llama.cpp on one GGUF; run by llm_bench_llama_cpp.sh in its virtual environment.
+
+llama.cpp is measured as llm_bench measures Kiln (benchmarks/llm_bench.cc): prefill tok/s of
+prompts of 128 and 512 tokens (the same English text), decode tok/s at context 16 and 1024
+(greedy steps after a prompt of that length), load to first token, on each thread count; the
+best of the repeats. Then both continue a few prompts greedily from the same token ids and
+the script counts the tokens that agree.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import llama_cpp
+from llama_cpp import Llama
+
+# The text llm_bench repeats for its prompts.
+TEXT = (
+    "The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
+    "combined movable metal type, oil-based inks and a wooden press adapted from those used for "
+    "wine. Books, once copied by hand over months, could now be produced by the hundreds. Within "
+    "fifty years presses were running in more than two hundred cities across Europe, and the "
+    "spread of pamphlets, scientific treatises and translations of the Bible changed how people "
+    "learned, argued and prayed. "
+)
+
+GREEDY_PROMPTS = [
+    "The capital of France is",
+    "def fibonacci(n):\n",
+    "Once upon a time, in a small village,",
+    "<|im_start|>user\nWhat are the three primary colors?<|im_end|>\n<|im_start|>assistant\n",
+    "La tour Eiffel est",
+]
+
+
+def prompt_tokens(llm, n):
+    ids = llm.tokenize(TEXT.encode(), add_bos=False, special=False)
+    out = []
+    while len(out) < n:
+        out.extend(ids)
+    return out[:n]
+
+
+def last_argmax(llm):
+    """The greedy token after the last eval (its last position's logits, read from the context:
+    Llama.scores holds only n_batch rows)."""
+    logits = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+    return int(np.argmax(np.ctypeslib.as_array(logits, shape=(llm.n_vocab(),))))
+
+
+def measure_llama_cpp(model, threads, repeats, decode_tokens):
+    figures = {}
+    start = time.perf_counter()
+    llm = Llama(model_path=model, n_ctx=2048, n_batch=512, n_ubatch=512, n_threads=threads,
+                n_threads_batch=threads, verbose=False)
+    llm.eval(llm.tokenize(b"The capital of France is", add_bos=False))
+    last_argmax(llm)
+    figures["load_to_first_token"] = 1000 * (time.perf_counter() - start)
+    for n in (128, 512):
+        prompt = prompt_tokens(llm, n)
+        best = 0.0
+        for _ in range(repeats):
+            llm.reset()
+            t = time.perf_counter()
+            llm.eval(prompt)
+            best = max(best, n / (time.perf_counter() - t))
+        figures[f"prefill_{n}"] = best
+    for context in (16, 1024):
+        prompt = prompt_tokens(llm, context)
+        best = 0.0
+        for _ in range(repeats):
+            llm.reset()
+            llm.eval(prompt)
+            token = last_argmax(llm)
+            t = time.perf_counter()
+            for _ in range(decode_tokens):
+                llm.eval([token])
+                token = last_argmax(llm)
+            best = max(best, decode_tokens / (time.perf_counter() - t))
+        figures[f"decode_ctx{context}"] = best
+    return llm, figures
+
+
+def llama_cpp_greedy(llm, ids, n):
+    llm.reset()
+    llm.eval(ids)
+    out = []
+    for i in range(n):
+        token = last_argmax(llm)
+        out.append(token)
+        if i + 1 < n:
+            llm.eval([token])
+    return out
+
+
+def run_kiln(llm_bench, model, threads, repeats, decode_tokens):
+    command = [llm_bench, model, "--threads=" + ",".join(map(str, threads)), f"--repeats={repeats}",
+               f"--decode-tokens={decode_tokens}"]
+    print("$ " + " ".join(command), flush=True)
+    text = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    print(text, end="", flush=True)
+    figures = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\S+)\s+threads=(\d+)\s+([-\d.]+)", line)
+        if m:
+            figures[(m.group(1), int(m.group(2)))] = float(m.group(3))
+    return figures
+
+
+def kiln_greedy(llm_bench, model, prompts, n):
+    """Kiln's greedy continuations of every prompt (lists of ids), from one compile."""
+    command = [llm_bench, model, "-n", str(n)] + ["--greedy=" + ",".join(map(str, ids)) for ids in prompts]
+    text = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    lines = re.findall(r"^greedy:(.*)$", text, re.M)
+    if len(lines) != len(prompts):
+        sys.exit("llm_bench printed no greedy tokens:\n" + text)
+    return [[int(t) for t in line.split()] for line in lines]
+
+
+def main():
+    default_model = os.path.join(os.environ.get("KILN_MODEL_DIR", os.path.expanduser("~/.cache/kiln/models")),
+                                 "SmolLM2-135M-Instruct.Q4_1.gguf")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("model", nargs="?", default=default_model)
+    parser.add_argument("--llm-bench", required=True)
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--decode-tokens", type=int, default=32)
+    parser.add_argument("--greedy-tokens", type=int, default=32)
+    args = parser.parse_args()
+    threads = [int(t) for t in args.threads.split(",")]
+
+    print(f"load average before: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
+    kiln = run_kiln(args.llm_bench, args.model, threads, args.repeats, args.decode_tokens)
+    peer = {}
+    llm = None
+    for t in threads:
+        llm, figures = measure_llama_cpp(args.model, t, args.repeats, args.decode_tokens)
+        for metric, value in figures.items():
+            peer[(metric, t)] = value
+
+    print(f"\n{'metric':<24} {'threads':>7} {'kiln':>10} {'llama.cpp':>10} {'kiln/llama.cpp':>15}")
+    for t in threads:
+        for metric, unit in (("prefill_128", "tok/s"), ("prefill_512", "tok/s"), ("decode_ctx16", "tok/s"),
+                             ("decode_ctx1024", "tok/s"), ("load_to_first_token", "ms")):
+            k, p = kiln.get((metric, t)), peer.get((metric, t))
+            if k is None or p is None:
+                continue
+            print(f"{metric + ' ' + unit:<24} {t:>7} {k:>10.1f} {p:>10.1f} {k / p:>15.2f}")
+        bound = kiln.get(("decode_bound", t))
+        if bound:
+            k, p = kiln.get(("decode_ctx16", t)), peer.get(("decode_ctx16", t))
+            print(f"{'decode bound tok/s':<24} {t:>7} {bound:>10.1f}   (kiln {100 * k / bound:.0f}% of it,"
+                  f" llama.cpp {100 * p / bound:.0f}%)")
+    if ("compile", 0) in kiln:
+        print(f"kiln compile of the model: {kiln[('compile', 0)]:.2f} s")
+
+    print(f"\ngreedy continuations ({args.greedy_tokens} tokens from the same prompt ids):")
+    total = agree = 0
+    prompts = [llm.tokenize(p.encode(), add_bos=False, special=True) for p in GREEDY_PROMPTS]
+    continuations = kiln_greedy(args.llm_bench, args.model, prompts, args.greedy_tokens)
+    for prompt, ids, ours in zip(GREEDY_PROMPTS, prompts, continuations):
+        theirs = llama_cpp_greedy(llm, ids, args.greedy_tokens)
+        prefix = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), len(ours))
+        total += len(ours)
+        agree += prefix
+        shown = llm.detokenize(theirs[:prefix]).decode(errors="replace")
+        print(f"  {prompt!r:.60}: first {prefix}/{len(ours)} tokens agree  ({shown!r:.60})")
+    print(f"greedy agreement: {agree}/{total} tokens (identical prefixes)")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+// Quantized matmul (out = x @ dequantize(w)^T, GGML blocks decoded inside the kernel): the
+// kernel Kiln generates from TIR (relax/op/legalize_quantize.cc, scheduled by the default CPU
+// rules) against the hand-written library kernel (builtins/quantized_matmul_kernels.h), in
+// the same run on the same thread pool, next to the memory-bandwidth bound.
+//
+//   build/benchmarks/qmatmul_bench [--threads=N] [--rows=1,16,128]
+//
+// The shapes are SmolLM2-135M's (the bundled model): its Q4_1 projections and its Q8_0
+// output projection. As in a decode step, where the model's 97 MB of weights stream from
+// memory once per token, each call reads a different copy of the weight out of a set larger
+// than the last-level cache, so weights come from memory, not cache. Figures: weight GB/s
+// (the weight's bytes over the call's time) and, for the decode case (one row), the share of
+// the streaming-read bandwidth measured here; the generated and library results are checked
+// against each other.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "builtins/quantized_matmul_kernels.h"
+#include "codegen/cpu_shared_object.h"
+#include "relax/block_builder.h"
+#include "codegen/cpu_target.h"
+#include "relax/ir_module.h"
+#include "relax/text_parser.h"
+#include "relax/transform/legalize_ops.h"
+#include "tir/schedule_rules/cpu_schedule.h"
+#include "vm/builtin_registry.h"
+#include "vm/kernel_abi.h"
+#include "vm/kernel_object.h"
+#include "vm/tensor.h"
+#include "vm/thread_pool.h"
+
+namespace {
+
+using kiln::vm::Tensor;
+using Clock = std::chrono::steady_clock;
+
+struct Shape {
+  std::string format;  // q4_0, q4_1, q8_0
+  int64_t n, k;
+  std::string what;
+};
+
+int64_t BlockBytes(const std::string& format) { return format == "q4_0" ? 18 : format == "q4_1" ? 20 : 34; }
+
+[[noreturn]] void Die(const std::string& message) {
+  std::fprintf(stderr, "qmatmul_bench: %s\n", message.c_str());
+  std::exit(1);
+}
+
+template <typename T>
+T OrDie(absl::StatusOr<T> value, const char* what) {
+  if (!value.ok()) Die(std::string(what) + ": " + std::string(value.status().message()));
+  return *std::move(value);
+}
+
+struct BenchContext {
+  KilnCallContext ctx;  // first member: the callbacks cast the context pointer back
+  kiln::vm::ThreadPool* pool;
+  std::string error;
+};
+int32_t PoolParallelFor(KilnCallContext* ctx, int64_t num_tasks, KilnParallelBody body, void* closure) {
+  return reinterpret_cast<BenchContext*>(ctx)->pool->ParallelFor(num_tasks, body, closure);
+}
+void* Alloc(KilnCallContext*, uint64_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
+void Free(KilnCallContext*, void* ptr) { std::free(ptr); }
+void SetError(KilnCallContext* ctx, const char* message) { reinterpret_cast<BenchContext*>(ctx)->error = message; }
+
+// The generated kernel for one format and (n, k), rows symbolic, built as a model's is:
+// legalized, scheduled by the default CPU rules for this host, compiled by LLVM.
+KilnKernelFn BuildGenerated(const Shape& s, int threads, std::shared_ptr<kiln::vm::KernelObject>* keep_alive) {
+  const std::string text = absl::StrCat("module {\n  func @main(x: Tensor((m, ", s.k, "), float32), w: Tensor((", s.n,
+                                        ", ", s.k / 32 * BlockBytes(s.format), "), uint8)) -> Object {\n",
+                                        "    y = R.quantized_matmul(x, w, format=\"", s.format,
+                                        "\")\n    return y\n  }\n}\n");
+  kiln::relax::ParsedModule parsed = OrDie(kiln::relax::ParseModule(text), "parse");
+  kiln::relax::IRModule normalized = OrDie(kiln::relax::NormalizeModule(parsed.module), "normalize");
+  kiln::relax::IRModule legalized = OrDie(kiln::relax::LegalizeOps(normalized), "legalize");
+  const kiln::codegen::CpuTarget target = kiln::codegen::CpuTarget::Host();
+  const int lanes = OrDie(kiln::codegen::Float32VectorLanes(target), "vector lanes");
+  std::vector<std::pair<std::string, kiln::tir::PrimFunc>> kernels;
+  for (const kiln::relax::IRModule::Entry& e : legalized.entries()) {
+    if (e.is_relax()) continue;
+    kernels.emplace_back("bench_qmatmul",
+                         OrDie(kiln::tir::ScheduleForCpu(*e.prim_func(), {.vector_lanes = lanes, .num_threads = threads}),
+                               "schedule"));
+  }
+  if (kernels.size() != 1) Die("expected one kernel after legalization, got " + std::to_string(kernels.size()));
+  std::string so = OrDie(kiln::codegen::BuildCpuSharedObject(kernels, target), "compile");
+  *keep_alive = OrDie(kiln::vm::KernelObject::Load(so), "load");
+  return OrDie((*keep_alive)->Find("bench_qmatmul"), "find kernel");
+}
+
+// Random blocks with scales that are small positive float16 values (so sums stay tame).
+Tensor RandomWeights(const Shape& s, std::mt19937& rng) {
+  const int64_t row_bytes = s.k / 32 * BlockBytes(s.format);
+  Tensor w = OrDie(Tensor::Empty({s.n, row_bytes}, DLDataType{kDLUInt, 8, 1}), "allocate");
+  std::uniform_int_distribution<int> byte(0, 255);
+  uint8_t* p = w.data_as<uint8_t>();
+  for (int64_t i = 0; i < s.n * row_bytes; ++i) p[i] = static_cast<uint8_t>(byte(rng));
+  const int64_t scales = s.format == "q4_1" ? 2 : 1;
+  for (int64_t b = 0; b < s.n * row_bytes; b += BlockBytes(s.format)) {
+    for (int64_t h = 0; h < scales; ++h) {
+      p[b + 2 * h] = static_cast<uint8_t>(byte(rng));
+      p[b + 2 * h + 1] = static_cast<uint8_t>(0x10 + byte(rng) % 16);  // 2^-11 .. 2^-4
+    }
+  }
+  return w;
+}
+
+double StreamReadBandwidth(int threads) {
+  static std::vector<uint64_t> buffer(size_t{1} << 27);  // 1 GiB
+  for (size_t i = 0; i < buffer.size(); i += 512) buffer[i] = i;
+  double best = 0;
+  std::vector<uint64_t> sums(static_cast<size_t>(threads) * 8);
+  for (int r = 0; r < 4; ++r) {
+    const auto start = Clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const size_t begin = buffer.size() * static_cast<size_t>(t) / static_cast<size_t>(threads);
+        const size_t end = buffer.size() * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
+        uint64_t s = 0;
+        for (size_t i = begin; i < end; ++i) s += buffer[i];
+        sums[static_cast<size_t>(t) * 8] = s;
+      });
+    }
+    for (std::thread& th : pool) th.join();
+    if (r > 0) best = std::max(best, static_cast<double>(buffer.size() * 8) / std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  if (sums[0] == 42) std::printf("(checksum)\n");
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = static_cast<int>(std::max(1u, std::min(2u, std::thread::hardware_concurrency())));
+  std::vector<int64_t> rows = {1, 16, 128};
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--threads=", 0) == 0) {
+      threads = std::atoi(arg.c_str() + 10);
+      if (threads < 1) Die("--threads wants a positive integer");
+    } else if (arg.rfind("--rows=", 0) == 0) {
+      rows.clear();
+      const std::vector<std::string> parts = absl::StrSplit(arg.substr(7), ',');
+      for (const std::string& r : parts) {
+        rows.push_back(std::atoll(r.c_str()));
+        if (rows.back() < 1) Die("--rows wants positive integers");
+      }
+    } else {
+      Die("usage: qmatmul_bench [--threads=N] [--rows=1,16,128]");
+    }
+  }
+  const std::vector<Shape> shapes = {{"q4_1", 1536, 576, "ffn up/gate"},
+                                     {"q4_1", 576, 1536, "ffn down"},
+                                     {"q4_1", 576, 576, "attn q/o"},
+                                     {"q8_0", 49152, 576, "output (tied embedding)"},
+                                     {"q4_0", 1536, 576, "q4_0 up"}};
+
+  kiln::vm::ThreadPool pool(threads);
+  BenchContext bench{};
+  bench.ctx.parallel_for = PoolParallelFor;
+  bench.ctx.workspace_alloc = Alloc;
+  bench.ctx.workspace_free = Free;
+  bench.ctx.set_error = SetError;
+  bench.ctx.num_threads = pool.num_threads();
+  bench.pool = &pool;
+  kiln::vm::BuiltinRegistry registry;
+  kiln::builtins::RegisterQuantizedMatmulKernels(registry);
+
+  const double bandwidth = StreamReadBandwidth(threads);
+  std::printf("threads %d; streaming read %.1f GB/s\n\n", threads, bandwidth / 1e9);
+  std::printf("%-6s %-36s %5s %12s %12s %8s %12s %9s\n", "format", "shape (n x k)", "rows", "generated",
+              "library", "gen/lib", "gen/stream", "max diff");
+  std::mt19937 rng(7);
+  for (const Shape& s : shapes) {
+    std::shared_ptr<kiln::vm::KernelObject> object;
+    KilnKernelFn generated = BuildGenerated(s, threads, &object);
+    const auto* library_entry = registry.FindKernel("kiln.cpu.quantized_matmul_" + s.format);
+    if (library_entry == nullptr) Die("no library kernel for " + s.format);
+    KilnKernelFn library = library_entry->fn;
+    // Copies of the weight spanning 128 MB, so each call streams its weight from memory.
+    const int64_t weight_bytes = s.n * (s.k / 32 * BlockBytes(s.format));
+    const int64_t copies = std::max<int64_t>(2, (int64_t{128} << 20) / weight_bytes);
+    std::vector<Tensor> weights;
+    for (int64_t c = 0; c < copies; ++c) weights.push_back(RandomWeights(s, rng));
+    for (int64_t m : rows) {
+      Tensor x = OrDie(Tensor::Empty({m, s.k}, DLDataType{kDLFloat, 32, 1}), "allocate");
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = dist(rng);
+      Tensor out_gen = OrDie(Tensor::Empty({m, s.n}, DLDataType{kDLFloat, 32, 1}), "allocate");
+      Tensor out_lib = OrDie(Tensor::Empty({m, s.n}, DLDataType{kDLFloat, 32, 1}), "allocate");
+      auto call = [&](KilnKernelFn fn, const Tensor& w, const Tensor& out) {
+        KilnArg args[3] = {};
+        for (KilnArg& a : args) a.type_code = kKilnArgTensor;
+        args[0].value.tensor = x.dl_tensor();
+        args[1].value.tensor = w.dl_tensor();
+        args[2].value.tensor = out.dl_tensor();
+        if (fn(args, 3, &bench.ctx) != 0) Die("kernel failed: " + bench.error);
+      };
+      call(generated, weights[0], out_gen);
+      call(library, weights[0], out_lib);
+      double max_diff = 0;
+      for (int64_t i = 0; i < m * s.n; ++i) {
+        const double a = out_gen.data_as<float>()[i], b = out_lib.data_as<float>()[i];
+        max_diff = std::max(max_diff, std::abs(a - b) / std::max(1.0, std::abs(b)));
+      }
+      // Best time per call over rounds through every copy (best: this machine is shared).
+      auto seconds = [&](KilnKernelFn fn, const Tensor& out) {
+        const int64_t calls = std::max<int64_t>(copies, std::min<int64_t>(4 * copies, (int64_t{1} << 28) / (m * weight_bytes)));
+        double best = 1e30;
+        for (int round = 0; round < 3; ++round) {
+          const auto start = Clock::now();
+          for (int64_t c = 0; c < calls; ++c) call(fn, weights[static_cast<size_t>(c % copies)], out);
+          best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count() / static_cast<double>(calls));
+        }
+        return best;
+      };
+      const double gen_s = seconds(generated, out_gen);
+      const double lib_s = seconds(library, out_lib);
+      const double gen_gbs = static_cast<double>(weight_bytes) / gen_s / 1e9;
+      const double lib_gbs = static_cast<double>(weight_bytes) / lib_s / 1e9;
+      std::printf("%-6s %-36s %5lld %7.2f GB/s %7.2f GB/s %8.2f %11.0f%% %9.2g\n", s.format.c_str(),
+                  absl::StrCat(s.n, " x ", s.k, " ", s.what).c_str(), static_cast<long long>(m), gen_gbs, lib_gbs,
+                  lib_s / gen_s, 100 * gen_gbs * 1e9 / bandwidth, max_diff);
+      std::fflush(stdout);
+      if (max_diff > 1e-3) Die("generated and library kernels disagree");
+    }
+  }
+  return 0;
+}
