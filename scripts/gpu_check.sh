@@ -26,11 +26,12 @@ case "$mode" in
     KILN_CUDA_BUNDLE_DIR="$PWD/$bundle/cases" "$build/tests/kiln_codegen_tests" \
       --gtest_filter='CudaGpuBundle.*' --gtest_brief=1
     cp "$build/tests/gpu_op_check" "$bundle/"
+    strip --strip-debug "$bundle/gpu_op_check" 2>/dev/null || true
     # Every shared library it links except the C library's own (present on any Linux).
     ldd "$build/tests/gpu_op_check" | awk '/=> \// {print $3}' | while read -r lib; do
       case "$(basename "$lib")" in
         libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
-        *) cp -L "$lib" "$bundle/lib/" ;;
+        *) cp -L "$lib" "$bundle/lib/"; strip --strip-debug "$bundle/lib/$(basename "$lib")" 2>/dev/null || true ;;
       esac
     done
     grep -c '^case ' "$bundle/cases/MANIFEST" | xargs echo "cases in the bundle:"
