@@ -7,7 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/cpu_shared_object.h"
+#include "codegen/cuda_module.h"
 #include "codegen/vm_codegen.h"
+#include "tir/target.h"
 #include "relax/expr_functor.h"
 #include "support/status_macros.h"
 #include "vm/cpu_features.h"
@@ -71,8 +73,31 @@ absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, cons
   vm::ExecutableBuilder builder;
   for (const auto& [key, value] : metadata) builder.SetMetadata(key, value);
   std::map<std::string, int32_t> kernel_index;
+  // Functions for a cuda target: their host parts join the CPU object, their device
+  // kernels go to the device code section, and they run on the VM's default device (which
+  // `kiln run --device cuda` makes the GPU).
+  std::vector<std::pair<std::string, tir::PrimFunc>> cpu_symbols;
+  std::vector<std::pair<std::string, tir::PrimFunc>> cuda_symbols;
+  for (const auto& [symbol, func] : symbols) {
+    absl::StatusOr<std::optional<tir::Target>> t = tir::TargetOf(func);
+    if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("kernel ", symbol, ": ", t.status().message()));
+    if (t->has_value() && (*t)->kind == tir::TargetKind::kCuda) {
+      cuda_symbols.emplace_back(symbol, func);
+    } else {
+      cpu_symbols.emplace_back(symbol, func);
+    }
+  }
+  NamedPrimFuncs hosts;
+  if (!cuda_symbols.empty()) {
+    absl::StatusOr<CudaModule> cuda = BuildCudaModule(cuda_symbols);
+    if (!cuda.ok()) {
+      return absl::Status(cuda.status().code(), absl::StrCat("compiling CUDA kernels: ", cuda.status().message()));
+    }
+    hosts = std::move(cuda->hosts);
+    builder.AddDeviceCode(std::move(cuda->code));
+  }
   if (!kernels.empty()) {
-    absl::StatusOr<std::string> so = BuildCpuSharedObject(symbols, target);
+    absl::StatusOr<std::string> so = BuildCpuSharedObject(cpu_symbols, target, hosts);
     if (!so.ok()) {
       return absl::Status(so.status().code(), absl::StrCat("compiling kernels: ", so.status().message()));
     }

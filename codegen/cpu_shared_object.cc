@@ -32,9 +32,13 @@ absl::StatusOr<std::string> CompileAndLink(const CpuTarget& target, const Module
 }  // namespace
 
 absl::StatusOr<std::string> BuildCpuSharedObject(const std::vector<std::pair<std::string, tir::PrimFunc>>& kernels,
-                                                 const CpuTarget& target) {
-  return CompileAndLink(target, [&](llvm::LLVMContext& context, const llvm::TargetMachine& machine) {
-    return LowerToLlvm(kernels, context, machine);
+                                                 const CpuTarget& target, const NamedPrimFuncs& lowered_hosts) {
+  return CompileAndLink(target, [&](llvm::LLVMContext& context,
+                                    const llvm::TargetMachine& machine) -> absl::StatusOr<std::unique_ptr<llvm::Module>> {
+    if (lowered_hosts.empty()) return LowerToLlvm(kernels, context, machine);
+    KILN_ASSIGN_OR_RETURN(NamedPrimFuncs lowered, LowerForCpu(kernels, machine));
+    lowered.insert(lowered.end(), lowered_hosts.begin(), lowered_hosts.end());
+    return EmitLlvmModule(lowered, context, machine);
   });
 }
 

@@ -17,8 +17,10 @@
 
 namespace kiln::codegen {
 
+// `lowered_hosts` (functions the TIR passes already lowered: the host functions of GPU
+// targets, codegen/cuda_module.h) go into the same object.
 absl::StatusOr<std::string> BuildCpuSharedObject(const std::vector<std::pair<std::string, tir::PrimFunc>>& kernels,
-                                                 const CpuTarget& target);
+                                                 const CpuTarget& target, const NamedPrimFuncs& lowered_hosts = {});
 
 // The same for functions the TIR passes already lowered (tir/transform/pipeline.h,
 // codegen::LowerForCpu): the host functions of GPU targets too, which launch their device

@@ -3,6 +3,7 @@
 // A .gguf model is built into a Relax module first (codegen/compile_gguf_model.h).
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -35,9 +36,10 @@ constexpr const char* kUsage =
     "references the GGUF file for its weights instead of copying them, and\n"
     "'kiln generate MODEL.kx' runs it.\n"
     "\n"
-    "  --target TARGET     what to compile for: 'cpu' (the default) or a target's text\n"
+    "  --target TARGET     what to compile for: 'cpu' (the default), 'cuda' (NVRTC, PTX and\n"
+    "                      cubin for sm_80 and sm_90; 'cuda -arch=sm_90' for one) or a target's text\n"
     "                      form, e.g. \"cpu -mcpu=znver3 -vector-bits=256 -num-threads=4\"\n"
-    "                      (docs/codegen.md); cuda and vulkan are not supported yet\n"
+    "                      (docs/codegen.md); vulkan is not supported yet\n"
     "  -o, --output FILE   where to write the executable (default: FILE with .kx)\n"
     "  --mcpu NAME         the CPU to generate code for: 'host' (default) or an LLVM x86\n"
     "                      CPU name such as haswell, skylake-avx512, znver3, x86-64-v3\n"
@@ -127,9 +129,17 @@ int CompileCommand(int argc, char** argv) {
   if (path.empty()) return Usage("no input file");
   absl::StatusOr<tir::Target> parsed_target = tir::Target::Parse(target);
   if (!parsed_target.ok()) return Usage(std::string(parsed_target.status().message()));
-  if (!parsed_target->is_cpu()) {
-    return Fail(std::string("target '") + tir::TargetKindName(parsed_target->kind) +
-                "' is not supported yet: GPU code generation is to come (the targets today: cpu)");
+  if (parsed_target->kind == tir::TargetKind::kVulkan) {
+    return Fail("target 'vulkan' is not supported yet (the targets today: cpu, cuda)");
+  }
+  // A cuda target's kernels run on the GPU; their host parts (argument checks, launches)
+  // are compiled for a baseline x86-64 CPU (or --mcpu), so the executable runs on any GPU
+  // machine. Library dispatch (OpenBLAS) is for the CPU and stays off.
+  std::optional<tir::Target> gpu_target;
+  if (parsed_target->kind == tir::TargetKind::kCuda) {
+    gpu_target = *parsed_target;
+    parsed_target = tir::Target::Cpu(mcpu.empty() ? "x86-64" : mcpu);
+    libs = "none";
   }
   if (!mcpu.empty()) parsed_target->mcpu = mcpu;
   if (libs != "openblas" && libs != "none") return Usage("unknown --libs '" + libs + "' (openblas or none)");
@@ -140,7 +150,7 @@ int CompileCommand(int argc, char** argv) {
   }
   absl::StatusOr<tir::Target> resolved = codegen::ResolveCpuTarget(*parsed_target);
   if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
-  options.target = *resolved;
+  options.target = gpu_target ? *gpu_target : *resolved;
   absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*resolved);
   if (!cpu.ok()) return Fail(std::string(cpu.status().message()));
   const bool is_gguf = path.size() > 5 && path.substr(path.size() - 5) == ".gguf";

@@ -35,6 +35,8 @@ constexpr const char* kUsage =
     "                       bool:true, bool:false   a bool scalar (Prim(bool))\n"
     "                     DTYPE: bool, i8..i64, u8..u64, f16, f32, f64, bf16 (or int8, float32, ...)\n"
     "  --output-dir DIR   also write the outputs as DIR/output_<i>.npy\n"
+    "  --device NAME      run on NAME (cpu, cuda, cuda:1; default cpu): the executable must be\n"
+    "                     compiled for it (kiln compile --target cuda); inputs are copied there\n"
     "  --repeat N         call the function N times and print the mean time per call\n"
     "  --profile          print the total time of each kernel and builtin, sorted\n"
     "  --stats            print the peak host memory allocated during the call, and\n"
@@ -63,7 +65,7 @@ void Flatten(const vm::Value& v, std::vector<vm::Value>* out) {
 }  // namespace
 
 int RunCommand(int argc, char** argv) {
-  std::string path, fn = "main", output_dir;
+  std::string path, fn = "main", output_dir, device_name = "cpu";
   std::vector<std::string> inputs;
   bool profile = false, stats = false;
   int repeat = 1;
@@ -87,6 +89,10 @@ int RunCommand(int argc, char** argv) {
       const char* v = value("--input");
       if (!v) return 2;
       inputs.push_back(v);
+    } else if (arg == "--device") {
+      const char* v = value("--device");
+      if (!v) return 2;
+      device_name = v;
     } else if (arg == "--output-dir") {
       const char* v = value("--output-dir");
       if (!v) return 2;
@@ -120,16 +126,36 @@ int RunCommand(int argc, char** argv) {
     std::fprintf(stderr, "kiln run: %s\n", std::string(exe.status().message()).c_str());
     return 1;
   }
+  // The VM's default device: where its storage is allocated and its kernels run (a cuda
+  // executable's functions run on a GPU). Inputs are copied there, outputs back.
+  absl::StatusOr<vm::Device*> device = vm::GetDevice(device_name);
+  if (!device.ok()) {
+    std::fprintf(stderr, "kiln run: %s\n", std::string(device.status().message()).c_str());
+    return 1;
+  }
   std::vector<vm::Value> args;
   for (const std::string& spec : inputs) {
     absl::StatusOr<vm::Value> v = ParseInputSpec(spec);
+    if (v.ok() && v->is_tensor() && (*device)->dl_device().device_type != kDLCPU) {
+      absl::StatusOr<vm::Tensor> moved = v->as_tensor().CopyTo(*device);
+      if (moved.ok()) {
+        v = vm::Value(*std::move(moved));
+      } else {
+        v = moved.status();
+      }
+    }
     if (!v.ok()) {
       std::fprintf(stderr, "kiln run: %s\n", std::string(v.status().message()).c_str());
       return 1;
     }
     args.push_back(*v);
   }
-  vm::VirtualMachine machine(*exe);
+  absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> created = vm::VirtualMachine::Create(*exe, *device);
+  if (!created.ok()) {
+    std::fprintf(stderr, "kiln run: %s\n", std::string(created.status().message()).c_str());
+    return 1;
+  }
+  vm::VirtualMachine& machine = **created;
   machine.EnableProfiling(profile);
   vm::ResetCpuPeakMemory();
   machine.ResetStorageStats();
@@ -148,7 +174,15 @@ int RunCommand(int argc, char** argv) {
   std::vector<vm::Value> outputs;
   Flatten(*result, &outputs);
   for (size_t i = 0; i < outputs.size(); ++i) {
-    const vm::Value& v = outputs[i];
+    vm::Value& v = outputs[i];
+    if (v.is_tensor() && v.as_tensor().device().device_type != kDLCPU) {
+      absl::StatusOr<vm::Tensor> host = v.as_tensor().CopyTo(vm::CpuDevice());
+      if (!host.ok()) {
+        std::fprintf(stderr, "kiln run: %s\n", std::string(host.status().message()).c_str());
+        return 1;
+      }
+      v = vm::Value(*std::move(host));
+    }
     if (!v.is_tensor()) {
       std::printf("output %zu: %s\n", i, v.Describe().c_str());
       continue;

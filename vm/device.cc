@@ -6,6 +6,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "vm/cuda_device.h"
 #include "vm/pooled_allocator.h"
 
 namespace kiln::vm {
@@ -55,7 +56,13 @@ struct Registry {
 };
 
 Registry& GetRegistry() {
-  static Registry* registry = new Registry();
+  static Registry* registry = [] {
+    auto* r = new Registry();
+    // CUDA is always known: its factory opens the driver on first use and says clearly
+    // when there is none (vm/cuda_device.h).
+    r->kinds[kDLCUDA] = DeviceKind{"cuda", CreateCudaDevice, {}};
+    return r;
+  }();
   return *registry;
 }
 
@@ -69,6 +76,10 @@ const char* KindName(DLDeviceType type) {
 }
 
 }  // namespace
+
+absl::StatusOr<std::shared_ptr<DeviceModule>> Device::LoadModule(const DeviceCode& code) {
+  return absl::UnimplementedError(absl::StrCat("device ", name(), " runs no ", code.kind, " kernels"));
+}
 
 Device* CpuDevice() {
   static CpuDeviceImpl* device = new CpuDeviceImpl();

@@ -15,7 +15,20 @@
 #include "absl/status/statusor.h"
 #include <dlpack/dlpack.h>
 
+#include "vm/device_code.h"
+#include "vm/kernel_abi.h"
+
 namespace kiln::vm {
+
+// An executable's device code loaded on a device (Device::LoadModule): runs its kernels.
+class DeviceModule {
+ public:
+  virtual ~DeviceModule() = default;
+  // Runs kernel `kernel` (an index into DeviceCode::kernels) with `dims` over `args` on
+  // `stream`. An error names the kernel.
+  virtual absl::Status Launch(int32_t kernel, const KilnLaunchDims& dims, const KilnArg* args, int32_t num_args,
+                              void* stream) = 0;
+};
 
 class Device {
  public:
@@ -33,6 +46,9 @@ class Device {
   // The stream or queue kernels on this device are given (KilnCallContext::stream); the CPU
   // has none.
   virtual void* stream() { return nullptr; }
+  // Loads the kernels of `code` (an executable's device code for this device's kind). The
+  // CPU runs no device kernels: Unimplemented.
+  virtual absl::StatusOr<std::shared_ptr<DeviceModule>> LoadModule(const DeviceCode& code);
 };
 
 // The process-wide CPU device (pooled, 64-byte aligned allocations).

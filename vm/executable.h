@@ -38,6 +38,7 @@
 #include "support/mapped_file.h"
 #include "vm/builtin_registry.h"
 #include "vm/bytecode.h"
+#include "vm/device_code.h"
 #include "vm/kernel_abi.h"
 #include "vm/value.h"
 #include "vm/weight_provider.h"
@@ -49,7 +50,7 @@ inline constexpr char kExecutableMagic[8] = {'K', 'I', 'L', 'N', 'E', 'X', 'E', 
 // target; closures (MakeClosure, Call of a closure), CopyToDevice, the device table, devices
 // of kernels and parameters, typed builtin signatures.
 inline constexpr uint16_t kFormatMajor = 2;
-inline constexpr uint16_t kFormatMinor = 1;  // 2.1: the metadata section
+inline constexpr uint16_t kFormatMinor = 2;  // 2.1: the metadata section; 2.2: device code
 // Tensor constants larger than this go to the weights section.
 inline constexpr int64_t kInlineConstantMaxBytes = 256;
 // Alignment of every section in the file and of every tensor in the weights section.
@@ -65,6 +66,7 @@ enum class SectionId : uint32_t {
   kWeights = 7,
   kTarget = 8,
   kMetadata = 9,  // since 2.1
+  kDeviceCode = 10,  // since 2.2
 };
 
 // What a parameter must be at call time. Dims use MatchShape's operand kinds: Imm (fixed),
@@ -136,6 +138,9 @@ class Executable {
     std::vector<BuiltinDecl> builtins;
     std::vector<KernelDecl> kernels;
     std::string cpu_object;  // shared object bytes, may be empty
+    // GPU kernels per target kind (vm/device_code.h); the host functions in cpu_object
+    // launch them.
+    std::vector<DeviceCode> device_code;
     // Devices the program uses, by name ("cpu", "cuda:0"); entry 0 is always "cpu", the
     // VM's default device. Each VM maps them to registered devices when it is created.
     std::vector<std::string> devices = {"cpu"};

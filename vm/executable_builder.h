@@ -120,6 +120,8 @@ class ExecutableBuilder {
   int32_t DeclareDevice(const std::string& name);
   void SetMetadata(const std::string& key, std::string value) { contents_.metadata[key] = std::move(value); }
   void SetCpuObject(std::string shared_object_bytes) { contents_.cpu_object = std::move(shared_object_bytes); }
+  // GPU kernels the host functions of the CPU object launch (vm/device_code.h).
+  void AddDeviceCode(DeviceCode code) { contents_.device_code.push_back(std::move(code)); }
   // Declares a function (its index is valid immediately, for forward and recursive calls)
   // and returns the builder of its body.
   FunctionBuilder& AddFunction(const std::string& name, const std::vector<ParamSpec>& params);

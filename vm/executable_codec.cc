@@ -14,13 +14,14 @@ namespace {
 constexpr size_t kHeaderSize = 8 + 2 + 2 + 4;
 constexpr size_t kSectionEntrySize = 4 + 4 + 8 + 8 + 8;
 constexpr uint32_t kMaxSections = 64;
-constexpr uint32_t kMaxSectionId = static_cast<uint32_t>(SectionId::kMetadata);
+constexpr uint32_t kMaxSectionId = static_cast<uint32_t>(SectionId::kDeviceCode);
 
 using support::Checksum64;
 
 const char* SectionName(uint32_t id) {
   static constexpr const char* kNames[] = {"?", "functions", "constants", "builtins", "kernels",
-                                           "CPU kernel object", "devices", "weights", "target"};
+                                           "CPU kernel object", "devices", "weights", "target",
+                                           "metadata", "device code"};
   return id <= kMaxSectionId ? kNames[id] : "?";
 }
 
@@ -417,6 +418,40 @@ absl::Status DecodeMetadata(const msgpack::object& root, std::map<std::string, s
   return r.status();
 }
 
+// [[kind, [[kernel name, [param types]]...], [[format, arch, bytes]...], source]...]
+absl::Status DecodeDeviceCode(const msgpack::object& root, std::vector<DeviceCode>* out) {
+  Reader r("device code");
+  size_t count = 0;
+  const msgpack::object* modules = r.Array(root, 0, &count, "a list of device code modules");
+  for (size_t i = 0; i < count && r.ok(); ++i) {
+    size_t n = 0;
+    const msgpack::object* m = r.Array(modules[i], 4, &n, "[kind, kernels, binaries, source]");
+    if (!r.ok()) break;
+    DeviceCode code;
+    code.kind = r.Str(m[0], "device code kind");
+    size_t kernels = 0;
+    const msgpack::object* ks = r.Array(m[1], 0, &kernels, "a device kernel list");
+    for (size_t k = 0; k < kernels && r.ok(); ++k) {
+      size_t fields = 0;
+      const msgpack::object* f = r.Array(ks[k], 2, &fields, "[device kernel name, parameter types]");
+      if (!r.ok()) break;
+      code.kernels.push_back({r.Str(f[0], "device kernel name"), r.StrList(f[1], "device kernel parameter types")});
+    }
+    size_t binaries = 0;
+    const msgpack::object* bs = r.Array(m[2], 0, &binaries, "a device binary list");
+    for (size_t b = 0; b < binaries && r.ok(); ++b) {
+      size_t fields = 0;
+      const msgpack::object* f = r.Array(bs[b], 3, &fields, "[format, arch, bytes]");
+      if (!r.ok()) break;
+      code.binaries.push_back({r.Str(f[0], "device binary format"), r.Str(f[1], "device binary arch"),
+                               r.Bin(f[2], "device binary")});
+    }
+    code.source = r.Str(m[3], "device source");
+    out->push_back(std::move(code));
+  }
+  return r.status();
+}
+
 absl::Status DecodeBuiltins(const msgpack::object& root, std::vector<BuiltinDecl>* out) {
   Reader r("builtins");
   size_t count = 0;
@@ -533,6 +568,30 @@ std::string Executable::Encode(const Contents& contents) {
         flat.push_back(value);
       }
       pk.pack(flat);
+    });
+  }
+  if (!contents.device_code.empty()) {
+    pack(SectionId::kDeviceCode, [&](Packer& pk) {
+      pk.pack_array(static_cast<uint32_t>(contents.device_code.size()));
+      for (const DeviceCode& code : contents.device_code) {
+        pk.pack_array(4);
+        pk.pack(code.kind);
+        pk.pack_array(static_cast<uint32_t>(code.kernels.size()));
+        for (const DeviceKernelInfo& k : code.kernels) {
+          pk.pack_array(2);
+          pk.pack(k.name);
+          pk.pack(k.param_types);
+        }
+        pk.pack_array(static_cast<uint32_t>(code.binaries.size()));
+        for (const DeviceBinary& b : code.binaries) {
+          pk.pack_array(3);
+          pk.pack(b.format);
+          pk.pack(b.arch);
+          pk.pack_bin(static_cast<uint32_t>(b.bytes.size()));
+          pk.pack_bin_body(b.bytes.data(), static_cast<uint32_t>(b.bytes.size()));
+        }
+        pk.pack(code.source);
+      }
     });
   }
   if (!contents.cpu_object.empty()) {
@@ -690,6 +749,7 @@ absl::StatusOr<Executable::Contents> Executable::Decode(std::shared_ptr<const su
       }
       case SectionId::kTarget: status = DecodeTarget(root, &contents); break;
       case SectionId::kMetadata: status = DecodeMetadata(root, &contents.metadata); break;
+      case SectionId::kDeviceCode: status = DecodeDeviceCode(root, &contents.device_code); break;
       default: break;
     }
     if (!status.ok()) return status;

@@ -46,9 +46,29 @@ VirtualMachine::VirtualMachine(std::shared_ptr<const Executable> executable, Dev
     devices_[i] = *d;
     dl_devices_[i] = (*d)->dl_device();
   }
+  // Each GPU device of the table loads the executable's device code of its kind.
+  modules_.resize(names.size());
+  bool any_module = false;
+  for (size_t i = 0; i < names.size(); ++i) {
+    Device* d = devices_[i];
+    if (d == nullptr || d->dl_device().device_type == kDLCPU) continue;
+    for (const DeviceCode& code : executable_->contents().device_code) {
+      if (DeviceName(DLDevice{d->dl_device().device_type, 0}).rfind(code.kind + ":", 0) != 0) continue;
+      absl::StatusOr<std::shared_ptr<DeviceModule>> module = d->LoadModule(code);
+      if (!module.ok()) {
+        if (status_.ok()) {
+          status_ = absl::Status(module.status().code(), absl::StrCat("loading the ", code.kind, " kernels on ",
+                                                                      d->name(), ": ", module.status().message()));
+        }
+        continue;
+      }
+      modules_[i] = *std::move(module);
+      any_module = true;
+    }
+  }
   for (const KernelDecl& k : executable_->contents().kernels) {
     Device* d = devices_[k.device];
-    kernel_places_.push_back({dl_devices_[k.device], d, d != nullptr ? d->stream() : nullptr});
+    kernel_places_.push_back({dl_devices_[k.device], d, d != nullptr ? d->stream() : nullptr, modules_[k.device].get()});
   }
   kernel_args_.resize(executable_->max_call_args());
   call_context_.runtime = &kernel_runtime_;
@@ -59,7 +79,25 @@ VirtualMachine::VirtualMachine(std::shared_ptr<const Executable> executable, Dev
   call_context_.num_threads = ThreadPool::Global().num_threads();
   call_context_.device = dl_devices_[0];
   call_context_.stream = nullptr;
-  call_context_.launch = nullptr;
+  // Without device code a GPU function's host part says it cannot launch (a null launch).
+  call_context_.launch = any_module ? LaunchDeviceKernel : nullptr;
+}
+
+int32_t VirtualMachine::LaunchDeviceKernel(KilnCallContext* ctx, int32_t kernel, const KilnLaunchDims* dims,
+                                           const KilnArg* args, int32_t num_args) {
+  auto* runtime = static_cast<KernelRuntime*>(ctx->runtime);
+  if (runtime->module == nullptr) {
+    SetKernelError(ctx, absl::StrCat("the kernel launches device code but runs on ", DeviceName(ctx->device),
+                                     ", which has none loaded (run it on the GPU it was compiled for, e.g. --device cuda)")
+                            .c_str());
+    return 1;
+  }
+  absl::Status status = runtime->module->Launch(kernel, *dims, args, num_args, ctx->stream);
+  if (!status.ok()) {
+    SetKernelError(ctx, std::string(status.message()).c_str());
+    return 1;
+  }
+  return 0;
 }
 
 absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(std::shared_ptr<const Executable> executable,
@@ -354,6 +392,7 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, Value* regs, const I
   }
   kernel_runtime_.message.clear();
   kernel_runtime_.device = place.device;
+  kernel_runtime_.module = place.module;
   call_context_.device = place.dl;
   call_context_.stream = place.stream;
   KilnKernelFn fn_ptr = executable_->kernel_fns()[in.a];
@@ -361,6 +400,11 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, Value* regs, const I
   if (profiling_) {
     auto start = std::chrono::steady_clock::now();
     status = fn_ptr(kernel_args_.data(), in.c, &call_context_);
+    // Device kernels run asynchronously: the time is the host's until they have finished.
+    if (place.module != nullptr && status == 0) {
+      absl::Status synced = place.device->Synchronize();
+      if (!synced.ok()) return synced;
+    }
     profile_.kernel_ns[in.a] += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
     profile_.kernel_calls[in.a]++;
   } else {

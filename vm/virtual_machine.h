@@ -129,7 +129,10 @@ class VirtualMachine {
     DLDevice dl;
     Device* device;
     void* stream;
+    DeviceModule* module;  // the executable's device code loaded there, or null
   };
+  // Per device table entry: its loaded device code (null where it has none).
+  std::vector<std::shared_ptr<DeviceModule>> modules_;
   std::vector<KernelPlace> kernel_places_;
   RegisterStack stack_;
   int depth_ = 0;
@@ -146,12 +149,15 @@ class VirtualMachine {
     std::mutex mutex;
     std::string message;
     Device* device = nullptr;
+    DeviceModule* module = nullptr;  // the running kernel's device code (ctx->launch)
     std::unordered_map<void*, uint64_t> device_workspace;
   };
   KernelRuntime kernel_runtime_;
   static void SetKernelError(KilnCallContext* ctx, const char* message);  // ctx->set_error
   static void* WorkspaceAlloc(KilnCallContext* ctx, uint64_t bytes);     // ctx->workspace_alloc
   static void WorkspaceFree(KilnCallContext* ctx, void* ptr);            // ctx->workspace_free
+  static int32_t LaunchDeviceKernel(KilnCallContext* ctx, int32_t kernel, const KilnLaunchDims* dims,
+                                    const KilnArg* args, int32_t num_args);  // ctx->launch
   bool profiling_ = false;
   Profile profile_;
   StorageStats storage_stats_;

@@ -4,6 +4,7 @@
 #include "relax/transform/bind_target.h"
 #include "support/status_macros.h"
 #include "tir/schedule_rules/cpu_schedule.h"
+#include "tir/schedule_rules/gpu_schedule.h"
 
 namespace kiln::relax {
 
@@ -13,6 +14,15 @@ absl::StatusOr<IRModule> SchedulePrimFuncs(const IRModule& module, const tir::Ta
     const tir::PrimFunc* func = entry.prim_func();
     if (func == nullptr) continue;
     KILN_ASSIGN_OR_RETURN(tir::Target t, PrimFuncTarget(entry.name, *func, target));
+    if (t.kind == tir::TargetKind::kCuda) {
+      absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForGpu(*func, t);
+      if (!scheduled.ok()) {
+        return absl::Status(scheduled.status().code(),
+                            absl::StrCat("scheduling '", entry.name, "': ", scheduled.status().message()));
+      }
+      result.Update(entry.name, *scheduled);
+      continue;
+    }
     if (!t.is_cpu()) {
       return absl::UnimplementedError(absl::StrCat("scheduling '", entry.name, "': there are no schedule rules for ",
                                                    tir::TargetKindName(t.kind), " targets yet"));

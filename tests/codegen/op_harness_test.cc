@@ -27,6 +27,7 @@
 #include "relax/transform/pipeline.h"
 #include "support/status_macros.h"
 #include "tests/codegen/op_cases.h"
+#include "tests/codegen/op_check.h"
 #include "tests/reference/host_tensor.h"
 #include "tests/reference/ref_value.h"
 #include "tests/reference/reference_evaluator.h"
@@ -40,81 +41,6 @@ namespace {
 
 using reference::HostTensor;
 using reference::RefValue;
-
-DLDataType ToDl(tir::DataType t) {
-  return {static_cast<uint8_t>(t.code()), static_cast<uint8_t>(t.bits()), 1};
-}
-
-vm::Tensor ToVm(const HostTensor& t) {
-  vm::Tensor v = *vm::Tensor::Empty(t.shape(), ToDl(t.dtype()));
-  if (t.numel() > 0) std::memcpy(v.data(), t.bytes().data(), t.bytes().size());
-  return v;
-}
-
-// The VM's result as the reference's value kind; an error names what cannot be converted.
-absl::StatusOr<RefValue> FromVm(const vm::Value& v) {
-  if (v.is_tensor()) {
-    const vm::Tensor& t = v.as_tensor();
-    if (!t.is_contiguous()) return absl::InternalError("result tensor is not contiguous: " + t.Describe());
-    tir::DataType dtype(static_cast<tir::DataType::Code>(t.dtype().code), t.dtype().bits);
-    if (t.dtype().lanes != 1 || !reference::IsSupportedDType(dtype)) {
-      return absl::InternalError("result tensor of unexpected dtype: " + t.Describe());
-    }
-    const auto* bytes = static_cast<const uint8_t*>(t.data());
-    return RefValue(HostTensor::FromBytes(dtype, t.shape(), std::vector<uint8_t>(bytes, bytes + t.nbytes())));
-  }
-  if (v.kind() == vm::Value::Kind::kTuple) {
-    std::vector<RefValue> fields;
-    for (const vm::Value& f : v.as_tuple()) {
-      KILN_ASSIGN_OR_RETURN(RefValue r, FromVm(f));
-      fields.push_back(std::move(r));
-    }
-    return RefValue::Tuple(std::move(fields));
-  }
-  return absl::InternalError("unexpected result " + v.Describe());
-}
-
-// Returns whether they agree (adding failures where not).
-bool ExpectClose(const RefValue& expected, const RefValue& actual, const Case& c, const std::string& where) {
-  if (expected.kind() != actual.kind()) {
-    ADD_FAILURE() << where << ": expected " << expected.TypeString() << ", got " << actual.TypeString();
-    return false;
-  }
-  if (!expected.is_tensor()) {
-    if (expected.fields().size() != actual.fields().size()) {
-      ADD_FAILURE() << where << ": expected " << expected.TypeString() << ", got " << actual.TypeString();
-      return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < expected.fields().size(); ++i) {
-      ok = ExpectClose(expected.fields()[i], actual.fields()[i], c, absl::StrCat(where, " field ", i)) && ok;
-    }
-    return ok;
-  }
-  const HostTensor& e = expected.tensor();
-  const HostTensor& a = actual.tensor();
-  if (e.shape() != a.shape() || e.dtype() != a.dtype()) {
-    ADD_FAILURE() << where << ": expected " << e.TypeString() << ", got " << a.TypeString();
-    return false;
-  }
-  int failures = 0;
-  for (int64_t i = 0; i < e.numel() && failures < 5; ++i) {
-    if (e.dtype().is_float()) {
-      const double x = e.GetDouble(i);
-      const double y = a.GetDouble(i);
-      // NaN where the reference has NaN, the same infinity where it has one.
-      const bool ok = std::isnan(x)   ? std::isnan(y)
-                      : std::isinf(x) ? x == y
-                                      : std::abs(x - y) <= c.atol + c.rtol * std::abs(x);
-      if (!ok) ++failures;
-      EXPECT_TRUE(ok) << where << " element " << i << ": expected " << x << ", got " << y;
-    } else {
-      if (e.GetInt(i) != a.GetInt(i)) ++failures;
-      EXPECT_EQ(e.GetInt(i), a.GetInt(i)) << where << " element " << i;
-    }
-  }
-  return failures == 0;
-}
 
 // Compiles `text` once through the pipeline; the lowered module's text is kept for messages.
 struct Compiled {

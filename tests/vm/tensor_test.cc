@@ -93,9 +93,12 @@ TEST(PooledAllocator, ReusesFreedBlocksAndTracksPeak) {
 }
 
 TEST(Device, UnavailableDevicesSaySo) {
+  // cuda:0 exists only on a GPU machine; elsewhere the error says why.
   absl::StatusOr<Device*> cuda = GetDevice("cuda:0");
-  ASSERT_FALSE(cuda.ok());
-  EXPECT_NE(std::string(cuda.status().message()).find("not available"), std::string::npos);
+  if (!cuda.ok()) {
+    EXPECT_NE(std::string(cuda.status().message()).find("not available"), std::string::npos);
+  }
+  EXPECT_FALSE(GetDevice("cuda:99").ok());
   EXPECT_FALSE(GetDevice("tpu").ok());
   EXPECT_TRUE(GetDevice("cpu").ok());
 }

@@ -1,4 +1,4 @@
-// Parallel / Vectorize / Unroll: change how a serial loop runs.
+// Parallel / Vectorize / Unroll / Bind: change how a serial loop runs.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -55,17 +55,50 @@ class SharedWriteFinder : public StmtExprVisitor {
 
 }  // namespace
 
-absl::StatusOr<PrimFunc> SetLoopKind(const PrimFunc& func, const std::string& name, ForKind kind) {
-  std::string primitive = kind == ForKind::kParallel     ? "parallel"
-                          : kind == ForKind::kVectorized ? "vectorize"
-                                                         : "unroll";
+bool IsThreadTag(const std::string& tag) {
+  for (const char* t : {"blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z"}) {
+    if (tag == t) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<PrimFunc> SetLoopKind(const PrimFunc& func, const std::string& name, ForKind kind,
+                                     const std::string& thread_tag) {
+  std::string primitive = kind == ForKind::kParallel        ? "parallel"
+                          : kind == ForKind::kVectorized    ? "vectorize"
+                          : kind == ForKind::kThreadBinding ? "bind"
+                                                            : "unroll";
   KILN_ASSIGN_OR_RETURN(Stmt s, FindLoop(func, name, primitive));
   const auto* loop = s.as<ForNode>();
   if (loop->for_kind != ForKind::kSerial) {
     return absl::InvalidArgumentError(
         absl::StrCat(primitive, ": loop '", name, "' is already ", KindWord(loop->for_kind)));
   }
-  if (kind == ForKind::kParallel || kind == ForKind::kVectorized) {
+  if (kind == ForKind::kThreadBinding) {
+    if (!IsThreadTag(thread_tag)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "bind: '", thread_tag, "' is not a thread index (blockIdx.x/y/z or threadIdx.x/y/z) for loop '", name, "'"));
+    }
+    // Each GPU index can stand for one loop of a nest only: an inner loop bound to the same
+    // index as an outer one would reuse its value.
+    std::string clash;
+    auto same_tag = [&](const Stmt& st) {
+      const auto* f = st.as<ForNode>();
+      if (f && f != loop && f->for_kind == ForKind::kThreadBinding && f->thread_tag == thread_tag) {
+        clash = f->loop_var.name();
+      }
+    };
+    for (const Stmt& a : schedule_internal::AncestorsOf(func->body, loop)) same_tag(a);
+    ForEachStmt(loop->body, same_tag);
+    if (!clash.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("bind: loop '", clash, "' of the same nest is already bound to ",
+                                                     thread_tag, "; loop '", name, "' cannot be too"));
+    }
+  }
+  // A loop of one iteration runs nothing at once, so it may carry a reduction (the single
+  // block of a full reduction to a scalar is bound this way).
+  const bool single = loop->extent.as_int() && *loop->extent.as_int() == 1;
+  if ((kind == ForKind::kParallel || kind == ForKind::kVectorized || kind == ForKind::kThreadBinding) && !single) {
     // Iterations that accumulate into the same element would race.
     absl::Status status;
     ForEachStmt(loop->body, [&](const Stmt& st) {
@@ -93,7 +126,8 @@ absl::StatusOr<PrimFunc> SetLoopKind(const PrimFunc& func, const std::string& na
     return absl::InvalidArgumentError(absl::StrCat(primitive, ": loop '", name, "' has the non-constant extent ",
                                                    ToString(loop->extent), "; split it by a constant factor first"));
   }
-  Stmt replaced = For(loop->loop_var, loop->min, loop->extent, kind, loop->body);
+  Stmt replaced = For(loop->loop_var, loop->min, loop->extent, kind, loop->body,
+                      kind == ForKind::kThreadBinding ? thread_tag : "");
   return WithBody(func, ReplaceStmt(func->body, loop, replaced));
 }
 

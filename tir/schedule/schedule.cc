@@ -92,6 +92,12 @@ absl::Status Schedule::Unroll(const std::string& loop) {
   return absl::OkStatus();
 }
 
+absl::Status Schedule::Bind(const std::string& loop, const std::string& thread_tag) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::SetLoopKind(func_, loop, ForKind::kThreadBinding, thread_tag));
+  trace_.Append({"bind", {loop, thread_tag}, {}, {}});
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::string> Schedule::DecomposeReduction(const std::string& block, const std::string& loop) {
   KILN_ASSIGN_OR_RETURN(schedule_primitive::DecomposeResult r,
                         schedule_primitive::DecomposeReduction(func_, block, loop));

@@ -24,6 +24,11 @@
 //        need a constant extent). Parallel and
 //        Vectorize refuse a loop bound to a reduction variable, or one whose iterations all
 //        store to the same element of memory allocated outside it (iterations would race).
+//      Bind(loop, thread_tag): a serial loop runs as a GPU index, thread_tag one of
+//        blockIdx.x/y/z, threadIdx.x/y/z (split_host_device makes the nest a device kernel
+//        and its extent a launch dimension). Refused like Parallel (a loop bound to a
+//        reduction variable or whose iterations store to the same element), except for a
+//        loop of one iteration; and when another loop of the same nest has the same tag.
 //      DecomposeReduction(block, loop): moves the block's init into a new block
 //        "<block>_init" placed just before `loop`, under copies of the loops (inside
 //        `loop`) that its spatial variables depend on. Every loop binding a reduction
@@ -145,6 +150,7 @@ class Schedule {
   absl::Status Parallel(const std::string& loop);
   absl::Status Vectorize(const std::string& loop);
   absl::Status Unroll(const std::string& loop);
+  absl::Status Bind(const std::string& loop, const std::string& thread_tag);
   absl::StatusOr<std::string> DecomposeReduction(const std::string& block, const std::string& loop);
   absl::Status ComputeInline(const std::string& block);
   absl::Status ComputeInline(const std::vector<std::string>& blocks);
@@ -177,7 +183,9 @@ struct FuseResult {
 };
 absl::StatusOr<FuseResult> Fuse(const PrimFunc& func, const std::vector<std::string>& loops);
 absl::StatusOr<PrimFunc> Reorder(const PrimFunc& func, const std::vector<std::string>& loops);
-absl::StatusOr<PrimFunc> SetLoopKind(const PrimFunc& func, const std::string& loop, ForKind kind);
+// `thread_tag` only for ForKind::kThreadBinding (Bind).
+absl::StatusOr<PrimFunc> SetLoopKind(const PrimFunc& func, const std::string& loop, ForKind kind,
+                                     const std::string& thread_tag = "");
 struct DecomposeResult {
   PrimFunc func;
   std::string init_block;

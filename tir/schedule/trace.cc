@@ -239,6 +239,9 @@ absl::Status Trace::Replay(Schedule* s) const {
       outputs = none(inst.kind == "parallel"    ? s->Parallel(in[0])
                      : inst.kind == "vectorize" ? s->Vectorize(in[0])
                                                 : s->Unroll(in[0]));
+    } else if (inst.kind == "bind") {
+      KILN_RETURN_IF_ERROR(arity(2, 0, "a loop and a thread index"));
+      outputs = none(s->Bind(in[0], in[1]));
     } else if (inst.kind == "decompose_reduction") {
       KILN_RETURN_IF_ERROR(arity(2, 0, "a block and a loop"));
       outputs = single(s->DecomposeReduction(in[0], in[1]));

@@ -1,0 +1,302 @@
+// The operator harness for the cuda target: every case of tests/codegen/op_cases.h is
+// compiled through the whole pipeline for `cuda` (GPU schedule rules, TIR lowering, the CUDA
+// C emitter, NVRTC to PTX and cubin for sm_80 and sm_90, the host parts into the CPU object)
+// and the executable is loaded back. Where a CUDA GPU is present the same executables run
+// on it, for every size of the case, against the independent reference evaluator; elsewhere
+// that test is skipped, saying why. Cases whose operators the CUDA path does not support yet
+// are skipped with the compiler's reason (docs/codegen.md lists them).
+//
+// KILN_CUDA_BUNDLE_DIR=DIR makes CudaGpuBundle write every compiled case with its inputs
+// and the reference's outputs (.npy) and a manifest, for scripts/gpu_check.sh to run on a
+// GPU machine without the compiler (tests/gpu_check/gpu_op_check.cc).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "builtins/default_builtins.h"
+#include "codegen/build_executable.h"
+#include "codegen/cpu_target.h"
+#include "codegen/nvrtc_compiler.h"
+#include "formats/npy.h"
+#include "relax/block_builder.h"
+#include "relax/text_parser.h"
+#include "relax/transform/pipeline.h"
+#include "support/file_io.h"
+#include "support/status_macros.h"
+#include "tests/codegen/op_cases.h"
+#include "tests/codegen/op_check.h"
+#include "tests/reference/reference_evaluator.h"
+#include "vm/cuda_device.h"
+#include "vm/executable.h"
+#include "vm/virtual_machine.h"
+
+namespace kiln::op_cases {
+
+namespace {
+
+using reference::HostTensor;
+using reference::RefValue;
+
+// Errors that mean "not supported on cuda yet" (documented gaps), as opposed to bugs.
+bool IsUnsupported(const absl::Status& s) {
+  const std::string m(s.message());
+  return absl::StrContains(m, "not supported by the CUDA code generator yet") ||
+         absl::StrContains(m, "needs device workspace") || absl::StrContains(m, "not inside a loop bound to GPU threads");
+}
+
+struct CudaCompiled {
+  absl::Status status;  // ok, or why the case does not compile
+  std::string bytes;
+  std::shared_ptr<const vm::Executable> exe;
+};
+
+absl::StatusOr<std::string> CompileForCuda(const std::string& text) {
+  KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
+  relax::PipelineOptions options;
+  options.check_well_formed = true;
+  options.libraries.openblas = false;
+  options.libraries.quantized = false;
+  options.target = tir::Target::Cuda();
+  KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
+  // The host parts for a baseline CPU, as `kiln compile --target cuda` does.
+  KILN_ASSIGN_OR_RETURN(tir::Target host, codegen::ResolveCpuTarget(tir::Target::Cpu("x86-64")));
+  KILN_ASSIGN_OR_RETURN(codegen::CpuTarget cpu, codegen::ToCpuTarget(host));
+  return codegen::BuildExecutable(lowered, cpu);
+}
+
+// Each case is compiled once per process (the tests below share it).
+const CudaCompiled& Compiled(const Case& c) {
+  static auto* cache = new std::map<std::string, CudaCompiled>();
+  auto it = cache->find(c.name);
+  if (it != cache->end()) return it->second;
+  CudaCompiled out;
+  absl::StatusOr<std::string> bytes = CompileForCuda(ModuleText(c));
+  if (!bytes.ok()) {
+    out.status = bytes.status();
+  } else {
+    out.bytes = *bytes;
+    absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
+    if (exe.ok()) {
+      out.exe = *exe;
+    } else {
+      out.status = exe.status();
+    }
+  }
+  return (*cache)[c.name] = std::move(out);
+}
+
+// A result on the GPU, tensors (also inside tuples) copied to the host.
+absl::StatusOr<vm::Value> ToHost(const vm::Value& v) {
+  if (v.is_tensor()) {
+    KILN_ASSIGN_OR_RETURN(vm::Tensor t, v.as_tensor().CopyTo(vm::CpuDevice()));
+    return vm::Value(std::move(t));
+  }
+  if (v.kind() == vm::Value::Kind::kTuple) {
+    std::vector<vm::Value> fields;
+    for (const vm::Value& f : v.as_tuple()) {
+      KILN_ASSIGN_OR_RETURN(vm::Value h, ToHost(f));
+      fields.push_back(std::move(h));
+    }
+    return vm::Value::FromTuple(std::move(fields));
+  }
+  return v;
+}
+
+class CudaOpHarnessTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CudaOpHarnessTest, CompilesWithNvrtcForSm80AndSm90) {
+  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
+  const Case& c = GetParam();
+  const CudaCompiled& compiled = Compiled(c);
+  if (IsUnsupported(compiled.status)) GTEST_SKIP() << "not supported on cuda yet: " << compiled.status.message();
+  ASSERT_TRUE(compiled.status.ok()) << compiled.status << "\n" << ModuleText(c);
+  const std::vector<vm::DeviceCode>& code = compiled.exe->contents().device_code;
+  if (compiled.exe->contents().kernels.empty()) {
+    // Folded to a constant at compile time: nothing runs on the GPU.
+    EXPECT_TRUE(code.empty());
+    return;
+  }
+  ASSERT_EQ(code.size(), 1u);
+  EXPECT_EQ(code[0].kind, "cuda");
+  ASSERT_FALSE(code[0].kernels.empty());
+  std::map<std::string, int> formats;
+  for (const vm::DeviceBinary& b : code[0].binaries) {
+    formats[b.format + " " + b.arch]++;
+    EXPECT_FALSE(b.bytes.empty());
+    if (b.format == "ptx") {
+      for (const vm::DeviceKernelInfo& k : code[0].kernels) {
+        EXPECT_THAT(b.bytes, ::testing::HasSubstr(absl::StrCat(".entry ", k.name))) << b.arch;
+      }
+    }
+  }
+  EXPECT_EQ(formats, (std::map<std::string, int>{{"cubin sm_80", 1}, {"cubin sm_90", 1}, {"ptx sm_80", 1},
+                                                 {"ptx sm_90", 1}}));
+}
+
+TEST_P(CudaOpHarnessTest, RunsOnTheGpuAndMatchesTheReference) {
+  absl::StatusOr<vm::Device*> gpu = vm::GetDevice("cuda:0");
+  if (!gpu.ok()) GTEST_SKIP() << "no GPU here: " << gpu.status().message();
+  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
+  const Case& c = GetParam();
+  const CudaCompiled& compiled = Compiled(c);
+  if (IsUnsupported(compiled.status)) GTEST_SKIP() << "not supported on cuda yet: " << compiled.status.message();
+  ASSERT_TRUE(compiled.status.ok()) << compiled.status;
+  const std::string text = ModuleText(c);
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed->module);
+  ASSERT_TRUE(normalized.ok()) << normalized.status();
+  absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine = vm::VirtualMachine::Create(compiled.exe, *gpu);
+  ASSERT_TRUE(machine.ok()) << machine.status();
+  std::mt19937 rng(1234);
+  for (const auto& size : c.sizes) {
+    std::string where;
+    for (const auto& [k, v] : size) absl::StrAppend(&where, k, "=", v, " ");
+    std::vector<RefValue> inputs;
+    std::vector<vm::Value> args;
+    for (const Param& p : c.params) {
+      HostTensor t = RandomTensor(p, size, rng);
+      absl::StatusOr<vm::Tensor> on_gpu = ToVm(t).CopyTo(*gpu);
+      ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
+      args.emplace_back(*on_gpu);
+      inputs.emplace_back(std::move(t));
+    }
+    absl::StatusOr<RefValue> expected = reference::Evaluate(*normalized, "main", inputs);
+    ASSERT_TRUE(expected.ok()) << where << expected.status();
+    absl::StatusOr<vm::Value> result = (*machine)->Invoke("main", args);
+    ASSERT_TRUE(result.ok()) << where << result.status();
+    absl::StatusOr<vm::Value> host = ToHost(*result);
+    ASSERT_TRUE(host.ok()) << host.status();
+    absl::StatusOr<RefValue> actual = FromVm(*host);
+    ASSERT_TRUE(actual.ok()) << where << actual.status();
+    if (!ExpectClose(*expected, *actual, c, where)) return;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, CudaOpHarnessTest, ::testing::ValuesIn(AllCases()),
+                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// Cases one function of which is fine on cuda, to check the runtime's behaviour.
+const char kAddModule[] = R"(module {
+  func @main(x: Tensor((n,), float32), y: Tensor((n,), float32)) -> Tensor((n,), float32) {
+    z = R.add(x, y)
+    return z
+  }
+})";
+
+TEST(CudaRuntimeTest, WithoutADriverTheDeviceIsOneClearLine) {
+  if (vm::CudaDriverAvailable().ok()) GTEST_SKIP() << "a CUDA driver is present here";
+  absl::StatusOr<vm::Device*> gpu = vm::GetDevice("cuda:0");
+  ASSERT_FALSE(gpu.ok());
+  const std::string message(gpu.status().message());
+  EXPECT_THAT(message, ::testing::HasSubstr("no CUDA driver found (libcuda.so.1)"));
+  EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+}
+
+TEST(CudaRuntimeTest, ACudaExecutableWithoutAGpuFailsClearly) {
+  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
+  absl::StatusOr<std::string> bytes = CompileForCuda(kAddModule);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  // On the CPU the host part refuses to launch, naming the kernel; nothing crashes.
+  vm::VirtualMachine cpu(*exe);
+  vm::Tensor x = *vm::Tensor::Empty({3}, DLDataType{kDLFloat, 32, 1});
+  absl::StatusOr<vm::Value> result = cpu.Invoke("main", {vm::Value(x), vm::Value(x)});
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(result.status().message(), ::testing::AnyOf(::testing::HasSubstr("cannot launch device kernels"),
+                                                         ::testing::HasSubstr("expected a tensor in CUDA memory")));
+  if (vm::CudaDriverAvailable().ok()) return;
+  absl::StatusOr<vm::Device*> gpu = vm::GetDevice("cuda");
+  ASSERT_FALSE(gpu.ok());
+  EXPECT_THAT(gpu.status().message(), ::testing::HasSubstr("no CUDA driver found (libcuda.so.1)"));
+}
+
+TEST(CudaRuntimeTest, TheDeviceCodeSectionRoundTrips) {
+  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
+  absl::StatusOr<std::string> bytes = CompileForCuda(kAddModule);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  const vm::DeviceCode& code = (*exe)->contents().device_code.at(0);
+  ASSERT_EQ(code.kernels.size(), 1u);
+  EXPECT_EQ(code.kernels[0].name, "add_kernel_device0");
+  EXPECT_THAT(code.source, ::testing::HasSubstr("extern \"C\" __global__ void"));
+  // The device picks the cubin of its own architecture, else the newest PTX not above it.
+  EXPECT_EQ(code.binaries[*vm::ChooseBinary(code, 9, 0)].format, "cubin");
+  EXPECT_EQ(code.binaries[*vm::ChooseBinary(code, 8, 6)].format, "ptx");
+  EXPECT_EQ(code.binaries[*vm::ChooseBinary(code, 8, 6)].arch, "sm_80");
+  EXPECT_EQ(code.binaries[*vm::ChooseBinary(code, 12, 0)].arch, "sm_90");
+  EXPECT_FALSE(vm::ChooseBinary(code, 7, 5).has_value());
+}
+
+// The bundle scripts/gpu_check.sh runs on a GPU machine: per supported case its executable,
+// then per size its inputs and the reference's output as .npy, listed in MANIFEST:
+//     case NAME FILE.kx RTOL ATOL SIZES INPUTS
+// (inputs NAME.<size>.in<k>.npy, expected NAME.<size>.out.npy).
+TEST(CudaGpuBundle, WritesCompiledCasesForTheGpuCheck) {
+  const char* dir = std::getenv("KILN_CUDA_BUNDLE_DIR");
+  if (dir == nullptr || *dir == '\0') GTEST_SKIP() << "set KILN_CUDA_BUNDLE_DIR to write the GPU check bundle";
+  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
+  std::string manifest;
+  int written = 0;
+  for (const Case& c : AllCases()) {
+    const CudaCompiled& compiled = Compiled(c);
+    if (!compiled.status.ok()) {
+      absl::StrAppend(&manifest, "# skipped ", c.name, ": ", compiled.status.message().substr(0, 200), "\n");
+      continue;
+    }
+    absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(ModuleText(c));
+    ASSERT_TRUE(parsed.ok());
+    absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed->module);
+    ASSERT_TRUE(normalized.ok());
+    ASSERT_TRUE(support::WriteFile(absl::StrCat(dir, "/", c.name, ".kx"), compiled.bytes).ok());
+    std::mt19937 rng(1234);
+    bool tuple = false;
+    for (size_t s = 0; s < c.sizes.size() && !tuple; ++s) {
+      std::vector<RefValue> inputs;
+      for (size_t k = 0; k < c.params.size(); ++k) {
+        HostTensor t = RandomTensor(c.params[k], c.sizes[s], rng);
+        formats::NpyType type{t.dtype().is_bool() ? 'b' : t.dtype().is_float() ? 'f' : t.dtype().is_uint() ? 'u' : 'i',
+                              std::max(1, t.dtype().bits() / 8)};
+        ASSERT_TRUE(formats::WriteNpy(absl::StrCat(dir, "/", c.name, ".", s, ".in", k, ".npy"), type, t.shape(),
+                                      t.bytes().data(), t.bytes().size())
+                        .ok());
+        inputs.emplace_back(std::move(t));
+      }
+      absl::StatusOr<RefValue> expected = reference::Evaluate(*normalized, "main", inputs);
+      ASSERT_TRUE(expected.ok()) << expected.status();
+      if (!expected->is_tensor()) {
+        tuple = true;
+        break;
+      }
+      const HostTensor& e = expected->tensor();
+      formats::NpyType type{e.dtype().is_bool() ? 'b' : e.dtype().is_float() ? 'f' : e.dtype().is_uint() ? 'u' : 'i',
+                            std::max(1, e.dtype().bits() / 8)};
+      ASSERT_TRUE(formats::WriteNpy(absl::StrCat(dir, "/", c.name, ".", s, ".out.npy"), type, e.shape(),
+                                    e.bytes().data(), e.bytes().size())
+                      .ok());
+    }
+    if (tuple) {
+      absl::StrAppend(&manifest, "# skipped ", c.name, ": tuple results\n");
+      continue;
+    }
+    absl::StrAppend(&manifest, "case ", c.name, " ", c.name, ".kx ", c.rtol, " ", c.atol, " ", c.sizes.size(), " ",
+                    c.params.size(), "\n");
+    ++written;
+  }
+  ASSERT_TRUE(support::WriteFile(absl::StrCat(dir, "/MANIFEST"), manifest).ok());
+  EXPECT_GT(written, 0);
+}
+
+}  // namespace
+}  // namespace kiln::op_cases

@@ -1,0 +1,36 @@
+// The rules of the default GPU schedule (tir/schedule_rules/gpu_schedule.h), one file each.
+// Internal to tir/schedule_rules/: the public entry is ScheduleForGpu. They share the nest
+// analysis of the CPU rules (cpu_rules.h: PlainNest, FindPlainNest).
+//
+// What they promise: each rule rewrites its block through Schedule primitives only, returns
+// an error status when it does not apply (ScheduleForGpu then keeps the function as it was
+// before the rule), and never changes what the function computes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tir/schedule/schedule.h"
+#include "tir/schedule_rules/cpu_rules.h"
+#include "tir/schedule_rules/gpu_schedule.h"
+
+namespace kiln::tir::gpu_rules {
+
+// gpu_bind.cc. Fuses `loops` (directly nested, outermost first; at least one), splits the
+// result by the threads per block and binds the parts to blockIdx.x and threadIdx.x.
+// `extent_or_zero` is the fused extent when it is a known constant (then a small nest gets
+// fewer threads: the extent rounded up to a warp).
+absl::Status BindFused(Schedule* s, const std::vector<std::string>& loops, int64_t extent_or_zero,
+                       const GpuScheduleOptions& options);
+
+// gpu_injective.cc. No reduction: every loop of the nest fused and bound.
+absl::Status ScheduleGpuInjective(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
+
+// gpu_reduction.cc. Reductions: the spatial loops (which must all lie outside the
+// reduction loops) fused and bound, one thread per output element running the reduction
+// loops serially; with no spatial loop, the outermost reduction loop is split off a loop of
+// one iteration bound to blockIdx.x (one thread computes the scalar).
+absl::Status ScheduleGpuReduction(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
+
+}  // namespace kiln::tir::gpu_rules

@@ -1,0 +1,54 @@
+// ScheduleForGpu: the default GPU schedule rules (cuda, vulkan targets), and the verifier
+// that every GPU function passes before code generation.
+//
+// What it promises:
+//  - Like ScheduleForCpu, the rules (tir/schedule_rules/gpu_*.cc, one per kind of block)
+//    rewrite only through the primitives of tir/schedule/, so the trace replays on the
+//    unscheduled function to a structurally equal result, and the result computes the same
+//    values as the input for every value of the symbolic shape variables.
+//  - Fused functions first get their elementwise intermediates inlined (as on the CPU).
+//  - Each block alone in a chain of plain loops is bound to GPU threads:
+//      injective (no reduction): every loop fused into one, split by the threads per block
+//        (`threads_per_block`, or the extent rounded up to a warp when it is a smaller
+//        constant); the outer part is blockIdx.x, the inner threadIdx.x. A symbolic extent
+//        gives a grid of ceil(extent / threads) blocks, the tail guarded by the split's
+//        predicate;
+//      reductions (row sums, max, matmuls, ...): the spatial loops outside the reduction
+//        are fused and bound the same way, one thread per output element, which runs its
+//        reduction loops serially (no cross-thread combine yet); a reduction to a scalar
+//        (no spatial loop) runs in one thread of one block.
+//  - VerifyGpuFunction (run last by ScheduleForGpu, and by the CUDA code generator) rejects
+//    before code generation, with an error naming the block, loop or buffer: a store that
+//    no thread-bound loop encloses (a block no rule could bind would run on the host and
+//    write device memory), a threadIdx extent that is not a constant, threads per block or
+//    shared memory per block above the target's limits, and memory allocated outside the
+//    thread nests (an intermediate that would outlive one kernel: device workspaces from
+//    the host are not supported yet).
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "tir/stmt.h"
+#include "tir/target.h"
+
+namespace kiln::tir {
+
+struct GpuScheduleOptions {
+  int threads_per_block = 256;  // at most the target's max_threads_per_block
+  int warp_size = 32;
+};
+
+// The options for a GPU target (its limits cap the threads per block).
+GpuScheduleOptions GpuScheduleOptionsFor(const Target& target);
+
+// `trace`, when given, receives the schedule's trace as text (Trace::Parse + Replay on the
+// unscheduled function gives the result). The result passes VerifyGpuFunction for
+// `target`, or the error says what stays unbound or too large.
+absl::StatusOr<PrimFunc> ScheduleForGpu(const PrimFunc& func, const Target& target, std::string* trace = nullptr);
+
+// The checks above, on a scheduled (not yet lowered) PrimFunc, for a cuda or vulkan target.
+absl::Status VerifyGpuFunction(const PrimFunc& func, const Target& target);
+
+}  // namespace kiln::tir
