@@ -11,6 +11,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+// httplib listens with a backlog of 5: a burst of clients connecting at once (64 in
+// tests/tools/serve_load_test.py) overflows the accept queue and some connections are
+// reset. The kernel caps this at net.core.somaxconn.
+#define CPPHTTPLIB_LISTEN_BACKLOG 1024
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "serving/api_error.h"
