@@ -10,13 +10,21 @@ function(kiln_library folder)
   set(target kiln_${folder})
   if(sources)
     add_library(${target} STATIC ${sources})
-    target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+    # Headers are included as "folder/file.h": from the source tree when building, from
+    # <prefix>/include once installed (cmake/KilnInstall.cmake).
+    target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                                $<INSTALL_INTERFACE:include>)
     target_link_libraries(${target} PUBLIC ${ARG_DEPS})
   else()
     add_library(${target} INTERFACE)
-    target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_include_directories(${target} INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+                                                   $<INSTALL_INTERFACE:include>)
     target_link_libraries(${target} INTERFACE ${ARG_DEPS})
   endif()
+  # Kiln::<folder>, the name an installed Kiln exports (cmake/KilnInstall.cmake), works
+  # inside the tree too, so examples link the same name either way.
+  set_target_properties(${target} PROPERTIES EXPORT_NAME ${folder})
+  add_library(Kiln::${folder} ALIAS ${target})
 endfunction()
 
 # kiln_test_suite(<name> SOURCES <files...> DEPS <targets...>)

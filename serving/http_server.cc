@@ -1,6 +1,10 @@
 #include "serving/http_server.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -86,6 +90,14 @@ class HttpServer::Impl {
     // Token chunks are small: without TCP_NODELAY, Nagle's algorithm and delayed ACKs hold
     // them back by up to 40 ms.
     server_.set_tcp_nodelay(true);
+    // Debian's httplib (a shared library) listens with a backlog of 5: a burst of clients
+    // connecting at once (64 in tests/tools/serve_load_test.py) overflows the accept queue
+    // and connections are reset. The listening socket is remembered here (httplib's default
+    // options kept) and Bind() listens on it again with a larger backlog, which Linux allows.
+    server_.set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listen_socket_ = sock;
+    });
     server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
       HandleGeneration(ApiEndpoint::kCompletions, req, res);
     });
@@ -162,6 +174,10 @@ class HttpServer::Impl {
             absl::StrCat("cannot listen on ", options_.host, ":", options_.port, " (in use, or not an address of this machine)"));
       }
       port_ = options_.port;
+    }
+    // The kernel caps the backlog at net.core.somaxconn.
+    if (listen_socket_ >= 0 && ::listen(listen_socket_, kListenBacklog) != 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.host, ":", port_, ": ", std::strerror(errno)));
     }
     return absl::OkStatus();
   }
@@ -362,6 +378,9 @@ class HttpServer::Impl {
   const int64_t created_;
   httplib::Server server_;
   int port_ = -1;
+  // The listening socket httplib created (set in its socket-options callback), -1 before.
+  std::atomic<int> listen_socket_{-1};
+  static constexpr int kListenBacklog = 1024;
   std::atomic<bool> draining_{false};
   std::atomic<bool> stopped_{false};
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fails if the runtime side of Kiln reaches LLVM or a compiler library.
-#   $1: a binary linked only against kiln_vm, kiln_builtins and kiln_serving
+#   $1: a binary linked only against the runtime libraries (kiln_vm, kiln_builtins, kiln_serving)
 #   $2: the declared link interfaces of those libraries, ';'-separated
 set -u
 probe=$1
