@@ -1,7 +1,9 @@
 // Legalization of the elementwise operators (semantics in relax/op/elementwise.cc): one
 // spatial block over the broadcast output. Integer divide truncates (tir Div on integers).
-// Integer power goes through float64 pow and truncates, exact while |result| < 2^53 (a
-// larger result, which wraps in the reference, is not). The transcendental functions,
+// Integer power goes through float64 pow, rounded to the nearest integer before the cast: exact
+// while |result| < 2^53 (a larger result, which wraps in the reference, is not) even where pow
+// is a few ulp off (CUDA's pow(3.0, 1.0) may give 2.9999999999999996, which truncates to 2); a
+// negative exponent of |x| >= 2 gives |result| <= 0.5, which rounds to 0 as truncation would. The transcendental functions,
 // gelu and silu need a float dtype.
 #include <cmath>
 
@@ -35,7 +37,8 @@ PrimExpr Pow(PrimExpr a, PrimExpr b) {
   const DataType t = a.dtype();
   if (t.is_float()) return tir::Call("pow", {std::move(a), std::move(b)});
   const DataType f64 = DataType::Float(64);
-  return tir::Cast(t, tir::Call("pow", {tir::Cast(f64, std::move(a)), tir::Cast(f64, std::move(b))}));
+  PrimExpr power = tir::Call("pow", {tir::Cast(f64, std::move(a)), tir::Cast(f64, std::move(b))});
+  return tir::Cast(t, tir::Call("round", {std::move(power)}));
 }
 
 using UnaryFn = PrimExpr (*)(PrimExpr);
