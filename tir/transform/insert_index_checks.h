@@ -6,7 +6,7 @@
 // Runs after lower_blocks, before vectorize_loops (the accesses are still scalar) and
 // make_kernel_abi. For every BufferLoad and BufferStore index that depends on the data - it
 // contains a buffer load, a scalar parameter that is not a buffer dimension, or a let
-// variable bound to such a value (the rule of insert_division_checks.h) - the statement
+// variable bound to such a value (data_check_inserter.h) - the statement
 // holding the access is preceded by
 //     assert 0 <= i && i < extent, "index {} is out of range for dim 0 of 'data' (extent {})"
 // Indices made of loop variables, shape variables and constants are in range by
