@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "codegen/compile_gguf_model.h"
+#include "tests/llm/compile_test_model.h"
 #include "codegen/cpu_target.h"
 #include "formats/gguf_file.h"
 #include "serving/llm_runner.h"
@@ -42,23 +42,6 @@ using serving::FinishReason;
 using serving::GenerationRequest;
 using serving::TokenEvent;
 using ::testing::HasSubstr;
-
-// Compiles `gguf_path` next to itself; returns the executable's path.
-std::string Compile(const std::string& gguf_path, int64_t max_tokens) {
-  codegen::ModelCompileOptions options;
-  absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu());
-  EXPECT_TRUE(target.ok()) << target.status();
-  options.pipeline.target = *target;
-  options.cpu = *codegen::ToCpuTarget(*target);
-  options.max_tokens = max_tokens;
-  options.progress = false;
-  absl::StatusOr<std::string> bytes = codegen::CompileGgufModel(gguf_path, options);
-  EXPECT_TRUE(bytes.ok()) << bytes.status();
-  if (!bytes.ok()) return "";
-  const std::string kx = gguf_path + ".kx";
-  EXPECT_TRUE(support::WriteFile(kx, *bytes).ok());
-  return kx;
-}
 
 std::vector<int32_t> Tokens(int n, int vocab, int seed) {
   std::vector<int32_t> out;
@@ -139,7 +122,7 @@ class EngineTest : public ::testing::Test {
     spec.context = 256;
     gguf_path_ = new std::string(::testing::TempDir() + "/engine_tiny.gguf");
     ASSERT_TRUE(support::WriteFile(*gguf_path_, formats::testing::TinyLlamaGguf(spec)).ok());
-    kx_path_ = new std::string(Compile(*gguf_path_, /*max_tokens=*/64));
+    kx_path_ = new std::string(llm_test::CompileTestModel(*gguf_path_, /*max_tokens=*/64));
   }
   static void TearDownTestSuite() {
     delete gguf_path_;
@@ -687,7 +670,7 @@ TEST(EngineBundledModel, GreedyAnswersEqualAPlainRunnerLoop) {
   const std::string copy = ::testing::TempDir() + "/engine_bundled.gguf";
   std::filesystem::remove(copy);
   std::filesystem::create_symlink(path, copy);
-  const std::string kx = Compile(copy, /*max_tokens=*/256);
+  const std::string kx = llm_test::CompileTestModel(copy, /*max_tokens=*/256);
   ASSERT_FALSE(kx.empty());
   absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(copy);
   ASSERT_TRUE(gguf.ok());
@@ -754,7 +737,7 @@ TEST(EngineBundledModel, DISABLED_Throughput) {
   const std::string copy = ::testing::TempDir() + "/engine_bench.gguf";
   std::filesystem::remove(copy);
   std::filesystem::create_symlink(path, copy);
-  const std::string kx = Compile(copy, /*max_tokens=*/256);
+  const std::string kx = llm_test::CompileTestModel(copy, /*max_tokens=*/256);
   ASSERT_FALSE(kx.empty());
   EngineOptions options;
   options.executable_path = kx;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/compile_gguf_model.h"
+#include "tests/llm/compile_test_model.h"
 #include "codegen/cpu_target.h"
 #include "formats/gguf_file.h"
 #include "serving/llm_runner.h"
@@ -34,18 +34,8 @@ struct Compiled {
 
 Compiled CompileAndLoad(const std::string& gguf_path, int64_t max_tokens, bool kv_float32) {
   Compiled out;
-  codegen::ModelCompileOptions options;
-  absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu());
-  EXPECT_TRUE(target.ok()) << target.status();
-  options.pipeline.target = *target;
-  options.cpu = *codegen::ToCpuTarget(*target);
-  options.max_tokens = max_tokens;
-  options.progress = false;
-  absl::StatusOr<std::string> bytes = codegen::CompileGgufModel(gguf_path, options);
-  EXPECT_TRUE(bytes.ok()) << bytes.status();
-  if (!bytes.ok()) return out;
-  const std::string kx = gguf_path + ".kx";
-  EXPECT_TRUE(support::WriteFile(kx, *bytes).ok());
+  const std::string kx = llm_test::CompileTestModel(gguf_path, max_tokens);
+  if (kx.empty()) return out;
   absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(gguf_path);
   EXPECT_TRUE(gguf.ok()) << gguf.status();
   out.gguf = *gguf;
