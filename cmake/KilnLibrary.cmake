@@ -27,16 +27,31 @@ function(kiln_library folder)
   add_library(Kiln::${folder} ALIAS ${target})
 endfunction()
 
-# kiln_test_suite(<name> SOURCES <files...> DEPS <targets...>)
+# kiln_test_suite(<name> SOURCES <files...> DEPS <targets...> [SHARDS <n>])
 #
-# One GoogleTest executable registered with CTest under <name>.
+# One GoogleTest executable registered with CTest under <name>, or, with SHARDS, as <n> CTest
+# tests <name>_shard<i> that each run every n-th test case (GoogleTest's sharding), so that
+# `ctest -j` spreads a long suite over the cores.
 function(kiln_test_suite name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "" "SHARDS" "SOURCES;DEPS" ${ARGN})
   if(NOT ARG_SOURCES)
     return()
   endif()
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
-  add_test(NAME ${name} COMMAND ${name})
-  set_tests_properties(${name} PROPERTIES ENVIRONMENT "KILN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} kiln_test_source_dir GTest::gtest GTest::gmock
+                        GTest::gtest_main)
+  # Test code itself needs no -O2 (what it tests is built with the libraries' flags), and
+  # -O1 halves the compile time of gtest-heavy files.
+  target_compile_options(${name} PRIVATE -O1)
+  if(NOT ARG_SHARDS)
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "KILN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+    return()
+  endif()
+  math(EXPR last "${ARG_SHARDS} - 1")
+  foreach(shard RANGE ${last})
+    add_test(NAME ${name}_shard${shard} COMMAND ${name})
+    set_tests_properties(${name}_shard${shard} PROPERTIES ENVIRONMENT
+      "KILN_SOURCE_DIR=${PROJECT_SOURCE_DIR};GTEST_TOTAL_SHARDS=${ARG_SHARDS};GTEST_SHARD_INDEX=${shard}")
+  endforeach()
 endfunction()

@@ -46,10 +46,13 @@ werror=OFF
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 
+# Line tables only (-g1): backtraces keep files and lines, and the build (the longest part
+# of CI) takes about a quarter less time than with full debug information (-g).
+flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
 if [ ! -f "$build_dir/build.ninja" ]; then
-  cmake -S . -B "$build_dir" -G Ninja -DKILN_WERROR=$werror "${launcher[@]}" >/dev/null
+  cmake -S . -B "$build_dir" -G Ninja -DKILN_WERROR=$werror "${flags[@]}" "${launcher[@]}" >/dev/null
 else
-  cmake -S . -B "$build_dir" -DKILN_WERROR=$werror >/dev/null
+  cmake -S . -B "$build_dir" -DKILN_WERROR=$werror "${flags[@]}" >/dev/null
 fi
 echo "setup: building in $build_dir with $jobs jobs"
 cmake --build "$build_dir" -j "$jobs"

@@ -4,14 +4,10 @@
 // also runs directly.
 #pragma once
 
-#include <cstdlib>
 #include <string>
 
 namespace kiln::test {
 
-inline std::string SourceDir() {
-  const char* dir = std::getenv("KILN_SOURCE_DIR");
-  return dir != nullptr && dir[0] != '\0' ? dir : KILN_TEST_SOURCE_DIR;
-}
+std::string SourceDir();
 
 }  // namespace kiln::test
