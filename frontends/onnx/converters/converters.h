@@ -16,6 +16,8 @@ void RegisterTensorConverters(ConverterRegistry& registry);
 void RegisterReduceConverters(ConverterRegistry& registry);
 // MatMul, Gemm, Conv (2-D), MaxPool (2-D), Softmax, LayerNormalization.
 void RegisterNnConverters(ConverterRegistry& registry);
+// DepthToSpace, SpaceToDepth, EyeLike.
+void RegisterRearrangeConverters(ConverterRegistry& registry);
 
 void RegisterAllConverters(ConverterRegistry& registry);
 
