@@ -11,6 +11,9 @@ namespace {
 struct Window {
   int64_t stride_h = 1, stride_w = 1;
   int64_t pad_top = 0, pad_left = 0;
+  // Any side padded, bottom and right included: then taps may leave the input and are
+  // bounds-checked (padding only at the end reads past the last row otherwise).
+  bool padded = false;
   int64_t dil_h = 1, dil_w = 1;
 };
 
@@ -35,6 +38,7 @@ absl::StatusOr<Window> ReadWindow(const CallNode& call, std::pair<int64_t, int64
   if (padding.has_value() && !padding->empty()) {
     w.pad_top = (*padding)[0];
     w.pad_left = padding->size() > 1 ? (*padding)[1] : (*padding)[0];
+    for (int64_t p : *padding) w.padded |= p != 0;
   }
   KILN_ASSIGN_OR_RETURN(auto dil, Pair(call, "dilation", 1));
   w.dil_h = dil.first;
@@ -51,7 +55,7 @@ Tap MakeTap(const Buffer& data, const Window& win, PrimExpr y, PrimExpr x, PrimE
                         PrimExpr(win.pad_top));
   PrimExpr w = tir::Sub(tir::Add(tir::Mul(x, PrimExpr(win.stride_w)), tir::Mul(kx, PrimExpr(win.dil_w))),
                         PrimExpr(win.pad_left));
-  if (win.pad_top == 0 && win.pad_left == 0) return {h, w, PrimExpr()};
+  if (!win.padded) return {h, w, PrimExpr()};
   PrimExpr zero = int64_t{0};
   PrimExpr inside = tir::And(tir::And(tir::GE(h, zero), tir::LT(h, data->shape[2])),
                              tir::And(tir::GE(w, zero), tir::LT(w, data->shape[3])));
