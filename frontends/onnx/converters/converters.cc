@@ -8,6 +8,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterReduceConverters(registry);
   RegisterNnConverters(registry);
   RegisterRearrangeConverters(registry);
+  RegisterLossConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -18,6 +18,8 @@ void RegisterReduceConverters(ConverterRegistry& registry);
 void RegisterNnConverters(ConverterRegistry& registry);
 // DepthToSpace, SpaceToDepth, EyeLike.
 void RegisterRearrangeConverters(ConverterRegistry& registry);
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Hardmax (one-hot masks, no gather).
+void RegisterLossConverters(ConverterRegistry& registry);
 
 void RegisterAllConverters(ConverterRegistry& registry);
 
