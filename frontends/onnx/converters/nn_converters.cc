@@ -216,6 +216,21 @@ absl::StatusOr<std::vector<Value>> ConvertLayerNormalization(NodeContext& c) {
   return std::vector<Value>{Value::Of(y), Value::Of(mean), Value::Of(inv)};
 }
 
+// (x - mean) / sqrt(mean((x - mean)^2)) over `axes` (default [0, 2, 3]), as ONNX's function
+// body computes it (no epsilon).
+absl::StatusOr<std::vector<Value>> ConvertMeanVarianceNormalization(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(const relax::TensorStructInfoNode* t, c.InputInfo(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axes, NormalizeAxes(c, c.AttrInts("axes", {0, 2, 3}), t->ndim));
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr mean, c.Call("mean", {x}, {{"axis", axes}, {"keepdims", true}}));
+  KILN_ASSIGN_OR_RETURN(Expr d, c.Call("subtract", {x, mean}));
+  KILN_ASSIGN_OR_RETURN(Expr d2, c.Call("multiply", {d, d}));
+  KILN_ASSIGN_OR_RETURN(Expr var, c.Call("mean", {d2}, {{"axis", axes}, {"keepdims", true}}));
+  KILN_ASSIGN_OR_RETURN(Expr sd, c.Call("sqrt", {var}));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("divide", {d, sd}));
+  return Outputs(y);
+}
+
 }  // namespace
 
 void RegisterNnConverters(ConverterRegistry& r) {
@@ -225,6 +240,7 @@ void RegisterNnConverters(ConverterRegistry& r) {
   r.Register("MaxPool", ConvertMaxPool);
   r.Register("Softmax", ConvertSoftmax);
   r.Register("LayerNormalization", ConvertLayerNormalization, 17);
+  r.Register("MeanVarianceNormalization", ConvertMeanVarianceNormalization, 9);
 }
 
 }  // namespace kiln::frontends::onnx

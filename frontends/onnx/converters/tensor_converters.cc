@@ -499,6 +499,16 @@ absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
     std::vector<int64_t> v;
     if (AllConstant({d}, &v) && v[0] < 0) return c.Error("shape entry ", v[0], " is negative");
   }
+  // A small integer result of constant shape is itself a shape value (the expanded
+  // LayerNormalization builds its reduced shape with ConstantOfShape(rank - axis) of 1s).
+  std::vector<int64_t> dims;
+  if (AllConstant(shape, &dims) && dims.size() <= 1 && (fill.dtype.is_integer() || fill.dtype.is_bool())) {
+    const int64_t n = dims.empty() ? 1 : dims[0];
+    if (n <= kMaxShapeValueElements) {
+      std::vector<PrimExpr> elements(static_cast<size_t>(n), PrimExpr(ElementAsInt(fill, 0)));
+      return std::vector<Value>{Value::OfElements(std::move(elements), fill.dtype, static_cast<int>(dims.size()))};
+    }
+  }
   KILN_ASSIGN_OR_RETURN(Expr out, c.Call("full", {relax::ShapeExpr(shape), relax::Constant(fill)}, {{"dtype", fill.dtype}}));
   return Outputs(out);
 }
@@ -550,7 +560,12 @@ absl::StatusOr<std::vector<Value>> ConvertDropout(NodeContext& c) {
   if (c.opset() >= 12 && c.has_input(2)) {
     absl::StatusOr<relax::ConstantData> training = c.InputData(2);
     if (!training.ok() || ElementAsInt(*training, 0) != 0) {
-      return c.Unsupported("training mode (random dropping) is not supported");
+      // Training with ratio 0 drops nothing: still the identity.
+      absl::StatusOr<relax::ConstantData> ratio =
+          c.has_input(1) ? c.InputData(1) : absl::StatusOr<relax::ConstantData>(absl::NotFoundError(""));
+      if (!ratio.ok() || ratio->numel() != 1 || ElementAsDouble(*ratio, 0) != 0.0) {
+        return c.Unsupported("training mode (random dropping) is not supported");
+      }
     }
   }
   if (c.opset() < 7 && c.AttrInt("is_test", 0) == 0) {
