@@ -14,6 +14,9 @@
 #include "tools/profile_report.h"
 #include "tools/input_spec.h"
 #include "tools/npy_tensor.h"
+#include "tools/onnx_model.h"
+#include "codegen/cpu_target.h"
+#include "tir/target.h"
 #include "vm/virtual_machine.h"
 
 namespace kiln::tools {
@@ -21,13 +24,16 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: kiln run FILE.kx [--fn NAME] [--input SPEC]... [options]\n"
+    "       kiln run MODEL.onnx [--input SPEC]... [options]\n"
     "\n"
     "Loads FILE.kx, calls one function with the given inputs, and prints each output's\n"
-    "shape, dtype and checksums (sum and sum of absolute values).\n"
+    "shape, dtype and checksums (sum and sum of absolute values). An ONNX model is\n"
+    "imported and compiled for this CPU in memory first (function main, docs/onnx.md).\n"
     "\n"
     "  --fn NAME          function to call (default: main)\n"
     "  --input SPEC       one per parameter, in order:\n"
     "                       FILE.npy                a NumPy array\n"
+    "                       FILE.pb                 an ONNX TensorProto\n"
     "                       random:7x784:f32[:SEED] uniform random data (floats in [-1, 1))\n"
     "                       zeros:SHAPE:DTYPE, ones:SHAPE:DTYPE\n"
     "                       int:VALUE               an int64 scalar (Prim(int64), a symbolic size)\n"
@@ -129,7 +135,26 @@ int RunCommand(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::LoadFile(path, builtins::DefaultRegistry());
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe;
+  if (EndsWith(path, ".onnx")) {
+    absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu("host"));
+    absl::StatusOr<codegen::CpuTarget> cpu = target.ok() ? codegen::ToCpuTarget(*target) : target.status();
+    absl::StatusOr<OnnxCompileResult> compiled = absl::InternalError("");
+    if (cpu.ok()) {
+      relax::PipelineOptions pipeline;
+      pipeline.target = *target;
+      compiled = CompileOnnxModel(path, {}, pipeline, *cpu);
+    } else {
+      compiled = cpu.status();
+    }
+    if (compiled.ok()) {
+      exe = vm::Executable::Load(std::move(compiled->executable), builtins::DefaultRegistry());
+    } else {
+      exe = compiled.status();
+    }
+  } else {
+    exe = vm::Executable::LoadFile(path, builtins::DefaultRegistry());
+  }
   if (!exe.ok()) {
     std::fprintf(stderr, "kiln run: %s\n", std::string(exe.status().message()).c_str());
     return 1;
