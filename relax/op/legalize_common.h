@@ -38,6 +38,11 @@ void RegisterNnLegalize(OpRegistry& registry);
 void RegisterCreateLegalize(OpRegistry& registry);
 void RegisterQuantizeLegalize(OpRegistry& registry);
 void RegisterPositionalLegalize(OpRegistry& registry);
+void RegisterIndexingLegalize(OpRegistry& registry);
+void RegisterRearrangeLegalize(OpRegistry& registry);
+void RegisterSortLegalize(OpRegistry& registry);
+void RegisterEinsumLegalize(OpRegistry& registry);
+void RegisterDynamicShapeLegalize(OpRegistry& registry);
 
 using tir::Buffer;
 using tir::Stmt;

@@ -111,6 +111,11 @@ Kernel FindKernel(std::string_view op) {
     AddNnKernels(*t);
     AddQuantizeKernels(*t);
     AddPositionalKernels(*t);
+    AddIndexingKernels(*t);
+    AddRearrangeKernels(*t);
+    AddSortKernels(*t);
+    AddEinsumKernels(*t);
+    AddDynamicShapeKernels(*t);
     return t;
   }();
   auto it = table->find(op);

@@ -65,6 +65,11 @@ void AddCreateKernels(KernelTable& table);
 void AddNnKernels(KernelTable& table);
 void AddQuantizeKernels(KernelTable& table);
 void AddPositionalKernels(KernelTable& table);
+void AddIndexingKernels(KernelTable& table);
+void AddRearrangeKernels(KernelTable& table);
+void AddSortKernels(KernelTable& table);
+void AddEinsumKernels(KernelTable& table);
+void AddDynamicShapeKernels(KernelTable& table);
 
 // nullptr when the operator has no kernel.
 Kernel FindKernel(std::string_view op);
