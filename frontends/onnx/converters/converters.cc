@@ -7,6 +7,8 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterTensorConverters(registry);
   RegisterReduceConverters(registry);
   RegisterNnConverters(registry);
+  RegisterRearrangeConverters(registry);
+  RegisterLossConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -16,6 +16,10 @@ void RegisterTensorConverters(ConverterRegistry& registry);
 void RegisterReduceConverters(ConverterRegistry& registry);
 // MatMul, Gemm, Conv (2-D), MaxPool (2-D), Softmax, LayerNormalization.
 void RegisterNnConverters(ConverterRegistry& registry);
+// DepthToSpace, SpaceToDepth, EyeLike.
+void RegisterRearrangeConverters(ConverterRegistry& registry);
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Hardmax (one-hot masks, no gather).
+void RegisterLossConverters(ConverterRegistry& registry);
 
 void RegisterAllConverters(ConverterRegistry& registry);
 
