@@ -1,0 +1,13 @@
+#include "frontends/onnx/converters/converters.h"
+
+namespace kiln::frontends::onnx {
+
+void RegisterAllConverters(ConverterRegistry& registry) {
+  RegisterElementwiseConverters(registry);
+  RegisterTensorConverters(registry);
+  RegisterReduceConverters(registry);
+  RegisterNnConverters(registry);
+  RegisterMathConverters(registry);
+}
+
+}  // namespace kiln::frontends::onnx
