@@ -18,6 +18,8 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterManipulateOps(*r);
     op::RegisterReduceOps(*r);
     op::RegisterNnOps(*r);
+    op::RegisterNormalizationOps(*r);
+    op::RegisterResizeOps(*r);
     op::RegisterCreateOps(*r);
     op::RegisterCallOps(*r);
     op::RegisterLoweredOps(*r);
@@ -40,6 +42,8 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterManipulateLegalize(*r);
     op::RegisterReduceLegalize(*r);
     op::RegisterNnLegalize(*r);
+    op::RegisterNormalizationLegalize(*r);
+    op::RegisterResizeLegalize(*r);
     op::RegisterCreateLegalize(*r);
     op::RegisterQuantizeLegalize(*r);
     op::RegisterPositionalLegalize(*r);

@@ -16,9 +16,13 @@
 //                            (equal ... greater_equal), unary math, where
 //   relax/op/matmul.cc       matmul
 //   relax/op/manipulate.cc   reshape permute_dims broadcast_to concat split strided_slice take
-//   relax/op/reduce.cc       sum mean max min argmax argmin softmax layer_norm rms_norm astype
+//   relax/op/reduce.cc       sum mean max min prod variance argmax argmin softmax log_softmax
+//                            layer_norm rms_norm astype
+//   relax/op/normalization.cc batch_norm group_norm instance_norm lrn
+//   relax/op/resize.cc       resize
 //   relax/op/create.cc       full zeros ones arange
-//   relax/op/nn.cc           conv2d max_pool2d
+//   relax/op/nn.cc           conv1d conv2d conv3d conv1d_transpose conv2d_transpose
+//                            max_pool1d/2d/3d avg_pool1d/2d/3d
 //   relax/op/call.cc         call_tir call_dps_library call_builtin (impure) shape_of
 //                            print (impure)
 //   relax/op/lowered.cc      alloc_tensor call_tir_dps (what lower_call_tir produces)

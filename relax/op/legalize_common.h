@@ -35,6 +35,8 @@ void RegisterMatmulLegalize(OpRegistry& registry);
 void RegisterManipulateLegalize(OpRegistry& registry);
 void RegisterReduceLegalize(OpRegistry& registry);
 void RegisterNnLegalize(OpRegistry& registry);
+void RegisterNormalizationLegalize(OpRegistry& registry);
+void RegisterResizeLegalize(OpRegistry& registry);
 void RegisterCreateLegalize(OpRegistry& registry);
 void RegisterQuantizeLegalize(OpRegistry& registry);
 void RegisterPositionalLegalize(OpRegistry& registry);

@@ -71,6 +71,9 @@ absl::StatusOr<std::optional<DataType>> DTypeAttr(const CallNode& call, const st
 absl::StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const CallNode& call,
                                                              const std::string& name);
 
+// Accepts a list of numbers (an int list too).
+absl::StatusOr<std::optional<std::vector<double>>> FloatsAttr(const CallNode& call, const std::string& name);
+
 // Normalizes a possibly negative axis into [0, ndim); `ndim` must be known.
 absl::StatusOr<int> NormalizeAxis(const CallNode& call, int64_t axis, int ndim,
                                   const char* what = "axis");
@@ -148,6 +151,8 @@ void RegisterMatmulOps(OpRegistry& registry);
 void RegisterManipulateOps(OpRegistry& registry);
 void RegisterReduceOps(OpRegistry& registry);
 void RegisterNnOps(OpRegistry& registry);
+void RegisterNormalizationOps(OpRegistry& registry);
+void RegisterResizeOps(OpRegistry& registry);  // resize.cc: resize  // normalization.cc: batch_norm group_norm instance_norm lrn
 void RegisterCreateOps(OpRegistry& registry);
 void RegisterCallOps(OpRegistry& registry);
 void RegisterQuantizeOps(OpRegistry& registry);  // quantize.cc: dequantize, quantized_matmul

@@ -341,6 +341,97 @@ inline std::vector<Case> AllCases() {
   add({"max_pool2d_pad", {P("x", {"1", "2", "h", "w"})},
        "R.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1])", hw});
 
+  // ---------------------------------------------------------------- reductions and normalizations (ONNX)
+  // Factors near 1 keep products of up to 1031 terms in range.
+  add({"prod_axis1", {P("x", {"n", "m"}, "float32", {0.9, 1.1})}, "R.prod(x, axis=[1])", nm, 1e-4, 1e-6});
+  add({"prod_all_keepdims", {P("x", {"n", "m"}, "float32", {0.99, 1.01})}, "R.prod(x, keepdims=true)", nm, 1e-4,
+       1e-6});
+  add({"prod_int", {P("x", {"n", "m"}, "int32", {-1, 2})}, "R.prod(x, axis=[0])", nm});
+  add({"variance_axis1", {P("x", {"n", "m"})}, "R.variance(x, axis=[1])", nm, 1e-4, 1e-5});
+  add({"variance_sample_keepdims", {P("x", {"n", "3", "m"})},
+       "R.variance(x, axis=[0, 2], keepdims=true, correction=1)", nm, 1e-4, 1e-5});
+  add({"log_softmax", {P("x", {"n", "m"}, "float32", {-5, 5})}, "R.log_softmax(x)", nm, 1e-5, 1e-5});
+  add({"log_softmax_axis0", {P("x", {"n", "m"}, "float32", {-50, 50})}, "R.log_softmax(x, axis=0)", nm, 1e-5,
+       1e-5});
+  const Gen positive = {0.1, 2};
+  add({"batch_norm", {P("x", {"n", "3", "m"}), P("s", {"3"}), P("b", {"3"}), P("mu", {"3"}), P("v", {"3"}, "float32", positive)},
+       "R.batch_norm(x, s, b, mu, v, epsilon=0.001)", nm, 1e-5, 1e-5});
+  add({"batch_norm_2d", {P("x", {"n", "m"}), P("s", {"m"}), P("b", {"m"}), P("mu", {"m"}), P("v", {"m"}, "float32", positive)},
+       "R.batch_norm(x, s, b, mu, v)", nm, 1e-5, 1e-5});
+  add({"group_norm", {P("x", {"2", "6", "n", "m"}), P("s", {"6"}), P("b", {"6"})},
+       "R.group_norm(x, s, b, num_groups=3)", nm, 1e-4, 1e-4});
+  add({"group_norm_symbolic_channels", {P("x", {"2", "n", "m"}), P("s", {"n"}), P("b", {"n"})},
+       "R.group_norm(x, s, b, num_groups=1, epsilon=0.01)", nm, 1e-4, 1e-4});
+  add({"instance_norm", {P("x", {"2", "3", "n", "m"}), P("s", {"3"}), P("b", {"3"})}, "R.instance_norm(x, s, b)",
+       nm, 1e-4, 1e-4});
+  add({"lrn", {P("x", {"2", "5", "n", "m"})}, "R.lrn(x, size=3)", nm, 1e-5, 1e-5});
+  add({"lrn_even_size", {P("x", {"1", "n", "m"})}, "R.lrn(x, size=4, alpha=0.5, beta=0.6, bias=2.0)", nm, 1e-5,
+       1e-5});
+
+  // 1-d and 3-d windows, transposed convolutions, average pooling and pooling options.
+  const Sizes len = {{{"n", 7}}, {{"n", 13}}, {{"n", 1031}}};
+  const Sizes dhw = {{{"d", 1}, {"h", 1}, {"w", 1}}, {{"d", 3}, {"h", 7}, {"w", 5}}, {{"d", 5}, {"h", 3}, {"w", 11}}};
+  add({"conv1d", {P("x", {"1", "3", "n"}), P("k", {"4", "3", "1"})}, "R.conv1d(x, k)", n, 1e-5, 1e-5});
+  add({"conv1d_pad", {P("x", {"2", "4", "n"}), P("k", {"6", "2", "3"})},
+       "R.conv1d(x, k, strides=[2], padding=[1, 2], dilation=[2], groups=2)", len, 1e-5, 1e-5});
+  add({"conv3d", {P("x", {"1", "2", "d", "h", "w"}), P("k", {"3", "2", "2", "2", "2"})},
+       "R.conv3d(x, k, padding=[1], strides=[1, 2, 1])", dhw, 1e-5, 1e-5});
+  add({"conv1d_transpose", {P("x", {"1", "4", "n"}), P("k", {"4", "3", "3"})},
+       "R.conv1d_transpose(x, k, strides=[2], padding=[1], output_padding=[1])", n, 1e-5, 1e-5});
+  add({"conv2d_transpose", {P("x", {"2", "4", "h", "w"}), P("k", {"4", "3", "3", "3"})},
+       "R.conv2d_transpose(x, k, strides=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2], groups=2)", hw, 1e-5, 1e-5});
+  add({"max_pool1d_ceil", {P("x", {"2", "3", "n"})}, "R.max_pool1d(x, pool_size=[3], strides=[2], padding=[1], ceil_mode=true)",
+       n});
+  add({"max_pool2d_ceil_dilation", {P("x", {"1", "2", "h", "w"})},
+       "R.max_pool2d(x, pool_size=[2, 3], strides=[2, 2], dilation=[2, 1], padding=[1], ceil_mode=true)", hw});
+  add({"max_pool3d", {P("x", {"1", "2", "d", "h", "w"})}, "R.max_pool3d(x, pool_size=[2], strides=[1], padding=[1])",
+       dhw});
+  add({"max_pool2d_int", {P("x", {"1", "2", "h", "w"}, "int8", {-100, 100})},
+       "R.max_pool2d(x, pool_size=[2, 2], strides=[1, 1], padding=[1])", hw});
+  add({"avg_pool1d", {P("x", {"2", "3", "n"})},
+       "R.avg_pool1d(x, pool_size=[4], strides=[3], padding=[2, 1], dilation=[2], count_include_pad=true)", len, 1e-5,
+       1e-6});
+  add({"avg_pool2d", {P("x", {"1", "2", "h", "w"})}, "R.avg_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1])",
+       hw, 1e-5, 1e-6});
+  add({"avg_pool2d_ceil_include_pad", {P("x", {"1", "2", "h", "w"})},
+       "R.avg_pool2d(x, pool_size=[3, 2], strides=[2, 2], padding=[1, 0, 1, 1], ceil_mode=true, count_include_pad=true)",
+       hw, 1e-5, 1e-6});
+  add({"avg_pool3d", {P("x", {"1", "2", "d", "h", "w"})},
+       "R.avg_pool3d(x, pool_size=[2, 3, 2], strides=[1, 2, 2], padding=[1])", dhw, 1e-5, 1e-6});
+  add({"avg_pool2d_f16", {P("x", {"1", "2", "h", "w"}, "float16")}, "R.avg_pool2d(x, pool_size=[3, 3], padding=[1])",
+       hw, 1e-3, 1e-3});
+
+  // resize: output sizes symbolic or constant, every coordinate mode and method.
+  add({"resize_nearest", {P("x", {"1", "2", "h", "w"})}, "R.resize(x, R.shape([1, 2, h * 2, w * 3]), axes=[2, 3])", hw});
+  add({"resize_nearest_asymmetric_floor", {P("x", {"1", "2", "h", "w"})},
+       "R.resize(x, R.shape([1, 2, 5, 7]), axes=[2, 3], coordinate_transformation_mode=\"asymmetric\", "
+       "nearest_mode=\"floor\", scales=[0.6, 1.75])",
+       hw});
+  add({"resize_nearest_ceil_align_corners", {P("x", {"n", "m"}, "int32", {-50, 50})},
+       "R.resize(x, R.shape([n, 9]), axes=[1], coordinate_transformation_mode=\"align_corners\", nearest_mode=\"ceil\")",
+       nm});
+  add({"resize_nearest_prefer_ceil", {P("x", {"n"})},
+       "R.resize(x, R.shape([n * 3]), coordinate_transformation_mode=\"pytorch_half_pixel\", "
+       "nearest_mode=\"round_prefer_ceil\")",
+       n});
+  add({"resize_linear", {P("x", {"n", "m"})}, "R.resize(x, R.shape([n * 2, 5]), method=\"linear\")", nm, 1e-5, 1e-6});
+  add({"resize_linear_align_corners", {P("x", {"n"})},
+       "R.resize(x, R.shape([7]), method=\"linear\", coordinate_transformation_mode=\"align_corners\")", n, 1e-5, 1e-6});
+  add({"resize_linear_symmetric_scales", {P("x", {"1", "2", "h", "w"})},
+       "R.resize(x, R.shape([1, 2, 4, 11]), axes=[2, 3], method=\"linear\", "
+       "coordinate_transformation_mode=\"half_pixel_symmetric\", scales=[0.7, 2.3])",
+       hw, 1e-5, 1e-6});
+  add({"resize_tf_crop", {P("x", {"1", "2", "h", "w"})},
+       "R.resize(x, R.shape([1, 2, 6, 5]), axes=[2, 3], method=\"linear\", "
+       "coordinate_transformation_mode=\"tf_crop_and_resize\", roi=[-0.2, 0.1, 1.2, 0.7], extrapolation_value=10.0)",
+       hw, 1e-5, 1e-6});
+  add({"resize_cubic", {P("x", {"1", "1", "h", "w"})},
+       "R.resize(x, R.shape([1, 1, 9, 4]), axes=[2, 3], method=\"cubic\")", hw, 1e-5, 1e-5});
+  add({"resize_cubic_exclude_outside", {P("x", {"1", "1", "h", "w"})},
+       "R.resize(x, R.shape([1, 1, h * 2, 3]), axes=[-2, -1], method=\"cubic\", cubic_coeff_a=-0.5, "
+       "exclude_outside=true, coordinate_transformation_mode=\"asymmetric\")",
+       hw, 1e-5, 1e-5});
+
   // ---------------------------------------------------------------- float16
   // Sums of float16 accumulate in float32: at k = 1031 with values near 20 a float16
   // accumulator was off by 0.33 (ulp of 20 in float16: 0.0156). The reference computes in

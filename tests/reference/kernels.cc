@@ -100,6 +100,16 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> KernelCall::IntsAttr(
   return TypedAttr<std::vector<int64_t>>(*this, name, "an int list");
 }
 
+absl::StatusOr<std::optional<std::vector<double>>> KernelCall::FloatsAttr(const std::string& name) const {
+  auto it = call.attrs.find(name);
+  if (it != call.attrs.end()) {
+    if (const auto* v = std::get_if<std::vector<int64_t>>(&it->second)) {
+      return std::optional<std::vector<double>>(std::vector<double>(v->begin(), v->end()));
+    }
+  }
+  return TypedAttr<std::vector<double>>(*this, name, "a list of numbers");
+}
+
 Kernel FindKernel(std::string_view op) {
   static const KernelTable* table = [] {
     auto* t = new KernelTable();
@@ -109,6 +119,8 @@ Kernel FindKernel(std::string_view op) {
     AddReduceKernels(*t);
     AddCreateKernels(*t);
     AddNnKernels(*t);
+    AddNormalizationKernels(*t);
+    AddResizeKernels(*t);
     AddQuantizeKernels(*t);
     AddPositionalKernels(*t);
     AddIndexingKernels(*t);
