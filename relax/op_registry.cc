@@ -26,6 +26,11 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterQuantizeOps(*r);
     op::RegisterPositionalOps(*r);
     op::RegisterCheckOps(*r);
+    op::RegisterIndexingOps(*r);
+    op::RegisterRearrangeOps(*r);
+    op::RegisterSortOps(*r);
+    op::RegisterEinsumOps(*r);
+    op::RegisterDynamicShapeOps(*r);
     std::sort(r->ops_.begin(), r->ops_.end(),
               [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
     for (size_t i = 1; i < r->ops_.size(); ++i) {
@@ -42,6 +47,11 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterCreateLegalize(*r);
     op::RegisterQuantizeLegalize(*r);
     op::RegisterPositionalLegalize(*r);
+    op::RegisterIndexingLegalize(*r);
+    op::RegisterRearrangeLegalize(*r);
+    op::RegisterSortLegalize(*r);
+    op::RegisterEinsumLegalize(*r);
+    op::RegisterDynamicShapeLegalize(*r);
     return r;
   }();
   return *registry;

@@ -20,6 +20,8 @@ packages=(
   libpcre2-dev  # serving/: the tokenizer's pre-tokenizer regexes
   libcpp-httplib-dev nlohmann-json3-dev  # serving/: kiln serve's HTTP server and JSON
   curl  # tests/tools/serve_tool_test.sh talks to kiln serve
+  libonnx-dev libprotobuf-dev protobuf-compiler  # frontends/onnx: the ONNX importer
+  libonnx-testdata  # tests: ONNX's backend node tests (ctest onnx_node_tests)
 )
 missing=()
 for package in "${packages[@]}"; do

@@ -10,5 +10,7 @@ int DisasmCommand(int argc, char** argv);  // disasm_command.cc
 int CompileCommand(int argc, char** argv);  // compile_command.cc
 int GenerateCommand(int argc, char** argv);  // generate_command.cc
 int ServeCommand(int argc, char** argv);     // serve_command.cc
+int ImportCommand(int argc, char** argv);    // import_command.cc
+int OnnxTestCommand(int argc, char** argv);  // onnx_test_command.cc
 
 }  // namespace kiln::tools

@@ -18,6 +18,7 @@
 #include "tir/target.h"
 #include "tools/commands.h"
 #include "codegen/compile_gguf_model.h"
+#include "tools/onnx_model.h"
 
 namespace kiln::tools {
 namespace {
@@ -25,6 +26,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: kiln compile FILE.kir --target cpu -o FILE.kx [options]\n"
     "       kiln compile MODEL.gguf -o MODEL.kx [options]\n"
+    "       kiln compile MODEL.onnx -o MODEL.kx [--bind NAME=FILE.pb]... [options]\n"
     "\n"
     "Compiles a module in the IR text format (docs/ir.md) to an executable that\n"
     "'kiln run' loads: the Relax pipeline, then every PrimFunc called through R.call_tir\n"
@@ -35,6 +37,9 @@ constexpr const char* kUsage =
     "functions prefill and decode over a paged KV cache (docs/llm.md); the executable\n"
     "references the GGUF file for its weights instead of copying them, and\n"
     "'kiln generate MODEL.kx' runs it.\n"
+    "\n"
+    "An ONNX model is imported first (as 'kiln import' does, docs/onnx.md); --bind NAME=FILE.pb\n"
+    "gives a graph input its data at import time.\n"
     "\n"
     "  --target TARGET     what to compile for: 'cpu' (the default), 'cuda' (NVRTC, PTX and\n"
     "                      cubin for sm_80 and sm_90; 'cuda -arch=sm_90' for one) or a target's text\n"
@@ -83,6 +88,7 @@ int CompileCommand(int argc, char** argv) {
 #endif
   std::string libs = "openblas";
   std::string max_tokens_text;
+  frontends::onnx::ImportOptions onnx_options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag, std::string* out) -> bool {
@@ -103,6 +109,8 @@ int CompileCommand(int argc, char** argv) {
       return 0;
     } else if (value("--target", &target) || value("-o", &output) || value("--output", &output) ||
                value("--mcpu", &mcpu) || value("--libs", &libs) || value("--max-tokens", &max_tokens_text)) {
+    } else if (value("--bind", &v)) {
+      if (absl::Status bound = AddBinding(v, onnx_options); !bound.ok()) return Fail(std::string(bound.message()));
     } else if (value("--dump-after", &v)) {
       for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) options.dump_after.insert(std::string(name));
     } else if (arg == "--no-fuse") {
@@ -116,7 +124,7 @@ int CompileCommand(int argc, char** argv) {
     } else if (arg == "--no-plan-memory") {
       options.plan_memory = false;
     } else if (arg == "--target" || arg == "-o" || arg == "--output" || arg == "--mcpu" || arg == "--dump-after" ||
-               arg == "--libs" || arg == "--max-tokens") {
+               arg == "--libs" || arg == "--max-tokens" || arg == "--bind") {
       return Usage("option '" + arg + "' needs a value");
     } else if (!arg.empty() && arg[0] == '-') {
       return Usage("unknown option '" + arg + "'");
@@ -154,10 +162,12 @@ int CompileCommand(int argc, char** argv) {
   absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*resolved);
   if (!cpu.ok()) return Fail(std::string(cpu.status().message()));
   const bool is_gguf = path.size() > 5 && path.substr(path.size() - 5) == ".gguf";
+  const bool is_onnx = EndsWith(path, ".onnx");
+  if (!onnx_options.bind.empty() && !is_onnx) return Usage("--bind applies to .onnx models only");
   if (output.empty()) {
     output = path;
     if (output.size() > 4 && output.substr(output.size() - 4) == ".kir") output.resize(output.size() - 4);
-    if (is_gguf) output.resize(output.size() - 5);
+    if (is_gguf || is_onnx) output.resize(output.size() - 5);
     output += ".kx";
   }
   if (is_gguf) {
@@ -177,12 +187,20 @@ int CompileCommand(int argc, char** argv) {
   }
   if (!max_tokens_text.empty()) return Usage("--max-tokens applies to .gguf models only");
 
-  absl::StatusOr<std::string> text = support::ReadFile(path);
-  if (!text.ok()) return Fail(std::string(text.status().message()));
   auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(*text, path);
-  if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
-  absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed->module, options, &parsed->locations);
+  relax::ParsedModule parsed;
+  if (is_onnx) {
+    absl::StatusOr<frontends::onnx::ImportResult> imported = frontends::onnx::ImportOnnxFile(path, onnx_options);
+    if (!imported.ok()) return Fail(std::string(imported.status().message()));
+    parsed.module = imported->module;
+  } else {
+    absl::StatusOr<std::string> text = support::ReadFile(path);
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    absl::StatusOr<relax::ParsedModule> parsed_text = relax::ParseModule(*text, path);
+    if (!parsed_text.ok()) return Fail(std::string(parsed_text.status().message()));
+    parsed = *std::move(parsed_text);
+  }
+  absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed.module, options, &parsed.locations);
   if (!lowered.ok()) return Fail(std::string(lowered.status().message()));
   auto lowered_at = std::chrono::steady_clock::now();
   absl::StatusOr<std::string> bytes = codegen::BuildExecutable(*lowered, *cpu);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tools/npy_tensor.h"
+#include "tools/onnx_model.h"
 
 namespace kiln::tools {
 namespace {
@@ -49,7 +50,7 @@ absl::Status Fill(vm::Tensor& t, const std::string& mode, uint64_t seed) {
 absl::StatusOr<vm::Value> ParseInputSpec(const std::string& spec) {
   std::vector<std::string> parts = absl::StrSplit(spec, ':');
   if (parts.size() == 1) {
-    absl::StatusOr<vm::Tensor> t = ReadNpyTensor(spec);
+    absl::StatusOr<vm::Tensor> t = EndsWith(spec, ".pb") ? ReadPbTensor(spec) : ReadNpyTensor(spec);
     if (!t.ok()) return t.status();
     return vm::Value(*t);
   }

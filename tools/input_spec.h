@@ -1,5 +1,6 @@
 // Inputs for `kiln run`, given on the command line:
 //   path/to/array.npy         a NumPy file
+//   path/to/tensor.pb         an ONNX TensorProto file
 //   random:7x784:f32[:SEED]   uniform in [-1, 1) (floats) or [0, 10) (ints), {0, 1} (bool),
 //                             seeded; any of bool, int/uint 8-64, float16/32/64, bfloat16
 //   zeros:7x784:f32, ones:7x784:f32

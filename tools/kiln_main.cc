@@ -20,13 +20,15 @@ constexpr Subcommand kSubcommands[] = {
     {"run", kiln::tools::RunCommand, "load a .kx executable and call one of its functions"},
     {"disasm", kiln::tools::DisasmCommand, "print the contents of a .kx executable"},
     {"generate", kiln::tools::GenerateCommand, "generate text with a language model (GGUF; default: bundled SmolLM2)"},
+    {"import", kiln::tools::ImportCommand, "import an ONNX model into a .kir module (docs/onnx.md)"},
+    {"onnx-test", kiln::tools::OnnxTestCommand, "run ONNX backend node test cases through Kiln (docs/onnx.md)"},
     {"serve", kiln::tools::ServeCommand, "serve a language model over HTTP with the OpenAI API (default: bundled SmolLM2)"},
 };
 
 void PrintUsage(std::FILE* out) {
   std::fprintf(out, "usage: kiln <command> [options]\n\ncommands:\n");
   for (const Subcommand& command : kSubcommands) {
-    std::fprintf(out, "  %-8s %s\n", command.name, command.summary);
+    std::fprintf(out, "  %-9s %s\n", command.name, command.summary);
   }
   std::fprintf(out, "\n'kiln <command> --help' describes a command's options.\n");
 }

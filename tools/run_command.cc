@@ -14,6 +14,9 @@
 #include "tools/profile_report.h"
 #include "tools/input_spec.h"
 #include "tools/npy_tensor.h"
+#include "tools/onnx_model.h"
+#include "codegen/cpu_target.h"
+#include "tir/target.h"
 #include "vm/virtual_machine.h"
 
 namespace kiln::tools {
@@ -21,13 +24,16 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: kiln run FILE.kx [--fn NAME] [--input SPEC]... [options]\n"
+    "       kiln run MODEL.onnx [--input SPEC]... [options]\n"
     "\n"
     "Loads FILE.kx, calls one function with the given inputs, and prints each output's\n"
-    "shape, dtype and checksums (sum and sum of absolute values).\n"
+    "shape, dtype and checksums (sum and sum of absolute values). An ONNX model is\n"
+    "imported and compiled for this CPU in memory first (function main, docs/onnx.md).\n"
     "\n"
     "  --fn NAME          function to call (default: main)\n"
     "  --input SPEC       one per parameter, in order:\n"
     "                       FILE.npy                a NumPy array\n"
+    "                       FILE.pb                 an ONNX TensorProto\n"
     "                       random:7x784:f32[:SEED] uniform random data (floats in [-1, 1))\n"
     "                       zeros:SHAPE:DTYPE, ones:SHAPE:DTYPE\n"
     "                       int:VALUE               an int64 scalar (Prim(int64), a symbolic size)\n"
@@ -38,6 +44,7 @@ constexpr const char* kUsage =
     "  --device NAME      run on NAME (cpu, cuda, cuda:1; default cpu): the executable must be\n"
     "                     compiled for it (kiln compile --target cuda); inputs are copied there\n"
     "  --repeat N         call the function N times and print the mean time per call\n"
+    "  --warmup N         first call it N more times, untimed (default 0)\n"
     "  --profile          print the total time of each kernel and builtin, sorted\n"
     "  --stats            print the peak host memory allocated during the call, and\n"
     "                     what memory planning placed in shared storage\n";
@@ -69,6 +76,7 @@ int RunCommand(int argc, char** argv) {
   std::vector<std::string> inputs;
   bool profile = false, stats = false;
   int repeat = 1;
+  int warmup = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char* flag) -> const char* {
@@ -97,6 +105,12 @@ int RunCommand(int argc, char** argv) {
       const char* v = value("--output-dir");
       if (!v) return 2;
       output_dir = v;
+    } else if (arg == "--warmup") {
+      const char* v = value("--warmup");
+      if (!v || !absl::SimpleAtoi(v, &warmup) || warmup < 0) {
+        std::fprintf(stderr, "kiln run: --warmup needs a count of calls (0 or more)\n");
+        return 2;
+      }
     } else if (arg == "--repeat") {
       const char* v = value("--repeat");
       if (!v || !absl::SimpleAtoi(v, &repeat) || repeat < 1) {
@@ -121,7 +135,26 @@ int RunCommand(int argc, char** argv) {
     std::fputs(kUsage, stderr);
     return 2;
   }
-  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::LoadFile(path, builtins::DefaultRegistry());
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe;
+  if (EndsWith(path, ".onnx")) {
+    absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu("host"));
+    absl::StatusOr<codegen::CpuTarget> cpu = target.ok() ? codegen::ToCpuTarget(*target) : target.status();
+    absl::StatusOr<OnnxCompileResult> compiled = absl::InternalError("");
+    if (cpu.ok()) {
+      relax::PipelineOptions pipeline;
+      pipeline.target = *target;
+      compiled = CompileOnnxModel(path, {}, pipeline, *cpu);
+    } else {
+      compiled = cpu.status();
+    }
+    if (compiled.ok()) {
+      exe = vm::Executable::Load(std::move(compiled->executable), builtins::DefaultRegistry());
+    } else {
+      exe = compiled.status();
+    }
+  } else {
+    exe = vm::Executable::LoadFile(path, builtins::DefaultRegistry());
+  }
   if (!exe.ok()) {
     std::fprintf(stderr, "kiln run: %s\n", std::string(exe.status().message()).c_str());
     return 1;
@@ -156,6 +189,14 @@ int RunCommand(int argc, char** argv) {
     return 1;
   }
   vm::VirtualMachine& machine = **created;
+  // Warm-up calls come before profiling and the memory statistics start counting.
+  for (int w = 0; w < warmup; ++w) {
+    absl::StatusOr<vm::Value> warm = machine.Invoke(fn, args);
+    if (!warm.ok()) {
+      std::fprintf(stderr, "kiln run: %s\n", std::string(warm.status().message()).c_str());
+      return 1;
+    }
+  }
   machine.EnableProfiling(profile);
   vm::ResetCpuPeakMemory();
   machine.ResetStorageStats();

@@ -40,6 +40,11 @@ void RegisterResizeLegalize(OpRegistry& registry);
 void RegisterCreateLegalize(OpRegistry& registry);
 void RegisterQuantizeLegalize(OpRegistry& registry);
 void RegisterPositionalLegalize(OpRegistry& registry);
+void RegisterIndexingLegalize(OpRegistry& registry);
+void RegisterRearrangeLegalize(OpRegistry& registry);
+void RegisterSortLegalize(OpRegistry& registry);
+void RegisterEinsumLegalize(OpRegistry& registry);
+void RegisterDynamicShapeLegalize(OpRegistry& registry);
 
 using tir::Buffer;
 using tir::Stmt;

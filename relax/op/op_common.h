@@ -158,6 +158,11 @@ void RegisterCallOps(OpRegistry& registry);
 void RegisterQuantizeOps(OpRegistry& registry);  // quantize.cc: dequantize, quantized_matmul
 void RegisterPositionalOps(OpRegistry& registry);  // positional.cc: rotary_embedding
 void RegisterCheckOps(OpRegistry& registry);  // check_dims.cc: check_dims
+void RegisterIndexingOps(OpRegistry& registry);  // indexing.cc: gather_*, scatter_*, one_hot
+void RegisterRearrangeOps(OpRegistry& registry);  // rearrange.cc: pad tile flip trilu squeeze expand_dims
+void RegisterSortOps(OpRegistry& registry);  // sort.cc: cumsum sort argsort topk
+void RegisterEinsumOps(OpRegistry& registry);  // einsum.cc: einsum
+void RegisterDynamicShapeOps(OpRegistry& registry);  // dynamic_shape.cc: tensor_to_shape dynamic_strided_slice
 void RegisterLoweredOps(OpRegistry& registry);  // lowered.cc: alloc_tensor, call_tir_dps, alloc_storage, storage_tensor
 
 }  // namespace kiln::relax::op

@@ -229,6 +229,93 @@ inline std::vector<Case> AllCases() {
   add({"take", {P("x", {"n", "5"}), P("i", {"m"}, "int64", {0, 5})}, "R.take(x, i, axis=1)", nm});
   add({"take_axis0", {P("x", {"4", "n"}), P("i", {"m", "2"}, "int32", {0, 4})}, "R.take(x, i, axis=0)", nm});
 
+  // ---------------------------------------------------------------- indexing
+  // Indices are drawn in [-dim, dim) of the axis they index (negative ones count from the
+  // end); scatters draw repeated positions, which apply in row-major order.
+  add({"gather_elements", {P("x", {"n", "5"}), P("i", {"n", "m"}, "int64", {-5, 5})},
+       "R.gather_elements(x, i, axis=1)", nm});
+  add({"gather_elements_axis0", {P("x", {"4", "n"}), P("i", {"m", "n"}, "int32", {-4, 4})},
+       "R.gather_elements(x, i, axis=0)", nm});
+  add({"gather_nd", {P("x", {"3", "4", "n"}), P("i", {"m", "2"}, "int64", {-3, 3})}, "R.gather_nd(x, i)", nm});
+  add({"gather_nd_batch", {P("x", {"n", "3", "4"}), P("i", {"n", "m", "1"}, "int64", {-3, 3})},
+       "R.gather_nd(x, i, batch_dims=1)", nm});
+  add({"scatter_elements", {P("x", {"n", "6"}), P("i", {"n", "m"}, "int64", {-6, 6}), P("u", {"n", "m"})},
+       "R.scatter_elements(x, i, u, axis=1)", nm});
+  add({"scatter_elements_add", {P("x", {"5", "n"}), P("i", {"m", "n"}, "int64", {-5, 5}), P("u", {"m", "n"})},
+       "R.scatter_elements(x, i, u, reduction=\"add\")", nm});
+  add({"scatter_elements_max", {P("x", {"5", "n"}), P("i", {"m", "n"}, "int32", {-5, 5}), P("u", {"m", "n"})},
+       "R.scatter_elements(x, i, u, reduction=\"max\")", nm});
+  add({"scatter_elements_mul_int", {P("x", {"5", "n"}, "int64", {-3, 3}), P("i", {"m", "n"}, "int64", {-5, 5}),
+                                    P("u", {"m", "n"}, "int64", {-3, 3})},
+       "R.scatter_elements(x, i, u, reduction=\"mul\")", {{{"n", 1}, {"m", 1}}, {{"n", 7}, {"m", 3}}, {{"n", 1031}, {"m", 2}}}});
+  add({"scatter_nd", {P("x", {"4", "5", "n"}), P("i", {"m", "2"}, "int64", {-4, 4}), P("u", {"m", "n"})},
+       "R.scatter_nd(x, i, u)", nm});
+  add({"scatter_nd_add", {P("x", {"5", "n"}), P("i", {"m", "1"}, "int64", {-5, 5}), P("u", {"m", "n"})},
+       "R.scatter_nd(x, i, u, reduction=\"add\")", nm});
+  add({"scatter_nd_min", {P("x", {"5", "n"}), P("i", {"m", "1"}, "int64", {-5, 5}), P("u", {"m", "n"})},
+       "R.scatter_nd(x, i, u, reduction=\"min\")", nm});
+  add({"one_hot", {P("i", {"n", "m"}, "int64", {-7, 7})},
+       "R.one_hot(i, depth=5, axis=1, on_value=3.0, off_value=-1.0)", nm});
+  add({"one_hot_int", {P("i", {"n"}, "int32", {-2, 9})}, "R.one_hot(i, depth=8, dtype=int32)", n});
+
+  // ---------------------------------------------------------------- rearranging
+  add({"pad_constant", {P("x", {"n", "m"})}, "R.pad(x, pads=[1, 0, 2, 3], pad_value=-7.5)", nm});
+  add({"pad_crop", {P("x", {"3", "n", "5"})}, "R.pad(x, pads=[-1, 2, 1, 0, -1, -3])", n});
+  add({"pad_reflect", {P("x", {"n", "4"})}, "R.pad(x, pads=[0, 5, 0, 2], mode=\"reflect\")", n});
+  add({"pad_reflect_sym", {P("x", {"n", "2"})}, "R.pad(x, pads=[2, 0, 3, 1], mode=\"reflect\")", n});
+  add({"pad_edge", {P("x", {"n", "m"}, "int32", {-9, 9})}, "R.pad(x, pads=[2, 1, 0, 3], mode=\"edge\")", nm});
+  add({"pad_wrap", {P("x", {"2", "n"})}, "R.pad(x, pads=[1, -1, 3, 4], mode=\"wrap\")", {{{"n", 2}}, {{"n", 7}}, {{"n", 1031}}}});
+  add({"tile", {P("x", {"n", "3"})}, "R.tile(x, repeats=[2, 3])", n});
+  add({"tile_new_dims", {P("x", {"n"}, "int64", {-9, 9})}, "R.tile(x, repeats=[3, 1, 2])", n});
+  add({"flip", {P("x", {"n", "m", "2"})}, "R.flip(x, axis=[0, 2])", nm});
+  add({"flip_all", {P("x", {"n", "m"})}, "R.flip(x)", nm});
+  add({"trilu_upper", {P("x", {"2", "n", "m"})}, "R.trilu(x, k=1)", nm});
+  add({"trilu_lower", {P("x", {"n", "m"})}, "R.trilu(x, upper=false, k=-2)", nm});
+  add({"squeeze", {P("x", {"n", "1", "m", "1"})}, "R.squeeze(x, axis=[1, -1])", nm});
+  add({"squeeze_all_unit", {P("x", {"1", "n", "1"})}, "R.squeeze(x)", n});
+  add({"expand_dims", {P("x", {"n", "m"})}, "R.expand_dims(x, axis=[0, -1])", nm});
+
+  // ---------------------------------------------------------------- sorting and scans
+  // O(n^2) per row (relax/op/legalize_sort.cc): rows up to 1031 long. Integer draws from a
+  // small range make ties, which must keep index order.
+  add({"cumsum", {P("x", {"n", "m"})}, "R.cumsum(x, axis=1)", nm, 1e-5, 1e-4});
+  add({"cumsum_exclusive_reverse", {P("x", {"n", "m"})}, "R.cumsum(x, axis=0, exclusive=true, reverse=true)", nm,
+       1e-5, 1e-4});
+  add({"cumsum_int", {P("x", {"n", "m"}, "int32", {-9, 9})}, "R.cumsum(x, axis=0, exclusive=true)", nm});
+  add({"cumsum_f16", {P("x", {"n"}, "float16", {0, 1})}, "R.cumsum(x, axis=0)", n, 2e-3, 1e-3});
+  add({"sort", {P("x", {"n", "m"})}, "R.sort(x)", nm});
+  add({"sort_descending_axis0", {P("x", {"n", "m"})}, "R.sort(x, axis=0, descending=true)", nm});
+  add({"argsort_ties", {P("x", {"n", "m"}, "int32", {-3, 3})}, "R.argsort(x, axis=1)", nm});
+  add({"argsort_descending", {P("x", {"n", "m"})}, "R.argsort(x, axis=0, descending=true, dtype=int32)", nm});
+  add({"topk", {P("x", {"n", "m"})}, "R.topk(x, k=1, axis=0)", nm});
+  add({"topk_smallest_ties", {P("x", {"n", "m"}, "int64", {-2, 2})}, "R.topk(x, k=1, largest=false)", nm});
+  add({"topk_k3", {P("x", {"m", "n"})}, "R.topk(x, k=3)",
+       {{{"n", 3}, {"m", 1}}, {{"n", 7}, {"m", 13}}, {{"n", 1031}, {"m", 3}}}});
+
+  // ---------------------------------------------------------------- einsum
+  add({"einsum_batch_matmul", {P("a", {"2", "n", "k"}), P("b", {"2", "k", "m"})},
+       "R.einsum((a, b), subscripts=\"bij, bjk -> bik\")", nkm, 1e-4, 1e-4});
+  add({"einsum_batch_diagonal", {P("a", {"n", "5", "5"})}, "R.einsum((a,), subscripts=\"...ii ->...i\")", n});
+  add({"einsum_inner_prod", {P("a", {"n"}), P("b", {"n"})}, "R.einsum((a, b), subscripts=\"i,i\")", n, 1e-4, 1e-4});
+  add({"einsum_sum", {P("a", {"n", "m"})}, "R.einsum((a,), subscripts=\"ij->i\")", nm, 1e-4, 1e-4});
+  add({"einsum_transpose", {P("a", {"n", "m"})}, "R.einsum((a,), subscripts=\"ij->ji\")", nm});
+  add({"einsum_broadcast_implicit", {P("a", {"n", "1", "3"}), P("b", {"m", "3", "2"}), P("c", {"2"})},
+       "R.einsum((a, b, c), subscripts=\"...j,...jk,k\")", nm, 1e-4, 1e-4});
+  // ---------------------------------------------------------------- shapes from data
+  // begin/end drawn past both ends (ONNX clamps them); strides never 0.
+  add({"dynamic_strided_slice",
+       {P("x", {"n", "m"}), P("b", {"2"}, "int64", {-40, 40}), P("e", {"2"}, "int64", {-40, 40}),
+        P("s", {"2"}, "int64", {1, 4})},
+       "R.dynamic_strided_slice(x, b, e, s)", nm});
+  Case dss_neg{"dynamic_strided_slice_negative_strides",
+               {P("x", {"n", "3", "m"}), P("b", {"2"}, "int64", {-1100, 1100}), P("e", {"2"}, "int64", {-1100, 1100}),
+                P("s", {"2"}, "int64", {1, 3})},
+               "R.dynamic_strided_slice(x, b, e, r_s, axes=[2, 0])", nm};
+  dss_neg.prelude = "    r_s = R.negative(s)\n";
+  add(dss_neg);
+  add({"einsum_f16", {P("a", {"n", "k"}, "float16", {19, 21}), P("b", {"k"}, "float16", {0.5, 1.5})},
+       "R.einsum((a, b), subscripts=\"ij,j->i\")", {{{"n", 3}, {"k", 1031}}, {{"n", 7}, {"k", 13}}}, 1e-3, 0});
+
   // ---------------------------------------------------------------- creation
   add({"full_prim", {P("x", {"n"})}, "R.full(R.shape([n, 3]), R.prim(2.5), dtype=float32)", n});
   add({"full_tensor", {P("x", {"n"}), P("v", {}, "float32")}, "R.full(R.shape([n, 2]), v)", n});
@@ -413,10 +500,10 @@ inline std::vector<Case> AllCases() {
   return cases;
 }
 
-// Operators that read no float tensor data, so have no NaN/inf case (dequantize reads bytes:
+// Operators that read no float tensor data, so have no NaN/inf case (one_hot reads indices only; dequantize reads bytes:
 // its random scales include NaN and infinities).
 inline bool ReadsNoFloatData(const std::string& op) {
-  return op == "zeros" || op == "ones" || op == "arange" || op == "dequantize";
+  return op == "zeros" || op == "ones" || op == "arange" || op == "dequantize" || op == "one_hot";
 }
 
 // The operators a case calls, found in its parsed module (empty when it does not parse).

@@ -123,6 +123,11 @@ Kernel FindKernel(std::string_view op) {
     AddResizeKernels(*t);
     AddQuantizeKernels(*t);
     AddPositionalKernels(*t);
+    AddIndexingKernels(*t);
+    AddRearrangeKernels(*t);
+    AddSortKernels(*t);
+    AddEinsumKernels(*t);
+    AddDynamicShapeKernels(*t);
     return t;
   }();
   auto it = table->find(op);

@@ -68,6 +68,11 @@ void AddNormalizationKernels(KernelTable& table);
 void AddResizeKernels(KernelTable& table);
 void AddQuantizeKernels(KernelTable& table);
 void AddPositionalKernels(KernelTable& table);
+void AddIndexingKernels(KernelTable& table);
+void AddRearrangeKernels(KernelTable& table);
+void AddSortKernels(KernelTable& table);
+void AddEinsumKernels(KernelTable& table);
+void AddDynamicShapeKernels(KernelTable& table);
 
 // nullptr when the operator has no kernel.
 Kernel FindKernel(std::string_view op);

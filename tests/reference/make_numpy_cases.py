@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 
+import numpy_cases_data
+
 rng = np.random.default_rng(20261122)
 cases = []
 
@@ -125,6 +127,8 @@ with np.errstate(invalid="ignore", over="ignore"):
     w[1, 0, 0, 0] = inf
     x[0, 1, 2, 2] = nan
     case("R.conv2d(a, b, padding=[1])", [x, w], conv2d(x, w, (1, 1), (1, 1, 1, 1), (1, 1), 1))
+
+numpy_cases_data.add_cases(case)
 
 
 # Reductions and channel normalizations for the ONNX operators, drawn from their own

@@ -1,0 +1,36 @@
+// Helpers shared by the converter families.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "frontends/onnx/node_context.h"
+#include "frontends/onnx/value.h"
+#include "relax/expr.h"
+
+namespace kiln::frontends::onnx {
+
+// One output.
+inline std::vector<Value> Outputs(relax::Expr e) { return {Value::Of(std::move(e))}; }
+
+// `axis` in [-ndim, ndim) made non-negative; an error naming the node otherwise.
+absl::StatusOr<int64_t> NormalizeAxis(const NodeContext& context, int64_t axis, int64_t ndim);
+absl::StatusOr<std::vector<int64_t>> NormalizeAxes(const NodeContext& context, std::vector<int64_t> axes, int64_t ndim);
+
+// A 0-d constant of `dtype` holding `value` (rounded/truncated as a cast would).
+relax::Expr ScalarConstant(double value, tir::DataType dtype);
+// Host data of `dtype` and `shape` from doubles (integers truncated, bools != 0).
+relax::ConstantData DataFromDoubles(const std::vector<double>& values, tir::DataType dtype,
+                                    std::vector<int64_t> shape);
+
+// `x` reshaped to `shape` (symbolic dims allowed).
+absl::StatusOr<relax::Expr> Reshape(NodeContext& context, relax::Expr x, std::vector<PrimExpr> shape);
+
+// The product of dims [begin, end).
+PrimExpr Product(const std::vector<PrimExpr>& dims, size_t begin, size_t end);
+
+// Simplified with a fresh analyzer (shape arithmetic at import time).
+PrimExpr Simplify(const PrimExpr& e);
+
+}  // namespace kiln::frontends::onnx

@@ -1,0 +1,12 @@
+#include "frontends/onnx/converters/converters.h"
+
+namespace kiln::frontends::onnx {
+
+void RegisterAllConverters(ConverterRegistry& registry) {
+  RegisterElementwiseConverters(registry);
+  RegisterTensorConverters(registry);
+  RegisterReduceConverters(registry);
+  RegisterNnConverters(registry);
+}
+
+}  // namespace kiln::frontends::onnx

@@ -1,0 +1,22 @@
+// Every family of ONNX converters (converter_registry.h). One file per family; a new family
+// adds its Register function here and to RegisterAllConverters (converters.cc).
+#pragma once
+
+namespace kiln::frontends::onnx {
+
+class ConverterRegistry;
+
+// Add Sub Mul Div Pow Max Min Sum Mean, comparisons, Where, unary math and activations that
+// map to Kiln operators or decompose into them (Relu, Sigmoid, LeakyRelu, Elu, Selu, ...).
+void RegisterElementwiseConverters(ConverterRegistry& registry);
+// Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, Concat, Split, Slice, Gather,
+// Transpose, Expand, Identity, Cast, CastLike, Constant, ConstantOfShape, Range, Dropout.
+void RegisterTensorConverters(ConverterRegistry& registry);
+// ReduceSum/Mean/Max/Min/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax, ArgMin.
+void RegisterReduceConverters(ConverterRegistry& registry);
+// MatMul, Gemm, Conv (2-D), MaxPool (2-D), Softmax, LayerNormalization.
+void RegisterNnConverters(ConverterRegistry& registry);
+
+void RegisterAllConverters(ConverterRegistry& registry);
+
+}  // namespace kiln::frontends::onnx

@@ -1,0 +1,223 @@
+// Elementwise ONNX operators: arithmetic, comparisons, Where, unary math, and activations
+// that decompose into Kiln's elementwise operators.
+//
+// Integer arithmetic on shape values (value.h) is done at import time on their symbolic
+// elements, so `Shape(x)[0] * 2` stays a symbolic shape; everything else is emitted.
+// NaN: Max/Min propagate NaN (Kiln's maximum/minimum do, as ONNX Runtime does); the
+// where-based activations keep a NaN input NaN (the comparison is false, x passes through).
+#include <functional>
+
+#include "frontends/onnx/converter_registry.h"
+#include "frontends/onnx/converters/common.h"
+#include "frontends/onnx/converters/converters.h"
+#include "support/status_macros.h"
+#include "tir/analyzer.h"
+
+namespace kiln::frontends::onnx {
+namespace {
+
+using relax::Expr;
+using tir::DataType;
+
+// Elementwise arithmetic on known integer elements (a scalar broadcasts), or nullopt when
+// either side is not a shape value.
+std::optional<Value> FoldElements(NodeContext& c, const std::function<PrimExpr(PrimExpr, PrimExpr)>& fn) {
+  if (!c.InputElementsKnown(0) || !c.InputElementsKnown(1)) return std::nullopt;
+  absl::StatusOr<std::vector<PrimExpr>> a = c.InputElements(0), b = c.InputElements(1);
+  absl::StatusOr<DataType> dtype = c.InputDType(0);
+  if (!a.ok() || !b.ok() || !dtype.ok() || !dtype->is_integer()) return std::nullopt;
+  const Value* va = c.InputValue(0);
+  const Value* vb = c.InputValue(1);
+  const int rank_a = va->elements ? va->elements_rank : static_cast<int>(va->data->shape.size());
+  const int rank_b = vb->elements ? vb->elements_rank : static_cast<int>(vb->data->shape.size());
+  if (a->size() != b->size() && a->size() != 1 && b->size() != 1) return std::nullopt;
+  const size_t n = std::max(a->size(), b->size());
+  std::vector<PrimExpr> out;
+  tir::Analyzer analyzer;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(analyzer.Simplify(fn((*a)[a->size() == 1 ? 0 : i], (*b)[b->size() == 1 ? 0 : i])));
+  }
+  return Value::OfElements(std::move(out), *dtype, std::max(rank_a, rank_b));
+}
+
+// Binary op `kiln_op`; `fold` (may be empty) folds shape values.
+ConverterFn Binary(std::string kiln_op, std::function<PrimExpr(PrimExpr, PrimExpr)> fold = nullptr) {
+  return [kiln_op, fold](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
+    if (fold) {
+      if (std::optional<Value> folded = FoldElements(c, fold)) return std::vector<Value>{*folded};
+    }
+    KILN_ASSIGN_OR_RETURN(Expr a, c.Input(0));
+    KILN_ASSIGN_OR_RETURN(Expr b, c.Input(1));
+    if (c.opset() < 7 && c.AttrInt("broadcast", 0) != 0 && c.HasAttr("axis")) {
+      return c.Unsupported("legacy broadcasting with an axis attribute (opset < 7) is not supported");
+    }
+    KILN_ASSIGN_OR_RETURN(Expr out, c.Call(kiln_op, {a, b}));
+    return Outputs(out);
+  };
+}
+
+ConverterFn Unary(std::string kiln_op) {
+  return [kiln_op](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
+    KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+    KILN_ASSIGN_OR_RETURN(Expr out, c.Call(kiln_op, {x}));
+    return Outputs(out);
+  };
+}
+
+// Sum, Mean, Max, Min over any number of inputs (numpy broadcasting between them).
+ConverterFn Variadic(std::string kiln_op, bool mean) {
+  return [kiln_op, mean](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
+    if (c.num_inputs() == 0) return c.Error("needs at least one input");
+    KILN_ASSIGN_OR_RETURN(Expr acc, c.Input(0));
+    for (int i = 1; i < c.num_inputs(); ++i) {
+      KILN_ASSIGN_OR_RETURN(Expr x, c.Input(i));
+      KILN_ASSIGN_OR_RETURN(acc, c.Call(kiln_op, {acc, x}));
+    }
+    if (mean && c.num_inputs() > 1) {
+      KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+      KILN_ASSIGN_OR_RETURN(acc, c.Call("divide", {acc, ScalarConstant(c.num_inputs(), dtype)}));
+    } else if (c.num_inputs() == 1) {
+      // One input: the result is that input; bind it so the output has its own variable.
+      return std::vector<Value>{*c.InputValue(0)};
+    }
+    return Outputs(acc);
+  };
+}
+
+// x's dtype, required floating point for the decomposed activations.
+absl::StatusOr<DataType> FloatDType(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  if (!dtype.is_floating()) return c.Error("needs a floating-point input, got ", dtype.ToString());
+  return dtype;
+}
+
+// An activation written as a function of (context, x, dtype) -> result.
+ConverterFn Activation(std::function<absl::StatusOr<Expr>(NodeContext&, Expr, DataType)> body) {
+  return [body](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
+    KILN_ASSIGN_OR_RETURN(DataType dtype, FloatDType(c));
+    KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+    KILN_ASSIGN_OR_RETURN(Expr out, body(c, x, dtype));
+    return Outputs(out);
+  };
+}
+
+absl::StatusOr<std::vector<Value>> ConvertWhere(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(Expr cond, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(1));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Input(2));
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("where", {cond, x, y}));
+  return Outputs(out);
+}
+
+absl::StatusOr<std::vector<Value>> ConvertPow(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Input(1));
+  KILN_ASSIGN_OR_RETURN(DataType xt, c.InputDType(0));
+  KILN_ASSIGN_OR_RETURN(DataType yt, c.InputDType(1));
+  // Since opset 12 the exponent may have another type; the result has the base's.
+  if (xt != yt) {
+    KILN_ASSIGN_OR_RETURN(y, c.Call("astype", {y}, {{"dtype", xt}}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("power", {x, y}));
+  return Outputs(out);
+}
+
+absl::StatusOr<std::vector<Value>> ConvertPRelu(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr slope, c.Input(1));
+  KILN_ASSIGN_OR_RETURN(Expr negative, c.Call("less", {x, ScalarConstant(0, dtype)}));
+  KILN_ASSIGN_OR_RETURN(Expr scaled, c.Call("multiply", {x, slope}));
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("where", {negative, scaled, x}));
+  return Outputs(out);
+}
+
+}  // namespace
+
+void RegisterElementwiseConverters(ConverterRegistry& r) {
+  r.Register("Add", Binary("add", [](PrimExpr a, PrimExpr b) { return a + b; }));
+  r.Register("Sub", Binary("subtract", [](PrimExpr a, PrimExpr b) { return a - b; }));
+  r.Register("Mul", Binary("multiply", [](PrimExpr a, PrimExpr b) { return a * b; }));
+  // Shape values are non-negative, where truncating and floor division agree.
+  r.Register("Div", Binary("divide", [](PrimExpr a, PrimExpr b) { return tir::FloorDiv(a, b); }));
+  r.Register("Pow", ConvertPow);
+  r.Register("Equal", Binary("equal"));
+  r.Register("Less", Binary("less"));
+  r.Register("Greater", Binary("greater"));
+  r.Register("LessOrEqual", Binary("less_equal"), 12);
+  r.Register("GreaterOrEqual", Binary("greater_equal"), 12);
+  r.Register("Where", ConvertWhere, 9);
+  r.Register("Sum", Variadic("add", false));
+  r.Register("Mean", Variadic("add", true));
+  r.Register("Max", Variadic("maximum", false));
+  r.Register("Min", Variadic("minimum", false));
+
+  r.Register("Relu", Unary("relu"));
+  r.Register("Neg", Unary("negative"));
+  r.Register("Exp", Unary("exp"));
+  r.Register("Log", Unary("log"));
+  r.Register("Sqrt", Unary("sqrt"));
+  r.Register("Tanh", Unary("tanh"));
+  r.Register("Sigmoid", Unary("sigmoid"));
+  r.Register("PRelu", ConvertPRelu);
+
+  r.Register("Reciprocal", Activation([](NodeContext& c, Expr x, DataType t) {
+               return c.Call("divide", {ScalarConstant(1, t), x});
+             }));
+  // log(exp(x) + 1), as ONNX's reference computes it.
+  r.Register("Softplus", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
+               KILN_ASSIGN_OR_RETURN(Expr e, c.Call("exp", {x}));
+               KILN_ASSIGN_OR_RETURN(Expr e1, c.Call("add", {e, ScalarConstant(1, t)}));
+               return c.Call("log", {e1});
+             }));
+  // x / (1 + |x|), |x| as max(x, -x).
+  r.Register("Softsign", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
+               KILN_ASSIGN_OR_RETURN(Expr neg, c.Call("negative", {x}));
+               KILN_ASSIGN_OR_RETURN(Expr abs, c.Call("maximum", {x, neg}));
+               KILN_ASSIGN_OR_RETURN(Expr den, c.Call("add", {abs, ScalarConstant(1, t)}));
+               return c.Call("divide", {x, den});
+             }));
+  r.Register("LeakyRelu", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
+               KILN_ASSIGN_OR_RETURN(Expr negative, c.Call("less", {x, ScalarConstant(0, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr scaled, c.Call("multiply", {x, ScalarConstant(c.AttrFloat("alpha", 0.01), t)}));
+               return c.Call("where", {negative, scaled, x});
+             }));
+  r.Register("Elu", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
+               KILN_ASSIGN_OR_RETURN(Expr negative, c.Call("less", {x, ScalarConstant(0, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr e, c.Call("exp", {x}));
+               KILN_ASSIGN_OR_RETURN(Expr em1, c.Call("subtract", {e, ScalarConstant(1, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr scaled, c.Call("multiply", {em1, ScalarConstant(c.AttrFloat("alpha", 1.0), t)}));
+               return c.Call("where", {negative, scaled, x});
+             }));
+  r.Register("Selu", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
+               const double alpha = c.AttrFloat("alpha", 1.67326319217681884765625);
+               const double gamma = c.AttrFloat("gamma", 1.05070102214813232421875);
+               KILN_ASSIGN_OR_RETURN(Expr positive, c.Call("greater", {x, ScalarConstant(0, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr e, c.Call("exp", {x}));
+               KILN_ASSIGN_OR_RETURN(Expr ae, c.Call("multiply", {e, ScalarConstant(alpha, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr neg, c.Call("subtract", {ae, ScalarConstant(alpha, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr picked, c.Call("where", {positive, x, neg}));
+               return c.Call("multiply", {picked, ScalarConstant(gamma, t)});
+             }));
+  r.Register("ThresholdedRelu", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
+               KILN_ASSIGN_OR_RETURN(Expr above, c.Call("greater", {x, ScalarConstant(c.AttrFloat("alpha", 1.0), t)}));
+               return c.Call("where", {above, x, ScalarConstant(0, t)});
+             }), 10);
+  // max(0, min(1, alpha * x + beta)).
+  r.Register("HardSigmoid", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
+               KILN_ASSIGN_OR_RETURN(Expr ax, c.Call("multiply", {x, ScalarConstant(c.AttrFloat("alpha", 0.2), t)}));
+               KILN_ASSIGN_OR_RETURN(Expr axb, c.Call("add", {ax, ScalarConstant(c.AttrFloat("beta", 0.5), t)}));
+               KILN_ASSIGN_OR_RETURN(Expr lo, c.Call("minimum", {axb, ScalarConstant(1, t)}));
+               return c.Call("maximum", {lo, ScalarConstant(0, t)});
+             }));
+  // x * max(0, min(1, x / 6 + 1 / 2)).
+  r.Register("HardSwish", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
+               KILN_ASSIGN_OR_RETURN(Expr ax, c.Call("multiply", {x, ScalarConstant(1.0 / 6.0, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr axb, c.Call("add", {ax, ScalarConstant(0.5, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr lo, c.Call("minimum", {axb, ScalarConstant(1, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr hs, c.Call("maximum", {lo, ScalarConstant(0, t)}));
+               return c.Call("multiply", {x, hs});
+             }), 14);
+}
+
+}  // namespace kiln::frontends::onnx

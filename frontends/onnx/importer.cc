@@ -1,0 +1,258 @@
+#include "frontends/onnx/importer.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "frontends/onnx/converter_registry.h"
+#include "frontends/onnx/graph_order.h"
+#include "frontends/onnx/model_loader.h"
+#include "frontends/onnx/tensor_proto.h"
+#include "relax/block_builder.h"
+#include "support/status_macros.h"
+
+namespace kiln::frontends::onnx {
+namespace {
+
+using relax::Expr;
+using tir::DataType;
+
+// Dims above this are refused: no real tensor has them, and products of a few would
+// overflow int64 in shape arithmetic.
+constexpr int64_t kMaxDim = int64_t{1} << 40;
+
+// A symbolic variable name the text format can spell: [A-Za-z_][A-Za-z0-9_]*.
+std::string Identifier(const std::string& text) {
+  std::string out;
+  for (char c : text) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "d_" + out;
+  return out;
+}
+
+class GraphImporter {
+ public:
+  GraphImporter(const LoadedModel& model, const ImportOptions& options) : model_(model), options_(options) {}
+
+  absl::StatusOr<ImportResult> Run() {
+    const ::onnx::GraphProto& graph = model_.proto.graph();
+    const int64_t opset = model_.opset;
+    ImportResult result;
+    result.opset = opset;
+    if (graph.sparse_initializer_size() > 0) {
+      return absl::UnimplementedError("sparse initializers are not supported");
+    }
+    std::unordered_set<std::string> available;
+    for (const ::onnx::TensorProto& init : graph.initializer()) {
+      absl::StatusOr<relax::ConstantData> data = TensorFromProto(init, model_.base_dir);
+      if (!data.ok()) {
+        return absl::Status(data.status().code(), absl::StrCat("initializer: ", data.status().message()));
+      }
+      values_[init.name()] = Value::OfData(*std::move(data));
+      available.insert(init.name());
+    }
+    std::vector<relax::Var> params;
+    for (const ::onnx::ValueInfoProto& input : graph.input()) {
+      if (available.count(input.name()) > 0) continue;  // an initializer's default: a constant
+      available.insert(input.name());
+      auto bound = options_.bind.find(input.name());
+      if (bound != options_.bind.end()) {
+        values_[input.name()] = Value::OfData(bound->second);
+        continue;
+      }
+      KILN_ASSIGN_OR_RETURN(relax::StructInfo sinfo, InputStructInfo(input));
+      relax::Var var(input.name(), sinfo);
+      params.push_back(var);
+      values_[input.name()] = Value::Of(var);
+      graph_inputs_.insert(input.name());
+      result.parameters.push_back(input.name());
+    }
+    for (const auto& [name, data] : options_.bind) {
+      bool is_input = false;
+      for (const auto& input : graph.input()) is_input |= input.name() == name;
+      if (!is_input) return absl::InvalidArgumentError(absl::StrCat("bind: the graph has no input '", name, "'"));
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(graph, available, opset));
+
+    relax::BlockBuilder builder;
+    KILN_RETURN_IF_ERROR(builder.BeginFunction(params));
+    builder.BeginDataflowBlock();
+    for (int index : order) {
+      KILN_RETURN_IF_ERROR(ConvertNode(graph.node(index), builder, &result));
+    }
+    std::vector<Expr> outputs;
+    for (const ::onnx::ValueInfoProto& output : graph.output()) {
+      auto it = values_.find(output.name());
+      if (it == values_.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph output '", output.name(), "' is not produced by any node, input or initializer"));
+      }
+      KILN_ASSIGN_OR_RETURN(Expr e, Materialize(output.name(), it->second, builder));
+      KILN_RETURN_IF_ERROR(CheckOutputType(output, e));
+      outputs.push_back(e);
+      result.outputs.push_back(output.name());
+    }
+    if (outputs.empty()) return absl::InvalidArgumentError("the graph has no outputs");
+    Expr body = outputs.size() == 1 ? outputs[0] : relax::Tuple(outputs);
+    absl::StatusOr<relax::Var> out = builder.EmitOutput(body, outputs.size() == 1 ? result.outputs[0] : "outputs");
+    if (!out.ok()) return out.status();
+    relax::BindingBlock block = builder.EndBlock();
+    KILN_ASSIGN_OR_RETURN(Expr function, builder.EndFunction({block}, *out));
+    KILN_RETURN_IF_ERROR(result.module.Add(options_.function_name, function));
+    return result;
+  }
+
+ private:
+  absl::StatusOr<relax::StructInfo> InputStructInfo(const ::onnx::ValueInfoProto& input) {
+    const std::string label = absl::StrCat("graph input '", input.name(), "'");
+    if (!input.has_type() || !input.type().has_tensor_type()) {
+      return absl::UnimplementedError(absl::StrCat(label, ": only tensor inputs are supported (not sequences, maps "
+                                                          "or optionals)"));
+    }
+    const auto& tensor_type = input.type().tensor_type();
+    absl::StatusOr<DataType> dtype = DataTypeFromOnnx(tensor_type.elem_type());
+    if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat(label, ": ", dtype.status().message()));
+    if (!tensor_type.has_shape()) return relax::TensorSInfoOfNdim(relax::kUnknownNdim, *dtype);
+    std::vector<PrimExpr> shape;
+    for (int k = 0; k < tensor_type.shape().dim_size(); ++k) {
+      const auto& dim = tensor_type.shape().dim(k);
+      if (dim.has_dim_value()) {
+        if (dim.dim_value() < 0 || dim.dim_value() > kMaxDim) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(label, ": dim ", k, " is ", dim.dim_value(), " (must be in [0, 2^40])"));
+        }
+        shape.push_back(PrimExpr(dim.dim_value()));
+      } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+        auto [it, added] = symbols_.try_emplace(dim.dim_param());
+        if (added) it->second = tir::Var::Shape(UniqueSymbol(Identifier(dim.dim_param())), kMaxDim);
+        shape.push_back(it->second);
+      } else {
+        shape.push_back(tir::Var::Shape(UniqueSymbol(Identifier(absl::StrCat(input.name(), "_dim", k))), kMaxDim));
+      }
+    }
+    return relax::TensorSInfo(shape, *dtype);
+  }
+
+  std::string UniqueSymbol(const std::string& base) {
+    std::string name = base;
+    for (int i = 1; !symbol_names_.insert(name).second; ++i) name = absl::StrCat(base, "_", i);
+    return name;
+  }
+
+  absl::Status CheckOutputType(const ::onnx::ValueInfoProto& output, const Expr& e) {
+    if (!output.has_type() || !output.type().has_tensor_type() || output.type().tensor_type().elem_type() == 0) {
+      return absl::OkStatus();
+    }
+    absl::StatusOr<DataType> declared = DataTypeFromOnnx(output.type().tensor_type().elem_type());
+    if (!declared.ok()) {
+      return absl::UnimplementedError(absl::StrCat("graph output '", output.name(), "': ", declared.status().message()));
+    }
+    const auto* t = e.struct_info().as<relax::TensorStructInfoNode>();
+    if (t != nullptr && t->dtype && *t->dtype != *declared) {
+      return absl::InternalError(absl::StrCat("graph output '", output.name(), "' is declared ",
+                                              declared->ToString(), " but the import computes ",
+                                              t->dtype->ToString()));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Expr> Materialize(const std::string& name, Value& value, relax::BlockBuilder& builder) {
+    if (value.expr.defined()) return value.expr;
+    ::onnx::NodeProto identity;
+    identity.set_op_type("Identity");
+    identity.add_output(name);
+    NodeContext context(identity, model_.opset, absl::StrCat("value '", name, "'"), builder, {&value},
+                        [](const std::string&) { return false; }, nullptr, model_.base_dir);
+    return context.Input(0);
+  }
+
+  absl::Status ConvertNode(const ::onnx::NodeProto& node, relax::BlockBuilder& builder, ImportResult* result) {
+    const int64_t opset = model_.opset;
+    const std::string label = NodeLabel(node, opset);
+    if (!node.domain().empty() && node.domain() != "ai.onnx") {
+      return absl::UnimplementedError(absl::StrCat(label, ": operator ", node.op_type(), " of domain '",
+                                                   node.domain(), "' is not supported"));
+    }
+    const ConverterInfo* converter = ConverterRegistry::Global().Find(node.op_type(), opset);
+    if (converter == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(label, ": operator ", node.op_type(), " is not supported"));
+    }
+    std::vector<Value*> inputs;
+    for (const std::string& name : node.input()) {
+      inputs.push_back(name.empty() ? nullptr : &values_.at(name));
+    }
+    BindLookup lookup = [this, result](const std::string& name) -> std::optional<relax::ConstantData> {
+      if (!options_.bind_lookup) return std::nullopt;
+      std::optional<relax::ConstantData> data = options_.bind_lookup(name);
+      if (data) result->looked_up.push_back(name);
+      return data;
+    };
+    NodeContext context(node, opset, label, builder, std::move(inputs),
+                        [this](const std::string& name) { return graph_inputs_.count(name) > 0; }, lookup,
+                        model_.base_dir);
+    absl::StatusOr<std::vector<Value>> outputs = converter->convert(context);
+    if (!outputs.ok()) {
+      if (absl::StartsWith(outputs.status().message(), label)) return outputs.status();
+      return context.Annotate(outputs.status());
+    }
+    for (int k = 0; k < node.output_size(); ++k) {
+      if (node.output(k).empty()) continue;
+      if (k >= static_cast<int>(outputs->size())) {
+        return absl::UnimplementedError(
+            absl::StrCat(label, ": output ", k, " ('", node.output(k), "') is not supported"));
+      }
+      values_[node.output(k)] = std::move((*outputs)[k]);
+    }
+    return absl::OkStatus();
+  }
+
+  const LoadedModel& model_;
+  const ImportOptions& options_;
+  // Node-based: NodeContext holds pointers to values while later ones are added.
+  std::unordered_map<std::string, Value> values_;
+  std::unordered_set<std::string> graph_inputs_;
+  std::unordered_map<std::string, tir::Var> symbols_;
+  std::unordered_set<std::string> symbol_names_;
+};
+
+}  // namespace
+
+absl::StatusOr<ImportResult> ImportOnnxFile(const std::string& path, const ImportOptions& options) {
+  LoadOptions load;
+  load.check = options.check;
+  KILN_ASSIGN_OR_RETURN(LoadedModel model, LoadModelFile(path, load));
+  return GraphImporter(model, options).Run();
+}
+
+absl::StatusOr<ImportResult> ImportOnnxBytes(const std::string& bytes, const std::string& base_dir,
+                                             const ImportOptions& options) {
+  LoadOptions load;
+  load.check = options.check;
+  KILN_ASSIGN_OR_RETURN(LoadedModel model, LoadModelBytes(bytes, base_dir, load));
+  return GraphImporter(model, options).Run();
+}
+
+absl::StatusOr<std::vector<std::string>> OnnxGraphInputNames(const std::string& path) {
+  LoadOptions load;
+  load.check = false;
+  KILN_ASSIGN_OR_RETURN(LoadedModel model, LoadModelFile(path, load));
+  std::unordered_set<std::string> initializers;
+  for (const auto& init : model.proto.graph().initializer()) initializers.insert(init.name());
+  std::vector<std::string> names;
+  for (const auto& input : model.proto.graph().input()) {
+    if (initializers.count(input.name()) == 0) names.push_back(input.name());
+  }
+  return names;
+}
+
+std::vector<std::string> SupportedOperators(int64_t opset) {
+  std::vector<std::string> out;
+  for (const ConverterInfo& info : ConverterRegistry::Global().converters()) {
+    if (info.min_opset <= opset && opset <= info.max_opset && (out.empty() || out.back() != info.op_type)) {
+      out.push_back(info.op_type);
+    }
+  }
+  return out;
+}
+
+}  // namespace kiln::frontends::onnx

@@ -1,0 +1,262 @@
+#include "frontends/onnx/tensor_proto.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "frontends/onnx/tensor_file.h"
+#include "support/file_io.h"
+#include "support/status_macros.h"
+
+namespace kiln::frontends::onnx {
+namespace {
+
+using tir::DataType;
+using TP = ::onnx::TensorProto;
+
+std::string TensorLabel(const TP& tensor) {
+  return tensor.name().empty() ? std::string("tensor") : absl::StrCat("tensor '", tensor.name(), "'");
+}
+
+// Copies `count` values of the typed field into `out` as `dtype` elements.
+template <typename Field, typename Convert>
+void CopyTyped(const Field& field, int64_t count, uint8_t* out, int elem_bytes, Convert convert) {
+  for (int64_t i = 0; i < count; ++i) convert(field.Get(static_cast<int>(i)), out + i * elem_bytes);
+}
+
+template <typename T>
+void Store(T value, uint8_t* out) {
+  std::memcpy(out, &value, sizeof(T));
+}
+
+// Reads external data: `location` relative to base_dir, never leaving it.
+absl::StatusOr<std::string> ReadExternal(const TP& tensor, const std::string& base_dir, int64_t want_bytes) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& entry : tensor.external_data()) {
+    auto number = [&](int64_t* out) -> absl::Status {
+      try {
+        size_t used = 0;
+        long long v = std::stoll(entry.value(), &used);
+        if (used != entry.value().size() || v < 0) throw std::invalid_argument("");
+        *out = v;
+      } catch (...) {
+        return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": external data ", entry.key(), " '",
+                                                       entry.value(), "' is not a non-negative integer"));
+      }
+      return absl::OkStatus();
+    };
+    if (entry.key() == "location") {
+      location = entry.value();
+    } else if (entry.key() == "offset") {
+      KILN_RETURN_IF_ERROR(number(&offset));
+    } else if (entry.key() == "length") {
+      KILN_RETURN_IF_ERROR(number(&length));
+    }
+  }
+  if (location.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": external data without a location"));
+  }
+  if (base_dir.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(TensorLabel(tensor), ": external data '", location, "' but the model was not read from a file"));
+  }
+  namespace fs = std::filesystem;
+  fs::path relative(location);
+  if (relative.is_absolute()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(TensorLabel(tensor), ": external data location '", location, "' must be relative to the model"));
+  }
+  std::error_code ec;
+  fs::path base = fs::weakly_canonical(fs::path(base_dir), ec);
+  fs::path full = fs::weakly_canonical(base / relative, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(TensorLabel(tensor), ": external data location '", location, "': ", ec.message()));
+  }
+  // The resolved path (symbolic links and '..' followed) must lie inside the model's folder.
+  auto [base_end, full_it] = std::mismatch(base.begin(), base.end(), full.begin(), full.end());
+  if (base_end != base.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": external data location '", location,
+                                                   "' points outside the model's folder ", base.string()));
+  }
+  std::ifstream in(full, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(
+        absl::StrCat(TensorLabel(tensor), ": cannot open external data file ", full.string()));
+  }
+  in.seekg(0, std::ios::end);
+  const int64_t size = static_cast<int64_t>(in.tellg());
+  if (length < 0) length = want_bytes;
+  if (length != want_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": external data length ", length,
+                                                   " does not match the ", want_bytes, " bytes its dims need"));
+  }
+  if (offset > size || length > size - offset) {
+    return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": external data [", offset, ", ",
+                                                   offset + length, ") lies outside ", full.string(), " (", size,
+                                                   " bytes)"));
+  }
+  std::string bytes(static_cast<size_t>(length), '\0');
+  in.seekg(offset);
+  in.read(bytes.data(), length);
+  if (!in) return absl::DataLossError(absl::StrCat(TensorLabel(tensor), ": reading ", full.string(), " failed"));
+  return bytes;
+}
+
+}  // namespace
+
+absl::StatusOr<DataType> DataTypeFromOnnx(int32_t onnx_type) {
+  switch (onnx_type) {
+    case TP::FLOAT: return DataType::Float(32);
+    case TP::DOUBLE: return DataType::Float(64);
+    case TP::FLOAT16: return DataType::Float(16);
+    case TP::BFLOAT16: return DataType::BFloat(16);
+    case TP::BOOL: return DataType::Bool();
+    case TP::INT8: return DataType::Int(8);
+    case TP::INT16: return DataType::Int(16);
+    case TP::INT32: return DataType::Int(32);
+    case TP::INT64: return DataType::Int(64);
+    case TP::UINT8: return DataType::UInt(8);
+    case TP::UINT16: return DataType::UInt(16);
+    case TP::UINT32: return DataType::UInt(32);
+    case TP::UINT64: return DataType::UInt(64);
+    default:
+      return absl::UnimplementedError(absl::StrCat("element type ", OnnxDataTypeName(onnx_type), " is not supported"));
+  }
+}
+
+int32_t OnnxDataTypeOf(DataType dtype) {
+  if (dtype.is_float()) return dtype.bits() == 32 ? TP::FLOAT : dtype.bits() == 64 ? TP::DOUBLE : dtype.bits() == 16 ? TP::FLOAT16 : 0;
+  if (dtype.is_bfloat()) return TP::BFLOAT16;
+  if (dtype.is_bool()) return TP::BOOL;
+  if (dtype.is_int()) {
+    switch (dtype.bits()) {
+      case 8: return TP::INT8;
+      case 16: return TP::INT16;
+      case 32: return TP::INT32;
+      case 64: return TP::INT64;
+    }
+  }
+  if (dtype.is_uint()) {
+    switch (dtype.bits()) {
+      case 8: return TP::UINT8;
+      case 16: return TP::UINT16;
+      case 32: return TP::UINT32;
+      case 64: return TP::UINT64;
+    }
+  }
+  return TP::UNDEFINED;
+}
+
+std::string OnnxDataTypeName(int32_t onnx_type) {
+  if (TP::DataType_IsValid(onnx_type)) return TP::DataType_Name(static_cast<TP::DataType>(onnx_type));
+  return absl::StrCat("<unknown ", onnx_type, ">");
+}
+
+absl::StatusOr<relax::ConstantData> TensorFromProto(const TP& tensor, const std::string& base_dir, int64_t max_bytes) {
+  absl::StatusOr<DataType> dtype = DataTypeFromOnnx(tensor.data_type());
+  if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat(TensorLabel(tensor), ": ", dtype.status().message()));
+  relax::ConstantData out;
+  out.dtype = *dtype;
+  int64_t count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": negative dim ", d));
+    if (d > 0 && count > max_bytes / d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(TensorLabel(tensor), ": dims too large (more than ", max_bytes, " bytes)"));
+    }
+    count *= d;
+    out.shape.push_back(d);
+  }
+  const int elem = dtype->bytes();
+  if (count > max_bytes / elem) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(TensorLabel(tensor), ": ", count, " elements take more than ", max_bytes, " bytes"));
+  }
+  const int64_t nbytes = count * elem;
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(nbytes));
+  auto mismatch = [&](const char* where, int64_t have) {
+    return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": ", where, " holds ", have,
+                                                   have == 1 ? " value" : " values", ", its dims need ",
+                                                   where == std::string("raw_data") ? nbytes : count));
+  };
+  if (tensor.data_location() == TP::EXTERNAL) {
+    KILN_ASSIGN_OR_RETURN(std::string raw, ReadExternal(tensor, base_dir, nbytes));
+    std::memcpy(bytes->data(), raw.data(), raw.size());
+  } else if (tensor.has_raw_data()) {
+    if (static_cast<int64_t>(tensor.raw_data().size()) != nbytes) {
+      return mismatch("raw_data", static_cast<int64_t>(tensor.raw_data().size()));
+    }
+    if (nbytes > 0) std::memcpy(bytes->data(), tensor.raw_data().data(), nbytes);
+  } else {
+    uint8_t* p = bytes->data();
+    switch (tensor.data_type()) {
+      case TP::FLOAT:
+        if (tensor.float_data_size() != count) return mismatch("float_data", tensor.float_data_size());
+        CopyTyped(tensor.float_data(), count, p, 4, [](float v, uint8_t* o) { Store(v, o); });
+        break;
+      case TP::DOUBLE:
+        if (tensor.double_data_size() != count) return mismatch("double_data", tensor.double_data_size());
+        CopyTyped(tensor.double_data(), count, p, 8, [](double v, uint8_t* o) { Store(v, o); });
+        break;
+      case TP::INT64:
+        if (tensor.int64_data_size() != count) return mismatch("int64_data", tensor.int64_data_size());
+        CopyTyped(tensor.int64_data(), count, p, 8, [](int64_t v, uint8_t* o) { Store(v, o); });
+        break;
+      case TP::UINT32:
+        if (tensor.uint64_data_size() != count) return mismatch("uint64_data", tensor.uint64_data_size());
+        CopyTyped(tensor.uint64_data(), count, p, 4, [](uint64_t v, uint8_t* o) { Store(static_cast<uint32_t>(v), o); });
+        break;
+      case TP::UINT64:
+        if (tensor.uint64_data_size() != count) return mismatch("uint64_data", tensor.uint64_data_size());
+        CopyTyped(tensor.uint64_data(), count, p, 8, [](uint64_t v, uint8_t* o) { Store(v, o); });
+        break;
+      case TP::INT32:
+      case TP::INT16:
+      case TP::INT8:
+      case TP::UINT16:
+      case TP::UINT8:
+      case TP::BOOL:
+      case TP::FLOAT16:
+      case TP::BFLOAT16: {
+        // int32_data carries every narrower type, one element per int32 (16-bit floats as
+        // their bit patterns); the low bytes are the element, little-endian.
+        if (tensor.int32_data_size() != count) return mismatch("int32_data", tensor.int32_data_size());
+        CopyTyped(tensor.int32_data(), count, p, elem, [elem](int32_t v, uint8_t* o) {
+          if (elem == 4) {
+            Store(v, o);
+          } else if (elem == 2) {
+            Store(static_cast<uint16_t>(v), o);
+          } else {
+            Store(static_cast<uint8_t>(v), o);
+          }
+        });
+        if (tensor.data_type() == TP::BOOL) {
+          for (int64_t i = 0; i < count; ++i) p[i] = p[i] != 0;
+        }
+        break;
+      }
+      default:
+        return absl::UnimplementedError(absl::StrCat(TensorLabel(tensor), ": element type ",
+                                                     OnnxDataTypeName(tensor.data_type()), " is not supported"));
+    }
+  }
+  out.bytes = std::move(bytes);
+  return out;
+}
+
+absl::StatusOr<NamedTensor> ReadTensorFile(const std::string& path) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, support::ReadFile(path));
+  TP proto;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) || !proto.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a serialized ONNX TensorProto"));
+  }
+  absl::StatusOr<relax::ConstantData> data = TensorFromProto(proto, "");
+  if (!data.ok()) return absl::Status(data.status().code(), absl::StrCat(path, ": ", data.status().message()));
+  return NamedTensor{proto.name(), *std::move(data)};
+}
+
+}  // namespace kiln::frontends::onnx

@@ -1,0 +1,65 @@
+// What the importer knows about one ONNX value (a graph input, an initializer or a node
+// output) while it walks the graph.
+//
+// Three kinds of knowledge, any of which may be present:
+//  - `expr`: the Relax expression that holds it at run time (a Var, or a Constant);
+//  - `data`: its contents, when known at import time (initializers, Constant nodes, bound
+//    graph inputs, folded shape computations);
+//  - `elements`: for an integer (or bool) tensor of rank 0 or 1, its elements as symbolic
+//    tir expressions — the *shape values* ONNX models compute with Shape -> Gather ->
+//    Concat -> Reshape. `Shape(x)` of a tensor of shape (b, n, 768) has elements [b, n, 768]
+//    without any data; a Reshape to them becomes a reshape to a symbolic shape.
+// A value with only `data` or `elements` gets its `expr` when a converter first needs it as a
+// tensor (NodeContext::Input materializes it).
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "relax/expr.h"
+#include "tir/expr.h"
+
+namespace kiln::frontends::onnx {
+
+using tir::PrimExpr;
+
+struct Value {
+  relax::Expr expr;
+  std::optional<relax::ConstantData> data;
+  std::optional<std::vector<PrimExpr>> elements;
+  int elements_rank = 1;                         // 0 (a scalar) or 1, when `elements` is set
+  tir::DataType elements_dtype = tir::DataType::Int64();
+
+  static Value Of(relax::Expr expr) {
+    Value v;
+    v.expr = std::move(expr);
+    return v;
+  }
+  static Value OfData(relax::ConstantData data) {
+    Value v;
+    v.data = std::move(data);
+    return v;
+  }
+  // A rank-0 (one element) or rank-1 integer tensor of known elements.
+  static Value OfElements(std::vector<PrimExpr> elements, tir::DataType dtype = tir::DataType::Int64(), int rank = 1) {
+    Value v;
+    v.elements = std::move(elements);
+    v.elements_dtype = dtype;
+    v.elements_rank = rank;
+    return v;
+  }
+};
+
+// The element values of small integer data of rank 0 or 1 (at most kMaxShapeValueElements),
+// else nullopt: what shape-value propagation works on.
+inline constexpr int64_t kMaxShapeValueElements = 64;
+std::optional<std::vector<PrimExpr>> ElementsOfData(const relax::ConstantData& data);
+// Whether every element is a constant; then `out` (may be null) receives them.
+bool AllConstant(const std::vector<PrimExpr>& elements, std::vector<int64_t>* out);
+// Host data holding integer `values` as `dtype` (an integer or bool type) and `shape`.
+relax::ConstantData IntData(const std::vector<int64_t>& values, tir::DataType dtype, std::vector<int64_t> shape);
+// Reads element i of integer/bool/float data as a double / as an int64 (floats truncated).
+double ElementAsDouble(const relax::ConstantData& data, int64_t i);
+int64_t ElementAsInt(const relax::ConstantData& data, int64_t i);
+
+}  // namespace kiln::frontends::onnx

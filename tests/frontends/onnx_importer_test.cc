@@ -1,0 +1,346 @@
+// The ONNX importer on models built here with the protobuf API: symbolic dims, shape-value
+// propagation, binding, and every class of bad model getting a clear status.
+#include <filesystem>
+#include <fstream>
+
+#include "frontends/onnx/importer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "onnx/onnx_pb.h"
+#include "relax/struct_info.h"
+#include "relax/text_parser.h"
+#include "relax/text_printer.h"
+
+namespace kiln::frontends::onnx {
+namespace {
+
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(int64_t opset = 17) {
+    model_.set_ir_version(8);
+    auto* import = model_.add_opset_import();
+    import->set_domain("");
+    import->set_version(opset);
+    model_.mutable_graph()->set_name("g");
+  }
+  // dims: a number is a dim_value, a name a dim_param, "?" an unknown dim.
+  ModelBuilder& Input(const std::string& name, int32_t elem_type, const std::vector<std::string>& dims) {
+    SetType(model_.mutable_graph()->add_input(), name, elem_type, dims);
+    return *this;
+  }
+  ModelBuilder& Output(const std::string& name, int32_t elem_type = ::onnx::TensorProto::FLOAT) {
+    auto* out = model_.mutable_graph()->add_output();
+    out->set_name(name);
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+    out->mutable_type()->mutable_tensor_type()->mutable_shape();  // the checker wants one; the importer infers output shapes itself
+    return *this;
+  }
+  ::onnx::NodeProto* Node(const std::string& op, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs, const std::string& name = "") {
+    auto* node = model_.mutable_graph()->add_node();
+    node->set_op_type(op);
+    node->set_name(name);
+    for (const auto& i : inputs) node->add_input(i);
+    for (const auto& o : outputs) node->add_output(o);
+    return node;
+  }
+  ::onnx::TensorProto* Initializer(const std::string& name, const std::vector<int64_t>& values,
+                                   const std::vector<int64_t>& dims) {
+    auto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(::onnx::TensorProto::INT64);
+    for (int64_t d : dims) t->add_dims(d);
+    for (int64_t v : values) t->add_int64_data(v);
+    return t;
+  }
+  std::string Bytes() const { return model_.SerializeAsString(); }
+  ::onnx::ModelProto& proto() { return model_; }
+
+ private:
+  static void SetType(::onnx::ValueInfoProto* info, const std::string& name, int32_t elem_type,
+                      const std::vector<std::string>& dims) {
+    info->set_name(name);
+    auto* tensor = info->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(elem_type);
+    auto* shape = tensor->mutable_shape();
+    for (const std::string& d : dims) {
+      auto* dim = shape->add_dim();
+      if (d == "?") continue;
+      if (std::isdigit(static_cast<unsigned char>(d[0])) || d[0] == '-') {
+        dim->set_dim_value(std::stoll(d));
+      } else {
+        dim->set_dim_param(d);
+      }
+    }
+  }
+  ::onnx::ModelProto model_;
+};
+
+constexpr int32_t kFloat = ::onnx::TensorProto::FLOAT;
+constexpr int32_t kInt64 = ::onnx::TensorProto::INT64;
+
+const relax::FunctionNode& Main(const ImportResult& r) {
+  const relax::IRModule::Entry* entry = r.module.Find("main");
+  EXPECT_NE(entry, nullptr);
+  return *entry->relax_function();
+}
+
+std::string ResultSInfo(const ImportResult& r) { return relax::ToString(Main(r).ret_struct_info); }
+
+TEST(OnnxImporter, DimParamsBecomeSharedSymbolicVariables) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {"batch", "seq", "8"}).Input("y", kFloat, {"batch", "?", "8"}).Output("z");
+  m.Node("Add", {"x", "y"}, {"z"});
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  const relax::FunctionNode& f = Main(*r);
+  ASSERT_EQ(f.params.size(), 2u);
+  EXPECT_EQ(relax::ToString(f.params[0].struct_info()), "Tensor((batch, seq, 8), float32)");
+  EXPECT_EQ(relax::ToString(f.params[1].struct_info()), "Tensor((batch, y_dim1, 8), float32)");
+  // One variable for "batch": both params hold the same tir::Var.
+  const auto* x = f.params[0].struct_info().as<relax::TensorStructInfoNode>();
+  const auto* y = f.params[1].struct_info().as<relax::TensorStructInfoNode>();
+  EXPECT_EQ((*x->shape)[0].get(), (*y->shape)[0].get());
+  EXPECT_EQ(r->parameters, (std::vector<std::string>{"x", "y"}));
+  // The printed module parses back.
+  std::string text = relax::PrintModule(r->module);
+  EXPECT_TRUE(relax::ParseModule(text).ok()) << text;
+}
+
+// Shape -> Gather -> Unsqueeze -> Concat -> Reshape: a reshape to a symbolic shape.
+TEST(OnnxImporter, ShapeValuesPropagateToReshape) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {"b", "n", "768"}).Output("y");
+  m.Initializer("i0", {0}, {});
+  m.Initializer("i1", {1}, {});
+  m.Initializer("heads", {12, 64}, {2});
+  m.Initializer("axes", {0}, {1});
+  m.Node("Shape", {"x"}, {"s"});
+  m.Node("Gather", {"s", "i0"}, {"b0"});
+  m.Node("Gather", {"s", "i1"}, {"n0"});
+  m.Node("Unsqueeze", {"b0", "axes"}, {"b1"});
+  m.Node("Unsqueeze", {"n0", "axes"}, {"n1"});
+  m.Node("Concat", {"b1", "n1", "heads"}, {"shape"})->add_attribute()->CopyFrom([] {
+    ::onnx::AttributeProto a;
+    a.set_name("axis");
+    a.set_type(::onnx::AttributeProto::INT);
+    a.set_i(0);
+    return a;
+  }());
+  m.Node("Reshape", {"x", "shape"}, {"y"});
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(ResultSInfo(*r), "Tensor((b, n, 12, 64), float32)");
+}
+
+TEST(OnnxImporter, ShapeArithmeticAndSizeStaySymbolic) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {"b", "n"}).Output("y");
+  m.Initializer("two", {2}, {1});
+  m.Node("Shape", {"x"}, {"s"});
+  m.Node("Mul", {"s", "two"}, {"s2"});
+  m.Node("ConstantOfShape", {"s2"}, {"y"});
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(ResultSInfo(*r), "Tensor((2 * b, 2 * n), float32)");
+}
+
+TEST(OnnxImporter, RunTimeShapeInputNeedsABinding) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {"2", "6"}).Input("shape", kInt64, {"2"}).Output("y");
+  m.Node("Reshape", {"x", "shape"}, {"y"}, "reshape_node");
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("node 'reshape_node' (op Reshape, opset 17)"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("input 'shape' must be known at import time"));
+
+  ImportOptions options;
+  auto bytes = std::make_shared<std::vector<uint8_t>>(16);
+  int64_t values[2] = {3, 4};
+  std::memcpy(bytes->data(), values, 16);
+  options.bind["shape"] = relax::ConstantData{tir::DataType::Int64(), {2}, bytes, ""};
+  r = ImportOnnxBytes(m.Bytes(), "", options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(ResultSInfo(*r), "Tensor((3, 4), float32)");
+  EXPECT_EQ(r->parameters, (std::vector<std::string>{"x"}));  // a bound input is a constant
+}
+
+TEST(OnnxImporter, UnsupportedOperatorNamesNodeOpAndOpset) {
+  ModelBuilder m(13);
+  m.Input("x", kFloat, {"4"}).Output("y");
+  m.Node("NoSuchOp", {"x"}, {"y"}, "n0");
+  ImportOptions options;
+  options.check = false;  // ONNX's checker would reject the unknown op first
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "", options);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(r.status().message(), "node 'n0' (op NoSuchOp, opset 13): operator NoSuchOp is not supported");
+}
+
+TEST(OnnxImporter, TruncatedProtobufIsAClearError) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {"4"}).Output("y");
+  m.Node("Relu", {"x"}, {"y"});
+  std::string bytes = m.Bytes();
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(bytes.substr(0, bytes.size() / 2), "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("not a valid ONNX model"));
+  r = ImportOnnxBytes("", "");
+  EXPECT_FALSE(r.ok());
+  r = ImportOnnxBytes(std::string("\xff\xff\xff\xff garbage", 12), "");
+  EXPECT_FALSE(r.ok());
+}
+
+TEST(OnnxImporter, WrongTypesAreErrors) {
+  {
+    ModelBuilder m;
+    m.Input("x", ::onnx::TensorProto::STRING, {"4"}).Output("y", ::onnx::TensorProto::STRING);
+    m.Node("Identity", {"x"}, {"y"});
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("graph input 'x'"));
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("STRING"));
+  }
+  {
+    // float + int64: Kiln's inference refuses, the error names the node.
+    ModelBuilder m;
+    m.Input("x", kFloat, {"4"}).Input("y", kInt64, {"4"}).Output("z");
+    m.Node("Add", {"x", "y"}, {"z"}, "add0");
+    ImportOptions options;
+    options.check = false;
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "", options);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("node 'add0' (op Add, opset 17)"));
+  }
+}
+
+TEST(OnnxImporter, CyclesAndMissingInputsAreErrors) {
+  {
+    ModelBuilder m;
+    m.Input("x", kFloat, {"4"}).Output("b");
+    m.Node("Add", {"x", "b"}, {"a"}, "first");
+    m.Node("Relu", {"a"}, {"b"}, "second");
+    ImportOptions options;
+    options.check = false;
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "", options);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("cycle"));
+    // The checker, on, rejects it too (the graph is not sorted).
+    EXPECT_FALSE(ImportOnnxBytes(m.Bytes(), "").ok());
+  }
+  {
+    ModelBuilder m;
+    m.Input("x", kFloat, {"4"}).Output("y");
+    m.Node("Add", {"x", "nowhere"}, {"y"}, "add0");
+    ImportOptions options;
+    options.check = false;
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "", options);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("node 'add0'"));
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("'nowhere' is not a graph input"));
+  }
+}
+
+TEST(OnnxImporter, HugeDimsAreErrors) {
+  {
+    ModelBuilder m;
+    m.Input("x", kFloat, {"4", "1000000000000000"}).Output("y");
+    m.Node("Relu", {"x"}, {"y"});
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("dim 1"));
+  }
+  {
+    // An initializer claiming 2^62 elements with no data.
+    ModelBuilder m;
+    m.Input("x", kInt64, {"1"}).Output("y", kInt64);
+    auto* t = m.Initializer("w", {}, {int64_t{1} << 31, int64_t{1} << 31});
+    (void)t;
+    m.Node("Add", {"x", "w"}, {"y"});
+    ImportOptions options;
+    options.check = false;
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "", options);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("tensor 'w'"));
+  }
+}
+
+TEST(OnnxImporter, ExternalDataStaysInsideTheModelFolder) {
+  fs::path dir = fs::temp_directory_path() / ("kiln_onnx_ext_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "model");
+  {
+    std::ofstream(dir / "outside.bin", std::ios::binary) << std::string(16, '\0');
+    std::ofstream(dir / "model" / "w.bin", std::ios::binary) << std::string(16, '\x01');
+  }
+  auto build = [&](const std::string& location, int64_t offset) {
+    ModelBuilder m;
+    m.Input("x", kInt64, {"2"}).Output("y", kInt64);
+    auto* t = m.Initializer("w", {}, {2});
+    t->set_data_location(::onnx::TensorProto::EXTERNAL);
+    auto* entry = t->add_external_data();
+    entry->set_key("location");
+    entry->set_value(location);
+    auto* off = t->add_external_data();
+    off->set_key("offset");
+    off->set_value(std::to_string(offset));
+    m.Node("Add", {"x", "w"}, {"y"});
+    return m.Bytes();
+  };
+  const std::string base = (dir / "model").string();
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(build("w.bin", 0), base);
+  EXPECT_TRUE(r.ok()) << r.status();
+  r = ImportOnnxBytes(build("../outside.bin", 0), base);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("outside the model's folder"));
+  r = ImportOnnxBytes(build("/etc/passwd", 0), base);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("must be relative"));
+  r = ImportOnnxBytes(build("w.bin", 8), base);  // 16 bytes wanted from offset 8 of 16
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("lies outside"));
+  fs::remove_all(dir);
+}
+
+TEST(OnnxImporter, OpsetDifferences) {
+  // Softmax before 13 flattens to 2-D at axis 1; from 13 it normalizes along one axis. Both
+  // keep the input's shape.
+  for (int64_t opset : {11, 13}) {
+    ModelBuilder m(opset);
+    m.Input("x", kFloat, {"2", "3", "4"}).Output("y");
+    m.Node("Softmax", {"x"}, {"y"});
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(ResultSInfo(*r), "Tensor((2, 3, 4), float32)");
+    std::string text = relax::PrintModule(r->module);
+    EXPECT_EQ(text.find("R.reshape") != std::string::npos, opset < 13) << text;
+  }
+  // ReduceSum: axes an attribute at 11, an input at 13.
+  {
+    ModelBuilder m(11);
+    m.Input("x", kFloat, {"2", "3"}).Output("y");
+    auto* node = m.Node("ReduceSum", {"x"}, {"y"});
+    auto* axes = node->add_attribute();
+    axes->set_name("axes");
+    axes->set_type(::onnx::AttributeProto::INTS);
+    axes->add_ints(1);
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(ResultSInfo(*r), "Tensor((2, 1), float32)");
+  }
+  {
+    ModelBuilder m(13);
+    m.Input("x", kFloat, {"2", "3"}).Output("y");
+    m.Initializer("axes", {0}, {1});
+    m.Node("ReduceSum", {"x", "axes"}, {"y"});
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(ResultSInfo(*r), "Tensor((1, 3), float32)");
+  }
+}
+
+}  // namespace
+}  // namespace kiln::frontends::onnx

@@ -1,0 +1,31 @@
+// One ONNX backend node test case (a folder with model.onnx and test_data_set_*/ holding
+// input_<i>.pb and output_<i>.pb), run in the calling process: import, compile for the CPU,
+// run every data set, compare with ONNX's backend-test tolerance.
+//
+// Comparison (numpy.testing.assert_allclose with rtol 1e-3, atol 1e-7, as ONNX's backend
+// tests): |actual - expected| <= atol + rtol * |expected| per element; NaN equals NaN,
+// infinities must match; the output count, each shape and each dtype must match exactly.
+//
+// Graph inputs whose data an operator needs at import time are bound to the first data
+// set's values (ImportOptions::bind_lookup; they stay parameters and get the same values
+// at run time); a data set whose values for them differ is imported again.
+#pragma once
+
+#include <string>
+
+namespace kiln::tools {
+
+enum class CaseOutcome { kPass, kFail, kUnsupported };
+
+struct CaseResult {
+  CaseOutcome outcome = CaseOutcome::kFail;
+  std::string message;         // FAIL / UNSUPPORTED reason
+  double max_abs_error = 0;    // over every compared element
+};
+
+CaseResult RunOnnxTestCase(const std::string& dir);
+
+// Whether `dir` holds a case (model.onnx).
+bool IsOnnxTestCase(const std::string& dir);
+
+}  // namespace kiln::tools
