@@ -29,7 +29,7 @@ static void SwiGluRow(const float* gate, const float* up, int64_t f, float* out)
 
 static void Rotate(float x0, float x1, float c, float s, float* y0, float* y1) {
   *y0 = std::fma(x0, c, -(x1 * s));
-  *y1 = std::fma(x1, c, x0 * s);
+  *y1 = std::fma(x0, s, x1 * c);
 }
 }  // namespace ggml_ops_avx2
 #pragma GCC pop_options
@@ -45,7 +45,7 @@ static void SwiGluRow(const float* gate, const float* up, int64_t f, float* out)
 
 static void Rotate(float x0, float x1, float c, float s, float* y0, float* y1) {
   *y0 = std::fma(x0, c, -(x1 * s));
-  *y1 = std::fma(x1, c, x0 * s);
+  *y1 = std::fma(x0, s, x1 * c);
 }
 }  // namespace ggml_ops_portable
 

@@ -12,7 +12,8 @@
 //       the angle of pair m is float(position) multiplied m times by
 //       powf(float(base), -2.0f / rotary_dims) in float, cos/sin by the C library; pairs
 //       (2m, 2m+1), or (m, m + dims/2) when neox; y0 = fma(x0, cos, -(x1 * sin)),
-//       y1 = fma(x1, cos, x0 * sin) (the fused form GCC gives ggml); other dims copied.
+//       y1 = fma(x0, sin, x1 * cos) (the fused form GCC gives ggml, checked against its
+//       binary for both modes); other dims copied.
 //   kiln.ggml.swiglu (tensor gate (..., f), tensor up (..., f)) -> tensor
 //       gate / (1 + exp(-gate)) * up, exp by ggml's polynomial (builtins/ggml_expf.inc) for
 //       each row's first f & ~15 elements and by the C library's expf for the rest.

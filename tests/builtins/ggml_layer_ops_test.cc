@@ -93,7 +93,7 @@ TEST_P(GgmlLayerOps, RopeIsLlamaCppsBitForBit) {
           const int64_t a = neox ? m : 2 * m, b = neox ? m + dims / 2 : 2 * m + 1;
           const float c = ::cosf(angle), s = ::sinf(angle);
           ASSERT_EQ(got[a], std::fma(src[a], c, -(src[b] * s))) << "token " << t << " pair " << m << " neox " << neox;
-          ASSERT_EQ(got[b], std::fma(src[b], c, src[a] * s)) << "token " << t << " pair " << m << " neox " << neox;
+          ASSERT_EQ(got[b], std::fma(src[a], s, src[b] * c)) << "token " << t << " pair " << m << " neox " << neox;
         }
         for (int64_t i = dims; i < d; ++i) ASSERT_EQ(got[i], src[i]);
       }
