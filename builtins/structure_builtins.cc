@@ -45,6 +45,27 @@ absl::Status ShapeOf(BuiltinContext&, const Value* const* args, int n, Value* ou
   return absl::OkStatus();
 }
 
+// (tensor) -> shape: R.tensor_to_shape, the dims held by a 1-d int64 CPU tensor (a shape
+// computed by a kernel). Each must be >= 0.
+absl::Status TensorToShape(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  KILN_RETURN_IF_ERROR(CheckArity(n, 1));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[0], Value::Kind::kTensor, 0));
+  const vm::Tensor& t = args[0]->as_tensor();
+  if (t.ndim() != 1 || t.dtype().code != kDLInt || t.dtype().bits != 64 || t.dtype().lanes != 1 || t.device().device_type != kDLCPU) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor_to_shape needs a 1-d int64 CPU tensor, got ", args[0]->Describe()));
+  }
+  std::vector<int64_t> dims(static_cast<size_t>(t.numel()));
+  if (!dims.empty()) std::memcpy(dims.data(), t.data(), dims.size() * sizeof(int64_t));
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor_to_shape: dim ", i, " is negative (", dims[i], ")"));
+    }
+  }
+  *out = Value::FromShape(std::move(dims));
+  return absl::OkStatus();
+}
+
 // (tensor | bool | int) -> bool: the truth of a scalar, for If.
 absl::Status ReadIfCond(BuiltinContext&, const Value* const* args, int n, Value* out) {
   KILN_RETURN_IF_ERROR(CheckArity(n, 1));
@@ -168,6 +189,7 @@ void RegisterStructureBuiltins(vm::BuiltinRegistry& r) {
   r.RegisterBuiltin("kiln.tuple_make", "(any...) -> tuple", TupleMake);
   r.RegisterBuiltin("kiln.tuple_get", "(tuple, int) -> any", TupleGet);
   r.RegisterBuiltin("kiln.shape_of", "(tensor) -> shape", ShapeOf);
+  r.RegisterBuiltin("kiln.tensor_to_shape", "(tensor) -> shape", TensorToShape);
   r.RegisterBuiltin("kiln.read_if_cond", "(any) -> bool", ReadIfCond);
   r.RegisterBuiltin("kiln.check_bound", "(int, int, int, string) -> none", CheckBound);
   r.RegisterBuiltin("kiln.print", "(string, any...) -> none", Print);

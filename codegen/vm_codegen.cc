@@ -608,6 +608,12 @@ class FunctionCodegen {
         f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.shape_of", "(tensor) -> shape"), {t});
         return absl::OkStatus();
       }
+      if (op->name == "tensor_to_shape") {  // a shape from data (relax/op/dynamic_shape.cc)
+        KILN_ASSIGN_OR_RETURN(Operand t, ArgOperand(call.args[0], name));
+        f_.SetDebugName(name);
+        f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.tensor_to_shape", "(tensor) -> shape"), {t});
+        return absl::OkStatus();
+      }
       if (op->name == "reshape") {  // a view: legalization leaves it to the runtime
         KILN_ASSIGN_OR_RETURN(Operand t, ArgOperand(call.args[0], name));
         KILN_ASSIGN_OR_RETURN(Operand shape, ArgOperand(call.args[1], name));

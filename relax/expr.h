@@ -53,7 +53,10 @@ enum class ExprKind : uint8_t {
 
 // An operator attribute value. Attributes are compared structurally and printed as
 // `name=value` in the text format.
-using AttrValue = std::variant<int64_t, double, bool, std::string, DataType, std::vector<int64_t>>;
+// A list of numbers is std::vector<double> when any element is not an integer (resize's
+// scales), else std::vector<int64_t>.
+using AttrValue =
+    std::variant<int64_t, double, bool, std::string, DataType, std::vector<int64_t>, std::vector<double>>;
 using Attrs = std::map<std::string, AttrValue>;
 
 class ExprNode {

@@ -18,12 +18,19 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterManipulateOps(*r);
     op::RegisterReduceOps(*r);
     op::RegisterNnOps(*r);
+    op::RegisterNormalizationOps(*r);
+    op::RegisterResizeOps(*r);
     op::RegisterCreateOps(*r);
     op::RegisterCallOps(*r);
     op::RegisterLoweredOps(*r);
     op::RegisterQuantizeOps(*r);
     op::RegisterPositionalOps(*r);
     op::RegisterCheckOps(*r);
+    op::RegisterIndexingOps(*r);
+    op::RegisterRearrangeOps(*r);
+    op::RegisterSortOps(*r);
+    op::RegisterEinsumOps(*r);
+    op::RegisterDynamicShapeOps(*r);
     std::sort(r->ops_.begin(), r->ops_.end(),
               [](const OpInfo& a, const OpInfo& b) { return a.name < b.name; });
     for (size_t i = 1; i < r->ops_.size(); ++i) {
@@ -35,9 +42,16 @@ const OpRegistry& OpRegistry::Global() {
     op::RegisterManipulateLegalize(*r);
     op::RegisterReduceLegalize(*r);
     op::RegisterNnLegalize(*r);
+    op::RegisterNormalizationLegalize(*r);
+    op::RegisterResizeLegalize(*r);
     op::RegisterCreateLegalize(*r);
     op::RegisterQuantizeLegalize(*r);
     op::RegisterPositionalLegalize(*r);
+    op::RegisterIndexingLegalize(*r);
+    op::RegisterRearrangeLegalize(*r);
+    op::RegisterSortLegalize(*r);
+    op::RegisterEinsumLegalize(*r);
+    op::RegisterDynamicShapeLegalize(*r);
     return r;
   }();
   return *registry;

@@ -16,13 +16,22 @@
 //                            (equal ... greater_equal), unary math, where
 //   relax/op/matmul.cc       matmul
 //   relax/op/manipulate.cc   reshape permute_dims broadcast_to concat split strided_slice take
-//   relax/op/reduce.cc       sum mean max min argmax argmin softmax layer_norm rms_norm astype
+//   relax/op/reduce.cc       sum mean max min prod variance argmax argmin softmax log_softmax
+//                            layer_norm rms_norm astype
+//   relax/op/normalization.cc batch_norm group_norm instance_norm lrn
+//   relax/op/resize.cc       resize
 //   relax/op/create.cc       full zeros ones arange
-//   relax/op/nn.cc           conv2d max_pool2d
+//   relax/op/nn.cc           conv1d conv2d conv3d conv1d_transpose conv2d_transpose
+//                            max_pool1d/2d/3d avg_pool1d/2d/3d
 //   relax/op/call.cc         call_tir call_dps_library call_builtin (impure) shape_of
 //                            print (impure)
 //   relax/op/lowered.cc      alloc_tensor call_tir_dps (what lower_call_tir produces)
 //   relax/op/check_dims.cc   check_dims (run-time checks of what inference assumed)
+//   relax/op/indexing.cc     gather_elements gather_nd scatter_elements scatter_nd one_hot
+//   relax/op/rearrange.cc    pad tile flip trilu squeeze expand_dims
+//   relax/op/sort.cc         cumsum sort argsort topk
+//   relax/op/einsum.cc       einsum
+//   relax/op/dynamic_shape.cc tensor_to_shape dynamic_strided_slice (shapes from data)
 // The broadcasting rule shared by the elementwise ops, matmul's batch dims and where is
 // stated in relax/op/op_common.h. Attribute values are typed (relax/expr.h AttrValue): axis
 // and the like are int64, axis lists std::vector<int64_t>, keepdims bool, epsilon double,

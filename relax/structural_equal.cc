@@ -39,6 +39,11 @@ bool AttrValueEqual(const AttrValue& a, const AttrValue& b) {
     double y = std::get<double>(b);
     return std::memcmp(x, &y, sizeof(double)) == 0;
   }
+  if (const auto* x = std::get_if<std::vector<double>>(&a)) {
+    // Bitwise, as single doubles: NaN equals itself.
+    const auto& y = std::get<std::vector<double>>(b);
+    return x->size() == y.size() && (x->empty() || std::memcmp(x->data(), y.data(), x->size() * sizeof(double)) == 0);
+  }
   return a == b;
 }
 

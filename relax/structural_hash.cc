@@ -48,6 +48,14 @@ uint64_t AttrValueHash(const AttrValue& value) {
   if (const auto* v = std::get_if<std::string>(&value)) return Mix({index, Str(*v)});
   if (const auto* v = std::get_if<DataType>(&value)) return Mix({index, tir::StructuralHasher::HashDataType(*v)});
   uint64_t h = index;
+  if (const auto* v = std::get_if<std::vector<double>>(&value)) {
+    for (double x : *v) {
+      uint64_t bits;
+      std::memcpy(&bits, &x, sizeof(bits));
+      h = support::HashCombine(h, bits);
+    }
+    return h;
+  }
   for (int64_t x : std::get<std::vector<int64_t>>(value)) h = support::HashCombine(h, static_cast<uint64_t>(x));
   return h;
 }

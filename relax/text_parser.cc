@@ -533,16 +533,29 @@ absl::StatusOr<AttrValue> Parser::ParseAttrValue() {
       break;
   }
   if (AcceptPunct("[")) {
-    std::vector<int64_t> values;
+    // Integers, or numbers when any element is not an integer.
+    std::vector<int64_t> ints;
+    std::vector<double> numbers;
+    bool all_ints = true;
     while (!AcceptPunct("]")) {
-      KILN_ASSIGN_OR_RETURN(int64_t v, ParseInt("an integer", true));
-      values.push_back(v);
+      if (IsPunct("[")) return Expected("a number");
+      KILN_ASSIGN_OR_RETURN(AttrValue v, ParseAttrValue());
+      if (const auto* i = std::get_if<int64_t>(&v)) {
+        ints.push_back(*i);
+        numbers.push_back(static_cast<double>(*i));
+      } else if (const auto* d = std::get_if<double>(&v)) {
+        all_ints = false;
+        numbers.push_back(*d);
+      } else {
+        return Expected("a number");
+      }
       if (AcceptPunct("]")) break;
       if (!AcceptPunct(",")) return Expected("',' or ']'");
     }
-    return AttrValue(std::move(values));
+    if (all_ints) return AttrValue(std::move(ints));
+    return AttrValue(std::move(numbers));
   }
-  return Expected("an attribute value (integer, number, bool, string, data type or [integers])");
+  return Expected("an attribute value (integer, number, bool, string, data type or [numbers])");
 }
 
 absl::StatusOr<Expr> Parser::ParseCallArgs(Expr callee) {

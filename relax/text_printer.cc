@@ -55,6 +55,11 @@ std::string AttrValueText(const AttrValue& value) {
   if (const auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
   if (const auto* s = std::get_if<std::string>(&value)) return tir::QuoteString(*s);
   if (const auto* t = std::get_if<DataType>(&value)) return t->ToString();
+  if (const auto* f = std::get_if<std::vector<double>>(&value)) {
+    std::string out = "[";
+    for (size_t i = 0; i < f->size(); ++i) absl::StrAppend(&out, i ? ", " : "", tir::FloatLiteralText((*f)[i], 64));
+    return out + "]";
+  }
   const auto& v = std::get<std::vector<int64_t>>(value);
   std::string out = "[";
   for (size_t i = 0; i < v.size(); ++i) absl::StrAppend(&out, i ? ", " : "", v[i]);

@@ -5,6 +5,7 @@
 #include "serving/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdlib>
@@ -24,6 +25,7 @@
 #include "serving/prefix_cache.h"
 #include "serving/request_state.h"
 #include "serving/utf8.h"
+#include "support/heap_trim.h"
 #include "support/status_macros.h"
 
 namespace kiln::serving {
@@ -105,6 +107,7 @@ class Engine::Impl {
   mutable std::mutex mu_;
   std::condition_variable wake_;  // the loop waits for work
   std::condition_variable idle_;  // Drain waits for in_flight_ == 0
+  bool worked_since_trim_ = false;  // loop thread only: a step ran since the heap was last trimmed
   std::deque<std::unique_ptr<RequestState>> incoming_;
   std::vector<int64_t> aborts_;
   bool accepting_ = true;
@@ -308,9 +311,20 @@ void Engine::Impl::Loop() {
     bool stop = false;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] {
+      auto has_work = [&] {
         return stopping_ || !incoming_.empty() || !aborts_.empty() || !waiting_.empty() || !running_.empty();
-      });
+      };
+      // Once idle for a moment (the HTTP threads have written their last replies by then),
+      // give the heap memory of the burst back: glibc keeps it in per-thread arenas otherwise,
+      // and a server's resident memory would stay at its busiest level.
+      if (worked_since_trim_ && !wake_.wait_for(lock, std::chrono::milliseconds(250), has_work)) {
+        lock.unlock();
+        support::ReleaseFreeHeapMemory();
+        worked_since_trim_ = false;
+        lock.lock();
+      }
+      wake_.wait(lock, has_work);
+      worked_since_trim_ = true;
       for (auto& request : incoming_) waiting_.push_back(std::move(request));
       incoming_.clear();
       waiting_count_ = static_cast<int64_t>(waiting_.size());

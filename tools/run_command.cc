@@ -44,6 +44,7 @@ constexpr const char* kUsage =
     "  --device NAME      run on NAME (cpu, cuda, cuda:1; default cpu): the executable must be\n"
     "                     compiled for it (kiln compile --target cuda); inputs are copied there\n"
     "  --repeat N         call the function N times and print the mean time per call\n"
+    "  --warmup N         first call it N more times, untimed (default 0)\n"
     "  --profile          print the total time of each kernel and builtin, sorted\n"
     "  --stats            print the peak host memory allocated during the call, and\n"
     "                     what memory planning placed in shared storage\n";
@@ -75,6 +76,7 @@ int RunCommand(int argc, char** argv) {
   std::vector<std::string> inputs;
   bool profile = false, stats = false;
   int repeat = 1;
+  int warmup = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char* flag) -> const char* {
@@ -103,6 +105,12 @@ int RunCommand(int argc, char** argv) {
       const char* v = value("--output-dir");
       if (!v) return 2;
       output_dir = v;
+    } else if (arg == "--warmup") {
+      const char* v = value("--warmup");
+      if (!v || !absl::SimpleAtoi(v, &warmup) || warmup < 0) {
+        std::fprintf(stderr, "kiln run: --warmup needs a count of calls (0 or more)\n");
+        return 2;
+      }
     } else if (arg == "--repeat") {
       const char* v = value("--repeat");
       if (!v || !absl::SimpleAtoi(v, &repeat) || repeat < 1) {
@@ -181,6 +189,14 @@ int RunCommand(int argc, char** argv) {
     return 1;
   }
   vm::VirtualMachine& machine = **created;
+  // Warm-up calls come before profiling and the memory statistics start counting.
+  for (int w = 0; w < warmup; ++w) {
+    absl::StatusOr<vm::Value> warm = machine.Invoke(fn, args);
+    if (!warm.ok()) {
+      std::fprintf(stderr, "kiln run: %s\n", std::string(warm.status().message()).c_str());
+      return 1;
+    }
+  }
   machine.EnableProfiling(profile);
   vm::ResetCpuPeakMemory();
   machine.ResetStorageStats();

@@ -43,11 +43,10 @@ absl::StatusOr<LoadedModel> Parse(const std::string& bytes, const std::string& l
                                                    "set, only: ", domains, "; those domains are not supported"));
     }
   }
-  if (model.opset < kOldestOpset || model.opset > kNewestOpset) {
-    return absl::UnimplementedError(absl::StrCat(label, ": opset ", model.opset, " is not supported (",
-                                                 kOldestOpset, " to ", kNewestOpset, ")"));
+  if (model.opset < kOldestOpset) {
+    return absl::InvalidArgumentError(absl::StrCat(label, ": opset ", model.opset, " is not a valid version"));
   }
-  if (options.check) {
+  if (options.check && model.opset <= kCheckerNewestOpset) {
     // The checker throws (ValidationError, or anything protobuf-related); every exception is
     // the model's fault here. External data needs the model's folder, which check_model's
     // in-memory form does not know: check models with external data without it.

@@ -35,9 +35,16 @@ void RegisterMatmulLegalize(OpRegistry& registry);
 void RegisterManipulateLegalize(OpRegistry& registry);
 void RegisterReduceLegalize(OpRegistry& registry);
 void RegisterNnLegalize(OpRegistry& registry);
+void RegisterNormalizationLegalize(OpRegistry& registry);
+void RegisterResizeLegalize(OpRegistry& registry);
 void RegisterCreateLegalize(OpRegistry& registry);
 void RegisterQuantizeLegalize(OpRegistry& registry);
 void RegisterPositionalLegalize(OpRegistry& registry);
+void RegisterIndexingLegalize(OpRegistry& registry);
+void RegisterRearrangeLegalize(OpRegistry& registry);
+void RegisterSortLegalize(OpRegistry& registry);
+void RegisterEinsumLegalize(OpRegistry& registry);
+void RegisterDynamicShapeLegalize(OpRegistry& registry);
 
 using tir::Buffer;
 using tir::Stmt;

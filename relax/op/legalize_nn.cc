@@ -1,117 +1,215 @@
-// Legalization of the window operators (semantics in relax/op/nn.cc), NCHW. One reduction
-// block each; padding reads select the pad value around a load whose indices are clamped
-// into the input, so no read leaves the buffer.
+// Legalization of the window operators (semantics in relax/op/nn.cc), channels first, any
+// number of spatial dims. One reduction block each (average pooling adds the division);
+// padding reads select the pad value around a load whose indices are clamped into the
+// input, so no read leaves the buffer.
+//  - conv: out[n, o, y...] = sum over (channel of o's group, taps) of x * w; zero padding
+//    is multiplied like data (0 * inf is NaN, as np.pad then multiply).
+//  - conv transpose: each output position sums the (input, tap) pairs that reach it: input
+//    position (y + pad_begin - k * dil) / stride when that divides exactly and lies inside;
+//    pairs that do not reach it contribute nothing (not 0 * w), as PyTorch's col2im.
+//  - max pool: max with -inf (the lowest value) for taps outside the input.
+//  - avg pool: the sum of the taps inside the input (float32 for float16 data), divided by
+//    the count of taps inside the input (or, with count_include_pad, inside the padded
+//    input), computed per output position in closed form.
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
+#include "relax/op/window.h"
 #include "support/status_macros.h"
 
 namespace kiln::relax::op {
 namespace {
 
-struct Window {
-  int64_t stride_h = 1, stride_w = 1;
-  int64_t pad_top = 0, pad_left = 0;
-  // Any side padded, bottom and right included: then taps may leave the input and are
-  // bounds-checked (padding only at the end reads past the last row otherwise).
-  bool padded = false;
-  int64_t dil_h = 1, dil_w = 1;
-};
+PrimExpr I64(int64_t v) { return PrimExpr(v); }
 
-absl::StatusOr<std::pair<int64_t, int64_t>> Pair(const CallNode& call, const char* name, int64_t fallback) {
-  KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v, IntsAttr(call, name));
-  if (!v.has_value() || v->empty()) return std::make_pair(fallback, fallback);
-  if (v->size() == 1) return std::make_pair((*v)[0], (*v)[0]);
-  return std::make_pair((*v)[0], (*v)[1]);
-}
-
-absl::StatusOr<Window> ReadWindow(const CallNode& call, std::pair<int64_t, int64_t> default_stride) {
-  Window w;
-  KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> strides, IntsAttr(call, "strides"));
-  if (strides.has_value() && !strides->empty()) {
-    w.stride_h = (*strides)[0];
-    w.stride_w = strides->size() > 1 ? (*strides)[1] : (*strides)[0];
-  } else {
-    w.stride_h = default_stride.first;
-    w.stride_w = default_stride.second;
-  }
-  KILN_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> padding, IntsAttr(call, "padding"));
-  if (padding.has_value() && !padding->empty()) {
-    w.pad_top = (*padding)[0];
-    w.pad_left = padding->size() > 1 ? (*padding)[1] : (*padding)[0];
-    for (int64_t p : *padding) w.padded |= p != 0;
-  }
-  KILN_ASSIGN_OR_RETURN(auto dil, Pair(call, "dilation", 1));
-  w.dil_h = dil.first;
-  w.dil_w = dil.second;
-  return w;
-}
-
-// Input row / column of an output position and window offset, and whether it is inside.
+// The input position along spatial dim d of output position y and tap k, whether it is
+// inside the input, and the position clamped into it (what the load reads).
 struct Tap {
-  PrimExpr h, w, inside;
+  PrimExpr clamped;
+  PrimExpr inside;  // undefined when always inside
 };
-Tap MakeTap(const Buffer& data, const Window& win, PrimExpr y, PrimExpr x, PrimExpr ky, PrimExpr kx) {
-  PrimExpr h = tir::Sub(tir::Add(tir::Mul(y, PrimExpr(win.stride_h)), tir::Mul(ky, PrimExpr(win.dil_h))),
-                        PrimExpr(win.pad_top));
-  PrimExpr w = tir::Sub(tir::Add(tir::Mul(x, PrimExpr(win.stride_w)), tir::Mul(kx, PrimExpr(win.dil_w))),
-                        PrimExpr(win.pad_left));
-  if (!win.padded) return {h, w, PrimExpr()};
-  PrimExpr zero = int64_t{0};
-  PrimExpr inside = tir::And(tir::And(tir::GE(h, zero), tir::LT(h, data->shape[2])),
-                             tir::And(tir::GE(w, zero), tir::LT(w, data->shape[3])));
-  PrimExpr hc = tir::Min(tir::Max(h, zero), tir::Sub(data->shape[2], PrimExpr(int64_t{1})));
-  PrimExpr wc = tir::Min(tir::Max(w, zero), tir::Sub(data->shape[3], PrimExpr(int64_t{1})));
-  return {hc, wc, inside};
+
+Tap MakeTap(const WindowAttrs& win, size_t d, const PrimExpr& extent, const PrimExpr& y, const PrimExpr& k) {
+  PrimExpr pos = tir::Add(tir::Mul(y, I64(win.strides[d])), tir::Mul(k, I64(win.dilation[d])));
+  if (win.pad_begin[d] != 0) pos = tir::Sub(pos, I64(win.pad_begin[d]));
+  if (win.pad_begin[d] == 0 && win.pad_end[d] == 0 && !win.ceil_mode) return {pos, PrimExpr()};
+  PrimExpr inside = tir::And(tir::GE(pos, I64(0)), tir::LT(pos, extent));
+  return {tir::Min(tir::Max(pos, I64(0)), tir::Sub(extent, I64(1))), inside};
 }
 
-absl::StatusOr<tir::PrimFunc> LegalizeConv2d(const CallNode& call) {
+PrimExpr AndAll(const std::vector<PrimExpr>& conditions) {
+  PrimExpr all;
+  for (const PrimExpr& c : conditions) {
+    if (c.defined()) all = all.defined() ? tir::And(all, c) : c;
+  }
+  return all;
+}
+
+absl::StatusOr<WindowAttrs> Window(const CallNode& call, const Buffer& data, WindowKind kind) {
+  if (data.ndim() < 3) return OpError(call, "cannot legalize: expects data with spatial dims");
+  return ReadWindowAttrs(call, data.ndim() - 2, kind);
+}
+
+absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   const Buffer& data = p.inputs[0];
   const Buffer& weight = p.inputs[1];
   const Buffer& out = p.outputs[0];
-  if (data.ndim() != 4 || weight.ndim() != 4) return OpError(call, "cannot legalize: expects 4-d data and weight");
-  KILN_ASSIGN_OR_RETURN(Window win, ReadWindow(call, {1, 1}));
+  if (weight.ndim() != data.ndim()) return OpError(call, "cannot legalize: data and weight ranks differ");
+  KILN_ASSIGN_OR_RETURN(WindowAttrs win, Window(call, data, WindowKind::kConv));
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> groups_attr, IntAttr(call, "groups"));
   const int64_t groups = groups_attr.value_or(1);
+  const size_t rank = static_cast<size_t>(win.rank);
   const DataType t = out->dtype;
-  auto cast = [&](PrimExpr e) { return e.dtype() == t ? e : tir::Cast(t, std::move(e)); };
-  const PrimExpr out_per_group = tir::FloorDiv(weight->shape[0], PrimExpr(groups));
+  const PrimExpr out_per_group = tir::FloorDiv(weight->shape[0], I64(groups));
+  std::vector<PrimExpr> extents(weight->shape.begin() + 1, weight->shape.end());
   Stmt body = ReduceBlock(
-      "conv2d", out, {weight->shape[1], weight->shape[2], weight->shape[3]}, Const(t, 0), tir::Add,
+      OpName(call), out, extents, Const(t, 0), tir::Add,
       [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
-        PrimExpr channel = groups == 1 ? r[0]
-                                       : tir::Add(tir::Mul(tir::FloorDiv(s[1], out_per_group), weight->shape[1]), r[0]);
-        Tap tap = MakeTap(data, win, s[2], s[3], r[1], r[2]);
-        PrimExpr x = cast(data.Load({s[0], channel, tap.h, tap.w}));
-        if (tap.inside.defined()) x = tir::Select(tap.inside, x, Const(t, 0));
-        return tir::Mul(x, cast(weight.Load({s[1], r[0], r[1], r[2]})));
+        PrimExpr channel =
+            groups == 1 ? r[0] : tir::Add(tir::Mul(tir::FloorDiv(s[1], out_per_group), weight->shape[1]), r[0]);
+        std::vector<PrimExpr> index = {s[0], channel};
+        std::vector<PrimExpr> inside;
+        for (size_t d = 0; d < rank; ++d) {
+          Tap tap = MakeTap(win, d, data->shape[d + 2], s[d + 2], r[d + 1]);
+          index.push_back(tap.clamped);
+          inside.push_back(tap.inside);
+        }
+        PrimExpr x = CastTo(t, data.Load(index));
+        if (PrimExpr in = AndAll(inside); in.defined()) x = tir::Select(in, x, Const(t, 0));
+        std::vector<PrimExpr> w_index = {s[1]};
+        w_index.insert(w_index.end(), r.begin(), r.end());
+        return tir::Mul(x, CastTo(t, weight.Load(w_index)));
       });
   return MakePrimFunc(p, body, "out_ewise_fusable");
 }
 
-absl::StatusOr<tir::PrimFunc> LegalizeMaxPool2d(const CallNode& call) {
+absl::StatusOr<tir::PrimFunc> LegalizeConvTranspose(const CallNode& call) {
+  KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
+  const Buffer& data = p.inputs[0];
+  const Buffer& weight = p.inputs[1];
+  const Buffer& out = p.outputs[0];
+  if (weight.ndim() != data.ndim()) return OpError(call, "cannot legalize: data and weight ranks differ");
+  KILN_ASSIGN_OR_RETURN(WindowAttrs win, Window(call, data, WindowKind::kConvTranspose));
+  KILN_ASSIGN_OR_RETURN(std::optional<int64_t> groups_attr, IntAttr(call, "groups"));
+  const int64_t groups = groups_attr.value_or(1);
+  const size_t rank = static_cast<size_t>(win.rank);
+  const DataType t = out->dtype;
+  const PrimExpr in_per_group = groups == 1 ? weight->shape[0] : tir::FloorDiv(weight->shape[0], I64(groups));
+  const PrimExpr out_per_group = weight->shape[1];
+  std::vector<PrimExpr> extents = {in_per_group};
+  extents.insert(extents.end(), weight->shape.begin() + 2, weight->shape.end());
+  Stmt body = ReduceBlock(
+      OpName(call), out, extents, Const(t, 0), tir::Add,
+      [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+        PrimExpr group = groups == 1 ? I64(0) : tir::FloorDiv(s[1], out_per_group);
+        PrimExpr channel = groups == 1 ? r[0] : tir::Add(tir::Mul(group, in_per_group), r[0]);
+        PrimExpr out_channel = groups == 1 ? s[1] : tir::Sub(s[1], tir::Mul(group, out_per_group));
+        std::vector<PrimExpr> index = {s[0], channel};
+        std::vector<PrimExpr> reaches;
+        for (size_t d = 0; d < rank; ++d) {
+          const PrimExpr extent = data->shape[d + 2];
+          PrimExpr num = tir::Sub(tir::Add(s[d + 2], I64(win.pad_begin[d])), tir::Mul(r[d + 1], I64(win.dilation[d])));
+          const int64_t stride = win.strides[d];
+          PrimExpr pos = stride == 1 ? num : tir::FloorDiv(num, I64(stride));
+          PrimExpr ok = tir::And(tir::GE(num, I64(0)), tir::LT(pos, extent));
+          if (stride != 1) ok = tir::And(ok, tir::EQ(tir::FloorMod(num, I64(stride)), I64(0)));
+          reaches.push_back(ok);
+          index.push_back(tir::Min(tir::Max(pos, I64(0)), tir::Sub(extent, I64(1))));
+        }
+        std::vector<PrimExpr> w_index = {channel, out_channel};
+        w_index.insert(w_index.end(), r.begin() + 1, r.end());
+        PrimExpr product = tir::Mul(CastTo(t, data.Load(index)), CastTo(t, weight.Load(w_index)));
+        return tir::Select(AndAll(reaches), product, Const(t, 0));
+      });
+  return MakePrimFunc(p, body, "comm_reduce");
+}
+
+absl::StatusOr<tir::PrimFunc> LegalizeMaxPool(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   const Buffer& data = p.inputs[0];
   const Buffer& out = p.outputs[0];
-  if (data.ndim() != 4) return OpError(call, "cannot legalize: expects 4-d data");
-  KILN_ASSIGN_OR_RETURN(auto pool, Pair(call, "pool_size", 1));
-  KILN_ASSIGN_OR_RETURN(Window win, ReadWindow(call, pool));
+  KILN_ASSIGN_OR_RETURN(WindowAttrs win, Window(call, data, WindowKind::kMaxPool));
+  const size_t rank = static_cast<size_t>(win.rank);
   const DataType t = out->dtype;
-  Stmt body = ReduceBlock("max_pool2d", out, {PrimExpr(pool.first), PrimExpr(pool.second)}, LowestValue(t), tir::Max,
+  std::vector<PrimExpr> extents;
+  for (int64_t k : win.pool_size) extents.push_back(I64(k));
+  Stmt body = ReduceBlock(OpName(call), out, extents, LowestValue(t), tir::Max,
                           [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
-                            Tap tap = MakeTap(data, win, s[2], s[3], r[0], r[1]);
-                            PrimExpr x = data.Load({s[0], s[1], tap.h, tap.w});
-                            if (tap.inside.defined()) x = tir::Select(tap.inside, x, LowestValue(t));
+                            std::vector<PrimExpr> index = {s[0], s[1]};
+                            std::vector<PrimExpr> inside;
+                            for (size_t d = 0; d < rank; ++d) {
+                              Tap tap = MakeTap(win, d, data->shape[d + 2], s[d + 2], r[d]);
+                              index.push_back(tap.clamped);
+                              inside.push_back(tap.inside);
+                            }
+                            PrimExpr x = data.Load(index);
+                            if (PrimExpr in = AndAll(inside); in.defined()) x = tir::Select(in, x, LowestValue(t));
                             return x;
                           });
   return MakePrimFunc(p, body, "out_ewise_fusable");
 }
 
+// The number of taps k in [0, size) of one dim whose position base + k * dil lies in
+// [lo, hi): k from ceil((lo - base) / dil) to floor((hi - 1 - base) / dil), clipped.
+PrimExpr TapCount(const PrimExpr& base, const PrimExpr& lo, const PrimExpr& hi, int64_t size, int64_t dil) {
+  PrimExpr first = tir::FloorDiv(tir::Add(tir::Sub(lo, base), I64(dil - 1)), I64(dil));
+  PrimExpr last = tir::FloorDiv(tir::Sub(tir::Sub(hi, I64(1)), base), I64(dil));
+  PrimExpr n = tir::Add(tir::Sub(tir::Min(last, I64(size - 1)), tir::Max(first, I64(0))), I64(1));
+  return tir::Max(n, I64(0));
+}
+
+absl::StatusOr<tir::PrimFunc> LegalizeAvgPool(const CallNode& call) {
+  KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
+  const Buffer& data = p.inputs[0];
+  const Buffer& out = p.outputs[0];
+  const DataType t = out->dtype;
+  if (!t.is_float()) return absl::UnimplementedError(absl::StrCat(OpName(call), ": no CPU lowering for ", t.ToString()));
+  KILN_ASSIGN_OR_RETURN(WindowAttrs win, Window(call, data, WindowKind::kAvgPool));
+  const size_t rank = static_cast<size_t>(win.rank);
+  const DataType a = AccumulationType(t);
+  const Buffer acc = a == t ? out : ScratchBuffer("avg_pool_sum", a, out->shape);
+  std::vector<PrimExpr> extents;
+  for (int64_t k : win.pool_size) extents.push_back(I64(k));
+  Stmt sum = ReduceBlock(absl::StrCat(OpName(call), "_sum"), acc, extents, Const(a, 0), tir::Add,
+                         [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+                           std::vector<PrimExpr> index = {s[0], s[1]};
+                           std::vector<PrimExpr> inside;
+                           for (size_t d = 0; d < rank; ++d) {
+                             Tap tap = MakeTap(win, d, data->shape[d + 2], s[d + 2], r[d]);
+                             index.push_back(tap.clamped);
+                             inside.push_back(tap.inside);
+                           }
+                           PrimExpr x = CastTo(a, data.Load(index));
+                           if (PrimExpr in = AndAll(inside); in.defined()) x = tir::Select(in, x, Const(a, 0));
+                           return x;
+                         });
+  Stmt divide = ComputeBlock(OpName(call), out, [&](const std::vector<PrimExpr>& s) {
+    PrimExpr count = I64(1);
+    for (size_t d = 0; d < rank; ++d) {
+      const PrimExpr extent = data->shape[d + 2];
+      PrimExpr base = tir::Sub(tir::Mul(s[d + 2], I64(win.strides[d])), I64(win.pad_begin[d]));
+      PrimExpr lo = win.count_include_pad ? I64(-win.pad_begin[d]) : I64(0);
+      PrimExpr hi = win.count_include_pad ? tir::Add(extent, I64(win.pad_end[d])) : extent;
+      count = tir::Mul(count, TapCount(base, lo, hi, win.pool_size[d], win.dilation[d]));
+    }
+    return CastTo(t, tir::Div(acc.Load(s), tir::Cast(a, count)));
+  });
+  Stmt body = tir::SeqStmt({sum, divide});
+  if (!acc.same_as(out)) body = tir::Allocate(acc, body);
+  return MakePrimFunc(p, body, "opaque");
+}
+
 }  // namespace
 
 void RegisterNnLegalize(OpRegistry& registry) {
-  registry.SetLegalize("conv2d", LegalizeConv2d);
-  registry.SetLegalize("max_pool2d", LegalizeMaxPool2d);
+  for (int rank = 1; rank <= 3; ++rank) {
+    registry.SetLegalize(absl::StrCat("conv", rank, "d"), LegalizeConv);
+    registry.SetLegalize(absl::StrCat("max_pool", rank, "d"), LegalizeMaxPool);
+    registry.SetLegalize(absl::StrCat("avg_pool", rank, "d"), LegalizeAvgPool);
+  }
+  for (int rank = 1; rank <= 2; ++rank) {
+    registry.SetLegalize(absl::StrCat("conv", rank, "d_transpose"), LegalizeConvTranspose);
+  }
 }
 
 }  // namespace kiln::relax::op

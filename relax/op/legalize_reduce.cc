@@ -1,5 +1,7 @@
 // Legalization of reductions, normalizations and astype (semantics in relax/op/reduce.cc).
-//  - sum/max/min: one reduction block; mean: the sum, then a block dividing in place.
+//  - sum/max/min/prod: one reduction block; mean: the sum, then a block dividing in place.
+//  - variance: sum, sum of squared deviations from the mean, then the division.
+//  - log_softmax: as softmax, the last block computing (x - max) - log(sum).
 //  - argmax/argmin: a reduction block carrying the running value in a scratch buffer
 //    allocated inside the kernel; the first position wins ties, and the first NaN wins
 //    over everything (numpy).
@@ -72,7 +74,7 @@ absl::StatusOr<std::vector<int>> ReduceAxes(const CallNode& call, int ndim, cons
   return NormalizeAxes(call, *axes, ndim);
 }
 
-enum class Reduction { kSum, kMean, kMax, kMin };
+enum class Reduction { kSum, kMean, kMax, kMin, kProd };
 
 KernelLegalizeFn Reduce(Reduction kind) {
   return [kind](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
@@ -87,8 +89,9 @@ KernelLegalizeFn Reduce(Reduction kind) {
     KILN_ASSIGN_OR_RETURN(std::optional<bool> keepdims, BoolAttr(call, "keepdims"));
     const bool keep = keepdims.value_or(false);
     const Axes ax = MakeAxes(in, axes);
-    const bool is_sum = kind == Reduction::kSum || kind == Reduction::kMean;
-    // Sums of float16 accumulate in a float32 scratch buffer; max/min are exact in any type.
+    const bool is_sum = kind == Reduction::kSum || kind == Reduction::kMean || kind == Reduction::kProd;
+    // Sums (and products) of float16 accumulate in a float32 scratch buffer; max/min are
+    // exact in any type.
     const DataType acc_t = is_sum ? AccumulationType(t) : t;
     const Buffer acc = acc_t == t ? out : ScratchBuffer(absl::StrCat(OpName(call), "_acc"), acc_t, out->shape);
     PrimExpr init;
@@ -106,6 +109,10 @@ KernelLegalizeFn Reduce(Reduction kind) {
       case Reduction::kMin:
         init = HighestValue(t);
         combine = tir::Min;
+        break;
+      case Reduction::kProd:
+        init = Const(acc_t, 1);
+        combine = tir::Mul;
         break;
     }
     const std::string name = OpName(call);
@@ -204,6 +211,79 @@ absl::StatusOr<tir::PrimFunc> LegalizeSoftmax(const CallNode& call) {
                       "opaque");
 }
 
+// log_softmax: the row's max and sum of exp(x - max) as softmax, then
+// (x - max) - log(sum): no exp of a positive number, and log of a sum >= 1.
+absl::StatusOr<tir::PrimFunc> LegalizeLogSoftmax(const CallNode& call) {
+  KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
+  const Buffer& in = p.inputs[0];
+  const Buffer& out = p.outputs[0];
+  const DataType t = in->dtype;
+  if (!t.is_float()) {
+    return absl::UnimplementedError(absl::StrCat("log_softmax: no CPU lowering for dtype ", t.ToString()));
+  }
+  KILN_ASSIGN_OR_RETURN(std::optional<int64_t> axis_attr, IntAttr(call, "axis"));
+  if (in.ndim() == 0) return OpError(call, "cannot legalize a 0-d log_softmax");
+  KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(call, axis_attr.value_or(-1), in.ndim()));
+  const Axes ax = MakeAxes(in, {axis});
+  const DataType a = AccumulationType(t);
+  const Buffer max = ScratchBuffer("log_softmax_max", a, ax.kept);
+  const Buffer sum = ScratchBuffer("log_softmax_sum", a, ax.kept);
+  const size_t nd = in->shape.size();
+  auto at = [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+    return MergeIndex(nd, ax.is_reduced, false, s, r);
+  };
+  auto x = [&](const std::vector<PrimExpr>& i) { return CastTo(a, in.Load(i)); };
+  Stmt max_block = ReduceBlock("log_softmax_max", max, ax.extents, LowestValue(a), tir::Max,
+                               [&](const auto& s, const auto& r) { return x(at(s, r)); });
+  Stmt sum_block = ReduceBlock("log_softmax_sum", sum, ax.extents, Const(a, 0), tir::Add,
+                               [&](const auto& s, const auto& r) {
+                                 return tir::Call("exp", {tir::Sub(x(at(s, r)), max.Load(s))});
+                               });
+  Stmt norm_block = ComputeBlock("log_softmax", out, [&](const std::vector<PrimExpr>& i) {
+    std::vector<PrimExpr> kept;
+    for (size_t d = 0; d < nd; ++d) {
+      if (!ax.is_reduced[d]) kept.push_back(i[d]);
+    }
+    return CastTo(t, tir::Sub(tir::Sub(x(i), max.Load(kept)), tir::Call("log", {sum.Load(kept)})));
+  });
+  return MakePrimFunc(p, tir::Allocate(max, tir::Allocate(sum, tir::SeqStmt({max_block, sum_block, norm_block}))),
+                      "opaque");
+}
+
+// variance: the sum (-> mean), the sum of squared deviations from it, then the division by
+// count - correction. Two passes, as layer_norm, for accuracy.
+absl::StatusOr<tir::PrimFunc> LegalizeVariance(const CallNode& call) {
+  KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
+  const Buffer& in = p.inputs[0];
+  const Buffer& out = p.outputs[0];
+  const DataType t = out->dtype;
+  if (!t.is_float()) return absl::UnimplementedError(absl::StrCat("variance: no CPU lowering for dtype ", t.ToString()));
+  KILN_ASSIGN_OR_RETURN(std::vector<int> axes, ReduceAxes(call, in.ndim(), "axis"));
+  KILN_ASSIGN_OR_RETURN(std::optional<bool> keepdims, BoolAttr(call, "keepdims"));
+  KILN_ASSIGN_OR_RETURN(std::optional<int64_t> correction, IntAttr(call, "correction"));
+  const bool keep = keepdims.value_or(false);
+  const Axes ax = MakeAxes(in, axes);
+  const DataType a = AccumulationType(t);
+  const size_t nd = in->shape.size();
+  auto x = [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+    return CastTo(a, in.Load(MergeIndex(nd, ax.is_reduced, keep, s, r)));
+  };
+  const PrimExpr count = tir::Cast(a, ax.count);
+  const Buffer sum = ScratchBuffer("variance_sum", a, out->shape);
+  const Buffer sq = ScratchBuffer("variance_sum_dev_sq", a, out->shape);
+  Stmt sum_block = ReduceBlock("variance_sum", sum, ax.extents, Const(a, 0), tir::Add, x);
+  Stmt sq_block = ReduceBlock("variance_dev_sq", sq, ax.extents, Const(a, 0), tir::Add,
+                              [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+                                PrimExpr dev = tir::Sub(x(s, r), tir::Div(sum.Load(s), count));
+                                return tir::Mul(dev, dev);
+                              });
+  const PrimExpr divisor = tir::Cast(a, tir::Sub(ax.count, PrimExpr(correction.value_or(0))));
+  Stmt divide = ComputeBlock("variance", out, [&](const std::vector<PrimExpr>& s) {
+    return CastTo(t, tir::Div(sq.Load(s), divisor));
+  });
+  return MakePrimFunc(p, tir::Allocate(sum, tir::Allocate(sq, tir::SeqStmt({sum_block, sq_block, divide}))), "opaque");
+}
+
 KernelLegalizeFn Norm(bool layer) {
   return [layer](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
     KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
@@ -296,7 +376,10 @@ void RegisterReduceLegalize(OpRegistry& registry) {
   registry.SetLegalize("min", Reduce(Reduction::kMin));
   registry.SetLegalize("argmax", ArgReduce(true));
   registry.SetLegalize("argmin", ArgReduce(false));
+  registry.SetLegalize("prod", Reduce(Reduction::kProd));
   registry.SetLegalize("softmax", LegalizeSoftmax);
+  registry.SetLegalize("log_softmax", LegalizeLogSoftmax);
+  registry.SetLegalize("variance", LegalizeVariance);
   registry.SetLegalize("layer_norm", Norm(true));
   registry.SetLegalize("rms_norm", Norm(false));
   registry.SetLegalize("astype", LegalizeAstype);

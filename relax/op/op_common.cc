@@ -61,6 +61,8 @@ const char* AttrKindName(const AttrValue& value) {
       return "dtype";
     case 5:
       return "int list";
+    case 6:
+      return "float list";
   }
   return "?";
 }
@@ -158,6 +160,15 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const CallNode& cal
   if (const auto* i = std::get_if<int64_t>(&it->second)) return Result(std::vector<int64_t>{*i});
   return OpError(call, "attribute '", name, "' must be an int list, got ",
                  AttrKindName(it->second));
+}
+
+absl::StatusOr<std::optional<std::vector<double>>> FloatsAttr(const CallNode& call, const std::string& name) {
+  using Result = std::optional<std::vector<double>>;
+  auto it = call.attrs.find(name);
+  if (it == call.attrs.end()) return Result();
+  if (const auto* v = std::get_if<std::vector<double>>(&it->second)) return Result(*v);
+  if (const auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return Result(std::vector<double>(v->begin(), v->end()));
+  return OpError(call, "attribute '", name, "' must be a list of numbers, got ", AttrKindName(it->second));
 }
 
 absl::StatusOr<int> NormalizeAxis(const CallNode& call, int64_t axis, int ndim, const char* what) {

@@ -71,6 +71,9 @@ absl::StatusOr<std::optional<DataType>> DTypeAttr(const CallNode& call, const st
 absl::StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const CallNode& call,
                                                              const std::string& name);
 
+// Accepts a list of numbers (an int list too).
+absl::StatusOr<std::optional<std::vector<double>>> FloatsAttr(const CallNode& call, const std::string& name);
+
 // Normalizes a possibly negative axis into [0, ndim); `ndim` must be known.
 absl::StatusOr<int> NormalizeAxis(const CallNode& call, int64_t axis, int ndim,
                                   const char* what = "axis");
@@ -148,11 +151,18 @@ void RegisterMatmulOps(OpRegistry& registry);
 void RegisterManipulateOps(OpRegistry& registry);
 void RegisterReduceOps(OpRegistry& registry);
 void RegisterNnOps(OpRegistry& registry);
+void RegisterNormalizationOps(OpRegistry& registry);
+void RegisterResizeOps(OpRegistry& registry);  // resize.cc: resize  // normalization.cc: batch_norm group_norm instance_norm lrn
 void RegisterCreateOps(OpRegistry& registry);
 void RegisterCallOps(OpRegistry& registry);
 void RegisterQuantizeOps(OpRegistry& registry);  // quantize.cc: dequantize, quantized_matmul
 void RegisterPositionalOps(OpRegistry& registry);  // positional.cc: rotary_embedding
 void RegisterCheckOps(OpRegistry& registry);  // check_dims.cc: check_dims
+void RegisterIndexingOps(OpRegistry& registry);  // indexing.cc: gather_*, scatter_*, one_hot
+void RegisterRearrangeOps(OpRegistry& registry);  // rearrange.cc: pad tile flip trilu squeeze expand_dims
+void RegisterSortOps(OpRegistry& registry);  // sort.cc: cumsum sort argsort topk
+void RegisterEinsumOps(OpRegistry& registry);  // einsum.cc: einsum
+void RegisterDynamicShapeOps(OpRegistry& registry);  // dynamic_shape.cc: tensor_to_shape dynamic_strided_slice
 void RegisterLoweredOps(OpRegistry& registry);  // lowered.cc: alloc_tensor, call_tir_dps, alloc_storage, storage_tensor
 
 }  // namespace kiln::relax::op

@@ -1,16 +1,23 @@
 // Reductions, normalizations and casts.
 //
-// sum, mean, max, min (data), attributes axis (int list; absent = all axes) and keepdims
-//   (bool, default false). Reduced axes are dropped, or kept as 1 with keepdims. The dtype
-//   is the data's. mean requires a floating-point dtype.
-//   max/min of floats containing a NaN is NaN (np.max); sum/mean follow IEEE (inf + -inf
-//   is NaN).
+// sum, mean, max, min, prod (data), attributes axis (int list; absent = all axes) and
+//   keepdims (bool, default false). Reduced axes are dropped, or kept as 1 with keepdims.
+//   The dtype is the data's. mean requires a floating-point dtype.
+//   max/min of floats containing a NaN is NaN (np.max); sum/mean/prod follow IEEE (inf +
+//   -inf and 0 * inf are NaN). prod of nothing is 1 (np.prod).
+// variance (data), attributes axis, keepdims (as sum) and correction (int >= 0, default 0):
+//   sum((x - mean)^2) / (count - correction), np.var's ddof: 0 is the population variance,
+//   1 the sample variance. Floating point. count <= correction divides by zero or a
+//   negative number (inf or NaN, as NumPy).
 // argmax, argmin (data), attributes axis (int; absent = over all elements, flattened) and
 //   keepdims. The result dtype is int64. The first maximum (minimum) wins ties; the first
 //   NaN wins over every number (np.argmax).
 // softmax (data), attribute axis (int, default -1). Floating-point; the result has the
 //   data's struct info. A row holding a NaN or +inf gives NaN (as PyTorch: the row's max
 //   is subtracted first, and inf - inf is NaN).
+// log_softmax (data), attribute axis as softmax: x - max - log(sum(exp(x - max))), stable
+//   for large |x| (no exp of a positive number); NaN and +inf rows as softmax, a -inf
+//   element gives -inf.
 // layer_norm (data, gamma, beta), attributes axes (int list, default [-1]) and epsilon
 //   (float, default 1e-5). gamma and beta have ndim == len(axes) and, dim by dim, the
 //   normalized axes' dims (provably different -> error); all share the data's dtype
@@ -67,6 +74,12 @@ absl::StatusOr<StructInfo> InferReduce(const CallNode& call, tir::Analyzer&, boo
   KILN_ASSIGN_OR_RETURN(auto axes, IntsAttr(call, "axis"));
   KILN_ASSIGN_OR_RETURN(auto keepdims, BoolAttr(call, "keepdims"));
   return ReduceResult(call, *data, axes, keepdims.value_or(false), data->dtype);
+}
+
+absl::StatusOr<StructInfo> InferVariance(const CallNode& call, tir::Analyzer& analyzer) {
+  KILN_ASSIGN_OR_RETURN(auto correction, IntAttr(call, "correction"));
+  if (correction && *correction < 0) return OpError(call, "correction must be non-negative, got ", *correction);
+  return InferReduce(call, analyzer, /*needs_float=*/true);
 }
 
 absl::StatusOr<StructInfo> InferArgReduce(const CallNode& call, tir::Analyzer&) {
@@ -138,7 +151,7 @@ absl::StatusOr<StructInfo> InferAstype(const CallNode& call, tir::Analyzer&) {
 }  // namespace
 
 void RegisterReduceOps(OpRegistry& registry) {
-  for (const char* name : {"sum", "max", "min"}) {
+  for (const char* name : {"sum", "max", "min", "prod"}) {
     registry.Register(
         {name, 1, 1, true, {"axis", "keepdims"}, [](const CallNode& call, tir::Analyzer& analyzer) {
            return InferReduce(call, analyzer, /*needs_float=*/false);
@@ -151,6 +164,8 @@ void RegisterReduceOps(OpRegistry& registry) {
   registry.Register({"argmax", 1, 1, true, {"axis", "keepdims"}, InferArgReduce});
   registry.Register({"argmin", 1, 1, true, {"axis", "keepdims"}, InferArgReduce});
   registry.Register({"softmax", 1, 1, true, {"axis"}, InferSoftmax});
+  registry.Register({"log_softmax", 1, 1, true, {"axis"}, InferSoftmax});
+  registry.Register({"variance", 1, 1, true, {"axis", "keepdims", "correction"}, InferVariance});
   registry.Register({"layer_norm",
                      3,
                      3,

@@ -126,6 +126,13 @@ inline std::vector<Case> AllCases() {
   }
   add({"divide", {P("x", {"n", "m"}), P("y", {"m"}, "float32", {0.5, 3})}, "R.divide(x, y)", nm});
   add({"power", {P("x", {"n", "4"}, "float32", {0.1, 3}), P("y", {"n", "1"})}, "R.power(x, y)", nm, 1e-5, 1e-5});
+  // Constant exponents: small integers become multiplications, others stay pow.
+  for (const char* k : {"2.0", "3.0", "4.0", "-1.0", "0.0", "1.0", "0.5", "-2.0"}) {
+    std::string name = absl::StrCat("power_const_", k);
+    for (char& ch : name) ch = ch == '.' ? '_' : ch == '-' ? 'm' : ch;
+    add({name, {P("x", {"n", "m"}, "float32", {-3, 3})}, absl::StrCat("R.power(x, R.const(float32, [], [", k, "]))"), nm,
+         2e-6, 1e-6});
+  }
   add({"power_int", {P("x", {"n"}, "int64", {1, 6}), P("y", {"n"}, "int64", {-3, 5})}, "R.power(x, y)", n});
   add({"power_int32_neg_base", {P("x", {"n"}, "int32", {-4, 0}), P("y", {"n"}, "int32", {0, 5})}, "R.power(x, y)", n});
   add({"add_int32", {P("x", {"n"}, "int32", {-50, 50}), P("y", {"n"}, "int32", {-50, 50})}, "R.add(x, y)", n});
@@ -144,6 +151,72 @@ inline std::vector<Case> AllCases() {
   add({"relu_int", {P("x", {"n"}, "int64", {-9, 9})}, "R.relu(x)", n});
   add({"exp_f64", {P("x", {"n"}, "float64")}, "R.exp(x)", n, 1e-12, 1e-12});
   add({"where", {P("c", {"n", "1"}, "bool"), P("x", {"n", "m"}), P("y", {"m"})}, "R.where(c, x, y)", nm});
+
+  // ---------------------------------------------------------------- elementwise math
+  // The float32 functions are inline code (codegen/fast_math.h) held to a few ulp, the
+  // reference is the C library in double.
+  for (const char* op : {"erf", "sin", "cos", "tan", "atan", "sinh", "cosh", "asinh", "expm1", "reciprocal", "abs",
+                         "sign", "floor", "ceil", "round"}) {
+    add({op, {P("x", {"n", "m"}, "float32", {-5, 5})}, absl::StrCat("R.", op, "(x)"), nm, 2e-6, 1e-6});
+  }
+  for (const char* op : {"asin", "acos", "atanh"}) {
+    add({op, {P("x", {"n", "m"}, "float32", {-1, 1})}, absl::StrCat("R.", op, "(x)"), nm, 2e-6, 1e-6});
+  }
+  add({"acosh", {P("x", {"n", "m"}, "float32", {1, 50})}, "R.acosh(x)", nm, 2e-6, 1e-6});
+  add({"log1p", {P("x", {"n", "m"}, "float32", {-1, 5})}, "R.log1p(x)", nm, 2e-6, 1e-6});
+  // Large arguments: sin/cos reduce exactly, sinh/cosh/expm1 near overflow.
+  add({"sin_large", {P("x", {"n"}, "float32", {-1e6, 1e6})}, "R.sin(x)", n, 2e-6, 1e-6});
+  add({"cos_huge", {P("x", {"n"}, "float32", {-3e38, 3e38})}, "R.cos(x)", n, 2e-6, 1e-6});
+  add({"cosh_wide", {P("x", {"n"}, "float32", {-89, 89})}, "R.cosh(x)", n, 2e-6, 1e-6});
+  add({"expm1_wide", {P("x", {"n"}, "float32", {-30, 30})}, "R.expm1(x)", n, 2e-6, 1e-6});
+  add({"sin_f64", {P("x", {"n"}, "float64", {-10, 10})}, "R.sin(x)", n, 1e-12, 1e-12});
+  add({"atanh_f64", {P("x", {"n"}, "float64", {-1, 1})}, "R.atanh(x)", n, 1e-12, 1e-12});
+  add({"tan_f16", {P("x", {"n"}, "float16", {-1.5, 1.5})}, "R.tan(x)", n, 2e-3, 1e-3});
+  for (const char* op : {"abs", "sign", "floor", "round"}) {
+    add({absl::StrCat(op, "_int32"), {P("x", {"n"}, "int32", {-9, 9})}, absl::StrCat("R.", op, "(x)"), n});
+  }
+  add({"sign_uint8", {P("x", {"n"}, "uint8", {0, 3})}, "R.sign(x)", n});
+  add({"isnan", {P("x", {"n", "m"})}, "R.isnan(x)", nm});
+  add({"isinf", {P("x", {"n", "m"})}, "R.isinf(x)", nm});
+  add({"isinf_positive", {P("x", {"n", "m"})}, "R.isinf(x, detect_negative=false)", nm});
+  add({"isinf_negative", {P("x", {"n", "m"})}, "R.isinf(x, detect_positive=false)", nm});
+  add({"isnan_int", {P("x", {"n"}, "int32", {-9, 9})}, "R.isnan(x)", n});
+  // Division and remainder: float divisors of both signs, integer divisors of one sign per
+  // case (a zero divisor is a run-time error, not a value to compare).
+  for (const char* op : {"floor_divide", "floor_mod", "mod"}) {
+    add({op, {P("x", {"n", "m"}, "float32", {-9, 9}), P("y", {"m"}, "float32", {-3, 3})},
+         absl::StrCat("R.", op, "(x, y)"), nm, 2e-6, 1e-6});
+    add({absl::StrCat(op, "_int32"), {P("x", {"n", "m"}, "int32", {-50, 50}), P("y", {"m"}, "int32", {1, 9})},
+         absl::StrCat("R.", op, "(x, y)"), nm});
+    add({absl::StrCat(op, "_int64_neg"), {P("x", {"n"}, "int64", {-50, 50}), P("y", {"n"}, "int64", {-9, 0})},
+         absl::StrCat("R.", op, "(x, y)"), n});
+    add({absl::StrCat(op, "_uint16"), {P("x", {"n"}, "uint16", {0, 65536}), P("y", {"n"}, "uint16", {1, 300})},
+         absl::StrCat("R.", op, "(x, y)"), n});
+  }
+  add({"clip", {P("x", {"n", "m"}), P("lo", {}), P("hi", {})}, "R.clip(x, lo, hi)", nm});
+  add({"clip_broadcast", {P("x", {"n", "m"}), P("lo", {"m"}, "float32", {-2, 0}), P("hi", {"n", "1"}, "float32", {0, 2})},
+       "R.clip(x, lo, hi)", nm});
+  add({"clip_int8", {P("x", {"n"}, "int8", {-128, 128}), P("lo", {}, "int8", {-50, -49}), P("hi", {}, "int8", {60, 61})},
+       "R.clip(x, lo, hi)", n});
+  for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
+    add({op, {P("x", {"n", "m"}, "bool"), P("y", {"m"}, "bool")}, absl::StrCat("R.", op, "(x, y)"), nm});
+  }
+  add({"logical_not", {P("x", {"n", "m"}, "bool")}, "R.logical_not(x)", nm});
+  for (const char* op : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    add({op, {P("x", {"n", "m"}, "int32", {-1000, 1000}), P("y", {"m"}, "int32", {-1000, 1000})},
+         absl::StrCat("R.", op, "(x, y)"), nm});
+  }
+  add({"bitwise_not", {P("x", {"n", "m"}, "int64", {-1000, 1000})}, "R.bitwise_not(x)", nm});
+  add({"bitwise_not_uint8", {P("x", {"n"}, "uint8", {0, 256})}, "R.bitwise_not(x)", n});
+  // Shift amounts up to and past the width: those shift every bit out.
+  for (const char* op : {"left_shift", "right_shift"}) {
+    add({absl::StrCat(op, "_uint8"), {P("x", {"n", "m"}, "uint8", {0, 256}), P("y", {"m"}, "uint8", {0, 10})},
+         absl::StrCat("R.", op, "(x, y)"), nm});
+    add({absl::StrCat(op, "_int32"), {P("x", {"n"}, "int32", {-1e6, 1e6}), P("y", {"n"}, "int32", {0, 33})},
+         absl::StrCat("R.", op, "(x, y)"), n});
+    add({absl::StrCat(op, "_uint64"), {P("x", {"n"}, "uint64", {0, 1e18}), P("y", {"n"}, "uint64", {0, 64})},
+         absl::StrCat("R.", op, "(x, y)"), n});
+  }
 
   // ---------------------------------------------------------------- matmul
   // Symbolic k or m never dispatch to OpenBLAS: these are generated kernels. Tolerances
@@ -229,6 +302,93 @@ inline std::vector<Case> AllCases() {
   add({"take", {P("x", {"n", "5"}), P("i", {"m"}, "int64", {0, 5})}, "R.take(x, i, axis=1)", nm});
   add({"take_axis0", {P("x", {"4", "n"}), P("i", {"m", "2"}, "int32", {0, 4})}, "R.take(x, i, axis=0)", nm});
 
+  // ---------------------------------------------------------------- indexing
+  // Indices are drawn in [-dim, dim) of the axis they index (negative ones count from the
+  // end); scatters draw repeated positions, which apply in row-major order.
+  add({"gather_elements", {P("x", {"n", "5"}), P("i", {"n", "m"}, "int64", {-5, 5})},
+       "R.gather_elements(x, i, axis=1)", nm});
+  add({"gather_elements_axis0", {P("x", {"4", "n"}), P("i", {"m", "n"}, "int32", {-4, 4})},
+       "R.gather_elements(x, i, axis=0)", nm});
+  add({"gather_nd", {P("x", {"3", "4", "n"}), P("i", {"m", "2"}, "int64", {-3, 3})}, "R.gather_nd(x, i)", nm});
+  add({"gather_nd_batch", {P("x", {"n", "3", "4"}), P("i", {"n", "m", "1"}, "int64", {-3, 3})},
+       "R.gather_nd(x, i, batch_dims=1)", nm});
+  add({"scatter_elements", {P("x", {"n", "6"}), P("i", {"n", "m"}, "int64", {-6, 6}), P("u", {"n", "m"})},
+       "R.scatter_elements(x, i, u, axis=1)", nm});
+  add({"scatter_elements_add", {P("x", {"5", "n"}), P("i", {"m", "n"}, "int64", {-5, 5}), P("u", {"m", "n"})},
+       "R.scatter_elements(x, i, u, reduction=\"add\")", nm});
+  add({"scatter_elements_max", {P("x", {"5", "n"}), P("i", {"m", "n"}, "int32", {-5, 5}), P("u", {"m", "n"})},
+       "R.scatter_elements(x, i, u, reduction=\"max\")", nm});
+  add({"scatter_elements_mul_int", {P("x", {"5", "n"}, "int64", {-3, 3}), P("i", {"m", "n"}, "int64", {-5, 5}),
+                                    P("u", {"m", "n"}, "int64", {-3, 3})},
+       "R.scatter_elements(x, i, u, reduction=\"mul\")", {{{"n", 1}, {"m", 1}}, {{"n", 7}, {"m", 3}}, {{"n", 1031}, {"m", 2}}}});
+  add({"scatter_nd", {P("x", {"4", "5", "n"}), P("i", {"m", "2"}, "int64", {-4, 4}), P("u", {"m", "n"})},
+       "R.scatter_nd(x, i, u)", nm});
+  add({"scatter_nd_add", {P("x", {"5", "n"}), P("i", {"m", "1"}, "int64", {-5, 5}), P("u", {"m", "n"})},
+       "R.scatter_nd(x, i, u, reduction=\"add\")", nm});
+  add({"scatter_nd_min", {P("x", {"5", "n"}), P("i", {"m", "1"}, "int64", {-5, 5}), P("u", {"m", "n"})},
+       "R.scatter_nd(x, i, u, reduction=\"min\")", nm});
+  add({"one_hot", {P("i", {"n", "m"}, "int64", {-7, 7})},
+       "R.one_hot(i, depth=5, axis=1, on_value=3.0, off_value=-1.0)", nm});
+  add({"one_hot_int", {P("i", {"n"}, "int32", {-2, 9})}, "R.one_hot(i, depth=8, dtype=int32)", n});
+
+  // ---------------------------------------------------------------- rearranging
+  add({"pad_constant", {P("x", {"n", "m"})}, "R.pad(x, pads=[1, 0, 2, 3], pad_value=-7.5)", nm});
+  add({"pad_crop", {P("x", {"3", "n", "5"})}, "R.pad(x, pads=[-1, 2, 1, 0, -1, -3])", n});
+  add({"pad_reflect", {P("x", {"n", "4"})}, "R.pad(x, pads=[0, 5, 0, 2], mode=\"reflect\")", n});
+  add({"pad_reflect_sym", {P("x", {"n", "2"})}, "R.pad(x, pads=[2, 0, 3, 1], mode=\"reflect\")", n});
+  add({"pad_edge", {P("x", {"n", "m"}, "int32", {-9, 9})}, "R.pad(x, pads=[2, 1, 0, 3], mode=\"edge\")", nm});
+  add({"pad_wrap", {P("x", {"2", "n"})}, "R.pad(x, pads=[1, -1, 3, 4], mode=\"wrap\")", {{{"n", 2}}, {{"n", 7}}, {{"n", 1031}}}});
+  add({"tile", {P("x", {"n", "3"})}, "R.tile(x, repeats=[2, 3])", n});
+  add({"tile_new_dims", {P("x", {"n"}, "int64", {-9, 9})}, "R.tile(x, repeats=[3, 1, 2])", n});
+  add({"flip", {P("x", {"n", "m", "2"})}, "R.flip(x, axis=[0, 2])", nm});
+  add({"flip_all", {P("x", {"n", "m"})}, "R.flip(x)", nm});
+  add({"trilu_upper", {P("x", {"2", "n", "m"})}, "R.trilu(x, k=1)", nm});
+  add({"trilu_lower", {P("x", {"n", "m"})}, "R.trilu(x, upper=false, k=-2)", nm});
+  add({"squeeze", {P("x", {"n", "1", "m", "1"})}, "R.squeeze(x, axis=[1, -1])", nm});
+  add({"squeeze_all_unit", {P("x", {"1", "n", "1"})}, "R.squeeze(x)", n});
+  add({"expand_dims", {P("x", {"n", "m"})}, "R.expand_dims(x, axis=[0, -1])", nm});
+
+  // ---------------------------------------------------------------- sorting and scans
+  // O(n^2) per row (relax/op/legalize_sort.cc): rows up to 1031 long. Integer draws from a
+  // small range make ties, which must keep index order.
+  add({"cumsum", {P("x", {"n", "m"})}, "R.cumsum(x, axis=1)", nm, 1e-5, 1e-4});
+  add({"cumsum_exclusive_reverse", {P("x", {"n", "m"})}, "R.cumsum(x, axis=0, exclusive=true, reverse=true)", nm,
+       1e-5, 1e-4});
+  add({"cumsum_int", {P("x", {"n", "m"}, "int32", {-9, 9})}, "R.cumsum(x, axis=0, exclusive=true)", nm});
+  add({"cumsum_f16", {P("x", {"n"}, "float16", {0, 1})}, "R.cumsum(x, axis=0)", n, 2e-3, 1e-3});
+  add({"sort", {P("x", {"n", "m"})}, "R.sort(x)", nm});
+  add({"sort_descending_axis0", {P("x", {"n", "m"})}, "R.sort(x, axis=0, descending=true)", nm});
+  add({"argsort_ties", {P("x", {"n", "m"}, "int32", {-3, 3})}, "R.argsort(x, axis=1)", nm});
+  add({"argsort_descending", {P("x", {"n", "m"})}, "R.argsort(x, axis=0, descending=true, dtype=int32)", nm});
+  add({"topk", {P("x", {"n", "m"})}, "R.topk(x, k=1, axis=0)", nm});
+  add({"topk_smallest_ties", {P("x", {"n", "m"}, "int64", {-2, 2})}, "R.topk(x, k=1, largest=false)", nm});
+  add({"topk_k3", {P("x", {"m", "n"})}, "R.topk(x, k=3)",
+       {{{"n", 3}, {"m", 1}}, {{"n", 7}, {"m", 13}}, {{"n", 1031}, {"m", 3}}}});
+
+  // ---------------------------------------------------------------- einsum
+  add({"einsum_batch_matmul", {P("a", {"2", "n", "k"}), P("b", {"2", "k", "m"})},
+       "R.einsum((a, b), subscripts=\"bij, bjk -> bik\")", nkm, 1e-4, 1e-4});
+  add({"einsum_batch_diagonal", {P("a", {"n", "5", "5"})}, "R.einsum((a,), subscripts=\"...ii ->...i\")", n});
+  add({"einsum_inner_prod", {P("a", {"n"}), P("b", {"n"})}, "R.einsum((a, b), subscripts=\"i,i\")", n, 1e-4, 1e-4});
+  add({"einsum_sum", {P("a", {"n", "m"})}, "R.einsum((a,), subscripts=\"ij->i\")", nm, 1e-4, 1e-4});
+  add({"einsum_transpose", {P("a", {"n", "m"})}, "R.einsum((a,), subscripts=\"ij->ji\")", nm});
+  add({"einsum_broadcast_implicit", {P("a", {"n", "1", "3"}), P("b", {"m", "3", "2"}), P("c", {"2"})},
+       "R.einsum((a, b, c), subscripts=\"...j,...jk,k\")", nm, 1e-4, 1e-4});
+  // ---------------------------------------------------------------- shapes from data
+  // begin/end drawn past both ends (ONNX clamps them); strides never 0.
+  add({"dynamic_strided_slice",
+       {P("x", {"n", "m"}), P("b", {"2"}, "int64", {-40, 40}), P("e", {"2"}, "int64", {-40, 40}),
+        P("s", {"2"}, "int64", {1, 4})},
+       "R.dynamic_strided_slice(x, b, e, s)", nm});
+  Case dss_neg{"dynamic_strided_slice_negative_strides",
+               {P("x", {"n", "3", "m"}), P("b", {"2"}, "int64", {-1100, 1100}), P("e", {"2"}, "int64", {-1100, 1100}),
+                P("s", {"2"}, "int64", {1, 3})},
+               "R.dynamic_strided_slice(x, b, e, r_s, axes=[2, 0])", nm};
+  dss_neg.prelude = "    r_s = R.negative(s)\n";
+  add(dss_neg);
+  add({"einsum_f16", {P("a", {"n", "k"}, "float16", {19, 21}), P("b", {"k"}, "float16", {0.5, 1.5})},
+       "R.einsum((a, b), subscripts=\"ij,j->i\")", {{{"n", 3}, {"k", 1031}}, {{"n", 7}, {"k", 13}}}, 1e-3, 0});
+
   // ---------------------------------------------------------------- creation
   add({"full_prim", {P("x", {"n"})}, "R.full(R.shape([n, 3]), R.prim(2.5), dtype=float32)", n});
   add({"full_tensor", {P("x", {"n"}), P("v", {}, "float32")}, "R.full(R.shape([n, 2]), v)", n});
@@ -253,6 +413,97 @@ inline std::vector<Case> AllCases() {
   add({"max_pool2d", {P("x", {"1", "2", "h", "w"})}, "R.max_pool2d(x, pool_size=[1, 1])", hw});
   add({"max_pool2d_pad", {P("x", {"1", "2", "h", "w"})},
        "R.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1])", hw});
+
+  // ---------------------------------------------------------------- reductions and normalizations (ONNX)
+  // Factors near 1 keep products of up to 1031 terms in range.
+  add({"prod_axis1", {P("x", {"n", "m"}, "float32", {0.9, 1.1})}, "R.prod(x, axis=[1])", nm, 1e-4, 1e-6});
+  add({"prod_all_keepdims", {P("x", {"n", "m"}, "float32", {0.99, 1.01})}, "R.prod(x, keepdims=true)", nm, 1e-4,
+       1e-6});
+  add({"prod_int", {P("x", {"n", "m"}, "int32", {-1, 2})}, "R.prod(x, axis=[0])", nm});
+  add({"variance_axis1", {P("x", {"n", "m"})}, "R.variance(x, axis=[1])", nm, 1e-4, 1e-5});
+  add({"variance_sample_keepdims", {P("x", {"n", "3", "m"})},
+       "R.variance(x, axis=[0, 2], keepdims=true, correction=1)", nm, 1e-4, 1e-5});
+  add({"log_softmax", {P("x", {"n", "m"}, "float32", {-5, 5})}, "R.log_softmax(x)", nm, 1e-5, 1e-5});
+  add({"log_softmax_axis0", {P("x", {"n", "m"}, "float32", {-50, 50})}, "R.log_softmax(x, axis=0)", nm, 1e-5,
+       1e-5});
+  const Gen positive = {0.1, 2};
+  add({"batch_norm", {P("x", {"n", "3", "m"}), P("s", {"3"}), P("b", {"3"}), P("mu", {"3"}), P("v", {"3"}, "float32", positive)},
+       "R.batch_norm(x, s, b, mu, v, epsilon=0.001)", nm, 1e-5, 1e-5});
+  add({"batch_norm_2d", {P("x", {"n", "m"}), P("s", {"m"}), P("b", {"m"}), P("mu", {"m"}), P("v", {"m"}, "float32", positive)},
+       "R.batch_norm(x, s, b, mu, v)", nm, 1e-5, 1e-5});
+  add({"group_norm", {P("x", {"2", "6", "n", "m"}), P("s", {"6"}), P("b", {"6"})},
+       "R.group_norm(x, s, b, num_groups=3)", nm, 1e-4, 1e-4});
+  add({"group_norm_symbolic_channels", {P("x", {"2", "n", "m"}), P("s", {"n"}), P("b", {"n"})},
+       "R.group_norm(x, s, b, num_groups=1, epsilon=0.01)", nm, 1e-4, 1e-4});
+  add({"instance_norm", {P("x", {"2", "3", "n", "m"}), P("s", {"3"}), P("b", {"3"})}, "R.instance_norm(x, s, b)",
+       nm, 1e-4, 1e-4});
+  add({"lrn", {P("x", {"2", "5", "n", "m"})}, "R.lrn(x, size=3)", nm, 1e-5, 1e-5});
+  add({"lrn_even_size", {P("x", {"1", "n", "m"})}, "R.lrn(x, size=4, alpha=0.5, beta=0.6, bias=2.0)", nm, 1e-5,
+       1e-5});
+
+  // 1-d and 3-d windows, transposed convolutions, average pooling and pooling options.
+  const Sizes len = {{{"n", 7}}, {{"n", 13}}, {{"n", 1031}}};
+  const Sizes dhw = {{{"d", 1}, {"h", 1}, {"w", 1}}, {{"d", 3}, {"h", 7}, {"w", 5}}, {{"d", 5}, {"h", 3}, {"w", 11}}};
+  add({"conv1d", {P("x", {"1", "3", "n"}), P("k", {"4", "3", "1"})}, "R.conv1d(x, k)", n, 1e-5, 1e-5});
+  add({"conv1d_pad", {P("x", {"2", "4", "n"}), P("k", {"6", "2", "3"})},
+       "R.conv1d(x, k, strides=[2], padding=[1, 2], dilation=[2], groups=2)", len, 1e-5, 1e-5});
+  add({"conv3d", {P("x", {"1", "2", "d", "h", "w"}), P("k", {"3", "2", "2", "2", "2"})},
+       "R.conv3d(x, k, padding=[1], strides=[1, 2, 1])", dhw, 1e-5, 1e-5});
+  add({"conv1d_transpose", {P("x", {"1", "4", "n"}), P("k", {"4", "3", "3"})},
+       "R.conv1d_transpose(x, k, strides=[2], padding=[1], output_padding=[1])", n, 1e-5, 1e-5});
+  add({"conv2d_transpose", {P("x", {"2", "4", "h", "w"}), P("k", {"4", "3", "3", "3"})},
+       "R.conv2d_transpose(x, k, strides=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2], groups=2)", hw, 1e-5, 1e-5});
+  add({"max_pool1d_ceil", {P("x", {"2", "3", "n"})}, "R.max_pool1d(x, pool_size=[3], strides=[2], padding=[1], ceil_mode=true)",
+       n});
+  add({"max_pool2d_ceil_dilation", {P("x", {"1", "2", "h", "w"})},
+       "R.max_pool2d(x, pool_size=[2, 3], strides=[2, 2], dilation=[2, 1], padding=[1], ceil_mode=true)", hw});
+  add({"max_pool3d", {P("x", {"1", "2", "d", "h", "w"})}, "R.max_pool3d(x, pool_size=[2], strides=[1], padding=[1])",
+       dhw});
+  add({"max_pool2d_int", {P("x", {"1", "2", "h", "w"}, "int8", {-100, 100})},
+       "R.max_pool2d(x, pool_size=[2, 2], strides=[1, 1], padding=[1])", hw});
+  add({"avg_pool1d", {P("x", {"2", "3", "n"})},
+       "R.avg_pool1d(x, pool_size=[4], strides=[3], padding=[2, 1], dilation=[2], count_include_pad=true)", len, 1e-5,
+       1e-6});
+  add({"avg_pool2d", {P("x", {"1", "2", "h", "w"})}, "R.avg_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1])",
+       hw, 1e-5, 1e-6});
+  add({"avg_pool2d_ceil_include_pad", {P("x", {"1", "2", "h", "w"})},
+       "R.avg_pool2d(x, pool_size=[3, 2], strides=[2, 2], padding=[1, 0, 1, 1], ceil_mode=true, count_include_pad=true)",
+       hw, 1e-5, 1e-6});
+  add({"avg_pool3d", {P("x", {"1", "2", "d", "h", "w"})},
+       "R.avg_pool3d(x, pool_size=[2, 3, 2], strides=[1, 2, 2], padding=[1])", dhw, 1e-5, 1e-6});
+  add({"avg_pool2d_f16", {P("x", {"1", "2", "h", "w"}, "float16")}, "R.avg_pool2d(x, pool_size=[3, 3], padding=[1])",
+       hw, 1e-3, 1e-3});
+
+  // resize: output sizes symbolic or constant, every coordinate mode and method.
+  add({"resize_nearest", {P("x", {"1", "2", "h", "w"})}, "R.resize(x, R.shape([1, 2, h * 2, w * 3]), axes=[2, 3])", hw});
+  add({"resize_nearest_asymmetric_floor", {P("x", {"1", "2", "h", "w"})},
+       "R.resize(x, R.shape([1, 2, 5, 7]), axes=[2, 3], coordinate_transformation_mode=\"asymmetric\", "
+       "nearest_mode=\"floor\", scales=[0.6, 1.75])",
+       hw});
+  add({"resize_nearest_ceil_align_corners", {P("x", {"n", "m"}, "int32", {-50, 50})},
+       "R.resize(x, R.shape([n, 9]), axes=[1], coordinate_transformation_mode=\"align_corners\", nearest_mode=\"ceil\")",
+       nm});
+  add({"resize_nearest_prefer_ceil", {P("x", {"n"})},
+       "R.resize(x, R.shape([n * 3]), coordinate_transformation_mode=\"pytorch_half_pixel\", "
+       "nearest_mode=\"round_prefer_ceil\")",
+       n});
+  add({"resize_linear", {P("x", {"n", "m"})}, "R.resize(x, R.shape([n * 2, 5]), method=\"linear\")", nm, 1e-5, 1e-6});
+  add({"resize_linear_align_corners", {P("x", {"n"})},
+       "R.resize(x, R.shape([7]), method=\"linear\", coordinate_transformation_mode=\"align_corners\")", n, 1e-5, 1e-6});
+  add({"resize_linear_symmetric_scales", {P("x", {"1", "2", "h", "w"})},
+       "R.resize(x, R.shape([1, 2, 4, 11]), axes=[2, 3], method=\"linear\", "
+       "coordinate_transformation_mode=\"half_pixel_symmetric\", scales=[0.7, 2.3])",
+       hw, 1e-5, 1e-6});
+  add({"resize_tf_crop", {P("x", {"1", "2", "h", "w"})},
+       "R.resize(x, R.shape([1, 2, 6, 5]), axes=[2, 3], method=\"linear\", "
+       "coordinate_transformation_mode=\"tf_crop_and_resize\", roi=[-0.2, 0.1, 1.2, 0.7], extrapolation_value=10.0)",
+       hw, 1e-5, 1e-6});
+  add({"resize_cubic", {P("x", {"1", "1", "h", "w"})},
+       "R.resize(x, R.shape([1, 1, 9, 4]), axes=[2, 3], method=\"cubic\")", hw, 1e-5, 1e-5});
+  add({"resize_cubic_exclude_outside", {P("x", {"1", "1", "h", "w"})},
+       "R.resize(x, R.shape([1, 1, h * 2, 3]), axes=[-2, -1], method=\"cubic\", cubic_coeff_a=-0.5, "
+       "exclude_outside=true, coordinate_transformation_mode=\"asymmetric\")",
+       hw, 1e-5, 1e-5});
 
   // ---------------------------------------------------------------- float16
   // Sums of float16 accumulate in float32: at k = 1031 with values near 20 a float16
@@ -322,10 +573,10 @@ inline std::vector<Case> AllCases() {
   return cases;
 }
 
-// Operators that read no float tensor data, so have no NaN/inf case (dequantize reads bytes:
+// Operators that read no float tensor data, so have no NaN/inf case (one_hot reads indices only; dequantize reads bytes:
 // its random scales include NaN and infinities).
 inline bool ReadsNoFloatData(const std::string& op) {
-  return op == "zeros" || op == "ones" || op == "arange" || op == "dequantize";
+  return op == "zeros" || op == "ones" || op == "arange" || op == "dequantize" || op == "one_hot";
 }
 
 // The operators a case calls, found in its parsed module (empty when it does not parse).

@@ -182,6 +182,19 @@ TEST(OnnxImporter, UnsupportedOperatorNamesNodeOpAndOpset) {
   EXPECT_EQ(r.status().message(), "node 'n0' (op NoSuchOp, opset 13): operator NoSuchOp is not supported");
 }
 
+TEST(OnnxImporter, OpsetsNewerThanTheConvertersKnowImport) {
+  // ONNX's later opsets mostly add types to existing operators: a model at opset 28 converts
+  // Relu and Add with their newest known semantics, and ONNX 1.12's checker (which knows
+  // opsets up to 17) is not asked about it.
+  ModelBuilder m(28);
+  m.Input("x", kFloat, {"n"}).Output("y");
+  m.Node("Relu", {"x"}, {"r"});
+  m.Node("Add", {"r", "x"}, {"y"});
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(ResultSInfo(*r), "Tensor((n,), float32)");
+}
+
 TEST(OnnxImporter, TruncatedProtobufIsAClearError) {
   ModelBuilder m;
   m.Input("x", kFloat, {"4"}).Output("y");

@@ -37,6 +37,16 @@ const Case kCases[] = {
     {"x: Tensor((1, 2, h, w), float32)", "R.conv2d(x, R.ones(R.shape([3, 2, 3, 2])), strides=[2, 1], padding=[1, 0, 2, 2], dilation=[1, 2])"},
     {"x: Tensor((1, 2, h, w), float32)", "R.max_pool2d(x, pool_size=[3, 2], strides=[2, 3], padding=[1, 1])"},
     {"x: Tensor((n, 4), float32)", "R.layer_norm(x, R.ones(R.shape([4])), R.zeros(R.shape([4])))"},
+    {"x: Tensor((n, 4), float32)", "R.pad(x, pads=[1, -1, 2, 3])"},
+    {"x: Tensor((n, 4), float32)", "R.pad(x, pads=[0, 2, 0, 5], mode=\"reflect\")"},
+    {"x: Tensor((n, 4), float32)", "R.tile(x, repeats=[2, 1, 3])"},
+    {"x: Tensor((1, n, 1), float32)", "R.squeeze(x, axis=[0])"},
+    {"x: Tensor((n, 4), float32)", "R.expand_dims(x, axis=[1, -1])"},
+    {"x: Tensor((n, 4), float32)", "R.topk(x, k=1, axis=0)"},
+    {"x: Tensor((n, 4), float32)", "R.one_hot(R.argmax(x, axis=1), depth=3, axis=0)"},
+    {"x: Tensor((n, 4), float32)", "R.gather_nd(x, R.zeros(R.shape([n, 2, 1]), dtype=int64), batch_dims=1)"},
+    {"x: Tensor((n, 4), float32)", "R.einsum((x, x), subscripts=\"ij,kj->ik\")"},
+    {"x: Tensor((n, 4), float32)", "R.einsum((x,), subscripts=\"ij->j\")"},
 };
 
 TEST(InferenceAgreementTest, SymbolicShapesMatchTheKernels) {

@@ -100,17 +100,35 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> KernelCall::IntsAttr(
   return TypedAttr<std::vector<int64_t>>(*this, name, "an int list");
 }
 
+absl::StatusOr<std::optional<std::vector<double>>> KernelCall::FloatsAttr(const std::string& name) const {
+  auto it = call.attrs.find(name);
+  if (it != call.attrs.end()) {
+    if (const auto* v = std::get_if<std::vector<int64_t>>(&it->second)) {
+      return std::optional<std::vector<double>>(std::vector<double>(v->begin(), v->end()));
+    }
+  }
+  return TypedAttr<std::vector<double>>(*this, name, "a list of numbers");
+}
+
 Kernel FindKernel(std::string_view op) {
   static const KernelTable* table = [] {
     auto* t = new KernelTable();
     AddElementwiseKernels(*t);
+    AddMathKernels(*t);
     AddMatmulKernels(*t);
     AddManipulateKernels(*t);
     AddReduceKernels(*t);
     AddCreateKernels(*t);
     AddNnKernels(*t);
+    AddNormalizationKernels(*t);
+    AddResizeKernels(*t);
     AddQuantizeKernels(*t);
     AddPositionalKernels(*t);
+    AddIndexingKernels(*t);
+    AddRearrangeKernels(*t);
+    AddSortKernels(*t);
+    AddEinsumKernels(*t);
+    AddDynamicShapeKernels(*t);
     return t;
   }();
   auto it = table->find(op);

@@ -52,19 +52,28 @@ struct KernelCall {
   absl::StatusOr<std::optional<double>> FloatAttr(const std::string& name) const;  // or an int
   absl::StatusOr<std::optional<DataType>> DTypeAttr(const std::string& name) const;  // or a string
   absl::StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const std::string& name) const;  // or one int
+  absl::StatusOr<std::optional<std::vector<double>>> FloatsAttr(const std::string& name) const;  // or an int list
 };
 
 using Kernel = absl::StatusOr<RefValue> (*)(const KernelCall& call);
 using KernelTable = std::map<std::string, Kernel, std::less<>>;
 
 void AddElementwiseKernels(KernelTable& table);
+void AddMathKernels(KernelTable& table);
 void AddMatmulKernels(KernelTable& table);
 void AddManipulateKernels(KernelTable& table);
 void AddReduceKernels(KernelTable& table);
 void AddCreateKernels(KernelTable& table);
 void AddNnKernels(KernelTable& table);
+void AddNormalizationKernels(KernelTable& table);
+void AddResizeKernels(KernelTable& table);
 void AddQuantizeKernels(KernelTable& table);
 void AddPositionalKernels(KernelTable& table);
+void AddIndexingKernels(KernelTable& table);
+void AddRearrangeKernels(KernelTable& table);
+void AddSortKernels(KernelTable& table);
+void AddEinsumKernels(KernelTable& table);
+void AddDynamicShapeKernels(KernelTable& table);
 
 // nullptr when the operator has no kernel.
 Kernel FindKernel(std::string_view op);

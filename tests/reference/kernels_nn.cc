@@ -1,7 +1,13 @@
-// Window kernels, NCHW data and OIHW weights: conv2d (strides, padding, dilation, groups)
-// and max_pool2d (padding reads as -inf, so it never wins; a NaN in the window gives NaN).
-// conv2d's zero padding takes part in the products (0 * inf is NaN). Padding is 1 value (all sides),
-// 2 (height, width) or 4 (top, left, bottom, right); strides and dilation 1 or 2 values.
+// Window kernels, channels first with 1-3 spatial dims (the digit in the op name): conv1d/2d/3d
+// (data N C D..., weight O I K...; strides, padding, dilation, groups), conv1d/2d_transpose
+// (weight C O/groups K...: every input element scatters data * weight into the outputs it
+// reaches), max_pool1d/2d/3d (padding reads as -inf, so it never wins; a NaN in the window
+// gives NaN) and avg_pool1d/2d/3d (sum of the taps inside the input over their count, or the
+// count of taps inside the padded input with count_include_pad). conv's zero padding takes
+// part in the products (0 * inf is NaN). Padding is 1 value (all sides), `rank` values
+// (both sides of each dim) or 2 * rank (begins, then ends); strides, dilation, pool_size and
+// output_padding 1 or `rank` values. With ceil_mode a pool's output count rounds up, but
+// each window must start inside the input or its begin padding.
 #include <limits>
 
 #include "support/status_macros.h"
@@ -10,60 +16,90 @@
 namespace kiln::reference {
 namespace {
 
+int RankOf(const std::string& op) {
+  for (char c : op) {
+    if (c >= '1' && c <= '3') return c - '0';
+  }
+  return 0;
+}
+
 struct Window {
-  int64_t kh, kw, stride_h, stride_w, dil_h, dil_w, top, left, bottom, right;
-  int64_t out_h, out_w;
+  int rank = 0;
+  std::vector<int64_t> kernel, stride, dil, begin, end, out_padding;
+  bool ceil_mode = false;
+  bool count_include_pad = false;
 };
 
-absl::StatusOr<std::vector<int64_t>> Pair(const KernelCall& call, const std::string& name,
-                                          std::vector<int64_t> fallback) {
+absl::StatusOr<std::vector<int64_t>> PerDim(const KernelCall& call, const std::string& name, int rank,
+                                            std::vector<int64_t> fallback, int64_t min_value) {
   KILN_ASSIGN_OR_RETURN(auto v, call.IntsAttr(name));
-  std::vector<int64_t> r = v.value_or(fallback);
-  if (r.size() == 1) r.push_back(r[0]);
-  if (r.size() != 2) return call.Error("attribute ", name, " must have 1 or 2 values");
+  std::vector<int64_t> r = v && !v->empty() ? *v : fallback;
+  if (r.size() == 1) r.assign(static_cast<size_t>(rank), r[0]);
+  if (r.size() != static_cast<size_t>(rank)) return call.Error("attribute ", name, " must have 1 or ", rank, " values");
+  for (int64_t x : r) {
+    // Bounds the window arithmetic far from overflow.
+    if (x < min_value || x > (int64_t{1} << 24)) return call.Error("attribute ", name, " value ", x, " out of range");
+  }
   return r;
 }
 
-absl::StatusOr<Window> MakeWindow(const KernelCall& call, int64_t h, int64_t w, int64_t kh,
-                                  int64_t kw, std::vector<int64_t> default_strides) {
-  if (kh < 1 || kw < 1) return call.Error("the window must be at least 1x1, got ", kh, "x", kw);
-  Window win{};
-  win.kh = kh;
-  win.kw = kw;
-  KILN_ASSIGN_OR_RETURN(auto strides, Pair(call, "strides", default_strides));
-  KILN_ASSIGN_OR_RETURN(auto dilation, Pair(call, "dilation", {1}));
+// `kernel` is the weight's spatial dims for convolutions, empty for pools (pool_size).
+absl::StatusOr<Window> ReadWindow(const KernelCall& call, int rank, std::vector<int64_t> kernel) {
+  Window w;
+  w.rank = rank;
+  const bool pool = kernel.empty();
+  if (pool) {
+    KILN_ASSIGN_OR_RETURN(auto pool_attr, call.IntsAttr("pool_size"));
+    if (!pool_attr) return call.Error("attribute pool_size is required");
+    KILN_ASSIGN_OR_RETURN(kernel, PerDim(call, "pool_size", rank, {}, 1));
+  }
+  w.kernel = kernel;
+  KILN_ASSIGN_OR_RETURN(w.stride, PerDim(call, "strides", rank, pool ? kernel : std::vector<int64_t>{1}, 1));
+  KILN_ASSIGN_OR_RETURN(w.dil, PerDim(call, "dilation", rank, {1}, 1));
+  KILN_ASSIGN_OR_RETURN(w.out_padding, PerDim(call, "output_padding", rank, {0}, 0));
   KILN_ASSIGN_OR_RETURN(auto padding_attr, call.IntsAttr("padding"));
   std::vector<int64_t> p = padding_attr.value_or(std::vector<int64_t>{0});
-  if (p.size() == 1) p = {p[0], p[0], p[0], p[0]};
-  if (p.size() == 2) p = {p[0], p[1], p[0], p[1]};
-  if (p.size() != 4) return call.Error("attribute padding must have 1, 2 or 4 values");
-  win.stride_h = strides[0];
-  win.stride_w = strides[1];
-  win.dil_h = dilation[0];
-  win.dil_w = dilation[1];
-  win.top = p[0];
-  win.left = p[1];
-  win.bottom = p[2];
-  win.right = p[3];
-  if (win.stride_h < 1 || win.stride_w < 1 || win.dil_h < 1 || win.dil_w < 1) {
-    return call.Error("strides and dilation must be positive");
+  const auto r = static_cast<size_t>(rank);
+  if (p.size() == 1) p.assign(r, p[0]);
+  if (p.size() == r) p.insert(p.end(), p.begin(), p.end());
+  if (p.size() != 2 * r) return call.Error("attribute padding must have 1, ", rank, " or ", 2 * rank, " values");
+  for (int64_t x : p) {
+    if (x < 0 || x > (int64_t{1} << 24)) return call.Error("padding value ", x, " out of range");
   }
-  for (int64_t v : {p[0], p[1], p[2], p[3], win.stride_h, win.stride_w, win.dil_h, win.dil_w}) {
-    // Bounds the window arithmetic far from overflow.
-    if (v < 0 || v > (int64_t{1} << 24)) return call.Error("padding, strides and dilation must be in [0, 2^24]");
-  }
-  int64_t eff_h = h + win.top + win.bottom - win.dil_h * (kh - 1) - 1;
-  int64_t eff_w = w + win.left + win.right - win.dil_w * (kw - 1) - 1;
-  if (eff_h < 0 || eff_w < 0) return call.Error("the window is larger than the padded input");
-  win.out_h = eff_h / win.stride_h + 1;
-  win.out_w = eff_w / win.stride_w + 1;
-  return win;
+  w.begin.assign(p.begin(), p.begin() + rank);
+  w.end.assign(p.begin() + rank, p.end());
+  KILN_ASSIGN_OR_RETURN(auto ceil_mode, call.BoolAttr("ceil_mode"));
+  KILN_ASSIGN_OR_RETURN(auto include, call.BoolAttr("count_include_pad"));
+  w.ceil_mode = ceil_mode.value_or(false);
+  w.count_include_pad = include.value_or(false);
+  return w;
 }
 
-absl::StatusOr<RefValue> Conv2d(const KernelCall& call) {
+// Output extent of a (pooling) window along one dim.
+absl::StatusOr<int64_t> OutExtent(const KernelCall& call, const Window& w, size_t d, int64_t in) {
+  const int64_t span = in + w.begin[d] + w.end[d] - w.dil[d] * (w.kernel[d] - 1) - 1;
+  if (span < 0) return call.Error("the window is larger than the padded input");
+  int64_t out = span / w.stride[d] + 1;
+  if (w.ceil_mode) {
+    out = (span + w.stride[d] - 1) / w.stride[d] + 1;
+    // The last window must start inside the input or the begin padding.
+    while (out > 1 && (out - 1) * w.stride[d] >= in + w.begin[d]) --out;
+  }
+  return out;
+}
+
+// Calls f(index) for every index of `shape`, row-major.
+template <typename F>
+void ForEachIndex(const std::vector<int64_t>& shape, F f) {
+  const int64_t n = NumElements(shape);
+  for (int64_t i = 0; i < n; ++i) f(Unravel(i, shape));
+}
+
+absl::StatusOr<RefValue> Conv(const KernelCall& call) {
+  const int rank = RankOf(call.op);
   KILN_ASSIGN_OR_RETURN(const HostTensor* x, call.Tensor(0, "data"));
   KILN_ASSIGN_OR_RETURN(const HostTensor* wt, call.Tensor(1, "weight"));
-  if (x->ndim() != 4 || wt->ndim() != 4) return call.Error("data and weight must be 4-D");
+  if (x->ndim() != rank + 2 || wt->ndim() != rank + 2) return call.Error("data and weight must be ", rank + 2, "-D");
   if (x->dtype() != wt->dtype()) {
     return call.Error("data is ", x->dtype().ToString(), " but weight is ", wt->dtype().ToString());
   }
@@ -73,81 +109,150 @@ absl::StatusOr<RefValue> Conv2d(const KernelCall& call) {
   const int64_t groups = groups_attr.value_or(1);
   const auto& xs = x->shape();
   const auto& ws = wt->shape();
-  const int64_t n = xs[0], c = xs[1], h = xs[2], w = xs[3];
-  const int64_t o = ws[0], ci = ws[1];
+  const int64_t c = xs[1], o = ws[0], ci = ws[1];
   if (groups < 1 || c != ci * groups || o % groups != 0) {
     return call.Error("channels ", c, " and weight ", ShapeString(ws), " do not fit groups=", groups);
   }
-  KILN_ASSIGN_OR_RETURN(Window win, MakeWindow(call, h, w, ws[2], ws[3], {1}));
-  KILN_RETURN_IF_ERROR(call.CheckElementCount({n, o, win.out_h, win.out_w}));
-  HostTensor out(out_dtype.value_or(x->dtype()), {n, o, win.out_h, win.out_w});
+  KILN_ASSIGN_OR_RETURN(Window win, ReadWindow(call, rank, std::vector<int64_t>(ws.begin() + 2, ws.end())));
+  std::vector<int64_t> out_shape = {xs[0], o};
+  for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
+    KILN_ASSIGN_OR_RETURN(int64_t e, OutExtent(call, win, d, xs[d + 2]));
+    out_shape.push_back(e);
+  }
+  KILN_RETURN_IF_ERROR(call.CheckElementCount(out_shape));
+  HostTensor out(out_dtype.value_or(x->dtype()), out_shape);
   const bool in_int = ComputesInInt(x->dtype());
   const int64_t o_per_group = o / groups;
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t oc = 0; oc < o; ++oc) {
-      const int64_t g = oc / o_per_group;
-      for (int64_t oy = 0; oy < win.out_h; ++oy) {
-        for (int64_t ox = 0; ox < win.out_w; ++ox) {
-          double acc = 0;
-          int64_t iacc = 0;
-          for (int64_t ic = 0; ic < ci; ++ic) {
-            for (int64_t ky = 0; ky < win.kh; ++ky) {
-              for (int64_t kx = 0; kx < win.kw; ++kx) {
-                int64_t iy = oy * win.stride_h - win.top + ky * win.dil_h;
-                int64_t ix = ox * win.stride_w - win.left + kx * win.dil_w;
-                int64_t wi = Ravel({oc, ic, ky, kx}, ws);
-                if (iy < 0 || iy >= h || ix < 0 || ix >= w) {
-                  // Zero padding is multiplied like data (0 * inf is NaN, as np.pad + multiply).
-                  if (!in_int) acc += 0.0 * wt->GetDouble(wi);
-                  continue;
-                }
-                int64_t xi = Ravel({b, g * ci + ic, iy, ix}, xs);
-                if (in_int) {
-                  iacc += x->GetInt(xi) * wt->GetInt(wi);
-                } else {
-                  acc += x->GetDouble(xi) * wt->GetDouble(wi);
-                }
-              }
-            }
-          }
-          int64_t oi = Ravel({b, oc, oy, ox}, out.shape());
-          if (in_int) {
-            out.SetInt(oi, iacc);
-          } else {
-            out.SetDouble(oi, acc);
-          }
-        }
+  // The weight's index space minus the output channel: (input channel of the group, taps).
+  std::vector<int64_t> taps(ws.begin() + 1, ws.end());
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    const std::vector<int64_t> oi = Unravel(i, out_shape);
+    const int64_t g = oi[1] / o_per_group;
+    double acc = 0;
+    int64_t iacc = 0;
+    ForEachIndex(taps, [&](const std::vector<int64_t>& t) {
+      std::vector<int64_t> xi = {oi[0], g * ci + t[0]};
+      bool inside = true;
+      for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
+        const int64_t pos = oi[d + 2] * win.stride[d] - win.begin[d] + t[d + 1] * win.dil[d];
+        inside = inside && pos >= 0 && pos < xs[d + 2];
+        xi.push_back(pos);
       }
+      std::vector<int64_t> wi = {oi[1]};
+      wi.insert(wi.end(), t.begin(), t.end());
+      const int64_t w_flat = Ravel(wi, ws);
+      if (!inside) {
+        // Zero padding is multiplied like data (0 * inf is NaN, as np.pad + multiply).
+        if (!in_int) acc += 0.0 * wt->GetDouble(w_flat);
+        return;
+      }
+      const int64_t x_flat = Ravel(xi, xs);
+      if (in_int) {
+        iacc += x->GetInt(x_flat) * wt->GetInt(w_flat);
+      } else {
+        acc += x->GetDouble(x_flat) * wt->GetDouble(w_flat);
+      }
+    });
+    if (in_int) {
+      out.SetInt(i, iacc);
+    } else {
+      out.SetDouble(i, acc);
     }
   }
   return RefValue(std::move(out));
 }
 
-absl::StatusOr<RefValue> MaxPool2d(const KernelCall& call) {
+// Scatters every (input element, tap) pair into the output position it reaches.
+absl::StatusOr<RefValue> ConvTranspose(const KernelCall& call) {
+  const int rank = RankOf(call.op);
   KILN_ASSIGN_OR_RETURN(const HostTensor* x, call.Tensor(0, "data"));
-  if (x->ndim() != 4) return call.Error("data must be 4-D");
-  KILN_ASSIGN_OR_RETURN(auto pool_attr, call.IntsAttr("pool_size"));
-  if (!pool_attr) return call.Error("attribute pool_size is required");
-  KILN_ASSIGN_OR_RETURN(auto pool, Pair(call, "pool_size", {}));
+  KILN_ASSIGN_OR_RETURN(const HostTensor* wt, call.Tensor(1, "weight"));
+  if (x->ndim() != rank + 2 || wt->ndim() != rank + 2) return call.Error("data and weight must be ", rank + 2, "-D");
+  if (x->dtype() != wt->dtype()) return call.Error("data and weight dtypes differ");
+  if (!x->dtype().is_floating()) return call.Error("only floating-point data is supported");
+  KILN_ASSIGN_OR_RETURN(auto groups_attr, call.IntAttr("groups"));
+  KILN_ASSIGN_OR_RETURN(auto out_dtype, call.DTypeAttr("out_dtype"));
+  if (out_dtype) KILN_RETURN_IF_ERROR(call.CheckDType(*out_dtype, "out_dtype"));
+  const int64_t groups = groups_attr.value_or(1);
   const auto& xs = x->shape();
-  KILN_ASSIGN_OR_RETURN(Window win, MakeWindow(call, xs[2], xs[3], pool[0], pool[1], pool));
-  KILN_RETURN_IF_ERROR(call.CheckElementCount({xs[0], xs[1], win.out_h, win.out_w}));
-  HostTensor out(x->dtype(), {xs[0], xs[1], win.out_h, win.out_w});
+  const auto& ws = wt->shape();
+  if (groups < 1 || xs[1] != ws[0] || xs[1] % groups != 0) {
+    return call.Error("channels ", xs[1], " and weight ", ShapeString(ws), " do not fit groups=", groups);
+  }
+  KILN_ASSIGN_OR_RETURN(Window win, ReadWindow(call, rank, std::vector<int64_t>(ws.begin() + 2, ws.end())));
+  const int64_t o_per_group = ws[1];
+  const int64_t c_per_group = xs[1] / groups;
+  std::vector<int64_t> out_shape = {xs[0], o_per_group * groups};
+  for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
+    const int64_t e = (xs[d + 2] - 1) * win.stride[d] - win.begin[d] - win.end[d] + win.dil[d] * (win.kernel[d] - 1) +
+                      win.out_padding[d] + 1;
+    if (e < 1) return call.Error("the padding leaves no output");
+    out_shape.push_back(e);
+  }
+  KILN_RETURN_IF_ERROR(call.CheckElementCount(out_shape));
+  std::vector<double> acc(static_cast<size_t>(NumElements(out_shape)), 0.0);
+  for (int64_t i = 0; i < x->numel(); ++i) {
+    const std::vector<int64_t> xi = Unravel(i, xs);
+    const int64_t g = xi[1] / c_per_group;
+    std::vector<int64_t> taps = {o_per_group};
+    taps.insert(taps.end(), ws.begin() + 2, ws.end());
+    ForEachIndex(taps, [&](const std::vector<int64_t>& t) {
+      std::vector<int64_t> oi = {xi[0], g * o_per_group + t[0]};
+      for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
+        const int64_t pos = xi[d + 2] * win.stride[d] - win.begin[d] + t[d + 1] * win.dil[d];
+        if (pos < 0 || pos >= out_shape[d + 2]) return;
+        oi.push_back(pos);
+      }
+      std::vector<int64_t> wi = {xi[1]};
+      wi.insert(wi.end(), t.begin(), t.end());
+      acc[static_cast<size_t>(Ravel(oi, out_shape))] += x->GetDouble(i) * wt->GetDouble(Ravel(wi, ws));
+    });
+  }
+  HostTensor out(out_dtype.value_or(x->dtype()), out_shape);
+  for (int64_t i = 0; i < out.numel(); ++i) out.SetDouble(i, acc[static_cast<size_t>(i)]);
+  return RefValue(std::move(out));
+}
+
+template <bool kMax>
+absl::StatusOr<RefValue> Pool(const KernelCall& call) {
+  const int rank = RankOf(call.op);
+  KILN_ASSIGN_OR_RETURN(const HostTensor* x, call.Tensor(0, "data"));
+  if (x->ndim() != rank + 2) return call.Error("data must be ", rank + 2, "-D");
+  if (!kMax && !x->dtype().is_floating()) return call.Error("data must be floating point");
+  KILN_ASSIGN_OR_RETURN(Window win, ReadWindow(call, rank, {}));
+  const auto& xs = x->shape();
+  std::vector<int64_t> out_shape = {xs[0], xs[1]};
+  for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
+    KILN_ASSIGN_OR_RETURN(int64_t e, OutExtent(call, win, d, xs[d + 2]));
+    out_shape.push_back(e);
+  }
+  KILN_RETURN_IF_ERROR(call.CheckElementCount(out_shape));
+  HostTensor out(x->dtype(), out_shape);
   for (int64_t i = 0; i < out.numel(); ++i) {
-    std::vector<int64_t> idx = Unravel(i, out.shape());
+    const std::vector<int64_t> oi = Unravel(i, out_shape);
     double best = -std::numeric_limits<double>::infinity();
     int64_t best_int = std::numeric_limits<int64_t>::min();
-    for (int64_t ky = 0; ky < win.kh; ++ky) {
-      for (int64_t kx = 0; kx < win.kw; ++kx) {
-        int64_t iy = idx[2] * win.stride_h - win.top + ky * win.dil_h;
-        int64_t ix = idx[3] * win.stride_w - win.left + kx * win.dil_w;
-        if (iy < 0 || iy >= xs[2] || ix < 0 || ix >= xs[3]) continue;
-        int64_t xi = Ravel({idx[0], idx[1], iy, ix}, xs);
-        best = NanMax(best, x->GetDouble(xi));
-        best_int = std::max(best_int, x->GetInt(xi));
+    double sum = 0;
+    int64_t count = 0;
+    ForEachIndex(win.kernel, [&](const std::vector<int64_t>& k) {
+      std::vector<int64_t> xi = {oi[0], oi[1]};
+      bool inside = true, in_padded = true;
+      for (size_t d = 0; d < static_cast<size_t>(rank); ++d) {
+        const int64_t pos = oi[d + 2] * win.stride[d] - win.begin[d] + k[d] * win.dil[d];
+        inside = inside && pos >= 0 && pos < xs[d + 2];
+        in_padded = in_padded && pos >= -win.begin[d] && pos < xs[d + 2] + win.end[d];
+        xi.push_back(pos);
       }
-    }
-    if (ComputesInInt(x->dtype())) {
+      if (win.count_include_pad ? in_padded : inside) ++count;
+      if (!inside) return;
+      const int64_t flat = Ravel(xi, xs);
+      best = NanMax(best, x->GetDouble(flat));
+      best_int = std::max(best_int, x->GetInt(flat));
+      sum += x->GetDouble(flat);
+    });
+    if (!kMax) {
+      out.SetDouble(i, sum / static_cast<double>(count));
+    } else if (ComputesInInt(x->dtype())) {
       out.SetInt(i, best_int);
     } else {
       out.SetDouble(i, best);
@@ -159,8 +264,13 @@ absl::StatusOr<RefValue> MaxPool2d(const KernelCall& call) {
 }  // namespace
 
 void AddNnKernels(KernelTable& t) {
-  t["conv2d"] = Conv2d;
-  t["max_pool2d"] = MaxPool2d;
+  for (const char* rank : {"1", "2", "3"}) {
+    t[absl::StrCat("conv", rank, "d")] = Conv;
+    t[absl::StrCat("max_pool", rank, "d")] = Pool<true>;
+    t[absl::StrCat("avg_pool", rank, "d")] = Pool<false>;
+  }
+  t["conv1d_transpose"] = ConvTranspose;
+  t["conv2d_transpose"] = ConvTranspose;
 }
 
 }  // namespace kiln::reference

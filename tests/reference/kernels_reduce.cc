@@ -1,6 +1,7 @@
-// Reductions, normalizations and casts: sum mean max min, argmax argmin (ties: the first
-// index; the first NaN wins over everything, as np.argmax), softmax, layer_norm (biased
-// variance), rms_norm, astype. max/min propagate NaN (np.max). max/min/argmax/argmin over
+// Reductions, normalizations and casts: sum mean max min prod, variance (two-pass, np.var's
+// ddof = correction), argmax argmin (ties: the first
+// index; the first NaN wins over everything, as np.argmax), softmax, log_softmax, layer_norm
+// (biased variance), rms_norm, astype. max/min propagate NaN (np.max). max/min/argmax/argmin over
 // an empty extent are errors (no identity value); sum of nothing is 0, mean of nothing NaN.
 #include <algorithm>
 #include <cmath>
@@ -45,7 +46,7 @@ Groups GroupBy(const std::vector<int64_t>& shape, const std::vector<int>& axes, 
   return g;
 }
 
-enum class Red { kSum, kMean, kMax, kMin };
+enum class Red { kSum, kMean, kMax, kMin, kProd };
 
 template <Red kRed>
 absl::StatusOr<RefValue> Reduce(const KernelCall& call) {
@@ -65,20 +66,25 @@ absl::StatusOr<RefValue> Reduce(const KernelCall& call) {
       return call.Error("reduction over an empty extent");
     }
     if (ComputesInInt(x->dtype())) {
-      int64_t acc = kRed == Red::kSum ? 0 : x->GetInt(m.empty() ? 0 : m[0]);
-      for (size_t j = kRed == Red::kSum ? 0 : 1; j < m.size(); ++j) {
+      const bool from_identity = kRed == Red::kSum || kRed == Red::kProd;
+      int64_t acc = kRed == Red::kSum ? 0 : kRed == Red::kProd ? 1 : x->GetInt(m.empty() ? 0 : m[0]);
+      for (size_t j = from_identity ? 0 : 1; j < m.size(); ++j) {
         int64_t v = x->GetInt(m[j]);
-        acc = kRed == Red::kSum ? static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v))
+        // Wrapping arithmetic, as the integer types of the generated code.
+        acc = kRed == Red::kSum    ? static_cast<int64_t>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v))
+              : kRed == Red::kProd ? static_cast<int64_t>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v))
               : kRed == Red::kMax ? std::max(acc, v)
                                   : std::min(acc, v);
       }
       out.SetInt(oi, acc);
     } else {
-      double acc = kRed == Red::kSum || kRed == Red::kMean ? 0.0 : x->GetDouble(m[0]);
+      double acc = kRed == Red::kSum || kRed == Red::kMean ? 0.0 : kRed == Red::kProd ? 1.0 : x->GetDouble(m[0]);
       for (int64_t i : m) {
         double v = x->GetDouble(i);
         if (kRed == Red::kSum || kRed == Red::kMean) {
           acc += v;
+        } else if (kRed == Red::kProd) {
+          acc *= v;
         } else {
           acc = kRed == Red::kMax ? NanMax(acc, v) : NanMin(acc, v);
         }
@@ -147,6 +153,44 @@ absl::StatusOr<RefValue> Softmax(const KernelCall& call) {
     double sum = 0;
     for (int64_t i : m) sum += std::exp(x->GetDouble(i) - mx);
     for (int64_t i : m) out.SetDouble(i, std::exp(x->GetDouble(i) - mx) / sum);
+  }
+  return RefValue(std::move(out));
+}
+
+absl::StatusOr<RefValue> LogSoftmax(const KernelCall& call) {
+  KILN_ASSIGN_OR_RETURN(const HostTensor* x, FloatTensor(call, 0, "data"));
+  KILN_ASSIGN_OR_RETURN(auto axis, call.IntAttr("axis"));
+  KILN_ASSIGN_OR_RETURN(int a, NormalizeAxis(call, axis.value_or(-1), x->ndim()));
+  HostTensor out(x->dtype(), x->shape());
+  for (const std::vector<int64_t>& m : GroupBy(x->shape(), {a}, true).members) {
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t i : m) mx = NanMax(mx, x->GetDouble(i));
+    double sum = 0;
+    for (int64_t i : m) sum += std::exp(x->GetDouble(i) - mx);
+    const double log_sum = std::log(sum);
+    for (int64_t i : m) out.SetDouble(i, x->GetDouble(i) - mx - log_sum);
+  }
+  return RefValue(std::move(out));
+}
+
+absl::StatusOr<RefValue> Variance(const KernelCall& call) {
+  KILN_ASSIGN_OR_RETURN(const HostTensor* x, FloatTensor(call, 0, "data"));
+  KILN_ASSIGN_OR_RETURN(auto axis, call.IntsAttr("axis"));
+  KILN_ASSIGN_OR_RETURN(auto keepdims, call.BoolAttr("keepdims"));
+  KILN_ASSIGN_OR_RETURN(auto correction, call.IntAttr("correction"));
+  if (correction.value_or(0) < 0) return call.Error("correction must be non-negative");
+  KILN_ASSIGN_OR_RETURN(std::vector<int> axes, NormalizeAxes(call, axis, x->ndim()));
+  Groups g = GroupBy(x->shape(), axes, keepdims.value_or(false));
+  HostTensor out(x->dtype(), g.out_shape);
+  for (size_t o = 0; o < g.members.size(); ++o) {
+    const std::vector<int64_t>& m = g.members[o];
+    double mean = 0;
+    for (int64_t i : m) mean += x->GetDouble(i);
+    mean /= static_cast<double>(m.size());
+    double sq = 0;
+    for (int64_t i : m) sq += (x->GetDouble(i) - mean) * (x->GetDouble(i) - mean);
+    out.SetDouble(static_cast<int64_t>(o),
+                  sq / static_cast<double>(static_cast<int64_t>(m.size()) - correction.value_or(0)));
   }
   return RefValue(std::move(out));
 }
@@ -244,7 +288,10 @@ void AddReduceKernels(KernelTable& t) {
   t["min"] = Reduce<Red::kMin>;
   t["argmax"] = ArgReduce<true>;
   t["argmin"] = ArgReduce<false>;
+  t["prod"] = Reduce<Red::kProd>;
+  t["variance"] = Variance;
   t["softmax"] = Softmax;
+  t["log_softmax"] = LogSoftmax;
   t["layer_norm"] = LayerNorm;
   t["rms_norm"] = RmsNorm;
   t["astype"] = AsType;

@@ -88,5 +88,18 @@ TEST(AstypeTest, ChangesDtype) {
             0u);
 }
 
+TEST(ReduceTest, ProdVarianceLogSoftmax) {
+  tir::Var n = tir::Var::Shape("n");
+  EXPECT_EQ(Infer("prod", {T({n, 4}, i32)}, {{"axis", Ints{0}}}), "Tensor((4,), int32)");
+  EXPECT_EQ(Infer("variance", {T({n, 4, 5})}, {{"axis", Ints{0, 2}}, {"keepdims", true}, {"correction", int64_t{1}}}),
+            "Tensor((1, 4, 1), float32)");
+  EXPECT_EQ(Infer("variance", {T({n, 4}, i64)}), "error: variance: data must have a floating-point dtype, got int64");
+  EXPECT_EQ(Infer("variance", {T({n, 4})}, {{"correction", int64_t{-1}}}),
+            "error: variance: correction must be non-negative, got -1");
+  EXPECT_EQ(Infer("log_softmax", {T({n, 4})}, {{"axis", int64_t{0}}}), "Tensor((n, 4), float32)");
+  EXPECT_EQ(Infer("log_softmax", {T({n, 4})}, {{"axis", int64_t{2}}}),
+            "error: log_softmax: axis 2 is out of range for a tensor of ndim 2");
+}
+
 }  // namespace
 }  // namespace kiln::relax::testing

@@ -9,6 +9,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterNnConverters(registry);
   RegisterRearrangeConverters(registry);
   RegisterLossConverters(registry);
+  RegisterMathConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -167,19 +167,6 @@ void RegisterElementwiseConverters(ConverterRegistry& r) {
     }
     return Unary("negative")(c);
   });
-  // |x| > lambd ? x - sign(x) * bias : 0.
-  r.Register("Shrink", [](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
-    KILN_ASSIGN_OR_RETURN(DataType t, c.InputDType(0));
-    KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
-    const double lambd = c.AttrFloat("lambd", 0.5), bias = c.AttrFloat("bias", 0.0);
-    KILN_ASSIGN_OR_RETURN(Expr below, c.Call("less", {x, ScalarConstant(-lambd, t)}));
-    KILN_ASSIGN_OR_RETURN(Expr above, c.Call("greater", {x, ScalarConstant(lambd, t)}));
-    KILN_ASSIGN_OR_RETURN(Expr plus, c.Call("add", {x, ScalarConstant(bias, t)}));
-    KILN_ASSIGN_OR_RETURN(Expr minus, c.Call("subtract", {x, ScalarConstant(bias, t)}));
-    KILN_ASSIGN_OR_RETURN(Expr hi, c.Call("where", {above, minus, ScalarConstant(0, t)}));
-    KILN_ASSIGN_OR_RETURN(Expr out, c.Call("where", {below, plus, hi}));
-    return Outputs(out);
-  }, 9);
   r.Register("Exp", Unary("exp"));
   r.Register("Log", Unary("log"));
   r.Register("Sqrt", Unary("sqrt"));
