@@ -216,18 +216,6 @@ void RegisterElementwiseConverters(ConverterRegistry& r) {
                KILN_ASSIGN_OR_RETURN(Expr above, c.Call("greater", {x, ScalarConstant(c.AttrFloat("alpha", 1.0), t)}));
                return c.Call("where", {above, x, ScalarConstant(0, t)});
              }), 10);
-  // max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
-  r.Register("Celu", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
-               const double alpha = c.AttrFloat("alpha", 1.0);
-               if (alpha == 0) return c.Error("alpha must not be 0");
-               KILN_ASSIGN_OR_RETURN(Expr scaled, c.Call("divide", {x, ScalarConstant(alpha, t)}));
-               KILN_ASSIGN_OR_RETURN(Expr e, c.Call("exp", {scaled}));
-               KILN_ASSIGN_OR_RETURN(Expr em1, c.Call("subtract", {e, ScalarConstant(1, t)}));
-               KILN_ASSIGN_OR_RETURN(Expr neg, c.Call("multiply", {em1, ScalarConstant(alpha, t)}));
-               KILN_ASSIGN_OR_RETURN(Expr lo, c.Call("minimum", {neg, ScalarConstant(0, t)}));
-               KILN_ASSIGN_OR_RETURN(Expr hi, c.Call("maximum", {x, ScalarConstant(0, t)}));
-               return c.Call("add", {hi, lo});
-             }), 12);
   // max(0, min(1, alpha * x + beta)).
   r.Register("HardSigmoid", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
                KILN_ASSIGN_OR_RETURN(Expr ax, c.Call("multiply", {x, ScalarConstant(c.AttrFloat("alpha", 0.2), t)}));
