@@ -356,6 +356,46 @@ TEST(OnnxImporter, OpsetDifferences) {
   }
 }
 
+// Split sizes and Squeeze axes: attributes before opset 13, inputs from 13.
+TEST(OnnxImporter, SplitAndSqueezeAttributesBecomeInputs) {
+  for (int64_t opset : {11, 13}) {
+    ModelBuilder m(opset);
+    m.Input("x", kFloat, {"1", "6"}).Output("a").Output("b");
+    auto* split = m.Node("Split", {"x"}, {"p", "q"});
+    auto* axis = split->add_attribute();
+    axis->set_name("axis");
+    axis->set_type(::onnx::AttributeProto::INT);
+    axis->set_i(1);
+    if (opset < 13) {
+      auto* sizes = split->add_attribute();
+      sizes->set_name("split");
+      sizes->set_type(::onnx::AttributeProto::INTS);
+      sizes->add_ints(2);
+      sizes->add_ints(4);
+    } else {
+      m.Initializer("sizes", {2, 4}, {2});
+      split->add_input("sizes");
+    }
+    auto* squeeze_a = m.Node("Squeeze", {"p"}, {"a"});
+    auto* squeeze_b = m.Node("Squeeze", {"q"}, {"b"});
+    if (opset < 13) {
+      for (auto* node : {squeeze_a, squeeze_b}) {
+        auto* axes = node->add_attribute();
+        axes->set_name("axes");
+        axes->set_type(::onnx::AttributeProto::INTS);
+        axes->add_ints(0);
+      }
+    } else {
+      m.Initializer("axes", {0}, {1});
+      squeeze_a->add_input("axes");
+      squeeze_b->add_input("axes");
+    }
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(ResultSInfo(*r), "Tuple(Tensor((2,), float32), Tensor((4,), float32))") << "opset " << opset;
+  }
+}
+
 // Mutated models (bytes flipped, truncated, spliced) only ever give statuses: a cheap fuzz
 // of the whole import path, deterministic so a failure reproduces.
 TEST(OnnxImporter, MutatedModelsNeverCrash) {
