@@ -3,7 +3,9 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -12,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "vm/dtype.h"
+#include "vm/thread_pool.h"
 
 namespace kiln::builtins {
 
@@ -62,6 +65,23 @@ bool HasAvx2Fma() {
   return has && !force_portable.load(std::memory_order_relaxed);
 }
 
+// f(row) for every row in [0, rows), in tasks of a few rows on the VM's thread pool (each
+// row's arithmetic is the same whichever thread runs it).
+template <typename F>
+void ForEachRow(int64_t rows, const F& f) {
+  constexpr int64_t kRowsPerTask = 4;
+  struct Closure {
+    const F* f;
+    int64_t rows;
+  } closure{&f, rows};
+  auto body = [](int64_t task, int64_t, void* c) -> int32_t {
+    const Closure& cl = *static_cast<const Closure*>(c);
+    for (int64_t r = task * kRowsPerTask; r < std::min(cl.rows, (task + 1) * kRowsPerTask); ++r) (*cl.f)(r);
+    return 0;
+  };
+  if (rows > 0) vm::ThreadPool::Global().ParallelFor((rows + kRowsPerTask - 1) / kRowsPerTask, body, &closure);
+}
+
 absl::Status CheckFloat32(const char* builtin, const char* name, const Tensor& t) {
   if (!vm::operator==(t.dtype(), vm::DTypeFloat32()) || !t.strides().empty() || t.device().device_type != kDLCPU ||
       t.ndim() < 1) {
@@ -85,15 +105,16 @@ absl::Status RmsNorm(BuiltinContext&, const Value* const* args, int, Value* resu
   absl::StatusOr<Tensor> out = Tensor::Empty(x.shape(), vm::DTypeFloat32());
   if (!out.ok()) return out.status();
   const int64_t rows = h == 0 ? 0 : x.numel() / h;
-  for (int64_t r = 0; r < rows; ++r) {
+  Tensor& y = *out;
+  ForEachRow(rows, [&](int64_t r) {
     const float* xr = x.data_as<float>() + r * h;
-    float* yr = out->data_as<float>() + r * h;
+    float* yr = y.data_as<float>() + r * h;
     double sum = 0;
     for (int64_t i = 0; i < h; ++i) sum += static_cast<double>(xr[i] * xr[i]);
     const float mean = static_cast<float>(sum / static_cast<double>(h));
     const float scale = 1.0f / std::sqrt(mean + eps);
     for (int64_t i = 0; i < h; ++i) yr[i] = (scale * xr[i]) * w.data_as<float>()[i];
-  }
+  });
   *result = Value(*std::move(out));
   return absl::OkStatus();
 }
@@ -121,8 +142,9 @@ absl::Status Rope(BuiltinContext&, const Value* const* args, int, Value* result)
   if (!out.ok()) return out.status();
   const float step = ::powf(base, -2.0f / static_cast<float>(dims));
   const bool avx2 = HasAvx2Fma();
-  std::vector<float> cosines(static_cast<size_t>(dims / 2)), sines(static_cast<size_t>(dims / 2));
-  for (int64_t t = 0; t < n; ++t) {
+  Tensor& y = *out;
+  ForEachRow(n, [&](int64_t t) {
+    std::vector<float> cosines(static_cast<size_t>(dims / 2)), sines(static_cast<size_t>(dims / 2));
     float theta = static_cast<float>(static_cast<int32_t>(positions.data_as<int64_t>()[t]));
     for (int64_t m = 0; m < dims / 2; ++m) {
       ::sincosf(theta, &sines[static_cast<size_t>(m)], &cosines[static_cast<size_t>(m)]);
@@ -130,7 +152,7 @@ absl::Status Rope(BuiltinContext&, const Value* const* args, int, Value* result)
     }
     for (int64_t h = 0; h < heads; ++h) {
       const float* src = x.data_as<float>() + (t * heads + h) * d;
-      float* dst = out->data_as<float>() + (t * heads + h) * d;
+      float* dst = y.data_as<float>() + (t * heads + h) * d;
       for (int64_t m = 0; m < dims / 2; ++m) {
         const int64_t a = neox ? m : 2 * m;
         const int64_t b = neox ? m + dims / 2 : 2 * m + 1;
@@ -143,7 +165,7 @@ absl::Status Rope(BuiltinContext&, const Value* const* args, int, Value* result)
       }
       for (int64_t i = dims; i < d; ++i) dst[i] = src[i];
     }
-  }
+  });
   *result = Value(*std::move(out));
   return absl::OkStatus();
 }
@@ -161,12 +183,14 @@ absl::Status SwiGlu(BuiltinContext&, const Value* const* args, int, Value* resul
   if (!out.ok()) return out.status();
   const int64_t f = gate.shape().back();
   const int64_t rows = f == 0 ? 0 : gate.numel() / f;
-  for (int64_t r = 0; r < rows; ++r) {
+  Tensor& result_tensor = *out;
+  const bool avx2 = HasAvx2Fma();
+  ForEachRow(rows, [&](int64_t r) {
     const float* g = gate.data_as<float>() + r * f;
     const float* u = up.data_as<float>() + r * f;
-    float* y = out->data_as<float>() + r * f;
-    HasAvx2Fma() ? ggml_ops_avx2::SwiGluRow(g, u, f, y) : ggml_ops_portable::SwiGluRow(g, u, f, y);
-  }
+    float* y = result_tensor.data_as<float>() + r * f;
+    avx2 ? ggml_ops_avx2::SwiGluRow(g, u, f, y) : ggml_ops_portable::SwiGluRow(g, u, f, y);
+  });
   *result = Value(*std::move(out));
   return absl::OkStatus();
 }

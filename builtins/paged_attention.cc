@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -23,15 +25,78 @@ namespace kiln::builtins {
 #pragma GCC target("avx2,fma,f16c")
 namespace ggml_avx2 {
 #define KILN_HALF_TO_FLOAT(h) _cvtsh_ss(h)
+#define KILN_FLOAT_TO_HALF(f) _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT)
 #include "builtins/ggml_attention_math.inc"
 #undef KILN_HALF_TO_FLOAT
+#undef KILN_FLOAT_TO_HALF
+
+// ReduceClasses for eight elements at a time (the same additions per element).
+static void ReduceClassesVector(const float* acc, int64_t d, int64_t used, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= d; i += 8) {
+    auto at = [&](int c) { return c < used ? _mm256_loadu_ps(acc + c * d + i) : _mm256_setzero_ps(); };
+    __m256 lanes[16];
+    for (int l = 0; l < 16; ++l) {
+      lanes[l] = _mm256_add_ps(_mm256_add_ps(at(l), at(32 + l)), _mm256_add_ps(at(16 + l), at(48 + l)));
+    }
+    __m256 t3[8], t6[4];
+    for (int l = 0; l < 8; ++l) t3[l] = _mm256_add_ps(lanes[l + 8], lanes[l]);
+    for (int l = 0; l < 4; ++l) t6[l] = _mm256_add_ps(t3[l + 4], t3[l]);
+    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3])));
+  }
+  for (; i < d; ++i) {
+    auto at = [&](int c) { return c < used ? acc[c * d + i] : 0.0f; };
+    float lanes[16];
+    for (int l = 0; l < 16; ++l) lanes[l] = (at(l) + at(32 + l)) + (at(16 + l) + at(48 + l));
+    out[i] = Tree16(lanes);
+  }
+}
+
+// DotF16Ggml with the 64 chains in 8 vectors (chains 8v..8v+7 in vector v), the same
+// operations in the same order, so the same bits.
+static float DotF16GgmlVector(const uint16_t* a, const uint16_t* b, int64_t n) {
+  const int64_t np = n & ~int64_t{63};
+  __m256 acc[8];
+  for (__m256& v : acc) v = _mm256_setzero_ps();
+  for (int64_t i = 0; i < np; i += 64) {
+    for (int v = 0; v < 8; ++v) {
+      const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + 8 * v)));
+      const __m256 y = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8 * v)));
+      acc[v] = _mm256_fmadd_ps(x, y, acc[v]);
+    }
+  }
+  // lanes 0..7 = (c + c+32) + (c+16 + c+48) for c in 0..7, lanes 8..15 the same for 8..15.
+  const __m256 low = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+  const __m256 high = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+  // Tree16: t3 = high + low, t6 = upper half + lower half, then (t6[0]+t6[2]) + (t6[1]+t6[3]).
+  const __m256 t3 = _mm256_add_ps(high, low);
+  __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+  t6 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
+  t6 = _mm_add_ss(t6, _mm_movehdup_ps(t6));
+  double sum = _mm_cvtss_f32(t6);
+  for (int64_t i = np; i < n; ++i) sum += static_cast<double>(_cvtsh_ss(a[i]) * _cvtsh_ss(b[i]));
+  return static_cast<float>(sum);
+}
+
+// AccumulateValue, eight elements per instruction (each element its own chain, as before).
+static void AccumulateValueVector(float p, const uint16_t* value, int64_t d, float* acc_class) {
+  const __m256 weight = _mm256_set1_ps(p);
+  int64_t i = 0;
+  for (; i + 8 <= d; i += 8) {
+    const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(value + i)));
+    _mm256_storeu_ps(acc_class + i, _mm256_fmadd_ps(weight, v, _mm256_loadu_ps(acc_class + i)));
+  }
+  for (; i < d; ++i) acc_class[i] = std::fma(p, _cvtsh_ss(value[i]), acc_class[i]);
+}
 }  // namespace ggml_avx2
 #pragma GCC pop_options
 
 namespace ggml_portable {
 #define KILN_HALF_TO_FLOAT(h) support::HalfToFloat(h)
+#define KILN_FLOAT_TO_HALF(f) support::FloatToHalf(f)
 #include "builtins/ggml_attention_math.inc"
 #undef KILN_HALF_TO_FLOAT
+#undef KILN_FLOAT_TO_HALF
 }  // namespace ggml_portable
 
 namespace {
@@ -113,7 +178,7 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
     const auto* key = reinterpret_cast<const uint16_t*>(
         cache.KeyAt(job.layer, pages[static_cast<size_t>(p / page_size)], g, p % page_size));
     for (int64_t r = 0; r < group; ++r) {
-      const float s = kAvx2 ? ggml_avx2::DotF16Ggml(q_half.data() + r * d, key, d)
+      const float s = kAvx2 ? ggml_avx2::DotF16GgmlVector(q_half.data() + r * d, key, d)
                             : ggml_portable::DotF16Ggml(q_half.data() + r * d, key, d);
       scores[static_cast<size_t>(r * length + p)] = s * job.scale;
     }
@@ -122,20 +187,23 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
     float* row = scores.data() + r * length;
     kAvx2 ? ggml_avx2::SoftmaxToHalfPrecision(row, length) : ggml_portable::SoftmaxToHalfPrecision(row, length);
   }
-  classes.assign(static_cast<size_t>(group * 64 * d), 0.0f);
+  // Classes (positions mod 64) that hold a position; the reduction reads the others as zeros.
+  const int64_t used = std::min<int64_t>(length, 64);
+  classes.resize(static_cast<size_t>(group * 64 * d));
+  for (int64_t r = 0; r < group; ++r) std::fill_n(classes.data() + r * 64 * d, used * d, 0.0f);
   for (int64_t p = 0; p < length; ++p) {
     const auto* value = reinterpret_cast<const uint16_t*>(
         cache.ValueAt(job.layer, pages[static_cast<size_t>(p / page_size)], g, p % page_size));
     for (int64_t r = 0; r < group; ++r) {
       float* acc = classes.data() + (r * 64 + p % 64) * d;
       const float w = scores[static_cast<size_t>(r * length + p)];
-      kAvx2 ? ggml_avx2::AccumulateValue(w, value, d, acc) : ggml_portable::AccumulateValue(w, value, d, acc);
+      kAvx2 ? ggml_avx2::AccumulateValueVector(w, value, d, acc) : ggml_portable::AccumulateValue(w, value, d, acc);
     }
   }
   for (int64_t r = 0; r < group; ++r) {
     float* out = job.out + (t * job.q_heads + g * group + r) * d;
     const float* acc = classes.data() + r * 64 * d;
-    kAvx2 ? ggml_avx2::ReduceClasses(acc, d, out) : ggml_portable::ReduceClasses(acc, d, out);
+    kAvx2 ? ggml_avx2::ReduceClassesVector(acc, d, used, out) : ggml_portable::ReduceClasses(acc, d, used, out);
   }
   return 0;
 }

@@ -201,9 +201,16 @@ int32_t DotTask(int64_t task, int64_t, void* closure) {
   const Q8Job& job = *static_cast<const Q8Job*>(closure);
   const int64_t begin = task * job.columns_per_task;
   const int64_t end = std::min(job.n, begin + job.columns_per_task);
-  for (int64_t col = begin; col < end; ++col) {
-    DotQ8Rows(job.format, job.w + col * job.row_bytes, job.quantized, job.k / kBlock, job.rows, job.out + col, job.n,
-              job.isa);
+  const int64_t blocks = job.k / kBlock;
+  // Chunks of activation rows small enough to stay in L2 while the task's weight rows pass
+  // over them (a row's result does not depend on the chunk it is in).
+  const int64_t chunk = std::max<int64_t>(4, (int64_t{96} << 10) / (blocks * static_cast<int64_t>(sizeof(Q8Block))) / 4 * 4);
+  for (int64_t r0 = 0; r0 < job.rows; r0 += chunk) {
+    const int64_t count = std::min(chunk, job.rows - r0);
+    for (int64_t col = begin; col < end; ++col) {
+      DotQ8Rows(job.format, job.w + col * job.row_bytes, job.quantized + r0 * blocks, blocks, count,
+                job.out + r0 * job.n + col, job.n, job.isa);
+    }
   }
   return 0;
 }
