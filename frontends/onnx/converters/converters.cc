@@ -10,6 +10,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterRearrangeConverters(registry);
   RegisterLossConverters(registry);
   RegisterMathConverters(registry);
+  RegisterAttentionConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -7,14 +7,16 @@ namespace kiln::frontends::onnx {
 class ConverterRegistry;
 
 // Add Sub Mul Div Pow Max Min Sum Mean, comparisons, Where, unary math and activations that
-// map to Kiln operators or decompose into them (Relu, Sigmoid, LeakyRelu, Elu, Selu, ...).
+// map to Kiln operators or decompose into them (Relu, Sigmoid, LeakyRelu, Elu, Selu, Gelu,
+// Swish, Mish, ...).
 void RegisterElementwiseConverters(ConverterRegistry& registry);
 // Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, Concat, Split, Slice, Gather,
 // Transpose, Expand, Identity, Cast, CastLike, Constant, ConstantOfShape, Range, Dropout.
 void RegisterTensorConverters(ConverterRegistry& registry);
 // ReduceSum/Mean/Max/Min/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax, ArgMin.
 void RegisterReduceConverters(ConverterRegistry& registry);
-// MatMul, Gemm, Conv (2-D), MaxPool (2-D), Softmax, LayerNormalization.
+// MatMul, Gemm, Conv (2-D), MaxPool (2-D), Softmax, LayerNormalization, RMSNormalization,
+// LpNormalization.
 void RegisterNnConverters(ConverterRegistry& registry);
 // DepthToSpace, SpaceToDepth, EyeLike.
 void RegisterRearrangeConverters(ConverterRegistry& registry);
@@ -24,6 +26,9 @@ void RegisterLossConverters(ConverterRegistry& registry);
 // Abs Sign Floor Ceil Round Erf, trigonometric and hyperbolic functions, IsNaN IsInf, Clip,
 // Mod, And Or Xor Not, Bitwise*, BitShift, and the activations Celu and Shrink.
 void RegisterMathConverters(ConverterRegistry& registry);
+
+// RotaryEmbedding and Attention (opset 23), decomposed into matmul, softmax, where, ...
+void RegisterAttentionConverters(ConverterRegistry& registry);
 
 void RegisterAllConverters(ConverterRegistry& registry);
 

@@ -5,6 +5,7 @@
 // elements, so `Shape(x)[0] * 2` stays a symbolic shape; everything else is emitted.
 // NaN: Max/Min propagate NaN (Kiln's maximum/minimum do, as ONNX Runtime does); the
 // where-based activations keep a NaN input NaN (the comparison is false, x passes through).
+#include <cmath>
 #include <functional>
 
 #include "frontends/onnx/converter_registry.h"
@@ -231,6 +232,40 @@ void RegisterElementwiseConverters(ConverterRegistry& r) {
                KILN_ASSIGN_OR_RETURN(Expr hs, c.Call("maximum", {lo, ScalarConstant(0, t)}));
                return c.Call("multiply", {x, hs});
              }), 14);
+  // Exact: x * (1 + erf(x / sqrt 2)) / 2 (Kiln's gelu); approximate "tanh":
+  // x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2.
+  r.Register("Gelu", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
+               const std::string approximate = c.AttrString("approximate", "none");
+               if (approximate == "none") return c.Call("gelu", {x});
+               if (approximate != "tanh") return c.Error("unknown approximate '", approximate, "' (none or tanh)");
+               KILN_ASSIGN_OR_RETURN(Expr x2, c.Call("multiply", {x, x}));
+               KILN_ASSIGN_OR_RETURN(Expr x3, c.Call("multiply", {x2, x}));
+               KILN_ASSIGN_OR_RETURN(Expr cubic, c.Call("multiply", {x3, ScalarConstant(0.044715, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr inner, c.Call("add", {x, cubic}));
+               KILN_ASSIGN_OR_RETURN(inner, c.Call("multiply", {inner, ScalarConstant(std::sqrt(2.0 / M_PI), t)}));
+               KILN_ASSIGN_OR_RETURN(Expr th, c.Call("tanh", {inner}));
+               KILN_ASSIGN_OR_RETURN(Expr one_plus, c.Call("add", {th, ScalarConstant(1, t)}));
+               KILN_ASSIGN_OR_RETURN(Expr half_x, c.Call("multiply", {x, ScalarConstant(0.5, t)}));
+               return c.Call("multiply", {half_x, one_plus});
+             }), 20);
+  // x * sigmoid(alpha * x).
+  r.Register("Swish", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
+               const double alpha = c.AttrFloat("alpha", 1.0);
+               Expr ax = x;
+               if (alpha != 1.0) {
+                 KILN_ASSIGN_OR_RETURN(ax, c.Call("multiply", {x, ScalarConstant(alpha, t)}));
+               }
+               KILN_ASSIGN_OR_RETURN(Expr s, c.Call("sigmoid", {ax}));
+               return c.Call("multiply", {x, s});
+             }), 24);
+  // x * tanh(softplus(x)), softplus = log1p(exp(x)): a large x overflows exp to inf, and
+  // tanh(inf) = 1 still gives x.
+  r.Register("Mish", Activation([](NodeContext& c, Expr x, DataType) -> absl::StatusOr<Expr> {
+               KILN_ASSIGN_OR_RETURN(Expr e, c.Call("exp", {x}));
+               KILN_ASSIGN_OR_RETURN(Expr sp, c.Call("log1p", {e}));
+               KILN_ASSIGN_OR_RETURN(Expr th, c.Call("tanh", {sp}));
+               return c.Call("multiply", {x, th});
+             }), 18);
 }
 
 }  // namespace kiln::frontends::onnx

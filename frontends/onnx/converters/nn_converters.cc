@@ -1,5 +1,5 @@
 // Neural-network ONNX operators Kiln has kernels for: MatMul, Gemm, Conv (2-D), MaxPool
-// (2-D), Softmax, LayerNormalization.
+// (2-D), Softmax, LayerNormalization, RMSNormalization, LpNormalization.
 //
 // Softmax before opset 13 flattens the input to 2-D at `axis` (default 1) and normalizes
 // each row; from 13 it normalizes along `axis` (default -1). Conv/MaxPool padding: explicit
@@ -231,6 +231,60 @@ absl::StatusOr<std::vector<Value>> ConvertMeanVarianceNormalization(NodeContext&
   return Outputs(y);
 }
 
+// Y = X / sqrt(mean(X^2) + epsilon) * Scale over axes [axis, ndim). stash_type 1 (the
+// default and the only value ONNX defines a computation for) works in float32: 16-bit
+// inputs are widened for the statistics and narrowed back.
+absl::StatusOr<std::vector<Value>> ConvertRMSNormalization(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  if (!dtype.is_float() && !dtype.is_bfloat()) return c.Error("needs a floating-point input");
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(c, c.AttrInt("axis", -1), ndim));
+  if (c.AttrInt("stash_type", 1) != 1) return c.Unsupported("stash_type other than float32 is not supported");
+  std::vector<int64_t> axes;
+  for (int64_t i = axis; i < ndim; ++i) axes.push_back(i);
+  const DataType work = dtype.bits() < 32 ? DataType::Float32() : dtype;
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr scale, c.Input(1));
+  if (work != dtype) {
+    KILN_ASSIGN_OR_RETURN(x, c.Call("astype", {x}, {{"dtype", work}}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x2, c.Call("multiply", {x, x}));
+  KILN_ASSIGN_OR_RETURN(Expr ms, c.Call("mean", {x2}, {{"axis", axes}, {"keepdims", true}}));
+  KILN_ASSIGN_OR_RETURN(Expr ms_eps, c.Call("add", {ms, ScalarConstant(c.AttrFloat("epsilon", 1e-5), work)}));
+  KILN_ASSIGN_OR_RETURN(Expr inv, c.Call("rsqrt", {ms_eps}));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("multiply", {x, inv}));
+  if (work != dtype) {
+    KILN_ASSIGN_OR_RETURN(y, c.Call("astype", {y}, {{"dtype", dtype}}));
+  }
+  KILN_ASSIGN_OR_RETURN(y, c.Call("multiply", {y, scale}));
+  return Outputs(y);
+}
+
+// x / ||x||_p along `axis` (p 1 or 2, the values ONNX allows); a zero norm gives 0, not NaN.
+absl::StatusOr<std::vector<Value>> ConvertLpNormalization(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(const relax::TensorStructInfoNode* t, c.InputInfo(0));
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(c, c.AttrInt("axis", -1), t->ndim));
+  const int64_t p = c.AttrInt("p", 2);
+  if (p != 1 && p != 2) return c.Error("p must be 1 or 2, got ", p);
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  Expr norm;
+  const relax::Attrs reduce = {{"axis", std::vector<int64_t>{axis}}, {"keepdims", true}};
+  if (p == 1) {
+    KILN_ASSIGN_OR_RETURN(Expr a, c.Call("abs", {x}));
+    KILN_ASSIGN_OR_RETURN(norm, c.Call("sum", {a}, reduce));
+  } else {
+    KILN_ASSIGN_OR_RETURN(Expr x2, c.Call("multiply", {x, x}));
+    KILN_ASSIGN_OR_RETURN(Expr s, c.Call("sum", {x2}, reduce));
+    KILN_ASSIGN_OR_RETURN(norm, c.Call("sqrt", {s}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr zero, c.Call("equal", {norm, ScalarConstant(0, dtype)}));
+  KILN_ASSIGN_OR_RETURN(Expr q, c.Call("divide", {x, norm}));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("where", {zero, ScalarConstant(0, dtype), q}));
+  return Outputs(y);
+}
+
 }  // namespace
 
 void RegisterNnConverters(ConverterRegistry& r) {
@@ -241,6 +295,8 @@ void RegisterNnConverters(ConverterRegistry& r) {
   r.Register("Softmax", ConvertSoftmax);
   r.Register("LayerNormalization", ConvertLayerNormalization, 17);
   r.Register("MeanVarianceNormalization", ConvertMeanVarianceNormalization, 9);
+  r.Register("RMSNormalization", ConvertRMSNormalization, 23);
+  r.Register("LpNormalization", ConvertLpNormalization);
 }
 
 }  // namespace kiln::frontends::onnx

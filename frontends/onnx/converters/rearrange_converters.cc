@@ -1,5 +1,5 @@
 // ONNX operators that only rearrange elements, as reshape + permute_dims: DepthToSpace
-// (modes DCR and CRD) and SpaceToDepth; and EyeLike, a constant built at import time.
+// and SpaceToDepth (modes DCR and CRD); and EyeLike, a constant built at import time.
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
@@ -44,8 +44,13 @@ absl::StatusOr<std::vector<Value>> ConvertSpaceToDepth(NodeContext& c) {
   if (b < 1) return c.Error("blocksize ", b, " must be positive");
   const PrimExpr h = Simplify(tir::FloorDiv(s[2], PrimExpr(b))), w = Simplify(tir::FloorDiv(s[3], PrimExpr(b)));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  // DCR (the only mode before opset 25) puts the block offsets before the channel; CRD
+  // after it, mirroring DepthToSpace's modes.
+  const std::string mode = c.AttrString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") return c.Error("unknown mode '", mode, "' (DCR or CRD)");
   KILN_ASSIGN_OR_RETURN(x, Reshape(c, x, {s[0], s[1], h, b, w, b}));
-  KILN_ASSIGN_OR_RETURN(x, Permute(c, x, {0, 3, 5, 1, 2, 4}));
+  KILN_ASSIGN_OR_RETURN(x, Permute(c, x, mode == "DCR" ? std::vector<int64_t>{0, 3, 5, 1, 2, 4}
+                                                       : std::vector<int64_t>{0, 1, 3, 5, 2, 4}));
   KILN_ASSIGN_OR_RETURN(x, Reshape(c, x, {s[0], Simplify(s[1] * (b * b)), h, w}));
   return Outputs(x);
 }
