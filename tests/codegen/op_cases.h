@@ -576,7 +576,9 @@ inline std::vector<Case> AllCases() {
 // Operators that read no float tensor data, so have no NaN/inf case (one_hot reads indices only; dequantize reads bytes:
 // its random scales include NaN and infinities).
 inline bool ReadsNoFloatData(const std::string& op) {
-  return op == "zeros" || op == "ones" || op == "arange" || op == "dequantize" || op == "one_hot";
+  if (op.rfind("logical_", 0) == 0 || op.rfind("bitwise_", 0) == 0) return true;  // bool / integer only
+  return op == "zeros" || op == "ones" || op == "arange" || op == "dequantize" || op == "one_hot" ||
+         op == "left_shift" || op == "right_shift";
 }
 
 // The operators a case calls, found in its parsed module (empty when it does not parse).
