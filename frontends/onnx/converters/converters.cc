@@ -7,6 +7,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterTensorConverters(registry);
   RegisterReduceConverters(registry);
   RegisterNnConverters(registry);
+  RegisterDataConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

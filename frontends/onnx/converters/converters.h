@@ -17,6 +17,10 @@ void RegisterReduceConverters(ConverterRegistry& registry);
 // MatMul, Gemm, Conv (2-D), MaxPool (2-D), Softmax, LayerNormalization.
 void RegisterNnConverters(ConverterRegistry& registry);
 
+// GatherElements, GatherND, Scatter, ScatterElements, ScatterND, OneHot, Pad, Tile, Trilu,
+// CumSum, TopK, Einsum, DepthToSpace, SpaceToDepth (data_converters.cc).
+void RegisterDataConverters(ConverterRegistry& registry);
+
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx
