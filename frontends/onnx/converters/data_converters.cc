@@ -1,7 +1,8 @@
 // ONNX data-movement and indexing operators: GatherElements, GatherND, Scatter (opset 9-10),
 // ScatterElements, ScatterND, OneHot, Pad, Tile, Trilu, CumSum, TopK, Einsum map to Kiln's
 // operators of the same meaning (relax/op/indexing.cc, rearrange.cc, sort.cc, einsum.cc);
-// DepthToSpace and SpaceToDepth decompose into reshape / permute_dims / reshape.
+// DepthToSpace and SpaceToDepth decompose into reshape / permute_dims / reshape, Hardmax
+// into argmax + one_hot, EyeLike into arange + one_hot.
 //
 // Opset differences handled here: Pad's pads and constant value are attributes before 11
 // and inputs from then on (axes input from 18, "wrap" from 19); TopK's k is an attribute
@@ -18,6 +19,7 @@
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
+#include "frontends/onnx/tensor_proto.h"
 #include "support/status_macros.h"
 
 namespace kiln::frontends::onnx {
@@ -248,6 +250,49 @@ absl::StatusOr<std::vector<Value>> ConvertSpaceToDepth(NodeContext& c) {
   return Outputs(y);
 }
 
+// Hardmax: 1 at the first maximum along the axis, 0 elsewhere = one_hot(argmax). Before
+// opset 13 the input is read as 2-D ([prod(dims[:axis]), prod(dims[axis:])], axis 1 by
+// default); from 13 the axis (default -1) is one dim. The axis' extent must be a constant.
+absl::StatusOr<std::vector<Value>> ConvertHardmax(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> s, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  const bool flat = c.opset() < 13;
+  KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(c, c.AttrInt("axis", flat ? 1 : -1), static_cast<int64_t>(s.size())));
+  Expr rows = x;
+  int64_t along = axis;
+  PrimExpr extent = s[static_cast<size_t>(axis)];
+  if (flat) {
+    extent = Simplify(Product(s, static_cast<size_t>(axis), s.size()));
+    KILN_ASSIGN_OR_RETURN(rows, Reshape(c, x, {Simplify(Product(s, 0, static_cast<size_t>(axis))), extent}));
+    along = 1;
+  }
+  if (!extent.as_int()) return c.Unsupported("the extent of the hardmax axis (", tir::ToString(extent), ") must be a constant");
+  KILN_ASSIGN_OR_RETURN(Expr index, c.Call("argmax", {rows}, {{"axis", along}}));
+  KILN_ASSIGN_OR_RETURN(Expr hot, c.Call("one_hot", {index}, {{"depth", *extent.as_int()}, {"axis", along}, {"dtype", dtype}}));
+  if (flat) {
+    KILN_ASSIGN_OR_RETURN(hot, Reshape(c, hot, s));
+  }
+  return Outputs(hot);
+}
+
+// EyeLike(x), attributes dtype (default x's) and k: ones on diagonal k of a 2-D tensor of
+// x's shape = one_hot(arange(rows) + k, depth=cols), whose out-of-range rows are all 0.
+absl::StatusOr<std::vector<Value>> ConvertEyeLike(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> s, c.InputShape(0));
+  if (s.size() != 2) return c.Error("input must be 2-D, got rank ", s.size());
+  if (!s[1].as_int()) return c.Unsupported("the column count (", tir::ToString(s[1]), ") must be a constant");
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  if (c.HasAttr("dtype")) {
+    KILN_ASSIGN_OR_RETURN(dtype, DataTypeFromOnnx(static_cast<int32_t>(c.AttrInt("dtype", 1))));
+  }
+  const int64_t k = c.AttrInt("k", 0);
+  KILN_ASSIGN_OR_RETURN(Expr rows, c.Call("arange", {relax::PrimValue(PrimExpr(k)), relax::PrimValue(Simplify(s[0] + k))},
+                                          {{"dtype", DataType::Int64()}}));
+  KILN_ASSIGN_OR_RETURN(Expr eye, c.Call("one_hot", {rows}, {{"depth", *s[1].as_int()}, {"dtype", dtype}}));
+  return Outputs(eye);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Value>> ConvertSliceAtRunTime(NodeContext& c) {
@@ -305,6 +350,8 @@ void RegisterDataConverters(ConverterRegistry& r) {
   r.Register("Einsum", ConvertEinsum, 12);
   r.Register("DepthToSpace", ConvertDepthToSpace);
   r.Register("SpaceToDepth", ConvertSpaceToDepth);
+  r.Register("Hardmax", ConvertHardmax);
+  r.Register("EyeLike", ConvertEyeLike, 9);
 }
 
 }  // namespace kiln::frontends::onnx
