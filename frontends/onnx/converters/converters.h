@@ -18,7 +18,8 @@ void RegisterReduceConverters(ConverterRegistry& registry);
 void RegisterNnConverters(ConverterRegistry& registry);
 
 // GatherElements, GatherND, Scatter, ScatterElements, ScatterND, OneHot, Pad, Tile, Trilu,
-// CumSum, TopK, Einsum, DepthToSpace, SpaceToDepth, Hardmax, EyeLike (data_converters.cc).
+// CumSum, TopK, Einsum, DepthToSpace, SpaceToDepth, Hardmax, EyeLike,
+// ReverseSequence (data_converters.cc).
 void RegisterDataConverters(ConverterRegistry& registry);
 
 void RegisterAllConverters(ConverterRegistry& registry);

@@ -2,7 +2,8 @@
 // ScatterElements, ScatterND, OneHot, Pad, Tile, Trilu, CumSum, TopK, Einsum map to Kiln's
 // operators of the same meaning (relax/op/indexing.cc, rearrange.cc, sort.cc, einsum.cc);
 // DepthToSpace and SpaceToDepth decompose into reshape / permute_dims / reshape, Hardmax
-// into argmax + one_hot, EyeLike into arange + one_hot.
+// into argmax + one_hot, EyeLike into arange + one_hot, ReverseSequence into index
+// arithmetic + gather_elements.
 //
 // Opset differences handled here: Pad's pads and constant value are attributes before 11
 // and inputs from then on (axes input from 18, "wrap" from 19); TopK's k is an attribute
@@ -293,6 +294,39 @@ absl::StatusOr<std::vector<Value>> ConvertEyeLike(NodeContext& c) {
   return Outputs(eye);
 }
 
+// ReverseSequence(x, sequence_lens), attributes batch_axis (1) and time_axis (0): batch b
+// reverses its first sequence_lens[b] time steps. A gather_elements along the time axis
+// with indices where(t < len[b], len[b] - 1 - t, t), broadcast to x's shape.
+absl::StatusOr<std::vector<Value>> ConvertReverseSequence(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> s, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(Expr lens, c.Input(1));
+  KILN_ASSIGN_OR_RETURN(DataType lens_dtype, c.InputDType(1));
+  const int64_t batch = c.AttrInt("batch_axis", 1);
+  const int64_t time = c.AttrInt("time_axis", 0);
+  if (s.size() < 2 || batch == time || batch < 0 || batch > 1 || time < 0 || time > 1) {
+    return c.Error("batch_axis and time_axis must be 0 and 1 (in some order) of an input of rank >= 2");
+  }
+  if (lens_dtype != DataType::Int64()) {
+    KILN_ASSIGN_OR_RETURN(lens, c.Call("astype", {lens}, {{"dtype", DataType::Int64()}}));
+  }
+  std::vector<PrimExpr> t_shape(s.size(), PrimExpr(int64_t{1}));
+  t_shape[static_cast<size_t>(time)] = s[static_cast<size_t>(time)];
+  std::vector<PrimExpr> l_shape(s.size(), PrimExpr(int64_t{1}));
+  l_shape[static_cast<size_t>(batch)] = s[static_cast<size_t>(batch)];
+  KILN_ASSIGN_OR_RETURN(Expr t, c.Call("arange", {relax::PrimValue(s[static_cast<size_t>(time)])},
+                                       {{"dtype", DataType::Int64()}}));
+  KILN_ASSIGN_OR_RETURN(t, Reshape(c, t, t_shape));
+  KILN_ASSIGN_OR_RETURN(lens, Reshape(c, lens, l_shape));
+  KILN_ASSIGN_OR_RETURN(Expr last, c.Call("subtract", {lens, ScalarConstant(1, DataType::Int64())}));
+  KILN_ASSIGN_OR_RETURN(Expr reversed, c.Call("subtract", {last, t}));
+  KILN_ASSIGN_OR_RETURN(Expr inside, c.Call("less", {t, lens}));
+  KILN_ASSIGN_OR_RETURN(Expr index, c.Call("where", {inside, reversed, t}));
+  KILN_ASSIGN_OR_RETURN(index, c.Call("broadcast_to", {index, relax::ShapeExpr(s)}));
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("gather_elements", {x, index}, {{"axis", time}}));
+  return Outputs(out);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Value>> ConvertSliceAtRunTime(NodeContext& c) {
@@ -352,6 +386,7 @@ void RegisterDataConverters(ConverterRegistry& r) {
   r.Register("SpaceToDepth", ConvertSpaceToDepth);
   r.Register("Hardmax", ConvertHardmax);
   r.Register("EyeLike", ConvertEyeLike, 9);
+  r.Register("ReverseSequence", ConvertReverseSequence, 10);
 }
 
 }  // namespace kiln::frontends::onnx
