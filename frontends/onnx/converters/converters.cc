@@ -7,9 +7,9 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterTensorConverters(registry);
   RegisterReduceConverters(registry);
   RegisterNnConverters(registry);
-  RegisterRearrangeConverters(registry);
   RegisterLossConverters(registry);
   RegisterMathConverters(registry);
+  RegisterDataConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -16,14 +16,17 @@ void RegisterTensorConverters(ConverterRegistry& registry);
 void RegisterReduceConverters(ConverterRegistry& registry);
 // MatMul, Gemm, Conv (2-D), MaxPool (2-D), Softmax, LayerNormalization.
 void RegisterNnConverters(ConverterRegistry& registry);
-// DepthToSpace, SpaceToDepth, EyeLike.
-void RegisterRearrangeConverters(ConverterRegistry& registry);
-// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Hardmax (one-hot masks, no gather).
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (one-hot masks, no gather).
 void RegisterLossConverters(ConverterRegistry& registry);
 
 // Abs Sign Floor Ceil Round Erf, trigonometric and hyperbolic functions, IsNaN IsInf, Clip,
 // Mod, And Or Xor Not, Bitwise*, BitShift, and the activations Celu and Shrink.
 void RegisterMathConverters(ConverterRegistry& registry);
+
+// GatherElements, GatherND, Scatter, ScatterElements, ScatterND, OneHot, Pad, Tile, Trilu,
+// CumSum, TopK, Einsum, DepthToSpace, SpaceToDepth, Hardmax, EyeLike,
+// ReverseSequence (data_converters.cc).
+void RegisterDataConverters(ConverterRegistry& registry);
 
 void RegisterAllConverters(ConverterRegistry& registry);
 
