@@ -415,6 +415,11 @@ inline std::vector<Case> AllCases() {
        "nearest_mode=\"round_prefer_ceil\")",
        n});
   add({"resize_linear", {P("x", {"n", "m"})}, "R.resize(x, R.shape([n * 2, 5]), method=\"linear\")", nm, 1e-5, 1e-6});
+  // With scales, align_corners and pytorch_half_pixel use the unrounded length m * scale.
+  add({"resize_align_corners_scales", {P("x", {"n", "m"})},
+       "R.resize(x, R.shape([n, 4]), axes=[1], method=\"linear\", coordinate_transformation_mode=\"align_corners\", "
+       "scales=[0.6])",
+       nm, 1e-5, 1e-6});
   add({"resize_linear_align_corners", {P("x", {"n"})},
        "R.resize(x, R.shape([7]), method=\"linear\", coordinate_transformation_mode=\"align_corners\")", n, 1e-5, 1e-6});
   add({"resize_linear_symmetric_scales", {P("x", {"1", "2", "h", "w"})},

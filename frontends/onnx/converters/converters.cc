@@ -7,6 +7,9 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterTensorConverters(registry);
   RegisterReduceConverters(registry);
   RegisterNnConverters(registry);
+  RegisterWindowConverters(registry);
+  RegisterNormalizationConverters(registry);
+  RegisterResizeConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx
