@@ -380,6 +380,9 @@ inline std::vector<Case> AllCases() {
        "R.conv1d_transpose(x, k, strides=[2], padding=[1], output_padding=[1])", n, 1e-5, 1e-5});
   add({"conv2d_transpose", {P("x", {"2", "4", "h", "w"}), P("k", {"4", "3", "3", "3"})},
        "R.conv2d_transpose(x, k, strides=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2], groups=2)", hw, 1e-5, 1e-5});
+  add({"conv3d_transpose", {P("x", {"1", "2", "d", "h", "w"}), P("k", {"2", "2", "2", "3", "2"})},
+       "R.conv3d_transpose(x, k, strides=[2, 1, 2], padding=[0, 1, 0, 0, 1, 1], output_padding=[1, 0, 0])", dhw, 1e-5,
+       1e-5});
   add({"max_pool1d_ceil", {P("x", {"2", "3", "n"})}, "R.max_pool1d(x, pool_size=[3], strides=[2], padding=[1], ceil_mode=true)",
        n});
   add({"max_pool2d_ceil_dilation", {P("x", {"1", "2", "h", "w"})},

@@ -3,7 +3,7 @@
 //
 // Version differences: BatchNormalization before opset 7 has is_test (ignored: inference)
 // and before 9 `spatial` (only 1, the per-channel form, is supported); training_mode (14+)
-// and the training outputs are not supported. GroupNormalization 18 takes one scale and
+// uses the batch's statistics and outputs the running ones. GroupNormalization 18 takes one scale and
 // bias per group (expanded here to one per channel), 21 one per channel. LogSoftmax before
 // 13 flattens the input to 2-D at `axis` (default 1), as Softmax. MeanVarianceNormalization
 // is ONNX's function (x - mean) / (sqrt(variance) + 1e-9) over `axes` (default 0, 2, 3).
@@ -18,19 +18,44 @@ namespace {
 using relax::Expr;
 using tir::DataType;
 
+// training_mode (14+) normalizes with the batch's own statistics (mean and population
+// variance over every axis but the channel's) and outputs the updated running statistics
+// input * momentum + batch * (1 - momentum).
 absl::StatusOr<std::vector<Value>> ConvertBatchNormalization(NodeContext& c) {
   if (c.opset() < 9 && c.AttrInt("spatial", 1) != 1) return c.Unsupported("spatial=0 is not supported");
-  if (c.AttrInt("training_mode", 0) != 0) return c.Unsupported("training_mode is not supported (inference only)");
-  for (int i = 1; i < c.num_outputs(); ++i) {
-    if (c.has_output(i)) return c.Unsupported("the training outputs (running mean/var, saved statistics) are not supported");
+  const bool training = c.opset() >= 14 && c.AttrInt("training_mode", 0) != 0;
+  if (!training) {
+    for (int i = 1; i < c.num_outputs(); ++i) {
+      if (c.has_output(i)) return c.Unsupported("the training outputs are only produced with training_mode=1");
+    }
   }
   std::vector<Expr> args;
   for (int i = 0; i < 5; ++i) {
     KILN_ASSIGN_OR_RETURN(Expr e, c.Input(i));
     args.push_back(e);
   }
-  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("batch_norm", args, {{"epsilon", c.AttrFloat("epsilon", 1e-5)}}));
-  return Outputs(y);
+  const double epsilon = c.AttrFloat("epsilon", 1e-5);
+  if (!training) {
+    KILN_ASSIGN_OR_RETURN(Expr y, c.Call("batch_norm", args, {{"epsilon", epsilon}}));
+    return Outputs(y);
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  std::vector<int64_t> axes = {0};
+  for (int64_t d = 2; d < static_cast<int64_t>(shape.size()); ++d) axes.push_back(d);
+  relax::Attrs reduce = {{"axis", axes}, {"keepdims", false}};
+  KILN_ASSIGN_OR_RETURN(Expr mean, c.Call("mean", {args[0]}, reduce));
+  KILN_ASSIGN_OR_RETURN(Expr var, c.Call("variance", {args[0]}, reduce));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("batch_norm", {args[0], args[1], args[2], mean, var}, {{"epsilon", epsilon}}));
+  std::vector<Value> outputs = {Value::Of(y)};
+  const double momentum = c.AttrFloat("momentum", 0.9);
+  for (int k = 0; k < 2; ++k) {
+    KILN_ASSIGN_OR_RETURN(Expr old, c.Call("multiply", {args[3 + k], ScalarConstant(momentum, dtype)}));
+    KILN_ASSIGN_OR_RETURN(Expr batch, c.Call("multiply", {k == 0 ? mean : var, ScalarConstant(1 - momentum, dtype)}));
+    KILN_ASSIGN_OR_RETURN(Expr running, c.Call("add", {old, batch}));
+    outputs.push_back(Value::Of(running));
+  }
+  return outputs;
 }
 
 absl::StatusOr<std::vector<Value>> ConvertInstanceNormalization(NodeContext& c) {

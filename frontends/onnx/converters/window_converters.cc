@@ -1,4 +1,4 @@
-// ONNX window operators over 1-3 spatial dims: Conv, ConvTranspose (1-D and 2-D), MaxPool,
+// ONNX window operators over 1-3 spatial dims: Conv, ConvTranspose, MaxPool,
 // AveragePool, GlobalAveragePool, GlobalMaxPool.
 //
 // Padding: explicit `pads` (begin..., end...) or auto_pad: VALID (none), SAME_UPPER /
@@ -121,7 +121,7 @@ absl::StatusOr<std::vector<Value>> ConvertConv(NodeContext& c) {
 absl::StatusOr<std::vector<Value>> ConvertConvTranspose(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> weight, c.InputShape(1));
-  KILN_ASSIGN_OR_RETURN(int rank, SpatialRank(c, in, 2));
+  KILN_ASSIGN_OR_RETURN(int rank, SpatialRank(c, in, 3));
   const size_t r = static_cast<size_t>(rank);
   if (weight.size() != in.size()) return c.Error("the weight's rank (", weight.size(), ") differs from the input's");
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, KernelShape(c, weight));
