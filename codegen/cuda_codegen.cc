@@ -243,6 +243,18 @@ class KernelEmitter {
     else if (op == "pow") name = fn("powf", "pow");
     else if (op == "sin") name = fn("sinf", "sin");
     else if (op == "cos") name = fn("cosf", "cos");
+    else if (op == "tan") name = fn("tanf", "tan");
+    else if (op == "asin") name = fn("asinf", "asin");
+    else if (op == "acos") name = fn("acosf", "acos");
+    else if (op == "atan") name = fn("atanf", "atan");
+    else if (op == "sinh") name = fn("sinhf", "sinh");
+    else if (op == "cosh") name = fn("coshf", "cosh");
+    else if (op == "asinh") name = fn("asinhf", "asinh");
+    else if (op == "acosh") name = fn("acoshf", "acosh");
+    else if (op == "atanh") name = fn("atanhf", "atanh");
+    else if (op == "log1p") name = fn("log1pf", "log1p");
+    else if (op == "expm1") name = fn("expm1f", "expm1");
+    else if (op == "fmod") name = fn("fmodf", "fmod");
     else {
       Fail(absl::StrCat("intrinsic ", op, " in device code"));
       return "0";

@@ -7,6 +7,7 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/DerivedTypes.h"
 #include "llvm/IR/Intrinsics.h"
+#include "codegen/fast_math_ir.h"
 #include "support/check.h"
 
 // Coefficients: minimax polynomials from scripts/fast_math_coefficients.py (Remez exchange
@@ -19,39 +20,7 @@
 namespace kiln::codegen {
 namespace {
 
-// Typed constants: splats for vector types.
-llvm::Constant* F(llvm::Type* type, float v) { return llvm::ConstantFP::get(type, static_cast<double>(v)); }
-
-llvm::Type* IntLike(llvm::IRBuilderBase& b, llvm::Type* type) {
-  if (auto* vec = llvm::dyn_cast<llvm::FixedVectorType>(type)) {
-    return llvm::FixedVectorType::get(b.getInt32Ty(), vec->getNumElements());
-  }
-  return b.getInt32Ty();
-}
-
-llvm::Constant* I(llvm::Type* int_type, int32_t v) {
-  return llvm::ConstantInt::get(int_type, static_cast<uint64_t>(static_cast<int64_t>(v)), /*IsSigned=*/true);
-}
-
-llvm::Value* MulAdd(llvm::IRBuilderBase& b, llvm::Value* x, llvm::Value* y, llvm::Value* z) {
-  return b.CreateFAdd(b.CreateFMul(x, y), z);
-}
-
-// c[0] + c[1] u + c[2] u^2 + ... by Horner's rule.
-llvm::Value* Horner(llvm::IRBuilderBase& b, llvm::Value* u, std::initializer_list<float> c) {
-  llvm::Type* type = u->getType();
-  const float* coef = c.begin();
-  size_t n = c.size();
-  llvm::Value* acc = F(type, coef[n - 1]);
-  for (size_t i = n - 1; i-- > 0;) acc = MulAdd(b, acc, u, F(type, coef[i]));
-  return acc;
-}
-
-llvm::Value* Fabs(llvm::IRBuilderBase& b, llvm::Value* x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
-
-llvm::Value* CopySign(llvm::IRBuilderBase& b, llvm::Value* magnitude, llvm::Value* sign) {
-  return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, magnitude, sign);
-}
+using namespace fast_math_ir;  // NOLINT: the IR helpers read better unqualified
 
 // 2^n for integers n in [-126, 127] (an i32 or <N x i32> value), built in the exponent field.
 llvm::Value* Pow2(llvm::IRBuilderBase& b, llvm::Value* n, llvm::Type* float_type) {
@@ -77,24 +46,70 @@ bool IsFloat32OrVector(const llvm::Type* type) { return type->getScalarType()->i
 // and everything below round to 0, and k stays within [-150, 129]. 2^k is applied as two
 // factors 2^(k/2) and 2^(k - k/2), both normal, so results in the denormal range are rounded
 // once, correctly. NaN fails both clamp comparisons and propagates through the arithmetic.
-llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x) {
-  llvm::Type* type = x->getType();
-  KILN_CHECK(IsFloat32OrVector(type));
+namespace {
+
+// x = k ln2 + r as EmitFastExpF32 reduces it (x already clamped to [-104, 89]): k as a float
+// and as an integer, and r with |r| <= ln2 / 2.
+struct ExpReduction {
+  llvm::Value* k;  // float
+  llvm::Value* n;  // i32, the same value
+  llvm::Value* r;
+};
+
+ExpReduction ReduceExp(llvm::IRBuilderBase& b, llvm::Value* xc) {
+  llvm::Type* type = xc->getType();
   llvm::Type* int_type = IntLike(b, type);
   constexpr float kShifter = 0x1.8p23f;
-  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOLT(x, F(type, -104.0f)), F(type, -104.0f), x);
-  xc = b.CreateSelect(b.CreateFCmpOGT(xc, F(type, 89.0f)), F(type, 89.0f), xc);
   llvm::Value* shifted = MulAdd(b, xc, F(type, kLog2e), F(type, kShifter));
   llvm::Value* k = b.CreateFSub(shifted, F(type, kShifter));
   llvm::Value* r = MulAdd(b, k, F(type, -kLn2Hi), xc);  // exact
   r = MulAdd(b, k, F(type, -kLn2Lo), r);
-  // exp(r) = 1 + r + r^2 q(r), |r| <= 0.35; relative error 3.7e-9 (float32 coefficients).
-  llvm::Value* q = Horner(b, r, {0x1.fffffcp-2f, 0x1.555482p-3f, 0x1.55581ep-5f, 0x1.1245e4p-7f, 0x1.6b1c26p-10f});
-  llvm::Value* p = MulAdd(b, MulAdd(b, q, r, F(type, 1.0f)), r, F(type, 1.0f));
   llvm::Value* n = b.CreateSub(b.CreateBitCast(shifted, int_type), b.CreateBitCast(F(type, kShifter), int_type));
-  llvm::Value* n1 = b.CreateAShr(n, I(int_type, 1));
-  llvm::Value* n2 = b.CreateSub(n, n1);
+  return {k, n, r};
+}
+
+// q(r) with exp(r) = 1 + r + r^2 q(r), |r| <= 0.35; relative error of exp 3.7e-9 (float32
+// coefficients). The same q gives expm1(r) = r + r^2 q(r) with relative error below
+// 3.7e-9 * |r| / |expm1(r)|, about as small.
+llvm::Value* ExpQ(llvm::IRBuilderBase& b, llvm::Value* r) {
+  return Horner(b, r, {0x1.fffffcp-2f, 0x1.555482p-3f, 0x1.55581ep-5f, 0x1.1245e4p-7f, 0x1.6b1c26p-10f});
+}
+
+}  // namespace
+
+llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  KILN_CHECK(IsFloat32OrVector(type));
+  llvm::Type* int_type = IntLike(b, type);
+  llvm::Value* xc = b.CreateSelect(b.CreateFCmpOLT(x, F(type, -104.0f)), F(type, -104.0f), x);
+  xc = b.CreateSelect(b.CreateFCmpOGT(xc, F(type, 89.0f)), F(type, 89.0f), xc);
+  ExpReduction red = ReduceExp(b, xc);
+  llvm::Value* r = red.r;
+  llvm::Value* q = ExpQ(b, r);
+  llvm::Value* p = MulAdd(b, MulAdd(b, q, r, F(type, 1.0f)), r, F(type, 1.0f));
+  llvm::Value* n1 = b.CreateAShr(red.n, I(int_type, 1));
+  llvm::Value* n2 = b.CreateSub(red.n, n1);
   return b.CreateFMul(b.CreateFMul(p, Pow2(b, n1, type)), Pow2(b, n2, type));
+}
+
+// expm1(x) = 2^k expm1(r) + (2^k - 1) with exp's reduction, for |x| <= 16 (|k| <= 23: both
+// terms exact, one rounding in the sum, and the sum is never much smaller than its first
+// term, so expm1(r)'s relative error carries over). Beyond, exp(x) - 1 is what float32 can
+// represent anyway (-1 below -16.6, exp(x) rounded above 16). -0 is returned as is.
+llvm::Value* EmitFastExpm1F32(llvm::IRBuilderBase& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  KILN_CHECK(IsFloat32OrVector(type));
+  llvm::Value* ax = Fabs(b, x);
+  llvm::Value* near = b.CreateFCmpOLE(ax, F(type, 16.0f));
+  llvm::Value* xc = b.CreateSelect(near, x, F(type, 0.0f));
+  ExpReduction red = ReduceExp(b, xc);
+  llvm::Value* r = red.r;
+  llvm::Value* em = MulAdd(b, b.CreateFMul(ExpQ(b, r), r), r, r);
+  llvm::Value* scale = Pow2(b, red.n, type);
+  llvm::Value* mid = b.CreateFAdd(b.CreateFMul(scale, em), b.CreateFSub(scale, F(type, 1.0f)));
+  llvm::Value* far = b.CreateFSub(EmitFastExpF32(b, x), F(type, 1.0f));
+  llvm::Value* result = b.CreateSelect(near, mid, far);
+  return b.CreateSelect(b.CreateFCmpOEQ(x, F(type, 0.0f)), x, result);
 }
 
 // |x| < 0.875: erf(x) = x + x Q(x^2). Otherwise erf(|x|) = 1 - erfc(|x|) with
@@ -181,6 +196,25 @@ llvm::Value* EmitFastLogF32(llvm::IRBuilderBase& b, llvm::Value* x) {
   result = b.CreateSelect(b.CreateFCmpOEQ(x, F(type, 0.0f)), F(type, -INFINITY), result);
   // x < 0 and NaN: NaN.
   return b.CreateSelect(b.CreateFCmpOGE(x, F(type, 0.0f)), result, F(type, NAN));
+}
+
+// log1p(x) = log(u) + t / u, u = 1 + x rounded and t = (1 + x) - u its rounding error, exact
+// by Knuth's two-sum (no magnitude order needed): log(u) is log's few ulp and t / u the first
+// order correction, |t / u| <= 2^-24 |u| / |u|. Special inputs: log1p(+-0) = +-0, log1p(-1) =
+// -inf (u = 0, where t / u would be 0 / 0), log1p(+inf) = +inf (where t is inf - inf), x < -1
+// and NaN give NaN through log.
+llvm::Value* EmitFastLog1pF32(llvm::IRBuilderBase& b, llvm::Value* x) {
+  llvm::Type* type = x->getType();
+  KILN_CHECK(IsFloat32OrVector(type));
+  llvm::Value* one = F(type, 1.0f);
+  llvm::Value* u = b.CreateFAdd(one, x);
+  llvm::Value* x_part = b.CreateFSub(u, one);
+  llvm::Value* one_part = b.CreateFSub(u, x_part);
+  llvm::Value* t = b.CreateFAdd(b.CreateFSub(one, one_part), b.CreateFSub(x, x_part));
+  llvm::Value* result = b.CreateFAdd(EmitFastLogF32(b, u), b.CreateFDiv(t, u));
+  result = b.CreateSelect(b.CreateFCmpOEQ(u, F(type, 0.0f)), F(type, -INFINITY), result);
+  result = b.CreateSelect(b.CreateFCmpOEQ(x, F(type, INFINITY)), x, result);
+  return b.CreateSelect(b.CreateFCmpOEQ(x, F(type, 0.0f)), x, result);
 }
 
 }  // namespace kiln::codegen

@@ -15,6 +15,10 @@
 //   tanh     a few ulp, +-1 for large |x|, tanh(-0) = -0, NaN in NaN out
 //   sigmoid  a few ulp relative (also on the far negative side), NaN in NaN out
 //   log      a few ulp; log(0) = -inf, log(x < 0) = NaN, log(+inf) = +inf, denormals handled
+//   expm1, log1p, sinh, cosh, asinh, acosh, atanh: a few ulp (bounds in the test), the C
+//            library's special values (signed zeros, infinities, NaN outside the domain)
+//   sin, cos, tan, asin, acos, atan: computed in float64 and rounded once (below 1 ulp), for
+//            every float32 argument (sin/cos/tan reduce exactly, even at 1e38)
 // The coefficients come from scripts/fast_math_coefficients.py (Remez exchange). The code
 // is correct whether or not the backend contracts multiply-adds into FMAs.
 #pragma once
@@ -32,5 +36,22 @@ llvm::Value* EmitFastErfF32(llvm::IRBuilderBase& b, llvm::Value* x);
 llvm::Value* EmitFastTanhF32(llvm::IRBuilderBase& b, llvm::Value* x);
 llvm::Value* EmitFastSigmoidF32(llvm::IRBuilderBase& b, llvm::Value* x);
 llvm::Value* EmitFastLogF32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastExpm1F32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastLog1pF32(llvm::IRBuilderBase& b, llvm::Value* x);
+
+// codegen/fast_math_trig.cc: computed in float64 inside, rounded once to float32.
+llvm::Value* EmitFastSinF32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastCosF32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastTanF32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastAsinF32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastAcosF32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastAtanF32(llvm::IRBuilderBase& b, llvm::Value* x);
+
+// codegen/fast_math_hyperbolic.cc: from exp, expm1, log and log1p.
+llvm::Value* EmitFastSinhF32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastCoshF32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastAsinhF32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastAcoshF32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastAtanhF32(llvm::IRBuilderBase& b, llvm::Value* x);
 
 }  // namespace kiln::codegen

@@ -67,6 +67,9 @@ const std::set<std::string>& ReservedNames() {
       "log10f", "sqrt",   "sqrtf",   "tanh",   "tanhf",  "erf",      "erff",  "fabs",   "fabsf",
       "floor",  "floorf", "ceil",    "ceilf",  "round",  "roundf",   "roundeven", "roundevenf",
       "nearbyint", "nearbyintf", "rint", "rintf", "pow", "powf", "sin", "sinf", "cos", "cosf",
+      "tan",    "tanf",   "asin",    "asinf",  "acos",   "acosf",    "atan",  "atanf",  "sinh",
+      "sinhf",  "cosh",   "coshf",   "asinh",  "asinhf", "acosh",    "acoshf", "atanh", "atanhf",
+      "log1p",  "log1pf", "expm1",   "expm1f", "fmod",   "fmodf",
       "fmin",   "fminf",  "fmax",    "fmaxf",  "fma",    "fmaf",     "sincos", "sincosf"};
   return *names;
 }

@@ -248,6 +248,19 @@ llvm::Value* KernelLowering::FastMath(const std::string& op, llvm::Value* x) {
                  : op == "tanh"    ? EmitFastTanhF32
                  : op == "sigmoid" ? EmitFastSigmoidF32
                  : op == "log"     ? EmitFastLogF32
+                 : op == "expm1"   ? EmitFastExpm1F32
+                 : op == "log1p"   ? EmitFastLog1pF32
+                 : op == "sin"     ? EmitFastSinF32
+                 : op == "cos"     ? EmitFastCosF32
+                 : op == "tan"     ? EmitFastTanF32
+                 : op == "asin"    ? EmitFastAsinF32
+                 : op == "acos"    ? EmitFastAcosF32
+                 : op == "atan"    ? EmitFastAtanF32
+                 : op == "sinh"    ? EmitFastSinhF32
+                 : op == "cosh"    ? EmitFastCoshF32
+                 : op == "asinh"   ? EmitFastAsinhF32
+                 : op == "acosh"   ? EmitFastAcoshF32
+                 : op == "atanh"   ? EmitFastAtanhF32
                                    : nullptr;
   if (emit == nullptr || !IsFloat32OrVector(x->getType())) return nullptr;
   return emit(b_, x);
@@ -260,7 +273,7 @@ llvm::Value* KernelLowering::LowerCall(const tir::CallNode* call) {
   bool fast = op.rfind("fast_", 0) == 0;
   bool libm = op.rfind("libm_", 0) == 0;
   if (!fast && !libm && tir::FindIntrinsic(op) != nullptr) return LowerAbiCall(call);
-  size_t arity = op == "pow" ? 2 : 1;
+  size_t arity = op == "pow" || op == "fmod" ? 2 : 1;
   if (call->args.size() != arity) {
     return Fail(absl::StrCat(op, " takes ", arity, " argument(s), got ", call->args.size()), type);
   }
@@ -287,6 +300,8 @@ llvm::Value* KernelLowering::LowerCall(const tir::CallNode* call) {
   if (op == "sin") return Intrinsic(llvm::Intrinsic::sin, x);
   if (op == "cos") return Intrinsic(llvm::Intrinsic::cos, x);
   if (op == "pow") return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, Lower(call->args[1]));
+  // frem is exact (C's fmod); LLVM expands it to fmodf / fmod calls, lane by lane in vectors.
+  if (op == "fmod") return b_.CreateFRem(x, Lower(call->args[1]));
   if (tir::IsMathIntrinsic(op)) {
     return Fail(absl::StrCat("math intrinsic ", op, " must be lowered first (tir/transform/lower_intrinsics.h)"), type);
   }

@@ -192,9 +192,10 @@ PrimExpr Cast(DataType dtype, PrimExpr value) {
 }
 
 bool IsMathIntrinsic(std::string_view name) {
-  constexpr std::string_view kNames[] = {"exp",  "log",   "sqrt",  "rsqrt", "tanh",
-                                         "sigmoid", "erf", "fabs", "floor", "ceil",
-                                         "round", "pow",  "sin",   "cos"};
+  constexpr std::string_view kNames[] = {
+      "exp",  "log",  "sqrt", "rsqrt", "tanh", "sigmoid", "erf",   "fabs",  "floor", "ceil",  "round", "pow",
+      "sin",  "cos",  "tan",  "asin",  "acos", "atan",    "sinh",  "cosh",  "asinh", "acosh", "atanh", "log1p",
+      "expm1", "fmod"};
   for (std::string_view known : kNames) {
     if (name == known) return true;
   }

@@ -673,7 +673,7 @@ class Interpreter {
   Value EvalCall(const CallNode* call) {
     Value r(call->dtype());
     const std::string& op = call->op;
-    const size_t arity = op == "pow" ? 2 : 1;
+    const size_t arity = op == "pow" || op == "fmod" ? 2 : 1;
     if (!IsMathIntrinsic(op)) {
       Unsupported(absl::StrCat("intrinsic ", op));
       return r;
@@ -722,6 +722,18 @@ class Interpreter {
     if (op == "pow") return std::pow(x, y);
     if (op == "sin") return std::sin(x);
     if (op == "cos") return std::cos(x);
+    if (op == "tan") return std::tan(x);
+    if (op == "asin") return std::asin(x);
+    if (op == "acos") return std::acos(x);
+    if (op == "atan") return std::atan(x);
+    if (op == "sinh") return std::sinh(x);
+    if (op == "cosh") return std::cosh(x);
+    if (op == "asinh") return std::asinh(x);
+    if (op == "acosh") return std::acosh(x);
+    if (op == "atanh") return std::atanh(x);
+    if (op == "log1p") return std::log1p(x);
+    if (op == "expm1") return std::expm1(x);
+    if (op == "fmod") return std::fmod(x, y);
     return std::numeric_limits<T>::quiet_NaN();  // unreachable: IsMathIntrinsic checked
   }
 

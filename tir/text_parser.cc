@@ -463,7 +463,7 @@ absl::StatusOr<PrimExpr> TirParser::ParseCallForm(const Token& name) {
   }
   if (IsMathIntrinsic(f)) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> args, ParsePrimList(")"));
-    size_t arity = f == "pow" ? 2 : 1;
+    size_t arity = f == "pow" || f == "fmod" ? 2 : 1;
     if (args.size() != arity) {
       return Error(name, absl::StrCat("'", f, "' takes ", arity, " argument", arity == 1 ? "" : "s", ", found ",
                                       args.size()));

@@ -123,6 +123,19 @@ double Reference(const std::string& op, double x) {
   if (op == "tanh") return std::tanh(x);
   if (op == "sigmoid") return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x));
   if (op == "log") return std::log(x);
+  if (op == "expm1") return std::expm1(x);
+  if (op == "log1p") return std::log1p(x);
+  if (op == "sin") return std::sin(x);
+  if (op == "cos") return std::cos(x);
+  if (op == "tan") return std::tan(x);
+  if (op == "asin") return std::asin(x);
+  if (op == "acos") return std::acos(x);
+  if (op == "atan") return std::atan(x);
+  if (op == "sinh") return std::sinh(x);
+  if (op == "cosh") return std::cosh(x);
+  if (op == "asinh") return std::asinh(x);
+  if (op == "acosh") return std::acosh(x);
+  if (op == "atanh") return std::atanh(x);
   return NAN;
 }
 
@@ -188,6 +201,25 @@ std::vector<Case> Cases() {
       {"tanh", -10.0f, 10.0f, {0.625f, 9.0109133f, 44.0f, 1e-20f}, 2},
       {"sigmoid", -110.0f, 110.0f, {87.33654f, 88.7228391f, 103.97208f, 104.0f}, 2.5},
       {"log", 0.0f, 4.0f, {1.0f, 1.41421356f, 0.70710678f, 2.0f, 0.5f, FLT_MIN}, 1},
+      // expm1: |x| = 16 switches to exp(x) - 1; 0.3465736 is where k changes.
+      {"expm1", -20.0f, 20.0f, {16.0f, 0.3465736f, 1e-20f, 88.7228391f, -16.6355f}, 2},
+      // log1p: x = -1 (u = 0), tiny x (u = 1), x where 1 + x rounds.
+      {"log1p", -1.0f, 4.0f, {-1.0f, 1e-20f, 0x1p-24f, 0.41421356f, -0.29289322f, 1e30f}, 2},
+      // sin/cos/tan: multiples of pi/2 and pi/4 (reduction and quadrant edges), and the
+      // float32 closest to a multiple of pi/2 at large magnitude (Payne-Hanek's hard case).
+      {"sin", -20.0f, 20.0f, {1.5707964f, 3.1415927f, 0.78539819f, 2.3561945f, 1e6f, 0x1.921fb6p+0f, 1e38f}, 0.51},
+      {"cos", -20.0f, 20.0f, {1.5707964f, 3.1415927f, 0.78539819f, 4.712389f, 1e6f, 1e38f}, 0.51},
+      {"tan", -20.0f, 20.0f, {1.5707964f, 3.1415927f, 0.78539819f, 4.712389f, 1e6f}, 0.51},
+      {"asin", -1.0f, 1.0f, {0.5f, 1.0f, 1e-20f}, 0.51},
+      {"acos", -1.0f, 1.0f, {0.5f, 1.0f, 1e-20f}, 0.51},
+      {"atan", -20.0f, 20.0f, {1.0f, 0.41421356f, 1e-20f, 1e20f}, 0.51},
+      // sinh/cosh: 88 switches to (e/2) e, overflow near 89.415.
+      {"sinh", -90.0f, 90.0f, {88.0f, 89.41599f, 16.0f, 1e-20f}, 2.5},
+      {"cosh", -90.0f, 90.0f, {88.0f, 89.41599f}, 2.5},
+      // asinh/acosh: 2^20 switches to log(2x); acosh(1) = 0.
+      {"asinh", -30.0f, 30.0f, {0x1p20f, 1e-20f, 1.0f}, 2},
+      {"acosh", 1.0f, 30.0f, {0x1p20f, 1.0f, 1e30f}, 2},
+      {"atanh", -1.0f, 1.0f, {1.0f, 0.5f, 1e-20f}, 2},
   };
 }
 
@@ -269,8 +301,36 @@ TEST(FastMathTest, SpecialValuesAreExact) {
     EXPECT_TRUE(std::isnan(run(op, NAN))) << op;
     EXPECT_TRUE(std::isnan(run(op, -NAN))) << op;
   }
+  EXPECT_EQ(run("expm1", INFINITY), INFINITY);
+  EXPECT_EQ(run("expm1", -INFINITY), -1.0f);
+  EXPECT_EQ(run("log1p", -1.0f), -INFINITY);
+  EXPECT_EQ(run("log1p", INFINITY), INFINITY);
+  EXPECT_TRUE(std::isnan(run("log1p", -2.0f)));
+  for (const char* op : {"sin", "cos", "tan"}) {
+    EXPECT_TRUE(std::isnan(run(op, INFINITY))) << op;
+    EXPECT_TRUE(std::isnan(run(op, -INFINITY))) << op;
+  }
+  EXPECT_EQ(run("cos", 0.0f), 1.0f);
+  EXPECT_EQ(run("atan", INFINITY), static_cast<float>(M_PI / 2));
+  EXPECT_EQ(run("atan", -INFINITY), static_cast<float>(-M_PI / 2));
+  EXPECT_EQ(run("acos", -1.0f), static_cast<float>(M_PI));
+  EXPECT_EQ(run("acos", 1.0f), 0.0f);
+  EXPECT_TRUE(std::isnan(run("asin", 1.0000001f)));
+  EXPECT_TRUE(std::isnan(run("acos", -1.0000001f)));
+  EXPECT_EQ(run("sinh", INFINITY), INFINITY);
+  EXPECT_EQ(run("sinh", -INFINITY), -INFINITY);
+  EXPECT_EQ(run("sinh", 89.5f), INFINITY);
+  EXPECT_EQ(run("cosh", -INFINITY), INFINITY);
+  EXPECT_EQ(run("cosh", -89.5f), INFINITY);
+  EXPECT_EQ(run("asinh", -INFINITY), -INFINITY);
+  EXPECT_EQ(run("acosh", 1.0f), 0.0f);
+  EXPECT_EQ(run("acosh", INFINITY), INFINITY);
+  EXPECT_TRUE(std::isnan(run("acosh", 0.5f)));
+  EXPECT_EQ(run("atanh", 1.0f), INFINITY);
+  EXPECT_EQ(run("atanh", -1.0f), -INFINITY);
+  EXPECT_TRUE(std::isnan(run("atanh", 1.5f)));
   // Odd functions keep the sign of zero.
-  for (const char* op : {"erf", "tanh"}) {
+  for (const char* op : {"erf", "tanh", "expm1", "log1p", "sin", "tan", "asin", "atan", "sinh", "asinh", "atanh"}) {
     EXPECT_TRUE(std::signbit(run(op, -0.0f)) && run(op, -0.0f) == 0.0f) << op;
     EXPECT_FALSE(std::signbit(run(op, 0.0f))) << op;
   }
@@ -282,14 +342,17 @@ TEST(FastMathTest, VectorLoopsCallNoLibm) {
   absl::StatusOr<std::string> ir = DumpCpuLlvmIr(MathKernels(Ops()), CpuTarget::Host(), /*optimize=*/true);
   ASSERT_TRUE(ir.ok()) << ir.status();
   EXPECT_THAT(*ir, HasSubstr("<16 x float>"));
-  for (const char* fn : {"@expf", "@erff", "@tanhf", "@logf", "@llvm.exp.", "@llvm.log."}) {
+  for (const char* fn : {"@expf", "@erff", "@tanhf", "@logf", "@llvm.exp.", "@llvm.log.", "@llvm.sin.", "@llvm.cos.",
+                         "@sinf", "@cosf", "@tanf", "@asinf", "@acosf", "@atanf", "@sinhf", "@coshf", "@asinhf",
+                         "@acoshf", "@atanhf", "@log1pf", "@expm1f", "@floor", "@llvm.floor.", "@llvm.roundeven."}) {
     EXPECT_THAT(*ir, Not(HasSubstr(fn))) << fn;
   }
   // The object itself: no undefined libm symbols (the shared object links with -lm, so this
   // checks the generated code, by name, in the ELF's dynamic symbol strings).
   absl::StatusOr<std::string> so = BuildCpuSharedObject(MathKernels(Ops()), CpuTarget::Host());
   ASSERT_TRUE(so.ok()) << so.status();
-  for (const char* sym : {"expf", "erff", "tanhf", "logf"}) {
+  for (const char* sym : {"expf", "erff", "tanhf", "logf", "sinf", "cosf", "tanf", "asinf", "acosf", "atanf", "sinhf",
+                          "coshf", "asinhf", "acoshf", "atanhf", "log1pf", "expm1f", "floor", "sin", "cos"}) {
     EXPECT_EQ(so->find(std::string(sym) + '\0'), std::string::npos) << sym;
   }
 }
@@ -344,7 +407,8 @@ TEST(FastMathTest, TransformerBlockKernelsCallNoLibm) {
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   absl::StatusOr<std::string> bytes = BuildExecutable(*lowered, CpuTarget::Host());
   ASSERT_TRUE(bytes.ok()) << bytes.status();
-  for (const char* sym : {"expf", "erff", "tanhf", "logf"}) {
+  for (const char* sym : {"expf", "erff", "tanhf", "logf", "sinf", "cosf", "tanf", "asinf", "acosf", "atanf", "sinhf",
+                          "coshf", "asinhf", "acoshf", "atanhf", "log1pf", "expm1f", "floor", "sin", "cos"}) {
     EXPECT_EQ(bytes->find(std::string(sym) + '\0'), std::string::npos) << sym;
   }
 }

@@ -126,6 +126,13 @@ inline std::vector<Case> AllCases() {
   }
   add({"divide", {P("x", {"n", "m"}), P("y", {"m"}, "float32", {0.5, 3})}, "R.divide(x, y)", nm});
   add({"power", {P("x", {"n", "4"}, "float32", {0.1, 3}), P("y", {"n", "1"})}, "R.power(x, y)", nm, 1e-5, 1e-5});
+  // Constant exponents: small integers become multiplications, others stay pow.
+  for (const char* k : {"2.0", "3.0", "4.0", "-1.0", "0.0", "1.0", "0.5", "-2.0"}) {
+    std::string name = absl::StrCat("power_const_", k);
+    for (char& ch : name) ch = ch == '.' ? '_' : ch == '-' ? 'm' : ch;
+    add({name, {P("x", {"n", "m"}, "float32", {-3, 3})}, absl::StrCat("R.power(x, R.const(float32, [], [", k, "]))"), nm,
+         2e-6, 1e-6});
+  }
   add({"power_int", {P("x", {"n"}, "int64", {1, 6}), P("y", {"n"}, "int64", {-3, 5})}, "R.power(x, y)", n});
   add({"power_int32_neg_base", {P("x", {"n"}, "int32", {-4, 0}), P("y", {"n"}, "int32", {0, 5})}, "R.power(x, y)", n});
   add({"add_int32", {P("x", {"n"}, "int32", {-50, 50}), P("y", {"n"}, "int32", {-50, 50})}, "R.add(x, y)", n});
@@ -144,6 +151,72 @@ inline std::vector<Case> AllCases() {
   add({"relu_int", {P("x", {"n"}, "int64", {-9, 9})}, "R.relu(x)", n});
   add({"exp_f64", {P("x", {"n"}, "float64")}, "R.exp(x)", n, 1e-12, 1e-12});
   add({"where", {P("c", {"n", "1"}, "bool"), P("x", {"n", "m"}), P("y", {"m"})}, "R.where(c, x, y)", nm});
+
+  // ---------------------------------------------------------------- elementwise math
+  // The float32 functions are inline code (codegen/fast_math.h) held to a few ulp, the
+  // reference is the C library in double.
+  for (const char* op : {"erf", "sin", "cos", "tan", "atan", "sinh", "cosh", "asinh", "expm1", "reciprocal", "abs",
+                         "sign", "floor", "ceil", "round"}) {
+    add({op, {P("x", {"n", "m"}, "float32", {-5, 5})}, absl::StrCat("R.", op, "(x)"), nm, 2e-6, 1e-6});
+  }
+  for (const char* op : {"asin", "acos", "atanh"}) {
+    add({op, {P("x", {"n", "m"}, "float32", {-1, 1})}, absl::StrCat("R.", op, "(x)"), nm, 2e-6, 1e-6});
+  }
+  add({"acosh", {P("x", {"n", "m"}, "float32", {1, 50})}, "R.acosh(x)", nm, 2e-6, 1e-6});
+  add({"log1p", {P("x", {"n", "m"}, "float32", {-1, 5})}, "R.log1p(x)", nm, 2e-6, 1e-6});
+  // Large arguments: sin/cos reduce exactly, sinh/cosh/expm1 near overflow.
+  add({"sin_large", {P("x", {"n"}, "float32", {-1e6, 1e6})}, "R.sin(x)", n, 2e-6, 1e-6});
+  add({"cos_huge", {P("x", {"n"}, "float32", {-3e38, 3e38})}, "R.cos(x)", n, 2e-6, 1e-6});
+  add({"cosh_wide", {P("x", {"n"}, "float32", {-89, 89})}, "R.cosh(x)", n, 2e-6, 1e-6});
+  add({"expm1_wide", {P("x", {"n"}, "float32", {-30, 30})}, "R.expm1(x)", n, 2e-6, 1e-6});
+  add({"sin_f64", {P("x", {"n"}, "float64", {-10, 10})}, "R.sin(x)", n, 1e-12, 1e-12});
+  add({"atanh_f64", {P("x", {"n"}, "float64", {-1, 1})}, "R.atanh(x)", n, 1e-12, 1e-12});
+  add({"tan_f16", {P("x", {"n"}, "float16", {-1.5, 1.5})}, "R.tan(x)", n, 2e-3, 1e-3});
+  for (const char* op : {"abs", "sign", "floor", "round"}) {
+    add({absl::StrCat(op, "_int32"), {P("x", {"n"}, "int32", {-9, 9})}, absl::StrCat("R.", op, "(x)"), n});
+  }
+  add({"sign_uint8", {P("x", {"n"}, "uint8", {0, 3})}, "R.sign(x)", n});
+  add({"isnan", {P("x", {"n", "m"})}, "R.isnan(x)", nm});
+  add({"isinf", {P("x", {"n", "m"})}, "R.isinf(x)", nm});
+  add({"isinf_positive", {P("x", {"n", "m"})}, "R.isinf(x, detect_negative=false)", nm});
+  add({"isinf_negative", {P("x", {"n", "m"})}, "R.isinf(x, detect_positive=false)", nm});
+  add({"isnan_int", {P("x", {"n"}, "int32", {-9, 9})}, "R.isnan(x)", n});
+  // Division and remainder: float divisors of both signs, integer divisors of one sign per
+  // case (a zero divisor is a run-time error, not a value to compare).
+  for (const char* op : {"floor_divide", "floor_mod", "mod"}) {
+    add({op, {P("x", {"n", "m"}, "float32", {-9, 9}), P("y", {"m"}, "float32", {-3, 3})},
+         absl::StrCat("R.", op, "(x, y)"), nm, 2e-6, 1e-6});
+    add({absl::StrCat(op, "_int32"), {P("x", {"n", "m"}, "int32", {-50, 50}), P("y", {"m"}, "int32", {1, 9})},
+         absl::StrCat("R.", op, "(x, y)"), nm});
+    add({absl::StrCat(op, "_int64_neg"), {P("x", {"n"}, "int64", {-50, 50}), P("y", {"n"}, "int64", {-9, 0})},
+         absl::StrCat("R.", op, "(x, y)"), n});
+    add({absl::StrCat(op, "_uint16"), {P("x", {"n"}, "uint16", {0, 65536}), P("y", {"n"}, "uint16", {1, 300})},
+         absl::StrCat("R.", op, "(x, y)"), n});
+  }
+  add({"clip", {P("x", {"n", "m"}), P("lo", {}), P("hi", {})}, "R.clip(x, lo, hi)", nm});
+  add({"clip_broadcast", {P("x", {"n", "m"}), P("lo", {"m"}, "float32", {-2, 0}), P("hi", {"n", "1"}, "float32", {0, 2})},
+       "R.clip(x, lo, hi)", nm});
+  add({"clip_int8", {P("x", {"n"}, "int8", {-128, 128}), P("lo", {}, "int8", {-50, -49}), P("hi", {}, "int8", {60, 61})},
+       "R.clip(x, lo, hi)", n});
+  for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
+    add({op, {P("x", {"n", "m"}, "bool"), P("y", {"m"}, "bool")}, absl::StrCat("R.", op, "(x, y)"), nm});
+  }
+  add({"logical_not", {P("x", {"n", "m"}, "bool")}, "R.logical_not(x)", nm});
+  for (const char* op : {"bitwise_and", "bitwise_or", "bitwise_xor"}) {
+    add({op, {P("x", {"n", "m"}, "int32", {-1000, 1000}), P("y", {"m"}, "int32", {-1000, 1000})},
+         absl::StrCat("R.", op, "(x, y)"), nm});
+  }
+  add({"bitwise_not", {P("x", {"n", "m"}, "int64", {-1000, 1000})}, "R.bitwise_not(x)", nm});
+  add({"bitwise_not_uint8", {P("x", {"n"}, "uint8", {0, 256})}, "R.bitwise_not(x)", n});
+  // Shift amounts up to and past the width: those shift every bit out.
+  for (const char* op : {"left_shift", "right_shift"}) {
+    add({absl::StrCat(op, "_uint8"), {P("x", {"n", "m"}, "uint8", {0, 256}), P("y", {"m"}, "uint8", {0, 10})},
+         absl::StrCat("R.", op, "(x, y)"), nm});
+    add({absl::StrCat(op, "_int32"), {P("x", {"n"}, "int32", {-1e6, 1e6}), P("y", {"n"}, "int32", {0, 33})},
+         absl::StrCat("R.", op, "(x, y)"), n});
+    add({absl::StrCat(op, "_uint64"), {P("x", {"n"}, "uint64", {0, 1e18}), P("y", {"n"}, "uint64", {0, 64})},
+         absl::StrCat("R.", op, "(x, y)"), n});
+  }
 
   // ---------------------------------------------------------------- matmul
   // Symbolic k or m never dispatch to OpenBLAS: these are generated kernels. Tolerances

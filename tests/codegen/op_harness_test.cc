@@ -176,6 +176,47 @@ TEST(OpHarnessIntegerDivisionTest, DivisionByZeroIsAnError) {
   EXPECT_TRUE(machine.Invoke("main", {tensor({4}), tensor({2})}).ok());
 }
 
+// floor_divide, floor_mod and mod of integers: a zero divisor is the same error as divide's;
+// INT_MIN modulo -1 is 0 (no overflow: the remainder never needs the quotient), INT_MIN
+// floor-divided by -1 overflows like divide.
+TEST(OpHarnessIntegerDivisionTest, FloorDivideAndModuloByZeroAreErrors) {
+  for (const char* op : {"floor_divide", "floor_mod", "mod"}) {
+    SCOPED_TRACE(op);
+    const std::string text = absl::StrCat(R"(module {
+  func @main(x: Tensor((n,), int32), y: Tensor((n,), int32)) -> Tensor((n,), int32) {
+    z = R.)", op, R"((x, y)
+    return z
+  }
+})");
+    absl::StatusOr<Compiled> compiled = Compile(text, /*openblas=*/false);
+    ASSERT_TRUE(compiled.ok()) << compiled.status();
+    vm::VirtualMachine machine(compiled->exe);
+    auto tensor = [](std::vector<int32_t> values) {
+      vm::Tensor t = *vm::Tensor::Empty({static_cast<int64_t>(values.size())}, DLDataType{kDLInt, 32, 1});
+      std::memcpy(t.data(), values.data(), values.size() * sizeof(int32_t));
+      return vm::Value(t);
+    };
+    absl::StatusOr<vm::Value> ok = machine.Invoke("main", {tensor({7, -7, 7, -7}), tensor({2, 2, -2, -2})});
+    ASSERT_TRUE(ok.ok()) << ok.status();
+    const int32_t* got = ok->as_tensor().data_as<int32_t>();
+    const std::vector<int32_t> want = std::string(op) == "floor_divide" ? std::vector<int32_t>{3, -4, -4, 3}
+                                      : std::string(op) == "floor_mod"  ? std::vector<int32_t>{1, 1, -1, -1}
+                                                                        : std::vector<int32_t>{1, -1, 1, -1};
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << i;
+    absl::StatusOr<vm::Value> zero = machine.Invoke("main", {tensor({1, 2, 3}), tensor({1, 0, 1})});
+    ASSERT_FALSE(zero.ok());
+    EXPECT_THAT(zero.status().message(), ::testing::HasSubstr("division by zero"));
+    absl::StatusOr<vm::Value> min = machine.Invoke("main", {tensor({-2147483647 - 1}), tensor({-1})});
+    if (std::string(op) == "floor_divide") {
+      ASSERT_FALSE(min.ok());
+      EXPECT_THAT(min.status().message(), ::testing::HasSubstr("integer overflow"));
+    } else {
+      ASSERT_TRUE(min.ok()) << min.status();
+      EXPECT_EQ(min->as_tensor().data_as<int32_t>()[0], 0);
+    }
+  }
+}
+
 TEST(OpHarnessCoverageTest, CaseNamesAreUnique) {
   std::set<std::string> names;
   for (const Case& c : AllCases()) EXPECT_TRUE(names.insert(c.name).second) << "duplicate case " << c.name;

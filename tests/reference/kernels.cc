@@ -114,6 +114,7 @@ Kernel FindKernel(std::string_view op) {
   static const KernelTable* table = [] {
     auto* t = new KernelTable();
     AddElementwiseKernels(*t);
+    AddMathKernels(*t);
     AddMatmulKernels(*t);
     AddManipulateKernels(*t);
     AddReduceKernels(*t);

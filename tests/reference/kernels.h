@@ -59,6 +59,7 @@ using Kernel = absl::StatusOr<RefValue> (*)(const KernelCall& call);
 using KernelTable = std::map<std::string, Kernel, std::less<>>;
 
 void AddElementwiseKernels(KernelTable& table);
+void AddMathKernels(KernelTable& table);
 void AddMatmulKernels(KernelTable& table);
 void AddManipulateKernels(KernelTable& table);
 void AddReduceKernels(KernelTable& table);

@@ -378,6 +378,71 @@ case("R.resize(a, R.shape([2, 2, 3, 6]), method=\"nearest\", coordinate_transfor
 case("R.resize(a, R.shape([1, 2, 1, 2]), axes=[2, 3], method=\"linear\", coordinate_transformation_mode=\"align_corners\", "
      "scales=[0.6, 0.6])", [x], resize(x, (1, 2, 1, 2), [2, 3], "linear", mode="align_corners", scales=[0.6, 0.6]))
 
+# Elementwise math: NumPy's functions on float32 inputs computed in float64, special values
+# included; round is half to even; floor_divide / mod follow Python, fmod C. Their own
+# generator, so that cases added above do not change them.
+math_rng = np.random.default_rng(20261127)
+
+
+def math_f32(*shape):
+    return math_rng.uniform(-2, 2, size=shape).astype(np.float32)
+
+
+with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+    x = np.concatenate([math_f32(20) * 3, np.array([0, -0.0, nan, inf, -inf, 1e-30, -1e30, 1e6, 123456.7],
+                                              dtype=np.float32)])
+    x64 = x.astype(np.float64)
+    for name, fn in [("sin", np.sin), ("cos", np.cos), ("tan", np.tan), ("atan", np.arctan),
+                     ("sinh", np.sinh), ("cosh", np.cosh), ("asinh", np.arcsinh), ("expm1", np.expm1),
+                     ("floor", np.floor), ("ceil", np.ceil), ("abs", np.abs), ("sign", np.sign),
+                     ("reciprocal", np.reciprocal), ("isnan", np.isnan), ("isinf", np.isinf)]:
+        case(f"R.{name}(a)", [x], fn(x64))
+    case("R.erf(a)", [x], np.vectorize(math.erf)(x64))
+    case("R.isinf(a, detect_negative=false)", [x], np.isposinf(x64))
+    case("R.isinf(a, detect_positive=false)", [x], np.isneginf(x64))
+    u = np.concatenate([math_rng.uniform(-1.2, 1.2, size=12).astype(np.float32),
+                        np.array([1, -1, 0, -0.0, nan, inf], dtype=np.float32)])
+    for name, fn in [("asin", np.arcsin), ("acos", np.arccos), ("atanh", np.arctanh)]:
+        case(f"R.{name}(a)", [u], fn(u.astype(np.float64)))
+    v = np.concatenate([math_rng.uniform(-1.5, 40, size=12).astype(np.float32),
+                        np.array([1, -1, 0, nan, inf, -inf, 1e30], dtype=np.float32)])
+    case("R.acosh(a)", [v], np.arccosh(v.astype(np.float64)))
+    case("R.log1p(a)", [v], np.log1p(v.astype(np.float64)))
+    ties = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 3.49, -3.51, 1e7 + 1, nan, inf], dtype=np.float32)
+    case("R.round(a)", [ties], np.round(ties.astype(np.float64)))
+    a = np.array([7, -7, 7, -7, 0, -0.0, 5.5, -5.5, inf, 3, -3, nan, 1, 6], dtype=np.float32)
+    b = np.array([2, 2, -2, -2, 3, -3, 0.5, 2, 2, inf, inf, 1, nan, 0], dtype=np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    case("R.floor_divide(a, b)", [a, b], np.floor_divide(a64, b64))
+    case("R.floor_mod(a, b)", [a, b], np.mod(a64, b64))
+    case("R.mod(a, b)", [a, b], np.fmod(a64, b64))
+    ia = np.array([7, -7, 7, -7, 0, 13, -13, -9223372036854775807 - 1], dtype=np.int64)
+    ib = np.array([2, 2, -2, -2, 3, 5, -5, -1], dtype=np.int64)
+    case("R.floor_mod(a, b)", [ia, ib], np.mod(ia, ib))
+    case("R.mod(a, b)", [ia, ib], np.fmod(ia, ib))
+    case("R.floor_divide(a, b)", [ia[:-1], ib[:-1]], np.floor_divide(ia[:-1], ib[:-1]))
+    lo, hi = np.array(-1, dtype=np.float32), np.array(1.5, dtype=np.float32)
+    case("R.clip(a, b, c)", [x, lo, hi], np.minimum(np.maximum(x64, -1), 1.5))
+    bounds = np.array([[-1, 0.5], [nan, 2]], dtype=np.float32)
+    y = np.array([[0.7], [nan]], dtype=np.float32)
+    case("R.clip(a, b, c)", [y, bounds[:, :1], bounds[:, 1:]],
+         np.minimum(np.maximum(y.astype(np.float64), bounds[:, :1]), bounds[:, 1:]))
+    p = math_rng.integers(0, 2, size=(3, 4)).astype(np.bool_)
+    q = math_rng.integers(0, 2, size=(4,)).astype(np.bool_)
+    case("R.logical_and(a, b)", [p, q], np.logical_and(p, q))
+    case("R.logical_or(a, b)", [p, q], np.logical_or(p, q))
+    case("R.logical_xor(a, b)", [p, q], np.logical_xor(p, q))
+    case("R.logical_not(a)", [p], np.logical_not(p))
+    m = math_rng.integers(-2 ** 40, 2 ** 40, size=(6,)).astype(np.int64)
+    k = np.array([0, 1, 5, 17, 40, 63], dtype=np.int64)
+    case("R.bitwise_and(a, b)", [m, m[::-1].copy()], np.bitwise_and(m, m[::-1]))
+    case("R.bitwise_or(a, b)", [m, m[::-1].copy()], np.bitwise_or(m, m[::-1]))
+    case("R.bitwise_xor(a, b)", [m, m[::-1].copy()], np.bitwise_xor(m, m[::-1]))
+    case("R.bitwise_not(a)", [m], np.invert(m))
+    case("R.left_shift(a, b)", [m, k], np.left_shift(m, k))
+    case("R.right_shift(a, b)", [m, k], np.right_shift(m, k))
+
+
 def dtype_name(arr):
     return {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
             np.dtype(np.int64): "int64", np.dtype(np.bool_): "bool"}[arr.dtype]

@@ -126,6 +126,60 @@ TEST(ElementwiseTest, Unary) {
             "error: negative: requires a numeric tensor, got bool");
 }
 
+TEST(ElementwiseTest, MathUnary) {
+  tir::Var n = tir::Var::Shape("n");
+  for (const char* op : {"erf", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                         "log1p", "expm1", "reciprocal"}) {
+    EXPECT_EQ(Infer(op, {T({n, 4}, f16)}), "Tensor((n, 4), float16)") << op;
+    EXPECT_EQ(Infer(op, {T({n}, i64)}), std::string("error: ") + op + ": requires a floating-point tensor, got int64");
+  }
+  for (const char* op : {"abs", "sign", "floor", "ceil", "round"}) {
+    EXPECT_EQ(Infer(op, {T({n}, i32)}), "Tensor((n,), int32)") << op;
+    EXPECT_EQ(Infer(op, {T({n}, boolean)}), std::string("error: ") + op + ": requires a numeric tensor, got bool");
+  }
+  EXPECT_EQ(Infer("isnan", {T({n, 3})}), "Tensor((n, 3), bool)");
+  EXPECT_EQ(Infer("isinf", {T({n})}, {{"detect_negative", false}}), "Tensor((n,), bool)");
+  EXPECT_EQ(Infer("isinf", {T({n})}, {{"detect_negative", int64_t{0}}}),
+            "error: isinf: attribute 'detect_negative' must be a bool, got an int");
+  EXPECT_EQ(Infer("isnan", {T({n})}, {{"detect_negative", false}}),
+            "error: isnan: unknown attribute 'detect_negative' (accepted: none)");
+}
+
+TEST(ElementwiseTest, DivisionLogicalAndBitwiseDtypes) {
+  tir::Var n = tir::Var::Shape("n");
+  for (const char* op : {"floor_divide", "floor_mod", "mod"}) {
+    EXPECT_EQ(Infer(op, {T({n, 1}, i32), T({4}, i32)}), "Tensor((n, 4), int32)") << op;
+    EXPECT_EQ(Infer(op, {T({n}), T({n})}), "Tensor((n,), float32)") << op;
+    EXPECT_EQ(Infer(op, {T({n}, boolean), T({n}, boolean)}),
+              std::string("error: ") + op + ": requires a numeric tensor, got bool");
+  }
+  for (const char* op : {"logical_and", "logical_or", "logical_xor"}) {
+    EXPECT_EQ(Infer(op, {T({n}, boolean), T({1}, boolean)}), "Tensor((n,), bool)") << op;
+    EXPECT_EQ(Infer(op, {T({n}), T({n})}), std::string("error: ") + op + ": requires a bool tensor, got float32");
+  }
+  EXPECT_EQ(Infer("logical_not", {T({n}, i32)}), "error: logical_not: requires a bool tensor, got int32");
+  for (const char* op : {"bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift"}) {
+    EXPECT_EQ(Infer(op, {T({n}, i64), T({n}, i64)}), "Tensor((n,), int64)") << op;
+    EXPECT_EQ(Infer(op, {T({n}), T({n})}), std::string("error: ") + op + ": requires an integer tensor, got float32");
+    EXPECT_EQ(Infer(op, {T({n}, i64), T({n}, i32)}),
+              std::string("error: ") + op + ": dtypes differ: lhs is int64, rhs is int32");
+  }
+  EXPECT_EQ(Infer("bitwise_not", {T({n}, boolean)}), "error: bitwise_not: requires an integer tensor, got bool");
+}
+
+TEST(ElementwiseTest, Clip) {
+  tir::Var n = tir::Var::Shape("n");
+  EXPECT_EQ(Infer("clip", {T({n, 4}), T({}), T({})}), "Tensor((n, 4), float32)");
+  EXPECT_EQ(Infer("clip", {T({4}), T({n, 1}), T({1})}), "Tensor((n, 4), float32)");
+  EXPECT_EQ(Infer("clip", {T({n}), T({}, i32), T({})}), "error: clip: dtypes differ: min is int32, max is float32");
+  EXPECT_EQ(Infer("clip", {T({n}, i32), T({}), T({})}),
+            "error: clip: dtypes differ: x is int32, min/max is float32");
+  EXPECT_EQ(Infer("clip", {T({n}, boolean), T({}, boolean), T({}, boolean)}),
+            "error: clip: requires a numeric tensor, got bool");
+  EXPECT_EQ(Infer("clip", {T({n}), T({n + 1}), T({})}),
+            "error: clip: cannot broadcast dim 0 (n) against dim 0 (n + 1)");
+}
+
 TEST(ElementwiseTest, Where) {
   tir::Var n = tir::Var::Shape("n");
   EXPECT_EQ(Infer("where", {T({n, 1}, boolean), T({1, 4}), T({4})}), "Tensor((n, 4), float32)");

@@ -12,6 +12,15 @@ PrimExpr Const(DataType t, double v) {
   return t.lanes() > 1 ? Broadcast(c, t.lanes()) : c;
 }
 
+// The math intrinsics codegen/fast_math.h writes out inline for float32.
+bool HasFastFloat32(const std::string& name) {
+  for (const char* fast : {"exp", "log", "erf", "tanh", "sigmoid", "expm1", "log1p", "sin", "cos", "tan", "asin",
+                           "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh"}) {
+    if (name == fast) return true;
+  }
+  return false;
+}
+
 class CpuIntrinsics : public StmtExprMutator {
  public:
   PrimExpr VisitExpr_(const CallNode* op, const PrimExpr& self) override {
@@ -23,17 +32,16 @@ class CpuIntrinsics : public StmtExprMutator {
     if (!t.is_float() || t != call->dtype()) return visited;
     const std::string& name = call->op;
     if (name == "rsqrt") return Div(Const(t, 1.0), Call("sqrt", {x}));
-    bool fast = name == "exp" || name == "log" || name == "erf" || name == "tanh" || name == "sigmoid";
-    if (!fast) return visited;
+    if (!HasFastFloat32(name)) return visited;
     if (t.bits() == 32) return Call("fast_" + name, {x});
     if (t.bits() == 16) {
       DataType f32 = DataType::Float32().with_lanes(t.lanes());
       return Cast(t, Call("fast_" + name, {Cast(f32, x)}));
     }
-    // float64: LLVM has exp and log; the others are libm or written out.
-    if (name == "tanh" || name == "erf") return Call("libm_" + name, {x});
+    // float64: LLVM has exp, log, sin and cos; sigmoid is written out, the others are libm.
     if (name == "sigmoid") return Div(Const(t, 1.0), Add(Const(t, 1.0), Call("exp", {Sub(Const(t, 0.0), x)})));
-    return visited;
+    if (name == "exp" || name == "log" || name == "sin" || name == "cos") return visited;
+    return Call("libm_" + name, {x});
   }
 };
 

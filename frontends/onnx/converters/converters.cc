@@ -10,6 +10,9 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterWindowConverters(registry);
   RegisterNormalizationConverters(registry);
   RegisterResizeConverters(registry);
+  RegisterRearrangeConverters(registry);
+  RegisterLossConverters(registry);
+  RegisterMathConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

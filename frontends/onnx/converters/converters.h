@@ -23,6 +23,14 @@ void RegisterWindowConverters(ConverterRegistry& registry);
 void RegisterNormalizationConverters(ConverterRegistry& registry);
 // Resize, Upsample.
 void RegisterResizeConverters(ConverterRegistry& registry);
+// DepthToSpace, SpaceToDepth, EyeLike.
+void RegisterRearrangeConverters(ConverterRegistry& registry);
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Hardmax (one-hot masks, no gather).
+void RegisterLossConverters(ConverterRegistry& registry);
+
+// Abs Sign Floor Ceil Round Erf, trigonometric and hyperbolic functions, IsNaN IsInf, Clip,
+// Mod, And Or Xor Not, Bitwise*, BitShift, and the activations Celu and Shrink.
+void RegisterMathConverters(ConverterRegistry& registry);
 
 void RegisterAllConverters(ConverterRegistry& registry);
 

@@ -442,6 +442,11 @@ absl::StatusOr<std::vector<Value>> CastTo(NodeContext& c, DataType dtype) {
   KILN_ASSIGN_OR_RETURN(DataType from, c.InputDType(0));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   if (from == dtype) return Outputs(x);
+  if (from == DataType::Float(64) && dtype == DataType::Float(16)) {
+    // Through float32: Kiln's direct float64 -> float16 astype gives wrong values today
+    // (test_cast_DOUBLE_to_FLOAT16); the double rounding is within ONNX's tolerance.
+    KILN_ASSIGN_OR_RETURN(x, c.Call("astype", {x}, {{"dtype", DataType::Float32()}}));
+  }
   KILN_ASSIGN_OR_RETURN(Expr out, c.Call("astype", {x}, {{"dtype", dtype}}));
   return Outputs(out);
 }
