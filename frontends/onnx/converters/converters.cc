@@ -7,6 +7,9 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterTensorConverters(registry);
   RegisterReduceConverters(registry);
   RegisterNnConverters(registry);
+  RegisterWindowConverters(registry);
+  RegisterNormalizationConverters(registry);
+  RegisterResizeConverters(registry);
   RegisterLossConverters(registry);
   RegisterMathConverters(registry);
   RegisterDataConverters(registry);

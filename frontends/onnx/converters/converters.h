@@ -12,10 +12,17 @@ void RegisterElementwiseConverters(ConverterRegistry& registry);
 // Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, Concat, Split, Slice, Gather,
 // Transpose, Expand, Identity, Cast, CastLike, Constant, ConstantOfShape, Range, Dropout.
 void RegisterTensorConverters(ConverterRegistry& registry);
-// ReduceSum/Mean/Max/Min/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax, ArgMin.
+// ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax, ArgMin.
 void RegisterReduceConverters(ConverterRegistry& registry);
-// MatMul, Gemm, Conv (2-D), MaxPool (2-D), Softmax, LayerNormalization.
+// MatMul, Gemm, Softmax, LayerNormalization.
 void RegisterNnConverters(ConverterRegistry& registry);
+// Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (1-3 spatial dims).
+void RegisterWindowConverters(ConverterRegistry& registry);
+// BatchNormalization, InstanceNormalization, GroupNormalization, LRN,
+// MeanVarianceNormalization, LogSoftmax.
+void RegisterNormalizationConverters(ConverterRegistry& registry);
+// Resize, Upsample.
+void RegisterResizeConverters(ConverterRegistry& registry);
 // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (one-hot masks, no gather).
 void RegisterLossConverters(ConverterRegistry& registry);
 
