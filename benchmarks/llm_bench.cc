@@ -6,9 +6,18 @@
 // reads (every weight once; an embedding table only when it is also the output projection).
 //
 //   build/benchmarks/llm_bench [MODEL.gguf] [--threads=1,2] [--repeats=3] [--decode-tokens=32]
-//                              [--quantized=library|generated] [--executable=MODEL.kx]
+//                              [--quantized=library|generated] [--activations=q8|float32]
+//                              [--kv=f16|f32] [--layer-ops=ggml|compiled] [--executable=MODEL.kx]
 //   build/benchmarks/llm_bench [MODEL.gguf] --greedy=ID,ID,... [--greedy=...] [-n 32]
-//                              (prints each prompt's greedy continuation's ids)
+//                              [--print-logits]
+//                              (prints each prompt's greedy continuation's ids, and with
+//                              --print-logits its logits after the prompt)
+//
+// --activations: the library quantized matmuls quantize activations to 8-bit blocks as
+// llama.cpp does (q8, the default) or keep them float32; --kv: the KV cache's element type
+// (f16, the default and llama.cpp's, attention computed as llama.cpp does; f32: float32
+// arithmetic); --layer-ops: RMSNorm, RoPE and SwiGLU as llama.cpp computes them (ggml, the
+// default) or the compiled, fused operators. docs/llm.md "Numerics".
 //
 // Every figure is one line `<metric> threads=<t> <value> <unit>` (threads=0: not threaded),
 // which benchmarks/llm_bench_llama_cpp.py parses to put llama.cpp's figures next to them.
@@ -70,9 +79,13 @@ struct Options {
   int repeats = 3;
   int decode_tokens = 32;
   bool library_quantized = true;   // relax LibraryOptions::quantized
+  bool quantize_activations = true;  // relax LibraryOptions::quantize_activations
+  bool kv_float32 = false;         // serving LlmRunnerOptions::kv_float32
+  bool ggml_layer_ops = true;      // codegen ModelCompileOptions::ggml_numerics
   bool child = false;
   std::vector<std::vector<int32_t>> greedy;  // --greedy (repeatable): prompts whose continuation to print
   int greedy_tokens = 32;
+  bool print_logits = false;       // --print-logits: each greedy prompt's logits after prefill
 };
 
 // --- memory bandwidth ---
@@ -157,6 +170,7 @@ Loaded Load(const Options& options) {
   l.tokenizer = OrDie(kiln::serving::Tokenizer::FromGguf(*l.gguf), "building the tokenizer");
   kiln::serving::LlmRunnerOptions runner_options;
   runner_options.kv_cache_tokens = 2048;  // enough for the longest run (1024 + decode steps)
+  runner_options.kv_float32 = options.kv_float32;
   l.runner = OrDie(kiln::serving::LlmRunner::Load(options.executable, l.gguf, runner_options), "loading the executable");
   return l;
 }
@@ -221,7 +235,13 @@ void RunGreedy(const Options& options) {
   const int64_t id = 0;
   for (const std::vector<int32_t>& prompt : options.greedy) {
     if (auto s = llm.AddSequence(id); !s.ok()) Die(std::string(s.message()));
-    int32_t token = Argmax(OrDie(llm.Prefill(id, prompt), "prefill"));
+    const std::vector<float> logits = OrDie(llm.Prefill(id, prompt), "prefill");
+    if (options.print_logits) {
+      std::printf("logits:");
+      for (float v : logits) std::printf(" %.9g", v);
+      std::printf("\n");
+    }
+    int32_t token = Argmax(logits);
     std::printf("greedy:");
     for (int i = 0; i < options.greedy_tokens; ++i) {
       std::printf(" %d", token);
@@ -241,7 +261,8 @@ bool SpawnChild(const Options& options, int threads) {
     setenv("KILN_NUM_THREADS", std::to_string(threads).c_str(), 1);
     std::vector<std::string> args = {"llm_bench", options.model, "--child", absl::StrCat("--threads=", threads),
                                      "--executable=" + options.executable, absl::StrCat("--repeats=", options.repeats),
-                                     absl::StrCat("--decode-tokens=", options.decode_tokens)};
+                                     absl::StrCat("--decode-tokens=", options.decode_tokens),
+                                     options.kv_float32 ? "--kv=f32" : "--kv=f16"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -285,11 +306,22 @@ Options ParseArgs(int argc, char** argv) {
     } else if (value("--quantized", &v)) {
       if (v != "library" && v != "generated") Die("--quantized is 'library' or 'generated'");
       o.library_quantized = v == "library";
+    } else if (value("--activations", &v)) {
+      if (v != "q8" && v != "float32") Die("--activations is 'q8' or 'float32'");
+      o.quantize_activations = v == "q8";
+    } else if (value("--kv", &v)) {
+      if (v != "f16" && v != "f32") Die("--kv is 'f16' or 'f32'");
+      o.kv_float32 = v == "f32";
+    } else if (value("--layer-ops", &v)) {
+      if (v != "ggml" && v != "compiled") Die("--layer-ops is 'ggml' or 'compiled'");
+      o.ggml_layer_ops = v == "ggml";
     } else if (value("--greedy", &v)) {
       o.greedy.emplace_back();
       for (int id : ParseInts(v, "--greedy")) o.greedy.back().push_back(id);
     } else if (a == "-n" && i + 1 < argc) {
       o.greedy_tokens = std::max(1, ParseInts(argv[++i], "-n")[0]);
+    } else if (a == "--print-logits") {
+      o.print_logits = true;
     } else if (a == "--child") {
       o.child = true;
     } else if (!a.empty() && a[0] != '-' && o.model.empty()) {
@@ -309,6 +341,8 @@ std::string Compile(const Options& options) {
   kiln::codegen::ModelCompileOptions compile;
   compile.pipeline.target = OrDie(kiln::codegen::ResolveCpuTarget(kiln::tir::Target::Cpu("host", 0, 2)), "target");
   compile.pipeline.libraries.quantized = options.library_quantized;
+  compile.pipeline.libraries.quantize_activations = options.quantize_activations;
+  compile.ggml_numerics = options.ggml_layer_ops;
   compile.cpu = OrDie(kiln::codegen::ToCpuTarget(compile.pipeline.target), "target");
   compile.progress = false;
   const auto start = Clock::now();

@@ -111,14 +111,15 @@ def run_kiln(llm_bench, model, threads, repeats, decode_tokens):
     return figures
 
 
-def kiln_greedy(llm_bench, model, prompts, n):
+def kiln_greedy(llm_bench, model, prompts, n, extra):
     """Kiln's greedy continuations of every prompt (lists of ids), from one compile."""
-    command = [llm_bench, model, "-n", str(n)] + ["--greedy=" + ",".join(map(str, ids)) for ids in prompts]
+    command = [llm_bench, model, "-n", str(n)] + extra + ["--greedy=" + ",".join(map(str, ids)) for ids in prompts]
     text = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     lines = re.findall(r"^greedy:(.*)$", text, re.M)
     if len(lines) != len(prompts):
         sys.exit("llm_bench printed no greedy tokens:\n" + text)
-    return [[int(t) for t in line.split()] for line in lines]
+    logits = [np.array([float(v) for v in line.split()], dtype=np.float32) for line in re.findall(r"^logits:(.*)$", text, re.M)]
+    return [[int(t) for t in line.split()] for line in lines], logits
 
 
 def main():
@@ -131,8 +132,18 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--decode-tokens", type=int, default=32)
     parser.add_argument("--greedy-tokens", type=int, default=32)
+    parser.add_argument("--greedy-only", action="store_true", help="skip the speed figures")
+    parser.add_argument("--logits", action="store_true", help="also compare the logits after each prompt")
+    parser.add_argument("--llama-ubatch", type=int, default=512,
+                        help="llama.cpp's batch for --greedy-only (1: the prompt token by token, as decode steps)")
+    parser.add_argument("--kiln-args", default="", help="more llm_bench arguments, e.g. '--activations=float32 --kv=f32'")
     args = parser.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
+    if args.greedy_only:
+        llm = Llama(model_path=args.model, n_ctx=2048, n_batch=args.llama_ubatch, n_ubatch=args.llama_ubatch,
+                    n_threads=threads[0], n_threads_batch=threads[0], verbose=False)
+        compare_greedy(args, llm)
+        return
 
     print(f"load average before: {os.getloadavg()[0]:.2f} (cores: {os.cpu_count()})")
     kiln = run_kiln(args.llm_bench, args.model, threads, args.repeats, args.decode_tokens)
@@ -159,19 +170,37 @@ def main():
     if ("compile", 0) in kiln:
         print(f"kiln compile of the model: {kiln[('compile', 0)]:.2f} s")
 
+    compare_greedy(args, llm)
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+def compare_greedy(args, llm):
     print(f"\ngreedy continuations ({args.greedy_tokens} tokens from the same prompt ids):")
-    total = agree = 0
+    total = agree = equal = 0
     prompts = [llm.tokenize(p.encode(), add_bos=False, special=True) for p in GREEDY_PROMPTS]
-    continuations = kiln_greedy(args.llm_bench, args.model, prompts, args.greedy_tokens)
-    for prompt, ids, ours in zip(GREEDY_PROMPTS, prompts, continuations):
+    extra = args.kiln_args.split() + (["--print-logits"] if args.logits else [])
+    continuations, kiln_logits = kiln_greedy(args.llm_bench, args.model, prompts, args.greedy_tokens, extra)
+    for index, (prompt, ids, ours) in enumerate(zip(GREEDY_PROMPTS, prompts, continuations)):
         theirs = llama_cpp_greedy(llm, ids, args.greedy_tokens)
+        if args.logits:
+            # llama_cpp_greedy's first eval was the prompt; evaluate it again for its logits.
+            llm.reset()
+            llm.eval(ids)
+            peer = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(llm.n_vocab(),)).copy()
+            mine = kiln_logits[index]
+            diff = np.abs(mine - peer)
+            top = np.argsort(-peer)[:2]
+            print(f"  {prompt!r:.40}: first-step logits max |kiln - llama.cpp| {diff.max():.3g}, mean {diff.mean():.3g},"
+                  f" bitwise equal {int((mine == peer).sum())}/{mine.size}; llama.cpp top-2 margin"
+                  f" {peer[top[0]] - peer[top[1]]:.3g}")
         prefix = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), len(ours))
+        same = sum(a == b for a, b in zip(ours, theirs))
         total += len(ours)
         agree += prefix
+        equal += same
         shown = llm.detokenize(theirs[:prefix]).decode(errors="replace")
-        print(f"  {prompt!r:.60}: first {prefix}/{len(ours)} tokens agree  ({shown!r:.60})")
-    print(f"greedy agreement: {agree}/{total} tokens (identical prefixes)")
-    print(f"load average after: {os.getloadavg()[0]:.2f}")
+        print(f"  {prompt!r:.60}: first {prefix}/{len(ours)} tokens agree, {same} equal in place  ({shown!r:.60})")
+    print(f"greedy agreement: {agree}/{total} tokens (identical prefixes), {equal}/{total} equal position by position")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #include "builtins/default_builtins.h"
 
+#include "builtins/ggml_layer_ops.h"
 #include "builtins/paged_attention.h"
 #include "builtins/quantized_matmul_kernels.h"
 
@@ -14,6 +15,7 @@ const vm::BuiltinRegistry& DefaultRegistry() {
     RegisterOpenBlasKernels(*r);
     RegisterKvCacheBuiltins(*r);
     RegisterQuantizedMatmulKernels(*r);
+    RegisterGgmlLayerOps(*r);
     return r;
   }();
   return *registry;

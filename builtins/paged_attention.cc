@@ -3,8 +3,12 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,6 +19,86 @@
 
 namespace kiln::builtins {
 
+// llama.cpp's attention arithmetic for the float16 cache, compiled for AVX2+FMA+F16C and for
+// the baseline (identical results; ggml_attention_math.inc says why).
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+namespace ggml_avx2 {
+#define KILN_HALF_TO_FLOAT(h) _cvtsh_ss(h)
+#define KILN_FLOAT_TO_HALF(f) _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT)
+#include "builtins/ggml_attention_math.inc"
+#undef KILN_HALF_TO_FLOAT
+#undef KILN_FLOAT_TO_HALF
+
+// ReduceClasses for eight elements at a time (the same additions per element).
+static void ReduceClassesVector(const float* acc, int64_t d, int64_t used, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= d; i += 8) {
+    auto at = [&](int c) { return c < used ? _mm256_loadu_ps(acc + c * d + i) : _mm256_setzero_ps(); };
+    __m256 lanes[16];
+    for (int l = 0; l < 16; ++l) {
+      lanes[l] = _mm256_add_ps(_mm256_add_ps(at(l), at(32 + l)), _mm256_add_ps(at(16 + l), at(48 + l)));
+    }
+    __m256 t3[8], t6[4];
+    for (int l = 0; l < 8; ++l) t3[l] = _mm256_add_ps(lanes[l + 8], lanes[l]);
+    for (int l = 0; l < 4; ++l) t6[l] = _mm256_add_ps(t3[l + 4], t3[l]);
+    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3])));
+  }
+  for (; i < d; ++i) {
+    auto at = [&](int c) { return c < used ? acc[c * d + i] : 0.0f; };
+    float lanes[16];
+    for (int l = 0; l < 16; ++l) lanes[l] = (at(l) + at(32 + l)) + (at(16 + l) + at(48 + l));
+    out[i] = Tree16(lanes);
+  }
+}
+
+// DotF16Ggml with the 64 chains in 8 vectors (chains 8v..8v+7 in vector v), the same
+// operations in the same order, so the same bits.
+static float DotF16GgmlVector(const uint16_t* a, const uint16_t* b, int64_t n) {
+  const int64_t np = n & ~int64_t{63};
+  __m256 acc[8];
+  for (__m256& v : acc) v = _mm256_setzero_ps();
+  for (int64_t i = 0; i < np; i += 64) {
+    for (int v = 0; v < 8; ++v) {
+      const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + 8 * v)));
+      const __m256 y = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8 * v)));
+      acc[v] = _mm256_fmadd_ps(x, y, acc[v]);
+    }
+  }
+  // lanes 0..7 = (c + c+32) + (c+16 + c+48) for c in 0..7, lanes 8..15 the same for 8..15.
+  const __m256 low = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+  const __m256 high = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+  // Tree16: t3 = high + low, t6 = upper half + lower half, then (t6[0]+t6[2]) + (t6[1]+t6[3]).
+  const __m256 t3 = _mm256_add_ps(high, low);
+  __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+  t6 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
+  t6 = _mm_add_ss(t6, _mm_movehdup_ps(t6));
+  double sum = _mm_cvtss_f32(t6);
+  for (int64_t i = np; i < n; ++i) sum += static_cast<double>(_cvtsh_ss(a[i]) * _cvtsh_ss(b[i]));
+  return static_cast<float>(sum);
+}
+
+// AccumulateValue, eight elements per instruction (each element its own chain, as before).
+static void AccumulateValueVector(float p, const uint16_t* value, int64_t d, float* acc_class) {
+  const __m256 weight = _mm256_set1_ps(p);
+  int64_t i = 0;
+  for (; i + 8 <= d; i += 8) {
+    const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(value + i)));
+    _mm256_storeu_ps(acc_class + i, _mm256_fmadd_ps(weight, v, _mm256_loadu_ps(acc_class + i)));
+  }
+  for (; i < d; ++i) acc_class[i] = std::fma(p, _cvtsh_ss(value[i]), acc_class[i]);
+}
+}  // namespace ggml_avx2
+#pragma GCC pop_options
+
+namespace ggml_portable {
+#define KILN_HALF_TO_FLOAT(h) support::HalfToFloat(h)
+#define KILN_FLOAT_TO_HALF(f) support::FloatToHalf(f)
+#include "builtins/ggml_attention_math.inc"
+#undef KILN_HALF_TO_FLOAT
+#undef KILN_FLOAT_TO_HALF
+}  // namespace ggml_portable
+
 namespace {
 
 using vm::BuiltinContext;
@@ -22,9 +106,8 @@ using vm::Tensor;
 using vm::Value;
 
 using support::FloatToHalf;
-using support::HalfToFloat;
 
-// --- inner loops: dot(q, key) and out += w * value over head_dim elements. ---
+// --- the float32 cache's inner loops: dot(q, key) and out += w * value over head_dim. ---
 
 float DotF32(const float* q, const float* k, int64_t d) {
   float s = 0;
@@ -36,47 +119,12 @@ void AxpyF32(float w, const float* v, float* out, int64_t d) {
   for (int64_t i = 0; i < d; ++i) out[i] += w * v[i];
 }
 
-float DotF16Scalar(const float* q, const uint16_t* k, int64_t d) {
-  float s = 0;
-  for (int64_t i = 0; i < d; ++i) s += q[i] * HalfToFloat(k[i]);
-  return s;
-}
-
-void AxpyF16Scalar(float w, const uint16_t* v, float* out, int64_t d) {
-  for (int64_t i = 0; i < d; ++i) out[i] += w * HalfToFloat(v[i]);
-}
-
-// The same with F16C conversions and AVX2 FMA, for CPUs that have them (chosen at run time:
-// the library is built for the baseline x86-64).
-__attribute__((target("avx2,fma,f16c"))) float DotF16Avx2(const float* q, const uint16_t* k, int64_t d) {
-  __m256 acc = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 8 <= d; i += 8) {
-    __m256 kv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k + i)));
-    acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), kv, acc);
-  }
-  __m128 lo = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-  lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
-  float s = _mm_cvtss_f32(lo);
-  for (; i < d; ++i) s += q[i] * HalfToFloat(k[i]);
-  return s;
-}
-
-__attribute__((target("avx2,fma,f16c"))) void AxpyF16Avx2(float w, const uint16_t* v, float* out, int64_t d) {
-  const __m256 wv = _mm256_set1_ps(w);
-  int64_t i = 0;
-  for (; i + 8 <= d; i += 8) {
-    __m256 vv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v + i)));
-    _mm256_storeu_ps(out + i, _mm256_fmadd_ps(wv, vv, _mm256_loadu_ps(out + i)));
-  }
-  for (; i < d; ++i) out[i] += w * HalfToFloat(v[i]);
-}
+std::atomic<bool> force_portable{false};
 
 bool HasAvx2F16c() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                           __builtin_cpu_supports("f16c");
-  return has;
+  return has && !force_portable.load(std::memory_order_relaxed);
 }
 
 absl::Status Error(const std::string& what) {
@@ -102,6 +150,65 @@ struct AttentionJob {
   float scale;
 };
 
+// One (token, kv head) with a float16 cache, computed as llama.cpp computes it: q rounded to
+// float16, q . k as ggml_vec_dot_f16, softmax as ggml_vec_soft_max_f32 with ggml's exp, the
+// probabilities rounded to float16, and each output element the float16 dot product of the
+// probabilities with that element's values over the positions (ggml_attention_math.inc).
+template <bool kAvx2>
+int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
+  const AttentionJob& job = *static_cast<const AttentionJob*>(closure);
+  PagedKvCache& cache = *job.cache;
+  const int64_t t = task / job.kv_heads;
+  const int64_t g = task % job.kv_heads;
+  const int64_t group = job.q_heads / job.kv_heads;
+  const int64_t d = job.d;
+  const PagedKvCache::StepToken& token = cache.step_tokens()[static_cast<size_t>(t)];
+  const std::vector<int32_t>& pages = *cache.step_sequences()[static_cast<size_t>(token.sequence)].pages;
+  const int64_t length = token.position + 1;
+  const int64_t page_size = cache.config().page_size;
+  thread_local std::vector<float> scores, classes;
+  thread_local std::vector<uint16_t> q_half;
+  scores.resize(static_cast<size_t>(group * length));
+  q_half.resize(static_cast<size_t>(group * d));
+  for (int64_t r = 0; r < group; ++r) {
+    const float* q = job.q + (t * job.q_heads + g * group + r) * d;
+    for (int64_t i = 0; i < d; ++i) q_half[static_cast<size_t>(r * d + i)] = FloatToHalf(q[i]);
+  }
+  for (int64_t p = 0; p < length; ++p) {
+    const auto* key = reinterpret_cast<const uint16_t*>(
+        cache.KeyAt(job.layer, pages[static_cast<size_t>(p / page_size)], g, p % page_size));
+    for (int64_t r = 0; r < group; ++r) {
+      const float s = kAvx2 ? ggml_avx2::DotF16GgmlVector(q_half.data() + r * d, key, d)
+                            : ggml_portable::DotF16Ggml(q_half.data() + r * d, key, d);
+      scores[static_cast<size_t>(r * length + p)] = s * job.scale;
+    }
+  }
+  for (int64_t r = 0; r < group; ++r) {
+    float* row = scores.data() + r * length;
+    kAvx2 ? ggml_avx2::SoftmaxToHalfPrecision(row, length) : ggml_portable::SoftmaxToHalfPrecision(row, length);
+  }
+  // Classes (positions mod 64) that hold a position; the reduction reads the others as zeros.
+  const int64_t used = std::min<int64_t>(length, 64);
+  classes.resize(static_cast<size_t>(group * 64 * d));
+  for (int64_t r = 0; r < group; ++r) std::fill_n(classes.data() + r * 64 * d, used * d, 0.0f);
+  for (int64_t p = 0; p < length; ++p) {
+    const auto* value = reinterpret_cast<const uint16_t*>(
+        cache.ValueAt(job.layer, pages[static_cast<size_t>(p / page_size)], g, p % page_size));
+    for (int64_t r = 0; r < group; ++r) {
+      float* acc = classes.data() + (r * 64 + p % 64) * d;
+      const float w = scores[static_cast<size_t>(r * length + p)];
+      kAvx2 ? ggml_avx2::AccumulateValueVector(w, value, d, acc) : ggml_portable::AccumulateValue(w, value, d, acc);
+    }
+  }
+  for (int64_t r = 0; r < group; ++r) {
+    float* out = job.out + (t * job.q_heads + g * group + r) * d;
+    const float* acc = classes.data() + r * 64 * d;
+    kAvx2 ? ggml_avx2::ReduceClassesVector(acc, d, used, out) : ggml_portable::ReduceClasses(acc, d, used, out);
+  }
+  return 0;
+}
+
+// The float32 cache (on request): plain float32 arithmetic, closer to the exact result.
 int32_t AttentionTask(int64_t task, int64_t, void* closure) {
   const AttentionJob& job = *static_cast<const AttentionJob*>(closure);
   PagedKvCache& cache = *job.cache;
@@ -112,8 +219,6 @@ int32_t AttentionTask(int64_t task, int64_t, void* closure) {
   const std::vector<int32_t>& pages = *cache.step_sequences()[static_cast<size_t>(token.sequence)].pages;
   const int64_t length = token.position + 1;
   const int64_t page_size = cache.config().page_size;
-  const bool f16 = cache.element_bytes() == 2;
-  const bool avx2 = f16 && HasAvx2F16c();
   thread_local std::vector<float> scores;
   scores.resize(static_cast<size_t>(group * length));
   // Scores of every q head of the group against every key, read once.
@@ -121,9 +226,7 @@ int32_t AttentionTask(int64_t task, int64_t, void* closure) {
     const uint8_t* key = cache.KeyAt(job.layer, pages[static_cast<size_t>(p / page_size)], g, p % page_size);
     for (int64_t r = 0; r < group; ++r) {
       const float* q = job.q + (t * job.q_heads + g * group + r) * job.d;
-      float s = !f16  ? DotF32(q, reinterpret_cast<const float*>(key), job.d)
-                : avx2 ? DotF16Avx2(q, reinterpret_cast<const uint16_t*>(key), job.d)
-                       : DotF16Scalar(q, reinterpret_cast<const uint16_t*>(key), job.d);
+      const float s = DotF32(q, reinterpret_cast<const float*>(key), job.d);
       scores[static_cast<size_t>(r * length + p)] = s * job.scale;
     }
   }
@@ -146,13 +249,7 @@ int32_t AttentionTask(int64_t task, int64_t, void* closure) {
     for (int64_t r = 0; r < group; ++r) {
       float* out = job.out + (t * job.q_heads + g * group + r) * job.d;
       const float w = scores[static_cast<size_t>(r * length + p)];
-      if (!f16) {
-        AxpyF32(w, reinterpret_cast<const float*>(value), out, job.d);
-      } else if (avx2) {
-        AxpyF16Avx2(w, reinterpret_cast<const uint16_t*>(value), out, job.d);
-      } else {
-        AxpyF16Scalar(w, reinterpret_cast<const uint16_t*>(value), out, job.d);
-      }
+      AxpyF32(w, reinterpret_cast<const float*>(value), out, job.d);
     }
   }
   return 0;
@@ -206,7 +303,10 @@ absl::Status Attention(BuiltinContext&, const Value* const* args, int, Value* re
   if (!out.ok()) return out.status();
   AttentionJob job{&cache, layer, q.data_as<float>(), out->data_as<float>(), q_heads, c.num_kv_heads, c.head_dim,
                    static_cast<float>(scale)};
-  if (n * c.num_kv_heads > 0) vm::ThreadPool::Global().ParallelFor(n * c.num_kv_heads, AttentionTask, &job);
+  if (n * c.num_kv_heads > 0) {
+    const auto task = !f16 ? AttentionTask : HasAvx2F16c() ? AttentionTaskF16<true> : AttentionTaskF16<false>;
+    vm::ThreadPool::Global().ParallelFor(n * c.num_kv_heads, task, &job);
+  }
   *result = Value(*std::move(out));
   return absl::OkStatus();
 }
@@ -226,6 +326,8 @@ absl::Status Positions(BuiltinContext&, const Value* const* args, int, Value* re
 }
 
 }  // namespace
+
+void ForcePortableAttentionForTesting(bool portable) { force_portable.store(portable); }
 
 void RegisterKvCacheBuiltins(vm::BuiltinRegistry& registry) {
   registry.RegisterBuiltin("kiln.kv_cache.positions", "(object:paged_kv_cache) -> tensor", Positions);

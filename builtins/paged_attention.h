@@ -9,8 +9,15 @@
 //       float32: stores the step's k and v at their tokens' positions in `layer`, then
 //       returns (n, q_heads, d) float32: for each token, softmax(scale * q . K^T) V over its
 //       own sequence's positions 0 to its position (causal), q head h reading kv head
-//       h / (q_heads / kv_heads) (grouped-query attention). Scores, softmax and the weighted
-//       sum are float32 (float16 keys and values are widened exactly).
+//       h / (q_heads / kv_heads) (grouped-query attention). With a float32 cache: float32
+//       scores, softmax and weighted sum. With a float16 cache (the default): llama.cpp's CPU
+//       arithmetic (without flash attention, as its AVX-512 build computes it), so Kiln's
+//       tokens are llama.cpp's: q rounded to float16, each score the float16 dot product of
+//       ggml_vec_dot_f16 (64 products in lanes of 16 and 4 accumulators, combined pairwise),
+//       softmax with ggml's exp polynomial summed per 16 positions into float64, the
+//       probabilities rounded to float16, and each output element their float16 dot product
+//       with that element's values over the positions, in the same lane order
+//       (builtins/ggml_attention_math.inc). Every CPU gives the same bits (AVX2 or portable).
 //
 // Parallel over (token, kv head) on the VM's thread pool; the q heads sharing a kv head are
 // computed together so each key and value is read once per token. Wrong shapes, a layer out
@@ -22,5 +29,8 @@
 namespace kiln::builtins {
 
 void RegisterKvCacheBuiltins(vm::BuiltinRegistry& registry);
+
+// Tests: run the float16 attention's portable code even where AVX2 is available.
+void ForcePortableAttentionForTesting(bool portable);
 
 }  // namespace kiln::builtins

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "builtins/q8_block_dot.h"
 #include "support/float16.h"
 
 namespace kiln::builtins {
@@ -170,6 +171,50 @@ int32_t Task(int64_t task, int64_t, void* closure) {
   return 0;
 }
 
+// --- activations quantized to Q8 blocks, as llama.cpp (builtins/q8_block_dot.h) ---
+
+QuantWeightFormat ToWeightFormat(Format f) {
+  return f == Format::kQ4_0 ? QuantWeightFormat::kQ4_0 : f == Format::kQ4_1 ? QuantWeightFormat::kQ4_1 : QuantWeightFormat::kQ8_0;
+}
+
+struct Q8Job {
+  QuantWeightFormat format;
+  Q8Isa isa;
+  const float* x;
+  const uint8_t* w;
+  float* out;
+  Q8Block* quantized;  // rows x (k / 32)
+  int64_t rows, n, k, row_bytes, rows_per_task, columns_per_task;
+};
+
+int32_t QuantizeTask(int64_t task, int64_t, void* closure) {
+  const Q8Job& job = *static_cast<const Q8Job*>(closure);
+  const int64_t blocks = job.k / kBlock;
+  const int64_t end = std::min(job.rows, (task + 1) * job.rows_per_task);
+  for (int64_t r = task * job.rows_per_task; r < end; ++r) {
+    QuantizeRowQ8(job.x + r * job.k, job.k, job.quantized + r * blocks, job.isa);
+  }
+  return 0;
+}
+
+int32_t DotTask(int64_t task, int64_t, void* closure) {
+  const Q8Job& job = *static_cast<const Q8Job*>(closure);
+  const int64_t begin = task * job.columns_per_task;
+  const int64_t end = std::min(job.n, begin + job.columns_per_task);
+  const int64_t blocks = job.k / kBlock;
+  // Chunks of activation rows small enough to stay in L2 while the task's weight rows pass
+  // over them (a row's result does not depend on the chunk it is in).
+  const int64_t chunk = std::max<int64_t>(4, (int64_t{96} << 10) / (blocks * static_cast<int64_t>(sizeof(Q8Block))) / 4 * 4);
+  for (int64_t r0 = 0; r0 < job.rows; r0 += chunk) {
+    const int64_t count = std::min(chunk, job.rows - r0);
+    for (int64_t col = begin; col < end; ++col) {
+      DotQ8Rows(job.format, job.w + col * job.row_bytes, job.quantized + r0 * blocks, blocks, count,
+                job.out + r0 * job.n + col, job.n, job.isa);
+    }
+  }
+  return 0;
+}
+
 int32_t Fail(KilnCallContext* ctx, const std::string& message) {
   ctx->set_error(ctx, message.c_str());
   return 1;
@@ -185,9 +230,10 @@ bool IsCompact(const DLTensor* t) {
   return true;
 }
 
-template <Format F>
+template <Format F, bool kQuantizeActivations>
 int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
-  const std::string name = std::string("kiln.cpu.quantized_matmul_") + FormatName(F);
+  const std::string name =
+      std::string(kQuantizeActivations ? "kiln.cpu.quantized_matmul_" : "kiln.cpu.quantized_matmul_f32x_") + FormatName(F);
   if (num_args != 3) return Fail(ctx, name + " takes (x, w, out)");
   const DLTensor* x = args[0].value.tensor;
   const DLTensor* w = args[1].value.tensor;
@@ -223,6 +269,18 @@ int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* 
   }
   // About 8 tasks per thread so uneven threads still balance; at least 4 columns each.
   const int64_t threads = std::max<int64_t>(1, ctx->num_threads);
+  if constexpr (kQuantizeActivations) {
+    // The caller's buffer: tasks write disjoint rows of it, then only read it.
+    thread_local std::vector<Q8Block> quantized;
+    quantized.resize(static_cast<size_t>(rows * (k / kBlock)));
+    Q8Job q8{ToWeightFormat(F), BestQ8Isa(), job.x, job.w, job.out, quantized.data(), rows, n, k, row_bytes, 0, 0};
+    q8.rows_per_task = std::max<int64_t>(1, (rows + threads * 4 - 1) / (threads * 4));
+    if (int32_t rc = ctx->parallel_for(ctx, (rows + q8.rows_per_task - 1) / q8.rows_per_task, QuantizeTask, &q8)) {
+      return rc;
+    }
+    q8.columns_per_task = std::max<int64_t>(4, (n + threads * 8 - 1) / (threads * 8));
+    return ctx->parallel_for(ctx, (n + q8.columns_per_task - 1) / q8.columns_per_task, DotTask, &q8);
+  }
   job.columns_per_task = std::max<int64_t>(4, (n + threads * 8 - 1) / (threads * 8));
   const int64_t tasks = (n + job.columns_per_task - 1) / job.columns_per_task;
   return ctx->parallel_for(ctx, tasks, Task, &job);
@@ -231,9 +289,12 @@ int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* 
 }  // namespace
 
 void RegisterQuantizedMatmulKernels(vm::BuiltinRegistry& registry) {
-  registry.RegisterKernel("kiln.cpu.quantized_matmul_q4_0", "ttt", QuantizedMatmul<Format::kQ4_0>);
-  registry.RegisterKernel("kiln.cpu.quantized_matmul_q4_1", "ttt", QuantizedMatmul<Format::kQ4_1>);
-  registry.RegisterKernel("kiln.cpu.quantized_matmul_q8_0", "ttt", QuantizedMatmul<Format::kQ8_0>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_q4_0", "ttt", QuantizedMatmul<Format::kQ4_0, true>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_q4_1", "ttt", QuantizedMatmul<Format::kQ4_1, true>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_q8_0", "ttt", QuantizedMatmul<Format::kQ8_0, true>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q4_0", "ttt", QuantizedMatmul<Format::kQ4_0, false>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q4_1", "ttt", QuantizedMatmul<Format::kQ4_1, false>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q8_0", "ttt", QuantizedMatmul<Format::kQ8_0, false>);
 }
 
 }  // namespace kiln::builtins

@@ -4,8 +4,15 @@
 //
 //   kiln.cpu.quantized_matmul_q4_0 / _q4_1 / _q8_0 (x, w, out) "ttt":
 //     x float32 (..., k), w uint8 (n, k / 32 * block_bytes), out float32 (..., n);
-//     out = x @ dequantize(w)^T, float32 accumulation.
+//     out = x @ dequantize(w)^T computed as llama.cpp's CPU backend computes it: each row
+//     of x quantized to 8-bit blocks (Q8_0, or Q8_1 for Q4_1 weights), integer dot products
+//     per block, scaled and summed in ggml's order (builtins/q8_block_dot.h), so the result
+//     is llama.cpp's float for float; about 1e-2 relative from the exact product.
+//   kiln.cpu.quantized_matmul_f32x_q4_0 / _q4_1 / _q8_0: the same with float32 activations
+//     (the operator's exact semantics up to float32 rounding; relax::LibraryOptions::
+//     quantize_activations = false picks them).
 //
+// The float32-activation kernels are described below.
 // Why a hand-written kernel next to the generated one (relax/op/legalize_quantize.cc, whose
 // reduction over (block, half, position) the row-reduction rule vectorizes, with vector
 // accumulators and rows in parallel): the generated kernel decodes a weight block once per

@@ -22,6 +22,7 @@ absl::StatusOr<std::string> CompileGgufModel(const std::string& gguf_path, const
   }
   relax::models::LlamaBuildOptions build;
   build.max_tokens = options.max_tokens;
+  build.ggml_numerics = options.ggml_numerics;
   KILN_ASSIGN_OR_RETURN(relax::IRModule module, relax::models::BuildLlamaModule(*file, config, build));
   KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(module, options.pipeline));
   std::error_code error;

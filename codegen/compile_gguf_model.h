@@ -20,6 +20,7 @@ struct ModelCompileOptions {
   relax::PipelineOptions pipeline;  // its target must be resolved (codegen::ResolveCpuTarget)
   CpuTarget cpu;
   int64_t max_tokens = 0;           // tokens per call (0: the model's context length)
+  bool ggml_numerics = true;        // relax::models::LlamaBuildOptions::ggml_numerics
   bool progress = true;             // one line on stderr when starting and when done
 };
 

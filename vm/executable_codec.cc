@@ -162,6 +162,9 @@ class Reader {
   double Double(const msgpack::object& o, const char* what) {
     if (!ok()) return 0;
     if (o.type == msgpack::type::FLOAT64 || o.type == msgpack::type::FLOAT32) return o.via.f64;
+    // msgpack-c packs a double with an integral value (100000.0) as an integer.
+    if (o.type == msgpack::type::POSITIVE_INTEGER) return static_cast<double>(o.via.u64);
+    if (o.type == msgpack::type::NEGATIVE_INTEGER) return static_cast<double>(o.via.i64);
     return Fail(absl::StrCat("expected a float for ", what)), 0.0;
   }
   bool Bool(const msgpack::object& o, const char* what) {

@@ -29,7 +29,7 @@ using ConverterFn = std::function<absl::StatusOr<std::vector<Value>>(NodeContext
 struct ConverterInfo {
   std::string op_type;
   int64_t min_opset = 1;
-  int64_t max_opset = kNewestOpset;
+  int64_t max_opset = kEveryLaterOpset;
   ConverterFn convert;
 };
 
@@ -44,7 +44,8 @@ class ConverterRegistry {
 
   // For the Register*Converters functions. Registering the same op type twice with
   // overlapping opset ranges is a KILN_CHECK (a programming error).
-  void Register(std::string op_type, ConverterFn convert, int64_t min_opset = 1, int64_t max_opset = kNewestOpset);
+  void Register(std::string op_type, ConverterFn convert, int64_t min_opset = 1,
+                int64_t max_opset = kEveryLaterOpset);
 
  private:
   std::vector<ConverterInfo> converters_;

@@ -36,15 +36,17 @@ absl::StatusOr<LoadedModel> Parse(const std::string& bytes, const std::string& l
     if (model.proto.opset_import_size() == 0 && model.proto.ir_version() < 3) {
       model.opset = 1;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(label, ": the model imports no version of the default "
-                                                     "operator set (opset_import with domain \"\")"));
+      // Valid ONNX (e.g. only ai.onnx.preview.training), but none of it is Kiln's.
+      std::string domains;
+      for (const auto& [domain, version] : model.domains) absl::StrAppend(&domains, domains.empty() ? "" : ", ", domain, " ", version);
+      return absl::UnimplementedError(absl::StrCat(label, ": the model imports no version of the default operator "
+                                                   "set, only: ", domains, "; those domains are not supported"));
     }
   }
-  if (model.opset < kOldestOpset || model.opset > kNewestOpset) {
-    return absl::UnimplementedError(absl::StrCat(label, ": opset ", model.opset, " is not supported (",
-                                                 kOldestOpset, " to ", kNewestOpset, ")"));
+  if (model.opset < kOldestOpset) {
+    return absl::InvalidArgumentError(absl::StrCat(label, ": opset ", model.opset, " is not a valid version"));
   }
-  if (options.check) {
+  if (options.check && model.opset <= kCheckerNewestOpset) {
     // The checker throws (ValidationError, or anything protobuf-related); every exception is
     // the model's fault here. External data needs the model's folder, which check_model's
     // in-memory form does not know: check models with external data without it.

@@ -14,10 +14,18 @@
 
 namespace kiln::frontends::onnx {
 
-// The newest default-domain opset the converters know (ONNX 1.12 defines 17; 18 is
-// accepted for Reduce* with axes as an input).
+// The newest default-domain opset the converters were written against (ONNX 1.12 defines
+// 17; 18 moved Reduce* axes to an input). Newer opsets are accepted: an operator converts
+// with the semantics of its newest version a converter knows (ONNX's later versions of the
+// operators here mostly add types); a converter registered without an upper bound covers
+// every later opset.
 inline constexpr int64_t kNewestOpset = 18;
 inline constexpr int64_t kOldestOpset = 1;
+// The newest opset the ONNX library's checker (Debian's ONNX 1.12) knows: newer models are
+// not given to it, since it would reject operator versions it has never heard of.
+inline constexpr int64_t kCheckerNewestOpset = 17;
+// A converter's max_opset for "and every later version".
+inline constexpr int64_t kEveryLaterOpset = INT64_MAX;
 
 struct LoadedModel {
   ::onnx::ModelProto proto;

@@ -30,8 +30,8 @@ const char* QuantFormatName(formats::GgmlType type) {
 
 class LlamaBuilder {
  public:
-  LlamaBuilder(const formats::GgufFile& file, const formats::LlamaConfig& config, int64_t max_tokens)
-      : file_(file), c_(config), max_tokens_(max_tokens) {}
+  LlamaBuilder(const formats::GgufFile& file, const formats::LlamaConfig& config, int64_t max_tokens, bool ggml)
+      : file_(file), c_(config), max_tokens_(max_tokens), ggml_(ggml) {}
 
   // One function: `tokens` of n rows through every layer; the logits of the last row
   // (last_row_only) or of every row.
@@ -145,10 +145,46 @@ class LlamaBuilder {
                                                  std::string(formats::GgmlTypeLayout(tensor->type).name), ", expected f32 or f16"));
   }
 
-  absl::StatusOr<Var> RmsNorm(const Var& x, const std::string& weight_name) {
+  // A VM builtin call between two dataflow blocks (a builtin is not a kernel, so it cannot be
+  // inside one): the Vars among `args` and `live` (still used after the call) become outputs
+  // of the open dataflow block, which closes; the call is bound in a binding block; the next
+  // dataflow block opens. The live Vars are replaced by their outputs.
+  absl::StatusOr<Var> CallBetweenBlocks(const std::string& builtin, std::vector<Expr> args, StructInfo out,
+                                        std::vector<Var*> live) {
+    for (Expr& a : args) {
+      const auto* v = a.as<VarNode>();
+      if (v != nullptr && v->is_dataflow()) {
+        KILN_ASSIGN_OR_RETURN(Var output, bb_->EmitOutput(a, ""));
+        for (Var* l : live) {
+          if (l->same_as(a)) *l = output;
+        }
+        a = output;
+      }
+    }
+    for (Var* l : live) {
+      if (l->is_dataflow()) {
+        KILN_ASSIGN_OR_RETURN(*l, bb_->EmitOutput(*l, ""));
+      }
+    }
+    blocks_.push_back(bb_->EndBlock());
+    bb_->BeginBindingBlock();
+    args.insert(args.begin(), ExternFunc(builtin));
+    KILN_ASSIGN_OR_RETURN(Var result, Emit(Call(Op("call_builtin"), std::move(args), {}, {std::move(out)}), ""));
+    blocks_.push_back(bb_->EndBlock());
+    bb_->BeginDataflowBlock();
+    return result;
+  }
+
+  // live: Vars of the open dataflow block still used after the norm (ggml_numerics only).
+  absl::StatusOr<Var> RmsNorm(const Var& x, const std::string& weight_name, std::vector<Var*> live = {}) {
     KILN_ASSIGN_OR_RETURN(Expr w, Float32Vector(weight_name));
     const formats::GgufTensor* tensor = file_.FindTensor(weight_name);
     KILN_RETURN_IF_ERROR(ExpectShape(*tensor, {c_.hidden_size}));
+    if (ggml_) {
+      live.push_back(const_cast<Var*>(&x));
+      return CallBetweenBlocks("kiln.ggml.rms_norm", {x, w, PrimValue(tir::FloatImm(DataType::Float(64), c_.rms_norm_epsilon))},
+                               x.struct_info(), live);
+    }
     return Emit(Call(Op("rms_norm"), {x, w},
                      {{"axes", std::vector<int64_t>{-1}}, {"epsilon", c_.rms_norm_epsilon}}),
                 "");
@@ -175,7 +211,13 @@ class LlamaBuilder {
     return Emit(Call(Op("reshape"), {x, ShapeExpr(std::move(shape))}), "");
   }
 
-  absl::StatusOr<Var> Rope(const Var& x) {
+  absl::StatusOr<Var> Rope(const Var& x, std::vector<Var*> live) {
+    if (ggml_) {
+      return CallBetweenBlocks("kiln.ggml.rope",
+                               {x, positions_, PrimValue(tir::FloatImm(DataType::Float(64), c_.rope_theta)),
+                                PrimValue(PrimExpr(c_.rope_dims)), PrimValue(PrimExpr(int64_t{c_.rope_mode == "neox"}))},
+                               x.struct_info(), live);
+    }
     return Emit(Call(Op("rotary_embedding"), {x, positions_},
                      {{"theta", c_.rope_theta}, {"mode", c_.rope_mode}, {"rotary_dims", c_.rope_dims}}),
                 "");
@@ -186,15 +228,15 @@ class LlamaBuilder {
   absl::StatusOr<Var> Layer(int64_t layer, Var h) {
     const std::string p = absl::StrCat("blk.", layer, ".");
     const PrimExpr n = n_;
-    KILN_ASSIGN_OR_RETURN(Var x, RmsNorm(h, p + "attn_norm.weight"));
+    KILN_ASSIGN_OR_RETURN(Var x, RmsNorm(h, p + "attn_norm.weight", {&h}));
     KILN_ASSIGN_OR_RETURN(Var q, LinearWithBias(x, p + "attn_q", ""));
     KILN_ASSIGN_OR_RETURN(Var k, LinearWithBias(x, p + "attn_k", ""));
     KILN_ASSIGN_OR_RETURN(Var v, LinearWithBias(x, p + "attn_v", ""));
     KILN_ASSIGN_OR_RETURN(q, Reshape(q, {n, c_.num_heads, c_.head_dim}));
     KILN_ASSIGN_OR_RETURN(k, Reshape(k, {n, c_.num_kv_heads, c_.head_dim}));
     KILN_ASSIGN_OR_RETURN(v, Reshape(v, {n, c_.num_kv_heads, c_.head_dim}));
-    KILN_ASSIGN_OR_RETURN(q, Rope(q));
-    KILN_ASSIGN_OR_RETURN(k, Rope(k));
+    KILN_ASSIGN_OR_RETURN(q, Rope(q, {&h, &k, &v}));
+    KILN_ASSIGN_OR_RETURN(k, Rope(k, {&h, &q, &v}));
     // Leave the dataflow block: the attention builtin writes the cache.
     KILN_ASSIGN_OR_RETURN(Var h_out, bb_->EmitOutput(h, absl::StrCat("h", layer)));
     KILN_ASSIGN_OR_RETURN(Var q_out, bb_->EmitOutput(q, absl::StrCat("q", layer)));
@@ -216,11 +258,16 @@ class LlamaBuilder {
     KILN_ASSIGN_OR_RETURN(Var a, Reshape(attn, {n, c_.num_heads * c_.head_dim}));
     KILN_ASSIGN_OR_RETURN(Var o, Linear(a, p + "attn_output.weight", ""));
     KILN_ASSIGN_OR_RETURN(h, Emit(Call(Op("add"), {h_out, o}), ""));
-    KILN_ASSIGN_OR_RETURN(x, RmsNorm(h, p + "ffn_norm.weight"));
+    KILN_ASSIGN_OR_RETURN(x, RmsNorm(h, p + "ffn_norm.weight", {&h}));
     KILN_ASSIGN_OR_RETURN(Var gate, Linear(x, p + "ffn_gate.weight", ""));
     KILN_ASSIGN_OR_RETURN(Var up, Linear(x, p + "ffn_up.weight", ""));
-    KILN_ASSIGN_OR_RETURN(Var act, Emit(Call(Op("silu"), {gate}), ""));
-    KILN_ASSIGN_OR_RETURN(Var mixed, Emit(Call(Op("multiply"), {act, up}), ""));
+    Var mixed;
+    if (ggml_) {
+      KILN_ASSIGN_OR_RETURN(mixed, CallBetweenBlocks("kiln.ggml.swiglu", {gate, up}, gate.struct_info(), {&h}));
+    } else {
+      KILN_ASSIGN_OR_RETURN(Var act, Emit(Call(Op("silu"), {gate}), ""));
+      KILN_ASSIGN_OR_RETURN(mixed, Emit(Call(Op("multiply"), {act, up}), ""));
+    }
     KILN_ASSIGN_OR_RETURN(Var down, Linear(mixed, p + "ffn_down.weight", ""));
     return Emit(Call(Op("add"), {h, down}), "");
   }
@@ -228,6 +275,7 @@ class LlamaBuilder {
   const formats::GgufFile& file_;
   const formats::LlamaConfig& c_;
   const int64_t max_tokens_;
+  const bool ggml_;
   BlockBuilder* bb_ = nullptr;
   std::vector<BindingBlock> blocks_;
   std::map<std::string, Expr> weights_;
@@ -241,7 +289,7 @@ class LlamaBuilder {
 absl::StatusOr<IRModule> BuildLlamaModule(const formats::GgufFile& file, const formats::LlamaConfig& config,
                                           const LlamaBuildOptions& options) {
   const int64_t max_tokens = options.max_tokens > 0 ? options.max_tokens : config.context_length;
-  LlamaBuilder builder(file, config, max_tokens);
+  LlamaBuilder builder(file, config, max_tokens, options.ggml_numerics);
   IRModule module;
   KILN_ASSIGN_OR_RETURN(Expr prefill, builder.BuildFunction("n", /*last_row_only=*/true));
   KILN_RETURN_IF_ERROR(module.Add("prefill", prefill));

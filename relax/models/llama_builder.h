@@ -34,6 +34,11 @@ namespace kiln::relax::models {
 struct LlamaBuildOptions {
   // Upper bound of n and b (0: the model's context length).
   int64_t max_tokens = 0;
+  // RMSNorm, RoPE and SwiGLU as llama.cpp's CPU backend computes them (the kiln.ggml.*
+  // builtins, builtins/ggml_layer_ops.h: llama.cpp's floats, docs/llm.md "Numerics"), each
+  // a VM builtin call between the fused dataflow blocks; false: the rms_norm,
+  // rotary_embedding, silu and multiply operators, compiled and fused.
+  bool ggml_numerics = true;
 };
 
 absl::StatusOr<IRModule> BuildLlamaModule(const formats::GgufFile& file, const formats::LlamaConfig& config,

@@ -72,7 +72,8 @@ class Dispatcher {
     const auto* out = out_sinfo.defined() ? out_sinfo.as<TensorStructInfoNode>() : nullptr;
     if (name == nullptr || out == nullptr || !out->shape || call.args.size() != 2) return b;
     Expr args = Tuple({call.args[0], call.args[1]}, TupleSInfo({call.args[0].struct_info(), call.args[1].struct_info()}));
-    Expr callee = ExternFunc(kQuantizedMatmulPrefix + *name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
+    const std::string prefix = options_.quantize_activations ? kQuantizedMatmulPrefix : kQuantizedMatmulFloatActivationsPrefix;
+    Expr callee = ExternFunc(prefix + *name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
     return {b.var, Call(Op("call_dps_library"), {callee, args}, {}, {out_sinfo}, out_sinfo), StructInfo()};
   }
 

@@ -32,6 +32,9 @@ namespace kiln::relax {
 struct LibraryOptions {
   bool openblas = true;
   bool quantized = true;  // quantized_matmul -> kiln.cpu.quantized_matmul_<format>
+  // The library kernels quantize the activations to 8 bits per block as llama.cpp does (its
+  // numbers, token for token); false: float32 activations (kiln.cpu.quantized_matmul_f32x_<format>).
+  bool quantize_activations = true;
   int64_t min_row_work = 64 * 64;
 };
 
@@ -39,6 +42,7 @@ struct LibraryOptions {
 inline constexpr const char* kOpenBlasSgemm = "kiln.openblas.sgemm";
 // quantized_matmul calls are rewritten to this prefix + their format ("q4_1").
 inline constexpr const char* kQuantizedMatmulPrefix = "kiln.cpu.quantized_matmul_";
+inline constexpr const char* kQuantizedMatmulFloatActivationsPrefix = "kiln.cpu.quantized_matmul_f32x_";
 
 absl::StatusOr<IRModule> DispatchLibraries(const IRModule& module, const LibraryOptions& options);
 

@@ -10,6 +10,14 @@ if grep -qiE 'llvm|kiln_(tir|relax|codegen)' <<<"$declared"; then
   echo "FAIL: a runtime library declares a compiler dependency: $declared"
   status=1
 fi
+if grep -qiE 'protobuf|onnx' <<<"$declared"; then
+  echo "FAIL: a runtime library declares protobuf/ONNX (only kiln_frontends_onnx may): $declared"
+  status=1
+fi
+if ldd "$probe" | grep -qiE 'protobuf|onnx'; then
+  echo "FAIL: $probe loads protobuf/ONNX:"; ldd "$probe" | grep -iE 'protobuf|onnx'
+  status=1
+fi
 if ldd "$probe" | grep -qi llvm; then
   echo "FAIL: $probe loads LLVM:"; ldd "$probe" | grep -i llvm
   status=1

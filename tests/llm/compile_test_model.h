@@ -15,8 +15,14 @@
 
 namespace kiln::llm_test {
 
-inline std::string CompileTestModel(const std::string& gguf_path, int64_t max_tokens) {
+// llama_cpp_numerics: the default arithmetic (8-bit activations, the kiln.ggml.* layer
+// builtins: llama.cpp's floats); false: float32 activations and the compiled operators, the
+// closest to the exact result (what the float64 naive pass without quantized activations
+// computes).
+inline std::string CompileTestModel(const std::string& gguf_path, int64_t max_tokens, bool llama_cpp_numerics = true) {
   codegen::ModelCompileOptions options;
+  options.pipeline.libraries.quantize_activations = llama_cpp_numerics;
+  options.ggml_numerics = llama_cpp_numerics;
   absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu());
   EXPECT_TRUE(target.ok()) << target.status();
   if (!target.ok()) return "";

@@ -62,10 +62,68 @@ absl::StatusOr<std::vector<float>> Decode(const formats::GgufTensor& t) {
   return absl::UnimplementedError(absl::StrCat("naive reference: tensor type ", static_cast<int>(t.type)));
 }
 
+// `f` rounded to the nearest float16 (ties to even), for the normal range: the scales here
+// are never small enough to be subnormal halves.
+float ThroughHalf(float f) {
+  if (f == 0) return f;
+  int e = 0;
+  const double m = std::frexp(static_cast<double>(std::fabs(f)), &e);  // |f| = m * 2^e, m in [0.5, 1)
+  const double mantissa = std::nearbyint(m * 2048.0);                   // 11 significant bits
+  const double value = std::ldexp(mantissa, e - 11);
+  return static_cast<float>(f < 0 ? -value : value);
+}
+
+// Activations quantized to GGML's Q8 blocks: per 32 values, int8 q = x / d rounded half to
+// even, d = max|x| / 127 stored as float16, s = float16(d * sum(q)).
+struct QuantizedActivations {
+  std::vector<int> q;
+  std::vector<double> d, s;
+};
+
+QuantizedActivations Quantize(const std::vector<double>& x) {
+  QuantizedActivations out;
+  for (size_t b = 0; b < x.size() / 32; ++b) {
+    float v[32], amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(v[j] = static_cast<float>(x[32 * b + j])));
+    const float d = amax / 127.0f;
+    const float inverse = amax == 0 ? 0.0f : 127.0f / amax;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      const float scaled = v[j] * inverse;
+      float rounded = std::floor(scaled);
+      const float frac = scaled - rounded;
+      if (frac > 0.5f || (frac == 0.5f && std::fmod(rounded, 2.0f) != 0)) rounded += 1;
+      out.q.push_back(static_cast<int>(rounded));
+      sum += out.q.back();
+    }
+    out.d.push_back(ThroughHalf(d));
+    out.s.push_back(ThroughHalf(d * static_cast<float>(sum)));
+  }
+  return out;
+}
+
+// The integer weights of block `b` of a row of a quantized tensor and its scale and minimum.
+void RowBlock(int type, const uint8_t* row, int64_t b, int q[32], double* d, double* m) {
+  const int64_t bytes = type == 2 ? 18 : type == 3 ? 20 : 34;
+  const uint8_t* block = row + b * bytes;
+  *d = Half(block);
+  *m = type == 3 ? Half(block + 2) : 0.0;
+  for (int j = 0; j < 32; ++j) {
+    if (type == 8) {
+      q[j] = static_cast<int8_t>(block[2 + j]);
+    } else {
+      const uint8_t* qs = block + (type == 3 ? 4 : 2);
+      const int nibble = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
+      q[j] = type == 2 ? nibble - 8 : nibble;
+    }
+  }
+}
+
 }  // namespace
 
-absl::StatusOr<NaiveLlama> NaiveLlama::Load(const formats::GgufFile& file) {
+absl::StatusOr<NaiveLlama> NaiveLlama::Load(const formats::GgufFile& file, bool quantize_activations) {
   NaiveLlama m;
+  m.quantize_activations_ = quantize_activations;
   auto str = file.GetString("general.architecture");
   if (!str.ok()) return str.status();
   const std::string arch(*str);
@@ -101,6 +159,11 @@ absl::StatusOr<NaiveLlama> NaiveLlama::Load(const formats::GgufFile& file) {
     out.rows = (*t)->shape[0];
     out.cols = (*t)->shape[1];
     out.data = *std::move(data);
+    out.type = static_cast<int>((*t)->type);
+    if (out.type == 2 || out.type == 3 || out.type == 8) {
+      const auto* bytes = reinterpret_cast<const uint8_t*>((*t)->data);
+      out.raw.assign(bytes, bytes + (*t)->nbytes);
+    }
     return out;
   };
 #define NAIVE_ASSIGN(lhs, expr)        \
@@ -141,10 +204,26 @@ absl::StatusOr<NaiveLlama> NaiveLlama::Load(const formats::GgufFile& file) {
 }
 
 // y = M x over M's rows, in float64; two threads for the big output projection.
-std::vector<double> NaiveLlama::MatVec(const Matrix& m, const std::vector<double>& x) {
+std::vector<double> NaiveLlama::MatVec(const Matrix& m, const std::vector<double>& x) const {
   std::vector<double> y(static_cast<size_t>(m.rows));
+  const bool quantized = quantize_activations_ && !m.raw.empty();
+  const QuantizedActivations xq = quantized ? Quantize(x) : QuantizedActivations{};
   auto rows = [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
+    for (int64_t r = begin; r < end && quantized; ++r) {
+      const int64_t blocks = m.cols / 32;
+      const uint8_t* row = m.raw.data() + static_cast<size_t>(r) * m.raw.size() / static_cast<size_t>(m.rows);
+      double s = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        int q[32];
+        double d = 0, minimum = 0;
+        RowBlock(m.type, row, b, q, &d, &minimum);
+        int64_t dot = 0;
+        for (int j = 0; j < 32; ++j) dot += static_cast<int64_t>(q[j]) * xq.q[static_cast<size_t>(b * 32 + j)];
+        s += d * xq.d[static_cast<size_t>(b)] * static_cast<double>(dot) + minimum * xq.s[static_cast<size_t>(b)];
+      }
+      y[static_cast<size_t>(r)] = s;
+    }
+    for (int64_t r = begin; r < end && !quantized; ++r) {
       const float* w = m.data.data() + r * m.cols;
       double s = 0;
       for (int64_t c = 0; c < m.cols; ++c) s += static_cast<double>(w[c]) * x[static_cast<size_t>(c)];

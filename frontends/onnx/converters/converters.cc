@@ -7,7 +7,12 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterTensorConverters(registry);
   RegisterReduceConverters(registry);
   RegisterNnConverters(registry);
+  RegisterWindowConverters(registry);
+  RegisterNormalizationConverters(registry);
+  RegisterResizeConverters(registry);
+  RegisterLossConverters(registry);
   RegisterMathConverters(registry);
+  RegisterDataConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -153,7 +153,20 @@ void RegisterElementwiseConverters(ConverterRegistry& r) {
   r.Register("Min", Variadic("minimum", false));
 
   r.Register("Relu", Unary("relu"));
-  r.Register("Neg", Unary("negative"));
+  r.Register("Neg", [](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
+    // -shape values stay shape values (expanded LayerNormalization negates its axis count).
+    const Value* v = c.InputValue(0);
+    if (v != nullptr && !v->expr.defined() && c.InputElementsKnown(0)) {
+      KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> e, c.InputElements(0));
+      KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+      if (dtype.is_int()) {
+        for (PrimExpr& x : e) x = Simplify(PrimExpr(0) - x);
+        const int rank = v->elements ? v->elements_rank : static_cast<int>(v->data->shape.size());
+        return std::vector<Value>{Value::OfElements(std::move(e), dtype, rank)};
+      }
+    }
+    return Unary("negative")(c);
+  });
   r.Register("Exp", Unary("exp"));
   r.Register("Log", Unary("log"));
   r.Register("Sqrt", Unary("sqrt"));

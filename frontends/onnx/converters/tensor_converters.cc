@@ -293,6 +293,9 @@ absl::StatusOr<std::vector<Value>> ConvertSlice(NodeContext& c) {
     ends = c.AttrInts("ends");
     axes = c.AttrInts("axes");
   } else {
+    // Positions computed at run time: a slice whose shape is known only then.
+    auto at_run_time = [&](int i) { return c.has_input(i) && !c.InputElementsKnown(i) && !c.InputInts(i).ok(); };
+    if (at_run_time(1) || at_run_time(2) || at_run_time(4)) return ConvertSliceAtRunTime(c);
     KILN_ASSIGN_OR_RETURN(starts, c.InputInts(1));
     KILN_ASSIGN_OR_RETURN(ends, c.InputInts(2));
     if (c.has_input(3)) {
@@ -442,6 +445,11 @@ absl::StatusOr<std::vector<Value>> CastTo(NodeContext& c, DataType dtype) {
   KILN_ASSIGN_OR_RETURN(DataType from, c.InputDType(0));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   if (from == dtype) return Outputs(x);
+  if (from == DataType::Float(64) && dtype == DataType::Float(16)) {
+    // Through float32: Kiln's direct float64 -> float16 astype gives wrong values today
+    // (test_cast_DOUBLE_to_FLOAT16); the double rounding is within ONNX's tolerance.
+    KILN_ASSIGN_OR_RETURN(x, c.Call("astype", {x}, {{"dtype", DataType::Float32()}}));
+  }
   KILN_ASSIGN_OR_RETURN(Expr out, c.Call("astype", {x}, {{"dtype", dtype}}));
   return Outputs(out);
 }
@@ -494,6 +502,16 @@ absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
     std::vector<int64_t> v;
     if (AllConstant({d}, &v) && v[0] < 0) return c.Error("shape entry ", v[0], " is negative");
   }
+  // A small integer result of constant shape is itself a shape value (the expanded
+  // LayerNormalization builds its reduced shape with ConstantOfShape(rank - axis) of 1s).
+  std::vector<int64_t> dims;
+  if (AllConstant(shape, &dims) && dims.size() <= 1 && (fill.dtype.is_integer() || fill.dtype.is_bool())) {
+    const int64_t n = dims.empty() ? 1 : dims[0];
+    if (n <= kMaxShapeValueElements) {
+      std::vector<PrimExpr> elements(static_cast<size_t>(n), PrimExpr(ElementAsInt(fill, 0)));
+      return std::vector<Value>{Value::OfElements(std::move(elements), fill.dtype, static_cast<int>(dims.size()))};
+    }
+  }
   KILN_ASSIGN_OR_RETURN(Expr out, c.Call("full", {relax::ShapeExpr(shape), relax::Constant(fill)}, {{"dtype", fill.dtype}}));
   return Outputs(out);
 }
@@ -545,7 +563,12 @@ absl::StatusOr<std::vector<Value>> ConvertDropout(NodeContext& c) {
   if (c.opset() >= 12 && c.has_input(2)) {
     absl::StatusOr<relax::ConstantData> training = c.InputData(2);
     if (!training.ok() || ElementAsInt(*training, 0) != 0) {
-      return c.Unsupported("training mode (random dropping) is not supported");
+      // Training with ratio 0 drops nothing: still the identity.
+      absl::StatusOr<relax::ConstantData> ratio =
+          c.has_input(1) ? c.InputData(1) : absl::StatusOr<relax::ConstantData>(absl::NotFoundError(""));
+      if (!ratio.ok() || ratio->numel() != 1 || ElementAsDouble(*ratio, 0) != 0.0) {
+        return c.Unsupported("training mode (random dropping) is not supported");
+      }
     }
   }
   if (c.opset() < 7 && c.AttrInt("is_test", 0) == 0) {

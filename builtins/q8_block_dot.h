@@ -1,0 +1,54 @@
+// Quantized dot products with the activations quantized to 8 bits per 32-element block, the
+// numerics of llama.cpp's CPU backend (ggml-cpu) for GGML's Q4_0, Q4_1 and Q8_0 weights, so
+// that a model run by Kiln computes the same floats as llama.cpp and generates the same
+// tokens (docs/llm.md, "Numerics").
+//
+// Activations (QuantizeRowQ8): per block of 32, amax = max |x|, d = amax / 127 (float32),
+// q = round-half-to-even(x * (127 / amax)) (0 when amax is 0); d is stored rounded to
+// float16, and s = float16(d * sum(q)) for the Q4_1 dot product (GGML's Q8_1; Q8_0 ignores s).
+//
+// Dot product of one weight row with one activation row (DotQ8Rows): the integer products
+// of a block are summed exactly in 8 lanes of 4 consecutive elements (lane l holds elements
+// 4l..4l+3), each lane converted to float and accumulated across blocks with one fused
+// multiply-add by the block's (weight d * activation d); Q4_1 adds weight m * activation s
+// per block into a scalar with fused multiply-adds. At the end the 8 lanes are added
+// pairwise as (l0+l4 + l2+l6) + (l1+l5 + l3+l7), then the scalar. This is the order of
+// ggml's AVX2 vec_dot (and of its AVX-512 build, which uses the same 256-bit code).
+//
+// Three implementations give bit-identical results, whichever the CPU runs: portable C++
+// (std::fma), AVX2 (+FMA, F16C) and AVX-512 VNNI (the integer sums with vpdpbusd). BestQ8Isa
+// picks the fastest the CPU has; tests force each one.
+#pragma once
+
+#include <cstdint>
+
+namespace kiln::builtins {
+
+enum class QuantWeightFormat { kQ4_0, kQ4_1, kQ8_0 };
+
+// Bytes of one 32-element block of each weight format (GGML's block layouts).
+int64_t QuantWeightBlockBytes(QuantWeightFormat format);
+
+// One block of quantized activations. d and s hold float16 values, widened.
+struct Q8Block {
+  int8_t q[32];
+  float d;
+  float s;
+};
+
+enum class Q8Isa { kScalar, kAvx2, kAvx512Vnni };
+
+bool Q8IsaSupported(Q8Isa isa);
+Q8Isa BestQ8Isa();
+const char* Q8IsaName(Q8Isa isa);
+
+// Quantizes k floats (k a multiple of 32) into k / 32 blocks. `isa` must be supported.
+void QuantizeRowQ8(const float* x, int64_t k, Q8Block* out, Q8Isa isa);
+
+// The dot products of one weight row (`blocks` blocks of `format`) with `rows` activation
+// rows of `blocks` blocks each (row r at x + r * blocks): out[r * out_stride]. A row's result
+// does not depend on how many rows the call has.
+void DotQ8Rows(QuantWeightFormat format, const uint8_t* weight_row, const Q8Block* x, int64_t blocks, int64_t rows,
+               float* out, int64_t out_stride, Q8Isa isa);
+
+}  // namespace kiln::builtins

@@ -1,0 +1,144 @@
+// The float16-cache attention builtin against a naive implementation of llama.cpp's CPU
+// attention written here from its description (q rounded to float16; each score the float16
+// dot product in 64 lanes; softmax with ggml's exp polynomial, summed per 16 positions into
+// float64; probabilities rounded to float16; each output element their dot product with the
+// values in the same 64 lanes): bit for bit, with the AVX2 code and with the portable code.
+// builtins/paged_kv_cache_test.cc checks the same builtin against exact float64 attention.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "builtins/default_builtins.h"
+#include "builtins/paged_attention.h"
+#include "builtins/paged_kv_cache.h"
+#include "support/float16.h"
+#include "vm/dtype.h"
+
+namespace kiln::builtins {
+namespace {
+
+float Half(float x) { return support::HalfToFloat(support::FloatToHalf(x)); }
+
+// ggml's exp: n = nearest integer to x / ln 2 (by adding and subtracting 1.5 * 2^23), the
+// reduced argument in two steps, a polynomial, times 2^n.
+float NaiveExp(float x) {
+  const float shift = 12582912.0f;  // 1.5 * 2^23
+  const float n = std::fma(x, 0x1.715476p+0f, shift) - shift;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  if (std::fabs(n) > 192) return n > 0 ? std::numeric_limits<float>::infinity() : 0.0f;
+  const float u = b * b;
+  const float c1 = 0x1.ffffecp-1f, c2 = 0x1.fffdb6p-2f, c3 = 0x1.555e66p-3f, c4 = 0x1.573e2ep-5f, c5 = 0x1.0e4020p-7f;
+  const float high = std::fma(std::fma(c5, b, c4), u, std::fma(c3, b, c2));
+  return std::ldexp(std::fma(high, u, std::fma(c1, b, 1.0f)), static_cast<int>(n));
+}
+
+float SumOf16(const float* v) {  // halves, then quarters, then the two pairs
+  float a[8], b[4];
+  for (int i = 0; i < 8; ++i) a[i] = v[i] + v[i + 8];
+  for (int i = 0; i < 4; ++i) b[i] = a[i] + a[i + 4];
+  return (b[0] + b[2]) + (b[1] + b[3]);
+}
+
+// Sum of x[i] * y[i] over n: the first n & ~63 in 64 fused chains (chain i % 64), the
+// chains combined as (c, c + 32) and (c + 16, c + 48), then SumOf16; the rest in float64.
+float NaiveDot(const std::vector<float>& x, const std::vector<float>& y) {
+  const size_t n = x.size(), whole = n / 64 * 64;
+  std::vector<float> chain(64, 0.0f);
+  for (size_t i = 0; i < whole; ++i) chain[i % 64] = std::fma(x[i], y[i], chain[i % 64]);
+  float lanes[16];
+  for (int l = 0; l < 16; ++l) lanes[l] = (chain[l] + chain[l + 32]) + (chain[l + 16] + chain[l + 48]);
+  double sum = SumOf16(lanes);
+  for (size_t i = whole; i < n; ++i) sum += static_cast<double>(x[i] * y[i]);
+  return static_cast<float>(sum);
+}
+
+float Value(int64_t i, int salt) { return static_cast<float>(2.5 * std::sin(0.37 * static_cast<double>(i) + salt)); }
+
+TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBit) {
+  for (bool portable : {false, true}) {
+    SCOPED_TRACE(portable ? "portable" : "avx2 where available");
+    ForcePortableAttentionForTesting(portable);
+    for (int64_t d : {64, 72}) {  // 72: products past the last 64 are added in float64
+      PagedKvCache::Config c;
+      c.num_layers = 1;
+      c.num_kv_heads = 2;
+      c.head_dim = d;
+      c.page_size = 16;
+      c.num_pages = 16;
+      auto cache = *PagedKvCache::Create(c);
+      ASSERT_TRUE(cache->AddSequence(0).ok());
+      const int64_t q_heads = 6, kv_heads = 2;
+      std::vector<std::vector<float>> keys, values;  // rounded to float16, per position
+      int salt = 0;
+      for (int64_t n : {83, 1, 1, 40}) {  // a prompt past 64 positions, two decode steps, more
+        ASSERT_TRUE(cache->BeginForward({0}, {n}).ok());
+        ++salt;
+        auto make = [&](int64_t heads, int offset) {
+          vm::Tensor t = *vm::Tensor::Empty({n, heads, d}, vm::DTypeFloat32());
+          for (int64_t i = 0; i < n * heads * d; ++i) t.data_as<float>()[i] = Value(offset + i, salt);
+          return t;
+        };
+        vm::Tensor q = make(q_heads, 0), k = make(kv_heads, 5000), v = make(kv_heads, 9000);
+        const vm::BuiltinRegistry::Builtin* builtin = DefaultRegistry().FindBuiltin("kiln.kv_cache.attention");
+        ASSERT_NE(builtin, nullptr);
+        const double scale = 0.125;
+        vm::Value args[] = {vm::Value::FromObject(cache), vm::Value(int64_t{0}), vm::Value(q), vm::Value(k), vm::Value(v),
+                            vm::Value(scale)};
+        const vm::Value* ptrs[] = {&args[0], &args[1], &args[2], &args[3], &args[4], &args[5]};
+        vm::BuiltinContext ctx{nullptr, nullptr, nullptr};
+        vm::Value result;
+        ASSERT_TRUE(builtin->fn(ctx, ptrs, 6, &result).ok());
+        const vm::Tensor& out = result.as_tensor();
+        for (int64_t t = 0; t < n; ++t) {
+          std::vector<float> kt, vt;
+          for (int64_t i = 0; i < kv_heads * d; ++i) {
+            kt.push_back(Half(k.data_as<float>()[t * kv_heads * d + i]));
+            vt.push_back(Half(v.data_as<float>()[t * kv_heads * d + i]));
+          }
+          keys.push_back(kt);
+          values.push_back(vt);
+          const size_t length = keys.size();
+          for (int64_t h = 0; h < q_heads; ++h) {
+            const int64_t g = h / 3;
+            std::vector<float> qh(static_cast<size_t>(d));
+            for (int64_t i = 0; i < d; ++i) qh[i] = Half(q.data_as<float>()[(t * q_heads + h) * d + i]);
+            std::vector<float> score(length);
+            for (size_t p = 0; p < length; ++p) {
+              std::vector<float> key(keys[p].begin() + g * d, keys[p].begin() + (g + 1) * d);
+              score[p] = NaiveDot(qh, key) * static_cast<float>(scale);
+            }
+            const float max = *std::max_element(score.begin(), score.end());
+            double sum = 0;
+            for (size_t p0 = 0; p0 < length; p0 += 16) {
+              float group[16] = {};
+              for (size_t p = p0; p < std::min(length, p0 + 16); ++p) group[p - p0] = score[p] = NaiveExp(score[p] - max);
+              sum += SumOf16(group);
+            }
+            const float inverse = static_cast<float>(1.0 / sum);
+            for (float& s : score) s = Half(s * inverse);
+            for (int64_t i = 0; i < d; ++i) {
+              std::vector<float> column(length);
+              for (size_t p = 0; p < length; ++p) column[p] = values[p][g * d + i];
+              // The value product runs over the cache's padded length: zero probabilities
+              // beyond the sequence change nothing, and there is no tail past the 64 lanes.
+              std::vector<float> padded_score = score, padded_column = column;
+              padded_score.resize((length + 63) / 64 * 64, 0.0f);
+              padded_column.resize(padded_score.size(), 0.0f);
+              const float want = NaiveDot(padded_score, padded_column);
+              const float got = out.data_as<float>()[(t * q_heads + h) * d + i];
+              ASSERT_EQ(got, want) << "d " << d << " token " << t << " of step " << salt << " head " << h << " element " << i;
+            }
+          }
+        }
+        ASSERT_TRUE(cache->EndForward().ok());
+      }
+    }
+  }
+  ForcePortableAttentionForTesting(false);
+}
+
+}  // namespace
+}  // namespace kiln::builtins
