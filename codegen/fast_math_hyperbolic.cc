@@ -16,14 +16,18 @@ using namespace fast_math_ir;  // NOLINT: the IR helpers read better unqualified
 
 constexpr float kLn2 = 0x1.62e43p-1f;
 
-// Above 88 exp(|x|) overflows before cosh and sinh do (they reach FLT_MAX near 89.415):
-// (e/2) * e with e = exp(|x| / 2) has a few ulp and overflows only where they do.
+// Above 88, where e^-|x| is far below an ulp of e^|x|, sinh and cosh are e^|x| / 2, computed
+// as exp(|x| - s) * (e^s / 2) with s = 2 kLn2Hi: the subtraction is exact (s has 13 bits,
+// |x| in [64, 128) is a multiple of 2^-17), exp(|x| - s) stays finite up to where sinh and
+// cosh overflow (89.416), and e^s / 2 (just below 2) is one float constant. Below 88,
+// exp(|x|) cannot overflow.
 constexpr float kExpSafe = 88.0f;
+constexpr float kShift = 2 * 0x1.62ep-1f;
 
-llvm::Value* HalfSquaredExpOfHalf(llvm::IRBuilderBase& b, llvm::Value* a) {
+llvm::Value* HalfExp(llvm::IRBuilderBase& b, llvm::Value* a) {
   llvm::Type* type = a->getType();
-  llvm::Value* e = EmitFastExpF32(b, b.CreateFMul(a, F(type, 0.5f)));
-  return b.CreateFMul(b.CreateFMul(e, F(type, 0.5f)), e);
+  const double factor = std::exp(static_cast<double>(kShift)) / 2;
+  return b.CreateFMul(EmitFastExpF32(b, b.CreateFSub(a, F(type, kShift))), F(type, factor));
 }
 
 // log(|x|) + ln 2, asinh and acosh for |x| >= 2^20, where the neglected terms (1/(4 x^2)) are
@@ -45,7 +49,7 @@ llvm::Value* EmitFastSinhF32(llvm::IRBuilderBase& b, llvm::Value* x) {
   llvm::Value* big = b.CreateFCmpOGT(a, F(type, kExpSafe));
   llvm::Value* m = EmitFastExpm1F32(b, b.CreateSelect(big, F(type, kExpSafe), a));
   llvm::Value* mid = b.CreateFMul(b.CreateFAdd(m, b.CreateFDiv(m, b.CreateFAdd(m, F(type, 1.0f)))), F(type, 0.5f));
-  return CopySign(b, b.CreateSelect(big, HalfSquaredExpOfHalf(b, a), mid), x);
+  return CopySign(b, b.CreateSelect(big, HalfExp(b, a), mid), x);
 }
 
 // cosh(x) = e / 2 + 1 / (2 e), e = exp(|x|).
@@ -56,7 +60,7 @@ llvm::Value* EmitFastCoshF32(llvm::IRBuilderBase& b, llvm::Value* x) {
   llvm::Value* big = b.CreateFCmpOGT(a, F(type, kExpSafe));
   llvm::Value* e = EmitFastExpF32(b, b.CreateSelect(big, F(type, kExpSafe), a));
   llvm::Value* mid = MulAdd(b, e, F(type, 0.5f), b.CreateFDiv(F(type, 0.5f), e));
-  return b.CreateSelect(big, HalfSquaredExpOfHalf(b, a), mid);
+  return b.CreateSelect(big, HalfExp(b, a), mid);
 }
 
 // asinh(|x|) = log1p(a + a^2 / (1 + sqrt(1 + a^2))) (that argument is a + sqrt(1 + a^2) - 1
@@ -75,7 +79,7 @@ llvm::Value* EmitFastAsinhF32(llvm::IRBuilderBase& b, llvm::Value* x) {
 }
 
 // acosh(x) = log1p(t + sqrt(t (t + 2))), t = x - 1 (exact in double), log(x) + ln 2 from 2^20
-// on. x < 1 gives the square root of a negative number: NaN; acosh(+inf) = +inf.
+// on; NaN below 1; acosh(+inf) = +inf.
 llvm::Value* EmitFastAcoshF32(llvm::IRBuilderBase& b, llvm::Value* x) {
   llvm::Type* type = x->getType();
   KILN_CHECK(IsFloat32OrVector(type));
@@ -84,7 +88,10 @@ llvm::Value* EmitFastAcoshF32(llvm::IRBuilderBase& b, llvm::Value* x) {
   llvm::Value* arg = b.CreateFAdd(t, Sqrt(b, b.CreateFMul(t, b.CreateFAdd(t, F(dt, 2.0)))));
   llvm::Value* near = EmitFastLog1pF32(b, b.CreateFPTrunc(arg, type));
   llvm::Value* large = b.CreateFCmpOGE(x, F(type, kLarge));
-  return b.CreateSelect(large, LogTwice(b, x), near);
+  // Below 1 (NaN included) the answer is NaN: for x far below -1, t + sqrt(t (t + 2))
+  // cancels to about -1 and would not give NaN reliably.
+  llvm::Value* result = b.CreateSelect(large, LogTwice(b, x), near);
+  return b.CreateSelect(b.CreateFCmpOGE(x, F(type, 1.0f)), result, F(type, NAN));
 }
 
 // atanh(|x|) = log1p(2a / (1 - a)) / 2: atanh(+-1) = +-inf (2 / 0), |x| > 1 gives log1p of

@@ -21,7 +21,7 @@
 //   relax/op/normalization.cc batch_norm group_norm instance_norm lrn
 //   relax/op/resize.cc       resize
 //   relax/op/create.cc       full zeros ones arange
-//   relax/op/nn.cc           conv1d conv2d conv3d conv1d_transpose conv2d_transpose
+//   relax/op/nn.cc           conv1d conv2d conv3d conv1d_transpose conv2d_transpose conv3d_transpose
 //                            max_pool1d/2d/3d avg_pool1d/2d/3d
 //   relax/op/call.cc         call_tir call_dps_library call_builtin (impure) shape_of
 //                            print (impure)

@@ -330,7 +330,9 @@ PrimExpr Broadcast(PrimExpr value, int lanes);
 PrimExpr Let(Var var, PrimExpr value, PrimExpr body);
 
 // The math intrinsics Call may name: exp, log, sqrt, rsqrt, tanh, sigmoid, erf, fabs,
-// floor, ceil, round, pow, sin, cos.
+// floor, ceil, round (half to even), pow, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh,
+// acosh, atanh, log1p, expm1, fmod (C's: the remainder has the dividend's sign). pow and fmod
+// take two arguments, the others one; each means what the C library's function does.
 bool IsMathIntrinsic(std::string_view name);
 
 // `value` wrapped to the integer (or bool: 1 bit) type `t` as an IntImm of `t` holds it:

@@ -27,9 +27,12 @@
 //       (int, float or handle scalars); nonzero when the launch failed (its error is set).
 // Math lowered for a target (tir/transform/lower_intrinsics.h), the argument's type in, the
 // same type out:
-//   fast_exp, fast_log, fast_erf, fast_tanh, fast_sigmoid   float32 (any lanes): inline
-//       polynomial code (codegen/fast_math.h), the same for scalars and vectors
-//   libm_tanh, libm_erf                                     a C library call per lane
+//   fast_exp, fast_log, fast_erf, fast_tanh, fast_sigmoid, fast_expm1, fast_log1p,
+//   fast_sin, fast_cos, fast_tan, fast_asin, fast_acos, fast_atan, fast_sinh, fast_cosh,
+//   fast_asinh, fast_acosh, fast_atanh                      float32 (any lanes): inline
+//       code (codegen/fast_math.h), the same for scalars and vectors
+//   libm_tanh, libm_erf, libm_tan, libm_asin, ..., libm_log1p, libm_expm1
+//                                                           a C library call per lane
 #pragma once
 
 #include <string_view>

@@ -22,9 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 using frontends::onnx::NamedTensor;
 
-constexpr double kRtol = 1e-3;
-constexpr double kAtol = 1e-7;
-
 struct DataSet {
   std::string name;
   std::vector<NamedTensor> inputs, outputs;
@@ -93,7 +90,7 @@ void Flatten(const vm::Value& v, std::vector<vm::Value>* out) {
 
 // An empty string when `actual` matches `expected`; else why not.
 std::string Compare(const std::string& what, const vm::Tensor& actual, const relax::ConstantData& expected,
-                    double* max_abs_error) {
+                    const Tolerance& tolerance, double* max_abs_error) {
   const tir::DataType dt = expected.dtype;
   DLDataType want{static_cast<uint8_t>(dt.code()), static_cast<uint8_t>(dt.bits()), 1};
   if (!vm::operator==(actual.dtype(), want)) {
@@ -126,7 +123,7 @@ std::string Compare(const std::string& what, const vm::Tensor& actual, const rel
       if (e == a) continue;
     }
     const double diff = std::fabs(a - e);
-    const bool ok = !std::isnan(diff) && diff <= kAtol + kRtol * std::fabs(e);
+    const bool ok = !std::isnan(diff) && diff <= tolerance.atol + tolerance.rtol * std::fabs(e);
     const double err = std::isnan(diff) ? INFINITY : diff;
     worst = std::max(worst, err);
     if (!ok) {
@@ -142,7 +139,7 @@ std::string Compare(const std::string& what, const vm::Tensor& actual, const rel
   return absl::StrCat(what, ": max abs error ", worst_bad, " at ", IndexText(worst_at, expected.shape), " (got ",
                       frontends::onnx::ElementAsDouble(got, worst_at), ", expected ",
                       frontends::onnx::ElementAsDouble(expected, worst_at), "); ", bad, " of ", n,
-                      " elements outside rtol 1e-3, atol 1e-7");
+                      " elements outside rtol ", tolerance.rtol, ", atol ", tolerance.atol);
 }
 
 CaseResult Fail(std::string message) { return {CaseOutcome::kFail, std::move(message), 0}; }
@@ -160,7 +157,7 @@ CaseResult FromStatus(const absl::Status& status, const std::string& stage) {
 
 bool IsOnnxTestCase(const std::string& dir) { return fs::exists(fs::path(dir) / "model.onnx"); }
 
-CaseResult RunOnnxTestCase(const std::string& dir) {
+CaseResult RunOnnxTestCase(const std::string& dir, const Tolerance& tolerance) {
   const fs::path model = fs::path(dir) / "model.onnx";
   absl::StatusOr<std::vector<DataSet>> sets = ReadDataSets(dir);
   if (!sets.ok()) {
@@ -244,7 +241,7 @@ CaseResult RunOnnxTestCase(const std::string& dir) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       const std::string what = absl::StrCat(set.name, " output ", i);
       if (!outputs[i].is_tensor()) return Fail(absl::StrCat(what, ": not a tensor: ", outputs[i].Describe()));
-      std::string diff = Compare(what, outputs[i].as_tensor(), set.outputs[i].data, &max_abs_error);
+      std::string diff = Compare(what, outputs[i].as_tensor(), set.outputs[i].data, tolerance, &max_abs_error);
       if (!diff.empty()) return {CaseOutcome::kFail, diff, max_abs_error};
     }
   }

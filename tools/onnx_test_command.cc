@@ -31,11 +31,13 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char* kUsage =
     "usage: kiln onnx-test DIR... [-j N] [--timeout-seconds S] [--json FILE] [--filter TEXT]\n"
+    "                      [--rtol R] [--atol A]\n"
     "\n"
     "Runs ONNX backend node test cases: a DIR is a case (model.onnx and test_data_set_*/)\n"
     "or a folder of cases, e.g. /usr/share/libonnx-testdata/data/node. Each case is\n"
     "imported, compiled for the CPU and run on every data set; outputs are compared with\n"
-    "ONNX's tolerance (rtol 1e-3, atol 1e-7, NaN equals NaN, shapes and dtypes exact).\n"
+    "ONNX's tolerance (rtol 1e-3, atol 1e-7 unless given, NaN equals NaN, shapes and dtypes\n"
+    "exact).\n"
     "Prints 'PASS name', 'FAIL name: reason' or 'UNSUPPORTED name: reason' per case, then\n"
     "'N passed, M failed, K unsupported'. Exit status 1 when a case failed.\n"
     "\n"
@@ -43,7 +45,8 @@ constexpr const char* kUsage =
     "  --timeout-seconds S   a case running longer fails (default 60)\n"
     "  --json FILE           also write one JSON object per case per line to FILE\n"
     "                        (name, status, message, max_abs_error, seconds)\n"
-    "  --filter TEXT         only cases whose name contains TEXT\n";
+    "  --filter TEXT         only cases whose name contains TEXT\n"
+    "  --rtol R, --atol A    the tolerance: |got - expected| <= A + R * |expected|\n";
 
 struct Case {
   Case(std::string name, std::string dir) : name(std::move(name)), dir(std::move(dir)) {}
@@ -65,8 +68,8 @@ struct Running {
 
 // The child: runs the case, writes "STATUS\nERROR\nMESSAGE" to `fd`, exits without
 // running the parent's atexit handlers or destructors.
-[[noreturn]] void RunChild(const std::string& dir, int fd) {
-  CaseResult r = RunOnnxTestCase(dir);
+[[noreturn]] void RunChild(const std::string& dir, const Tolerance& tolerance, int fd) {
+  CaseResult r = RunOnnxTestCase(dir, tolerance);
   const char* status = r.outcome == CaseOutcome::kPass ? "PASS" : r.outcome == CaseOutcome::kFail ? "FAIL" : "UNSUPPORTED";
   std::string message = r.message.substr(0, 4000);
   std::replace(message.begin(), message.end(), '\n', ' ');
@@ -136,6 +139,7 @@ int OnnxTestCommand(int argc, char** argv) {
   std::string json_path, filter;
   int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double timeout = 60;
+  Tolerance tolerance;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto next = [&](std::string* out) {
@@ -161,6 +165,12 @@ int OnnxTestCommand(int argc, char** argv) {
     } else if (arg == "--json") {
       if (!next(&json_path)) {
         std::fprintf(stderr, "kiln onnx-test: --json needs a file\n");
+        return 2;
+      }
+    } else if (arg == "--rtol" || arg == "--atol") {
+      double* out = arg == "--rtol" ? &tolerance.rtol : &tolerance.atol;
+      if (!next(&v) || !absl::SimpleAtod(v, out) || !(*out >= 0)) {
+        std::fprintf(stderr, "kiln onnx-test: %s needs a number of 0 or more\n", arg.c_str());
         return 2;
       }
     } else if (arg == "--filter") {
@@ -230,7 +240,7 @@ int OnnxTestCommand(int argc, char** argv) {
       }
       if (pid == 0) {
         close(fds[0]);
-        RunChild(cases[next_case].dir, fds[1]);
+        RunChild(cases[next_case].dir, tolerance, fds[1]);
       }
       close(fds[1]);
       fcntl(fds[0], F_SETFL, O_NONBLOCK);

@@ -131,7 +131,10 @@ PrimExpr Gelu(PrimExpr x) {
   return tir::Mul(tir::Mul(Const(t, 0.5), x), tir::Add(Const(t, 1.0), erf));
 }
 PrimExpr Silu(PrimExpr x) { return tir::Mul(x, tir::Call("sigmoid", {x})); }
-PrimExpr Reciprocal(PrimExpr x) { return tir::Div(Const(x.dtype(), 1.0), std::move(x)); }
+PrimExpr Reciprocal(PrimExpr x) {
+  const DataType t = x.dtype();
+  return tir::Div(Const(t, 1.0), std::move(x));
+}
 
 // The float math intrinsic `kName` (tir/expr.h) of x.
 template <const char* kName>

@@ -207,7 +207,7 @@ void RegisterNnLegalize(OpRegistry& registry) {
     registry.SetLegalize(absl::StrCat("max_pool", rank, "d"), LegalizeMaxPool);
     registry.SetLegalize(absl::StrCat("avg_pool", rank, "d"), LegalizeAvgPool);
   }
-  for (int rank = 1; rank <= 2; ++rank) {
+  for (int rank = 1; rank <= 3; ++rank) {
     registry.SetLegalize(absl::StrCat("conv", rank, "d_transpose"), LegalizeConvTranspose);
   }
 }

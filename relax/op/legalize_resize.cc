@@ -30,14 +30,17 @@ PrimExpr InputCoordinate(const ResizeAttrs& a, size_t k, const PrimExpr& x, cons
   const PrimExpr in_f = ToF64(in);
   const PrimExpr out_f = ToF64(out);
   const PrimExpr scale = a.scales ? F64((*a.scales)[k]) : tir::Div(out_f, in_f);
+  // The resized length the formulas use: in * scale, not rounded (ONNX's reference), which is
+  // the output extent exactly when no scales are given.
+  const PrimExpr length = a.scales ? tir::Mul(in_f, scale) : out_f;
   const PrimExpr shifted = tir::Div(tir::Add(xf, F64(0.5)), scale);
   const PrimExpr half_pixel = tir::Sub(shifted, F64(0.5));
-  const PrimExpr many = tir::GT(out, I64(1));
+  const PrimExpr many = tir::GT(length, F64(1));
   switch (a.coordinate_mode) {
     case CoordinateMode::kHalfPixel:
       return half_pixel;
     case CoordinateMode::kHalfPixelSymmetric: {
-      PrimExpr adjustment = tir::Div(out_f, tir::Mul(scale, in_f));
+      PrimExpr adjustment = tir::Div(out_f, length);
       PrimExpr offset = tir::Mul(tir::Div(in_f, F64(2)), tir::Sub(F64(1), adjustment));
       return tir::Sub(tir::Add(offset, shifted), F64(0.5));  // ONNX's order of operations
     }
@@ -45,7 +48,7 @@ PrimExpr InputCoordinate(const ResizeAttrs& a, size_t k, const PrimExpr& x, cons
       return tir::Select(many, half_pixel, F64(0));
     case CoordinateMode::kAlignCorners:
       return tir::Select(many,
-                         tir::Div(tir::Mul(xf, tir::Sub(in_f, F64(1))), tir::Sub(out_f, F64(1))), F64(0));
+                         tir::Div(tir::Mul(xf, tir::Sub(in_f, F64(1))), tir::Sub(length, F64(1))), F64(0));
     case CoordinateMode::kAsymmetric:
       return tir::Div(xf, scale);
     case CoordinateMode::kTfHalfPixelForNn:
@@ -54,7 +57,7 @@ PrimExpr InputCoordinate(const ResizeAttrs& a, size_t k, const PrimExpr& x, cons
       const double start = a.roi_start[k], end = a.roi_end[k];
       PrimExpr span = tir::Sub(in_f, F64(1));
       PrimExpr stepped = tir::Add(tir::Mul(F64(start), span),
-                                  tir::Div(tir::Mul(tir::Mul(xf, F64(end - start)), span), tir::Sub(out_f, F64(1))));
+                                  tir::Div(tir::Mul(tir::Mul(xf, F64(end - start)), span), tir::Sub(length, F64(1))));
       return tir::Select(many, stepped, tir::Mul(F64(0.5 * (start + end)), span));
     }
   }

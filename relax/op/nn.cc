@@ -8,7 +8,7 @@
 //   D' = floordiv(D + pad_begin + pad_end - dil * (K - 1) - 1, stride) + 1; a constant
 //   D' < 1 is an error. data and weight share a dtype. Zero padding takes part in the
 //   products (0 * inf is NaN, as np.pad then multiply).
-// conv1d_transpose, conv2d_transpose (data: N C D..., weight: C O/groups K..., the layout
+// conv1d_transpose, conv2d_transpose, conv3d_transpose (data: N C D..., weight: C O/groups K..., the layout
 //   of PyTorch and ONNX), attributes strides, padding, output_padding, dilation, groups,
 //   out_dtype: the gradient of the convolution with respect to its input, out[n, o, y] =
 //   sum over the group's channels c and taps k with y = x * stride - pad_begin + k * dil of
@@ -219,7 +219,7 @@ void RegisterNnOps(OpRegistry& registry) {
                          return InferPool(call, analyzer, rank, WindowKind::kAvgPool);
                        }});
   }
-  for (int rank = 1; rank <= 2; ++rank) {
+  for (int rank = 1; rank <= 3; ++rank) {
     registry.Register({absl::StrCat("conv", rank, "d_transpose"),
                        2,
                        2,

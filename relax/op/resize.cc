@@ -8,9 +8,10 @@
 //   method       "nearest" (default), "linear" (multilinear) or "cubic" (tensor-product
 //                cubic convolution). linear and cubic need floating-point data.
 //   coordinate_transformation_mode   how output index x maps to input coordinate x' along a
-//                resized axis of input extent in, output extent out, scale s:
+//                resized axis of input extent in, scale s and resized length out (the output
+//                extent; in * s, unrounded, when scales are given, as ONNX's reference):
 //                  half_pixel (default)   x' = (x + 0.5) / s - 0.5
-//                  half_pixel_symmetric   as half_pixel, shifted by in / 2 * (1 - out / (s * in))
+//                  half_pixel_symmetric   as half_pixel, shifted by in / 2 * (1 - extent / out)
 //                  pytorch_half_pixel     x' = out > 1 ? (x + 0.5) / s - 0.5 : 0
 //                  align_corners          x' = out > 1 ? x * (in - 1) / (out - 1) : 0
 //                  asymmetric             x' = x / s

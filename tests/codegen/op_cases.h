@@ -453,6 +453,9 @@ inline std::vector<Case> AllCases() {
        "R.conv1d_transpose(x, k, strides=[2], padding=[1], output_padding=[1])", n, 1e-5, 1e-5});
   add({"conv2d_transpose", {P("x", {"2", "4", "h", "w"}), P("k", {"4", "3", "3", "3"})},
        "R.conv2d_transpose(x, k, strides=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2], groups=2)", hw, 1e-5, 1e-5});
+  add({"conv3d_transpose", {P("x", {"1", "2", "d", "h", "w"}), P("k", {"2", "2", "2", "3", "2"})},
+       "R.conv3d_transpose(x, k, strides=[2, 1, 2], padding=[0, 1, 0, 0, 1, 1], output_padding=[1, 0, 0])", dhw, 1e-5,
+       1e-5});
   add({"max_pool1d_ceil", {P("x", {"2", "3", "n"})}, "R.max_pool1d(x, pool_size=[3], strides=[2], padding=[1], ceil_mode=true)",
        n});
   add({"max_pool2d_ceil_dilation", {P("x", {"1", "2", "h", "w"})},
@@ -488,6 +491,11 @@ inline std::vector<Case> AllCases() {
        "nearest_mode=\"round_prefer_ceil\")",
        n});
   add({"resize_linear", {P("x", {"n", "m"})}, "R.resize(x, R.shape([n * 2, 5]), method=\"linear\")", nm, 1e-5, 1e-6});
+  // With scales, align_corners and pytorch_half_pixel use the unrounded length m * scale.
+  add({"resize_align_corners_scales", {P("x", {"n", "m"})},
+       "R.resize(x, R.shape([n, 4]), axes=[1], method=\"linear\", coordinate_transformation_mode=\"align_corners\", "
+       "scales=[0.6])",
+       nm, 1e-5, 1e-6});
   add({"resize_linear_align_corners", {P("x", {"n"})},
        "R.resize(x, R.shape([7]), method=\"linear\", coordinate_transformation_mode=\"align_corners\")", n, 1e-5, 1e-6});
   add({"resize_linear_symmetric_scales", {P("x", {"1", "2", "h", "w"})},
@@ -576,7 +584,9 @@ inline std::vector<Case> AllCases() {
 // Operators that read no float tensor data, so have no NaN/inf case (one_hot reads indices only; dequantize reads bytes:
 // its random scales include NaN and infinities).
 inline bool ReadsNoFloatData(const std::string& op) {
-  return op == "zeros" || op == "ones" || op == "arange" || op == "dequantize" || op == "one_hot";
+  if (op.rfind("logical_", 0) == 0 || op.rfind("bitwise_", 0) == 0) return true;  // bool / integer only
+  return op == "zeros" || op == "ones" || op == "arange" || op == "dequantize" || op == "one_hot" ||
+         op == "left_shift" || op == "right_shift";
 }
 
 // The operators a case calls, found in its parsed module (empty when it does not parse).

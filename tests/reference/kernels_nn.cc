@@ -1,5 +1,5 @@
 // Window kernels, channels first with 1-3 spatial dims (the digit in the op name): conv1d/2d/3d
-// (data N C D..., weight O I K...; strides, padding, dilation, groups), conv1d/2d_transpose
+// (data N C D..., weight O I K...; strides, padding, dilation, groups), conv1d/2d/3d_transpose
 // (weight C O/groups K...: every input element scatters data * weight into the outputs it
 // reaches), max_pool1d/2d/3d (padding reads as -inf, so it never wins; a NaN in the window
 // gives NaN) and avg_pool1d/2d/3d (sum of the taps inside the input over their count, or the
@@ -271,6 +271,7 @@ void AddNnKernels(KernelTable& t) {
   }
   t["conv1d_transpose"] = ConvTranspose;
   t["conv2d_transpose"] = ConvTranspose;
+  t["conv3d_transpose"] = ConvTranspose;
 }
 
 }  // namespace kiln::reference

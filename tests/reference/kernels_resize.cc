@@ -74,24 +74,26 @@ absl::StatusOr<RefValue> Resize(const KernelCall& call) {
     const double scale = scales ? (*scales)[k] : static_cast<double>(out) / static_cast<double>(in);
     AxisPlan plan;
     for (int64_t y = 0; y < out; ++y) {
-      const double yf = static_cast<double>(y), inf = static_cast<double>(in), outf = static_cast<double>(out);
+      const double yf = static_cast<double>(y), inf = static_cast<double>(in);
+      // The resized length: in * scale unrounded when scales are given (ONNX's reference).
+      const double outf = scales ? inf * scale : static_cast<double>(out);
       double c = 0;
       if (mode == "half_pixel") {
         c = (yf + 0.5) / scale - 0.5;
       } else if (mode == "half_pixel_symmetric") {
-        const double adjustment = outf / (scale * inf);
+        const double adjustment = static_cast<double>(out) / outf;
         c = inf / 2 * (1 - adjustment) + (yf + 0.5) / scale - 0.5;
       } else if (mode == "pytorch_half_pixel") {
-        c = out > 1 ? (yf + 0.5) / scale - 0.5 : 0;
+        c = outf > 1 ? (yf + 0.5) / scale - 0.5 : 0;
       } else if (mode == "align_corners") {
-        c = out > 1 ? yf * (inf - 1) / (outf - 1) : 0;
+        c = outf > 1 ? yf * (inf - 1) / (outf - 1) : 0;
       } else if (mode == "asymmetric") {
         c = yf / scale;
       } else if (mode == "tf_half_pixel_for_nn") {
         c = (yf + 0.5) / scale;
       } else if (crop) {
         const double start = (*roi)[k], end = (*roi)[k + axes.size()];
-        c = out > 1 ? start * (inf - 1) + yf * (end - start) * (inf - 1) / (outf - 1) : 0.5 * (start + end) * (inf - 1);
+        c = outf > 1 ? start * (inf - 1) + yf * (end - start) * (inf - 1) / (outf - 1) : 0.5 * (start + end) * (inf - 1);
       } else {
         return call.Error("unknown coordinate_transformation_mode ", mode);
       }

@@ -303,6 +303,8 @@ def resize(x, size, axes, method, mode="half_pixel", nearest="round_prefer_floor
 
     def coord(k, y, n_in, n_out):
         s = scales[k] if scales else n_out / n_in
+        if scales:
+            n_out = n_in * s  # ONNX's reference: the unrounded resized length
         if mode == "half_pixel":
             return (y + 0.5) / s - 0.5
         if mode == "pytorch_half_pixel":
@@ -372,6 +374,9 @@ case("R.resize(a, R.shape([1, 2, 5, 3]), axes=[2, 3], method=\"linear\", coordin
 case("R.resize(a, R.shape([2, 2, 3, 6]), method=\"nearest\", coordinate_transformation_mode=\"pytorch_half_pixel\", "
      "nearest_mode=\"round_prefer_ceil\")", [x],
      resize(x, (2, 2, 3, 6), [0, 1, 2, 3], "nearest", mode="pytorch_half_pixel", nearest="round_prefer_ceil"))
+# With scales, align_corners uses the unrounded length in * scale (ONNX's reference).
+case("R.resize(a, R.shape([1, 2, 1, 2]), axes=[2, 3], method=\"linear\", coordinate_transformation_mode=\"align_corners\", "
+     "scales=[0.6, 0.6])", [x], resize(x, (1, 2, 1, 2), [2, 3], "linear", mode="align_corners", scales=[0.6, 0.6]))
 
 # Elementwise math: NumPy's functions on float32 inputs computed in float64, special values
 # included; round is half to even; floor_divide / mod follow Python, fmod C. Their own

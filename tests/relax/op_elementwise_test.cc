@@ -140,7 +140,7 @@ TEST(ElementwiseTest, MathUnary) {
   EXPECT_EQ(Infer("isnan", {T({n, 3})}), "Tensor((n, 3), bool)");
   EXPECT_EQ(Infer("isinf", {T({n})}, {{"detect_negative", false}}), "Tensor((n,), bool)");
   EXPECT_EQ(Infer("isinf", {T({n})}, {{"detect_negative", int64_t{0}}}),
-            "error: isinf: attribute 'detect_negative' must be a bool, got an int");
+            "error: isinf: attribute 'detect_negative' must be a bool, got int");
   EXPECT_EQ(Infer("isnan", {T({n})}, {{"detect_negative", false}}),
             "error: isnan: unknown attribute 'detect_negative' (accepted: none)");
 }

@@ -33,4 +33,9 @@ PrimExpr Product(const std::vector<PrimExpr>& dims, size_t begin, size_t end);
 // Simplified with a fresh analyzer (shape arithmetic at import time).
 PrimExpr Simplify(const PrimExpr& e);
 
+// Slice (opset >= 10) whose starts / ends / steps are known only at run time: Kiln's
+// dynamic_strided_slice, then a match_cast naming the sliced dims with fresh symbolic
+// variables so that later nodes see a shape (data_converters.cc). axes must be known.
+absl::StatusOr<std::vector<Value>> ConvertSliceAtRunTime(NodeContext& context);
+
 }  // namespace kiln::frontends::onnx

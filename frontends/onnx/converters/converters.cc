@@ -7,10 +7,13 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterTensorConverters(registry);
   RegisterReduceConverters(registry);
   RegisterNnConverters(registry);
-  RegisterRearrangeConverters(registry);
+  RegisterWindowConverters(registry);
+  RegisterNormalizationConverters(registry);
+  RegisterResizeConverters(registry);
   RegisterLossConverters(registry);
   RegisterMathConverters(registry);
   RegisterAttentionConverters(registry);
+  RegisterDataConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

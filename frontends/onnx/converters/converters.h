@@ -13,14 +13,18 @@ void RegisterElementwiseConverters(ConverterRegistry& registry);
 // Shape, Size, Reshape, Flatten, Squeeze, Unsqueeze, Concat, Split, Slice, Gather,
 // Transpose, Expand, Identity, Cast, CastLike, Constant, ConstantOfShape, Range, Dropout.
 void RegisterTensorConverters(ConverterRegistry& registry);
-// ReduceSum/Mean/Max/Min/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax, ArgMin.
+// ReduceSum/Mean/Max/Min/Prod/L1/L2/LogSum/LogSumExp/SumSquare, ArgMax, ArgMin.
 void RegisterReduceConverters(ConverterRegistry& registry);
-// MatMul, Gemm, Conv (2-D), MaxPool (2-D), Softmax, LayerNormalization, RMSNormalization,
-// LpNormalization.
+// MatMul, Gemm, Softmax, LayerNormalization.
 void RegisterNnConverters(ConverterRegistry& registry);
-// DepthToSpace, SpaceToDepth, EyeLike.
-void RegisterRearrangeConverters(ConverterRegistry& registry);
-// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, Hardmax (one-hot masks, no gather).
+// Conv, ConvTranspose, MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (1-3 spatial dims).
+void RegisterWindowConverters(ConverterRegistry& registry);
+// BatchNormalization, InstanceNormalization, GroupNormalization, LRN,
+// MeanVarianceNormalization, LogSoftmax, RMSNormalization, LpNormalization.
+void RegisterNormalizationConverters(ConverterRegistry& registry);
+// Resize, Upsample.
+void RegisterResizeConverters(ConverterRegistry& registry);
+// NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss (one-hot masks, no gather).
 void RegisterLossConverters(ConverterRegistry& registry);
 
 // Abs Sign Floor Ceil Round Erf, trigonometric and hyperbolic functions, IsNaN IsInf, Clip,
@@ -29,6 +33,10 @@ void RegisterMathConverters(ConverterRegistry& registry);
 
 // RotaryEmbedding and Attention (opset 23), decomposed into matmul, softmax, where, ...
 void RegisterAttentionConverters(ConverterRegistry& registry);
+// GatherElements, GatherND, Scatter, ScatterElements, ScatterND, OneHot, Pad, Tile, Trilu,
+// CumSum, TopK, Einsum, DepthToSpace, SpaceToDepth, Hardmax, EyeLike,
+// ReverseSequence (data_converters.cc).
+void RegisterDataConverters(ConverterRegistry& registry);
 
 void RegisterAllConverters(ConverterRegistry& registry);
 

@@ -6,7 +6,6 @@
 //     attributes reduction (none / sum / mean, default mean) and ignore_index.
 //   SoftmaxCrossEntropyLoss: the same on log_softmax(scores) (max-subtracted, so large
 //     scores do not overflow), second output log_prob.
-//   Hardmax: 1 at the first maximum along axis (2-D coercion before opset 13, as Softmax).
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
@@ -105,38 +104,11 @@ absl::StatusOr<std::vector<Value>> ConvertSoftmaxCrossEntropy(NodeContext& c) {
   return std::vector<Value>{Value::Of(loss), Value::Of(log_prob)};
 }
 
-absl::StatusOr<std::vector<Value>> ConvertHardmax(NodeContext& c) {
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(0));
-  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
-  const int64_t ndim = static_cast<int64_t>(shape.size());
-  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
-  std::vector<PrimExpr> work = shape;
-  int64_t axis;
-  if (c.opset() >= 13) {
-    KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(c, c.AttrInt("axis", -1), ndim));
-  } else {
-    KILN_ASSIGN_OR_RETURN(int64_t flat_at, NormalizeAxis(c, c.AttrInt("axis", 1), std::max<int64_t>(ndim, 1)));
-    work = {Product(shape, 0, flat_at), Product(shape, flat_at, ndim)};
-    KILN_ASSIGN_OR_RETURN(x, Reshape(c, x, work));
-    axis = 1;
-  }
-  const int64_t work_ndim = static_cast<int64_t>(work.size());
-  KILN_ASSIGN_OR_RETURN(Expr arg, c.Call("argmax", {x}, {{"axis", axis}, {"keepdims", true}}));
-  KILN_ASSIGN_OR_RETURN(Expr indices, AxisIndices(c, work[axis], axis, work_ndim));
-  KILN_ASSIGN_OR_RETURN(Expr hit, c.Call("equal", {indices, arg}));
-  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("astype", {hit}, {{"dtype", dtype}}));
-  if (c.opset() < 13) {
-    KILN_ASSIGN_OR_RETURN(y, Reshape(c, y, shape));
-  }
-  return Outputs(y);
-}
-
 }  // namespace
 
 void RegisterLossConverters(ConverterRegistry& r) {
   r.Register("NegativeLogLikelihoodLoss", ConvertNll, 12);
   r.Register("SoftmaxCrossEntropyLoss", ConvertSoftmaxCrossEntropy, 12);
-  r.Register("Hardmax", ConvertHardmax);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -1,4 +1,4 @@
-// ONNX reductions: ReduceSum/Mean/Max/Min map to Kiln's; ReduceL1/L2/LogSum/LogSumExp/
+// ONNX reductions: ReduceSum/Mean/Max/Min/Prod map to Kiln's; ReduceL1/L2/LogSum/LogSumExp/
 // SumSquare decompose. ArgMax/ArgMin map to Kiln's, select_last_index through a reversed view.
 //
 // Axes are an attribute before ReduceSum-13 / the others' opset 18, an optional input from
@@ -18,7 +18,7 @@ namespace {
 using relax::Expr;
 using tir::DataType;
 
-enum class Reduction { kSum, kMean, kMax, kMin, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
+enum class Reduction { kSum, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare };
 
 struct ReduceSpec {
   std::vector<int64_t> axes;  // normalized; empty with `noop` = identity
@@ -75,6 +75,10 @@ ConverterFn ReduceConverter(Reduction kind, int64_t axes_input_since) {
       }
       case Reduction::kMin: {
         KILN_ASSIGN_OR_RETURN(out, Reduce(c, "min", x, spec, spec.keepdims));
+        break;
+      }
+      case Reduction::kProd: {
+        KILN_ASSIGN_OR_RETURN(out, Reduce(c, "prod", x, spec, spec.keepdims));
         break;
       }
       case Reduction::kL1: {
@@ -162,6 +166,7 @@ void RegisterReduceConverters(ConverterRegistry& r) {
   r.Register("ReduceMean", ReduceConverter(Reduction::kMean, 18));
   r.Register("ReduceMax", ReduceConverter(Reduction::kMax, 18));
   r.Register("ReduceMin", ReduceConverter(Reduction::kMin, 18));
+  r.Register("ReduceProd", ReduceConverter(Reduction::kProd, 18));
   r.Register("ReduceL1", ReduceConverter(Reduction::kL1, 18));
   r.Register("ReduceL2", ReduceConverter(Reduction::kL2, 18));
   r.Register("ReduceLogSum", ReduceConverter(Reduction::kLogSum, 18));

@@ -293,6 +293,9 @@ absl::StatusOr<std::vector<Value>> ConvertSlice(NodeContext& c) {
     ends = c.AttrInts("ends");
     axes = c.AttrInts("axes");
   } else {
+    // Positions computed at run time: a slice whose shape is known only then.
+    auto at_run_time = [&](int i) { return c.has_input(i) && !c.InputElementsKnown(i) && !c.InputInts(i).ok(); };
+    if (at_run_time(1) || at_run_time(2) || at_run_time(4)) return ConvertSliceAtRunTime(c);
     KILN_ASSIGN_OR_RETURN(starts, c.InputInts(1));
     KILN_ASSIGN_OR_RETURN(ends, c.InputInts(2));
     if (c.has_input(3)) {

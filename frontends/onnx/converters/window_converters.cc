@@ -1,0 +1,216 @@
+// ONNX window operators over 1-3 spatial dims: Conv, ConvTranspose, MaxPool,
+// AveragePool, GlobalAveragePool, GlobalMaxPool.
+//
+// Padding: explicit `pads` (begin..., end...) or auto_pad: VALID (none), SAME_UPPER /
+// SAME_LOWER (output = ceil(input / stride), the odd pad at the end / at the begin), which
+// need static spatial dims. Version differences: MaxPool's dilations and ceil_mode exist
+// from opset 10 (absent before: their defaults), AveragePool's count_include_pad from 7,
+// ceil_mode from 10, dilations from 19; Conv/ConvTranspose are the same from opset 1 on.
+// ConvTranspose with output_shape derives the padding from it as ONNX states (the odd pad at
+// the begin unless SAME_UPPER); a negative end padding (an output larger than the inputs
+// reach) becomes output_padding, whose positions nothing reaches.
+// Global pools are mean / max over the spatial axes, keeping them as 1.
+#include <algorithm>
+
+#include "frontends/onnx/converter_registry.h"
+#include "frontends/onnx/converters/common.h"
+#include "frontends/onnx/converters/converters.h"
+#include "support/status_macros.h"
+
+namespace kiln::frontends::onnx {
+namespace {
+
+using relax::Expr;
+
+struct Window {
+  int rank = 0;
+  std::vector<int64_t> kernel, strides, dilations, pads;  // pads: begins, then ends
+};
+
+// Python's floor division (ONNX's formulas are written with //).
+int64_t FloorDiv(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
+
+absl::StatusOr<int> SpatialRank(NodeContext& c, const std::vector<PrimExpr>& in, int max_rank) {
+  const int rank = static_cast<int>(in.size()) - 2;
+  if (rank < 1 || rank > max_rank) {
+    return c.Unsupported("supports 1 to ", max_rank, " spatial dims (input of rank 3 to ", max_rank + 2, "), got rank ",
+                         in.size());
+  }
+  return rank;
+}
+
+absl::StatusOr<Window> ReadWindow(NodeContext& c, const std::vector<PrimExpr>& in, std::vector<int64_t> kernel,
+                                  bool has_dilations) {
+  Window w;
+  w.rank = static_cast<int>(in.size()) - 2;
+  const size_t r = static_cast<size_t>(w.rank);
+  w.kernel = std::move(kernel);
+  w.strides = c.AttrInts("strides", std::vector<int64_t>(r, 1));
+  w.dilations = has_dilations ? c.AttrInts("dilations", std::vector<int64_t>(r, 1)) : std::vector<int64_t>(r, 1);
+  w.pads = c.AttrInts("pads", std::vector<int64_t>(2 * r, 0));
+  if (w.kernel.size() != r || w.strides.size() != r || w.dilations.size() != r || w.pads.size() != 2 * r) {
+    return c.Error("kernel_shape, strides and dilations need ", r, " values and pads ", 2 * r, " for a ", r,
+                   "-D input");
+  }
+  for (size_t i = 0; i < r; ++i) {
+    if (w.strides[i] < 1 || w.dilations[i] < 1 || w.kernel[i] < 1) {
+      return c.Error("strides, dilations and kernel_shape must be >= 1");
+    }
+  }
+  for (int64_t p : w.pads) {
+    if (p < 0) return c.Unsupported("negative pads are not supported");
+  }
+  const std::string auto_pad = c.AttrString("auto_pad", "NOTSET");
+  if (auto_pad == "VALID") {
+    std::fill(w.pads.begin(), w.pads.end(), 0);
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < r; ++i) {
+      std::vector<int64_t> dim;
+      if (!AllConstant({in[2 + i]}, &dim)) return c.Unsupported("auto_pad ", auto_pad, " needs static spatial dims");
+      const int64_t out = (dim[0] + w.strides[i] - 1) / w.strides[i];
+      const int64_t total =
+          std::max<int64_t>((out - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 - dim[0], 0);
+      const int64_t small = total / 2, large = total - small;
+      w.pads[i] = auto_pad == "SAME_UPPER" ? small : large;
+      w.pads[r + i] = auto_pad == "SAME_UPPER" ? large : small;
+    }
+  } else if (auto_pad != "NOTSET") {
+    return c.Error("unknown auto_pad '", auto_pad, "'");
+  }
+  return w;
+}
+
+// The kernel's spatial dims: kernel_shape, else the weight's (which must be static).
+absl::StatusOr<std::vector<int64_t>> KernelShape(NodeContext& c, const std::vector<PrimExpr>& weight) {
+  std::vector<int64_t> kernel = c.AttrInts("kernel_shape");
+  if (!kernel.empty()) return kernel;
+  std::vector<PrimExpr> spatial(weight.begin() + 2, weight.end());
+  if (!AllConstant(spatial, &kernel)) return c.Unsupported("needs a kernel of static shape");
+  return kernel;
+}
+
+// y + bias reshaped to (1, C, 1, ...).
+absl::StatusOr<Expr> AddChannelBias(NodeContext& c, Expr y, int bias_input, const PrimExpr& channels, int rank) {
+  KILN_ASSIGN_OR_RETURN(Expr bias, c.Input(bias_input));
+  std::vector<PrimExpr> shape = {PrimExpr(1), channels};
+  for (int i = 0; i < rank; ++i) shape.push_back(PrimExpr(1));
+  KILN_ASSIGN_OR_RETURN(bias, Reshape(c, bias, shape));
+  return c.Call("add", {y, bias});
+}
+
+absl::StatusOr<std::vector<Value>> ConvertConv(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> weight, c.InputShape(1));
+  KILN_ASSIGN_OR_RETURN(int rank, SpatialRank(c, in, 3));
+  if (weight.size() != in.size()) return c.Error("the weight's rank (", weight.size(), ") differs from the input's");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, KernelShape(c, weight));
+  KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(c, in, kernel, true));
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr wt, c.Input(1));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call(absl::StrCat("conv", rank, "d"), {x, wt},
+                                       {{"strides", w.strides},
+                                        {"padding", w.pads},
+                                        {"dilation", w.dilations},
+                                        {"groups", c.AttrInt("group", 1)}}));
+  if (c.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(y, AddChannelBias(c, y, 2, weight[0], rank));
+  }
+  return Outputs(y);
+}
+
+absl::StatusOr<std::vector<Value>> ConvertConvTranspose(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> weight, c.InputShape(1));
+  KILN_ASSIGN_OR_RETURN(int rank, SpatialRank(c, in, 3));
+  const size_t r = static_cast<size_t>(rank);
+  if (weight.size() != in.size()) return c.Error("the weight's rank (", weight.size(), ") differs from the input's");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, KernelShape(c, weight));
+  const std::string auto_pad = c.AttrString("auto_pad", "NOTSET");
+  Window w;
+  w.kernel = kernel;
+  w.strides = c.AttrInts("strides", std::vector<int64_t>(r, 1));
+  w.dilations = c.AttrInts("dilations", std::vector<int64_t>(r, 1));
+  w.pads = c.AttrInts("pads", std::vector<int64_t>(2 * r, 0));
+  std::vector<int64_t> output_padding = c.AttrInts("output_padding", std::vector<int64_t>(r, 0));
+  std::vector<int64_t> output_shape = c.AttrInts("output_shape");
+  if (w.kernel.size() != r || w.strides.size() != r || w.dilations.size() != r || w.pads.size() != 2 * r ||
+      output_padding.size() != r) {
+    return c.Error("kernel_shape, strides, dilations and output_padding need ", r, " values and pads ", 2 * r);
+  }
+  if (output_shape.size() > r) output_shape.erase(output_shape.begin(), output_shape.end() - rank);
+  if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (size_t i = 0; i < r; ++i) {
+      std::vector<int64_t> dim;
+      if (!AllConstant({in[2 + i]}, &dim)) return c.Unsupported("output_shape and auto_pad need static spatial dims");
+      const int64_t target = output_shape.empty() ? dim[0] * w.strides[i] : output_shape[i];
+      const int64_t total = w.strides[i] * (dim[0] - 1) + output_padding[i] + (w.kernel[i] - 1) * w.dilations[i] + 1 -
+                            target;
+      const bool upper = auto_pad == "SAME_UPPER";
+      w.pads[i] = upper ? FloorDiv(total, 2) : total - FloorDiv(total, 2);
+      w.pads[r + i] = upper ? total - FloorDiv(total, 2) : FloorDiv(total, 2);
+      if (w.pads[r + i] < 0) {
+        output_padding[i] -= w.pads[r + i];
+        w.pads[r + i] = 0;
+      }
+    }
+  } else if (auto_pad == "VALID") {
+    std::fill(w.pads.begin(), w.pads.end(), 0);
+  }
+  for (int64_t p : w.pads) {
+    if (p < 0) return c.Unsupported("a negative begin padding is not supported");
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr wt, c.Input(1));
+  const int64_t groups = c.AttrInt("group", 1);
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call(absl::StrCat("conv", rank, "d_transpose"), {x, wt},
+                                       {{"strides", w.strides},
+                                        {"padding", w.pads},
+                                        {"output_padding", output_padding},
+                                        {"dilation", w.dilations},
+                                        {"groups", groups}}));
+  if (c.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(y, AddChannelBias(c, y, 2, Simplify(weight[1] * PrimExpr(groups)), rank));
+  }
+  return Outputs(y);
+}
+
+absl::StatusOr<std::vector<Value>> ConvertPool(NodeContext& c, bool average) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(int rank, SpatialRank(c, in, 3));
+  if (!average && c.has_output(1)) return c.Unsupported("the Indices output is not supported");
+  if (!average && c.AttrInt("storage_order", 0) != 0) return c.Unsupported("storage_order 1 is not supported");
+  const bool has_dilations = average ? c.opset() >= 19 : c.opset() >= 10;
+  KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(c, in, c.AttrInts("kernel_shape"), has_dilations));
+  relax::Attrs attrs = {{"pool_size", w.kernel},
+                        {"strides", w.strides},
+                        {"padding", w.pads},
+                        {"dilation", w.dilations},
+                        {"ceil_mode", c.opset() >= 10 && c.AttrInt("ceil_mode", 0) != 0}};
+  if (average) attrs["count_include_pad"] = c.opset() >= 7 && c.AttrInt("count_include_pad", 0) != 0;
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call(absl::StrCat(average ? "avg_pool" : "max_pool", rank, "d"), {x}, attrs));
+  return Outputs(y);
+}
+
+absl::StatusOr<std::vector<Value>> ConvertGlobalPool(NodeContext& c, const char* reduction) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
+  if (in.size() < 3) return c.Error("needs an input of rank >= 3 (N, C, spatial...), got rank ", in.size());
+  std::vector<int64_t> axes;
+  for (size_t d = 2; d < in.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call(reduction, {x}, {{"axis", axes}, {"keepdims", true}}));
+  return Outputs(y);
+}
+
+}  // namespace
+
+void RegisterWindowConverters(ConverterRegistry& r) {
+  r.Register("Conv", ConvertConv);
+  r.Register("ConvTranspose", ConvertConvTranspose);
+  r.Register("MaxPool", [](NodeContext& c) { return ConvertPool(c, false); });
+  r.Register("AveragePool", [](NodeContext& c) { return ConvertPool(c, true); });
+  r.Register("GlobalAveragePool", [](NodeContext& c) { return ConvertGlobalPool(c, "mean"); });
+  r.Register("GlobalMaxPool", [](NodeContext& c) { return ConvertGlobalPool(c, "max"); });
+}
+
+}  // namespace kiln::frontends::onnx
