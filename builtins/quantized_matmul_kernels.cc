@@ -3,6 +3,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -184,6 +185,7 @@ struct Q8Job {
   const uint8_t* w;
   float* out;
   Q8Block* quantized;  // rows x (k / 32)
+  uint8_t* nonfinite;  // per row: holds an inf or NaN (computed with float activations)
   int64_t rows, n, k, row_bytes, rows_per_task, columns_per_task;
 };
 
@@ -192,7 +194,9 @@ int32_t QuantizeTask(int64_t task, int64_t, void* closure) {
   const int64_t blocks = job.k / kBlock;
   const int64_t end = std::min(job.rows, (task + 1) * job.rows_per_task);
   for (int64_t r = task * job.rows_per_task; r < end; ++r) {
-    QuantizeRowQ8(job.x + r * job.k, job.k, job.quantized + r * blocks, job.isa);
+    const float* row = job.x + r * job.k;
+    job.nonfinite[r] = !std::all_of(row, row + job.k, [](float v) { return std::isfinite(v); });
+    QuantizeRowQ8(row, job.k, job.quantized + r * blocks, job.isa);
   }
   return 0;
 }
@@ -272,14 +276,34 @@ int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* 
   if constexpr (kQuantizeActivations) {
     // The caller's buffer: tasks write disjoint rows of it, then only read it.
     thread_local std::vector<Q8Block> quantized;
+    thread_local std::vector<uint8_t> nonfinite;
     quantized.resize(static_cast<size_t>(rows * (k / kBlock)));
-    Q8Job q8{ToWeightFormat(F), BestQ8Isa(), job.x, job.w, job.out, quantized.data(), rows, n, k, row_bytes, 0, 0};
+    nonfinite.assign(static_cast<size_t>(rows), 0);
+    Q8Job q8{ToWeightFormat(F), BestQ8Isa(), job.x, job.w, job.out, quantized.data(), nonfinite.data(),
+             rows, n, k, row_bytes, 0, 0};
     q8.rows_per_task = std::max<int64_t>(1, (rows + threads * 4 - 1) / (threads * 4));
     if (int32_t rc = ctx->parallel_for(ctx, (rows + q8.rows_per_task - 1) / q8.rows_per_task, QuantizeTask, &q8)) {
       return rc;
     }
     q8.columns_per_task = std::max<int64_t>(4, (n + threads * 8 - 1) / (threads * 8));
-    return ctx->parallel_for(ctx, (n + q8.columns_per_task - 1) / q8.columns_per_task, DotTask, &q8);
+    if (int32_t rc = ctx->parallel_for(ctx, (n + q8.columns_per_task - 1) / q8.columns_per_task, DotTask, &q8)) {
+      return rc;
+    }
+    // A block holding an inf or NaN quantizes to NaN throughout (its scale is inf), where
+    // IEEE arithmetic keeps an inf an inf: such rows (a row's result depends only on the
+    // row, so batching still changes nothing) are computed again with float activations.
+    for (int64_t r = 0; r < rows; ++r) {
+      if (!nonfinite[static_cast<size_t>(r)]) continue;
+      Job row = job;
+      row.x += r * k;
+      row.out += r * n;
+      row.rows = 1;
+      row.columns_per_task = std::max<int64_t>(4, (n + threads * 8 - 1) / (threads * 8));
+      if (int32_t rc = ctx->parallel_for(ctx, (n + row.columns_per_task - 1) / row.columns_per_task, Task, &row)) {
+        return rc;
+      }
+    }
+    return 0;
   }
   job.columns_per_task = std::max<int64_t>(4, (n + threads * 8 - 1) / (threads * 8));
   const int64_t tasks = (n + job.columns_per_task - 1) / job.columns_per_task;

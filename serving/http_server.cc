@@ -155,7 +155,10 @@ class HttpServer::Impl {
       }
       Reply(res, error);
     });
-    server_.set_logger([this](const httplib::Request&, const httplib::Response& res) {
+    // Counted before the reply is written (httplib's post-routing handler runs for every
+    // reply, errors included), so a client that reads /metrics right after a reply sees it;
+    // the logger ran after the write, racing with the client's next request.
+    server_.set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(stats_mutex_);
       ++http_stats_.responses_by_status[res.status];
     });
