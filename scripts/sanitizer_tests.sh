@@ -10,7 +10,7 @@
 #     and chat template tests; the OpenAI request handling, fuzzed with malformed JSON, wrong
 #     types, huge numbers and strings and invalid UTF-8 for KILN_SERVING_FUZZ_SECONDS (default
 #     10) per fuzz test, and the HTTP server's tests; the ONNX importer's tests (bad models
-#     and 2000 mutated models)
+#     and mutated models: a small one and the exported encoder)
 #   ThreadSanitizer: VMs on several threads sharing one executable, the thread pool
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -40,7 +40,7 @@ ASAN_OPTIONS=detect_leaks=1 KILN_FUZZ_SECONDS=${KILN_TEXT_FUZZ_SECONDS:-40} KILN
 ASAN_OPTIONS=detect_leaks=1 KILN_SOURCE_DIR="$PWD" build-asan/tests/kiln_tir_tests --gtest_brief=1
 ASAN_OPTIONS=detect_leaks=1 KILN_FUZZ_SECONDS=${KILN_GGUF_FUZZ_SECONDS:-12} \
   build-asan/tests/kiln_formats_tests --gtest_brief=1
-ASAN_OPTIONS=detect_leaks=1 build-asan/tests/kiln_onnx_importer_tests --gtest_brief=1
+ASAN_OPTIONS=detect_leaks=1 KILN_SOURCE_DIR="$PWD" build-asan/tests/kiln_onnx_importer_tests --gtest_brief=1
 ASAN_OPTIONS=detect_leaks=1 KILN_SERVING_FUZZ_SECONDS=${KILN_SERVING_FUZZ_SECONDS:-10} \
   build-asan/tests/kiln_serving_tests --gtest_brief=1
 
