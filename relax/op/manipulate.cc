@@ -44,11 +44,12 @@ namespace {
 struct Product {
   int64_t constant = 1;
   std::vector<PrimExpr> factors;
+  bool overflow = false;  // the constant part does not fit in int64
 };
 
 void Factor(const PrimExpr& e, Product& p) {
   if (auto c = e.as_int()) {
-    p.constant *= *c;
+    p.overflow |= __builtin_mul_overflow(p.constant, *c, &p.constant);
   } else if (e.kind() == tir::ExprKind::kMul) {
     const auto* mul = e.as<tir::BinaryNode>();
     Factor(mul->a, p);
@@ -113,6 +114,10 @@ absl::StatusOr<StructInfo> InferReshape(const CallNode& call, tir::Analyzer& ana
   }
   Product in = FactorDims(*data->shape, analyzer);
   Product out = FactorDims(known, analyzer);
+  if (in.overflow || out.overflow) {
+    return OpError(call, "the element count of ", in.overflow ? DimsStr(*data->shape) : DimsStr(dims),
+                   " does not fit in int64");
+  }
   const std::string in_numel = DimStr(analyzer.Simplify(ProductExpr(in)));
   Cancel(in, out, analyzer);
   auto mismatch = [&]() {

@@ -38,6 +38,9 @@ TEST(ReshapeTest, ChecksElementCounts) {
             "error: reshape: at most one -1 in the new shape, got dims 0 and 1");
   EXPECT_EQ(Infer("reshape", {T({n}), ShapeExpr({-2})}),
             "error: reshape: new shape dim 0 is negative (-2)");
+  // Found by the ONNX importer's fuzzing under UBSan: the constant product overflowed.
+  EXPECT_EQ(Infer("reshape", {T({n, 4}), ShapeExpr({INT64_MAX, 4})}),
+            "error: reshape: the element count of (9223372036854775807, 4) does not fit in int64");
   EXPECT_EQ(Infer("reshape", {T({n}), T({n})}),
             "error: reshape: shape (argument 1) must be a Shape, got Tensor((n,), float32)");
 }
