@@ -209,4 +209,52 @@ SpirvWords SpirvBuilder::Finish() const {
   return out;
 }
 
+void SpirvFunctionWriter::Instruction(spv::Op op, const std::vector<uint32_t>& operands) {
+  AppendInstruction(&code_, op, operands);
+  if (op == spv::Op::OpReturn || op == spv::Op::OpBranch || op == spv::Op::OpBranchConditional) terminated_ = true;
+}
+
+uint32_t SpirvFunctionWriter::Value(spv::Op op, uint32_t type, const std::vector<uint32_t>& operands) {
+  uint32_t id = b_.NewId();
+  std::vector<uint32_t> all{type, id};
+  all.insert(all.end(), operands.begin(), operands.end());
+  AppendInstruction(&code_, op, all);
+  return id;
+}
+
+uint32_t SpirvFunctionWriter::Glsl(uint32_t type, GLSLstd450 inst, const std::vector<uint32_t>& args) {
+  std::vector<uint32_t> operands{b_.GlslStd450(), static_cast<uint32_t>(inst)};
+  operands.insert(operands.end(), args.begin(), args.end());
+  return Value(spv::Op::OpExtInst, type, operands);
+}
+
+void SpirvFunctionWriter::StartBlock(uint32_t label) {
+  AppendInstruction(&code_, spv::Op::OpLabel, {label});
+  terminated_ = false;
+}
+
+void SpirvFunctionWriter::BranchTo(uint32_t label) {
+  if (!terminated_) Instruction(spv::Op::OpBranch, {label});
+}
+
+uint32_t SpirvFunctionWriter::LocalVariable(uint32_t pointee) {
+  uint32_t id = b_.NewId();
+  AppendInstruction(&variables_, spv::Op::OpVariable,
+                    {b_.TypePointer(spv::StorageClass::Function, pointee), id,
+                     static_cast<uint32_t>(spv::StorageClass::Function)});
+  return id;
+}
+
+SpirvWords SpirvFunctionWriter::Finish(uint32_t function, uint32_t function_type, uint32_t return_type) const {
+  KILN_CHECK(code_.size() >= 2) << "a function without an entry block";
+  SpirvWords words;
+  AppendInstruction(&words, spv::Op::OpFunction,
+                    {return_type, function, static_cast<uint32_t>(spv::FunctionControlMask::MaskNone), function_type});
+  words.insert(words.end(), code_.begin(), code_.begin() + 2);  // the entry block's OpLabel
+  words.insert(words.end(), variables_.begin(), variables_.end());
+  words.insert(words.end(), code_.begin() + 2, code_.end());
+  AppendInstruction(&words, spv::Op::OpFunctionEnd, {});
+  return words;
+}
+
 }  // namespace kiln::codegen

@@ -18,6 +18,7 @@
 #include <tuple>
 #include <vector>
 
+#include <spirv/unified1/GLSL.std.450.h>
 #include <spirv/unified1/spirv.hpp11>
 
 namespace kiln::codegen {
@@ -54,6 +55,8 @@ class SpirvBuilder {
   uint32_t TypeArray(uint32_t element, uint32_t length);
   // A runtime array decorated with ArrayStride `stride`, for storage buffers.
   uint32_t TypeRuntimeArray(uint32_t element, uint32_t stride);
+  // A plain struct (deduplicated; no decorations): results such as FrexpStruct's.
+  uint32_t TypeStruct(const std::vector<uint32_t>& members) { return Type(spv::Op::OpTypeStruct, members); }
   // A new struct type (never shared), its members at the given byte offsets, decorated Block.
   uint32_t TypeBlock(const std::vector<uint32_t>& members, const std::vector<uint32_t>& offsets);
 
@@ -88,6 +91,41 @@ class SpirvBuilder {
   uint32_t true_ = 0, false_ = 0;
 
   uint32_t Type(spv::Op op, const std::vector<uint32_t>& operands);
+};
+
+// The body of one function being written: its blocks' instructions, and its Function
+// variables apart (SPIR-V wants them at the start of the entry block, whenever they are
+// declared). Tracks whether the current block has its terminator.
+class SpirvFunctionWriter {
+ public:
+  explicit SpirvFunctionWriter(SpirvBuilder& b) : b_(b) {}
+  SpirvBuilder& builder() { return b_; }
+
+  // An instruction without a result.
+  void Instruction(spv::Op op, const std::vector<uint32_t>& operands);
+  // An instruction with a result of `type`: its id.
+  uint32_t Value(spv::Op op, uint32_t type, const std::vector<uint32_t>& operands);
+  // A GLSL.std.450 extended instruction.
+  uint32_t Glsl(uint32_t type, GLSLstd450 inst, const std::vector<uint32_t>& args);
+  uint32_t Select(uint32_t type, uint32_t condition, uint32_t a, uint32_t b) {
+    return Value(spv::Op::OpSelect, type, {condition, a, b});
+  }
+  // A comparison or logical operation: a bool.
+  uint32_t Bool(spv::Op op, uint32_t a, uint32_t b) { return Value(op, b_.TypeBool(), {a, b}); }
+
+  void StartBlock(uint32_t label);
+  // A branch to `label` unless the block already ended (a return).
+  void BranchTo(uint32_t label);
+  bool terminated() const { return terminated_; }
+  uint32_t LocalVariable(uint32_t pointee);
+
+  // OpFunction ... OpFunctionEnd: the entry block's label, the variables, the code.
+  SpirvWords Finish(uint32_t function, uint32_t function_type, uint32_t return_type) const;
+
+ private:
+  SpirvBuilder& b_;
+  SpirvWords code_, variables_;
+  bool terminated_ = false;
 };
 
 }  // namespace kiln::codegen

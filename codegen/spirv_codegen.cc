@@ -1,7 +1,5 @@
 #include "codegen/spirv_codegen.h"
 
-#include <spirv/unified1/GLSL.std.450.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -10,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "codegen/spirv_builder.h"
+#include "codegen/spirv_math.h"
 #include "support/float16.h"
 #include "tir/stmt_functor.h"
 #include "tir/transform/make_kernel_abi.h"
@@ -104,23 +103,14 @@ class KernelEmitter {
     std::array<uint32_t, 3> local_size{1, 1, 1};
     if (absl::Status s = LocalSize(func->body, &local_size); !s.ok()) return s;
 
-    StartBlock(b_.NewId());
+    w_.StartBlock(b_.NewId());
     if (!scalars.empty()) LoadPushConstants(symbol, scalars);
     EmitStmt(func->body);
     if (!status_.ok()) return status_;
-    if (!terminated_) Instruction(Op::OpReturn, {});
+    if (!w_.terminated()) w_.Instruction(Op::OpReturn, {});
 
-    SpirvWords words;
     const uint32_t void_type = b_.TypeVoid();
-    AppendInstruction(&words, Op::OpFunction,
-                      {void_type, function, static_cast<uint32_t>(spv::FunctionControlMask::MaskNone),
-                       b_.TypeFunction(void_type)});
-    // The entry block's label, its variables (SPIR-V wants them first), then the code.
-    words.insert(words.end(), code_.begin(), code_.begin() + 2);
-    words.insert(words.end(), variables_.begin(), variables_.end());
-    words.insert(words.end(), code_.begin() + 2, code_.end());
-    AppendInstruction(&words, Op::OpFunctionEnd, {});
-    b_.AddFunction(words);
+    b_.AddFunction(w_.Finish(function, b_.TypeFunction(void_type), void_type));
     std::vector<uint32_t> interface;
     if (uses_local_id_) interface.push_back(shared_.local_invocation_id);
     if (uses_group_id_) interface.push_back(shared_.workgroup_id);
@@ -135,38 +125,6 @@ class KernelEmitter {
     if (status_.ok()) status_ = absl::InvalidArgumentError(message);
   }
   void Unsupported(const std::string& what) { Fail(absl::StrCat(what, kUnsupported)); }
-
-  void Instruction(Op op, const std::vector<uint32_t>& operands) {
-    AppendInstruction(&code_, op, operands);
-    if (op == Op::OpReturn || op == Op::OpBranch || op == Op::OpBranchConditional) terminated_ = true;
-  }
-  // An instruction with a result: its id.
-  uint32_t Value(Op op, uint32_t type, const std::vector<uint32_t>& operands) {
-    uint32_t id = b_.NewId();
-    std::vector<uint32_t> all{type, id};
-    all.insert(all.end(), operands.begin(), operands.end());
-    AppendInstruction(&code_, op, all);
-    return id;
-  }
-  void StartBlock(uint32_t label) {
-    AppendInstruction(&code_, Op::OpLabel, {label});
-    terminated_ = false;
-  }
-  void BranchTo(uint32_t label) {
-    if (!terminated_) Instruction(Op::OpBranch, {label});
-  }
-  uint32_t LocalVariable(uint32_t pointee) {
-    uint32_t id = b_.NewId();
-    AppendInstruction(&variables_, Op::OpVariable,
-                      {b_.TypePointer(spv::StorageClass::Function, pointee), id,
-                       static_cast<uint32_t>(spv::StorageClass::Function)});
-    return id;
-  }
-  uint32_t Glsl(uint32_t type, GLSLstd450 inst, const std::vector<uint32_t>& args) {
-    std::vector<uint32_t> operands{b_.GlslStd450(), static_cast<uint32_t>(inst)};
-    operands.insert(operands.end(), args.begin(), args.end());
-    return Value(Op::OpExtInst, type, operands);
-  }
 
   // The SPIR-V type a value of `t` is computed in (float16 in float32).
   uint32_t ValueType(DataType t) {
@@ -204,11 +162,11 @@ class KernelEmitter {
   // A float16 result rounded to float16 (its value stays a float32).
   uint32_t RoundHalf(DataType t, uint32_t v) {
     if (!IsHalf(t)) return v;
-    uint32_t h = Value(Op::OpFConvert, b_.TypeFloat(16), {v});
-    return Value(Op::OpFConvert, b_.TypeFloat(32), {h});
+    uint32_t h = w_.Value(Op::OpFConvert, b_.TypeFloat(16), {v});
+    return w_.Value(Op::OpFConvert, b_.TypeFloat(32), {h});
   }
-  uint32_t Select(DataType t, uint32_t c, uint32_t a, uint32_t b) { return Value(Op::OpSelect, ValueType(t), {c, a, b}); }
-  uint32_t Bool(Op op, uint32_t a, uint32_t b) { return Value(op, b_.TypeBool(), {a, b}); }
+  uint32_t Select(DataType t, uint32_t c, uint32_t a, uint32_t b) { return w_.Value(Op::OpSelect, ValueType(t), {c, a, b}); }
+  uint32_t Bool(Op op, uint32_t a, uint32_t b) { return w_.Value(op, b_.TypeBool(), {a, b}); }
 
   // ------------------------------------------------------------------ layout
   absl::Status LocalSize(const Stmt& body, std::array<uint32_t, 3>* size) {
@@ -233,9 +191,9 @@ class KernelEmitter {
     const uint32_t var =
         b_.GlobalVariable(b_.TypePointer(spv::StorageClass::PushConstant, block), spv::StorageClass::PushConstant);
     for (size_t i = 0; i < scalars.size(); ++i) {
-      uint32_t ptr = Value(Op::OpAccessChain, b_.TypePointer(spv::StorageClass::PushConstant, members[i]),
+      uint32_t ptr = w_.Value(Op::OpAccessChain, b_.TypePointer(spv::StorageClass::PushConstant, members[i]),
                            {var, b_.ConstantInt(32, i)});
-      uint32_t raw = Value(Op::OpLoad, members[i], {ptr});
+      uint32_t raw = w_.Value(Op::OpLoad, members[i], {ptr});
       values_[scalars[i]] = Convert(raw, slot_types[i], scalars[i]->dtype());
     }
   }
@@ -251,21 +209,21 @@ class KernelEmitter {
     const uint32_t type = ValueType(to);
     if (from.is_integer() && to.is_integer()) {
       if (from.bits() == to.bits()) return v;
-      return Value(from.is_int() ? Op::OpSConvert : Op::OpUConvert, type, {v});
+      return w_.Value(from.is_int() ? Op::OpSConvert : Op::OpUConvert, type, {v});
     }
     if (from.is_integer() && to.is_float()) {
-      return RoundHalf(to, Value(from.is_int() ? Op::OpConvertSToF : Op::OpConvertUToF, type, {v}));
+      return RoundHalf(to, w_.Value(from.is_int() ? Op::OpConvertSToF : Op::OpConvertUToF, type, {v}));
     }
-    if (from.is_float() && to.is_integer()) return Value(to.is_int() ? Op::OpConvertFToS : Op::OpConvertFToU, type, {v});
+    if (from.is_float() && to.is_integer()) return w_.Value(to.is_int() ? Op::OpConvertFToS : Op::OpConvertFToU, type, {v});
     if (from.is_float() && to.is_float()) {
       if (IsHalf(to) && from.bits() == 64) {
         // One rounding, straight to float16.
-        uint32_t h = Value(Op::OpFConvert, b_.TypeFloat(16), {v});
-        return Value(Op::OpFConvert, type, {h});
+        uint32_t h = w_.Value(Op::OpFConvert, b_.TypeFloat(16), {v});
+        return w_.Value(Op::OpFConvert, type, {h});
       }
       if (IsHalf(to)) return RoundHalf(to, v);       // from float32
       if (IsHalf(from) && to.bits() == 32) return v;  // already a float32
-      return Value(Op::OpFConvert, type, {v});
+      return w_.Value(Op::OpFConvert, type, {v});
     }
     Unsupported(absl::StrCat("the cast from ", from.ToString(), " to ", to.ToString()));
     return v;
@@ -276,9 +234,9 @@ class KernelEmitter {
       Unsupported(absl::StrCat("reinterpret from ", from.ToString(), " to ", to.ToString()));
       return v;
     }
-    if (IsHalf(to)) return Value(Op::OpFConvert, b_.TypeFloat(32), {Value(Op::OpBitcast, b_.TypeFloat(16), {v})});
-    if (IsHalf(from)) return Value(Op::OpBitcast, ValueType(to), {Value(Op::OpFConvert, b_.TypeFloat(16), {v})});
-    return Value(Op::OpBitcast, ValueType(to), {v});
+    if (IsHalf(to)) return w_.Value(Op::OpFConvert, b_.TypeFloat(32), {w_.Value(Op::OpBitcast, b_.TypeFloat(16), {v})});
+    if (IsHalf(from)) return w_.Value(Op::OpBitcast, ValueType(to), {w_.Value(Op::OpFConvert, b_.TypeFloat(16), {v})});
+    return w_.Value(Op::OpBitcast, ValueType(to), {v});
   }
 
   uint32_t Binary(const tir::BinaryNode* op) {
@@ -289,25 +247,25 @@ class KernelEmitter {
     const bool fl = t.is_float();
     const bool sg = t.is_int();
     switch (op->kind()) {
-      case ExprKind::kAdd: return RoundHalf(t, Value(fl ? Op::OpFAdd : Op::OpIAdd, type, {a, b}));
-      case ExprKind::kSub: return RoundHalf(t, Value(fl ? Op::OpFSub : Op::OpISub, type, {a, b}));
-      case ExprKind::kMul: return RoundHalf(t, Value(fl ? Op::OpFMul : Op::OpIMul, type, {a, b}));
-      case ExprKind::kDiv: return RoundHalf(t, Value(fl ? Op::OpFDiv : sg ? Op::OpSDiv : Op::OpUDiv, type, {a, b}));
+      case ExprKind::kAdd: return RoundHalf(t, w_.Value(fl ? Op::OpFAdd : Op::OpIAdd, type, {a, b}));
+      case ExprKind::kSub: return RoundHalf(t, w_.Value(fl ? Op::OpFSub : Op::OpISub, type, {a, b}));
+      case ExprKind::kMul: return RoundHalf(t, w_.Value(fl ? Op::OpFMul : Op::OpIMul, type, {a, b}));
+      case ExprKind::kDiv: return RoundHalf(t, w_.Value(fl ? Op::OpFDiv : sg ? Op::OpSDiv : Op::OpUDiv, type, {a, b}));
       case ExprKind::kFloorDiv: {
-        if (fl) return RoundHalf(t, Glsl(type, GLSLstd450Floor, {Value(Op::OpFDiv, type, {a, b})}));
-        if (!sg) return Value(Op::OpUDiv, type, {a, b});
+        if (fl) return RoundHalf(t, w_.Glsl(type, GLSLstd450Floor, {w_.Value(Op::OpFDiv, type, {a, b})}));
+        if (!sg) return w_.Value(Op::OpUDiv, type, {a, b});
         // Truncating quotient, one less when the remainder's sign differs from the divisor's.
-        uint32_t q = Value(Op::OpSDiv, type, {a, b});
-        return Value(Op::OpISub, type, {q, Select(t, RemainderNeedsFix(t, a, b), One(t), Zero(t))});
+        uint32_t q = w_.Value(Op::OpSDiv, type, {a, b});
+        return w_.Value(Op::OpISub, type, {q, Select(t, RemainderNeedsFix(t, a, b), One(t), Zero(t))});
       }
       case ExprKind::kFloorMod: {
         if (fl) {
-          uint32_t q = Glsl(type, GLSLstd450Floor, {Value(Op::OpFDiv, type, {a, b})});
-          return RoundHalf(t, Value(Op::OpFSub, type, {a, Value(Op::OpFMul, type, {q, b})}));
+          uint32_t q = w_.Glsl(type, GLSLstd450Floor, {w_.Value(Op::OpFDiv, type, {a, b})});
+          return RoundHalf(t, w_.Value(Op::OpFSub, type, {a, w_.Value(Op::OpFMul, type, {q, b})}));
         }
-        if (!sg) return Value(Op::OpUMod, type, {a, b});
-        uint32_t r = Value(Op::OpSRem, type, {a, b});
-        return Select(t, RemainderNeedsFix(t, a, b), Value(Op::OpIAdd, type, {r, b}), r);
+        if (!sg) return w_.Value(Op::OpUMod, type, {a, b});
+        uint32_t r = w_.Value(Op::OpSRem, type, {a, b});
+        return Select(t, RemainderNeedsFix(t, a, b), w_.Value(Op::OpIAdd, type, {r, b}), r);
       }
       case ExprKind::kMin:
       case ExprKind::kMax: {
@@ -315,8 +273,8 @@ class KernelEmitter {
         if (fl) {
           // b wins when it is the smaller (larger) one or NaN; a NaN a stays: NaN propagates.
           uint32_t b_wins = Bool(is_min ? Op::OpFOrdLessThan : Op::OpFOrdGreaterThan, b, a);
-          uint32_t b_nan = Value(Op::OpIsNan, b_.TypeBool(), {b});
-          return Select(t, Value(Op::OpLogicalOr, b_.TypeBool(), {b_wins, b_nan}), b, a);
+          uint32_t b_nan = w_.Value(Op::OpIsNan, b_.TypeBool(), {b});
+          return Select(t, w_.Value(Op::OpLogicalOr, b_.TypeBool(), {b_wins, b_nan}), b, a);
         }
         if (t.is_bool()) return Bool(is_min ? Op::OpLogicalAnd : Op::OpLogicalOr, a, b);
         Op less = sg ? Op::OpSLessThan : Op::OpULessThan;
@@ -334,9 +292,9 @@ class KernelEmitter {
         return Compare(t, Op::OpFOrdGreaterThanEqual, Op::OpSGreaterThanEqual, Op::OpUGreaterThanEqual, a, b);
       case ExprKind::kAnd: return Bool(Op::OpLogicalAnd, a, b);
       case ExprKind::kOr: return Bool(Op::OpLogicalOr, a, b);
-      case ExprKind::kBitAnd: return Value(Op::OpBitwiseAnd, type, {a, b});
-      case ExprKind::kBitOr: return Value(Op::OpBitwiseOr, type, {a, b});
-      case ExprKind::kBitXor: return Value(Op::OpBitwiseXor, type, {a, b});
+      case ExprKind::kBitAnd: return w_.Value(Op::OpBitwiseAnd, type, {a, b});
+      case ExprKind::kBitOr: return w_.Value(Op::OpBitwiseOr, type, {a, b});
+      case ExprKind::kBitXor: return w_.Value(Op::OpBitwiseXor, type, {a, b});
       case ExprKind::kShl:
       case ExprKind::kShr: return Shift(t, op->kind() == ExprKind::kShl, a, b);
       default: break;
@@ -356,7 +314,7 @@ class KernelEmitter {
 
   // r = a rem b is nonzero and of the other sign than b: floor rounding needs a step.
   uint32_t RemainderNeedsFix(DataType t, uint32_t a, uint32_t b) {
-    uint32_t r = Value(Op::OpSRem, ValueType(t), {a, b});
+    uint32_t r = w_.Value(Op::OpSRem, ValueType(t), {a, b});
     uint32_t nonzero = Bool(Op::OpINotEqual, r, Zero(t));
     uint32_t signs_differ =
         Bool(Op::OpLogicalNotEqual, Bool(Op::OpSLessThan, r, Zero(t)), Bool(Op::OpSLessThan, b, Zero(t)));
@@ -370,9 +328,9 @@ class KernelEmitter {
     const DataType ut = DataType::UInt(t.bits());
     uint32_t in_range = Bool(Op::OpULessThan, b, IntConst(ut, t.bits()));
     uint32_t amount = Select(ut, in_range, b, IntConst(ut, t.bits() - 1));
-    if (left) return Select(t, in_range, Value(Op::OpShiftLeftLogical, type, {a, amount}), Zero(t));
-    if (t.is_int()) return Value(Op::OpShiftRightArithmetic, type, {a, amount});
-    return Select(t, in_range, Value(Op::OpShiftRightLogical, type, {a, amount}), Zero(t));
+    if (left) return Select(t, in_range, w_.Value(Op::OpShiftLeftLogical, type, {a, amount}), Zero(t));
+    if (t.is_int()) return w_.Value(Op::OpShiftRightArithmetic, type, {a, amount});
+    return Select(t, in_range, w_.Value(Op::OpShiftRightLogical, type, {a, amount}), Zero(t));
   }
 
   uint32_t Math(const tir::CallNode* call) {
@@ -385,104 +343,16 @@ class KernelEmitter {
     std::vector<uint32_t> args;
     for (const PrimExpr& a : call->args) args.push_back(Expr(a));
     if (args.empty() || !status_.ok()) return b_.ConstantInt(32, 0);
-    const uint32_t type = ValueType(t);
-    const uint32_t x = args[0];
-    // What GLSL.std.450 has for every float width.
-    if (op == "sqrt") return RoundHalf(t, Glsl(type, GLSLstd450Sqrt, {x}));
-    if (op == "rsqrt") return RoundHalf(t, Value(Op::OpFDiv, type, {One(t), Glsl(type, GLSLstd450Sqrt, {x})}));
-    if (op == "fabs") return Glsl(type, GLSLstd450FAbs, {x});
-    if (op == "floor") return Glsl(type, GLSLstd450Floor, {x});
-    if (op == "ceil") return Glsl(type, GLSLstd450Ceil, {x});
-    if (op == "round") return Glsl(type, GLSLstd450RoundEven, {x});
-    if (op == "fmod" && args.size() == 2) return RoundHalf(t, Value(Op::OpFRem, type, {x, args[1]}));  // C's sign
-    if (t.bits() == 64) {
-      Unsupported(absl::StrCat("float64 ", op, " (GLSL.std.450 has only 16- and 32-bit ", op, ")"));
-      return x;
+    std::optional<uint32_t> r = EmitFloatMath(w_, op, t.bits() == 64 ? 64 : 32, args);
+    if (!r) {
+      if (t.bits() == 64) {
+        Unsupported(absl::StrCat("float64 ", op));
+      } else {
+        Unsupported(absl::StrCat("intrinsic ", op, " in device code"));
+      }
+      return args[0];
     }
-    static const std::map<std::string, GLSLstd450> kDirect = {
-        {"exp", GLSLstd450Exp},     {"log", GLSLstd450Log},     {"tanh", GLSLstd450Tanh},   {"sin", GLSLstd450Sin},
-        {"cos", GLSLstd450Cos},     {"tan", GLSLstd450Tan},     {"asin", GLSLstd450Asin},   {"acos", GLSLstd450Acos},
-        {"atan", GLSLstd450Atan},   {"sinh", GLSLstd450Sinh},   {"cosh", GLSLstd450Cosh},   {"asinh", GLSLstd450Asinh},
-        {"acosh", GLSLstd450Acosh}, {"atanh", GLSLstd450Atanh},
-    };
-    if (auto it = kDirect.find(op); it != kDirect.end()) return RoundHalf(t, Glsl(type, it->second, {x}));
-    if (op == "sigmoid") {
-      uint32_t e = Glsl(type, GLSLstd450Exp, {Value(Op::OpFNegate, type, {x})});
-      return RoundHalf(t, Value(Op::OpFDiv, type, {One(t), Value(Op::OpFAdd, type, {One(t), e})}));
-    }
-    if (op == "erf") return RoundHalf(t, Erf(t, x));
-    if (op == "log1p") return RoundHalf(t, Log1p(t, x));
-    if (op == "expm1") return RoundHalf(t, Expm1(t, x));
-    if (op == "pow" && args.size() == 2) return RoundHalf(t, Pow(t, x, args[1]));
-    Unsupported(absl::StrCat("intrinsic ", op, " in device code"));
-    return x;
-  }
-
-  uint32_t Poly(DataType t, uint32_t z, const std::vector<double>& coefficients) {  // highest degree first
-    const uint32_t type = ValueType(t);
-    uint32_t acc = b_.ConstantFloat(32, coefficients[0]);
-    for (size_t i = 1; i < coefficients.size(); ++i) {
-      acc = Value(Op::OpFAdd, type, {Value(Op::OpFMul, type, {acc, z}), b_.ConstantFloat(32, coefficients[i])});
-    }
-    return acc;
-  }
-
-  // erf: for |x| < 1 its Taylor series in x^2 to x^23 (terms below 1e-9); beyond, Abramowitz
-  // and Stegun 7.1.26 (absolute error below 1.5e-7, where erf >= 0.84). Both float32.
-  uint32_t Erf(DataType t, uint32_t x) {
-    const uint32_t type = ValueType(t);
-    std::vector<double> taylor;
-    double factorial = 1;
-    for (int n = 0; n <= 11; ++n) {
-      if (n > 0) factorial *= n;
-      taylor.insert(taylor.begin(), (n % 2 ? -1.0 : 1.0) * 2.0 / std::sqrt(M_PI) / (factorial * (2 * n + 1)));
-    }
-    uint32_t ax = Glsl(type, GLSLstd450FAbs, {x});
-    uint32_t x2 = Value(Op::OpFMul, type, {x, x});
-    uint32_t small = Value(Op::OpFMul, type, {x, Poly(t, x2, taylor)});
-    uint32_t tt = Value(Op::OpFDiv, type,
-                        {One(t), Value(Op::OpFAdd, type, {One(t), Value(Op::OpFMul, type, {b_.ConstantFloat(32, 0.3275911), ax})})});
-    uint32_t p = Value(Op::OpFMul, type, {tt, Poly(t, tt, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592})});
-    uint32_t e = Glsl(type, GLSLstd450Exp, {Value(Op::OpFNegate, type, {x2})});
-    uint32_t large = Value(Op::OpFSub, type, {One(t), Value(Op::OpFMul, type, {p, e})});
-    large = Select(t, Bool(Op::OpFOrdLessThan, x, Zero(t)), Value(Op::OpFNegate, type, {large}), large);
-    return Select(t, Bool(Op::OpFOrdLessThan, ax, One(t)), small, large);
-  }
-
-  // log1p(x) = log(u) * x / (u - 1) with u = 1 + x: the division cancels u's rounding error.
-  uint32_t Log1p(DataType t, uint32_t x) {
-    const uint32_t type = ValueType(t);
-    uint32_t u = Value(Op::OpFAdd, type, {One(t), x});
-    uint32_t d = Value(Op::OpFSub, type, {u, One(t)});
-    uint32_t log_u = Glsl(type, GLSLstd450Log, {u});
-    uint32_t fixed = Value(Op::OpFMul, type, {log_u, Value(Op::OpFDiv, type, {x, d})});
-    uint32_t exact = Value(Op::OpLogicalOr, b_.TypeBool(),
-                           {Bool(Op::OpFOrdEqual, d, Zero(t)), Value(Op::OpIsInf, b_.TypeBool(), {u})});
-    return Select(t, Bool(Op::OpFOrdEqual, d, Zero(t)), x, Select(t, exact, log_u, fixed));
-  }
-
-  // expm1(x) = (u - 1) * x / log(u) with u = exp(x) (Kahan), x itself where u rounds to 1.
-  uint32_t Expm1(DataType t, uint32_t x) {
-    const uint32_t type = ValueType(t);
-    uint32_t u = Glsl(type, GLSLstd450Exp, {x});
-    uint32_t um1 = Value(Op::OpFSub, type, {u, One(t)});
-    uint32_t fixed = Value(Op::OpFMul, type, {um1, Value(Op::OpFDiv, type, {x, Glsl(type, GLSLstd450Log, {u})})});
-    uint32_t plain = Value(Op::OpLogicalOr, b_.TypeBool(),
-                           {Bool(Op::OpFOrdEqual, um1, FloatConst(t, -1.0)), Value(Op::OpIsInf, b_.TypeBool(), {u})});
-    return Select(t, Bool(Op::OpFOrdEqual, u, One(t)), x, Select(t, plain, um1, fixed));
-  }
-
-  // C's pow: GLSL's Pow is undefined for a negative base; an integral exponent gives the
-  // sign of its parity, another one NaN; pow(x, 0) is 1 for every x.
-  uint32_t Pow(DataType t, uint32_t x, uint32_t y) {
-    const uint32_t type = ValueType(t);
-    uint32_t magnitude = Glsl(type, GLSLstd450Pow, {Glsl(type, GLSLstd450FAbs, {x}), y});
-    uint32_t integral = Bool(Op::OpFOrdEqual, Glsl(type, GLSLstd450Floor, {y}), y);
-    uint32_t odd = Bool(Op::OpFOrdNotEqual, Value(Op::OpFRem, type, {y, FloatConst(t, 2.0)}), Zero(t));
-    uint32_t signed_result = Select(t, odd, Value(Op::OpFNegate, type, {magnitude}), magnitude);
-    uint32_t negative = Select(t, integral, signed_result, FloatConst(t, NAN));
-    uint32_t r = Select(t, Bool(Op::OpFOrdLessThan, x, Zero(t)), negative, magnitude);
-    return Select(t, Bool(Op::OpFOrdEqual, y, Zero(t)), One(t), r);
+    return RoundHalf(t, *r);
   }
 
   // The pointer to element `index` of a buffer.
@@ -505,17 +375,17 @@ class KernelEmitter {
     std::vector<uint32_t> chain{access.variable};
     if (access.through_block) chain.push_back(b_.ConstantInt(32, 0));
     chain.push_back(index);
-    return Value(Op::OpAccessChain, b_.TypePointer(access.storage, access.element_type), chain);
+    return w_.Value(Op::OpAccessChain, b_.TypePointer(access.storage, access.element_type), chain);
   }
 
   uint32_t Load(const tir::BufferLoadNode* op) {
     uint32_t ptr = ElementPointer(op->buffer.get(), op->indices);
     if (ptr == 0) return b_.ConstantInt(32, 0);
     const BufferAccess& access = buffers_.at(op->buffer.get());
-    uint32_t raw = Value(Op::OpLoad, access.element_type, {ptr});
+    uint32_t raw = w_.Value(Op::OpLoad, access.element_type, {ptr});
     if (!access.through_block) return raw;  // local and shared arrays hold values
     if (access.dtype.is_bool()) return Bool(Op::OpINotEqual, raw, b_.ConstantInt(8, 0));
-    if (IsHalf(access.dtype)) return Value(Op::OpFConvert, b_.TypeFloat(32), {raw});
+    if (IsHalf(access.dtype)) return w_.Value(Op::OpFConvert, b_.TypeFloat(32), {raw});
     return raw;
   }
 
@@ -533,8 +403,8 @@ class KernelEmitter {
       case ExprKind::kIntImm: return IntConst(e.dtype(), e.as<tir::IntImmNode>()->value);
       case ExprKind::kFloatImm: return FloatConst(e.dtype(), e.as<tir::FloatImmNode>()->value);
       case ExprKind::kVar: return VarValue(e.as<tir::VarNode>());
-      case ExprKind::kNot: return Value(Op::OpLogicalNot, b_.TypeBool(), {Expr(e.as<tir::NotNode>()->a)});
-      case ExprKind::kBitNot: return Value(Op::OpNot, ValueType(e.dtype()), {Expr(e.as<tir::BitNotNode>()->a)});
+      case ExprKind::kNot: return w_.Value(Op::OpLogicalNot, b_.TypeBool(), {Expr(e.as<tir::NotNode>()->a)});
+      case ExprKind::kBitNot: return w_.Value(Op::OpNot, ValueType(e.dtype()), {Expr(e.as<tir::BitNotNode>()->a)});
       case ExprKind::kSelect: {
         const auto* s = e.as<tir::SelectNode>();
         // Both sides are evaluated (TIR expressions have no effects; division checks made
@@ -577,7 +447,7 @@ class KernelEmitter {
   uint32_t VarValue(const tir::VarNode* var) {
     if (auto it = values_.find(var); it != values_.end()) return it->second;
     if (auto it = loop_vars_.find(var); it != loop_vars_.end()) {
-      return Value(Op::OpLoad, ValueType(var->dtype()), {it->second});
+      return w_.Value(Op::OpLoad, ValueType(var->dtype()), {it->second});
     }
     if (var->dtype().is_handle()) {
       Unsupported(absl::StrCat("the handle '", var->name, "' used as a value"));
@@ -598,8 +468,8 @@ class KernelEmitter {
       b_.Name(var, local ? "local_invocation_id" : "workgroup_id");
     }
     (local ? uses_local_id_ : uses_group_id_) = true;
-    uint32_t vec = Value(Op::OpLoad, uvec3, {var});
-    uint32_t component = Value(Op::OpCompositeExtract, b_.TypeInt(32), {vec, component_index});
+    uint32_t vec = w_.Value(Op::OpLoad, uvec3, {var});
+    uint32_t component = w_.Value(Op::OpCompositeExtract, b_.TypeInt(32), {vec, component_index});
     return Convert(component, DataType::UInt(32), type);
   }
 
@@ -608,53 +478,53 @@ class KernelEmitter {
   void If(uint32_t condition, Then then, Else otherwise, bool has_else) {
     const uint32_t then_label = b_.NewId(), merge = b_.NewId();
     const uint32_t else_label = has_else ? b_.NewId() : merge;
-    Instruction(Op::OpSelectionMerge, {merge, static_cast<uint32_t>(spv::SelectionControlMask::MaskNone)});
-    Instruction(Op::OpBranchConditional, {condition, then_label, else_label});
-    StartBlock(then_label);
+    w_.Instruction(Op::OpSelectionMerge, {merge, static_cast<uint32_t>(spv::SelectionControlMask::MaskNone)});
+    w_.Instruction(Op::OpBranchConditional, {condition, then_label, else_label});
+    w_.StartBlock(then_label);
     then();
-    BranchTo(merge);
+    w_.BranchTo(merge);
     if (has_else) {
-      StartBlock(else_label);
+      w_.StartBlock(else_label);
       otherwise();
-      BranchTo(merge);
+      w_.BranchTo(merge);
     }
-    StartBlock(merge);
+    w_.StartBlock(merge);
   }
 
   void EmitFor(const tir::ForNode* f) {
     const DataType t = f->loop_var.dtype();
     const uint32_t type = ValueType(t);
     const uint32_t min = Expr(f->min);
-    const uint32_t end = Value(Op::OpIAdd, type, {min, Expr(f->extent)});
+    const uint32_t end = w_.Value(Op::OpIAdd, type, {min, Expr(f->extent)});
     if (f->for_kind == tir::ForKind::kThreadBinding) {
       std::optional<std::pair<bool, uint32_t>> tag = ParseThreadTag(f->thread_tag);
       if (!tag) return Fail(absl::StrCat("unknown thread tag '", f->thread_tag, "'"));
       // The launch dimension is the largest extent bound to this index: guard.
-      uint32_t v = Value(Op::OpIAdd, type, {BuiltinComponent(tag->first, tag->second, t), min});
+      uint32_t v = w_.Value(Op::OpIAdd, type, {BuiltinComponent(tag->first, tag->second, t), min});
       values_[f->loop_var.get()] = v;
       If(Bool(t.is_uint() ? Op::OpULessThan : Op::OpSLessThan, v, end), [&] { EmitStmt(f->body); }, [] {}, false);
       return;
     }
-    const uint32_t var = LocalVariable(type);
+    const uint32_t var = w_.LocalVariable(type);
     loop_vars_[f->loop_var.get()] = var;
-    Instruction(Op::OpStore, {var, min});
+    w_.Instruction(Op::OpStore, {var, min});
     const uint32_t header = b_.NewId(), check = b_.NewId(), body = b_.NewId(), next = b_.NewId(), merge = b_.NewId();
-    BranchTo(header);
-    StartBlock(header);
+    w_.BranchTo(header);
+    w_.StartBlock(header);
     const auto control = f->for_kind == tir::ForKind::kUnrolled ? spv::LoopControlMask::Unroll : spv::LoopControlMask::MaskNone;
-    Instruction(Op::OpLoopMerge, {merge, next, static_cast<uint32_t>(control)});
-    Instruction(Op::OpBranch, {check});
-    StartBlock(check);
-    uint32_t i = Value(Op::OpLoad, type, {var});
-    Instruction(Op::OpBranchConditional, {Bool(t.is_uint() ? Op::OpULessThan : Op::OpSLessThan, i, end), body, merge});
-    StartBlock(body);
+    w_.Instruction(Op::OpLoopMerge, {merge, next, static_cast<uint32_t>(control)});
+    w_.Instruction(Op::OpBranch, {check});
+    w_.StartBlock(check);
+    uint32_t i = w_.Value(Op::OpLoad, type, {var});
+    w_.Instruction(Op::OpBranchConditional, {Bool(t.is_uint() ? Op::OpULessThan : Op::OpSLessThan, i, end), body, merge});
+    w_.StartBlock(body);
     EmitStmt(f->body);
-    BranchTo(next);
-    StartBlock(next);
-    uint32_t current = Value(Op::OpLoad, type, {var});
-    Instruction(Op::OpStore, {var, Value(Op::OpIAdd, type, {current, One(t)})});
-    Instruction(Op::OpBranch, {header});
-    StartBlock(merge);
+    w_.BranchTo(next);
+    w_.StartBlock(next);
+    uint32_t current = w_.Value(Op::OpLoad, type, {var});
+    w_.Instruction(Op::OpStore, {var, w_.Value(Op::OpIAdd, type, {current, One(t)})});
+    w_.Instruction(Op::OpBranch, {header});
+    w_.StartBlock(merge);
   }
 
   void EmitAllocation(const tir::Buffer& b) {
@@ -683,7 +553,7 @@ class KernelEmitter {
       access.variable = b_.GlobalVariable(b_.TypePointer(spv::StorageClass::Workgroup, array), spv::StorageClass::Workgroup);
     } else {
       access.storage = spv::StorageClass::Function;
-      access.variable = LocalVariable(array);
+      access.variable = w_.LocalVariable(array);
     }
     b_.Name(access.variable, b->name);
     buffers_[b.get()] = access;
@@ -737,9 +607,9 @@ class KernelEmitter {
         if (access.through_block && access.dtype.is_bool()) {
           value = Select(DataType::UInt(8), value, b_.ConstantInt(8, 1), b_.ConstantInt(8, 0));
         } else if (access.through_block && IsHalf(access.dtype)) {
-          value = Value(Op::OpFConvert, b_.TypeFloat(16), {value});
+          value = w_.Value(Op::OpFConvert, b_.TypeFloat(16), {value});
         }
-        Instruction(Op::OpStore, {ptr, value});
+        w_.Instruction(Op::OpStore, {ptr, value});
         return;
       }
       case tir::StmtKind::kFor: return EmitFor(s.as<tir::ForNode>());
@@ -772,7 +642,7 @@ class KernelEmitter {
       case tir::StmtKind::kAssert: {
         // No message can leave the kernel: the invocation stops instead of computing garbage.
         const auto* a = s.as<tir::AssertNode>();
-        If(Value(Op::OpLogicalNot, b_.TypeBool(), {Expr(a->condition)}), [&] { Instruction(Op::OpReturn, {}); },
+        If(w_.Value(Op::OpLogicalNot, b_.TypeBool(), {Expr(a->condition)}), [&] { w_.Instruction(Op::OpReturn, {}); },
            [] {}, false);
         return;
       }
@@ -788,8 +658,7 @@ class KernelEmitter {
 
   SpirvBuilder& b_;
   SharedIds& shared_;
-  SpirvWords code_, variables_;
-  bool terminated_ = false;
+  SpirvFunctionWriter w_{b_};
   bool uses_local_id_ = false, uses_group_id_ = false;
   std::map<const tir::VarNode*, uint32_t> handle_binding_;
   std::map<const tir::VarNode*, uint32_t> values_;     // SSA values: parameters, lets, thread indices

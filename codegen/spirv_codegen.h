@@ -20,15 +20,14 @@
 // every operation, load and cast (as the CUDA emitter does); integers keep their width.
 // Semantics kept from TIR (tir/expr.h) like the other emitters: floordiv / floormod round
 // toward negative infinity, float min / max propagate NaN, shifts by an amount outside
-// [0, bits) shift every bit out, `round` rounds half to even. Math intrinsics are
-// GLSL.std.450 instructions for float32 (and float16 through float32); erf, log1p, expm1 and
-// pow of a negative base are written out. A failing assert (an integer division by zero)
+// [0, bits) shift every bit out, `round` rounds half to even. Math intrinsics: see
+// codegen/spirv_math.h (GLSL.std.450 for float32, float64 written out). A failing assert (an integer division by zero)
 // ends that invocation: no message can leave a Vulkan kernel.
 //
 // Not supported yet, an InvalidArgument error naming the kernel and saying "not supported by
 // the SPIR-V code generator yet": vector lanes, bfloat16, packed sub-byte integers,
-// allocations of symbolic size, float64 transcendental functions (GLSL.std.450 has only
-// 32-bit ones), more than 16 scalar parameters (128 bytes of push constants).
+// allocations of symbolic size, float64 asin / acos / atan / erf, more than 16 scalar
+// parameters (128 bytes of push constants).
 #pragma once
 
 #include <string>
