@@ -384,6 +384,36 @@ TEST(ScheduleNumericsTest, MatmulWithPackedPanels) {
   }
 }
 
+// A model's weight (constant k, a multiple of the 64-step k block, and a constant width of
+// 1030: several wide tiles per thread share, the last one partial) with a symbolic row count:
+// full row tiles take the k-blocked register accumulators, the row-edge copy (every tile
+// when m < 8) the streaming order; many rows take the packed register tiles.
+TEST(ScheduleNumericsTest, MatmulWideTilesOverAConstantWeight) {
+  std::string text = kMatmul;
+  text.replace(text.find("A: Buffer((m, k)"), 16, "A: Buffer((m, 128)");
+  text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((128, 1030)");
+  text.replace(text.find("C: Buffer((m, n)"), 16, "C: Buffer((m, 1030)");
+  text.replace(text.find("serial(0, n)"), 12, "serial(0, 1030)");
+  text.replace(text.find("serial(0, k)"), 12, "serial(0, 128)");
+  text.replace(text.find("spatial(n, j)"), 13, "spatial(1030, j)");
+  text.replace(text.find("reduce(k, r)"), 12, "reduce(128, r)");
+  Variants v(Parse(text));
+  // The k blocks of the wide tiles and the edge copy's steps of 4 weight rows.
+  EXPECT_NE(v.scheduled_text().find("serial(0, 64)"), std::string::npos) << v.scheduled_text();
+  EXPECT_NE(v.scheduled_text().find("unroll(0, 4)"), std::string::npos) << v.scheduled_text();
+  for (int64_t m : {1, 3, 8, 9, 13, 63, 64, 100}) {
+    const int64_t k = 128, n = 1030;
+    vm::Tensor a = RandomF32({m, k}, 70), b = RandomF32({k, n}, 71);
+    std::vector<double> scale;
+    std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data_as<float>(), m, k, n, &scale);
+    for (const std::string& name : Variants::Names()) {
+      vm::Tensor c = RandomF32({m, n}, 72);
+      v.Run(name, {a, b, c});
+      ExpectClose(c, expected, scale, name + " m=" + std::to_string(m));
+    }
+  }
+}
+
 // A constant 3 rows: the wide tile without a row branch (a branch on n < 256 remains);
 // widths below, at and above one 256-column tile, and not multiples of the vector pair.
 TEST(ScheduleNumericsTest, MatmulWithThreeConstantRows) {
