@@ -18,14 +18,9 @@ if [[ ! -x "$build/benchmarks/matmul_bench" ]]; then
   echo "matmul_bench.sh: $build/benchmarks/matmul_bench is missing (cmake --build build --target matmul_bench)" >&2
   exit 1
 fi
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "matmul_bench.sh: creating $venv" >&2
-  /usr/bin/python3 -m venv "$venv"
-fi
-if ! "$venv/bin/python" -c "import numpy" 2>/dev/null; then
-  echo "matmul_bench.sh: installing numpy into $venv" >&2
-  "$venv/bin/pip" install --quiet numpy
-fi
+# shellcheck source=benchmarks/bench_venv.sh
+source "$here/bench_venv.sh"
+ensure_bench_venv "$venv" numpy numpy
 # numpy's wheel keeps its OpenBLAS in numpy.libs/ beside the package (the file name carries
 # a hash); numpy reports it too, but the directory listing does not need numpy to load.
 library="$("$venv/bin/python" - <<'PY'
