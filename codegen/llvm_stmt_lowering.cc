@@ -1,4 +1,5 @@
 #include "codegen/llvm_kernel_lowering.h"
+#include "codegen/parallel_work.h"
 
 #include <algorithm>
 #include <functional>
@@ -244,6 +245,14 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   llvm::Value* threads = b_.CreateSExt(LoadField(abi_.context, fs_.ctx, kCtxNumThreads, "num_threads"), i64);
   threads = b_.CreateSelect(b_.CreateICmpSLT(threads, b_.getInt64(1)), b_.getInt64(1), threads);
   llvm::Value* num_tasks = b_.CreateSelect(b_.CreateICmpSLT(extent, threads), extent, threads, "num_tasks");
+  // A loop with little work runs as one task on this thread (the pool runs one task inline):
+  // its work is estimated from the extents inside it that are known here (compared unsigned,
+  // so a product that overflowed counts as large).
+  tir::PrimExpr per_iteration =
+      ParallelIterationWork(op->body, [&](const tir::VarNode* v) { return vars_.count(v) > 0; });
+  llvm::Value* work = b_.CreateMul(extent, CastToI64(Lower(per_iteration), per_iteration.dtype()), "work");
+  num_tasks = b_.CreateSelect(b_.CreateICmpULT(work, b_.getInt64(kMinParallelWork)), b_.getInt64(1), num_tasks,
+                              "num_tasks");
   llvm::Value* chunk = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(extent, num_tasks), b_.getInt64(1)), num_tasks, "chunk");
 
   llvm::AllocaInst* closure = EntryAlloca(closure_type, nullptr, 8, "closure");

@@ -50,6 +50,7 @@ struct TestContext {
   std::atomic<int64_t> live_workspaces{0};
   std::atomic<int64_t> workspace_allocations{0};
   std::atomic<int64_t> parallel_calls{0};
+  std::atomic<int64_t> most_tasks{0};  // the largest num_tasks a parallel loop asked for
   // workspace_alloc returns NULL, as when memory runs out, once this many blocks were given.
   int64_t fail_after = -1;
 };
@@ -57,6 +58,8 @@ struct TestContext {
 int32_t TestParallelFor(KilnCallContext* ctx, int64_t num_tasks, KilnParallelBody body, void* closure) {
   auto* test = reinterpret_cast<TestContext*>(ctx);
   ++test->parallel_calls;
+  for (int64_t seen = test->most_tasks.load(); num_tasks > seen && !test->most_tasks.compare_exchange_weak(seen, num_tasks);) {
+  }
   return test->pool->ParallelFor(num_tasks, body, closure);
 }
 
@@ -250,7 +253,34 @@ TEST(LlvmCodegenTest, ParallelLoopSplitsAcrossThePool) {
       }
     }
     EXPECT_EQ(ctx->parallel_calls.load(), 4) << "an empty range skips parallel_for";
+    EXPECT_EQ(ctx->most_tasks.load(), 1) << "at most 500 stores: too little work to share";
+    // 20000 x 5 stores: enough work for every thread.
+    vm::Tensor in = RandomF32({20000, 5}, 5), out = MakeTensor({20000, 5}, kF32);
+    ASSERT_EQ(Invoke(k.Get("scale_rows"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+    EXPECT_EQ(out.data_as<float>()[19999 * 5 + 4], in.data_as<float>()[19999 * 5 + 4] * 2.0f + 19999.0f);
+    EXPECT_EQ(ctx->most_tasks.load(), pool->num_threads());
   }
+}
+
+TEST(LlvmCodegenTest, ParallelLoopWorkCountsInnerLoopsAndBranches) {
+  // The serial/parallel decision weighs the whole nest: 16 rows of n x (1 + 2) stores are
+  // little work for n = 100 and enough for n = 1000 (the threshold is 1 << 15).
+  Var n = Var::Shape("n");
+  Buffer c("C", DataType::Float32(), {16, n});
+  Var i("i"), j("j"), k("k");
+  Stmt inner = SeqStmt({BufferStore(c, F32(1), {i, j}),
+                        IfThenElse(LT(j, PrimExpr(int64_t{3})), Serial(k, 0, 2, BufferStore(c, F32(2), {i, j})))});
+  Stmt body = For(i, 0, 16, ForKind::kParallel, Serial(j, 0, n, inner));
+  Kernels kernels({{"fill_rows", PrimFunc({P(c)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor small = MakeTensor({16, 100}, kF32);
+  ASSERT_EQ(Invoke(kernels.Get("fill_rows"), ctx.get(), {TensorArg(small)}), 0) << ctx->error;
+  EXPECT_EQ(ctx->most_tasks.load(), 1);
+  vm::Tensor large = MakeTensor({16, 1000}, kF32);
+  ASSERT_EQ(Invoke(kernels.Get("fill_rows"), ctx.get(), {TensorArg(large)}), 0) << ctx->error;
+  EXPECT_EQ(ctx->most_tasks.load(), 4);
+  EXPECT_EQ(large.data_as<float>()[0], 2.0f);
+  EXPECT_EQ(large.data_as<float>()[999], 1.0f);
 }
 
 TEST(LlvmCodegenTest, NestedParallelLoopsAndParallelOffset) {

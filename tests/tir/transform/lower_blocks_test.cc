@@ -53,6 +53,37 @@ prim_func @f(A: Buffer((n, 8), float32), B: Buffer((n,), float32)) {
 })TIR"));
 }
 
+TEST(LowerBlocksTest, DividingBindingsAreBoundBeforeThePredicate) {
+  // vi divides and uses no vector lane: bound by a let outside the `if`, where LLVM may
+  // hoist its division out of the loop over j. vj uses the vector lane j_1: it stays inline,
+  // so the accesses stay contiguous in j_1.
+  PrimFunc f = ParseFunc(R"TIR(
+prim_func @f(A: Buffer((n, 8), float32)) {
+  for f in serial(0, n * 2) {
+    for j_1 in vectorized(0, 4) {
+      block "fill" {
+        vi = spatial(n, floordiv(f, 2))
+        vj = spatial(8, floormod(f, 2) * 4 + j_1)
+        where floordiv(f, 2) < n
+        A[vi, vj] = 1.0
+      }
+    }
+  }
+})TIR");
+  EXPECT_EQ(Print(LowerBlocks(f)), Canonical(R"TIR(
+prim_func @f(A: Buffer((n, 8), float32)) {
+  for f in serial(0, n * 2) {
+    for j_1 in vectorized(0, 4) {
+      let vi = floordiv(f, 2) {
+        if floordiv(f, 2) < n {
+          A[vi, floormod(f, 2) * 4 + j_1] = 1.0
+        }
+      }
+    }
+  }
+})TIR"));
+}
+
 TEST(LowerBlocksTest, InitWithoutReductionRunsAndNestedBlocksLower) {
   PrimFunc f = ParseFunc(R"TIR(
 prim_func @f(A: Buffer((4,), float32)) {
