@@ -94,23 +94,6 @@ const CudaCompiled& Compiled(const Case& c) {
   return (*cache)[c.name] = std::move(out);
 }
 
-// A result on the GPU, tensors (also inside tuples) copied to the host.
-absl::StatusOr<vm::Value> ToHost(const vm::Value& v) {
-  if (v.is_tensor()) {
-    KILN_ASSIGN_OR_RETURN(vm::Tensor t, v.as_tensor().CopyTo(vm::CpuDevice()));
-    return vm::Value(std::move(t));
-  }
-  if (v.kind() == vm::Value::Kind::kTuple) {
-    std::vector<vm::Value> fields;
-    for (const vm::Value& f : v.as_tuple()) {
-      KILN_ASSIGN_OR_RETURN(vm::Value h, ToHost(f));
-      fields.push_back(std::move(h));
-    }
-    return vm::Value::FromTuple(std::move(fields));
-  }
-  return v;
-}
-
 class CudaOpHarnessTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CudaOpHarnessTest, CompilesWithNvrtcForSm80AndSm90) {
@@ -150,36 +133,8 @@ TEST_P(CudaOpHarnessTest, RunsOnTheGpuAndMatchesTheReference) {
   const CudaCompiled& compiled = Compiled(c);
   if (IsUnsupported(compiled.status)) GTEST_SKIP() << "not supported on cuda yet: " << compiled.status.message();
   ASSERT_TRUE(compiled.status.ok()) << compiled.status;
-  const std::string text = ModuleText(c);
-  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(text);
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed->module);
-  ASSERT_TRUE(normalized.ok()) << normalized.status();
-  absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine = vm::VirtualMachine::Create(compiled.exe, *gpu);
-  ASSERT_TRUE(machine.ok()) << machine.status();
-  std::mt19937 rng(1234);
-  for (const auto& size : c.sizes) {
-    std::string where;
-    for (const auto& [k, v] : size) absl::StrAppend(&where, k, "=", v, " ");
-    std::vector<RefValue> inputs;
-    std::vector<vm::Value> args;
-    for (const Param& p : c.params) {
-      HostTensor t = RandomTensor(p, size, rng);
-      absl::StatusOr<vm::Tensor> on_gpu = ToVm(t).CopyTo(*gpu);
-      ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
-      args.emplace_back(*on_gpu);
-      inputs.emplace_back(std::move(t));
-    }
-    absl::StatusOr<RefValue> expected = reference::Evaluate(*normalized, "main", inputs);
-    ASSERT_TRUE(expected.ok()) << where << expected.status();
-    absl::StatusOr<vm::Value> result = (*machine)->Invoke("main", args);
-    ASSERT_TRUE(result.ok()) << where << result.status();
-    absl::StatusOr<vm::Value> host = ToHost(*result);
-    ASSERT_TRUE(host.ok()) << host.status();
-    absl::StatusOr<RefValue> actual = FromVm(*host);
-    ASSERT_TRUE(actual.ok()) << where << actual.status();
-    if (!ExpectClose(*expected, *actual, c, where)) return;
-  }
+  absl::Status run = RunAgainstReferenceOn(c, compiled.exe, *gpu);
+  EXPECT_TRUE(run.ok()) << run;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaOpHarnessTest, ::testing::ValuesIn(AllCases()),
