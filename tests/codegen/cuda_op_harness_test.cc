@@ -32,6 +32,7 @@
 #include "relax/transform/pipeline.h"
 #include "support/file_io.h"
 #include "support/status_macros.h"
+#include "tests/codegen/gpu_compile.h"
 #include "tests/codegen/op_cases.h"
 #include "tests/codegen/op_check.h"
 #include "tests/reference/reference_evaluator.h"
@@ -53,53 +54,21 @@ bool IsUnsupported(const absl::Status& s) {
          absl::StrContains(m, "needs device workspace") || absl::StrContains(m, "not inside a loop bound to GPU threads");
 }
 
-struct CudaCompiled {
-  absl::Status status;  // ok, or why the case does not compile
-  std::string bytes;
-  std::shared_ptr<const vm::Executable> exe;
-};
-
 absl::StatusOr<std::string> CompileForCuda(const std::string& text) {
-  KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
-  relax::PipelineOptions options;
-  options.check_well_formed = true;
-  options.libraries.openblas = false;
-  options.libraries.quantized = false;
-  options.target = tir::Target::Cuda();
-  KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
-  // The host parts for a baseline CPU, as `kiln compile --target cuda` does.
-  KILN_ASSIGN_OR_RETURN(tir::Target host, codegen::ResolveCpuTarget(tir::Target::Cpu("x86-64")));
-  KILN_ASSIGN_OR_RETURN(codegen::CpuTarget cpu, codegen::ToCpuTarget(host));
-  return codegen::BuildExecutable(lowered, cpu);
+  return CompileForGpu(text, tir::Target::Cuda());
 }
 
-// Each case is compiled once per process (the tests below share it).
-const CudaCompiled& Compiled(const Case& c) {
-  static auto* cache = new std::map<std::string, CudaCompiled>();
-  auto it = cache->find(c.name);
-  if (it != cache->end()) return it->second;
-  CudaCompiled out;
-  absl::StatusOr<std::string> bytes = CompileForCuda(ModuleText(c));
-  if (!bytes.ok()) {
-    out.status = bytes.status();
-  } else {
-    out.bytes = *bytes;
-    absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
-    if (exe.ok()) {
-      out.exe = *exe;
-    } else {
-      out.status = exe.status();
-    }
-  }
-  return (*cache)[c.name] = std::move(out);
+const GpuCompiled& Compiled(const Case& c) {
+  return CompiledForGpu(c, tir::Target::Cuda());
 }
 
 class CudaOpHarnessTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CudaOpHarnessTest, CompilesWithNvrtcForSm80AndSm90) {
-  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
+  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok())
+    GTEST_SKIP() << nvrtc.message();
   const Case& c = GetParam();
-  const CudaCompiled& compiled = Compiled(c);
+  const GpuCompiled& compiled = Compiled(c);
   if (IsUnsupported(compiled.status)) GTEST_SKIP() << "not supported on cuda yet: " << compiled.status.message();
   ASSERT_TRUE(compiled.status.ok()) << compiled.status << "\n" << ModuleText(c);
   const std::vector<vm::DeviceCode>& code = compiled.exe->contents().device_code;
@@ -130,7 +99,7 @@ TEST_P(CudaOpHarnessTest, RunsOnTheGpuAndMatchesTheReference) {
   if (!gpu.ok()) GTEST_SKIP() << "no GPU here: " << gpu.status().message();
   if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
   const Case& c = GetParam();
-  const CudaCompiled& compiled = Compiled(c);
+  const GpuCompiled& compiled = Compiled(c);
   if (IsUnsupported(compiled.status)) GTEST_SKIP() << "not supported on cuda yet: " << compiled.status.message();
   ASSERT_TRUE(compiled.status.ok()) << compiled.status;
   absl::Status run = RunAgainstReferenceOn(c, compiled.exe, *gpu);
@@ -205,7 +174,7 @@ TEST(CudaGpuBundle, WritesCompiledCasesForTheGpuCheck) {
   std::string manifest;
   int written = 0;
   for (const Case& c : AllCases()) {
-    const CudaCompiled& compiled = Compiled(c);
+    const GpuCompiled& compiled = Compiled(c);
     if (!compiled.status.ok()) {
       absl::StrAppend(&manifest, "# skipped ", c.name, ": ", compiled.status.message().substr(0, 200), "\n");
       continue;

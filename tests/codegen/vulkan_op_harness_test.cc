@@ -28,6 +28,7 @@
 #include "relax/transform/pipeline.h"
 #include "support/file_io.h"
 #include "support/status_macros.h"
+#include "tests/codegen/gpu_compile.h"
 #include "tests/codegen/op_cases.h"
 #include "tests/codegen/op_check.h"
 #include "tests/codegen/spirv_test_runner.h"
@@ -56,47 +57,16 @@ bool IsVmGap(const absl::Status& s) {
 }
 
 absl::StatusOr<std::string> CompileForVulkan(const std::string& text) {
-  KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
-  relax::PipelineOptions options;
-  options.check_well_formed = true;
-  options.libraries.openblas = false;
-  options.libraries.quantized = false;
-  options.target = tir::Target::Vulkan();
-  KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
-  // The host parts for a baseline CPU, as `kiln compile --target vulkan` does.
-  KILN_ASSIGN_OR_RETURN(tir::Target host, codegen::ResolveCpuTarget(tir::Target::Cpu("x86-64")));
-  KILN_ASSIGN_OR_RETURN(codegen::CpuTarget cpu, codegen::ToCpuTarget(host));
-  return codegen::BuildExecutable(lowered, cpu);
+  return CompileForGpu(text, tir::Target::Vulkan());
 }
 
-struct VulkanCompiled {
-  absl::Status status;  // ok, or why the case does not compile
-  std::shared_ptr<const vm::Executable> exe;
-};
-
-// Each case is compiled once per process (the tests below share it).
-const VulkanCompiled& Compiled(const Case& c) {
-  static auto* cache = new std::map<std::string, VulkanCompiled>();
-  auto it = cache->find(c.name);
-  if (it != cache->end()) return it->second;
-  VulkanCompiled out;
-  absl::StatusOr<std::string> bytes = CompileForVulkan(ModuleText(c));
-  if (!bytes.ok()) {
-    out.status = bytes.status();
-  } else {
-    absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
-    if (exe.ok()) {
-      out.exe = *exe;
-    } else {
-      out.status = exe.status();
-    }
-  }
-  return (*cache)[c.name] = std::move(out);
+const GpuCompiled& Compiled(const Case& c) {
+  return CompiledForGpu(c, tir::Target::Vulkan());
 }
 
-// The device the cases run on: the runtime's vulkan:0 when it has one, else the test
-// device over the first Vulkan device (registered as vulkan, so tensors copy back); an
-// error says why there is none.
+// The device the cases run on: the runtime's vulkan:0 when it has one, else the
+// test device over the first Vulkan device (registered as vulkan, so tensors
+// copy back); an error says why there is none.
 absl::StatusOr<vm::Device*> VulkanDevice() {
   static absl::StatusOr<vm::Device*>* device = [] {
     absl::StatusOr<vm::Device*> runtime = vm::GetDevice("vulkan:0");
@@ -151,7 +121,7 @@ class VulkanOpHarnessTest : public ::testing::TestWithParam<Case> {};
 TEST_P(VulkanOpHarnessTest, CompilesToSpirvThatSpirvValAccepts) {
   if (!HaveSpirvTools()) GTEST_SKIP() << "spirv-val / spirv-dis not found (Debian spirv-tools, scripts/setup.sh)";
   const Case& c = GetParam();
-  const VulkanCompiled& compiled = Compiled(c);
+  const GpuCompiled& compiled = Compiled(c);
   if (IsUnsupported(compiled.status)) GTEST_SKIP() << "not supported on vulkan yet: " << compiled.status.message();
   ASSERT_TRUE(compiled.status.ok()) << compiled.status << "\n" << ModuleText(c);
   const std::vector<vm::DeviceCode>& code = compiled.exe->contents().device_code;
@@ -177,7 +147,7 @@ TEST_P(VulkanOpHarnessTest, RunsOnVulkanAndMatchesTheReference) {
   absl::StatusOr<vm::Device*> device = VulkanDevice();
   if (!device.ok()) GTEST_SKIP() << "no Vulkan device here: " << device.status().message();
   const Case& c = GetParam();
-  const VulkanCompiled& compiled = Compiled(c);
+  const GpuCompiled& compiled = Compiled(c);
   if (IsUnsupported(compiled.status)) GTEST_SKIP() << "not supported on vulkan yet: " << compiled.status.message();
   ASSERT_TRUE(compiled.status.ok()) << compiled.status;
   absl::Status run = RunAgainstReferenceOn(c, compiled.exe, *device);
