@@ -22,6 +22,8 @@ packages=(
   curl  # tests/tools/serve_tool_test.sh talks to kiln serve
   libonnx-dev libprotobuf-dev protobuf-compiler  # frontends/onnx: the ONNX importer
   libonnx-testdata  # tests: ONNX's backend node tests (ctest onnx_node_tests)
+  libvulkan-dev mesa-vulkan-drivers  # vm/: the Vulkan device (headers; the loader and lavapipe to run it here)
+  spirv-tools spirv-headers  # tests: spirv-as / spirv-val for the Vulkan kernels
 )
 missing=()
 for package in "${packages[@]}"; do
