@@ -9,6 +9,7 @@
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cuda_module.h"
 #include "codegen/vm_codegen.h"
+#include "codegen/vulkan_module.h"
 #include "tir/target.h"
 #include "relax/expr_functor.h"
 #include "support/status_macros.h"
@@ -73,16 +74,19 @@ absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, cons
   vm::ExecutableBuilder builder;
   for (const auto& [key, value] : metadata) builder.SetMetadata(key, value);
   std::map<std::string, int32_t> kernel_index;
-  // Functions for a cuda target: their host parts join the CPU object, their device
-  // kernels go to the device code section, and they run on the VM's default device (which
-  // `kiln run --device cuda` makes the GPU).
+  // Functions for a cuda or vulkan target: their host parts join the CPU object, their
+  // device kernels go to the device code section, and they run on the VM's default device
+  // (which `kiln run --device cuda|vulkan` makes the GPU).
   std::vector<std::pair<std::string, tir::PrimFunc>> cpu_symbols;
   std::vector<std::pair<std::string, tir::PrimFunc>> cuda_symbols;
+  std::vector<std::pair<std::string, tir::PrimFunc>> vulkan_symbols;
   for (const auto& [symbol, func] : symbols) {
     absl::StatusOr<std::optional<tir::Target>> t = tir::TargetOf(func);
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("kernel ", symbol, ": ", t.status().message()));
     if (t->has_value() && (*t)->kind == tir::TargetKind::kCuda) {
       cuda_symbols.emplace_back(symbol, func);
+    } else if (t->has_value() && (*t)->kind == tir::TargetKind::kVulkan) {
+      vulkan_symbols.emplace_back(symbol, func);
     } else {
       cpu_symbols.emplace_back(symbol, func);
     }
@@ -95,6 +99,15 @@ absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, cons
     }
     hosts = std::move(cuda->hosts);
     builder.AddDeviceCode(std::move(cuda->code));
+  }
+  if (!vulkan_symbols.empty()) {
+    absl::StatusOr<VulkanModule> vulkan = BuildVulkanModule(vulkan_symbols);
+    if (!vulkan.ok()) {
+      return absl::Status(vulkan.status().code(),
+                          absl::StrCat("compiling Vulkan kernels: ", vulkan.status().message()));
+    }
+    hosts.insert(hosts.end(), vulkan->hosts.begin(), vulkan->hosts.end());
+    if (!vulkan->code.kernels.empty()) builder.AddDeviceCode(std::move(vulkan->code));
   }
   if (!kernels.empty()) {
     absl::StatusOr<std::string> so = BuildCpuSharedObject(cpu_symbols, target, hosts);

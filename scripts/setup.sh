@@ -22,8 +22,9 @@ packages=(
   curl  # tests/tools/serve_tool_test.sh talks to kiln serve
   libonnx-dev libprotobuf-dev protobuf-compiler  # frontends/onnx: the ONNX importer
   libonnx-testdata  # tests: ONNX's backend node tests (ctest onnx_node_tests)
-  libvulkan-dev mesa-vulkan-drivers  # vm/: the Vulkan device (headers; the loader and lavapipe to run it here)
-  spirv-tools spirv-headers  # tests: spirv-as / spirv-val for the Vulkan kernels
+  spirv-headers  # codegen/: the SPIR-V emitter's opcodes and GLSL.std.450 numbers
+  spirv-tools  # tests: every generated SPIR-V module passes spirv-val; spirv-as assembles the runtime tests' kernels
+  libvulkan-dev mesa-vulkan-drivers  # vm/: the Vulkan device, lavapipe (a CPU Vulkan driver)
 )
 missing=()
 for package in "${packages[@]}"; do

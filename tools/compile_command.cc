@@ -42,9 +42,9 @@ constexpr const char* kUsage =
     "gives a graph input its data at import time.\n"
     "\n"
     "  --target TARGET     what to compile for: 'cpu' (the default), 'cuda' (NVRTC, PTX and\n"
-    "                      cubin for sm_80 and sm_90; 'cuda -arch=sm_90' for one) or a target's text\n"
-    "                      form, e.g. \"cpu -mcpu=znver3 -vector-bits=256 -num-threads=4\"\n"
-    "                      (docs/codegen.md); vulkan is not supported yet\n"
+    "                      cubin for sm_80 and sm_90; 'cuda -arch=sm_90' for one), 'vulkan' (SPIR-V)\n"
+    "                      or a target's text form, e.g. \"cpu -mcpu=znver3 -vector-bits=256\n"
+    "                      -num-threads=4\" (docs/codegen.md)\n"
     "  -o, --output FILE   where to write the executable (default: FILE with .kx)\n"
     "  --mcpu NAME         the CPU to generate code for: 'host' (default) or an LLVM x86\n"
     "                      CPU name such as haswell, skylake-avx512, znver3, x86-64-v3\n"
@@ -137,14 +137,11 @@ int CompileCommand(int argc, char** argv) {
   if (path.empty()) return Usage("no input file");
   absl::StatusOr<tir::Target> parsed_target = tir::Target::Parse(target);
   if (!parsed_target.ok()) return Usage(std::string(parsed_target.status().message()));
-  if (parsed_target->kind == tir::TargetKind::kVulkan) {
-    return Fail("target 'vulkan' is not supported yet (the targets today: cpu, cuda)");
-  }
-  // A cuda target's kernels run on the GPU; their host parts (argument checks, launches)
-  // are compiled for a baseline x86-64 CPU (or --mcpu), so the executable runs on any GPU
-  // machine. Library dispatch (OpenBLAS) is for the CPU and stays off.
+  // A cuda or vulkan target's kernels run on the GPU; their host parts (argument checks,
+  // launches) are compiled for a baseline x86-64 CPU (or --mcpu), so the executable runs on
+  // any GPU machine. Library dispatch (OpenBLAS) is for the CPU and stays off.
   std::optional<tir::Target> gpu_target;
-  if (parsed_target->kind == tir::TargetKind::kCuda) {
+  if (parsed_target->is_gpu()) {
     gpu_target = *parsed_target;
     parsed_target = tir::Target::Cpu(mcpu.empty() ? "x86-64" : mcpu);
     libs = "none";

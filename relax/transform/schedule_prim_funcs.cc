@@ -14,7 +14,8 @@ absl::StatusOr<IRModule> SchedulePrimFuncs(const IRModule& module, const tir::Ta
     const tir::PrimFunc* func = entry.prim_func();
     if (func == nullptr) continue;
     KILN_ASSIGN_OR_RETURN(tir::Target t, PrimFuncTarget(entry.name, *func, target));
-    if (t.kind == tir::TargetKind::kCuda) {
+    // cuda and vulkan share the GPU rules; the verifier holds each to its own limits.
+    if (t.is_gpu()) {
       absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForGpu(*func, t);
       if (!scheduled.ok()) {
         return absl::Status(scheduled.status().code(),

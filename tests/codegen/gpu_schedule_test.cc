@@ -115,7 +115,6 @@ class GpuScheduleTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GpuScheduleTest, VerifiesReplaysAndComputesTheSame) {
   const Case& c = GetParam();
-  const tir::Target cuda = tir::Target::Cuda();
   // Symbolic shapes (as compiled) for the verifier and the trace; a constant size for numerics.
   std::map<std::string, int64_t> size = c.sizes.size() > 1 ? c.sizes[1] : c.sizes[0];
   for (const std::string& text : {ModuleText(c), ConstantModuleText(c, size)}) {
@@ -124,8 +123,12 @@ TEST_P(GpuScheduleTest, VerifiesReplaysAndComputesTheSame) {
     for (const relax::IRModule::Entry& entry : module->entries()) {
       if (!entry.prim_func()) continue;
       SCOPED_TRACE(entry.name);
+      // Vulkan's limits (256 invocations per workgroup) are the tighter ones: both verify.
+      absl::StatusOr<tir::PrimFunc> on_vulkan = tir::ScheduleForGpu(*entry.prim_func(), tir::Target::Vulkan());
+      const tir::Target cuda = tir::Target::Cuda();
       std::string trace;
       absl::StatusOr<tir::PrimFunc> f = tir::ScheduleForGpu(*entry.prim_func(), cuda, &trace);
+      EXPECT_EQ(on_vulkan.ok(), f.ok()) << on_vulkan.status() << " vs " << f.status();
       if (!f.ok()) {
         // Only the documented gaps: an unbound block or an intermediate between kernels.
         EXPECT_THAT(f.status().message(), ::testing::AnyOf(::testing::HasSubstr("not inside a loop bound to GPU threads"),
@@ -234,6 +237,26 @@ prim_func @f(A: Buffer((128,), float32)) {
   ASSERT_TRUE(shared.ok()) << shared.status();
   EXPECT_THAT(tir::VerifyGpuFunction(shared->func, cuda).message(),
               ::testing::HasSubstr("65536 bytes of shared memory per block; the target allows 49152"));
+  // Vulkan's defaults: 256 invocations and 16 KiB per workgroup.
+  tir::Target vulkan = tir::Target::Vulkan();
+  tir::Schedule wide(AddOne("4096"));
+  parts = wide.Split("i", {-1, 512});
+  ASSERT_TRUE(parts.ok());
+  ASSERT_TRUE(wide.Bind((*parts)[0], "blockIdx.x").ok());
+  ASSERT_TRUE(wide.Bind((*parts)[1], "threadIdx.x").ok());
+  EXPECT_TRUE(tir::VerifyGpuFunction(wide.func(), cuda).ok());
+  EXPECT_THAT(tir::VerifyGpuFunction(wide.func(), vulkan).message(),
+              ::testing::HasSubstr("runs 512 threads per block; the target allows 256"));
+  EXPECT_THAT(tir::VerifyGpuFunction(shared->func, vulkan).message(),
+              ::testing::HasSubstr("65536 bytes of shared memory per block; the target allows 16384"));
+}
+
+TEST(GpuScheduleRulesTest, VulkanWorkgroupsAreAtMostItsLimit) {
+  std::string trace;
+  absl::StatusOr<tir::PrimFunc> f = tir::ScheduleForGpu(AddOne("n"), tir::Target::Vulkan(), &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, ::testing::HasSubstr("256"));
+  EXPECT_TRUE(tir::VerifyGpuFunction(*f, tir::Target::Vulkan()).ok());
 }
 
 }  // namespace
