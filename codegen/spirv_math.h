@@ -13,10 +13,10 @@
 //  - atan by two argument reductions and its Taylor series; asin and acos through atan;
 //  - sinh, cosh, tanh (float64), asinh, acosh, atanh (float64), log1p and expm1 (Kahan's
 //    corrections), sigmoid from those; pow with C's special cases; fmod as OpFRem with an
-//    infinite divisor fixed; erf (float32) by its Taylor series below 1 and Abramowitz-Stegun
-//    7.1.26 above (error below 2e-7).
+//    infinite divisor fixed; erf: float32 by its Taylor series below 1 and Abramowitz-Stegun
+//    7.1.26 above (error below 2e-7), float64 by e^(-x^2) times a series of positive terms.
 // GLSL.std.450 stays for sqrt, floor, ceil, fabs, RoundEven, and float32 log, tanh, tan,
-// asinh, acosh, atanh, pow's general case. float64 erf has no version yet.
+// asinh, acosh, atanh, pow's general case.
 #pragma once
 
 #include <cstdint>

@@ -51,7 +51,8 @@ using reference::RefValue;
 bool IsUnsupported(const absl::Status& s) {
   const std::string m(s.message());
   return absl::StrContains(m, "not supported by the CUDA code generator yet") ||
-         absl::StrContains(m, "needs device workspace") || absl::StrContains(m, "not inside a loop bound to GPU threads");
+         absl::StrContains(m, "needs device workspace") || absl::StrContains(m, "not inside a loop bound to GPU threads") ||
+         absl::StrContains(m, "host code cannot read device memory");
 }
 
 absl::StatusOr<std::string> CompileForCuda(const std::string& text) {
