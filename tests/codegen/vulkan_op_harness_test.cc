@@ -3,11 +3,9 @@
 // SPIR-V emitter, the host parts into the CPU object), the executable is loaded back, and
 // its SPIR-V module passes `spirv-val --target-env vulkan1.1` (Debian's spirv-tools, an
 // independent validator). Where a Vulkan device is present (lavapipe on the CI machines)
-// every case also runs through the VM at every size against the reference evaluator: on the
-// runtime's Vulkan device when it has one, else on VulkanTestDevice (host memory, kernels
-// dispatched on the Vulkan device by tests/codegen/spirv_test_runner.h). Cases whose
-// operators the Vulkan path does not support yet are skipped with the compiler's reason
-// (docs/codegen.md lists them).
+// every case also runs through the VM on it (vm/vulkan_device.h) at every size against the
+// reference evaluator. Cases whose operators the Vulkan path does not support yet are skipped
+// with the compiler's reason (docs/codegen.md lists them).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -31,8 +29,6 @@
 #include "tests/codegen/gpu_compile.h"
 #include "tests/codegen/op_cases.h"
 #include "tests/codegen/op_check.h"
-#include "tests/codegen/spirv_test_runner.h"
-#include "tests/codegen/vulkan_test_device.h"
 #include "vm/device.h"
 #include "vm/executable.h"
 
@@ -63,28 +59,6 @@ absl::StatusOr<std::string> CompileForVulkan(const std::string& text) {
 
 const GpuCompiled& Compiled(const Case& c) {
   return CompiledForGpu(c, tir::Target::Vulkan());
-}
-
-// The device the cases run on: the runtime's vulkan:0 when it has one, else the
-// test device over the first Vulkan device (registered as vulkan, so tensors
-// copy back); an error says why there is none.
-absl::StatusOr<vm::Device*> VulkanDevice() {
-  static absl::StatusOr<vm::Device*>* device = [] {
-    absl::StatusOr<vm::Device*> runtime = vm::GetDevice("vulkan:0");
-    if (runtime.ok()) return new absl::StatusOr<vm::Device*>(runtime);
-    absl::StatusOr<std::unique_ptr<codegen::testing::SpirvTestRunner>> runner =
-        codegen::testing::SpirvTestRunner::Create();
-    if (!runner.ok()) return new absl::StatusOr<vm::Device*>(runner.status());
-    vm::Device* test_device =
-        codegen::testing::MakeVulkanTestDevice(std::shared_ptr<codegen::testing::SpirvTestRunner>(std::move(*runner)))
-            .release();
-    vm::RegisterDeviceKind(kDLVulkan, "vulkan", [test_device](int index) -> absl::StatusOr<vm::Device*> {
-      if (index != 0) return absl::UnavailableError("the Vulkan test device is vulkan:0");
-      return test_device;
-    });
-    return new absl::StatusOr<vm::Device*>(test_device);
-  }();
-  return *device;
 }
 
 struct Tool {
@@ -145,7 +119,7 @@ TEST_P(VulkanOpHarnessTest, CompilesToSpirvThatSpirvValAccepts) {
 }
 
 TEST_P(VulkanOpHarnessTest, RunsOnVulkanAndMatchesTheReference) {
-  absl::StatusOr<vm::Device*> device = VulkanDevice();
+  absl::StatusOr<vm::Device*> device = vm::GetDevice("vulkan:0");
   if (!device.ok()) GTEST_SKIP() << "no Vulkan device here: " << device.status().message();
   const Case& c = GetParam();
   const GpuCompiled& compiled = Compiled(c);
