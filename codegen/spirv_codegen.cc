@@ -209,6 +209,14 @@ class KernelEmitter {
     const uint32_t type = ValueType(to);
     if (from.is_integer() && to.is_integer()) {
       if (from.bits() == to.bits()) return v;
+      if (from.is_int() && to.bits() > from.bits()) {
+        // Sign extension written as zero extension and (x ^ m) - m, m the source's sign bit:
+        // the same value, but Mesa 22.3's lavapipe miscompiles an OpSConvert to 64 bits that
+        // feeds a signed comparison (found by the op harness: one_hot of negative indices).
+        uint32_t wide = w_.Value(Op::OpUConvert, type, {v});
+        uint32_t m = b_.ConstantInt(to.bits(), uint64_t{1} << (from.bits() - 1));
+        return w_.Value(Op::OpISub, type, {w_.Value(Op::OpBitwiseXor, type, {wide, m}), m});
+      }
       return w_.Value(from.is_int() ? Op::OpSConvert : Op::OpUConvert, type, {v});
     }
     if (from.is_integer() && to.is_float()) {

@@ -21,13 +21,14 @@
 // Semantics kept from TIR (tir/expr.h) like the other emitters: floordiv / floormod round
 // toward negative infinity, float min / max propagate NaN, shifts by an amount outside
 // [0, bits) shift every bit out, `round` rounds half to even. Math intrinsics: see
-// codegen/spirv_math.h (GLSL.std.450 for float32, float64 written out). A failing assert (an integer division by zero)
-// ends that invocation: no message can leave a Vulkan kernel.
+// codegen/spirv_math.h (most written out: drivers' GLSL.std.450 is loose, and 32-bit only).
+// A failing assert (an integer division by zero) ends that invocation: no message can leave
+// a Vulkan kernel.
 //
 // Not supported yet, an InvalidArgument error naming the kernel and saying "not supported by
 // the SPIR-V code generator yet": vector lanes, bfloat16, packed sub-byte integers,
-// allocations of symbolic size, float64 asin / acos / atan / erf, more than 16 scalar
-// parameters (128 bytes of push constants).
+// allocations of symbolic size, more than 16 scalar parameters (128 bytes of push
+// constants).
 #pragma once
 
 #include <string>

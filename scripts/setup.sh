@@ -23,7 +23,7 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler  # frontends/onnx: the ONNX importer
   libonnx-testdata  # tests: ONNX's backend node tests (ctest onnx_node_tests)
   spirv-headers  # codegen/: the SPIR-V emitter's opcodes and GLSL.std.450 numbers
-  spirv-tools  # tests: every generated SPIR-V module passes spirv-val
+  spirv-tools  # tests: every generated SPIR-V module passes spirv-val; spirv-as assembles the runtime tests' kernels
   libvulkan-dev mesa-vulkan-drivers  # vm/: the Vulkan device, lavapipe (a CPU Vulkan driver)
 )
 missing=()

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "vm/cuda_device.h"
 #include "vm/pooled_allocator.h"
+#include "vm/vulkan_device.h"
 
 namespace kiln::vm {
 namespace {
@@ -58,9 +59,11 @@ struct Registry {
 Registry& GetRegistry() {
   static Registry* registry = [] {
     auto* r = new Registry();
-    // CUDA is always known: its factory opens the driver on first use and says clearly
+    // CUDA and Vulkan are always known: each factory opens its driver on first use and says clearly
     // when there is none (vm/cuda_device.h).
     r->kinds[kDLCUDA] = DeviceKind{"cuda", CreateCudaDevice, {}};
+    // Vulkan likewise opens its loader on first use (vm/vulkan_device.h).
+    r->kinds[kDLVulkan] = DeviceKind{"vulkan", CreateVulkanDevice, {}};
     return r;
   }();
   return *registry;

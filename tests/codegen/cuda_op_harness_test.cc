@@ -32,6 +32,7 @@
 #include "relax/transform/pipeline.h"
 #include "support/file_io.h"
 #include "support/status_macros.h"
+#include "tests/codegen/gpu_compile.h"
 #include "tests/codegen/op_cases.h"
 #include "tests/codegen/op_check.h"
 #include "tests/reference/reference_evaluator.h"
@@ -50,73 +51,25 @@ using reference::RefValue;
 bool IsUnsupported(const absl::Status& s) {
   const std::string m(s.message());
   return absl::StrContains(m, "not supported by the CUDA code generator yet") ||
-         absl::StrContains(m, "needs device workspace") || absl::StrContains(m, "not inside a loop bound to GPU threads");
+         absl::StrContains(m, "needs device workspace") || absl::StrContains(m, "not inside a loop bound to GPU threads") ||
+         absl::StrContains(m, "host code cannot read device memory");
 }
-
-struct CudaCompiled {
-  absl::Status status;  // ok, or why the case does not compile
-  std::string bytes;
-  std::shared_ptr<const vm::Executable> exe;
-};
 
 absl::StatusOr<std::string> CompileForCuda(const std::string& text) {
-  KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
-  relax::PipelineOptions options;
-  options.check_well_formed = true;
-  options.libraries.openblas = false;
-  options.libraries.quantized = false;
-  options.target = tir::Target::Cuda();
-  KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
-  // The host parts for a baseline CPU, as `kiln compile --target cuda` does.
-  KILN_ASSIGN_OR_RETURN(tir::Target host, codegen::ResolveCpuTarget(tir::Target::Cpu("x86-64")));
-  KILN_ASSIGN_OR_RETURN(codegen::CpuTarget cpu, codegen::ToCpuTarget(host));
-  return codegen::BuildExecutable(lowered, cpu);
+  return CompileForGpu(text, tir::Target::Cuda());
 }
 
-// Each case is compiled once per process (the tests below share it).
-const CudaCompiled& Compiled(const Case& c) {
-  static auto* cache = new std::map<std::string, CudaCompiled>();
-  auto it = cache->find(c.name);
-  if (it != cache->end()) return it->second;
-  CudaCompiled out;
-  absl::StatusOr<std::string> bytes = CompileForCuda(ModuleText(c));
-  if (!bytes.ok()) {
-    out.status = bytes.status();
-  } else {
-    out.bytes = *bytes;
-    absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
-    if (exe.ok()) {
-      out.exe = *exe;
-    } else {
-      out.status = exe.status();
-    }
-  }
-  return (*cache)[c.name] = std::move(out);
-}
-
-// A result on the GPU, tensors (also inside tuples) copied to the host.
-absl::StatusOr<vm::Value> ToHost(const vm::Value& v) {
-  if (v.is_tensor()) {
-    KILN_ASSIGN_OR_RETURN(vm::Tensor t, v.as_tensor().CopyTo(vm::CpuDevice()));
-    return vm::Value(std::move(t));
-  }
-  if (v.kind() == vm::Value::Kind::kTuple) {
-    std::vector<vm::Value> fields;
-    for (const vm::Value& f : v.as_tuple()) {
-      KILN_ASSIGN_OR_RETURN(vm::Value h, ToHost(f));
-      fields.push_back(std::move(h));
-    }
-    return vm::Value::FromTuple(std::move(fields));
-  }
-  return v;
+const GpuCompiled& Compiled(const Case& c) {
+  return CompiledForGpu(c, tir::Target::Cuda());
 }
 
 class CudaOpHarnessTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CudaOpHarnessTest, CompilesWithNvrtcForSm80AndSm90) {
-  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
+  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok())
+    GTEST_SKIP() << nvrtc.message();
   const Case& c = GetParam();
-  const CudaCompiled& compiled = Compiled(c);
+  const GpuCompiled& compiled = Compiled(c);
   if (IsUnsupported(compiled.status)) GTEST_SKIP() << "not supported on cuda yet: " << compiled.status.message();
   ASSERT_TRUE(compiled.status.ok()) << compiled.status << "\n" << ModuleText(c);
   const std::vector<vm::DeviceCode>& code = compiled.exe->contents().device_code;
@@ -147,39 +100,11 @@ TEST_P(CudaOpHarnessTest, RunsOnTheGpuAndMatchesTheReference) {
   if (!gpu.ok()) GTEST_SKIP() << "no GPU here: " << gpu.status().message();
   if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
   const Case& c = GetParam();
-  const CudaCompiled& compiled = Compiled(c);
+  const GpuCompiled& compiled = Compiled(c);
   if (IsUnsupported(compiled.status)) GTEST_SKIP() << "not supported on cuda yet: " << compiled.status.message();
   ASSERT_TRUE(compiled.status.ok()) << compiled.status;
-  const std::string text = ModuleText(c);
-  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(text);
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed->module);
-  ASSERT_TRUE(normalized.ok()) << normalized.status();
-  absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine = vm::VirtualMachine::Create(compiled.exe, *gpu);
-  ASSERT_TRUE(machine.ok()) << machine.status();
-  std::mt19937 rng(1234);
-  for (const auto& size : c.sizes) {
-    std::string where;
-    for (const auto& [k, v] : size) absl::StrAppend(&where, k, "=", v, " ");
-    std::vector<RefValue> inputs;
-    std::vector<vm::Value> args;
-    for (const Param& p : c.params) {
-      HostTensor t = RandomTensor(p, size, rng);
-      absl::StatusOr<vm::Tensor> on_gpu = ToVm(t).CopyTo(*gpu);
-      ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
-      args.emplace_back(*on_gpu);
-      inputs.emplace_back(std::move(t));
-    }
-    absl::StatusOr<RefValue> expected = reference::Evaluate(*normalized, "main", inputs);
-    ASSERT_TRUE(expected.ok()) << where << expected.status();
-    absl::StatusOr<vm::Value> result = (*machine)->Invoke("main", args);
-    ASSERT_TRUE(result.ok()) << where << result.status();
-    absl::StatusOr<vm::Value> host = ToHost(*result);
-    ASSERT_TRUE(host.ok()) << host.status();
-    absl::StatusOr<RefValue> actual = FromVm(*host);
-    ASSERT_TRUE(actual.ok()) << where << actual.status();
-    if (!ExpectClose(*expected, *actual, c, where)) return;
-  }
+  absl::Status run = RunAgainstReferenceOn(c, compiled.exe, *gpu);
+  EXPECT_TRUE(run.ok()) << run;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, CudaOpHarnessTest, ::testing::ValuesIn(AllCases()),
@@ -250,7 +175,7 @@ TEST(CudaGpuBundle, WritesCompiledCasesForTheGpuCheck) {
   std::string manifest;
   int written = 0;
   for (const Case& c : AllCases()) {
-    const CudaCompiled& compiled = Compiled(c);
+    const GpuCompiled& compiled = Compiled(c);
     if (!compiled.status.ok()) {
       absl::StrAppend(&manifest, "# skipped ", c.name, ": ", compiled.status.message().substr(0, 200), "\n");
       continue;

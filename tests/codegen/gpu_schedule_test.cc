@@ -132,7 +132,8 @@ TEST_P(GpuScheduleTest, VerifiesReplaysAndComputesTheSame) {
       if (!f.ok()) {
         // Only the documented gaps: an unbound block or an intermediate between kernels.
         EXPECT_THAT(f.status().message(), ::testing::AnyOf(::testing::HasSubstr("not inside a loop bound to GPU threads"),
-                                                          ::testing::HasSubstr("needs device workspace")));
+                                                          ::testing::HasSubstr("needs device workspace"),
+                                                          ::testing::HasSubstr("host code cannot read device memory")));
         continue;
       }
       EXPECT_TRUE(tir::VerifyGpuFunction(*f, cuda).ok());
@@ -249,6 +250,18 @@ prim_func @f(A: Buffer((128,), float32)) {
               ::testing::HasSubstr("runs 512 threads per block; the target allows 256"));
   EXPECT_THAT(tir::VerifyGpuFunction(shared->func, vulkan).message(),
               ::testing::HasSubstr("65536 bytes of shared memory per block; the target allows 16384"));
+  // A data-dependent check before the kernel would run on the host, reading device memory.
+  absl::StatusOr<tir::ParsedPrimFunc> host_read = tir::ParsePrimFunc(R"(
+prim_func @f(A: Buffer((128,), float32)) {
+  assert A[0] > 0.0, "A[0] must be positive"
+  for t in thread_binding(0, 128, "threadIdx.x") {
+    A[t] = 1.0
+  }
+})");
+  ASSERT_TRUE(host_read.ok()) << host_read.status();
+  EXPECT_THAT(tir::VerifyGpuFunction(host_read->func, vulkan).message(),
+              ::testing::HasSubstr("the load of 'A' is outside the loops bound to GPU threads: host code cannot read "
+                                   "device memory"));
 }
 
 TEST(GpuScheduleRulesTest, VulkanWorkgroupsAreAtMostItsLimit) {

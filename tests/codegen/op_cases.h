@@ -171,6 +171,12 @@ inline std::vector<Case> AllCases() {
   add({"expm1_wide", {P("x", {"n"}, "float32", {-30, 30})}, "R.expm1(x)", n, 2e-6, 1e-6});
   add({"sin_f64", {P("x", {"n"}, "float64", {-10, 10})}, "R.sin(x)", n, 1e-12, 1e-12});
   add({"atanh_f64", {P("x", {"n"}, "float64", {-1, 1})}, "R.atanh(x)", n, 1e-12, 1e-12});
+  // float64 functions that GPU targets write out themselves (codegen/spirv_math.h).
+  add({"erf_f64", {P("x", {"n"}, "float64", {-7, 7})}, "R.erf(x)", n, 1e-12, 1e-12});
+  add({"atan_f64", {P("x", {"n"}, "float64", {-50, 50})}, "R.atan(x)", n, 1e-12, 1e-12});
+  add({"acos_f64", {P("x", {"n"}, "float64", {-1, 1})}, "R.acos(x)", n, 1e-12, 1e-12});
+  add({"cosh_f64", {P("x", {"n"}, "float64", {-30, 30})}, "R.cosh(x)", n, 1e-12, 1e-12});
+  add({"expm1_f64", {P("x", {"n"}, "float64", {-3, 3})}, "R.expm1(x)", n, 1e-12, 1e-12});
   add({"tan_f16", {P("x", {"n"}, "float16", {-1.5, 1.5})}, "R.tan(x)", n, 2e-3, 1e-3});
   for (const char* op : {"abs", "sign", "floor", "round"}) {
     add({absl::StrCat(op, "_int32"), {P("x", {"n"}, "int32", {-9, 9})}, absl::StrCat("R.", op, "(x)"), n});

@@ -1,12 +1,15 @@
 // What the operator harnesses share (tests/codegen/op_harness_test.cc on the CPU,
-// cuda_op_harness_test.cc on a GPU): host tensors to and from the VM, and the NaN-aware
-// comparison against the reference evaluator.
+// cuda_op_harness_test.cc and vulkan_op_harness_test.cc on a GPU): host tensors to and from
+// the VM, the NaN-aware comparison against the reference evaluator, and a case's run on a
+// device.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -15,9 +18,14 @@
 #include "support/status_macros.h"
 #include "tests/codegen/op_cases.h"
 #include "tests/reference/host_tensor.h"
+#include "relax/block_builder.h"
+#include "relax/text_parser.h"
+#include "tests/reference/reference_evaluator.h"
 #include "tests/reference/ref_value.h"
+#include "vm/executable.h"
 #include "vm/tensor.h"
 #include "vm/value.h"
+#include "vm/virtual_machine.h"
 
 namespace kiln::op_cases {
 
@@ -95,6 +103,66 @@ inline bool ExpectClose(const reference::RefValue& expected, const reference::Re
     }
   }
   return failures == 0;
+}
+
+// A result on a device, tensors (also inside tuples) copied to the host.
+inline absl::StatusOr<vm::Value> ToHost(const vm::Value& v) {
+  if (v.is_tensor()) {
+    KILN_ASSIGN_OR_RETURN(vm::Tensor t, v.as_tensor().CopyTo(vm::CpuDevice()));
+    return vm::Value(std::move(t));
+  }
+  if (v.kind() == vm::Value::Kind::kTuple) {
+    std::vector<vm::Value> fields;
+    for (const vm::Value& f : v.as_tuple()) {
+      KILN_ASSIGN_OR_RETURN(vm::Value h, ToHost(f));
+      fields.push_back(std::move(h));
+    }
+    return vm::Value::FromTuple(std::move(fields));
+  }
+  return v;
+}
+
+// Runs `c`'s compiled executable on `device` (inputs copied there, results back) at every
+// size of the case, each against the reference evaluator; mismatches are added as failures
+// as they come. Returns the VM's error when a call fails (the caller decides whether that is
+// a known gap), OK otherwise.
+inline absl::Status RunAgainstReferenceOn(const Case& c, const std::shared_ptr<const vm::Executable>& exe,
+                                          vm::Device* device) {
+  // Harness trouble (not the case's) is a failure here; only the VM's error is returned.
+  auto fail = [](const auto& what) {
+    ADD_FAILURE() << what;
+    return absl::OkStatus();
+  };
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(ModuleText(c));
+  if (!parsed.ok()) return fail(parsed.status());
+  absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed->module);
+  if (!normalized.ok()) return fail(normalized.status());
+  absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine = vm::VirtualMachine::Create(exe, device);
+  if (!machine.ok()) return fail(machine.status());
+  std::mt19937 rng(1234);
+  for (const auto& size : c.sizes) {
+    std::string where;
+    for (const auto& [k, v] : size) absl::StrAppend(&where, k, "=", v, " ");
+    std::vector<reference::RefValue> inputs;
+    std::vector<vm::Value> args;
+    for (const Param& p : c.params) {
+      reference::HostTensor t = RandomTensor(p, size, rng);
+      absl::StatusOr<vm::Tensor> on_device = ToVm(t).CopyTo(device);
+      if (!on_device.ok()) return fail(on_device.status());
+      args.emplace_back(*on_device);
+      inputs.emplace_back(std::move(t));
+    }
+    absl::StatusOr<reference::RefValue> expected = reference::Evaluate(*normalized, "main", inputs);
+    if (!expected.ok()) return fail(absl::StrCat(where, expected.status().ToString()));
+    absl::StatusOr<vm::Value> result = (*machine)->Invoke("main", args);
+    if (!result.ok()) return absl::Status(result.status().code(), absl::StrCat(where, result.status().message()));
+    absl::StatusOr<vm::Value> host = ToHost(*result);
+    if (!host.ok()) return fail(host.status());
+    absl::StatusOr<reference::RefValue> actual = FromVm(*host);
+    if (!actual.ok()) return fail(absl::StrCat(where, actual.status().ToString()));
+    if (!ExpectClose(*expected, *actual, c, where)) return absl::OkStatus();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace kiln::op_cases

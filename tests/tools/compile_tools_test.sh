@@ -90,6 +90,14 @@ err=$("$kiln" compile "$dir/add_op.kir" --target vulkan -o "$dir/add_vulkan.kx" 
 grep -q 'attr target = "vulkan' <<<"$err" || fail "vulkan target in the dump: $err"
 grep -q 'thread_binding(0, 256, "threadIdx.x")' <<<"$err" || fail "vulkan schedule in the dump: $err"
 [[ -s "$dir/add_vulkan.kx" ]] || fail "vulkan executable not written"
+# kiln run --device vulkan: on a Vulkan device (lavapipe in CI) the inputs go there and the
+# sum comes back; without one, that is one clear line.
+if out=$("$kiln" run "$dir/add_vulkan.kx" --input ones:1031:f32 --input ones:1031:f32 --device vulkan 2>&1); then
+  grep -q "output 0: float32\[1031\] sum=2062 " <<<"$out" || fail "kiln run --device vulkan: $out"
+else
+  grep -q "Vulkan" <<<"$out" || fail "vulkan run without a device: $out"
+  [[ $(wc -l <<<"$out") == 1 ]] || fail "vulkan without a device is not one line: $out"
+fi
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target "cpu -vector-bits=100" 2>&1); then fail "bad target accepted"; fi
 grep -q "vector-bits must be 128, 256 or 512" <<<"$err" || fail "bad target: $err"
 # A target in its text form: every PrimFunc carries it after pass bind_target.

@@ -56,6 +56,18 @@ class GpuChecker : public StmtExprVisitor {
     StmtExprVisitor::VisitStmt_(op, self);
   }
 
+  void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+    if (bound_.empty()) {
+      // Outside the thread nests is the host function: it cannot dereference device memory
+      // (a data-dependent check before the kernels, say).
+      Fail(absl::StrCat("the load of '", op->buffer->name, "'",
+                        blocks_.empty() ? std::string() : absl::StrCat(" in block '", blocks_.back(), "'"),
+                        " is outside the loops bound to GPU threads: host code cannot read device memory "
+                        "(not supported yet)"));
+    }
+    StmtExprVisitor::VisitExpr_(op, self);
+  }
+
   absl::Status status;
 
  private:
