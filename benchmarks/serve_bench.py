@@ -31,6 +31,9 @@ SUBJECTS = ["the sea", "a red fox", "prime numbers", "Paris in spring", "an old 
             "winter", "a violin", "coffee", "the desert"]
 
 
+EOG_TOKENS = (0, 2)
+
+
 def prompt(i, long=False):
     text = f"Write a short story about {SUBJECTS[i % len(SUBJECTS)]}. (#{i})"
     return text + " Describe every detail of the scene, slowly and precisely." * (40 if long else 0)
@@ -45,8 +48,12 @@ def percentile(values, p):
 
 def stream(host, port, model, text, max_tokens):
     """Returns (ttft, [inter-token gaps], completion tokens) of one streaming completion."""
+    # ignore_eos is Kiln's (and llama-server's) flag; llama-cpp-python's server ignores it,
+    # so end-of-generation tokens (<|endoftext|> 0, <|im_end|> 2 in SmolLM2's vocabulary) are
+    # also banned through logit_bias, which both servers honour: every request then runs to
+    # max_tokens on both and they generate the same number of tokens.
     body = {"model": model, "prompt": text, "max_tokens": max_tokens, "temperature": 0,
-            "ignore_eos": True, "stream": True}
+            "ignore_eos": True, "logit_bias": {str(t): -100 for t in EOG_TOKENS}, "stream": True}
     began = time.perf_counter()
     connection = http.client.HTTPConnection(host, port, timeout=600)
     connection.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
@@ -182,8 +189,11 @@ def main():
             print("(no --peer-python: llama.cpp not measured; scripts/serve_bench_peer.sh builds it)")
             return
         # llama.cpp's server: one slot per concurrent client at most, the same context per slot.
+        # llama-cpp-python's server runs one request at a time; by default a new request
+        # interrupts the one streaming (interrupt_requests), which would cut every stream short.
         peer = measure("llama.cpp", [args.peer_python, "-m", "llama_cpp.server", "--model", args.model,
-                                     "--n_threads", str(args.threads), "--n_ctx", "2048"], args, tmp)
+                                     "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads),
+                                     "--n_ctx", "2048", "--interrupt_requests", "False"], args, tmp)
         for c in args.concurrency:
             print(f"c={c:<3} throughput kiln / llama.cpp: {kiln[c]['tok_s'] / peer[c]['tok_s']:.2f}x")
 
