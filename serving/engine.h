@@ -60,7 +60,7 @@ struct EngineOptions {
   // streams' inter-token latency stays within (1 + ratio) times its idle value however many
   // prompts arrive; with nothing decoding, prompts get step_prefill_tokens. At least one
   // prompt token per step, so prompts always advance.
-  double prefill_time_ratio = 1.0;
+  double prefill_time_ratio = 0.5;
   bool prefix_caching = true;
 };
 

@@ -48,7 +48,7 @@ constexpr const char* kUsage =
     "  --max-queued N         waiting requests before 429 (default 256)\n"
     "  --prefill-chunk N      prompt tokens prefilled per step at most (default 256)\n"
     "  --prefill-time-ratio R while streams decode, prompt tokens in a step take at most R times\n"
-    "                         the decode's time (default 1: inter-token latency at most 2x idle)\n"
+    "                         the decode's time (default 0.5: inter-token latency at most 1.5x idle)\n"
     "  --kv-cache-tokens N    KV cache size in tokens over all sequences (default: the\n"
     "                         model's context, at most 32768)\n"
     "  --no-prefix-cache      do not reuse the KV pages of shared prompt prefixes\n"
