@@ -13,7 +13,12 @@ The peer (llama-cpp-python[server]) is built by scripts/serve_bench_peer.sh in i
 environment; without --peer-python only Kiln is measured. Never run in CI.
 
   python3 benchmarks/serve_bench.py --kiln build/kiln [--peer-python $(scripts/serve_bench_peer.sh)]
-      [--model GGUF] [--concurrency 1,4,16,64] [--rounds 2] [--max-tokens 32] [--threads N]
+      [--kiln-baseline OTHER/kiln] [--kiln-arg=ARG ...] [--model GGUF] [--concurrency 1,4,16,64] [--rounds 2]
+      [--max-tokens 32] [--threads N]
+
+Both servers get --threads N (kiln serve --threads, llama.cpp's --n_threads and
+--n_threads_batch). The clients are Python threads on the same machine: they take CPU from
+the server they measure, the same way for both.
 """
 import argparse
 import http.client
@@ -31,6 +36,9 @@ SUBJECTS = ["the sea", "a red fox", "prime numbers", "Paris in spring", "an old 
             "winter", "a violin", "coffee", "the desert"]
 
 
+EOG_TOKENS = (0, 2)
+
+
 def prompt(i, long=False):
     text = f"Write a short story about {SUBJECTS[i % len(SUBJECTS)]}. (#{i})"
     return text + " Describe every detail of the scene, slowly and precisely." * (40 if long else 0)
@@ -45,8 +53,12 @@ def percentile(values, p):
 
 def stream(host, port, model, text, max_tokens):
     """Returns (ttft, [inter-token gaps], completion tokens) of one streaming completion."""
+    # ignore_eos is Kiln's (and llama-server's) flag; llama-cpp-python's server ignores it,
+    # so end-of-generation tokens (<|endoftext|> 0, <|im_end|> 2 in SmolLM2's vocabulary) are
+    # also banned through logit_bias, which both servers honour: every request then runs to
+    # max_tokens on both and they generate the same number of tokens.
     body = {"model": model, "prompt": text, "max_tokens": max_tokens, "temperature": 0,
-            "ignore_eos": True, "stream": True}
+            "ignore_eos": True, "logit_bias": {str(t): -100 for t in EOG_TOKENS}, "stream": True}
     began = time.perf_counter()
     connection = http.client.HTTPConnection(host, port, timeout=600)
     connection.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
@@ -137,7 +149,9 @@ def measure(name, command, args, tmp):
         process = subprocess.Popen(command + ["--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
     try:
         model = wait_ready(process, "127.0.0.1", port, log)
-        stream("127.0.0.1", port, model, prompt(0), 4)  # warm up
+        # Warm up with full-length requests: llama-cpp-python's first requests run several
+        # times slower than its steady pace (measured: 4, 5, then 41 tok/s in three rounds).
+        level("127.0.0.1", port, model, 1, 3, args.max_tokens, offset=3000)
         rows = {}
         for c in args.concurrency:
             rows[c] = level("127.0.0.1", port, model, c, args.rounds, args.max_tokens)
@@ -147,7 +161,8 @@ def measure(name, command, args, tmp):
                   f"{percentile(r['gaps'], 50) * 1e3:6.1f} ms p99 {percentile(r['gaps'], 99) * 1e3:6.1f} ms", flush=True)
         idle, during = burst("127.0.0.1", port, model, args)
         print(f"{name:>9} inter-token p99: idle {idle * 1e3:.1f} ms, during a burst of {args.burst} long prompts "
-              f"{during * 1e3:.1f} ms ({during / idle:.2f}x)", flush=True)
+              f"{during * 1e3:.1f} ms ({during / idle:.2f}x)  [load average {os.getloadavg()[0]:.2f}]", flush=True)
+        rows["burst"] = during / idle
         return rows
     finally:
         process.terminate()
@@ -161,6 +176,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--kiln", default="build/kiln")
     parser.add_argument("--peer-python", help="python of the llama-cpp-python[server] environment")
+    parser.add_argument("--kiln-baseline", help="another kiln binary (e.g. main's) measured in the same run")
+    parser.add_argument("--kiln-arg", action="append", default=[],
+                        help="an argument for kiln serve (repeat for several), e.g. --kiln-arg=--prefill-time-ratio=0.5")
     parser.add_argument("--model", default=os.path.join(os.environ.get("KILN_MODEL_DIR") or
                                                         os.path.expanduser("~/.cache/kiln/models"),
                                                         "SmolLM2-135M-Instruct.Q4_1.gguf"))
@@ -175,17 +193,36 @@ def main():
         sys.exit(f"no model at {args.model} (scripts/fetch_model.sh)")
     print(f"model {args.model}, {args.threads} threads, {args.max_tokens} tokens per request, "
           f"{args.rounds} requests per client")
+    print(f"load average at the start {os.getloadavg()[0]:.2f} (the machine's other work skews every figure; "
+          "compare only servers measured in one run)")
+
+    def kiln_command(binary):
+        return [binary, "serve", args.model, "--threads", str(args.threads),
+                "--max-running", str(max(args.concurrency)), *args.kiln_arg]
     with tempfile.TemporaryDirectory() as tmp:
-        kiln = measure("kiln", [args.kiln, "serve", args.model, "--threads", str(args.threads),
-                                "--max-running", str(max(args.concurrency))], args, tmp)
+        kiln = measure("kiln", kiln_command(args.kiln), args, tmp)
+        if args.kiln_baseline:
+            base = measure("baseline", kiln_command(args.kiln_baseline), args, tmp)
+            for c in args.concurrency:
+                print(f"c={c:<3} throughput kiln / baseline: {kiln[c]['tok_s'] / base[c]['tok_s']:.2f}x")
         if not args.peer_python:
             print("(no --peer-python: llama.cpp not measured; scripts/serve_bench_peer.sh builds it)")
             return
         # llama.cpp's server: one slot per concurrent client at most, the same context per slot.
+        # llama-cpp-python's server runs one request at a time; by default a new request
+        # interrupts the one streaming (interrupt_requests), which would cut every stream short.
         peer = measure("llama.cpp", [args.peer_python, "-m", "llama_cpp.server", "--model", args.model,
-                                     "--n_threads", str(args.threads), "--n_ctx", "2048"], args, tmp)
+                                     "--n_threads", str(args.threads), "--n_threads_batch", str(args.threads),
+                                     "--n_ctx", "2048", "--interrupt_requests", "False"], args, tmp)
+        print("kiln / llama.cpp (throughput: higher is better; latencies: lower is better):")
         for c in args.concurrency:
-            print(f"c={c:<3} throughput kiln / llama.cpp: {kiln[c]['tok_s'] / peer[c]['tok_s']:.2f}x")
+            k, p = kiln[c], peer[c]
+            print(f"c={c:<3} throughput {k['tok_s'] / p['tok_s']:5.2f}x  "
+                  f"TTFT p50 {percentile(k['ttft'], 50) / percentile(p['ttft'], 50):5.2f}x  "
+                  f"inter-token p50 {percentile(k['gaps'], 50) / percentile(p['gaps'], 50):5.2f}x "
+                  f"p99 {percentile(k['gaps'], 99) / percentile(p['gaps'], 99):5.2f}x")
+        print(f"burst / idle inter-token p99: kiln {kiln['burst']:.2f}x, llama.cpp {peer['burst']:.2f}x "
+              f"(target for kiln: <= 2); load average at the end {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -24,6 +25,7 @@
 #include "serving/latency_histogram.h"
 #include "serving/prefix_cache.h"
 #include "serving/request_state.h"
+#include "serving/step_cost_model.h"
 #include "serving/utf8.h"
 #include "support/heap_trim.h"
 #include "support/status_macros.h"
@@ -75,6 +77,7 @@ class Engine::Impl {
   void Loop();
   void Step();
   void Admit();
+  bool CombinedStep();
   void DecodeStep();
   void PrefillStep();
   void StartPrefill(RequestState& request);
@@ -125,6 +128,7 @@ class Engine::Impl {
   int64_t next_sequence_id_ = 0;
   int64_t ended_unpublished_ = 0;  // requests ended since the last PublishGauges
   std::vector<float> scratch_;  // logits the sampler may change
+  StepCostModel step_cost_;     // seconds per combined step against its tokens
 
   std::thread loop_;
 };
@@ -137,6 +141,9 @@ absl::Status Engine::Impl::Init(const EngineOptions& options) {
   if (options.max_running < 1) return absl::InvalidArgumentError("max_running must be at least 1");
   if (options.max_queued < 0) return absl::InvalidArgumentError("max_queued must not be negative");
   if (options.step_prefill_tokens < 1) return absl::InvalidArgumentError("step_prefill_tokens must be at least 1");
+  if (!(options.prefill_time_ratio > 0) || !std::isfinite(options.prefill_time_ratio)) {
+    return absl::InvalidArgumentError("prefill_time_ratio must be a positive number");
+  }
   // The runtime's thread pool is process-wide and sized at its first use; an explicit count
   // is passed the way the pool reads it, unless the user already chose one.
   if (options.threads > 0 && std::getenv("KILN_NUM_THREADS") == nullptr) {
@@ -356,10 +363,88 @@ void Engine::Impl::Loop() {
 
 void Engine::Impl::Step() {
   Admit();
-  DecodeStep();
+  if (!CombinedStep()) {
+    DecodeStep();
+    SweepFinished();
+    PrefillStep();
+  }
   SweepFinished();
-  PrefillStep();
-  SweepFinished();
+}
+
+// One model call for the whole step: each decoding sequence's next token and the prompt
+// chunks that fit the step's budget, so the weights are read once per step however many
+// prompts arrive. Returns false, having changed nothing, when that call cannot be made
+// (pages ran short, an executable without prefill_batch, a fault of the model): the step
+// then runs decode and prefill apart, whose paths preempt or fail the request at fault.
+bool Engine::Impl::CombinedStep() {
+  if (!runner_->has_prefill_batch()) return false;
+  struct Row {
+    RequestState* request;
+    int choice;        // a decode row's choice
+    PrefillJob* job;   // a prefill row's job (nullptr for decode rows)
+    int64_t count;
+  };
+  std::vector<Row> rows;
+  std::vector<int64_t> ids;
+  std::vector<std::span<const int32_t>> chunks;
+  for (auto& request : running_) {
+    if (request->phase != RequestPhase::kDecode) continue;
+    for (ChoiceState& choice : request->choices) {
+      if (choice.finished) continue;
+      rows.push_back({request.get(), choice.index, nullptr, 1});
+      ids.push_back(choice.sequence);
+      chunks.push_back(std::span<const int32_t>(choice.history).last(1));
+    }
+  }
+  const int64_t decode_tokens = static_cast<int64_t>(rows.size());
+  int64_t budget = decode_tokens == 0 ? options_.step_prefill_tokens
+                                      : step_cost_.TokensToAdd(decode_tokens, options_.prefill_time_ratio, 1,
+                                                               options_.step_prefill_tokens);
+  budget = std::min(budget, runner_->max_call_tokens() - decode_tokens);
+  for (auto& request : running_) {
+    if (budget <= 0) break;
+    if (request->phase != RequestPhase::kPrefill) continue;
+    // A request's jobs (one per choice after a preemption) are prefilled in order.
+    for (PrefillJob& job : request->jobs) {
+      const int64_t left = static_cast<int64_t>(job.tokens.size()) - job.done;
+      if (left <= 0) continue;
+      const int64_t chunk = std::min(left, budget);
+      rows.push_back({request.get(), job.choice, &job, chunk});
+      ids.push_back(request->choices[static_cast<size_t>(job.choice)].sequence);
+      chunks.push_back(std::span<const int32_t>(job.tokens).subspan(static_cast<size_t>(job.done),
+                                                                    static_cast<size_t>(chunk)));
+      budget -= chunk;
+      if (chunk < left || budget <= 0) break;
+    }
+  }
+  if (rows.empty()) return true;
+  int64_t tokens = 0;
+  for (const Row& row : rows) tokens += row.count;
+  const EngineClock::time_point began = EngineClock::now();
+  absl::StatusOr<std::vector<std::vector<float>>> out = runner_->PrefillBatch(ids, chunks);
+  if (!out.ok()) return false;
+  step_cost_.Observe(tokens, Seconds(EngineClock::now() - began));
+
+  std::vector<RequestState*> prefilled;  // requests with a chunk in this step, in order
+  std::map<RequestState*, std::vector<float>*> last_logits;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
+    if (row.job == nullptr) {
+      Accept(*row.request, row.choice, (*out)[i]);
+      continue;
+    }
+    row.job->done += row.count;
+    if (last_logits.count(row.request) == 0) prefilled.push_back(row.request);
+    last_logits[row.request] = &(*out)[i];
+  }
+  for (RequestState* request : prefilled) {
+    if (request->unfinished() == 0) continue;
+    const bool complete = std::all_of(request->jobs.begin(), request->jobs.end(), [](const PrefillJob& job) {
+      return job.done == static_cast<int64_t>(job.tokens.size());
+    });
+    if (complete) FinishPrefill(*request, *last_logits[request]);
+  }
+  return true;
 }
 
 int64_t Engine::Impl::RunningSequences() const {

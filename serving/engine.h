@@ -2,10 +2,13 @@
 // C++ server embeds (and what `kiln serve` runs). Requests come from any thread; one loop
 // thread owns the model (serving::LlmRunner: VM + paged KV cache) and schedules steps:
 //
-//   each step = one batched decode call for every running sequence (ragged lengths, one VM
-//               call) + chunked prefill of waiting prompts within `step_prefill_tokens`
+//   each step = one model call: the next token of every running sequence (ragged lengths)
+//               + chunks of waiting prompts, as many as keep the step within
+//               (1 + prefill_time_ratio) times the decode's own time (step_prefill_tokens
+//               when nothing decodes)
 //
-// so running streams keep a steady pace while new prompts arrive. Batching never changes a
+// so the weights are read once per step and running streams keep a steady pace while new
+// prompts arrive. Batching never changes a
 // greedy result: a request's tokens are the same alone or among many others.
 //
 // Memory: a request is admitted when the KV cache has free pages for its prompt; when pages
@@ -51,7 +54,13 @@ struct EngineOptions {
   int threads = 0;              // VM worker threads (0: all cores)
   int64_t max_running = 64;     // sequences decoded together in one step
   int64_t max_queued = 256;     // waiting requests; Submit beyond this is ResourceExhausted
-  int64_t step_prefill_tokens = 256;  // prompt tokens prefilled per step (chunked prefill)
+  int64_t step_prefill_tokens = 256;  // prompt tokens prefilled per step at most (chunked prefill)
+  // While streams decode, the prompt tokens added to a step may take at most this times as
+  // long as the step's decode alone (measured: serving/step_cost_model.h), so running
+  // streams' inter-token latency stays within (1 + ratio) times its idle value however many
+  // prompts arrive; with nothing decoding, prompts get step_prefill_tokens. At least one
+  // prompt token per step, so prompts always advance.
+  double prefill_time_ratio = 0.5;
   bool prefix_caching = true;
 };
 

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <string_view>
@@ -21,6 +22,7 @@
 #include "serving/metrics.h"
 #include "serving/openai_request.h"
 #include "serving/openai_response.h"
+#include "serving/peer_connection.h"
 
 namespace kiln::serving {
 namespace {
@@ -301,7 +303,7 @@ class HttpServer::Impl {
     }
     TrackInFlight(*id, true);
     if (!request.stream) {
-      AnswerWhole(std::move(context), *queue, res);
+      AnswerWhole(std::move(context), *id, *queue, req, res);
       TrackInFlight(*id, false);
       return;
     }
@@ -321,11 +323,21 @@ class HttpServer::Impl {
         });
   }
 
-  // A non-streaming reply: every event, then the whole body.
-  void AnswerWhole(ResponseContext context, EventQueue& queue, httplib::Response& res) {
+  // A non-streaming reply: every event, then the whole body. Nothing is written before the
+  // end, so a client that hangs up is noticed by watching its connection (within a
+  // heartbeat); its request is then aborted, which frees its pages.
+  void AnswerWhole(ResponseContext context, int64_t id, EventQueue& queue, const httplib::Request& req,
+                   httplib::Response& res) {
+    const std::optional<PeerConnection> connection =
+        PeerConnection::Find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
     CompletionCollector collector(std::move(context));
+    bool aborted = false;
     while (!collector.finished()) {
-      for (const TokenEvent& event : queue.Take(std::chrono::milliseconds(1000))) collector.Add(event);
+      for (const TokenEvent& event : queue.Take(options_.heartbeat)) collector.Add(event);
+      if (!aborted && !collector.finished() && connection && connection->HungUp()) {
+        backend_.Abort(id);
+        aborted = true;  // the abort's last event ends the loop; the reply goes nowhere
+      }
     }
     if (!collector.error().ok()) return Reply(res, ApiErrorFromStatus(collector.error()));
     res.set_content(collector.ToJson(), kJson);

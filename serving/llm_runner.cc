@@ -35,6 +35,7 @@ absl::StatusOr<std::unique_ptr<LlmRunner>> LlmRunner::Load(const std::string& ex
           absl::StrCat(executable_path, ": no function '", function, "': not an executable compiled from a GGUF model"));
     }
   }
+  runner->has_prefill_batch_ = runner->executable_->FindFunction("prefill_batch") >= 0;
   const auto& metadata = runner->executable_->contents().metadata;
   auto max_tokens = metadata.find("kiln.model.max_tokens");
   if (max_tokens == metadata.end() || !absl::SimpleAtoi(max_tokens->second, &runner->max_call_tokens_) ||
@@ -66,7 +67,8 @@ absl::Status LlmRunner::AddSequence(int64_t id) { return cache_->AddSequence(id)
 absl::Status LlmRunner::RemoveSequence(int64_t id) { return cache_->RemoveSequence(id); }
 
 absl::StatusOr<vm::Tensor> LlmRunner::RunStep(const std::string& function, std::span<const int64_t> ids,
-                                              std::span<const int64_t> counts, std::span<const int32_t> tokens) {
+                                              std::span<const int64_t> counts, std::span<const int32_t> tokens,
+                                              const vm::Tensor* rows) {
   for (int32_t t : tokens) {
     if (t < 0 || t >= config_.vocab_size) {
       return absl::InvalidArgumentError(
@@ -77,7 +79,10 @@ absl::StatusOr<vm::Tensor> LlmRunner::RunStep(const std::string& function, std::
                         vm::Tensor::Empty({static_cast<int64_t>(tokens.size())}, DLDataType{kDLInt, 32, 1}));
   std::memcpy(input.data(), tokens.data(), tokens.size() * sizeof(int32_t));
   KILN_RETURN_IF_ERROR(cache_->BeginForward({ids.begin(), ids.end()}, {counts.begin(), counts.end()}));
-  absl::StatusOr<vm::Value> out = vm_->Invoke(function, {vm::Value(input), vm::Value::FromObject(cache_)});
+  std::vector<vm::Value> args = {vm::Value(input)};
+  if (rows != nullptr) args.push_back(vm::Value(*rows));
+  args.push_back(vm::Value::FromObject(cache_));
+  absl::StatusOr<vm::Value> out = vm_->Invoke(function, args);
   if (!out.ok()) {
     cache_->AbortForward();  // the step's tokens are not kept
     return out.status();
@@ -86,16 +91,21 @@ absl::StatusOr<vm::Tensor> LlmRunner::RunStep(const std::string& function, std::
   return out->GetTensor();
 }
 
-absl::StatusOr<std::vector<float>> LlmRunner::Prefill(int64_t id, std::span<const int32_t> tokens) {
-  if (tokens.empty()) return absl::InvalidArgumentError("prefill needs at least one token");
+absl::Status LlmRunner::CheckRoom(int64_t id, int64_t count) const {
   KILN_ASSIGN_OR_RETURN(int64_t length, cache_->SequenceLength(id));
   const int64_t limit = max_sequence_length();
-  if (length + static_cast<int64_t>(tokens.size()) > limit) {
-    return absl::OutOfRangeError(absl::StrCat("sequence ", id, " would hold ", length + tokens.size(),
+  if (length + count > limit) {
+    return absl::OutOfRangeError(absl::StrCat("sequence ", id, " would hold ", length + count,
                                               " tokens, more than the context of ", limit, " (the model's ",
                                               config_.context_length, ", the KV cache's ",
                                               cache_->config().num_pages * cache_->config().page_size, ")"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>> LlmRunner::Prefill(int64_t id, std::span<const int32_t> tokens) {
+  if (tokens.empty()) return absl::InvalidArgumentError("prefill needs at least one token");
+  KILN_RETURN_IF_ERROR(CheckRoom(id, static_cast<int64_t>(tokens.size())));
   // A prompt longer than one call takes goes in chunks; only the last chunk's logits count.
   vm::Tensor logits;
   for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(max_call_tokens_)) {
@@ -106,6 +116,50 @@ absl::StatusOr<std::vector<float>> LlmRunner::Prefill(int64_t id, std::span<cons
   }
   const float* data = logits.data_as<float>();
   return std::vector<float>(data, data + config_.vocab_size);
+}
+
+absl::StatusOr<std::vector<std::vector<float>>> LlmRunner::PrefillBatch(
+    std::span<const int64_t> ids, std::span<const std::span<const int32_t>> chunks) {
+  if (ids.size() != chunks.size() || ids.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prefill_batch takes one chunk per sequence: ", ids.size(), " sequences, ", chunks.size(), " chunks"));
+  }
+  std::vector<int64_t> counts;
+  int64_t total = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (chunks[i].empty()) return absl::InvalidArgumentError(absl::StrCat("sequence ", ids[i], " has an empty chunk"));
+    if (std::count(ids.begin(), ids.end(), ids[i]) > 1) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", ids[i], " appears twice in one prefill_batch"));
+    }
+    KILN_RETURN_IF_ERROR(CheckRoom(ids[i], static_cast<int64_t>(chunks[i].size())));
+    counts.push_back(static_cast<int64_t>(chunks[i].size()));
+    total += counts.back();
+  }
+  if (total > max_call_tokens_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(total, " tokens in one prefill_batch, more than the ", max_call_tokens_, " a call takes"));
+  }
+  std::vector<std::vector<float>> out(ids.size());
+  if (!has_prefill_batch_) {
+    return absl::FailedPreconditionError(
+        "the executable has no 'prefill_batch' function (compiled by an older Kiln: recompile it)");
+  }
+  std::vector<int32_t> tokens;
+  tokens.reserve(static_cast<size_t>(total));
+  for (std::span<const int32_t> chunk : chunks) tokens.insert(tokens.end(), chunk.begin(), chunk.end());
+  KILN_ASSIGN_OR_RETURN(vm::Tensor rows,
+                        vm::Tensor::Empty({static_cast<int64_t>(ids.size())}, DLDataType{kDLInt, 64, 1}));
+  int64_t end = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    end += counts[i];
+    rows.data_as<int64_t>()[i] = end - 1;  // the chunk's last token, in the step's order
+  }
+  KILN_ASSIGN_OR_RETURN(vm::Tensor logits, RunStep("prefill_batch", ids, counts, tokens, &rows));
+  const float* data = logits.data_as<float>();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    out[i].assign(data + i * config_.vocab_size, data + (i + 1) * config_.vocab_size);
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<std::vector<float>>> LlmRunner::Decode(std::span<const int64_t> ids,

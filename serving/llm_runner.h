@@ -51,19 +51,31 @@ class LlmRunner {
   // The most tokens one call of the compiled functions takes (prefill chunk, decode batch).
   int64_t max_call_tokens() const { return max_call_tokens_; }
   builtins::PagedKvCache& cache() { return *cache_; }
+  bool has_prefill_batch() const { return has_prefill_batch_; }
   vm::VirtualMachine& vm() { return *vm_; }
 
   absl::Status AddSequence(int64_t id);
   absl::Status RemoveSequence(int64_t id);
   // Appends `tokens` (at least one) to sequence `id` and returns the logits after the last.
   absl::StatusOr<std::vector<float>> Prefill(int64_t id, std::span<const int32_t> tokens);
+  // Appends `chunks[i]` (at least one token each, at most max_call_tokens() in all) to
+  // sequence `ids[i]` (each id once) in one call of the model, and returns the logits after
+  // each chunk's last token: several prompts prefilled for the price of one weight read.
+  // The logits are the same, bit for bit, as Prefill of each chunk on its own. Nothing is
+  // appended when it fails. FailedPrecondition for an executable compiled before the model
+  // had `prefill_batch` (has_prefill_batch()).
+  absl::StatusOr<std::vector<std::vector<float>>> PrefillBatch(std::span<const int64_t> ids,
+                                                               std::span<const std::span<const int32_t>> chunks);
   // Appends one token to each of `ids` and returns each one's logits.
   absl::StatusOr<std::vector<std::vector<float>>> Decode(std::span<const int64_t> ids, std::span<const int32_t> tokens);
 
  private:
   LlmRunner() = default;
   absl::StatusOr<vm::Tensor> RunStep(const std::string& function, std::span<const int64_t> ids,
-                                     std::span<const int64_t> counts, std::span<const int32_t> tokens);
+                                     std::span<const int64_t> counts, std::span<const int32_t> tokens,
+                                     const vm::Tensor* rows = nullptr);
+  // An error when sequence `id` cannot take `count` more tokens.
+  absl::Status CheckRoom(int64_t id, int64_t count) const;
 
   formats::LlamaConfig config_;
   std::shared_ptr<const formats::GgufFile> gguf_;
@@ -71,6 +83,7 @@ class LlmRunner {
   std::unique_ptr<vm::VirtualMachine> vm_;
   std::shared_ptr<builtins::PagedKvCache> cache_;
   int64_t max_call_tokens_ = 0;
+  bool has_prefill_batch_ = false;
 };
 
 }  // namespace kiln::serving

@@ -46,7 +46,9 @@ constexpr const char* kUsage =
     "  --threads N            threads for kernels (default: KILN_NUM_THREADS or the cores)\n"
     "  --max-running N        sequences decoded together in one step (default 64)\n"
     "  --max-queued N         waiting requests before 429 (default 256)\n"
-    "  --prefill-chunk N      prompt tokens prefilled per step (default 256)\n"
+    "  --prefill-chunk N      prompt tokens prefilled per step at most (default 256)\n"
+    "  --prefill-time-ratio R while streams decode, prompt tokens in a step take at most R times\n"
+    "                         the decode's time (default 0.5: inter-token latency at most 1.5x idle)\n"
     "  --kv-cache-tokens N    KV cache size in tokens over all sequences (default: the\n"
     "                         model's context, at most 32768)\n"
     "  --no-prefix-cache      do not reuse the KV pages of shared prompt prefixes\n"
@@ -122,6 +124,12 @@ int ServeCommand(int argc, char** argv) {
       if (!int_value(&engine_options.step_prefill_tokens, 1, kLarge)) {
         return Usage("--prefill-chunk needs a positive integer, got '" + v + "'");
       }
+    } else if (value("--prefill-time-ratio")) {
+      double ratio = 0;
+      if (!absl::SimpleAtod(v, &ratio) || !(ratio > 0) || ratio > 1000) {
+        return Usage("--prefill-time-ratio needs a number in (0, 1000], got '" + v + "'");
+      }
+      engine_options.prefill_time_ratio = ratio;
     } else if (value("--kv-cache-tokens")) {
       if (!int_value(&kv_tokens, 1, kLarge)) return Usage("--kv-cache-tokens needs a positive integer, got '" + v + "'");
     } else if (value("--http-threads")) {

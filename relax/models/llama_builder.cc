@@ -28,23 +28,32 @@ const char* QuantFormatName(formats::GgmlType type) {
   }
 }
 
+// Which rows of a step get logits: the output projection is vocabulary-sized, so rows whose
+// logits nobody reads skip it.
+enum class LogitRows { kLast, kAll, kListed };
+
 class LlamaBuilder {
  public:
   LlamaBuilder(const formats::GgufFile& file, const formats::LlamaConfig& config, int64_t max_tokens, bool ggml)
       : file_(file), c_(config), max_tokens_(max_tokens), ggml_(ggml) {}
 
-  // One function: `tokens` of n rows through every layer; the logits of the last row
-  // (last_row_only) or of every row.
-  absl::StatusOr<Expr> BuildFunction(const std::string& token_dim, bool last_row_only) {
+  // One function: `tokens` of n rows through every layer; the logits of the last row, of
+  // every row, or of the rows a `rows` parameter lists (LogitRows).
+  absl::StatusOr<Expr> BuildFunction(const std::string& token_dim, LogitRows logit_rows) {
     tir::Var n(token_dim, DataType::Int64(), 1, max_tokens_);
     Var tokens("tokens", TensorSInfo({n}, DataType::Int32()));
+    tir::Var s("s", DataType::Int64(), 1, max_tokens_);
+    Var rows("rows", TensorSInfo({s}, DataType::Int64()));
     Var cache("cache", ObjectSInfo());
     cache_ = cache;
     n_ = n;
     BlockBuilder bb;
     bb_ = &bb;
     blocks_.clear();
-    KILN_RETURN_IF_ERROR(bb.BeginFunction({tokens, cache}));
+    std::vector<Var> params = {tokens};
+    if (logit_rows == LogitRows::kListed) params.push_back(rows);
+    params.push_back(cache);
+    KILN_RETURN_IF_ERROR(bb.BeginFunction(params));
 
     bb.BeginBindingBlock();
     KILN_ASSIGN_OR_RETURN(positions_, bb.Emit(Call(Op("call_builtin"), {ExternFunc("kiln.kv_cache.positions"), cache},
@@ -57,13 +66,16 @@ class LlamaBuilder {
     for (int64_t layer = 0; layer < c_.num_layers; ++layer) {
       KILN_ASSIGN_OR_RETURN(h, Layer(layer, h));
     }
-    if (last_row_only) {
+    if (logit_rows == LogitRows::kLast) {
       // The last row alone goes through the final norm and the (vocabulary-sized) output
       // projection: the prompt's other rows need no logits.
       KILN_ASSIGN_OR_RETURN(Var last, Emit(Call(Op("arange"), {PrimValue(n - 1), PrimValue(PrimExpr(n))},
                                                 {{"dtype", DataType::Int64()}}),
                                            "last"));
       KILN_ASSIGN_OR_RETURN(h, Emit(Call(Op("take"), {h, last}, {{"axis", int64_t{0}}}), "last_hidden"));
+    } else if (logit_rows == LogitRows::kListed) {
+      // Likewise for the last row of each of several prompts (take checks the indices).
+      KILN_ASSIGN_OR_RETURN(h, Emit(Call(Op("take"), {h, rows}, {{"axis", int64_t{0}}}), "listed_hidden"));
     }
     KILN_ASSIGN_OR_RETURN(Var normed, RmsNorm(h, "output_norm.weight"));
     KILN_ASSIGN_OR_RETURN(Var logits,
@@ -291,10 +303,12 @@ absl::StatusOr<IRModule> BuildLlamaModule(const formats::GgufFile& file, const f
   const int64_t max_tokens = options.max_tokens > 0 ? options.max_tokens : config.context_length;
   LlamaBuilder builder(file, config, max_tokens, options.ggml_numerics);
   IRModule module;
-  KILN_ASSIGN_OR_RETURN(Expr prefill, builder.BuildFunction("n", /*last_row_only=*/true));
+  KILN_ASSIGN_OR_RETURN(Expr prefill, builder.BuildFunction("n", LogitRows::kLast));
   KILN_RETURN_IF_ERROR(module.Add("prefill", prefill));
-  KILN_ASSIGN_OR_RETURN(Expr decode, builder.BuildFunction("b", /*last_row_only=*/false));
+  KILN_ASSIGN_OR_RETURN(Expr decode, builder.BuildFunction("b", LogitRows::kAll));
   KILN_RETURN_IF_ERROR(module.Add("decode", decode));
+  KILN_ASSIGN_OR_RETURN(Expr prefill_batch, builder.BuildFunction("n", LogitRows::kListed));
+  KILN_RETURN_IF_ERROR(module.Add("prefill_batch", prefill_batch));
   return module;
 }
 

@@ -5,7 +5,7 @@
 // memory). The executable compiled from it references the file instead of copying it; a
 // loader resolves the weights with serving::GgufWeightProvider.
 //
-// The module has two impure functions, each taking the token ids of one step and a paged
+// The module has three impure functions, each taking the token ids of one step and a paged
 // KV cache (builtins/paged_kv_cache.h) on which the caller has run BeginForward for that
 // step (which sequences the tokens belong to, at which positions):
 //
@@ -13,8 +13,13 @@
 //       n tokens of ONE sequence (a prompt, or a chunk of one); the logits of the last.
 //   decode(tokens: Tensor((b,), int32), cache: Object) -> Tensor((b, vocab), float32)
 //       one token for each of b sequences; the logits of every token.
+//   prefill_batch(tokens: Tensor((n,), int32), rows: Tensor((s,), int64), cache: Object)
+//       -> Tensor((s, vocab), float32)
+//       n tokens of several sequences (prompts or chunks, one after the other, as the
+//       cache's step lists them); the logits of the listed rows (each sequence's last), so
+//       that several prompts are prefilled in one call, reading the weights once.
 //
-// with n, b <= max_tokens. Per layer: RMS norm, Q/K/V projections (+ biases for qwen2),
+// with n, b, s <= max_tokens. Per layer: RMS norm, Q/K/V projections (+ biases for qwen2),
 // rotary embedding at the cache's positions (builtin kiln.kv_cache.positions), attention
 // over the cache (builtin kiln.kv_cache.attention: appends K and V, causal, grouped-query),
 // output projection and residual; RMS norm, SwiGLU MLP, residual. Then the final norm and

@@ -214,6 +214,67 @@ TEST_F(EngineTest, LogitsDoNotDependOnTheBatchOrTheChunking) {
   EXPECT_EQ(*chunked, *whole);
 }
 
+// The engine's combined step: decode tokens of some sequences and prompt chunks of others
+// in one prefill_batch call give each sequence the logits it gets alone, bit for bit.
+TEST_F(EngineTest, APrefillBatchGivesEverySequenceTheLogitsItGetsAlone) {
+  absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(*gguf_path_);
+  ASSERT_TRUE(gguf.ok());
+  serving::LlmRunnerOptions options;
+  options.kv_cache_tokens = 1024;
+  absl::StatusOr<std::unique_ptr<serving::LlmRunner>> loaded = serving::LlmRunner::Load(*kx_path_, *gguf, options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  serving::LlmRunner& runner = **loaded;
+  ASSERT_TRUE(runner.has_prefill_batch());
+  // Sequences 0 and 1 have a history and decode one token; 2 and 3 prefill a chunk of 9
+  // and 23 tokens (3 on top of a prompt it already holds).
+  const std::vector<int32_t> history0 = Tokens(12, 80, 1), history1 = Tokens(30, 80, 2);
+  const std::vector<int32_t> prompt2 = Tokens(9, 80, 3), head3 = Tokens(5, 80, 4), chunk3 = Tokens(23, 80, 5);
+  const std::vector<int32_t> next = {17, 42};
+  auto set_up = [&](int64_t base) {
+    for (int64_t i = 0; i < 4; ++i) ASSERT_TRUE(runner.AddSequence(base + i).ok());
+    ASSERT_TRUE(runner.Prefill(base + 0, history0).ok());
+    ASSERT_TRUE(runner.Prefill(base + 1, history1).ok());
+    ASSERT_TRUE(runner.Prefill(base + 3, head3).ok());
+  };
+  set_up(0);
+  std::vector<std::vector<float>> alone;
+  absl::StatusOr<std::vector<std::vector<float>>> decoded = runner.Decode(std::vector<int64_t>{0, 1}, next);
+  ASSERT_TRUE(decoded.ok()) << decoded.status();
+  alone = *decoded;
+  for (auto [id, tokens] : {std::pair{int64_t{2}, &prompt2}, std::pair{int64_t{3}, &chunk3}}) {
+    absl::StatusOr<std::vector<float>> logits = runner.Prefill(id, *tokens);
+    ASSERT_TRUE(logits.ok()) << logits.status();
+    alone.push_back(*logits);
+  }
+
+  set_up(10);
+  const std::vector<int64_t> ids = {12, 10, 13, 11};  // prompt rows before and between decode rows
+  const std::vector<std::span<const int32_t>> chunks = {prompt2, std::span<const int32_t>(next).first(1), chunk3,
+                                                        std::span<const int32_t>(next).last(1)};
+  absl::StatusOr<std::vector<std::vector<float>>> together = runner.PrefillBatch(ids, chunks);
+  ASSERT_TRUE(together.ok()) << together.status();
+  ASSERT_EQ(together->size(), 4u);
+  EXPECT_EQ((*together)[1], alone[0]) << "sequence 0's decode";
+  EXPECT_EQ((*together)[3], alone[1]) << "sequence 1's decode";
+  EXPECT_EQ((*together)[0], alone[2]) << "sequence 2's prompt";
+  EXPECT_EQ((*together)[2], alone[3]) << "sequence 3's chunk";
+  for (int64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(*runner.cache().SequenceLength(10 + i), *runner.cache().SequenceLength(i)) << "sequence " << i;
+  }
+
+  // What a caller can get wrong is a status, and nothing is appended.
+  const std::vector<int32_t> one = {5};
+  EXPECT_FALSE(runner.PrefillBatch(std::vector<int64_t>{10, 10}, std::vector<std::span<const int32_t>>{one, one}).ok());
+  EXPECT_FALSE(runner.PrefillBatch(std::vector<int64_t>{10}, std::vector<std::span<const int32_t>>{{}}).ok());
+  EXPECT_FALSE(runner.PrefillBatch(std::vector<int64_t>{99}, std::vector<std::span<const int32_t>>{one}).ok());
+  EXPECT_FALSE(runner.PrefillBatch(std::vector<int64_t>{}, std::vector<std::span<const int32_t>>{}).ok());
+  const std::vector<int32_t> outside = {-1};
+  EXPECT_FALSE(runner.PrefillBatch(std::vector<int64_t>{10}, std::vector<std::span<const int32_t>>{outside}).ok());
+  const std::vector<int32_t> too_many(static_cast<size_t>(runner.max_call_tokens()) + 1, 5);
+  EXPECT_FALSE(runner.PrefillBatch(std::vector<int64_t>{10}, std::vector<std::span<const int32_t>>{too_many}).ok());
+  EXPECT_EQ(*runner.cache().SequenceLength(10), static_cast<int64_t>(history0.size() + 1));
+}
+
 TEST_F(EngineTest, ConcurrentGreedyRequestsEqualTheSameRequestsOneAtATime) {
   // 48 requests: prompts of 1 to 140 tokens (up to 9 pages), 4 to 40 new tokens.
   std::vector<GenerationRequest> requests;

@@ -29,6 +29,7 @@ namespace {
 
 using Json = nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Generates "t0 ", "t1 ", ... for each choice, one every `interval`, then stops; an aborted
 // request ends with finish_reason abort.
@@ -341,16 +342,29 @@ int ConnectTo(int port) {
   return fd;
 }
 
+std::string RawPost(const std::string& body) {
+  return absl::StrCat("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                      "Content-Length: ",
+                      body.size(), "\r\n\r\n", body);
+}
+
+// Whether `condition` holds within 10 s (checked every 5 ms).
+template <typename Condition>
+bool WaitFor(Condition condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!condition() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return condition();
+}
+
 TEST_F(HttpServerTest, ClientThatHangsUpMidStreamAbortsItsRequest) {
   backend_.tokens_per_choice = 100000;
   backend_.token_interval = std::chrono::milliseconds(2);
   Start();
   const int fd = ConnectTo(server_->port());
   ASSERT_GE(fd, 0);
-  const std::string body = R"({"prompt": "x", "stream": true, "max_tokens": 100000})";
-  const std::string request = absl::StrCat("POST /v1/completions HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
-                                           "application/json\r\nContent-Length: ",
-                                           body.size(), "\r\n\r\n", body);
+  const std::string request = RawPost(R"({"prompt": "x", "stream": true, "max_tokens": 100000})");
   ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
   std::string received;
   char buffer[4096];
@@ -361,11 +375,51 @@ TEST_F(HttpServerTest, ClientThatHangsUpMidStreamAbortsItsRequest) {
   }
   EXPECT_THAT(received, HasSubstr("HTTP/1.1 200"));
   close(fd);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!backend_.IsAborted(1) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(WaitFor([&] { return backend_.IsAborted(1); }));
+}
+
+// A whole (non-streaming) reply is written only at the end, so the server watches the
+// connection instead: a client gone before then has its request aborted.
+TEST_F(HttpServerTest, ClientThatHangsUpBeforeAWholeReplyAbortsItsRequest) {
+  backend_.tokens_per_choice = 100000;
+  backend_.token_interval = std::chrono::milliseconds(2);
+  Start();
+  const int fd = ConnectTo(server_->port());
+  ASSERT_GE(fd, 0);
+  const std::string request = RawPost(R"({"prompt": "x", "max_tokens": 100000})");
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  ASSERT_TRUE(WaitFor([&] { return backend_.requests().size() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // several heartbeats of a live client
+  EXPECT_FALSE(backend_.IsAborted(1));
+  close(fd);
+  EXPECT_TRUE(WaitFor([&] { return backend_.IsAborted(1); }));
+}
+
+// A client that stays gets its whole replies, two in turn on one kept-alive connection, and
+// nothing is aborted: watching the connection (several heartbeats per reply) sees no hang-up.
+TEST_F(HttpServerTest, ClientThatStaysGetsItsWholeRepliesWithoutAborts) {
+  backend_.tokens_per_choice = 20;
+  backend_.token_interval = std::chrono::milliseconds(10);  // 200 ms: four heartbeats
+  Start();
+  const int fd = ConnectTo(server_->port());
+  ASSERT_GE(fd, 0);
+  std::string received;
+  char buffer[4096];
+  for (const char* body : {R"({"prompt": "x", "max_tokens": 20})", R"({"prompt": "y"})"}) {
+    const std::string request = RawPost(body);
+    ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    const size_t before = received.size();
+    while (received.find("\"usage\"", before) == std::string::npos) {
+      const ssize_t n = read(fd, buffer, sizeof(buffer));
+      ASSERT_GT(n, 0) << received;
+      received.append(buffer, static_cast<size_t>(n));
+    }
   }
-  EXPECT_TRUE(backend_.IsAborted(1));
+  close(fd);
+  EXPECT_THAT(received, HasSubstr("t19 "));
+  EXPECT_THAT(received, Not(HasSubstr("\"abort\"")));
+  EXPECT_FALSE(backend_.IsAborted(1));
+  EXPECT_FALSE(backend_.IsAborted(2));
 }
 
 TEST_F(HttpServerTest, DrainFinishesOpenStreamsThenStops) {

@@ -21,13 +21,11 @@ Skips when the model was not fetched (fails under CI).  argv[1]: the kiln binary
 """
 import http.client
 import json
-import os
-import re
-import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+import kiln_server
 
 CLIENTS = 64
 # The allowed growth of VmRSS over the idle level after the second burst (measured: 4 to 10
@@ -36,9 +34,7 @@ CLIENTS = 64
 RSS_MARGIN_KIB = 24 * 1024
 
 
-def fail(message):
-    print("FAIL:", message)
-    sys.exit(1)
+fail = kiln_server.fail
 
 
 def vm_rss_kib(pid):
@@ -137,46 +133,16 @@ def check(i, request, result, what):
 
 
 def main():
-    kiln = sys.argv[1]
-    model_path = os.path.join(os.environ.get("KILN_MODEL_DIR") or os.path.expanduser("~/.cache/kiln/models"),
-                              "SmolLM2-135M-Instruct.Q4_1.gguf")
-    if not os.path.exists(model_path):
-        if os.environ.get("CI") == "true":
-            fail(f"the bundled model is missing: {model_path}")
-        print("SKIP: the bundled model is not fetched (scripts/fetch_model.sh)")
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        out_path, err_path = os.path.join(tmp, "out"), os.path.join(tmp, "err")
-        with open(out_path, "w") as out, open(err_path, "w") as err:
-            server = subprocess.Popen([kiln, "serve", "--port", "0"], stdout=out, stderr=err)
-        try:
-            serve(server, out_path, err_path)
-        finally:
-            server.terminate()
-            try:
-                code = server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                fail("kiln serve did not exit within 60 s of SIGTERM")
-        if code != 0:
-            fail(f"kiln serve exited {code} on SIGTERM: {open(err_path).read()[-2000:]}")
+    kiln_server.bundled_model_or_skip()
+    with kiln_server.serving(sys.argv[1]) as server:
+        serve(server)
     print("PASS")
 
 
-def serve(server, out_path, err_path):
-    deadline = time.time() + 300  # the first run compiles the model into the cache
-    match = None
-    while time.time() < deadline and match is None:
-        if server.poll() is not None:
-            fail(f"kiln serve exited: {open(err_path).read()[-2000:]}")
-        match = re.search(r"listening on http://([0-9.]+):([0-9]+) \(model '(.*)',", open(out_path).read())
-        time.sleep(0.2)
-    if match is None:
-        fail("kiln serve never said it was listening")
-    host, port, model = match.group(1), int(match.group(2)), match.group(3)
-
+def serve(server):
+    host, port, model = server.host, server.port, server.model
     requests = make_requests(model)
-    fresh = vm_rss_kib(server.pid)
+    fresh = vm_rss_kib(server.process.pid)
     began = time.time()
     first = run_all(host, port, requests)
     burst_seconds = time.time() - began
@@ -184,7 +150,7 @@ def serve(server, out_path, err_path):
     if len({stream_id for _, stream_id, _ in checked}) != CLIENTS:
         fail("two streams share an id")
     time.sleep(1.0)
-    after_first = vm_rss_kib(server.pid)
+    after_first = vm_rss_kib(server.process.pid)
 
     def burst_again(label):
         results = run_all(host, port, requests)
@@ -193,7 +159,7 @@ def serve(server, out_path, err_path):
             if text != checked[i][0]:
                 fail(f"request {i}: the {label} said {text!r}, the first burst {checked[i][0]!r}")
         time.sleep(1.0)
-        return vm_rss_kib(server.pid)
+        return vm_rss_kib(server.process.pid)
     idle = burst_again("second burst")
     after_burst = burst_again("third burst")
 
@@ -205,7 +171,7 @@ def serve(server, out_path, err_path):
                  f"({checked[i][2]} prompt tokens), alone {text!r} ({prompt_tokens})")
     alone_seconds = time.time() - began
     time.sleep(1.0)
-    after_alone = vm_rss_kib(server.pid)
+    after_alone = vm_rss_kib(server.process.pid)
     print(f"{CLIENTS} concurrent streams in {burst_seconds:.1f} s, the same one at a time in "
           f"{alone_seconds:.1f} s; greedy outputs identical")
     print(f"VmRSS: fresh {fresh // 1024} MiB, after the first burst {after_first // 1024} MiB, the "

@@ -2,8 +2,9 @@
 # End-to-end checks of `kiln serve` on the bundled model, over loopback with curl: the
 # routes, the API key, a greedy completion equal to `kiln generate`'s, a chat stream ending
 # in usage and [DONE], the error codes (400, 401, 404, 429, 400 for a prompt longer than the
-# context), a client hanging up mid-stream (its request aborted), and SIGTERM draining a
-# stream to its end and exiting 0. Skips when the model was not fetched (fails under CI).
+# context), a client hanging up mid-stream or before a whole reply (its request aborted),
+# and SIGTERM draining a stream to its end and exiting 0. Skips when the model was not
+# fetched (fails under CI).
 #   $1 kiln
 set -euo pipefail
 kiln=$1
@@ -136,6 +137,18 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 [ "$running" = 0 ] || fail "a hung-up stream is still running ($running)"
+# The same for a non-streaming request (nothing is written before its end: the server
+# watches the connection instead).
+running_now() { curl -s "$url/metrics" | awk '$1 == "kiln_requests_running" {print $2}'; }
+curl -s "${auth[@]}" "${json[@]}" "$url/v1/completions" \
+  -d '{"prompt": "Once", "max_tokens": 4000, "ignore_eos": true}' >"$dir/hangup_whole" &
+curl_pid=$!
+for _ in $(seq 100); do [ "$(running_now)" = 1 ] && break; sleep 0.1; done
+[ "$(running_now)" = 1 ] || fail "the non-streaming request never ran"
+kill "$curl_pid"
+wait "$curl_pid" 2>/dev/null || true
+for _ in $(seq 100); do [ "$(running_now)" = 0 ] && break; sleep 0.1; done
+[ "$(running_now)" = 0 ] || fail "a hung-up non-streaming request is still running ($(running_now))"
 curl -s "$url/metrics" >"$dir/metrics"
 for metric in kiln_time_to_first_token_seconds_bucket kiln_inter_token_latency_seconds_count \
   kiln_request_latency_seconds_sum kiln_kv_cache_pages_free kiln_prompt_tokens_total; do
