@@ -94,23 +94,6 @@ const CudaCompiled& Compiled(const Case& c) {
   return (*cache)[c.name] = std::move(out);
 }
 
-// A result on the GPU, tensors (also inside tuples) copied to the host.
-absl::StatusOr<vm::Value> ToHost(const vm::Value& v) {
-  if (v.is_tensor()) {
-    KILN_ASSIGN_OR_RETURN(vm::Tensor t, v.as_tensor().CopyTo(vm::CpuDevice()));
-    return vm::Value(std::move(t));
-  }
-  if (v.kind() == vm::Value::Kind::kTuple) {
-    std::vector<vm::Value> fields;
-    for (const vm::Value& f : v.as_tuple()) {
-      KILN_ASSIGN_OR_RETURN(vm::Value h, ToHost(f));
-      fields.push_back(std::move(h));
-    }
-    return vm::Value::FromTuple(std::move(fields));
-  }
-  return v;
-}
-
 class CudaOpHarnessTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CudaOpHarnessTest, CompilesWithNvrtcForSm80AndSm90) {

@@ -1,6 +1,6 @@
 // What the operator harnesses share (tests/codegen/op_harness_test.cc on the CPU,
-// cuda_op_harness_test.cc on a GPU): host tensors to and from the VM, and the NaN-aware
-// comparison against the reference evaluator.
+// cuda_op_harness_test.cc and vulkan_op_harness_test.cc on a GPU): host tensors to and
+// from the VM and the device, and the NaN-aware comparison against the reference evaluator.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -52,6 +52,23 @@ inline absl::StatusOr<reference::RefValue> FromVm(const vm::Value& v) {
     return reference::RefValue::Tuple(std::move(fields));
   }
   return absl::InternalError("unexpected result " + v.Describe());
+}
+
+// A result on a GPU, tensors (also inside tuples) copied to the host.
+inline absl::StatusOr<vm::Value> ToHost(const vm::Value& v) {
+  if (v.is_tensor()) {
+    KILN_ASSIGN_OR_RETURN(vm::Tensor t, v.as_tensor().CopyTo(vm::CpuDevice()));
+    return vm::Value(std::move(t));
+  }
+  if (v.kind() == vm::Value::Kind::kTuple) {
+    std::vector<vm::Value> fields;
+    for (const vm::Value& f : v.as_tuple()) {
+      KILN_ASSIGN_OR_RETURN(vm::Value h, ToHost(f));
+      fields.push_back(std::move(h));
+    }
+    return vm::Value::FromTuple(std::move(fields));
+  }
+  return v;
 }
 
 // Returns whether they agree (adding failures where not): NaN where the reference has NaN,

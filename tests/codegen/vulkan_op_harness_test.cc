@@ -2,7 +2,9 @@
 // compiled through the whole pipeline for `vulkan` (GPU schedule rules, TIR lowering, the
 // SPIR-V emitter, the host parts into the CPU object), the executable is loaded back, and
 // its SPIR-V module passes `spirv-val --target-env vulkan1.1` (Debian's spirv-tools, an
-// independent validator). Cases whose operators the Vulkan path does not support yet are
+// independent validator). Where a Vulkan device is present (lavapipe in CI) the executable
+// then runs on it through the VM and the runtime's Vulkan device, for every size of the
+// case, against the independent reference evaluator. Cases whose operators the Vulkan path does not support yet are
 // skipped with the compiler's reason (docs/codegen.md lists them).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -20,36 +23,29 @@
 #include "builtins/default_builtins.h"
 #include "codegen/build_executable.h"
 #include "codegen/cpu_target.h"
+#include "relax/block_builder.h"
 #include "relax/text_parser.h"
 #include "relax/transform/pipeline.h"
 #include "support/file_io.h"
 #include "support/status_macros.h"
 #include "tests/codegen/op_cases.h"
+#include "tests/codegen/op_check.h"
+#include "tests/codegen/vulkan_compile.h"
+#include "tests/reference/reference_evaluator.h"
 #include "vm/executable.h"
+#include "vm/virtual_machine.h"
+#include "vm/vulkan_device.h"
 
 namespace kiln::op_cases {
 
 namespace {
 
-// Errors that mean "not supported on vulkan yet" (documented gaps), as opposed to bugs.
-bool IsUnsupported(const absl::Status& s) {
-  const std::string m(s.message());
-  return absl::StrContains(m, "not supported by the SPIR-V code generator yet") ||
-         absl::StrContains(m, "needs device workspace") || absl::StrContains(m, "not inside a loop bound to GPU threads");
-}
-
-absl::StatusOr<std::string> CompileForVulkan(const std::string& text) {
-  KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
-  relax::PipelineOptions options;
-  options.check_well_formed = true;
-  options.libraries.openblas = false;
-  options.libraries.quantized = false;
-  options.target = tir::Target::Vulkan();
-  KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
-  // The host parts for a baseline CPU, as `kiln compile --target vulkan` does.
-  KILN_ASSIGN_OR_RETURN(tir::Target host, codegen::ResolveCpuTarget(tir::Target::Cpu("x86-64")));
-  KILN_ASSIGN_OR_RETURN(codegen::CpuTarget cpu, codegen::ToCpuTarget(host));
-  return codegen::BuildExecutable(lowered, cpu);
+// Each case is compiled once per process (the tests below share it).
+const absl::StatusOr<std::string>& CompiledForVulkan(const Case& c) {
+  static auto* cache = new std::map<std::string, absl::StatusOr<std::string>>();
+  auto it = cache->find(c.name);
+  if (it == cache->end()) it = cache->emplace(c.name, CompileForVulkan(ModuleText(c))).first;
+  return it->second;
 }
 
 struct Tool {
@@ -87,7 +83,7 @@ class VulkanOpHarnessTest : public ::testing::TestWithParam<Case> {};
 TEST_P(VulkanOpHarnessTest, CompilesToSpirvThatSpirvValAccepts) {
   if (!HaveSpirvTools()) GTEST_SKIP() << "spirv-val / spirv-dis not found (Debian spirv-tools, scripts/setup.sh)";
   const Case& c = GetParam();
-  absl::StatusOr<std::string> bytes = CompileForVulkan(ModuleText(c));
+  const absl::StatusOr<std::string>& bytes = CompiledForVulkan(c);
   if (!bytes.ok() && IsUnsupported(bytes.status())) {
     GTEST_SKIP() << "not supported on vulkan yet: " << bytes.status().message();
   }
@@ -110,6 +106,83 @@ TEST_P(VulkanOpHarnessTest, CompilesToSpirvThatSpirvValAccepts) {
   EXPECT_EQ(val.exit_code, 0) << val.output << "\n" << disassembly;
   for (const vm::DeviceKernelInfo& k : code[0].kernels) {
     EXPECT_THAT(disassembly, ::testing::HasSubstr(absl::StrCat("OpEntryPoint GLCompute %", k.name, " \"", k.name, "\"")));
+  }
+}
+
+// Cases that compile and pass spirv-val but do not match the reference on lavapipe yet, and
+// why (found by the test below; the fixes belong to the code generator or the compiler, not
+// the runtime). Each is skipped visibly with its reason; `_nan_inf` variants share their
+// case's entry unless listed themselves.
+std::string KnownVulkanGap(const std::string& name) {
+  static const std::map<std::string, std::string>* gaps = [] {
+    const std::string sconvert =
+        "int32 indices: Mesa 22.3 lavapipe miscompiles the emitted OpSConvert uint32 -> uint64 here (the same module "
+        "with UConvert + ShiftLeftLogical 32 + ShiftRightArithmetic 32 gives the right result)";
+    const std::string precision = "GLSL.std.450 float32 precision on llvmpipe is above the case's tolerance";
+    const std::string nan_inf = "NaN / infinity results differ from C's (the emitted code or llvmpipe's math)";
+    const std::string shape_tensor =
+        "the shape tensor is on the device and kiln.tensor_to_shape needs it on the host (no host copy inserted yet)";
+    return new std::map<std::string, std::string>{
+        {"take_axis0", sconvert},          {"gather_elements_axis0", sconvert},
+        {"scatter_elements_max", sconvert}, {"one_hot_int", sconvert},
+        {"atan", precision},               {"asin", precision},
+        {"acos", precision},               {"cos_huge", precision},
+        {"cosh_wide", precision},          {"power_nan_inf", nan_inf},
+        {"power_const_0_5_nan_inf", nan_inf}, {"power_const_m2_0_nan_inf", nan_inf},
+        {"floor_divide_nan_inf", nan_inf},  {"floor_mod_nan_inf", nan_inf},
+        {"mod_nan_inf", nan_inf},          {"dynamic_strided_slice", shape_tensor},
+        {"dynamic_strided_slice_negative_strides", shape_tensor},
+    };
+  }();
+  for (std::string key : {name, name.substr(0, name.rfind("_nan_inf"))}) {
+    if (auto it = gaps->find(key); it != gaps->end()) return it->second;
+  }
+  return "";
+}
+
+TEST_P(VulkanOpHarnessTest, RunsOnTheVulkanDeviceAndMatchesTheReference) {
+  if (absl::Status available = vm::VulkanAvailable(); !available.ok()) {
+    GTEST_SKIP() << "no Vulkan device here: " << available.message();
+  }
+  absl::StatusOr<vm::Device*> gpu = vm::GetDevice("vulkan:0");
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  const Case& c = GetParam();
+  const absl::StatusOr<std::string>& bytes = CompiledForVulkan(c);
+  if (!bytes.ok() && IsUnsupported(bytes.status())) {
+    GTEST_SKIP() << "not supported on vulkan yet: " << bytes.status().message();
+  }
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  if (std::string gap = KnownVulkanGap(c.name); !gap.empty()) GTEST_SKIP() << "known gap on vulkan: " << gap;
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(ModuleText(c));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed->module);
+  ASSERT_TRUE(normalized.ok()) << normalized.status();
+  absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine = vm::VirtualMachine::Create(*exe, *gpu);
+  ASSERT_TRUE(machine.ok()) << machine.status();
+  std::mt19937 rng(1234);
+  for (const auto& size : c.sizes) {
+    std::string where;
+    for (const auto& [k, v] : size) absl::StrAppend(&where, k, "=", v, " ");
+    std::vector<reference::RefValue> inputs;
+    std::vector<vm::Value> args;
+    for (const Param& p : c.params) {
+      reference::HostTensor t = RandomTensor(p, size, rng);
+      absl::StatusOr<vm::Tensor> on_gpu = ToVm(t).CopyTo(*gpu);
+      ASSERT_TRUE(on_gpu.ok()) << on_gpu.status();
+      args.emplace_back(*on_gpu);
+      inputs.emplace_back(std::move(t));
+    }
+    absl::StatusOr<reference::RefValue> expected = reference::Evaluate(*normalized, "main", inputs);
+    ASSERT_TRUE(expected.ok()) << where << expected.status();
+    absl::StatusOr<vm::Value> result = (*machine)->Invoke("main", args);
+    ASSERT_TRUE(result.ok()) << where << result.status();
+    absl::StatusOr<vm::Value> host = ToHost(*result);
+    ASSERT_TRUE(host.ok()) << host.status();
+    absl::StatusOr<reference::RefValue> actual = FromVm(*host);
+    ASSERT_TRUE(actual.ok()) << where << actual.status();
+    if (!ExpectClose(*expected, *actual, c, where)) return;
   }
 }
 
