@@ -32,6 +32,7 @@
 #include "relax/transform/pipeline.h"
 #include "support/file_io.h"
 #include "support/status_macros.h"
+#include "tests/codegen/gpu_compile.h"
 #include "tests/codegen/op_cases.h"
 #include "tests/codegen/op_check.h"
 #include "tests/reference/reference_evaluator.h"
@@ -46,12 +47,7 @@ namespace {
 using reference::HostTensor;
 using reference::RefValue;
 
-// Errors that mean "not supported on cuda yet" (documented gaps), as opposed to bugs.
-bool IsUnsupported(const absl::Status& s) {
-  const std::string m(s.message());
-  return absl::StrContains(m, "not supported by the CUDA code generator yet") ||
-         absl::StrContains(m, "needs device workspace") || absl::StrContains(m, "not inside a loop bound to GPU threads");
-}
+bool IsUnsupported(const absl::Status& s) { return IsUnsupportedOnGpu(s, "CUDA"); }
 
 struct CudaCompiled {
   absl::Status status;  // ok, or why the case does not compile
@@ -59,19 +55,7 @@ struct CudaCompiled {
   std::shared_ptr<const vm::Executable> exe;
 };
 
-absl::StatusOr<std::string> CompileForCuda(const std::string& text) {
-  KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
-  relax::PipelineOptions options;
-  options.check_well_formed = true;
-  options.libraries.openblas = false;
-  options.libraries.quantized = false;
-  options.target = tir::Target::Cuda();
-  KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
-  // The host parts for a baseline CPU, as `kiln compile --target cuda` does.
-  KILN_ASSIGN_OR_RETURN(tir::Target host, codegen::ResolveCpuTarget(tir::Target::Cpu("x86-64")));
-  KILN_ASSIGN_OR_RETURN(codegen::CpuTarget cpu, codegen::ToCpuTarget(host));
-  return codegen::BuildExecutable(lowered, cpu);
-}
+absl::StatusOr<std::string> CompileForCuda(const std::string& text) { return CompileForGpu(text, tir::Target::Cuda()); }
 
 // Each case is compiled once per process (the tests below share it).
 const CudaCompiled& Compiled(const Case& c) {

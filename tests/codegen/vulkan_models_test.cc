@@ -15,7 +15,7 @@
 #include "builtins/default_builtins.h"
 #include "relax/block_builder.h"
 #include "support/file_io.h"
-#include "tests/codegen/vulkan_compile.h"
+#include "tests/codegen/gpu_compile.h"
 #include "tests/reference/reference_evaluator.h"
 #include "tests/source_dir.h"
 #include "vm/executable.h"
@@ -88,8 +88,8 @@ TEST_P(VulkanModelsTest, MatchesTheReferenceForEveryBatchSize) {
       text->replace(at, from.size(), to);
     }
   }
-  absl::StatusOr<std::string> bytes = CompileForVulkan(*text, fuse);
-  if (!bytes.ok() && IsUnsupported(bytes.status())) {
+  absl::StatusOr<std::string> bytes = CompileForGpu(*text, tir::Target::Vulkan(), fuse);
+  if (!bytes.ok() && IsUnsupportedOnGpu(bytes.status(), "SPIR-V")) {
     GTEST_SKIP() << "not supported on vulkan yet: " << bytes.status().message();
   }
   ASSERT_TRUE(bytes.ok()) << bytes.status();

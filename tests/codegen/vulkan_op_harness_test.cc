@@ -30,7 +30,7 @@
 #include "support/status_macros.h"
 #include "tests/codegen/op_cases.h"
 #include "tests/codegen/op_check.h"
-#include "tests/codegen/vulkan_compile.h"
+#include "tests/codegen/gpu_compile.h"
 #include "tests/reference/reference_evaluator.h"
 #include "vm/executable.h"
 #include "vm/virtual_machine.h"
@@ -39,6 +39,10 @@
 namespace kiln::op_cases {
 
 namespace {
+
+bool IsUnsupported(const absl::Status& s) { return IsUnsupportedOnGpu(s, "SPIR-V"); }
+
+absl::StatusOr<std::string> CompileForVulkan(const std::string& text) { return CompileForGpu(text, tir::Target::Vulkan()); }
 
 // Each case is compiled once per process (the tests below share it).
 const absl::StatusOr<std::string>& CompiledForVulkan(const Case& c) {
