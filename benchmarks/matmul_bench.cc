@@ -2,12 +2,18 @@
 // run with the same number of threads. Kiln's kernel is the whole CPU path: a normalized
 // Relax R.matmul over symbolic (m, k) x (k, n), legalized to TIR, scheduled with the default
 // CPU rules, compiled to a shared object, loaded and called through the kernel ABI on the
-// runtime's thread pool. Prints GFLOP/s for both and the ratio Kiln / OpenBLAS.
+// runtime's thread pool. Prints GFLOP/s for each and the ratios Kiln / peer.
 //
 //   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
+//                                 [--pypi-openblas=PATH]
 //
-// A size "S" is the square S x S x S; "mM" is C[M, 4096] = A[M, 4096] @ W[4096, 4096].
-// OpenBLAS runs with its best kernels for this CPU (benchmarks/openblas_peer.h).
+// A size "S" is the square S x S x S; "mM" is C[M, 4096] = A[M, 4096] @ W[4096, 4096]; for
+// M <= 8 (GEMV-like: bound by reading the weight) it also prints the weight's bandwidth.
+// Kiln's kernel has the weight's sizes k, n constant and m symbolic, as in a model. For
+// M = 1 the peers run cblas_sgemv (numpy's choice; their sgemm is several times slower).
+// Peers: Debian's OpenBLAS with its best kernels for this CPU (benchmarks/openblas_peer.h)
+// and, with --pypi-openblas, the newer one PyPI's numpy bundles (benchmarks/
+// pypi_openblas_peer.h; benchmarks/matmul_bench.sh finds it and passes the path).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "benchmarks/openblas_peer.h"
+#include "benchmarks/pypi_openblas_peer.h"
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cpu_target.h"
 #include "relax/block_builder.h"
@@ -71,14 +78,14 @@ void* Alloc(KilnCallContext*, uint64_t bytes) { return std::aligned_alloc(64, (b
 void Free(KilnCallContext*, void* ptr) { std::free(ptr); }
 void SetError(KilnCallContext* ctx, const char* message) { reinterpret_cast<BenchContext*>(ctx)->error = message; }
 
-// One matmul kernel over symbolic m, k, n, built through the same passes a model goes through.
-KilnKernelFn BuildKilnMatmul(int num_threads, std::shared_ptr<kiln::vm::KernelObject>* keep_alive) {
-  const char* text = R"(module {
-  func @main(x: Tensor((m, k), float32), w: Tensor((k, n), float32)) -> Tensor((m, n), float32) {
-    y = R.matmul(x, w)
-    return y
-  }
-})";
+// One matmul kernel over a constant k x n weight and a symbolic number of rows m, the form a
+// model's matmuls take (m is the token count; the weight's sizes are known), built through
+// the same passes a model goes through.
+KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads,
+                             std::shared_ptr<kiln::vm::KernelObject>* keep_alive) {
+  const std::string text = "module {\n  func @main(x: Tensor((m, " + std::to_string(k) + "), float32), w: Tensor((" +
+                           std::to_string(k) + ", " + std::to_string(n) + "), float32)) -> Tensor((m, " +
+                           std::to_string(n) + "), float32) {\n    y = R.matmul(x, w)\n    return y\n  }\n}";
   kiln::relax::ParsedModule parsed = OrDie(kiln::relax::ParseModule(text), "parse");
   kiln::relax::IRModule normalized = OrDie(kiln::relax::NormalizeModule(parsed.module), "normalize");
   kiln::relax::IRModule legalized = OrDie(kiln::relax::LegalizeOps(normalized), "legalize");
@@ -95,7 +102,6 @@ KilnKernelFn BuildKilnMatmul(int num_threads, std::shared_ptr<kiln::vm::KernelOb
   if (kernels.size() != 1) Die("expected one kernel after legalization, got " + std::to_string(kernels.size()));
   std::string so = OrDie(kiln::codegen::BuildCpuSharedObject(kernels, target), "compile");
   *keep_alive = OrDie(kiln::vm::KernelObject::Load(so), "load");
-  std::printf("Kiln target: mcpu %s, %d fp32 lanes, %d threads\n", target.mcpu.c_str(), lanes, num_threads);
   return OrDie((*keep_alive)->Find("bench_matmul"), "find kernel");
 }
 
@@ -124,6 +130,18 @@ double MedianSeconds(F&& run) {
   }
   std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
   return times[reps / 2];
+}
+
+// The largest |x - y| / max(1, |y|) over the elements; infinity when any is NaN.
+double MaxRelativeError(const Tensor& got, const Tensor& want) {
+  double max_err = 0;
+  const float* x = got.data_as<float>();
+  const float* y = want.data_as<float>();
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    double err = std::abs(static_cast<double>(x[i]) - y[i]) / std::max(1.0, std::abs(static_cast<double>(y[i])));
+    if (!(err <= max_err)) max_err = std::isnan(err) ? INFINITY : err;
+  }
+  return max_err;
 }
 
 bool ParseSizes(const std::string& list, std::vector<Shape>* shapes) {
@@ -157,6 +175,7 @@ int main(int argc, char** argv) {
   std::string sizes = "256,512,1024,2048,m1,m2,m4,m8,m16,m32,m64";
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string openblas_core;
+  std::string pypi_openblas;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -171,11 +190,15 @@ int main(int argc, char** argv) {
       if (threads < 1) Die("--threads wants a positive integer, got '" + std::string(v) + "'");
     } else if (const char* v = value("--openblas-core")) {
       openblas_core = v;
+    } else if (const char* v = value("--pypi-openblas")) {
+      pypi_openblas = v;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
+                   "          [--pypi-openblas=PATH]\n"
                    "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
-                   "                   else OpenBLAS's own choice)\n",
+                   "                   else OpenBLAS's own choice)\n"
+                   "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n",
                    argv[0]);
       return 2;
     }
@@ -184,6 +207,13 @@ int main(int argc, char** argv) {
   if (!ParseSizes(sizes, &shapes)) return 2;
 
   const kiln::builtins::OpenBlasLibrary& blas = kiln::bench::LoadOpenBlasPeer(openblas_core, threads);
+  kiln::bench::PypiOpenBlas pypi;
+  if (!pypi_openblas.empty()) {
+    std::string error;
+    if (!kiln::bench::LoadPypiOpenBlas(pypi_openblas, threads, &pypi, &error)) Die(error);
+    std::printf("PyPI OpenBLAS peer: core %s, %d threads (%s)\n",
+                pypi.core_name.empty() ? "unknown" : pypi.core_name.c_str(), threads, pypi_openblas.c_str());
+  }
 
   kiln::vm::ThreadPool pool(threads);
   BenchContext bench{};
@@ -194,39 +224,64 @@ int main(int argc, char** argv) {
   bench.ctx.set_error = SetError;
   bench.ctx.num_threads = pool.num_threads();
   bench.pool = &pool;
-  std::shared_ptr<kiln::vm::KernelObject> object;
-  KilnKernelFn kiln_matmul = BuildKilnMatmul(threads, &object);
+  {
+    const kiln::codegen::CpuTarget target = kiln::codegen::CpuTarget::Host();
+    std::printf("Kiln target: mcpu %s, %d fp32 lanes, %d threads\n", target.mcpu.c_str(),
+                OrDie(kiln::codegen::Float32VectorLanes(target), "vector lanes"), threads);
+  }
+  const kiln::bench::SgemvFn debian_sgemv = kiln::bench::DebianSgemv();
 
-  std::printf("\n%-22s %12s %12s %10s %12s\n", "shape", "Kiln GF/s", "OpenBLAS GF/s", "Kiln/BLAS", "max rel err");
+  const bool two = pypi.sgemm != nullptr;
+  std::printf("\n%-22s %9s %9s %9s %10s %10s %10s %9s\n", "shape", "Kiln", "Debian", two ? "PyPI" : "-",
+              "Kiln/Deb", two ? "Kiln/PyPI" : "-", "Kiln/best", "max err");
+  std::printf("%-22s %9s %9s %9s\n", "", "GF/s", "GF/s", two ? "GF/s" : "");
   for (const Shape& s : shapes) {
     Tensor a = Random({s.m, s.k}, 1);
     Tensor w = Random({s.k, s.n}, 2);
     Tensor c_kiln = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     Tensor c_blas = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
+    Tensor c_pypi = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
+    std::shared_ptr<kiln::vm::KernelObject> object;
+    KilnKernelFn kiln_matmul = BuildKilnMatmul(s.k, s.n, threads, &object);
+    // One row: the peers run their GEMV (as numpy does), the faster of their two entries.
+    const bool gemv = s.m == 1 && debian_sgemv != nullptr;
     KilnArg args[3] = {};
     for (int i = 0; i < 3; ++i) args[i].type_code = kKilnArgTensor;
     args[0].value.tensor = a.dl_tensor();
     args[1].value.tensor = w.dl_tensor();
     args[2].value.tensor = c_kiln.dl_tensor();
+    using kiln::builtins::kCblasNoTrans;
+    using kiln::builtins::kCblasRowMajor;
     auto run_kiln = [&] {
       if (kiln_matmul(args, 3, &bench.ctx) != 0) Die("Kiln kernel failed: " + bench.error);
     };
     auto run_blas = [&] {
-      using kiln::builtins::kCblasNoTrans;
-      blas.sgemm(kiln::builtins::kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(s.m),
-                 static_cast<int>(s.n), static_cast<int>(s.k), 1.0f, a.data_as<float>(), static_cast<int>(s.k),
-                 w.data_as<float>(), static_cast<int>(s.n), 0.0f, c_blas.data_as<float>(), static_cast<int>(s.n));
+      if (gemv) {
+        debian_sgemv(kCblasRowMajor, kiln::bench::kCblasTrans, static_cast<int>(s.k), static_cast<int>(s.n), 1.0f,
+                     w.data_as<float>(), static_cast<int>(s.n), a.data_as<float>(), 1, 0.0f, c_blas.data_as<float>(), 1);
+        return;
+      }
+      blas.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+                 static_cast<int>(s.k), 1.0f, a.data_as<float>(), static_cast<int>(s.k), w.data_as<float>(),
+                 static_cast<int>(s.n), 0.0f, c_blas.data_as<float>(), static_cast<int>(s.n));
+    };
+    auto run_pypi = [&] {
+      if (s.m == 1) {
+        pypi.sgemv(kCblasRowMajor, kiln::bench::kCblasTrans, s.k, s.n, 1.0f, w.data_as<float>(), s.n,
+                   a.data_as<float>(), 1, 0.0f, c_pypi.data_as<float>(), 1);
+        return;
+      }
+      pypi.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, s.m, s.n, s.k, 1.0f, a.data_as<float>(), s.k,
+                 w.data_as<float>(), s.n, 0.0f, c_pypi.data_as<float>(), s.n);
     };
     // Agreement first: relative to the magnitude of the row's dot products, since single
-    // elements can cancel to near zero.
+    // elements can cancel to near zero. Both peers are checked against Debian's result.
     run_kiln();
     run_blas();
-    double max_err = 0;
-    const float* x = c_kiln.data_as<float>();
-    const float* y = c_blas.data_as<float>();
-    for (int64_t i = 0; i < s.m * s.n; ++i) {
-      double err = std::abs(static_cast<double>(x[i]) - y[i]) / std::max(1.0, std::abs(static_cast<double>(y[i])));
-      if (!(err <= max_err)) max_err = std::isnan(err) ? INFINITY : err;
+    double max_err = MaxRelativeError(c_kiln, c_blas);
+    if (two) {
+      run_pypi();
+      max_err = std::max(max_err, MaxRelativeError(c_pypi, c_blas));
     }
     if (max_err > 1e-3) {
       std::printf("%-22s results disagree: max relative error %.3g\n", s.name.c_str(), max_err);
@@ -235,9 +290,26 @@ int main(int argc, char** argv) {
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
     const double kiln_s = MedianSeconds(run_kiln);
     const double blas_s = MedianSeconds(run_blas);
+    const double pypi_s = two ? MedianSeconds(run_pypi) : 0.0;
     const double kiln_gf = flops / kiln_s * 1e-9;
     const double blas_gf = flops / blas_s * 1e-9;
-    std::printf("%-22s %12.1f %12.1f %10.2f %12.2g\n", s.name.c_str(), kiln_gf, blas_gf, kiln_gf / blas_gf, max_err);
+    const double pypi_gf = two ? flops / pypi_s * 1e-9 : 0.0;
+    const double best = std::max(blas_gf, pypi_gf);
+    if (two) {
+      std::printf("%-22s %9.1f %9.1f %9.1f %10.2f %10.2f %10.2f %9.2g\n", s.name.c_str(), kiln_gf, blas_gf, pypi_gf,
+                  kiln_gf / blas_gf, kiln_gf / pypi_gf, kiln_gf / best, max_err);
+    } else {
+      std::printf("%-22s %9.1f %9.1f %9s %10.2f %10s %10.2f %9.2g\n", s.name.c_str(), kiln_gf, blas_gf, "-",
+                  kiln_gf / blas_gf, "-", kiln_gf / best, max_err);
+    }
+    if (s.m <= 8) {
+      // GEMV-like: the time is reading the weight once, so its bandwidth is the figure.
+      const double bytes = 4.0 * static_cast<double>(s.k) * static_cast<double>(s.n);
+      char pypi_gbs[32] = "-";
+      if (two) std::snprintf(pypi_gbs, sizeof(pypi_gbs), "%.1f", bytes / pypi_s * 1e-9);
+      std::printf("%-22s %9.1f %9.1f %9s   weight GB/s\n", "", bytes / kiln_s * 1e-9, bytes / blas_s * 1e-9,
+                  pypi_gbs);
+    }
     std::fflush(stdout);
   }
   return 0;

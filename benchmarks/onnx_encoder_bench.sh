@@ -9,12 +9,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(dirname "$here")"
 venv="${KILN_BENCH_VENV:-$HOME/.cache/kiln/onnx-bench-venv}"
 build="${KILN_BUILD_DIR:-$root/build}"
-if [[ ! -x "$venv/bin/python" ]]; then
-  echo "onnx_encoder_bench: creating $venv" >&2
-  /usr/bin/python3 -m venv "$venv"
-fi
-if ! "$venv/bin/python" -c "import onnxruntime, numpy" 2>/dev/null; then
-  "$venv/bin/pip" install -q onnxruntime numpy
-fi
+# shellcheck source=benchmarks/bench_venv.sh
+source "$here/bench_venv.sh"
+ensure_bench_venv "$venv" "onnxruntime, numpy" onnxruntime numpy
 cd "$root"
 exec "$venv/bin/python" "$here/onnx_encoder_bench.py" --kiln "$build/kiln" "$@"

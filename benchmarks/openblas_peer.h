@@ -7,6 +7,8 @@
 // one. Call before anything else loads OpenBLAS: the core type is read once, at load.
 #pragma once
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -38,6 +40,19 @@ inline const builtins::OpenBlasLibrary& LoadOpenBlasPeer(const std::string& requ
   std::printf("OpenBLAS peer: core %s, %d threads\n", lib->core_name.empty() ? "unknown" : lib->core_name.c_str(),
               threads);
   return *lib;
+}
+
+// Debian's cblas_sgemv, from the copy LoadOpenBlas loaded (RTLD_NOLOAD finds it without
+// loading another); null when absent. A caller with one row calls it rather than sgemm, as
+// numpy does: OpenBLAS's sgemm is much slower than its sgemv there.
+using SgemvFn = void (*)(int order, int trans, int m, int n, float alpha, const float* a, int lda, const float* x,
+                         int incx, float beta, float* y, int incy);
+inline constexpr int kCblasTrans = 112;
+inline SgemvFn DebianSgemv() {
+  for (const char* name : {"libopenblas.so.0", "libopenblas.so"}) {
+    if (void* handle = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) return reinterpret_cast<SgemvFn>(dlsym(handle, "cblas_sgemv"));
+  }
+  return nullptr;
 }
 
 }  // namespace kiln::bench

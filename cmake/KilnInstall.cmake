@@ -20,6 +20,14 @@ foreach(folder IN LISTS KILN_RUNTIME_FOLDERS)
           FILES_MATCHING PATTERN "*.h")
 endforeach()
 
+# A sanitized build's libraries call into the sanitizer runtimes: a program linking them
+# must link those runtimes too.
+if(KILN_SANITIZE)
+  foreach(target IN LISTS KILN_RUNTIME_TARGETS)
+    target_link_options(${target} INTERFACE -fsanitize=${KILN_SANITIZE})
+  endforeach()
+endif()
+
 install(TARGETS ${KILN_RUNTIME_TARGETS} EXPORT KilnTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

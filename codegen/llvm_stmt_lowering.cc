@@ -345,7 +345,12 @@ void KernelLowering::WithAllocation(const tir::Buffer& buffer, const std::functi
   } else {
     llvm::Value* bytes = b_.CreateMul(span, b_.getInt64(elem_bytes), absl::StrCat(buffer->name, "_bytes"));
     llvm::Value* alloc = LoadField(abi_.context, fs_.ctx, kCtxWorkspaceAlloc, "workspace_alloc");
-    workspace = b_.CreateCall(abi_.workspace_alloc, alloc, {fs_.ctx, bytes}, buffer->name);
+    llvm::CallInst* call = b_.CreateCall(abi_.workspace_alloc, alloc, {fs_.ctx, bytes}, buffer->name);
+    // Fresh memory, like malloc's: telling LLVM so lets it keep a tile of the buffer in
+    // registers across a loop that also reads the kernel's arguments (a large matmul
+    // accumulator lives here rather than on the stack).
+    call->addRetAttr(llvm::Attribute::NoAlias);
+    workspace = call;
     Check(b_.CreateIsNotNull(workspace),
           absl::StrCat("kernel ", EscapeFormat(name_), ": cannot allocate %lld bytes of workspace for buffer ",
                        EscapeFormat(buffer->name)),
@@ -357,7 +362,8 @@ void KernelLowering::WithAllocation(const tir::Buffer& buffer, const std::functi
   if (workspace != nullptr) {
     fs_.workspaces.pop_back();
     llvm::Value* free_fn = LoadField(abi_.context, fs_.ctx, kCtxWorkspaceFree, "workspace_free");
-    b_.CreateCall(abi_.workspace_free, free_fn, {fs_.ctx, workspace});
+    llvm::CallInst* free_call = b_.CreateCall(abi_.workspace_free, free_fn, {fs_.ctx, workspace});
+    free_call->addParamAttr(1, llvm::Attribute::NoCapture);  // freeing does not publish the pointer
   }
 }
 

@@ -336,6 +336,37 @@ std::vector<double> NaiveMatmul(const float* a, const float* b, int64_t m, int64
   return c;
 }
 
+// kMatmul with some of its sizes constant: each argument is the size's text ("128"), or its
+// symbol ("m", "k", "n") to keep it symbolic.
+std::string MatmulWithSizes(const std::string& m, const std::string& k, const std::string& n) {
+  std::string text = kMatmul;
+  const std::vector<std::pair<std::string, std::string>> sizes = {
+      {"((m, k)", "((" + m + ", " + k + ")"}, {"((k, n)", "((" + k + ", " + n + ")"},
+      {"((m, n)", "((" + m + ", " + n + ")"}, {"(0, m)", "(0, " + m + ")"},
+      {"(0, n)", "(0, " + n + ")"},           {"(0, k)", "(0, " + k + ")"},
+      {"(m, i)", "(" + m + ", i)"},           {"(n, j)", "(" + n + ", j)"},
+      {"(k, r)", "(" + k + ", r)"}};
+  for (const auto& [from, to] : sizes) {
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+      text.replace(at, from.size(), to);
+    }
+  }
+  return text;
+}
+
+// Runs every variant on random (m, k) x (k, n) operands and compares with the naive matmul.
+void ExpectMatmulVariantsMatchNaive(const Variants& v, int64_t m, int64_t k, int64_t n, uint32_t seed,
+                                    const std::string& what) {
+  vm::Tensor a = RandomF32({m, k}, seed), b = RandomF32({k, n}, seed + 1);
+  std::vector<double> scale;
+  std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data_as<float>(), m, k, n, &scale);
+  for (const std::string& name : Variants::Names()) {
+    vm::Tensor c = RandomF32({m, n}, seed + 2);
+    v.Run(name, {a, b, c});
+    ExpectClose(c, expected, scale, name + " " + what);
+  }
+}
+
 TEST(ScheduleNumericsTest, Matmul) {
   Variants v(Parse(kMatmul));
   struct Shape {
@@ -362,48 +393,36 @@ TEST(ScheduleNumericsTest, Matmul) {
 // A constant width of 530 (not a multiple of the 16- or 32-column tile) gives enough
 // column panels for 4 threads, so the schedule packs B's panel per parallel iteration.
 TEST(ScheduleNumericsTest, MatmulWithPackedPanels) {
-  std::string text = kMatmul;
-  text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((k, 530)");
-  text.replace(text.find("C: Buffer((m, n)"), 16, "C: Buffer((m, 530)");
-  text.replace(text.find("serial(0, n)"), 12, "serial(0, 530)");
-  text.replace(text.find("spatial(n, j)"), 13, "spatial(530, j)");
-  Variants v(Parse(text));
+  Variants v(Parse(MatmulWithSizes("m", "k", "530")));
   ASSERT_NE(v.scheduled_text().find("B_local"), std::string::npos) << v.scheduled_text();
   for (int64_t m : {1, 7, 13, 100}) {
     for (int64_t k : {1, 13, 100}) {
-      const int64_t n = 530;
-      vm::Tensor a = RandomF32({m, k}, 50), b = RandomF32({k, n}, 51);
-      std::vector<double> scale;
-      std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data_as<float>(), m, k, n, &scale);
-      for (const std::string& name : Variants::Names()) {
-        vm::Tensor c = RandomF32({m, n}, 52);
-        v.Run(name, {a, b, c});
-        ExpectClose(c, expected, scale, name + " m=" + std::to_string(m) + " k=" + std::to_string(k));
-      }
+      ExpectMatmulVariantsMatchNaive(v, m, k, 530, 50, "m=" + std::to_string(m) + " k=" + std::to_string(k));
     }
+  }
+}
+
+// A model's weight (constant k, a multiple of the 16-step k block, and a constant width of
+// 1030: several wide tiles per thread share, the last one partial) with a symbolic row count:
+// full row tiles take the k-blocked register accumulators, the row-edge copy (every tile
+// when m < 8) the streaming order; many rows take the packed register tiles.
+TEST(ScheduleNumericsTest, MatmulWideTilesOverAConstantWeight) {
+  Variants v(Parse(MatmulWithSizes("m", "128", "1030")));
+  // The k blocks of the wide tiles and the edge copy's steps of 4 weight rows.
+  EXPECT_NE(v.scheduled_text().find("serial(0, 16)"), std::string::npos) << v.scheduled_text();
+  EXPECT_NE(v.scheduled_text().find("unroll(0, 4)"), std::string::npos) << v.scheduled_text();
+  for (int64_t m : {1, 3, 8, 9, 13, 63, 64, 100}) {
+    ExpectMatmulVariantsMatchNaive(v, m, 128, 1030, 70, "m=" + std::to_string(m));
   }
 }
 
 // A constant 3 rows: the wide tile without a row branch (a branch on n < 256 remains);
 // widths below, at and above one 256-column tile, and not multiples of the vector pair.
 TEST(ScheduleNumericsTest, MatmulWithThreeConstantRows) {
-  std::string text = kMatmul;
-  text.replace(text.find("A: Buffer((m, k)"), 16, "A: Buffer((3, k)");
-  text.replace(text.find("C: Buffer((m, n)"), 16, "C: Buffer((3, n)");
-  text.replace(text.find("serial(0, m)"), 12, "serial(0, 3)");
-  text.replace(text.find("spatial(m, i)"), 13, "spatial(3, i)");
-  Variants v(Parse(text));
+  Variants v(Parse(MatmulWithSizes("3", "k", "n")));
   for (int64_t n : {1, 33, 256, 1030}) {
     for (int64_t k : {1, 13}) {
-      const int64_t m = 3;
-      vm::Tensor a = RandomF32({m, k}, 60), b = RandomF32({k, n}, 61);
-      std::vector<double> scale;
-      std::vector<double> expected = NaiveMatmul(a.data_as<float>(), b.data_as<float>(), m, k, n, &scale);
-      for (const std::string& name : Variants::Names()) {
-        vm::Tensor c = RandomF32({m, n}, 62);
-        v.Run(name, {a, b, c});
-        ExpectClose(c, expected, scale, name + " n=" + std::to_string(n) + " k=" + std::to_string(k));
-      }
+      ExpectMatmulVariantsMatchNaive(v, 3, k, n, 60, "n=" + std::to_string(n) + " k=" + std::to_string(k));
     }
   }
 }

@@ -93,19 +93,23 @@ absl::StatusOr<RefValue> Einsum(const KernelCall& call) {
   KILN_RETURN_IF_ERROR(call.CheckElementCount(shape));
   const bool integer = ComputesInInt(xs[0]->dtype());
   std::vector<double> acc(static_cast<size_t>(NumElements(shape)), 0.0);
-  std::vector<int64_t> iacc(acc.size(), 0);
+  // Integer products and sums wrap around as the kernels' two's-complement arithmetic does.
+  std::vector<uint64_t> iacc(acc.size(), 0);
   std::map<char, int64_t> value;
   for (int64_t a = 0; a < NumElements(extents); ++a) {
     std::vector<int64_t> v = Unravel(a, extents);
     for (size_t i = 0; i < letters.size(); ++i) value[letters[i]] = v[i];
     double prod = 1;
-    int64_t iprod = 1;
+    uint64_t iprod = 1;
     for (size_t k = 0; k < xs.size(); ++k) {
       std::vector<int64_t> index;
       for (size_t d = 0; d < terms[k].size(); ++d) index.push_back(xs[k]->shape()[d] == 1 ? 0 : value[terms[k][d]]);
       const int64_t flat = Ravel(index, xs[k]->shape());
-      prod *= xs[k]->GetDouble(flat);
-      iprod *= xs[k]->GetInt(flat);
+      if (integer) {
+        iprod *= static_cast<uint64_t>(xs[k]->GetInt(flat));
+      } else {
+        prod *= xs[k]->GetDouble(flat);
+      }
     }
     std::vector<int64_t> o;
     for (char c : out_term) o.push_back(value[c]);
@@ -115,7 +119,8 @@ absl::StatusOr<RefValue> Einsum(const KernelCall& call) {
   }
   HostTensor out(xs[0]->dtype(), shape);
   for (int64_t i = 0; i < out.numel(); ++i) {
-    integer ? out.SetInt(i, iacc[static_cast<size_t>(i)]) : out.SetDouble(i, acc[static_cast<size_t>(i)]);
+    const auto at = static_cast<size_t>(i);
+    integer ? out.SetInt(i, static_cast<int64_t>(iacc[at])) : out.SetDouble(i, acc[at]);
   }
   return RefValue(std::move(out));
 }

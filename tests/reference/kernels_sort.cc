@@ -36,19 +36,23 @@ absl::StatusOr<RefValue> Cumsum(const KernelCall& call) {
   if (!axis_attr) return call.Error("axis is required");
   KILN_ASSIGN_OR_RETURN(int axis, NormalizeAxis(call, *axis_attr, x->ndim()));
   HostTensor out(x->dtype(), x->shape());
+  const bool in_int = ComputesInInt(x->dtype());
   ForEachRow(x->shape(), axis, [&](std::vector<int64_t> row) {
     if (reverse.value_or(false)) std::reverse(row.begin(), row.end());
     double sum = 0;
-    int64_t isum = 0;
+    // Integer sums wrap around as the kernels' two's-complement adds do (unsigned: no UB).
+    uint64_t isum = 0;
+    auto store = [&](int64_t at) {
+      in_int ? out.SetInt(at, static_cast<int64_t>(isum)) : out.SetDouble(at, sum);
+    };
     for (int64_t at : row) {
-      if (exclusive.value_or(false)) {
-        ComputesInInt(x->dtype()) ? out.SetInt(at, isum) : out.SetDouble(at, sum);
+      if (exclusive.value_or(false)) store(at);
+      if (in_int) {
+        isum += static_cast<uint64_t>(x->GetInt(at));
+      } else {
+        sum += x->GetDouble(at);
       }
-      sum += x->GetDouble(at);
-      isum += x->GetInt(at);
-      if (!exclusive.value_or(false)) {
-        ComputesInInt(x->dtype()) ? out.SetInt(at, isum) : out.SetDouble(at, sum);
-      }
+      if (!exclusive.value_or(false)) store(at);
     }
   });
   return RefValue(std::move(out));

@@ -215,9 +215,11 @@ TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
   text = with(kMatmul, "3", "");
   EXPECT_THAT(text, HasSubstr("if n < 256 {"));
   EXPECT_THAT(text, HasSubstr("Buffer((3, 256), float32, scope=\"local\")"));
+  // A constant width: one tile per thread (4096 / 2 columns), walked in sub-tiles of 256.
   text = with(kMatmul, "3", "4096");
   EXPECT_THAT(text, Not(HasSubstr("if ")));
-  EXPECT_THAT(text, HasSubstr("Buffer((3, 256), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("Buffer((3, 2048), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("C_local[i, 256 * j_1_0 + 32 * j_1_1_0 + j_1_1_1]"));
   // Narrow constant columns or many constant rows: the register tile alone.
   EXPECT_THAT(with(kMatmul, "", "256"), Not(HasSubstr("256), float32, scope=\"local\"")));
   EXPECT_THAT(with(kMatmul, "64", ""), Not(HasSubstr("256), float32, scope=\"local\"")));

@@ -139,6 +139,54 @@ absl::Status ScheduleWriteBack(Schedule* s, const std::string& write_back, const
   return absl::OkStatus();
 }
 
+// The columns of a wide tile (a multiple of `sub_tile`, 8 vector pairs). A constant width
+// is shared evenly between the threads (each thread one tile per row tile), so that the edge
+// copy few rows run (StreamWideEdgeTiles) reads each row of the weight in runs of about
+// n / threads columns: a GEMV streams its weight at the memory's speed only in long runs
+// (measured with a C++ loop on this project's AVX-512 machine, one thread: 8 / 10 / 21 /
+// 29 GB/s for runs of 1 / 4 / 8 / 16 KiB). Full row tiles walk the tile in sub-tiles, each
+// with its k blocks, as they would with narrow tiles. A symbolic width keeps one sub-tile.
+int64_t WideTileColumns(std::optional<int64_t> width, int64_t sub_tile, const CpuScheduleOptions& options) {
+  if (!width) return sub_tile;
+  int64_t share = (*width + options.num_threads - 1) / options.num_threads;
+  share = (share + sub_tile - 1) / sub_tile * sub_tile;
+  return std::clamp<int64_t>(share, sub_tile, 16 * sub_tile);
+}
+
+// Rows of the right operand (k steps) each vector pair of a wide tile runs through before
+// the next pair: within them the pair's accumulators (rows x 2 vectors) stay in registers,
+// so each step is 2 loads of the weight, one broadcast per row and 2 FMAs per row, instead
+// of loading and storing the accumulators in L1 at every step (the store port, not the
+// FMAs, bounded the wide tiles). A k block walks all the tile's sub-tiles, so it reads its
+// 16 rows of the weight across the whole tile (long runs, which the prefetcher streams)
+// and the block's part of each sub-tile stays in L1 across its pairs. Measured
+// (matmul_bench, 4096 x 4096 weight, one thread, AVX-512, ratio to the best OpenBLAS in the
+// same run): M = 16 from 0.54-0.66x (no k blocks) to 0.68-0.85x (blocks of 64 inside each
+// sub-tile) to 0.92-1.12x (blocks of 16 across the sub-tiles); M = 32 from 0.60x to
+// 0.51-0.53x to 0.76-0.80x (the machine was loaded; ratios only).
+constexpr int64_t kWideTileKBlock = 16;
+
+// The update of a wide tile, loops (.., [sub-tiles,] k, rows, pairs, vector), becomes
+// (.., k_0, [sub-tiles,] pairs, k_1, rows unrolled, vector). Only for a constant k that is
+// a multiple of the block (a model's weights): a remainder would put a condition inside the
+// register loop.
+absl::Status BlockWideTileOverK(Schedule* s, const std::string& block, const PrimExpr& k_extent,
+                                const std::string& sub_tiles) {
+  std::optional<int64_t> k = k_extent.as_int();
+  if (!k || *k % kWideTileKBlock != 0 || *k <= kWideTileKBlock) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(block));
+  if (loops.size() < 4) return absl::OkStatus();
+  const size_t n = loops.size();
+  std::string rows = loops[n - 3], pairs = loops[n - 2], vector = loops[n - 1];
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> steps, s->Split(loops[n - 4], {-1, kWideTileKBlock}));
+  if (sub_tiles.empty()) {
+    KILN_RETURN_IF_ERROR(s->Reorder({steps[0], pairs, steps[1], rows, vector}));
+  } else {
+    KILN_RETURN_IF_ERROR(s->Reorder({steps[0], sub_tiles, pairs, steps[1], rows, vector}));
+  }
+  return s->Unroll(rows);
+}
+
 // `cache`: the accumulator tile lives in a local buffer (registers once compacted) and an
 // epilogue that reads the result joins the write-back; fails when the tile cannot be
 // formed, so the caller can schedule without it.
@@ -179,12 +227,13 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   // per tile (instead of 128 bytes per 32-column panel), which a memory-bound GEMV wants;
   // the rows of the tile reuse it from L1. Measured (matmul_bench, 4096 x 4096 weight):
   // 8 pairs beat 4 and 16, and up to m = 32 the wide tiles beat the register tile.
-  const int64_t wide_tile = 8 * col_tile;
+  const int64_t wide_tile = 8 * col_tile;  // the least width that takes wide tiles
   // The wide tile's columns are split into vector pairs only once the write-back has moved
   // under the tile loop (it wants one dense column loop to do so).
   bool few = options.matmul_few_rows && cache && col_tile >= 2 && !(j_extent && *j_extent <= wide_tile);
+  const int64_t wide_columns = WideTileColumns(j_extent, wide_tile, options);
   if (few) {
-    KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(j->loop_var.name(), {-1, wide_tile}));
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(j->loop_var.name(), {-1, wide_columns}));
     outer.push_back(parts[0]);
     ji = parts[1];
     j_split = true;
@@ -229,12 +278,23 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   if (!tile_loop.empty()) {
     KILN_RETURN_IF_ERROR(s->ReverseComputeAt(write_back, tile_loop));
     KILN_RETURN_IF_ERROR(ScheduleWriteBack(s, write_back, options));
+    std::string sub_tiles;
+    if (few && wide_columns > wide_tile) {
+      // The update walks the tile in sub-tiles of `wide_tile` columns, each over all of k
+      // (split only now: the write-back moves under the tile loop with one dense column loop).
+      KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(nest.block->name));
+      const size_t n_loops = loops.size();
+      KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(loops.back(), {-1, wide_tile}));
+      KILN_RETURN_IF_ERROR(s->Reorder({parts[0], loops[n_loops - 3], loops[n_loops - 2]}));
+      sub_tiles = parts[0];
+    }
     if (few) {  // the init, the update and the write-back walk the wide tile in vector pairs
       for (const std::string& b : {nest.block->name + "_init", nest.block->name, write_back}) {
         KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(b));
         KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(loops.back(), {-1, col_tile}));
         KILN_RETURN_IF_ERROR(s->Vectorize(parts[1]));
       }
+      KILN_RETURN_IF_ERROR(BlockWideTileOverK(s, nest.block->name, k->extent, sub_tiles));
     }
     if (pack) {
       KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(nest.block->name, panel, pack_loop));
@@ -252,6 +312,58 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
 }
 
 }  // namespace
+
+// Rows of the weight the row-edge copy of a wide tile reads together (as parallel streams),
+// each row's accumulators loaded and stored once per group.
+constexpr int64_t kEdgeRowsPerStep = 4;
+
+void StreamWideEdgeTiles(Schedule* s) {
+  std::vector<std::string> edges;
+  ForEachStmt(s->func()->body, [&](const Stmt& st) {
+    const auto* b = st.as<BlockNode>();
+    if (b && b->predicate.defined() && b->is_reduction() && b->name.size() > 5 &&
+        b->name.compare(b->name.size() - 5, 5, "_edge") == 0) {
+      edges.push_back(b->name);
+    }
+  });
+  for (const std::string& name : edges) {
+    // Everything on a copy, kept only when the reorder is made (get_loops enters the trace).
+    Schedule attempt = *s;
+    absl::StatusOr<std::vector<std::string>> loops = attempt.GetLoops(name);
+    if (!loops.ok() || loops->size() < 4) continue;
+    const size_t n = loops->size();
+    auto loop = [&](size_t i) -> const ForNode* {
+      absl::StatusOr<Stmt> f = FindLoop(s->func(), (*loops)[i], "");
+      return f.ok() ? f->as<ForNode>() : nullptr;
+    };
+    const ForNode *pairs = loop(n - 4), *k = loop(n - 3), *rows = loop(n - 2), *vector = loop(n - 1);
+    if (!pairs || !k || !rows || !vector || pairs->for_kind != ForKind::kSerial || !pairs->extent.as_int() ||
+        k->for_kind != ForKind::kSerial || k->extent.as_int() != kWideTileKBlock ||
+        rows->for_kind != ForKind::kUnrolled || vector->for_kind != ForKind::kVectorized) {
+      continue;
+    }
+    // The sub-tile loop, when the tile has several: directly above the pairs, its variable
+    // in the block's column index (k_0 stands there otherwise).
+    const ForNode* sub_tiles = n >= 5 ? loop(n - 5) : nullptr;
+    bool has_sub_tiles = false;
+    if (sub_tiles && sub_tiles->body.get() == static_cast<const StmtNode*>(pairs)) {
+      absl::StatusOr<Stmt> block = FindBlock(attempt.func(), name, "");
+      if (block.ok()) {
+        for (const IterVar& iv : block->as<BlockNode>()->iter_vars) {
+          has_sub_tiles |= iv.type == IterType::kSpatial && UsesVar(iv.value, sub_tiles->loop_var.get()) &&
+                           UsesVar(iv.value, pairs->loop_var.get());
+        }
+      }
+    }
+    absl::StatusOr<std::vector<std::string>> steps = attempt.Split((*loops)[n - 3], {-1, kEdgeRowsPerStep});
+    if (!steps.ok()) continue;
+    const std::string& pairs_name = (*loops)[n - 4];
+    const std::string& rows_name = (*loops)[n - 2];
+    std::vector<std::string> order = {(*steps)[0], rows_name, pairs_name, (*steps)[1]};
+    if (has_sub_tiles) order = {(*steps)[0], rows_name, (*loops)[n - 5], pairs_name, (*steps)[1]};
+    if (attempt.Reorder(order).ok() && attempt.Unroll((*steps)[1]).ok()) *s = std::move(attempt);
+  }
+}
 
 std::optional<PrimExpr> ManyRowsCondition(const PlainNest& nest, const CpuScheduleOptions& options) {
   const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;

@@ -126,7 +126,10 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
     if (reported.size() == 1 && predicted.size() != 1) ScheduleVersioned(inlined, reported[0], options, &schedule);
   }
   FuseRowPasses(&schedule);
-  if (HasVectorizedLoop(schedule.func())) (void)schedule.GuardVectorizedTails();
+  if (HasVectorizedLoop(schedule.func())) {
+    (void)schedule.GuardVectorizedTails();
+    StreamWideEdgeTiles(&schedule);
+  }
   if (trace) *trace = schedule.trace().ToString();
   return schedule.func();
 }
