@@ -351,6 +351,26 @@ absl::StatusOr<int64_t> VirtualMachine::IntOperand(const Function&, const Value*
   return v.as_int();
 }
 
+absl::StatusOr<DLTensor*> VirtualMachine::ConstantOnDevice(const DLTensor* constant, const KernelPlace& place) {
+  if (constant->device.device_type != kDLCPU || place.device == nullptr) {
+    return absl::NotFoundError("not a host constant");
+  }
+  std::map<std::pair<int, int>, Tensor>& copies = device_constants_[constant];
+  std::pair<int, int> key{place.dl.device_type, place.dl.device_id};
+  if (auto copy = copies.find(key); copy != copies.end()) return copy->second.dl_tensor();
+  for (const Value& c : executable_->contents().constants) {
+    if (c.kind() != Value::Kind::kTensor || c.as_tensor().dl_tensor() != constant) continue;
+    absl::StatusOr<Tensor> moved = c.as_tensor().CopyTo(place.device);
+    if (!moved.ok()) {
+      return absl::Status(moved.status().code(),
+                          absl::StrCat("copying a constant to ", place.device->name(), ": ", moved.status().message()));
+    }
+    return copies.emplace(key, *std::move(moved)).first->second.dl_tensor();
+  }
+  device_constants_.erase(constant);
+  return absl::NotFoundError("not a constant of the executable");
+}
+
 absl::Status VirtualMachine::CallKernel(const Function& fn, Value* regs, const Instruction& in) {
   const KernelDecl& decl = executable_->contents().kernels[in.a];
   const KernelPlace& place = kernel_places_[in.a];
@@ -368,6 +388,14 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, Value* regs, const I
     if (expected == 't' && v.kind() == Value::Kind::kTensor) {
       DLTensor* t = v.as_tensor().dl_tensor();
       if (!SameDevice(t->device, place.dl)) [[unlikely]] {
+        if (absl::StatusOr<DLTensor*> copy = ConstantOnDevice(t, place); copy.ok()) {
+          arg.value.tensor = *copy;
+          arg.type_code = kKilnArgTensor;
+          continue;
+        } else if (copy.status().code() != absl::StatusCode::kNotFound) {
+          return absl::Status(copy.status().code(), absl::StrCat("kernel '", decl.name, "' argument ", i, ": ",
+                                                                 copy.status().message()));
+        }
         return absl::InvalidArgumentError(absl::StrCat("kernel '", decl.name, "' argument ", i, ": the tensor is on ",
                                                        DeviceName(t->device), " but the kernel runs on ", DeviceName(place.dl),
                                                        " (copy it there first)"));

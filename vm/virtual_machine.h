@@ -25,6 +25,7 @@
 // parameter and the (symbolic) dimension.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -134,6 +135,11 @@ class VirtualMachine {
   // Per device table entry: its loaded device code (null where it has none).
   std::vector<std::shared_ptr<DeviceModule>> modules_;
   std::vector<KernelPlace> kernel_places_;
+  // The executable's constants live in host memory; a kernel on another device gets a copy
+  // made there on first use and kept for the VM's life (TVM loads constants to the device
+  // likewise). Keyed by the constant's DLTensor, then the device.
+  absl::StatusOr<DLTensor*> ConstantOnDevice(const DLTensor* constant, const KernelPlace& place);
+  std::map<const DLTensor*, std::map<std::pair<int, int>, Tensor>> device_constants_;
   RegisterStack stack_;
   int depth_ = 0;
   int64_t step_limit_ = 0;

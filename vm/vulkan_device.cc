@@ -277,6 +277,23 @@ void VulkanDevice::Release(Allocation& a) {
   a = Allocation{};
 }
 
+VkResult VulkanDevice::CreateBuffer(VkBufferUsageFlags usage, uint32_t memory_type, Allocation& a) {
+  const Api& api = setup_.api;
+  VkBufferCreateInfo info = Info<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+  info.size = a.size;
+  info.usage = usage;
+  VkResult rc = api.vkCreateBuffer(setup_.device, &info, nullptr, &a.buffer);
+  if (rc != VK_SUCCESS) return rc;
+  VkMemoryRequirements req;
+  api.vkGetBufferMemoryRequirements(setup_.device, a.buffer, &req);
+  VkMemoryAllocateInfo alloc = Info<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+  alloc.allocationSize = req.size;
+  alloc.memoryTypeIndex = memory_type;
+  rc = api.vkAllocateMemory(setup_.device, &alloc, nullptr, &a.memory);
+  if (rc != VK_SUCCESS) return rc;
+  return api.vkBindBufferMemory(setup_.device, a.buffer, a.memory, 0);
+}
+
 absl::StatusOr<void*> VulkanDevice::Allocate(size_t bytes, size_t alignment) {
   size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   if (alignment > page) {
@@ -287,19 +304,9 @@ absl::StatusOr<void*> VulkanDevice::Allocate(size_t bytes, size_t alignment) {
   Allocation a;
   // Kernels read whole 32-bit words; an empty tensor still needs a buffer to bind.
   a.size = std::max<uint64_t>((bytes + 3) / 4 * 4, 4);
-  VkBufferCreateInfo info = Info<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
-  info.size = a.size;
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  VkResult rc = api.vkCreateBuffer(setup_.device, &info, nullptr, &a.buffer);
-  if (rc == VK_SUCCESS) {
-    VkMemoryRequirements req;
-    api.vkGetBufferMemoryRequirements(setup_.device, a.buffer, &req);
-    VkMemoryAllocateInfo alloc = Info<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
-    alloc.allocationSize = req.size;
-    alloc.memoryTypeIndex = buffer_memory_type_;
-    rc = api.vkAllocateMemory(setup_.device, &alloc, nullptr, &a.memory);
-  }
-  if (rc == VK_SUCCESS) rc = api.vkBindBufferMemory(setup_.device, a.buffer, a.memory, 0);
+  VkResult rc = CreateBuffer(
+      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+      buffer_memory_type_, a);
   if (rc == VK_SUCCESS && mapped_) {
     void* p = nullptr;
     rc = api.vkMapMemory(setup_.device, a.memory, 0, VK_WHOLE_SIZE, 0, &p);
@@ -425,19 +432,8 @@ absl::Status VulkanDevice::CopyThroughStaging(const BufferSpan& span, void* host
     Release(staging_);
     Allocation s;
     s.size = std::max<uint64_t>(bytes, 1 << 20);
-    VkBufferCreateInfo info = Info<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
-    info.size = s.size;
-    info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-    VkResult rc = api.vkCreateBuffer(setup_.device, &info, nullptr, &s.buffer);
-    if (rc == VK_SUCCESS) {
-      VkMemoryRequirements req;
-      api.vkGetBufferMemoryRequirements(setup_.device, s.buffer, &req);
-      VkMemoryAllocateInfo alloc = Info<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
-      alloc.allocationSize = req.size;
-      alloc.memoryTypeIndex = staging_memory_type_;
-      rc = api.vkAllocateMemory(setup_.device, &alloc, nullptr, &s.memory);
-    }
-    if (rc == VK_SUCCESS) rc = api.vkBindBufferMemory(setup_.device, s.buffer, s.memory, 0);
+    VkResult rc = CreateBuffer(VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+                               staging_memory_type_, s);
     void* p = nullptr;
     if (rc == VK_SUCCESS) rc = api.vkMapMemory(setup_.device, s.memory, 0, VK_WHOLE_SIZE, 0, &p);
     s.address = static_cast<char*>(p);

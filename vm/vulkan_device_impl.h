@@ -80,6 +80,9 @@ class VulkanDevice final : public Device {
 
  private:
   absl::Status CopyThroughStaging(const BufferSpan& span, void* host, uint64_t bytes, bool to_device);
+  // A buffer of a.size bytes with its own memory of type `memory_type`, bound (a.buffer and
+  // a.memory set as far as they were made: Release frees them on failure).
+  VkResult CreateBuffer(VkBufferUsageFlags usage, uint32_t memory_type, Allocation& a);
   void Release(Allocation& a);
 
   int index_;

@@ -98,6 +98,13 @@ else
   grep -q "Vulkan" <<<"$out" || fail "vulkan run without a device: $out"
   [[ $(wc -l <<<"$out") == 1 ]] || fail "vulkan without a device is not one line: $out"
 fi
+# With the loader pointed at no driver, the same run is one clear line.
+if out=$(VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json \
+         "$kiln" run "$dir/add_vulkan.kx" --input ones:3:f32 --input ones:3:f32 --device vulkan 2>&1); then
+  fail "vulkan run without a driver succeeded: $out"
+fi
+grep -q "device vulkan:0 is not available: .*Vulkan" <<<"$out" || fail "vulkan without a driver: $out"
+[[ $(wc -l <<<"$out") == 1 ]] || fail "vulkan without a driver is not one line: $out"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target "cpu -vector-bits=100" 2>&1); then fail "bad target accepted"; fi
 grep -q "vector-bits must be 128, 256 or 512" <<<"$err" || fail "bad target: $err"
 # A target in its text form: every PrimFunc carries it after pass bind_target.

@@ -136,6 +136,25 @@ std::shared_ptr<const Executable> DeviceProgram(const std::string& device_name =
     f.CallKernel(kernel, {Operand::Reg(f.param(0)), Operand::Reg(out)});
     f.Ret(out);
   }
+  {
+    // A kernel on the device given a constant of the executable (host memory) directly, and
+    // through a register.
+    Tensor weights = *Tensor::Empty({3}, f32);
+    for (int i = 0; i < 3; ++i) weights.data_as<float>()[i] = 1.5f * static_cast<float>(i + 1);
+    int32_t constant = b.AddConstant(Value(weights));
+    FunctionBuilder& f = b.AddFunction("constant", {});
+    int32_t storage = f.NewRegister(), shape = f.NewRegister(), out = f.NewRegister(), loaded = f.NewRegister(),
+            again = f.NewRegister(), back = f.NewRegister();
+    f.AllocStorage(storage, Operand::Imm(1 << 12), dev);
+    f.MakeShape(shape, {Operand::Imm(3)});
+    f.AllocTensor(out, storage, Operand::Imm(0), shape, f32);
+    f.CallKernel(kernel, {Operand::Const(constant), Operand::Reg(out)});
+    f.LoadConst(loaded, constant);
+    f.AllocTensor(again, storage, Operand::Imm(64), shape, f32);
+    f.CallKernel(kernel, {Operand::Reg(loaded), Operand::Reg(again)});
+    f.CopyToDevice(back, again, 0);
+    f.Ret(back);
+  }
   absl::StatusOr<std::string> bytes = b.Build();
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   absl::StatusOr<std::shared_ptr<const Executable>> exe = Executable::Load(*bytes, Registry());
@@ -178,6 +197,22 @@ TEST(VirtualMachineDevices, CopiesAllocatesAndRunsAKernelOnAnotherDevice) {
   EXPECT_EQ(d->as_tensor().device().device_type, kDLExtDev);
   Tensor host = *d->as_tensor().CopyTo(CpuDevice());
   EXPECT_EQ(host.data_as<float>()[4], 8.0f);
+}
+
+TEST(VirtualMachineDevices, ConstantsAreCopiedToTheDeviceOfTheKernelOnce) {
+  TestDevice* device = TheTestDevice();
+  auto exe = DeviceProgram();
+  ASSERT_NE(exe, nullptr);
+  VirtualMachine vm(exe);
+  int from_host = device->copies_from_host;
+  for (int call = 0; call < 3; ++call) {
+    absl::StatusOr<Value> r = vm.Invoke("constant", {});
+    ASSERT_TRUE(r.ok()) << r.status();
+    const Tensor& out = r->as_tensor();
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(out.data_as<float>()[i], 3.0f * static_cast<float>(i + 1));
+  }
+  // One copy for the VM's life, however often and however the kernels are given it.
+  EXPECT_EQ(device->copies_from_host - from_host, 1);
 }
 
 TEST(VirtualMachineDevices, TensorsOnTheWrongDeviceAreClearErrors) {

@@ -151,22 +151,14 @@ class VulkanDeviceTest : public ::testing::TestWithParam<bool> {
     return out;
   }
 
-  static KilnArg Handle(void* p) {
+  static KilnArg Handle(void* p) { return Arg(kKilnArgHandle, [&](KilnArg& a) { a.value.handle = p; }); }
+  static KilnArg Int(int64_t v) { return Arg(kKilnArgInt, [&](KilnArg& a) { a.value.i64 = v; }); }
+  static KilnArg Float(double v) { return Arg(kKilnArgFloat, [&](KilnArg& a) { a.value.f64 = v; }); }
+  template <typename Set>
+  static KilnArg Arg(int32_t type_code, Set set) {
     KilnArg a{};
-    a.value.handle = p;
-    a.type_code = kKilnArgHandle;
-    return a;
-  }
-  static KilnArg Int(int64_t v) {
-    KilnArg a{};
-    a.value.i64 = v;
-    a.type_code = kKilnArgInt;
-    return a;
-  }
-  static KilnArg Float(double v) {
-    KilnArg a{};
-    a.value.f64 = v;
-    a.type_code = kKilnArgFloat;
+    set(a);
+    a.type_code = type_code;
     return a;
   }
   static KilnLaunchDims Dims(int64_t n) {
