@@ -116,12 +116,15 @@ uint32_t SpirvBuilder::ConstantBool(bool value) {
 uint32_t SpirvBuilder::ConstantInt(int width, uint64_t bits) {
   const uint32_t type = TypeInt(width);
   if (width < 64) bits &= (uint64_t{1} << width) - 1;
+  return Constant(type, width, bits);
+}
+
+uint32_t SpirvBuilder::Constant(uint32_t type, int width, uint64_t bits) {
   auto key = std::make_tuple(type, bits);
   auto it = constants_.find(key);
   if (it != constants_.end()) return it->second;
   uint32_t id = NewId();
-  // Narrow integers sit zero-extended in one word (the type is unsigned); 64-bit ones take
-  // two words, low first.
+  // Narrow values sit zero-extended in one word; 64-bit ones take two words, low first.
   std::vector<uint32_t> operands{type, id, static_cast<uint32_t>(bits)};
   if (width == 64) operands.push_back(static_cast<uint32_t>(bits >> 32));
   AppendInstruction(&globals_, spv::Op::OpConstant, operands);
@@ -139,15 +142,7 @@ uint32_t SpirvBuilder::ConstantFloat(int width, double value) {
   } else {
     bits = support::FloatToHalf(static_cast<float>(value));
   }
-  auto key = std::make_tuple(type, bits);
-  auto it = constants_.find(key);
-  if (it != constants_.end()) return it->second;
-  uint32_t id = NewId();
-  std::vector<uint32_t> operands{type, id, static_cast<uint32_t>(bits)};
-  if (width == 64) operands.push_back(static_cast<uint32_t>(bits >> 32));
-  AppendInstruction(&globals_, spv::Op::OpConstant, operands);
-  constants_[key] = id;
-  return id;
+  return Constant(type, width, bits);
 }
 
 uint32_t SpirvBuilder::GlobalVariable(uint32_t pointer_type, spv::StorageClass storage) {

@@ -91,6 +91,8 @@ class SpirvBuilder {
   uint32_t true_ = 0, false_ = 0;
 
   uint32_t Type(spv::Op op, const std::vector<uint32_t>& operands);
+  // The OpConstant of `type` (`width` bits) whose bit pattern is `bits`, declared once.
+  uint32_t Constant(uint32_t type, int width, uint64_t bits);
 };
 
 // The body of one function being written: its blocks' instructions, and its Function
