@@ -20,7 +20,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "builtins/default_builtins.h"
 #include "codegen/build_executable.h"
@@ -48,12 +47,7 @@ using reference::HostTensor;
 using reference::RefValue;
 
 // Errors that mean "not supported on cuda yet" (documented gaps), as opposed to bugs.
-bool IsUnsupported(const absl::Status& s) {
-  const std::string m(s.message());
-  return absl::StrContains(m, "not supported by the CUDA code generator yet") ||
-         absl::StrContains(m, "needs device workspace") || absl::StrContains(m, "not inside a loop bound to GPU threads") ||
-         absl::StrContains(m, "host code cannot read device memory");
-}
+bool IsUnsupported(const absl::Status& s) { return IsUnsupportedOnGpu(s, "CUDA"); }
 
 absl::StatusOr<std::string> CompileForCuda(const std::string& text) {
   return CompileForGpu(text, tir::Target::Cuda());

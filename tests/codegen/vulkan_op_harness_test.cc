@@ -37,12 +37,7 @@ namespace kiln::op_cases {
 namespace {
 
 // Errors that mean "not supported on vulkan yet" (documented gaps), as opposed to bugs.
-bool IsUnsupported(const absl::Status& s) {
-  const std::string m(s.message());
-  return absl::StrContains(m, "not supported by the SPIR-V code generator yet") ||
-         absl::StrContains(m, "needs device workspace") || absl::StrContains(m, "not inside a loop bound to GPU threads") ||
-         absl::StrContains(m, "host code cannot read device memory");
-}
+bool IsUnsupported(const absl::Status& s) { return IsUnsupportedOnGpu(s, "SPIR-V"); }
 
 // VM errors that are the runtime's documented gaps on GPUs (docs/codegen.md): constants and
 // shape computations stay in host memory, where a GPU kernel or a host builtin meets the
