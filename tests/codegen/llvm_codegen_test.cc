@@ -1145,6 +1145,93 @@ PrimFunc ParseKernel(const char* text) {
   return parsed->func;
 }
 
+// An intermediate the host half allocates between two kernels (softmax's row maximum) is
+// device workspace: ctx->workspace_alloc even when it would fit the stack (the context's
+// device is the GPU), the same address passed to both launches, freed after the last one and
+// on every early return; a failed allocation is reported and launches nothing.
+std::vector<std::vector<KilnArg>>* launches = nullptr;
+
+int32_t RecordEveryLaunch(KilnCallContext*, int32_t, const KilnLaunchDims*, const KilnArg* args, int32_t num_args) {
+  launches->emplace_back(args, args + num_args);
+  return 0;
+}
+
+int32_t FailSecondLaunch(KilnCallContext* ctx, int32_t kernel, const KilnLaunchDims* dims, const KilnArg* args,
+                         int32_t num_args) {
+  if (!launches->empty()) {
+    ctx->set_error(ctx, "the device is lost");
+    return 1;
+  }
+  return RecordEveryLaunch(ctx, kernel, dims, args, num_args);
+}
+
+TEST(LlvmCodegenTest, HostAllocationsOfGpuFunctionsAreDeviceWorkspace) {
+  PrimFunc func = ParseKernel(R"TIR(
+prim_func @rows(A: Buffer((4, 16), float32), C: Buffer((4, 16), float32)) {
+  attr target = "cuda -arch=sm_90"
+  allocate M: Buffer((4,), float32) {
+    for bx in thread_binding(0, 4, "blockIdx.x") {
+      M[bx] = A[bx, 0]
+    }
+    for bx in thread_binding(0, 4, "blockIdx.x") {
+      for tx in thread_binding(0, 16, "threadIdx.x") {
+        C[bx, tx] = A[bx, tx] - M[bx]
+      }
+    }
+  }
+})TIR");
+  absl::StatusOr<tir::transform::LoweredFunc> lowered = tir::transform::LowerPrimFunc(func, Target::Cpu());
+  ASSERT_TRUE(lowered.ok()) << lowered.status();
+  ASSERT_EQ(lowered->device_kernels.size(), 2u);
+  absl::StatusOr<std::string> so = BuildLoweredSharedObject({{"rows", lowered->host}}, CpuTarget::Host());
+  ASSERT_TRUE(so.ok()) << so.status();
+  absl::StatusOr<std::shared_ptr<vm::KernelObject>> object = vm::KernelObject::Load(*so);
+  ASSERT_TRUE(object.ok()) << object.status();
+  KilnKernelFn rows = *(*object)->Find("rows");
+
+  vm::Tensor a_host = MakeTensor({4, 16}, kF32), c_host = MakeTensor({4, 16}, kF32);
+  DLTensor a = *a_host.dl_tensor(), c = *c_host.dl_tensor();
+  a.device = c.device = {kDLCUDA, 0};
+  KilnArg a_arg{}, c_arg{};
+  a_arg.value.tensor = &a;
+  c_arg.value.tensor = &c;
+  a_arg.type_code = c_arg.type_code = kKilnArgTensor;
+
+  std::vector<std::vector<KilnArg>> seen;
+  launches = &seen;
+  auto ctx = MakeContext(&FourThreads());
+  ctx->ctx.launch = RecordEveryLaunch;
+  ASSERT_EQ(Invoke(rows, ctx.get(), {a_arg, c_arg}), 0) << ctx->error;
+  EXPECT_EQ(ctx->workspace_allocations.load(), 1);
+  EXPECT_EQ(ctx->live_workspaces.load(), 0);
+  ASSERT_EQ(seen.size(), 2u);
+  // Kernel 0 (M_data, A_data), kernel 1 (C_data, A_data, M_data): the same workspace.
+  ASSERT_EQ(seen[0].size(), 2u);
+  ASSERT_EQ(seen[1].size(), 3u);
+  EXPECT_EQ(seen[0][0].type_code, kKilnArgHandle);
+  EXPECT_NE(seen[0][0].value.handle, nullptr);
+  EXPECT_EQ(seen[1][2].value.handle, seen[0][0].value.handle);
+  EXPECT_EQ(seen[0][1].value.handle, a_host.data());
+  EXPECT_EQ(seen[1][0].value.handle, c_host.data());
+
+  // A launch that fails returns its error, the workspace freed.
+  seen.clear();
+  ctx->ctx.launch = FailSecondLaunch;
+  EXPECT_NE(Invoke(rows, ctx.get(), {a_arg, c_arg}), 0);
+  EXPECT_EQ(ctx->error, "the device is lost");
+  EXPECT_EQ(ctx->live_workspaces.load(), 0);
+
+  // No memory: one clear error, nothing launched.
+  seen.clear();
+  auto full = MakeContext(&FourThreads());
+  full->fail_after = 0;
+  full->ctx.launch = RecordEveryLaunch;
+  EXPECT_NE(Invoke(rows, full.get(), {a_arg, c_arg}), 0);
+  EXPECT_EQ(full->error, "kernel rows: cannot allocate 16 bytes of workspace for buffer M");
+  EXPECT_TRUE(seen.empty());
+  launches = nullptr;
+}
+
 constexpr DLDataType kU8{kDLUInt, 8, 1};
 constexpr DLDataType kU16{kDLUInt, 16, 1};
 constexpr DLDataType kU32{kDLUInt, 32, 1};
