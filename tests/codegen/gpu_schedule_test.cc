@@ -263,6 +263,35 @@ prim_func @f(A: Buffer((128,), float32)) {
                                    "device memory"));
 }
 
+// Between kernels, an intermediate in global memory is device workspace (accepted); shared
+// or per-thread memory cannot outlive one kernel.
+TEST(GpuVerifyTest, OnlyGlobalMemoryIsAllocatedBetweenKernels) {
+  const char* text = R"(
+prim_func @f(A: Buffer((128,), float32)) {
+  allocate M: Buffer((128,), float32, scope="SCOPE") {
+    for t in thread_binding(0, 128, "threadIdx.x") {
+      M[t] = A[t] * 2.0
+    }
+    for t in thread_binding(0, 128, "threadIdx.x") {
+      A[t] = M[127 - t]
+    }
+  }
+})";
+  for (const std::string scope : {"global", "local", "shared"}) {
+    SCOPED_TRACE(scope);
+    absl::StatusOr<tir::ParsedPrimFunc> f = tir::ParsePrimFunc(std::regex_replace(text, std::regex("SCOPE"), scope));
+    ASSERT_TRUE(f.ok()) << f.status();
+    absl::Status verified = tir::VerifyGpuFunction(f->func, tir::Target::Vulkan());
+    if (scope == "global") {
+      EXPECT_TRUE(verified.ok()) << verified;
+    } else {
+      EXPECT_THAT(verified.message(),
+                  ::testing::HasSubstr(absl::StrCat("the ", scope, " buffer 'M' is allocated outside the loops bound to GPU "
+                                                    "threads; only device (\"global\") memory can be shared")));
+    }
+  }
+}
+
 TEST(GpuScheduleRulesTest, VulkanWorkgroupsAreAtMostItsLimit) {
   std::string trace;
   absl::StatusOr<tir::PrimFunc> f = tir::ScheduleForGpu(AddOne("n"), tir::Target::Vulkan(), &trace);
