@@ -19,6 +19,7 @@
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cpu_target.h"
 #include "support/check.h"
+#include "support/status_macros.h"
 #include "tests/tir/bit_kernels.h"
 #include "tests/tir/q4_0.h"
 #include "tir/buffer.h"
@@ -1072,6 +1073,24 @@ int32_t RecordLaunch(KilnCallContext*, int32_t device_kernel, const KilnLaunchDi
   return 0;
 }
 
+// The host half of a GPU function `func`, lowered and loaded as kernel `name` (the
+// object keeps the code alive); `device_kernels` counts the kernels it launches.
+struct GpuHost {
+  std::shared_ptr<vm::KernelObject> object;
+  KilnKernelFn fn = nullptr;
+  size_t device_kernels = 0;
+};
+
+absl::StatusOr<GpuHost> LoadGpuHost(const std::string& name, const PrimFunc& func) {
+  KILN_ASSIGN_OR_RETURN(tir::transform::LoweredFunc lowered, tir::transform::LowerPrimFunc(func, Target::Cpu()));
+  KILN_ASSIGN_OR_RETURN(std::string so, BuildLoweredSharedObject({{name, lowered.host}}, CpuTarget::Host()));
+  GpuHost host;
+  KILN_ASSIGN_OR_RETURN(host.object, vm::KernelObject::Load(so));
+  KILN_ASSIGN_OR_RETURN(host.fn, host.object->Find(name));
+  host.device_kernels = lowered.device_kernels.size();
+  return host;
+}
+
 TEST(LlvmCodegenTest, HostCodeOfGpuFunctionsLaunchesDeviceKernels) {
   Var n = Var::Shape("n");
   Buffer a("A", DataType::Float32(), {n});
@@ -1083,14 +1102,10 @@ TEST(LlvmCodegenTest, HostCodeOfGpuFunctionsLaunchesDeviceKernels) {
                       IfThenElse(LT(idx, n), BufferStore(a, a.Load({idx}) * alpha, {idx})), "threadIdx.x"),
                   "blockIdx.x");
   PrimFunc func = WithTarget(PrimFunc({P(a), P(alpha)}, nest), Target::Cuda("sm_90"));
-  absl::StatusOr<tir::transform::LoweredFunc> lowered = tir::transform::LowerPrimFunc(func, Target::Cpu());
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  ASSERT_EQ(lowered->device_kernels.size(), 1u);
-  absl::StatusOr<std::string> so = BuildLoweredSharedObject({{"scale", lowered->host}}, CpuTarget::Host());
-  ASSERT_TRUE(so.ok()) << so.status();
-  absl::StatusOr<std::shared_ptr<vm::KernelObject>> object = vm::KernelObject::Load(*so);
-  ASSERT_TRUE(object.ok()) << object.status();
-  KilnKernelFn scale = *(*object)->Find("scale");
+  absl::StatusOr<GpuHost> host_half = LoadGpuHost("scale", func);
+  ASSERT_TRUE(host_half.ok()) << host_half.status();
+  ASSERT_EQ(host_half->device_kernels, 1u);
+  KilnKernelFn scale = host_half->fn;
 
   auto ctx = MakeContext(&FourThreads());
   // A tensor "in CUDA memory": the host code never reads its data, only passes the pointer.
@@ -1180,14 +1195,10 @@ prim_func @rows(A: Buffer((4, 16), float32), C: Buffer((4, 16), float32)) {
     }
   }
 })TIR");
-  absl::StatusOr<tir::transform::LoweredFunc> lowered = tir::transform::LowerPrimFunc(func, Target::Cpu());
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  ASSERT_EQ(lowered->device_kernels.size(), 2u);
-  absl::StatusOr<std::string> so = BuildLoweredSharedObject({{"rows", lowered->host}}, CpuTarget::Host());
-  ASSERT_TRUE(so.ok()) << so.status();
-  absl::StatusOr<std::shared_ptr<vm::KernelObject>> object = vm::KernelObject::Load(*so);
-  ASSERT_TRUE(object.ok()) << object.status();
-  KilnKernelFn rows = *(*object)->Find("rows");
+  absl::StatusOr<GpuHost> host_half = LoadGpuHost("rows", func);
+  ASSERT_TRUE(host_half.ok()) << host_half.status();
+  ASSERT_EQ(host_half->device_kernels, 2u);
+  KilnKernelFn rows = host_half->fn;
 
   vm::Tensor a_host = MakeTensor({4, 16}, kF32), c_host = MakeTensor({4, 16}, kF32);
   DLTensor a = *a_host.dl_tensor(), c = *c_host.dl_tensor();
