@@ -15,12 +15,9 @@ root="$(dirname "$here")"
 venv="${KILN_BENCH_VENV:-$HOME/.cache/kiln/onnx-bench-venv}"
 build="${KILN_BUILD_DIR:-$root/build}"
 
-if [[ ! -x "$build/benchmarks/transformer_bench" ]]; then
-  echo "transformer_bench.sh: $build/benchmarks/transformer_bench is missing (cmake --build build --target transformer_bench)" >&2
-  exit 1
-fi
 # shellcheck source=benchmarks/bench_venv.sh
 source "$here/bench_venv.sh"
+require_bench_binary "$build" transformer_bench
 ensure_bench_venv "$venv" "onnxruntime, onnx, numpy" onnxruntime onnx numpy
 echo "onnxruntime $("$venv/bin/python" -c 'import onnxruntime; print(onnxruntime.__version__)')"
 exec "$build/benchmarks/transformer_bench" --ort-python="$venv/bin/python" "$@"
