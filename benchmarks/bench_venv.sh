@@ -15,3 +15,12 @@ ensure_bench_venv() {
     "$venv/bin/pip" install --quiet "$@"
   fi
 }
+
+# require_bench_binary BUILD NAME: exits saying how to build it when BUILD/benchmarks/NAME
+# is missing.
+require_bench_binary() {
+  if [[ ! -x "$1/benchmarks/$2" ]]; then
+    echo "$(basename "$0"): $1/benchmarks/$2 is missing (cmake --build build --target $2)" >&2
+    exit 1
+  fi
+}

@@ -14,12 +14,9 @@ root="$(dirname "$here")"
 venv="${KILN_BENCH_VENV:-$HOME/.cache/kiln/bench-venv}"
 build="${KILN_BUILD_DIR:-$root/build}"
 
-if [[ ! -x "$build/benchmarks/matmul_bench" ]]; then
-  echo "matmul_bench.sh: $build/benchmarks/matmul_bench is missing (cmake --build build --target matmul_bench)" >&2
-  exit 1
-fi
 # shellcheck source=benchmarks/bench_venv.sh
 source "$here/bench_venv.sh"
+require_bench_binary "$build" matmul_bench
 ensure_bench_venv "$venv" numpy numpy
 # numpy's wheel keeps its OpenBLAS in numpy.libs/ beside the package (the file name carries
 # a hash); numpy reports it too, but the directory listing does not need numpy to load.

@@ -12,14 +12,20 @@
 // OpenBLAS, for the library calls and the floor, runs with its best kernels for this CPU
 // (benchmarks/openblas_peer.h).
 //
-//   build/benchmarks/transformer_bench [--n=1,64,300,1024] [--threads=N] [--model=PATH]
-//       [--openblas-core=NAME]
+// With --ort-python=PY (benchmarks/transformer_bench.sh passes it), ONNX Runtime runs the same
+// block on the same weights and input with the same thread count (benchmarks/
+// onnxruntime_block_peer.h); its output is checked against Kiln's, and the ratios default /
+// ORT and best / ORT are printed (below 1: Kiln is faster). The default build is fused+blas.
+//
+//   build/benchmarks/transformer_bench [--n=1,7,64,300,1024] [--threads=N] [--model=PATH]
+//       [--openblas-core=NAME] [--ort-python=PY]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -27,6 +33,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "benchmarks/onnxruntime_block_peer.h"
 #include "benchmarks/openblas_peer.h"
 #include "builtins/default_builtins.h"
 #include "codegen/build_executable.h"
@@ -183,19 +190,23 @@ std::vector<int64_t> ParseList(const std::string& list) {
 }
 
 const char* kUsage =
-    "usage: transformer_bench [--n=1,64,300,1024] [--threads=N] [--model=PATH] [--openblas-core=NAME]\n"
+    "usage: transformer_bench [--n=1,7,64,300,1024] [--threads=N] [--model=PATH] [--openblas-core=NAME]\n"
+    "                         [--ort-python=PY]\n"
     "  Times examples/models/transformer_block.kir through the VM with fusion on/off and\n"
     "  OpenBLAS dispatch on/off, against OpenBLAS doing just the block's matmuls.\n"
     "  --n        sequence lengths to run (1..2048, the model's bound)\n"
     "  --threads  threads for generated kernels and OpenBLAS (default: all cores)\n"
     "  --model    the .kir file (default: the source tree's examples/models/transformer_block.kir)\n"
     "  --openblas-core  OpenBLAS kernels for library calls and the floor (default: SkylakeX on\n"
-    "             AVX-512 CPUs, else OpenBLAS's own choice)\n";
+    "             AVX-512 CPUs, else OpenBLAS's own choice)\n"
+    "  --ort-python  a Python with onnxruntime, onnx and numpy: ONNX Runtime runs the same block\n"
+    "             as a peer (benchmarks/transformer_block_ort.py; transformer_bench.sh sets it)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string n_list = "1,64,300,1024";
+  std::string n_list = "1,7,64,300,1024";
+  std::string ort_python;
   std::string model = std::string(KILN_SOURCE_DIR) + "/examples/models/transformer_block.kir";
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string openblas_core;
@@ -213,6 +224,8 @@ int main(int argc, char** argv) {
       n_list = v;
     } else if (const char* v = value("--openblas-core")) {
       openblas_core = v;
+    } else if (const char* v = value("--ort-python")) {
+      ort_python = v;
     } else if (const char* v = value("--model")) {
       model = v;
     } else if (const char* v = value("--threads")) {
@@ -244,15 +257,27 @@ int main(int argc, char** argv) {
   const std::vector<std::vector<int64_t>> weight_shapes = {{kD, kD}, {kD, kD}, {kD, kD}, {kD, kD}, {kD}, {kD},
                                                            {kD, kF}, {kF}, {kF, kD}, {kD}, {kD}, {kD}};
   std::vector<kiln::vm::Value> weights;
+  std::vector<Tensor> weight_tensors;
   for (size_t i = 0; i < weight_shapes.size(); ++i) {
-    weights.emplace_back(Random(weight_shapes[i], 100 + static_cast<uint32_t>(i), 0.125f));
+    weight_tensors.push_back(Random(weight_shapes[i], 100 + static_cast<uint32_t>(i), 0.125f));
+    weights.emplace_back(weight_tensors.back());
+  }
+  std::optional<kiln::bench::OnnxRuntimeBlockPeer> ort;
+  if (!ort_python.empty()) {
+    ort.emplace(OrDie(kiln::bench::OnnxRuntimeBlockPeer::Create(
+                          ort_python, std::string(KILN_SOURCE_DIR) + "/benchmarks/transformer_block_ort.py",
+                          weight_tensors, threads),
+                      "ONNX Runtime peer"));
   }
 
   std::printf("%6s", "n");
   for (const Config& c : configs) std::printf(" %15s", (c.name + " ms").c_str());
-  std::printf(" %11s %11s %12s %10s %11s\n", "fused/unf", "fu/unf+blas", "best GFLOP/s", "BLAS floor", "best/floor");
+  std::printf(" %11s %11s %12s %10s %11s", "fused/unf", "fu/unf+blas", "best GFLOP/s", "BLAS floor", "best/floor");
+  if (ort) std::printf(" %10s %12s %9s", "ORT ms", "default/ORT", "best/ORT");
+  std::printf("  (%d thread%s)\n", threads, threads == 1 ? "" : "s");
   for (int64_t n : ns) {
-    std::vector<kiln::vm::Value> args{kiln::vm::Value(Random({n, kD}, 7 + static_cast<uint32_t>(n)))};
+    const Tensor x = Random({n, kD}, 7 + static_cast<uint32_t>(n));
+    std::vector<kiln::vm::Value> args{kiln::vm::Value(x)};
     args.insert(args.end(), weights.begin(), weights.end());
     // Agreement first: every configuration against the first one.
     std::vector<float> first;
@@ -291,13 +316,30 @@ int main(int argc, char** argv) {
     std::printf("%6lld", static_cast<long long>(n));
     for (double m : ms) std::printf(" %15.3f", m);
     // configs: 0 fused+blas, 1 fused, 2 unfused+blas, 3 unfused.
-    std::printf(" %11.2f %11.2f %12.1f %10.3f %11.2f\n", ms[1] / ms[3], ms[0] / ms[2],
+    std::printf(" %11.2f %11.2f %12.1f %10.3f %11.2f", ms[1] / ms[3], ms[0] / ms[2],
                 MatmulFlops(n) / (best_ms * 1e-3) * 1e-9, floor_ms, best_ms / floor_ms);
+    if (ort) {
+      kiln::bench::OnnxRuntimeBlockPeer::Result peer = OrDie(ort->Run(x, n), "ONNX Runtime peer");
+      // The same computation: ONNX Runtime's output against the default build's.
+      for (size_t i = 0; i < first.size(); ++i) {
+        const double err = std::abs(static_cast<double>(peer.out[i]) - first[i]) / (1.0 + std::abs(first[i]));
+        if (!(err <= 1e-3)) {
+          Die("ONNX Runtime and " + configs[0].name + " disagree at n=" + std::to_string(n) + " element " +
+              std::to_string(i) + ": " + std::to_string(peer.out[i]) + " vs " + std::to_string(first[i]));
+        }
+      }
+      std::printf(" %10.3f %12.2f %9.2f", peer.ms, ms[0] / peer.ms, best_ms / peer.ms);
+    }
+    std::printf("\n");
     std::fflush(stdout);
   }
   std::printf("\nms: median of one VM call (the configurations in turn, after a warm-up call).\n"
               "fused/unf: fused / unfused time without OpenBLAS; fu/unf+blas: the same with OpenBLAS dispatch.\n"
               "GFLOP/s counts the block's matmul FLOPs only, at the best configuration.\n"
               "BLAS floor: ms for OpenBLAS to do just those matmuls; best/floor: the best configuration / floor.\n");
+  if (ort) {
+    std::printf("ORT ms: median of one ONNX Runtime call on the same block, weights, input and threads;\n"
+                "default/ORT: the default build (fused+blas) / ORT, best/ORT: the best configuration / ORT.\n");
+  }
   return 0;
 }

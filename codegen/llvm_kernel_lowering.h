@@ -142,7 +142,10 @@ class KernelLowering {
   // they shadowed.
   void Bind(const tir::VarNode* var, llvm::Value* value, const std::function<void()>& body);
   void BindBuffer(const tir::BufferNode* buffer, llvm::Value* ptr, const std::function<void()>& body);
-  enum class LoopHint { kNone, kVectorize, kUnroll };
+  // kVectorizeMasked: a vectorized loop of symbolic extent (the lanes in range of a
+  // partial vector, tir/schedule/guard_vectorized_tails.cc): LLVM folds its tail into masked
+  // loads and stores and does not interleave it (it runs at most a few vectors).
+  enum class LoopHint { kNone, kVectorize, kVectorizeMasked, kUnroll };
   void SerialLoop(const tir::VarNode* var, llvm::Value* begin, llvm::Value* end, LoopHint hint,
                   const std::function<void()>& body);
   llvm::MDNode* LoopMetadata(LoopHint hint);

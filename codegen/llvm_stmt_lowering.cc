@@ -173,12 +173,18 @@ void KernelLowering::SerialLoop(const tir::VarNode* var, llvm::Value* begin, llv
 }
 
 llvm::MDNode* KernelLowering::LoopMetadata(LoopHint hint) {
-  llvm::SmallVector<llvm::Metadata*, 3> ops;
+  llvm::SmallVector<llvm::Metadata*, 4> ops;
   llvm::TempMDTuple self = llvm::MDNode::getTemporary(ctx_, llvm::None);
   ops.push_back(self.get());
-  if (hint == LoopHint::kVectorize) {
-    ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-                                           llvm::ConstantAsMetadata::get(b_.getTrue())}));
+  auto flag = [&](const char* name, llvm::Constant* value) {
+    ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(value)}));
+  };
+  if (hint == LoopHint::kVectorize || hint == LoopHint::kVectorizeMasked) {
+    flag("llvm.loop.vectorize.enable", b_.getTrue());
+    if (hint == LoopHint::kVectorizeMasked) {
+      flag("llvm.loop.vectorize.predicate.enable", b_.getTrue());
+      flag("llvm.loop.interleave.count", b_.getInt32(1));
+    }
   } else {
     ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.full")}));
   }
@@ -209,7 +215,8 @@ void KernelLowering::LowerFor(const tir::ForNode* op) {
   }
   llvm::Value* begin = Lower(op->min);
   llvm::Value* end = b_.CreateAdd(begin, Lower(op->extent), absl::StrCat(var->name, "_end"));
-  LoopHint hint = op->for_kind == tir::ForKind::kVectorized ? LoopHint::kVectorize
+  LoopHint hint = op->for_kind == tir::ForKind::kVectorized
+                      ? (op->extent.as_int() ? LoopHint::kVectorize : LoopHint::kVectorizeMasked)
                   : op->for_kind == tir::ForKind::kUnrolled ? LoopHint::kUnroll
                                                             : LoopHint::kNone;
   SerialLoop(var, begin, end, hint, [&] { LowerStmt(op->body); });

@@ -195,17 +195,36 @@ absl::StatusOr<tir::PrimFunc> LegalizeSoftmax(const CallNode& call) {
     return MergeIndex(nd, ax.is_reduced, false, s, r);
   };
   auto x = [&](const std::vector<PrimExpr>& i) { return CastTo(a, in.Load(i)); };
+  auto kept = [&](const std::vector<PrimExpr>& i) {
+    std::vector<PrimExpr> k;
+    for (size_t d = 0; d < nd; ++d) {
+      if (!ax.is_reduced[d]) k.push_back(i[d]);
+    }
+    return k;
+  };
   Stmt max_block = ReduceBlock("softmax_max", max, ax.extents, LowestValue(a), tir::Max,
                                [&](const auto& s, const auto& r) { return x(at(s, r)); });
+  if (t == a) {
+    // The output holds exp(x - max) until the last pass scales it by 1 / sum: one exp per
+    // element instead of one in the sum and another in the output, and one division per row.
+    Stmt exp_block = ComputeBlock("softmax_exp", out, [&](const std::vector<PrimExpr>& i) {
+      return tir::Call("exp", {tir::Sub(x(i), max.Load(kept(i)))});
+    });
+    Stmt sum_block = ReduceBlock("softmax_sum", sum, ax.extents, Const(a, 0), tir::Add,
+                                 [&](const auto& s, const auto& r) { return out.Load(at(s, r)); });
+    Stmt norm_block = ComputeBlock("softmax", out, [&](const std::vector<PrimExpr>& i) {
+      return tir::Mul(out.Load(i), tir::Div(Const(a, 1), sum.Load(kept(i))));
+    });
+    return MakePrimFunc(
+        p, tir::Allocate(max, tir::Allocate(sum, tir::SeqStmt({max_block, exp_block, sum_block, norm_block}))),
+        "opaque");
+  }
+  // A narrower output (float16) would round the exps before the sum: computed twice instead.
   Stmt sum_block = ReduceBlock("softmax_sum", sum, ax.extents, Const(a, 0), tir::Add, [&](const auto& s, const auto& r) {
     return tir::Call("exp", {tir::Sub(x(at(s, r)), max.Load(s))});
   });
   Stmt norm_block = ComputeBlock("softmax", out, [&](const std::vector<PrimExpr>& i) {
-    std::vector<PrimExpr> kept;
-    for (size_t d = 0; d < nd; ++d) {
-      if (!ax.is_reduced[d]) kept.push_back(i[d]);
-    }
-    return CastTo(t, tir::Div(tir::Call("exp", {tir::Sub(x(i), max.Load(kept))}), sum.Load(kept)));
+    return CastTo(t, tir::Div(tir::Call("exp", {tir::Sub(x(i), max.Load(kept(i)))}), sum.Load(kept(i))));
   });
   return MakePrimFunc(p, tir::Allocate(max, tir::Allocate(sum, tir::SeqStmt({max_block, sum_block, norm_block}))),
                       "opaque");

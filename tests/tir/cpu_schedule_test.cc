@@ -72,11 +72,10 @@ prim_func @f(A: Buffer((n, m), float32), B: Buffer((n, m), float32)) {
           }
         }
       } else {
-        for j_1_tail in serial(0, 8) {
+        for j_1_tail in vectorized(0, min(max(m - 8 * j_0, 0), 8)) {
           block "B_tail" {
             vi_t = spatial(n, i)
             vj_t = spatial(m, 8 * j_0 + j_1_tail)
-            where 8 * j_0 + j_1_tail < m
             B[vi_t, vj_t] = A[vi_t, vj_t] + 1.0
           }
         }
