@@ -190,8 +190,9 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
                                ? absl::StrCat(std::max<int64_t>(0, std::llround(options.time_budget_s - elapsed())), " s left")
                                : absl::StrCat(std::llround(elapsed()), " s");
         std::string size = w.dispatch_var.empty() ? "" : absl::StrCat(" ", w.dispatch_var, "=", record.size);
-        std::fprintf(options.progress, "[tune] trial %d/%d (%d failed) | %s%s: best %s, default %s%s | %s\n",
-                     summary.trials, options.trials, summary.failed, w.name.c_str(), size.c_str(),
+        std::string total = options.trials == kUnlimitedTrials ? "" : absl::StrCat("/", options.trials);
+        std::fprintf(options.progress, "[tune] trial %d%s (%d failed) | %s%s: best %s, default %s%s | %s\n",
+                     summary.trials, total.c_str(), summary.failed, w.name.c_str(), size.c_str(),
                      Micros(task.best_seconds).c_str(), Micros(task.default_seconds).c_str(),
                      result.ok ? "" : absl::StrCat(" | failed: ", result.error.substr(0, 80)).c_str(), left.c_str());
         std::fflush(options.progress);

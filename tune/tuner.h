@@ -22,6 +22,9 @@
 
 namespace kiln::tune {
 
+// A trial count that only the time budget ends (the progress line then shows no total).
+inline constexpr int kUnlimitedTrials = 1 << 30;
+
 struct TuneOptions {
   codegen::CpuTarget cpu;
   int trials = 200;             // in all, over every task

@@ -24,13 +24,13 @@ namespace kiln::tune {
 inline constexpr const char* kRecordWriter = "kiln-tune/1";
 
 struct TuningRecord {
-  std::string workload;      // tir::WorkloadKey
-  std::string target;        // the target's text form
-  std::string knobs;         // tir::CpuScheduleKnobs::ToString
-  std::string dispatch_var;  // the symbolic size tuned over, "" for a static kernel
+  std::string workload{};    // tir::WorkloadKey
+  std::string target{};      // the target's text form
+  std::string knobs{};       // tir::CpuScheduleKnobs::ToString
+  std::string dispatch_var{};  // the symbolic size tuned over, "" for a static kernel
   int64_t size = 0;          // its value in this measurement
   double seconds = -1;       // per call; -1 for a failed trial
-  std::string error;         // why it failed
+  std::string error{};       // why it failed
   std::string writer = kRecordWriter;
   bool operator==(const TuningRecord&) const = default;
 };
