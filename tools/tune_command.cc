@@ -112,7 +112,7 @@ int TuneCommand(int argc, char** argv) {
     return Usage("--inject-fault takes crash or hang");
   }
   // A time budget without a trial count runs until the budget is spent.
-  if (options.time_budget_s > 0 && trials_text == "200") options.trials = kUnlimitedTrials;
+  if (options.time_budget_s > 0 && trials_text == "200") options.trials = tune::kUnlimitedTrials;
   if (libs != "openblas" && libs != "none") return Usage("unknown --libs '" + libs + "' (openblas or none)");
   pipeline.libraries.openblas = libs == "openblas";
   pipeline.libraries.quantized = libs == "openblas";
