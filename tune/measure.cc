@@ -19,6 +19,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "codegen/cpu_shared_object.h"
 #include "support/status_macros.h"
 #include "tir/schedule/schedule_utils.h"
@@ -125,8 +126,13 @@ absl::StatusOr<Arguments> MakeArguments(const tir::PrimFunc& func, const std::ma
   return out;
 }
 
-// The child's whole job: the candidate's time per call, or why there is none.
-absl::StatusOr<double> Measure(const MeasureRequest& request) {
+struct Timing {
+  double candidate, baseline;
+};
+
+// The child's whole job: the candidate's and the default schedule's time per call, or why
+// there is none.
+absl::StatusOr<Timing> Measure(const MeasureRequest& request) {
   tir::CpuScheduleOptions reference_options = request.options;
   reference_options.knobs = tir::CpuScheduleKnobs();
   const bool compare = !(request.options.knobs == reference_options.knobs);
@@ -168,23 +174,35 @@ absl::StatusOr<double> Measure(const MeasureRequest& request) {
   } else {
     KILN_RETURN_IF_ERROR(call(candidate_fn, args));  // warm-up
   }
-  // Batches of calls long enough to time (>= 2 ms), the least of several batches: the
-  // noise of a shared machine only adds time.
-  int64_t per_batch = 1;
-  double best = 1e30;
-  auto deadline = Clock::now() + std::chrono::milliseconds(200);
-  for (int batch = 0; batch < 50; ++batch) {
-    auto start = Clock::now();
-    for (int64_t r = 0; r < per_batch; ++r) KILN_RETURN_IF_ERROR(call(candidate_fn, args));
-    double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    if (seconds < 2e-3 && per_batch < (int64_t{1} << 20)) {
-      per_batch *= 2;
-      continue;
-    }
-    best = std::min(best, seconds / static_cast<double>(per_batch));
-    if (batch >= 5 && Clock::now() > deadline) break;
+  // The candidate and the default schedule take turns, batch by batch, so that a change in
+  // the machine's load falls on both alike; each time is the least over its batches (the
+  // noise of a shared machine only adds time). Batches are long enough to time (>= 2 ms).
+  KilnKernelFn reference_fn = candidate_fn;
+  if (compare) {
+    KILN_ASSIGN_OR_RETURN(reference_fn, object->Find("reference"));
   }
-  return best;
+  auto batch_seconds = [&](KilnKernelFn fn, int64_t calls) -> absl::StatusOr<double> {
+    auto start = Clock::now();
+    for (int64_t r = 0; r < calls; ++r) KILN_RETURN_IF_ERROR(call(fn, args));
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
+  int64_t per_batch = 1;
+  while (per_batch < (int64_t{1} << 20)) {
+    KILN_ASSIGN_OR_RETURN(double seconds, batch_seconds(candidate_fn, per_batch));
+    if (seconds >= 2e-3) break;
+    per_batch *= 2;
+  }
+  Timing timing{1e30, 1e30};
+  auto deadline = Clock::now() + std::chrono::milliseconds(300);
+  for (int round = 0; round < 40 && (round < 5 || Clock::now() < deadline); ++round) {
+    KILN_ASSIGN_OR_RETURN(double c, batch_seconds(candidate_fn, per_batch));
+    timing.candidate = std::min(timing.candidate, c / static_cast<double>(per_batch));
+    if (!compare) continue;
+    KILN_ASSIGN_OR_RETURN(double r, batch_seconds(reference_fn, per_batch));
+    timing.baseline = std::min(timing.baseline, r / static_cast<double>(per_batch));
+  }
+  if (!compare) timing.baseline = timing.candidate;
+  return timing;
 }
 
 void WriteAll(int fd, const std::string& text) {
@@ -235,8 +253,9 @@ MeasureResult MeasureInChild(const MeasureRequest& request) {
     if (request.fault == InjectedFault::kHang) {
       while (true) pause();
     }
-    absl::StatusOr<double> seconds = Measure(request);
-    WriteAll(fds[1], seconds.ok() ? absl::StrCat("ok ", *seconds) : absl::StrCat("error ", seconds.status().message()));
+    absl::StatusOr<Timing> timing = Measure(request);
+    WriteAll(fds[1], timing.ok() ? absl::StrCat("ok ", timing->candidate, " ", timing->baseline)
+                                 : absl::StrCat("error ", timing.status().message()));
     close(fds[1]);
     _exit(0);  // no atexit handlers or static destructors of the parent's state
   }
@@ -269,7 +288,9 @@ MeasureResult MeasureInChild(const MeasureRequest& request) {
     result.error = absl::StrCat("timed out after ", request.timeout_seconds, " s");
   } else if (WIFSIGNALED(status)) {
     result.error = absl::StrCat("the measuring process died of signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
-  } else if (answer.rfind("ok ", 0) == 0 && absl::SimpleAtod(answer.substr(3), &result.seconds)) {
+  } else if (std::vector<std::string> words = absl::StrSplit(answer, ' ');
+             words.size() == 3 && words[0] == "ok" && absl::SimpleAtod(words[1], &result.seconds) &&
+             absl::SimpleAtod(words[2], &result.baseline_seconds)) {
     result.ok = true;
   } else if (answer.rfind("error ", 0) == 0) {
     result.error = answer.substr(6);

@@ -4,7 +4,8 @@
 // the default ones, compiles both with LLVM into one shared object (as `kiln compile`
 // does), runs both on the same random inputs at the requested sizes, checks that every
 // buffer agrees (1e-3 relative, a schedule may reassociate float sums) and times the
-// candidate (the least of several runs after a warm-up). The answer comes back over a pipe.
+// candidate and the default schedule in turns (each the least over several batches), so
+// the ratio of the two is measured under the same load. The answer comes back over a pipe.
 // A child that crashes, fails, disagrees with the default schedule or outlives the time
 // limit (then it is killed) gives a failed result with the reason; the parent goes on.
 #pragma once
@@ -33,7 +34,8 @@ struct MeasureRequest {
 
 struct MeasureResult {
   bool ok = false;
-  double seconds = 0;  // per call, when ok
+  double seconds = 0;           // per call, when ok
+  double baseline_seconds = 0;  // the default schedule's, measured in turn with it
   std::string error;   // why not, when !ok
 };
 

@@ -24,7 +24,7 @@ struct Task {
   std::set<uint64_t> measured;  // structural hashes of the scheduled functions tried
   tir::CpuScheduleKnobs best;
   double best_seconds = -1;
-  double default_seconds = -1;
+  double best_ratio = 1;  // best_seconds / the default's, measured side by side
   int trials = 0;
 };
 
@@ -173,11 +173,13 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
       record.size = w.sizes[task.size_index];
       if (result.ok) {
         record.seconds = result.seconds;
+        record.baseline_seconds = result.baseline_seconds;
+        const double ratio = result.seconds / result.baseline_seconds;
         model.Add(Features(task, knobs), result.seconds);
         model.Fit();
-        if (task.trials == 1 && knobs == tir::CpuScheduleKnobs()) task.default_seconds = result.seconds;
-        if (task.best_seconds < 0 || result.seconds < task.best_seconds) {
+        if (task.best_seconds < 0 || ratio < task.best_ratio) {
           task.best_seconds = result.seconds;
+          task.best_ratio = ratio;
           task.best = knobs;
         }
       } else {
@@ -191,10 +193,10 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
                                : absl::StrCat(std::llround(elapsed()), " s");
         std::string size = w.dispatch_var.empty() ? "" : absl::StrCat(" ", w.dispatch_var, "=", record.size);
         std::string total = options.trials == kUnlimitedTrials ? "" : absl::StrCat("/", options.trials);
-        std::fprintf(options.progress, "[tune] trial %d%s (%d failed) | %s%s: best %s, default %s%s | %s\n",
+        std::fprintf(options.progress, "[tune] trial %d%s (%d failed) | %s%s: best %s (speed-up %.2fx over the default) %s| %s\n",
                      summary.trials, total.c_str(), summary.failed, w.name.c_str(), size.c_str(),
-                     Micros(task.best_seconds).c_str(), Micros(task.default_seconds).c_str(),
-                     result.ok ? "" : absl::StrCat(" | failed: ", result.error.substr(0, 80)).c_str(), left.c_str());
+                     Micros(task.best_seconds).c_str(), task.best_seconds > 0 ? 1.0 / task.best_ratio : 1.0,
+                     result.ok ? "" : absl::StrCat("| failed: ", result.error.substr(0, 80), " ").c_str(), left.c_str());
         std::fflush(options.progress);
       }
     }

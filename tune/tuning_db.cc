@@ -21,6 +21,7 @@ std::string RecordToJsonLine(const TuningRecord& r) {
   j["dispatch_var"] = r.dispatch_var;
   j["size"] = r.size;
   j["seconds"] = r.seconds;
+  j["baseline_seconds"] = r.baseline_seconds;
   j["error"] = r.error;
   j["kiln"] = r.writer;
   return j.dump();
@@ -46,10 +47,16 @@ absl::StatusOr<TuningRecord> ParseRecordLine(const std::string& line) {
     return absl::InvalidArgumentError("'size' must be a non-negative integer");
   }
   r.size = size->get<int64_t>();
-  auto seconds = j.find("seconds");
-  if (seconds == j.end() || !seconds->is_number()) return absl::InvalidArgumentError("'seconds' must be a number");
-  r.seconds = seconds->get<double>();
-  if (!(r.seconds > 0) && r.seconds != -1) return absl::InvalidArgumentError("'seconds' must be positive or -1");
+  for (auto [key, out] : {std::pair{"seconds", &r.seconds}, {"baseline_seconds", &r.baseline_seconds}}) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number() || !(it->get<double>() > 0 || it->get<double>() == -1)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", key, "' must be a positive number or -1"));
+    }
+    *out = it->get<double>();
+  }
+  if ((r.seconds > 0) != (r.baseline_seconds > 0)) {
+    return absl::InvalidArgumentError("'seconds' and 'baseline_seconds' must both be measured or both -1");
+  }
   if (absl::StatusOr<tir::CpuScheduleKnobs> k = tir::CpuScheduleKnobs::Parse(r.knobs); !k.ok()) return k.status();
   return r;
 }
@@ -85,7 +92,10 @@ tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
   for (const TuningRecord& r : records) {
     if (r.seconds <= 0) continue;
     const TuningRecord*& slot = best[{r.workload, r.size}];
-    if (slot == nullptr || std::tie(r.seconds, r.knobs) < std::tie(slot->seconds, slot->knobs)) slot = &r;
+    double ratio = r.seconds / r.baseline_seconds;
+    if (slot == nullptr || std::tie(ratio, r.knobs) < std::tuple(slot->seconds / slot->baseline_seconds, slot->knobs)) {
+      slot = &r;
+    }
   }
   tir::TuningTable table;
   for (const auto& [key, r] : best) {

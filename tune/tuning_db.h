@@ -2,12 +2,16 @@
 // as the tuner measures (docs/tuning.md has the format).
 //
 //   {"workload": "<hash> <target>", "target": "...", "knobs": "matmul.row_tile=8 ...",
-//    "dispatch_var": "n", "size": 256, "seconds": 1.2e-05, "error": "", "kiln": "..."}
+//    "dispatch_var": "n", "size": 256, "seconds": 1.2e-05, "baseline_seconds": 1.5e-05,
+//    "error": "", "kiln": "..."}
 //
 // A failed trial (crash, time-out, wrong result) has seconds -1 and its reason in "error".
+// baseline_seconds is the default schedule timed in turns with the candidate, so
+// seconds / baseline_seconds compares candidates measured at different times fairly.
 // Reading checks every line: a line that is not such an object is an error naming
-// FILE:LINE. BestTable picks, per workload and size, the fastest successful record (ties
-// to the lesser knob text), so the same file always gives the same table.
+// FILE:LINE. BestTable picks, per workload and size, the successful record fastest relative
+// to its baseline (ties to the lesser knob text), so the same file always gives the same
+// table; a candidate wins only by beating the default schedule side by side.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +34,7 @@ struct TuningRecord {
   std::string dispatch_var{};  // the symbolic size tuned over, "" for a static kernel
   int64_t size = 0;          // its value in this measurement
   double seconds = -1;       // per call; -1 for a failed trial
+  double baseline_seconds = -1;  // the default schedule's per call, timed in turn with it
   std::string error{};       // why it failed
   std::string writer = kRecordWriter;
   bool operator==(const TuningRecord&) const = default;

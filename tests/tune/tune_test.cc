@@ -69,10 +69,11 @@ TEST(TuneKnobsTest, TextRoundTripsAndRejectsNonsense) {
 
 TEST(TuningDbTest, RecordsRoundTripAndTheBestIsPicked) {
   std::vector<TuningRecord> records(3);
+  // The second is the faster relative to its baseline (0.5x against 0.67x).
   records[0] = {.workload = "abc cpu", .target = "cpu", .knobs = SmallTiles().ToString(), .dispatch_var = "n",
-                .size = 16, .seconds = 2e-6};
+                .size = 16, .seconds = 2e-6, .baseline_seconds = 3e-6};
   records[1] = {.workload = "abc cpu", .target = "cpu", .knobs = WideTiles().ToString(), .dispatch_var = "n",
-                .size = 16, .seconds = 1e-6};
+                .size = 16, .seconds = 1.5e-6, .baseline_seconds = 3e-6};
   records[2] = {.workload = "abc cpu", .target = "cpu", .knobs = tir::CpuScheduleKnobs().ToString(),
                 .dispatch_var = "n", .size = 256, .seconds = -1, .error = "timed out after 1 s"};
   const std::string path = TempPath("db_round_trip.jsonl");
@@ -91,11 +92,14 @@ TEST(TuningDbTest, RecordsRoundTripAndTheBestIsPicked) {
 
 TEST(TuningDbTest, ACorruptLineIsAnErrorNamingFileAndLine) {
   const std::string path = TempPath("db_corrupt.jsonl");
-  TuningRecord good{.workload = "w", .target = "cpu", .knobs = "", .size = 1, .seconds = 1e-6};
+  TuningRecord good{.workload = "w", .target = "cpu", .knobs = "", .size = 1, .seconds = 1e-6, .baseline_seconds = 1e-6};
   for (const std::string& bad : {std::string("{\"workload\": 3"), std::string("[1, 2]"),
                                  RecordToJsonLine(good).replace(RecordToJsonLine(good).find("\"size\":1"), 8, "\"size\":-4"),
                                  std::string("{\"workload\":\"w\",\"target\":\"cpu\",\"knobs\":\"matmul.pack=7\","
-                                             "\"dispatch_var\":\"\",\"size\":1,\"seconds\":1e-6,\"error\":\"\",\"kiln\":\"\"}")}) {
+                                             "\"dispatch_var\":\"\",\"size\":1,\"seconds\":1e-6,\"baseline_seconds\":1e-6,\"error\":\"\","
+                                             "\"kiln\":\"\"}"),
+                                 std::string("{\"workload\":\"w\",\"target\":\"cpu\",\"knobs\":\"\",\"dispatch_var\":\"\","
+                                             "\"size\":1,\"seconds\":1e-6,\"baseline_seconds\":-1,\"error\":\"\",\"kiln\":\"\"}")}) {
     ASSERT_TRUE(support::WriteFile(path, RecordToJsonLine(good) + "\n" + bad + "\n").ok());
     absl::StatusOr<std::vector<TuningRecord>> read = ReadTuningDb(path);
     ASSERT_FALSE(read.ok()) << bad;
@@ -160,6 +164,7 @@ TEST(MeasureTest, ACrashOrHangIsAFailedTrialAndTheNextOneWorks) {
   MeasureResult measured = MeasureInChild(request);
   EXPECT_TRUE(measured.ok) << measured.error;
   EXPECT_GT(measured.seconds, 0);
+  EXPECT_GT(measured.baseline_seconds, 0);
 }
 
 // Every kernel of the block tuned: small tiles below n = 64, wide tiles from there
