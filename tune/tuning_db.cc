@@ -87,12 +87,16 @@ absl::Status AppendTuningRecords(const std::string& path, const std::vector<Tuni
 }
 
 tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
-  // (workload, size) -> best record so far.
+  // (workload, size) -> best record so far; null: the default knobs (nothing beat them by
+  // the margin yet).
   std::map<std::pair<std::string, int64_t>, const TuningRecord*> best;
+  std::map<std::string, std::string> dispatch_var;
   for (const TuningRecord& r : records) {
     if (r.seconds <= 0) continue;
+    dispatch_var[r.workload] = r.dispatch_var;
     const TuningRecord*& slot = best[{r.workload, r.size}];
     double ratio = r.seconds / r.baseline_seconds;
+    if (ratio > 1.0 / kMinSpeedup) continue;
     if (slot == nullptr || std::tie(ratio, r.knobs) < std::tuple(slot->seconds / slot->baseline_seconds, slot->knobs)) {
       slot = &r;
     }
@@ -100,9 +104,9 @@ tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
   tir::TuningTable table;
   for (const auto& [key, r] : best) {
     tir::TunedWorkload& w = table[key.first];
-    w.dispatch_var = r->dispatch_var;
+    w.dispatch_var = dispatch_var[key.first];
     // Parsed when read, so this holds.
-    w.best_by_size.emplace_back(r->size, *tir::CpuScheduleKnobs::Parse(r->knobs));
+    w.best_by_size.emplace_back(key.second, r ? *tir::CpuScheduleKnobs::Parse(r->knobs) : tir::CpuScheduleKnobs());
   }
   return table;
 }

@@ -11,7 +11,8 @@
 // Reading checks every line: a line that is not such an object is an error naming
 // FILE:LINE. BestTable picks, per workload and size, the successful record fastest relative
 // to its baseline (ties to the lesser knob text), so the same file always gives the same
-// table; a candidate wins only by beating the default schedule side by side.
+// table; a candidate wins only by beating the default schedule side by side by at least
+// kMinSpeedup, else the size keeps the default knobs.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,11 @@ namespace kiln::tune {
 // What wrote a record (a record written by another schedule-rule version still parses; its
 // knobs mean what this version's rules make of them).
 inline constexpr const char* kRecordWriter = "kiln-tune/1";
+
+// The least measured speed-up over the default schedule that replay trusts: the kernels
+// are timed in isolation (warm caches, no neighbours), and on a loaded machine a few
+// percent is within the noise of one measurement.
+inline constexpr double kMinSpeedup = 1.05;
 
 struct TuningRecord {
   std::string workload{};    // tir::WorkloadKey

@@ -84,10 +84,16 @@ TEST(TuningDbTest, RecordsRoundTripAndTheBestIsPicked) {
   EXPECT_EQ(*back, records);
   tir::TuningTable table = BestTable(*back);
   ASSERT_EQ(table.count("abc cpu"), 1u);
-  ASSERT_EQ(table["abc cpu"].best_by_size.size(), 1u);  // the failed size has no best
+  ASSERT_EQ(table["abc cpu"].best_by_size.size(), 1u);  // the failed size has no entry
   EXPECT_EQ(table["abc cpu"].best_by_size[0].first, 16);
   EXPECT_EQ(table["abc cpu"].best_by_size[0].second, WideTiles());
   std::remove(path.c_str());
+  // A speed-up within the margin keeps the default knobs.
+  records = {{.workload = "w", .target = "cpu", .knobs = WideTiles().ToString(), .size = 1, .seconds = 0.99e-6,
+              .baseline_seconds = 1e-6}};
+  table = BestTable(records);
+  ASSERT_EQ(table["w"].best_by_size.size(), 1u);
+  EXPECT_EQ(table["w"].best_by_size[0].second, tir::CpuScheduleKnobs());
 }
 
 TEST(TuningDbTest, ACorruptLineIsAnErrorNamingFileAndLine) {
