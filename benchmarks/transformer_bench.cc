@@ -18,7 +18,7 @@
 // ORT and best / ORT are printed (below 1: Kiln is faster). The default build is fused+blas.
 //
 //   build/benchmarks/transformer_bench [--n=1,7,64,300,1024] [--threads=N] [--model=PATH]
-//       [--openblas-core=NAME] [--ort-python=PY]
+//       [--openblas-core=NAME] [--ort-python=PY] [--tuning-db=FILE]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -40,6 +40,7 @@
 #include "codegen/cpu_target.h"
 #include "relax/text_parser.h"
 #include "relax/transform/pipeline.h"
+#include "tune/tuning_db.h"
 #include "support/file_io.h"
 #include "vm/executable.h"
 #include "vm/tensor.h"
@@ -77,13 +78,15 @@ struct Config {
 };
 
 std::unique_ptr<kiln::vm::VirtualMachine> Compile(const std::string& text, const std::string& path, bool fuse,
-                                                  bool openblas, int threads) {
+                                                  bool openblas, int threads,
+                                                  std::shared_ptr<const kiln::tir::TuningTable> tuning = nullptr) {
   kiln::relax::ParsedModule parsed = OrDie(kiln::relax::ParseModule(text, path), "parse");
   const kiln::codegen::CpuTarget target = kiln::codegen::CpuTarget::Host();
   kiln::relax::PipelineOptions options;
   options.fuse = fuse;
   options.libraries.openblas = openblas;
   options.target = kiln::codegen::HostTarget(threads);
+  options.tuning = std::move(tuning);
   kiln::relax::IRModule lowered = OrDie(kiln::relax::RunPipeline(parsed.module, options, &parsed.locations), "compile");
   std::string bytes = OrDie(kiln::codegen::BuildExecutable(lowered, target), "build executable");
   auto exe = OrDie(kiln::vm::Executable::Load(bytes, kiln::builtins::DefaultRegistry()), "load");
@@ -191,7 +194,8 @@ std::vector<int64_t> ParseList(const std::string& list) {
 
 const char* kUsage =
     "usage: transformer_bench [--n=1,7,64,300,1024] [--threads=N] [--model=PATH] [--openblas-core=NAME]\n"
-    "                         [--ort-python=PY]\n"
+    "                         [--ort-python=PY] [--tuning-db=FILE]\n"
+    "  --tuning-db  also time the fused builds with FILE's tuning records replayed (kiln tune)\n"
     "  Times examples/models/transformer_block.kir through the VM with fusion on/off and\n"
     "  OpenBLAS dispatch on/off, against OpenBLAS doing just the block's matmuls.\n"
     "  --n        sequence lengths to run (1..2048, the model's bound)\n"
@@ -209,7 +213,7 @@ int main(int argc, char** argv) {
   std::string ort_python;
   std::string model = std::string(KILN_SOURCE_DIR) + "/examples/models/transformer_block.kir";
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::string openblas_core;
+  std::string openblas_core, tuning_db;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -226,6 +230,8 @@ int main(int argc, char** argv) {
       openblas_core = v;
     } else if (const char* v = value("--ort-python")) {
       ort_python = v;
+    } else if (const char* v = value("--tuning-db")) {
+      tuning_db = v;
     } else if (const char* v = value("--model")) {
       model = v;
     } else if (const char* v = value("--threads")) {
@@ -251,7 +257,17 @@ int main(int argc, char** argv) {
       configs.push_back({name, fuse, openblas, Compile(text, model, fuse, openblas, threads)});
     }
   }
-  std::printf("model: %s, compiled 4 ways (fuse on/off x OpenBLAS dispatch on/off)\n\n", model.c_str());
+  if (!tuning_db.empty()) {
+    // The same two fused builds with the tuning records replayed (kiln compile --tuning-db).
+    auto table = std::make_shared<const kiln::tir::TuningTable>(
+        kiln::tune::BestTable(OrDie(kiln::tune::ReadTuningDb(tuning_db), "tuning db")));
+    for (bool openblas : {true, false}) {
+      std::string name = std::string("fused") + (openblas ? "+blas" : "") + "+tuned";
+      configs.push_back({name, true, openblas, Compile(text, model, true, openblas, threads, table)});
+    }
+  }
+  std::printf("model: %s, compiled %zu ways (fuse on/off x OpenBLAS dispatch on/off%s)\n\n", model.c_str(),
+              configs.size(), tuning_db.empty() ? "" : ", fused tuned");
 
   // Weights in the order of the block's parameters after x; small, so activations stay O(1).
   const std::vector<std::vector<int64_t>> weight_shapes = {{kD, kD}, {kD, kD}, {kD, kD}, {kD, kD}, {kD}, {kD},

@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(
   build-essential cmake ninja-build pkg-config
   llvm-14-dev clang-14 libclang-rt-14-dev
-  libabsl-dev libmsgpack-cxx-dev libdlpack-dev
+  libabsl-dev libmsgpack-cxx-dev libdlpack-dev libxgboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev python3 ccache
   libpcre2-dev  # serving/: the tokenizer's pre-tokenizer regexes

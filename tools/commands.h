@@ -12,5 +12,6 @@ int GenerateCommand(int argc, char** argv);  // generate_command.cc
 int ServeCommand(int argc, char** argv);     // serve_command.cc
 int ImportCommand(int argc, char** argv);    // import_command.cc
 int OnnxTestCommand(int argc, char** argv);  // onnx_test_command.cc
+int TuneCommand(int argc, char** argv);      // tune_command.cc
 
 }  // namespace kiln::tools

@@ -3,6 +3,7 @@
 // A .gguf model is built into a Relax module first (codegen/compile_gguf_model.h).
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -18,7 +19,9 @@
 #include "tir/target.h"
 #include "tools/commands.h"
 #include "codegen/compile_gguf_model.h"
+#include "tools/model_source.h"
 #include "tools/onnx_model.h"
+#include "tune/tuning_db.h"
 
 namespace kiln::tools {
 namespace {
@@ -66,7 +69,10 @@ constexpr const char* kUsage =
     "  --dump-all          print the module after every pass to stderr\n"
     "  --time-passes       print each pass's and each stage's wall time to stderr\n"
     "  --check             check the module is well formed after every pass (always\n"
-    "                      on in debug builds)\n";
+    "                      on in debug builds)\n"
+    "  --tuning-db FILE    replay the best tuning records of FILE ('kiln tune', docs/tuning.md):\n"
+    "                      each kernel the file names is scheduled with its fastest knobs, and\n"
+    "                      dispatches on its symbolic size when the best differ by size\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "kiln compile: %s\n", message.c_str());
@@ -87,7 +93,7 @@ int CompileCommand(int argc, char** argv) {
   options.check_well_formed = true;  // debug builds catch a pass that breaks the IR at that pass
 #endif
   std::string libs = "openblas";
-  std::string max_tokens_text;
+  std::string max_tokens_text, tuning_db;
   frontends::onnx::ImportOptions onnx_options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -108,7 +114,8 @@ int CompileCommand(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (value("--target", &target) || value("-o", &output) || value("--output", &output) ||
-               value("--mcpu", &mcpu) || value("--libs", &libs) || value("--max-tokens", &max_tokens_text)) {
+               value("--mcpu", &mcpu) || value("--libs", &libs) || value("--max-tokens", &max_tokens_text) ||
+               value("--tuning-db", &tuning_db)) {
     } else if (value("--bind", &v)) {
       if (absl::Status bound = AddBinding(v, onnx_options); !bound.ok()) return Fail(std::string(bound.message()));
     } else if (value("--dump-after", &v)) {
@@ -124,7 +131,7 @@ int CompileCommand(int argc, char** argv) {
     } else if (arg == "--no-plan-memory") {
       options.plan_memory = false;
     } else if (arg == "--target" || arg == "-o" || arg == "--output" || arg == "--mcpu" || arg == "--dump-after" ||
-               arg == "--libs" || arg == "--max-tokens" || arg == "--bind") {
+               arg == "--libs" || arg == "--max-tokens" || arg == "--bind" || arg == "--tuning-db") {
       return Usage("option '" + arg + "' needs a value");
     } else if (!arg.empty() && arg[0] == '-') {
       return Usage("unknown option '" + arg + "'");
@@ -158,6 +165,11 @@ int CompileCommand(int argc, char** argv) {
   options.target = gpu_target ? *gpu_target : *resolved;
   absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*resolved);
   if (!cpu.ok()) return Fail(std::string(cpu.status().message()));
+  if (!tuning_db.empty()) {
+    absl::StatusOr<std::vector<tune::TuningRecord>> records = tune::ReadTuningDb(tuning_db);
+    if (!records.ok()) return Fail(std::string(records.status().message()));
+    options.tuning = std::make_shared<const tir::TuningTable>(tune::BestTable(*records));
+  }
   const bool is_gguf = path.size() > 5 && path.substr(path.size() - 5) == ".gguf";
   const bool is_onnx = EndsWith(path, ".onnx");
   if (!onnx_options.bind.empty() && !is_onnx) return Usage("--bind applies to .onnx models only");
@@ -185,18 +197,9 @@ int CompileCommand(int argc, char** argv) {
   if (!max_tokens_text.empty()) return Usage("--max-tokens applies to .gguf models only");
 
   auto start = std::chrono::steady_clock::now();
-  relax::ParsedModule parsed;
-  if (is_onnx) {
-    absl::StatusOr<frontends::onnx::ImportResult> imported = frontends::onnx::ImportOnnxFile(path, onnx_options);
-    if (!imported.ok()) return Fail(std::string(imported.status().message()));
-    parsed.module = imported->module;
-  } else {
-    absl::StatusOr<std::string> text = support::ReadFile(path);
-    if (!text.ok()) return Fail(std::string(text.status().message()));
-    absl::StatusOr<relax::ParsedModule> parsed_text = relax::ParseModule(*text, path);
-    if (!parsed_text.ok()) return Fail(std::string(parsed_text.status().message()));
-    parsed = *std::move(parsed_text);
-  }
+  absl::StatusOr<relax::ParsedModule> source = LoadModelSource(path, onnx_options);
+  if (!source.ok()) return Fail(std::string(source.status().message()));
+  relax::ParsedModule parsed = *std::move(source);
   absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed.module, options, &parsed.locations);
   if (!lowered.ok()) return Fail(std::string(lowered.status().message()));
   auto lowered_at = std::chrono::steady_clock::now();

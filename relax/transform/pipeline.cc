@@ -68,7 +68,10 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
       {"deduplicate_prim_funcs", [](const IRModule& m, const SourceMap*) { return DeduplicatePrimFuncs(m); }},
       // Every PrimFunc names its target; the passes and code generators after read it there.
       {"bind_target", [target](const IRModule& m, const SourceMap*) { return BindTarget(m, target); }},
-      {"schedule", [target](const IRModule& m, const SourceMap*) { return SchedulePrimFuncs(m, target); }},
+      {"schedule",
+       [target, tuning = options.tuning](const IRModule& m, const SourceMap*) {
+         return SchedulePrimFuncs(m, target, tuning.get());
+       }},
       {"lower_call_tir", [](const IRModule& m, const SourceMap*) { return LowerCallTir(m); }},
       // Storage shared between tensors whose lifetimes do not overlap (alloc_tensor ->
       // alloc_storage + storage_tensor); a no-op with PipelineOptions::plan_memory off.
@@ -104,6 +107,7 @@ absl::Status ValidatePassNames(const std::set<std::string>& names) {
 absl::StatusOr<IRModule> RunPipeline(const IRModule& module, const PipelineOptions& options,
                                      const SourceMap* locations) {
   KILN_RETURN_IF_ERROR(ValidatePassNames(options.dump_after));
+  if (!options.stop_after.empty()) KILN_RETURN_IF_ERROR(ValidatePassNames({options.stop_after}));
   IRModule current = module;
   for (const Pass& pass : Passes(options)) {
     auto start = std::chrono::steady_clock::now();
@@ -128,6 +132,7 @@ absl::StatusOr<IRModule> RunPipeline(const IRModule& module, const PipelineOptio
       std::fprintf(options.dump_to, "// after pass %s\n%s", pass.name.c_str(), PrintModule(current).c_str());
       std::fflush(options.dump_to);
     }
+    if (pass.name == options.stop_after) break;
   }
   return current;
 }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "relax/ir_module.h"
 #include "relax/text_parser.h"
 #include "relax/transform/dispatch_libraries.h"
+#include "tir/schedule_rules/cpu_tuned.h"
 #include "tir/target.h"
 
 namespace kiln::relax {
@@ -53,6 +55,12 @@ struct PipelineOptions {
   // lifetimes do not overlap share storage. Off: every intermediate is its own allocation
   // (`kiln compile --no-plan-memory`).
   bool plan_memory = true;
+  // Tuned schedules (`kiln compile --tuning-db`, docs/tuning.md): pass `schedule` replays
+  // the table's knobs for the kernels it names; null or empty: the default rules only.
+  std::shared_ptr<const tir::TuningTable> tuning;
+  // Stop after this pass and return the module as it is then ("" runs every pass); the
+  // tuner takes the kernels as pass `schedule` receives them ("bind_target").
+  std::string stop_after;
 };
 
 // The pass names, in pipeline order.

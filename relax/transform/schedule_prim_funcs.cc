@@ -8,7 +8,8 @@
 
 namespace kiln::relax {
 
-absl::StatusOr<IRModule> SchedulePrimFuncs(const IRModule& module, const tir::Target& target) {
+absl::StatusOr<IRModule> SchedulePrimFuncs(const IRModule& module, const tir::Target& target,
+                                           const tir::TuningTable* tuning) {
   IRModule result = module;
   for (const IRModule::Entry& entry : module.entries()) {
     const tir::PrimFunc* func = entry.prim_func();
@@ -29,7 +30,13 @@ absl::StatusOr<IRModule> SchedulePrimFuncs(const IRModule& module, const tir::Ta
                                                    tir::TargetKindName(t.kind), " targets yet"));
     }
     tir::CpuScheduleOptions options{.vector_lanes = t.Float32Lanes(), .num_threads = t.num_threads};
-    absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(*func, options);
+    absl::StatusOr<tir::PrimFunc> scheduled;
+    auto tuned = tuning ? tuning->find(tir::WorkloadKey(*func, t)) : tir::TuningTable::const_iterator();
+    if (tuning && tuned != tuning->end()) {
+      scheduled = tir::ScheduleForCpuTuned(*func, options, tuned->second);
+    } else {
+      scheduled = tir::ScheduleForCpu(*func, options);
+    }
     if (!scheduled.ok()) {
       return absl::Status(scheduled.status().code(),
                           absl::StrCat("scheduling '", entry.name, "': ", scheduled.status().message()));

@@ -7,7 +7,10 @@ namespace kiln::tir::cpu_rules {
 
 using namespace schedule_internal;  // NOLINT
 
-absl::Status ScheduleInjective(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
+absl::Status ScheduleInjective(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& block_options) {
+  CpuScheduleOptions options = block_options;
+  if (!options.knobs.injective.parallel) options.num_threads = 1;
+  const int lanes = options.knobs.injective.lanes > 0 ? options.knobs.injective.lanes : options.vector_lanes;
   std::vector<std::string> outer;
   for (size_t i = 0; i + 1 < nest.loops.size(); ++i) outer.push_back(nest.loops[i]->loop_var.name());
   const ForNode* inner = nest.loops.back();
@@ -18,7 +21,7 @@ absl::Status ScheduleInjective(Schedule* s, const PlainNest& nest, const CpuSche
   }
   KILN_ASSIGN_OR_RETURN(std::string split_outer, VectorizeInner(s, inner->loop_var.name(),
                                                                 inner->extent.as_int().value_or(0),
-                                                                options.vector_lanes));
+                                                                lanes));
   if (outer.empty() && !split_outer.empty()) outer.push_back(split_outer);
   return ParallelOver(s, outer, options);
 }

@@ -207,8 +207,11 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   const ForNode* k = nest.loops[n - 1];
   // 8 x 2 vectors of accumulators fit AVX-512's 32 registers with room for the operands;
   // AVX2's 16 take 4 x 2.
-  const int64_t row_tile = options.vector_lanes >= 16 ? 8 : 4;
-  const int64_t col_tile = std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
+  const MatmulKnobs& knobs = options.knobs.matmul;
+  const int64_t row_tile = knobs.row_tile > 0 ? knobs.row_tile : (options.vector_lanes >= 16 ? 8 : 4);
+  // The wide tiles of few rows are made of vector pairs whatever the knob says (the
+  // few-rows condition, ManyRowsCondition, is sized from them).
+  const int64_t pair_tile = std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
   std::vector<std::string> outer;  // batch loops, then the row and column tiles
   for (size_t b = 0; b + 3 < n; ++b) outer.push_back(nest.loops[b]->loop_var.name());
   std::string ii, ji;
@@ -227,10 +230,12 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   // per tile (instead of 128 bytes per 32-column panel), which a memory-bound GEMV wants;
   // the rows of the tile reuse it from L1. Measured (matmul_bench, 4096 x 4096 weight):
   // 8 pairs beat 4 and 16, and up to m = 32 the wide tiles beat the register tile.
-  const int64_t wide_tile = 8 * col_tile;  // the least width that takes wide tiles
+  const int64_t wide_tile = 8 * pair_tile;  // the least width that takes wide tiles
   // The wide tile's columns are split into vector pairs only once the write-back has moved
   // under the tile loop (it wants one dense column loop to do so).
-  bool few = options.matmul_few_rows && cache && col_tile >= 2 && !(j_extent && *j_extent <= wide_tile);
+  bool few = options.matmul_few_rows && cache && pair_tile >= 2 && !(j_extent && *j_extent <= wide_tile);
+  const int64_t col_tile =
+      few ? pair_tile : std::min<int64_t>(64, knobs.col_vectors * static_cast<int64_t>(options.vector_lanes));
   const int64_t wide_columns = WideTileColumns(j_extent, wide_tile, options);
   if (few) {
     KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(j->loop_var.name(), {-1, wide_columns}));
@@ -256,7 +261,8 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   const VarNode* col = nest.block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
   const VarNode* row = nest.block->iter_vars[nest.iter_of_loop[n - 3]].var.get();
   std::string panel = cache && i_split && j_split ? PanelOperand(nest.block, row, col) : std::string();
-  bool pack = !few && !panel.empty() && j_extent && PackPays(*j_extent / col_tile, options);
+  bool pack = !few && !panel.empty() && j_extent &&
+              (knobs.pack < 0 ? PackPays(*j_extent / col_tile, options) : knobs.pack == 1);
   std::string tile_loop, pack_loop;
   if (pack) {
     // Each parallel iteration owns a column panel: it packs the right operand's panel
@@ -272,7 +278,7 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   if (!few && j_extent.value_or(col_tile) >= 2 && contiguous) {
     KILN_RETURN_IF_ERROR(s->Vectorize(ji));
   }
-  if (!few) KILN_RETURN_IF_ERROR(s->Unroll(ii));
+  if (!few && knobs.unroll_rows) KILN_RETURN_IF_ERROR(s->Unroll(ii));
   KILN_RETURN_IF_ERROR(s->DecomposeReduction(nest.block->name, k->loop_var.name()).status());
   if (write_back.empty()) return absl::OkStatus();
   if (!tile_loop.empty()) {
@@ -370,7 +376,7 @@ std::optional<PrimExpr> ManyRowsCondition(const PlainNest& nest, const CpuSchedu
   const PrimExpr& cols = nest.loops[nest.loops.size() - 2]->extent;
   const int64_t wide_tile = 8 * std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
   std::optional<int64_t> m = rows.as_int(), n = cols.as_int();
-  bool few_possible = !(m && *m >= 64) && !(n && *n <= wide_tile);
+  bool few_possible = options.knobs.matmul.few_rows && !(m && *m >= 64) && !(n && *n <= wide_tile);
   if (!few_possible || options.matmul_few_rows || (m && n)) return std::nullopt;
   PrimExpr many;
   if (!m) many = GE(rows, IntImm(rows.dtype(), 64));
@@ -386,8 +392,9 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
   std::optional<int64_t> m = nest.loops[nest.loops.size() - 3]->extent.as_int();
   std::optional<int64_t> n = nest.loops[nest.loops.size() - 2]->extent.as_int();
   const int64_t wide_tile = 8 * std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
-  bool few_possible = !(m && *m >= 64) && !(n && *n <= wide_tile);
+  bool few_possible = options.knobs.matmul.few_rows && !(m && *m >= 64) && !(n && *n <= wide_tile);
   CpuScheduleOptions matmul_options = options;
+  if (!options.knobs.matmul.parallel) matmul_options.num_threads = 1;
   matmul_options.matmul_few_rows = few_possible && (options.matmul_few_rows || (m && n));
   Schedule attempt = *s;
   absl::Status status = ScheduleMatmul(&attempt, nest, matmul_options, /*cache=*/true);
@@ -396,7 +403,7 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
     if (std::optional<PrimExpr> many = ManyRowsCondition(nest, options)) many_conditions->push_back(*many);
     return status;
   }
-  return ScheduleMatmul(s, nest, options, /*cache=*/false);
+  return ScheduleMatmul(s, nest, matmul_options, /*cache=*/false);
 }
 
 }  // namespace kiln::tir::cpu_rules

@@ -73,12 +73,15 @@ bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
 
 }  // namespace
 
-absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options) {
+absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& block_options) {
+  CpuScheduleOptions options = block_options;
+  if (!options.knobs.reduction.parallel) options.num_threads = 1;
+  const int lanes = options.knobs.reduction.lanes > 0 ? options.knobs.reduction.lanes : options.vector_lanes;
   std::vector<std::string> spatial;
   for (size_t i = 0; i < nest.loops.size() && !IsReductionLoop(nest, i); ++i) {
     spatial.push_back(nest.loops[i]->loop_var.name());
   }
-  VectorizeRowReduction(s, nest.block->name, options.vector_lanes);
+  VectorizeRowReduction(s, nest.block->name, lanes);
   return ParallelOver(s, spatial, options);
 }
 

@@ -53,6 +53,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "tir/schedule_rules/cpu_knobs.h"
 #include "tir/stmt.h"
 
 namespace kiln::tir {
@@ -64,6 +65,8 @@ struct CpuScheduleOptions {
   // accumulated in L1, so each row of the right operand is read in long runs. ScheduleForCpu
   // sets it itself for the few-rows branch of a matmul with symbolic sizes.
   bool matmul_few_rows = false;
+  // The rules' tunable parameters (cpu_knobs.h); the defaults are the untuned schedule.
+  CpuScheduleKnobs knobs{};
 };
 
 // `trace`, when given, receives the schedule's trace as text: Trace::Parse of it, replayed

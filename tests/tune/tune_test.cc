@@ -1,0 +1,268 @@
+// The auto-tuner: knob text, the records database (round trip, corrupt lines), measurement
+// surviving a crashing or hanging child, and tuned builds of the transformer block example
+// (knobs that differ by size, so the kernels dispatch at run time) against the reference
+// evaluator, replayed to byte-identical executables.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "builtins/default_builtins.h"
+#include "support/check.h"
+#include "codegen/build_executable.h"
+#include "codegen/cpu_target.h"
+#include "relax/text_parser.h"
+#include "relax/text_printer.h"
+#include "relax/block_builder.h"
+#include "relax/transform/pipeline.h"
+#include "support/file_io.h"
+#include "tests/reference/reference_evaluator.h"
+#include "tests/source_dir.h"
+#include "tune/measure.h"
+#include "tune/tuning_db.h"
+#include "tune/workloads.h"
+#include "vm/executable.h"
+#include "vm/virtual_machine.h"
+
+namespace kiln::tune {
+namespace {
+
+std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/" + name + "_" + std::to_string(getpid());
+}
+
+tir::CpuScheduleKnobs SmallTiles() {
+  tir::CpuScheduleKnobs k;
+  k.matmul.row_tile = 2;
+  k.matmul.col_vectors = 1;
+  k.matmul.unroll_rows = false;
+  k.matmul.few_rows = false;
+  k.reduction.lanes = 4;
+  k.injective.lanes = 4;
+  return k;
+}
+
+tir::CpuScheduleKnobs WideTiles() {
+  tir::CpuScheduleKnobs k;
+  k.matmul.row_tile = 6;
+  k.matmul.col_vectors = 3;
+  k.matmul.pack = 1;
+  k.reduction.lanes = 1;
+  k.injective.parallel = false;
+  return k;
+}
+
+TEST(TuneKnobsTest, TextRoundTripsAndRejectsNonsense) {
+  for (const tir::CpuScheduleKnobs& k : {tir::CpuScheduleKnobs(), SmallTiles(), WideTiles()}) {
+    absl::StatusOr<tir::CpuScheduleKnobs> back = tir::CpuScheduleKnobs::Parse(k.ToString());
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, k);
+    EXPECT_EQ(back->ToString(), k.ToString());
+  }
+  EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.row_tile=99").ok());
+  EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.tile=4").ok());
+  EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.row_tile=x").ok());
+}
+
+TEST(TuningDbTest, RecordsRoundTripAndTheBestIsPicked) {
+  std::vector<TuningRecord> records(3);
+  // The second is the faster relative to its baseline (0.5x against 0.67x).
+  records[0] = {.workload = "abc cpu", .target = "cpu", .knobs = SmallTiles().ToString(), .dispatch_var = "n",
+                .size = 16, .seconds = 2e-6, .baseline_seconds = 3e-6};
+  records[1] = {.workload = "abc cpu", .target = "cpu", .knobs = WideTiles().ToString(), .dispatch_var = "n",
+                .size = 16, .seconds = 1.5e-6, .baseline_seconds = 3e-6};
+  records[2] = {.workload = "abc cpu", .target = "cpu", .knobs = tir::CpuScheduleKnobs().ToString(),
+                .dispatch_var = "n", .size = 256, .seconds = -1, .error = "timed out after 1 s"};
+  const std::string path = TempPath("db_round_trip.jsonl");
+  std::remove(path.c_str());
+  ASSERT_TRUE(AppendTuningRecords(path, records).ok());
+  absl::StatusOr<std::vector<TuningRecord>> back = ReadTuningDb(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, records);
+  tir::TuningTable table = BestTable(*back);
+  ASSERT_EQ(table.count("abc cpu"), 1u);
+  ASSERT_EQ(table["abc cpu"].best_by_size.size(), 1u);  // the failed size has no entry
+  EXPECT_EQ(table["abc cpu"].best_by_size[0].first, 16);
+  EXPECT_EQ(table["abc cpu"].best_by_size[0].second, WideTiles());
+  std::remove(path.c_str());
+  // A speed-up within the margin keeps the default knobs.
+  records = {{.workload = "w", .target = "cpu", .knobs = WideTiles().ToString(), .size = 1, .seconds = 0.99e-6,
+              .baseline_seconds = 1e-6}};
+  table = BestTable(records);
+  ASSERT_EQ(table["w"].best_by_size.size(), 1u);
+  EXPECT_EQ(table["w"].best_by_size[0].second, tir::CpuScheduleKnobs());
+}
+
+TEST(TuningDbTest, ACorruptLineIsAnErrorNamingFileAndLine) {
+  const std::string path = TempPath("db_corrupt.jsonl");
+  TuningRecord good{.workload = "w", .target = "cpu", .knobs = "", .size = 1, .seconds = 1e-6, .baseline_seconds = 1e-6};
+  for (const std::string& bad : {std::string("{\"workload\": 3"), std::string("[1, 2]"),
+                                 RecordToJsonLine(good).replace(RecordToJsonLine(good).find("\"size\":1"), 8, "\"size\":-4"),
+                                 std::string("{\"workload\":\"w\",\"target\":\"cpu\",\"knobs\":\"matmul.pack=7\","
+                                             "\"dispatch_var\":\"\",\"size\":1,\"seconds\":1e-6,\"baseline_seconds\":1e-6,\"error\":\"\","
+                                             "\"kiln\":\"\"}"),
+                                 std::string("{\"workload\":\"w\",\"target\":\"cpu\",\"knobs\":\"\",\"dispatch_var\":\"\","
+                                             "\"size\":1,\"seconds\":1e-6,\"baseline_seconds\":-1,\"error\":\"\",\"kiln\":\"\"}")}) {
+    ASSERT_TRUE(support::WriteFile(path, RecordToJsonLine(good) + "\n" + bad + "\n").ok());
+    absl::StatusOr<std::vector<TuningRecord>> read = ReadTuningDb(path);
+    ASSERT_FALSE(read.ok()) << bad;
+    EXPECT_NE(read.status().message().find(path + ":2: bad tuning record"), std::string::npos) << read.status();
+  }
+  std::remove(path.c_str());
+  EXPECT_FALSE(ReadTuningDb(path).ok());  // missing file
+}
+
+TEST(RepresentativeSizesTest, ClippedToBounds) {
+  EXPECT_EQ(RepresentativeSizes(1, 2048), (std::vector<int64_t>{1, 16, 256, 2048}));
+  EXPECT_EQ(RepresentativeSizes(1, 1024), (std::vector<int64_t>{1, 16, 256, 1024}));
+  EXPECT_EQ(RepresentativeSizes(8, 100), (std::vector<int64_t>{8, 16, 100}));
+  EXPECT_EQ(tir::DispatchThreshold(16, 256), 64);
+}
+
+// The transformer block example, parsed.
+relax::ParsedModule TransformerBlock(std::string* path) {
+  *path = kiln::test::SourceDir() + "/examples/models/transformer_block.kir";
+  absl::StatusOr<std::string> text = support::ReadFile(*path);
+  KILN_CHECK(text.ok()) << text.status();
+  absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(*text, *path);
+  KILN_CHECK(parsed.ok()) << parsed.status();
+  return *std::move(parsed);
+}
+
+relax::PipelineOptions GeneratedOnly() {
+  relax::PipelineOptions options;
+  options.libraries.openblas = false;
+  options.target = codegen::HostTarget(2);
+  return options;
+}
+
+TEST(MeasureTest, ACrashOrHangIsAFailedTrialAndTheNextOneWorks) {
+  std::string path;
+  relax::ParsedModule parsed = TransformerBlock(&path);
+  relax::PipelineOptions options = GeneratedOnly();
+  options.stop_after = "bind_target";
+  absl::StatusOr<relax::IRModule> module = relax::RunPipeline(parsed.module, options, &parsed.locations);
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<std::vector<Workload>> workloads = ExtractWorkloads(*module, options.target);
+  ASSERT_TRUE(workloads.ok()) << workloads.status();
+  ASSERT_FALSE(workloads->empty());
+  const Workload& w = workloads->front();
+  MeasureRequest request;
+  request.func = w.func;
+  request.options = {.vector_lanes = options.target.Float32Lanes(), .num_threads = 1};
+  request.cpu = codegen::CpuTarget::Host();
+  request.sizes = w.bindings[1];
+  request.timeout_seconds = 1;
+  request.fault = InjectedFault::kCrash;
+  MeasureResult crashed = MeasureInChild(request);
+  EXPECT_FALSE(crashed.ok);
+  EXPECT_NE(crashed.error.find("signal"), std::string::npos) << crashed.error;
+  request.fault = InjectedFault::kHang;
+  MeasureResult hung = MeasureInChild(request);
+  EXPECT_FALSE(hung.ok);
+  EXPECT_NE(hung.error.find("timed out"), std::string::npos) << hung.error;
+  request.fault = InjectedFault::kNone;
+  request.timeout_seconds = 60;
+  request.options.knobs = SmallTiles();
+  MeasureResult measured = MeasureInChild(request);
+  EXPECT_TRUE(measured.ok) << measured.error;
+  EXPECT_GT(measured.seconds, 0);
+  EXPECT_GT(measured.baseline_seconds, 0);
+}
+
+// Every kernel of the block tuned: small tiles below n = 64, wide tiles from there
+// (DispatchThreshold(16, 256)), so each kernel with n dispatches at run time.
+std::shared_ptr<const tir::TuningTable> SizeDependentTable(const relax::ParsedModule& parsed) {
+  relax::PipelineOptions options = GeneratedOnly();
+  options.stop_after = "bind_target";
+  absl::StatusOr<relax::IRModule> module = relax::RunPipeline(parsed.module, options, &parsed.locations);
+  KILN_CHECK(module.ok()) << module.status();
+  absl::StatusOr<std::vector<Workload>> workloads = ExtractWorkloads(*module, options.target);
+  KILN_CHECK(workloads.ok()) << workloads.status();
+  auto table = std::make_shared<tir::TuningTable>();
+  for (const Workload& w : *workloads) {
+    tir::TunedWorkload& t = (*table)[w.key];
+    t.dispatch_var = w.dispatch_var;
+    t.best_by_size = {{16, SmallTiles()}, {256, WideTiles()}};
+  }
+  return table;
+}
+
+// The executable's bytes; `scheduled` receives the module after the pipeline as text.
+std::string Build(const relax::ParsedModule& parsed, std::shared_ptr<const tir::TuningTable> table,
+                  std::string* scheduled = nullptr) {
+  relax::PipelineOptions options = GeneratedOnly();
+  options.check_well_formed = true;
+  options.tuning = std::move(table);
+  absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed.module, options, &parsed.locations);
+  KILN_CHECK(lowered.ok()) << lowered.status();
+  if (scheduled) *scheduled = relax::PrintModule(*lowered);
+  absl::StatusOr<std::string> bytes = codegen::BuildExecutable(*lowered, codegen::CpuTarget::Host());
+  KILN_CHECK(bytes.ok()) << bytes.status();
+  return *bytes;
+}
+
+reference::RefValue RefOf(const vm::Tensor& t) {
+  std::vector<double> values(t.data_as<float>(), t.data_as<float>() + t.numel());
+  return reference::RefValue(reference::HostTensor::FromDoubles(tir::DataType::Float32(), t.shape(), values));
+}
+
+vm::Tensor Random(const std::vector<int64_t>& shape, uint32_t seed, float scale) {
+  vm::Tensor t = *vm::Tensor::Empty(shape, vm::DTypeFloat32());
+  uint32_t s = seed * 2654435761u + 7;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    s = s * 1664525u + 1013904223u;
+    t.data_as<float>()[i] = scale * static_cast<float>(static_cast<int32_t>(s >> 8) % 2001 - 1000) / 1000.0f;
+  }
+  return t;
+}
+
+TEST(TunedBuildTest, TunedAndUntunedMatchTheReferenceAndReplayIsIdentical) {
+  std::string path;
+  relax::ParsedModule parsed = TransformerBlock(&path);
+  std::shared_ptr<const tir::TuningTable> table = SizeDependentTable(parsed);
+  // Replay is deterministic up to the kernels handed to LLVM: the same records schedule
+  // every kernel identically. (The machine code itself is not compared: two builds of the
+  // same untuned module already differ in a few bytes of register allocation.)
+  std::string tuned_text, replayed_text, untuned_text;
+  const std::string tuned = Build(parsed, table, &tuned_text);
+  Build(parsed, table, &replayed_text);
+  EXPECT_TRUE(tuned_text == replayed_text) << "replaying the same records must schedule the same kernels";
+  const std::string untuned = Build(parsed, nullptr, &untuned_text);
+  EXPECT_NE(tuned_text, untuned_text);
+  EXPECT_NE(tuned_text.find("_v2"), std::string::npos) << "the size-dependent records should dispatch";
+  absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed.module, &parsed.locations);
+  ASSERT_TRUE(normalized.ok()) << normalized.status();
+  const std::vector<std::vector<int64_t>> weight_shapes = {{64, 64}, {64, 64}, {64, 64}, {64, 64}, {64}, {64},
+                                                           {64, 256}, {256}, {256, 64}, {64}, {64}, {64}};
+  for (const std::string* bytes : {&untuned, &tuned}) {
+    absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    vm::VirtualMachine machine(*exe);
+    for (int64_t n : {1, 7, 63, 64, 300}) {  // both sides of the dispatch threshold
+      std::vector<vm::Value> args{vm::Value(Random({n, 64}, 7 + static_cast<uint32_t>(n), 1.0f))};
+      std::vector<reference::RefValue> ref_args{RefOf(args[0].as_tensor())};
+      for (size_t i = 0; i < weight_shapes.size(); ++i) {
+        args.emplace_back(Random(weight_shapes[i], 100 + static_cast<uint32_t>(i), 0.125f));
+        ref_args.push_back(RefOf(args.back().as_tensor()));
+      }
+      absl::StatusOr<vm::Value> got = machine.Invoke("main", args);
+      ASSERT_TRUE(got.ok()) << got.status();
+      absl::StatusOr<reference::RefValue> want = reference::Evaluate(*normalized, "main", ref_args);
+      ASSERT_TRUE(want.ok()) << want.status();
+      std::vector<double> w = want->tensor().ToDoubles();
+      const vm::Tensor& g = got->as_tensor();
+      ASSERT_EQ(g.numel(), static_cast<int64_t>(w.size()));
+      for (int64_t i = 0; i < g.numel(); ++i) {
+        ASSERT_NEAR(g.data_as<float>()[i], w[i], 1e-3 * (1 + std::fabs(w[i])))
+            << (bytes == &tuned ? "tuned" : "untuned") << " n=" << n << " element " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::tune

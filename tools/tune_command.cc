@@ -1,0 +1,152 @@
+// kiln tune: the auto-tuner (tune/, docs/tuning.md). The model's kernels as pass `schedule`
+// receives them, each tuned at its representative sizes, every measurement appended to the
+// records database that `kiln compile --tuning-db` replays.
+#include <cstdio>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "codegen/cpu_target.h"
+#include "relax/transform/pipeline.h"
+#include "tir/target.h"
+#include "tools/commands.h"
+#include "tools/model_source.h"
+#include "tune/cost_model.h"
+#include "tune/tuner.h"
+
+namespace kiln::tools {
+namespace {
+
+constexpr const char* kUsage =
+    "usage: kiln tune MODEL --target cpu [--trials N] [--time-budget S] [--db FILE] [--threads T]\n"
+    "\n"
+    "Tunes the CPU schedule of every kernel of MODEL (.kir or .onnx, as 'kiln compile'\n"
+    "takes them): each distinct kernel (a structural hash of the unscheduled function and\n"
+    "the target) at representative values of its symbolic sizes ({1, 16, 256, 2048}\n"
+    "clipped to their bounds). Candidate knob sets of the schedule rules (register tile,\n"
+    "packing, unrolling, vector widths, parallel loops, few-rows versioning) are measured\n"
+    "one by one in a child process, checked against the default schedule's results, and\n"
+    "every measurement is appended to the records database. 'kiln compile --tuning-db FILE'\n"
+    "then replays the best knobs per kernel and size (docs/tuning.md).\n"
+    "\n"
+    "  --target TARGET     the target, as for 'kiln compile' (default: cpu)\n"
+    "  --mcpu NAME         the CPU to generate code for (default: host)\n"
+    "  --threads T         the thread count the kernels are scheduled and measured for\n"
+    "                      (sets the target's num-threads; compile with the same target; default 1)\n"
+    "  --trials N          measurements in all (default 200)\n"
+    "  --time-budget S     stop after S seconds (default: no limit)\n"
+    "  --db FILE           the records database to append to (default: MODEL with .tuning.jsonl)\n"
+    "  --timeout S         a measurement that runs longer is killed and recorded failed (default 30)\n"
+    "  --libs openblas|none  as for 'kiln compile' (default openblas)\n"
+    "  --no-fuse           as for 'kiln compile'\n"
+    "  --seed N            the search's random seed (default 1)\n";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "kiln tune: %s\n", message.c_str());
+  return 1;
+}
+
+int Usage(const std::string& message) {
+  std::fprintf(stderr, "kiln tune: %s\n\n%s", message.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+
+int TuneCommand(int argc, char** argv) {
+  std::string path, target_text = "cpu", mcpu, libs = "openblas", db, fault;
+  std::string trials_text = "200", budget_text = "0", threads_text = "1", timeout_text = "30", seed_text = "1";
+  relax::PipelineOptions pipeline;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const std::string& flag, std::string* out) -> bool {
+      if (arg == flag && i + 1 < argc) {
+        *out = argv[++i];
+        return true;
+      }
+      if (arg.rfind(flag + "=", 0) == 0) {
+        *out = arg.substr(flag.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      std::fputs(tune::CostModel::available()
+                     ? "\nCost model: XGBoost (gradient-boosted trees on the measurements so far).\n"
+                     : "\nCost model: none (built without libxgboost-dev): candidates are picked at random.\n",
+                 stdout);
+      return 0;
+    } else if (value("--target", &target_text) || value("--mcpu", &mcpu) || value("--threads", &threads_text) ||
+               value("--trials", &trials_text) || value("--time-budget", &budget_text) || value("--db", &db) ||
+               value("--timeout", &timeout_text) || value("--libs", &libs) || value("--seed", &seed_text) ||
+               value("--inject-fault", &fault)) {  // --inject-fault crash|hang: tests only, the first trial
+    } else if (arg == "--no-fuse") {
+      pipeline.fuse = false;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return Usage("unknown option or missing value '" + arg + "'");
+    } else if (path.empty()) {
+      path = arg;
+    } else {
+      return Usage("one model at a time ('" + path + "' and '" + arg + "')");
+    }
+  }
+  if (path.empty()) return Usage("no model");
+  tune::TuneOptions options;
+  int threads = 0;
+  uint32_t seed = 0;
+  if (!absl::SimpleAtoi(trials_text, &options.trials) || options.trials < 1) return Usage("--trials needs a positive integer");
+  if (!absl::SimpleAtod(budget_text, &options.time_budget_s) || options.time_budget_s < 0) {
+    return Usage("--time-budget needs a non-negative number of seconds");
+  }
+  if (!absl::SimpleAtoi(threads_text, &threads) || threads < 1) return Usage("--threads needs a positive integer");
+  if (!absl::SimpleAtod(timeout_text, &options.timeout_s) || options.timeout_s <= 0) {
+    return Usage("--timeout needs a positive number of seconds");
+  }
+  if (!absl::SimpleAtoi(seed_text, &seed)) return Usage("--seed needs a non-negative integer");
+  options.seed = seed;
+  if (fault == "crash") {
+    options.fault_first_trial = tune::InjectedFault::kCrash;
+  } else if (fault == "hang") {
+    options.fault_first_trial = tune::InjectedFault::kHang;
+  } else if (!fault.empty()) {
+    return Usage("--inject-fault takes crash or hang");
+  }
+  // A time budget without a trial count runs until the budget is spent.
+  if (options.time_budget_s > 0 && trials_text == "200") options.trials = tune::kUnlimitedTrials;
+  if (libs != "openblas" && libs != "none") return Usage("unknown --libs '" + libs + "' (openblas or none)");
+  pipeline.libraries.openblas = libs == "openblas";
+  pipeline.libraries.quantized = libs == "openblas";
+  absl::StatusOr<tir::Target> target = tir::Target::Parse(target_text);
+  if (!target.ok()) return Usage(std::string(target.status().message()));
+  if (!target->is_cpu()) return Usage("kiln tune tunes CPU targets only");
+  if (!mcpu.empty()) target->mcpu = mcpu;
+  target->num_threads = threads;
+  absl::StatusOr<tir::Target> resolved = codegen::ResolveCpuTarget(*target);
+  if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+  absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*resolved);
+  if (!cpu.ok()) return Fail(std::string(cpu.status().message()));
+  options.cpu = *cpu;
+  options.threads = threads;
+  options.db_path = db.empty() ? path + ".tuning.jsonl" : db;
+  pipeline.target = *resolved;
+  pipeline.stop_after = "bind_target";
+
+  frontends::onnx::ImportOptions onnx_options;
+  absl::StatusOr<relax::ParsedModule> parsed = LoadModelSource(path, onnx_options);
+  if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
+  absl::StatusOr<relax::IRModule> module = relax::RunPipeline(parsed->module, pipeline, &parsed->locations);
+  if (!module.ok()) return Fail(std::string(module.status().message()));
+  absl::StatusOr<std::vector<tune::Workload>> workloads = tune::ExtractWorkloads(*module, *resolved);
+  if (!workloads.ok()) return Fail(std::string(workloads.status().message()));
+  size_t tasks = 0;
+  for (const tune::Workload& w : *workloads) tasks += w.sizes.size();
+  std::fprintf(stderr, "[tune] %zu kernels, %zu (kernel, size) tasks, target '%s', cost model: %s, records: %s\n",
+               workloads->size(), tasks, resolved->ToString().c_str(),
+               tune::CostModel::available() ? "XGBoost" : "none (random search)", options.db_path.c_str());
+  absl::StatusOr<tune::TuneSummary> summary = tune::Tune(*workloads, options);
+  if (!summary.ok()) return Fail(std::string(summary.status().message()));
+  std::printf("%d trials (%d failed); records in %s\n", summary->trials, summary->failed, options.db_path.c_str());
+  return 0;
+}
+
+}  // namespace kiln::tools

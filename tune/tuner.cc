@@ -1,0 +1,210 @@
+// Tune: tasks, candidates, the cost model's ranking and the records.
+#include "tune/tuner.h"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
+#include "tir/structural_hash.h"
+#include "tune/cost_model.h"
+#include "tune/tuning_db.h"
+
+namespace kiln::tune {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Task {
+  const Workload* workload = nullptr;
+  size_t size_index = 0;
+  std::set<uint64_t> measured;  // structural hashes of the scheduled functions tried
+  tir::CpuScheduleKnobs best;
+  double best_seconds = -1;
+  double best_ratio = 1;  // best_seconds / the default's, measured side by side
+  int trials = 0;
+};
+
+// The values each knob takes in the search (see cpu_knobs.h for their meaning).
+tir::CpuScheduleKnobs RandomKnobs(std::mt19937& rng) {
+  auto pick = [&](std::initializer_list<int> values) {
+    std::vector<int> v(values);
+    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  };
+  tir::CpuScheduleKnobs k;
+  k.matmul.row_tile = pick({0, 1, 2, 4, 6, 8});
+  k.matmul.col_vectors = pick({1, 2, 3, 4});
+  k.matmul.pack = pick({-1, 0, 1});
+  k.matmul.unroll_rows = pick({0, 1});
+  k.matmul.parallel = pick({0, 1});
+  k.matmul.few_rows = pick({0, 1});
+  k.reduction.lanes = pick({0, 1, 4, 8, 16});
+  k.reduction.parallel = pick({0, 1});
+  k.injective.lanes = pick({0, 1, 4, 8, 16});
+  k.injective.parallel = pick({0, 1});
+  return k;
+}
+
+// `from` with one or two knobs taken from a random knob set.
+tir::CpuScheduleKnobs Mutate(const tir::CpuScheduleKnobs& from, std::mt19937& rng) {
+  tir::CpuScheduleKnobs k = from, r = RandomKnobs(rng);
+  int changes = std::uniform_int_distribution<int>(1, 2)(rng);
+  for (int c = 0; c < changes; ++c) {
+    switch (std::uniform_int_distribution<int>(0, 9)(rng)) {
+      case 0: k.matmul.row_tile = r.matmul.row_tile; break;
+      case 1: k.matmul.col_vectors = r.matmul.col_vectors; break;
+      case 2: k.matmul.pack = r.matmul.pack; break;
+      case 3: k.matmul.unroll_rows = r.matmul.unroll_rows; break;
+      case 4: k.matmul.parallel = r.matmul.parallel; break;
+      case 5: k.matmul.few_rows = r.matmul.few_rows; break;
+      case 6: k.reduction.lanes = r.reduction.lanes; break;
+      case 7: k.reduction.parallel = r.reduction.parallel; break;
+      case 8: k.injective.lanes = r.injective.lanes; break;
+      default: k.injective.parallel = r.injective.parallel; break;
+    }
+  }
+  return k;
+}
+
+// The cost model's view of a candidate: its knobs and the kernel's size (log2 of the
+// symbolic size and of each of the first four parameters' element counts).
+std::vector<float> Features(const Task& task, const tir::CpuScheduleKnobs& k) {
+  std::vector<float> f = {
+      static_cast<float>(k.matmul.row_tile), static_cast<float>(k.matmul.col_vectors),
+      static_cast<float>(k.matmul.pack),     static_cast<float>(k.matmul.unroll_rows),
+      static_cast<float>(k.matmul.parallel), static_cast<float>(k.matmul.few_rows),
+      static_cast<float>(k.reduction.lanes), static_cast<float>(k.reduction.parallel),
+      static_cast<float>(k.injective.lanes), static_cast<float>(k.injective.parallel)};
+  const Workload& w = *task.workload;
+  f.push_back(std::log2(1.0f + static_cast<float>(w.sizes[task.size_index])));
+  const auto& binding = w.bindings[task.size_index];
+  for (size_t p = 0; p < 4; ++p) {
+    double elements = 0;
+    if (p < w.func->params.size() && w.func->params[p].is_buffer()) {
+      elements = 1;
+      for (const tir::PrimExpr& d : w.func->params[p].buffer->shape) {
+        if (std::optional<int64_t> c = d.as_int()) {
+          elements *= static_cast<double>(*c);
+        } else if (const auto* v = d.as<tir::VarNode>(); v && binding.count(v->name)) {
+          elements *= static_cast<double>(binding.at(v->name));
+        }
+      }
+    }
+    f.push_back(static_cast<float>(std::log2(1.0 + elements)));
+  }
+  return f;
+}
+
+std::string Micros(double seconds) { return seconds > 0 ? absl::StrCat(std::llround(seconds * 1e7) / 10.0, " us") : "-"; }
+
+}  // namespace
+
+absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const TuneOptions& options) {
+  std::vector<Task> tasks;
+  for (const Workload& w : workloads) {
+    for (size_t i = 0; i < w.sizes.size(); ++i) {
+      Task task;
+      task.workload = &w;
+      task.size_index = i;
+      tasks.push_back(std::move(task));
+    }
+  }
+  TuneSummary summary;
+  if (tasks.empty()) return summary;
+  std::mt19937 rng(options.seed);
+  CostModel model;
+  summary.used_cost_model = CostModel::available();
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  int stale_rounds = 0;  // rounds in which no task had a new candidate
+  while (summary.trials < options.trials) {
+    bool any = false;
+    for (Task& task : tasks) {
+      if (summary.trials >= options.trials) break;
+      if (options.time_budget_s > 0 && elapsed() > options.time_budget_s) break;
+      const Workload& w = *task.workload;
+      tir::CpuScheduleOptions schedule_options{.vector_lanes = w.target.Float32Lanes(), .num_threads = options.threads};
+      // Candidates whose schedule is new for this task.
+      std::vector<tir::CpuScheduleKnobs> candidates;
+      std::vector<uint64_t> hashes;
+      const int wanted = task.trials == 0 ? 1 : 24;
+      for (int attempt = 0; attempt < 4 * wanted && static_cast<int>(candidates.size()) < wanted; ++attempt) {
+        tir::CpuScheduleKnobs k = task.trials == 0       ? tir::CpuScheduleKnobs()
+                                  : attempt % 2 == 0 && task.best_seconds > 0 ? Mutate(task.best, rng)
+                                                                             : RandomKnobs(rng);
+        schedule_options.knobs = k;
+        absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(w.func, schedule_options);
+        if (!scheduled.ok()) continue;
+        uint64_t h = tir::StructuralHash(*scheduled);
+        if (task.measured.count(h) || std::find(hashes.begin(), hashes.end(), h) != hashes.end()) continue;
+        candidates.push_back(k);
+        hashes.push_back(h);
+      }
+      if (candidates.empty()) continue;
+      any = true;
+      size_t chosen = std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(rng);
+      if (model.trained() && std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
+        std::vector<std::vector<float>> rows;
+        for (const auto& k : candidates) rows.push_back(Features(task, k));
+        std::vector<float> predicted = model.Predict(rows);
+        chosen = static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+      }
+      const tir::CpuScheduleKnobs& knobs = candidates[chosen];
+      task.measured.insert(hashes[chosen]);
+      MeasureRequest request;
+      request.func = w.func;
+      request.options = schedule_options;
+      request.options.knobs = knobs;
+      request.cpu = options.cpu;
+      request.sizes = w.bindings[task.size_index];
+      request.timeout_seconds = options.timeout_s;
+      if (summary.trials == 0) request.fault = options.fault_first_trial;
+      MeasureResult result = MeasureInChild(request);
+      ++summary.trials;
+      ++task.trials;
+      TuningRecord record;
+      record.workload = w.key;
+      record.target = w.target.ToString();
+      record.knobs = knobs.ToString();
+      record.dispatch_var = w.dispatch_var;
+      record.size = w.sizes[task.size_index];
+      if (result.ok) {
+        record.seconds = result.seconds;
+        record.baseline_seconds = result.baseline_seconds;
+        const double ratio = result.seconds / result.baseline_seconds;
+        model.Add(Features(task, knobs), result.seconds);
+        model.Fit();
+        if (task.best_seconds < 0 || ratio < task.best_ratio) {
+          task.best_seconds = result.seconds;
+          task.best_ratio = ratio;
+          task.best = knobs;
+        }
+      } else {
+        ++summary.failed;
+        record.error = result.error;
+      }
+      if (!options.db_path.empty()) KILN_RETURN_IF_ERROR(AppendTuningRecords(options.db_path, {record}));
+      if (options.progress) {
+        std::string left = options.time_budget_s > 0
+                               ? absl::StrCat(std::max<int64_t>(0, std::llround(options.time_budget_s - elapsed())), " s left")
+                               : absl::StrCat(std::llround(elapsed()), " s");
+        std::string size = w.dispatch_var.empty() ? "" : absl::StrCat(" ", w.dispatch_var, "=", record.size);
+        std::string total = options.trials == kUnlimitedTrials ? "" : absl::StrCat("/", options.trials);
+        std::fprintf(options.progress, "[tune] trial %d%s (%d failed) | %s%s: best %s (speed-up %.2fx over the default) %s| %s\n",
+                     summary.trials, total.c_str(), summary.failed, w.name.c_str(), size.c_str(),
+                     Micros(task.best_seconds).c_str(), task.best_seconds > 0 ? 1.0 / task.best_ratio : 1.0,
+                     result.ok ? "" : absl::StrCat("| failed: ", result.error.substr(0, 80), " ").c_str(), left.c_str());
+        std::fflush(options.progress);
+      }
+    }
+    if (options.time_budget_s > 0 && elapsed() > options.time_budget_s) break;
+    stale_rounds = any ? 0 : stale_rounds + 1;
+    if (stale_rounds >= 2) break;  // every task has run out of new schedules
+  }
+  return summary;
+}
+
+}  // namespace kiln::tune

@@ -1,0 +1,48 @@
+// The search: for each workload and each of its representative sizes (a "task"), knob sets
+// are proposed, ranked by the cost model and measured in a child process (measure.h); every
+// measurement is appended to the records database as it arrives.
+//
+// Per task, the first trial is the default knobs (the untuned schedule, the baseline the
+// records are compared with). Each later trial draws candidates — mutations of the task's
+// best knobs so far (one or two knobs changed) and fresh random knob sets — drops those
+// whose scheduled function is one already measured for the task (many knobs do not touch a
+// given kernel), and measures the one the cost model predicts fastest (a random one while
+// the model is untrained, and one trial in four at random to keep exploring). Trials go
+// round-robin over the tasks until the trial count or the time budget runs out.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "codegen/cpu_target.h"
+#include "tune/measure.h"
+#include "tune/workloads.h"
+
+namespace kiln::tune {
+
+// A trial count that only the time budget ends (the progress line then shows no total).
+inline constexpr int kUnlimitedTrials = 1 << 30;
+
+struct TuneOptions {
+  codegen::CpuTarget cpu;
+  int trials = 200;             // in all, over every task
+  double time_budget_s = 0;     // 0: no limit
+  int threads = 1;              // the thread count kernels are scheduled and measured for
+  double timeout_s = 30;        // per measurement
+  std::string db_path;          // records are appended here
+  uint32_t seed = 1;
+  InjectedFault fault_first_trial = InjectedFault::kNone;  // test-only
+  std::FILE* progress = stderr;  // the progress line; nullptr for none
+};
+
+struct TuneSummary {
+  int trials = 0;
+  int failed = 0;
+  bool used_cost_model = false;
+};
+
+absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const TuneOptions& options);
+
+}  // namespace kiln::tune

@@ -1,0 +1,114 @@
+// Reading and writing tuning records as JSON lines (nlohmann::json).
+#include "tune/tuning_db.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+
+namespace kiln::tune {
+
+std::string RecordToJsonLine(const TuningRecord& r) {
+  nlohmann::ordered_json j;
+  j["workload"] = r.workload;
+  j["target"] = r.target;
+  j["knobs"] = r.knobs;
+  j["dispatch_var"] = r.dispatch_var;
+  j["size"] = r.size;
+  j["seconds"] = r.seconds;
+  j["baseline_seconds"] = r.baseline_seconds;
+  j["error"] = r.error;
+  j["kiln"] = r.writer;
+  return j.dump();
+}
+
+absl::StatusOr<TuningRecord> ParseRecordLine(const std::string& line) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return absl::InvalidArgumentError("not a JSON object");
+  if (!j.is_object()) return absl::InvalidArgumentError("a record must be a JSON object");
+  TuningRecord r;
+  auto text = [&](const char* key, std::string* out) -> absl::Status {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_string()) return absl::InvalidArgumentError(absl::StrCat("'", key, "' must be a string"));
+    *out = it->get<std::string>();
+    return absl::OkStatus();
+  };
+  for (auto [key, out] : {std::pair{"workload", &r.workload}, {"target", &r.target}, {"knobs", &r.knobs},
+                          {"dispatch_var", &r.dispatch_var}, {"error", &r.error}, {"kiln", &r.writer}}) {
+    if (absl::Status s = text(key, out); !s.ok()) return s;
+  }
+  auto size = j.find("size");
+  if (size == j.end() || !size->is_number_integer() || size->get<int64_t>() < 0) {
+    return absl::InvalidArgumentError("'size' must be a non-negative integer");
+  }
+  r.size = size->get<int64_t>();
+  for (auto [key, out] : {std::pair{"seconds", &r.seconds}, {"baseline_seconds", &r.baseline_seconds}}) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number() || !(it->get<double>() > 0 || it->get<double>() == -1)) {
+      return absl::InvalidArgumentError(absl::StrCat("'", key, "' must be a positive number or -1"));
+    }
+    *out = it->get<double>();
+  }
+  if ((r.seconds > 0) != (r.baseline_seconds > 0)) {
+    return absl::InvalidArgumentError("'seconds' and 'baseline_seconds' must both be measured or both -1");
+  }
+  if (absl::StatusOr<tir::CpuScheduleKnobs> k = tir::CpuScheduleKnobs::Parse(r.knobs); !k.ok()) return k.status();
+  return r;
+}
+
+absl::StatusOr<std::vector<TuningRecord>> ReadTuningDb(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read tuning database '", path, "'"));
+  std::vector<TuningRecord> records;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    absl::StatusOr<TuningRecord> r = ParseRecordLine(line);
+    if (!r.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", number, ": bad tuning record: ", r.status().message()));
+    }
+    records.push_back(*std::move(r));
+  }
+  return records;
+}
+
+absl::Status AppendTuningRecords(const std::string& path, const std::vector<TuningRecord>& records) {
+  std::ofstream out(path, std::ios::app);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write tuning database '", path, "'"));
+  for (const TuningRecord& r : records) out << RecordToJsonLine(r) << "\n";
+  out.flush();
+  if (!out) return absl::InternalError(absl::StrCat("writing tuning database '", path, "' failed"));
+  return absl::OkStatus();
+}
+
+tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
+  // (workload, size) -> best record so far; null: the default knobs (nothing beat them by
+  // the margin yet).
+  std::map<std::pair<std::string, int64_t>, const TuningRecord*> best;
+  std::map<std::string, std::string> dispatch_var;
+  for (const TuningRecord& r : records) {
+    if (r.seconds <= 0) continue;
+    dispatch_var[r.workload] = r.dispatch_var;
+    const TuningRecord*& slot = best[{r.workload, r.size}];
+    double ratio = r.seconds / r.baseline_seconds;
+    if (ratio > 1.0 / kMinSpeedup) continue;
+    if (slot == nullptr || std::tie(ratio, r.knobs) < std::tuple(slot->seconds / slot->baseline_seconds, slot->knobs)) {
+      slot = &r;
+    }
+  }
+  tir::TuningTable table;
+  for (const auto& [key, r] : best) {
+    tir::TunedWorkload& w = table[key.first];
+    w.dispatch_var = dispatch_var[key.first];
+    // Parsed when read, so this holds.
+    w.best_by_size.emplace_back(key.second, r ? *tir::CpuScheduleKnobs::Parse(r->knobs) : tir::CpuScheduleKnobs());
+  }
+  return table;
+}
+
+}  // namespace kiln::tune

@@ -1,0 +1,58 @@
+// The tuning records database: a text file of JSON lines, one measurement each, appended
+// as the tuner measures (docs/tuning.md has the format).
+//
+//   {"workload": "<hash> <target>", "target": "...", "knobs": "matmul.row_tile=8 ...",
+//    "dispatch_var": "n", "size": 256, "seconds": 1.2e-05, "baseline_seconds": 1.5e-05,
+//    "error": "", "kiln": "..."}
+//
+// A failed trial (crash, time-out, wrong result) has seconds -1 and its reason in "error".
+// baseline_seconds is the default schedule timed in turns with the candidate, so
+// seconds / baseline_seconds compares candidates measured at different times fairly.
+// Reading checks every line: a line that is not such an object is an error naming
+// FILE:LINE. BestTable picks, per workload and size, the successful record fastest relative
+// to its baseline (ties to the lesser knob text), so the same file always gives the same
+// table; a candidate wins only by beating the default schedule side by side by at least
+// kMinSpeedup, else the size keeps the default knobs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tir/schedule_rules/cpu_tuned.h"
+
+namespace kiln::tune {
+
+// What wrote a record (a record written by another schedule-rule version still parses; its
+// knobs mean what this version's rules make of them).
+inline constexpr const char* kRecordWriter = "kiln-tune/1";
+
+// The least measured speed-up over the default schedule that replay trusts: the kernels
+// are timed in isolation (warm caches, no neighbours), and on a loaded machine a few
+// percent is within the noise of one measurement.
+inline constexpr double kMinSpeedup = 1.05;
+
+struct TuningRecord {
+  std::string workload{};    // tir::WorkloadKey
+  std::string target{};      // the target's text form
+  std::string knobs{};       // tir::CpuScheduleKnobs::ToString
+  std::string dispatch_var{};  // the symbolic size tuned over, "" for a static kernel
+  int64_t size = 0;          // its value in this measurement
+  double seconds = -1;       // per call; -1 for a failed trial
+  double baseline_seconds = -1;  // the default schedule's per call, timed in turn with it
+  std::string error{};       // why it failed
+  std::string writer = kRecordWriter;
+  bool operator==(const TuningRecord&) const = default;
+};
+
+std::string RecordToJsonLine(const TuningRecord& record);  // no newline
+absl::StatusOr<TuningRecord> ParseRecordLine(const std::string& line);
+
+// Every record of the file; a missing file is an error, an empty one no records.
+absl::StatusOr<std::vector<TuningRecord>> ReadTuningDb(const std::string& path);
+absl::Status AppendTuningRecords(const std::string& path, const std::vector<TuningRecord>& records);
+
+tir::TuningTable BestTable(const std::vector<TuningRecord>& records);
+
+}  // namespace kiln::tune

@@ -1,0 +1,61 @@
+// ExtractWorkloads and the representative sizes of symbolic dims.
+#include "tune/workloads.h"
+
+#include <algorithm>
+#include <set>
+
+#include "relax/transform/bind_target.h"
+#include "support/status_macros.h"
+#include "tir/schedule/schedule_utils.h"
+#include "tir/schedule_rules/cpu_tuned.h"
+
+namespace kiln::tune {
+
+std::vector<int64_t> RepresentativeSizes(int64_t lower, int64_t upper) {
+  std::vector<int64_t> sizes;
+  for (int64_t n : {1, 16, 256, 2048}) {
+    int64_t clipped = std::clamp<int64_t>(n, lower, std::max(lower, upper));
+    if (sizes.empty() || sizes.back() != clipped) sizes.push_back(clipped);
+  }
+  return sizes;
+}
+
+absl::StatusOr<std::vector<Workload>> ExtractWorkloads(const relax::IRModule& module, const tir::Target& target) {
+  std::vector<Workload> workloads;
+  std::set<std::string> seen;
+  for (const relax::IRModule::Entry& entry : module.entries()) {
+    const tir::PrimFunc* func = entry.prim_func();
+    if (func == nullptr) continue;
+    KILN_ASSIGN_OR_RETURN(tir::Target t, relax::PrimFuncTarget(entry.name, *func, target));
+    if (!t.is_cpu()) continue;
+    Workload w;
+    w.key = tir::WorkloadKey(*func, t);
+    if (!seen.insert(w.key).second) continue;
+    w.name = entry.name;
+    w.func = *func;
+    w.target = t;
+    std::vector<tir::Var> vars = tir::schedule_internal::FunctionVars(*func);
+    if (vars.empty()) {
+      w.sizes = {0};
+      w.bindings = {{}};
+    } else {
+      w.dispatch_var = vars[0]->name;
+      auto bounds = [](const tir::Var& v) {
+        return std::pair<int64_t, int64_t>(std::max<int64_t>(1, v->lower_bound.value_or(1)), v->upper_bound.value_or(2048));
+      };
+      w.sizes = RepresentativeSizes(bounds(vars[0]).first, bounds(vars[0]).second);
+      for (int64_t n : w.sizes) {
+        std::map<std::string, int64_t> binding;
+        for (const tir::Var& v : vars) {
+          auto [lo, hi] = bounds(v);
+          binding[v->name] = std::clamp<int64_t>(n, lo, std::max(lo, hi));
+        }
+        w.bindings.push_back(binding);
+      }
+    }
+    workloads.push_back(std::move(w));
+  }
+  return workloads;
+}
+
+}  // namespace kiln::tune
