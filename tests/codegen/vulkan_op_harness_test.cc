@@ -142,10 +142,11 @@ TEST(VulkanKernelContractTest, BindingsPushConstantsAndWorkgroupSize) {
   absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
   ASSERT_TRUE(exe.ok()) << exe.status();
   const vm::DeviceCode& code = (*exe)->contents().device_code.at(0);
-  ASSERT_EQ(code.kernels.size(), 2u);  // negative, then where
+  // negative, then where, each followed by its int32 variant (n has no bound: the host picks).
+  ASSERT_EQ(code.kernels.size(), 4u);
   EXPECT_EQ(code.binaries[0].arch, "");
   EXPECT_EQ(code.source, "");
-  const std::vector<std::string>& params = code.kernels[1].param_types;
+  const std::vector<std::string>& params = code.kernels[2].param_types;
   // where's kernel: its handles in order of first use (the output, c, x, -x), then n.
   EXPECT_EQ(params, (std::vector<std::string>{"handle", "handle", "handle", "handle", "int64"}));
   std::string dis;
