@@ -25,7 +25,7 @@ absl::Status ScheduleGpuReduction(Schedule* s, const cpu_rules::PlainNest& nest,
     std::optional<int64_t> e = nest.loops[i]->extent.as_int();
     extent = e && extent > 0 ? extent * *e : 0;
   }
-  if (!spatial.empty()) return BindFused(s, spatial, extent, options);
+  if (!spatial.empty()) return BindFused(s, spatial, extent, options).status();
   // A scalar result: one thread of one block runs the whole reduction.
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(nest.loops[0]->loop_var.name(), {1, -1}));
   return s->Bind(parts[0], "blockIdx.x");
