@@ -1,8 +1,8 @@
-// The GPU rule for reductions (row sums, max, norms' statistics, matmuls): one thread per
-// output element. Its reduction runs serially in that thread, in the order the CPU
-// reference runs it, so float results round like a serial sum. A cross-thread combine
-// (a warp or block reducing one row) is not implemented yet: long rows with few outputs
-// use few threads.
+// The GPU rule for reductions (row sums, max, norms' statistics; matmuls that gpu_matmul.cc
+// does not tile): one thread per output element. Its reduction runs serially in that
+// thread, in the order the CPU reference runs it, so float results round like a serial sum.
+// A cross-thread combine (a warp or block reducing one row) is not implemented yet: long
+// rows with few outputs use few threads.
 #include "support/status_macros.h"
 #include "tir/schedule_rules/gpu_rules.h"
 
