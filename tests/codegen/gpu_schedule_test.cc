@@ -26,6 +26,7 @@
 #include "relax/transform/legalize_ops.h"
 #include "support/status_macros.h"
 #include "tests/codegen/op_cases.h"
+#include "tests/tir/schedule_workloads.h"
 #include "tir/interpreter.h"
 #include "tir/text_printer.h"
 #include "tir/schedule/schedule.h"
@@ -266,29 +267,12 @@ prim_func @f(A: Buffer((128,), float32)) {
                                    "device memory"));
 }
 
-// C[M, N] = A[M, K] @ B[K, N] as legalization writes it (M, N, K numbers or symbols).
+// tests/tir/schedule_workloads.h's matmul with m, n, k replaced (numbers, or symbols).
 tir::PrimFunc Matmul(const std::string& m, const std::string& n, const std::string& k) {
-  std::string text = R"(
-prim_func @f(A: Buffer((M, K), float32), B: Buffer((K, N), float32), C: Buffer((M, N), float32)) {
-  for i in serial(0, M) {
-    for j in serial(0, N) {
-      for r in serial(0, K) {
-        block "C" {
-          vi = spatial(M, i)
-          vj = spatial(N, j)
-          vk = reduce(K, r)
-          init {
-            C[vi, vj] = 0.0
-          }
-          C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
-        }
-      }
-    }
-  }
-})";
-  text = std::regex_replace(text, std::regex("\\bM\\b"), m);
-  text = std::regex_replace(text, std::regex("\\bN\\b"), n);
-  text = std::regex_replace(text, std::regex("\\bK\\b"), k);
+  std::string text = tir::testing::kMatmul;
+  text = std::regex_replace(text, std::regex("\\bm\\b"), m);
+  text = std::regex_replace(text, std::regex("\\bn\\b"), n);
+  text = std::regex_replace(text, std::regex("\\bk\\b"), k);
   absl::StatusOr<tir::ParsedPrimFunc> parsed = tir::ParsePrimFunc(text);
   KILN_CHECK(parsed.ok()) << parsed.status() << text;
   return parsed->func;
