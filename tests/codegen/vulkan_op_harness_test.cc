@@ -169,5 +169,28 @@ TEST(VulkanKernelContractTest, BindingsPushConstantsAndWorkgroupSize) {
   if (HasFailure()) ADD_FAILURE() << dis;
 }
 
+// narrow_gpu_indices (docs/codegen.md): with the batch bounded, the kernel's index arithmetic
+// (the fused loop's floordiv / floormod by 3 included) is 32-bit: no 64-bit division,
+// remainder or multiplication is left in the module.
+TEST(VulkanIndexWidthTest, BoundedShapesGet32BitIndexArithmetic) {
+  if (!HaveSpirvTools()) GTEST_SKIP() << "spirv-val / spirv-dis not found (Debian spirv-tools, scripts/setup.sh)";
+  absl::StatusOr<std::string> bytes = CompileForVulkan(R"(module {
+  func @main(x: Tensor((n, 3), float32), y: Tensor((3,), float32)) -> Tensor((n, 3), float32) where n <= 100000 {
+    z = R.add(x, y)
+    return z
+  }
+})");
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  const vm::DeviceCode& code = (*exe)->contents().device_code.at(0);
+  ASSERT_EQ(code.kernels.size(), 1u);  // bounded: no int64 fallback kernel
+  std::string dis;
+  Tool val = Validate("index_width", code.binaries[0].bytes, &dis);
+  ASSERT_EQ(val.exit_code, 0) << val.output << dis;
+  EXPECT_THAT(dis, ::testing::HasSubstr("OpSDiv %uint"));
+  EXPECT_THAT(dis, ::testing::Not(::testing::ContainsRegex("Op(SDiv|UDiv|SRem|UMod|SMod|IMul) %ulong")));
+}
+
 }  // namespace
 }  // namespace kiln::op_cases
