@@ -19,11 +19,11 @@
 //    narrowed use reads a 32-bit copy made once at the top of the kernel;
 //  - loads of int64 buffers (gather indices) stay int64: their values are not bounded.
 //
-// Symbolic shapes without an upper bound small enough: NarrowSplitIndices adds a
-// second, int32 variant of the kernel (NarrowSplitIndices) that assumes every such parameter lies in
-// [0, cap] for the largest cap in {2^31 - 1, 2^24, 2^20, 2^16} that makes every loop
-// variable 32-bit, and the host function checks that before the launch: it launches the
-// int32 variant when the parameters fit and the int64 kernel otherwise.
+// Symbolic shapes without an upper bound small enough: NarrowSplitIndices adds a second,
+// int32 variant of the kernel that assumes every such shape parameter (lower bound >= 0)
+// lies in [0, cap], for the largest cap in {2^31 - 1, 2^24, 2^20, 2^16} that makes every
+// loop variable 32-bit, and the host function checks that before the launch: it launches
+// the int32 variant when the parameters fit and the int64 kernel otherwise.
 #pragma once
 
 #include <cstdint>
