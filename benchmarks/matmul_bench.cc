@@ -5,7 +5,12 @@
 // runtime's thread pool. Prints GFLOP/s for each and the ratios Kiln / peer.
 //
 //   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
-//                                 [--pypi-openblas=PATH]
+//                                 [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda]
+//
+// --target vulkan|cuda: the same matmul compiled for that GPU target (benchmarks/
+// gpu_target.h: the whole pipeline, generated kernels) and run through the VM on its device,
+// against Kiln's CPU kernel in the same run (on lavapipe, Mesa's CPU Vulkan driver, this is a
+// sanity figure, not a GPU's). Without the device it prints one line and exits 0.
 //
 // A size "S" is the square S x S x S; "mM" is C[M, 4096] = A[M, 4096] @ W[4096, 4096]; for
 // M <= 8 (GEMV-like: bound by reading the weight) it also prints the weight's bandwidth.
@@ -28,6 +33,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "benchmarks/gpu_target.h"
 #include "benchmarks/openblas_peer.h"
 #include "benchmarks/pypi_openblas_peer.h"
 #include "codegen/cpu_shared_object.h"
@@ -169,6 +175,59 @@ bool ParseSizes(const std::string& list, std::vector<Shape>* shapes) {
   return true;
 }
 
+// `--target vulkan|cuda`: Kiln's kernels for that GPU (through the VM on its device) against
+// Kiln's CPU kernel, each shape checked against the CPU result first.
+int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, int threads,
+             BenchContext* bench) {
+  absl::StatusOr<kiln::vm::Device*> device = kiln::bench::OpenBenchDevice(target);
+  if (!device.ok()) {
+    std::printf("matmul_bench: --target %s: %s; nothing to run\n", kiln::tir::TargetKindName(target.kind),
+                std::string(device.status().message()).c_str());
+    return 0;
+  }
+  std::printf("Kiln on %s (%s) against Kiln on the CPU (%d threads)\n\n", (*device)->name().c_str(),
+              target.ToString().c_str(), threads);
+  std::printf("%-22s %9s %9s %9s %9s\n", "shape", "GPU", "CPU", "GPU/CPU", "max err");
+  std::printf("%-22s %9s %9s %9s\n", "", "GF/s", "GF/s", "speed");
+  for (const Shape& s : shapes) {
+    Tensor a = Random({s.m, s.k}, 1);
+    Tensor w = Random({s.k, s.n}, 2);
+    Tensor c_cpu = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
+    std::shared_ptr<kiln::vm::KernelObject> object;
+    KilnKernelFn cpu_matmul = BuildKilnMatmul(s.k, s.n, threads, &object);
+    KilnArg args[3] = {};
+    for (int i = 0; i < 3; ++i) args[i].type_code = kKilnArgTensor;
+    args[0].value.tensor = a.dl_tensor();
+    args[1].value.tensor = w.dl_tensor();
+    args[2].value.tensor = c_cpu.dl_tensor();
+    auto run_cpu = [&] {
+      if (cpu_matmul(args, 3, &bench->ctx) != 0) Die("Kiln CPU kernel failed: " + bench->error);
+    };
+    const std::string text = "module {\n  func @main(x: Tensor((m, " + std::to_string(s.k) +
+                             "), float32), w: Tensor((" + std::to_string(s.k) + ", " + std::to_string(s.n) +
+                             "), float32)) -> Tensor((m, " + std::to_string(s.n) +
+                             "), float32) {\n    y = R.matmul(x, w)\n    return y\n  }\n}";
+    std::unique_ptr<kiln::vm::VirtualMachine> machine =
+        OrDie(kiln::bench::CompileForDevice(text, target, /*fuse=*/true, *device), "compile for the GPU");
+    std::vector<kiln::vm::Value> on_device = OrDie(kiln::bench::ToDevice({a, w}, *device), "copy to the device");
+    auto run_gpu = [&] { return OrDie(kiln::bench::CallAndWait(*machine, *device, on_device), "GPU call"); };
+    run_cpu();
+    Tensor c_gpu = OrDie(run_gpu().as_tensor().CopyTo(kiln::vm::CpuDevice()), "copy the result back");
+    const double max_err = MaxRelativeError(c_gpu, c_cpu);
+    if (max_err > 1e-3) {
+      std::printf("%-22s results disagree: max relative error %.3g\n", s.name.c_str(), max_err);
+      return 1;
+    }
+    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
+    const double gpu_s = MedianSeconds([&] { run_gpu(); });
+    const double cpu_s = MedianSeconds(run_cpu);
+    std::printf("%-22s %9.2f %9.2f %9.3f %9.2g\n", s.name.c_str(), flops / gpu_s * 1e-9, flops / cpu_s * 1e-9,
+                cpu_s / gpu_s, max_err);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,6 +235,8 @@ int main(int argc, char** argv) {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string openblas_core;
   std::string pypi_openblas;
+  std::string target_name = "cpu";
+  bool sizes_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -185,6 +246,9 @@ int main(int argc, char** argv) {
     };
     if (const char* v = value("--sizes")) {
       sizes = v;
+      sizes_given = true;
+    } else if (const char* v = value("--target")) {
+      target_name = v;
     } else if (const char* v = value("--threads")) {
       threads = std::atoi(v);
       if (threads < 1) Die("--threads wants a positive integer, got '" + std::string(v) + "'");
@@ -195,14 +259,20 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
-                   "          [--pypi-openblas=PATH]\n"
+                   "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda]\n"
                    "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
                    "                   else OpenBLAS's own choice)\n"
-                   "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n",
+                   "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n"
+                   "  --target         vulkan or cuda: Kiln's kernels for that GPU against Kiln on the CPU\n"
+                   "                   (default sizes 256,m1,m8; one line and exit 0 without the device)\n",
                    argv[0]);
       return 2;
     }
   }
+  const std::optional<kiln::tir::Target> gpu = kiln::bench::GpuTargetNamed(target_name);
+  if (!gpu && target_name != "cpu") Die("--target wants cpu, vulkan or cuda, got '" + target_name + "'");
+  // A naive GPU kernel on a CPU Vulkan driver takes seconds at 2048^3: smaller defaults.
+  if (gpu && !sizes_given) sizes = "256,m1,m8";
   std::vector<Shape> shapes;
   if (!ParseSizes(sizes, &shapes)) return 2;
 
@@ -224,6 +294,7 @@ int main(int argc, char** argv) {
   bench.ctx.set_error = SetError;
   bench.ctx.num_threads = pool.num_threads();
   bench.pool = &pool;
+  if (gpu) return RunOnGpu(*gpu, shapes, threads, &bench);
   {
     const kiln::codegen::CpuTarget target = kiln::codegen::CpuTarget::Host();
     std::printf("Kiln target: mcpu %s, %d fp32 lanes, %d threads\n", target.mcpu.c_str(),

@@ -18,7 +18,13 @@
 // ORT and best / ORT are printed (below 1: Kiln is faster). The default build is fused+blas.
 //
 //   build/benchmarks/transformer_bench [--n=1,7,64,300,1024] [--threads=N] [--model=PATH]
-//       [--openblas-core=NAME] [--ort-python=PY] [--tuning-db=FILE]
+//       [--openblas-core=NAME] [--ort-python=PY] [--tuning-db=FILE] [--target=cpu|vulkan|cuda]
+//
+// --target vulkan|cuda: the block compiled for that GPU target (fused and unfused; a build
+// the code generator cannot compile yet is reported with its reason) and run through the VM
+// on its device, against the CPU's fused build with OpenBLAS in the same run, outputs checked
+// against it first. On lavapipe (Mesa's CPU Vulkan driver) the figure is a sanity check, not a
+// GPU's. Without the device it prints one line and exits 0.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,6 +39,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "benchmarks/gpu_target.h"
 #include "benchmarks/onnxruntime_block_peer.h"
 #include "benchmarks/openblas_peer.h"
 #include "builtins/default_builtins.h"
@@ -40,8 +47,8 @@
 #include "codegen/cpu_target.h"
 #include "relax/text_parser.h"
 #include "relax/transform/pipeline.h"
-#include "tune/tuning_db.h"
 #include "support/file_io.h"
+#include "tune/tuning_db.h"
 #include "vm/executable.h"
 #include "vm/tensor.h"
 #include "vm/virtual_machine.h"
@@ -192,9 +199,94 @@ std::vector<int64_t> ParseList(const std::string& list) {
   return values;
 }
 
+// Whether `got` matches `want` (relative to 1 + |want|, as the CPU configurations are compared).
+bool Agrees(const Tensor& got, const Tensor& want, std::string* where) {
+  const float* p = got.data_as<float>();
+  const float* q = want.data_as<float>();
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double err = std::abs(static_cast<double>(p[i]) - q[i]) / (1.0 + std::abs(q[i]));
+    if (!(err <= 1e-3)) {
+      *where = "element " + std::to_string(i) + ": " + std::to_string(p[i]) + " vs " + std::to_string(q[i]);
+      return false;
+    }
+  }
+  return true;
+}
+
+// --target vulkan|cuda: the block on the GPU (fused, unfused) against the CPU's fused+blas.
+int RunOnGpu(const kiln::tir::Target& target, const std::string& text, const std::string& model,
+             const std::vector<int64_t>& ns, const std::vector<kiln::vm::Value>& weights, int threads) {
+  absl::StatusOr<kiln::vm::Device*> device = kiln::bench::OpenBenchDevice(target);
+  if (!device.ok()) {
+    std::printf("transformer_bench: --target %s: %s; nothing to run\n", kiln::tir::TargetKindName(target.kind),
+                std::string(device.status().message()).c_str());
+    return 0;
+  }
+  std::unique_ptr<kiln::vm::VirtualMachine> cpu = Compile(text, model, /*fuse=*/true, /*openblas=*/true, threads);
+  struct GpuConfig {
+    std::string name;
+    std::unique_ptr<kiln::vm::VirtualMachine> machine;
+  };
+  std::vector<GpuConfig> configs;
+  for (bool fuse : {true, false}) {
+    const std::string name = fuse ? "fused" : "unfused";
+    absl::StatusOr<std::unique_ptr<kiln::vm::VirtualMachine>> m =
+        kiln::bench::CompileForDevice(text, target, fuse, *device);
+    if (!m.ok()) {
+      std::printf("%s %s: not compiled: %s\n", kiln::tir::TargetKindName(target.kind), name.c_str(),
+                  std::string(m.status().message()).c_str());
+      continue;
+    }
+    configs.push_back({name, *std::move(m)});
+  }
+  if (configs.empty()) return 0;
+  std::printf("model: %s on %s (%s) against the CPU's fused+blas (%d threads)\n\n", model.c_str(),
+              (*device)->name().c_str(), target.ToString().c_str(), threads);
+  const std::vector<Tensor> host_weights = [&] {
+    std::vector<Tensor> out;
+    for (const kiln::vm::Value& w : weights) out.push_back(w.as_tensor());
+    return out;
+  }();
+  const std::vector<kiln::vm::Value> device_weights =
+      OrDie(kiln::bench::ToDevice(host_weights, *device), "copy the weights to the device");
+  std::printf("%6s", "n");
+  for (const GpuConfig& c : configs) std::printf(" %15s", ("GPU " + c.name + " ms").c_str());
+  std::printf(" %15s %12s\n", "CPU fu+blas ms", "best GPU/CPU");
+  for (int64_t n : ns) {
+    const Tensor x = Random({n, kD}, 7 + static_cast<uint32_t>(n));
+    std::vector<kiln::vm::Value> cpu_args{kiln::vm::Value(x)};
+    cpu_args.insert(cpu_args.end(), weights.begin(), weights.end());
+    std::vector<kiln::vm::Value> gpu_args = OrDie(kiln::bench::ToDevice({x}, *device), "copy x to the device");
+    gpu_args.insert(gpu_args.end(), device_weights.begin(), device_weights.end());
+    const Tensor want = OrDie(cpu->Invoke("main", cpu_args), "CPU n=" + std::to_string(n)).as_tensor();
+    for (GpuConfig& c : configs) {
+      kiln::vm::Value out = OrDie(kiln::bench::CallAndWait(*c.machine, *device, gpu_args), "GPU " + c.name);
+      const Tensor got = OrDie(out.as_tensor().CopyTo(kiln::vm::CpuDevice()), "copy the result back");
+      std::string where;
+      if (!Agrees(got, want, &where)) Die("GPU " + c.name + " and the CPU disagree at n=" + std::to_string(n) + " " + where);
+    }
+    std::printf("%6lld", static_cast<long long>(n));
+    double best = INFINITY;
+    for (GpuConfig& c : configs) {
+      const double ms = 1e3 * MedianSecondsOf([&] {
+                          if (!kiln::bench::CallAndWait(*c.machine, *device, gpu_args).ok()) Die("GPU call failed");
+                        });
+      best = std::min(best, ms);
+      std::printf(" %15.3f", ms);
+    }
+    const double cpu_ms = 1e3 * MedianSecondsOf([&] {
+                            if (!cpu->Invoke("main", cpu_args).ok()) Die("CPU call failed");
+                          });
+    std::printf(" %15.3f %12.2f\n", cpu_ms, best / cpu_ms);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 const char* kUsage =
     "usage: transformer_bench [--n=1,7,64,300,1024] [--threads=N] [--model=PATH] [--openblas-core=NAME]\n"
     "                         [--ort-python=PY] [--tuning-db=FILE]\n"
+    "                         [--target=cpu|vulkan|cuda]\n"
     "  --tuning-db  also time the fused builds with FILE's tuning records replayed (kiln tune)\n"
     "  Times examples/models/transformer_block.kir through the VM with fusion on/off and\n"
     "  OpenBLAS dispatch on/off, against OpenBLAS doing just the block's matmuls.\n"
@@ -204,7 +296,9 @@ const char* kUsage =
     "  --openblas-core  OpenBLAS kernels for library calls and the floor (default: SkylakeX on\n"
     "             AVX-512 CPUs, else OpenBLAS's own choice)\n"
     "  --ort-python  a Python with onnxruntime, onnx and numpy: ONNX Runtime runs the same block\n"
-    "             as a peer (benchmarks/transformer_block_ort.py; transformer_bench.sh sets it)\n";
+    "             as a peer (benchmarks/transformer_block_ort.py; transformer_bench.sh sets it)\n"
+    "  --target   vulkan or cuda: the block on that GPU (fused, unfused) against the CPU's\n"
+    "             fused+blas; one line and exit 0 without the device\n";
 
 }  // namespace
 
@@ -214,6 +308,7 @@ int main(int argc, char** argv) {
   std::string model = std::string(KILN_SOURCE_DIR) + "/examples/models/transformer_block.kir";
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string openblas_core, tuning_db;
+  std::string target_name = "cpu";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -232,6 +327,8 @@ int main(int argc, char** argv) {
       ort_python = v;
     } else if (const char* v = value("--tuning-db")) {
       tuning_db = v;
+    } else if (const char* v = value("--target")) {
+      target_name = v;
     } else if (const char* v = value("--model")) {
       model = v;
     } else if (const char* v = value("--threads")) {
@@ -250,6 +347,20 @@ int main(int argc, char** argv) {
   const kiln::builtins::OpenBlasLibrary& blas = kiln::bench::LoadOpenBlasPeer(openblas_core, threads);
 
   const std::string text = OrDie(kiln::support::ReadFile(model), "read model");
+  // Weights in the order of the block's parameters after x; small, so activations stay O(1).
+  const std::vector<std::vector<int64_t>> weight_shapes = {{kD, kD}, {kD, kD}, {kD, kD}, {kD, kD}, {kD}, {kD},
+                                                           {kD, kF}, {kF}, {kF, kD}, {kD}, {kD}, {kD}};
+  std::vector<kiln::vm::Value> weights;
+  std::vector<Tensor> weight_tensors;
+  for (size_t i = 0; i < weight_shapes.size(); ++i) {
+    weight_tensors.push_back(Random(weight_shapes[i], 100 + static_cast<uint32_t>(i), 0.125f));
+    weights.emplace_back(weight_tensors.back());
+  }
+  if (target_name != "cpu") {
+    const std::optional<kiln::tir::Target> gpu = kiln::bench::GpuTargetNamed(target_name);
+    if (!gpu) Die("--target wants cpu, vulkan or cuda, got '" + target_name + "'");
+    return RunOnGpu(*gpu, text, model, ns, weights, threads);
+  }
   std::vector<Config> configs;
   for (bool fuse : {true, false}) {
     for (bool openblas : {true, false}) {
@@ -268,16 +379,6 @@ int main(int argc, char** argv) {
   }
   std::printf("model: %s, compiled %zu ways (fuse on/off x OpenBLAS dispatch on/off%s)\n\n", model.c_str(),
               configs.size(), tuning_db.empty() ? "" : ", fused tuned");
-
-  // Weights in the order of the block's parameters after x; small, so activations stay O(1).
-  const std::vector<std::vector<int64_t>> weight_shapes = {{kD, kD}, {kD, kD}, {kD, kD}, {kD, kD}, {kD}, {kD},
-                                                           {kD, kF}, {kF}, {kF, kD}, {kD}, {kD}, {kD}};
-  std::vector<kiln::vm::Value> weights;
-  std::vector<Tensor> weight_tensors;
-  for (size_t i = 0; i < weight_shapes.size(); ++i) {
-    weight_tensors.push_back(Random(weight_shapes[i], 100 + static_cast<uint32_t>(i), 0.125f));
-    weights.emplace_back(weight_tensors.back());
-  }
   std::optional<kiln::bench::OnnxRuntimeBlockPeer> ort;
   if (!ort_python.empty()) {
     ort.emplace(OrDie(kiln::bench::OnnxRuntimeBlockPeer::Create(

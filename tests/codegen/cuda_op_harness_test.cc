@@ -147,8 +147,10 @@ TEST(CudaRuntimeTest, TheDeviceCodeSectionRoundTrips) {
   absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
   ASSERT_TRUE(exe.ok()) << exe.status();
   const vm::DeviceCode& code = (*exe)->contents().device_code.at(0);
-  ASSERT_EQ(code.kernels.size(), 1u);
+  // The int64 kernel and its int32 variant (the symbolic size has no bound: the host picks).
+  ASSERT_EQ(code.kernels.size(), 2u);
   EXPECT_EQ(code.kernels[0].name, "add_kernel_device0");
+  EXPECT_EQ(code.kernels[1].name, "add_kernel_device1");
   EXPECT_THAT(code.source, ::testing::HasSubstr("extern \"C\" __global__ void"));
   // The device picks the cubin of its own architecture, else the newest PTX not above it.
   EXPECT_EQ(code.binaries[*vm::ChooseBinary(code, 9, 0)].format, "cubin");

@@ -11,6 +11,7 @@
 #include <random>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,7 +26,9 @@
 #include "relax/transform/legalize_ops.h"
 #include "support/status_macros.h"
 #include "tests/codegen/op_cases.h"
+#include "tests/tir/schedule_workloads.h"
 #include "tir/interpreter.h"
+#include "tir/text_printer.h"
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/trace.h"
 #include "tir/schedule_rules/gpu_schedule.h"
@@ -261,6 +264,44 @@ prim_func @f(A: Buffer((128,), float32)) {
   EXPECT_THAT(tir::VerifyGpuFunction(host_read->func, vulkan).message(),
               ::testing::HasSubstr("the load of 'A' is outside the loops bound to GPU threads: host code cannot read "
                                    "device memory"));
+}
+
+// tests/tir/schedule_workloads.h's matmul with m, n, k replaced (numbers, or symbols).
+tir::PrimFunc Matmul(const std::string& m, const std::string& n, const std::string& k) {
+  std::string text = tir::testing::kMatmul;
+  text = std::regex_replace(text, std::regex("\\bm\\b"), m);
+  text = std::regex_replace(text, std::regex("\\bn\\b"), n);
+  text = std::regex_replace(text, std::regex("\\bk\\b"), k);
+  absl::StatusOr<tir::ParsedPrimFunc> parsed = tir::ParsePrimFunc(text);
+  KILN_CHECK(parsed.ok()) << parsed.status() << text;
+  return parsed->func;
+}
+
+TEST(GpuScheduleRulesTest, MatmulsAccumulateARegisterTilePerThread) {
+  for (const auto& [m, n, k] : {std::tuple<std::string, std::string, std::string>{"m", "256", "784"},
+                                {"37", "10", "19"}}) {  // tails in both tiled dimensions
+    SCOPED_TRACE(m + " x " + n + " x " + k);
+    std::string trace;
+    absl::StatusOr<tir::PrimFunc> f = tir::ScheduleForGpu(Matmul(m, n, k), tir::Target::Vulkan(), &trace);
+    ASSERT_TRUE(f.ok()) << f.status();
+    EXPECT_THAT(trace, ::testing::HasSubstr("cache_write"));
+    EXPECT_THAT(trace, ::testing::HasSubstr("reverse_compute_at"));
+    // The accumulators: one 4 x 4 (or smaller) local tile inside the thread loop, no loads
+    // and stores of C in the reduction loop.
+    const std::string text = tir::PrintPrimFunc(*f, "f");
+    EXPECT_THAT(text, ::testing::ContainsRegex("allocate C_local: Buffer\\(\\([1-4], [1-4]\\), float32, scope=\"local\"\\)"));
+    EXPECT_THAT(text, ::testing::HasSubstr("C_local[i_1, j_1] = C_local[i_1, j_1] + A[vi, vk] * B[vk, vj]"));
+    EXPECT_TRUE(tir::VerifyGpuFunction(*f, tir::Target::Vulkan()).ok());
+    // Bit-identical to the unscheduled function (the sum runs in the same order of k).
+    if (m != "m") {
+      EXPECT_TRUE(ExpectSameResults(Matmul(m, n, k), *f));
+    }
+  }
+  // One tile in all: nothing to spread over threads, so one thread per output instead.
+  std::string trace;
+  absl::StatusOr<tir::PrimFunc> small = tir::ScheduleForGpu(Matmul("3", "2", "5"), tir::Target::Vulkan(), &trace);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_THAT(trace, ::testing::Not(::testing::HasSubstr("cache_write")));
 }
 
 // Between kernels, an intermediate in global memory is device workspace (accepted); shared

@@ -43,6 +43,13 @@ absl::StatusOr<std::string> CompileForVulkan(const std::string& text) {
   return CompileForGpu(text, tir::Target::Vulkan());
 }
 
+// `text` compiled for vulkan and loaded: the executable (its device code is at
+// contents().device_code[0]).
+absl::StatusOr<std::shared_ptr<const vm::Executable>> LoadForVulkan(const std::string& text) {
+  KILN_ASSIGN_OR_RETURN(std::string bytes, CompileForVulkan(text));
+  return vm::Executable::Load(bytes, builtins::DefaultRegistry());
+}
+
 const GpuCompiled& Compiled(const Case& c) {
   return CompiledForGpu(c, tir::Target::Vulkan());
 }
@@ -122,20 +129,19 @@ INSTANTIATE_TEST_SUITE_P(AllOps, VulkanOpHarnessTest, ::testing::ValuesIn(AllCas
 // ... of set 0; the scalars one push-constant block of 8-byte slots; LocalSize the threads.
 TEST(VulkanKernelContractTest, BindingsPushConstantsAndWorkgroupSize) {
   if (!HaveSpirvTools()) GTEST_SKIP() << "spirv-val / spirv-dis not found (Debian spirv-tools, scripts/setup.sh)";
-  absl::StatusOr<std::string> bytes = CompileForVulkan(R"(module {
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = LoadForVulkan(R"(module {
   func @main(x: Tensor((n,), float16), c: Tensor((n,), bool)) -> Tensor((n,), float16) {
     z = R.where(c, x, R.negative(x))
     return z
   }
 })");
-  ASSERT_TRUE(bytes.ok()) << bytes.status();
-  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
   ASSERT_TRUE(exe.ok()) << exe.status();
   const vm::DeviceCode& code = (*exe)->contents().device_code.at(0);
-  ASSERT_EQ(code.kernels.size(), 2u);  // negative, then where
+  // negative, then where, each followed by its int32 variant (n has no bound: the host picks).
+  ASSERT_EQ(code.kernels.size(), 4u);
   EXPECT_EQ(code.binaries[0].arch, "");
   EXPECT_EQ(code.source, "");
-  const std::vector<std::string>& params = code.kernels[1].param_types;
+  const std::vector<std::string>& params = code.kernels[2].param_types;
   // where's kernel: its handles in order of first use (the output, c, x, -x), then n.
   EXPECT_EQ(params, (std::vector<std::string>{"handle", "handle", "handle", "handle", "int64"}));
   std::string dis;
@@ -156,6 +162,27 @@ TEST(VulkanKernelContractTest, BindingsPushConstantsAndWorkgroupSize) {
     EXPECT_TRUE(absl::StrContains(dis, line)) << line;
   }
   if (HasFailure()) ADD_FAILURE() << dis;
+}
+
+// narrow_gpu_indices (docs/codegen.md): with the batch bounded, the kernel's index arithmetic
+// (the fused loop's floordiv / floormod by 3 included) is 32-bit: no 64-bit division,
+// remainder or multiplication is left in the module.
+TEST(VulkanIndexWidthTest, BoundedShapesGet32BitIndexArithmetic) {
+  if (!HaveSpirvTools()) GTEST_SKIP() << "spirv-val / spirv-dis not found (Debian spirv-tools, scripts/setup.sh)";
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = LoadForVulkan(R"(module {
+  func @main(x: Tensor((n, 3), float32), y: Tensor((3,), float32)) -> Tensor((n, 3), float32) where n <= 100000 {
+    z = R.add(x, y)
+    return z
+  }
+})");
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  const vm::DeviceCode& code = (*exe)->contents().device_code.at(0);
+  ASSERT_EQ(code.kernels.size(), 1u);  // bounded: no int64 fallback kernel
+  std::string dis;
+  Tool val = Validate("index_width", code.binaries[0].bytes, &dis);
+  ASSERT_EQ(val.exit_code, 0) << val.output << dis;
+  EXPECT_THAT(dis, ::testing::HasSubstr("OpSDiv %uint"));
+  EXPECT_THAT(dis, ::testing::Not(::testing::ContainsRegex("Op(SDiv|UDiv|SRem|UMod|SMod|IMul) %ulong")));
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 namespace kiln::tir::gpu_rules {
 
-absl::Status BindFused(Schedule* s, const std::vector<std::string>& loops, int64_t extent_or_zero,
+absl::StatusOr<std::string> BindFused(Schedule* s, const std::vector<std::string>& loops, int64_t extent_or_zero,
                        const GpuScheduleOptions& options) {
   if (loops.empty()) return absl::InvalidArgumentError("gpu schedule: no loop to bind");
   std::string fused = loops[0];
@@ -19,7 +19,8 @@ absl::Status BindFused(Schedule* s, const std::vector<std::string>& loops, int64
   }
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(fused, {-1, threads}));
   KILN_RETURN_IF_ERROR(s->Bind(parts[0], "blockIdx.x"));
-  return s->Bind(parts[1], "threadIdx.x");
+  KILN_RETURN_IF_ERROR(s->Bind(parts[1], "threadIdx.x"));
+  return parts[1];
 }
 
 }  // namespace kiln::tir::gpu_rules

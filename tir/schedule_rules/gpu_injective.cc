@@ -13,7 +13,7 @@ absl::Status ScheduleGpuInjective(Schedule* s, const cpu_rules::PlainNest& nest,
     std::optional<int64_t> e = loop->extent.as_int();
     extent = e && extent > 0 ? extent * *e : 0;
   }
-  return BindFused(s, loops, extent, options);
+  return BindFused(s, loops, extent, options).status();
 }
 
 }  // namespace kiln::tir::gpu_rules

@@ -20,8 +20,8 @@ namespace kiln::tir::gpu_rules {
 // gpu_bind.cc. Fuses `loops` (directly nested, outermost first; at least one), splits the
 // result by the threads per block and binds the parts to blockIdx.x and threadIdx.x.
 // `extent_or_zero` is the fused extent when it is a known constant (then a small nest gets
-// fewer threads: the extent rounded up to a warp).
-absl::Status BindFused(Schedule* s, const std::vector<std::string>& loops, int64_t extent_or_zero,
+// fewer threads: the extent rounded up to a warp). Returns the threadIdx.x loop's name.
+absl::StatusOr<std::string> BindFused(Schedule* s, const std::vector<std::string>& loops, int64_t extent_or_zero,
                        const GpuScheduleOptions& options);
 
 // gpu_injective.cc. No reduction: every loop of the nest fused and bound.
@@ -32,5 +32,11 @@ absl::Status ScheduleGpuInjective(Schedule* s, const cpu_rules::PlainNest& nest,
 // loops serially; with no spatial loop, the outermost reduction loop is split off a loop of
 // one iteration bound to blockIdx.x (one thread computes the scalar).
 absl::Status ScheduleGpuReduction(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
+
+// gpu_matmul.cc. Matmuls (cpu_rules::IsMatmulLike): a register tile of outputs per thread,
+// its accumulators in a local buffer written back by the same thread; the tiles fused and
+// bound. Errors (the caller then uses ScheduleGpuReduction) when the block is no matmul or
+// a primitive refuses.
+absl::Status ScheduleGpuMatmul(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
 
 }  // namespace kiln::tir::gpu_rules

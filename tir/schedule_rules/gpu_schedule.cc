@@ -59,8 +59,15 @@ absl::StatusOr<PrimFunc> ScheduleForGpu(const PrimFunc& func, const Target& targ
     // Each rule runs on a copy: one that does not apply leaves the block as it was (and
     // the verifier below names it).
     Schedule attempt = schedule;
-    absl::Status status = nest->block->is_reduction() ? gpu_rules::ScheduleGpuReduction(&attempt, *nest, options)
-                                                      : gpu_rules::ScheduleGpuInjective(&attempt, *nest, options);
+    absl::Status status = absl::UnknownError("no rule tried");
+    if (nest->block->is_reduction() && cpu_rules::IsMatmulLike(*nest)) {
+      status = gpu_rules::ScheduleGpuMatmul(&attempt, *nest, options);
+      if (!status.ok()) attempt = schedule;  // the plain reduction rule below instead
+    }
+    if (!status.ok()) {
+      status = nest->block->is_reduction() ? gpu_rules::ScheduleGpuReduction(&attempt, *nest, options)
+                                           : gpu_rules::ScheduleGpuInjective(&attempt, *nest, options);
+    }
     if (status.ok()) schedule = std::move(attempt);
   }
   KILN_RETURN_IF_ERROR(VerifyGpuFunction(schedule.func(), target));

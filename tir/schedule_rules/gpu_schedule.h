@@ -16,7 +16,10 @@
 //      reductions (row sums, max, matmuls, ...): the spatial loops outside the reduction
 //        are fused and bound the same way, one thread per output element, which runs its
 //        reduction loops serially (no cross-thread combine yet); a reduction to a scalar
-//        (no spatial loop) runs in one thread of one block.
+//        (no spatial loop) runs in one thread of one block;
+//      matmuls (cpu_rules::IsMatmulLike): a 4 x 4 register tile of outputs per thread, its
+//        accumulators in a local buffer written back by the same thread (gpu_matmul.cc);
+//        the reduction rule above when that does not apply.
 //  - VerifyGpuFunction (run last by ScheduleForGpu, and by the CUDA code generator) rejects
 //    before code generation, with an error naming the block, loop or buffer: a store that
 //    no thread-bound loop encloses (a block no rule could bind would run on the host and

@@ -7,6 +7,7 @@
 #include "tir/transform/lower_blocks.h"
 #include "tir/transform/lower_intrinsics.h"
 #include "tir/transform/make_kernel_abi.h"
+#include "tir/transform/narrow_gpu_indices.h"
 #include "tir/transform/split_host_device.h"
 #include "tir/transform/vectorize_loops.h"
 
@@ -21,7 +22,7 @@ absl::Status InPass(const char*, const absl::Status& status) { return status; }
 
 std::vector<std::string> TirPassNames() {
   return {"lower_blocks",    "insert_division_checks", "insert_index_checks", "vectorize_loops",
-          "make_kernel_abi", "flatten_buffers",        "split_host_device",   "lower_intrinsics"};
+          "make_kernel_abi", "flatten_buffers",        "split_host_device",   "narrow_gpu_indices", "lower_intrinsics"};
 }
 
 absl::StatusOr<LoweredFunc> LowerPrimFunc(const PrimFunc& func, const Target& target, const LowerOptions& options) {
@@ -46,6 +47,8 @@ absl::StatusOr<LoweredFunc> LowerPrimFunc(const PrimFunc& func, const Target& ta
   absl::StatusOr<SplitResult> split = SplitHostDevice(f);
   if (!split.ok()) return InPass("split_host_device", split.status());
   after("split_host_device", split->host);
+  NarrowSplitIndices(&*split);  // nothing to do for a cpu function
+  after("narrow_gpu_indices", split->host);
   LoweredFunc lowered;
   absl::StatusOr<PrimFunc> host = LowerIntrinsics(split->host);
   if (!host.ok()) return InPass("lower_intrinsics", host.status());

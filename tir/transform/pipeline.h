@@ -8,6 +8,8 @@
 //   make_kernel_abi         parameters -> (args, num_args) + checks      make_kernel_abi.h
 //   flatten_buffers         every access one offset into a 1-D buffer    flatten_buffers.h
 //   split_host_device       GPU thread nests -> device kernels launched  split_host_device.h
+//   narrow_gpu_indices      int32 index arithmetic in device kernels     narrow_gpu_indices.h
+//                           where proven (+ host-checked int32 variants)
 //   lower_intrinsics        math intrinsics for the target               lower_intrinsics.h
 //
 // The function's target is its "target" attribute (tir/target.h), or `target` when it has

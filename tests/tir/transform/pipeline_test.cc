@@ -54,9 +54,14 @@ prim_func @f(A: Buffer((n,), float32)) {
 })TIR"),
                                                       Target::Cpu());
   ASSERT_TRUE(lowered.ok()) << lowered.status();
-  ASSERT_EQ(lowered->device_kernels.size(), 1u);
+  // n has no upper bound: the int64 kernel, and its int32 variant launched when n fits
+  // (narrow_gpu_indices).
+  ASSERT_EQ(lowered->device_kernels.size(), 2u);
   EXPECT_THAT(Print(lowered->host), HasSubstr("evaluate launch_kernel(0, 1, 1, 1, n, 1, 1, 0, tensor_data(A_tensor), n)"));
+  EXPECT_THAT(Print(lowered->host), HasSubstr("if n <= 2147483647 {"));
+  EXPECT_THAT(Print(lowered->host), HasSubstr("evaluate launch_kernel(1, 1, 1, 1, n, 1, 1, 0, tensor_data(A_tensor), n)"));
   EXPECT_THAT(Print(lowered->device_kernels[0]), HasSubstr("A[tx] = exp(A[tx])"));
+  EXPECT_THAT(Print(lowered->device_kernels[1]), HasSubstr("for tx in thread_binding(int32(0), n_i32, \"threadIdx.x\")"));
 }
 
 TEST(TirPipelineTest, ErrorsComeFromThePass) {
