@@ -470,6 +470,21 @@ absl::StatusOr<std::vector<Value>> ConvertCast(NodeContext& c) {
   return CastTo(c, dtype);
 }
 
+// BitCast (opset 26): the bits of each element read as `to`, of the same width.
+absl::StatusOr<std::vector<Value>> ConvertBitCast(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(DataType dtype, CastTarget(c));
+  KILN_ASSIGN_OR_RETURN(DataType from, c.InputDType(0));
+  const int from_bits = from.is_bool() ? 8 : from.bits(), to_bits = dtype.is_bool() ? 8 : dtype.bits();
+  if (from_bits != to_bits) {
+    return c.Error("cannot reinterpret ", from.ToString(), " (", from_bits, " bits) as ", dtype.ToString(), " (",
+                   to_bits, " bits): the widths must be equal");
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  if (from == dtype) return Outputs(x);
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("bitcast", {x}, {{"dtype", dtype}}));
+  return Outputs(out);
+}
+
 absl::StatusOr<std::vector<Value>> ConvertCastLike(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(1));
   return CastTo(c, dtype);
@@ -615,6 +630,7 @@ void RegisterTensorConverters(ConverterRegistry& r) {
   r.Register("Expand", ConvertExpand, 8);
   r.Register("Cast", ConvertCast);
   r.Register("CastLike", ConvertCastLike, 15);
+  r.Register("BitCast", ConvertBitCast, 26);
   r.Register("Constant", ConvertConstant);
   r.Register("ConstantOfShape", ConvertConstantOfShape, 9);
   r.Register("Range", ConvertRange, 11);
