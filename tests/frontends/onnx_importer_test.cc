@@ -232,6 +232,25 @@ TEST(OnnxImporter, SmallConstantsCastAtImportTime) {
   EXPECT_THAT(relax::PrintModule(r->module), HasSubstr("pad_value=-inf"));
 }
 
+// Range over bounds computed from run-time data: its length becomes a fresh symbolic dim
+// named after the output, defined when the count is computed (tensor_to_shape + match_cast).
+// Its numerics: tests/frontends/onnx_node_new (hannwindow_expanded, ...).
+TEST(OnnxImporter, RangeOverRunTimeBoundsHasASymbolicLength) {
+  ModelBuilder m(17);
+  m.Input("n", kInt64, {}).Output("y", kInt64);
+  m.Initializer("zero", {0}, {});
+  m.Initializer("one", {1}, {});
+  m.Node("Add", {"n", "one"}, {"limit"});
+  m.Node("Range", {"zero", "limit", "one"}, {"y"});
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  // The dim is defined inside main, so its result only keeps the rank.
+  EXPECT_EQ(ResultSInfo(*r), "Tensor(ndim=1, int64)");
+  const std::string text = relax::PrintModule(r->module);
+  EXPECT_THAT(text, HasSubstr("R.tensor_to_shape("));
+  EXPECT_THAT(text, HasSubstr("Tensor((y_count,), int64)"));
+}
+
 TEST(OnnxImporter, RunTimeShapeInputNeedsABinding) {
   ModelBuilder m;
   m.Input("x", kFloat, {"2", "6"}).Input("shape", kInt64, {"2"}).Output("y");

@@ -8,6 +8,7 @@
 // before Kiln slices at run-time positions) need that input at import time: a constant, a
 // shape value or a bound graph input (NodeContext::InputElements).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -542,6 +543,40 @@ absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
   return Outputs(out);
 }
 
+// Range whose bounds are known only at run time: the count max(ceil((limit - start) / delta), 0)
+// computed as a tensor (in float64), made a shape by tensor_to_shape and named by a match_cast
+// with a fresh dim n; the result is start + arange(n) * delta, ONNX's definition.
+absl::StatusOr<std::vector<Value>> RangeAtRunTime(NodeContext& c, DataType dtype) {
+  std::vector<Expr> bounds;
+  for (int i = 0; i < 3; ++i) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(i));
+    if (!shape.empty()) return c.Error("start, limit and delta must be scalars");
+    KILN_ASSIGN_OR_RETURN(Expr x, c.Input(i));
+    KILN_ASSIGN_OR_RETURN(Expr wide, c.Call("astype", {x}, {{"dtype", DataType::Float(64)}}));
+    bounds.push_back(wide);
+  }
+  KILN_ASSIGN_OR_RETURN(Expr span, c.Call("subtract", {bounds[1], bounds[0]}));
+  KILN_ASSIGN_OR_RETURN(Expr steps, c.Call("divide", {span, bounds[2]}));
+  KILN_ASSIGN_OR_RETURN(steps, c.Call("ceil", {steps}));
+  KILN_ASSIGN_OR_RETURN(steps, c.Call("maximum", {steps, ScalarConstant(0, DataType::Float(64))}));
+  KILN_ASSIGN_OR_RETURN(Expr count, c.Call("astype", {steps}, {{"dtype", DataType::Int64()}}));
+  KILN_ASSIGN_OR_RETURN(count, Reshape(c, count, {PrimExpr(int64_t{1})}));
+  KILN_ASSIGN_OR_RETURN(Expr shape, c.Call("tensor_to_shape", {count}));
+  std::string name;
+  for (char ch : absl::StrCat(c.has_output(0) ? c.node().output(0) : std::string("range"), "_count")) {
+    name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  }
+  const tir::Var n = tir::Var::Shape(name);
+  absl::StatusOr<relax::Var> named = c.builder().EmitMatchCast(shape, relax::ShapeSInfo({n}), name);
+  if (!named.ok()) return c.Annotate(named.status());
+  KILN_ASSIGN_OR_RETURN(Expr index, c.Call("arange", {relax::PrimValue(n)}, {{"dtype", dtype}}));
+  KILN_ASSIGN_OR_RETURN(Expr start, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr delta, c.Input(2));
+  KILN_ASSIGN_OR_RETURN(Expr scaled, c.Call("multiply", {index, delta}));
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("add", {scaled, start}));
+  return Outputs(out);
+}
+
 absl::StatusOr<std::vector<Value>> ConvertRange(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
   // Integer bounds that are shape values: a symbolic arange.
@@ -557,6 +592,11 @@ absl::StatusOr<std::vector<Value>> ConvertRange(NodeContext& c) {
                                              {{"dtype", dtype}}));
       return Outputs(out);
     }
+  }
+  // A bound computed from run-time data (not a graph input, which binding makes known).
+  for (int i = 0; i < 3; ++i) {
+    const Value* v = c.InputValue(i);
+    if (v != nullptr && !v->data && !v->elements && !c.InputIsGraphInput(i)) return RangeAtRunTime(c, dtype);
   }
   KILN_ASSIGN_OR_RETURN(relax::ConstantData start, c.InputData(0));
   KILN_ASSIGN_OR_RETURN(relax::ConstantData limit, c.InputData(1));
