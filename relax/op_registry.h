@@ -17,7 +17,7 @@
 //   relax/op/matmul.cc       matmul
 //   relax/op/manipulate.cc   reshape permute_dims broadcast_to concat split strided_slice take
 //   relax/op/reduce.cc       sum mean max min prod variance argmax argmin softmax log_softmax
-//                            layer_norm rms_norm astype
+//                            layer_norm rms_norm astype bitcast
 //   relax/op/normalization.cc batch_norm group_norm instance_norm lrn
 //   relax/op/resize.cc       resize
 //   relax/op/create.cc       full zeros ones arange

@@ -73,6 +73,8 @@ class NodeContext {
   // Whether input i's elements are known (without binding anything).
   bool InputElementsKnown(int i) const;
   const Value* InputValue(int i) const { return has_input(i) ? inputs_[i] : nullptr; }
+  // Whether input i is a graph input (which InputData binds when the importer has a binding).
+  bool InputIsGraphInput(int i) const { return has_input(i) && is_graph_input_(input_name(i)); }
 
   // --- Attributes ---
   const ::onnx::AttributeProto* Attr(std::string_view name) const;

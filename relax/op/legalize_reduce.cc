@@ -373,14 +373,18 @@ KernelLegalizeFn Norm(bool layer) {
   };
 }
 
-absl::StatusOr<tir::PrimFunc> LegalizeAstype(const CallNode& call) {
+// astype converts each element's value; bitcast reads its bits as the new dtype. Bool has
+// no bit pattern but 0 / 1 in its byte: to bool both are a comparison with 0, from bool a
+// cast (the same bits for 0 and 1).
+absl::StatusOr<tir::PrimFunc> LegalizeConversion(const CallNode& call, bool reinterpret) {
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   const Buffer& in = p.inputs[0];
   const DataType t = p.outputs[0]->dtype;
-  Stmt body = ComputeBlock("astype", p.outputs[0], [&](const std::vector<PrimExpr>& i) {
+  Stmt body = ComputeBlock(reinterpret ? "bitcast" : "astype", p.outputs[0], [&](const std::vector<PrimExpr>& i) {
     PrimExpr x = in.Load(i);
     if (x.dtype() == t) return x;
     if (t.is_bool()) return tir::NE(x, Const(x.dtype(), 0));
+    if (reinterpret && !x.dtype().is_bool()) return tir::Reinterpret(t, x);
     return tir::Cast(t, x);
   });
   return MakePrimFunc(p, body, "elementwise");
@@ -401,7 +405,8 @@ void RegisterReduceLegalize(OpRegistry& registry) {
   registry.SetLegalize("variance", LegalizeVariance);
   registry.SetLegalize("layer_norm", Norm(true));
   registry.SetLegalize("rms_norm", Norm(false));
-  registry.SetLegalize("astype", LegalizeAstype);
+  registry.SetLegalize("astype", [](const CallNode& call) { return LegalizeConversion(call, false); });
+  registry.SetLegalize("bitcast", [](const CallNode& call) { return LegalizeConversion(call, true); });
 }
 
 }  // namespace kiln::relax::op

@@ -141,6 +141,20 @@ absl::StatusOr<StructInfo> InferNorm(const CallNode& call, tir::Analyzer& analyz
   return MakeTensor(ShapeOf(*data), dtype, data->device);
 }
 
+// bitcast: the bits of each element read as `dtype`, which must have the same width (bool
+// counts as its 8-bit storage).
+absl::StatusOr<StructInfo> InferBitcast(const CallNode& call, tir::Analyzer&) {
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
+  KILN_ASSIGN_OR_RETURN(auto dtype, DTypeAttr(call, "dtype"));
+  if (!dtype) return OpError(call, "attribute 'dtype' is required");
+  auto storage_bits = [](DataType t) { return t.is_bool() ? 8 : t.bits() * t.lanes(); };
+  if (data->dtype && storage_bits(*data->dtype) != storage_bits(*dtype)) {
+    return OpError(call, "cannot reinterpret ", data->dtype->ToString(), " (", storage_bits(*data->dtype),
+                   " bits) as ", dtype->ToString(), " (", storage_bits(*dtype), " bits)");
+  }
+  return MakeTensor(ShapeOf(*data), dtype, data->device);
+}
+
 absl::StatusOr<StructInfo> InferAstype(const CallNode& call, tir::Analyzer&) {
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
   KILN_ASSIGN_OR_RETURN(auto dtype, DTypeAttr(call, "dtype"));
@@ -183,6 +197,7 @@ void RegisterReduceOps(OpRegistry& registry) {
                        return InferNorm(call, analyzer, {"weight"});
                      }});
   registry.Register({"astype", 1, 1, true, {"dtype"}, InferAstype});
+  registry.Register({"bitcast", 1, 1, true, {"dtype"}, InferBitcast});
 }
 
 }  // namespace kiln::relax::op

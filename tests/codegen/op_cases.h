@@ -278,6 +278,10 @@ inline std::vector<Case> AllCases() {
   add({"astype_i64_f32", {P("x", {"n"}, "int64", {-9, 9})}, "R.astype(x, dtype=float32)", n});
   add({"astype_i32_bool", {P("x", {"n"}, "int32", {-2, 2})}, "R.astype(x, dtype=bool)", n});
   add({"astype_f32_f16", {P("x", {"n"})}, "R.astype(x, dtype=float16)", n});
+  add({"bitcast_f32_i32", {P("x", {"n", "m"}, "float32", {-9, 9})}, "R.bitcast(x, dtype=int32)", nm});
+  add({"bitcast_f16_u16", {P("x", {"n"}, "float16", {-9, 9})}, "R.bitcast(x, dtype=uint16)", n});
+  add({"bitcast_i64_f64", {P("x", {"n"}, "int64", {0, 9})}, "R.bitcast(x, dtype=float64)", n});
+  add({"bitcast_bool_u8", {P("x", {"n"}, "bool")}, "R.bitcast(x, dtype=uint8)", n});
 
   // ---------------------------------------------------------------- manipulation
   add({"reshape", {P("x", {"n", "4", "3"})}, "R.reshape(x, R.shape([2, n * 6]))", n});

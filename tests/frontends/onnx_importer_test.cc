@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <random>
 
 #include "frontends/onnx/importer.h"
@@ -149,6 +150,105 @@ TEST(OnnxImporter, ShapeArithmeticAndSizeStaySymbolic) {
   absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(ResultSInfo(*r), "Tensor((2 * b, 2 * n), float32)");
+}
+
+void SetIntAttr(::onnx::NodeProto* node, const std::string& name, int64_t value) {
+  auto* a = node->add_attribute();
+  a->set_name(name);
+  a->set_type(::onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+// The grouped-query branch of Attention's function body: the heads of K are repeated
+// Hq / Hkv times when Hq != Hkv and Hq % Hkv == 0. The comparisons, Not, And, Mod and Where
+// fold on the shape values, so Expand and Reshape get shapes (symbolic ones included).
+TEST(OnnxImporter, ComparisonsWhereModAndLogicFoldOnShapeValues) {
+  for (const auto& [q_heads, expected] :
+       {std::pair{std::string("8"), std::string("Tensor((b, 8, n, 16), float32)")},
+        {std::string("2"), std::string("Tensor((b, 2, n, 16), float32)")}}) {
+    ModelBuilder m;
+    m.Input("q", kFloat, {"b", q_heads, "n", "16"}).Input("k", kFloat, {"b", "2", "n", "16"}).Output("y");
+    m.Initializer("one", {1}, {1});
+    m.Initializer("zero", {0}, {1});
+    m.Initializer("two", {2}, {1});
+    ::onnx::NodeProto* hq = m.Node("Shape", {"q"}, {"hq"});
+    SetIntAttr(hq, "start", 1);
+    SetIntAttr(hq, "end", 2);
+    ::onnx::NodeProto* hkv = m.Node("Shape", {"k"}, {"hkv"});
+    SetIntAttr(hkv, "start", 1);
+    SetIntAttr(hkv, "end", 2);
+    m.Node("Shape", {"k"}, {"kshape"});
+    m.Node("Equal", {"hq", "hkv"}, {"same"});
+    m.Node("Not", {"same"}, {"differ"});
+    m.Node("Mod", {"hq", "hkv"}, {"rem"});
+    m.Node("Equal", {"rem", "zero"}, {"divides"});
+    m.Node("And", {"differ", "divides"}, {"grouped"});
+    m.Node("Div", {"hq", "hkv"}, {"ratio"});
+    m.Node("Where", {"grouped", "ratio", "one"}, {"repeat"});
+    m.Node("Unsqueeze", {"k", "two"}, {"k5"});
+    m.Node("Gather", {"kshape", "zero"}, {"b1"});
+    m.Node("Gather", {"kshape", "two"}, {"n1"});
+    SetIntAttr(m.Node("Concat", {"b1", "hkv", "repeat", "n1"}, {"lead"}), "axis", 0);
+    m.Initializer("d", {16}, {1});
+    SetIntAttr(m.Node("Concat", {"lead", "d"}, {"expand_shape"}), "axis", 0);
+    m.Node("Expand", {"k5", "expand_shape"}, {"expanded"});
+    SetIntAttr(m.Node("Concat", {"b1", "hq", "n1", "d"}, {"final_shape"}), "axis", 0);
+    m.Node("Reshape", {"expanded", "final_shape"}, {"y"});
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(ResultSInfo(*r), expected);
+  }
+}
+
+// A shape value that a node already used as a tensor (here Sub with run-time data) keeps its
+// elements: a later Concat -> ConstantOfShape still gets a shape, not run-time data.
+TEST(OnnxImporter, ShapeValuesStayKnownAfterUseAsTensors) {
+  ModelBuilder m;
+  m.Input("x", kFloat, {"b", "n"}).Input("lengths", kInt64, {"b"}).Output("y").Output("offset", kInt64);
+  m.Node("Shape", {"x"}, {"s"});
+  m.Node("Sub", {"lengths", "s"}, {"offset"});
+  SetIntAttr(m.Node("Concat", {"s", "s"}, {"s2"}), "axis", 0);
+  m.Node("ConstantOfShape", {"s2"}, {"y"});
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(ResultSInfo(*r), HasSubstr("Tensor((b, n, b, n), float32)"));
+}
+
+// A constant cast at import time stays usable where an operator needs data (Pad's
+// constant_value from CastLike(-inf, x) in Attention's body).
+TEST(OnnxImporter, SmallConstantsCastAtImportTime) {
+  ModelBuilder m;
+  m.Input("x", ::onnx::TensorProto::FLOAT16, {"2", "3"}).Output("y", ::onnx::TensorProto::FLOAT16);
+  auto* value = m.Node("Constant", {}, {"neg_inf"})->add_attribute();
+  value->set_name("value_float");
+  value->set_type(::onnx::AttributeProto::FLOAT);
+  value->set_f(-std::numeric_limits<float>::infinity());
+  m.Node("CastLike", {"neg_inf", "x"}, {"fill"});
+  m.Initializer("pads", {0, 0, 0, 2}, {4});
+  m.Node("Pad", {"x", "pads", "fill"}, {"y"});
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(ResultSInfo(*r), "Tensor((2, 5), float16)");
+  EXPECT_THAT(relax::PrintModule(r->module), HasSubstr("pad_value=-inf"));
+}
+
+// Range over bounds computed from run-time data: its length becomes a fresh symbolic dim
+// named after the output, defined when the count is computed (tensor_to_shape + match_cast).
+// Its numerics: tests/frontends/onnx_node_new (hannwindow_expanded, ...).
+TEST(OnnxImporter, RangeOverRunTimeBoundsHasASymbolicLength) {
+  ModelBuilder m(17);
+  m.Input("n", kInt64, {}).Output("y", kInt64);
+  m.Initializer("zero", {0}, {});
+  m.Initializer("one", {1}, {});
+  m.Node("Add", {"n", "one"}, {"limit"});
+  m.Node("Range", {"zero", "limit", "one"}, {"y"});
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  // The dim is defined inside main, so its result only keeps the rank.
+  EXPECT_EQ(ResultSInfo(*r), "Tensor(ndim=1, int64)");
+  const std::string text = relax::PrintModule(r->module);
+  EXPECT_THAT(text, HasSubstr("R.tensor_to_shape("));
+  EXPECT_THAT(text, HasSubstr("Tensor((y_count,), int64)"));
 }
 
 TEST(OnnxImporter, RunTimeShapeInputNeedsABinding) {

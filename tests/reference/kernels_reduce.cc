@@ -279,6 +279,21 @@ absl::StatusOr<RefValue> AsType(const KernelCall& call) {
   return RefValue(std::move(out));
 }
 
+// The element bytes kept, read as the new dtype (a byte of a bool is 0 or 1; any other byte
+// read as bool is true).
+absl::StatusOr<RefValue> Bitcast(const KernelCall& call) {
+  KILN_ASSIGN_OR_RETURN(const HostTensor* x, call.Tensor(0, "data"));
+  KILN_ASSIGN_OR_RETURN(auto dtype, call.DTypeAttr("dtype"));
+  if (!dtype) return call.Error("attribute dtype is required");
+  KILN_RETURN_IF_ERROR(call.CheckDType(*dtype, "dtype"));
+  std::vector<uint8_t> bytes = x->bytes();
+  if (dtype->is_bool()) {
+    for (uint8_t& b : bytes) b = b != 0;
+  }
+  if (bytes.size() != static_cast<size_t>(x->numel()) * dtype->bytes()) return call.Error("dtype widths differ");
+  return RefValue(HostTensor::FromBytes(*dtype, x->shape(), std::move(bytes)));
+}
+
 }  // namespace
 
 void AddReduceKernels(KernelTable& t) {
@@ -295,6 +310,7 @@ void AddReduceKernels(KernelTable& t) {
   t["layer_norm"] = LayerNorm;
   t["rms_norm"] = RmsNorm;
   t["astype"] = AsType;
+  t["bitcast"] = Bitcast;
 }
 
 }  // namespace kiln::reference

@@ -358,6 +358,56 @@ prim_func @f(A: Buffer((n,), float32), C: Buffer((n,), float32)) {
             (std::vector<std::string>{"T2", "T1"}));
 }
 
+// A producer reading an intermediate whose allocation ends before the consumer (a float16
+// matmul's float32 accumulator allocated around the matmul and its cast only): inlining the
+// cast moves the accumulator's load into the consumer, so its allocation moves out to
+// enclose it (before the fix: "buffer acc is used outside its decl_buffer" at codegen).
+TEST(ScheduleTest, ComputeInlineHoistsAnAllocationItsLoadsEscape) {
+  Schedule s(Parse(R"(
+prim_func @f(A: Buffer((n,), float16), C: Buffer((n,), float32)) {
+  allocate T: Buffer((n,), float16) {
+    allocate acc: Buffer((n,), float32) {
+      for i in serial(0, n) {
+        block "acc" {
+          vi = spatial(n, i)
+          acc[vi] = cast(float32, A[vi]) * 2.0
+        }
+      }
+      for j in serial(0, n) {
+        block "T" {
+          vj = spatial(n, j)
+          T[vj] = cast(float16, acc[vj])
+        }
+      }
+    }
+    for k in serial(0, n) {
+      block "C" {
+        vk = spatial(n, k)
+        C[vk] = cast(float32, T[vk])
+      }
+    }
+  }
+})"));
+  ASSERT_TRUE(s.ComputeInline("T").ok());
+  EXPECT_FUNC_EQ(s.func(), R"(
+prim_func @f(A: Buffer((n,), float16), C: Buffer((n,), float32)) {
+  allocate acc: Buffer((n,), float32) {
+    for i in serial(0, n) {
+      block "acc" {
+        vi = spatial(n, i)
+        acc[vi] = cast(float32, A[vi]) * 2.0
+      }
+    }
+    for k in serial(0, n) {
+      block "C" {
+        vk = spatial(n, k)
+        C[vk] = cast(float32, cast(float16, acc[vk]))
+      }
+    }
+  }
+})");
+}
+
 // Loop versioning: each version then takes its own schedule, and the trace replays both.
 TEST(ScheduleTest, BranchOnVersionsTheBody) {
   PrimFunc func = Parse(kScale);

@@ -180,6 +180,42 @@ class Inliner : public StmtExprMutator {
   std::unordered_set<const Producer*> expanding_;
 };
 
+// Inlining moves the producers' loads into their consumers. A producer may read an
+// intermediate whose allocation is a nested scope ending before a consumer: fused
+// matmul + add + astype in float16 allocates the matmul's float32 accumulator around the
+// matmul and its cast only, and inlining the cast and the add into the astype moves the
+// accumulator's load past that scope. Such allocations (of buffers the inlined values read,
+// outside every loop and block, so one buffer for the whole call either way) are hoisted to
+// enclose the whole body.
+Stmt HoistEscapedAllocations(const Stmt& body, const std::vector<Producer>& producers) {
+  class LoadCollector : public StmtExprVisitor {
+   public:
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      read.insert(op->buffer.get());
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+    std::unordered_set<const BufferNode*> read;
+  } loads;
+  for (const Producer& p : producers) loads.VisitExpr(p.value);
+  std::vector<Buffer> escaped;
+  std::unordered_set<const BufferNode*> hoisted;
+  ForEachStmtWithPath(body, [&](const Stmt& s, const std::vector<Stmt>& ancestors) {
+    const auto* a = s.as<AllocateNode>();
+    if (!a || !loads.read.count(a->buffer.get())) return;
+    for (const Stmt& outer : ancestors) {
+      if (!outer.as<AllocateNode>() && !outer.as<SeqStmtNode>()) return;
+    }
+    if (CountAccesses(a->body, a->buffer.get()) < CountAccesses(body, a->buffer.get())) {
+      escaped.push_back(a->buffer);
+      hoisted.insert(a->buffer.get());
+    }
+  });
+  if (escaped.empty()) return body;
+  Stmt out = DropAllocations(body, hoisted);
+  for (const Buffer& buffer : escaped) out = Allocate(buffer, out);
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<PrimFunc> ComputeInline(const PrimFunc& func, const std::vector<std::string>& blocks) {
@@ -205,7 +241,8 @@ absl::StatusOr<PrimFunc> ComputeInline(const PrimFunc& func, const std::vector<s
     }
     inlined.insert(p.buffer);
   }
-  return WithBody(func, SimplifyIndices(DropAllocations(body, inlined)));
+  body = HoistEscapedAllocations(DropAllocations(body, inlined), producers);
+  return WithBody(func, SimplifyIndices(body));
 }
 
 std::vector<std::string> InlinableBlocks(const PrimFunc& func, const std::vector<std::string>& candidates) {

@@ -187,6 +187,39 @@ absl::StatusOr<std::vector<Value>> ConvertCumSum(NodeContext& c) {
   return Outputs(out);
 }
 
+// CumProd(x, axis), attributes exclusive and reverse (opset 26). Kiln has no scan for
+// products, so it is a masked product: with j the axis of x's elements and i the result's,
+// T[.., j, i, ..] = x[.., j, ..] where j is in i's prefix (j <= i; j < i exclusive, j >= i /
+// j > i reversed), else 1; the product of T over j. O(n^2) work along the axis, as Kiln's
+// cumsum legalization.
+absl::StatusOr<std::vector<Value>> ConvertCumProd(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(Expr data, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  const int64_t ndim = static_cast<int64_t>(shape.size());
+  if (ndim == 0) return c.Error("x must have at least one dimension");
+  KILN_ASSIGN_OR_RETURN(int64_t axis, ScalarInt(c, 1, "axis"));
+  KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(c, axis, ndim));
+  const bool exclusive = c.AttrInt("exclusive", 0) != 0, reverse = c.AttrInt("reverse", 0) != 0;
+  const size_t a = static_cast<size_t>(axis);
+  const PrimExpr n = shape[a];
+  // j along `axis`, i along axis + 1 of the (ndim + 1)-d product tensor.
+  std::vector<PrimExpr> j_shape(static_cast<size_t>(ndim + 1), PrimExpr(int64_t{1})), i_shape = j_shape;
+  j_shape[a] = n;
+  i_shape[a + 1] = n;
+  KILN_ASSIGN_OR_RETURN(Expr steps, c.Call("arange", {relax::PrimValue(n)}, {{"dtype", DataType::Int64()}}));
+  KILN_ASSIGN_OR_RETURN(Expr j, Reshape(c, steps, j_shape));
+  KILN_ASSIGN_OR_RETURN(Expr i, Reshape(c, steps, i_shape));
+  const char* in_prefix = reverse ? (exclusive ? "greater" : "greater_equal") : (exclusive ? "less" : "less_equal");
+  KILN_ASSIGN_OR_RETURN(Expr mask, c.Call(in_prefix, {j, i}));
+  std::vector<PrimExpr> x_shape = shape;
+  x_shape.insert(x_shape.begin() + axis + 1, PrimExpr(int64_t{1}));
+  KILN_ASSIGN_OR_RETURN(Expr x, Reshape(c, data, x_shape));
+  KILN_ASSIGN_OR_RETURN(Expr terms, c.Call("where", {mask, x, ScalarConstant(1, dtype)}));
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("prod", {terms}, {{"axis", std::vector<int64_t>{axis}}, {"keepdims", false}}));
+  return Outputs(out);
+}
+
 absl::StatusOr<std::vector<Value>> ConvertTopK(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(Expr data, c.Input(0));
   int64_t k = 0;
@@ -386,6 +419,7 @@ void RegisterDataConverters(ConverterRegistry& r) {
   r.Register("Tile", ConvertTile, 6);
   r.Register("Trilu", ConvertTrilu, 14);
   r.Register("CumSum", ConvertCumSum, 11);
+  r.Register("CumProd", ConvertCumProd, 26);
   r.Register("TopK", ConvertTopK);
   r.Register("Einsum", ConvertEinsum, 12);
   r.Register("DepthToSpace", ConvertDepthToSpace);

@@ -11,6 +11,7 @@
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
+#include "frontends/onnx/converters/shape_value_folding.h"
 #include "support/status_macros.h"
 #include "tir/analyzer.h"
 
@@ -20,32 +21,31 @@ namespace {
 using relax::Expr;
 using tir::DataType;
 
-// Elementwise arithmetic on known integer elements (a scalar broadcasts), or nullopt when
-// either side is not a shape value.
-std::optional<Value> FoldElements(NodeContext& c, const std::function<PrimExpr(PrimExpr, PrimExpr)>& fn) {
-  if (!c.InputElementsKnown(0) || !c.InputElementsKnown(1)) return std::nullopt;
-  absl::StatusOr<std::vector<PrimExpr>> a = c.InputElements(0), b = c.InputElements(1);
+// Integer arithmetic on shape values (a scalar broadcasts), or nullopt when either side is
+// not one.
+std::optional<Value> FoldArithmetic(NodeContext& c, const std::function<PrimExpr(PrimExpr, PrimExpr)>& fn) {
   absl::StatusOr<DataType> dtype = c.InputDType(0);
-  if (!a.ok() || !b.ok() || !dtype.ok() || !dtype->is_integer()) return std::nullopt;
-  const Value* va = c.InputValue(0);
-  const Value* vb = c.InputValue(1);
-  const int rank_a = va->elements ? va->elements_rank : static_cast<int>(va->data->shape.size());
-  const int rank_b = vb->elements ? vb->elements_rank : static_cast<int>(vb->data->shape.size());
-  if (a->size() != b->size() && a->size() != 1 && b->size() != 1) return std::nullopt;
-  const size_t n = std::max(a->size(), b->size());
-  std::vector<PrimExpr> out;
-  tir::Analyzer analyzer;
-  for (size_t i = 0; i < n; ++i) {
-    out.push_back(analyzer.Simplify(fn((*a)[a->size() == 1 ? 0 : i], (*b)[b->size() == 1 ? 0 : i])));
-  }
-  return Value::OfElements(std::move(out), *dtype, std::max(rank_a, rank_b));
+  if (!dtype.ok() || !dtype->is_integer()) return std::nullopt;
+  return FoldShapeValues(c, 2, std::nullopt, [&](const std::vector<PrimExpr>& e) -> std::optional<PrimExpr> {
+    return fn(e[0], e[1]);
+  });
 }
 
-// Binary op `kiln_op`; `fold` (may be empty) folds shape values.
-ConverterFn Binary(std::string kiln_op, std::function<PrimExpr(PrimExpr, PrimExpr)> fold = nullptr) {
-  return [kiln_op, fold](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
+// A comparison of shape values whose outcome the analyzer proves: a bool shape value.
+std::optional<Value> FoldComparison(NodeContext& c, const std::function<PrimExpr(PrimExpr, PrimExpr)>& condition) {
+  return FoldShapeValues(c, 2, DataType::Bool(), [&](const std::vector<PrimExpr>& e) {
+    return ProvenTruth(condition(e[0], e[1]));
+  });
+}
+
+// Binary op `kiln_op`; `fold` (may be empty) folds shape values with FoldArithmetic, or
+// with FoldComparison when `comparison`.
+ConverterFn Binary(std::string kiln_op, std::function<PrimExpr(PrimExpr, PrimExpr)> fold = nullptr,
+                   bool comparison = false) {
+  return [kiln_op, fold, comparison](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
     if (fold) {
-      if (std::optional<Value> folded = FoldElements(c, fold)) return std::vector<Value>{*folded};
+      std::optional<Value> folded = comparison ? FoldComparison(c, fold) : FoldArithmetic(c, fold);
+      if (folded) return std::vector<Value>{*folded};
     }
     KILN_ASSIGN_OR_RETURN(Expr a, c.Input(0));
     KILN_ASSIGN_OR_RETURN(Expr b, c.Input(1));
@@ -103,6 +103,16 @@ ConverterFn Activation(std::function<absl::StatusOr<Expr>(NodeContext&, Expr, Da
 }
 
 absl::StatusOr<std::vector<Value>> ConvertWhere(NodeContext& c) {
+  // A proven condition over shape values picks elements at import time.
+  absl::StatusOr<DataType> picked = c.InputDType(1);
+  if (picked.ok() && picked->is_integer()) {
+    std::optional<Value> folded = FoldShapeValues(c, 3, *picked, [](const std::vector<PrimExpr>& e) {
+      std::optional<PrimExpr> truth = ProvenTruth(tir::NE(e[0], PrimExpr(0)));
+      if (!truth) return std::optional<PrimExpr>();
+      return std::optional<PrimExpr>(truth->as_int() == 1 ? e[1] : e[2]);
+    });
+    if (folded) return std::vector<Value>{*folded};
+  }
   KILN_ASSIGN_OR_RETURN(Expr cond, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(1));
   KILN_ASSIGN_OR_RETURN(Expr y, c.Input(2));
@@ -142,11 +152,11 @@ void RegisterElementwiseConverters(ConverterRegistry& r) {
   // Shape values are non-negative, where truncating and floor division agree.
   r.Register("Div", Binary("divide", [](PrimExpr a, PrimExpr b) { return tir::FloorDiv(a, b); }));
   r.Register("Pow", ConvertPow);
-  r.Register("Equal", Binary("equal"));
-  r.Register("Less", Binary("less"));
-  r.Register("Greater", Binary("greater"));
-  r.Register("LessOrEqual", Binary("less_equal"), 12);
-  r.Register("GreaterOrEqual", Binary("greater_equal"), 12);
+  r.Register("Equal", Binary("equal", tir::EQ, true));
+  r.Register("Less", Binary("less", tir::LT, true));
+  r.Register("Greater", Binary("greater", tir::GT, true));
+  r.Register("LessOrEqual", Binary("less_equal", tir::LE, true), 12);
+  r.Register("GreaterOrEqual", Binary("greater_equal", tir::GE, true), 12);
   r.Register("Where", ConvertWhere, 9);
   r.Register("Sum", Variadic("add", false));
   r.Register("Mean", Variadic("add", true));
@@ -157,7 +167,7 @@ void RegisterElementwiseConverters(ConverterRegistry& r) {
   r.Register("Neg", [](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
     // -shape values stay shape values (expanded LayerNormalization negates its axis count).
     const Value* v = c.InputValue(0);
-    if (v != nullptr && !v->expr.defined() && c.InputElementsKnown(0)) {
+    if (v != nullptr && c.InputElementsKnown(0)) {
       KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> e, c.InputElements(0));
       KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
       if (dtype.is_int()) {

@@ -12,6 +12,7 @@
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
+#include "frontends/onnx/converters/shape_value_folding.h"
 #include "support/status_macros.h"
 
 namespace kiln::frontends::onnx {
@@ -70,6 +71,20 @@ absl::StatusOr<std::vector<Value>> ConvertClip(NodeContext& c) {
 absl::StatusOr<std::vector<Value>> ConvertMod(NodeContext& c) {
   const int64_t fmod = c.AttrInt("fmod", 0);
   if (fmod != 0 && fmod != 1) return c.Error("attribute fmod must be 0 or 1, got ", fmod);
+  // Shape values: floor_mod on the elements; C's fmod only on constants (its sign rule
+  // differs from floor_mod's for negative operands).
+  absl::StatusOr<tir::DataType> dtype = c.InputDType(0);
+  if (dtype.ok() && dtype->is_integer()) {
+    std::optional<Value> folded =
+        FoldShapeValues(c, 2, std::nullopt, [fmod](const std::vector<PrimExpr>& e) -> std::optional<PrimExpr> {
+          std::optional<int64_t> a = e[0].as_int(), b = e[1].as_int();
+          if (b && *b == 0) return std::nullopt;  // the run-time kernel decides what x mod 0 is
+          if (fmod == 0) return tir::FloorMod(e[0], e[1]);
+          if (!a || !b) return std::nullopt;
+          return PrimExpr(*a % *b);
+        });
+    if (folded) return std::vector<Value>{*folded};
+  }
   KILN_ASSIGN_OR_RETURN(Expr a, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr b, c.Input(1));
   KILN_ASSIGN_OR_RETURN(Expr out, c.Call(fmod == 1 ? "mod" : "floor_mod", {a, b}));
@@ -126,22 +141,40 @@ absl::StatusOr<std::vector<Value>> ConvertShrink(NodeContext& c) {
   return Outputs(out);
 }
 
+// Not / And / Or / Xor: folded on bool shape values when `condition` (of the elements) is
+// proved either way, else Kiln's `kiln_op`.
+ConverterFn ConvertLogical(std::string kiln_op, int arity, std::function<PrimExpr(const std::vector<PrimExpr>&)> condition) {
+  return [kiln_op, arity, condition](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
+    std::optional<Value> folded = FoldShapeValues(c, arity, tir::DataType::Bool(),
+                                                  [&](const std::vector<PrimExpr>& e) { return ProvenTruth(condition(e)); });
+    if (folded) return std::vector<Value>{*folded};
+    return Direct(kiln_op, arity)(c);
+  };
+}
+
 }  // namespace
 
 void RegisterMathConverters(ConverterRegistry& r) {
   for (auto [onnx_op, kiln_op] : {std::pair{"Abs", "abs"}, {"Ceil", "ceil"}, {"Floor", "floor"}, {"Erf", "erf"},
                                   {"Sin", "sin"}, {"Cos", "cos"}, {"Tan", "tan"}, {"Asin", "asin"}, {"Acos", "acos"},
                                   {"Atan", "atan"}, {"Sinh", "sinh"}, {"Cosh", "cosh"}, {"Asinh", "asinh"},
-                                  {"Acosh", "acosh"}, {"Atanh", "atanh"}, {"Not", "logical_not"}}) {
+                                  {"Acosh", "acosh"}, {"Atanh", "atanh"}}) {
     r.Register(onnx_op, Direct(kiln_op, 1));
   }
+  r.Register("Not", ConvertLogical("logical_not", 1, [](const std::vector<PrimExpr>& e) { return tir::EQ(e[0], 0); }));
+  r.Register("And", ConvertLogical("logical_and", 2, [](const std::vector<PrimExpr>& e) {
+               return tir::And(tir::NE(e[0], 0), tir::NE(e[1], 0));
+             }), 7);
+  r.Register("Or", ConvertLogical("logical_or", 2, [](const std::vector<PrimExpr>& e) {
+               return tir::Or(tir::NE(e[0], 0), tir::NE(e[1], 0));
+             }), 7);
+  r.Register("Xor", ConvertLogical("logical_xor", 2, [](const std::vector<PrimExpr>& e) {
+               return tir::NE(tir::NE(e[0], 0), tir::NE(e[1], 0));
+             }), 7);
   r.Register("Round", Direct("round", 1), 11);
   r.Register("Sign", Direct("sign", 1), 9);
   r.Register("IsNaN", Direct("isnan", 1), 9);
   r.Register("IsInf", ConvertIsInf, 10);
-  for (auto [onnx_op, kiln_op] : {std::pair{"And", "logical_and"}, {"Or", "logical_or"}, {"Xor", "logical_xor"}}) {
-    r.Register(onnx_op, Direct(kiln_op, 2), 7);
-  }
   for (auto [onnx_op, kiln_op] :
        {std::pair{"BitwiseAnd", "bitwise_and"}, {"BitwiseOr", "bitwise_or"}, {"BitwiseXor", "bitwise_xor"}}) {
     r.Register(onnx_op, Direct(kiln_op, 2), 18);

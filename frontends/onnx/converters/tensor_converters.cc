@@ -8,6 +8,7 @@
 // before Kiln slices at run-time positions) need that input at import time: a constant, a
 // shape value or a bound graph input (NodeContext::InputElements).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 
@@ -28,8 +29,8 @@ using tir::DataType;
 absl::StatusOr<int> RankOf(NodeContext& c, int i) {
   const Value* v = c.InputValue(i);
   if (v == nullptr) return c.Error("input ", i, " is required but missing");
-  if (!v->expr.defined() && v->elements) return v->elements_rank;
-  if (!v->expr.defined() && v->data) return static_cast<int>(v->data->shape.size());
+  if (v->elements) return v->elements_rank;
+  if (v->data) return static_cast<int>(v->data->shape.size());
   KILN_ASSIGN_OR_RETURN(const relax::TensorStructInfoNode* t, c.InputInfo(i));
   return t->ndim;
 }
@@ -37,16 +38,26 @@ absl::StatusOr<int> RankOf(NodeContext& c, int i) {
 // Input 0's shape, also for values known only by elements or data.
 absl::StatusOr<std::vector<PrimExpr>> ShapeOf(NodeContext& c, int i) {
   const Value* v = c.InputValue(i);
-  if (v != nullptr && !v->expr.defined() && v->elements) {
+  if (v != nullptr && v->elements) {
     if (v->elements_rank == 0) return std::vector<PrimExpr>{};
     return std::vector<PrimExpr>{PrimExpr(static_cast<int64_t>(v->elements->size()))};
   }
-  if (v != nullptr && !v->expr.defined() && v->data) {
+  if (v != nullptr && v->data) {
     std::vector<PrimExpr> out;
     for (int64_t d : v->data->shape) out.push_back(PrimExpr(d));
     return out;
   }
   return c.InputShape(i);
+}
+
+// Input 0's known elements (a shape value, or small integer data) as a shape value of rank
+// 0 or 1: what Reshape / Squeeze / Unsqueeze of one to rank <= 1 give. nullopt otherwise.
+std::optional<Value> KnownElementsWithRank(NodeContext& c, int rank) {
+  if (rank > 1 || !c.InputElementsKnown(0)) return std::nullopt;
+  absl::StatusOr<std::vector<PrimExpr>> elements = c.InputElements(0);
+  absl::StatusOr<DataType> dtype = c.InputDType(0);
+  if (!elements.ok() || !dtype.ok()) return std::nullopt;
+  return Value::OfElements(*std::move(elements), *dtype, rank);
 }
 
 // Python slicing of [0, n) with step: the selected indices.
@@ -113,11 +124,8 @@ absl::StatusOr<std::vector<Value>> ConvertReshape(NodeContext& c) {
   }
   if (minus_one > 1) return c.Error("the shape has more than one -1");
   // A shape value reshaped to rank 0 or 1 stays a shape value.
-  const Value* v = c.InputValue(0);
-  if (v->elements && !v->expr.defined() && target.size() <= 1) {
-    Value out = *v;
-    out.elements_rank = static_cast<int>(target.size());
-    return std::vector<Value>{out};
+  if (std::optional<Value> known = KnownElementsWithRank(c, static_cast<int>(target.size()))) {
+    return std::vector<Value>{*known};
   }
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr out, Reshape(c, x, target));
@@ -171,11 +179,8 @@ absl::StatusOr<std::vector<Value>> ConvertSqueeze(NodeContext& c) {
   for (int64_t a = 0; a < ndim; ++a) {
     if (!drop[a]) out.push_back(in[a]);
   }
-  const Value* v = c.InputValue(0);
-  if (v->elements && !v->expr.defined()) {
-    Value result = *v;
-    result.elements_rank = static_cast<int>(out.size());
-    if (out.size() <= 1) return std::vector<Value>{result};
+  if (std::optional<Value> known = KnownElementsWithRank(c, static_cast<int>(out.size()))) {
+    return std::vector<Value>{*known};
   }
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr r, Reshape(c, x, out));
@@ -193,11 +198,8 @@ absl::StatusOr<std::vector<Value>> ConvertUnsqueeze(NodeContext& c) {
   std::vector<PrimExpr> out;
   size_t next = 0;
   for (int64_t a = 0; a < out_ndim; ++a) out.push_back(inserted[a] ? PrimExpr(1) : in[next++]);
-  const Value* v = c.InputValue(0);
-  if (v->elements && !v->expr.defined() && out_ndim <= 1) {
-    Value result = *v;
-    result.elements_rank = static_cast<int>(out_ndim);
-    return std::vector<Value>{result};
+  if (std::optional<Value> known = KnownElementsWithRank(c, static_cast<int>(out_ndim))) {
+    return std::vector<Value>{*known};
   }
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr r, Reshape(c, x, out));
@@ -210,7 +212,7 @@ absl::StatusOr<std::vector<Value>> ConvertConcat(NodeContext& c) {
   bool all_elements = c.num_inputs() > 0;
   for (int i = 0; i < c.num_inputs(); ++i) {
     const Value* v = c.InputValue(i);
-    all_elements &= v != nullptr && !v->expr.defined() && c.InputElementsKnown(i) &&
+    all_elements &= v != nullptr && c.InputElementsKnown(i) &&
                     (v->elements ? v->elements_rank == 1 : v->data->shape.size() == 1);
   }
   if (all_elements) {
@@ -319,7 +321,7 @@ absl::StatusOr<std::vector<Value>> ConvertSlice(NodeContext& c) {
     if (s == 0) return c.Error("a step is 0");
   }
   const Value* v = c.InputValue(0);
-  if (v->elements && !v->expr.defined() && v->elements_rank == 1) {
+  if (v->elements && v->elements_rank == 1) {
     const std::vector<PrimExpr>& e = *v->elements;
     std::vector<PrimExpr> out;
     for (int64_t i : SliceIndices(static_cast<int64_t>(e.size()), starts[0], ends[0], steps[0])) out.push_back(e[i]);
@@ -339,7 +341,7 @@ absl::StatusOr<Expr> WrapNegativeIndices(NodeContext& c, int input, const PrimEx
   const Value* v = c.InputValue(input);
   KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(input));
   std::vector<int64_t> dims;
-  if (!v->expr.defined() && v->data && AllConstant({dim}, &dims)) {
+  if (v->data && AllConstant({dim}, &dims)) {
     relax::ConstantData data = *v->data;
     std::vector<double> values;
     bool changed = false;
@@ -372,7 +374,7 @@ absl::StatusOr<std::vector<Value>> ConvertGather(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(c, c.AttrInt("axis", 0), static_cast<int64_t>(in.size())));
   const Value* v = c.InputValue(0);
   // Gathering from a shape value with constant indices: a shape value.
-  if (v->elements && !v->expr.defined() && c.InputElementsKnown(1)) {
+  if (v->elements && c.InputElementsKnown(1)) {
     absl::StatusOr<std::vector<int64_t>> indices = c.InputInts(1);
     KILN_ASSIGN_OR_RETURN(int indices_rank, RankOf(c, 1));
     if (indices.ok() && indices_rank <= 1) {
@@ -437,10 +439,20 @@ absl::StatusOr<DataType> CastTarget(NodeContext& c) {
 absl::StatusOr<std::vector<Value>> CastTo(NodeContext& c, DataType dtype) {
   const Value* v = c.InputValue(0);
   if (v == nullptr) return c.Error("input 0 is required");
-  if (v->elements && !v->expr.defined() && dtype.is_integer()) {
-    Value out = *v;
-    out.elements_dtype = dtype;
-    return std::vector<Value>{out};
+  if (v->elements && dtype.is_integer()) {
+    return std::vector<Value>{Value::OfElements(*v->elements, dtype, v->elements_rank)};
+  }
+  // Small constants cast at import time, so that an operator reading them as attributes
+  // (Pad's constant_value from a CastLike of -inf in Attention's body) still can.
+  auto plain = [](DataType t) {
+    return t.is_bool() || t.is_bfloat() || (t.is_integer() && t.bits() >= 8) ||
+           (t.is_float() && (t.bits() == 16 || t.bits() == 32 || t.bits() == 64));
+  };
+  if (v->data && !v->data->is_external() && v->data->numel() <= kMaxShapeValueElements && plain(v->data->dtype) &&
+      (dtype.is_bool() || (dtype.is_floating() && plain(dtype)))) {
+    std::vector<double> values;
+    for (int64_t i = 0; i < v->data->numel(); ++i) values.push_back(ElementAsDouble(*v->data, i));
+    return std::vector<Value>{Value::OfData(DataFromDoubles(values, dtype, v->data->shape))};
   }
   KILN_ASSIGN_OR_RETURN(DataType from, c.InputDType(0));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
@@ -457,6 +469,21 @@ absl::StatusOr<std::vector<Value>> CastTo(NodeContext& c, DataType dtype) {
 absl::StatusOr<std::vector<Value>> ConvertCast(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(DataType dtype, CastTarget(c));
   return CastTo(c, dtype);
+}
+
+// BitCast (opset 26): the bits of each element read as `to`, of the same width.
+absl::StatusOr<std::vector<Value>> ConvertBitCast(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(DataType dtype, CastTarget(c));
+  KILN_ASSIGN_OR_RETURN(DataType from, c.InputDType(0));
+  const int from_bits = from.is_bool() ? 8 : from.bits(), to_bits = dtype.is_bool() ? 8 : dtype.bits();
+  if (from_bits != to_bits) {
+    return c.Error("cannot reinterpret ", from.ToString(), " (", from_bits, " bits) as ", dtype.ToString(), " (",
+                   to_bits, " bits): the widths must be equal");
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  if (from == dtype) return Outputs(x);
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("bitcast", {x}, {{"dtype", dtype}}));
+  return Outputs(out);
 }
 
 absl::StatusOr<std::vector<Value>> ConvertCastLike(NodeContext& c) {
@@ -516,6 +543,40 @@ absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
   return Outputs(out);
 }
 
+// Range whose bounds are known only at run time: the count max(ceil((limit - start) / delta), 0)
+// computed as a tensor (in float64), made a shape by tensor_to_shape and named by a match_cast
+// with a fresh dim n; the result is start + arange(n) * delta, ONNX's definition.
+absl::StatusOr<std::vector<Value>> RangeAtRunTime(NodeContext& c, DataType dtype) {
+  std::vector<Expr> bounds;
+  for (int i = 0; i < 3; ++i) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(i));
+    if (!shape.empty()) return c.Error("start, limit and delta must be scalars");
+    KILN_ASSIGN_OR_RETURN(Expr x, c.Input(i));
+    KILN_ASSIGN_OR_RETURN(Expr wide, c.Call("astype", {x}, {{"dtype", DataType::Float(64)}}));
+    bounds.push_back(wide);
+  }
+  KILN_ASSIGN_OR_RETURN(Expr span, c.Call("subtract", {bounds[1], bounds[0]}));
+  KILN_ASSIGN_OR_RETURN(Expr steps, c.Call("divide", {span, bounds[2]}));
+  KILN_ASSIGN_OR_RETURN(steps, c.Call("ceil", {steps}));
+  KILN_ASSIGN_OR_RETURN(steps, c.Call("maximum", {steps, ScalarConstant(0, DataType::Float(64))}));
+  KILN_ASSIGN_OR_RETURN(Expr count, c.Call("astype", {steps}, {{"dtype", DataType::Int64()}}));
+  KILN_ASSIGN_OR_RETURN(count, Reshape(c, count, {PrimExpr(int64_t{1})}));
+  KILN_ASSIGN_OR_RETURN(Expr shape, c.Call("tensor_to_shape", {count}));
+  std::string name;
+  for (char ch : absl::StrCat(c.has_output(0) ? c.node().output(0) : std::string("range"), "_count")) {
+    name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  }
+  const tir::Var n = tir::Var::Shape(name);
+  absl::StatusOr<relax::Var> named = c.builder().EmitMatchCast(shape, relax::ShapeSInfo({n}), name);
+  if (!named.ok()) return c.Annotate(named.status());
+  KILN_ASSIGN_OR_RETURN(Expr index, c.Call("arange", {relax::PrimValue(n)}, {{"dtype", dtype}}));
+  KILN_ASSIGN_OR_RETURN(Expr start, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr delta, c.Input(2));
+  KILN_ASSIGN_OR_RETURN(Expr scaled, c.Call("multiply", {index, delta}));
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("add", {scaled, start}));
+  return Outputs(out);
+}
+
 absl::StatusOr<std::vector<Value>> ConvertRange(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
   // Integer bounds that are shape values: a symbolic arange.
@@ -531,6 +592,11 @@ absl::StatusOr<std::vector<Value>> ConvertRange(NodeContext& c) {
                                              {{"dtype", dtype}}));
       return Outputs(out);
     }
+  }
+  // A bound computed from run-time data (not a graph input, which binding makes known).
+  for (int i = 0; i < 3; ++i) {
+    const Value* v = c.InputValue(i);
+    if (v != nullptr && !v->data && !v->elements && !c.InputIsGraphInput(i)) return RangeAtRunTime(c, dtype);
   }
   KILN_ASSIGN_OR_RETURN(relax::ConstantData start, c.InputData(0));
   KILN_ASSIGN_OR_RETURN(relax::ConstantData limit, c.InputData(1));
@@ -604,6 +670,7 @@ void RegisterTensorConverters(ConverterRegistry& r) {
   r.Register("Expand", ConvertExpand, 8);
   r.Register("Cast", ConvertCast);
   r.Register("CastLike", ConvertCastLike, 15);
+  r.Register("BitCast", ConvertBitCast, 26);
   r.Register("Constant", ConvertConstant);
   r.Register("ConstantOfShape", ConvertConstantOfShape, 9);
   r.Register("Range", ConvertRange, 11);
