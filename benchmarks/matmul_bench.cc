@@ -5,7 +5,11 @@
 // runtime's thread pool. Prints GFLOP/s for each and the ratios Kiln / peer.
 //
 //   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
-//                                 [--pypi-openblas=PATH]
+//                                 [--pypi-openblas=PATH] [--cublas]
+//
+// --cublas: on a CUDA GPU, Kiln's generated cuda matmul against cuBLAS in the same run
+// (benchmarks/cublas_peer.h), each checked against the other first; without a GPU or
+// libcublas it prints why and exits 0.
 //
 // A size "S" is the square S x S x S; "mM" is C[M, 4096] = A[M, 4096] @ W[4096, 4096]; for
 // M <= 8 (GEMV-like: bound by reading the weight) it also prints the weight's bandwidth.
@@ -28,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "benchmarks/cublas_peer.h"
 #include "benchmarks/openblas_peer.h"
 #include "benchmarks/pypi_openblas_peer.h"
 #include "codegen/cpu_shared_object.h"
@@ -169,6 +174,49 @@ bool ParseSizes(const std::string& list, std::vector<Shape>* shapes) {
   return true;
 }
 
+// --cublas: Kiln's generated cuda kernel against cuBLAS on the same GPU.
+int RunAgainstCublas(const std::vector<Shape>& shapes) {
+  absl::StatusOr<kiln::bench::CublasPeer> peer = kiln::bench::CublasPeer::Open();
+  if (!peer.ok()) {
+    std::printf("matmul_bench --cublas: no CUDA GPU with cuBLAS here (%s); nothing to run\n",
+                std::string(peer.status().message()).c_str());
+    return 0;
+  }
+  kiln::vm::Device* gpu = peer->device();
+  std::printf("Kiln's generated cuda matmul against cuBLAS on %s\n\n", gpu->name().c_str());
+  std::printf("%-22s %9s %9s %11s %9s\n", "shape", "Kiln", "cuBLAS", "Kiln/cuBLAS", "max err");
+  std::printf("%-22s %9s %9s\n", "", "GF/s", "GF/s");
+  for (const Shape& s : shapes) {
+    Tensor a = OrDie(Random({s.m, s.k}, 1).CopyTo(gpu), "copy to the GPU");
+    Tensor w = OrDie(Random({s.k, s.n}, 2).CopyTo(gpu), "copy to the GPU");
+    Tensor c = OrDie(Tensor::Empty({s.m, s.n}, kF32, gpu), "allocate on the GPU");
+    std::unique_ptr<kiln::vm::VirtualMachine> kiln = OrDie(kiln::bench::GeneratedCudaMatmul(s.k, s.n, gpu), "compile");
+    auto run_kiln = [&] {
+      kiln::vm::Value y = OrDie(kiln->Invoke("main", {kiln::vm::Value(a), kiln::vm::Value(w)}), "Kiln's matmul");
+      if (absl::Status done = gpu->Synchronize(); !done.ok()) Die(std::string(done.message()));
+      return y;
+    };
+    auto run_cublas = [&] {
+      if (absl::Status done = peer->Matmul(a, w, c); !done.ok()) Die("cuBLAS: " + std::string(done.message()));
+    };
+    Tensor from_kiln = OrDie(run_kiln().as_tensor().CopyTo(kiln::vm::CpuDevice()), "copy back");
+    run_cublas();
+    Tensor from_cublas = OrDie(c.CopyTo(kiln::vm::CpuDevice()), "copy back");
+    const double max_err = MaxRelativeError(from_kiln, from_cublas);
+    if (max_err > 1e-3) {
+      std::printf("%-22s results disagree: max relative error %.3g\n", s.name.c_str(), max_err);
+      return 1;
+    }
+    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
+    const double kiln_s = MedianSeconds([&] { run_kiln(); });
+    const double cublas_s = MedianSeconds(run_cublas);
+    std::printf("%-22s %9.1f %9.1f %11.3f %9.2g\n", s.name.c_str(), flops / kiln_s * 1e-9, flops / cublas_s * 1e-9,
+                cublas_s / kiln_s, max_err);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -176,6 +224,7 @@ int main(int argc, char** argv) {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string openblas_core;
   std::string pypi_openblas;
+  bool cublas = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -192,19 +241,23 @@ int main(int argc, char** argv) {
       openblas_core = v;
     } else if (const char* v = value("--pypi-openblas")) {
       pypi_openblas = v;
+    } else if (arg == "--cublas") {
+      cublas = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
                    "          [--pypi-openblas=PATH]\n"
                    "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
                    "                   else OpenBLAS's own choice)\n"
-                   "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n",
+                   "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n"
+                   "  --cublas         on a CUDA GPU: Kiln's generated cuda matmul against cuBLAS\n",
                    argv[0]);
       return 2;
     }
   }
   std::vector<Shape> shapes;
   if (!ParseSizes(sizes, &shapes)) return 2;
+  if (cublas) return RunAgainstCublas(shapes);
 
   const kiln::builtins::OpenBlasLibrary& blas = kiln::bench::LoadOpenBlasPeer(openblas_core, threads);
   kiln::bench::PypiOpenBlas pypi;

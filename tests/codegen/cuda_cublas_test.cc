@@ -38,39 +38,42 @@ struct CublasCase {
   bool has_generated_kernels = false;
 };
 
+// gtest prints a parameter by its name, not its bytes.
+void PrintTo(const CublasCase& cc, std::ostream* os) { *os << cc.c.name; }
+
 std::vector<CublasCase> CublasCases() {
   const Sizes rows = {{{"n", 1}}, {{"n", 7}}, {{"n", 300}}, {{"n", 1031}}};
   const Sizes short_rows = {{{"n", 1}}, {{"n", 7}}, {{"n", 300}}};
   std::vector<CublasCase> cases;
-  cases.push_back({{"cublas_f32_nn", {{"x", {"n", "256"}}, {"w", {"256", "128"}}}, "R.matmul(x, w)", rows, 1e-4, 1e-4},
+  cases.push_back({{"cublas_f32_nn", {P("x", {"n", "256"}), P("w", {"256", "128"})}, "R.matmul(x, w)", rows, 1e-4, 1e-4},
                    "kiln.cublas.gemm_nn"});
   // A linear layer: the weight transposed by permute_dims is read transposed by cuBLAS.
-  Case nt{"cublas_f32_nt", {{"x", {"n", "256"}}, {"w", {"128", "256"}}}, "R.matmul(x, %wt)", rows, 1e-4, 1e-4};
-  nt.prelude = "%wt = R.permute_dims(w, axes=[1, 0])\n";
+  Case nt{"cublas_f32_nt", {P("x", {"n", "256"}), P("w", {"128", "256"})}, "R.matmul(x, wt)", rows, 1e-4, 1e-4};
+  nt.prelude = "wt = R.permute_dims(w, axes=[1, 0])\n";
   cases.push_back({nt, "kiln.cublas.gemm_nt"});
-  Case tn{"cublas_f32_tn", {{"a", {"256", "n"}}, {"w", {"256", "128"}}}, "R.matmul(%at, w)", short_rows, 1e-4, 1e-4};
-  tn.prelude = "%at = R.permute_dims(a, axes=[1, 0])\n";
+  Case tn{"cublas_f32_tn", {P("a", {"256", "n"}), P("w", {"256", "128"})}, "R.matmul(at, w)", short_rows, 1e-4, 1e-4};
+  tn.prelude = "at = R.permute_dims(a, axes=[1, 0])\n";
   cases.push_back({tn, "kiln.cublas.gemm_tn"});
   // float16 operands summed in float32, rounded to float16 (or kept float32) once.
-  cases.push_back({{"cublas_f16", {{"x", {"n", "256"}, "float16"}, {"w", {"256", "128"}, "float16"}}, "R.matmul(x, w)",
+  cases.push_back({{"cublas_f16", {P("x", {"n", "256"}, "float16"), P("w", {"256", "128"}, "float16")}, "R.matmul(x, w)",
                     short_rows, 1e-2, 1e-2},
                    "kiln.cublas.gemm_nn"});
-  cases.push_back({{"cublas_f16_f32_out", {{"x", {"n", "256"}, "float16"}, {"w", {"256", "128"}, "float16"}},
+  cases.push_back({{"cublas_f16_f32_out", {P("x", {"n", "256"}, "float16"), P("w", {"256", "128"}, "float16")},
                     "R.matmul(x, w, out_dtype=\"float32\")", short_rows, 1e-3, 1e-3},
                    "kiln.cublas.gemm_nn"});
   // Batched: attention scores q @ k^T (both batched, symbolic n), and a weight shared by the batch.
-  Case scores{"cublas_batched_scores", {{"q", {"3", "n", "64"}}, {"k", {"3", "n", "64"}}}, "R.matmul(q, %kt)",
+  Case scores{"cublas_batched_scores", {P("q", {"3", "n", "64"}), P("k", {"3", "n", "64"})}, "R.matmul(q, kt)",
               short_rows, 1e-4, 1e-4};
-  scores.prelude = "%kt = R.permute_dims(k, axes=[0, 2, 1])\n";
+  scores.prelude = "kt = R.permute_dims(k, axes=[0, 2, 1])\n";
   cases.push_back({scores, "kiln.cublas.gemm_nt"});
-  cases.push_back({{"cublas_batched_shared_weight", {{"x", {"2", "n", "128"}}, {"w", {"128", "64"}}}, "R.matmul(x, w)",
+  cases.push_back({{"cublas_batched_shared_weight", {P("x", {"2", "n", "128"}), P("w", {"128", "64"})}, "R.matmul(x, w)",
                     short_rows, 1e-4, 1e-4},
                    "kiln.cublas.gemm_nn"});
   // One function mixing cuBLAS and generated kernels: matmul, bias + relu (fused, generated),
   // a second matmul on the result.
-  Case mlp{"cublas_mixed_mlp", {{"x", {"n", "256"}}, {"w0", {"256", "128"}}, {"b0", {"128"}}, {"w1", {"128", "64"}}},
-           "R.matmul(%r, w1)", short_rows, 1e-4, 1e-4};
-  mlp.prelude = "%h = R.matmul(x, w0)\n%y = R.add(%h, b0)\n%r = R.relu(%y)\n";
+  Case mlp{"cublas_mixed_mlp", {P("x", {"n", "256"}), P("w0", {"256", "128"}), P("b0", {"128"}), P("w1", {"128", "64"})},
+           "R.matmul(rl, w1)", short_rows, 1e-4, 1e-4};
+  mlp.prelude = "h = R.matmul(x, w0)\ny = R.add(h, b0)\nrl = R.relu(y)\n";
   cases.push_back({mlp, "kiln.cublas.gemm_nn", /*has_generated_kernels=*/true});
   return cases;
 }
