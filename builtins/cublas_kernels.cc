@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "builtins/cublas_library.h"
 #include "builtins/default_builtins.h"
+#include "builtins/kernel_tensor_checks.h"
 #include "vm/device.h"
 
 namespace kiln::builtins {
@@ -35,16 +36,6 @@ std::string ShapeText(const DLTensor* t) {
   std::string s = "[";
   for (int i = 0; i < t->ndim; ++i) absl::StrAppend(&s, i ? ", " : "", t->shape[i]);
   return s + "]";
-}
-
-bool IsCompact(const DLTensor* t) {
-  if (t->strides == nullptr) return true;
-  int64_t expected = 1;
-  for (int i = t->ndim - 1; i >= 0; --i) {
-    if (t->shape[i] != 1 && t->strides[i] != expected) return false;
-    expected *= t->shape[i];
-  }
-  return true;
 }
 
 // CUDA_R_32F / CUDA_R_16F, or -1 for any other dtype.
@@ -93,8 +84,12 @@ int32_t Gemm(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
   if (a_type < 0 || a_type != b_type || out_type < 0 || (a_type == kCudaR32F && out_type != kCudaR32F)) {
     return Fail(ctx, name + " needs float32 operands and result, or float16 operands and a float16 or float32 result");
   }
-  if (!IsCompact(a) || !IsCompact(b) || !IsCompact(out)) return Fail(ctx, name + " needs compact row-major tensors");
-  if (a->ndim < 2 || b->ndim < 2 || out->ndim < 2) return Fail(ctx, name + " needs operands of rank 2 or more, got " + shapes);
+  if (!IsCompactRowMajor(a) || !IsCompactRowMajor(b) || !IsCompactRowMajor(out)) {
+    return Fail(ctx, name + " needs compact row-major tensors");
+  }
+  if (a->ndim < 2 || b->ndim < 2 || out->ndim < 2) {
+    return Fail(ctx, name + " needs operands of rank 2 or more, got " + shapes);
+  }
   const int64_t m = kTransA ? a->shape[a->ndim - 1] : a->shape[a->ndim - 2];
   const int64_t k = kTransA ? a->shape[a->ndim - 2] : a->shape[a->ndim - 1];
   const int64_t kb = kTransB ? b->shape[b->ndim - 1] : b->shape[b->ndim - 2];
