@@ -48,7 +48,7 @@ std::vector<CublasCase> CublasCases() {
   cases.push_back({{"cublas_f32_nn", {P("x", {"n", "256"}), P("w", {"256", "128"})}, "R.matmul(x, w)", rows, 1e-4, 1e-4},
                    "kiln.cublas.gemm_nn"});
   // A linear layer: the weight transposed by permute_dims is read transposed by cuBLAS.
-  Case nt{"cublas_f32_nt", {P("x", {"n", "256"}), P("w", {"128", "256"})}, "R.matmul(x, wt)", rows, 1e-4, 1e-4};
+  Case nt{"cublas_f32_nt", {P("x", {"n", "256"}), P("w", {"128", "256"})}, "R.matmul(x, wt)", short_rows, 1e-4, 1e-4};
   nt.prelude = "wt = R.permute_dims(w, axes=[1, 0])\n";
   cases.push_back({nt, "kiln.cublas.gemm_nt"});
   Case tn{"cublas_f32_tn", {P("a", {"256", "n"}), P("w", {"256", "128"})}, "R.matmul(at, w)", short_rows, 1e-4, 1e-4};
