@@ -29,6 +29,7 @@
 #include "support/check.h"
 #include "support/status_macros.h"
 #include "tir/intrinsics.h"
+#include "tir/target.h"
 #include "tir/transform/make_kernel_abi.h"
 #include "tir/transform/pipeline.h"
 #include "vm/kernel_abi.h"
@@ -121,6 +122,9 @@ absl::Status KernelLowering::Run() {
   }
   vars_[params[0].var.get()] = fn->getArg(0);
   vars_[params[1].var.get()] = fn->getArg(1);
+  absl::StatusOr<std::optional<tir::Target>> target = tir::TargetOf(func_);
+  if (!target.ok()) return absl::InvalidArgumentError(absl::StrCat("kernel ", name_, ": ", target.status().message()));
+  gpu_host_ = target->has_value() && (*target)->is_gpu();
   LowerStmt(func_->body);
   if (status_.ok() && b_.GetInsertBlock() != nullptr) b_.CreateRet(b_.getInt32(0));
   return status_;

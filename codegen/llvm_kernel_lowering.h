@@ -185,6 +185,8 @@ class KernelLowering {
   std::unordered_map<const tir::VarNode*, llvm::Value*> vars_;
   std::unordered_map<const tir::BufferNode*, llvm::Value*> buffers_;
   absl::Status status_;
+  // The function is the host part of a GPU function: its allocations are device memory.
+  bool gpu_host_ = false;
 };
 
 }  // namespace kiln::codegen

@@ -347,7 +347,9 @@ void KernelLowering::WithAllocation(const tir::Buffer& buffer, const std::functi
   llvm::Value* ptr;
   llvm::Value* workspace = nullptr;
   auto* constant = llvm::dyn_cast<llvm::ConstantInt>(span);
-  if (constant != nullptr && constant->getSExtValue() * elem_bytes <= kMaxStackAllocationBytes) {
+  // In the host function of a GPU target an allocation is device workspace for its kernels
+  // (tir/transform/split_host_device.h): ctx->workspace_alloc on the GPU, never the stack.
+  if (!gpu_host_ && constant != nullptr && constant->getSExtValue() * elem_bytes <= kMaxStackAllocationBytes) {
     int64_t count = std::max<int64_t>(constant->getSExtValue(), 1);
     llvm::AllocaInst* a = EntryAlloca(llvm::ArrayType::get(elem, count), nullptr, 64, buffer->name);
     ptr = b_.CreatePointerCast(a, elem->getPointerTo(), buffer->name);

@@ -27,6 +27,7 @@ const std::vector<IntrinsicInfo>& Table() {
        {Type::kInt64, Type::kInt64, Type::kInt64, Type::kInt64, Type::kInt64, Type::kInt64, Type::kInt64,
         Type::kInt64},
        /*variadic=*/true},
+      {"address_of", Type::kHandle, {Type::kBufferElement}},
       {"fast_exp", Type::kSameAsArg0, {Type::kFloat32Any}},
       {"fast_log", Type::kSameAsArg0, {Type::kFloat32Any}},
       {"fast_erf", Type::kSameAsArg0, {Type::kFloat32Any}},
@@ -72,6 +73,7 @@ bool Fits(Type type, DataType t) {
     case Type::kFloat32Any: return t.element_of() == DataType::Float32();
     case Type::kFloatAny: return t.is_float();
     case Type::kScalar: return t.is_scalar() && (t.is_integer() || t.is_float() || t.is_handle() || t.is_bool());
+    case Type::kBufferElement:  // the node's kind, checked by CheckIntrinsicCall
     case Type::kSameAsArg0: return false;
   }
   return false;
@@ -87,6 +89,7 @@ const char* Describe(Type type) {
     case Type::kFloat32Any: return "float32 (any lanes)";
     case Type::kFloatAny: return "a float type";
     case Type::kScalar: return "a scalar int, float or handle";
+    case Type::kBufferElement: return "a buffer element B[i]";
     case Type::kSameAsArg0: return "?";
   }
   return "?";
@@ -123,9 +126,12 @@ absl::Status CheckIntrinsicCall(std::string_view name, const std::vector<PrimExp
   }
   for (size_t i = 0; i < args.size(); ++i) {
     Type want = i < info->args.size() ? info->args[i] : Type::kScalar;
-    if (!Fits(want, args[i].dtype())) {
+    bool fits = want == Type::kBufferElement ? args[i].as<BufferLoadNode>() != nullptr : Fits(want, args[i].dtype());
+    if (!fits) {
       return absl::InvalidArgumentError(absl::StrCat("argument ", i + 1, " of '", n, "' must be ", Describe(want),
-                                                     ", found ", args[i].dtype().ToString()));
+                                                     ", found ",
+                                                     want == Type::kBufferElement ? ToString(args[i])
+                                                                                  : args[i].dtype().ToString()));
     }
   }
   return absl::OkStatus();

@@ -25,6 +25,10 @@
 //       -> int32: runs device kernel k (an index into the host function's "device_kernels"
 //       attribute) through ctx->launch with those launch dimensions (int64) and arguments
 //       (int, float or handle scalars); nonzero when the launch failed (its error is set).
+//   address_of(B[i]) -> handle: the address of element i of buffer B (flattened: one
+//       index), where the host function passes a device workspace it allocated (an
+//       `allocate` around the launches) to a kernel as a buffer argument. Its argument must
+//       be a buffer access; nothing is read.
 // Math lowered for a target (tir/transform/lower_intrinsics.h), the argument's type in, the
 // same type out:
 //   fast_exp, fast_log, fast_erf, fast_tanh, fast_sigmoid, fast_expm1, fast_log1p,
@@ -66,6 +70,7 @@ struct IntrinsicInfo {
     kFloatAny,    // any float type, any lanes (argument)
     kSameAsArg0,  // result only
     kScalar,      // a scalar int, float or handle (launch_kernel's trailing arguments)
+    kBufferElement,  // a buffer access B[i] naming an element, not a read (address_of)
   };
   std::string_view name;
   Type result;

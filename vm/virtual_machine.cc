@@ -125,11 +125,7 @@ void* VirtualMachine::WorkspaceAlloc(KilnCallContext* ctx, uint64_t bytes) {
     *static_cast<uint64_t*>(*p) = bytes + 64;
     return static_cast<char*>(*p) + 64;
   }
-  absl::StatusOr<void*> p = device->Allocate(bytes, 64);
-  if (!p.ok()) return nullptr;
-  std::lock_guard<std::mutex> lock(runtime->mutex);
-  runtime->device_workspace[*p] = bytes;
-  return *p;
+  return runtime->device_workspace.Allocate(device, bytes);
 }
 
 void VirtualMachine::WorkspaceFree(KilnCallContext* ctx, void* ptr) {
@@ -140,15 +136,7 @@ void VirtualMachine::WorkspaceFree(KilnCallContext* ctx, void* ptr) {
     runtime->device->Free(block, *reinterpret_cast<uint64_t*>(block));
     return;
   }
-  uint64_t bytes = 0;
-  {
-    std::lock_guard<std::mutex> lock(runtime->mutex);
-    auto it = runtime->device_workspace.find(ptr);
-    if (it == runtime->device_workspace.end()) return;  // not ours: ignore rather than corrupt
-    bytes = it->second;
-    runtime->device_workspace.erase(it);
-  }
-  runtime->device->Free(ptr, bytes);
+  runtime->device_workspace.Free(ptr);  // not ours: ignored rather than corrupting
 }
 
 void VirtualMachine::EnableProfiling(bool enable) {

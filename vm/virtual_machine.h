@@ -34,6 +34,7 @@
 
 #include "absl/status/statusor.h"
 #include "vm/device.h"
+#include "vm/device_workspace_pool.h"
 #include "vm/executable.h"
 #include "vm/kernel_abi.h"
 #include "vm/register_stack.h"
@@ -153,13 +154,13 @@ class VirtualMachine {
   // What kernels reach through ctx->runtime: the message a failing kernel reports through
   // ctx->set_error (tasks of a parallel loop may fail at once on several threads: the first
   // message wins, under the lock), the running kernel's device (workspace_alloc), and the
-  // sizes of workspace blocks on devices whose memory the host cannot write.
+  // workspace blocks on GPU devices, kept for reuse (freeing would wait for their kernels).
   struct KernelRuntime {
     std::mutex mutex;
     std::string message;
     Device* device = nullptr;
     DeviceModule* module = nullptr;  // the running kernel's device code (ctx->launch)
-    std::unordered_map<void*, uint64_t> device_workspace;
+    DeviceWorkspacePool device_workspace;
   };
   KernelRuntime kernel_runtime_;
   static void SetKernelError(KilnCallContext* ctx, const char* message);  // ctx->set_error

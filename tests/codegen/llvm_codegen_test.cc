@@ -19,6 +19,7 @@
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cpu_target.h"
 #include "support/check.h"
+#include "support/status_macros.h"
 #include "tests/tir/bit_kernels.h"
 #include "tests/tir/q4_0.h"
 #include "tir/buffer.h"
@@ -1072,6 +1073,24 @@ int32_t RecordLaunch(KilnCallContext*, int32_t device_kernel, const KilnLaunchDi
   return 0;
 }
 
+// The host half of a GPU function `func`, lowered and loaded as kernel `name` (the
+// object keeps the code alive); `device_kernels` counts the kernels it launches.
+struct GpuHost {
+  std::shared_ptr<vm::KernelObject> object;
+  KilnKernelFn fn = nullptr;
+  size_t device_kernels = 0;
+};
+
+absl::StatusOr<GpuHost> LoadGpuHost(const std::string& name, const PrimFunc& func) {
+  KILN_ASSIGN_OR_RETURN(tir::transform::LoweredFunc lowered, tir::transform::LowerPrimFunc(func, Target::Cpu()));
+  KILN_ASSIGN_OR_RETURN(std::string so, BuildLoweredSharedObject({{name, lowered.host}}, CpuTarget::Host()));
+  GpuHost host;
+  KILN_ASSIGN_OR_RETURN(host.object, vm::KernelObject::Load(so));
+  KILN_ASSIGN_OR_RETURN(host.fn, host.object->Find(name));
+  host.device_kernels = lowered.device_kernels.size();
+  return host;
+}
+
 TEST(LlvmCodegenTest, HostCodeOfGpuFunctionsLaunchesDeviceKernels) {
   Var n = Var::Shape("n");
   Buffer a("A", DataType::Float32(), {n});
@@ -1083,14 +1102,10 @@ TEST(LlvmCodegenTest, HostCodeOfGpuFunctionsLaunchesDeviceKernels) {
                       IfThenElse(LT(idx, n), BufferStore(a, a.Load({idx}) * alpha, {idx})), "threadIdx.x"),
                   "blockIdx.x");
   PrimFunc func = WithTarget(PrimFunc({P(a), P(alpha)}, nest), Target::Cuda("sm_90"));
-  absl::StatusOr<tir::transform::LoweredFunc> lowered = tir::transform::LowerPrimFunc(func, Target::Cpu());
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  ASSERT_EQ(lowered->device_kernels.size(), 1u);
-  absl::StatusOr<std::string> so = BuildLoweredSharedObject({{"scale", lowered->host}}, CpuTarget::Host());
-  ASSERT_TRUE(so.ok()) << so.status();
-  absl::StatusOr<std::shared_ptr<vm::KernelObject>> object = vm::KernelObject::Load(*so);
-  ASSERT_TRUE(object.ok()) << object.status();
-  KilnKernelFn scale = *(*object)->Find("scale");
+  absl::StatusOr<GpuHost> host_half = LoadGpuHost("scale", func);
+  ASSERT_TRUE(host_half.ok()) << host_half.status();
+  ASSERT_EQ(host_half->device_kernels, 1u);
+  KilnKernelFn scale = host_half->fn;
 
   auto ctx = MakeContext(&FourThreads());
   // A tensor "in CUDA memory": the host code never reads its data, only passes the pointer.
@@ -1143,6 +1158,89 @@ PrimFunc ParseKernel(const char* text) {
   absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(text);
   KILN_CHECK(parsed.ok()) << parsed.status();
   return parsed->func;
+}
+
+// An intermediate the host half allocates between two kernels (softmax's row maximum) is
+// device workspace: ctx->workspace_alloc even when it would fit the stack (the context's
+// device is the GPU), the same address passed to both launches, freed after the last one and
+// on every early return; a failed allocation is reported and launches nothing.
+std::vector<std::vector<KilnArg>>* launches = nullptr;
+
+int32_t RecordEveryLaunch(KilnCallContext*, int32_t, const KilnLaunchDims*, const KilnArg* args, int32_t num_args) {
+  launches->emplace_back(args, args + num_args);
+  return 0;
+}
+
+int32_t FailSecondLaunch(KilnCallContext* ctx, int32_t kernel, const KilnLaunchDims* dims, const KilnArg* args,
+                         int32_t num_args) {
+  if (!launches->empty()) {
+    ctx->set_error(ctx, "the device is lost");
+    return 1;
+  }
+  return RecordEveryLaunch(ctx, kernel, dims, args, num_args);
+}
+
+TEST(LlvmCodegenTest, HostAllocationsOfGpuFunctionsAreDeviceWorkspace) {
+  PrimFunc func = ParseKernel(R"TIR(
+prim_func @rows(A: Buffer((4, 16), float32), C: Buffer((4, 16), float32)) {
+  attr target = "cuda -arch=sm_90"
+  allocate M: Buffer((4,), float32) {
+    for bx in thread_binding(0, 4, "blockIdx.x") {
+      M[bx] = A[bx, 0]
+    }
+    for bx in thread_binding(0, 4, "blockIdx.x") {
+      for tx in thread_binding(0, 16, "threadIdx.x") {
+        C[bx, tx] = A[bx, tx] - M[bx]
+      }
+    }
+  }
+})TIR");
+  absl::StatusOr<GpuHost> host_half = LoadGpuHost("rows", func);
+  ASSERT_TRUE(host_half.ok()) << host_half.status();
+  ASSERT_EQ(host_half->device_kernels, 2u);
+  KilnKernelFn rows = host_half->fn;
+
+  vm::Tensor a_host = MakeTensor({4, 16}, kF32), c_host = MakeTensor({4, 16}, kF32);
+  DLTensor a = *a_host.dl_tensor(), c = *c_host.dl_tensor();
+  a.device = c.device = {kDLCUDA, 0};
+  KilnArg a_arg{}, c_arg{};
+  a_arg.value.tensor = &a;
+  c_arg.value.tensor = &c;
+  a_arg.type_code = c_arg.type_code = kKilnArgTensor;
+
+  std::vector<std::vector<KilnArg>> seen;
+  launches = &seen;
+  auto ctx = MakeContext(&FourThreads());
+  ctx->ctx.launch = RecordEveryLaunch;
+  ASSERT_EQ(Invoke(rows, ctx.get(), {a_arg, c_arg}), 0) << ctx->error;
+  EXPECT_EQ(ctx->workspace_allocations.load(), 1);
+  EXPECT_EQ(ctx->live_workspaces.load(), 0);
+  ASSERT_EQ(seen.size(), 2u);
+  // Kernel 0 (M_data, A_data), kernel 1 (C_data, A_data, M_data): the same workspace.
+  ASSERT_EQ(seen[0].size(), 2u);
+  ASSERT_EQ(seen[1].size(), 3u);
+  EXPECT_EQ(seen[0][0].type_code, kKilnArgHandle);
+  EXPECT_NE(seen[0][0].value.handle, nullptr);
+  EXPECT_EQ(seen[1][2].value.handle, seen[0][0].value.handle);
+  EXPECT_EQ(seen[0][1].value.handle, a_host.data());
+  EXPECT_EQ(seen[1][0].value.handle, c_host.data());
+
+  // A launch that fails returns its error, the workspace freed.
+  seen.clear();
+  ctx->ctx.launch = FailSecondLaunch;
+  EXPECT_NE(Invoke(rows, ctx.get(), {a_arg, c_arg}), 0);
+  EXPECT_EQ(ctx->error, "the device is lost");
+  EXPECT_EQ(ctx->live_workspaces.load(), 0);
+
+  // No memory: one clear error, nothing launched.
+  seen.clear();
+  auto full = MakeContext(&FourThreads());
+  full->fail_after = 0;
+  full->ctx.launch = RecordEveryLaunch;
+  EXPECT_NE(Invoke(rows, full.get(), {a_arg, c_arg}), 0);
+  EXPECT_EQ(full->error, "kernel rows: cannot allocate 16 bytes of workspace for buffer M");
+  EXPECT_TRUE(seen.empty());
+  launches = nullptr;
 }
 
 constexpr DLDataType kU8{kDLUInt, 8, 1};

@@ -110,6 +110,15 @@ else
   grep -q "Vulkan" <<<"$out" || fail "vulkan run without a device: $out"
   [[ $(wc -l <<<"$out") == 1 ]] || fail "vulkan without a device is not one line: $out"
 fi
+# The MLP ends in a softmax: several kernels sharing device workspace, its 7 rows of
+# probabilities summing to 7.
+"$kiln" compile "$models/mlp.kir" --target vulkan -o "$dir/mlp_vulkan.kx" || fail "vulkan mlp did not compile"
+if out=$("$kiln" run "$dir/mlp_vulkan.kx" --input random:7x784:f32 --input random:784x256:f32 --input random:256:f32 \
+         --input random:256x10:f32 --input random:10:f32 --device vulkan 2>&1); then
+  grep -q "output 0: float32\[7, 10\] sum=7 " <<<"$out" || fail "kiln run mlp --device vulkan: $out"
+else
+  grep -q "Vulkan" <<<"$out" || fail "vulkan mlp run without a device: $out"
+fi
 # With the loader pointed at no driver, the same run is one clear line.
 if out=$(VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json \
          "$kiln" run "$dir/add_vulkan.kx" --input ones:3:f32 --input ones:3:f32 --device vulkan 2>&1); then

@@ -21,10 +21,11 @@
 //    before code generation, with an error naming the block, loop or buffer: a store that
 //    no thread-bound loop encloses (a block no rule could bind would run on the host and
 //    write device memory), a threadIdx extent that is not a constant, threads per block or
-//    shared memory per block above the target's limits, memory allocated outside the
-//    thread nests (an intermediate that would outlive one kernel: device workspaces from
-//    the host are not supported yet), and a buffer read outside the thread nests (host code
-//    cannot read device memory: a data-dependent check before the kernels, say).
+//    shared memory per block above the target's limits, shared or local memory allocated
+//    outside the thread nests (global memory there is an intermediate between kernels,
+//    which split_host_device makes device workspace), and a buffer read outside the thread
+//    nests (host code cannot read device memory: a data-dependent check before the
+//    kernels, say).
 #pragma once
 
 #include <string>

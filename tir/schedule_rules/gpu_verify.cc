@@ -87,9 +87,13 @@ class GpuChecker : public StmtExprVisitor {
       }
       shared_bytes_ += bytes;
     }
-    if (bound_.empty()) {
-      Fail(absl::StrCat("buffer '", b->name, "' is allocated outside the loops bound to GPU threads (an intermediate ",
-                        "shared by several kernels needs device workspace, which is not supported yet)"));
+    // Outside the thread nests, a "global" buffer is an intermediate the host function
+    // allocates on the device for its kernels (split_host_device: device workspace). Shared
+    // or per-thread memory exists only inside a kernel.
+    if (bound_.empty() && b->scope != "global") {
+      Fail(absl::StrCat("the ", b->scope, " buffer '", b->name,
+                        "' is allocated outside the loops bound to GPU threads; only device (\"global\") memory ",
+                        "can be shared by the kernels of a function"));
     }
   }
   // One kernel (an outermost thread-bound nest) ends: its totals against the limits.

@@ -90,6 +90,13 @@ class Splitter : public StmtExprMutator {
     return StmtExprMutator::VisitStmt_(op, self);
   }
 
+  // An allocation the host part makes (the mutator never enters a kernel's nest): device
+  // workspace that the kernels inside it receive as a buffer argument.
+  Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
+    host_allocated_.insert(op->buffer.get());
+    return StmtExprMutator::VisitStmt_(op, self);
+  }
+
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
     if (op->for_kind != ForKind::kThreadBinding) return StmtExprMutator::VisitStmt_(op, self);
     if (!status.ok()) return self;
@@ -127,15 +134,25 @@ class Splitter : public StmtExprMutator {
     std::vector<PrimExpr> launch_args;
     std::vector<std::pair<Buffer, Var>> redeclared;
     for (const Buffer& buffer : scan.outside_buffers) {
-      auto it = declared_.find(buffer.get());
-      if (it == declared_.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("buffer ", buffer->name, " is allocated outside the GPU kernel that uses it; device "
-                         "memory allocated by the host function is not supported yet"));
+      PrimExpr address;
+      if (auto it = declared_.find(buffer.get()); it != declared_.end()) {
+        address = it->second;
+      } else if (host_allocated_.count(buffer.get()) > 0) {
+        if (buffer->scope != "global") {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "buffer ", buffer->name, " (scope \"", buffer->scope, "\") is allocated outside the GPU kernel that ",
+              "uses it; only global memory can be device workspace shared by kernels"));
+        }
+        // The workspace's first element: the host emitter allocates it on the device.
+        address = Call("address_of", {buffer.Load(std::vector<PrimExpr>(buffer.ndim(), I64(0)))});
+      } else {
+        return absl::InvalidArgumentError(absl::StrCat("buffer ", buffer->name,
+                                                       " is used by a GPU kernel but neither declared nor allocated "
+                                                       "outside it"));
       }
       Var data(buffer->name + "_data", DataType::Handle());
       params.push_back({Buffer(), data});
-      launch_args.push_back(it->second);
+      launch_args.push_back(address);
       redeclared.emplace_back(buffer, data);
     }
     for (const Var& v : scan.free_vars) {
@@ -156,6 +173,7 @@ class Splitter : public StmtExprMutator {
 
   const Target& target_;
   std::unordered_map<const BufferNode*, PrimExpr> declared_;
+  std::unordered_set<const BufferNode*> host_allocated_;
 };
 
 class ThreadBindingFinder : public StmtExprVisitor {

@@ -15,10 +15,16 @@
 //    where k is the kernel's index in SplitResult::device_kernels, each launch dimension is
 //    the extent of the nest's loops bound to blockIdx.x/y/z and threadIdx.x/y/z (the maximum
 //    when a tag is bound twice, 1 when it is not bound) and the arguments are the kernel's
-//    parameters in order (a buffer's argument is its decl_buffer data).
+//    parameters in order (a buffer's argument is its decl_buffer data);
+//  - a buffer the nest uses that the host part allocates (an `allocate` outside every nest:
+//    an intermediate that one kernel writes and a later one reads, softmax's row maximum)
+//    is device workspace: the allocation stays in the host function, whose emitter takes it
+//    from ctx->workspace_alloc on the function's device and frees it after the last launch
+//    (every early return included), and each kernel using it gets it as an ordinary buffer
+//    parameter, its argument `address_of(B[0])`.
 // Errors: a thread_binding loop on a cpu target; an unknown thread tag; a launch extent that
-// depends on a variable defined inside the nest; a buffer the nest uses that is allocated
-// outside it (device workspace from the host is not supported yet).
+// depends on a variable defined inside the nest; a host allocation a kernel uses that is not
+// "global" memory (shared or local memory exists only inside one kernel).
 #pragma once
 
 #include <vector>
