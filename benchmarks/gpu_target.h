@@ -53,6 +53,7 @@ inline absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> CompileForDevice(cons
   options.fuse = fuse;
   options.libraries.openblas = false;
   options.libraries.quantized = false;
+  options.libraries.cublas = false;  // generated kernels only: matmul_bench --cublas compares against cuBLAS
   options.target = target;
   KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
   KILN_ASSIGN_OR_RETURN(std::string bytes, codegen::BuildExecutable(lowered, codegen::CpuTarget::Host()));

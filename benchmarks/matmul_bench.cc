@@ -5,12 +5,16 @@
 // runtime's thread pool. Prints GFLOP/s for each and the ratios Kiln / peer.
 //
 //   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
-//                                 [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda]
+//                                 [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas]
 //
 // --target vulkan|cuda: the same matmul compiled for that GPU target (benchmarks/
 // gpu_target.h: the whole pipeline, generated kernels) and run through the VM on its device,
 // against Kiln's CPU kernel in the same run (on lavapipe, Mesa's CPU Vulkan driver, this is a
 // sanity figure, not a GPU's). Without the device it prints one line and exits 0.
+//
+// --cublas: on a CUDA GPU, Kiln's generated cuda matmul against cuBLAS in the same run
+// (benchmarks/cublas_peer.h), each checked against the other first; without a GPU or
+// libcublas it prints why and exits 0.
 //
 // A size "S" is the square S x S x S; "mM" is C[M, 4096] = A[M, 4096] @ W[4096, 4096]; for
 // M <= 8 (GEMV-like: bound by reading the weight) it also prints the weight's bandwidth.
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "benchmarks/cublas_peer.h"
 #include "benchmarks/gpu_target.h"
 #include "benchmarks/openblas_peer.h"
 #include "benchmarks/pypi_openblas_peer.h"
@@ -228,6 +233,49 @@ int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, 
   return 0;
 }
 
+// --cublas: Kiln's generated cuda kernel against cuBLAS on the same GPU.
+int RunAgainstCublas(const std::vector<Shape>& shapes) {
+  absl::StatusOr<kiln::bench::CublasPeer> peer = kiln::bench::CublasPeer::Open();
+  if (!peer.ok()) {
+    std::printf("matmul_bench --cublas: no CUDA GPU with cuBLAS here (%s); nothing to run\n",
+                std::string(peer.status().message()).c_str());
+    return 0;
+  }
+  kiln::vm::Device* gpu = peer->device();
+  std::printf("Kiln's generated cuda matmul against cuBLAS on %s\n\n", gpu->name().c_str());
+  std::printf("%-22s %9s %9s %11s %9s\n", "shape", "Kiln", "cuBLAS", "Kiln/cuBLAS", "max err");
+  std::printf("%-22s %9s %9s\n", "", "GF/s", "GF/s");
+  for (const Shape& s : shapes) {
+    Tensor a = OrDie(Random({s.m, s.k}, 1).CopyTo(gpu), "copy to the GPU");
+    Tensor w = OrDie(Random({s.k, s.n}, 2).CopyTo(gpu), "copy to the GPU");
+    Tensor c = OrDie(Tensor::Empty({s.m, s.n}, kF32, gpu), "allocate on the GPU");
+    std::unique_ptr<kiln::vm::VirtualMachine> kiln = OrDie(kiln::bench::GeneratedCudaMatmul(s.k, s.n, gpu), "compile");
+    auto run_kiln = [&] {
+      kiln::vm::Value y = OrDie(kiln->Invoke("main", {kiln::vm::Value(a), kiln::vm::Value(w)}), "Kiln's matmul");
+      if (absl::Status done = gpu->Synchronize(); !done.ok()) Die(std::string(done.message()));
+      return y;
+    };
+    auto run_cublas = [&] {
+      if (absl::Status done = peer->Matmul(a, w, c); !done.ok()) Die("cuBLAS: " + std::string(done.message()));
+    };
+    Tensor from_kiln = OrDie(run_kiln().as_tensor().CopyTo(kiln::vm::CpuDevice()), "copy back");
+    run_cublas();
+    Tensor from_cublas = OrDie(c.CopyTo(kiln::vm::CpuDevice()), "copy back");
+    const double max_err = MaxRelativeError(from_kiln, from_cublas);
+    if (max_err > 1e-3) {
+      std::printf("%-22s results disagree: max relative error %.3g\n", s.name.c_str(), max_err);
+      return 1;
+    }
+    const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
+    const double kiln_s = MedianSeconds([&] { run_kiln(); });
+    const double cublas_s = MedianSeconds(run_cublas);
+    std::printf("%-22s %9.1f %9.1f %11.3f %9.2g\n", s.name.c_str(), flops / kiln_s * 1e-9, flops / cublas_s * 1e-9,
+                cublas_s / kiln_s, max_err);
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -237,6 +285,7 @@ int main(int argc, char** argv) {
   std::string pypi_openblas;
   std::string target_name = "cpu";
   bool sizes_given = false;
+  bool cublas = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -247,6 +296,8 @@ int main(int argc, char** argv) {
     if (const char* v = value("--sizes")) {
       sizes = v;
       sizes_given = true;
+    } else if (arg == "--cublas") {
+      cublas = true;
     } else if (const char* v = value("--target")) {
       target_name = v;
     } else if (const char* v = value("--threads")) {
@@ -259,12 +310,13 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
-                   "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda]\n"
+                   "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas]\n"
                    "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
                    "                   else OpenBLAS's own choice)\n"
                    "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n"
                    "  --target         vulkan or cuda: Kiln's kernels for that GPU against Kiln on the CPU\n"
-                   "                   (default sizes 256,m1,m8; one line and exit 0 without the device)\n",
+                   "                   (default sizes 256,m1,m8; one line and exit 0 without the device)\n"
+                   "  --cublas         on a CUDA GPU: Kiln's generated cuda matmul against cuBLAS\n",
                    argv[0]);
       return 2;
     }
@@ -275,6 +327,7 @@ int main(int argc, char** argv) {
   if (gpu && !sizes_given) sizes = "256,m1,m8";
   std::vector<Shape> shapes;
   if (!ParseSizes(sizes, &shapes)) return 2;
+  if (cublas) return RunAgainstCublas(shapes);
 
   const kiln::builtins::OpenBlasLibrary& blas = kiln::bench::LoadOpenBlasPeer(openblas_core, threads);
   kiln::bench::PypiOpenBlas pypi;

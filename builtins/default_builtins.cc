@@ -13,6 +13,7 @@ const vm::BuiltinRegistry& DefaultRegistry() {
     RegisterStructureBuiltins(*r);
     RegisterTensorKernels(*r);
     RegisterOpenBlasKernels(*r);
+    RegisterCublasKernels(*r);
     RegisterKvCacheBuiltins(*r);
     RegisterQuantizedMatmulKernels(*r);
     RegisterGgmlLayerOps(*r);

@@ -17,5 +17,6 @@ void RegisterMemoryBuiltins(vm::BuiltinRegistry& registry);     // memory_builti
 void RegisterStructureBuiltins(vm::BuiltinRegistry& registry);  // structure_builtins.cc
 void RegisterTensorKernels(vm::BuiltinRegistry& registry);      // tensor_kernels.cc
 void RegisterOpenBlasKernels(vm::BuiltinRegistry& registry);    // openblas_kernels.cc
+void RegisterCublasKernels(vm::BuiltinRegistry& registry);      // cublas_kernels.cc
 
 }  // namespace kiln::builtins

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "builtins/default_builtins.h"
+#include "builtins/kernel_tensor_checks.h"
 #include "builtins/openblas_library.h"
 #include "vm/dtype.h"
 
@@ -23,16 +24,6 @@ namespace kiln::builtins {
 namespace {
 
 bool IsF32(const DLTensor* t) { return t->dtype.code == kDLFloat && t->dtype.bits == 32 && t->dtype.lanes == 1; }
-
-bool IsCompact(const DLTensor* t) {
-  if (t->strides == nullptr) return true;
-  int64_t expected = 1;
-  for (int i = t->ndim - 1; i >= 0; --i) {
-    if (t->shape[i] != 1 && t->strides[i] != expected) return false;
-    expected *= t->shape[i];
-  }
-  return true;
-}
 
 float* F32(const DLTensor* t) { return reinterpret_cast<float*>(static_cast<char*>(t->data) + t->byte_offset); }
 
@@ -71,7 +62,7 @@ int32_t Sgemm(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
   const DLTensor* b = args[1].value.tensor;
   const DLTensor* out = args[2].value.tensor;
   if (!IsF32(a) || !IsF32(b) || !IsF32(out)) return Fail(ctx, "kiln.openblas.sgemm needs float32 tensors");
-  if (!IsCompact(a) || !IsCompact(b) || !IsCompact(out)) {
+  if (!IsCompactRowMajor(a) || !IsCompactRowMajor(b) || !IsCompactRowMajor(out)) {
     return Fail(ctx, "kiln.openblas.sgemm needs compact row-major tensors");
   }
   const int nd = a->ndim;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "builtins/kernel_tensor_checks.h"
 #include "builtins/q8_block_dot.h"
 #include "support/float16.h"
 
@@ -224,16 +225,6 @@ int32_t Fail(KilnCallContext* ctx, const std::string& message) {
   return 1;
 }
 
-bool IsCompact(const DLTensor* t) {
-  if (t->strides == nullptr) return true;
-  int64_t expected = 1;
-  for (int i = t->ndim - 1; i >= 0; --i) {
-    if (t->shape[i] != 1 && t->strides[i] != expected) return false;
-    expected *= t->shape[i];
-  }
-  return true;
-}
-
 template <Format F, bool kQuantizeActivations>
 int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
   const std::string name =
@@ -247,7 +238,9 @@ int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* 
   if (!types || x->dtype.lanes != 1 || out->dtype.lanes != 1 || w->dtype.lanes != 1) {
     return Fail(ctx, name + " needs float32 x and out and uint8 w");
   }
-  if (!IsCompact(x) || !IsCompact(w) || !IsCompact(out)) return Fail(ctx, name + " needs compact tensors");
+  if (!IsCompactRowMajor(x) || !IsCompactRowMajor(w) || !IsCompactRowMajor(out)) {
+    return Fail(ctx, name + " needs compact tensors");
+  }
   if (x->ndim < 1 || w->ndim != 2 || out->ndim != x->ndim) return Fail(ctx, name + ": wrong ranks");
   const int64_t k = x->shape[x->ndim - 1];
   const int64_t n = w->shape[0];

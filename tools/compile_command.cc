@@ -52,10 +52,13 @@ constexpr const char* kUsage =
     "  --mcpu NAME         the CPU to generate code for: 'host' (default) or an LLVM x86\n"
     "                      CPU name such as haswell, skylake-avx512, znver3, x86-64-v3\n"
     "                      (the same as -mcpu=NAME in --target)\n"
-    "  --libs openblas|none  hand float32 2-D matmuls with k*n >= 4096 to OpenBLAS and\n"
-    "                      quantized matmuls to Kiln's CPU library kernels (pass\n"
-    "                      dispatch_libraries; 'openblas', the default) or compile every\n"
-    "                      operator to generated kernels ('none')\n"
+    "  --libs openblas|cublas|none  hand matmuls to a vendor library (pass\n"
+    "                      dispatch_libraries), by default the target's: for cpu\n"
+    "                      'openblas' (float32 2-D matmuls with k*n >= 4096; quantized\n"
+    "                      matmuls to Kiln's CPU library kernels), for cuda 'cublas'\n"
+    "                      (float32/float16 matmuls, batched and transposed, k*n >= 4096);\n"
+    "                      vulkan has none. 'none' compiles every operator to generated\n"
+    "                      kernels\n"
     "  --no-plan-memory    give every intermediate tensor its own allocation (pass\n"
     "                      plan_memory off; by default tensors whose lifetimes do not\n"
     "                      overlap share storage)\n"
@@ -92,7 +95,7 @@ int CompileCommand(int argc, char** argv) {
 #ifndef NDEBUG
   options.check_well_formed = true;  // debug builds catch a pass that breaks the IR at that pass
 #endif
-  std::string libs = "openblas";
+  std::string libs;  // empty: the target's library
   std::string max_tokens_text, tuning_db;
   frontends::onnx::ImportOptions onnx_options;
   for (int i = 1; i < argc; ++i) {
@@ -146,17 +149,27 @@ int CompileCommand(int argc, char** argv) {
   if (!parsed_target.ok()) return Usage(std::string(parsed_target.status().message()));
   // A cuda or vulkan target's kernels run on the GPU; their host parts (argument checks,
   // launches) are compiled for a baseline x86-64 CPU (or --mcpu), so the executable runs on
-  // any GPU machine. Library dispatch (OpenBLAS) is for the CPU and stays off.
+  // any GPU machine. Each target has its library: OpenBLAS for cpu, cuBLAS for cuda.
+  const std::string target_library = parsed_target->kind == tir::TargetKind::kCpu    ? "openblas"
+                                     : parsed_target->kind == tir::TargetKind::kCuda ? "cublas"
+                                                                                     : "none";
+  if (libs.empty()) libs = target_library;
+  if (libs != "openblas" && libs != "cublas" && libs != "none") {
+    return Usage("unknown --libs '" + libs + "' (openblas, cublas or none)");
+  }
+  if (libs != "none" && libs != target_library) {
+    return Usage("--libs " + libs + " does not apply to target '" + tir::TargetKindName(parsed_target->kind) +
+                 "' (its library: " + target_library + ")");
+  }
   std::optional<tir::Target> gpu_target;
   if (parsed_target->is_gpu()) {
     gpu_target = *parsed_target;
     parsed_target = tir::Target::Cpu(mcpu.empty() ? "x86-64" : mcpu);
-    libs = "none";
   }
   if (!mcpu.empty()) parsed_target->mcpu = mcpu;
-  if (libs != "openblas" && libs != "none") return Usage("unknown --libs '" + libs + "' (openblas or none)");
   options.libraries.openblas = libs == "openblas";
   options.libraries.quantized = libs == "openblas";
+  options.libraries.cublas = libs == "cublas";
   if (absl::Status names = relax::ValidatePassNames(options.dump_after); !names.ok()) {
     return Usage("--dump-after: " + std::string(names.message()));
   }

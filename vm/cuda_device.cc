@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <initializer_list>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -20,10 +22,12 @@ using CUcontext = void*;
 using CUmodule = void*;
 using CUfunction = void*;
 using CUstream = void*;
+using CUevent = void*;
 constexpr CUresult kCudaSuccess = 0;
 constexpr int kAttrComputeCapabilityMajor = 75;
 constexpr int kAttrComputeCapabilityMinor = 76;
 constexpr unsigned kStreamNonBlocking = 1;
+constexpr unsigned kEventDefault = 0;  // timing enabled (CU_EVENT_DISABLE_TIMING not set)
 
 struct Driver {
   CUresult (*Init)(unsigned);
@@ -45,6 +49,13 @@ struct Driver {
   CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                            void**, void**);
+  // Events time work on the stream (kiln run --profile); optional: a driver without them
+  // still runs kernels, and a profile falls back to host time.
+  CUresult (*EventCreate)(CUevent*, unsigned);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventElapsedTime)(float*, CUevent, CUevent);
 };
 
 // Opened and initialized once per process; a failure is kept as the one-line reason.
@@ -84,6 +95,18 @@ const absl::StatusOr<Driver>& GetDriver() {
       return new absl::StatusOr<Driver>(
           absl::UnavailableError(absl::StrCat("the CUDA driver (libcuda.so.1) lacks ", missing)));
     }
+    auto optional_sym = [&](auto& fn, std::initializer_list<const char*> names) {
+      for (const char* name : names) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
+        if (fn != nullptr) return;
+      }
+    };
+    optional_sym(d.EventCreate, {"cuEventCreate"});
+    optional_sym(d.EventDestroy, {"cuEventDestroy_v2"});
+    optional_sym(d.EventRecord, {"cuEventRecord"});
+    optional_sym(d.EventSynchronize, {"cuEventSynchronize"});
+    // CUDA 12.8 added _v2 and CUDA 13 drivers keep only it; older drivers have the first.
+    optional_sym(d.EventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
     CUresult rc = d.Init(0);
     if (rc != kCudaSuccess) {
       const char* text = nullptr;
@@ -179,6 +202,43 @@ class CudaModule final : public DeviceModule {
   std::vector<DeviceKernelInfo> kernels_;
 };
 
+// Two events around the timed work on the device's stream; cuEventElapsedTime measures
+// the GPU time between them (about half a microsecond resolution).
+class CudaEventTimer final : public DeviceTimer {
+ public:
+  CudaEventTimer(const Driver& d, CUcontext context, CUstream stream, CUevent start, CUevent stop)
+      : d_(d), context_(context), stream_(stream), start_(start), stop_(stop) {}
+  ~CudaEventTimer() override {
+    d_.CtxSetCurrent(context_);
+    d_.EventDestroy(start_);
+    d_.EventDestroy(stop_);
+  }
+  absl::Status Start() override {
+    d_.CtxSetCurrent(context_);
+    CUresult rc = d_.EventRecord(start_, stream_);
+    if (rc != kCudaSuccess) return absl::InternalError(absl::StrCat("cuEventRecord (profile start): ", ErrorText(d_, rc)));
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int64_t> StopNs() override {
+    d_.CtxSetCurrent(context_);
+    CUresult rc = d_.EventRecord(stop_, stream_);
+    if (rc != kCudaSuccess) return absl::InternalError(absl::StrCat("cuEventRecord (profile stop): ", ErrorText(d_, rc)));
+    rc = d_.EventSynchronize(stop_);
+    if (rc != kCudaSuccess) return absl::InternalError(absl::StrCat("cuEventSynchronize: ", ErrorText(d_, rc)));
+    float ms = 0;
+    rc = d_.EventElapsedTime(&ms, start_, stop_);
+    if (rc != kCudaSuccess) return absl::InternalError(absl::StrCat("cuEventElapsedTime: ", ErrorText(d_, rc)));
+    return static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+  }
+
+ private:
+  const Driver& d_;
+  CUcontext context_;
+  CUstream stream_;
+  CUevent start_;
+  CUevent stop_;
+};
+
 class CudaDevice final : public Device {
  public:
   CudaDevice(const Driver& d, int index, CUcontext context, CUstream stream, int major, int minor)
@@ -228,6 +288,27 @@ class CudaDevice final : public Device {
     return absl::OkStatus();
   }
   void* stream() override { return stream_; }
+  absl::Status MakeCurrent() {
+    CUresult rc = d_.CtxSetCurrent(context_);
+    if (rc != kCudaSuccess) return absl::InternalError(absl::StrCat(name(), ": cuCtxSetCurrent: ", ErrorText(d_, rc)));
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<DeviceTimer>> CreateTimer() override {
+    if (d_.EventCreate == nullptr || d_.EventDestroy == nullptr || d_.EventRecord == nullptr ||
+        d_.EventSynchronize == nullptr || d_.EventElapsedTime == nullptr) {
+      return std::unique_ptr<DeviceTimer>();  // an old driver without events: host time instead
+    }
+    d_.CtxSetCurrent(context_);
+    CUevent start = nullptr, stop = nullptr;
+    CUresult rc = d_.EventCreate(&start, kEventDefault);
+    if (rc == kCudaSuccess) rc = d_.EventCreate(&stop, kEventDefault);
+    if (rc != kCudaSuccess) {
+      if (start != nullptr) d_.EventDestroy(start);
+      return absl::InternalError(absl::StrCat(name(), ": cuEventCreate: ", ErrorText(d_, rc)));
+    }
+    return std::unique_ptr<DeviceTimer>(new CudaEventTimer(d_, context_, stream_, start, stop));
+  }
 
   absl::StatusOr<std::shared_ptr<DeviceModule>> LoadModule(const DeviceCode& code) override {
     if (code.kind != "cuda") return Device::LoadModule(code);
@@ -277,6 +358,14 @@ class CudaDevice final : public Device {
 }  // namespace
 
 absl::Status CudaDriverAvailable() { return GetDriver().status(); }
+
+absl::Status MakeCudaContextCurrent(int index) {
+  absl::StatusOr<Device*> device = GetDevice(DLDevice{kDLCUDA, index});
+  if (!device.ok()) return device.status();
+  auto* cuda = dynamic_cast<CudaDevice*>(*device);
+  if (cuda == nullptr) return absl::InternalError(absl::StrCat("device cuda:", index, " is not the driver's CUDA device"));
+  return cuda->MakeCurrent();
+}
 
 absl::StatusOr<Device*> CreateCudaDevice(int index) {
   const absl::StatusOr<Driver>& driver = GetDriver();

@@ -12,6 +12,8 @@
 // buffer may be reused at once); kernels of an executable's device code (vm/device_code.h)
 // are loaded with cuModuleLoadData (the cubin of the GPU's architecture, else the newest PTX
 // not above it, JIT-compiled by the driver) and run with cuLaunchKernel on the stream.
+// CreateTimer gives a pair of CUDA events on the stream (cuEventRecord, cuEventElapsedTime):
+// `kiln run --profile` times kernels and library calls (cuBLAS) with them.
 #pragma once
 
 #include "absl/status/statusor.h"
@@ -26,5 +28,10 @@ absl::StatusOr<Device*> CreateCudaDevice(int index);
 // Whether the driver opens and initializes here (no device is created); the error is the
 // one-line reason.
 absl::Status CudaDriverAvailable();
+
+// Makes device `index`'s primary context current on the calling thread, for a library
+// (cuBLAS) that a library kernel calls on the device's stream; an error when the device
+// cannot be opened.
+absl::Status MakeCudaContextCurrent(int index);
 
 }  // namespace kiln::vm

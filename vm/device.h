@@ -30,6 +30,18 @@ class DeviceModule {
                               void* stream) = 0;
 };
 
+// Times work queued on a device's stream with the device's own clock (CUDA events), so a
+// profile counts the kernels' time on the GPU, not launch overhead or host waits.
+class DeviceTimer {
+ public:
+  virtual ~DeviceTimer() = default;
+  // Marks the start on the stream; call before the timed work is queued.
+  virtual absl::Status Start() = 0;
+  // Marks the end on the stream after the timed work, waits for that mark and returns the
+  // nanoseconds between the two marks.
+  virtual absl::StatusOr<int64_t> StopNs() = 0;
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -49,6 +61,9 @@ class Device {
   // Loads the kernels of `code` (an executable's device code for this device's kind). The
   // CPU runs no device kernels: Unimplemented.
   virtual absl::StatusOr<std::shared_ptr<DeviceModule>> LoadModule(const DeviceCode& code);
+  // A timer on this device's stream, or null where the device has no clock of its own (the
+  // CPU, Vulkan): a profile then takes host time up to Synchronize().
+  virtual absl::StatusOr<std::unique_ptr<DeviceTimer>> CreateTimer() { return std::unique_ptr<DeviceTimer>(); }
 };
 
 // The process-wide CPU device (pooled, 64-byte aligned allocations).

@@ -5,6 +5,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "support/int_math.h"
+#include "support/status_macros.h"
 #include "vm/storage.h"
 #include "vm/thread_pool.h"
 
@@ -140,6 +141,14 @@ void VirtualMachine::WorkspaceFree(KilnCallContext* ctx, void* ptr) {
 
 void VirtualMachine::EnableProfiling(bool enable) {
   profiling_ = enable;
+  timers_.clear();
+  timers_.resize(devices_.size());
+  for (size_t i = 0; enable && i < devices_.size(); ++i) {
+    if (devices_[i] == nullptr) continue;
+    absl::StatusOr<std::unique_ptr<DeviceTimer>> timer = devices_[i]->CreateTimer();
+    // Without a timer (none on this device, or events failed) the kernel gets host time.
+    if (timer.ok()) timers_[i] = *std::move(timer);
+  }
   size_t kernels = executable_->contents().kernels.size();
   size_t builtins = executable_->contents().builtins.size();
   profile_ = Profile{std::vector<int64_t>(kernels), std::vector<int64_t>(kernels),
@@ -414,15 +423,8 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, Value* regs, const I
   KilnKernelFn fn_ptr = executable_->kernel_fns()[in.a];
   int32_t status;
   if (profiling_) {
-    auto start = std::chrono::steady_clock::now();
-    status = fn_ptr(kernel_args_.data(), in.c, &call_context_);
-    // Device kernels run asynchronously: the time is the host's until they have finished.
-    if (place.module != nullptr && status == 0) {
-      absl::Status synced = place.device->Synchronize();
-      if (!synced.ok()) return synced;
-    }
-    profile_.kernel_ns[in.a] += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
-    profile_.kernel_calls[in.a]++;
+    absl::Status profiled = ProfiledKernelCall(decl, place, fn_ptr, in.c, in.a, &status);
+    if (!profiled.ok()) return profiled;
   } else {
     status = fn_ptr(kernel_args_.data(), in.c, &call_context_);
   }
@@ -430,6 +432,32 @@ absl::Status VirtualMachine::CallKernel(const Function& fn, Value* regs, const I
     return absl::InternalError(absl::StrCat("kernel '", decl.name, "' failed (code ", status, "): ",
                                             kernel_runtime_.message.empty() ? "no message" : kernel_runtime_.message));
   }
+  return absl::OkStatus();
+}
+
+absl::Status VirtualMachine::ProfiledKernelCall(const KernelDecl& decl, const KernelPlace& place, KilnKernelFn fn,
+                                                int32_t num_args, int32_t kernel, int32_t* status) {
+  DeviceTimer* timer = timers_[static_cast<size_t>(decl.device)].get();
+  int64_t ns = 0;
+  if (timer != nullptr) {
+    // The device's clock between two marks on its stream: the kernels (and library calls
+    // such as cuBLAS) the call queued there, without the host's launch overhead.
+    KILN_RETURN_IF_ERROR(timer->Start());
+    *status = fn(kernel_args_.data(), num_args, &call_context_);
+    absl::StatusOr<int64_t> elapsed = timer->StopNs();
+    if (!elapsed.ok()) return elapsed.status();
+    ns = *elapsed;
+  } else {
+    auto start = std::chrono::steady_clock::now();
+    *status = fn(kernel_args_.data(), num_args, &call_context_);
+    // Device kernels run asynchronously: the time is the host's until they have finished.
+    if (place.device != nullptr && place.dl.device_type != kDLCPU && *status == 0) {
+      KILN_RETURN_IF_ERROR(place.device->Synchronize());
+    }
+    ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+  }
+  profile_.kernel_ns[kernel] += ns;
+  profile_.kernel_calls[kernel]++;
   return absl::OkStatus();
 }
 

@@ -79,7 +79,10 @@ class VirtualMachine {
   const std::vector<Device*>& devices() const { return devices_; }
 
   // Optional per-callee timing for `kiln run --profile`: total nanoseconds and call count
-  // per kernel and builtin, indexed like the executable's tables.
+  // per kernel and builtin, indexed like the executable's tables. A kernel on a device with
+  // its own clock (CUDA: events on its stream, Device::CreateTimer) is timed by the device,
+  // so the figure is GPU time, not launch overhead; elsewhere host time, with GPU work
+  // waited for (Synchronize) before the clock stops.
   struct Profile {
     std::vector<int64_t> kernel_ns, kernel_calls, builtin_ns, builtin_calls;
   };
@@ -167,6 +170,10 @@ class VirtualMachine {
                                     const KilnArg* args, int32_t num_args);  // ctx->launch
   bool profiling_ = false;
   Profile profile_;
+  // Per device table entry while profiling: the device's timer, or null (host time).
+  std::vector<std::unique_ptr<DeviceTimer>> timers_;
+  absl::Status ProfiledKernelCall(const KernelDecl& decl, const KernelPlace& place, KilnKernelFn fn, int32_t num_args,
+                                  int32_t kernel, int32_t* status);
   StorageStats storage_stats_;
 };
 

@@ -1,10 +1,13 @@
 #include "relax/transform/dispatch_libraries.h"
 
 #include <optional>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "relax/transform/function_pass.h"
 #include "support/status_macros.h"
+#include "tir/structural_equal.h"
 
 namespace kiln::relax {
 namespace {
@@ -15,9 +18,32 @@ const TensorStructInfoNode* F32Rank2(const StructInfo& s) {
   return t;
 }
 
+const TensorStructInfoNode* ShapedTensor(const StructInfo& s) {
+  const auto* t = s.defined() ? s.as<TensorStructInfoNode>() : nullptr;
+  if (t == nullptr || !t->shape || !t->dtype || t->ndim < 2) return nullptr;
+  return t;
+}
+
+// Whether `call` is R.permute_dims swapping the last two axes of a tensor of rank `ndim`
+// and keeping the others in place (axes absent reverse them: the same for rank 2).
+bool SwapsLastTwoAxes(const CallNode& call, int ndim) {
+  if (!IsOp(call.op, "permute_dims") || ndim < 2) return false;
+  auto attr = call.attrs.find("axes");
+  if (attr == call.attrs.end()) return ndim == 2;
+  const auto* axes = std::get_if<std::vector<int64_t>>(&attr->second);
+  if (axes == nullptr || static_cast<int>(axes->size()) != ndim) return false;
+  for (int i = 0; i < ndim; ++i) {
+    int64_t axis = (*axes)[static_cast<size_t>(i)];
+    if (axis < 0) axis += ndim;
+    const int64_t expected = i == ndim - 2 ? ndim - 1 : i == ndim - 1 ? ndim - 2 : i;
+    if (axis != expected) return false;
+  }
+  return true;
+}
+
 class Dispatcher {
  public:
-  explicit Dispatcher(const LibraryOptions& options) : options_(options) {}
+  Dispatcher(const LibraryOptions& options, const tir::Target& target) : options_(options), target_(target) {}
 
   Expr RewriteSeq(const Expr& expr) {
     const auto* seq = expr.as<SeqExprNode>();
@@ -27,6 +53,7 @@ class Dispatcher {
     for (const BindingBlock& block : seq->blocks) {
       BindingBlock out{{}, block.dataflow};
       for (const Binding& b : block.bindings) {
+        if (!b.is_match_cast()) bound_[b.var.get()] = b.value;
         Binding nb = RewriteBinding(b);
         changed = changed || !nb.value.same_as(b.value);
         out.bindings.push_back(std::move(nb));
@@ -47,6 +74,12 @@ class Dispatcher {
       return {b.var, Expr(std::make_shared<IfNode>(if_node->condition, t, f, b.value.struct_info())), StructInfo()};
     }
     const auto* call = b.value.as<CallNode>();
+    // Per target: cuda functions' matmuls go to cuBLAS; the CPU rules below are for cpu only.
+    if (target_.kind == tir::TargetKind::kCuda) {
+      if (call != nullptr && IsOp(call->op, "matmul") && options_.cublas) return CublasMatmul(b, *call);
+      return b;
+    }
+    if (target_.kind != tir::TargetKind::kCpu) return b;
     if (call != nullptr && IsOp(call->op, "quantized_matmul") && options_.quantized) return QuantizedMatmul(b, *call);
     if (call == nullptr || !IsOp(call->op, "matmul") || call->args.size() != 2 || !options_.openblas) return b;
     const StructInfo& out_sinfo = b.value.struct_info();
@@ -77,14 +110,70 @@ class Dispatcher {
     return {b.var, Call(Op("call_dps_library"), {callee, args}, {}, {out_sinfo}, out_sinfo), StructInfo()};
   }
 
+  // The operand the cuBLAS call reads and whether it is transposed: `operand` itself, or the
+  // tensor a permute_dims binding of this function swapped the last two axes of (cuBLAS
+  // reads it transposed; the permute_dims goes if nothing else uses it).
+  std::pair<Expr, bool> CublasOperand(const Expr& operand) const {
+    const auto* var = operand.as<VarNode>();
+    auto it = var == nullptr ? bound_.end() : bound_.find(var);
+    if (it == bound_.end()) return {operand, false};
+    const auto* permute = it->second.as<CallNode>();
+    if (permute == nullptr || permute->args.size() != 1) return {operand, false};
+    const TensorStructInfoNode* source = ShapedTensor(permute->args[0].struct_info());
+    if (source == nullptr || !SwapsLastTwoAxes(*permute, source->ndim)) return {operand, false};
+    return {permute->args[0], true};
+  }
+
+  // An operand repeats across the batch (rank 2, or leading extents all 1) or has out's
+  // leading extents: one strided batched GEMM (builtins/cublas_kernels.cc).
+  static bool BatchesLikeOut(const TensorStructInfoNode& t, const TensorStructInfoNode& out) {
+    bool all_ones = true;
+    for (int i = 0; i + 2 < t.ndim; ++i) all_ones = all_ones && (*t.shape)[static_cast<size_t>(i)].as_int() == 1;
+    if (all_ones) return true;
+    if (t.ndim != out.ndim) return false;
+    for (int i = 0; i + 2 < t.ndim; ++i) {
+      if (!tir::StructuralEqual((*t.shape)[static_cast<size_t>(i)], (*out.shape)[static_cast<size_t>(i)])) return false;
+    }
+    return true;
+  }
+
+  Binding CublasMatmul(const Binding& b, const CallNode& call) {
+    if (call.args.size() != 2) return b;
+    const StructInfo& out_sinfo = b.value.struct_info();
+    const TensorStructInfoNode* out = ShapedTensor(out_sinfo);
+    const TensorStructInfoNode* lhs = ShapedTensor(call.args[0].struct_info());
+    const TensorStructInfoNode* rhs = ShapedTensor(call.args[1].struct_info());
+    if (out == nullptr || lhs == nullptr || rhs == nullptr) return b;
+    const tir::DataType f32 = tir::DataType::Float32(), f16 = tir::DataType::Float(16);
+    if (*lhs->dtype != *rhs->dtype || (*lhs->dtype != f32 && *lhs->dtype != f16)) return b;
+    if (*out->dtype != f32 && !(*lhs->dtype == f16 && *out->dtype == f16)) return b;
+    // Work per output row, k * n; a symbolic extent counts as large (a sequence length).
+    std::optional<int64_t> k = (*rhs->shape)[static_cast<size_t>(rhs->ndim - 2)].as_int();
+    std::optional<int64_t> n = (*rhs->shape)[static_cast<size_t>(rhs->ndim - 1)].as_int();
+    if (k && n && *k * *n < options_.min_row_work) return b;
+    auto [a, trans_a] = CublasOperand(call.args[0]);
+    auto [w, trans_b] = CublasOperand(call.args[1]);
+    if (!BatchesLikeOut(*ShapedTensor(a.struct_info()), *out) || !BatchesLikeOut(*ShapedTensor(w.struct_info()), *out)) {
+      return b;
+    }
+    Expr args = Tuple({a, w}, TupleSInfo({a.struct_info(), w.struct_info()}));
+    const std::string name = std::string(kCublasGemmPrefix) + (trans_a ? "t" : "n") + (trans_b ? "t" : "n");
+    Expr callee = ExternFunc(name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
+    return {b.var, Call(Op("call_dps_library"), {callee, args}, {}, {out_sinfo}, out_sinfo), StructInfo()};
+  }
+
   const LibraryOptions& options_;
+  const tir::Target target_;
+  // Every binding seen so far in the function: permute_dims that feed a matmul.
+  std::unordered_map<const VarNode*, Expr> bound_;
 };
 
 }  // namespace
 
-absl::StatusOr<IRModule> DispatchLibraries(const IRModule& module, const LibraryOptions& options) {
-  if (!options.openblas && !options.quantized) return module;
-  Dispatcher dispatcher(options);
+absl::StatusOr<IRModule> DispatchLibraries(const IRModule& module, const LibraryOptions& options,
+                                           const tir::Target& target) {
+  if (!options.openblas && !options.quantized && !options.cublas) return module;
+  Dispatcher dispatcher(options, target);
   return RewriteFunctionBodies(module, [&](const std::string&, const FunctionNode& fn) -> absl::StatusOr<Expr> {
     return dispatcher.RewriteSeq(fn.body);
   });

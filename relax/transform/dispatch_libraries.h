@@ -17,6 +17,23 @@
 // executable is loaded; lower_call_tir allocates its output and VM codegen declares it as a
 // library kernel.
 //
+// The rules are per target: those above and below for cpu, cuBLAS for cuda, none for vulkan.
+//
+// The rule (library cublas, target cuda): an R.matmul is rewritten to
+// kiln.cublas.gemm_XY (builtins/cublas_kernels.cc) when both operands are float32, or both
+// float16 with a float16 or float32 result (products summed in float32), every shape has a
+// known rank of 2 or more, the work per output row k * n is at least `min_row_work` (a
+// symbolic k or n counts as large: sequence lengths), and each operand has the result's
+// leading (batch) extents or only extents of 1 (one strided batched GEMM). An operand bound
+// in the function to R.permute_dims swapping its last two axes is read transposed in place
+// (X or Y = 't', the permute_dims left to dead_code_elimination), so a linear layer's
+// matmul(x, permute_dims(w)) runs no transpose kernel. The other operators of the function
+// stay generated kernels: one CUDA function mixes both, on the same stream.
+//
+//   %y = R.matmul(x, %wt)   // %wt = R.permute_dims(w, axes=[1, 0]), w: Tensor((1024, 512), float16)
+// becomes
+//   %y = R.call_dps_library(R.extern("kiln.cublas.gemm_nt"), (x, w), out_sinfo=...)
+//
 // The rule (library quantized): every R.quantized_matmul with a known result shape becomes
 // a call of kiln.cpu.quantized_matmul_<format> (builtins/quantized_matmul_kernels.h), which
 // decodes the blocks inside a dot-product kernel; `--libs none` keeps the generated kernel.
@@ -26,6 +43,7 @@
 
 #include "absl/status/statusor.h"
 #include "relax/ir_module.h"
+#include "tir/target.h"
 
 namespace kiln::relax {
 
@@ -36,6 +54,7 @@ struct LibraryOptions {
   // numbers, token for token); false: float32 activations (kiln.cpu.quantized_matmul_f32x_<format>).
   bool quantize_activations = true;
   int64_t min_row_work = 64 * 64;
+  bool cublas = true;  // target cuda: matmul -> kiln.cublas.gemm_XY
 };
 
 // The name of the OpenBLAS matmul kernel that matching matmuls are rewritten to call.
@@ -43,7 +62,11 @@ inline constexpr const char* kOpenBlasSgemm = "kiln.openblas.sgemm";
 // quantized_matmul calls are rewritten to this prefix + their format ("q4_1").
 inline constexpr const char* kQuantizedMatmulPrefix = "kiln.cpu.quantized_matmul_";
 inline constexpr const char* kQuantizedMatmulFloatActivationsPrefix = "kiln.cpu.quantized_matmul_f32x_";
+// cuBLAS matmul kernels: this prefix + 'n' or 't' for the left operand, then the right one.
+inline constexpr const char* kCublasGemmPrefix = "kiln.cublas.gemm_";
 
-absl::StatusOr<IRModule> DispatchLibraries(const IRModule& module, const LibraryOptions& options);
+// `target` is the module's (PipelineOptions::target): it picks the rules.
+absl::StatusOr<IRModule> DispatchLibraries(const IRModule& module, const LibraryOptions& options,
+                                           const tir::Target& target = tir::Target());
 
 }  // namespace kiln::relax

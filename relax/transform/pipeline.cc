@@ -55,7 +55,7 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
       {"fold_constants", [](const IRModule& m, const SourceMap*) { return FoldConstants(m); }},
       // Before legalize, so that what a library does is never lowered to a generated kernel.
       {"dispatch_libraries",
-       [libraries](const IRModule& m, const SourceMap*) { return DispatchLibraries(m, libraries); }},
+       [libraries, target](const IRModule& m, const SourceMap*) { return DispatchLibraries(m, libraries, target); }},
       {"legalize", [](const IRModule& m, const SourceMap*) { return LegalizeOps(m); }},
       // Operator fusion: chains of kernels (matmul + bias + gelu) into one PrimFunc each.
       // fuse_tir also drops the kernels only the fused chains called.

@@ -31,6 +31,7 @@
 #include "relax/transform/pipeline.h"
 #include "support/file_io.h"
 #include "support/status_macros.h"
+#include "tests/codegen/gpu_bundle.h"
 #include "tests/codegen/gpu_compile.h"
 #include "tests/codegen/op_cases.h"
 #include "tests/codegen/op_check.h"
@@ -160,63 +161,11 @@ TEST(CudaRuntimeTest, TheDeviceCodeSectionRoundTrips) {
   EXPECT_FALSE(vm::ChooseBinary(code, 7, 5).has_value());
 }
 
-// The bundle scripts/gpu_check.sh runs on a GPU machine: per supported case its executable,
-// then per size its inputs and the reference's output as .npy, listed in MANIFEST:
-//     case NAME FILE.kx RTOL ATOL SIZES INPUTS
-// (inputs NAME.<size>.in<k>.npy, expected NAME.<size>.out.npy).
 TEST(CudaGpuBundle, WritesCompiledCasesForTheGpuCheck) {
   const char* dir = std::getenv("KILN_CUDA_BUNDLE_DIR");
   if (dir == nullptr || *dir == '\0') GTEST_SKIP() << "set KILN_CUDA_BUNDLE_DIR to write the GPU check bundle";
   if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
-  std::string manifest;
-  int written = 0;
-  for (const Case& c : AllCases()) {
-    const GpuCompiled& compiled = Compiled(c);
-    if (!compiled.status.ok()) {
-      absl::StrAppend(&manifest, "# skipped ", c.name, ": ", compiled.status.message().substr(0, 200), "\n");
-      continue;
-    }
-    absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(ModuleText(c));
-    ASSERT_TRUE(parsed.ok());
-    absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed->module);
-    ASSERT_TRUE(normalized.ok());
-    ASSERT_TRUE(support::WriteFile(absl::StrCat(dir, "/", c.name, ".kx"), compiled.bytes).ok());
-    std::mt19937 rng(1234);
-    bool tuple = false;
-    for (size_t s = 0; s < c.sizes.size() && !tuple; ++s) {
-      std::vector<RefValue> inputs;
-      for (size_t k = 0; k < c.params.size(); ++k) {
-        HostTensor t = RandomTensor(c.params[k], c.sizes[s], rng);
-        formats::NpyType type{t.dtype().is_bool() ? 'b' : t.dtype().is_float() ? 'f' : t.dtype().is_uint() ? 'u' : 'i',
-                              std::max(1, t.dtype().bits() / 8)};
-        ASSERT_TRUE(formats::WriteNpy(absl::StrCat(dir, "/", c.name, ".", s, ".in", k, ".npy"), type, t.shape(),
-                                      t.bytes().data(), t.bytes().size())
-                        .ok());
-        inputs.emplace_back(std::move(t));
-      }
-      absl::StatusOr<RefValue> expected = reference::Evaluate(*normalized, "main", inputs);
-      ASSERT_TRUE(expected.ok()) << expected.status();
-      if (!expected->is_tensor()) {
-        tuple = true;
-        break;
-      }
-      const HostTensor& e = expected->tensor();
-      formats::NpyType type{e.dtype().is_bool() ? 'b' : e.dtype().is_float() ? 'f' : e.dtype().is_uint() ? 'u' : 'i',
-                            std::max(1, e.dtype().bits() / 8)};
-      ASSERT_TRUE(formats::WriteNpy(absl::StrCat(dir, "/", c.name, ".", s, ".out.npy"), type, e.shape(),
-                                    e.bytes().data(), e.bytes().size())
-                      .ok());
-    }
-    if (tuple) {
-      absl::StrAppend(&manifest, "# skipped ", c.name, ": tuple results\n");
-      continue;
-    }
-    absl::StrAppend(&manifest, "case ", c.name, " ", c.name, ".kx ", c.rtol, " ", c.atol, " ", c.sizes.size(), " ",
-                    c.params.size(), "\n");
-    ++written;
-  }
-  ASSERT_TRUE(support::WriteFile(absl::StrCat(dir, "/MANIFEST"), manifest).ok());
-  EXPECT_GT(written, 0);
+  WriteGpuBundle(dir, AllCases(), Compiled);
 }
 
 }  // namespace

@@ -31,14 +31,17 @@ inline bool IsUnsupportedOnGpu(const absl::Status& s, const std::string& generat
          absl::StrContains(m, "host code cannot read device memory");
 }
 
-// The executable's bytes; `fuse` as kiln compile's --no-fuse leaves it.
-inline absl::StatusOr<std::string> CompileForGpu(const std::string& text, const tir::Target& target, bool fuse = true) {
+// The executable's bytes; `fuse` as kiln compile's --no-fuse leaves it; `cublas` off (the
+// harnesses test generated kernels) unless asked for.
+inline absl::StatusOr<std::string> CompileForGpu(const std::string& text, const tir::Target& target, bool fuse = true,
+                                                 bool cublas = false) {
   KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
   relax::PipelineOptions options;
   options.check_well_formed = true;
   options.fuse = fuse;
   options.libraries.openblas = false;
   options.libraries.quantized = false;
+  options.libraries.cublas = cublas;
   options.target = target;
   KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
   KILN_ASSIGN_OR_RETURN(tir::Target host, codegen::ResolveCpuTarget(tir::Target::Cpu("x86-64")));

@@ -2,13 +2,15 @@
 // CudaGpuBundle) on a GPU, without the compiler: the runtime libraries only (no LLVM, no
 // NVRTC), so it travels to a GPU machine with its shared libraries (scripts/gpu_check.sh).
 //
-//     gpu_op_check BUNDLE_DIR [--device cuda:0]
+//     gpu_op_check BUNDLE_DIR [--device cuda:0] [--profile]
 //
 // For every `case` line of BUNDLE_DIR/MANIFEST: loads the executable, and for each size
 // copies the inputs to the device, runs `main`, copies the result back and compares it with
 // the reference's output (NaN where the reference has NaN, the same infinity, |x - y| <=
 // atol + rtol * |x| elsewhere; integers equal). Prints one line per case and a summary;
-// exits 1 when any case fails, 2 on a usage or setup error.
+// exits 1 when any case fails, 2 on a usage or setup error. --profile times every kernel as
+// `kiln run --profile` does (CUDA events on the device's stream, vm::DeviceTimer), prints
+// each kernel's calls and time, and fails a case whose called kernel measured no time.
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -88,19 +90,22 @@ std::string Compare(const Tensor& expected, const Tensor& actual, double rtol, d
 
 int main(int argc, char** argv) {
   std::string dir, device_name = "cuda:0";
+  bool profile = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--device" && i + 1 < argc) {
       device_name = argv[++i];
+    } else if (a == "--profile") {
+      profile = true;
     } else if (dir.empty()) {
       dir = a;
     } else {
-      std::fprintf(stderr, "usage: gpu_op_check BUNDLE_DIR [--device cuda:0]\n");
+      std::fprintf(stderr, "usage: gpu_op_check BUNDLE_DIR [--device cuda:0] [--profile]\n");
       return 2;
     }
   }
   if (dir.empty()) {
-    std::fprintf(stderr, "usage: gpu_op_check BUNDLE_DIR [--device cuda:0]\n");
+    std::fprintf(stderr, "usage: gpu_op_check BUNDLE_DIR [--device cuda:0] [--profile]\n");
     return 2;
   }
   absl::StatusOr<kiln::vm::Device*> device = kiln::vm::GetDevice(device_name);
@@ -131,6 +136,7 @@ int main(int argc, char** argv) {
       absl::StatusOr<std::unique_ptr<kiln::vm::VirtualMachine>> created = kiln::vm::VirtualMachine::Create(*exe, *device);
       if (created.ok()) {
         machine = *std::move(created);
+        machine->EnableProfiling(profile);
       } else {
         failure = std::string(created.status().message());
       }
@@ -156,6 +162,16 @@ int main(int argc, char** argv) {
         absl::StatusOr<Tensor> host = result->as_tensor().CopyTo(kiln::vm::CpuDevice());
         if (!host.ok()) failure = std::string(host.status().message());
         else if (std::string d = Compare(*expected, *host, rtol, atol); !d.empty()) failure = absl::StrCat("size ", s, ": ", d);
+      }
+    }
+    if (profile && failure.empty()) {
+      const kiln::vm::VirtualMachine::Profile& times = machine->profile();
+      const std::vector<kiln::vm::KernelDecl>& kernels = (*exe)->contents().kernels;
+      for (size_t k = 0; k < kernels.size(); ++k) {
+        if (times.kernel_calls[k] == 0) continue;
+        std::printf("  profile %-40s %4lld calls %10.1f us\n", kernels[k].name.c_str(),
+                    static_cast<long long>(times.kernel_calls[k]), static_cast<double>(times.kernel_ns[k]) / 1e3);
+        if (times.kernel_ns[k] <= 0 && failure.empty()) failure = absl::StrCat("kernel ", kernels[k].name, " timed 0 ns");
       }
     }
     if (failure.empty()) {

@@ -83,6 +83,17 @@ if err=$("$kiln" compile "$dir/add_op.kir" --target cuda -o "$dir/add_cuda.kx" 2
 else
   grep -q "NVRTC" <<<"$err" || fail "cuda target: $err"
 fi
+# cuda: a linear layer's matmul (weight transposed by permute_dims) becomes a cuBLAS call,
+# shown by --dump-after dispatch_libraries; the bias add stays a generated kernel. --libs
+# none keeps the matmul; OpenBLAS does not apply to cuda.
+printf 'module {\n  func @main(x: Tensor((n, 256), float32), w: Tensor((128, 256), float32), b: Tensor((128,), float32)) -> Tensor((n, 128), float32) {\n    dataflow {\n      %%wt = R.permute_dims(w, axes=[1, 0])\n      %%h = R.matmul(x, %%wt)\n      y = R.add(%%h, b)\n    }\n    return y\n  }\n}\n' > "$dir/linear.kir"
+err=$("$kiln" compile "$dir/linear.kir" --target cuda -o "$dir/linear_cuda.kx" --dump-after dispatch_libraries 2>&1 >/dev/null) || grep -q "NVRTC" <<<"$err" || fail "cuda linear: $err"
+grep -qF '%h: Tensor((n, 128), float32) = R.call_dps_library(R.extern("kiln.cublas.gemm_nt"), (x, w), out_sinfo=Tensor((n, 128), float32))' <<<"$err" ||
+  fail "cuBLAS call in --dump-after dispatch_libraries: $err"
+err=$("$kiln" compile "$dir/linear.kir" --target cuda --libs none -o "$dir/linear_none.kx" --dump-after dispatch_libraries 2>&1 >/dev/null) || grep -q "NVRTC" <<<"$err" || fail "cuda --libs none: $err"
+grep -qF '%h: Tensor((n, 128), float32) = R.matmul(x, %wt)' <<<"$err" || fail "--libs none kept no matmul: $err"
+if err=$("$kiln" compile "$dir/linear.kir" --target cuda --libs openblas 2>&1); then fail "--libs openblas accepted for cuda"; fi
+grep -q "\-\-libs openblas does not apply to target 'cuda' (its library: cublas)" <<<"$err" || fail "--libs openblas on cuda: $err"
 # vulkan: the kernels are SPIR-V in the executable's device code section; --dump-after
 # shows the GPU schedule (workgroups of at most 256 invocations).
 err=$("$kiln" compile "$dir/add_op.kir" --target vulkan -o "$dir/add_vulkan.kx" --dump-after=schedule 2>&1 >/dev/null) ||

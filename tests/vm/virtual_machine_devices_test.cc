@@ -15,6 +15,23 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// The device's own clock for profiles: each timed call measures 1234 ns.
+class TestTimer final : public DeviceTimer {
+ public:
+  explicit TestTimer(std::atomic<int>* marks) : marks_(marks) {}
+  absl::Status Start() override {
+    ++*marks_;
+    return absl::OkStatus();
+  }
+  absl::StatusOr<int64_t> StopNs() override {
+    ++*marks_;
+    return 1234;
+  }
+
+ private:
+  std::atomic<int>* marks_;
+};
+
 class TestDevice final : public Device {
  public:
   explicit TestDevice(int index) : index_(index) {}
@@ -42,8 +59,11 @@ class TestDevice final : public Device {
   }
   absl::Status Synchronize() override { return absl::OkStatus(); }
   void* stream() override { return &stream_marker; }
+  absl::StatusOr<std::unique_ptr<DeviceTimer>> CreateTimer() override {
+    return std::unique_ptr<DeviceTimer>(new TestTimer(&timer_marks));
+  }
 
-  std::atomic<int> allocations{0}, frees{0}, copies_to_host{0}, copies_from_host{0};
+  std::atomic<int> allocations{0}, frees{0}, copies_to_host{0}, copies_from_host{0}, timer_marks{0};
   int stream_marker = 0;
 
  private:
@@ -209,6 +229,25 @@ TEST(VirtualMachineDevices, CopiesAllocatesAndRunsAKernelOnAnotherDevice) {
   int before_reset = device->frees;
   other->reset();
   EXPECT_EQ(device->frees - before_reset, 1);
+}
+
+// kiln run --profile: a kernel on a device with its own timer (CUDA events) gets the
+// device's time, not the host's; the CPU device has none.
+TEST(VirtualMachineDevices, ProfilesTimeDeviceKernelsWithTheDevicesTimer) {
+  TestDevice* device = TheTestDevice();
+  auto exe = DeviceProgram();
+  ASSERT_NE(exe, nullptr);
+  absl::StatusOr<std::unique_ptr<VirtualMachine>> vm = VirtualMachine::Create(exe);
+  ASSERT_TRUE(vm.ok()) << vm.status();
+  (*vm)->EnableProfiling(true);
+  const int marks = device->timer_marks;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*vm)->Invoke("main", {Value(Iota(10))}).ok());
+  EXPECT_EQ((*vm)->profile().kernel_calls[0], 3);
+  EXPECT_EQ((*vm)->profile().kernel_ns[0], 3 * 1234);
+  EXPECT_EQ(device->timer_marks - marks, 6);  // a start and a stop per call
+  absl::StatusOr<std::unique_ptr<DeviceTimer>> cpu_timer = CpuDevice()->CreateTimer();
+  ASSERT_TRUE(cpu_timer.ok());
+  EXPECT_EQ(*cpu_timer, nullptr);
 }
 
 TEST(VirtualMachineDevices, ConstantsAreCopiedToTheDeviceOfTheKernelOnce) {
