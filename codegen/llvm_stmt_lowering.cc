@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "llvm/IR/BasicBlock.h"
@@ -231,17 +232,23 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   llvm::Value* begin = CastToI64(Lower(op->min), var->dtype());
   llvm::Value* extent = CastToI64(Lower(op->extent), var->dtype());
 
+  // The captures in a fixed order (by name, then by the name LLVM gave the value): the maps
+  // are keyed by address, and the same function must compile to the same bytes every time.
   std::vector<const tir::VarNode*> captured_vars;
   std::vector<const tir::BufferNode*> captured_buffers;
+  for (const auto& [v, value] : vars_) captured_vars.push_back(v);
+  for (const auto& [buf, ptr] : buffers_) captured_buffers.push_back(buf);
+  auto by_name = [](const auto& map) {
+    return [&map](const auto* x, const auto* y) {
+      const llvm::StringRef xv = map.at(x)->getName(), yv = map.at(y)->getName();
+      return std::tie(x->name, xv) < std::tie(y->name, yv);
+    };
+  };
+  std::sort(captured_vars.begin(), captured_vars.end(), by_name(vars_));
+  std::sort(captured_buffers.begin(), captured_buffers.end(), by_name(buffers_));
   std::vector<llvm::Type*> fields = {abi_.context->getPointerTo(), i64, i64, i64};
-  for (const auto& [v, value] : vars_) {
-    captured_vars.push_back(v);
-    fields.push_back(value->getType());
-  }
-  for (const auto& [buf, ptr] : buffers_) {
-    captured_buffers.push_back(buf);
-    fields.push_back(ptr->getType());
-  }
+  for (const tir::VarNode* v : captured_vars) fields.push_back(vars_.at(v)->getType());
+  for (const tir::BufferNode* buf : captured_buffers) fields.push_back(buffers_.at(buf)->getType());
   llvm::StructType* closure_type = llvm::StructType::create(ctx_, fields, absl::StrCat(name_, "_closure"));
 
   // Skip the whole call when the range is empty.

@@ -1,5 +1,6 @@
 #include "codegen/vm_codegen.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <map>
@@ -202,10 +203,15 @@ class FunctionCodegen {
   void KillAt(int pos) {
     auto it = kills_at_.find(pos);
     if (it == kills_at_.end()) return;
+    // In register order: the variables come from a hash map keyed by address, and the
+    // bytecode must not depend on where the allocator put them (same input, same bytes).
+    std::vector<int32_t> registers;
     for (const relax::VarNode* v : it->second) {
       auto r = reg_.find(v);
-      if (r != reg_.end()) f_.Kill(r->second);
+      if (r != reg_.end()) registers.push_back(r->second);
     }
+    std::sort(registers.begin(), registers.end());
+    for (int32_t r : registers) f_.Kill(r);
   }
 
   // --- Emission. ---

@@ -167,6 +167,9 @@ grep -q "^planned storage" <<<"$plain" && fail "--no-plan-memory still plans: $p
 [ "$(grep '^output 0' <<<"$planned")" = "$(grep '^output 0' <<<"$plain")" ] || fail "planning changed the result: $planned / $plain"
 "$kiln" compile "$models/transformer_block.kir" -o "$dir/tb2.kx" --dump-after=plan_memory 2>"$dir/err"
 grep -q "R.alloc_storage(R.prim(" "$dir/err" || fail "--dump-after=plan_memory: $(head -c 2000 "$dir/err")"
+# Compiling is deterministic: the same module gives the same bytes (tuning records replay to
+# identical executables; builds are reproducible). Dumping must not change the output either.
+cmp -s "$dir/tb.kx" "$dir/tb2.kx" || fail "two compiles of the transformer block differ: $(cmp "$dir/tb.kx" "$dir/tb2.kx")"
 
 # Operator fusion is on by default: the library matmul's bias add and gelu are one kernel,
 # the small matmul and its bias add another. --no-fuse keeps one kernel per operator (the
