@@ -50,6 +50,7 @@
 #include "tir/schedule_rules/cpu_schedule.h"
 #include "vm/kernel_abi.h"
 #include "vm/kernel_object.h"
+#include "vm/standalone_call_context.h"
 #include "vm/tensor.h"
 #include "vm/thread_pool.h"
 
@@ -76,18 +77,7 @@ T OrDie(absl::StatusOr<T> value, const char* what) {
 }
 
 // The kernel context the VM would give a kernel, backed by a pool of our own.
-struct BenchContext {
-  KilnCallContext ctx;  // first member: the callbacks cast the context pointer back
-  kiln::vm::ThreadPool* pool;
-  std::string error;
-};
-
-int32_t PoolParallelFor(KilnCallContext* ctx, int64_t num_tasks, KilnParallelBody body, void* closure) {
-  return reinterpret_cast<BenchContext*>(ctx)->pool->ParallelFor(num_tasks, body, closure);
-}
-void* Alloc(KilnCallContext*, uint64_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
-void Free(KilnCallContext*, void* ptr) { std::free(ptr); }
-void SetError(KilnCallContext* ctx, const char* message) { reinterpret_cast<BenchContext*>(ctx)->error = message; }
+using BenchContext = kiln::vm::StandaloneCallContext;
 
 // One matmul kernel over a constant k x n weight and a symbolic number of rows m, the form a
 // model's matmuls take (m is the token count; the weight's sizes are known), built through
@@ -339,14 +329,7 @@ int main(int argc, char** argv) {
   }
 
   kiln::vm::ThreadPool pool(threads);
-  BenchContext bench{};
-  bench.ctx.runtime = nullptr;
-  bench.ctx.parallel_for = PoolParallelFor;
-  bench.ctx.workspace_alloc = Alloc;
-  bench.ctx.workspace_free = Free;
-  bench.ctx.set_error = SetError;
-  bench.ctx.num_threads = pool.num_threads();
-  bench.pool = &pool;
+  BenchContext bench = kiln::vm::MakeStandaloneCallContext(&pool);
   if (gpu) return RunOnGpu(*gpu, shapes, threads, &bench);
   {
     const kiln::codegen::CpuTarget target = kiln::codegen::CpuTarget::Host();

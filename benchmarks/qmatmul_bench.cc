@@ -38,6 +38,7 @@
 #include "vm/builtin_registry.h"
 #include "vm/kernel_abi.h"
 #include "vm/kernel_object.h"
+#include "vm/standalone_call_context.h"
 #include "vm/tensor.h"
 #include "vm/thread_pool.h"
 
@@ -65,17 +66,8 @@ T OrDie(absl::StatusOr<T> value, const char* what) {
   return *std::move(value);
 }
 
-struct BenchContext {
-  KilnCallContext ctx;  // first member: the callbacks cast the context pointer back
-  kiln::vm::ThreadPool* pool;
-  std::string error;
-};
-int32_t PoolParallelFor(KilnCallContext* ctx, int64_t num_tasks, KilnParallelBody body, void* closure) {
-  return reinterpret_cast<BenchContext*>(ctx)->pool->ParallelFor(num_tasks, body, closure);
-}
-void* Alloc(KilnCallContext*, uint64_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
-void Free(KilnCallContext*, void* ptr) { std::free(ptr); }
-void SetError(KilnCallContext* ctx, const char* message) { reinterpret_cast<BenchContext*>(ctx)->error = message; }
+// The kernel context the VM would give a kernel, backed by a pool of our own.
+using BenchContext = kiln::vm::StandaloneCallContext;
 
 // The generated kernel for one format and (n, k), rows symbolic, built as a model's is:
 // legalized, scheduled by the default CPU rules for this host, compiled by LLVM.
@@ -171,13 +163,7 @@ int main(int argc, char** argv) {
                                      {"q4_0", 1536, 576, "q4_0 up"}};
 
   kiln::vm::ThreadPool pool(threads);
-  BenchContext bench{};
-  bench.ctx.parallel_for = PoolParallelFor;
-  bench.ctx.workspace_alloc = Alloc;
-  bench.ctx.workspace_free = Free;
-  bench.ctx.set_error = SetError;
-  bench.ctx.num_threads = pool.num_threads();
-  bench.pool = &pool;
+  BenchContext bench = kiln::vm::MakeStandaloneCallContext(&pool);
   kiln::vm::BuiltinRegistry registry;
   kiln::builtins::RegisterQuantizedMatmulKernels(registry);
 

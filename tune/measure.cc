@@ -26,6 +26,7 @@
 #include "tir/stmt_functor.h"
 #include "vm/kernel_abi.h"
 #include "vm/kernel_object.h"
+#include "vm/standalone_call_context.h"
 #include "vm/tensor.h"
 #include "vm/thread_pool.h"
 
@@ -34,21 +35,6 @@ namespace kiln::tune {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// The call context of a standalone kernel call: the pool for parallel loops, malloc for
-// workspaces, the kernel's error message kept.
-struct ChildContext {
-  KilnCallContext ctx;  // first member: the callbacks cast the context pointer back
-  vm::ThreadPool* pool;
-  std::string error;
-};
-
-int32_t ChildParallelFor(KilnCallContext* ctx, int64_t num_tasks, KilnParallelBody body, void* closure) {
-  return reinterpret_cast<ChildContext*>(ctx)->pool->ParallelFor(num_tasks, body, closure);
-}
-void* ChildAlloc(KilnCallContext*, uint64_t bytes) { return std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
-void ChildFree(KilnCallContext*, void* ptr) { std::free(ptr); }
-void ChildSetError(KilnCallContext* ctx, const char* message) { reinterpret_cast<ChildContext*>(ctx)->error = message; }
 
 absl::StatusOr<DLDataType> ToDlType(const tir::DataType& t) {
   using Code = tir::DataType::Code;
@@ -145,13 +131,7 @@ absl::StatusOr<Timing> Measure(const MeasureRequest& request) {
   KILN_ASSIGN_OR_RETURN(std::string so, codegen::BuildCpuSharedObject(kernels, request.cpu));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<vm::KernelObject> object, vm::KernelObject::Load(so));
   vm::ThreadPool pool(request.options.num_threads);
-  ChildContext context{};
-  context.ctx.parallel_for = ChildParallelFor;
-  context.ctx.workspace_alloc = ChildAlloc;
-  context.ctx.workspace_free = ChildFree;
-  context.ctx.set_error = ChildSetError;
-  context.ctx.num_threads = pool.num_threads();
-  context.pool = &pool;
+  vm::StandaloneCallContext context = vm::MakeStandaloneCallContext(&pool);
   auto call = [&](KilnKernelFn fn, Arguments& a) -> absl::Status {
     if (fn(a.args.data(), static_cast<int32_t>(a.args.size()), &context.ctx) != 0) {
       return absl::InternalError("measure: the kernel failed: " + context.error);
