@@ -54,7 +54,8 @@ int Usage(const std::string& message) {
 
 int TuneCommand(int argc, char** argv) {
   std::string path, target_text = "cpu", mcpu, libs = "openblas", db, fault;
-  std::string trials_text = "200", budget_text = "0", threads_text = "1", timeout_text = "30", seed_text = "1";
+  // trials_text empty: not given (a time budget alone then runs until it is spent).
+  std::string trials_text, budget_text = "0", threads_text = "1", timeout_text = "30", seed_text = "1";
   relax::PipelineOptions pipeline;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -94,7 +95,9 @@ int TuneCommand(int argc, char** argv) {
   tune::TuneOptions options;
   int threads = 0;
   uint32_t seed = 0;
-  if (!absl::SimpleAtoi(trials_text, &options.trials) || options.trials < 1) return Usage("--trials needs a positive integer");
+  if (!trials_text.empty() && (!absl::SimpleAtoi(trials_text, &options.trials) || options.trials < 1)) {
+    return Usage("--trials needs a positive integer");
+  }
   if (!absl::SimpleAtod(budget_text, &options.time_budget_s) || options.time_budget_s < 0) {
     return Usage("--time-budget needs a non-negative number of seconds");
   }
@@ -112,7 +115,7 @@ int TuneCommand(int argc, char** argv) {
     return Usage("--inject-fault takes crash or hang");
   }
   // A time budget without a trial count runs until the budget is spent.
-  if (options.time_budget_s > 0 && trials_text == "200") options.trials = tune::kUnlimitedTrials;
+  if (options.time_budget_s > 0 && trials_text.empty()) options.trials = tune::kUnlimitedTrials;
   if (libs != "openblas" && libs != "none") return Usage("unknown --libs '" + libs + "' (openblas or none)");
   pipeline.libraries.openblas = libs == "openblas";
   pipeline.libraries.quantized = libs == "openblas";
