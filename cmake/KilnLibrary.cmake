@@ -40,7 +40,7 @@ function(kiln_test_suite name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} kiln_test_source_dir GTest::gtest GTest::gmock
                         GTest::gtest_main)
-  target_compile_options(${name} PRIVATE ${KILN_TEST_CODE_OPTIMIZATION})
+  target_compile_options(${name} PRIVATE ${KILN_TEST_CODE_FLAGS})
   if(NOT ARG_SHARDS)
     add_test(NAME ${name} COMMAND ${name})
     set_tests_properties(${name} PROPERTIES ENVIRONMENT "KILN_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
