@@ -1,17 +1,20 @@
-// Llama-family models on Vulkan (Mesa's lavapipe in CI): compiled for the vulkan target (the
-// standard operators as SPIR-V kernels, quantized weights read packed from device buffers,
-// the paged KV cache and its attention on the host) and run through serving::LlmRunner as
-// `kiln generate --device vulkan` runs them. They must give the greedy tokens of the same
-// model compiled for the CPU with the same arithmetic (float32 activations, the compiled
+// Llama-family models on GPUs: compiled for the vulkan or cuda target (the standard operators
+// as device kernels, quantized weights read packed from device buffers, the paged KV cache
+// and its attention on the host) and run through serving::LlmRunner as `kiln generate
+// --device vulkan|cuda` runs them. They must give the greedy tokens of the same model
+// compiled for the CPU with the same arithmetic (float32 activations, the compiled
 // operators), and the tiny models' logits must stay near the float64 naive pass
-// (tests/llm/naive_llama.h), the independent reference. Skipped, saying so, without a Vulkan
-// device.
+// (tests/llm/naive_llama.h), the independent reference. Vulkan runs on Mesa's lavapipe in
+// CI; CUDA compiles with NVRTC everywhere and runs where a GPU is present. Tests that need a
+// device are skipped, saying so, without one.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -21,15 +24,24 @@
 #include "support/file_io.h"
 #include "tests/formats/tiny_llama_gguf.h"
 #include "tests/llm/compile_test_model.h"
+#include "tests/llm/llm_test_util.h"
 #include "tests/llm/naive_llama.h"
 #include "tests/model_path.h"
+#include "codegen/nvrtc_compiler.h"
+#include "support/mapped_file.h"
 #include "tir/target.h"
+#include "vm/cuda_device.h"
+#include "vm/executable.h"
 #include "vm/vulkan_device.h"
 
 namespace kiln {
 namespace {
 
 using formats::testing::TinyLlamaSpec;
+using llm_test::Greedy;
+using llm_test::MaxAbs;
+using llm_test::MaxAbsDiff;
+using llm_test::Tokens;
 
 #define KILN_REQUIRE_VULKAN()                                                      \
   if (absl::Status available = vm::VulkanAvailable(); !available.ok()) {          \
@@ -46,62 +58,13 @@ std::unique_ptr<serving::LlmRunner> Load(const std::string& kx, std::shared_ptr<
   return runner.ok() ? *std::move(runner) : nullptr;
 }
 
-double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double d = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
-  return d;
-}
-
-double MaxAbs(const std::vector<float>& a) {
-  double m = 0;
-  for (float v : a) m = std::max(m, std::fabs(double(v)));
-  return m;
-}
-
-int32_t Argmax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
-
-std::vector<int32_t> Tokens(int n, int vocab, int seed) {
-  std::vector<int32_t> out;
-  uint32_t s = static_cast<uint32_t>(seed) * 2654435761u + 1;
-  for (int i = 0; i < n; ++i) {
-    s = s * 1664525u + 1013904223u;
-    out.push_back(static_cast<int32_t>((s >> 8) % static_cast<uint32_t>(vocab)));
-  }
-  return out;
-}
-
-// Prefill then `steps` greedy decode steps of sequence `id`; the tokens chosen and, in
-// `logits`, the logits each was chosen from.
-std::vector<int32_t> Greedy(serving::LlmRunner& runner, int64_t id, const std::vector<int32_t>& prompt, int steps,
-                            std::vector<std::vector<float>>* logits) {
-  std::vector<int32_t> out;
-  if (!runner.AddSequence(id).ok()) return out;
-  absl::StatusOr<std::vector<float>> step = runner.Prefill(id, prompt);
-  EXPECT_TRUE(step.ok()) << step.status();
-  if (!step.ok()) return out;
-  for (int i = 0; i < steps; ++i) {
-    out.push_back(Argmax(*step));
-    logits->push_back(*step);
-    if (i + 1 == steps) break;
-    const int64_t ids[] = {id};
-    const int32_t tokens[] = {out.back()};
-    absl::StatusOr<std::vector<std::vector<float>>> next = runner.Decode(ids, tokens);
-    EXPECT_TRUE(next.ok()) << next.status();
-    if (!next.ok()) return out;
-    *step = std::move((*next)[0]);
-  }
-  return out;
-}
-
-void CheckTinyModelOnVulkan(const TinyLlamaSpec& spec, const std::string& name) {
+void CheckTinyModelOnGpu(const TinyLlamaSpec& spec, const std::string& name, const tir::Target& target,
+                         DLDeviceType device_type) {
   SCOPED_TRACE(name);
-  const std::string path = ::testing::TempDir() + "/vulkan_" + name + ".gguf";
+  const std::string path = ::testing::TempDir() + "/" + tir::TargetKindName(target.kind) + "_" + name + ".gguf";
   ASSERT_TRUE(support::WriteFile(path, formats::testing::TinyLlamaGguf(spec)).ok());
   const std::string cpu_kx = llm_test::CompileTestModel(path, /*max_tokens=*/64, /*llama_cpp_numerics=*/false);
-  const std::string gpu_kx = llm_test::CompileTestModel(path, 64, false, tir::Target::Vulkan());
+  const std::string gpu_kx = llm_test::CompileTestModel(path, 64, false, target);
   ASSERT_FALSE(cpu_kx.empty());
   ASSERT_FALSE(gpu_kx.empty());
   absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(path);
@@ -111,7 +74,7 @@ void CheckTinyModelOnVulkan(const TinyLlamaSpec& spec, const std::string& name) 
   ASSERT_NE(cpu, nullptr);
   ASSERT_NE(gpu, nullptr);
   // The executable says where it runs: no device option needed.
-  EXPECT_EQ(gpu->device()->dl_device().device_type, kDLVulkan);
+  EXPECT_EQ(gpu->device()->dl_device().device_type, device_type);
   absl::StatusOr<test::NaiveLlama> naive = test::NaiveLlama::Load(**gguf, /*quantize_activations=*/false);
   ASSERT_TRUE(naive.ok()) << naive.status();
 
@@ -152,25 +115,25 @@ void CheckTinyModelOnVulkan(const TinyLlamaSpec& spec, const std::string& name) 
 TEST(VulkanLlm, TinyModelsInEveryWeightFormatGiveTheCpusGreedyTokens) {
   KILN_REQUIRE_VULKAN();
   TinyLlamaSpec q4_1;  // the bundled model's formats: q4_1 matmuls, tied q8_0 embeddings
-  CheckTinyModelOnVulkan(q4_1, "tiny_q4_1");
+  CheckTinyModelOnGpu(q4_1, "tiny_q4_1", tir::Target::Vulkan(), kDLVulkan);
   TinyLlamaSpec q4_0;
   q4_0.matmul_type = 2;
   q4_0.embed_type = 0;
   q4_0.tied = false;
   q4_0.heads = 4;
   q4_0.kv_heads = 4;
-  CheckTinyModelOnVulkan(q4_0, "tiny_q4_0_untied_mha");
+  CheckTinyModelOnGpu(q4_0, "tiny_q4_0_untied_mha", tir::Target::Vulkan(), kDLVulkan);
   TinyLlamaSpec qwen;  // q/k/v biases, RoPE on halves
   qwen.architecture = "qwen2";
   qwen.matmul_type = 8;
   qwen.embed_type = 1;
   qwen.kv_heads = 1;
   qwen.layers = 3;
-  CheckTinyModelOnVulkan(qwen, "tiny_qwen2_q8_0");
+  CheckTinyModelOnGpu(qwen, "tiny_qwen2_q8_0", tir::Target::Vulkan(), kDLVulkan);
   TinyLlamaSpec f16;
   f16.matmul_type = 1;
   f16.embed_type = 0;
-  CheckTinyModelOnVulkan(f16, "tiny_f16");
+  CheckTinyModelOnGpu(f16, "tiny_f16", tir::Target::Vulkan(), kDLVulkan);
 }
 
 // The acceptance line of issue 13: the bundled SmolLM2 gives the same greedy tokens on Vulkan
@@ -235,6 +198,53 @@ TEST(VulkanLlm, AnExecutableForAnotherDeviceIsRefusedNamingBoth) {
   } else {
     EXPECT_THAT(std::string(refused.status().message()), ::testing::HasSubstr("Vulkan"));
   }
+}
+
+// The same compile for CUDA: every kernel of the model through NVRTC to PTX and cubin for
+// sm_80 and sm_90 (what a GPU machine loads), here without a GPU.
+TEST(CudaLlm, TinyModelsCompileWithNvrtcForSm80AndSm90) {
+  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
+  TinyLlamaSpec q4_1;
+  TinyLlamaSpec qwen;
+  qwen.architecture = "qwen2";
+  qwen.matmul_type = 8;
+  qwen.embed_type = 1;
+  for (const auto& [spec, name] : {std::pair{q4_1, "tiny_q4_1"}, std::pair{qwen, "tiny_qwen2_q8_0"}}) {
+    SCOPED_TRACE(name);
+    const std::string path = ::testing::TempDir() + "/cuda_compile_" + name + ".gguf";
+    ASSERT_TRUE(support::WriteFile(path, formats::testing::TinyLlamaGguf(spec)).ok());
+    const std::string kx = llm_test::CompileTestModel(path, 64, false, tir::Target::Cuda());
+    ASSERT_FALSE(kx.empty());
+    absl::StatusOr<std::shared_ptr<const support::MappedFile>> image = support::MappedFile::Open(kx);
+    ASSERT_TRUE(image.ok()) << image.status();
+    absl::StatusOr<vm::Executable::Contents> contents = vm::Executable::Decode(*image);
+    ASSERT_TRUE(contents.ok()) << contents.status();
+    ASSERT_EQ(contents->device_code.size(), 1u);
+    const vm::DeviceCode& code = contents->device_code[0];
+    EXPECT_EQ(code.kind, "cuda");
+    // The quantized matmuls, norms, RoPE and SwiGLU are all device kernels.
+    std::string names;
+    for (const vm::DeviceKernelInfo& k : code.kernels) names += k.name + " ";
+    EXPECT_THAT(names, ::testing::HasSubstr("quantized_matmul"));
+    EXPECT_THAT(names, ::testing::HasSubstr("rms_norm"));
+    EXPECT_THAT(names, ::testing::HasSubstr("rotary_embedding"));
+    EXPECT_THAT(names, ::testing::HasSubstr("silu"));
+    std::map<std::string, int> formats;
+    for (const vm::DeviceBinary& b : code.binaries) {
+      formats[b.format + " " + b.arch]++;
+      EXPECT_FALSE(b.bytes.empty());
+    }
+    EXPECT_EQ(formats, (std::map<std::string, int>{{"cubin sm_80", 1}, {"cubin sm_90", 1}, {"ptx sm_80", 1},
+                                                   {"ptx sm_90", 1}}));
+  }
+}
+
+TEST(CudaLlm, TinyModelGivesTheCpusGreedyTokensOnAGpu) {
+  if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
+  if (absl::Status driver = vm::CudaDriverAvailable(); !driver.ok()) GTEST_SKIP() << "no GPU here: " << driver.message();
+  if (absl::StatusOr<vm::Device*> gpu = vm::GetDevice("cuda:0"); !gpu.ok()) GTEST_SKIP() << gpu.status().message();
+  TinyLlamaSpec q4_1;
+  CheckTinyModelOnGpu(q4_1, "tiny_q4_1", tir::Target::Cuda(), kDLCUDA);
 }
 
 }  // namespace
