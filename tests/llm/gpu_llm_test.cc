@@ -58,24 +58,40 @@ std::unique_ptr<serving::LlmRunner> Load(const std::string& kx, std::shared_ptr<
   return runner.ok() ? *std::move(runner) : nullptr;
 }
 
+// The model at `gguf_path` compiled for the CPU (float32 activations, the compiled operators)
+// and for `target`, each loaded; after a failure (a test failure already) gpu is null.
+struct CpuAndGpu {
+  std::shared_ptr<const formats::GgufFile> gguf;
+  std::unique_ptr<serving::LlmRunner> cpu, gpu;
+};
+
+CpuAndGpu CompileAndLoadBoth(const std::string& gguf_path, int64_t max_tokens, const tir::Target& target,
+                             bool kv_float32) {
+  CpuAndGpu out;
+  const std::string cpu_kx = llm_test::CompileTestModel(gguf_path, max_tokens, /*llama_cpp_numerics=*/false);
+  const std::string gpu_kx = llm_test::CompileTestModel(gguf_path, max_tokens, false, target);
+  absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(gguf_path);
+  EXPECT_TRUE(gguf.ok()) << gguf.status();
+  if (cpu_kx.empty() || gpu_kx.empty() || !gguf.ok()) return out;
+  out.gguf = *gguf;
+  out.cpu = Load(cpu_kx, out.gguf, kv_float32);
+  if (out.cpu != nullptr) out.gpu = Load(gpu_kx, out.gguf, kv_float32);
+  return out;
+}
+
 void CheckTinyModelOnGpu(const TinyLlamaSpec& spec, const std::string& name, const tir::Target& target,
                          DLDeviceType device_type) {
   SCOPED_TRACE(name);
   const std::string path = ::testing::TempDir() + "/" + tir::TargetKindName(target.kind) + "_" + name + ".gguf";
   ASSERT_TRUE(support::WriteFile(path, formats::testing::TinyLlamaGguf(spec)).ok());
-  const std::string cpu_kx = llm_test::CompileTestModel(path, /*max_tokens=*/64, /*llama_cpp_numerics=*/false);
-  const std::string gpu_kx = llm_test::CompileTestModel(path, 64, false, target);
-  ASSERT_FALSE(cpu_kx.empty());
-  ASSERT_FALSE(gpu_kx.empty());
-  absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(path);
-  ASSERT_TRUE(gguf.ok()) << gguf.status();
-  std::unique_ptr<serving::LlmRunner> cpu = Load(cpu_kx, *gguf, /*kv_float32=*/true);
-  std::unique_ptr<serving::LlmRunner> gpu = Load(gpu_kx, *gguf, /*kv_float32=*/true);
-  ASSERT_NE(cpu, nullptr);
-  ASSERT_NE(gpu, nullptr);
+  CpuAndGpu both = CompileAndLoadBoth(path, /*max_tokens=*/64, target, /*kv_float32=*/true);
+  ASSERT_NE(both.gpu, nullptr);
+  serving::LlmRunner* cpu = both.cpu.get();
+  serving::LlmRunner* gpu = both.gpu.get();
+  const std::shared_ptr<const formats::GgufFile>& gguf = both.gguf;
   // The executable says where it runs: no device option needed.
   EXPECT_EQ(gpu->device()->dl_device().device_type, device_type);
-  absl::StatusOr<test::NaiveLlama> naive = test::NaiveLlama::Load(**gguf, /*quantize_activations=*/false);
+  absl::StatusOr<test::NaiveLlama> naive = test::NaiveLlama::Load(*gguf, /*quantize_activations=*/false);
   ASSERT_TRUE(naive.ok()) << naive.status();
 
   // A prompt over several KV pages, then 12 greedy steps.
@@ -97,7 +113,7 @@ void CheckTinyModelOnGpu(const TinyLlamaSpec& spec, const std::string& name, con
   // Two sequences of different lengths in one decode step (b = 2: the device copies of a
   // batch, ragged attention on the host).
   const std::vector<int32_t> other = Tokens(5, static_cast<int>(spec.vocab), 2);
-  for (serving::LlmRunner* runner : {cpu.get(), gpu.get()}) {
+  for (serving::LlmRunner* runner : {cpu, gpu}) {
     ASSERT_TRUE(runner->AddSequence(1).ok());
     ASSERT_TRUE(runner->Prefill(1, other).ok());
   }
@@ -114,23 +130,10 @@ void CheckTinyModelOnGpu(const TinyLlamaSpec& spec, const std::string& name, con
 
 TEST(VulkanLlm, TinyModelsInEveryWeightFormatGiveTheCpusGreedyTokens) {
   KILN_REQUIRE_VULKAN();
-  TinyLlamaSpec q4_1;  // the bundled model's formats: q4_1 matmuls, tied q8_0 embeddings
-  CheckTinyModelOnGpu(q4_1, "tiny_q4_1", tir::Target::Vulkan(), kDLVulkan);
-  TinyLlamaSpec q4_0;
-  q4_0.matmul_type = 2;
-  q4_0.embed_type = 0;
-  q4_0.tied = false;
-  q4_0.heads = 4;
-  q4_0.kv_heads = 4;
-  CheckTinyModelOnGpu(q4_0, "tiny_q4_0_untied_mha", tir::Target::Vulkan(), kDLVulkan);
-  TinyLlamaSpec qwen;  // q/k/v biases, RoPE on halves
-  qwen.architecture = "qwen2";
-  qwen.matmul_type = 8;
-  qwen.embed_type = 1;
-  qwen.kv_heads = 1;
-  qwen.layers = 3;
-  CheckTinyModelOnGpu(qwen, "tiny_qwen2_q8_0", tir::Target::Vulkan(), kDLVulkan);
-  TinyLlamaSpec f16;
+  for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) {
+    CheckTinyModelOnGpu(spec, name, tir::Target::Vulkan(), kDLVulkan);
+  }
+  TinyLlamaSpec f16;  // float16 weights: 16-bit storage reads on the device
   f16.matmul_type = 1;
   f16.embed_type = 0;
   CheckTinyModelOnGpu(f16, "tiny_f16", tir::Target::Vulkan(), kDLVulkan);
@@ -146,17 +149,11 @@ TEST(VulkanLlm, BundledModelGivesTheCpusGreedyTokens) {
   const std::string copy = ::testing::TempDir() + "/vulkan_bundled.gguf";
   std::filesystem::remove(copy);
   std::filesystem::create_symlink(path, copy);
-  const std::string cpu_kx = llm_test::CompileTestModel(copy, /*max_tokens=*/32, /*llama_cpp_numerics=*/false);
-  const std::string gpu_kx = llm_test::CompileTestModel(copy, 32, false, tir::Target::Vulkan());
-  ASSERT_FALSE(cpu_kx.empty());
-  ASSERT_FALSE(gpu_kx.empty());
-  absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(copy);
-  ASSERT_TRUE(gguf.ok()) << gguf.status();
-  std::unique_ptr<serving::LlmRunner> cpu = Load(cpu_kx, *gguf, /*kv_float32=*/false);
-  std::unique_ptr<serving::LlmRunner> gpu = Load(gpu_kx, *gguf, /*kv_float32=*/false);
-  ASSERT_NE(cpu, nullptr);
-  ASSERT_NE(gpu, nullptr);
-  absl::StatusOr<std::shared_ptr<const serving::Tokenizer>> tokenizer = serving::Tokenizer::FromGguf(**gguf);
+  CpuAndGpu both = CompileAndLoadBoth(copy, /*max_tokens=*/32, tir::Target::Vulkan(), /*kv_float32=*/false);
+  ASSERT_NE(both.gpu, nullptr);
+  serving::LlmRunner* cpu = both.cpu.get();
+  serving::LlmRunner* gpu = both.gpu.get();
+  absl::StatusOr<std::shared_ptr<const serving::Tokenizer>> tokenizer = serving::Tokenizer::FromGguf(*both.gguf);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   absl::StatusOr<std::vector<int32_t>> prompt = (*tokenizer)->Encode("The capital of France is");
   ASSERT_TRUE(prompt.ok()) << prompt.status();
@@ -204,12 +201,9 @@ TEST(VulkanLlm, AnExecutableForAnotherDeviceIsRefusedNamingBoth) {
 // sm_80 and sm_90 (what a GPU machine loads), here without a GPU.
 TEST(CudaLlm, TinyModelsCompileWithNvrtcForSm80AndSm90) {
   if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
-  TinyLlamaSpec q4_1;
-  TinyLlamaSpec qwen;
-  qwen.architecture = "qwen2";
-  qwen.matmul_type = 8;
-  qwen.embed_type = 1;
-  for (const auto& [spec, name] : {std::pair{q4_1, "tiny_q4_1"}, std::pair{qwen, "tiny_qwen2_q8_0"}}) {
+  // The bundled model's formats, and qwen2 in q8_0 (biases, RoPE on halves).
+  for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) {
+    if (name != "tiny_q4_1" && name != "tiny_qwen2_q8_0") continue;
     SCOPED_TRACE(name);
     const std::string path = ::testing::TempDir() + "/cuda_compile_" + name + ".gguf";
     ASSERT_TRUE(support::WriteFile(path, formats::testing::TinyLlamaGguf(spec)).ok());

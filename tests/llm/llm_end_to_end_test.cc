@@ -100,26 +100,7 @@ void CheckTinyModel(const TinyLlamaSpec& spec, const std::string& name) {
 }
 
 TEST(LlmEndToEnd, TinyModelsInEveryWeightFormatMatchTheNaivePass) {
-  TinyLlamaSpec q4_1;  // the bundled model's formats: q4_1 matmuls, tied q8_0 embeddings
-  CheckTinyModel(q4_1, "tiny_q4_1");
-  TinyLlamaSpec q4_0;
-  q4_0.matmul_type = 2;
-  q4_0.embed_type = 0;
-  q4_0.tied = false;
-  q4_0.heads = 4;
-  q4_0.kv_heads = 4;
-  CheckTinyModel(q4_0, "tiny_q4_0_untied_mha");
-  TinyLlamaSpec qwen;
-  qwen.architecture = "qwen2";
-  qwen.matmul_type = 8;
-  qwen.embed_type = 1;
-  qwen.kv_heads = 1;
-  qwen.layers = 3;
-  CheckTinyModel(qwen, "tiny_qwen2_q8_0");
-  TinyLlamaSpec f32;
-  f32.matmul_type = 0;
-  f32.embed_type = 0;
-  CheckTinyModel(f32, "tiny_f32");
+  for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) CheckTinyModel(spec, name);
 }
 
 TEST(LlmEndToEnd, PromptsLongerThanTheContextAreRefusedClearly) {

@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "serving/llm_runner.h"
+#include "tests/formats/tiny_llama_gguf.h"
 
 namespace kiln::llm_test {
 
@@ -39,6 +42,30 @@ inline std::vector<int32_t> Tokens(int n, int vocab, int seed) {
     out.push_back(static_cast<int32_t>((s >> 8) % static_cast<uint32_t>(vocab)));
   }
   return out;
+}
+
+// Tiny random models covering every weight format and both architectures, with a name each:
+// the bundled model's formats (q4_1 matmuls, tied q8_0 embeddings), q4_0 with untied
+// embeddings and as many kv heads as heads, qwen2 (q/k/v biases, RoPE on halves) in q8_0
+// with one kv head, and float32.
+inline std::vector<std::pair<std::string, formats::testing::TinyLlamaSpec>> TinyModelsInEveryWeightFormat() {
+  formats::testing::TinyLlamaSpec q4_1;
+  formats::testing::TinyLlamaSpec q4_0;
+  q4_0.matmul_type = 2;
+  q4_0.embed_type = 0;
+  q4_0.tied = false;
+  q4_0.heads = 4;
+  q4_0.kv_heads = 4;
+  formats::testing::TinyLlamaSpec qwen;
+  qwen.architecture = "qwen2";
+  qwen.matmul_type = 8;
+  qwen.embed_type = 1;
+  qwen.kv_heads = 1;
+  qwen.layers = 3;
+  formats::testing::TinyLlamaSpec f32;
+  f32.matmul_type = 0;
+  f32.embed_type = 0;
+  return {{"tiny_q4_1", q4_1}, {"tiny_q4_0_untied_mha", q4_0}, {"tiny_qwen2_q8_0", qwen}, {"tiny_f32", f32}};
 }
 
 // Adds sequence `id`, prefills `prompt` and takes `steps` greedy tokens (steps - 1 decode
