@@ -163,7 +163,10 @@ TEST(VulkanLlm, BundledModelGivesTheCpusGreedyTokens) {
   ASSERT_EQ(cpu_tokens.size(), 8u);
   EXPECT_EQ(gpu_tokens, cpu_tokens);
   for (size_t i = 0; i < std::min(gpu_logits.size(), cpu_logits.size()); ++i) {
-    EXPECT_LE(MaxAbsDiff(gpu_logits[i], cpu_logits[i]), 1e-3 * (1 + MaxAbs(cpu_logits[i]))) << "step " << i;
+    // The kernels sum in other orders than the CPU's vector lanes; K and V rounded to float16
+    // in the cache pass those last-bit differences on: about 0.02 at logits near 20 (by hand,
+    // three prompts of 16 tokens).
+    EXPECT_LE(MaxAbsDiff(gpu_logits[i], cpu_logits[i]), 3e-3 * (1 + MaxAbs(cpu_logits[i]))) << "step " << i;
   }
 }
 
