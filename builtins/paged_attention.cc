@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "builtins/paged_kv_cache.h"
 #include "support/float16.h"
+#include "vm/device.h"
 #include "vm/dtype.h"
 #include "vm/thread_pool.h"
 
@@ -132,13 +133,19 @@ absl::Status Error(const std::string& what) {
 }
 
 absl::Status CheckTensor(const Tensor& t, const char* name, int64_t n, int64_t heads, int64_t d) {
-  if (!vm::operator==(t.dtype(), vm::DTypeFloat32()) || !t.strides().empty() || t.device().device_type != kDLCPU) {
-    return Error(absl::StrCat(name, " must be a contiguous float32 CPU tensor, got ", t.Describe()));
+  if (!vm::operator==(t.dtype(), vm::DTypeFloat32()) || !t.strides().empty()) {
+    return Error(absl::StrCat(name, " must be a contiguous float32 tensor, got ", t.Describe()));
   }
   if (t.shape() != std::vector<int64_t>{n, heads, d}) {
     return Error(absl::StrCat(name, " must have shape [", n, ", ", heads, ", ", d, "], got ", t.Describe()));
   }
   return absl::OkStatus();
+}
+
+// `t` in host memory: itself, or a copy of a tensor on a GPU.
+absl::StatusOr<Tensor> OnHost(const Tensor& t) {
+  if (t.device().device_type == kDLCPU) return t;
+  return t.CopyTo(vm::CpuDevice());
 }
 
 struct AttentionJob {
@@ -274,6 +281,19 @@ absl::Status Attention(BuiltinContext&, const Value* const* args, int, Value* re
   if (absl::Status s = CheckTensor(q, "q", n, q_heads, c.head_dim); !s.ok()) return s;
   if (absl::Status s = CheckTensor(k, "k", n, c.num_kv_heads, c.head_dim); !s.ok()) return s;
   if (absl::Status s = CheckTensor(v, "v", n, c.num_kv_heads, c.head_dim); !s.ok()) return s;
+  // The cache and this attention live on the host. A model compiled for a GPU hands over its
+  // q, k and v in device memory: they come here first (the copy waits for the kernels that
+  // wrote them), and the output goes back to q's device, where the next kernel reads it.
+  vm::Device* kernel_device = nullptr;
+  if (q.device().device_type != kDLCPU) {
+    absl::StatusOr<vm::Device*> device = vm::GetDevice(q.device());
+    if (!device.ok()) return device.status();
+    kernel_device = *device;
+  }
+  absl::StatusOr<Tensor> q_host = OnHost(q), k_host = OnHost(k), v_host = OnHost(v);
+  if (!q_host.ok()) return q_host.status();
+  if (!k_host.ok()) return k_host.status();
+  if (!v_host.ok()) return v_host.status();
 
   // Store the step's keys and values.
   const bool f16 = cache.element_bytes() == 2;
@@ -283,8 +303,8 @@ absl::Status Attention(BuiltinContext&, const Value* const* args, int, Value* re
     const int32_t page = pages[static_cast<size_t>(token.position / c.page_size)];
     const int64_t slot = token.position % c.page_size;
     for (int64_t g = 0; g < c.num_kv_heads; ++g) {
-      const float* ks = k.data_as<float>() + (t * c.num_kv_heads + g) * c.head_dim;
-      const float* vs = v.data_as<float>() + (t * c.num_kv_heads + g) * c.head_dim;
+      const float* ks = k_host->data_as<float>() + (t * c.num_kv_heads + g) * c.head_dim;
+      const float* vs = v_host->data_as<float>() + (t * c.num_kv_heads + g) * c.head_dim;
       uint8_t* kd = cache.KeyAt(layer, page, g, slot);
       uint8_t* vd = cache.ValueAt(layer, page, g, slot);
       if (f16) {
@@ -301,17 +321,21 @@ absl::Status Attention(BuiltinContext&, const Value* const* args, int, Value* re
 
   absl::StatusOr<Tensor> out = Tensor::Empty({n, q_heads, c.head_dim}, vm::DTypeFloat32());
   if (!out.ok()) return out.status();
-  AttentionJob job{&cache, layer, q.data_as<float>(), out->data_as<float>(), q_heads, c.num_kv_heads, c.head_dim,
+  AttentionJob job{&cache, layer, q_host->data_as<float>(), out->data_as<float>(), q_heads, c.num_kv_heads, c.head_dim,
                    static_cast<float>(scale)};
   if (n * c.num_kv_heads > 0) {
     const auto task = !f16 ? AttentionTask : HasAvx2F16c() ? AttentionTaskF16<true> : AttentionTaskF16<false>;
     vm::ThreadPool::Global().ParallelFor(n * c.num_kv_heads, task, &job);
   }
+  if (kernel_device != nullptr) {
+    out = out->CopyTo(kernel_device);
+    if (!out.ok()) return out.status();
+  }
   *result = Value(*std::move(out));
   return absl::OkStatus();
 }
 
-absl::Status Positions(BuiltinContext&, const Value* const* args, int, Value* result) {
+absl::Status Positions(BuiltinContext& ctx, const Value* const* args, int, Value* result) {
   PagedKvCache& cache = args[0]->as_object<PagedKvCache>();
   if (!cache.in_forward()) {
     return absl::FailedPreconditionError(
@@ -321,6 +345,12 @@ absl::Status Positions(BuiltinContext&, const Value* const* args, int, Value* re
   absl::StatusOr<Tensor> out = Tensor::Empty({n}, vm::DTypeInt64());
   if (!out.ok()) return out.status();
   for (int64_t t = 0; t < n; ++t) out->data_as<int64_t>()[t] = cache.step_tokens()[static_cast<size_t>(t)].position;
+  // The positions feed RoPE, a kernel on the VM's default device (a GPU for a model compiled
+  // for one).
+  if (ctx.device != nullptr && ctx.device->dl_device().device_type != kDLCPU) {
+    out = out->CopyTo(ctx.device);
+    if (!out.ok()) return out.status();
+  }
   *result = Value(*std::move(out));
   return absl::OkStatus();
 }

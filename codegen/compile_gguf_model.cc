@@ -22,7 +22,9 @@ absl::StatusOr<std::string> CompileGgufModel(const std::string& gguf_path, const
   }
   relax::models::LlamaBuildOptions build;
   build.max_tokens = options.max_tokens;
-  build.ggml_numerics = options.ggml_numerics;
+  // The kiln.ggml.* layer builtins are host code: on a GPU target the norms, RoPE and SwiGLU
+  // are the standard operators, compiled to device kernels with the rest of each block.
+  build.ggml_numerics = options.ggml_numerics && !options.pipeline.target.is_gpu();
   KILN_ASSIGN_OR_RETURN(relax::IRModule module, relax::models::BuildLlamaModule(*file, config, build));
   KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(module, options.pipeline));
   std::error_code error;

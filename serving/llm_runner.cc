@@ -16,6 +16,25 @@ namespace {
 
 constexpr int64_t kMaxDefaultCacheTokens = 32768;
 
+// The device to run `executable` on: `requested`, or the one it was compiled for. An
+// executable holds host code for the CPU plus at most the kernels of one GPU kind; running
+// it elsewhere would fail at the first kernel, so it is refused here, naming both.
+absl::StatusOr<vm::Device*> ChooseDevice(const vm::Executable& executable, const std::string& path,
+                                         const std::string& requested) {
+  std::string compiled_for = "cpu";
+  for (const vm::DeviceCode& code : executable.contents().device_code) {
+    if (!code.kernels.empty()) compiled_for = code.kind;
+  }
+  KILN_ASSIGN_OR_RETURN(vm::Device* device, vm::GetDevice(requested.empty() ? compiled_for : requested));
+  const std::string name = device->name();
+  const std::string kind = name.substr(0, name.find(':'));
+  if (kind != compiled_for) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " was compiled for ", compiled_for, ", not for ", kind,
+                                                   ": compile the model with --target ", kind, " to run it on ", name));
+  }
+  return device;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LlmRunner>> LlmRunner::Load(const std::string& executable_path,
@@ -43,7 +62,8 @@ absl::StatusOr<std::unique_ptr<LlmRunner>> LlmRunner::Load(const std::string& ex
     return absl::InvalidArgumentError(
         absl::StrCat(executable_path, ": metadata 'kiln.model.max_tokens' is missing or not a positive integer"));
   }
-  KILN_ASSIGN_OR_RETURN(runner->vm_, vm::VirtualMachine::Create(runner->executable_));
+  KILN_ASSIGN_OR_RETURN(runner->device_, ChooseDevice(*runner->executable_, executable_path, options.device));
+  KILN_ASSIGN_OR_RETURN(runner->vm_, vm::VirtualMachine::Create(runner->executable_, runner->device_));
 
   const formats::LlamaConfig& c = runner->config_;
   builtins::PagedKvCache::Config cache;
@@ -78,9 +98,18 @@ absl::StatusOr<vm::Tensor> LlmRunner::RunStep(const std::string& function, std::
   KILN_ASSIGN_OR_RETURN(vm::Tensor input,
                         vm::Tensor::Empty({static_cast<int64_t>(tokens.size())}, DLDataType{kDLInt, 32, 1}));
   std::memcpy(input.data(), tokens.data(), tokens.size() * sizeof(int32_t));
+  // On a GPU the function's inputs go to its memory and the logits come back.
+  const bool on_host = device_->dl_device().device_type == kDLCPU;
+  vm::Tensor device_rows;
+  if (!on_host) {
+    KILN_ASSIGN_OR_RETURN(input, input.CopyTo(device_));
+    if (rows != nullptr) {
+      KILN_ASSIGN_OR_RETURN(device_rows, rows->CopyTo(device_));
+    }
+  }
   KILN_RETURN_IF_ERROR(cache_->BeginForward({ids.begin(), ids.end()}, {counts.begin(), counts.end()}));
   std::vector<vm::Value> args = {vm::Value(input)};
-  if (rows != nullptr) args.push_back(vm::Value(*rows));
+  if (rows != nullptr) args.push_back(vm::Value(on_host ? *rows : device_rows));
   args.push_back(vm::Value::FromObject(cache_));
   absl::StatusOr<vm::Value> out = vm_->Invoke(function, args);
   if (!out.ok()) {
@@ -88,7 +117,9 @@ absl::StatusOr<vm::Tensor> LlmRunner::RunStep(const std::string& function, std::
     return out.status();
   }
   KILN_RETURN_IF_ERROR(cache_->EndForward());
-  return out->GetTensor();
+  KILN_ASSIGN_OR_RETURN(vm::Tensor logits, out->GetTensor());
+  if (logits.device().device_type != kDLCPU) return logits.CopyTo(vm::CpuDevice());
+  return logits;
 }
 
 absl::Status LlmRunner::CheckRoom(int64_t id, int64_t count) const {

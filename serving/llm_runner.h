@@ -35,6 +35,11 @@ struct LlmRunnerOptions {
   int64_t kv_cache_tokens = 0;
   int64_t page_size = 16;
   bool kv_float32 = false;  // K/V stored as float32 instead of float16
+  // Where the model's kernels run: "" for the device the executable was compiled for (the
+  // kind of its GPU code, device 0; else the CPU), or a device name (vm::GetDevice: "cpu",
+  // "vulkan", "vulkan:1", "cuda"), which must be of that kind. The KV cache and its attention
+  // stay on the host (builtins/paged_attention.h copies q, k, v there and the output back).
+  std::string device;
 };
 
 class LlmRunner {
@@ -53,6 +58,8 @@ class LlmRunner {
   builtins::PagedKvCache& cache() { return *cache_; }
   bool has_prefill_batch() const { return has_prefill_batch_; }
   vm::VirtualMachine& vm() { return *vm_; }
+  // Where the kernels run (LlmRunnerOptions::device, resolved).
+  vm::Device* device() const { return device_; }
 
   absl::Status AddSequence(int64_t id);
   absl::Status RemoveSequence(int64_t id);
@@ -81,6 +88,7 @@ class LlmRunner {
   std::shared_ptr<const formats::GgufFile> gguf_;
   std::shared_ptr<const vm::Executable> executable_;
   std::unique_ptr<vm::VirtualMachine> vm_;
+  vm::Device* device_ = nullptr;
   std::shared_ptr<builtins::PagedKvCache> cache_;
   int64_t max_call_tokens_ = 0;
   bool has_prefill_batch_ = false;

@@ -24,6 +24,7 @@
 #include "tools/commands.h"
 #include "tools/model_resolution.h"
 #include "tools/profile_report.h"
+#include "vm/device.h"
 
 namespace kiln::tools {
 namespace {
@@ -61,6 +62,10 @@ constexpr const char* kUsage =
     "  --threads N             threads for kernels (default: KILN_NUM_THREADS or the cores)\n"
     "  --kv-cache-tokens N     KV cache size in tokens (default: the model's context, at\n"
     "                          most 32768)\n"
+    "  --device NAME           run on NAME: cpu (default), vulkan, vulkan:N, cuda, cuda:N;\n"
+    "                          a .gguf is compiled for it (the KV cache and attention stay\n"
+    "                          on the host, docs/llm.md); a .kx runs where it was compiled\n"
+    "                          for\n"
     "  --recompile             compile the GGUF model again even if it is cached\n"
     "  --profile               print each kernel's and builtin's total time to stderr\n"
     "  -v, --verbose           print the model, the cache entry and the seed to stderr\n";
@@ -78,7 +83,7 @@ int Usage(const std::string& message) {
 }  // namespace
 
 int GenerateCommand(int argc, char** argv) {
-  std::string model, prompt, prompt_file, system;
+  std::string model, prompt, prompt_file, system, device;
   bool chat = false, ignore_eos = false, recompile = false, verbose = false, profile = false;
   int64_t max_new_tokens = 256, threads = 0, kv_tokens = 0;
   serving::SamplingParams sampling;
@@ -140,6 +145,8 @@ int GenerateCommand(int argc, char** argv) {
       stops.push_back(v);
     } else if (value({"--threads", "-t"})) {
       if (!int_value(&threads, 1)) return Usage("--threads needs a positive integer, got '" + v + "'");
+    } else if (value({"--device"})) {
+      device = v;
     } else if (value({"--kv-cache-tokens"})) {
       if (!int_value(&kv_tokens, 1)) return Usage("--kv-cache-tokens needs a positive integer, got '" + v + "'");
     } else if (arg == "--chat") {
@@ -169,8 +176,14 @@ int GenerateCommand(int argc, char** argv) {
   if (prompt.empty() && !chat) return Usage("no prompt (--prompt TEXT)");
   if (threads > 0) setenv("KILN_NUM_THREADS", absl::StrCat(threads).c_str(), 1);  // before the pool starts
 
+  // A device that is not here is one line before anything is compiled for it.
+  if (!device.empty()) {
+    if (absl::StatusOr<vm::Device*> available = vm::GetDevice(device); !available.ok()) {
+      return Fail(std::string(available.status().message()));
+    }
+  }
   // The model: a .gguf (compiled and cached) or a .kx naming its .gguf.
-  absl::StatusOr<ResolvedModel> resolved = ResolveModel(model, threads, recompile);
+  absl::StatusOr<ResolvedModel> resolved = ResolveModel(model, threads, recompile, device.empty() ? "cpu" : device);
   if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
   const std::string& executable = resolved->executable;
   const std::string& gguf_path = resolved->gguf_path;
@@ -183,6 +196,7 @@ int GenerateCommand(int argc, char** argv) {
   if (!tokenizer.ok()) return Fail(std::string(tokenizer.status().message()));
   serving::LlmRunnerOptions runner_options;
   runner_options.kv_cache_tokens = kv_tokens;
+  runner_options.device = device;
   absl::StatusOr<std::unique_ptr<serving::LlmRunner>> runner = serving::LlmRunner::Load(executable, *gguf, runner_options);
   if (!runner.ok()) return Fail(std::string(runner.status().message()));
 

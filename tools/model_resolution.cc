@@ -37,7 +37,8 @@ absl::StatusOr<std::string> GgufOfExecutable(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<ResolvedModel> ResolveModel(std::string model, int64_t threads, bool recompile) {
+absl::StatusOr<ResolvedModel> ResolveModel(std::string model, int64_t threads, bool recompile,
+                                           const std::string& device) {
   if (model.empty()) {
     model = serving::BundledModelPath();
     if (!std::filesystem::exists(model)) {
@@ -55,10 +56,21 @@ absl::StatusOr<ResolvedModel> ResolveModel(std::string model, int64_t threads, b
   }
   resolved.gguf_path = model;
   codegen::ModelCompileOptions compile;
-  absl::StatusOr<tir::Target> target =
-      codegen::ResolveCpuTarget(tir::Target::Cpu("host", 0, threads > 0 ? static_cast<int>(threads) : 2));
+  const std::string kind = device.substr(0, device.find(':'));
+  if (kind != "cpu" && kind != "vulkan" && kind != "cuda") {
+    return absl::InvalidArgumentError(absl::StrCat("unknown device '", device, "' (cpu, vulkan, vulkan:N, cuda, cuda:N)"));
+  }
+  const bool gpu = kind != "cpu";
+  // A GPU executable's host code (argument checks, launches) runs on any x86-64, as with
+  // `kiln compile --target vulkan`; its matmuls are the generated kernels (no CPU library).
+  absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(
+      gpu ? tir::Target::Cpu("x86-64") : tir::Target::Cpu("host", 0, threads > 0 ? static_cast<int>(threads) : 2));
   if (!target.ok()) return target.status();
-  compile.pipeline.target = *target;
+  compile.pipeline.target = kind == "vulkan" ? tir::Target::Vulkan() : kind == "cuda" ? tir::Target::Cuda() : *target;
+  if (gpu) {
+    compile.pipeline.libraries.openblas = false;
+    compile.pipeline.libraries.quantized = false;
+  }
   absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*target);
   if (!cpu.ok()) return cpu.status();
   compile.cpu = *cpu;

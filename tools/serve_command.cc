@@ -22,6 +22,7 @@
 #include "serving/http_server.h"
 #include "tools/commands.h"
 #include "tools/model_resolution.h"
+#include "vm/device.h"
 
 namespace kiln::tools {
 namespace {
@@ -55,6 +56,8 @@ constexpr const char* kUsage =
     "  --http-threads N       connections served at once (default: max-running + 64)\n"
     "  --drain-timeout S      on SIGTERM, seconds requests in flight may run on before they\n"
     "                         are aborted (default 30)\n"
+    "  --device NAME          run the model on NAME: cpu (default), vulkan, vulkan:N, cuda,\n"
+    "                         cuda:N (a .gguf is compiled for it; docs/llm.md)\n"
     "  --recompile            compile the GGUF model again even if it is cached\n"
     "  -v, --verbose          print the model and its executable to stderr\n";
 
@@ -71,7 +74,7 @@ int Usage(const std::string& message) {
 }  // namespace
 
 int ServeCommand(int argc, char** argv) {
-  std::string model, host = "127.0.0.1", model_name;
+  std::string model, host = "127.0.0.1", model_name, device;
   std::string api_key = std::getenv("KILN_API_KEY") ? std::getenv("KILN_API_KEY") : "";
   int64_t port = 8080, threads = 0, kv_tokens = 0, http_threads = 0, drain_seconds = 30;
   serving::EngineOptions engine_options;
@@ -107,6 +110,9 @@ int ServeCommand(int argc, char** argv) {
     } else if (value("--api-key")) {
       if (v.empty()) return Usage("--api-key needs a non-empty key");
       api_key = v;
+    } else if (value("--device")) {
+      if (v.empty()) return Usage("--device needs a device name");
+      device = v;
     } else if (value("--model-name")) {
       if (v.empty()) return Usage("--model-name needs a name");
       model_name = v;
@@ -165,7 +171,13 @@ int ServeCommand(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   if (threads > 0) setenv("KILN_NUM_THREADS", absl::StrCat(threads).c_str(), 1);  // before the pool starts
-  absl::StatusOr<ResolvedModel> resolved = ResolveModel(model, threads, recompile);
+  // A device that is not here is one line before anything is compiled for it.
+  if (!device.empty()) {
+    if (absl::StatusOr<vm::Device*> available = vm::GetDevice(device); !available.ok()) {
+      return Fail(std::string(available.status().message()));
+    }
+  }
+  absl::StatusOr<ResolvedModel> resolved = ResolveModel(model, threads, recompile, device.empty() ? "cpu" : device);
   if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
   if (verbose) {
     std::fprintf(stderr, "kiln serve: model %s, executable %s\n", resolved->gguf_path.c_str(),
@@ -176,6 +188,7 @@ int ServeCommand(int argc, char** argv) {
   engine_options.weights_path = resolved->gguf_path;
   engine_options.model_name = model_name;
   engine_options.runner.kv_cache_tokens = kv_tokens;
+  engine_options.runner.device = device;
   engine_options.threads = static_cast<int>(threads);
   absl::StatusOr<std::unique_ptr<serving::Engine>> engine = serving::Engine::Load(engine_options);
   if (!engine.ok()) return Fail(std::string(engine.status().message()));

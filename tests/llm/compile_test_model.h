@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -19,21 +20,30 @@ namespace kiln::llm_test {
 // builtins: llama.cpp's floats); false: float32 activations and the compiled operators, the
 // closest to the exact result (what the float64 naive pass without quantized activations
 // computes).
-inline std::string CompileTestModel(const std::string& gguf_path, int64_t max_tokens, bool llama_cpp_numerics = true) {
+//
+// gpu: compile for that GPU target instead (tir::Target::Vulkan() / Cuda(): the standard
+// operators as device kernels, host code for a baseline x86-64, as `kiln generate --device`
+// does), written to `<gguf_path>.<kind>.kx`; llama_cpp_numerics does not apply.
+inline std::string CompileTestModel(const std::string& gguf_path, int64_t max_tokens, bool llama_cpp_numerics = true,
+                                    const std::optional<tir::Target>& gpu = std::nullopt) {
   codegen::ModelCompileOptions options;
   options.pipeline.libraries.quantize_activations = llama_cpp_numerics;
   options.ggml_numerics = llama_cpp_numerics;
-  absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu());
+  absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(gpu ? tir::Target::Cpu("x86-64") : tir::Target::Cpu());
   EXPECT_TRUE(target.ok()) << target.status();
   if (!target.ok()) return "";
-  options.pipeline.target = *target;
+  options.pipeline.target = gpu ? *gpu : *target;
+  if (gpu) {
+    options.pipeline.libraries.openblas = false;
+    options.pipeline.libraries.quantized = false;
+  }
   options.cpu = *codegen::ToCpuTarget(*target);
   options.max_tokens = max_tokens;
   options.progress = false;
   absl::StatusOr<std::string> bytes = codegen::CompileGgufModel(gguf_path, options);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
   if (!bytes.ok()) return "";
-  const std::string kx = gguf_path + ".kx";
+  const std::string kx = gguf_path + (gpu ? std::string(".") + tir::TargetKindName(gpu->kind) : std::string()) + ".kx";
   EXPECT_TRUE(support::WriteFile(kx, *bytes).ok());
   return kx;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/llm/compile_test_model.h"
+#include "tests/llm/llm_test_util.h"
 #include "codegen/cpu_target.h"
 #include "formats/gguf_file.h"
 #include "serving/llm_runner.h"
@@ -26,6 +27,10 @@ namespace kiln {
 namespace {
 
 using formats::testing::TinyLlamaSpec;
+using llm_test::Argmax;
+using llm_test::MaxAbs;
+using llm_test::MaxAbsDiff;
+using llm_test::Tokens;
 
 struct Compiled {
   std::shared_ptr<const formats::GgufFile> gguf;
@@ -46,33 +51,6 @@ Compiled CompileAndLoad(const std::string& gguf_path, int64_t max_tokens, bool k
   absl::StatusOr<std::unique_ptr<serving::LlmRunner>> runner = serving::LlmRunner::Load(kx, out.gguf, runner_options);
   EXPECT_TRUE(runner.ok()) << runner.status();
   if (runner.ok()) out.runner = *std::move(runner);
-  return out;
-}
-
-double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double d = 0;
-  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
-  return d;
-}
-
-double MaxAbs(const std::vector<float>& a) {
-  double m = 0;
-  for (float v : a) m = std::max(m, std::fabs(double(v)));
-  return m;
-}
-
-int32_t Argmax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
-}
-
-std::vector<int32_t> Tokens(int n, int vocab, int seed) {
-  std::vector<int32_t> out;
-  uint32_t s = static_cast<uint32_t>(seed) * 2654435761u + 1;
-  for (int i = 0; i < n; ++i) {
-    s = s * 1664525u + 1013904223u;
-    out.push_back(static_cast<int32_t>((s >> 8) % static_cast<uint32_t>(vocab)));
-  }
   return out;
 }
 
@@ -122,26 +100,7 @@ void CheckTinyModel(const TinyLlamaSpec& spec, const std::string& name) {
 }
 
 TEST(LlmEndToEnd, TinyModelsInEveryWeightFormatMatchTheNaivePass) {
-  TinyLlamaSpec q4_1;  // the bundled model's formats: q4_1 matmuls, tied q8_0 embeddings
-  CheckTinyModel(q4_1, "tiny_q4_1");
-  TinyLlamaSpec q4_0;
-  q4_0.matmul_type = 2;
-  q4_0.embed_type = 0;
-  q4_0.tied = false;
-  q4_0.heads = 4;
-  q4_0.kv_heads = 4;
-  CheckTinyModel(q4_0, "tiny_q4_0_untied_mha");
-  TinyLlamaSpec qwen;
-  qwen.architecture = "qwen2";
-  qwen.matmul_type = 8;
-  qwen.embed_type = 1;
-  qwen.kv_heads = 1;
-  qwen.layers = 3;
-  CheckTinyModel(qwen, "tiny_qwen2_q8_0");
-  TinyLlamaSpec f32;
-  f32.matmul_type = 0;
-  f32.embed_type = 0;
-  CheckTinyModel(f32, "tiny_f32");
+  for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) CheckTinyModel(spec, name);
 }
 
 TEST(LlmEndToEnd, PromptsLongerThanTheContextAreRefusedClearly) {

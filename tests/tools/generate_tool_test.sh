@@ -52,5 +52,18 @@ expect_error "no prompt" -n 3
 expect_error "no such model file" "$dir/missing.gguf" --prompt hi
 echo "not a model" > "$dir/junk.gguf"
 expect_error "junk.gguf" "$dir/junk.gguf" --prompt hi
+expect_error "unknown device 'tpu'" --prompt hi --device tpu
 "$kiln" generate --help | grep -q -- "--temperature" || fail "--help"
+
+# --device vulkan (lavapipe in CI): the model compiled for Vulkan gives the greedy text of
+# the CPU's compiled operators (tests/llm/gpu_llm_test.cc checks the tokens; here the
+# command line); two tokens keep it short on a CPU driver.
+if gpu=$("$kiln" generate --device vulkan --prompt "The capital of France is" -n 2 --temperature 0 2>"$dir/err_gpu"); then
+  grep -q "Paris" <<<"$gpu" || fail "--device vulkan answer: $gpu"
+  "$kiln" compile "$model" --target vulkan --max-tokens 16 -o "$dir/smol_vulkan.kx" 2>/dev/null || fail "kiln compile --target vulkan"
+  expect_error "was compiled for vulkan, not for cpu" "$dir/smol_vulkan.kx" --prompt hi --device cpu
+  expect_error "was compiled for cpu, not for vulkan" "$dir/smol.kx" --prompt hi --device vulkan
+else
+  grep -q "Vulkan" "$dir/err_gpu" || fail "--device vulkan without a device: $(cat "$dir/err_gpu")"
+fi
 echo "PASS"

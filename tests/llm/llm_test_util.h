@@ -1,0 +1,97 @@
+// Small helpers shared by the language-model tests: logit comparisons, argmax, a
+// deterministic token sequence, and greedy generation through serving::LlmRunner.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "serving/llm_runner.h"
+#include "tests/formats/tiny_llama_gguf.h"
+
+namespace kiln::llm_test {
+
+inline double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) d = std::max(d, std::fabs(double(a[i]) - double(b[i])));
+  return d;
+}
+
+inline double MaxAbs(const std::vector<float>& a) {
+  double m = 0;
+  for (float v : a) m = std::max(m, std::fabs(double(v)));
+  return m;
+}
+
+inline int32_t Argmax(const std::vector<float>& v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+// `n` token ids below `vocab`, the same for the same seed.
+inline std::vector<int32_t> Tokens(int n, int vocab, int seed) {
+  std::vector<int32_t> out;
+  uint32_t s = static_cast<uint32_t>(seed) * 2654435761u + 1;
+  for (int i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    out.push_back(static_cast<int32_t>((s >> 8) % static_cast<uint32_t>(vocab)));
+  }
+  return out;
+}
+
+// Tiny random models covering every weight format and both architectures, with a name each:
+// the bundled model's formats (q4_1 matmuls, tied q8_0 embeddings), q4_0 with untied
+// embeddings and as many kv heads as heads, qwen2 (q/k/v biases, RoPE on halves) in q8_0
+// with one kv head, and float32.
+inline std::vector<std::pair<std::string, formats::testing::TinyLlamaSpec>> TinyModelsInEveryWeightFormat() {
+  formats::testing::TinyLlamaSpec q4_1;
+  formats::testing::TinyLlamaSpec q4_0;
+  q4_0.matmul_type = 2;
+  q4_0.embed_type = 0;
+  q4_0.tied = false;
+  q4_0.heads = 4;
+  q4_0.kv_heads = 4;
+  formats::testing::TinyLlamaSpec qwen;
+  qwen.architecture = "qwen2";
+  qwen.matmul_type = 8;
+  qwen.embed_type = 1;
+  qwen.kv_heads = 1;
+  qwen.layers = 3;
+  formats::testing::TinyLlamaSpec f32;
+  f32.matmul_type = 0;
+  f32.embed_type = 0;
+  return {{"tiny_q4_1", q4_1}, {"tiny_q4_0_untied_mha", q4_0}, {"tiny_qwen2_q8_0", qwen}, {"tiny_f32", f32}};
+}
+
+// Adds sequence `id`, prefills `prompt` and takes `steps` greedy tokens (steps - 1 decode
+// calls); returns the tokens and, in `logits`, the logits each was chosen from. Failures are
+// test failures (the tokens so far are returned).
+inline std::vector<int32_t> Greedy(serving::LlmRunner& runner, int64_t id, const std::vector<int32_t>& prompt, int steps,
+                                   std::vector<std::vector<float>>* logits) {
+  std::vector<int32_t> out;
+  absl::Status added = runner.AddSequence(id);
+  EXPECT_TRUE(added.ok()) << added;
+  if (!added.ok()) return out;
+  absl::StatusOr<std::vector<float>> step = runner.Prefill(id, prompt);
+  EXPECT_TRUE(step.ok()) << step.status();
+  if (!step.ok()) return out;
+  for (int i = 0; i < steps; ++i) {
+    out.push_back(Argmax(*step));
+    logits->push_back(*step);
+    if (i + 1 == steps) break;
+    const int64_t ids[] = {id};
+    const int32_t tokens[] = {out.back()};
+    absl::StatusOr<std::vector<std::vector<float>>> next = runner.Decode(ids, tokens);
+    EXPECT_TRUE(next.ok()) << next.status();
+    if (!next.ok()) return out;
+    *step = std::move((*next)[0]);
+  }
+  return out;
+}
+
+}  // namespace kiln::llm_test
