@@ -6,6 +6,10 @@
 //
 //   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
 //                                 [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas]
+//                                 [--mcpu=NAME]
+//
+// --mcpu NAME: Kiln's CPU kernel generated for that LLVM CPU (e.g. haswell: AVX2 code, 8
+// lanes) instead of the host, so AVX2 code can be timed on an AVX-512 machine too.
 //
 // --target vulkan|cuda: the same matmul compiled for that GPU target (benchmarks/
 // gpu_target.h: the whole pipeline, generated kernels) and run through the VM on its device,
@@ -82,7 +86,7 @@ using BenchContext = kiln::vm::StandaloneCallContext;
 // One matmul kernel over a constant k x n weight and a symbolic number of rows m, the form a
 // model's matmuls take (m is the token count; the weight's sizes are known), built through
 // the same passes a model goes through.
-KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads,
+KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads, const kiln::codegen::CpuTarget& target,
                              std::shared_ptr<kiln::vm::KernelObject>* keep_alive) {
   const std::string text = "module {\n  func @main(x: Tensor((m, " + std::to_string(k) + "), float32), w: Tensor((" +
                            std::to_string(k) + ", " + std::to_string(n) + "), float32)) -> Tensor((m, " +
@@ -90,7 +94,6 @@ KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads,
   kiln::relax::ParsedModule parsed = OrDie(kiln::relax::ParseModule(text), "parse");
   kiln::relax::IRModule normalized = OrDie(kiln::relax::NormalizeModule(parsed.module), "normalize");
   kiln::relax::IRModule legalized = OrDie(kiln::relax::LegalizeOps(normalized), "legalize");
-  const kiln::codegen::CpuTarget target = kiln::codegen::CpuTarget::Host();
   const int lanes = OrDie(kiln::codegen::Float32VectorLanes(target), "vector lanes");
   std::vector<std::pair<std::string, kiln::tir::PrimFunc>> kernels;
   for (const kiln::relax::IRModule::Entry& e : legalized.entries()) {
@@ -173,7 +176,7 @@ bool ParseSizes(const std::string& list, std::vector<Shape>* shapes) {
 // `--target vulkan|cuda`: Kiln's kernels for that GPU (through the VM on its device) against
 // Kiln's CPU kernel, each shape checked against the CPU result first.
 int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, int threads,
-             BenchContext* bench) {
+             const kiln::codegen::CpuTarget& cpu, BenchContext* bench) {
   absl::StatusOr<kiln::vm::Device*> device = kiln::bench::OpenBenchDevice(target);
   if (!device.ok()) {
     std::printf("matmul_bench: --target %s: %s; nothing to run\n", kiln::tir::TargetKindName(target.kind),
@@ -189,7 +192,7 @@ int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, 
     Tensor w = Random({s.k, s.n}, 2);
     Tensor c_cpu = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     std::shared_ptr<kiln::vm::KernelObject> object;
-    KilnKernelFn cpu_matmul = BuildKilnMatmul(s.k, s.n, threads, &object);
+    KilnKernelFn cpu_matmul = BuildKilnMatmul(s.k, s.n, threads, cpu, &object);
     KilnArg args[3] = {};
     for (int i = 0; i < 3; ++i) args[i].type_code = kKilnArgTensor;
     args[0].value.tensor = a.dl_tensor();
@@ -274,6 +277,7 @@ int main(int argc, char** argv) {
   std::string openblas_core;
   std::string pypi_openblas;
   std::string target_name = "cpu";
+  std::string mcpu = "host";
   bool sizes_given = false;
   bool cublas = false;
   for (int i = 1; i < argc; ++i) {
@@ -290,6 +294,8 @@ int main(int argc, char** argv) {
       cublas = true;
     } else if (const char* v = value("--target")) {
       target_name = v;
+    } else if (const char* v = value("--mcpu")) {
+      mcpu = v;
     } else if (const char* v = value("--threads")) {
       threads = std::atoi(v);
       if (threads < 1) Die("--threads wants a positive integer, got '" + std::string(v) + "'");
@@ -300,13 +306,14 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
-                   "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas]\n"
+                   "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas] [--mcpu=NAME]\n"
                    "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
                    "                   else OpenBLAS's own choice)\n"
                    "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n"
                    "  --target         vulkan or cuda: Kiln's kernels for that GPU against Kiln on the CPU\n"
                    "                   (default sizes 256,m1,m8; one line and exit 0 without the device)\n"
-                   "  --cublas         on a CUDA GPU: Kiln's generated cuda matmul against cuBLAS\n",
+                   "  --cublas         on a CUDA GPU: Kiln's generated cuda matmul against cuBLAS\n"
+                   "  --mcpu           the CPU Kiln's kernel is generated for (default host; haswell: AVX2)\n",
                    argv[0]);
       return 2;
     }
@@ -318,6 +325,8 @@ int main(int argc, char** argv) {
   std::vector<Shape> shapes;
   if (!ParseSizes(sizes, &shapes)) return 2;
   if (cublas) return RunAgainstCublas(shapes);
+  const kiln::codegen::CpuTarget cpu =
+      mcpu == "host" ? kiln::codegen::CpuTarget::Host() : OrDie(kiln::codegen::CpuTarget::Named(mcpu), "--mcpu");
 
   const kiln::builtins::OpenBlasLibrary& blas = kiln::bench::LoadOpenBlasPeer(openblas_core, threads);
   kiln::bench::PypiOpenBlas pypi;
@@ -330,12 +339,9 @@ int main(int argc, char** argv) {
 
   kiln::vm::ThreadPool pool(threads);
   BenchContext bench = kiln::vm::MakeStandaloneCallContext(&pool);
-  if (gpu) return RunOnGpu(*gpu, shapes, threads, &bench);
-  {
-    const kiln::codegen::CpuTarget target = kiln::codegen::CpuTarget::Host();
-    std::printf("Kiln target: mcpu %s, %d fp32 lanes, %d threads\n", target.mcpu.c_str(),
-                OrDie(kiln::codegen::Float32VectorLanes(target), "vector lanes"), threads);
-  }
+  if (gpu) return RunOnGpu(*gpu, shapes, threads, cpu, &bench);
+  std::printf("Kiln target: mcpu %s, %d fp32 lanes, %d threads\n", cpu.mcpu.c_str(),
+              OrDie(kiln::codegen::Float32VectorLanes(cpu), "vector lanes"), threads);
   const kiln::bench::SgemvFn debian_sgemv = kiln::bench::DebianSgemv();
 
   const bool two = pypi.sgemm != nullptr;
@@ -349,7 +355,7 @@ int main(int argc, char** argv) {
     Tensor c_blas = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     Tensor c_pypi = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     std::shared_ptr<kiln::vm::KernelObject> object;
-    KilnKernelFn kiln_matmul = BuildKilnMatmul(s.k, s.n, threads, &object);
+    KilnKernelFn kiln_matmul = BuildKilnMatmul(s.k, s.n, threads, cpu, &object);
     // One row: the peers run their GEMV (as numpy does), the faster of their two entries.
     const bool gemv = s.m == 1 && debian_sgemv != nullptr;
     KilnArg args[3] = {};
