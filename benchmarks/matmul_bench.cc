@@ -33,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -117,23 +118,33 @@ Tensor Random(const std::vector<int64_t>& shape, uint32_t seed) {
   return t;
 }
 
-// Median seconds of one call, after warm-up; repetitions shrink as the work grows so every
-// shape takes a bounded time (about a second per library).
-template <typename F>
-double MedianSeconds(F&& run) {
-  auto start = std::chrono::steady_clock::now();
-  run();  // warm-up: caches, page faults, thread start
-  const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run();
-  const int reps = std::clamp(static_cast<int>(1.0 / std::max(first, 1e-6)), 3, 51);
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
+// Median seconds of one call of each function, measured in rounds that call each once in
+// turn (after one warm-up round), so that the load of a shared machine, which drifts over
+// seconds, weighs on every contender alike: timed one after another, a GEMV's bandwidth
+// moved 2-3x between contenders with the other jobs' memory traffic. Rounds shrink as
+// the work grows (about a second per contender).
+std::vector<double> InterleavedMedianSeconds(const std::vector<std::function<void()>>& runs) {
+  double slowest = 0;
+  for (const std::function<void()>& run : runs) {
+    auto start = std::chrono::steady_clock::now();
     run();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
-  return times[reps / 2];
+  const int rounds = std::clamp(static_cast<int>(1.0 / std::max(slowest, 1e-6)), 3, 51);
+  std::vector<std::vector<double>> times(runs.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      runs[i]();
+      times[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::vector<double> medians;
+  for (std::vector<double>& t : times) {
+    std::nth_element(t.begin(), t.begin() + rounds / 2, t.end());
+    medians.push_back(t[rounds / 2]);
+  }
+  return medians;
 }
 
 // The largest |x - y| / max(1, |y|) over the elements; infinity when any is NaN.
@@ -217,8 +228,9 @@ int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, 
       return 1;
     }
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
-    const double gpu_s = MedianSeconds([&] { run_gpu(); });
-    const double cpu_s = MedianSeconds(run_cpu);
+    const std::vector<double> medians = InterleavedMedianSeconds({[&] { run_gpu(); }, run_cpu});
+    const double gpu_s = medians[0];
+    const double cpu_s = medians[1];
     std::printf("%-22s %9.2f %9.2f %9.3f %9.2g\n", s.name.c_str(), flops / gpu_s * 1e-9, flops / cpu_s * 1e-9,
                 cpu_s / gpu_s, max_err);
     std::fflush(stdout);
@@ -260,8 +272,9 @@ int RunAgainstCublas(const std::vector<Shape>& shapes) {
       return 1;
     }
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
-    const double kiln_s = MedianSeconds([&] { run_kiln(); });
-    const double cublas_s = MedianSeconds(run_cublas);
+    const std::vector<double> medians = InterleavedMedianSeconds({[&] { run_kiln(); }, run_cublas});
+    const double kiln_s = medians[0];
+    const double cublas_s = medians[1];
     std::printf("%-22s %9.1f %9.1f %11.3f %9.2g\n", s.name.c_str(), flops / kiln_s * 1e-9, flops / cublas_s * 1e-9,
                 cublas_s / kiln_s, max_err);
     std::fflush(stdout);
@@ -401,9 +414,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
-    const double kiln_s = MedianSeconds(run_kiln);
-    const double blas_s = MedianSeconds(run_blas);
-    const double pypi_s = two ? MedianSeconds(run_pypi) : 0.0;
+    std::vector<std::function<void()>> contenders = {run_kiln, run_blas};
+    if (two) contenders.push_back(run_pypi);
+    const std::vector<double> medians = InterleavedMedianSeconds(contenders);
+    const double kiln_s = medians[0];
+    const double blas_s = medians[1];
+    const double pypi_s = two ? medians[2] : 0.0;
     const double kiln_gf = flops / kiln_s * 1e-9;
     const double blas_gf = flops / blas_s * 1e-9;
     const double pypi_gf = two ? flops / pypi_s * 1e-9 : 0.0;
