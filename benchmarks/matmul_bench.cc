@@ -6,6 +6,10 @@
 //
 //   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
 //                                 [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas]
+//                                 [--mcpu=NAME]
+//
+// --mcpu NAME: Kiln's CPU kernel generated for that LLVM CPU (e.g. haswell: AVX2 code, 8
+// lanes) instead of the host, so AVX2 code can be timed on an AVX-512 machine too.
 //
 // --target vulkan|cuda: the same matmul compiled for that GPU target (benchmarks/
 // gpu_target.h: the whole pipeline, generated kernels) and run through the VM on its device,
@@ -29,6 +33,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -82,7 +87,7 @@ using BenchContext = kiln::vm::StandaloneCallContext;
 // One matmul kernel over a constant k x n weight and a symbolic number of rows m, the form a
 // model's matmuls take (m is the token count; the weight's sizes are known), built through
 // the same passes a model goes through.
-KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads,
+KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads, const kiln::codegen::CpuTarget& target,
                              std::shared_ptr<kiln::vm::KernelObject>* keep_alive) {
   const std::string text = "module {\n  func @main(x: Tensor((m, " + std::to_string(k) + "), float32), w: Tensor((" +
                            std::to_string(k) + ", " + std::to_string(n) + "), float32)) -> Tensor((m, " +
@@ -90,7 +95,6 @@ KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads,
   kiln::relax::ParsedModule parsed = OrDie(kiln::relax::ParseModule(text), "parse");
   kiln::relax::IRModule normalized = OrDie(kiln::relax::NormalizeModule(parsed.module), "normalize");
   kiln::relax::IRModule legalized = OrDie(kiln::relax::LegalizeOps(normalized), "legalize");
-  const kiln::codegen::CpuTarget target = kiln::codegen::CpuTarget::Host();
   const int lanes = OrDie(kiln::codegen::Float32VectorLanes(target), "vector lanes");
   std::vector<std::pair<std::string, kiln::tir::PrimFunc>> kernels;
   for (const kiln::relax::IRModule::Entry& e : legalized.entries()) {
@@ -114,23 +118,33 @@ Tensor Random(const std::vector<int64_t>& shape, uint32_t seed) {
   return t;
 }
 
-// Median seconds of one call, after warm-up; repetitions shrink as the work grows so every
-// shape takes a bounded time (about a second per library).
-template <typename F>
-double MedianSeconds(F&& run) {
-  auto start = std::chrono::steady_clock::now();
-  run();  // warm-up: caches, page faults, thread start
-  const double first = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run();
-  const int reps = std::clamp(static_cast<int>(1.0 / std::max(first, 1e-6)), 3, 51);
-  std::vector<double> times;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
+// Median seconds of one call of each function, measured in rounds that call each once in
+// turn (after one warm-up round), so that the load of a shared machine, which drifts over
+// seconds, weighs on every contender alike: timed one after another, a GEMV's bandwidth
+// moved 2-3x between contenders with the other jobs' memory traffic. Rounds shrink as
+// the work grows (about a second per contender).
+std::vector<double> InterleavedMedianSeconds(const std::vector<std::function<void()>>& runs) {
+  double slowest = 0;
+  for (const std::function<void()>& run : runs) {
+    auto start = std::chrono::steady_clock::now();
     run();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  std::nth_element(times.begin(), times.begin() + reps / 2, times.end());
-  return times[reps / 2];
+  const int rounds = std::clamp(static_cast<int>(1.0 / std::max(slowest, 1e-6)), 3, 51);
+  std::vector<std::vector<double>> times(runs.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      runs[i]();
+      times[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::vector<double> medians;
+  for (std::vector<double>& t : times) {
+    std::nth_element(t.begin(), t.begin() + rounds / 2, t.end());
+    medians.push_back(t[rounds / 2]);
+  }
+  return medians;
 }
 
 // The largest |x - y| / max(1, |y|) over the elements; infinity when any is NaN.
@@ -173,7 +187,7 @@ bool ParseSizes(const std::string& list, std::vector<Shape>* shapes) {
 // `--target vulkan|cuda`: Kiln's kernels for that GPU (through the VM on its device) against
 // Kiln's CPU kernel, each shape checked against the CPU result first.
 int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, int threads,
-             BenchContext* bench) {
+             const kiln::codegen::CpuTarget& cpu, BenchContext* bench) {
   absl::StatusOr<kiln::vm::Device*> device = kiln::bench::OpenBenchDevice(target);
   if (!device.ok()) {
     std::printf("matmul_bench: --target %s: %s; nothing to run\n", kiln::tir::TargetKindName(target.kind),
@@ -189,7 +203,7 @@ int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, 
     Tensor w = Random({s.k, s.n}, 2);
     Tensor c_cpu = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     std::shared_ptr<kiln::vm::KernelObject> object;
-    KilnKernelFn cpu_matmul = BuildKilnMatmul(s.k, s.n, threads, &object);
+    KilnKernelFn cpu_matmul = BuildKilnMatmul(s.k, s.n, threads, cpu, &object);
     KilnArg args[3] = {};
     for (int i = 0; i < 3; ++i) args[i].type_code = kKilnArgTensor;
     args[0].value.tensor = a.dl_tensor();
@@ -214,8 +228,9 @@ int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, 
       return 1;
     }
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
-    const double gpu_s = MedianSeconds([&] { run_gpu(); });
-    const double cpu_s = MedianSeconds(run_cpu);
+    const std::vector<double> medians = InterleavedMedianSeconds({[&] { run_gpu(); }, run_cpu});
+    const double gpu_s = medians[0];
+    const double cpu_s = medians[1];
     std::printf("%-22s %9.2f %9.2f %9.3f %9.2g\n", s.name.c_str(), flops / gpu_s * 1e-9, flops / cpu_s * 1e-9,
                 cpu_s / gpu_s, max_err);
     std::fflush(stdout);
@@ -257,8 +272,9 @@ int RunAgainstCublas(const std::vector<Shape>& shapes) {
       return 1;
     }
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
-    const double kiln_s = MedianSeconds([&] { run_kiln(); });
-    const double cublas_s = MedianSeconds(run_cublas);
+    const std::vector<double> medians = InterleavedMedianSeconds({[&] { run_kiln(); }, run_cublas});
+    const double kiln_s = medians[0];
+    const double cublas_s = medians[1];
     std::printf("%-22s %9.1f %9.1f %11.3f %9.2g\n", s.name.c_str(), flops / kiln_s * 1e-9, flops / cublas_s * 1e-9,
                 cublas_s / kiln_s, max_err);
     std::fflush(stdout);
@@ -274,6 +290,7 @@ int main(int argc, char** argv) {
   std::string openblas_core;
   std::string pypi_openblas;
   std::string target_name = "cpu";
+  std::string mcpu = "host";
   bool sizes_given = false;
   bool cublas = false;
   for (int i = 1; i < argc; ++i) {
@@ -290,6 +307,8 @@ int main(int argc, char** argv) {
       cublas = true;
     } else if (const char* v = value("--target")) {
       target_name = v;
+    } else if (const char* v = value("--mcpu")) {
+      mcpu = v;
     } else if (const char* v = value("--threads")) {
       threads = std::atoi(v);
       if (threads < 1) Die("--threads wants a positive integer, got '" + std::string(v) + "'");
@@ -300,13 +319,14 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
-                   "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas]\n"
+                   "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas] [--mcpu=NAME]\n"
                    "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
                    "                   else OpenBLAS's own choice)\n"
                    "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n"
                    "  --target         vulkan or cuda: Kiln's kernels for that GPU against Kiln on the CPU\n"
                    "                   (default sizes 256,m1,m8; one line and exit 0 without the device)\n"
-                   "  --cublas         on a CUDA GPU: Kiln's generated cuda matmul against cuBLAS\n",
+                   "  --cublas         on a CUDA GPU: Kiln's generated cuda matmul against cuBLAS\n"
+                   "  --mcpu           the CPU Kiln's kernel is generated for (default host; haswell: AVX2)\n",
                    argv[0]);
       return 2;
     }
@@ -318,6 +338,8 @@ int main(int argc, char** argv) {
   std::vector<Shape> shapes;
   if (!ParseSizes(sizes, &shapes)) return 2;
   if (cublas) return RunAgainstCublas(shapes);
+  const kiln::codegen::CpuTarget cpu =
+      mcpu == "host" ? kiln::codegen::CpuTarget::Host() : OrDie(kiln::codegen::CpuTarget::Named(mcpu), "--mcpu");
 
   const kiln::builtins::OpenBlasLibrary& blas = kiln::bench::LoadOpenBlasPeer(openblas_core, threads);
   kiln::bench::PypiOpenBlas pypi;
@@ -330,12 +352,9 @@ int main(int argc, char** argv) {
 
   kiln::vm::ThreadPool pool(threads);
   BenchContext bench = kiln::vm::MakeStandaloneCallContext(&pool);
-  if (gpu) return RunOnGpu(*gpu, shapes, threads, &bench);
-  {
-    const kiln::codegen::CpuTarget target = kiln::codegen::CpuTarget::Host();
-    std::printf("Kiln target: mcpu %s, %d fp32 lanes, %d threads\n", target.mcpu.c_str(),
-                OrDie(kiln::codegen::Float32VectorLanes(target), "vector lanes"), threads);
-  }
+  if (gpu) return RunOnGpu(*gpu, shapes, threads, cpu, &bench);
+  std::printf("Kiln target: mcpu %s, %d fp32 lanes, %d threads\n", cpu.mcpu.c_str(),
+              OrDie(kiln::codegen::Float32VectorLanes(cpu), "vector lanes"), threads);
   const kiln::bench::SgemvFn debian_sgemv = kiln::bench::DebianSgemv();
 
   const bool two = pypi.sgemm != nullptr;
@@ -349,7 +368,7 @@ int main(int argc, char** argv) {
     Tensor c_blas = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     Tensor c_pypi = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     std::shared_ptr<kiln::vm::KernelObject> object;
-    KilnKernelFn kiln_matmul = BuildKilnMatmul(s.k, s.n, threads, &object);
+    KilnKernelFn kiln_matmul = BuildKilnMatmul(s.k, s.n, threads, cpu, &object);
     // One row: the peers run their GEMV (as numpy does), the faster of their two entries.
     const bool gemv = s.m == 1 && debian_sgemv != nullptr;
     KilnArg args[3] = {};
@@ -395,9 +414,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
-    const double kiln_s = MedianSeconds(run_kiln);
-    const double blas_s = MedianSeconds(run_blas);
-    const double pypi_s = two ? MedianSeconds(run_pypi) : 0.0;
+    std::vector<std::function<void()>> contenders = {run_kiln, run_blas};
+    if (two) contenders.push_back(run_pypi);
+    const std::vector<double> medians = InterleavedMedianSeconds(contenders);
+    const double kiln_s = medians[0];
+    const double blas_s = medians[1];
+    const double pypi_s = two ? medians[2] : 0.0;
     const double kiln_gf = flops / kiln_s * 1e-9;
     const double blas_gf = flops / blas_s * 1e-9;
     const double pypi_gf = two ? flops / pypi_s * 1e-9 : 0.0;

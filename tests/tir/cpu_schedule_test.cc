@@ -222,6 +222,13 @@ TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
   // Narrow constant columns or many constant rows: the register tile alone.
   EXPECT_THAT(with(kMatmul, "", "256"), Not(HasSubstr("256), float32, scope=\"local\"")));
   EXPECT_THAT(with(kMatmul, "64", ""), Not(HasSubstr("256), float32, scope=\"local\"")));
+  // Rows and columns of one size (attention scores, (n x d) . (d x n)): wide columns mean
+  // many rows, so `n >= 64 || n < 256` always holds and no few-rows branch is compiled.
+  text = with(kMatmul, "n", "n");
+  EXPECT_THAT(text, Not(HasSubstr("if n >= 64")));
+  EXPECT_THAT(text, Not(HasSubstr("_else")));
+  EXPECT_THAT(text, HasSubstr("Buffer((8, 32), float32, scope=\"local\")"));
+  EXPECT_THAT(text, Not(HasSubstr("256), float32, scope=\"local\"")));
 }
 
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {

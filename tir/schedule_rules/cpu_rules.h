@@ -80,10 +80,10 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
 // After GuardVectorizedTails: the row-edge copy of a k-blocked wide tile (blocks `.._edge`,
 // rows predicated) runs the last row tile, and every tile when m < 8: GEMV-like work that
 // is bound by reading the weight. Its loops (k_0, [sub-tiles,] pairs, k_1, rows, vector)
-// become (k_0, k_1 / 4, rows, [sub-tiles,] pairs, 4 unrolled, vector): each row reads 4
+// become (k_0, k_1 / 8, rows, [sub-tiles,] pairs, 8 unrolled, vector): each row reads 8
 // rows of the weight across the whole tile as long contiguous runs, which the prefetcher
-// streams, loading and storing its accumulators in L1 once per 4 steps; the next rows reuse
-// those 4 weight rows from L1, and a row out of range is skipped once per 4 steps.
+// streams, loading and storing its accumulators once per 8 steps; the next rows reuse
+// those 8 weight rows from cache, and a row out of range is skipped once per 8 steps.
 void StreamWideEdgeTiles(Schedule* s);
 
 // cpu_row_reduction.cc. Other reductions: a row reduction over contiguous elements (the
