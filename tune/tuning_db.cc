@@ -2,6 +2,7 @@
 #include "tune/tuning_db.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -87,26 +88,33 @@ absl::Status AppendTuningRecords(const std::string& path, const std::vector<Tuni
 }
 
 tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
-  // (workload, size) -> best record so far; null: the default knobs (nothing beat them by
-  // the margin yet).
-  std::map<std::pair<std::string, int64_t>, const TuningRecord*> best;
+  // A knob set measured several times at one size counts with its worst ratio to the
+  // default: the tuner measures a would-be winner again, and a candidate must win every
+  // time (the noise of a loaded machine makes single lucky measurements).
+  std::map<std::tuple<std::string, int64_t, std::string>, double> worst_ratio;
   std::map<std::string, std::string> dispatch_var;
   for (const TuningRecord& r : records) {
     if (r.seconds <= 0) continue;
     dispatch_var[r.workload] = r.dispatch_var;
-    const TuningRecord*& slot = best[{r.workload, r.size}];
-    double ratio = r.seconds / r.baseline_seconds;
+    double& worst = worst_ratio[{r.workload, r.size, r.knobs}];
+    worst = std::max(worst, r.seconds / r.baseline_seconds);
+  }
+  // (workload, size) -> best (ratio, knobs) so far; knobs "" : the default knobs (nothing
+  // beat them by the margin yet). The map's order makes ties go to the lesser knob text.
+  std::map<std::pair<std::string, int64_t>, std::pair<double, std::string>> best;
+  for (const auto& [key, ratio] : worst_ratio) {
+    const auto& [workload, size, knobs] = key;
+    auto [slot, inserted] = best.try_emplace({workload, size}, 1.0, "");
     if (ratio > 1.0 / kMinSpeedup) continue;
-    if (slot == nullptr || std::tie(ratio, r.knobs) < std::tuple(slot->seconds / slot->baseline_seconds, slot->knobs)) {
-      slot = &r;
-    }
+    if (slot->second.second.empty() || ratio < slot->second.first) slot->second = {ratio, knobs};
   }
   tir::TuningTable table;
-  for (const auto& [key, r] : best) {
+  for (const auto& [key, choice] : best) {
     tir::TunedWorkload& w = table[key.first];
     w.dispatch_var = dispatch_var[key.first];
     // Parsed when read, so this holds.
-    w.best_by_size.emplace_back(key.second, r ? *tir::CpuScheduleKnobs::Parse(r->knobs) : tir::CpuScheduleKnobs());
+    w.best_by_size.emplace_back(key.second, choice.second.empty() ? tir::CpuScheduleKnobs()
+                                                                  : *tir::CpuScheduleKnobs::Parse(choice.second));
   }
   return table;
 }
