@@ -201,10 +201,26 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
         candidates.push_back(k);
         hashes.push_back(h);
       }
+      // The winners of the same kernel at its other sizes come first: a dispatching kernel
+      // is only as good as its variants at the sizes between, and a variant found at one
+      // size is often the best at its neighbours too (the search there may not find it).
+      bool seeded = false;
+      if (task.trials > 0) {
+        for (const Task& sibling : tasks) {
+          if (sibling.workload != task.workload || &sibling == &task || sibling.best_ratio >= 1.0 / kMinSpeedup) continue;
+          schedule_options.knobs = sibling.best;
+          absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(w.func, schedule_options);
+          if (!scheduled.ok() || task.measured.count(tir::StructuralHash(*scheduled))) continue;
+          candidates = {sibling.best};
+          hashes = {tir::StructuralHash(*scheduled)};
+          seeded = true;
+          break;
+        }
+      }
       if (candidates.empty()) continue;
       any = true;
       size_t chosen = std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(rng);
-      if (model.trained() && std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
+      if (!seeded && model.trained() && std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
         std::vector<std::vector<float>> rows;
         for (const auto& k : candidates) rows.push_back(Features(task, k));
         std::vector<float> predicted = model.Predict(rows);

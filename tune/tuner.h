@@ -8,7 +8,11 @@
 // whose scheduled function is one already measured for the task (many knobs do not touch a
 // given kernel), and measures the one the cost model predicts fastest (a random one while
 // the model is untrained, and one trial in four at random to keep exploring). Trials go
-// round-robin over the tasks until the trial count or the time budget runs out.
+// round-robin over the tasks until (1 - kCrossoverShare) of the trial count or of the time
+// budget is spent. A would-be best that beats the default by the replay margin is measured
+// again and counts with the worse ratio. The rest places the dispatch thresholds of
+// symbolic kernels by measuring neighbouring variants between their tuned sizes
+// (crossover.h).
 #pragma once
 
 #include <cstdio>
