@@ -132,7 +132,10 @@ int main(int argc, char** argv) {
       singles.push_back(knobs);
       labels.push_back(absl::StrCat("best@", size));
     }
-    if (singles.size() <= 2 && !all) continue;  // one tuned variant: nothing dispatches
+    // One best knob set at every size (the default's or another): nothing dispatches.
+    const bool dispatches = std::any_of(t.best_by_size.begin(), t.best_by_size.end(),
+                                        [&](const auto& b) { return !(b.second == t.best_by_size.front().second); });
+    if (!dispatches && !all) continue;
     ++tuned;
     kiln::tir::CpuScheduleOptions schedule{.vector_lanes = w.target.Float32Lanes(), .num_threads = threads};
     std::vector<kiln::tir::PrimFunc> versions = {

@@ -29,7 +29,7 @@ namespace kiln::tune {
 // The share of the trials and of the time budget kept for placing dispatch thresholds
 // (crossover.h) after the search, and the most bisection rounds it takes.
 inline constexpr double kCrossoverShare = 0.25;
-inline constexpr int kCrossoverRounds = 3;
+inline constexpr int kCrossoverRounds = 5;
 
 // A trial count that only the time budget ends (the progress line then shows no total).
 inline constexpr int kUnlimitedTrials = 1 << 30;

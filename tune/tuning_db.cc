@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -107,6 +108,19 @@ tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
     auto [slot, inserted] = best.try_emplace({workload, size}, 1.0, "");
     if (ratio > 1.0 / kMinSpeedup) continue;
     if (slot->second.second.empty() || ratio < slot->second.first) slot->second = {ratio, knobs};
+  }
+  // A variant that won at a smaller size stays in use at the next size while it was
+  // measured there at least as fast as the default (ratio <= 1) even if not by the margin:
+  // switching back to the default needs evidence that the variant is slower. Kernels with
+  // tails are not monotonic in n (a variant can tie the default at n = 8, where the
+  // default's tile fits exactly, and win by 20 % at 7); the threshold then moves past the
+  // tie instead of landing at 7.
+  for (auto it = best.begin(); it != best.end(); ++it) {
+    if (it == best.begin() || std::prev(it)->first.first != it->first.first || !it->second.second.empty()) continue;
+    const auto& [ratio_below, knobs_below] = std::prev(it)->second;
+    if (knobs_below.empty()) continue;
+    auto measured = worst_ratio.find({it->first.first, it->first.second, knobs_below});
+    if (measured != worst_ratio.end() && measured->second <= 1.0) it->second = {measured->second, knobs_below};
   }
   tir::TuningTable table;
   for (const auto& [key, choice] : best) {

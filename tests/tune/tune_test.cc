@@ -115,6 +115,24 @@ TEST(TuningDbTest, AKnobSetMeasuredAgainCountsWithItsWorstRatio) {
   EXPECT_EQ(table["w"].best_by_size[0].second, tir::CpuScheduleKnobs());
 }
 
+TEST(TuningDbTest, AVariantStaysInUseWhereItTiesTheDefault) {
+  auto record = [](int64_t size, const tir::CpuScheduleKnobs& k, double seconds) {
+    return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = size,
+                        .seconds = seconds, .baseline_seconds = 1e-6};
+  };
+  // WideTiles wins at 4 by 1.25x, ties at 8 (0.99x: within the margin) and loses at 16.
+  tir::TuningTable table = BestTable({record(4, WideTiles(), 0.8e-6), record(8, WideTiles(), 0.99e-6),
+                                      record(16, WideTiles(), 1.1e-6), record(16, tir::CpuScheduleKnobs(), 1e-6)});
+  const auto& bests = table["w"].best_by_size;
+  ASSERT_EQ(bests.size(), 3u);
+  EXPECT_EQ(bests[0].second, WideTiles());
+  EXPECT_EQ(bests[1].second, WideTiles());  // kept: not measured slower than the default
+  EXPECT_EQ(bests[2].second, tir::CpuScheduleKnobs());
+  // Measured slower at 8 (1.01x the default's time): the default there.
+  table = BestTable({record(4, WideTiles(), 0.8e-6), record(8, WideTiles(), 1.01e-6)});
+  EXPECT_EQ(table["w"].best_by_size[1].second, tir::CpuScheduleKnobs());
+}
+
 TEST(CrossoverTest, ProbesBetweenAdjacentSizesWhoseBestsDiffer) {
   tir::TunedWorkload tuned{.dispatch_var = "n",
                            .best_by_size = {{1, SmallTiles()}, {16, SmallTiles()}, {256, WideTiles()},
