@@ -8,7 +8,11 @@
 // whose scheduled function is one already measured for the task (many knobs do not touch a
 // given kernel), and measures the one the cost model predicts fastest (a random one while
 // the model is untrained, and one trial in four at random to keep exploring). Trials go
-// round-robin over the tasks until the trial count or the time budget runs out.
+// round-robin over the tasks until (1 - kCrossoverShare) of the trial count or of the time
+// budget is spent. A would-be best that beats the default by the replay margin is measured
+// again and counts with the worse ratio. The rest places the dispatch thresholds of
+// symbolic kernels by measuring neighbouring variants between their tuned sizes
+// (crossover.h).
 #pragma once
 
 #include <cstdio>
@@ -21,6 +25,11 @@
 #include "tune/workloads.h"
 
 namespace kiln::tune {
+
+// The share of the trials and of the time budget kept for placing dispatch thresholds
+// (crossover.h) after the search, and the most bisection rounds it takes.
+inline constexpr double kCrossoverShare = 0.25;
+inline constexpr int kCrossoverRounds = 5;
 
 // A trial count that only the time budget ends (the progress line then shows no total).
 inline constexpr int kUnlimitedTrials = 1 << 30;

@@ -2,7 +2,9 @@
 #include "tune/tuning_db.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -87,26 +89,46 @@ absl::Status AppendTuningRecords(const std::string& path, const std::vector<Tuni
 }
 
 tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
-  // (workload, size) -> best record so far; null: the default knobs (nothing beat them by
-  // the margin yet).
-  std::map<std::pair<std::string, int64_t>, const TuningRecord*> best;
+  // A knob set measured several times at one size counts with its worst ratio to the
+  // default: the tuner measures a would-be winner again, and a candidate must win every
+  // time (the noise of a loaded machine makes single lucky measurements).
+  std::map<std::tuple<std::string, int64_t, std::string>, double> worst_ratio;
   std::map<std::string, std::string> dispatch_var;
   for (const TuningRecord& r : records) {
     if (r.seconds <= 0) continue;
     dispatch_var[r.workload] = r.dispatch_var;
-    const TuningRecord*& slot = best[{r.workload, r.size}];
-    double ratio = r.seconds / r.baseline_seconds;
+    double& worst = worst_ratio[{r.workload, r.size, r.knobs}];
+    worst = std::max(worst, r.seconds / r.baseline_seconds);
+  }
+  // (workload, size) -> best (ratio, knobs) so far; knobs "" : the default knobs (nothing
+  // beat them by the margin yet). The map's order makes ties go to the lesser knob text.
+  std::map<std::pair<std::string, int64_t>, std::pair<double, std::string>> best;
+  for (const auto& [key, ratio] : worst_ratio) {
+    const auto& [workload, size, knobs] = key;
+    auto [slot, inserted] = best.try_emplace({workload, size}, 1.0, "");
     if (ratio > 1.0 / kMinSpeedup) continue;
-    if (slot == nullptr || std::tie(ratio, r.knobs) < std::tuple(slot->seconds / slot->baseline_seconds, slot->knobs)) {
-      slot = &r;
-    }
+    if (slot->second.second.empty() || ratio < slot->second.first) slot->second = {ratio, knobs};
+  }
+  // A variant that won at a smaller size stays in use at the next size while it was
+  // measured there at least as fast as the default (ratio <= 1) even if not by the margin:
+  // switching back to the default needs evidence that the variant is slower. Kernels with
+  // tails are not monotonic in n (a variant can tie the default at n = 8, where the
+  // default's tile fits exactly, and win by 20 % at 7); the threshold then moves past the
+  // tie instead of landing at 7.
+  for (auto it = best.begin(); it != best.end(); ++it) {
+    if (it == best.begin() || std::prev(it)->first.first != it->first.first || !it->second.second.empty()) continue;
+    const auto& [ratio_below, knobs_below] = std::prev(it)->second;
+    if (knobs_below.empty()) continue;
+    auto measured = worst_ratio.find({it->first.first, it->first.second, knobs_below});
+    if (measured != worst_ratio.end() && measured->second <= 1.0) it->second = {measured->second, knobs_below};
   }
   tir::TuningTable table;
-  for (const auto& [key, r] : best) {
+  for (const auto& [key, choice] : best) {
     tir::TunedWorkload& w = table[key.first];
     w.dispatch_var = dispatch_var[key.first];
     // Parsed when read, so this holds.
-    w.best_by_size.emplace_back(key.second, r ? *tir::CpuScheduleKnobs::Parse(r->knobs) : tir::CpuScheduleKnobs());
+    w.best_by_size.emplace_back(key.second, choice.second.empty() ? tir::CpuScheduleKnobs()
+                                                                  : *tir::CpuScheduleKnobs::Parse(choice.second));
   }
   return table;
 }

@@ -11,6 +11,15 @@
 
 namespace kiln::tune {
 
+namespace {
+
+// A symbolic size's range: its declared bounds, at least 1, at most 2048 when unbounded.
+std::pair<int64_t, int64_t> SizeBounds(const tir::Var& v) {
+  return {std::max<int64_t>(1, v->lower_bound.value_or(1)), v->upper_bound.value_or(2048)};
+}
+
+}  // namespace
+
 std::vector<int64_t> RepresentativeSizes(int64_t lower, int64_t upper) {
   std::vector<int64_t> sizes;
   for (int64_t n : {1, 16, 256, 2048}) {
@@ -18,6 +27,15 @@ std::vector<int64_t> RepresentativeSizes(int64_t lower, int64_t upper) {
     if (sizes.empty() || sizes.back() != clipped) sizes.push_back(clipped);
   }
   return sizes;
+}
+
+std::map<std::string, int64_t> SizesAt(const tir::PrimFunc& func, int64_t n) {
+  std::map<std::string, int64_t> binding;
+  for (const tir::Var& v : tir::schedule_internal::FunctionVars(func)) {
+    auto [lower, upper] = SizeBounds(v);
+    binding[v->name] = std::clamp<int64_t>(n, lower, std::max(lower, upper));
+  }
+  return binding;
 }
 
 absl::StatusOr<std::vector<Workload>> ExtractWorkloads(const relax::IRModule& module, const tir::Target& target) {
@@ -40,18 +58,9 @@ absl::StatusOr<std::vector<Workload>> ExtractWorkloads(const relax::IRModule& mo
       w.bindings = {{}};
     } else {
       w.dispatch_var = vars[0]->name;
-      auto bounds = [](const tir::Var& v) {
-        return std::pair<int64_t, int64_t>(std::max<int64_t>(1, v->lower_bound.value_or(1)), v->upper_bound.value_or(2048));
-      };
-      w.sizes = RepresentativeSizes(bounds(vars[0]).first, bounds(vars[0]).second);
-      for (int64_t n : w.sizes) {
-        std::map<std::string, int64_t> binding;
-        for (const tir::Var& v : vars) {
-          auto [lo, hi] = bounds(v);
-          binding[v->name] = std::clamp<int64_t>(n, lo, std::max(lo, hi));
-        }
-        w.bindings.push_back(binding);
-      }
+      auto [lower, upper] = SizeBounds(vars[0]);
+      w.sizes = RepresentativeSizes(lower, upper);
+      for (int64_t n : w.sizes) w.bindings.push_back(SizesAt(*func, n));
     }
     workloads.push_back(std::move(w));
   }

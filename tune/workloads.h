@@ -36,6 +36,9 @@ struct Workload {
 
 std::vector<int64_t> RepresentativeSizes(int64_t lower, int64_t upper);
 
+// Every symbolic size of `func` set to n, each clipped to its bounds (unbounded: [1, 2048]).
+std::map<std::string, int64_t> SizesAt(const tir::PrimFunc& func, int64_t n);
+
 // The CPU kernels of a module as pass `schedule` receives it (RunPipeline with
 // stop_after = "bind_target"), in module order, each workload once.
 absl::StatusOr<std::vector<Workload>> ExtractWorkloads(const relax::IRModule& module, const tir::Target& target);

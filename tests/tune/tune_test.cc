@@ -1,4 +1,5 @@
-// The auto-tuner: knob text, the records database (round trip, corrupt lines), measurement
+// The auto-tuner: knob text, the records database (round trip, corrupt lines, repeated
+// measurements), where dispatch thresholds are probed, measurement
 // surviving a crashing or hanging child, and tuned builds of the transformer block example
 // (knobs that differ by size, so the kernels dispatch at run time) against the reference
 // evaluator, replayed to byte-identical executables.
@@ -21,6 +22,7 @@
 #include "support/file_io.h"
 #include "tests/reference/reference_evaluator.h"
 #include "tests/source_dir.h"
+#include "tune/crossover.h"
 #include "tune/measure.h"
 #include "tune/tuning_db.h"
 #include "tune/workloads.h"
@@ -94,6 +96,66 @@ TEST(TuningDbTest, RecordsRoundTripAndTheBestIsPicked) {
   table = BestTable(records);
   ASSERT_EQ(table["w"].best_by_size.size(), 1u);
   EXPECT_EQ(table["w"].best_by_size[0].second, tir::CpuScheduleKnobs());
+}
+
+TEST(TuningDbTest, AKnobSetMeasuredAgainCountsWithItsWorstRatio) {
+  // WideTiles won once by 2x and lost the second measurement (0.97x of the default: within
+  // the margin); SmallTiles won both times by 1.25x, so it is the best.
+  auto record = [](const tir::CpuScheduleKnobs& k, double seconds) {
+    return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = 16,
+                        .seconds = seconds, .baseline_seconds = 1e-6};
+  };
+  std::vector<TuningRecord> records = {record(WideTiles(), 0.5e-6), record(SmallTiles(), 0.8e-6),
+                                       record(WideTiles(), 0.97e-6), record(SmallTiles(), 0.8e-6)};
+  tir::TuningTable table = BestTable(records);
+  ASSERT_EQ(table["w"].best_by_size.size(), 1u);
+  EXPECT_EQ(table["w"].best_by_size[0].second, SmallTiles());
+  // Measured again and lost: the size keeps the default knobs.
+  table = BestTable({record(WideTiles(), 0.5e-6), record(WideTiles(), 0.97e-6)});
+  EXPECT_EQ(table["w"].best_by_size[0].second, tir::CpuScheduleKnobs());
+}
+
+TEST(TuningDbTest, AVariantStaysInUseWhereItTiesTheDefault) {
+  auto record = [](int64_t size, const tir::CpuScheduleKnobs& k, double seconds) {
+    return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = size,
+                        .seconds = seconds, .baseline_seconds = 1e-6};
+  };
+  // WideTiles wins at 4 by 1.25x, ties at 8 (0.99x: within the margin) and loses at 16.
+  tir::TuningTable table = BestTable({record(4, WideTiles(), 0.8e-6), record(8, WideTiles(), 0.99e-6),
+                                      record(16, WideTiles(), 1.1e-6), record(16, tir::CpuScheduleKnobs(), 1e-6)});
+  const auto& bests = table["w"].best_by_size;
+  ASSERT_EQ(bests.size(), 3u);
+  EXPECT_EQ(bests[0].second, WideTiles());
+  EXPECT_EQ(bests[1].second, WideTiles());  // kept: not measured slower than the default
+  EXPECT_EQ(bests[2].second, tir::CpuScheduleKnobs());
+  // Measured slower at 8 (1.01x the default's time): the default there.
+  table = BestTable({record(4, WideTiles(), 0.8e-6), record(8, WideTiles(), 1.01e-6)});
+  EXPECT_EQ(table["w"].best_by_size[1].second, tir::CpuScheduleKnobs());
+}
+
+TEST(CrossoverTest, ProbesBetweenAdjacentSizesWhoseBestsDiffer) {
+  tir::TunedWorkload tuned{.dispatch_var = "n",
+                           .best_by_size = {{1, SmallTiles()}, {16, SmallTiles()}, {256, WideTiles()},
+                                            {2048, tir::CpuScheduleKnobs()}}};
+  std::vector<Crossover> probes = CrossoversToProbe(tuned);
+  ASSERT_EQ(probes.size(), 2u);
+  EXPECT_EQ(probes[0].lower, 16);
+  EXPECT_EQ(probes[0].upper, 256);
+  EXPECT_EQ(probes[0].probe, 64);
+  EXPECT_EQ(probes[0].below, SmallTiles());
+  EXPECT_EQ(probes[0].above, WideTiles());
+  EXPECT_EQ(probes[1].probe, 724);
+  EXPECT_EQ(probes[1].above, tir::CpuScheduleKnobs());
+  // After the probe at 64 found WideTiles best there, the next round bisects 16..64.
+  tuned.best_by_size.insert(tuned.best_by_size.begin() + 2, {64, WideTiles()});
+  probes = CrossoversToProbe(tuned);
+  ASSERT_EQ(probes.size(), 2u);
+  EXPECT_EQ(probes[0].lower, 16);
+  EXPECT_EQ(probes[0].upper, 64);
+  EXPECT_EQ(probes[0].probe, 32);
+  // Sizes one apart leave nothing to probe; nor does a static workload.
+  EXPECT_TRUE(CrossoversToProbe({.dispatch_var = "n", .best_by_size = {{1, SmallTiles()}, {2, WideTiles()}}}).empty());
+  EXPECT_TRUE(CrossoversToProbe({.dispatch_var = "", .best_by_size = {{0, SmallTiles()}}}).empty());
 }
 
 TEST(TuningDbTest, ACorruptLineIsAnErrorNamingFileAndLine) {
