@@ -20,7 +20,7 @@
 // (benchmarks/cublas_peer.h), each checked against the other first; without a GPU or
 // libcublas it prints why and exits 0.
 //
-// A size "S" is the square S x S x S; "mM" is C[M, 4096] = A[M, 4096] @ W[4096, 4096]; for
+// A size "S" is the square S x S x S; "MxKxN" any shape; "mM" is C[M, 4096] = A[M, 4096] @ W[4096, 4096]; for
 // M <= 8 (GEMV-like: bound by reading the weight) it also prints the weight's bandwidth.
 // Kiln's kernel has the weight's sizes k, n constant and m symbolic, as in a model. For
 // M = 1 the peers run cblas_sgemv (numpy's choice; their sgemm is several times slower).
@@ -164,12 +164,23 @@ bool ParseSizes(const std::string& list, std::vector<Shape>* shapes) {
   while (pos <= list.size()) {
     size_t comma = list.find(',', pos);
     std::string item = list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    // "MxKxN": any shape (the calibration of library dispatch, relax/transform/
+    // library_dispatch_evidence.h, measures a model's weight shapes this way).
+    long long m = 0, k = 0, n = 0;
+    int used = 0;
+    if (std::sscanf(item.c_str(), "%lldx%lldx%lld%n", &m, &k, &n, &used) == 3 &&
+        used == static_cast<int>(item.size()) && m > 0 && k > 0 && n > 0) {
+      shapes->push_back({std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n), m, k, n});
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+      continue;
+    }
     bool weight = !item.empty() && item[0] == 'm';
     char* end = nullptr;
     const char* digits = item.c_str() + (weight ? 1 : 0);
     long long v = std::strtoll(digits, &end, 10);
     if (*digits == '\0' || *end != '\0' || v <= 0) {
-      std::fprintf(stderr, "matmul_bench: bad size '%s' (want S for S x S x S, or mM for [M,4096]@[4096,4096])\n",
+      std::fprintf(stderr, "matmul_bench: bad size '%s' (want S for S x S x S, mM for [M,4096]@[4096,4096], or MxKxN)\n",
                    item.c_str());
       return false;
     }

@@ -1,13 +1,15 @@
 // The transformer encoder block (examples/models/transformer_block.kir) through the whole
-// compiler and the VM, in four configurations compiled once each: operator fusion on and
-// off (PipelineOptions::fuse) x OpenBLAS dispatch on and off. For each sequence length n it
+// compiler and the VM, in five configurations compiled once each: the default build (fused,
+// OpenBLAS only for the matmuls whose shape class measured faster there, relax/transform/
+// library_dispatch_evidence.h), then operator fusion on and off (PipelineOptions::fuse) x
+// OpenBLAS for every matmul it can take on and off. For each sequence length n it
 // prints the median milliseconds of one VM call per configuration, the ratio fused /
 // unfused, and two peers measured in the same run:
 //  - GFLOP/s over the block's matmul FLOPs (2n * (4*64*64 + 2*64*256) + 4 * n^2 * 64);
 //  - "BLAS floor": OpenBLAS sgemm doing just the block's eight matmuls on the same shapes,
 //    one after the other. The block does that work and more, so it cannot beat the floor;
 //    block / floor says how far from it the compiled block is.
-// The four configurations' outputs are checked against each other before timing.
+// The configurations' outputs are checked against each other before timing.
 //
 // OpenBLAS, for the library calls and the floor, runs with its best kernels for this CPU
 // (benchmarks/openblas_peer.h).
@@ -15,7 +17,7 @@
 // With --ort-python=PY (benchmarks/transformer_bench.sh passes it), ONNX Runtime runs the same
 // block on the same weights and input with the same thread count (benchmarks/
 // onnxruntime_block_peer.h); its output is checked against Kiln's, and the ratios default /
-// ORT and best / ORT are printed (below 1: Kiln is faster). The default build is fused+blas.
+// ORT and best / ORT are printed (below 1: Kiln is faster).
 //
 //   build/benchmarks/transformer_bench [--n=1,7,64,300,1024] [--threads=N] [--model=PATH]
 //       [--openblas-core=NAME] [--ort-python=PY] [--tuning-db=FILE] [--target=cpu|vulkan|cuda]
@@ -77,21 +79,26 @@ T OrDie(absl::StatusOr<T> value, const std::string& what) {
   return *std::move(value);
 }
 
+// Which matmuls go to OpenBLAS: none, every one dispatch_libraries can take (kiln compile
+// --libs openblas), or the default: those whose shape class measured faster there.
+enum class Blas { kNone, kAll, kByEvidence };
+
 struct Config {
   std::string name;
   bool fuse;
-  bool openblas;
+  Blas blas;
   std::unique_ptr<kiln::vm::VirtualMachine> machine;
 };
 
 std::unique_ptr<kiln::vm::VirtualMachine> Compile(const std::string& text, const std::string& path, bool fuse,
-                                                  bool openblas, int threads,
+                                                  Blas blas, int threads,
                                                   std::shared_ptr<const kiln::tir::TuningTable> tuning = nullptr) {
   kiln::relax::ParsedModule parsed = OrDie(kiln::relax::ParseModule(text, path), "parse");
   const kiln::codegen::CpuTarget target = kiln::codegen::CpuTarget::Host();
   kiln::relax::PipelineOptions options;
   options.fuse = fuse;
-  options.libraries.openblas = openblas;
+  options.libraries.openblas = blas != Blas::kNone;
+  options.libraries.openblas_by_evidence = blas == Blas::kByEvidence;
   options.target = kiln::codegen::HostTarget(threads);
   options.tuning = std::move(tuning);
   kiln::relax::IRModule lowered = OrDie(kiln::relax::RunPipeline(parsed.module, options, &parsed.locations), "compile");
@@ -222,7 +229,7 @@ int RunOnGpu(const kiln::tir::Target& target, const std::string& text, const std
                 std::string(device.status().message()).c_str());
     return 0;
   }
-  std::unique_ptr<kiln::vm::VirtualMachine> cpu = Compile(text, model, /*fuse=*/true, /*openblas=*/true, threads);
+  std::unique_ptr<kiln::vm::VirtualMachine> cpu = Compile(text, model, /*fuse=*/true, Blas::kByEvidence, threads);
   struct GpuConfig {
     std::string name;
     std::unique_ptr<kiln::vm::VirtualMachine> machine;
@@ -240,7 +247,7 @@ int RunOnGpu(const kiln::tir::Target& target, const std::string& text, const std
     configs.push_back({name, *std::move(m)});
   }
   if (configs.empty()) return 0;
-  std::printf("model: %s on %s (%s) against the CPU's fused+blas (%d threads)\n\n", model.c_str(),
+  std::printf("model: %s on %s (%s) against the CPU's default build (%d threads)\n\n", model.c_str(),
               (*device)->name().c_str(), target.ToString().c_str(), threads);
   const std::vector<Tensor> host_weights = [&] {
     std::vector<Tensor> out;
@@ -361,24 +368,27 @@ int main(int argc, char** argv) {
     if (!gpu) Die("--target wants cpu, vulkan or cuda, got '" + target_name + "'");
     return RunOnGpu(*gpu, text, model, ns, weights, threads);
   }
+  // configs: 0 default (fused, OpenBLAS where it measured faster), 1 fused+blas (every
+  // matmul it can take), 2 fused, 3 unfused+blas, 4 unfused.
   std::vector<Config> configs;
+  configs.push_back({"default", true, Blas::kByEvidence, Compile(text, model, true, Blas::kByEvidence, threads)});
   for (bool fuse : {true, false}) {
-    for (bool openblas : {true, false}) {
-      std::string name = std::string(fuse ? "fused" : "unfused") + (openblas ? "+blas" : "");
-      configs.push_back({name, fuse, openblas, Compile(text, model, fuse, openblas, threads)});
+    for (Blas blas : {Blas::kAll, Blas::kNone}) {
+      std::string name = std::string(fuse ? "fused" : "unfused") + (blas == Blas::kAll ? "+blas" : "");
+      configs.push_back({name, fuse, blas, Compile(text, model, fuse, blas, threads)});
     }
   }
   if (!tuning_db.empty()) {
-    // The same two fused builds with the tuning records replayed (kiln compile --tuning-db).
+    // The default and the fused build with the tuning records replayed (kiln compile --tuning-db).
     auto table = std::make_shared<const kiln::tir::TuningTable>(
         kiln::tune::BestTable(OrDie(kiln::tune::ReadTuningDb(tuning_db), "tuning db")));
-    for (bool openblas : {true, false}) {
-      std::string name = std::string("fused") + (openblas ? "+blas" : "") + "+tuned";
-      configs.push_back({name, true, openblas, Compile(text, model, true, openblas, threads, table)});
+    for (Blas blas : {Blas::kByEvidence, Blas::kNone}) {
+      std::string name = std::string(blas == Blas::kByEvidence ? "default" : "fused") + "+tuned";
+      configs.push_back({name, true, blas, Compile(text, model, true, blas, threads, table)});
     }
   }
-  std::printf("model: %s, compiled %zu ways (fuse on/off x OpenBLAS dispatch on/off%s)\n\n", model.c_str(),
-              configs.size(), tuning_db.empty() ? "" : ", fused tuned");
+  std::printf("model: %s, compiled %zu ways (default, then fuse on/off x OpenBLAS for every matmul on/off%s)\n\n",
+              model.c_str(), configs.size(), tuning_db.empty() ? "" : ", tuned");
   std::optional<kiln::bench::OnnxRuntimeBlockPeer> ort;
   if (!ort_python.empty()) {
     ort.emplace(OrDie(kiln::bench::OnnxRuntimeBlockPeer::Create(
@@ -432,8 +442,7 @@ int main(int argc, char** argv) {
     const double best_ms = *std::min_element(ms.begin(), ms.end());
     std::printf("%6lld", static_cast<long long>(n));
     for (double m : ms) std::printf(" %15.3f", m);
-    // configs: 0 fused+blas, 1 fused, 2 unfused+blas, 3 unfused.
-    std::printf(" %11.2f %11.2f %12.1f %10.3f %11.2f", ms[1] / ms[3], ms[0] / ms[2],
+    std::printf(" %11.2f %11.2f %12.1f %10.3f %11.2f", ms[2] / ms[4], ms[1] / ms[3],
                 MatmulFlops(n) / (best_ms * 1e-3) * 1e-9, floor_ms, best_ms / floor_ms);
     if (ort) {
       kiln::bench::OnnxRuntimeBlockPeer::Result peer = OrDie(ort->Run(x, n), "ONNX Runtime peer");
@@ -451,12 +460,14 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\nms: median of one VM call (the configurations in turn, after a warm-up call).\n"
+              "default: fused, OpenBLAS only for matmuls whose shape class measured faster there (docs/schedule.md);\n"
+              "+blas: every matmul OpenBLAS can take (kiln compile --libs openblas).\n"
               "fused/unf: fused / unfused time without OpenBLAS; fu/unf+blas: the same with OpenBLAS dispatch.\n"
               "GFLOP/s counts the block's matmul FLOPs only, at the best configuration.\n"
               "BLAS floor: ms for OpenBLAS to do just those matmuls; best/floor: the best configuration / floor.\n");
   if (ort) {
     std::printf("ORT ms: median of one ONNX Runtime call on the same block, weights, input and threads;\n"
-                "default/ORT: the default build (fused+blas) / ORT, best/ORT: the best configuration / ORT.\n");
+                "default/ORT: the default build / ORT, best/ORT: the best configuration / ORT.\n");
   }
   return 0;
 }

@@ -258,16 +258,26 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   b_.SetInsertPoint(run_bb);
   llvm::Value* threads = b_.CreateSExt(LoadField(abi_.context, fs_.ctx, kCtxNumThreads, "num_threads"), i64);
   threads = b_.CreateSelect(b_.CreateICmpSLT(threads, b_.getInt64(1)), b_.getInt64(1), threads);
-  llvm::Value* num_tasks = b_.CreateSelect(b_.CreateICmpSLT(extent, threads), extent, threads, "num_tasks");
-  // A loop with little work runs as one task on this thread (the pool runs one task inline):
-  // its work is estimated from the extents inside it that are known here (compared unsigned,
-  // so a product that overflowed counts as large).
+  // The number of tasks, from the work (ParallelIterationWork times the extent, the extents
+  // known here; compared unsigned, so a product that overflowed counts as large):
+  //   below kMinParallelWork, 1 (the pool runs it inline on this thread);
+  //   else work / kMinTaskWork, at least 2, at most kTasksPerThread per thread and one per
+  //   iteration. Several tasks per thread: a worker that wakes late or is preempted leaves
+  //   its unclaimed tasks to the others, so a region never waits on half the work.
   tir::PrimExpr per_iteration =
       ParallelIterationWork(op->body, [&](const tir::VarNode* v) { return vars_.count(v) > 0; });
   llvm::Value* work = b_.CreateMul(extent, CastToI64(Lower(per_iteration), per_iteration.dtype()), "work");
-  num_tasks = b_.CreateSelect(b_.CreateICmpULT(work, b_.getInt64(kMinParallelWork)), b_.getInt64(1), num_tasks,
-                              "num_tasks");
+  llvm::Value* by_work = b_.CreateUDiv(work, b_.getInt64(kMinTaskWork));
+  by_work = b_.CreateSelect(b_.CreateICmpULT(by_work, b_.getInt64(2)), b_.getInt64(2), by_work);
+  llvm::Value* most = b_.CreateMul(threads, b_.getInt64(kTasksPerThread));
+  llvm::Value* num_tasks = b_.CreateSelect(b_.CreateICmpULT(by_work, most), by_work, most);
+  num_tasks = b_.CreateSelect(b_.CreateICmpSLT(extent, num_tasks), extent, num_tasks);
+  num_tasks = b_.CreateSelect(b_.CreateOr(b_.CreateICmpULT(work, b_.getInt64(kMinParallelWork)),
+                                          b_.CreateICmpEQ(threads, b_.getInt64(1))),
+                              b_.getInt64(1), num_tasks, "num_tasks");
   llvm::Value* chunk = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(extent, num_tasks), b_.getInt64(1)), num_tasks, "chunk");
+  // No empty task: as many tasks as chunks of that size cover the range.
+  num_tasks = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(extent, chunk), b_.getInt64(1)), chunk, "num_tasks");
 
   llvm::AllocaInst* closure = EntryAlloca(closure_type, nullptr, 8, "closure");
   auto store_field = [&](unsigned index, llvm::Value* value) {

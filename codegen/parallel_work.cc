@@ -42,7 +42,10 @@ tir::PrimExpr ParallelIterationWork(const tir::Stmt& body, const std::function<b
     }
     case tir::StmtKind::kIfThenElse: {
       const auto* branch = body.as<tir::IfThenElseNode>();
-      return ParallelIterationWork(branch->then_case, available) + ParallelIterationWork(branch->else_case, available);
+      // One branch runs: the larger. (A tiled kernel's full tile and its edge tile are the two
+      // branches of one `if`; their sum counted every tile twice.)
+      return tir::Max(ParallelIterationWork(branch->then_case, available),
+                      ParallelIterationWork(branch->else_case, available));
     }
     case tir::StmtKind::kAllocate:
       return ParallelIterationWork(body.as<tir::AllocateNode>()->body, available);

@@ -12,16 +12,25 @@
 
 namespace kiln::codegen {
 
-// Below this many units of work (statement executions, see ParallelIterationWork) in the
-// whole loop, a parallel loop runs on the calling thread. A unit is one scalar store or one
-// lane of a vectorized one: a few tenths of a nanosecond to a few nanoseconds, so the
-// threshold is some microseconds of work, about what a parallel region costs on the pool
-// with sleeping workers.
-inline constexpr int64_t kMinParallelWork = int64_t{1} << 15;
+// How generated code splits a parallel loop into tasks for the thread pool
+// (KernelLowering::LowerParallelFor). A unit of work is one statement execution (see
+// ParallelIterationWork): one scalar store or one lane of a vectorized one, e.g. one lane of
+// a multiply-add into a matmul's register tile (about 0.02 ns on one core at ~110 GFLOP/s)
+// or one element of a row pass (0.1 to a few ns).
+//
+// Below kMinParallelWork units in the whole loop it runs on the calling thread: a parallel
+// region on vm::ThreadPool costs about 1 µs with the workers awake and several with them
+// asleep (benchmarks/dispatch_bench; docs/schedule.md gives the calibration), and a second
+// thread only saves half the work.
+inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
+// Above it, one task per kMinTaskWork units, at least 2 and at most kTasksPerThread per
+// thread: small enough tasks that a late worker's share is taken by the others.
+inline constexpr int64_t kMinTaskWork = int64_t{1} << 16;
+inline constexpr int64_t kTasksPerThread = 4;
 
 // The statements one iteration of a loop with body `body` executes, counting each store,
-// evaluation and assertion once per iteration of the loops around it inside `body` (both
-// branches of an `if` counted: an upper bound). A loop extent that uses a variable for which
+// evaluation and assertion once per iteration of the loops around it inside `body` (the
+// larger branch of an `if`: an upper bound). A loop extent that uses a variable for which
 // `available` is false (one defined inside the body) counts as 1 iteration. Never negative:
 // a negative extent counts 0.
 tir::PrimExpr ParallelIterationWork(const tir::Stmt& body, const std::function<bool(const tir::VarNode*)>& available);

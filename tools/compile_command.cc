@@ -54,8 +54,10 @@ constexpr const char* kUsage =
     "                      (the same as -mcpu=NAME in --target)\n"
     "  --libs openblas|cublas|none  hand matmuls to a vendor library (pass\n"
     "                      dispatch_libraries), by default the target's: for cpu\n"
-    "                      'openblas' (float32 2-D matmuls with k*n >= 4096; quantized\n"
-    "                      matmuls to Kiln's CPU library kernels), for cuda 'cublas'\n"
+    "                      OpenBLAS for the float32 2-D matmuls (k*n >= 4096) whose shape\n"
+    "                      class measured faster there than generated (docs/schedule.md);\n"
+    "                      an explicit 'openblas' sends all of them; quantized\n"
+    "                      matmuls to Kiln's CPU library kernels; for cuda 'cublas'\n"
     "                      (float32/float16 matmuls, batched and transposed, k*n >= 4096);\n"
     "                      vulkan has none. 'none' compiles every operator to generated\n"
     "                      kernels\n"
@@ -153,6 +155,9 @@ int CompileCommand(int argc, char** argv) {
   const std::string target_library = parsed_target->kind == tir::TargetKind::kCpu    ? "openblas"
                                      : parsed_target->kind == tir::TargetKind::kCuda ? "cublas"
                                                                                      : "none";
+  // The default sends a matmul to OpenBLAS where that measured faster for its shape class
+  // (relax/transform/library_dispatch_evidence.h); `--libs openblas` sends every one it can.
+  const bool libs_by_evidence = libs.empty();
   if (libs.empty()) libs = target_library;
   if (libs != "openblas" && libs != "cublas" && libs != "none") {
     return Usage("unknown --libs '" + libs + "' (openblas, cublas or none)");
@@ -168,6 +173,7 @@ int CompileCommand(int argc, char** argv) {
   }
   if (!mcpu.empty()) parsed_target->mcpu = mcpu;
   options.libraries.openblas = libs == "openblas";
+  options.libraries.openblas_by_evidence = libs_by_evidence;
   options.libraries.quantized = libs == "openblas";
   options.libraries.cublas = libs == "cublas";
   if (absl::Status names = relax::ValidatePassNames(options.dump_after); !names.ok()) {

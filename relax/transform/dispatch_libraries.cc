@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "relax/transform/function_pass.h"
+#include "relax/transform/library_dispatch_evidence.h"
 #include "support/status_macros.h"
 #include "tir/structural_equal.h"
 
@@ -90,6 +91,14 @@ class Dispatcher {
     std::optional<int64_t> k = (*rhs->shape)[0].as_int();
     std::optional<int64_t> n = (*rhs->shape)[1].as_int();
     if (!k || !n || *k * *n < options_.min_row_work) return b;
+    if (options_.openblas_by_evidence) {
+      std::optional<int64_t> m = (*out->shape)[0].as_int();
+      const MatmulShapeClass shape{.vector_bits = target_.vector_bits,
+                                   .num_threads = target_.num_threads,
+                                   .few_rows = m && *m <= kFewRows,
+                                   .weight = *k * *n};
+      if (!OpenBlasMeasuredFaster(shape)) return b;
+    }
     Expr args = Tuple({call->args[0], call->args[1]},
                       TupleSInfo({call->args[0].struct_info(), call->args[1].struct_info()}));
     Expr callee = ExternFunc(kOpenBlasSgemm, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));

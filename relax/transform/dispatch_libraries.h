@@ -7,11 +7,15 @@
 //   %h0 = R.call_dps_library(R.extern("kiln.openblas.sgemm"), (x, w0), out_sinfo=Tensor((b, 256), float32))
 //
 // The rule (library openblas): an R.matmul is rewritten when both operands and the result
-// are float32 tensors of rank 2, the result shape is known, and the constant work per output
+// are float32 tensors of rank 2, the result shape is known, the constant work per output
 // row, k * n (the contracted and the column extents of the right operand), is at least
-// `min_row_work` (default 64 * 64 = 4096). Smaller matmuls stay with generated kernels, where
-// the call overhead of the library would dominate. Symbolic k or n never dispatch; the batch
-// extent m may be symbolic. Everything else passes through unchanged.
+// `min_row_work` (default 64 * 64 = 4096: below it the library's call overhead dominates),
+// and — by default (`openblas_by_evidence`) — OpenBLAS measured clearly faster than the
+// generated kernel for the matmul's shape class on the target (its vector width and thread
+// count, few constant rows or many, the weight's size; library_dispatch_evidence.h). With
+// `openblas_by_evidence` false (`kiln compile --libs openblas`) every such matmul goes to
+// OpenBLAS. Symbolic k or n never dispatch; the batch extent m may be symbolic (it counts
+// as many rows). Everything else passes through unchanged.
 //
 // The library kernel (builtins/openblas_kernels.cc) is resolved by name when the
 // executable is loaded; lower_call_tir allocates its output and VM codegen declares it as a
@@ -54,6 +58,9 @@ struct LibraryOptions {
   // numbers, token for token); false: float32 activations (kiln.cpu.quantized_matmul_f32x_<format>).
   bool quantize_activations = true;
   int64_t min_row_work = 64 * 64;
+  // openblas: only matmuls whose shape class measured faster in OpenBLAS (the default);
+  // false: every matmul the rule above takes.
+  bool openblas_by_evidence = true;
   bool cublas = true;  // target cuda: matmul -> kiln.cublas.gemm_XY
 };
 

@@ -18,6 +18,7 @@
 
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cpu_target.h"
+#include "codegen/parallel_work.h"
 #include "support/check.h"
 #include "support/status_macros.h"
 #include "tests/tir/bit_kernels.h"
@@ -255,17 +256,22 @@ TEST(LlvmCodegenTest, ParallelLoopSplitsAcrossThePool) {
     }
     EXPECT_EQ(ctx->parallel_calls.load(), 4) << "an empty range skips parallel_for";
     EXPECT_EQ(ctx->most_tasks.load(), 1) << "at most 500 stores: too little work to share";
-    // 20000 x 5 stores: enough work for every thread.
-    vm::Tensor in = RandomF32({20000, 5}, 5), out = MakeTensor({20000, 5}, kF32);
+    // 20 * kMinTaskWork stores: 20 tasks' worth, capped at kTasksPerThread per thread
+    // (4 threads: 16 tasks of 16384 rows); every row computed once.
+    const int64_t rows = 20 * codegen::kMinTaskWork / 5;
+    vm::Tensor in = RandomF32({rows, 5}, 5), out = MakeTensor({rows, 5}, kF32);
     ASSERT_EQ(Invoke(k.Get("scale_rows"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
-    EXPECT_EQ(out.data_as<float>()[19999 * 5 + 4], in.data_as<float>()[19999 * 5 + 4] * 2.0f + 19999.0f);
-    EXPECT_EQ(ctx->most_tasks.load(), pool->num_threads());
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_EQ(out.data_as<float>()[r * 5 + 4], in.data_as<float>()[r * 5 + 4] * 2.0f + static_cast<float>(r)) << r;
+    }
+    EXPECT_EQ(ctx->most_tasks.load(), pool->num_threads() == 1 ? 1 : 16);
   }
 }
 
 TEST(LlvmCodegenTest, ParallelLoopWorkCountsInnerLoopsAndBranches) {
   // The serial/parallel decision weighs the whole nest: 16 rows of n x (1 + 2) stores are
-  // little work for n = 100 and enough for n = 1000 (the threshold is 1 << 15).
+  // little work for n = 100 (4800 < kMinParallelWork = 1 << 18) and enough for n = 10000
+  // (480000: 7 tasks by kMinTaskWork = 1 << 16, which makes chunks of 3 rows: 6 tasks).
   Var n = Var::Shape("n");
   Buffer c("C", DataType::Float32(), {16, n});
   Var i("i"), j("j"), k("k");
@@ -277,11 +283,11 @@ TEST(LlvmCodegenTest, ParallelLoopWorkCountsInnerLoopsAndBranches) {
   vm::Tensor small = MakeTensor({16, 100}, kF32);
   ASSERT_EQ(Invoke(kernels.Get("fill_rows"), ctx.get(), {TensorArg(small)}), 0) << ctx->error;
   EXPECT_EQ(ctx->most_tasks.load(), 1);
-  vm::Tensor large = MakeTensor({16, 1000}, kF32);
+  vm::Tensor large = MakeTensor({16, 10000}, kF32);
   ASSERT_EQ(Invoke(kernels.Get("fill_rows"), ctx.get(), {TensorArg(large)}), 0) << ctx->error;
-  EXPECT_EQ(ctx->most_tasks.load(), 4);
+  EXPECT_EQ(ctx->most_tasks.load(), 6);
+  for (int64_t r = 0; r < 16; ++r) ASSERT_EQ(large.data_as<float>()[r * 10000 + 9999], 1.0f) << r;
   EXPECT_EQ(large.data_as<float>()[0], 2.0f);
-  EXPECT_EQ(large.data_as<float>()[999], 1.0f);
 }
 
 TEST(LlvmCodegenTest, NestedParallelLoopsAndParallelOffset) {

@@ -55,6 +55,7 @@ absl::StatusOr<Compiled> Compile(const std::string& text, bool openblas, bool qu
   relax::PipelineOptions options;
   options.check_well_formed = true;
   options.libraries.openblas = openblas;
+  options.libraries.openblas_by_evidence = false;  // every matmul OpenBLAS can take: its path is tested
   options.libraries.quantized = openblas;
   options.libraries.quantize_activations = quantize_activations;
   options.target = codegen::HostTarget();

@@ -139,11 +139,17 @@ grep -q "bad.kir:2:[0-9]*: error:" <<<"$err" || fail "parse error location: $err
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --libs mkl 2>&1); then fail "unknown --libs accepted"; fi
 grep -q "unknown --libs 'mkl'" <<<"$err" || fail "unknown libs: $err"
 
-# The MLP's first matmul (k*n = 784*256) goes to OpenBLAS by default and the profile names
-# it; with --libs none every matmul is a generated kernel.
+# The MLP's first matmul (k*n = 784*256) goes to OpenBLAS with --libs openblas and the
+# profile names it; with --libs none every matmul is a generated kernel.
 mlp_inputs=(--input random:7x784:f32:1 --input random:784x256:f32:2 --input random:256:f32:3
             --input random:256x10:f32:4 --input random:10:f32:5)
-"$kiln" compile "$models/mlp.kir" -o "$dir/mlp_blas.kx" || fail "compile mlp"
+"$kiln" compile "$models/mlp.kir" --libs openblas -o "$dir/mlp_blas.kx" || fail "compile mlp --libs openblas"
+# By default it goes where OpenBLAS measured faster for its class (docs/schedule.md): on an
+# AVX2 CPU, not on an AVX-512 one (many rows, a 200k weight), whatever this machine is.
+dump=$("$kiln" compile "$models/mlp.kir" --mcpu haswell -o "$dir/mlp_avx2.kx" --dump-after dispatch_libraries 2>&1 >/dev/null)
+grep -q 'R.extern("kiln.openblas.sgemm"), (x, w0)' <<<"$dump" || fail "AVX2: the MLP's matmul should go to OpenBLAS: $dump"
+dump=$("$kiln" compile "$models/mlp.kir" --mcpu skylake-avx512 -o "$dir/mlp_avx512.kx" --dump-after dispatch_libraries 2>&1 >/dev/null)
+grep -q "openblas" <<<"$dump" && fail "AVX-512: the MLP's matmuls should stay generated: $dump"
 "$kiln" compile "$models/mlp.kir" --libs none -o "$dir/mlp_gen.kx" || fail "compile mlp --libs none"
 prof=$("$kiln" run "$dir/mlp_blas.kx" "${mlp_inputs[@]}" --profile)
 grep -q "kernel kiln.openblas.sgemm .* 1$" <<<"$prof" || fail "profile lacks the library call: $prof"
