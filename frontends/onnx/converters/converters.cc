@@ -14,6 +14,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterMathConverters(registry);
   RegisterAttentionConverters(registry);
   RegisterDataConverters(registry);
+  RegisterQuantizeConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

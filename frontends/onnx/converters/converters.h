@@ -38,6 +38,9 @@ void RegisterAttentionConverters(ConverterRegistry& registry);
 // ReverseSequence (data_converters.cc).
 void RegisterDataConverters(ConverterRegistry& registry);
 
+// quantize_converters.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul.
+void RegisterQuantizeConverters(ConverterRegistry& registry);
+
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx
