@@ -1,5 +1,5 @@
 // ONNX window operators over 1-3 spatial dims: Conv, ConvTranspose, MaxPool,
-// AveragePool, GlobalAveragePool, GlobalMaxPool.
+// AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool.
 //
 // Padding: explicit `pads` (begin..., end...) or auto_pad: VALID (none), SAME_UPPER /
 // SAME_LOWER (output = ceil(input / stride), the odd pad at the end / at the begin), which
@@ -192,6 +192,33 @@ absl::StatusOr<std::vector<Value>> ConvertPool(NodeContext& c, bool average) {
   return Outputs(y);
 }
 
+// LpPool: (sum over the window of |x|^p)^(1/p), padding adding zeros: the average of |x|^p
+// over the whole window (count_include_pad), times the kernel's size, as ONNX's reference. Dilations and ceil_mode exist from opset 18.
+absl::StatusOr<std::vector<Value>> ConvertLpPool(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(int rank, SpatialRank(c, in, 3));
+  KILN_ASSIGN_OR_RETURN(tir::DataType dtype, c.InputDType(0));
+  if (!dtype.is_floating()) return c.Error("needs a float input, got ", dtype.ToString());
+  KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(c, in, c.AttrInts("kernel_shape"), c.opset() >= 18));
+  const int64_t p = c.AttrInt("p", 2);
+  if (p < 1) return c.Error("p must be >= 1, got ", p);
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr magnitude, c.Call("abs", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr powered, c.Call("power", {magnitude, ScalarConstant(static_cast<double>(p), dtype)}));
+  relax::Attrs attrs = {{"pool_size", w.kernel},
+                        {"strides", w.strides},
+                        {"padding", w.pads},
+                        {"dilation", w.dilations},
+                        {"ceil_mode", c.opset() >= 18 && c.AttrInt("ceil_mode", 0) != 0},
+                        {"count_include_pad", true}};
+  KILN_ASSIGN_OR_RETURN(Expr average, c.Call(absl::StrCat("avg_pool", rank, "d"), {powered}, attrs));
+  int64_t kernel_size = 1;
+  for (int64_t k : w.kernel) kernel_size *= k;
+  KILN_ASSIGN_OR_RETURN(Expr sum, c.Call("multiply", {average, ScalarConstant(static_cast<double>(kernel_size), dtype)}));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("power", {sum, ScalarConstant(1.0 / static_cast<double>(p), dtype)}));
+  return Outputs(y);
+}
+
 absl::StatusOr<std::vector<Value>> ConvertGlobalPool(NodeContext& c, const char* reduction) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
   if (in.size() < 3) return c.Error("needs an input of rank >= 3 (N, C, spatial...), got rank ", in.size());
@@ -210,6 +237,7 @@ void RegisterWindowConverters(ConverterRegistry& r) {
   r.Register("MaxPool", [](NodeContext& c) { return ConvertPool(c, false); });
   r.Register("AveragePool", [](NodeContext& c) { return ConvertPool(c, true); });
   r.Register("GlobalAveragePool", [](NodeContext& c) { return ConvertGlobalPool(c, "mean"); });
+  r.Register("LpPool", ConvertLpPool, 2);
   r.Register("GlobalMaxPool", [](NodeContext& c) { return ConvertGlobalPool(c, "max"); });
 }
 
