@@ -15,6 +15,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterAttentionConverters(registry);
   RegisterDataConverters(registry);
   RegisterQuantizeConverters(registry);
+  RegisterGridSampleConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

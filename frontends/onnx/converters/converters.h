@@ -41,6 +41,9 @@ void RegisterDataConverters(ConverterRegistry& registry);
 // quantize_converters.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul.
 void RegisterQuantizeConverters(ConverterRegistry& registry);
 
+// grid_sample_converters.cc: GridSample.
+void RegisterGridSampleConverters(ConverterRegistry& registry);
+
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx
