@@ -16,6 +16,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterDataConverters(registry);
   RegisterQuantizeConverters(registry);
   RegisterGridSampleConverters(registry);
+  RegisterSignalConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -44,6 +44,9 @@ void RegisterQuantizeConverters(ConverterRegistry& registry);
 // grid_sample_converters.cc: GridSample.
 void RegisterGridSampleConverters(ConverterRegistry& registry);
 
+// signal_converters.cc: DFT.
+void RegisterSignalConverters(ConverterRegistry& registry);
+
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx
