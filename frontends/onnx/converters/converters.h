@@ -41,7 +41,7 @@ void RegisterDataConverters(ConverterRegistry& registry);
 // quantize_converters.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul.
 void RegisterQuantizeConverters(ConverterRegistry& registry);
 
-// grid_sample_converters.cc: GridSample.
+// grid_sample_converters.cc: GridSample, AffineGrid.
 void RegisterGridSampleConverters(ConverterRegistry& registry);
 
 // signal_converters.cc: DFT.

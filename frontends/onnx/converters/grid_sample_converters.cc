@@ -11,6 +11,7 @@
 //  4. each combination of the per-dim taps is one gather_elements from X flattened to
 //     (N, C, prod L), weighted by the product of the per-dim weights; the sum is Y.
 // Computed in float32 (X's type for the result). X's spatial dims must be static.
+// AffineGrid, which makes such grids, is here too.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -299,8 +300,68 @@ absl::StatusOr<std::vector<Value>> ConvertGridSample(NodeContext& c) {
   return Outputs(y);
 }
 
+// AffineGrid (20): the sampling grid GridSample reads for the affine map theta (N, 2, 3) or
+// (N, 3, 4): grid[n, p] = theta[n] @ (x_p, y_p[, z_p], 1), the base coordinates x (along
+// W), y (H), z (D) spaced evenly in [-1, 1] (at pixel centers, or at the corners with
+// align_corners). In float64 as the reference, cast to theta's type.
+absl::StatusOr<std::vector<Value>> ConvertAffineGrid(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> size, c.InputInts(1));
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  if (size.size() != 4 && size.size() != 5) return c.Error("size must be (N, C, H, W) or (N, C, D, H, W)");
+  for (int64_t s : size) {
+    if (s < 1) return c.Error("size values must be positive");
+  }
+  const int64_t rank = static_cast<int64_t>(size.size()) - 2;
+  const bool align_corners = c.AttrInt("align_corners", 0) != 0;
+  // Base coordinates of each spatial dim (size order: D, H, W).
+  std::vector<std::vector<double>> axis_values;
+  int64_t points = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t length = size[2 + d];
+    points *= length;
+    std::vector<double> values;
+    for (int64_t i = 0; i < length; ++i) {
+      values.push_back(align_corners ? (length == 1 ? -1.0 : -1.0 + i * (2.0 / (length - 1)))
+                                     : -1.0 + 1.0 / length + i * (2.0 / length));
+    }
+    axis_values.push_back(values);
+  }
+  // Rows: points in row-major (D, H, W) order; columns: W's, H's[, D's] coordinate, then 1.
+  std::vector<double> base;
+  for (int64_t p = 0; p < points; ++p) {
+    std::vector<double> row(static_cast<size_t>(rank + 1), 1.0);
+    int64_t rest = p;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      const int64_t length = size[2 + d];
+      row[rank - 1 - d] = axis_values[d][rest % length];
+      rest /= length;
+    }
+    base.insert(base.end(), row.begin(), row.end());
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> theta_shape, c.InputShape(0));
+  std::vector<int64_t> theta_dims;
+  if (!AllConstant(theta_shape, &theta_dims) || theta_dims.size() != 3 || theta_dims[1] != rank ||
+      theta_dims[2] != rank + 1 || theta_dims[0] != size[0]) {
+    return c.Error("theta must be (N, ", rank, ", ", rank + 1, ") for size ", size.size(), "-D with N = ", size[0]);
+  }
+  KILN_ASSIGN_OR_RETURN(Expr theta, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(theta, c.Call("astype", {theta}, {{"dtype", DataType::Float(64)}}));
+  KILN_ASSIGN_OR_RETURN(Expr theta_t, c.Call("permute_dims", {theta}, {{"axes", std::vector<int64_t>{0, 2, 1}}}));
+  Expr base_matrix = relax::Constant(DataFromDoubles(base, DataType::Float(64), {points, rank + 1}));
+  KILN_ASSIGN_OR_RETURN(Expr grid, c.Call("matmul", {base_matrix, theta_t}));  // (N, points, rank)
+  std::vector<PrimExpr> out_shape = {PrimExpr(size[0])};
+  for (int64_t d = 0; d < rank; ++d) out_shape.push_back(PrimExpr(size[2 + d]));
+  out_shape.push_back(PrimExpr(rank));
+  KILN_ASSIGN_OR_RETURN(grid, Reshape(c, grid, out_shape));
+  KILN_ASSIGN_OR_RETURN(grid, c.Call("astype", {grid}, {{"dtype", dtype}}));
+  return Outputs(grid);
+}
+
 }  // namespace
 
-void RegisterGridSampleConverters(ConverterRegistry& r) { r.Register("GridSample", ConvertGridSample, 16); }
+void RegisterGridSampleConverters(ConverterRegistry& r) {
+  r.Register("GridSample", ConvertGridSample, 16);
+  r.Register("AffineGrid", ConvertAffineGrid, 20);
+}
 
 }  // namespace kiln::frontends::onnx
