@@ -38,7 +38,8 @@ void RegisterAttentionConverters(ConverterRegistry& registry);
 // ReverseSequence (data_converters.cc).
 void RegisterDataConverters(ConverterRegistry& registry);
 
-// quantize_converters.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul.
+// quantize_converters.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul,
+// MatMulInteger.
 void RegisterQuantizeConverters(ConverterRegistry& registry);
 
 // grid_sample_converters.cc: GridSample, AffineGrid.

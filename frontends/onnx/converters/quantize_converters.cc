@@ -1,6 +1,6 @@
 // Linear quantization: QuantizeLinear, DequantizeLinear (10; per-axis from 13, float8 from 19,
 // blocked, int4 / uint4, output_dtype from 21, int2 / float4 later), DynamicQuantizeLinear (11)
-// and QLinearMatMul (10), as their ONNX reference (onnx.reference.ops) computes them:
+// QLinearMatMul and MatMulInteger (10), as their ONNX reference (onnx.reference.ops) computes them:
 //   QuantizeLinear   y = clip(rint(x / scale) + zero_point, type's range)  (integer types)
 //                    y = cast(x / scale, type, saturate)                   (float8; the zero point is 0)
 //   DequantizeLinear y = (float32(x) - float32(zero_point)) * scale, in float32, cast to scale's type
@@ -269,6 +269,32 @@ absl::StatusOr<std::vector<Value>> ConvertQLinearMatMul(NodeContext& c) {
   return Outputs(y);
 }
 
+// MatMulInteger (10): (A - a_zero_point) @ (B - b_zero_point) as int32; a per-row zero
+// point of A is 1-D (M), a per-column one of B 1-D (N). The product is computed in float64,
+// exact for 8-bit operands.
+absl::StatusOr<std::vector<Value>> ConvertMatMulInteger(NodeContext& c) {
+  const DataType f64 = DataType::Float(64);
+  auto shifted = [&](int value, int zero_point, bool per_row) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(Expr v, c.Input(value));
+    KILN_ASSIGN_OR_RETURN(v, c.Call("astype", {v}, {{"dtype", f64}}));
+    if (!c.has_input(zero_point)) return v;
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> zp_shape, c.InputShape(zero_point));
+    KILN_ASSIGN_OR_RETURN(Expr zp, c.Input(zero_point));
+    KILN_ASSIGN_OR_RETURN(zp, c.Call("astype", {zp}, {{"dtype", f64}}));
+    if (per_row && zp_shape.size() == 1) {
+      KILN_ASSIGN_OR_RETURN(zp, Reshape(c, zp, {zp_shape[0], PrimExpr(1)}));
+    } else if (zp_shape.size() > 1) {
+      return c.Unsupported("zero point '", c.input_name(zero_point), "' of rank ", zp_shape.size());
+    }
+    return c.Call("subtract", {v, zp});
+  };
+  KILN_ASSIGN_OR_RETURN(Expr a, shifted(0, 2, true));
+  KILN_ASSIGN_OR_RETURN(Expr b, shifted(1, 3, false));
+  KILN_ASSIGN_OR_RETURN(Expr product, c.Call("matmul", {a, b}));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("astype", {product}, {{"dtype", DataType::Int32()}}));
+  return Outputs(y);
+}
+
 }  // namespace
 
 void RegisterQuantizeConverters(ConverterRegistry& r) {
@@ -276,6 +302,7 @@ void RegisterQuantizeConverters(ConverterRegistry& r) {
   r.Register("DequantizeLinear", ConvertDequantizeLinear, 10);
   r.Register("DynamicQuantizeLinear", ConvertDynamicQuantizeLinear, 11);
   r.Register("QLinearMatMul", ConvertQLinearMatMul, 10);
+  r.Register("MatMulInteger", ConvertMatMulInteger, 10);
 }
 
 }  // namespace kiln::frontends::onnx
