@@ -209,16 +209,7 @@ absl::StatusOr<relax::ConstantData> TensorFromProto(const TP& tensor, const std:
   if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat(TensorLabel(tensor), ": ", dtype.status().message()));
   relax::ConstantData out;
   out.dtype = *dtype;
-  int64_t count = 1;
-  for (int64_t d : tensor.dims()) {
-    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": negative dim ", d));
-    if (d > 0 && count > max_bytes / d) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(TensorLabel(tensor), ": dims too large (more than ", max_bytes, " bytes)"));
-    }
-    count *= d;
-    out.shape.push_back(d);
-  }
+  KILN_ASSIGN_OR_RETURN(int64_t count, ElementCount(tensor, max_bytes, &out.shape));
   const int elem = dtype->bytes();
   if (count > max_bytes / elem) {
     return absl::InvalidArgumentError(
