@@ -318,6 +318,8 @@ absl::StatusOr<std::vector<Value>> ConvertAffineGrid(NodeContext& c) {
   int64_t points = 1;
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t length = size[2 + d];
+    // The base grid is host data: at most 2^24 points.
+    if (length > (int64_t{1} << 24) / points) return c.Unsupported("a grid of more than 2^24 points");
     points *= length;
     std::vector<double> values;
     for (int64_t i = 0; i < length; ++i) {

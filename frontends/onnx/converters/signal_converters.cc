@@ -63,6 +63,10 @@ absl::StatusOr<std::vector<Value>> ConvertDft(NodeContext& c) {
   // Input rows used (cropped to K) and output columns.
   const int64_t rows = inverse && onesided ? std::min(length, k_len / 2 + 1) : std::min(length, k_len);
   const int64_t cols = !inverse && onesided ? k_len / 2 + 1 : k_len;
+  // The matrices are host data: refuse what would not fit comfortably (64 Mi values).
+  if (k_len > (int64_t{1} << 26) || rows * cols > (int64_t{1} << 26)) {
+    return c.Unsupported("a transform of length ", k_len, " over ", rows, " inputs (matrices of at most 2^26 values)");
+  }
   const double two_pi_over_k = 2.0 * M_PI / static_cast<double>(k_len);
 
   // x as float64 with the axis moved last: real and imaginary parts of shape (..., rows).
