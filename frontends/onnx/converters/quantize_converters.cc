@@ -221,6 +221,25 @@ absl::StatusOr<std::vector<Value>> ConvertDynamicQuantizeLinear(NodeContext& c) 
   return std::vector<Value>{Value::Of(y), Value::Of(scale), Value::Of(zp_u8)};
 }
 
+// Input `value` minus input `zero_point` (when present) in float64, where integer products
+// stay exact; a 1-D zero point is per row of a matrix when `per_row` (A's of MatMulInteger),
+// else it broadcasts along the last dim (B's columns).
+absl::StatusOr<Expr> ShiftedByZeroPoint(NodeContext& c, int value, int zero_point, bool per_row) {
+  const DataType f64 = DataType::Float(64);
+  KILN_ASSIGN_OR_RETURN(Expr v, c.Input(value));
+  KILN_ASSIGN_OR_RETURN(v, c.Call("astype", {v}, {{"dtype", f64}}));
+  if (!c.has_input(zero_point)) return v;
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> zp_shape, c.InputShape(zero_point));
+  KILN_ASSIGN_OR_RETURN(Expr zp, c.Input(zero_point));
+  KILN_ASSIGN_OR_RETURN(zp, c.Call("astype", {zp}, {{"dtype", f64}}));
+  if (per_row && zp_shape.size() == 1) {
+    KILN_ASSIGN_OR_RETURN(zp, Reshape(c, zp, {zp_shape[0], PrimExpr(1)}));
+  } else if (zp_shape.size() > 1) {
+    return c.Unsupported("zero point '", c.input_name(zero_point), "' of rank ", zp_shape.size());
+  }
+  return c.Call("subtract", {v, zp});
+}
+
 // QLinearMatMul: the int32 product of the zero-point-shifted operands (computed in float64,
 // exact for 8-bit operands), times a_scale * b_scale / y_scale, requantized to y's type.
 absl::StatusOr<std::vector<Value>> ConvertQLinearMatMul(NodeContext& c) {
@@ -233,16 +252,8 @@ absl::StatusOr<std::vector<Value>> ConvertQLinearMatMul(NodeContext& c) {
     if (numel != 1) return c.Unsupported("per-axis scale '", c.input_name(i), "' (only per tensor)");
   }
   const DataType f64 = DataType::Float(64);
-  auto shifted = [&](int value, int zero_point) -> absl::StatusOr<Expr> {
-    KILN_ASSIGN_OR_RETURN(Expr v, c.Input(value));
-    KILN_ASSIGN_OR_RETURN(v, c.Call("astype", {v}, {{"dtype", f64}}));
-    if (!c.has_input(zero_point)) return v;
-    KILN_ASSIGN_OR_RETURN(Expr zp, c.Input(zero_point));
-    KILN_ASSIGN_OR_RETURN(zp, c.Call("astype", {zp}, {{"dtype", f64}}));
-    return c.Call("subtract", {v, zp});
-  };
-  KILN_ASSIGN_OR_RETURN(Expr a, shifted(0, 2));
-  KILN_ASSIGN_OR_RETURN(Expr b, shifted(3, 5));
+  KILN_ASSIGN_OR_RETURN(Expr a, ShiftedByZeroPoint(c, 0, 2, false));
+  KILN_ASSIGN_OR_RETURN(Expr b, ShiftedByZeroPoint(c, 3, 5, false));
   KILN_ASSIGN_OR_RETURN(Expr product, c.Call("matmul", {a, b}));
   // The scale product in the scales' own type, as the reference computes it.
   KILN_ASSIGN_OR_RETURN(Expr a_scale, c.Input(1));
@@ -273,23 +284,8 @@ absl::StatusOr<std::vector<Value>> ConvertQLinearMatMul(NodeContext& c) {
 // point of A is 1-D (M), a per-column one of B 1-D (N). The product is computed in float64,
 // exact for 8-bit operands.
 absl::StatusOr<std::vector<Value>> ConvertMatMulInteger(NodeContext& c) {
-  const DataType f64 = DataType::Float(64);
-  auto shifted = [&](int value, int zero_point, bool per_row) -> absl::StatusOr<Expr> {
-    KILN_ASSIGN_OR_RETURN(Expr v, c.Input(value));
-    KILN_ASSIGN_OR_RETURN(v, c.Call("astype", {v}, {{"dtype", f64}}));
-    if (!c.has_input(zero_point)) return v;
-    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> zp_shape, c.InputShape(zero_point));
-    KILN_ASSIGN_OR_RETURN(Expr zp, c.Input(zero_point));
-    KILN_ASSIGN_OR_RETURN(zp, c.Call("astype", {zp}, {{"dtype", f64}}));
-    if (per_row && zp_shape.size() == 1) {
-      KILN_ASSIGN_OR_RETURN(zp, Reshape(c, zp, {zp_shape[0], PrimExpr(1)}));
-    } else if (zp_shape.size() > 1) {
-      return c.Unsupported("zero point '", c.input_name(zero_point), "' of rank ", zp_shape.size());
-    }
-    return c.Call("subtract", {v, zp});
-  };
-  KILN_ASSIGN_OR_RETURN(Expr a, shifted(0, 2, true));
-  KILN_ASSIGN_OR_RETURN(Expr b, shifted(1, 3, false));
+  KILN_ASSIGN_OR_RETURN(Expr a, ShiftedByZeroPoint(c, 0, 2, true));
+  KILN_ASSIGN_OR_RETURN(Expr b, ShiftedByZeroPoint(c, 1, 3, false));
   KILN_ASSIGN_OR_RETURN(Expr product, c.Call("matmul", {a, b}));
   KILN_ASSIGN_OR_RETURN(Expr y, c.Call("astype", {product}, {{"dtype", DataType::Int32()}}));
   return Outputs(y);
