@@ -8,6 +8,7 @@
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/graph_order.h"
 #include "frontends/onnx/model_loader.h"
+#include "frontends/onnx/narrow_types.h"
 #include "frontends/onnx/tensor_proto.h"
 #include "relax/block_builder.h"
 #include "support/status_macros.h"
@@ -49,6 +50,7 @@ class GraphImporter {
         return absl::Status(data.status().code(), absl::StrCat("initializer: ", data.status().message()));
       }
       values_[init.name()] = Value::OfData(*std::move(data));
+      if (FindNarrowType(init.data_type()) != nullptr) values_[init.name()].narrow_type = init.data_type();
       available.insert(init.name());
     }
     std::vector<relax::Var> params;
@@ -64,6 +66,8 @@ class GraphImporter {
       relax::Var var(input.name(), sinfo);
       params.push_back(var);
       values_[input.name()] = Value::Of(var);
+      const int32_t elem_type = input.type().tensor_type().elem_type();
+      if (FindNarrowType(elem_type) != nullptr) values_[input.name()].narrow_type = elem_type;
       graph_inputs_.insert(input.name());
       result.parameters.push_back(input.name());
     }

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "frontends/onnx/narrow_types.h"
 #include "frontends/onnx/tensor_file.h"
 #include "support/file_io.h"
 #include "support/status_macros.h"
@@ -106,6 +107,49 @@ absl::StatusOr<std::string> ReadExternal(const TP& tensor, const std::string& ba
   return bytes;
 }
 
+// Counts the elements of `tensor`'s dims into `shape`; an error past `max_elements`.
+absl::StatusOr<int64_t> ElementCount(const TP& tensor, int64_t max_elements, std::vector<int64_t>* shape) {
+  int64_t count = 1;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": negative dim ", d));
+    if (d > 0 && count > max_elements / d) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(TensorLabel(tensor), ": dims too large (more than ", max_elements, " elements)"));
+    }
+    count *= d;
+    shape->push_back(d);
+  }
+  return count;
+}
+
+// A float8 / float4 / int4 / int2 tensor, decoded into its storage dtype (narrow_types.h).
+// The encoded bytes come from raw_data, external data, or int32_data (one encoded byte per
+// entry: a float8 element, or two 4-bit / four 2-bit elements packed).
+absl::StatusOr<relax::ConstantData> NarrowTensorFromProto(const TP& tensor, const NarrowType& narrow,
+                                                          const std::string& base_dir, int64_t max_bytes) {
+  relax::ConstantData out;
+  out.dtype = narrow.storage;
+  const int elem = narrow.storage.bytes();
+  KILN_ASSIGN_OR_RETURN(int64_t count, ElementCount(tensor, max_bytes / elem, &out.shape));
+  const int64_t packed_bytes = NarrowPackedBytes(narrow, count);
+  std::string packed;
+  if (tensor.data_location() == TP::EXTERNAL) {
+    KILN_ASSIGN_OR_RETURN(packed, ReadExternal(tensor, base_dir, packed_bytes));
+  } else if (tensor.has_raw_data()) {
+    packed = tensor.raw_data();
+  } else {
+    for (int32_t v : tensor.int32_data()) packed.push_back(static_cast<char>(static_cast<uint8_t>(v)));
+  }
+  if (static_cast<int64_t>(packed.size()) != packed_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": ", narrow.name, " data holds ",
+                                                   packed.size(), " bytes, its dims need ", packed_bytes));
+  }
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(count * elem));
+  UnpackNarrow(narrow, reinterpret_cast<const uint8_t*>(packed.data()), count, bytes->data());
+  out.bytes = std::move(bytes);
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<DataType> DataTypeFromOnnx(int32_t onnx_type) {
@@ -124,6 +168,8 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int32_t onnx_type) {
     case TP::UINT32: return DataType::UInt(32);
     case TP::UINT64: return DataType::UInt(64);
     default:
+      // float8 / float4 / int4 / int2: held widened (narrow_types.h).
+      if (const NarrowType* narrow = FindNarrowType(onnx_type)) return narrow->storage;
       return absl::UnimplementedError(absl::StrCat("element type ", OnnxDataTypeName(onnx_type), " is not supported"));
   }
 }
@@ -152,25 +198,18 @@ int32_t OnnxDataTypeOf(DataType dtype) {
 }
 
 std::string OnnxDataTypeName(int32_t onnx_type) {
+  if (const NarrowType* narrow = FindNarrowType(onnx_type)) return narrow->name;
   if (TP::DataType_IsValid(onnx_type)) return TP::DataType_Name(static_cast<TP::DataType>(onnx_type));
   return absl::StrCat("<unknown ", onnx_type, ">");
 }
 
 absl::StatusOr<relax::ConstantData> TensorFromProto(const TP& tensor, const std::string& base_dir, int64_t max_bytes) {
+  if (const NarrowType* narrow = FindNarrowType(tensor.data_type())) return NarrowTensorFromProto(tensor, *narrow, base_dir, max_bytes);
   absl::StatusOr<DataType> dtype = DataTypeFromOnnx(tensor.data_type());
   if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat(TensorLabel(tensor), ": ", dtype.status().message()));
   relax::ConstantData out;
   out.dtype = *dtype;
-  int64_t count = 1;
-  for (int64_t d : tensor.dims()) {
-    if (d < 0) return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": negative dim ", d));
-    if (d > 0 && count > max_bytes / d) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(TensorLabel(tensor), ": dims too large (more than ", max_bytes, " bytes)"));
-    }
-    count *= d;
-    out.shape.push_back(d);
-  }
+  KILN_ASSIGN_OR_RETURN(int64_t count, ElementCount(tensor, max_bytes, &out.shape));
   const int elem = dtype->bytes();
   if (count > max_bytes / elem) {
     return absl::InvalidArgumentError(

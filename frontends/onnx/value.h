@@ -13,6 +13,7 @@
 // tensor (NodeContext::Input materializes it).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -29,6 +30,10 @@ struct Value {
   std::optional<std::vector<PrimExpr>> elements;
   int elements_rank = 1;                         // 0 (a scalar) or 1, when `elements` is set
   tir::DataType elements_dtype = tir::DataType::Int64();
+  // The ONNX element type when it is a narrow one held widened (narrow_types.h: float8
+  // values in float32, int4 in int8), else 0. Set for graph inputs, initializers and the
+  // outputs of Cast / CastLike / QuantizeLinear; CastLike reads it from `like`.
+  int32_t narrow_type = 0;
 
   static Value Of(relax::Expr expr) {
     Value v;

@@ -3,7 +3,8 @@
 // padding reads select the pad value around a load whose indices are clamped into the
 // input, so no read leaves the buffer.
 //  - conv: out[n, o, y...] = sum over (channel of o's group, taps) of x * w; zero padding
-//    is multiplied like data (0 * inf is NaN, as np.pad then multiply).
+//    is multiplied like data (0 * inf is NaN, as np.pad then multiply). float16 sums in
+//    float32, rounded once at the end (as matmul).
 //  - conv transpose: each output position sums the (input, tap) pairs that reach it: input
 //    position (y + pad_begin - k * dil) / stride when that divides exactly and lies inside;
 //    pairs that do not reach it contribute nothing (not 0 * w), as PyTorch's col2im.
@@ -59,11 +60,13 @@ absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> groups_attr, IntAttr(call, "groups"));
   const int64_t groups = groups_attr.value_or(1);
   const size_t rank = static_cast<size_t>(win.rank);
-  const DataType t = out->dtype;
+  // float16 accumulates in float32 (a scratch buffer, then one rounding), as matmul does.
+  const DataType t = AccumulationType(out->dtype);
+  const Buffer acc = t == out->dtype ? out : ScratchBuffer("conv_acc", t, out->shape);
   const PrimExpr out_per_group = tir::FloorDiv(weight->shape[0], I64(groups));
   std::vector<PrimExpr> extents(weight->shape.begin() + 1, weight->shape.end());
   Stmt body = ReduceBlock(
-      OpName(call), out, extents, Const(t, 0), tir::Add,
+      OpName(call), acc, extents, Const(t, 0), tir::Add,
       [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
         PrimExpr channel =
             groups == 1 ? r[0] : tir::Add(tir::Mul(tir::FloorDiv(s[1], out_per_group), weight->shape[1]), r[0]);
@@ -80,6 +83,12 @@ absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
         w_index.insert(w_index.end(), r.begin(), r.end());
         return tir::Mul(x, CastTo(t, weight.Load(w_index)));
       });
+  if (!acc.same_as(out)) {
+    Stmt narrow = ComputeBlock(absl::StrCat(OpName(call), "_cast"), out, [&](const std::vector<PrimExpr>& i) {
+      return tir::Cast(out->dtype, acc.Load(i));
+    });
+    body = tir::Allocate(acc, tir::SeqStmt({body, narrow}));
+  }
   return MakePrimFunc(p, body, "out_ewise_fusable");
 }
 

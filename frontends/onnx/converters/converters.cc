@@ -14,6 +14,9 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterMathConverters(registry);
   RegisterAttentionConverters(registry);
   RegisterDataConverters(registry);
+  RegisterQuantizeConverters(registry);
+  RegisterGridSampleConverters(registry);
+  RegisterSignalConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -38,6 +38,16 @@ void RegisterAttentionConverters(ConverterRegistry& registry);
 // ReverseSequence (data_converters.cc).
 void RegisterDataConverters(ConverterRegistry& registry);
 
+// quantize_converters.cc: QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, QLinearMatMul,
+// MatMulInteger.
+void RegisterQuantizeConverters(ConverterRegistry& registry);
+
+// grid_sample_converters.cc: GridSample, AffineGrid.
+void RegisterGridSampleConverters(ConverterRegistry& registry);
+
+// signal_converters.cc: DFT.
+void RegisterSignalConverters(ConverterRegistry& registry);
+
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx

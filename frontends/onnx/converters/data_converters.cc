@@ -1,5 +1,5 @@
 // ONNX data-movement and indexing operators: GatherElements, GatherND, Scatter (opset 9-10),
-// ScatterElements, ScatterND, OneHot, Pad, Tile, Trilu, CumSum, TopK, Einsum map to Kiln's
+// ScatterElements, ScatterND, OneHot, Pad, CenterCropPad, Tile, Trilu, CumSum, TopK, Einsum map to Kiln's
 // operators of the same meaning (relax/op/indexing.cc, rearrange.cc, sort.cc, einsum.cc);
 // DepthToSpace and SpaceToDepth decompose into reshape / permute_dims / reshape, Hardmax
 // into argmax + one_hot, EyeLike into arange + one_hot, ReverseSequence into index
@@ -108,6 +108,50 @@ absl::StatusOr<std::vector<Value>> ConvertOneHot(NodeContext& c) {
                                           {"axis", c.AttrInt("axis", -1)},
                                           {"dtype", dtype}}));
   return Outputs(out);
+}
+
+// CenterCropPad (18): each listed axis cropped or zero-padded to `shape`, the kept window /
+// the input centered (the odd element at the end, as ONNX's reference). Needs the input's
+// dims and `shape` at import time.
+absl::StatusOr<std::vector<Value>> ConvertCenterCropPad(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
+  std::vector<int64_t> dims;
+  if (!AllConstant(in, &dims)) return c.Unsupported("needs an input of static shape");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, c.InputInts(1));
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> axes = c.AttrInts("axes");
+  if (axes.empty()) {
+    for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+  }
+  KILN_ASSIGN_OR_RETURN(axes, NormalizeAxes(c, axes, rank));
+  if (shape.size() != axes.size()) return c.Error("shape has ", shape.size(), " values for ", axes.size(), " axes");
+  std::vector<int64_t> crop_axes, crop_begin, crop_end, pads(static_cast<size_t>(2 * rank), 0);
+  bool pad = false;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = axes[i], dim = dims[a], want = shape[i];
+    if (want < 0) return c.Error("shape value ", want, " is negative");
+    if (want < dim) {
+      crop_axes.push_back(a);
+      crop_begin.push_back((dim - want) / 2);
+      crop_end.push_back((dim - want) / 2 + want);
+    } else if (want > dim) {
+      pads[a] = (want - dim) / 2;
+      pads[a + rank] = want - dim - pads[a];
+      pad = true;
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  if (!crop_axes.empty()) {
+    KILN_ASSIGN_OR_RETURN(x, c.Call("strided_slice", {x},
+                                    {{"begin", crop_begin},
+                                     {"end", crop_end},
+                                     {"axes", crop_axes},
+                                     {"strides", std::vector<int64_t>(crop_axes.size(), 1)}}));
+  }
+  if (pad) {
+    KILN_ASSIGN_OR_RETURN(x, c.Call("pad", {x}, {{"pads", pads}, {"mode", std::string("constant")}, {"pad_value", 0.0}}));
+  }
+  return Outputs(x);
 }
 
 absl::StatusOr<std::vector<Value>> ConvertPad(NodeContext& c) {
@@ -416,6 +460,7 @@ void RegisterDataConverters(ConverterRegistry& r) {
   r.Register("ScatterND", ConvertScatterNd, 11);
   r.Register("OneHot", ConvertOneHot, 9);
   r.Register("Pad", ConvertPad);
+  r.Register("CenterCropPad", ConvertCenterCropPad, 18);
   r.Register("Tile", ConvertTile, 6);
   r.Register("Trilu", ConvertTrilu, 14);
   r.Register("CumSum", ConvertCumSum, 11);

@@ -143,6 +143,33 @@ absl::StatusOr<std::vector<Value>> ConvertPRelu(NodeContext& c) {
   return Outputs(out);
 }
 
+// x * sigmoid(alpha * x).
+absl::StatusOr<Expr> Swish(NodeContext& c, Expr x, DataType t) {
+  const double alpha = c.AttrFloat("alpha", 1.0);
+  Expr ax = x;
+  if (alpha != 1.0) {
+    KILN_ASSIGN_OR_RETURN(ax, c.Call("multiply", {x, ScalarConstant(alpha, t)}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr s, c.Call("sigmoid", {ax}));
+  return c.Call("multiply", {x, s});
+}
+
+// SwiGLU (28): Swish(a, alpha) * b, a and b of one shape (no broadcasting).
+absl::StatusOr<std::vector<Value>> ConvertSwiGLU(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> a_shape, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> b_shape, c.InputShape(1));
+  KILN_ASSIGN_OR_RETURN(DataType t, c.InputDType(0));
+  KILN_ASSIGN_OR_RETURN(DataType b_dtype, c.InputDType(1));
+  if (a_shape.size() != b_shape.size() || t != b_dtype) {
+    return c.Error("A and B must have the same shape and type (no broadcasting)");
+  }
+  KILN_ASSIGN_OR_RETURN(Expr a, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr b, c.Input(1));
+  KILN_ASSIGN_OR_RETURN(Expr gate, Swish(c, a, t));
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("multiply", {gate, b}));
+  return Outputs(out);
+}
+
 }  // namespace
 
 void RegisterElementwiseConverters(ConverterRegistry& r) {
@@ -258,16 +285,8 @@ void RegisterElementwiseConverters(ConverterRegistry& r) {
                KILN_ASSIGN_OR_RETURN(Expr half_x, c.Call("multiply", {x, ScalarConstant(0.5, t)}));
                return c.Call("multiply", {half_x, one_plus});
              }), 20);
-  // x * sigmoid(alpha * x).
-  r.Register("Swish", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
-               const double alpha = c.AttrFloat("alpha", 1.0);
-               Expr ax = x;
-               if (alpha != 1.0) {
-                 KILN_ASSIGN_OR_RETURN(ax, c.Call("multiply", {x, ScalarConstant(alpha, t)}));
-               }
-               KILN_ASSIGN_OR_RETURN(Expr s, c.Call("sigmoid", {ax}));
-               return c.Call("multiply", {x, s});
-             }), 24);
+  r.Register("Swish", Activation(Swish), 24);
+  r.Register("SwiGLU", ConvertSwiGLU, 28);
   // x * tanh(softplus(x)), softplus = log1p(exp(x)): a large x overflows exp to inf, and
   // tanh(inf) = 1 still gives x.
   r.Register("Mish", Activation([](NodeContext& c, Expr x, DataType) -> absl::StatusOr<Expr> {

@@ -15,6 +15,8 @@
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
+#include "frontends/onnx/converters/narrowing.h"
+#include "frontends/onnx/narrow_types.h"
 #include "frontends/onnx/tensor_proto.h"
 #include "support/status_macros.h"
 #include "tir/analyzer.h"
@@ -431,9 +433,25 @@ absl::StatusOr<std::vector<Value>> ConvertExpand(NodeContext& c) {
 
 absl::StatusOr<DataType> CastTarget(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(int64_t to, c.RequiredInt("to"));
+  if (const NarrowType* narrow = FindNarrowType(static_cast<int32_t>(to))) {
+    return c.Unsupported("reinterpreting bits as ", narrow->name, " is not supported");
+  }
   absl::StatusOr<DataType> dtype = DataTypeFromOnnx(static_cast<int32_t>(to));
   if (!dtype.ok()) return c.Unsupported("cast to ", dtype.status().message());
   return dtype;
+}
+
+// Cast / CastLike to a narrow type (float8, float4, int4, int2; held widened): rounded,
+// saturated or wrapped by converters/narrowing.h. The result is tagged with its ONNX type
+// (CastLike reads a tag from its `like` input).
+absl::StatusOr<std::vector<Value>> CastToNarrow(NodeContext& c, const NarrowType& narrow) {
+  KILN_ASSIGN_OR_RETURN(DataType from, c.InputDType(0));
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  const bool saturate = c.opset() < 19 || c.AttrInt("saturate", 1) != 0;
+  KILN_ASSIGN_OR_RETURN(Expr out, NarrowTo(c, x, from, narrow, saturate, c.AttrString("round_mode", "up")));
+  Value value = Value::Of(out);
+  value.narrow_type = narrow.onnx_type;
+  return std::vector<Value>{std::move(value)};
 }
 
 absl::StatusOr<std::vector<Value>> CastTo(NodeContext& c, DataType dtype) {
@@ -467,6 +485,8 @@ absl::StatusOr<std::vector<Value>> CastTo(NodeContext& c, DataType dtype) {
 }
 
 absl::StatusOr<std::vector<Value>> ConvertCast(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(int64_t to, c.RequiredInt("to"));
+  if (const NarrowType* narrow = FindNarrowType(static_cast<int32_t>(to))) return CastToNarrow(c, *narrow);
   KILN_ASSIGN_OR_RETURN(DataType dtype, CastTarget(c));
   return CastTo(c, dtype);
 }
@@ -474,6 +494,9 @@ absl::StatusOr<std::vector<Value>> ConvertCast(NodeContext& c) {
 // BitCast (opset 26): the bits of each element read as `to`, of the same width.
 absl::StatusOr<std::vector<Value>> ConvertBitCast(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(DataType dtype, CastTarget(c));
+  if (const Value* v = c.InputValue(0); v != nullptr && v->narrow_type != 0) {
+    return c.Unsupported("reinterpreting the bits of ", FindNarrowType(v->narrow_type)->name, " is not supported");
+  }
   KILN_ASSIGN_OR_RETURN(DataType from, c.InputDType(0));
   const int from_bits = from.is_bool() ? 8 : from.bits(), to_bits = dtype.is_bool() ? 8 : dtype.bits();
   if (from_bits != to_bits) {
@@ -487,6 +510,8 @@ absl::StatusOr<std::vector<Value>> ConvertBitCast(NodeContext& c) {
 }
 
 absl::StatusOr<std::vector<Value>> ConvertCastLike(NodeContext& c) {
+  const Value* like = c.InputValue(1);
+  if (like != nullptr && like->narrow_type != 0) return CastToNarrow(c, *FindNarrowType(like->narrow_type));
   KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(1));
   return CastTo(c, dtype);
 }

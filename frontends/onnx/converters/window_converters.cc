@@ -1,5 +1,5 @@
-// ONNX window operators over 1-3 spatial dims: Conv, ConvTranspose, MaxPool,
-// AveragePool, GlobalAveragePool, GlobalMaxPool.
+// ONNX window operators over 1-3 spatial dims: Conv, ConvInteger, ConvTranspose, MaxPool,
+// AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool.
 //
 // Padding: explicit `pads` (begin..., end...) or auto_pad: VALID (none), SAME_UPPER /
 // SAME_LOWER (output = ceil(input / stride), the odd pad at the end / at the begin), which
@@ -98,23 +98,64 @@ absl::StatusOr<Expr> AddChannelBias(NodeContext& c, Expr y, int bias_input, cons
   return c.Call("add", {y, bias});
 }
 
-absl::StatusOr<std::vector<Value>> ConvertConv(NodeContext& c) {
+// conv<rank>d of x and wt (inputs 0 and 1, possibly transformed) with the node's window.
+absl::StatusOr<Expr> ConvOf(NodeContext& c, Expr x, Expr wt, int* rank_out = nullptr) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> weight, c.InputShape(1));
   KILN_ASSIGN_OR_RETURN(int rank, SpatialRank(c, in, 3));
   if (weight.size() != in.size()) return c.Error("the weight's rank (", weight.size(), ") differs from the input's");
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, KernelShape(c, weight));
   KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(c, in, kernel, true));
+  if (rank_out != nullptr) *rank_out = rank;
+  return c.Call(absl::StrCat("conv", rank, "d"), {std::move(x), std::move(wt)},
+                {{"strides", w.strides},
+                 {"padding", w.pads},
+                 {"dilation", w.dilations},
+                 {"groups", c.AttrInt("group", 1)}});
+}
+
+absl::StatusOr<std::vector<Value>> ConvertConv(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr wt, c.Input(1));
-  KILN_ASSIGN_OR_RETURN(Expr y, c.Call(absl::StrCat("conv", rank, "d"), {x, wt},
-                                       {{"strides", w.strides},
-                                        {"padding", w.pads},
-                                        {"dilation", w.dilations},
-                                        {"groups", c.AttrInt("group", 1)}}));
+  int rank = 0;
+  KILN_ASSIGN_OR_RETURN(Expr y, ConvOf(c, x, wt, &rank));
   if (c.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> weight, c.InputShape(1));
     KILN_ASSIGN_OR_RETURN(y, AddChannelBias(c, y, 2, weight[0], rank));
   }
+  return Outputs(y);
+}
+
+// ConvInteger (10): Conv of (x - x_zero_point) and (w - w_zero_point; per output channel
+// when 1-D) as int32, the padding zero after the shift (as ONNX's reference). Computed in
+// float64, exact for 8-bit operands.
+absl::StatusOr<std::vector<Value>> ConvertConvInteger(NodeContext& c) {
+  const tir::DataType f64 = tir::DataType::Float(64);
+  auto shifted = [&](int value, int zero_point) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(Expr v, c.Input(value));
+    KILN_ASSIGN_OR_RETURN(v, c.Call("astype", {v}, {{"dtype", f64}}));
+    if (!c.has_input(zero_point)) return v;
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> zp_shape, c.InputShape(zero_point));
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> v_shape, c.InputShape(value));
+    KILN_ASSIGN_OR_RETURN(Expr zp, c.Input(zero_point));
+    KILN_ASSIGN_OR_RETURN(zp, c.Call("astype", {zp}, {{"dtype", f64}}));
+    if (zp_shape.size() == 1 && value == 1) {
+      std::vector<PrimExpr> per_channel(v_shape.size(), PrimExpr(1));
+      per_channel[0] = zp_shape[0];
+      KILN_ASSIGN_OR_RETURN(zp, Reshape(c, zp, per_channel));
+    } else if (!zp_shape.empty()) {
+      std::vector<int64_t> dims;
+      if (!AllConstant(zp_shape, &dims) || dims.size() != 1 || dims[0] != 1) {
+        return c.Unsupported("zero point '", c.input_name(zero_point), "' of this shape");
+      }
+      KILN_ASSIGN_OR_RETURN(zp, Reshape(c, zp, {}));
+    }
+    return c.Call("subtract", {v, zp});
+  };
+  KILN_ASSIGN_OR_RETURN(Expr x, shifted(0, 2));
+  KILN_ASSIGN_OR_RETURN(Expr wt, shifted(1, 3));
+  KILN_ASSIGN_OR_RETURN(Expr y, ConvOf(c, x, wt));
+  KILN_ASSIGN_OR_RETURN(y, c.Call("astype", {y}, {{"dtype", tir::DataType::Int32()}}));
   return Outputs(y);
 }
 
@@ -192,6 +233,33 @@ absl::StatusOr<std::vector<Value>> ConvertPool(NodeContext& c, bool average) {
   return Outputs(y);
 }
 
+// LpPool: (sum over the window of |x|^p)^(1/p), padding adding zeros: the average of |x|^p
+// over the whole window (count_include_pad), times the kernel's size, as ONNX's reference. Dilations and ceil_mode exist from opset 18.
+absl::StatusOr<std::vector<Value>> ConvertLpPool(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(int rank, SpatialRank(c, in, 3));
+  KILN_ASSIGN_OR_RETURN(tir::DataType dtype, c.InputDType(0));
+  if (!dtype.is_floating()) return c.Error("needs a float input, got ", dtype.ToString());
+  KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(c, in, c.AttrInts("kernel_shape"), c.opset() >= 18));
+  const int64_t p = c.AttrInt("p", 2);
+  if (p < 1) return c.Error("p must be >= 1, got ", p);
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr magnitude, c.Call("abs", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr powered, c.Call("power", {magnitude, ScalarConstant(static_cast<double>(p), dtype)}));
+  relax::Attrs attrs = {{"pool_size", w.kernel},
+                        {"strides", w.strides},
+                        {"padding", w.pads},
+                        {"dilation", w.dilations},
+                        {"ceil_mode", c.opset() >= 18 && c.AttrInt("ceil_mode", 0) != 0},
+                        {"count_include_pad", true}};
+  KILN_ASSIGN_OR_RETURN(Expr average, c.Call(absl::StrCat("avg_pool", rank, "d"), {powered}, attrs));
+  int64_t kernel_size = 1;
+  for (int64_t k : w.kernel) kernel_size *= k;
+  KILN_ASSIGN_OR_RETURN(Expr sum, c.Call("multiply", {average, ScalarConstant(static_cast<double>(kernel_size), dtype)}));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("power", {sum, ScalarConstant(1.0 / static_cast<double>(p), dtype)}));
+  return Outputs(y);
+}
+
 absl::StatusOr<std::vector<Value>> ConvertGlobalPool(NodeContext& c, const char* reduction) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
   if (in.size() < 3) return c.Error("needs an input of rank >= 3 (N, C, spatial...), got rank ", in.size());
@@ -207,9 +275,11 @@ absl::StatusOr<std::vector<Value>> ConvertGlobalPool(NodeContext& c, const char*
 void RegisterWindowConverters(ConverterRegistry& r) {
   r.Register("Conv", ConvertConv);
   r.Register("ConvTranspose", ConvertConvTranspose);
+  r.Register("ConvInteger", ConvertConvInteger, 10);
   r.Register("MaxPool", [](NodeContext& c) { return ConvertPool(c, false); });
   r.Register("AveragePool", [](NodeContext& c) { return ConvertPool(c, true); });
   r.Register("GlobalAveragePool", [](NodeContext& c) { return ConvertGlobalPool(c, "mean"); });
+  r.Register("LpPool", ConvertLpPool, 2);
   r.Register("GlobalMaxPool", [](NodeContext& c) { return ConvertGlobalPool(c, "max"); });
 }
 
