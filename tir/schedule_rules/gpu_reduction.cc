@@ -41,12 +41,20 @@ absl::StatusOr<NestShape> ShapeOf(const cpu_rules::PlainNest& nest) {
   return shape;
 }
 
+// At most two warps per row. Measured on lavapipe (Mesa's CPU Vulkan driver; no real GPU
+// here), softmax over 1024 rows of 256: one thread per row 20 ms, 64 threads per row 24 ms,
+// 256 threads per row 72 ms (each barrier of a 256-wide workgroup costs the CPU driver a
+// lot); 8 rows of 262144 summed: 130 ms -> 11 ms. Real GPUs would take more threads for
+// long rows (not measured: no GPU lent).
+constexpr int64_t kMaxRowThreads = 64;
+
 // The threads that stride one row: a power of two (the tree combine halves it), at most the
 // threads per block, their partials (`element_bytes` each) within the shared memory per
 // block, no more than the row needs when its length is a known constant.
 int64_t RowThreads(int64_t reduction_extent, int64_t element_bytes, const GpuScheduleOptions& options) {
   int64_t threads = 1;
-  while (threads * 2 <= options.threads_per_block && threads * 2 * element_bytes <= options.shared_memory_per_block) {
+  const int64_t most = std::min<int64_t>(options.threads_per_block, kMaxRowThreads);
+  while (threads * 2 <= most && threads * 2 * element_bytes <= options.shared_memory_per_block) {
     threads *= 2;
   }
   if (reduction_extent > 0) {
