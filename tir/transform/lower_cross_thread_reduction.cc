@@ -9,6 +9,7 @@ namespace kiln::tir::transform {
 
 namespace {
 
+using schedule_internal::ReadsBuffer;
 using schedule_internal::UsesAnyVar;
 using schedule_internal::UsesVar;
 
@@ -31,23 +32,6 @@ bool AbsorbsItself(ExprKind op, const PrimExpr& c) {
     case ExprKind::kOr: return true;
     default: return false;
   }
-}
-
-bool Reads(const PrimExpr& e, const BufferNode* buffer) {
-  class Finder : public StmtExprVisitor {
-   public:
-    explicit Finder(const BufferNode* b) : b_(b) {}
-    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
-      found |= op->buffer.get() == b_;
-      StmtExprVisitor::VisitExpr_(op, self);
-    }
-    bool found = false;
-
-   private:
-    const BufferNode* b_;
-  } finder(buffer);
-  finder.VisitExpr(e);
-  return finder.found;
 }
 
 bool SameIndices(const std::vector<PrimExpr>& a, const std::vector<PrimExpr>& b) {
@@ -201,7 +185,7 @@ std::optional<ReductionCombiner> CrossThreadCombinerOf(const BlockNode* block) {
   if (is_running(binary->a)) update = binary->b;
   else if (is_running(binary->b)) update = binary->a;
   else return std::nullopt;
-  if (Reads(update, store->buffer.get()) || !AbsorbsItself(binary->kind(), init->value)) return std::nullopt;
+  if (ReadsBuffer(update, store->buffer.get()) || !AbsorbsItself(binary->kind(), init->value)) return std::nullopt;
   // The output index may use spatial variables only (one result per row).
   std::vector<const VarNode*> reduction_vars;
   for (const IterVar& iv : block->iter_vars) {
