@@ -4,8 +4,10 @@
 // Cross-thread (when the block's combine allows it, transform::CrossThreadCombinerOf, and the
 // row is not shorter than a warp): one block per output element (the spatial loops fused and
 // bound to blockIdx.x), its threads striding the reduction loops (fused, split by the thread
-// count, the inner part bound to threadIdx.x and moved outside the serial part), so that
-// neighbouring threads read neighbouring elements. lower_cross_thread_reduction then gives
+// count, the inner part bound to threadIdx.x), so that neighbouring threads read neighbouring
+// elements. The serial part stays outside the thread loop: run one iteration after another
+// (the tir interpreter) the schedule sums the row in its own order, exactly as before;
+// lower_cross_thread_reduction moves it inside. lower_cross_thread_reduction then gives
 // each thread a partial result and combines the partials in shared memory. A reduction to a
 // scalar (no spatial loop) is one block.
 //
@@ -75,7 +77,6 @@ absl::Status ScheduleCrossThread(Schedule* s, const NestShape& shape, int64_t el
   if (shape.spatial.empty()) {
     // A scalar result: a loop of one iteration for the single block.
     KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(row, {1, -1, threads}));
-    KILN_RETURN_IF_ERROR(s->Reorder({parts[0], parts[2], parts[1]}));
     KILN_RETURN_IF_ERROR(s->Bind(parts[0], "blockIdx.x"));
     return s->Bind(parts[2], "threadIdx.x");
   }
@@ -84,7 +85,6 @@ absl::Status ScheduleCrossThread(Schedule* s, const NestShape& shape, int64_t el
     KILN_ASSIGN_OR_RETURN(rows, s->Fuse(shape.spatial));
   }
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(row, {-1, threads}));
-  KILN_RETURN_IF_ERROR(s->Reorder({parts[1], parts[0]}));
   KILN_RETURN_IF_ERROR(s->Bind(rows, "blockIdx.x"));
   return s->Bind(parts[1], "threadIdx.x");
 }

@@ -89,14 +89,52 @@ class Lowerer : public StmtExprMutator {
  public:
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
     if (!status.ok()) return self;
-    if (op->for_kind != ForKind::kThreadBinding || op->thread_tag.rfind("threadIdx.", 0) != 0) {
+    if (IsSerial(op)) {
+      // Serial loops above the thread loop (the rule's order: ro outside tx, so that run
+      // serially the row is summed in its own order): they move inside the thread loop.
+      std::vector<const ForNode*> above;
+      const ForNode* f = op;
+      while (f && IsSerial(f)) {
+        above.push_back(f);
+        f = f->body.as<ForNode>();
+      }
+      if (f && IsThreadLoop(f)) {
+        std::vector<const ForNode*> below;
+        const BlockNode* block = BlockUnder(f, &below);
+        bool reduction_only = block && block->is_reduction() && BindsReduction(block, f->loop_var.get());
+        for (const ForNode* a : above) {
+          reduction_only = reduction_only && !SpatialUses(block, a->loop_var.get()) && !UsesVar(f->extent, a->loop_var.get());
+        }
+        if (reduction_only) {
+          above.insert(above.end(), below.begin(), below.end());
+          return LowerThreadLoop(f, above, block, self);
+        }
+      }
       return StmtExprMutator::VisitStmt_(op, self);
     }
+    if (!IsThreadLoop(op)) return StmtExprMutator::VisitStmt_(op, self);
     std::vector<const ForNode*> chain;
     const BlockNode* block = BlockUnder(op, &chain);
     if (!block || !block->is_reduction() || !BindsReduction(block, op->loop_var.get())) {
       return StmtExprMutator::VisitStmt_(op, self);
     }
+    return LowerThreadLoop(op, chain, block, self);
+  }
+
+  absl::Status status;
+
+ private:
+  static bool IsSerial(const ForNode* f) {
+    return f->for_kind == ForKind::kSerial || f->for_kind == ForKind::kUnrolled;
+  }
+  static bool IsThreadLoop(const ForNode* f) {
+    return f->for_kind == ForKind::kThreadBinding && f->thread_tag.rfind("threadIdx.", 0) == 0;
+  }
+
+  // `op` (bound to threadIdx) reduces `block` through the serial loops `chain` (outermost
+  // first; those that were above `op` included): the rewrite, or an error.
+  Stmt LowerThreadLoop(const ForNode* op, const std::vector<const ForNode*>& chain, const BlockNode* block,
+                       const Stmt& self) {
     std::optional<ReductionCombiner> combiner = CrossThreadCombinerOf(block);
     std::optional<int64_t> threads = op->extent.as_int();
     std::string why = ChainProblem(chain, block);
@@ -111,9 +149,6 @@ class Lowerer : public StmtExprMutator {
     return Rewrite(op, chain, block, *combiner, *threads);
   }
 
-  absl::Status status;
-
- private:
   Stmt Rewrite(const ForNode* op, const std::vector<const ForNode*>& chain, const BlockNode* block,
                const ReductionCombiner& c, int64_t threads) {
     const DataType dtype = c.output->dtype;

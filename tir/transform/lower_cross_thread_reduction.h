@@ -3,8 +3,8 @@
 // lowering pass of a scheduled GPU function (before lower_blocks; docs/codegen.md).
 //
 // The GPU reduction rule (tir/schedule_rules/gpu_reduction.cc) gives a row reduction the form
-//   for tx in thread_binding(T, "threadIdx.x"):     -- T a constant
-//     for ro in serial(...):                        -- any chain of serial loops
+//   for ro in serial(...):                          -- serial loops, above and/or below
+//     for tx in thread_binding(T, "threadIdx.x"):   --   the thread loop; T a constant
 //       block B(spatial vars bound without tx, reduction vars bound with tx; predicate p):
 //         init: out[idx] = c
 //         body: out[idx] = out[idx] (op) x          -- or x (op) out[idx]
@@ -14,6 +14,7 @@
 //     allocate partial: local [1], combine: shared [T] {
 //       partial[0] = c
 //       for ro ...: block B'(same vars, predicate p): partial[0] = partial[0] (op) x
+//                                      -- every serial loop of the chain, inside the thread loop
 //       combine[tx] = partial[0]
 //       storage_sync()
 //       if tx < T - P: combine[tx] = combine[tx] (op) combine[tx + P]   -- P: largest power

@@ -75,6 +75,42 @@ prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
 )TIR"));
 }
 
+// The rule's order, the serial loop outside the thread loop (run serially, it sums the row
+// in order): the thread loop moves outside, the same result as above.
+TEST(LowerCrossThreadReductionTest, SerialLoopsAboveTheThreadLoopMoveInside) {
+  const char* text = R"TIR(
+prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
+  for i in thread_binding(0, n, "blockIdx.x") {
+    OUTER {
+      INNER {
+        block "B" {
+          vi = spatial(n, i)
+          vr = reduce(m, r * 6 + t)
+          where r * 6 + t < m
+          init {
+            B[vi] = 0.0
+          }
+          B[vi] = B[vi] + A[vi, vr]
+        }
+      }
+    }
+  }
+})TIR";
+  auto with = [&](const std::string& outer, const std::string& inner) {
+    std::string t = text;
+    t.replace(t.find("OUTER"), 5, outer);
+    t.replace(t.find("INNER"), 5, inner);
+    return ParseFunc(t);
+  };
+  const std::string serial = "for r in serial(0, floordiv(m + 5, 6))";
+  const std::string thread = "for t in thread_binding(0, 6, \"threadIdx.x\")";
+  absl::StatusOr<PrimFunc> thread_outside = LowerCrossThreadReductions(with(thread, serial));
+  absl::StatusOr<PrimFunc> serial_outside = LowerCrossThreadReductions(with(serial, thread));
+  ASSERT_TRUE(thread_outside.ok()) << thread_outside.status();
+  ASSERT_TRUE(serial_outside.ok()) << serial_outside.status();
+  EXPECT_EQ(Print(*serial_outside), Print(*thread_outside));
+}
+
 TEST(LowerCrossThreadReductionTest, FunctionsWithoutThreadBoundReductionsComeBackUnchanged) {
   PrimFunc f = ParseFunc(R"TIR(
 prim_func @f(A: Buffer((64,), float32)) {
