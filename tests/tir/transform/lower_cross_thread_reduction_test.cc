@@ -12,14 +12,11 @@ using testing::Canonical;
 using testing::ParseFunc;
 using testing::Print;
 
-// Six threads per row (not a power of two: the two above four fold onto the first two
-// before the halving steps); the predicate guards the row's tail, never a barrier.
-TEST(LowerCrossThreadReductionTest, RowSumBecomesPartialsAndATreeInSharedMemory) {
-  PrimFunc f = ParseFunc(R"TIR(
+constexpr const char* kRowSum = R"TIR(
 prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
   for i in thread_binding(0, n, "blockIdx.x") {
-    for t in thread_binding(0, 6, "threadIdx.x") {
-      for r in serial(0, floordiv(m + 5, 6)) {
+    OUTER {
+      INNER {
         block "B" {
           vi = spatial(n, i)
           vr = reduce(m, r * 6 + t)
@@ -32,7 +29,22 @@ prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
       }
     }
   }
-})TIR");
+})TIR";
+
+// kRowSum with its two loops: `outer` around `inner` around the block.
+PrimFunc RowSum(const std::string& outer, const std::string& inner) {
+  std::string t = kRowSum;
+  t.replace(t.find("OUTER"), 5, outer);
+  t.replace(t.find("INNER"), 5, inner);
+  return ParseFunc(t);
+}
+const char* const kSerial = "for r in serial(0, floordiv(m + 5, 6))";
+const char* const kThreads = "for t in thread_binding(0, 6, \"threadIdx.x\")";
+
+// Six threads per row (not a power of two: the two above four fold onto the first two
+// before the halving steps); the predicate guards the row's tail, never a barrier.
+TEST(LowerCrossThreadReductionTest, RowSumBecomesPartialsAndATreeInSharedMemory) {
+  PrimFunc f = RowSum(kThreads, kSerial);
   absl::StatusOr<PrimFunc> lowered = LowerCrossThreadReductions(f);
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   EXPECT_EQ(Print(*lowered), Canonical(R"TIR(
@@ -78,34 +90,9 @@ prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
 // The rule's order, the serial loop outside the thread loop (run serially, it sums the row
 // in order): the thread loop moves outside, the same result as above.
 TEST(LowerCrossThreadReductionTest, SerialLoopsAboveTheThreadLoopMoveInside) {
-  const char* text = R"TIR(
-prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
-  for i in thread_binding(0, n, "blockIdx.x") {
-    OUTER {
-      INNER {
-        block "B" {
-          vi = spatial(n, i)
-          vr = reduce(m, r * 6 + t)
-          where r * 6 + t < m
-          init {
-            B[vi] = 0.0
-          }
-          B[vi] = B[vi] + A[vi, vr]
-        }
-      }
-    }
-  }
-})TIR";
-  auto with = [&](const std::string& outer, const std::string& inner) {
-    std::string t = text;
-    t.replace(t.find("OUTER"), 5, outer);
-    t.replace(t.find("INNER"), 5, inner);
-    return ParseFunc(t);
-  };
-  const std::string serial = "for r in serial(0, floordiv(m + 5, 6))";
-  const std::string thread = "for t in thread_binding(0, 6, \"threadIdx.x\")";
-  absl::StatusOr<PrimFunc> thread_outside = LowerCrossThreadReductions(with(thread, serial));
-  absl::StatusOr<PrimFunc> serial_outside = LowerCrossThreadReductions(with(serial, thread));
+
+  absl::StatusOr<PrimFunc> thread_outside = LowerCrossThreadReductions(RowSum(kThreads, kSerial));
+  absl::StatusOr<PrimFunc> serial_outside = LowerCrossThreadReductions(RowSum(kSerial, kThreads));
   ASSERT_TRUE(thread_outside.ok()) << thread_outside.status();
   ASSERT_TRUE(serial_outside.ok()) << serial_outside.status();
   EXPECT_EQ(Print(*serial_outside), Print(*thread_outside));
