@@ -498,6 +498,10 @@ class KernelEmitter {
       case tir::StmtKind::kEvaluate: {
         const auto* e = s.as<tir::EvaluateNode>();
         if (e->value.as<tir::IntImmNode>()) return;  // evaluate 0: a no-op
+        if (const auto* call = e->value.as<tir::CallNode>(); call && call->op == "storage_sync") {
+          Line("__syncthreads();");
+          return;
+        }
         Line(absl::StrCat("(void)(", Expr(e->value), ");"));
         return;
       }

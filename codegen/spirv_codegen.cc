@@ -644,6 +644,16 @@ class KernelEmitter {
       }
       case tir::StmtKind::kEvaluate: {
         const auto* e = s.as<tir::EvaluateNode>();
+        if (const auto* call = e->value.as<tir::CallNode>(); call && call->op == "storage_sync") {
+          // All invocations of the workgroup wait here, and their Workgroup-storage writes
+          // before the barrier are visible to every invocation after it (acquire-release).
+          const uint32_t workgroup = b_.ConstantInt(32, static_cast<uint32_t>(spv::Scope::Workgroup));
+          const uint32_t semantics = b_.ConstantInt(
+              32, static_cast<uint32_t>(spv::MemorySemanticsMask::AcquireRelease |
+                                        spv::MemorySemanticsMask::WorkgroupMemory));
+          w_.Instruction(Op::OpControlBarrier, {workgroup, workgroup, semantics});
+          return;
+        }
         if (!e->value.as<tir::IntImmNode>()) Expr(e->value);  // pure: only checked
         return;
       }

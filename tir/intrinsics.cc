@@ -28,6 +28,7 @@ const std::vector<IntrinsicInfo>& Table() {
         Type::kInt64},
        /*variadic=*/true},
       {"address_of", Type::kHandle, {Type::kBufferElement}},
+      {"storage_sync", Type::kInt32, {}},
       {"fast_exp", Type::kSameAsArg0, {Type::kFloat32Any}},
       {"fast_log", Type::kSameAsArg0, {Type::kFloat32Any}},
       {"fast_erf", Type::kSameAsArg0, {Type::kFloat32Any}},

@@ -29,6 +29,12 @@
 //       index), where the host function passes a device workspace it allocated (an
 //       `allocate` around the launches) to a kernel as a buffer argument. Its argument must
 //       be a buffer access; nothing is read.
+// Inside a GPU kernel (tir/transform/lower_cross_thread_reduction.h):
+//   storage_sync() -> int32, used only as `evaluate storage_sync()`: a barrier of the
+//       threads of one block (workgroup) that also orders their shared-memory accesses:
+//       every shared store before it is visible to every thread of the block after it.
+//       Every thread of the block must reach it (never inside a branch that only some
+//       threads take). CUDA __syncthreads(); SPIR-V OpControlBarrier at workgroup scope.
 // Math lowered for a target (tir/transform/lower_intrinsics.h), the argument's type in, the
 // same type out:
 //   fast_exp, fast_log, fast_erf, fast_tanh, fast_sigmoid, fast_expm1, fast_log1p,

@@ -314,6 +314,14 @@ Stmt ReduceBlock(const std::string& name, const Buffer& out, const std::vector<P
   }
   if (!empty.defined()) return reduce;
   Stmt fill = ComputeBlock(absl::StrCat(name, "_empty"), out, [&](const std::vector<PrimExpr>&) { return init; });
+  if (out->shape.empty()) {
+    // A scalar result: the fill gets a loop of one iteration, so that a GPU schedule has a
+    // loop to bind (a block outside every loop would run on the host).
+    fill = BlockNest(absl::StrCat(name, "_empty"), {PrimExpr(int64_t{1})}, {},
+                     [&](const std::vector<PrimExpr>&, const std::vector<PrimExpr>&) {
+                       return BlockParts{tir::BufferStore(out, init, {}), Stmt()};
+                     });
+  }
   return tir::SeqStmt({tir::IfThenElse(empty, fill), reduce});
 }
 

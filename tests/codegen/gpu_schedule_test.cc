@@ -194,7 +194,7 @@ TEST(GpuBindTest, RefusesBadTagsRepeatedTagsAndReductions) {
   EXPECT_THAT(s.Bind((*parts)[1], "threadIdx.x").message(), ::testing::HasSubstr("already bound to threadIdx.x"));
   EXPECT_THAT(s.Bind((*parts)[0], "blockIdx.x").message(), ::testing::HasSubstr("already thread_binding"));
   // A reduction loop.
-  absl::StatusOr<tir::ParsedPrimFunc> sum = tir::ParsePrimFunc(R"(
+  const std::string text_of_sum = R"(
 prim_func @f(A: Buffer((64,), float32), B: Buffer((1,), float32)) {
   for k in serial(0, 64) {
     block "S" {
@@ -205,10 +205,20 @@ prim_func @f(A: Buffer((64,), float32), B: Buffer((1,), float32)) {
       B[0] = B[0] + A[vk]
     }
   }
-})");
+})";
+  absl::StatusOr<tir::ParsedPrimFunc> sum = tir::ParsePrimFunc(text_of_sum);
   ASSERT_TRUE(sum.ok()) << sum.status();
+  // Across blocks, the iterations would race; across the threads of one block, a sum's
+  // partials are combined in shared memory (lower_cross_thread_reduction).
   tir::Schedule r(sum->func);
-  EXPECT_THAT(r.Bind("k", "threadIdx.x").message(), ::testing::HasSubstr("reduction variable"));
+  EXPECT_THAT(r.Bind("k", "blockIdx.x").message(), ::testing::HasSubstr("reduction variable"));
+  EXPECT_TRUE(r.Bind("k", "threadIdx.x").ok());
+  // A reduction whose partials cannot be combined stays refused.
+  absl::StatusOr<tir::ParsedPrimFunc> scaled =
+      tir::ParsePrimFunc(std::regex_replace(text_of_sum, std::regex("B\\[0\\] \\+ A"), "B[0] * 2.0 + A"));
+  ASSERT_TRUE(scaled.ok()) << scaled.status();
+  tir::Schedule q(scaled->func);
+  EXPECT_THAT(q.Bind("k", "threadIdx.x").message(), ::testing::HasSubstr("reduction variable"));
 }
 
 TEST(GpuVerifyTest, RejectsUnboundStoresAndLimits) {

@@ -97,20 +97,7 @@ class FunctionIndex {
     if (stores == stores_.end() || stores->second != 1) {
       return fail(absl::StrCat("is not the only writer of '", store->buffer->name, "'"));
     }
-    class ReadsSelf : public StmtExprVisitor {
-     public:
-      explicit ReadsSelf(const BufferNode* b) : b_(b) {}
-      void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
-        found |= op->buffer.get() == b_;
-        StmtExprVisitor::VisitExpr_(op, self);
-      }
-      bool found = false;
-
-     private:
-      const BufferNode* b_;
-    } reads(p.buffer);
-    reads.VisitExpr(store->value);
-    if (reads.found) return fail("reads the buffer it writes");
+    if (ReadsBuffer(store->value, p.buffer)) return fail("reads the buffer it writes");
     // The value moves to the readers, where only its iteration variables are rebound (a
     // value can only name the loops around it, so any loop variable is one of those).
     class LoopVarUse : public StmtExprVisitor {

@@ -6,6 +6,7 @@
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/schedule_utils.h"
 #include "tir/stmt_functor.h"
+#include "tir/transform/lower_cross_thread_reduction.h"
 
 namespace kiln::tir::schedule_primitive {
 
@@ -98,7 +99,12 @@ absl::StatusOr<PrimFunc> SetLoopKind(const PrimFunc& func, const std::string& na
   // A loop of one iteration runs nothing at once, so it may carry a reduction (the single
   // block of a full reduction to a scalar is bound this way).
   const bool single = loop->extent.as_int() && *loop->extent.as_int() == 1;
-  if ((kind == ForKind::kParallel || kind == ForKind::kVectorized || kind == ForKind::kThreadBinding) && !single) {
+  // Threads of one block striding a reduction whose partials lower_cross_thread_reduction
+  // combines in shared memory do not race either.
+  const bool combined = kind == ForKind::kThreadBinding && thread_tag.rfind("threadIdx.", 0) == 0 &&
+                        transform::CombinesAcrossThreads(loop);
+  if ((kind == ForKind::kParallel || kind == ForKind::kVectorized || kind == ForKind::kThreadBinding) && !single &&
+      !combined) {
     // Iterations that accumulate into the same element would race.
     absl::Status status;
     ForEachStmt(loop->body, [&](const Stmt& st) {

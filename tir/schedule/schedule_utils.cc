@@ -210,6 +210,23 @@ bool UsesAnyVar(const PrimExpr& expr, const std::vector<const VarNode*>& vars) {
   return finder.found();
 }
 
+bool ReadsBuffer(const PrimExpr& expr, const BufferNode* buffer) {
+  class Finder : public StmtExprVisitor {
+   public:
+    explicit Finder(const BufferNode* b) : b_(b) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      found |= op->buffer.get() == b_;
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+    bool found = false;
+
+   private:
+    const BufferNode* b_;
+  } finder(buffer);
+  finder.VisitExpr(expr);
+  return finder.found;
+}
+
 NameSet UsedNames(const PrimFunc& func) {
   NameCollector collector;
   collector.VisitPrimFunc(func);

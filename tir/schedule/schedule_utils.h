@@ -45,6 +45,8 @@ std::vector<Stmt> OutermostBlocks(const Stmt& stmt);
 
 bool UsesVar(const PrimExpr& expr, const VarNode* var);
 bool UsesAnyVar(const PrimExpr& expr, const std::vector<const VarNode*>& vars);
+// Whether `expr` loads from `buffer`.
+bool ReadsBuffer(const PrimExpr& expr, const BufferNode* buffer);
 
 using support::NameSet;
 

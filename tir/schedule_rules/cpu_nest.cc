@@ -43,7 +43,9 @@ bool WritesFollowSpatialVars(const PlainNest& nest) {
   std::vector<const VarNode*> spatial;
   for (int k : nest.iter_of_loop) {
     const IterVar& iv = nest.block->iter_vars[k];
-    if (iv.type == IterType::kSpatial) spatial.push_back(iv.var.get());
+    // A variable of one value cannot tell iterations apart: a store need not index with it.
+    const std::optional<int64_t> extent = iv.extent.as_int();
+    if (iv.type == IterType::kSpatial && !(extent && *extent == 1)) spatial.push_back(iv.var.get());
   }
   class Stores : public StmtExprVisitor {
    public:

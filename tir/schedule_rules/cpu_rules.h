@@ -31,7 +31,7 @@ std::optional<PlainNest> FindPlainNest(const PrimFunc& func, const std::string& 
 
 // Whether every store the block makes to memory that outlives it indexes with every spatial
 // iteration variable its loops bind: then different spatial iterations write different
-// elements, and running them in parallel or as vector lanes cannot race.
+// elements, and running them in parallel or as vector lanes cannot race. A variable of extent 1 is exempt.
 bool WritesFollowSpatialVars(const PlainNest& nest);
 
 bool IsReductionLoop(const PlainNest& nest, size_t i);

@@ -13,6 +13,11 @@ absl::Status ScheduleGpuInjective(Schedule* s, const cpu_rules::PlainNest& nest,
     std::optional<int64_t> e = loop->extent.as_int();
     extent = e && extent > 0 ? extent * *e : 0;
   }
+  if (extent == 1 && loops.size() == 1) {
+    // One element (a scalar result's fill): one block of one thread. Split by a warp, the
+    // 31 idle threads' iterations would all write that element as far as Bind can tell.
+    return s->Bind(loops[0], "blockIdx.x");
+  }
   return BindFused(s, loops, extent, options).status();
 }
 

@@ -42,6 +42,7 @@ GpuScheduleOptions GpuScheduleOptionsFor(const Target& target) {
     options.threads_per_block = std::min(options.threads_per_block, target.max_threads_per_block);
   }
   if (target.warp_size > 0) options.warp_size = target.warp_size;
+  if (target.max_shared_memory_per_block > 0) options.shared_memory_per_block = target.max_shared_memory_per_block;
   return options;
 }
 

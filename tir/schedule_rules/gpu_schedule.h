@@ -13,10 +13,16 @@
 //        constant); the outer part is blockIdx.x, the inner threadIdx.x. A symbolic extent
 //        gives a grid of ceil(extent / threads) blocks, the tail guarded by the split's
 //        predicate;
-//      reductions (row sums, max, matmuls, ...): the spatial loops outside the reduction
-//        are fused and bound the same way, one thread per output element, which runs its
-//        reduction loops serially (no cross-thread combine yet); a reduction to a scalar
-//        (no spatial loop) runs in one thread of one block;
+//      reductions (row sums, max, min, mean's and norms' sums, softmax's max and sum,
+//        dot products): when the update is an associative combine whose init absorbs itself
+//        (transform::CrossThreadCombinerOf) and the row is not a constant shorter than a
+//        warp, one block per output element (the spatial loops fused onto blockIdx.x), its
+//        threads (a power of two, at most the threads per block, within the shared memory
+//        per block) striding the fused reduction loops, combined in shared memory by
+//        lower_cross_thread_reduction; a reduction to a scalar is one such block. Otherwise
+//        (argmax/argmin's two outputs, short rows) the spatial loops are fused and bound
+//        like an elementwise nest, one thread per output element running its reduction
+//        serially; a scalar then runs in one thread of one block;
 //      matmuls (cpu_rules::IsMatmulLike): a 4 x 4 register tile of outputs per thread, its
 //        accumulators in a local buffer written back by the same thread (gpu_matmul.cc);
 //        the reduction rule above when that does not apply.
@@ -28,7 +34,9 @@
 //    outside the thread nests (global memory there is an intermediate between kernels,
 //    which split_host_device makes device workspace), and a buffer read outside the thread
 //    nests (host code cannot read device memory: a data-dependent check before the
-//    kernels, say).
+//    kernels, say). It checks the function as lower_cross_thread_reduction leaves it, so
+//    the shared buffers of cross-thread reductions count, and a thread-bound reduction loop
+//    that cannot be combined across threads is an error.
 #pragma once
 
 #include <string>
@@ -43,6 +51,7 @@ namespace kiln::tir {
 struct GpuScheduleOptions {
   int threads_per_block = 256;  // at most the target's max_threads_per_block
   int warp_size = 32;
+  int shared_memory_per_block = 16 * 1024;  // bytes; the target's max_shared_memory_per_block
 };
 
 // The options for a GPU target (its limits cap the threads per block).

@@ -7,6 +7,7 @@
 #include "support/status_macros.h"
 #include "tir/schedule_rules/gpu_schedule.h"
 #include "tir/stmt_functor.h"
+#include "tir/transform/lower_cross_thread_reduction.h"
 
 namespace kiln::tir {
 
@@ -125,8 +126,11 @@ absl::Status VerifyGpuFunction(const PrimFunc& func, const Target& target) {
   if (!target.is_gpu()) {
     return absl::InvalidArgumentError(absl::StrCat("gpu verify: target ", target.ToString(), " is not a GPU"));
   }
+  // The shared buffers of cross-thread reductions count against the target's limit, and a
+  // thread-bound reduction loop that cannot be combined is an error here, before codegen.
+  KILN_ASSIGN_OR_RETURN(PrimFunc lowered, transform::LowerCrossThreadReductions(func));
   GpuChecker checker(target);
-  checker.VisitStmt(func->body);
+  checker.VisitStmt(lowered->body);
   return checker.status;
 }
 

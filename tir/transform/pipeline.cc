@@ -5,6 +5,7 @@
 #include "tir/transform/insert_division_checks.h"
 #include "tir/transform/insert_index_checks.h"
 #include "tir/transform/lower_blocks.h"
+#include "tir/transform/lower_cross_thread_reduction.h"
 #include "tir/transform/lower_intrinsics.h"
 #include "tir/transform/make_kernel_abi.h"
 #include "tir/transform/narrow_gpu_indices.h"
@@ -21,7 +22,7 @@ absl::Status InPass(const char*, const absl::Status& status) { return status; }
 }  // namespace
 
 std::vector<std::string> TirPassNames() {
-  return {"lower_blocks",    "insert_division_checks", "insert_index_checks", "vectorize_loops",
+  return {"lower_cross_thread_reduction", "lower_blocks",    "insert_division_checks", "insert_index_checks", "vectorize_loops",
           "make_kernel_abi", "flatten_buffers",        "split_host_device",   "narrow_gpu_indices", "lower_intrinsics"};
 }
 
@@ -31,6 +32,10 @@ absl::StatusOr<LoweredFunc> LowerPrimFunc(const PrimFunc& func, const Target& ta
   };
   KILN_ASSIGN_OR_RETURN(std::optional<Target> own, TargetOf(func));
   PrimFunc f = own ? func : WithTarget(func, target);
+  absl::StatusOr<PrimFunc> combined = LowerCrossThreadReductions(f);
+  if (!combined.ok()) return InPass("lower_cross_thread_reduction", combined.status());
+  f = *combined;
+  after("lower_cross_thread_reduction", f);
   f = LowerBlocks(f);
   after("lower_blocks", f);
   f = InsertDivisionChecks(f);

@@ -1,6 +1,8 @@
 // LowerPrimFunc: THE list of TIR passes between a scheduled PrimFunc and an emitter, in
 // order (docs/codegen.md says what each guarantees):
 //
+//   lower_cross_thread_reduction  thread-bound reductions -> partials   lower_cross_thread_reduction.h
+//                           + a tree combine in shared memory (GPU)
 //   lower_blocks            blocks -> loops, ifs and allocations        lower_blocks.h
 //   insert_division_checks  asserts before data-dependent int division   insert_division_checks.h
 //   insert_index_checks     asserts before data-dependent buffer indices insert_index_checks.h
