@@ -123,17 +123,37 @@ Tensor Random(const std::vector<int64_t>& shape, uint32_t seed) {
 // seconds, weighs on every contender alike: timed one after another, a GEMV's bandwidth
 // moved 2-3x between contenders with the other jobs' memory traffic. Rounds shrink as
 // the work grows (about a second per contender).
-std::vector<double> InterleavedMedianSeconds(const std::vector<std::function<void()>>& runs) {
+//
+// On several threads each timed call first waits kSettleSeconds, then makes one untimed call:
+// a library's idle workers spin for a while after its call returns (OpenBLAS's for about
+// 0.1 s), and the next contender, timed at once, would run without the cores they hold —
+// measured: Kiln's 2-thread M=64 matmul at 0.48x of OpenBLAS interleaved without the wait,
+// 0.96x timed alone. Untimed calls for kWakeSeconds then bring the contender's own workers
+// back, so every contender is timed with its workers awake, as in a model's run of kernels:
+// on this project's virtual machines a core idle for 0.15 s takes tens of milliseconds to
+// run at full speed again (Kiln's 2-thread 512^3 stayed at 1-thread speed after 5 ms of
+// warm-up calls and reached 2x after 50 ms; so did OpenBLAS's threads after their sleep).
+constexpr double kSettleSeconds = 0.15;
+constexpr double kWakeSeconds = 0.05;
+
+std::vector<double> InterleavedMedianSeconds(const std::vector<std::function<void()>>& runs, int threads) {
   double slowest = 0;
   for (const std::function<void()>& run : runs) {
     auto start = std::chrono::steady_clock::now();
     run();
     slowest = std::max(slowest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  const int rounds = std::clamp(static_cast<int>(1.0 / std::max(slowest, 1e-6)), 3, 51);
+  const bool settle = threads > 1;
+  const int rounds = std::clamp(static_cast<int>(1.0 / std::max(slowest, 1e-6)), 3, settle ? 15 : 51);
   std::vector<std::vector<double>> times(runs.size());
   for (int r = 0; r < rounds; ++r) {
     for (size_t i = 0; i < runs.size(); ++i) {
+      if (settle) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(kSettleSeconds));
+        const auto wake_end = std::chrono::steady_clock::now() + std::chrono::duration<double>(kWakeSeconds);
+        do runs[i]();
+        while (std::chrono::steady_clock::now() < wake_end);
+      }
       auto t0 = std::chrono::steady_clock::now();
       runs[i]();
       times[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -239,7 +259,7 @@ int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, 
       return 1;
     }
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
-    const std::vector<double> medians = InterleavedMedianSeconds({[&] { run_gpu(); }, run_cpu});
+    const std::vector<double> medians = InterleavedMedianSeconds({[&] { run_gpu(); }, run_cpu}, threads);
     const double gpu_s = medians[0];
     const double cpu_s = medians[1];
     std::printf("%-22s %9.2f %9.2f %9.3f %9.2g\n", s.name.c_str(), flops / gpu_s * 1e-9, flops / cpu_s * 1e-9,
@@ -283,7 +303,7 @@ int RunAgainstCublas(const std::vector<Shape>& shapes) {
       return 1;
     }
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
-    const std::vector<double> medians = InterleavedMedianSeconds({[&] { run_kiln(); }, run_cublas});
+    const std::vector<double> medians = InterleavedMedianSeconds({[&] { run_kiln(); }, run_cublas}, 1);
     const double kiln_s = medians[0];
     const double cublas_s = medians[1];
     std::printf("%-22s %9.1f %9.1f %11.3f %9.2g\n", s.name.c_str(), flops / kiln_s * 1e-9, flops / cublas_s * 1e-9,
@@ -427,7 +447,7 @@ int main(int argc, char** argv) {
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
     std::vector<std::function<void()>> contenders = {run_kiln, run_blas};
     if (two) contenders.push_back(run_pypi);
-    const std::vector<double> medians = InterleavedMedianSeconds(contenders);
+    const std::vector<double> medians = InterleavedMedianSeconds(contenders, threads);
     const double kiln_s = medians[0];
     const double blas_s = medians[1];
     const double pypi_s = two ? medians[2] : 0.0;
