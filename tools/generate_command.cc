@@ -24,7 +24,6 @@
 #include "tools/commands.h"
 #include "tools/model_resolution.h"
 #include "tools/profile_report.h"
-#include "vm/device.h"
 
 namespace kiln::tools {
 namespace {
@@ -176,14 +175,8 @@ int GenerateCommand(int argc, char** argv) {
   if (prompt.empty() && !chat) return Usage("no prompt (--prompt TEXT)");
   if (threads > 0) setenv("KILN_NUM_THREADS", absl::StrCat(threads).c_str(), 1);  // before the pool starts
 
-  // A device that is not here is one line before anything is compiled for it.
-  if (!device.empty()) {
-    if (absl::StatusOr<vm::Device*> available = vm::GetDevice(device); !available.ok()) {
-      return Fail(std::string(available.status().message()));
-    }
-  }
   // The model: a .gguf (compiled and cached) or a .kx naming its .gguf.
-  absl::StatusOr<ResolvedModel> resolved = ResolveModel(model, threads, recompile, device.empty() ? "cpu" : device);
+  absl::StatusOr<ResolvedModel> resolved = ResolveModel(model, threads, recompile, device);
   if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
   const std::string& executable = resolved->executable;
   const std::string& gguf_path = resolved->gguf_path;

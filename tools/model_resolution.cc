@@ -9,6 +9,7 @@
 #include "support/mapped_file.h"
 #include "tir/target.h"
 #include "tools/compiled_model_cache.h"
+#include "vm/device.h"
 #include "vm/executable.h"
 
 namespace kiln::tools {
@@ -38,7 +39,12 @@ absl::StatusOr<std::string> GgufOfExecutable(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<ResolvedModel> ResolveModel(std::string model, int64_t threads, bool recompile,
-                                           const std::string& device) {
+                                           std::string device) {
+  if (device.empty()) device = "cpu";
+  // A device that is not here is one line before anything is compiled for it.
+  if (device != "cpu") {
+    if (absl::StatusOr<vm::Device*> available = vm::GetDevice(device); !available.ok()) return available.status();
+  }
   if (model.empty()) {
     model = serving::BundledModelPath();
     if (!std::filesystem::exists(model)) {

@@ -17,10 +17,10 @@ struct ResolvedModel {
 
 // `model` empty: the bundled model. `threads` (0: the default) is the thread count the
 // executable is compiled for; `recompile` ignores a cached executable. `device` (a device
-// name: "cpu", "vulkan", "cuda:1") picks the target a .gguf is compiled for: the CPU, or the
-// GPU kind of the device (its host code for a baseline x86-64). Errors say what is missing
-// and how to get it.
+// name: "cpu", "vulkan", "cuda:1"; empty: "cpu") must be present here, and picks the target
+// a .gguf is compiled for: the CPU, or the GPU kind of the device (its host code for a
+// baseline x86-64). Errors say what is missing and how to get it.
 absl::StatusOr<ResolvedModel> ResolveModel(std::string model, int64_t threads, bool recompile,
-                                           const std::string& device = "cpu");
+                                           std::string device = "cpu");
 
 }  // namespace kiln::tools

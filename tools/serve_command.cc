@@ -22,7 +22,6 @@
 #include "serving/http_server.h"
 #include "tools/commands.h"
 #include "tools/model_resolution.h"
-#include "vm/device.h"
 
 namespace kiln::tools {
 namespace {
@@ -171,13 +170,7 @@ int ServeCommand(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   if (threads > 0) setenv("KILN_NUM_THREADS", absl::StrCat(threads).c_str(), 1);  // before the pool starts
-  // A device that is not here is one line before anything is compiled for it.
-  if (!device.empty()) {
-    if (absl::StatusOr<vm::Device*> available = vm::GetDevice(device); !available.ok()) {
-      return Fail(std::string(available.status().message()));
-    }
-  }
-  absl::StatusOr<ResolvedModel> resolved = ResolveModel(model, threads, recompile, device.empty() ? "cpu" : device);
+  absl::StatusOr<ResolvedModel> resolved = ResolveModel(model, threads, recompile, device);
   if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
   if (verbose) {
     std::fprintf(stderr, "kiln serve: model %s, executable %s\n", resolved->gguf_path.c_str(),
