@@ -24,6 +24,7 @@
 #include "tools/commands.h"
 #include "tools/model_resolution.h"
 #include "tools/profile_report.h"
+#include "tools/usage_error.h"
 
 namespace kiln::tools {
 namespace {
@@ -74,10 +75,7 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-int Usage(const std::string& message) {
-  std::fprintf(stderr, "kiln generate: %s\n\n%s", message.c_str(), kUsage);
-  return 2;
-}
+int Usage(const std::string& message) { return UsageError("generate", message); }
 
 }  // namespace
 

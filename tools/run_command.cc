@@ -15,6 +15,7 @@
 #include "tools/input_spec.h"
 #include "tools/npy_tensor.h"
 #include "tools/onnx_model.h"
+#include "tools/usage_error.h"
 #include "codegen/cpu_target.h"
 #include "tir/target.h"
 #include "vm/virtual_machine.h"
@@ -123,8 +124,7 @@ int RunCommand(int argc, char** argv) {
     } else if (arg == "--stats") {
       stats = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      std::fprintf(stderr, "kiln run: unknown option %s\n\n%s", arg.c_str(), kUsage);
-      return 2;
+      return UsageError("run", "unknown option '" + arg + "'");
     } else if (path.empty()) {
       path = arg;
     } else {
