@@ -201,7 +201,9 @@ absl::StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Generation
   }
   std::vector<int32_t> ids;
   if (request.prompt.has_value()) {
-    KILN_ASSIGN_OR_RETURN(ids, tokenizer_->Encode(*request.prompt));
+    // Control tokens in a raw prompt are recognized, as llama.cpp's server and Hugging Face
+    // tokenizers recognize them.
+    KILN_ASSIGN_OR_RETURN(ids, tokenizer_->Encode(*request.prompt, /*allow_special=*/true));
     if (tokenizer_->add_bos() && tokenizer_->bos_id() >= 0) ids.insert(ids.begin(), tokenizer_->bos_id());
   } else if (request.messages.has_value()) {
     if (!chat_template_.has_value()) {
