@@ -79,6 +79,41 @@ static float DotF16GgmlVector(const uint16_t* a, const uint16_t* b, int64_t n) {
   return static_cast<float>(sum);
 }
 
+// DotF16TinyBlas with lanes 0..7 and 8..15 in two vectors: the same chains, the same Tree16.
+static float DotF16TinyBlasVector(const uint16_t* a, const uint16_t* b, int64_t n) {
+  __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+    const __m256 b0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+    const __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + 8)));
+    const __m256 b1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8)));
+    low = _mm256_fmadd_ps(a0, b0, low);
+    high = _mm256_fmadd_ps(a1, b1, high);
+  }
+  const __m256 t3 = _mm256_add_ps(high, low);
+  __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+  t6 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
+  t6 = _mm_add_ss(t6, _mm_movehdup_ps(t6));
+  return _mm_cvtss_f32(t6);
+}
+
+// ReduceClasses16 for eight elements at a time (the same additions per element).
+static void ReduceClasses16Vector(const float* acc, int64_t d, int64_t used, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= d; i += 8) {
+    auto at = [&](int c) { return c < used ? _mm256_loadu_ps(acc + c * d + i) : _mm256_setzero_ps(); };
+    __m256 t3[8], t6[4];
+    for (int l = 0; l < 8; ++l) t3[l] = _mm256_add_ps(at(l + 8), at(l));
+    for (int l = 0; l < 4; ++l) t6[l] = _mm256_add_ps(t3[l + 4], t3[l]);
+    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3])));
+  }
+  for (; i < d; ++i) {
+    float lanes[16];
+    for (int l = 0; l < 16; ++l) lanes[l] = l < used ? acc[l * d + i] : 0.0f;
+    out[i] = Tree16(lanes);
+  }
+}
+
 // AccumulateValue, eight elements per instruction (each element its own chain, as before).
 static void AccumulateValueVector(float p, const uint16_t* value, int64_t d, float* acc_class) {
   const __m256 weight = _mm256_set1_ps(p);
@@ -199,7 +234,7 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
       const uint16_t* q_row = q_half.data() + r * d;
       float s;
       if (tiny_blas_scores) {
-        s = kAvx2 ? ggml_avx2::DotF16TinyBlas(q_row, key, d) : ggml_portable::DotF16TinyBlas(q_row, key, d);
+        s = kAvx2 ? ggml_avx2::DotF16TinyBlasVector(q_row, key, d) : ggml_portable::DotF16TinyBlas(q_row, key, d);
       } else {
         s = kAvx2 ? ggml_avx2::DotF16GgmlVector(q_row, key, d) : ggml_portable::DotF16Ggml(q_row, key, d);
       }
@@ -229,7 +264,7 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
     float* out = job.out + (t * job.q_heads + g * group + r) * d;
     const float* acc = classes.data() + r * class_count * d;
     if (tiny_blas_values) {
-      kAvx2 ? ggml_avx2::ReduceClasses16(acc, d, used, out) : ggml_portable::ReduceClasses16(acc, d, used, out);
+      kAvx2 ? ggml_avx2::ReduceClasses16Vector(acc, d, used, out) : ggml_portable::ReduceClasses16(acc, d, used, out);
     } else {
       kAvx2 ? ggml_avx2::ReduceClassesVector(acc, d, used, out) : ggml_portable::ReduceClasses(acc, d, used, out);
     }

@@ -71,9 +71,10 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
   for (bool portable : {false, true}) {
     SCOPED_TRACE(portable ? "portable" : "avx2 where available");
     ForcePortableAttentionForTesting(portable);
-    // 72: products past the last 64 are added in float64, and a prompt's scores keep the
-    // single-token order (72 is no multiple of 16) while its value product does not.
-    for (int64_t d : {64, 72}) {
+    // 72 and 68: products past the last 64 are added in float64, and a prompt's scores keep
+    // the single-token order (no multiple of 16) while its value product does not (68: an
+    // element past the last 8 the vector code takes at once).
+    for (int64_t d : {64, 72, 68}) {
       PagedKvCache::Config c;
       c.num_layers = 1;
       c.num_kv_heads = 2;
