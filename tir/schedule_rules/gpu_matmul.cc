@@ -7,8 +7,9 @@
 // loops are fused and bound like an elementwise nest (gpu_bind.cc's split).
 //
 // Floating-point sums run in the serial order of k for each element, as the CPU reference
-// does. Shared-memory staging of the operands (cooperative tile loads with barriers) is not
-// done yet.
+// does. This is the fallback of the shared-memory tiling (gpu_matmul_shared.cc), which a
+// matmul gets first: for a side short enough for one register tile (a matrix-vector
+// product) or where no operand tile can be staged.
 #include "support/status_macros.h"
 #include "tir/schedule_rules/gpu_rules.h"
 
@@ -50,6 +51,11 @@ PrimExpr TileCount(const PrimExpr& extent, int64_t tile) {
 
 absl::Status ScheduleGpuMatmul(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options) {
   if (!cpu_rules::IsMatmulLike(nest)) return absl::InvalidArgumentError("gpu matmul: not a matmul");
+  Schedule shared = *s;
+  if (ScheduleGpuMatmulShared(&shared, nest, options).ok()) {
+    *s = std::move(shared);
+    return absl::OkStatus();
+  }
   const std::string& block = nest.block->name;
   KILN_ASSIGN_OR_RETURN(std::string write_back, s->CacheWrite(block));
   const size_t n = nest.loops.size();
