@@ -14,6 +14,7 @@
 
 #include "codegen/cuda_codegen.h"
 #include "codegen/spirv_codegen.h"
+#include "tests/codegen/gpu_kernels.h"
 #include "tests/tir/schedule_workloads.h"
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/schedule_utils.h"
@@ -90,17 +91,9 @@ Barriers BarriersOf(const tir::PrimFunc& kernel) {
   return walker.result;
 }
 
-absl::StatusOr<std::vector<tir::PrimFunc>> Kernels(const tir::PrimFunc& f, const tir::Target& target) {
-  absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForGpu(f, target);
-  if (!scheduled.ok()) return scheduled.status();
-  absl::StatusOr<tir::transform::LoweredFunc> lowered = tir::transform::LowerPrimFunc(*scheduled, target);
-  if (!lowered.ok()) return lowered.status();
-  return lowered->device_kernels;
-}
-
 TEST(GpuMatmulSharedTest, TilesLoadCooperativelyBetweenUnguardedBarriers) {
   for (const tir::PrimFunc& f : {BatchMatmul("b", "m", "n", "k"), BatchMatmul("3", "37", "67", "1031")}) {
-    absl::StatusOr<std::vector<tir::PrimFunc>> kernels = Kernels(f, tir::Target::Vulkan());
+    absl::StatusOr<std::vector<tir::PrimFunc>> kernels = ScheduledKernels(f, tir::Target::Vulkan());
     ASSERT_TRUE(kernels.ok()) << kernels.status();
     ASSERT_FALSE(kernels->empty());
     for (const tir::PrimFunc& kernel : *kernels) {
@@ -117,7 +110,8 @@ TEST(GpuMatmulSharedTest, TilesLoadCooperativelyBetweenUnguardedBarriers) {
       EXPECT_TRUE(spirv.ok()) << spirv.status();
     }
   }
-  absl::StatusOr<std::vector<tir::PrimFunc>> cuda_kernels = Kernels(BatchMatmul("b", "m", "n", "k"), tir::Target::Cuda());
+  absl::StatusOr<std::vector<tir::PrimFunc>> cuda_kernels =
+      ScheduledKernels(BatchMatmul("b", "m", "n", "k"), tir::Target::Cuda());
   ASSERT_TRUE(cuda_kernels.ok()) << cuda_kernels.status();
   absl::StatusOr<codegen::CudaSource> cuda = codegen::EmitCudaSource({{"matmul", (*cuda_kernels)[0]}});
   ASSERT_TRUE(cuda.ok()) << cuda.status();
