@@ -29,7 +29,9 @@
 //        the block's threads between barriers, lower_cooperative_copies), sizes shrunk to
 //        the target's threads and shared memory (gpu_matmul_shared.cc); a constant side of
 //        at most 4, or tiles that do not fit, get a 4 x 4 register tile per thread read
-//        from device memory (gpu_matmul.cc); the reduction rule above when neither applies.
+//        from device memory (gpu_matmul.cc), and so do fewer than 32 rows at run time
+//        (BranchOn on a symbolic row count, in a function of the matmul alone); the
+//        reduction rule above when neither applies.
 //  - VerifyGpuFunction (run last by ScheduleForGpu, and by the CUDA code generator) rejects
 //    before code generation, with an error naming the block, loop or buffer: a store that
 //    no thread-bound loop encloses (a block no rule could bind would run on the host and
