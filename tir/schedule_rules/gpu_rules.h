@@ -33,10 +33,19 @@ absl::Status ScheduleGpuInjective(Schedule* s, const cpu_rules::PlainNest& nest,
 // one iteration bound to blockIdx.x (one thread computes the scalar).
 absl::Status ScheduleGpuReduction(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
 
-// gpu_matmul.cc. Matmuls (cpu_rules::IsMatmulLike): a register tile of outputs per thread,
-// its accumulators in a local buffer written back by the same thread; the tiles fused and
-// bound. Errors (the caller then uses ScheduleGpuReduction) when the block is no matmul or
-// a primitive refuses.
+// gpu_matmul.cc. Matmuls (cpu_rules::IsMatmulLike): ScheduleGpuMatmulShared where it
+// applies; otherwise a register tile of outputs per thread read straight from device
+// memory, its accumulators in a local buffer written back by the same thread; the tiles
+// fused and bound. Errors (the caller then uses ScheduleGpuReduction) when the block is no
+// matmul or a primitive refuses.
 absl::Status ScheduleGpuMatmul(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
+
+// gpu_matmul_shared.cc. A block of threadIdx.y x threadIdx.x threads per output tile, a
+// register tile per thread, the operand tiles of each reduction step staged in shared
+// memory (CacheReadShared) within the target's shared memory. Errors when a row or column
+// count is a constant no larger than one register tile, when no operand tile can be staged,
+// or when a primitive refuses.
+absl::Status ScheduleGpuMatmulShared(Schedule* s, const cpu_rules::PlainNest& nest,
+                                     const GpuScheduleOptions& options);
 
 }  // namespace kiln::tir::gpu_rules

@@ -5,6 +5,7 @@
 #include "tir/transform/insert_division_checks.h"
 #include "tir/transform/insert_index_checks.h"
 #include "tir/transform/lower_blocks.h"
+#include "tir/transform/lower_cooperative_copies.h"
 #include "tir/transform/lower_cross_thread_reduction.h"
 #include "tir/transform/lower_intrinsics.h"
 #include "tir/transform/make_kernel_abi.h"
@@ -22,7 +23,7 @@ absl::Status InPass(const char*, const absl::Status& status) { return status; }
 }  // namespace
 
 std::vector<std::string> TirPassNames() {
-  return {"lower_cross_thread_reduction", "lower_blocks",    "insert_division_checks", "insert_index_checks", "vectorize_loops",
+  return {"lower_cross_thread_reduction", "lower_cooperative_copies", "lower_blocks",    "insert_division_checks", "insert_index_checks", "vectorize_loops",
           "make_kernel_abi", "flatten_buffers",        "split_host_device",   "narrow_gpu_indices", "lower_intrinsics"};
 }
 
@@ -36,6 +37,10 @@ absl::StatusOr<LoweredFunc> LowerPrimFunc(const PrimFunc& func, const Target& ta
   if (!combined.ok()) return InPass("lower_cross_thread_reduction", combined.status());
   f = *combined;
   after("lower_cross_thread_reduction", f);
+  absl::StatusOr<PrimFunc> cooperative = LowerCooperativeCopies(f);
+  if (!cooperative.ok()) return InPass("lower_cooperative_copies", cooperative.status());
+  f = *cooperative;
+  after("lower_cooperative_copies", f);
   f = LowerBlocks(f);
   after("lower_blocks", f);
   f = InsertDivisionChecks(f);
