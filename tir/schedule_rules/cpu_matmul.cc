@@ -134,10 +134,12 @@ int64_t WideTileStepRows(const CpuScheduleOptions& options) {
 // row tile streams the whole weight from memory once, so for few rows the group is as tall
 // as L2 allows while every k block of the weight (16 rows across the tile) is reused by
 // all of its rows from cache: 16 x 4096 floats of accumulator (256 KiB) on one thread.
-// Measured (matmul_bench, 4096 x 4096 weight, AVX-512, one thread, loaded machine, ratio
-// to the best OpenBLAS in the same run): groups of 8 / 16 / 32 rows gave M = 8: 1.81 /
-// 1.88 / 1.69, M = 16: 1.44 / 1.57 / 1.31, M = 32: 0.79 / 0.90 / 0.36 (32 rows: 512 KiB
-// of accumulator, which L2 no longer holds beside the weight's block).
+// Measured (matmul_bench, 4096 x 4096 weight, AVX-512, one thread, load ~12, one run per
+// group size, ratio to the best OpenBLAS in the same run): groups of 8 / 16 / 32 rows gave
+// M = 16: 1.44 / 1.57 / 1.31, M = 32: 0.79 / 0.90 / 0.36 (32 rows: 512 KiB of accumulator,
+// which L2 no longer holds beside the weight's block). The cost: 8 to 15 rows are now a
+// row edge (the streaming copy, each row reading the k block from L2) where 8 of them were
+// a full tile: M = 8 fell from 2.15x to 1.46x of the best OpenBLAS (same run, load 8).
 constexpr int64_t kFewRowsGroup = 16;
 
 // Folds elementwise consumers of the write-back's output into it, one after another, so
