@@ -15,14 +15,6 @@ using schedule_internal::UsesAnyVar;
 
 bool IsConstant(const PrimExpr& e) { return e.as<IntImmNode>() || e.as<FloatImmNode>(); }
 
-bool SameIndices(const std::vector<PrimExpr>& a, const std::vector<PrimExpr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!StructuralEqual(a[i], b[i])) return false;
-  }
-  return true;
-}
-
 // The two stores of a two-statement sequence, or {nullptr, nullptr}.
 std::pair<const BufferStoreNode*, const BufferStoreNode*> TwoStores(const Stmt& s) {
   const auto* seq = s.as<SeqStmtNode>();

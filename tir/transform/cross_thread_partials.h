@@ -11,6 +11,7 @@
 
 #include "tir/stmt.h"
 #include "tir/stmt_functor.h"
+#include "tir/structural_equal.h"
 
 namespace kiln::tir::transform {
 
@@ -27,5 +28,15 @@ struct ThreadPartials {
   // The block's outputs from slots[*][0], their spatial variables bound by `spatial`.
   std::function<Stmt(const VarMap& spatial)> write;
 };
+
+// Whether two index lists are the same expressions (a reduction block's store and the
+// running value it loads, say): what both combine recognizers match on.
+inline bool SameIndices(const std::vector<PrimExpr>& a, const std::vector<PrimExpr>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!StructuralEqual(a[i], b[i])) return false;
+  }
+  return true;
+}
 
 }  // namespace kiln::tir::transform

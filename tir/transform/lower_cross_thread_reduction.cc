@@ -36,14 +36,6 @@ bool AbsorbsItself(ExprKind op, const PrimExpr& c) {
   }
 }
 
-bool SameIndices(const std::vector<PrimExpr>& a, const std::vector<PrimExpr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!StructuralEqual(a[i], b[i])) return false;
-  }
-  return true;
-}
-
 PrimExpr Combine(ExprKind op, PrimExpr a, PrimExpr b) { return MakeBinary(op, std::move(a), std::move(b)); }
 
 // Whether `var` appears in a spatial variable's binding.
