@@ -189,8 +189,8 @@ prim_func @f(A: Buffer((64,), float32), B: Buffer((1,), float32)) {
 })");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_THAT(tir::VerifyGpuFunction(parsed->func, tir::Target::Vulkan()).message(),
-              ::testing::HasSubstr("the loop 't' bound to threadIdx.x reduces block 'B', but its update is not an "
-                                   "associative combine"));
+              ::testing::HasSubstr("the loop 't' bound to threadIdx.x reduces block 'B', but its update is neither "
+                                   "an associative combine"));
   // The default rule leaves such a block one thread per row.
   EXPECT_TRUE(tir::ScheduleForGpu(RowReduction("m", "0.0", "B[vi] * 2.0 + A[vi, vr]"), tir::Target::Vulkan()).ok());
 }

@@ -27,10 +27,11 @@ absl::StatusOr<std::string> BindFused(Schedule* s, const std::vector<std::string
 // gpu_injective.cc. No reduction: every loop of the nest fused and bound.
 absl::Status ScheduleGpuInjective(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
 
-// gpu_reduction.cc. Reductions: the spatial loops (which must all lie outside the
-// reduction loops) fused and bound, one thread per output element running the reduction
-// loops serially; with no spatial loop, the outermost reduction loop is split off a loop of
-// one iteration bound to blockIdx.x (one thread computes the scalar).
+// gpu_reduction.cc. Reductions (the spatial loops must all lie outside the reduction
+// loops): one block per output element whose threads share the row when its combine
+// merges across threads (transform::CrossThreadPartialBytes), else the spatial loops fused
+// and bound, one thread per output element running the reduction loops serially; with no
+// spatial loop, one block (threads sharing the row, or one thread).
 absl::Status ScheduleGpuReduction(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
 
 // gpu_matmul.cc. Matmuls (cpu_rules::IsMatmulLike): ScheduleGpuMatmulShared where it

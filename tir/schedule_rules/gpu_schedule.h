@@ -15,12 +15,13 @@
 //        predicate;
 //      reductions (row sums, max, min, mean's and norms' sums, softmax's max and sum,
 //        dot products): when the update is an associative combine whose init absorbs itself
-//        (transform::CrossThreadCombinerOf) and the row is not a constant shorter than a
+//        (transform::CrossThreadCombinerOf), or argmax / argmin's pair of position and
+//        value (transform::CrossThreadArgCombinerOf), and the row is not a constant shorter than a
 //        warp, one block per output element (the spatial loops fused onto blockIdx.x), its
 //        threads (a power of two, at most the threads per block, within the shared memory
 //        per block) striding the fused reduction loops, combined in shared memory by
 //        lower_cross_thread_reduction; a reduction to a scalar is one such block. Otherwise
-//        (argmax/argmin's two outputs, short rows) the spatial loops are fused and bound
+//        (another combine, short rows) the spatial loops are fused and bound
 //        like an elementwise nest, one thread per output element running its reduction
 //        serially; a scalar then runs in one thread of one block;
 //      matmuls (cpu_rules::IsMatmulLike): a thread block per 64 x 64 output tile, 16 x 16
