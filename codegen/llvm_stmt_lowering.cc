@@ -1,4 +1,5 @@
 #include "codegen/llvm_kernel_lowering.h"
+#include "codegen/hoist_index_divisions.h"
 #include "codegen/parallel_work.h"
 
 #include <algorithm>
@@ -296,6 +297,10 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
                                                    absl::StrCat(name_, "$parallel$", var->name), module_);
   SetCommonAttributes(body_fn);
 
+  // The fused tile index's floordiv/floormod, once per iteration (codegen/hoist_index_divisions.h).
+  const tir::Stmt body =
+      HoistIndexDivisions(op->loop_var, op->body, [&](const tir::VarNode* v) { return vars_.count(v) > 0; });
+
   // Lower the body inside the closure with its own environment, then come back.
   FunctionState saved_fs = fs_;
   auto saved_vars = vars_;
@@ -327,7 +332,7 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
     llvm::Type* var_type = LlvmType(var->dtype());
     llvm::Value* first = b_.CreateIntCast(b_.CreateAdd(lo_begin, lo), var_type, true);
     llvm::Value* last = b_.CreateIntCast(b_.CreateAdd(lo_begin, hi), var_type, true);
-    SerialLoop(var, first, last, LoopHint::kNone, [&] { LowerStmt(op->body); });
+    SerialLoop(var, first, last, LoopHint::kNone, [&] { LowerStmt(body); });
     b_.CreateRet(b_.getInt32(0));
   }
   fs_ = saved_fs;
