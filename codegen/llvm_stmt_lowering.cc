@@ -262,17 +262,21 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   // The number of tasks, from the work (ParallelIterationWork times the extent, the extents
   // known here; compared unsigned, so a product that overflowed counts as large):
   //   below kMinParallelWork, 1 (the pool runs it inline on this thread);
-  //   else work / kMinTaskWork, at least 2, rounded up to a multiple of the threads, at most
-  //   kTasksPerThread per thread and one per iteration. Several tasks per thread: a worker that wakes late or is preempted leaves
-  //   its unclaimed tasks to the others, so a region never waits on half the work.
+  //   else work / kMinTaskWork, at least 2, rounded up to a multiple of the threads when it
+  //   is more than them, at most kTasksPerThread per thread and one per iteration. Several
+  //   tasks per thread: a worker that wakes late or is preempted leaves its unclaimed tasks
+  //   to the others, so a region never waits on half the work.
   tir::PrimExpr per_iteration =
       ParallelIterationWork(op->body, [&](const tir::VarNode* v) { return vars_.count(v) > 0; });
   llvm::Value* work = b_.CreateMul(extent, CastToI64(Lower(per_iteration), per_iteration.dtype()), "work");
   llvm::Value* by_work = b_.CreateUDiv(work, b_.getInt64(kMinTaskWork));
   by_work = b_.CreateSelect(b_.CreateICmpULT(by_work, b_.getInt64(2)), b_.getInt64(2), by_work);
-  // A multiple of the threads, so that equal tasks end together: 5 tasks of n = 300 softmax
-  // rows on 2 threads ran as 3 + 2, the second thread idle for a fifth of the region.
-  by_work = b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(by_work, b_.CreateSub(threads, b_.getInt64(1))), threads), threads);
+  // More tasks than threads: a multiple of the threads, so that equal tasks end together (5
+  // tasks of n = 300 softmax rows on 2 threads ran as 3 + 2, one thread idle for a fifth of
+  // the region). Fewer: one each already, and rounding up would only make them smaller.
+  llvm::Value* rounded =
+      b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(by_work, b_.CreateSub(threads, b_.getInt64(1))), threads), threads);
+  by_work = b_.CreateSelect(b_.CreateICmpUGT(by_work, threads), rounded, by_work);
   llvm::Value* most = b_.CreateMul(threads, b_.getInt64(kTasksPerThread));
   llvm::Value* num_tasks = b_.CreateSelect(b_.CreateICmpULT(by_work, most), by_work, most);
   num_tasks = b_.CreateSelect(b_.CreateICmpSLT(extent, num_tasks), extent, num_tasks);
