@@ -1,4 +1,5 @@
 #include "codegen/llvm_kernel_lowering.h"
+#include "codegen/hoist_index_divisions.h"
 #include "codegen/parallel_work.h"
 
 #include <algorithm>
@@ -261,14 +262,21 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   // The number of tasks, from the work (ParallelIterationWork times the extent, the extents
   // known here; compared unsigned, so a product that overflowed counts as large):
   //   below kMinParallelWork, 1 (the pool runs it inline on this thread);
-  //   else work / kMinTaskWork, at least 2, at most kTasksPerThread per thread and one per
-  //   iteration. Several tasks per thread: a worker that wakes late or is preempted leaves
-  //   its unclaimed tasks to the others, so a region never waits on half the work.
+  //   else work / kMinTaskWork, at least 2, rounded up to a multiple of the threads when it
+  //   is more than them, at most kTasksPerThread per thread and one per iteration. Several
+  //   tasks per thread: a worker that wakes late or is preempted leaves its unclaimed tasks
+  //   to the others, so a region never waits on half the work.
   tir::PrimExpr per_iteration =
       ParallelIterationWork(op->body, [&](const tir::VarNode* v) { return vars_.count(v) > 0; });
   llvm::Value* work = b_.CreateMul(extent, CastToI64(Lower(per_iteration), per_iteration.dtype()), "work");
   llvm::Value* by_work = b_.CreateUDiv(work, b_.getInt64(kMinTaskWork));
   by_work = b_.CreateSelect(b_.CreateICmpULT(by_work, b_.getInt64(2)), b_.getInt64(2), by_work);
+  // More tasks than threads: a multiple of the threads, so that equal tasks end together (5
+  // tasks of n = 300 softmax rows on 2 threads ran as 3 + 2, one thread idle for a fifth of
+  // the region). Fewer: one each already, and rounding up would only make them smaller.
+  llvm::Value* rounded =
+      b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(by_work, b_.CreateSub(threads, b_.getInt64(1))), threads), threads);
+  by_work = b_.CreateSelect(b_.CreateICmpUGT(by_work, threads), rounded, by_work);
   llvm::Value* most = b_.CreateMul(threads, b_.getInt64(kTasksPerThread));
   llvm::Value* num_tasks = b_.CreateSelect(b_.CreateICmpULT(by_work, most), by_work, most);
   num_tasks = b_.CreateSelect(b_.CreateICmpSLT(extent, num_tasks), extent, num_tasks);
@@ -295,6 +303,10 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   llvm::Function* body_fn = llvm::Function::Create(abi_.parallel_body, llvm::Function::InternalLinkage,
                                                    absl::StrCat(name_, "$parallel$", var->name), module_);
   SetCommonAttributes(body_fn);
+
+  // The fused tile index's floordiv/floormod, once per iteration (codegen/hoist_index_divisions.h).
+  const tir::Stmt body =
+      HoistIndexDivisions(op->loop_var, op->body, [&](const tir::VarNode* v) { return vars_.count(v) > 0; });
 
   // Lower the body inside the closure with its own environment, then come back.
   FunctionState saved_fs = fs_;
@@ -327,7 +339,7 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
     llvm::Type* var_type = LlvmType(var->dtype());
     llvm::Value* first = b_.CreateIntCast(b_.CreateAdd(lo_begin, lo), var_type, true);
     llvm::Value* last = b_.CreateIntCast(b_.CreateAdd(lo_begin, hi), var_type, true);
-    SerialLoop(var, first, last, LoopHint::kNone, [&] { LowerStmt(op->body); });
+    SerialLoop(var, first, last, LoopHint::kNone, [&] { LowerStmt(body); });
     b_.CreateRet(b_.getInt32(0));
   }
   fs_ = saved_fs;

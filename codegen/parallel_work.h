@@ -28,8 +28,9 @@ inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 inline constexpr int64_t kMinTaskWork = int64_t{1} << 16;
 inline constexpr int64_t kTasksPerThread = 4;
 
-// The statements one iteration of a loop with body `body` executes, counting each store,
-// evaluation and assertion once per iteration of the loops around it inside `body` (the
+// The statements one iteration of a loop with body `body` executes, counting each store
+// once per lane of the value it stores (a vector store is that many units), each
+// evaluation and assertion once, per iteration of the loops around it inside `body` (the
 // larger branch of an `if`: an upper bound). A loop extent that uses a variable for which
 // `available` is false (one defined inside the body) counts as 1 iteration. Never negative:
 // a negative extent counts 0.

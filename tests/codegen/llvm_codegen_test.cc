@@ -271,7 +271,8 @@ TEST(LlvmCodegenTest, ParallelLoopSplitsAcrossThePool) {
 TEST(LlvmCodegenTest, ParallelLoopWorkCountsInnerLoopsAndBranches) {
   // The serial/parallel decision weighs the whole nest: 16 rows of n x (1 + 2) stores are
   // little work for n = 100 (4800 < kMinParallelWork = 1 << 18) and enough for n = 10000
-  // (480000: 7 tasks by kMinTaskWork = 1 << 16, which makes chunks of 3 rows: 6 tasks).
+  // (480000: 7 tasks by kMinTaskWork = 1 << 16, rounded up to 8, a multiple of the 4
+  // threads: chunks of 2 rows).
   Var n = Var::Shape("n");
   Buffer c("C", DataType::Float32(), {16, n});
   Var i("i"), j("j"), k("k");
@@ -285,9 +286,55 @@ TEST(LlvmCodegenTest, ParallelLoopWorkCountsInnerLoopsAndBranches) {
   EXPECT_EQ(ctx->most_tasks.load(), 1);
   vm::Tensor large = MakeTensor({16, 10000}, kF32);
   ASSERT_EQ(Invoke(kernels.Get("fill_rows"), ctx.get(), {TensorArg(large)}), 0) << ctx->error;
-  EXPECT_EQ(ctx->most_tasks.load(), 6);
+  EXPECT_EQ(ctx->most_tasks.load(), 8);
   for (int64_t r = 0; r < 16; ++r) ASSERT_EQ(large.data_as<float>()[r * 10000 + 9999], 1.0f) << r;
   EXPECT_EQ(large.data_as<float>()[0], 2.0f);
+}
+
+TEST(LlvmCodegenTest, ParallelLoopWorkCountsVectorLanes) {
+  // vectorize_loops makes one 16-lane store of the inner loop; the work is still 16 units per
+  // row. 2^15 rows x 16 lanes = 2^19 units: 8 tasks by kMinTaskWork = 2^16 (counted as one
+  // statement per row it was 2^15 units, below kMinParallelWork, and ran on one thread).
+  Var m = Var::Shape("m");
+  Buffer c("C", DataType::Float32(), {m, 16});
+  Var i("i"), j("j");
+  Stmt body = For(i, 0, m, ForKind::kParallel,
+                  For(j, 0, 16, ForKind::kVectorized, BufferStore(c, Cast(DataType::Float32(), i + j), {i, j})));
+  Kernels kernels({{"fill_rows", PrimFunc({P(c)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  const int64_t rows = int64_t{1} << 15;
+  vm::Tensor t = MakeTensor({rows, 16}, kF32);
+  ASSERT_EQ(Invoke(kernels.Get("fill_rows"), ctx.get(), {TensorArg(t)}), 0) << ctx->error;
+  EXPECT_EQ(ctx->most_tasks.load(), 8);
+  for (int64_t r = 0; r < rows; r += 997) {
+    for (int64_t col = 0; col < 16; ++col) ASSERT_EQ(t.data_as<float>()[r * 16 + col], static_cast<float>(r + col)) << r;
+  }
+}
+
+TEST(LlvmCodegenTest, FusedParallelLoopIndexesLikeTheTwoLoops) {
+  // for f in parallel(0, 2 * m): out[f div m, f mod m] = 1000 * (f div m) + (f mod m), the
+  // row's last element only under a condition on f mod m (an edge tile's predicate). The code
+  // generator computes the divisions once per iteration (codegen/hoist_index_divisions.h);
+  // tasks start mid-row when the loop is split.
+  Var m = Var::Shape("m");
+  Buffer out("out", DataType::Int64(), {2, m});
+  Var f("f");
+  PrimExpr col = FloorDiv(f, m), row = FloorMod(f, m);
+  Stmt body = For(f, 0, 2 * m, ForKind::kParallel,
+                  IfThenElse(LT(row, m - 1), BufferStore(out, 1000 * col + row, {col, row}),
+                             BufferStore(out, PrimExpr(int64_t{-1}) - col, {col, row})));
+  Kernels k({{"fused", PrimFunc({P(out)}, body)}});
+  auto ctx = MakeContext(&FourThreads());
+  for (int64_t cols : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{1} << 18}) {
+    vm::Tensor t = MakeTensor({2, cols}, kI64);
+    ASSERT_EQ(Invoke(k.Get("fused"), ctx.get(), {TensorArg(t)}), 0) << ctx->error;
+    for (int64_t c = 0; c < 2; ++c) {
+      for (int64_t r = 0; r < cols; ++r) {
+        ASSERT_EQ(t.data_as<int64_t>()[c * cols + r], r < cols - 1 ? 1000 * c + r : -1 - c) << cols << " " << c << " " << r;
+      }
+    }
+  }
+  EXPECT_GT(ctx->most_tasks.load(), 1) << "the large case is split";
 }
 
 TEST(LlvmCodegenTest, NestedParallelLoopsAndParallelOffset) {
