@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "frontends/onnx/converter_registry.h"
+#include "frontends/onnx/converters/bfloat16_outputs.h"
 #include "frontends/onnx/graph_order.h"
 #include "frontends/onnx/model_loader.h"
 #include "frontends/onnx/narrow_types.h"
@@ -198,6 +199,10 @@ class GraphImporter {
     if (!outputs.ok()) {
       if (absl::StartsWith(outputs.status().message(), label)) return outputs.status();
       return context.Annotate(outputs.status());
+    }
+    if (absl::Status rounded = RoundBFloat16Outputs(context, *outputs); !rounded.ok()) {
+      if (absl::StartsWith(rounded.message(), label)) return rounded;
+      return context.Annotate(rounded);
     }
     for (int k = 0; k < node.output_size(); ++k) {
       if (node.output(k).empty()) continue;
