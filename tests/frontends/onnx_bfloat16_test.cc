@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "onnx/onnx_pb.h"
 #include "tests/frontends/onnx_compile_run.h"
+#include "tests/frontends/onnx_model_builder.h"
 
 namespace kiln::frontends::onnx {
 namespace {
@@ -81,57 +82,24 @@ std::vector<float> BoundaryValues() {
 }
 
 relax::ConstantData Float32Data(const std::vector<float>& values) {
-  relax::ConstantData d;
-  d.dtype = tir::DataType::Float32();
-  d.shape = {static_cast<int64_t>(values.size())};
-  auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * 4);
-  std::memcpy(bytes->data(), values.data(), bytes->size());
-  d.bytes = std::move(bytes);
-  return d;
+  return HostData(tir::DataType::Float32(), {static_cast<int64_t>(values.size())}, values);
 }
 
-// A model: inputs `names` of element `types` and shape [n], the nodes `add`, output "Y".
-struct Graph {
-  ::onnx::ModelProto model;
-  explicit Graph(int64_t opset = 21) {
-    model.set_ir_version(10);
-    auto* import = model.add_opset_import();
-    import->set_version(opset);
-  }
-  void Input(const std::string& name, int32_t type, int64_t n) {
-    auto* in = model.mutable_graph()->add_input();
-    in->set_name(name);
-    in->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-    in->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(n);
-  }
-  void Output(int32_t type) {
-    auto* out = model.mutable_graph()->add_output();
-    out->set_name("Y");
-    out->mutable_type()->mutable_tensor_type()->set_elem_type(type);
-  }
-  ::onnx::NodeProto* Node(const std::string& op, const std::vector<std::string>& inputs, const std::string& output) {
-    auto* node = model.mutable_graph()->add_node();
-    node->set_op_type(op);
-    for (const auto& i : inputs) node->add_input(i);
-    node->add_output(output);
-    return node;
-  }
-  std::vector<float> Run(const std::map<std::string, relax::ConstantData>& inputs) {
-    ImportOptions options;
-    absl::StatusOr<ImportResult> imported = ImportOnnxBytes(model.SerializeAsString(), "", options);
-    EXPECT_TRUE(imported.ok()) << imported.status();
-    if (!imported.ok()) return {};
-    absl::StatusOr<std::vector<vm::Tensor>> out = CompileAndRun(*imported, inputs);
-    EXPECT_TRUE(out.ok()) << out.status();
-    if (!out.ok()) return {};
-    const vm::Tensor& t = out->at(0);
-    EXPECT_EQ(t.dtype().code, kDLFloat);
-    EXPECT_EQ(t.dtype().bits, 32);
-    std::vector<float> values(static_cast<size_t>(t.shape()[0]));
-    std::memcpy(values.data(), t.data(), values.size() * 4);
-    return values;
-  }
-};
+// Imports `model`, compiles and runs it; output 0 as float32 values.
+std::vector<float> RunModel(const ModelBuilder& model, const std::map<std::string, relax::ConstantData>& inputs) {
+  absl::StatusOr<ImportResult> imported = ImportOnnxBytes(model.Bytes(), "", ImportOptions());
+  EXPECT_TRUE(imported.ok()) << imported.status();
+  if (!imported.ok()) return {};
+  absl::StatusOr<std::vector<vm::Tensor>> out = CompileAndRun(*imported, inputs);
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  const vm::Tensor& t = out->at(0);
+  EXPECT_EQ(t.dtype().code, kDLFloat);
+  EXPECT_EQ(t.dtype().bits, 32);
+  std::vector<float> values(static_cast<size_t>(t.shape()[0]));
+  std::memcpy(values.data(), t.data(), values.size() * 4);
+  return values;
+}
 
 void ExpectSameBits(const std::vector<float>& got, const std::vector<float>& want, const std::vector<float>& from) {
   ASSERT_EQ(got.size(), want.size());
@@ -201,21 +169,16 @@ TEST(OnnxBFloat16, CompiledCastRoundsToNearestEven) {
   std::vector<float> want;
   for (float f : from) want.push_back(ReferenceRound(f));
   const int64_t n = static_cast<int64_t>(from.size());
-  Graph g;
-  g.Input("X", kFloat, n);
-  g.Output(kBFloat16);
-  auto* attr = g.Node("Cast", {"X"}, "Y")->add_attribute();
-  attr->set_name("to");
-  attr->set_type(::onnx::AttributeProto::INT);
-  attr->set_i(kBFloat16);
-  ExpectSameBits(g.Run({{"X", Float32Data(from)}}), want, from);
+  ModelBuilder g(21);
+  g.Input("X", kFloat, {std::to_string(n)}).Output("Y", kBFloat16);
+  SetIntAttr(g.Node("Cast", {"X"}, {"Y"}), "to", kBFloat16);
+  ExpectSameBits(RunModel(g, {{"X", Float32Data(from)}}), want, from);
 
   // NaN (with payload bits only in the low half, which truncation would make infinity).
-  Graph nan_graph;
-  nan_graph.Input("X", kFloat, 2);
-  nan_graph.Output(kBFloat16);
-  *nan_graph.Node("Cast", {"X"}, "Y")->add_attribute() = *attr;
-  std::vector<float> nans = nan_graph.Run({{"X", Float32Data({FromBits(0x7f800001u), FromBits(0xffc00000u)})}});
+  ModelBuilder nan_graph(21);
+  nan_graph.Input("X", kFloat, {"2"}).Output("Y", kBFloat16);
+  SetIntAttr(nan_graph.Node("Cast", {"X"}, {"Y"}), "to", kBFloat16);
+  std::vector<float> nans = RunModel(nan_graph, {{"X", Float32Data({FromBits(0x7f800001u), FromBits(0xffc00000u)})}});
   ASSERT_EQ(nans.size(), 2u);
   EXPECT_TRUE(std::isnan(nans[0]));
   EXPECT_TRUE(std::isnan(nans[1]));
@@ -231,23 +194,16 @@ TEST(OnnxBFloat16, ArithmeticOnBFloat16RoundsItsResult) {
     sum[i] = x[i] + y[i];  // exact in float32 for these values
     want[i] = ReferenceRound(sum[i]);
   }
-  Graph bf16;
-  bf16.Input("A", kBFloat16, 4);
-  bf16.Input("B", kBFloat16, 4);
-  bf16.Output(kBFloat16);
-  bf16.Node("Add", {"A", "B"}, "Y");
-  ExpectSameBits(bf16.Run({{"A", Float32Data(x)}, {"B", Float32Data(y)}}), want, sum);
+  ModelBuilder bf16(21);
+  bf16.Input("A", kBFloat16, {"4"}).Input("B", kBFloat16, {"4"}).Output("Y", kBFloat16);
+  bf16.Node("Add", {"A", "B"}, {"Y"});
+  ExpectSameBits(RunModel(bf16, {{"A", Float32Data(x)}, {"B", Float32Data(y)}}), want, sum);
 
-  Graph widened;
-  widened.Input("A", kBFloat16, 4);
-  widened.Input("B", kFloat, 4);
-  widened.Output(kFloat);
-  auto* attr = widened.Node("Cast", {"A"}, "A32")->add_attribute();
-  attr->set_name("to");
-  attr->set_type(::onnx::AttributeProto::INT);
-  attr->set_i(kFloat);
-  widened.Node("Add", {"A32", "B"}, "Y");
-  ExpectSameBits(widened.Run({{"A", Float32Data(x)}, {"B", Float32Data(y)}}), sum, sum);
+  ModelBuilder widened(21);
+  widened.Input("A", kBFloat16, {"4"}).Input("B", kFloat, {"4"}).Output("Y", kFloat);
+  SetIntAttr(widened.Node("Cast", {"A"}, {"A32"}), "to", kFloat);
+  widened.Node("Add", {"A32", "B"}, {"Y"});
+  ExpectSameBits(RunModel(widened, {{"A", Float32Data(x)}, {"B", Float32Data(y)}}), sum, sum);
 }
 
 }  // namespace

@@ -20,6 +20,18 @@
 
 namespace kiln::frontends::onnx {
 
+// Host data of `dtype` and `shape` holding `values` (as the element type's bytes).
+template <typename T>
+relax::ConstantData HostData(tir::DataType dtype, std::vector<int64_t> shape, const std::vector<T>& values) {
+  relax::ConstantData d;
+  d.dtype = dtype;
+  d.shape = std::move(shape);
+  auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(bytes->data(), values.data(), bytes->size());
+  d.bytes = std::move(bytes);
+  return d;
+}
+
 // `inputs` by graph input name (every parameter of the imported function); the outputs in
 // the graph's order.
 inline absl::StatusOr<std::vector<vm::Tensor>> CompileAndRun(const ImportResult& imported,

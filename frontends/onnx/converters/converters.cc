@@ -17,6 +17,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterQuantizeConverters(registry);
   RegisterGridSampleConverters(registry);
   RegisterSignalConverters(registry);
+  RegisterControlFlowConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx
