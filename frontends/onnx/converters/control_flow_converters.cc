@@ -104,19 +104,6 @@ absl::StatusOr<std::vector<Value>> ConvertIf(NodeContext& c) {
   return outputs;
 }
 
-// x[index] along `axis` (the axis removed).
-absl::StatusOr<Expr> Take(NodeContext& c, const Expr& x, const std::vector<PrimExpr>& shape, int64_t axis,
-                          int64_t index) {
-  KILN_ASSIGN_OR_RETURN(Expr slice, c.Call("strided_slice", {x},
-                                           {{"begin", std::vector<int64_t>{index}},
-                                            {"end", std::vector<int64_t>{index + 1}},
-                                            {"axes", std::vector<int64_t>{axis}},
-                                            {"strides", std::vector<int64_t>{1}}}));
-  std::vector<PrimExpr> rest = shape;
-  rest.erase(rest.begin() + axis);
-  return Reshape(c, slice, rest);
-}
-
 // `parts` (of one shape) stacked along a new `axis`.
 absl::StatusOr<Expr> Stack(NodeContext& c, std::vector<Value>& parts, int64_t axis, const std::string& what) {
   std::vector<Expr> expanded;
@@ -174,7 +161,7 @@ absl::StatusOr<std::vector<Value>> ScanSequence(NodeContext& c, const ::onnx::Gr
     for (size_t i = 0; i < n; ++i) bindings.emplace_back(body.input(static_cast<int>(i)).name(), states[i]);
     for (size_t j = 0; j < m; ++j) {
       const int64_t index = in_directions[j] != 0 ? steps - 1 - t : t;
-      KILN_ASSIGN_OR_RETURN(Expr slice, Take(c, inputs[j], shapes[j], in_axes[j], index));
+      KILN_ASSIGN_OR_RETURN(Expr slice, TakeIndex(c, inputs[j], shapes[j], in_axes[j], index));
       Value v = Value::Of(slice);
       v.narrow_type = input_narrow_types[j];
       bindings.emplace_back(body.input(static_cast<int>(n + j)).name(), std::move(v));
@@ -261,7 +248,7 @@ absl::StatusOr<std::vector<Value>> ConvertScan(NodeContext& c) {
     for (int64_t i = 0; i < n; ++i) {
       KILN_ASSIGN_OR_RETURN(Expr s, c.Materialize(states[i]));
       KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ShapeOf(c, s, "a state"));
-      KILN_ASSIGN_OR_RETURN(Expr sb, Take(c, s, shape, 0, b));
+      KILN_ASSIGN_OR_RETURN(Expr sb, TakeIndex(c, s, shape, 0, b));
       Value v = Value::Of(sb);
       v.narrow_type = states[i].narrow_type;
       batch_states.push_back(std::move(v));
@@ -269,7 +256,7 @@ absl::StatusOr<std::vector<Value>> ConvertScan(NodeContext& c) {
     std::vector<Expr> batch_inputs;
     std::vector<std::vector<PrimExpr>> batch_shapes;
     for (int64_t j = 0; j < m; ++j) {
-      KILN_ASSIGN_OR_RETURN(Expr xb, Take(c, inputs[j], shapes[j], 0, b));
+      KILN_ASSIGN_OR_RETURN(Expr xb, TakeIndex(c, inputs[j], shapes[j], 0, b));
       batch_inputs.push_back(xb);
       batch_shapes.emplace_back(shapes[j].begin() + 1, shapes[j].end());
     }

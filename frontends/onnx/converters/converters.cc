@@ -18,6 +18,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterGridSampleConverters(registry);
   RegisterSignalConverters(registry);
   RegisterControlFlowConverters(registry);
+  RegisterLinearAttentionConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx
