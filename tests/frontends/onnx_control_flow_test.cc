@@ -15,16 +15,21 @@ namespace {
 using ::testing::HasSubstr;
 constexpr int32_t kFloat = ::onnx::TensorProto::FLOAT;
 constexpr int32_t kBool = ::onnx::TensorProto::BOOL;
-constexpr int32_t kInt64 = ::onnx::TensorProto::INT64;
+
+::onnx::NodeProto* AddNode(::onnx::GraphProto* g, const std::string& op, const std::vector<std::string>& inputs,
+                          const std::string& output) {
+  auto* node = g->add_node();
+  node->set_op_type(op);
+  for (const auto& i : inputs) node->add_input(i);
+  node->add_output(output);
+  return node;
+}
 
 ::onnx::GraphProto Branch(const std::string& name, const std::string& op, const std::vector<std::string>& inputs,
                           const std::string& output) {
   ::onnx::GraphProto g;
   g.set_name(name);
-  auto* node = g.add_node();
-  node->set_op_type(op);
-  for (const auto& i : inputs) node->add_input(i);
-  node->add_output(output);
+  AddNode(&g, op, inputs, output);
   g.add_output()->set_name(output);
   return g;
 }
@@ -125,15 +130,8 @@ TEST(OnnxControlFlow, ScanUnrollsOverTheSequence) {
   body.set_name("body");
   body.add_input()->set_name("sum_in");
   body.add_input()->set_name("row");
-  auto* add = body.add_node();
-  add->set_op_type("Add");
-  add->add_input("sum_in");
-  add->add_input("row");
-  add->add_output("sum_out");
-  auto* copy = body.add_node();
-  copy->set_op_type("Identity");
-  copy->add_input("sum_out");
-  copy->add_output("scanned");
+  AddNode(&body, "Add", {"sum_in", "row"}, "sum_out");
+  AddNode(&body, "Identity", {"sum_out"}, "scanned");
   body.add_output()->set_name("sum_out");
   body.add_output()->set_name("scanned");
   SetGraphAttr(node, "body", body);
@@ -169,26 +167,13 @@ TEST(OnnxControlFlow, LoopUnrollsAKnownTripCount) {
     body.add_input()->set_name("i");
     body.add_input()->set_name("cond_in");
     body.add_input()->set_name("y_in");
-    auto* cast = body.add_node();
-    cast->set_op_type("Cast");
-    cast->add_input("i");
-    cast->add_output("i_f");
-    SetIntAttr(cast, "to", kFloat);
-    auto* add = body.add_node();
-    add->set_op_type("Add");
-    add->add_input("y_in");
-    add->add_input("i_f");
-    add->add_output("y_out");
-    auto* cond = body.add_node();
+    SetIntAttr(AddNode(&body, "Cast", {"i"}, "i_f"), "to", kFloat);
+    AddNode(&body, "Add", {"y_in", "i_f"}, "y_out");
     if (data_dependent_condition) {
-      cond->set_op_type("Less");
-      cond->add_input("y_out");
-      cond->add_input("y_in");
+      AddNode(&body, "Less", {"y_out", "y_in"}, "cond_out");
     } else {
-      cond->set_op_type("Identity");
-      cond->add_input("cond_in");
+      AddNode(&body, "Identity", {"cond_in"}, "cond_out");
     }
-    cond->add_output("cond_out");
     body.add_output()->set_name("cond_out");
     body.add_output()->set_name("y_out");
     SetGraphAttr(node, "body", body);

@@ -104,8 +104,9 @@ absl::StatusOr<std::vector<Value>> ConvertIf(NodeContext& c) {
   return outputs;
 }
 
-// `parts` (of one shape) stacked along a new `axis`.
-absl::StatusOr<Expr> Stack(NodeContext& c, std::vector<Value>& parts, int64_t axis, const std::string& what) {
+// `parts` (of one shape, non-empty) stacked along a new `axis`; the result keeps their
+// narrow type.
+absl::StatusOr<Value> Stack(NodeContext& c, std::vector<Value>& parts, int64_t axis, const std::string& what) {
   std::vector<Expr> expanded;
   for (Value& part : parts) {
     KILN_ASSIGN_OR_RETURN(Expr e, c.Materialize(part));
@@ -117,8 +118,13 @@ absl::StatusOr<Expr> Stack(NodeContext& c, std::vector<Value>& parts, int64_t ax
     KILN_ASSIGN_OR_RETURN(e, Reshape(c, e, shape));
     expanded.push_back(e);
   }
-  if (expanded.size() == 1) return expanded[0];
-  return c.Call("concat", {relax::Tuple(expanded)}, {{"axis", axis}});
+  Expr stacked = expanded[0];
+  if (expanded.size() > 1) {
+    KILN_ASSIGN_OR_RETURN(stacked, c.Call("concat", {relax::Tuple(expanded)}, {{"axis", axis}}));
+  }
+  Value v = Value::Of(stacked);
+  v.narrow_type = parts[0].narrow_type;
+  return v;
 }
 
 int64_t StaticLength(const PrimExpr& d) {
@@ -173,11 +179,8 @@ absl::StatusOr<std::vector<Value>> ScanSequence(NodeContext& c, const ::onnx::Gr
   std::vector<Value> results = std::move(states);
   for (size_t k = 0; k < k_outputs; ++k) {
     if (out_directions[k] != 0) std::reverse(scanned[k].begin(), scanned[k].end());
-    const int32_t narrow = scanned[k][0].narrow_type;
-    KILN_ASSIGN_OR_RETURN(Expr stacked, Stack(c, scanned[k], out_axes[k], absl::StrCat("scan output ", k)));
-    Value v = Value::Of(stacked);
-    v.narrow_type = narrow;
-    results.push_back(std::move(v));
+    KILN_ASSIGN_OR_RETURN(Value stacked, Stack(c, scanned[k], out_axes[k], absl::StrCat("scan output ", k)));
+    results.push_back(std::move(stacked));
   }
   return results;
 }
@@ -268,11 +271,8 @@ absl::StatusOr<std::vector<Value>> ConvertScan(NodeContext& c) {
   }
   std::vector<Value> results;
   for (size_t r = 0; r < per_batch.size(); ++r) {
-    const int32_t narrow_type = per_batch[r][0].narrow_type;
-    KILN_ASSIGN_OR_RETURN(Expr stacked, Stack(c, per_batch[r], 0, absl::StrCat("output ", r)));
-    Value v = Value::Of(stacked);
-    v.narrow_type = narrow_type;
-    results.push_back(std::move(v));
+    KILN_ASSIGN_OR_RETURN(Value stacked, Stack(c, per_batch[r], 0, absl::StrCat("output ", r)));
+    results.push_back(std::move(stacked));
   }
   return results;
 }
@@ -326,11 +326,8 @@ absl::StatusOr<std::vector<Value>> ConvertLoop(NodeContext& c) {
   std::vector<Value> results = std::move(carried);
   for (size_t j = 0; j < k; ++j) {
     if (scanned[j].empty()) return c.Unsupported("a loop of no steps has scan outputs of unknown shape");
-    const int32_t narrow = scanned[j][0].narrow_type;
-    KILN_ASSIGN_OR_RETURN(Expr stacked, Stack(c, scanned[j], 0, absl::StrCat("scan output ", j)));
-    Value v = Value::Of(stacked);
-    v.narrow_type = narrow;
-    results.push_back(std::move(v));
+    KILN_ASSIGN_OR_RETURN(Value stacked, Stack(c, scanned[j], 0, absl::StrCat("scan output ", j)));
+    results.push_back(std::move(stacked));
   }
   return results;
 }
