@@ -95,6 +95,7 @@ class GraphImporter {
       Value& value = root_.values[input.name()] = Value::Of(var);
       const int32_t elem_type = input.type().tensor_type().elem_type();
       if (FindNarrowType(elem_type) != nullptr) value.narrow_type = elem_type;
+      if (elem_type == kOnnxBFloat16) result.bfloat16_values.push_back(input.name());
       graph_inputs_.insert(input.name());
       result.parameters.push_back(input.name());
     }
@@ -122,6 +123,7 @@ class GraphImporter {
       KILN_RETURN_IF_ERROR(CheckOutputType(output, e));
       outputs.push_back(e);
       result.outputs.push_back(output.name());
+      if (output.type().tensor_type().elem_type() == kOnnxBFloat16) result.bfloat16_values.push_back(output.name());
     }
     if (outputs.empty()) return absl::InvalidArgumentError("the graph has no outputs");
     Expr body = outputs.size() == 1 ? outputs[0] : relax::Tuple(outputs);

@@ -301,4 +301,21 @@ absl::StatusOr<NamedTensor> ReadTensorFile(const std::string& path) {
   return NamedTensor{proto.name(), *std::move(data)};
 }
 
+relax::ConstantData BFloat16BitsAsFloat32(const relax::ConstantData& bits) {
+  if (bits.dtype != DataType::UInt(16) || bits.is_external()) return bits;
+  relax::ConstantData out;
+  out.dtype = DataType::Float32();
+  out.shape = bits.shape;
+  const int64_t n = bits.numel();
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n * 4));
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t code;
+    std::memcpy(&code, bits.bytes->data() + 2 * i, 2);
+    const uint32_t wide = uint32_t{code} << 16;  // bfloat16 is float32's upper half
+    std::memcpy(bytes->data() + 4 * i, &wide, 4);
+  }
+  out.bytes = std::move(bytes);
+  return out;
+}
+
 }  // namespace kiln::frontends::onnx

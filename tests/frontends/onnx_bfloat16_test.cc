@@ -11,6 +11,7 @@
 
 #include "frontends/onnx/converters/narrowing.h"
 #include "frontends/onnx/narrow_types.h"
+#include "frontends/onnx/tensor_file.h"
 #include "frontends/onnx/tensor_proto.h"
 #include "frontends/onnx/value.h"
 #include "gtest/gtest.h"
@@ -146,6 +147,18 @@ TEST(OnnxBFloat16, TensorsFromRawDataAndInt32Data) {
   short_data.set_raw_data(std::string(3, '\0'));
   absl::StatusOr<relax::ConstantData> bad = TensorFromProto(short_data, "");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument) << bad.status();
+}
+
+// ONNX 1.12's test data holds bfloat16 as uint16 bit patterns.
+TEST(OnnxBFloat16, Uint16BitPatternsReadAsBFloat16) {
+  const std::vector<uint16_t> codes = {0x3f80, 0xc0a0, 0x7f80};  // 1, -5, infinity
+  relax::ConstantData widened = BFloat16BitsAsFloat32(HostData(tir::DataType::UInt(16), {3}, codes));
+  EXPECT_EQ(widened.dtype, tir::DataType::Float32());
+  EXPECT_EQ(ElementAsDouble(widened, 0), 1.0);
+  EXPECT_EQ(ElementAsDouble(widened, 1), -5.0);
+  EXPECT_EQ(ElementAsDouble(widened, 2), INFINITY);
+  const relax::ConstantData floats = Float32Data({2.5f});
+  EXPECT_EQ(BFloat16BitsAsFloat32(floats).bytes, floats.bytes);  // other data unchanged
 }
 
 TEST(OnnxBFloat16, HostRoundingIsToNearestEven) {
