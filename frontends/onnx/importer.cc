@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "frontends/onnx/converter_registry.h"
+#include "frontends/onnx/converters/bfloat16_outputs.h"
 #include "frontends/onnx/graph_order.h"
 #include "frontends/onnx/model_loader.h"
 #include "frontends/onnx/narrow_types.h"
@@ -31,6 +32,32 @@ std::string Identifier(const std::string& text) {
   return out;
 }
 
+// The values one graph defines, on top of those of the graphs enclosing it (a subgraph
+// sees its enclosing graphs' values; the main graph's scope has no parent). Node-based
+// maps: NodeContext holds pointers to values while later ones are added.
+struct Scope {
+  std::unordered_map<std::string, Value> values;
+  Scope* parent = nullptr;
+
+  Value* Find(const std::string& name) {
+    for (Scope* s = this; s != nullptr; s = s->parent) {
+      auto it = s->values.find(name);
+      if (it != s->values.end()) return &it->second;
+    }
+    return nullptr;
+  }
+  std::unordered_set<std::string> VisibleNames() const {
+    std::unordered_set<std::string> names;
+    for (const Scope* s = this; s != nullptr; s = s->parent) {
+      for (const auto& [name, value] : s->values) names.insert(name);
+    }
+    return names;
+  }
+};
+
+// Subgraphs nested deeper than this are refused (a model could nest them without end).
+constexpr int kMaxSubgraphDepth = 16;
+
 class GraphImporter {
  public:
   GraphImporter(const LoadedModel& model, const ImportOptions& options) : model_(model), options_(options) {}
@@ -49,8 +76,8 @@ class GraphImporter {
       if (!data.ok()) {
         return absl::Status(data.status().code(), absl::StrCat("initializer: ", data.status().message()));
       }
-      values_[init.name()] = Value::OfData(*std::move(data));
-      if (FindNarrowType(init.data_type()) != nullptr) values_[init.name()].narrow_type = init.data_type();
+      Value& value = root_.values[init.name()] = Value::OfData(*std::move(data));
+      if (FindNarrowType(init.data_type()) != nullptr) value.narrow_type = init.data_type();
       available.insert(init.name());
     }
     std::vector<relax::Var> params;
@@ -59,15 +86,16 @@ class GraphImporter {
       available.insert(input.name());
       auto bound = options_.bind.find(input.name());
       if (bound != options_.bind.end()) {
-        values_[input.name()] = Value::OfData(bound->second);
+        root_.values[input.name()] = Value::OfData(bound->second);
         continue;
       }
       KILN_ASSIGN_OR_RETURN(relax::StructInfo sinfo, InputStructInfo(input));
       relax::Var var(input.name(), sinfo);
       params.push_back(var);
-      values_[input.name()] = Value::Of(var);
+      Value& value = root_.values[input.name()] = Value::Of(var);
       const int32_t elem_type = input.type().tensor_type().elem_type();
-      if (FindNarrowType(elem_type) != nullptr) values_[input.name()].narrow_type = elem_type;
+      if (FindNarrowType(elem_type) != nullptr) value.narrow_type = elem_type;
+      if (elem_type == kOnnxBFloat16) result.bfloat16_values.push_back(input.name());
       graph_inputs_.insert(input.name());
       result.parameters.push_back(input.name());
     }
@@ -82,19 +110,20 @@ class GraphImporter {
     KILN_RETURN_IF_ERROR(builder.BeginFunction(params));
     builder.BeginDataflowBlock();
     for (int index : order) {
-      KILN_RETURN_IF_ERROR(ConvertNode(graph.node(index), builder, &result));
+      KILN_RETURN_IF_ERROR(ConvertNode(graph.node(index), root_, 0, builder, &result));
     }
     std::vector<Expr> outputs;
     for (const ::onnx::ValueInfoProto& output : graph.output()) {
-      auto it = values_.find(output.name());
-      if (it == values_.end()) {
+      Value* value = root_.Find(output.name());
+      if (value == nullptr) {
         return absl::InvalidArgumentError(
             absl::StrCat("graph output '", output.name(), "' is not produced by any node, input or initializer"));
       }
-      KILN_ASSIGN_OR_RETURN(Expr e, Materialize(output.name(), it->second, builder));
+      KILN_ASSIGN_OR_RETURN(Expr e, Materialize(output.name(), *value, builder));
       KILN_RETURN_IF_ERROR(CheckOutputType(output, e));
       outputs.push_back(e);
       result.outputs.push_back(output.name());
+      if (output.type().tensor_type().elem_type() == kOnnxBFloat16) result.bfloat16_values.push_back(output.name());
     }
     if (outputs.empty()) return absl::InvalidArgumentError("the graph has no outputs");
     Expr body = outputs.size() == 1 ? outputs[0] : relax::Tuple(outputs);
@@ -170,7 +199,45 @@ class GraphImporter {
     return context.Input(0);
   }
 
-  absl::Status ConvertNode(const ::onnx::NodeProto& node, relax::BlockBuilder& builder, ImportResult* result) {
+  // Converts `graph` (a subgraph of a node at `depth`) in a new scope under `parent`, with
+  // `bindings` for its inputs; returns its outputs.
+  absl::StatusOr<std::vector<Value>> ConvertSubgraph(const ::onnx::GraphProto& graph,
+                                                     std::vector<std::pair<std::string, Value>> bindings,
+                                                     Scope& parent, int depth, relax::BlockBuilder& builder,
+                                                     ImportResult* result) {
+    const std::string label = absl::StrCat("subgraph '", graph.name(), "'");
+    if (depth > kMaxSubgraphDepth) {
+      return absl::UnimplementedError(absl::StrCat(label, ": subgraphs nest more than ", kMaxSubgraphDepth, " deep"));
+    }
+    Scope scope;
+    scope.parent = &parent;
+    for (auto& [name, value] : bindings) scope.values[name] = std::move(value);
+    for (const ::onnx::ValueInfoProto& input : graph.input()) {
+      if (scope.values.count(input.name()) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(label, ": input '", input.name(), "' has no value"));
+      }
+    }
+    for (const ::onnx::TensorProto& init : graph.initializer()) {
+      absl::StatusOr<relax::ConstantData> data = TensorFromProto(init, model_.base_dir);
+      if (!data.ok()) return absl::Status(data.status().code(), absl::StrCat(label, ": ", data.status().message()));
+      Value& value = scope.values[init.name()] = Value::OfData(*std::move(data));
+      if (FindNarrowType(init.data_type()) != nullptr) value.narrow_type = init.data_type();
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<int> order, TopologicalOrder(graph, scope.VisibleNames(), model_.opset));
+    for (int index : order) KILN_RETURN_IF_ERROR(ConvertNode(graph.node(index), scope, depth, builder, result));
+    std::vector<Value> outputs;
+    for (const ::onnx::ValueInfoProto& output : graph.output()) {
+      const Value* value = scope.Find(output.name());
+      if (value == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(label, ": output '", output.name(), "' is not produced"));
+      }
+      outputs.push_back(*value);
+    }
+    return outputs;
+  }
+
+  absl::Status ConvertNode(const ::onnx::NodeProto& node, Scope& scope, int depth, relax::BlockBuilder& builder,
+                           ImportResult* result) {
     const int64_t opset = model_.opset;
     const std::string label = NodeLabel(node, opset);
     if (!node.domain().empty() && node.domain() != "ai.onnx") {
@@ -183,7 +250,11 @@ class GraphImporter {
     }
     std::vector<Value*> inputs;
     for (const std::string& name : node.input()) {
-      inputs.push_back(name.empty() ? nullptr : &values_.at(name));
+      Value* value = name.empty() ? nullptr : scope.Find(name);
+      if (!name.empty() && value == nullptr) {
+        return absl::InvalidArgumentError(absl::StrCat(label, ": input '", name, "' is not defined"));
+      }
+      inputs.push_back(value);
     }
     BindLookup lookup = [this, result](const std::string& name) -> std::optional<relax::ConstantData> {
       if (!options_.bind_lookup) return std::nullopt;
@@ -194,10 +265,19 @@ class GraphImporter {
     NodeContext context(node, opset, label, builder, std::move(inputs),
                         [this](const std::string& name) { return graph_inputs_.count(name) > 0; }, lookup,
                         model_.base_dir);
+    context.set_subgraph_runner(
+        [this, &scope, depth, &builder, result](const ::onnx::GraphProto& graph,
+                                                std::vector<std::pair<std::string, Value>> bindings) {
+          return ConvertSubgraph(graph, std::move(bindings), scope, depth + 1, builder, result);
+        });
     absl::StatusOr<std::vector<Value>> outputs = converter->convert(context);
     if (!outputs.ok()) {
       if (absl::StartsWith(outputs.status().message(), label)) return outputs.status();
       return context.Annotate(outputs.status());
+    }
+    if (absl::Status rounded = RoundBFloat16Outputs(context, *outputs); !rounded.ok()) {
+      if (absl::StartsWith(rounded.message(), label)) return rounded;
+      return context.Annotate(rounded);
     }
     for (int k = 0; k < node.output_size(); ++k) {
       if (node.output(k).empty()) continue;
@@ -205,15 +285,14 @@ class GraphImporter {
         return absl::UnimplementedError(
             absl::StrCat(label, ": output ", k, " ('", node.output(k), "') is not supported"));
       }
-      values_[node.output(k)] = std::move((*outputs)[k]);
+      scope.values[node.output(k)] = std::move((*outputs)[k]);
     }
     return absl::OkStatus();
   }
 
   const LoadedModel& model_;
   const ImportOptions& options_;
-  // Node-based: NodeContext holds pointers to values while later ones are added.
-  std::unordered_map<std::string, Value> values_;
+  Scope root_;
   std::unordered_set<std::string> graph_inputs_;
   std::unordered_map<std::string, tir::Var> symbols_;
   std::unordered_set<std::string> symbol_names_;

@@ -47,6 +47,8 @@ struct ImportResult {
   std::vector<std::string> parameters;  // the function's parameters: graph input names, in order
   std::vector<std::string> outputs;     // graph output names, in order
   std::vector<std::string> looked_up;   // graph inputs bind_lookup supplied
+  // Graph inputs and outputs of ONNX type BFLOAT16, which are float32 to Kiln (docs/onnx.md).
+  std::vector<std::string> bfloat16_values;
   int64_t opset = 0;
 };
 

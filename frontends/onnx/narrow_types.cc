@@ -15,6 +15,9 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // name, bits, storage, is_float, is_signed, exponent_bits, mantissa_bits, bias, has_inf,
 // fnuz, nan_all_ones, has_nan, max, min (the float formats as in the ONNX spec's table).
 const NarrowType kTypes[] = {
+    // bfloat16: float32's sign and exponent, 7 mantissa bits; IEEE infinities and NaNs.
+    {kOnnxBFloat16, "BFLOAT16", 16, DataType::Float(32), true, true, 8, 7, 127, true, false, false, true,
+     std::ldexp(255.0, 120), -std::ldexp(255.0, 120)},
     {kOnnxFloat8E4M3FN, "FLOAT8E4M3FN", 8, DataType::Float(32), true, true, 4, 3, 7, false, false, true, true, 448, -448},
     {kOnnxFloat8E4M3FNUZ, "FLOAT8E4M3FNUZ", 8, DataType::Float(32), true, true, 4, 3, 8, false, true, false, true, 240,
      -240},
@@ -69,14 +72,20 @@ double DecodeNarrow(const NarrowType& type, uint32_t code) {
 }
 
 int64_t NarrowPackedBytes(const NarrowType& type, int64_t count) {
+  if (type.bits >= 8) return count * (type.bits / 8);
   const int per_byte = 8 / type.bits;
   return (count + per_byte - 1) / per_byte;
 }
 
 void UnpackNarrow(const NarrowType& type, const uint8_t* packed, int64_t count, uint8_t* out) {
-  const int per_byte = 8 / type.bits;
+  const int per_byte = type.bits >= 8 ? 1 : 8 / type.bits;
   for (int64_t i = 0; i < count; ++i) {
-    const uint32_t code = (packed[i / per_byte] >> ((i % per_byte) * type.bits)) & ((1u << type.bits) - 1);
+    uint32_t code;
+    if (type.bits == 16) {
+      code = packed[2 * i] | (uint32_t{packed[2 * i + 1]} << 8);
+    } else {
+      code = (packed[i / per_byte] >> ((i % per_byte) * type.bits)) & ((1u << type.bits) - 1);
+    }
     const double value = DecodeNarrow(type, code);
     if (type.storage.is_float()) {
       const float f = static_cast<float>(value);

@@ -1,6 +1,7 @@
 // ONNX element types narrower than any Kiln dtype: the float8 formats (E4M3FN, E4M3FNUZ,
 // E5M2, E5M2FNUZ, E8M0), FLOAT4E2M1, INT4/UINT4 and INT2/UINT2 (ONNX 1.14 to 1.20; the
-// protobuf of Debian's libonnx 1.12 does not name them, hence the numbers here).
+// protobuf of Debian's libonnx 1.12 does not name them, hence the numbers here), and
+// BFLOAT16, which Kiln names but no backend computes in.
 //
 // Kiln holds such a tensor *widened*: its values in a storage dtype that represents every
 // one of them exactly — float32 for the float formats, int8 / uint8 for the integers. A
@@ -8,7 +9,10 @@
 // decoded when read (packed 4- and 2-bit elements unpacked), and the converters that
 // *produce* a narrow type (Cast, CastLike, QuantizeLinear) round, saturate or wrap to it
 // (converters/narrowing.h). Operators that only move elements (Reshape, Transpose, ...) keep
-// the values as they are; the ONNX checker allows no arithmetic on these types.
+// the values as they are; the ONNX checker allows no arithmetic on these types except
+// BFLOAT16's: every operator that produces bfloat16 rounds its float32 result to it
+// (bfloat16_outputs.h), as ONNX's reference computes each operator in float32 and stores
+// bfloat16.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +23,7 @@
 namespace kiln::frontends::onnx {
 
 enum OnnxNarrowTypeId : int32_t {
+  kOnnxBFloat16 = 16,
   kOnnxFloat8E4M3FN = 17,
   kOnnxFloat8E4M3FNUZ = 18,
   kOnnxFloat8E5M2 = 19,
@@ -34,7 +39,7 @@ enum OnnxNarrowTypeId : int32_t {
 struct NarrowType {
   int32_t onnx_type;
   const char* name;         // ONNX's name, e.g. "FLOAT8E4M3FN"
-  int bits;                 // bits per element in ONNX's encoding (packed when < 8)
+  int bits;                 // bits per element in ONNX's encoding (packed when < 8, little-endian when 16)
   tir::DataType storage;    // how Kiln holds the values
   // Integers: signed or not. Floats: 1 sign bit (none for E8M0), exponent_bits,
   // mantissa_bits, the exponent bias.

@@ -21,12 +21,19 @@ absl::Status NodeContext::NeedInput(int i) const {
 absl::StatusOr<Expr> NodeContext::Input(int i) {
   KILN_RETURN_IF_ERROR(NeedInput(i));
   Value& v = *inputs_[i];
+  if (!v.expr.defined() && !v.data && !v.elements) {
+    return Error("input '", input_name(i), "' has no value");  // the importer never does this
+  }
+  return Materialize(v);
+}
+
+absl::StatusOr<Expr> NodeContext::Materialize(Value& v) {
   if (v.expr.defined()) return v.expr;
   if (v.data) {
     v.expr = relax::Constant(*v.data);
     return v.expr;
   }
-  if (!v.elements) return Error("input '", input_name(i), "' has no value");  // the importer never does this
+  if (!v.elements) return Error("a value without contents");  // the importer never makes one
   std::vector<int64_t> constants;
   if (AllConstant(*v.elements, &constants)) {
     std::vector<int64_t> shape;
@@ -201,6 +208,18 @@ absl::StatusOr<Expr> NodeContext::Call(const std::string& op, std::vector<Expr> 
 absl::Status NodeContext::Annotate(const absl::Status& status) const {
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat(label_, ": ", status.message()));
+}
+
+absl::StatusOr<const ::onnx::GraphProto*> NodeContext::AttrGraph(std::string_view name) const {
+  const ::onnx::AttributeProto* attr = Attr(name);
+  if (attr == nullptr || !attr->has_g()) return Error("needs the graph attribute '", std::string(name), "'");
+  return &attr->g();
+}
+
+absl::StatusOr<std::vector<Value>> NodeContext::RunSubgraph(const ::onnx::GraphProto& graph,
+                                                            std::vector<std::pair<std::string, Value>> bindings) {
+  if (!subgraph_runner_) return Unsupported("subgraphs are not supported here");
+  return subgraph_runner_(graph, std::move(bindings));
 }
 
 }  // namespace kiln::frontends::onnx

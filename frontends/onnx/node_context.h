@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,13 @@ namespace kiln::frontends::onnx {
 // Looks up the run-time data of a graph input for a converter that needs it at import time
 // (Reshape's shape, TopK's k, ...): the importer's `bind` option. nullopt: not bound.
 using BindLookup = std::function<std::optional<relax::ConstantData>(const std::string& input_name)>;
+
+// Converts a subgraph (If's branches, Scan's and Loop's bodies) into the function being
+// built: its nodes see the enclosing graph's values and `bindings` (values for the
+// subgraph's inputs, by name); the result is the subgraph's outputs in order. Each call
+// converts the nodes again (an unrolled loop calls it once per iteration).
+using SubgraphRunner = std::function<absl::StatusOr<std::vector<Value>>(
+    const ::onnx::GraphProto& graph, std::vector<std::pair<std::string, Value>> bindings)>;
 
 class NodeContext {
  public:
@@ -66,6 +74,8 @@ class NodeContext {
   // A graph input without a binding is the error "... input 'NAME' must be known at import
   // time ..." that tells how to bind it (docs/onnx.md).
   absl::StatusOr<relax::ConstantData> InputData(int i);
+  // `value` as a Relax expression, as Input() does for an input (a subgraph's outputs).
+  absl::StatusOr<relax::Expr> Materialize(Value& value);
   // Input i's elements as (possibly symbolic) integers: shape values or small integer data.
   absl::StatusOr<std::vector<PrimExpr>> InputElements(int i);
   // The same, each required to be a constant.
@@ -88,6 +98,13 @@ class NodeContext {
   absl::StatusOr<int64_t> RequiredInt(std::string_view name) const;
   // A tensor attribute's data (Constant's value, ConstantOfShape's value).
   absl::StatusOr<relax::ConstantData> AttrTensor(std::string_view name) const;
+  // A graph attribute (If's then_branch, Scan's body); an error naming it when absent.
+  absl::StatusOr<const ::onnx::GraphProto*> AttrGraph(std::string_view name) const;
+
+  // --- Subgraphs ---
+  void set_subgraph_runner(SubgraphRunner runner) { subgraph_runner_ = std::move(runner); }
+  absl::StatusOr<std::vector<Value>> RunSubgraph(const ::onnx::GraphProto& graph,
+                                                 std::vector<std::pair<std::string, Value>> bindings);
 
   // --- Building ---
   relax::BlockBuilder& builder() { return builder_; }
@@ -120,6 +137,7 @@ class NodeContext {
   std::function<bool(const std::string&)> is_graph_input_;
   BindLookup bind_;
   const std::string& base_dir_;
+  SubgraphRunner subgraph_runner_;
 };
 
 // `node 'NAME' (op Foo, opset 13)`; an unnamed node is named after its first output.

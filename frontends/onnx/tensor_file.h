@@ -19,4 +19,9 @@ struct NamedTensor {
 // that do not match the dims (tensor_proto.h).
 absl::StatusOr<NamedTensor> ReadTensorFile(const std::string& path);
 
+// ONNX 1.12's test data (Debian's libonnx-testdata) stores bfloat16 tensors as UINT16 bit
+// patterns; `bits` (uint16) as the float32 data Kiln holds bfloat16 in. Other data is
+// returned as it is.
+relax::ConstantData BFloat16BitsAsFloat32(const relax::ConstantData& bits);
+
 }  // namespace kiln::frontends::onnx

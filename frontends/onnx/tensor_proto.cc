@@ -122,9 +122,10 @@ absl::StatusOr<int64_t> ElementCount(const TP& tensor, int64_t max_elements, std
   return count;
 }
 
-// A float8 / float4 / int4 / int2 tensor, decoded into its storage dtype (narrow_types.h).
-// The encoded bytes come from raw_data, external data, or int32_data (one encoded byte per
-// entry: a float8 element, or two 4-bit / four 2-bit elements packed).
+// A bfloat16 / float8 / float4 / int4 / int2 tensor, decoded into its storage dtype
+// (narrow_types.h). The encoded bytes come from raw_data, external data, or int32_data (one
+// encoded byte per entry: a float8 element, or two 4-bit / four 2-bit elements packed; a
+// bfloat16 element's two bytes).
 absl::StatusOr<relax::ConstantData> NarrowTensorFromProto(const TP& tensor, const NarrowType& narrow,
                                                           const std::string& base_dir, int64_t max_bytes) {
   relax::ConstantData out;
@@ -138,7 +139,10 @@ absl::StatusOr<relax::ConstantData> NarrowTensorFromProto(const TP& tensor, cons
   } else if (tensor.has_raw_data()) {
     packed = tensor.raw_data();
   } else {
-    for (int32_t v : tensor.int32_data()) packed.push_back(static_cast<char>(static_cast<uint8_t>(v)));
+    // One element per entry: its low `bits` bits (bfloat16: two bytes, little-endian).
+    for (int32_t v : tensor.int32_data()) {
+      for (int b = 0; b < std::max(narrow.bits, 8); b += 8) packed.push_back(static_cast<char>(static_cast<uint8_t>(v >> b)));
+    }
   }
   if (static_cast<int64_t>(packed.size()) != packed_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": ", narrow.name, " data holds ",
@@ -157,7 +161,6 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int32_t onnx_type) {
     case TP::FLOAT: return DataType::Float(32);
     case TP::DOUBLE: return DataType::Float(64);
     case TP::FLOAT16: return DataType::Float(16);
-    case TP::BFLOAT16: return DataType::BFloat(16);
     case TP::BOOL: return DataType::Bool();
     case TP::INT8: return DataType::Int(8);
     case TP::INT16: return DataType::Int(16);
@@ -168,7 +171,7 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int32_t onnx_type) {
     case TP::UINT32: return DataType::UInt(32);
     case TP::UINT64: return DataType::UInt(64);
     default:
-      // float8 / float4 / int4 / int2: held widened (narrow_types.h).
+      // bfloat16 / float8 / float4 / int4 / int2: held widened (narrow_types.h).
       if (const NarrowType* narrow = FindNarrowType(onnx_type)) return narrow->storage;
       return absl::UnimplementedError(absl::StrCat("element type ", OnnxDataTypeName(onnx_type), " is not supported"));
   }
@@ -296,6 +299,23 @@ absl::StatusOr<NamedTensor> ReadTensorFile(const std::string& path) {
   absl::StatusOr<relax::ConstantData> data = TensorFromProto(proto, "");
   if (!data.ok()) return absl::Status(data.status().code(), absl::StrCat(path, ": ", data.status().message()));
   return NamedTensor{proto.name(), *std::move(data)};
+}
+
+relax::ConstantData BFloat16BitsAsFloat32(const relax::ConstantData& bits) {
+  if (bits.dtype != DataType::UInt(16) || bits.is_external()) return bits;
+  relax::ConstantData out;
+  out.dtype = DataType::Float32();
+  out.shape = bits.shape;
+  const int64_t n = bits.numel();
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n * 4));
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t code;
+    std::memcpy(&code, bits.bytes->data() + 2 * i, 2);
+    const uint32_t wide = uint32_t{code} << 16;  // bfloat16 is float32's upper half
+    std::memcpy(bytes->data() + 4 * i, &wide, 4);
+  }
+  out.bytes = std::move(bytes);
+  return out;
 }
 
 }  // namespace kiln::frontends::onnx

@@ -3,16 +3,11 @@
 #include <cmath>
 #include <filesystem>
 
-#include "builtins/default_builtins.h"
-#include "codegen/build_executable.h"
-#include "codegen/cpu_target.h"
 #include "frontends/onnx/importer.h"
 #include "frontends/onnx/tensor_file.h"
 #include "frontends/onnx/value.h"
 #include "gtest/gtest.h"
-#include "relax/transform/pipeline.h"
-#include "tir/target.h"
-#include "vm/virtual_machine.h"
+#include "tests/frontends/onnx_compile_run.h"
 
 namespace kiln::frontends::onnx {
 namespace {
@@ -46,41 +41,11 @@ void CheckCase(const std::string& name) {
   };
   absl::StatusOr<ImportResult> imported = ImportOnnxFile((dir / "model.onnx").string(), options);
   ASSERT_TRUE(imported.ok()) << imported.status();
-  absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu("host", 0, 1));
-  ASSERT_TRUE(target.ok()) << target.status();
-  relax::PipelineOptions pipeline;
-  pipeline.target = *target;
-  absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(imported->module, pipeline);
-  ASSERT_TRUE(lowered.ok()) << lowered.status();
-  absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*target);
-  ASSERT_TRUE(cpu.ok());
-  absl::StatusOr<std::string> bytes = codegen::BuildExecutable(*lowered, *cpu);
-  ASSERT_TRUE(bytes.ok()) << bytes.status();
-  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe =
-      vm::Executable::Load(*std::move(bytes), builtins::DefaultRegistry());
-  ASSERT_TRUE(exe.ok()) << exe.status();
-  std::vector<vm::Value> args;
-  for (const std::string& param : imported->parameters) {
-    const relax::ConstantData& d = inputs.at(param);
-    DLDataType dtype{static_cast<uint8_t>(d.dtype.code()), static_cast<uint8_t>(d.dtype.bits()), 1};
-    absl::StatusOr<vm::Tensor> t = vm::Tensor::Empty(d.shape, dtype);
-    ASSERT_TRUE(t.ok());
-    if (!d.bytes->empty()) std::memcpy(t->data(), d.bytes->data(), d.bytes->size());
-    args.push_back(vm::Value(*t));
-  }
-  absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine = vm::VirtualMachine::Create(*exe, vm::CpuDevice());
-  ASSERT_TRUE(machine.ok());
-  absl::StatusOr<vm::Value> result = (*machine)->Invoke("main", args);
-  ASSERT_TRUE(result.ok()) << result.status();
-  std::vector<vm::Value> outputs;
-  if (result->kind() == vm::Value::Kind::kTuple) {
-    outputs = result->as_tuple();
-  } else {
-    outputs.push_back(*result);
-  }
-  ASSERT_EQ(outputs.size(), expected.size());
-  for (size_t k = 0; k < outputs.size(); ++k) {
-    const vm::Tensor& t = outputs[k].as_tensor();
+  absl::StatusOr<std::vector<vm::Tensor>> outputs = CompileAndRun(*imported, inputs);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), expected.size());
+  for (size_t k = 0; k < outputs->size(); ++k) {
+    const vm::Tensor& t = (*outputs)[k];
     const relax::ConstantData& want = expected[k];
     ASSERT_EQ(t.shape(), want.shape) << "output " << k;
     ASSERT_EQ(t.dtype().bits, want.dtype.bits()) << "output " << k;

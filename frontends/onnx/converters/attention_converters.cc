@@ -9,7 +9,10 @@
 // into q_num_heads / kv_num_heads heads; fewer K/V heads than Q heads (GQA) repeat each K/V
 // head; past_key/past_value are concatenated in front along the sequence. The bias combines
 // attn_mask (boolean: false masks; float: added; a mask shorter than the total sequence is
-// padded with masked positions) and is_causal (query i sees keys j <= i + past length).
+// padded with masked positions), is_causal (query i sees keys j <= i + offset), the sliding
+// window (keys i + offset - left_window_size .. i + offset + right_window_size) and
+// nonpad_kv_seqlen (opset 24: per batch, keys from nonpad_kv_seqlen[b] on are padding, and
+// offset is nonpad_kv_seqlen[b] - q_len; without it offset is the past length).
 // Rows whose bias masks every key give 0, as the spec's reference does.
 #include <cmath>
 #include <limits>
@@ -42,6 +45,8 @@ absl::StatusOr<Expr> SliceLast(NodeContext& c, Expr x, int64_t ndim, int64_t beg
 absl::StatusOr<Expr> Concat(NodeContext& c, std::vector<Expr> parts, int64_t axis) {
   return c.Call("concat", {relax::Tuple(std::move(parts))}, {{"axis", axis}});
 }
+
+Expr Int64Scalar(int64_t v) { return ScalarConstant(static_cast<double>(v), DataType::Int64()); }
 
 int64_t StaticDim(const PrimExpr& d) {
   std::vector<int64_t> v;
@@ -146,12 +151,61 @@ absl::StatusOr<Expr> ToHeads(NodeContext& c, int i, int64_t heads, std::vector<P
   return Permute(c, x, {0, 2, 1, 3});
 }
 
-absl::StatusOr<std::vector<Value>> ConvertAttention(NodeContext& c) {
-  if (c.has_input(6)) return c.Unsupported("nonpad_kv_seqlen is not supported");
-  if (c.AttrInt("left_window_size", -1) >= 0 || c.AttrInt("right_window_size", -1) >= 0) {
-    return c.Unsupported("sliding-window attention (left/right_window_size) is not supported");
+// The position relations the causal, sliding-window and padding masks are made of:
+// `distance` = (i + offset) - j for query i and key j, int64 [q_len, kv_len] (a constant:
+// offset is the past length) or [batch, 1, q_len, kv_len] with nonpad_kv_seqlen (offset
+// nonpad_kv_seqlen[b] - q_len, known at run time); `padding`, with nonpad_kv_seqlen, whether
+// key j < nonpad_kv_seqlen[b], bool [batch, 1, 1, kv_len].
+struct PositionMasks {
+  NodeContext* c;
+  DataType dtype;
+  Expr distance;
+  Expr padding;
+  // 0 where `allowed`, -inf elsewhere, in Q's dtype.
+  absl::StatusOr<Expr> Bias(const Expr& allowed) const {
+    const double inf = std::numeric_limits<double>::infinity();
+    return c->Call("where", {allowed, ScalarConstant(0, dtype), ScalarConstant(-inf, dtype)});
   }
+};
+
+absl::StatusOr<PositionMasks> MakePositionMasks(NodeContext& c, DataType dtype, int64_t q_len, int64_t kv_len,
+                                                int64_t past) {
+  if (q_len * kv_len > (int64_t{1} << 24)) return c.Unsupported("the position masks are too large for a constant");
+  PositionMasks m{&c, dtype, Expr(), Expr()};
+  std::vector<double> distance(static_cast<size_t>(q_len * kv_len));
+  for (int64_t i = 0; i < q_len; ++i) {
+    for (int64_t j = 0; j < kv_len; ++j) distance[i * kv_len + j] = static_cast<double>(i + past - j);
+  }
+  m.distance = relax::Constant(DataFromDoubles(distance, DataType::Int64(), {q_len, kv_len}));
+  if (!c.has_input(6)) return m;
+  KILN_ASSIGN_OR_RETURN(DataType len_type, c.InputDType(6));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> len_shape, c.InputShape(6));
+  if (!len_type.is_integer() || len_shape.size() != 1) return c.Error("nonpad_kv_seqlen must be a 1-D integer tensor");
+  KILN_ASSIGN_OR_RETURN(Expr lengths, c.Input(6));
+  if (len_type != DataType::Int64()) {
+    KILN_ASSIGN_OR_RETURN(lengths, c.Call("astype", {lengths}, {{"dtype", DataType::Int64()}}));
+  }
+  const PrimExpr one(int64_t{1});
+  KILN_ASSIGN_OR_RETURN(lengths, Reshape(c, lengths, {len_shape[0], one, one, one}));
+  KILN_ASSIGN_OR_RETURN(Expr offset, c.Call("subtract", {lengths, Int64Scalar(q_len)}));
+  KILN_ASSIGN_OR_RETURN(m.distance, c.Call("add", {m.distance, offset}));
+  std::vector<double> keys(static_cast<size_t>(kv_len));
+  for (int64_t j = 0; j < kv_len; ++j) keys[j] = static_cast<double>(j);
+  Expr key_index = relax::Constant(DataFromDoubles(keys, DataType::Int64(), {1, 1, 1, kv_len}));
+  KILN_ASSIGN_OR_RETURN(m.padding, c.Call("less", {key_index, lengths}));
+  return m;
+}
+
+absl::StatusOr<std::vector<Value>> ConvertAttention(NodeContext& c) {
   if (c.has_input(4) != c.has_input(5)) return c.Error("past_key and past_value must be given together");
+  if (c.has_input(6) && c.has_input(4)) {
+    return c.Error("nonpad_kv_seqlen cannot be combined with past_key/past_value");
+  }
+  const int64_t left_window = c.AttrInt("left_window_size", -1), right_window = c.AttrInt("right_window_size", -1);
+  if (left_window < -1 || right_window < -1) {
+    return c.Error("left_window_size and right_window_size must be -1 or non-negative, got ", left_window, " and ",
+                   right_window);
+  }
   KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
   if (!dtype.is_float() && !dtype.is_bfloat()) return c.Error("Q must be floating point");
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> q_in, c.InputShape(0));
@@ -243,18 +297,41 @@ absl::StatusOr<std::vector<Value>> ConvertAttention(NodeContext& c) {
     }
     bias = mask;
   }
-  if (c.AttrInt("is_causal", 0) != 0) {
-    if (q_len * kv_len > (int64_t{1} << 24)) return c.Unsupported("the causal mask is too large for a constant");
-    std::vector<double> causal(static_cast<size_t>(q_len * kv_len));
-    for (int64_t i = 0; i < q_len; ++i) {
-      for (int64_t j = 0; j < kv_len; ++j) causal[i * kv_len + j] = j <= i + past ? 0.0 : -inf;
+  // Causal and sliding-window masks compare key j with query i's position i + offset:
+  // offset is the past length, or per batch nonpad_kv_seqlen - q_len (an external cache).
+  KILN_ASSIGN_OR_RETURN(PositionMasks masks, MakePositionMasks(c, dtype, q_len, kv_len, past));
+  auto add_bias = [&](const Expr& term) -> absl::Status {
+    if (!bias.defined()) {
+      bias = term;
+      return absl::OkStatus();
     }
-    Expr causal_bias = relax::Constant(DataFromDoubles(causal, dtype, {q_len, kv_len}));
-    if (bias.defined()) {
-      KILN_ASSIGN_OR_RETURN(bias, c.Call("add", {bias, causal_bias}));
-    } else {
-      bias = causal_bias;
+    KILN_ASSIGN_OR_RETURN(bias, c.Call("add", {bias, term}));
+    return absl::OkStatus();
+  };
+  if (c.AttrInt("is_causal", 0) != 0) {  // j <= i + offset
+    KILN_ASSIGN_OR_RETURN(Expr allowed, c.Call("greater_equal", {masks.distance, Int64Scalar(0)}));
+    KILN_ASSIGN_OR_RETURN(Expr causal, masks.Bias(allowed));
+    KILN_RETURN_IF_ERROR(add_bias(causal));
+  }
+  if (left_window >= 0 || right_window >= 0) {  // i + offset - left <= j <= i + offset + right
+    Expr allowed;
+    if (left_window >= 0) {
+      KILN_ASSIGN_OR_RETURN(allowed, c.Call("less_equal", {masks.distance, Int64Scalar(left_window)}));
     }
+    if (right_window >= 0) {
+      KILN_ASSIGN_OR_RETURN(Expr right, c.Call("greater_equal", {masks.distance, Int64Scalar(-right_window)}));
+      if (allowed.defined()) {
+        KILN_ASSIGN_OR_RETURN(allowed, c.Call("logical_and", {allowed, right}));
+      } else {
+        allowed = right;
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(Expr window, masks.Bias(allowed));
+    KILN_RETURN_IF_ERROR(add_bias(window));
+  }
+  if (masks.padding.defined()) {  // keys at or past nonpad_kv_seqlen[b] are padding
+    KILN_ASSIGN_OR_RETURN(Expr padding, masks.Bias(masks.padding));
+    KILN_RETURN_IF_ERROR(add_bias(padding));
   }
   if (bias.defined()) {
     KILN_ASSIGN_OR_RETURN(scores, c.Call("add", {scores, bias}));

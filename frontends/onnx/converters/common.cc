@@ -5,6 +5,7 @@
 
 #include "support/float16.h"
 #include "tir/analyzer.h"
+#include "support/status_macros.h"
 
 namespace kiln::frontends::onnx {
 
@@ -79,6 +80,18 @@ PrimExpr Product(const std::vector<PrimExpr>& dims, size_t begin, size_t end) {
 PrimExpr Simplify(const PrimExpr& e) {
   tir::Analyzer analyzer;
   return analyzer.Simplify(e);
+}
+
+absl::StatusOr<relax::Expr> TakeIndex(NodeContext& c, const relax::Expr& x, const std::vector<PrimExpr>& shape,
+                                      int64_t axis, int64_t index) {
+  KILN_ASSIGN_OR_RETURN(relax::Expr slice, c.Call("strided_slice", {x},
+                                                  {{"begin", std::vector<int64_t>{index}},
+                                                   {"end", std::vector<int64_t>{index + 1}},
+                                                   {"axes", std::vector<int64_t>{axis}},
+                                                   {"strides", std::vector<int64_t>{1}}}));
+  std::vector<PrimExpr> rest = shape;
+  rest.erase(rest.begin() + axis);
+  return Reshape(c, slice, rest);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -27,6 +27,10 @@ relax::ConstantData DataFromDoubles(const std::vector<double>& values, tir::Data
 // `x` reshaped to `shape` (symbolic dims allowed).
 absl::StatusOr<relax::Expr> Reshape(NodeContext& context, relax::Expr x, std::vector<PrimExpr> shape);
 
+// x[index] along `axis` of x's `shape` (a static slice, the axis removed).
+absl::StatusOr<relax::Expr> TakeIndex(NodeContext& context, const relax::Expr& x, const std::vector<PrimExpr>& shape,
+                                      int64_t axis, int64_t index);
+
 // The product of dims [begin, end).
 PrimExpr Product(const std::vector<PrimExpr>& dims, size_t begin, size_t end);
 

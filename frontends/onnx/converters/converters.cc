@@ -17,6 +17,8 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterQuantizeConverters(registry);
   RegisterGridSampleConverters(registry);
   RegisterSignalConverters(registry);
+  RegisterControlFlowConverters(registry);
+  RegisterLinearAttentionConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -48,6 +48,13 @@ void RegisterGridSampleConverters(ConverterRegistry& registry);
 // signal_converters.cc: DFT.
 void RegisterSignalConverters(ConverterRegistry& registry);
 
+// linear_attention_converters.cc: LinearAttention (27), its recurrence unrolled.
+void RegisterLinearAttentionConverters(ConverterRegistry& registry);
+
+// control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
+// both selected with where; loops unrolled).
+void RegisterControlFlowConverters(ConverterRegistry& registry);
+
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx

@@ -452,6 +452,41 @@ absl::StatusOr<std::vector<Value>> ConvertSliceAtRunTime(NodeContext& c) {
   return Outputs(*named);
 }
 
+// Compress (9; 11 for negative axes): the slices along `axis` (of the flattened input
+// without one) whose condition is true; a condition shorter than the axis leaves the rest
+// out. The output's length is the number of true entries, so the condition must be known at
+// import time (a constant, or a graph input bound like Reshape's shape); then it is a take
+// with constant indices.
+absl::StatusOr<std::vector<Value>> ConvertCompress(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(relax::ConstantData condition, c.InputData(1));
+  if (condition.shape.size() != 1) return c.Error("condition must be 1-D");
+  int64_t axis = 0;
+  PrimExpr length;
+  if (c.HasAttr("axis")) {
+    KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(c, c.AttrInt("axis", 0), static_cast<int64_t>(shape.size())));
+    length = shape[static_cast<size_t>(axis)];
+  } else {
+    length = Product(shape, 0, shape.size());
+    KILN_ASSIGN_OR_RETURN(x, Reshape(c, x, {length}));
+  }
+  std::vector<int64_t> dims;
+  if (!AllConstant({length}, &dims)) return c.Unsupported("needs a static length along the axis");
+  if (condition.numel() > dims[0]) {
+    return c.Error("condition has ", condition.numel(), " entries, the axis only ", dims[0]);
+  }
+  std::vector<int64_t> selected;
+  for (int64_t i = 0; i < condition.numel(); ++i) {
+    if (ElementAsDouble(condition, i) != 0) selected.push_back(i);
+  }
+  if (selected.empty()) return c.Unsupported("an empty selection (every condition false) is not supported");
+  const int64_t count = static_cast<int64_t>(selected.size());
+  Expr indices = relax::Constant(IntData(selected, DataType::Int64(), {count}));
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("take", {x, indices}, {{"axis", axis}}));
+  return Outputs(out);
+}
+
 void RegisterDataConverters(ConverterRegistry& r) {
   r.Register("GatherElements", ConvertGatherElements, 11);
   r.Register("GatherND", ConvertGatherNd, 11);
@@ -472,6 +507,7 @@ void RegisterDataConverters(ConverterRegistry& r) {
   r.Register("Hardmax", ConvertHardmax);
   r.Register("EyeLike", ConvertEyeLike, 9);
   r.Register("ReverseSequence", ConvertReverseSequence, 10);
+  r.Register("Compress", ConvertCompress, 9);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -1,5 +1,7 @@
 #include "frontends/onnx/converters/narrowing.h"
 
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -125,7 +127,43 @@ absl::StatusOr<Expr> RoundToFloatGrid(Emitter& e, Expr x, const NarrowType& type
   return r;
 }
 
+// float32 -> bfloat16 on the bit pattern: adding 0x7fff plus the lowest kept bit carries
+// into the kept half exactly when rounding to nearest even rounds up (a carry out of the
+// mantissa moves to the next binade, out of the largest one to infinity). In int32 the sum
+// cannot overflow except for positive NaNs, which add nothing.
+absl::StatusOr<Expr> RoundToBFloat16(Emitter& e, Expr x) {
+  KILN_ASSIGN_OR_RETURN(Expr bits, e("bitcast", {x}, {{"dtype", DataType::Int32()}}));
+  KILN_ASSIGN_OR_RETURN(Expr shifted, e("right_shift", {bits, Emitter::I32(16)}));
+  KILN_ASSIGN_OR_RETURN(Expr kept_lsb, e("bitwise_and", {shifted, Emitter::I32(1)}));
+  KILN_ASSIGN_OR_RETURN(Expr bias, e("add", {kept_lsb, Emitter::I32(0x7fff)}));
+  KILN_ASSIGN_OR_RETURN(Expr nan, e("isnan", {x}));
+  KILN_ASSIGN_OR_RETURN(Expr no_bias, e("where", {nan, Emitter::I32(0), bias}));
+  KILN_ASSIGN_OR_RETURN(Expr sum, e("add", {bits, no_bias}));
+  KILN_ASSIGN_OR_RETURN(Expr kept, e("bitwise_and", {sum, Emitter::I32(static_cast<int32_t>(0xffff0000u))}));
+  KILN_ASSIGN_OR_RETURN(Expr rounded, e("bitcast", {kept}, {{"dtype", DataType::Float32()}}));
+  // Clearing a NaN's low bits could leave infinity's pattern: NaN stays x.
+  return e("where", {nan, x, rounded});
+}
+
+float RoundFloatToBFloat16(float f) {
+  if (std::isnan(f)) return f;
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 }  // namespace
+
+relax::ConstantData RoundDataToBFloat16(const relax::ConstantData& data) {
+  std::vector<double> values;
+  values.reserve(static_cast<size_t>(data.numel()));
+  for (int64_t i = 0; i < data.numel(); ++i) {
+    values.push_back(RoundFloatToBFloat16(static_cast<float>(ElementAsDouble(data, i))));
+  }
+  return DataFromDoubles(values, DataType::Float32(), data.shape);
+}
 
 absl::StatusOr<Expr> NarrowTo(NodeContext& context, Expr x, DataType x_dtype, const NarrowType& type, bool saturate,
                               std::string_view round_mode) {
@@ -134,6 +172,7 @@ absl::StatusOr<Expr> NarrowTo(NodeContext& context, Expr x, DataType x_dtype, co
   if (x_dtype != DataType::Float32()) {
     KILN_ASSIGN_OR_RETURN(x, e("astype", {x}, {{"dtype", DataType::Float32()}}));
   }
+  if (type.onnx_type == kOnnxBFloat16) return RoundToBFloat16(e, std::move(x));
   if (type.onnx_type == kOnnxFloat8E8M0) {
     absl::StatusOr<Expr> out = RoundToE8M0(e, std::move(x), saturate, round_mode);
     if (!out.ok() && absl::IsInvalidArgument(out.status())) return context.Error(out.status().message());

@@ -1,6 +1,9 @@
-// Converting a tensor to one of ONNX's narrow element types (float8, float4, int4, int2),
-// held widened (narrow_types.h): the result has the type's storage dtype and only values of
-// the narrow type. What ONNX's reference (onnx.reference, ml_dtypes) does:
+// Converting a tensor to one of ONNX's narrow element types (bfloat16, float8, float4, int4,
+// int2), held widened (narrow_types.h): the result has the type's storage dtype and only
+// values of the narrow type. What ONNX's reference (onnx.reference, ml_dtypes) does:
+//  - bfloat16: float32 rounded to nearest, ties to even, on its upper 16 bits (a value past
+//    the largest finite one becomes infinity; `saturate` is float8's only); NaN stays NaN.
+//    Wider inputs go through float32 first, as ml_dtypes does.
 //  - float8 / float4: round to nearest, ties to even, on the type's grid (subnormals
 //    included). A result beyond the largest finite value: with `saturate` (Cast's default)
 //    the largest value of that sign; without, infinity (E5M2) or NaN (the others). Infinity
@@ -23,6 +26,9 @@
 #include "relax/expr.h"
 
 namespace kiln::frontends::onnx {
+
+// Host data of any float dtype as float32 data holding bfloat16 values (rounded as above).
+relax::ConstantData RoundDataToBFloat16(const relax::ConstantData& data);
 
 absl::StatusOr<relax::Expr> NarrowTo(NodeContext& context, relax::Expr x, tir::DataType x_dtype,
                                      const NarrowType& type, bool saturate, std::string_view round_mode = "up");

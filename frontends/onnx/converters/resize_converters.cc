@@ -4,13 +4,14 @@
 // coordinates with nearest rounding down (mode nearest or linear); Resize-11+ takes (X, roi,
 // scales, sizes) with the coordinate_transformation_mode, nearest_mode, cubic_coeff_a,
 // exclude_outside and extrapolation_value attributes; 13+ makes roi and scales optional; 18
-// adds axes (the inputs then describe only those axes), keep_aspect_ratio_policy and
-// antialias (only stretch / 0 are supported). scales, sizes and roi must be known at import
-// time (constants or bound inputs); sizes may be symbolic shape values.
+// adds axes (the inputs then describe only those axes), keep_aspect_ratio_policy (with
+// constant sizes) and antialias (only 0 is supported). scales, sizes and roi must be known
+// at import time (constants or bound inputs); sizes may be symbolic shape values.
 //
 // Output dims: sizes, or floor(input dim * scale) computed from static dims (a symbolic dim
 // needs an integral scale). Axes whose output equals the input with scale 1 are not resized
 // (every mode maps them to themselves) unless tf_crop_and_resize crops them.
+#include <algorithm>
 #include <cmath>
 
 #include "frontends/onnx/converter_registry.h"
@@ -46,9 +47,10 @@ absl::StatusOr<std::vector<Value>> ConvertResize(NodeContext& c) {
   std::string nearest_mode = legacy ? "floor" : c.AttrString("nearest_mode", "round_prefer_floor");
   if (c.opset() >= 18) {
     if (c.AttrInt("antialias", 0) != 0) return c.Unsupported("antialias is not supported");
-    if (c.AttrString("keep_aspect_ratio_policy", "stretch") != "stretch") {
-      return c.Unsupported("keep_aspect_ratio_policy other than stretch is not supported");
-    }
+  }
+  const std::string policy = c.opset() >= 18 ? c.AttrString("keep_aspect_ratio_policy", "stretch") : "stretch";
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller") {
+    return c.Error("keep_aspect_ratio_policy '", policy, "' is not stretch, not_larger or not_smaller");
   }
   // The axes the scales / sizes / roi inputs describe.
   std::vector<int64_t> axes;
@@ -75,6 +77,30 @@ absl::StatusOr<std::vector<Value>> ConvertResize(NodeContext& c) {
   if (!scales.empty() && scales.size() != n) return c.Error("scales has ", scales.size(), " values for ", n, " axes");
   if (!sizes.empty() && sizes.size() != n) return c.Error("sizes has ", sizes.size(), " values for ", n, " axes");
 
+  // keep_aspect_ratio_policy (18) with sizes: one scale for every axis, the smallest
+  // (not_larger) or largest (not_smaller) of sizes / input dims, and each output dim
+  // round_half_up(scale * input dim), as ONNX's reference; the resize then uses that scale.
+  std::vector<int64_t> kept_dims;
+  if (policy != "stretch" && !sizes.empty()) {
+    std::vector<int64_t> wanted;
+    if (!AllConstant(sizes, &wanted)) return c.Unsupported("keep_aspect_ratio_policy needs constant sizes");
+    double scale = 0;
+    std::vector<int64_t> dims;
+    for (size_t k = 0; k < n; ++k) {
+      std::vector<int64_t> dim;
+      if (!AllConstant({in[static_cast<size_t>(axes[k])]}, &dim) || dim[0] == 0) {
+        return c.Unsupported("keep_aspect_ratio_policy needs static, non-zero input dims");
+      }
+      const double ratio = static_cast<double>(wanted[k]) / static_cast<double>(dim[0]);
+      scale = k == 0 ? ratio : policy == "not_larger" ? std::min(scale, ratio) : std::max(scale, ratio);
+      dims.push_back(dim[0]);
+    }
+    if (!(scale > 0)) return c.Error("sizes must be positive");
+    for (int64_t d : dims) kept_dims.push_back(static_cast<int64_t>(scale * static_cast<double>(d) + 0.5));
+    scales.assign(n, scale);
+    sizes.clear();
+  }
+
   std::vector<PrimExpr> out = in;
   std::vector<int64_t> resized;
   std::vector<double> resized_scales, roi_start, roi_end;
@@ -87,7 +113,9 @@ absl::StatusOr<std::vector<Value>> ConvertResize(NodeContext& c) {
       const double s = scales[k];
       if (!(s > 0) || !std::isfinite(s)) return c.Error("scales must be positive, got ", s);
       std::vector<int64_t> dim;
-      if (AllConstant({in[d]}, &dim)) {
+      if (!kept_dims.empty()) {
+        out[d] = PrimExpr(kept_dims[k]);
+      } else if (AllConstant({in[d]}, &dim)) {
         out[d] = PrimExpr(static_cast<int64_t>(std::floor(static_cast<double>(dim[0]) * s)));
       } else if (s == std::floor(s)) {
         out[d] = Simplify(in[d] * PrimExpr(static_cast<int64_t>(s)));

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <string_view>
 
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
@@ -445,6 +446,14 @@ absl::StatusOr<DataType> CastTarget(NodeContext& c) {
 // saturated or wrapped by converters/narrowing.h. The result is tagged with its ONNX type
 // (CastLike reads a tag from its `like` input).
 absl::StatusOr<std::vector<Value>> CastToNarrow(NodeContext& c, const NarrowType& narrow) {
+  // A small float constant to bfloat16 at import time, as CastTo does for the plain types.
+  if (const Value* v = c.InputValue(0); narrow.onnx_type == kOnnxBFloat16 && v != nullptr && v->data &&
+                                         !v->data->is_external() && v->data->numel() <= kMaxShapeValueElements &&
+                                         v->data->dtype.is_float()) {
+    Value value = Value::OfData(RoundDataToBFloat16(*v->data));
+    value.narrow_type = kOnnxBFloat16;
+    return std::vector<Value>{std::move(value)};
+  }
   KILN_ASSIGN_OR_RETURN(DataType from, c.InputDType(0));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   const bool saturate = c.opset() < 19 || c.AttrInt("saturate", 1) != 0;
@@ -516,10 +525,19 @@ absl::StatusOr<std::vector<Value>> ConvertCastLike(NodeContext& c) {
   return CastTo(c, dtype);
 }
 
+// The ONNX type of a tensor attribute when it is a narrow one held widened, else 0.
+int32_t NarrowTypeOfAttr(const NodeContext& c, std::string_view name) {
+  const ::onnx::AttributeProto* attr = c.Attr(name);
+  if (attr == nullptr || !attr->has_t() || FindNarrowType(attr->t().data_type()) == nullptr) return 0;
+  return attr->t().data_type();
+}
+
 absl::StatusOr<std::vector<Value>> ConvertConstant(NodeContext& c) {
   if (c.HasAttr("value")) {
     KILN_ASSIGN_OR_RETURN(relax::ConstantData data, c.AttrTensor("value"));
-    return std::vector<Value>{Value::OfData(std::move(data))};
+    Value value = Value::OfData(std::move(data));
+    value.narrow_type = NarrowTypeOfAttr(c, "value");
+    return std::vector<Value>{std::move(value)};
   }
   if (c.HasAttr("value_float")) {
     return std::vector<Value>{Value::OfData(DataFromDoubles({c.AttrFloat("value_float", 0)}, DataType::Float32(), {}))};
@@ -565,7 +583,9 @@ absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
     }
   }
   KILN_ASSIGN_OR_RETURN(Expr out, c.Call("full", {relax::ShapeExpr(shape), relax::Constant(fill)}, {{"dtype", fill.dtype}}));
-  return Outputs(out);
+  Value value = Value::Of(out);
+  value.narrow_type = NarrowTypeOfAttr(c, "value");
+  return std::vector<Value>{std::move(value)};
 }
 
 // Range whose bounds are known only at run time: the count max(ceil((limit - start) / delta), 0)
