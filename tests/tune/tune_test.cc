@@ -232,20 +232,26 @@ relax::PipelineOptions GeneratedOnly() {
   return options;
 }
 
-TEST(MeasureTest, ACrashOrHangIsAFailedTrialAndTheNextOneWorks) {
-  std::string path;
-  relax::ParsedModule parsed = TransformerBlock(&path);
+// The block's kernels as pass `schedule` receives them (GeneratedOnly's pipeline).
+std::vector<Workload> BlockWorkloads(const relax::ParsedModule& parsed) {
   relax::PipelineOptions options = GeneratedOnly();
   options.stop_after = "bind_target";
   absl::StatusOr<relax::IRModule> module = relax::RunPipeline(parsed.module, options, &parsed.locations);
-  ASSERT_TRUE(module.ok()) << module.status();
+  KILN_CHECK(module.ok()) << module.status();
   absl::StatusOr<std::vector<Workload>> workloads = ExtractWorkloads(*module, options.target);
-  ASSERT_TRUE(workloads.ok()) << workloads.status();
-  ASSERT_FALSE(workloads->empty());
-  const Workload& w = workloads->front();
+  KILN_CHECK(workloads.ok()) << workloads.status();
+  return *std::move(workloads);
+}
+
+TEST(MeasureTest, ACrashOrHangIsAFailedTrialAndTheNextOneWorks) {
+  std::string path;
+  relax::ParsedModule parsed = TransformerBlock(&path);
+  const std::vector<Workload> workloads = BlockWorkloads(parsed);
+  ASSERT_FALSE(workloads.empty());
+  const Workload& w = workloads.front();
   MeasureRequest request;
   request.func = w.func;
-  request.options = {.vector_lanes = options.target.Float32Lanes(), .num_threads = 1};
+  request.options = {.vector_lanes = GeneratedOnly().target.Float32Lanes(), .num_threads = 1};
   request.cpu = codegen::CpuTarget::Host();
   request.sizes = w.bindings[1];
   request.timeout_seconds = 1;
@@ -286,16 +292,11 @@ tir::PrimFunc ScheduledWith(const std::vector<Workload>& workloads, const std::s
 TEST(TuneKnobsTest, NewKnobsChangeTheSchedule) {
   std::string path;
   relax::ParsedModule parsed = TransformerBlock(&path);
-  relax::PipelineOptions options = GeneratedOnly();
-  options.stop_after = "bind_target";
-  absl::StatusOr<relax::IRModule> module = relax::RunPipeline(parsed.module, options, &parsed.locations);
-  ASSERT_TRUE(module.ok()) << module.status();
-  absl::StatusOr<std::vector<Workload>> workloads = ExtractWorkloads(*module, options.target);
-  ASSERT_TRUE(workloads.ok()) << workloads.status();
+  const std::vector<Workload> workloads = BlockWorkloads(parsed);
   const tir::CpuScheduleKnobs defaults;
   auto differs = [&](const std::string& name, const tir::CpuScheduleKnobs& k) {
-    return tir::StructuralHash(ScheduledWith(*workloads, name, k)) !=
-           tir::StructuralHash(ScheduledWith(*workloads, name, defaults));
+    return tir::StructuralHash(ScheduledWith(workloads, name, k)) !=
+           tir::StructuralHash(ScheduledWith(workloads, name, defaults));
   };
   tir::CpuScheduleKnobs rows_outer;
   rows_outer.matmul.rows_outer = true;
@@ -313,14 +314,9 @@ TEST(TuneKnobsTest, NewKnobsChangeTheSchedule) {
 // n = 64 (DispatchThreshold(16, 256)) row tiles outermost with the k loop unrolled and
 // wider row reductions, so each kernel with n dispatches at run time.
 std::shared_ptr<const tir::TuningTable> SizeDependentTable(const relax::ParsedModule& parsed) {
-  relax::PipelineOptions options = GeneratedOnly();
-  options.stop_after = "bind_target";
-  absl::StatusOr<relax::IRModule> module = relax::RunPipeline(parsed.module, options, &parsed.locations);
-  KILN_CHECK(module.ok()) << module.status();
-  absl::StatusOr<std::vector<Workload>> workloads = ExtractWorkloads(*module, options.target);
-  KILN_CHECK(workloads.ok()) << workloads.status();
+  const std::vector<Workload> workloads = BlockWorkloads(parsed);
   auto table = std::make_shared<tir::TuningTable>();
-  for (const Workload& w : *workloads) {
+  for (const Workload& w : workloads) {
     tir::TunedWorkload& t = (*table)[w.key];
     t.dispatch_var = w.dispatch_var;
     t.best_by_size = {{1, SmallTiles()}, {16, WideTiles()}, {256, RowsOuterDeepTiles()}};
