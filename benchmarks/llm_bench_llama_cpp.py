@@ -137,7 +137,14 @@ def main():
     parser.add_argument("--llama-ubatch", type=int, default=512,
                         help="llama.cpp's batch for --greedy-only (1: the prompt token by token, as decode steps)")
     parser.add_argument("--kiln-args", default="", help="more llm_bench arguments, e.g. '--activations=float32 --kv=f32'")
+    parser.add_argument("--prompt", action="append", default=[],
+                        help="a prompt for the greedy comparison (repeatable; replaces the built-in five)")
+    parser.add_argument("--prompts-file", help="prompts for the greedy comparison, one per line (\\n for a newline)")
     args = parser.parse_args()
+    if args.prompts_file:
+        with open(args.prompts_file, encoding="utf-8") as f:
+            args.prompt += [line.rstrip("\n").replace("\\n", "\n") for line in f if line.strip()]
+    args.greedy_prompts = args.prompt or GREEDY_PROMPTS
     threads = [int(t) for t in args.threads.split(",")]
     if args.greedy_only:
         llm = Llama(model_path=args.model, n_ctx=2048, n_batch=args.llama_ubatch, n_ubatch=args.llama_ubatch,
@@ -177,10 +184,10 @@ def main():
 def compare_greedy(args, llm):
     print(f"\ngreedy continuations ({args.greedy_tokens} tokens from the same prompt ids):")
     total = agree = equal = 0
-    prompts = [llm.tokenize(p.encode(), add_bos=False, special=True) for p in GREEDY_PROMPTS]
+    prompts = [llm.tokenize(p.encode(), add_bos=False, special=True) for p in args.greedy_prompts]
     extra = args.kiln_args.split() + (["--print-logits"] if args.logits else [])
     continuations, kiln_logits = kiln_greedy(args.llm_bench, args.model, prompts, args.greedy_tokens, extra)
-    for index, (prompt, ids, ours) in enumerate(zip(GREEDY_PROMPTS, prompts, continuations)):
+    for index, (prompt, ids, ours) in enumerate(zip(args.greedy_prompts, prompts, continuations)):
         theirs = llama_cpp_greedy(llm, ids, args.greedy_tokens)
         if args.logits:
             # llama_cpp_greedy's first eval was the prompt; evaluate it again for its logits.

@@ -79,6 +79,41 @@ static float DotF16GgmlVector(const uint16_t* a, const uint16_t* b, int64_t n) {
   return static_cast<float>(sum);
 }
 
+// DotF16TinyBlas with lanes 0..7 and 8..15 in two vectors: the same chains, the same Tree16.
+static float DotF16TinyBlasVector(const uint16_t* a, const uint16_t* b, int64_t n) {
+  __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
+    const __m256 b0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
+    const __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + 8)));
+    const __m256 b1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8)));
+    low = _mm256_fmadd_ps(a0, b0, low);
+    high = _mm256_fmadd_ps(a1, b1, high);
+  }
+  const __m256 t3 = _mm256_add_ps(high, low);
+  __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
+  t6 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
+  t6 = _mm_add_ss(t6, _mm_movehdup_ps(t6));
+  return _mm_cvtss_f32(t6);
+}
+
+// ReduceClasses16 for eight elements at a time (the same additions per element).
+static void ReduceClasses16Vector(const float* acc, int64_t d, int64_t used, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= d; i += 8) {
+    auto at = [&](int c) { return c < used ? _mm256_loadu_ps(acc + c * d + i) : _mm256_setzero_ps(); };
+    __m256 t3[8], t6[4];
+    for (int l = 0; l < 8; ++l) t3[l] = _mm256_add_ps(at(l + 8), at(l));
+    for (int l = 0; l < 4; ++l) t6[l] = _mm256_add_ps(t3[l + 4], t3[l]);
+    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3])));
+  }
+  for (; i < d; ++i) {
+    float lanes[16];
+    for (int l = 0; l < 16; ++l) lanes[l] = l < used ? acc[l * d + i] : 0.0f;
+    out[i] = Tree16(lanes);
+  }
+}
+
 // AccumulateValue, eight elements per instruction (each element its own chain, as before).
 static void AccumulateValueVector(float p, const uint16_t* value, int64_t d, float* acc_class) {
   const __m256 weight = _mm256_set1_ps(p);
@@ -155,6 +190,11 @@ struct AttentionJob {
   float* out;
   int64_t q_heads, kv_heads, d;
   float scale;
+  // Per step sequence: whether it brings two or more tokens to this step. llama.cpp computes
+  // such a batch's float16 attention products with tinyBLAS, a single token's with
+  // ggml_vec_dot_f16 (another summation order); the float16 cache follows it, per sequence,
+  // so a sequence's logits never depend on the other sequences in the step.
+  std::vector<bool> sequence_is_batch;
 };
 
 // One (token, kv head) with a float16 cache, computed as llama.cpp computes it: q rounded to
@@ -173,6 +213,12 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
   const std::vector<int32_t>& pages = *cache.step_sequences()[static_cast<size_t>(token.sequence)].pages;
   const int64_t length = token.position + 1;
   const int64_t page_size = cache.config().page_size;
+  // tinyBLAS takes a product only when its length is a multiple of 16 and its row count a
+  // multiple of 4: the scores' length is head_dim (their rows, the cache's padded length, a
+  // multiple of 256), the value product's rows are head_dim (its length, the padded length).
+  const bool batch = job.sequence_is_batch[static_cast<size_t>(token.sequence)];
+  const bool tiny_blas_scores = batch && d % 16 == 0;
+  const bool tiny_blas_values = batch && d % 4 == 0;
   thread_local std::vector<float> scores, classes;
   thread_local std::vector<uint16_t> q_half;
   scores.resize(static_cast<size_t>(group * length));
@@ -185,8 +231,13 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
     const auto* key = reinterpret_cast<const uint16_t*>(
         cache.KeyAt(job.layer, pages[static_cast<size_t>(p / page_size)], g, p % page_size));
     for (int64_t r = 0; r < group; ++r) {
-      const float s = kAvx2 ? ggml_avx2::DotF16GgmlVector(q_half.data() + r * d, key, d)
-                            : ggml_portable::DotF16Ggml(q_half.data() + r * d, key, d);
+      const uint16_t* q_row = q_half.data() + r * d;
+      float s;
+      if (tiny_blas_scores) {
+        s = kAvx2 ? ggml_avx2::DotF16TinyBlasVector(q_row, key, d) : ggml_portable::DotF16TinyBlas(q_row, key, d);
+      } else {
+        s = kAvx2 ? ggml_avx2::DotF16GgmlVector(q_row, key, d) : ggml_portable::DotF16Ggml(q_row, key, d);
+      }
       scores[static_cast<size_t>(r * length + p)] = s * job.scale;
     }
   }
@@ -194,23 +245,29 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
     float* row = scores.data() + r * length;
     kAvx2 ? ggml_avx2::SoftmaxToHalfPrecision(row, length) : ggml_portable::SoftmaxToHalfPrecision(row, length);
   }
-  // Classes (positions mod 64) that hold a position; the reduction reads the others as zeros.
-  const int64_t used = std::min<int64_t>(length, 64);
-  classes.resize(static_cast<size_t>(group * 64 * d));
-  for (int64_t r = 0; r < group; ++r) std::fill_n(classes.data() + r * 64 * d, used * d, 0.0f);
+  // Classes (positions mod 64, or mod 16 for tinyBLAS's lanes) that hold a position; the
+  // reduction reads the others as zeros.
+  const int64_t class_count = tiny_blas_values ? 16 : 64;
+  const int64_t used = std::min<int64_t>(length, class_count);
+  classes.resize(static_cast<size_t>(group * class_count * d));
+  for (int64_t r = 0; r < group; ++r) std::fill_n(classes.data() + r * class_count * d, used * d, 0.0f);
   for (int64_t p = 0; p < length; ++p) {
     const auto* value = reinterpret_cast<const uint16_t*>(
         cache.ValueAt(job.layer, pages[static_cast<size_t>(p / page_size)], g, p % page_size));
     for (int64_t r = 0; r < group; ++r) {
-      float* acc = classes.data() + (r * 64 + p % 64) * d;
+      float* acc = classes.data() + (r * class_count + p % class_count) * d;
       const float w = scores[static_cast<size_t>(r * length + p)];
       kAvx2 ? ggml_avx2::AccumulateValueVector(w, value, d, acc) : ggml_portable::AccumulateValue(w, value, d, acc);
     }
   }
   for (int64_t r = 0; r < group; ++r) {
     float* out = job.out + (t * job.q_heads + g * group + r) * d;
-    const float* acc = classes.data() + r * 64 * d;
-    kAvx2 ? ggml_avx2::ReduceClassesVector(acc, d, used, out) : ggml_portable::ReduceClasses(acc, d, used, out);
+    const float* acc = classes.data() + r * class_count * d;
+    if (tiny_blas_values) {
+      kAvx2 ? ggml_avx2::ReduceClasses16Vector(acc, d, used, out) : ggml_portable::ReduceClasses16(acc, d, used, out);
+    } else {
+      kAvx2 ? ggml_avx2::ReduceClassesVector(acc, d, used, out) : ggml_portable::ReduceClasses(acc, d, used, out);
+    }
   }
   return 0;
 }
@@ -322,7 +379,10 @@ absl::Status Attention(BuiltinContext&, const Value* const* args, int, Value* re
   absl::StatusOr<Tensor> out = Tensor::Empty({n, q_heads, c.head_dim}, vm::DTypeFloat32());
   if (!out.ok()) return out.status();
   AttentionJob job{&cache, layer, q_host->data_as<float>(), out->data_as<float>(), q_heads, c.num_kv_heads, c.head_dim,
-                   static_cast<float>(scale)};
+                   static_cast<float>(scale), {}};
+  std::vector<int64_t> tokens_per_sequence(cache.step_sequences().size(), 0);
+  for (const PagedKvCache::StepToken& token : cache.step_tokens()) ++tokens_per_sequence[static_cast<size_t>(token.sequence)];
+  for (int64_t count : tokens_per_sequence) job.sequence_is_batch.push_back(count >= 2);
   if (n * c.num_kv_heads > 0) {
     const auto task = !f16 ? AttentionTask : HasAvx2F16c() ? AttentionTaskF16<true> : AttentionTaskF16<false>;
     vm::ThreadPool::Global().ParallelFor(n * c.num_kv_heads, task, &job);

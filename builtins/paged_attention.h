@@ -17,7 +17,10 @@
 //       softmax with ggml's exp polynomial summed per 16 positions into float64, the
 //       probabilities rounded to float16, and each output element their float16 dot product
 //       with that element's values over the positions, in the same lane order
-//       (builtins/ggml_attention_math.inc). Every CPU gives the same bits (AVX2 or portable).
+//       (builtins/ggml_attention_math.inc). A sequence with two or more tokens in the step
+//       (a prompt) gets both products in llamafile tinyBLAS's order instead, as llama.cpp
+//       computes a batch: 16 lanes, each a fused chain, then the same 16-lane sum (docs/llm.md,
+//       Numerics). Every CPU gives the same bits (AVX2 or portable).
 //
 // Parallel over (token, kv head) on the VM's thread pool; the q heads sharing a kv head are
 // computed together so each key and value is read once per token. Wrong shapes, a layer out

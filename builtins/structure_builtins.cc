@@ -45,16 +45,24 @@ absl::Status ShapeOf(BuiltinContext&, const Value* const* args, int n, Value* ou
   return absl::OkStatus();
 }
 
-// (tensor) -> shape: R.tensor_to_shape, the dims held by a 1-d int64 CPU tensor (a shape
-// computed by a kernel). Each must be >= 0.
+// `t` in host memory: itself, or a copy of a tensor a kernel left on a GPU (a shape or
+// slice positions computed or held there, which the host reads here).
+absl::StatusOr<vm::Tensor> OnHost(const vm::Tensor& t) {
+  if (t.device().device_type == kDLCPU) return t;
+  return t.CopyTo(vm::CpuDevice());
+}
+
+// (tensor) -> shape: R.tensor_to_shape, the dims held by a 1-d int64 tensor (a shape
+// computed by a kernel; copied to the host first when it is on a GPU). Each must be >= 0.
 absl::Status TensorToShape(BuiltinContext&, const Value* const* args, int n, Value* out) {
   KILN_RETURN_IF_ERROR(CheckArity(n, 1));
   KILN_RETURN_IF_ERROR(CheckKind(*args[0], Value::Kind::kTensor, 0));
-  const vm::Tensor& t = args[0]->as_tensor();
-  if (t.ndim() != 1 || t.dtype().code != kDLInt || t.dtype().bits != 64 || t.dtype().lanes != 1 || t.device().device_type != kDLCPU) {
+  const vm::Tensor& given = args[0]->as_tensor();
+  if (given.ndim() != 1 || given.dtype().code != kDLInt || given.dtype().bits != 64 || given.dtype().lanes != 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("tensor_to_shape needs a 1-d int64 CPU tensor, got ", args[0]->Describe()));
+        absl::StrCat("tensor_to_shape needs a 1-d int64 tensor, got ", args[0]->Describe()));
   }
+  KILN_ASSIGN_OR_RETURN(vm::Tensor t, OnHost(given));
   std::vector<int64_t> dims(static_cast<size_t>(t.numel()));
   if (!dims.empty()) std::memcpy(dims.data(), t.data(), dims.size() * sizeof(int64_t));
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -63,6 +71,37 @@ absl::Status TensorToShape(BuiltinContext&, const Value* const* args, int n, Val
     }
   }
   *out = Value::FromShape(std::move(dims));
+  return absl::OkStatus();
+}
+
+// (tensor, shape) -> none: dynamic_strided_slice's check that no stride is 0 (entry i of the
+// 1-d integer tensor `strides` slices data axis axes[i]), before its kernels run. On the
+// host (a GPU program's strides are copied here), so it can stop the call with a message.
+absl::Status CheckSliceStrides(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  KILN_RETURN_IF_ERROR(CheckArity(n, 2));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[0], Value::Kind::kTensor, 0));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[1], Value::Kind::kShape, 1));
+  const vm::Tensor& given = args[0]->as_tensor();
+  const std::vector<int64_t>& axes = args[1]->as_shape();
+  const DLDataType dt = given.dtype();
+  const bool integer = (dt.code == kDLInt || dt.code == kDLUInt) && dt.lanes == 1 &&
+                       (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64);
+  if (given.ndim() != 1 || !integer || given.numel() != static_cast<int64_t>(axes.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("dynamic_strided_slice: strides must be a 1-d integer tensor of ",
+                                                   axes.size(), " entries, got ", args[0]->Describe()));
+  }
+  KILN_ASSIGN_OR_RETURN(vm::Tensor t, OnHost(given));
+  const auto* bytes = static_cast<const uint8_t*>(t.data());
+  const size_t width = dt.bits / 8;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    bool zero = true;
+    for (size_t b = 0; b < width; ++b) zero &= bytes[i * width + b] == 0;
+    if (zero) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dynamic_strided_slice: the stride of axis ", axes[i], " (strides[", i, "]) is 0"));
+    }
+  }
+  *out = Value();
   return absl::OkStatus();
 }
 
@@ -190,6 +229,7 @@ void RegisterStructureBuiltins(vm::BuiltinRegistry& r) {
   r.RegisterBuiltin("kiln.tuple_get", "(tuple, int) -> any", TupleGet);
   r.RegisterBuiltin("kiln.shape_of", "(tensor) -> shape", ShapeOf);
   r.RegisterBuiltin("kiln.tensor_to_shape", "(tensor) -> shape", TensorToShape);
+  r.RegisterBuiltin("kiln.check_slice_strides", "(tensor, shape) -> none", CheckSliceStrides);
   r.RegisterBuiltin("kiln.read_if_cond", "(any) -> bool", ReadIfCond);
   r.RegisterBuiltin("kiln.check_bound", "(int, int, int, string) -> none", CheckBound);
   r.RegisterBuiltin("kiln.print", "(string, any...) -> none", Print);

@@ -650,6 +650,19 @@ class FunctionCodegen {
         return absl::OkStatus();
       }
       if (op->name == "check_dims") return EmitCheckDims(call, dst, name);
+      if (op->name == "check_slice_strides") {  // relax/op/dynamic_shape.cc: strides read on the host
+        auto it = call.attrs.find("axes");
+        const auto* axes = it != call.attrs.end() ? std::get_if<std::vector<int64_t>>(&it->second) : nullptr;
+        if (axes == nullptr || call.args.size() != 1) return Error(name, "check_slice_strides needs strides and axes");
+        KILN_ASSIGN_OR_RETURN(Operand strides, ArgOperand(call.args[0], name));
+        int32_t shape = f_.NewRegister();
+        f_.LoadConst(shape, b_.AddConstant(vm::Value::FromShape(*axes)));
+        f_.SetDebugName(name);
+        f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.check_slice_strides", "(tensor, shape) -> none"),
+                       {strides, Operand::Reg(shape)});
+        f_.Kill(shape);
+        return absl::OkStatus();
+      }
       if (op->name == "call_tir") return Error(name, "R.call_tir must be lowered first (pass lower_call_tir)");
       return Error(name, "operator R.", op->name,
                    " has no VM lowering (tensor operators must be legalized to R.call_tir; this one is not)");

@@ -31,7 +31,7 @@
 //   relax/op/rearrange.cc    pad tile flip trilu squeeze expand_dims
 //   relax/op/sort.cc         cumsum sort argsort topk
 //   relax/op/einsum.cc       einsum
-//   relax/op/dynamic_shape.cc tensor_to_shape dynamic_strided_slice (shapes from data)
+//   relax/op/dynamic_shape.cc tensor_to_shape dynamic_strided_slice check_slice_strides (shapes from data)
 // The broadcasting rule shared by the elementwise ops, matmul's batch dims and where is
 // stated in relax/op/op_common.h. Attribute values are typed (relax/expr.h AttrValue): axis
 // and the like are int64, axis lists std::vector<int64_t>, keepdims bool, epsilon double,

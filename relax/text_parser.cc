@@ -62,6 +62,11 @@ absl::Status Parser::DefineRelaxVar(const Token& at, const std::string& key, con
 
 absl::StatusOr<ParsedModule> Parser::ParseModule() {
   ParsedModule result;
+  if (Peek().kind == TokenKind::kGlobal || IsKeyword("import") || IsKeyword("from")) {
+    // TVMScript (@I.ir_module, @R.function, import tvm) looks close enough to be tried.
+    return Expected("'module' (Kiln's text format, docs/ir.md: module { func @main(...) ... }; "
+                    "TVMScript is not read)");
+  }
   KILN_RETURN_IF_ERROR(ExpectKeyword("module"));
   KILN_RETURN_IF_ERROR(ExpectPunct("{"));
   while (!AcceptPunct("}")) {
@@ -305,6 +310,14 @@ absl::StatusOr<Expr> Parser::ParsePrimary() {
           return Expr(found->second);
         }
       }
+      for (const auto& scope : tir_scopes_) {
+        if (scope.count(t.text)) {
+          // A new user's natural spelling of a shape value, R.reshape(x, (n, 5)), lands here.
+          return Error(t, absl::StrCat("'", t.text,
+                                       "' is a symbolic dimension, not a Relax value: write a shape "
+                                       "as R.shape([...]) and a scalar as R.prim(...)"));
+        }
+      }
       return Error(t, absl::StrCat("undefined variable '", t.text, "'"));
     }
     case TokenKind::kDataflow: {
@@ -339,6 +352,10 @@ absl::StatusOr<Expr> Parser::ParsePrimary() {
       if (!AcceptPunct(",")) return Expected("',' or ')'");
     }
     return Tuple(std::move(fields));
+  }
+  if (t.kind == TokenKind::kInt || t.kind == TokenKind::kFloat) {
+    return Error(t, absl::StrCat("a bare number is not a Relax value: write a scalar tensor as "
+                                 "R.const(DTYPE, [], [", t.text, "]) (docs/ir.md, Constants)"));
   }
   return Expected("an expression");
 }
@@ -375,6 +392,10 @@ absl::StatusOr<Expr> Parser::ParseRForm() {
 absl::StatusOr<Expr> Parser::ParseConstant() {
   KILN_RETURN_IF_ERROR(ExpectPunct("("));
   const Token& dtype_at = Peek();
+  if (dtype_at.kind == TokenKind::kInt || dtype_at.kind == TokenKind::kFloat) {
+    return Error(dtype_at, absl::StrCat("R.const takes the data type first, then the shape and the "
+                                        "elements: R.const(float32, [], [", dtype_at.text, "])"));
+  }
   KILN_ASSIGN_OR_RETURN(DataType dtype, ParseDataType());
   // Sub-byte constants would need packed data (tir/data_type.h); none is written in text yet.
   if (!dtype.is_scalar() || dtype.is_handle() || dtype.is_sub_byte()) {

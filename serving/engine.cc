@@ -24,6 +24,7 @@
 #include "formats/gguf_file.h"
 #include "serving/latency_histogram.h"
 #include "serving/prefix_cache.h"
+#include "serving/prompt_chunk.h"
 #include "serving/request_state.h"
 #include "serving/step_cost_model.h"
 #include "serving/utf8.h"
@@ -200,7 +201,9 @@ absl::StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Generation
   }
   std::vector<int32_t> ids;
   if (request.prompt.has_value()) {
-    KILN_ASSIGN_OR_RETURN(ids, tokenizer_->Encode(*request.prompt));
+    // Control tokens in a raw prompt are recognized, as llama.cpp's server and Hugging Face
+    // tokenizers recognize them.
+    KILN_ASSIGN_OR_RETURN(ids, tokenizer_->Encode(*request.prompt, /*allow_special=*/true));
     if (tokenizer_->add_bos() && tokenizer_->bos_id() >= 0) ids.insert(ids.begin(), tokenizer_->bos_id());
   } else if (request.messages.has_value()) {
     if (!chat_template_.has_value()) {
@@ -398,9 +401,11 @@ bool Engine::Impl::CombinedStep() {
   }
   const int64_t decode_tokens = static_cast<int64_t>(rows.size());
   int64_t budget = decode_tokens == 0 ? options_.step_prefill_tokens
-                                      : step_cost_.TokensToAdd(decode_tokens, options_.prefill_time_ratio, 1,
+                                      : step_cost_.TokensToAdd(decode_tokens, options_.prefill_time_ratio,
+                                                               std::min<int64_t>(2, options_.step_prefill_tokens),
                                                                options_.step_prefill_tokens);
   budget = std::min(budget, runner_->max_call_tokens() - decode_tokens);
+  const int64_t most_prefill = std::min(options_.step_prefill_tokens, runner_->max_call_tokens());
   for (auto& request : running_) {
     if (budget <= 0) break;
     if (request->phase != RequestPhase::kPrefill) continue;
@@ -408,7 +413,8 @@ bool Engine::Impl::CombinedStep() {
     for (PrefillJob& job : request->jobs) {
       const int64_t left = static_cast<int64_t>(job.tokens.size()) - job.done;
       if (left <= 0) continue;
-      const int64_t chunk = std::min(left, budget);
+      const int64_t chunk = PromptChunk(left, budget, most_prefill);
+      if (chunk == 0) break;
       rows.push_back({request.get(), job.choice, &job, chunk});
       ids.push_back(request->choices[static_cast<size_t>(job.choice)].sequence);
       chunks.push_back(std::span<const int32_t>(job.tokens).subspan(static_cast<size_t>(job.done),
@@ -534,7 +540,10 @@ void Engine::Impl::PrefillStep() {
     for (PrefillJob& job : request.jobs) {
       const int64_t size = static_cast<int64_t>(job.tokens.size());
       while (job.done < size && budget > 0) {
-        const int64_t chunk = std::min({size - job.done, budget, runner_->max_call_tokens()});
+        const int64_t chunk =
+            PromptChunk(size - job.done, std::min(budget, runner_->max_call_tokens()),
+                        std::min(options_.step_prefill_tokens, runner_->max_call_tokens()));
+        if (chunk == 0) break;
         const int64_t sequence = request.choices[static_cast<size_t>(job.choice)].sequence;
         absl::StatusOr<std::vector<float>> out =
             runner_->Prefill(sequence, std::span<const int32_t>(job.tokens).subspan(static_cast<size_t>(job.done),

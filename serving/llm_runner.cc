@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "builtins/default_builtins.h"
 #include "serving/gguf_weight_provider.h"
+#include "serving/prompt_chunk.h"
 #include "support/status_macros.h"
 #include "vm/dtype.h"
 
@@ -137,10 +138,12 @@ absl::Status LlmRunner::CheckRoom(int64_t id, int64_t count) const {
 absl::StatusOr<std::vector<float>> LlmRunner::Prefill(int64_t id, std::span<const int32_t> tokens) {
   if (tokens.empty()) return absl::InvalidArgumentError("prefill needs at least one token");
   KILN_RETURN_IF_ERROR(CheckRoom(id, static_cast<int64_t>(tokens.size())));
-  // A prompt longer than one call takes goes in chunks; only the last chunk's logits count.
+  // A prompt longer than one call takes goes in chunks (PromptChunk: none of one token where
+  // that can be avoided); only the last chunk's logits count.
   vm::Tensor logits;
-  for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(max_call_tokens_)) {
-    const size_t count = std::min(tokens.size() - start, static_cast<size_t>(max_call_tokens_));
+  for (size_t start = 0, count = 0; start < tokens.size(); start += count) {
+    count = static_cast<size_t>(
+        PromptChunk(static_cast<int64_t>(tokens.size() - start), max_call_tokens_, max_call_tokens_));
     const int64_t ids[] = {id};
     const int64_t counts[] = {static_cast<int64_t>(count)};
     KILN_ASSIGN_OR_RETURN(logits, RunStep("prefill", ids, counts, tokens.subspan(start, count)));

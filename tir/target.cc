@@ -68,6 +68,15 @@ Target Target::Vulkan() {
   return t;
 }
 
+int64_t Target::MaxGridSize(int axis) const {
+  switch (kind) {
+    case TargetKind::kCuda: return axis == 0 ? int64_t{2147483647} : int64_t{65535};
+    case TargetKind::kVulkan: return 65535;
+    case TargetKind::kCpu: return 0;
+  }
+  return 0;
+}
+
 absl::StatusOr<Target> Target::Parse(std::string_view std_text) {
   absl::string_view text(std_text.data(), std_text.size());
   std::vector<absl::string_view> words = absl::StrSplit(text, ' ', absl::SkipEmpty());

@@ -23,6 +23,7 @@
 // in codegen/cpu_target.h (HostTarget, ResolveCpuTarget).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,6 +63,11 @@ struct Target {
 
   static absl::StatusOr<Target> Parse(std::string_view text);
   std::string ToString() const;
+
+  // The most blocks (CUDA) or workgroups (Vulkan) a launch may have along grid axis 0, 1
+  // or 2: CUDA's 2^31 - 1 along x and 65535 along y and z; Vulkan's guaranteed minimum of
+  // maxComputeWorkGroupCount, 65535 on every axis (lavapipe offers exactly that). 0 on a CPU.
+  int64_t MaxGridSize(int axis) const;
 
   bool is_cpu() const { return kind == TargetKind::kCpu; }
   bool is_gpu() const { return kind == TargetKind::kCuda || kind == TargetKind::kVulkan; }

@@ -9,6 +9,7 @@
 #include "relax/well_formed.h"
 #include "support/file_io.h"
 #include "tools/commands.h"
+#include "tools/usage_error.h"
 
 namespace kiln::tools {
 namespace {
@@ -37,8 +38,7 @@ int CheckCommand(int argc, char** argv) {
     if (arg == "--quiet" || arg == "-q") {
       quiet = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      std::fprintf(stderr, "kiln check: unknown option '%s'\n\n%s", arg.c_str(), kUsage);
-      return 2;
+      return UsageError("check", "unknown option '" + arg + "'");
     } else if (path.empty()) {
       path = arg;
     } else {

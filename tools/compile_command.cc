@@ -21,19 +21,21 @@
 #include "codegen/compile_gguf_model.h"
 #include "tools/model_source.h"
 #include "tools/onnx_model.h"
+#include "tools/usage_error.h"
 #include "tune/tuning_db.h"
 
 namespace kiln::tools {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: kiln compile FILE.kir --target cpu -o FILE.kx [options]\n"
+    "usage: kiln compile FILE.kir [--target cpu|vulkan|cuda] -o FILE.kx [options]\n"
     "       kiln compile MODEL.gguf -o MODEL.kx [options]\n"
     "       kiln compile MODEL.onnx -o MODEL.kx [--bind NAME=FILE.pb]... [options]\n"
     "\n"
     "Compiles a module in the IR text format (docs/ir.md) to an executable that\n"
     "'kiln run' loads: the Relax pipeline, then every PrimFunc called through R.call_tir\n"
-    "compiled into one CPU shared object, then bytecode for every Relax function.\n"
+    "compiled into the target's kernels (one CPU shared object, SPIR-V modules or CUDA\n"
+    "cubins and PTX carried in the executable), then bytecode for every Relax function.\n"
     "Tensor operators (R.add, R.matmul, ...) are legalized to PrimFuncs first.\n"
     "\n"
     "A GGUF language model (Llama family: llama, qwen2) is built into a module with\n"
@@ -84,10 +86,7 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-int Usage(const std::string& message) {
-  std::fprintf(stderr, "kiln compile: %s\n\n%s", message.c_str(), kUsage);
-  return 2;
-}
+int Usage(const std::string& message) { return UsageError("compile", message); }
 
 }  // namespace
 

@@ -24,6 +24,7 @@
 #include "tools/commands.h"
 #include "tools/model_resolution.h"
 #include "tools/profile_report.h"
+#include "tools/usage_error.h"
 
 namespace kiln::tools {
 namespace {
@@ -74,10 +75,7 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-int Usage(const std::string& message) {
-  std::fprintf(stderr, "kiln generate: %s\n\n%s", message.c_str(), kUsage);
-  return 2;
-}
+int Usage(const std::string& message) { return UsageError("generate", message); }
 
 }  // namespace
 
@@ -205,7 +203,9 @@ int GenerateCommand(int argc, char** argv) {
     if (!text.ok()) return Fail(std::string(text.status().message()));
     ids = (*tokenizer)->Encode(*text, /*allow_special=*/true);
   } else {
-    ids = (*tokenizer)->Encode(prompt);
+    // Control tokens written in the prompt (<|im_start|>) are recognized, as llama.cpp and
+    // Hugging Face tokenizers recognize them: a chat written out by hand means the same.
+    ids = (*tokenizer)->Encode(prompt, /*allow_special=*/true);
     if (ids.ok() && (*tokenizer)->add_bos() && (*tokenizer)->bos_id() >= 0) ids->insert(ids->begin(), (*tokenizer)->bos_id());
   }
   if (!ids.ok()) return Fail(std::string(ids.status().message()));

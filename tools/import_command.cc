@@ -7,6 +7,7 @@
 #include "support/file_io.h"
 #include "tools/commands.h"
 #include "tools/onnx_model.h"
+#include "tools/usage_error.h"
 
 namespace kiln::tools {
 namespace {
@@ -64,8 +65,7 @@ int ImportCommand(int argc, char** argv) {
       for (const std::string& op : frontends::onnx::SupportedOperators(opset)) std::printf("%s\n", op.c_str());
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {
-      std::fprintf(stderr, "kiln import: unknown option '%s'\n\n%s", arg.c_str(), kUsage);
-      return 2;
+      return UsageError("import", "unknown option '" + arg + "'");
     } else if (path.empty()) {
       path = arg;
     } else {

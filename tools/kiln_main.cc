@@ -16,7 +16,7 @@ struct Subcommand {
 constexpr Subcommand kSubcommands[] = {
     {"check", kiln::tools::CheckCommand,
      "parse a .kir module, check it, and print it with inferred struct info"},
-    {"compile", kiln::tools::CompileCommand, "compile a .kir module to a .kx executable (--target cpu)"},
+    {"compile", kiln::tools::CompileCommand, "compile a .kir, GGUF or ONNX model to a .kx executable (--target cpu|vulkan|cuda)"},
     {"tune", kiln::tools::TuneCommand, "auto-tune a model's CPU kernels into a records database (docs/tuning.md)"},
     {"run", kiln::tools::RunCommand, "load a .kx executable and call one of its functions"},
     {"disasm", kiln::tools::DisasmCommand, "print the contents of a .kx executable"},

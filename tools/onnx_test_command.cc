@@ -22,6 +22,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/commands.h"
 #include "tools/onnx_test_case.h"
+#include "tools/usage_error.h"
 
 namespace kiln::tools {
 namespace {
@@ -179,8 +180,7 @@ int OnnxTestCommand(int argc, char** argv) {
         return 2;
       }
     } else if (!arg.empty() && arg[0] == '-') {
-      std::fprintf(stderr, "kiln onnx-test: unknown option '%s'\n\n%s", arg.c_str(), kUsage);
-      return 2;
+      return UsageError("onnx-test", "unknown option '" + arg + "'");
     } else {
       roots.push_back(arg);
     }

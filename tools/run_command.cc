@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "tools/input_spec.h"
 #include "tools/npy_tensor.h"
 #include "tools/onnx_model.h"
+#include "tools/usage_error.h"
 #include "codegen/cpu_target.h"
 #include "tir/target.h"
 #include "vm/virtual_machine.h"
@@ -40,7 +42,7 @@ constexpr const char* kUsage =
     "                       float:VALUE             a float64 scalar (Prim(float64))\n"
     "                       bool:true, bool:false   a bool scalar (Prim(bool))\n"
     "                     DTYPE: bool, i8..i64, u8..u64, f16, f32, f64, bf16 (or int8, float32, ...)\n"
-    "  --output-dir DIR   also write the outputs as DIR/output_<i>.npy\n"
+    "  --output-dir DIR   also write the outputs as DIR/output_<i>.npy (DIR is created)\n"
     "  --device NAME      run on NAME (cpu, cuda, cuda:1, vulkan, vulkan:1; default cpu): the\n"
     "                     executable must be compiled for it (kiln compile --target cuda or\n"
     "                     --target vulkan); inputs are copied there\n"
@@ -123,8 +125,7 @@ int RunCommand(int argc, char** argv) {
     } else if (arg == "--stats") {
       stats = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      std::fprintf(stderr, "kiln run: unknown option %s\n\n%s", arg.c_str(), kUsage);
-      return 2;
+      return UsageError("run", "unknown option '" + arg + "'");
     } else if (path.empty()) {
       path = arg;
     } else {
@@ -232,6 +233,8 @@ int RunCommand(int argc, char** argv) {
     const vm::Tensor& t = v.as_tensor();
     std::printf("output %zu: %s sum=%.6g abs_sum=%.6g\n", i, t.Describe().c_str(), Checksum(t, false), Checksum(t, true));
     if (!output_dir.empty()) {
+      std::error_code created;
+      std::filesystem::create_directories(output_dir, created);  // a failure shows when writing
       std::string out_path = absl::StrCat(output_dir, "/output_", i, ".npy");
       absl::Status written = WriteNpyTensor(out_path, t);
       if (!written.ok()) {

@@ -22,6 +22,7 @@
 #include "serving/http_server.h"
 #include "tools/commands.h"
 #include "tools/model_resolution.h"
+#include "tools/usage_error.h"
 
 namespace kiln::tools {
 namespace {
@@ -65,10 +66,7 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-int Usage(const std::string& message) {
-  std::fprintf(stderr, "kiln serve: %s\n\n%s", message.c_str(), kUsage);
-  return 2;
-}
+int Usage(const std::string& message) { return UsageError("serve", message); }
 
 }  // namespace
 

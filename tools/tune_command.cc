@@ -12,6 +12,7 @@
 #include "tir/target.h"
 #include "tools/commands.h"
 #include "tools/model_source.h"
+#include "tools/usage_error.h"
 #include "tune/cost_model.h"
 #include "tune/tuner.h"
 
@@ -50,10 +51,7 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-int Usage(const std::string& message) {
-  std::fprintf(stderr, "kiln tune: %s\n\n%s", message.c_str(), kUsage);
-  return 2;
-}
+int Usage(const std::string& message) { return UsageError("tune", message); }
 
 }  // namespace
 

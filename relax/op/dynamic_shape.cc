@@ -2,7 +2,8 @@
 //
 // tensor_to_shape (data: Tensor((r,), int64)) -> Shape(ndim = r): the shape whose dims are
 //   data's values (each must be >= 0; checked when it runs). r must be a constant for the
-//   result's ndim to be known (otherwise Shape of unknown ndim). data must be on the CPU.
+//   result's ndim to be known (otherwise Shape of unknown ndim). data on a GPU is copied to
+//   the host (the VM reads the shape there).
 //   A match_cast of the result to Shape([a, b, ...]) with fresh symbolic variables defines
 //   those variables at run time: that is how a data-dependent shape enters the symbolic
 //   world (see dynamic_strided_slice's legalization, docs/ir.md).
@@ -14,6 +15,12 @@
 //   [-1, d - 1]; the length is max(ceil((end - begin) / stride), 0). A stride of 0 is a
 //   run-time error. The result has data's ndim and dtype and a shape known only at run time
 //   (struct info Tensor(ndim = data.ndim)); match_cast it to name its dims.
+// check_slice_strides (strides: 1-d integer Tensor), attribute axes (int list, required: the
+//   data axis each entry slices). At run time: fails with "dynamic_strided_slice: the stride
+//   of axis A (strides[i]) is 0" when an entry is 0, reading strides on the host (copied
+//   there from a GPU). Returns Object (nothing). dynamic_strided_slice's legalization emits
+//   it before its kernels (no kernel then reads strides in host code, which a GPU function
+//   could not). Pure and kept_when_unused, like check_dims (relax/op/check_dims.cc).
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
 
@@ -60,11 +67,25 @@ absl::StatusOr<StructInfo> InferDynamicStridedSlice(const CallNode& call, tir::A
   return TensorSInfoOfNdim(data->ndim, data->dtype, data->device);
 }
 
+absl::StatusOr<StructInfo> InferCheckSliceStrides(const CallNode& call, tir::Analyzer&) {
+  KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* strides, TensorArg(call, 0, "strides"));
+  if (strides->dtype && !strides->dtype->is_integer()) {
+    return OpError(call, "strides must have an integer dtype, got ", strides->dtype->ToString());
+  }
+  if (strides->ndim != kUnknownNdim && strides->ndim != 1) return OpError(call, "strides must be 1-d, got ndim ", strides->ndim);
+  KILN_ASSIGN_OR_RETURN(auto axes, IntsAttr(call, "axes"));
+  if (!axes) return OpError(call, "attribute 'axes' is required");
+  return ObjectSInfo();
+}
+
 }  // namespace
 
 void RegisterDynamicShapeOps(OpRegistry& registry) {
   registry.Register({"tensor_to_shape", 1, 1, true, {}, InferTensorToShape});
   registry.Register({"dynamic_strided_slice", 4, 4, true, {"axes"}, InferDynamicStridedSlice});
+  OpInfo check{"check_slice_strides", 1, 1, true, {"axes"}, InferCheckSliceStrides};
+  check.kept_when_unused = true;
+  registry.Register(std::move(check));
 }
 
 }  // namespace kiln::relax::op

@@ -1,12 +1,15 @@
 // Legalization of dynamic_strided_slice (semantics in relax/op/dynamic_shape.cc): the
 // minimal mechanism for a result whose shape is data-dependent. It lowers to
+//     check_slice_strides(strides, axes=...)                       # no stride is 0 (host)
 //     shape = call_tir(dynamic_strided_slice_shape, (data, begin, end, strides))  # (ndim,) int64
 //     s = tensor_to_shape(shape)                                   # Shape(ndim = r)
 //     s1 = match_cast(s, Shape([v0, ..., v{r-1}]))                 # fresh symbolic variables
 //     out = call_tir(dynamic_strided_slice, (data, begin, end, strides), out_sinfo=Tensor((v0, ...)))
 // so the VM computes the shape, binds the fresh variables when the match_cast runs, and
 // allocates the output from them like any symbolic shape. Both kernels clamp begin/end the
-// same way (ONNX Slice); the shape kernel first asserts that no stride is 0.
+// same way (ONNX Slice). Before them check_slice_strides stops the call when a stride is 0,
+// on the host: no kernel reads begin/end/strides outside its device code, so
+// the same legalization runs on GPUs (tensor_to_shape copies the shape to the host).
 #include <string>
 
 #include "relax/block_builder.h"
@@ -72,15 +75,16 @@ absl::StatusOr<Expr> LegalizeDynamicStridedSlice(LegalizeContext& context, const
   KILN_ASSIGN_OR_RETURN(SliceBuffers b, Buffers(call));
   const size_t ndim = b.data->shape.size();
   const int64_t count = static_cast<int64_t>(b.axes.size());
-  // 1. The shape kernel.
+  // 0. No stride is 0: checked on the host (check_slice_strides; on a GPU the strides live
+  // in device memory, which a kernel's host part cannot read).
+  std::vector<int64_t> axes(b.axes.begin(), b.axes.end());
+  KILN_RETURN_IF_ERROR(context.builder()
+                           .Emit(Call(Op("check_slice_strides"), {call.args[3]}, {{"axes", axes}}),
+                                 context.binding_name() + "_strides_checked")
+                           .status());
+  // 1. The shape kernel (with stride 0 it would still compute in-range dims: |0| counts as 1).
   Buffer shape_out("shape", DataType::Int64(), {Int(static_cast<int64_t>(ndim))});
-  std::vector<Stmt> stmts;
-  for (int64_t i = 0; i < count; ++i) {
-    stmts.push_back(tir::Assert(tir::NE(b.strides.Load({Int(i)}), Const(b.strides->dtype, 0)),
-                                absl::StrCat("dynamic_strided_slice: the stride of axis ", b.axes[static_cast<size_t>(i)],
-                                             " (strides[", i, "]) is 0")));
-  }
-  stmts.push_back(ComputeBlock("dynamic_strided_slice_shape", shape_out, [&](const std::vector<PrimExpr>& o) {
+  Stmt shape_body = ComputeBlock("dynamic_strided_slice_shape", shape_out, [&](const std::vector<PrimExpr>& o) {
     PrimExpr value = Int(0);
     // The dim of axis o[0]: the sliced length if an entry slices it, else data's dim.
     for (size_t a = ndim; a-- > 0;) {
@@ -96,10 +100,10 @@ absl::StatusOr<Expr> LegalizeDynamicStridedSlice(LegalizeContext& context, const
       value = a == ndim - 1 ? dim : tir::Select(tir::EQ(o[0], Int(static_cast<int64_t>(a))), dim, value);
     }
     return value;
-  }));
+  });
   KernelParams shape_params{{b.data, b.begin, b.end, b.strides}, {shape_out}, {}};
   Expr shape_kernel =
-      context.AddPrimFunc("dynamic_strided_slice_shape", MakePrimFunc(shape_params, tir::SeqStmt(stmts), "opaque"));
+      context.AddPrimFunc("dynamic_strided_slice_shape", MakePrimFunc(shape_params, shape_body, "opaque"));
   std::vector<Expr> operands(call.args.begin(), call.args.end());
   const std::string& name = context.binding_name();
   const auto* out_sinfo = call.struct_info().as<TensorStructInfoNode>();

@@ -3,6 +3,8 @@
 // dot product in 64 lanes; softmax with ggml's exp polynomial, summed per 16 positions into
 // float64; probabilities rounded to float16; each output element their dot product with the
 // values in the same 64 lanes): bit for bit, with the AVX2 code and with the portable code.
+// A step that brings two or more tokens of a sequence (a prompt) takes both products in
+// tinyBLAS's order instead: 16 lanes, each one fused chain, then the same 16-lane sum.
 // builtins/paged_kv_cache_test.cc checks the same builtin against exact float64 attention.
 #include <gtest/gtest.h>
 
@@ -55,13 +57,24 @@ float NaiveDot(const std::vector<float>& x, const std::vector<float>& y) {
   return static_cast<float>(sum);
 }
 
+// tinyBLAS's order: x[i] * y[i] into lane i % 16 (n a multiple of 16), each lane a fused
+// chain in order, then SumOf16.
+float NaiveDotTinyBlas(const std::vector<float>& x, const std::vector<float>& y) {
+  float lanes[16] = {};
+  for (size_t i = 0; i < x.size(); ++i) lanes[i % 16] = std::fma(x[i], y[i], lanes[i % 16]);
+  return SumOf16(lanes);
+}
+
 float Value(int64_t i, int salt) { return static_cast<float>(2.5 * std::sin(0.37 * static_cast<double>(i) + salt)); }
 
 TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBit) {
   for (bool portable : {false, true}) {
     SCOPED_TRACE(portable ? "portable" : "avx2 where available");
     ForcePortableAttentionForTesting(portable);
-    for (int64_t d : {64, 72}) {  // 72: products past the last 64 are added in float64
+    // 72 and 68: products past the last 64 are added in float64, and a prompt's scores keep
+    // the single-token order (no multiple of 16) while its value product does not (68: an
+    // element past the last 8 the vector code takes at once).
+    for (int64_t d : {64, 72, 68}) {
       PagedKvCache::Config c;
       c.num_layers = 1;
       c.num_kv_heads = 2;
@@ -74,6 +87,7 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
       std::vector<std::vector<float>> keys, values;  // rounded to float16, per position
       int salt = 0;
       for (int64_t n : {83, 1, 1, 40}) {  // a prompt past 64 positions, two decode steps, more
+        const bool batch = n >= 2;
         ASSERT_TRUE(cache->BeginForward({0}, {n}).ok());
         ++salt;
         auto make = [&](int64_t heads, int offset) {
@@ -108,7 +122,8 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
             std::vector<float> score(length);
             for (size_t p = 0; p < length; ++p) {
               std::vector<float> key(keys[p].begin() + g * d, keys[p].begin() + (g + 1) * d);
-              score[p] = NaiveDot(qh, key) * static_cast<float>(scale);
+              const float dot = batch && d % 16 == 0 ? NaiveDotTinyBlas(qh, key) : NaiveDot(qh, key);
+              score[p] = dot * static_cast<float>(scale);
             }
             const float max = *std::max_element(score.begin(), score.end());
             double sum = 0;
@@ -127,7 +142,8 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
               std::vector<float> padded_score = score, padded_column = column;
               padded_score.resize((length + 63) / 64 * 64, 0.0f);
               padded_column.resize(padded_score.size(), 0.0f);
-              const float want = NaiveDot(padded_score, padded_column);
+              const float want = batch ? NaiveDotTinyBlas(padded_score, padded_column)
+                                       : NaiveDot(padded_score, padded_column);
               const float got = out.data_as<float>()[(t * q_heads + h) * d + i];
               ASSERT_EQ(got, want) << "d " << d << " token " << t << " of step " << salt << " head " << h << " element " << i;
             }

@@ -11,6 +11,7 @@
 
 #include "codegen/cuda_codegen.h"
 #include "codegen/spirv_codegen.h"
+#include "tests/codegen/gpu_kernels.h"
 #include "tir/schedule_rules/gpu_schedule.h"
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/schedule_utils.h"
@@ -88,20 +89,11 @@ TEST(CrossThreadCombinerTest, AcceptsAssociativeUpdatesWhoseInitAbsorbsItself) {
   }
 }
 
-// The lowered device kernels of `f` scheduled for `target`.
-absl::StatusOr<std::vector<tir::PrimFunc>> Kernels(const tir::PrimFunc& f, const tir::Target& target) {
-  absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForGpu(f, target);
-  if (!scheduled.ok()) return scheduled.status();
-  absl::StatusOr<tir::transform::LoweredFunc> lowered = tir::transform::LowerPrimFunc(*scheduled, target);
-  if (!lowered.ok()) return lowered.status();
-  return lowered->device_kernels;
-}
-
 TEST(CrossThreadReductionTest, RowSumIsATreeOfBarriersInBothEmitters) {
   // 64 threads per row (a symbolic row): partials, then log2(64) = 6 halvings, each
   // followed by a barrier, after the first store to shared memory.
   absl::StatusOr<std::vector<tir::PrimFunc>> kernels =
-      Kernels(RowReduction("m", "0.0", "B[vi] + A[vi, vr]"), tir::Target::Vulkan());
+      ScheduledKernels(RowReduction("m", "0.0", "B[vi] + A[vi, vr]"), tir::Target::Vulkan());
   ASSERT_TRUE(kernels.ok()) << kernels.status();
   ASSERT_FALSE(kernels->empty());
   for (const tir::PrimFunc& kernel : *kernels) {  // int64 indices, and an int32 variant
@@ -112,7 +104,7 @@ TEST(CrossThreadReductionTest, RowSumIsATreeOfBarriersInBothEmitters) {
   }
 
   absl::StatusOr<std::vector<tir::PrimFunc>> cuda_kernels =
-      Kernels(RowReduction("m", "-3.0e38", "max(B[vi], A[vi, vr])"), tir::Target::Cuda());
+      ScheduledKernels(RowReduction("m", "-3.0e38", "max(B[vi], A[vi, vr])"), tir::Target::Cuda());
   ASSERT_TRUE(cuda_kernels.ok()) << cuda_kernels.status();
   absl::StatusOr<codegen::CudaSource> cuda = codegen::EmitCudaSource({{"row_max", (*cuda_kernels)[0]}});
   ASSERT_TRUE(cuda.ok()) << cuda.status();
@@ -122,7 +114,7 @@ TEST(CrossThreadReductionTest, RowSumIsATreeOfBarriersInBothEmitters) {
 
 TEST(CrossThreadReductionTest, ShortConstantRowsStayOneThreadPerRow) {
   absl::StatusOr<std::vector<tir::PrimFunc>> kernels =
-      Kernels(RowReduction("8", "0.0", "B[vi] + A[vi, vr]"), tir::Target::Vulkan());
+      ScheduledKernels(RowReduction("8", "0.0", "B[vi] + A[vi, vr]"), tir::Target::Vulkan());
   ASSERT_TRUE(kernels.ok()) << kernels.status();
   EXPECT_EQ(CountCalls((*kernels)[0]->body, "storage_sync"), 0);
 }
@@ -149,7 +141,7 @@ prim_func @f(A: Buffer((k,), float32), B: Buffer((k,), float32), C: Buffer((), f
   }
 })");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  absl::StatusOr<std::vector<tir::PrimFunc>> kernels = Kernels(parsed->func, tir::Target::Vulkan());
+  absl::StatusOr<std::vector<tir::PrimFunc>> kernels = ScheduledKernels(parsed->func, tir::Target::Vulkan());
   ASSERT_TRUE(kernels.ok()) << kernels.status();
   int syncs = 0;
   for (const tir::PrimFunc& kernel : *kernels) syncs += CountCalls(kernel->body, "storage_sync");
@@ -160,7 +152,8 @@ TEST(CrossThreadReductionTest, SharedMemoryStaysWithinTheTargetsLimit) {
   // 128 bytes of shared memory: 32 float partials per row at most.
   absl::StatusOr<tir::Target> small = tir::Target::Parse("vulkan -max-shared-memory-per-block=128");
   ASSERT_TRUE(small.ok()) << small.status();
-  absl::StatusOr<std::vector<tir::PrimFunc>> kernels = Kernels(RowReduction("m", "0.0", "B[vi] + A[vi, vr]"), *small);
+  absl::StatusOr<std::vector<tir::PrimFunc>> kernels =
+      ScheduledKernels(RowReduction("m", "0.0", "B[vi] + A[vi, vr]"), *small);
   ASSERT_TRUE(kernels.ok()) << kernels.status();
   EXPECT_EQ(CountCalls((*kernels)[0]->body, "storage_sync"), 6);
   // A hand-made schedule above the limit: the verifier names the kernel's total.
@@ -196,8 +189,8 @@ prim_func @f(A: Buffer((64,), float32), B: Buffer((1,), float32)) {
 })");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_THAT(tir::VerifyGpuFunction(parsed->func, tir::Target::Vulkan()).message(),
-              ::testing::HasSubstr("the loop 't' bound to threadIdx.x reduces block 'B', but its update is not an "
-                                   "associative combine"));
+              ::testing::HasSubstr("the loop 't' bound to threadIdx.x reduces block 'B', but its update is neither "
+                                   "an associative combine"));
   // The default rule leaves such a block one thread per row.
   EXPECT_TRUE(tir::ScheduleForGpu(RowReduction("m", "0.0", "B[vi] * 2.0 + A[vi, vr]"), tir::Target::Vulkan()).ok());
 }

@@ -287,28 +287,47 @@ tir::PrimFunc Matmul(const std::string& m, const std::string& n, const std::stri
   return parsed->func;
 }
 
-TEST(GpuScheduleRulesTest, MatmulsAccumulateARegisterTilePerThread) {
+TEST(GpuScheduleRulesTest, MatmulsStageOperandTilesInSharedMemory) {
   for (const auto& [m, n, k] : {std::tuple<std::string, std::string, std::string>{"m", "256", "784"},
-                                {"37", "10", "19"}}) {  // tails in both tiled dimensions
+                                {"37", "10", "19"},      // tails in every tiled dimension
+                                {"70", "9", "40"}}) {  // several blocks and steps, all with tails
     SCOPED_TRACE(m + " x " + n + " x " + k);
     std::string trace;
     absl::StatusOr<tir::PrimFunc> f = tir::ScheduleForGpu(Matmul(m, n, k), tir::Target::Vulkan(), &trace);
     ASSERT_TRUE(f.ok()) << f.status();
-    EXPECT_THAT(trace, ::testing::HasSubstr("cache_write"));
+    EXPECT_THAT(trace, ::testing::HasSubstr("cache_read_shared"));
     EXPECT_THAT(trace, ::testing::HasSubstr("reverse_compute_at"));
-    // The accumulators: one 4 x 4 (or smaller) local tile inside the thread loop, no loads
-    // and stores of C in the reduction loop.
+    // Both operand tiles in shared memory inside the thread loops, the accumulators in a
+    // 4 x 4 (or smaller) local tile, no loads and stores of C in the reduction loop.
     const std::string text = tir::PrintPrimFunc(*f, "f");
+    EXPECT_THAT(text, ::testing::ContainsRegex("allocate A_shared: Buffer\\(\\([0-9]+, [0-9]+\\), float32, scope=\"shared\"\\)"));
+    EXPECT_THAT(text, ::testing::ContainsRegex("allocate B_shared: Buffer\\(\\([0-9]+, [0-9]+\\), float32, scope=\"shared\"\\)"));
     EXPECT_THAT(text, ::testing::ContainsRegex("allocate C_local: Buffer\\(\\([1-4], [1-4]\\), float32, scope=\"local\"\\)"));
-    EXPECT_THAT(text, ::testing::HasSubstr("C_local[i_1, j_1] = C_local[i_1, j_1] + A[vi, vk] * B[vk, vj]"));
+    EXPECT_THAT(text, ::testing::ContainsRegex("C_local\\[i_2, j_2\\] = C_local\\[i_2, j_2\\] \\+ A_shared\\[[^]]+\\] \\* "
+                                               "B_shared\\[[^]]+\\]"));
+    EXPECT_THAT(text, ::testing::HasSubstr("\"threadIdx.y\""));
     EXPECT_TRUE(tir::VerifyGpuFunction(*f, tir::Target::Vulkan()).ok());
-    // Bit-identical to the unscheduled function (the sum runs in the same order of k).
+    // Run serially (each thread copies the whole tile itself), bit-identical to the
+    // unscheduled function: the sum runs in the same order of k.
     if (m != "m") {
       EXPECT_TRUE(ExpectSameResults(Matmul(m, n, k), *f));
     }
   }
-  // One tile in all: nothing to spread over threads, so one thread per output instead.
+}
+
+TEST(GpuScheduleRulesTest, MatrixVectorProductsKeepARegisterTilePerThread) {
+  // Four columns or fewer: one register tile spans them, no operand is reused across
+  // threads, so no shared tiles; each thread reads device memory directly.
   std::string trace;
+  absl::StatusOr<tir::PrimFunc> f = tir::ScheduleForGpu(Matmul("m", "3", "784"), tir::Target::Vulkan(), &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, ::testing::Not(::testing::HasSubstr("cache_read_shared")));
+  const std::string text = tir::PrintPrimFunc(*f, "f");
+  EXPECT_THAT(text, ::testing::HasSubstr("C_local[i_1, j] = C_local[i_1, j] + A[vi, vk] * B[vk, vj]"));
+  absl::StatusOr<tir::PrimFunc> fixed = tir::ScheduleForGpu(Matmul("37", "3", "19"), tir::Target::Vulkan(), &trace);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_TRUE(ExpectSameResults(Matmul("37", "3", "19"), *fixed));
+  // One tile in all: nothing to spread over threads, so one thread per output instead.
   absl::StatusOr<tir::PrimFunc> small = tir::ScheduleForGpu(Matmul("3", "2", "5"), tir::Target::Vulkan(), &trace);
   ASSERT_TRUE(small.ok()) << small.status();
   EXPECT_THAT(trace, ::testing::Not(::testing::HasSubstr("cache_write")));

@@ -419,14 +419,17 @@ TEST(ScheduleNumericsTest, MatmulWithPackedPanels) {
 
 // A model's weight (constant k, a multiple of the 16-step k block, and a constant width of
 // 1030: several wide tiles per thread share, the last one partial) with a symbolic row count:
-// full row tiles take the k-blocked register accumulators, the row-edge copy (every tile
-// when m < 8) the streaming order; many rows take the packed register tiles.
+// full 16-row tiles take the k-blocked register accumulators in row steps (8 rows for 16
+// lanes, 4 for 8), the row-edge copy (every tile when m < 16, the last when m is not a
+// multiple of 16) the streaming order; many rows take the packed register tiles.
 TEST(ScheduleNumericsTest, MatmulWideTilesOverAConstantWeight) {
   Variants v(Parse(MatmulWithSizes("m", "128", "1030")));
-  // The k blocks of the wide tiles and the edge copy's steps of 4 weight rows.
+  // The k blocks of the wide tiles, the 4-row steps of 8 lanes and the edge copy's 8 weight
+  // rows per step.
   EXPECT_NE(v.scheduled_text().find("serial(0, 16)"), std::string::npos) << v.scheduled_text();
   EXPECT_NE(v.scheduled_text().find("unroll(0, 4)"), std::string::npos) << v.scheduled_text();
-  for (int64_t m : {1, 3, 8, 9, 13, 63, 64, 100}) {
+  EXPECT_NE(v.scheduled_text().find("unroll(0, 8)"), std::string::npos) << v.scheduled_text();
+  for (int64_t m : {1, 3, 8, 9, 13, 16, 17, 24, 32, 40, 63, 64, 100}) {
     ExpectMatmulVariantsMatchNaive(v, m, 128, 1030, 70, "m=" + std::to_string(m));
   }
 }

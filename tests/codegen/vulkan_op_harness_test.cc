@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -31,6 +32,8 @@
 #include "tests/codegen/op_check.h"
 #include "vm/device.h"
 #include "vm/executable.h"
+#include "vm/tensor.h"
+#include "vm/virtual_machine.h"
 
 namespace kiln::op_cases {
 
@@ -183,6 +186,46 @@ TEST(VulkanIndexWidthTest, BoundedShapesGet32BitIndexArithmetic) {
   ASSERT_EQ(val.exit_code, 0) << val.output << dis;
   EXPECT_THAT(dis, ::testing::HasSubstr("OpSDiv %uint"));
   EXPECT_THAT(dis, ::testing::Not(::testing::ContainsRegex("Op(SDiv|UDiv|SRem|UMod|SMod|IMul) %ulong")));
+}
+
+
+// dynamic_strided_slice on the GPU (docs/ir.md, "Shapes known only at run time"): its
+// begin / end / strides live in device memory; the stride check and the shape reach the
+// host through builtins that copy them there, so a zero stride stops the call with the
+// same message as on the CPU, and a valid slice runs (the harness checks its values).
+TEST(VulkanDataDependentShapeTest, ZeroStrideStopsTheCallWithItsMessage) {
+  absl::StatusOr<vm::Device*> device = vm::GetDevice("vulkan:0");
+  if (!device.ok()) GTEST_SKIP() << "no Vulkan device here: " << device.status().message();
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = LoadForVulkan(R"(module {
+  func @main(x: Tensor((n,), float32), b: Tensor((1,), int64), e: Tensor((1,), int64), s: Tensor((1,), int64)) -> Object {
+    r = R.dynamic_strided_slice(x, b, e, s)
+    return r
+  }
+})");
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  absl::StatusOr<std::unique_ptr<vm::VirtualMachine>> machine = vm::VirtualMachine::Create(*exe, *device);
+  ASSERT_TRUE(machine.ok()) << machine.status();
+  auto on_device = [&](std::vector<int64_t> shape, DLDataType dtype, const void* data, size_t bytes) {
+    vm::Tensor host = *vm::Tensor::Empty(std::move(shape), dtype);
+    std::memcpy(host.data(), data, bytes);
+    absl::StatusOr<vm::Tensor> t = host.CopyTo(*device);
+    EXPECT_TRUE(t.ok()) << t.status();
+    return vm::Value(*t);
+  };
+  const float x[5] = {0, 1, 2, 3, 4};
+  auto i64 = [&](int64_t v) { return on_device({1}, {kDLInt, 64, 1}, &v, sizeof v); };
+  const vm::Value data = on_device({5}, {kDLFloat, 32, 1}, x, sizeof x);
+  // x[-1 :: -2] = {4, 2, 0}
+  absl::StatusOr<vm::Value> ok = (*machine)->Invoke("main", {data, i64(-1), i64(-100), i64(-2)});
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  absl::StatusOr<vm::Tensor> result = ok->as_tensor().CopyTo(vm::CpuDevice());
+  ASSERT_TRUE(result.ok()) << result.status();
+  ASSERT_EQ(result->shape(), std::vector<int64_t>({3}));
+  EXPECT_EQ(result->data_as<float>()[0], 4);
+  EXPECT_EQ(result->data_as<float>()[2], 0);
+  absl::StatusOr<vm::Value> zero = (*machine)->Invoke("main", {data, i64(0), i64(5), i64(0)});
+  ASSERT_FALSE(zero.ok());
+  EXPECT_THAT(zero.status().message(), ::testing::HasSubstr("dynamic_strided_slice: the stride of axis 0 (strides[0]) is 0"));
 }
 
 }  // namespace

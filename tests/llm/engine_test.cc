@@ -173,7 +173,8 @@ std::string* EngineTest::kx_path_ = nullptr;
 
 // What the engine's promise rests on: a sequence's logits are bit for bit the same whatever
 // else is in its decode batch (sizes 1 to 9: the matmul kernels take rows four at a time)
-// and however its prompt was split into prefill calls.
+// and however its prompt was split into prefill calls of two or more tokens (a lone token
+// is computed as llama.cpp computes a decode step: serving/prompt_chunk.h).
 TEST_F(EngineTest, LogitsDoNotDependOnTheBatchOrTheChunking) {
   absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(*gguf_path_);
   ASSERT_TRUE(gguf.ok());

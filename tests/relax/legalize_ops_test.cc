@@ -46,11 +46,11 @@ std::string Legalized(const std::string& text) {
 
 TEST(LegalizeOpsTest, EveryTensorOperatorHasALegalization) {
   // Calls, the lowered forms that legalization itself produces and run-time checks (VM
-  // codegen lowers check_dims to a builtin) have nothing to lower; neither has tensor_to_shape,
-  // which VM codegen turns into a builtin call like shape_of.
+  // codegen lowers check_dims and check_slice_strides to builtins) have nothing to lower;
+  // neither has tensor_to_shape, which VM codegen turns into a builtin call like shape_of.
   const std::vector<std::string> structural = {"alloc_storage", "alloc_tensor", "call_builtin", "call_dps_library",
-                                               "call_tir",      "call_tir_dps", "check_dims",   "print",
-                                               "shape_of",      "storage_tensor", "tensor_to_shape"};
+                                               "call_tir",      "call_tir_dps", "check_dims",   "check_slice_strides",
+                                               "print",         "shape_of",     "storage_tensor", "tensor_to_shape"};
   for (const std::string& name : OpRegistry::Global().Names()) {
     const bool is_structural = std::find(structural.begin(), structural.end(), name) != structural.end();
     EXPECT_EQ(OpRegistry::Global().Find(name)->legalize != nullptr, !is_structural) << name;

@@ -353,6 +353,19 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
       {"module {\n  func @f(x: Tensor((n, 4), float33)) {\n    return x\n  }\n}",
        "e.kir:2:29: error: expected a data type or device=\"...\", found identifier 'float33'"},
       {"module { func @f() { return y } }", "e.kir:1:29: error: undefined variable 'y'"},
+      // What a new user coming from TVMScript writes first gets a hint at Kiln's spelling.
+      {"@R.function\ndef main(x): return x",
+       "e.kir:1:1: error: expected 'module' (Kiln's text format, docs/ir.md: module { func @main(...) ... }; "
+       "TVMScript is not read), found '@R'"},
+      {"module { func @f(x: Tensor((n, 4), float32)) { y = R.reshape(x, (n, 5))\n return y } }",
+       "e.kir:1:66: error: 'n' is a symbolic dimension, not a Relax value: write a shape as R.shape([...]) and a "
+       "scalar as R.prim(...)"},
+      {"module { func @f(x: Tensor((4,), float32)) { y = R.add(x, 1.5)\n return y } }",
+       "e.kir:1:59: error: a bare number is not a Relax value: write a scalar tensor as R.const(DTYPE, [], [1.5]) "
+       "(docs/ir.md, Constants)"},
+      {"module { func @f() { c = R.const(2.0, float32)\n return c } }",
+       "e.kir:1:34: error: R.const takes the data type first, then the shape and the elements: "
+       "R.const(float32, [], [2.0])"},
       {"module { func @f(x: Object) {\n x = R.add(x, x)\n return x } }", "e.kir:2:2: error: redefinition of variable 'x'"},
       {"module { func @f(x: Object) { %y = R.add(x, x)\n return x } }",
        "e.kir:1:31: error: dataflow variable '%y' outside a dataflow block"},

@@ -10,7 +10,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "support/check.h"
 #include "tir/structural_equal.h"
 #include "tir/text_parser.h"
@@ -94,7 +99,7 @@ TEST(DefaultCpuScheduleTest, MatmulIsTiledVectorizedAndDecomposed) {
   EXPECT_THAT(trace, StartsWith(
             "branch_on(\"m >= 64 || n < 128\") -> \"C_else\"\n"
             "cache_write(\"C\") -> \"C_write_back\"\n"
-            "split(\"i\", [-1, 4]) -> [\"i_0\", \"i_1\"]\n"
+            "split(\"i\", [-1, 6]) -> [\"i_0\", \"i_1\"]\n"
             "split(\"j\", [-1, 16]) -> [\"j_0\", \"j_1\"]\n"
             "reorder([\"j_0\", \"i_0\", \"r\", \"i_1\", \"j_1\"])\n"
             "fuse([\"j_0\", \"i_0\"]) -> \"j_0_i_0_fused\"\n"
@@ -108,10 +113,11 @@ TEST(DefaultCpuScheduleTest, MatmulIsTiledVectorizedAndDecomposed) {
             "unroll(\"ax0\")\n"
             "cache_write(\"C_else\") -> \"C_else_write_back\"\n"));
   EXPECT_THAT(trace, EndsWith("guard_vectorized_tails()\n"));
-  // The accumulator is a 4 x 16 tile inside the parallel loop, and the full tiles run
+  // The accumulator is a 6 x 16 tile inside the parallel loop (8 lanes: AVX2's 16
+  // registers hold 12 accumulators, 2 loads and a broadcast), and the full tiles run
   // without lane conditions, apart from the edge tiles' serial copy.
   std::string text = Print(*f);
-  EXPECT_THAT(text, HasSubstr("allocate C_local: Buffer((4, 16), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("allocate C_local: Buffer((6, 16), float32, scope=\"local\")"));
   EXPECT_THAT(text, HasSubstr("C_local[i_1, j_1] = C_local[i_1, j_1] + A[vi, vk] * B[vk, vj]"));
   EXPECT_THAT(text, HasSubstr("C[vi_wb, vj_wb] = C_local[ax0, ax1]"));
 }
@@ -127,7 +133,7 @@ TEST(DefaultCpuScheduleTest, FusedMatmulEpilogueRunsOnTheTile) {
                                 "reverse_compute_inline(\"gelu\")\n"));
   EXPECT_THAT(trace, HasSubstr("reverse_compute_at(\"matmul_write_back\", \"i1_0_i0_0_fused\")"));
   std::string text = Print(*f);
-  // One parallel loop nest; the intermediates are gone and the tile is 4 x 16.
+  // One parallel loop nest; the intermediates are gone and the tile is 6 x 16.
   EXPECT_EQ(text.find("allocate mm:"), std::string::npos) << text;
   EXPECT_EQ(text.find("allocate biased"), std::string::npos) << text;
   // One parallel loop nest in each branch of `if (m >= 64 ...)`.
@@ -135,7 +141,7 @@ TEST(DefaultCpuScheduleTest, FusedMatmulEpilogueRunsOnTheTile) {
   ASSERT_NE(second, std::string::npos) << text;
   EXPECT_EQ(second, text.rfind("parallel")) << text;
   EXPECT_LT(text.find("if m >= 64"), first) << text;
-  EXPECT_THAT(text, HasSubstr("allocate mm_local: Buffer((4, 16), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("allocate mm_local: Buffer((6, 16), float32, scope=\"local\")"));
   EXPECT_THAT(text, HasSubstr("out[v0_wb, v1_wb] = 0.5 * (mm_local[ax0, ax1] + bias[v1_wb])"));
 }
 
@@ -183,7 +189,7 @@ TEST(DefaultCpuScheduleTest, TracesOfTheNewRulesReplay) {
   }
 }
 
-// Few rows and wide columns get wide 8 x 256 tiles (each weight row read in long runs,
+// Few rows and wide columns get wide 16 x 256 tiles (each weight row read in long runs,
 // GEMV-like). Symbolic sizes: one kernel, `if (m >= 64 || n < 256)` the 8 x 32 register
 // tile, else the wide tile. Constants decide without a branch.
 TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
@@ -207,7 +213,7 @@ TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
   };
   std::string text = with(kMatmul, "", "");
   EXPECT_THAT(text, HasSubstr("if m >= 64 || n < 256 {"));
-  EXPECT_THAT(text, HasSubstr("Buffer((8, 256), float32, scope=\"local\")"));
+  EXPECT_THAT(text, HasSubstr("Buffer((16, 256), float32, scope=\"local\")"));
   EXPECT_THAT(text, HasSubstr("Buffer((8, 32), float32, scope=\"local\")"));
   text = with(kMatmul, "", "4096");
   EXPECT_THAT(text, HasSubstr("if m >= 64 {"));
@@ -229,6 +235,57 @@ TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
   EXPECT_THAT(text, Not(HasSubstr("_else")));
   EXPECT_THAT(text, HasSubstr("Buffer((8, 32), float32, scope=\"local\")"));
   EXPECT_THAT(text, Not(HasSubstr("256), float32, scope=\"local\"")));
+}
+
+// A wide tile of 16 rows over a model's weight (k, n constant, m symbolic) walks its rows in
+// steps the registers hold, inside each k block and sub-tile, so every k block of the weight
+// is read once for all 16 rows: 8-row steps with 32 registers (16 lanes), 4-row steps with
+// 16 (8 lanes). The row-edge copy (m not a multiple of 16, GEMV) runs its row steps
+// outermost in each k block, each row reading 8 weight rows across the whole tile.
+TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
+  std::string text = kMatmul;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"A: Buffer((m, k)", "A: Buffer((m, 4096)"}, {"B: Buffer((k, n)", "B: Buffer((4096, 4096)"},
+           {"C: Buffer((m, n)", "C: Buffer((m, 4096)"}, {"serial(0, n)", "serial(0, 4096)"},
+           {"serial(0, k)", "serial(0, 4096)"}, {"spatial(n, j)", "spatial(4096, j)"},
+           {"reduce(k, r)", "reduce(4096, r)"}}) {
+    text.replace(text.find(from), from.size(), to);
+  }
+  for (int lanes : {16, 8}) {
+    SCOPED_TRACE(lanes);
+    const int step = lanes == 16 ? 8 : 4;
+    absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = lanes, .num_threads = 2});
+    ASSERT_TRUE(f.ok()) << f.status();
+    // The printed loops without their indentation, one per line.
+    std::string printed;
+    for (absl::string_view line : absl::StrSplit(Print(*f), '\n')) {
+      printed += std::string(absl::StripLeadingAsciiWhitespace(line)) + "\n";
+    }
+    EXPECT_THAT(printed, HasSubstr("if m >= 64 {"));
+    EXPECT_THAT(printed, HasSubstr("Buffer((16, 2048), float32, scope=\"local\")"));
+    const int sub_tiles = 2048 / (16 * lanes);  // of 8 vector pairs
+    // Full tiles: k block, sub-tile, row step, pair, k in the block, rows unrolled, lanes.
+    const std::string full = absl::StrCat(
+        "for r_else_0 in serial(0, 256) {\n"
+        "for j_else_1_0 in serial(0, ", sub_tiles, ") {\n"
+        "for i_else_1_0 in serial(0, ", 16 / step, ") {\n"
+        "for j_else_1_1_0 in serial(0, 8) {\n"
+        "for r_else_1 in serial(0, 16) {\n"
+        "for i_else_1_1 in unroll(0, ", step, ") {\n"
+        "for j_else_1_1_1 in vectorized(0, ", 2 * lanes, ") {");
+    EXPECT_THAT(printed, HasSubstr(full)) << printed;
+    // Row edges: row step, 8 weight rows, rows, sub-tile, pair, the 8 unrolled, lanes.
+    const std::string edge = absl::StrCat(
+        "for r_else_0_edge in serial(0, 256) {\n"
+        "for i_else_1_0_edge in serial(0, ", 16 / step, ") {\n"
+        "for r_else_1_edge_0 in serial(0, 2) {\n"
+        "for i_else_1_1_edge in unroll(0, ", step, ") {\n"
+        "for j_else_1_0_edge in serial(0, ", sub_tiles, ") {\n"
+        "for j_else_1_1_0_edge in serial(0, 8) {\n"
+        "for r_else_1_edge_1 in unroll(0, 8) {\n"
+        "for j_else_1_1_1_edge in vectorized(0, ", 2 * lanes, ") {");
+    EXPECT_THAT(printed, HasSubstr(edge)) << printed;
+  }
 }
 
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {

@@ -36,6 +36,15 @@ out3=$("$kiln" generate "$dir/smol.kx" --prompt "The capital of France is" -n 8 
 chat=$("$kiln" generate --chat --prompt "Say hello." -n 16 --seed 5 2>/dev/null)
 chat2=$("$kiln" generate --chat --prompt "Say hello." -n 16 --seed 5 2>/dev/null)
 [ "$chat" = "$chat2" ] || fail "the same seed gave '$chat' and '$chat2'"
+# The same chat written out by hand (control tokens in the prompt, as llama.cpp reads them).
+greedy_chat=$("$kiln" generate --chat --prompt "Say hello." -n 12 --temperature 0 2>/dev/null)
+by_hand=$("$kiln" generate -n 12 --temperature 0 --prompt "<|im_start|>system
+You are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>
+<|im_start|>user
+Say hello.<|im_end|>
+<|im_start|>assistant
+" 2>/dev/null)
+[ "$greedy_chat" = "$by_hand" ] || fail "a chat written by hand gave '$by_hand', the template '$greedy_chat'"
 stopped=$("$kiln" generate --prompt "1, 2, 3, 4," -n 30 --temperature 0 --stop "8" 2>/dev/null)
 grep -q "7" <<<"$stopped" || fail "stop: $stopped"
 grep -q "8" <<<"$stopped" && fail "the stop string was printed: $stopped"

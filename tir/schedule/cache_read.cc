@@ -1,6 +1,7 @@
 // CacheRead: the part of an input a block reads during one iteration of a loop is copied
 // into a compact local buffer at the start of that iteration, and the block reads the copy
-// (a packed panel: contiguous, reused by every inner iteration).
+// (a packed panel: contiguous, reused by every inner iteration). In "shared" scope the copy
+// is a GPU thread block's tile (lower_cooperative_copies spreads it over the threads).
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -62,7 +63,7 @@ class Redirect : public StmtExprMutator {
 }  // namespace
 
 absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::string& name, const std::string& buffer_name,
-                                          const std::string& loop_name) {
+                                          const std::string& loop_name, const std::string& scope) {
   KILN_ASSIGN_OR_RETURN(Stmt block_stmt, FindBlock(func, name, "cache_read"));
   KILN_ASSIGN_OR_RETURN(Stmt loop_stmt, FindLoop(func, loop_name, "cache_read"));
   const auto* block = block_stmt.as<BlockNode>();
@@ -85,6 +86,23 @@ absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::strin
   for (auto it = at + 1; it != ancestors.end(); ++it) {
     if (it->kind() == StmtKind::kBlock) return fail("another block stands between the loop and the block");
     if (const auto* l = it->as<ForNode>()) inner.push_back(l);
+  }
+  // A shared copy serves every thread of the block: its region also spans the thread-bound
+  // loops above `loop` (up to the block's loops), and it lives in the innermost of them,
+  // where each thread (run serially) makes the whole copy itself before reading it.
+  const ForNode* thread_loop = nullptr;
+  if (scope == "shared") {
+    for (auto it = ancestors.begin(); it != at; ++it) {
+      const auto* l = it->as<ForNode>();
+      if (l && l->for_kind == ForKind::kThreadBinding && l->thread_tag.rfind("threadIdx.", 0) == 0) {
+        inner.push_back(l);
+        thread_loop = l;
+      }
+    }
+    if (!thread_loop) return fail("no loop bound to threadIdx encloses the loop (a shared copy serves a thread block)");
+    if (AccessesOf(thread_loop->body).writes.count(buffer.get())) return fail("it is written inside the thread nest");
+  } else if (scope != "local") {
+    return fail(absl::StrCat("unknown scope '", scope, "' (local or shared)"));
   }
   if (AccessesOf(loop->body).writes.count(buffer.get())) return fail("it is written inside the loop");
   if (block->init.defined() && AccessesOf(block->init).reads.count(buffer.get())) return fail("the block's init reads it");
@@ -126,6 +144,10 @@ absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::strin
       extent[d] = IntImm(dt, *hi[d] - lo[d]);
     }
     shape.push_back(extent[d]);
+    if (scope == "shared" && !hi[d]) {
+      return fail(absl::StrCat("the region read in dimension ", d, " has no constant size (shared memory is sized ",
+                               "at compile time)"));
+    }
   }
 
   // Where the block runs its whole region unconditionally (no condition of its predicate
@@ -152,7 +174,7 @@ absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::strin
   }
 
   NameSet used = UsedNames(func);
-  Buffer cache(absl::StrCat(buffer->name, "_local"), buffer->dtype, shape, {}, "local");
+  Buffer cache(absl::StrCat(buffer->name, "_", scope), buffer->dtype, shape, {}, scope);
   std::vector<Var> loops;
   std::vector<IterVar> iters;
   std::vector<PrimExpr> cache_at, source_at;
@@ -176,9 +198,15 @@ absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::strin
 
   Stmt new_block = Redirect(block, buffer.get(), cache, base).VisitStmt(block_stmt);
   Stmt body = ReplaceStmt(loop->body, block, new_block);
-  Stmt new_loop = For(loop->loop_var, loop->min, loop->extent, loop->for_kind,
-                      Allocate(cache, SeqStmt({copy, body})), loop->thread_tag);
-  return CacheReadResult{WithBody(func, ReplaceStmt(func->body, loop, new_loop)), copy_name};
+  if (!thread_loop) {
+    Stmt new_loop = For(loop->loop_var, loop->min, loop->extent, loop->for_kind, Allocate(cache, SeqStmt({copy, body})),
+                        loop->thread_tag);
+    return CacheReadResult{WithBody(func, ReplaceStmt(func->body, loop, new_loop)), copy_name};
+  }
+  Stmt new_loop = For(loop->loop_var, loop->min, loop->extent, loop->for_kind, SeqStmt({copy, body}), loop->thread_tag);
+  Stmt new_threads = For(thread_loop->loop_var, thread_loop->min, thread_loop->extent, thread_loop->for_kind,
+                         Allocate(cache, ReplaceStmt(thread_loop->body, loop, new_loop)), thread_loop->thread_tag);
+  return CacheReadResult{WithBody(func, ReplaceStmt(func->body, thread_loop, new_threads)), copy_name};
 }
 
 }  // namespace kiln::tir::schedule_primitive

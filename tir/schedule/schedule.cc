@@ -129,6 +129,15 @@ absl::StatusOr<std::string> Schedule::CacheRead(const std::string& block, const 
   return r.copy_block;
 }
 
+absl::StatusOr<std::string> Schedule::CacheReadShared(const std::string& block, const std::string& buffer,
+                                                      const std::string& loop) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::CacheReadResult r,
+                        schedule_primitive::CacheRead(func_, block, buffer, loop, "shared"));
+  func_ = r.func;
+  trace_.Append({"cache_read_shared", {block, buffer, loop}, {}, {r.copy_block}});
+  return r.copy_block;
+}
+
 absl::Status Schedule::ReverseComputeAt(const std::string& block, const std::string& loop) {
   KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::ReverseComputeAt(func_, block, loop));
   trace_.Append({"reverse_compute_at", {block, loop}, {}, {}});

@@ -57,6 +57,15 @@
 //        indexed in loop terms. Refused when the buffer is written inside the loop, or the
 //        region cannot be bounded (an index not growing by a constant step per loop).
 //        Returns the copy block's name.
+//      CacheReadShared(block, buffer, loop): CacheRead into a "shared" buffer "<buffer>_shared"
+//        that the threads of a GPU block share: `loop` lies inside loops bound to threadIdx,
+//        and the region is what one iteration of `loop` reads across all of them (their
+//        variables vary like the loops inside `loop`), so it must have a constant size. The
+//        allocation wraps the body of the innermost threadIdx loop; run serially, each thread
+//        copies the whole region before reading it, which is what the function computes.
+//        transform::LowerCooperativeCopies later has the block's threads split the copy
+//        between them, between barriers. Refused like CacheRead, and when no threadIdx
+//        loop encloses `loop` or the region's size is not a constant.
 //      ReverseComputeAt(block, loop): moves an elementwise block (plain loops, one per
 //        iteration variable, no predicate) under `loop` of its producer, after the loop's
 //        body: new loops walk exactly the region of the buffer it reads that one iteration
@@ -156,6 +165,8 @@ class Schedule {
   absl::Status ComputeInline(const std::vector<std::string>& blocks);
   absl::StatusOr<std::string> CacheWrite(const std::string& block);
   absl::StatusOr<std::string> CacheRead(const std::string& block, const std::string& buffer, const std::string& loop);
+  absl::StatusOr<std::string> CacheReadShared(const std::string& block, const std::string& buffer,
+                                              const std::string& loop);
   absl::Status ReverseComputeAt(const std::string& block, const std::string& loop);
   absl::Status ReverseComputeInline(const std::string& block);
   absl::Status FuseSiblings(const std::string& first, const std::string& second);
@@ -204,8 +215,9 @@ struct CacheReadResult {
   PrimFunc func;
   std::string copy_block;
 };
+// scope: "local" (CacheRead) or "shared" (CacheReadShared).
 absl::StatusOr<CacheReadResult> CacheRead(const PrimFunc& func, const std::string& block, const std::string& buffer,
-                                          const std::string& loop);
+                                          const std::string& loop, const std::string& scope = "local");
 absl::StatusOr<PrimFunc> ReverseComputeAt(const PrimFunc& func, const std::string& block, const std::string& loop);
 absl::StatusOr<PrimFunc> ReverseComputeInline(const PrimFunc& func, const std::string& block);
 absl::StatusOr<PrimFunc> FuseSiblings(const PrimFunc& func, const std::string& first, const std::string& second);

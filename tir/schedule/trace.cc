@@ -253,6 +253,9 @@ absl::Status Trace::Replay(Schedule* s) const {
     } else if (inst.kind == "cache_read") {
       KILN_RETURN_IF_ERROR(arity(3, 0, "a block, a buffer and a loop"));
       outputs = single(s->CacheRead(in[0], in[1], in[2]));
+    } else if (inst.kind == "cache_read_shared") {
+      KILN_RETURN_IF_ERROR(arity(3, 0, "a block, a buffer and a loop"));
+      outputs = single(s->CacheReadShared(in[0], in[1], in[2]));
     } else if (inst.kind == "reverse_compute_at") {
       KILN_RETURN_IF_ERROR(arity(2, 0, "a block and a loop"));
       outputs = none(s->ReverseComputeAt(in[0], in[1]));

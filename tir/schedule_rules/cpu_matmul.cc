@@ -109,6 +109,39 @@ bool PackPays(int64_t panels, const CpuScheduleOptions& options) {
   return panels >= 4 * options.num_threads;
 }
 
+// Vector registers of the target's SIMD unit, known from its width: AVX-512 (16 fp32 lanes)
+// has 32, AVX2 (8 lanes) and SSE (4) have 16.
+int64_t VectorRegisters(const CpuScheduleOptions& options) { return options.vector_lanes >= 16 ? 32 : 16; }
+
+// Rows of a register tile `vectors` vectors wide: its accumulators (rows x vectors), the
+// `vectors` loads of the right operand and one broadcast of the left must all stay in
+// registers, or the accumulators spill at every k step. At most 8 rows (8 x 2 vectors was
+// measured best on AVX-512; more rows only lengthen the unrolled body).
+int64_t RegisterTileRows(const CpuScheduleOptions& options, int64_t vectors) {
+  return std::clamp<int64_t>((VectorRegisters(options) - vectors - 1) / vectors, 1, 8);
+}
+
+// Rows of each step of a wide tile's update (a vector pair each): the register tile's rows
+// for two vectors, rounded down to a power of two so that they divide kFewRowsGroup (8 on
+// AVX-512; 4 on AVX2, where 8 rows x 2 vectors would take all 16 registers).
+int64_t WideTileStepRows(const CpuScheduleOptions& options) {
+  int64_t rows = 1;
+  while (rows * 2 <= RegisterTileRows(options, 2)) rows *= 2;
+  return rows;
+}
+
+// Rows of a wide tile (its accumulator: kFewRowsGroup x the tile's columns, in L2). Every
+// row tile streams the whole weight from memory once, so for few rows the group is as tall
+// as L2 allows while every k block of the weight (16 rows across the tile) is reused by
+// all of its rows from cache: 16 x 4096 floats of accumulator (256 KiB) on one thread.
+// Measured (matmul_bench, 4096 x 4096 weight, AVX-512, one thread, load ~12, one run per
+// group size, ratio to the best OpenBLAS in the same run): groups of 8 / 16 / 32 rows gave
+// M = 16: 1.44 / 1.57 / 1.31, M = 32: 0.79 / 0.90 / 0.36 (32 rows: 512 KiB of accumulator,
+// which L2 no longer holds beside the weight's block). The cost: 8 to 15 rows are now a
+// row edge (the streaming copy, each row reading the k block from L2) where 8 of them were
+// a full tile: M = 8 fell from 2.15x to 1.46x of the best OpenBLAS (same run, load 8).
+constexpr int64_t kFewRowsGroup = 16;
+
 // Folds elementwise consumers of the write-back's output into it, one after another, so
 // an epilogue (bias, activation) is applied to the tile while it is in registers.
 void InlineEpilogues(Schedule* s, const std::string& write_back) {
@@ -168,11 +201,14 @@ int64_t WideTileColumns(std::optional<int64_t> width, int64_t sub_tile, const Cp
 constexpr int64_t kWideTileKBlock = 16;
 
 // The update of a wide tile, loops (.., [sub-tiles,] k, rows, pairs, vector), becomes
-// (.., k_0, [sub-tiles,] pairs, k_1, rows unrolled, vector). Only for a constant k that is
-// a multiple of the block (a model's weights): a remainder would put a condition inside the
-// register loop.
+// (.., k_0, [sub-tiles,] [row steps,] pairs, k_1, rows unrolled, vector). Only for a
+// constant k that is a multiple of the block (a model's weights): a remainder would put a
+// condition inside the register loop. A tile taller than the registers hold (kFewRowsGroup
+// rows) walks its rows in steps of WideTileStepRows inside the sub-tile, so each step's
+// pair of accumulators stays in registers over k_1 and the block's piece of the sub-tile
+// (16 rows x 256 columns, 16 KiB) is read from L1 by the later steps.
 absl::Status BlockWideTileOverK(Schedule* s, const std::string& block, const PrimExpr& k_extent,
-                                const std::string& sub_tiles) {
+                                const std::string& sub_tiles, const CpuScheduleOptions& options) {
   std::optional<int64_t> k = k_extent.as_int();
   if (!k || *k % kWideTileKBlock != 0 || *k <= kWideTileKBlock) return absl::OkStatus();
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(block));
@@ -180,11 +216,18 @@ absl::Status BlockWideTileOverK(Schedule* s, const std::string& block, const Pri
   const size_t n = loops.size();
   std::string rows = loops[n - 3], pairs = loops[n - 2], vector = loops[n - 1];
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> steps, s->Split(loops[n - 4], {-1, kWideTileKBlock}));
-  if (sub_tiles.empty()) {
-    KILN_RETURN_IF_ERROR(s->Reorder({steps[0], pairs, steps[1], rows, vector}));
-  } else {
-    KILN_RETURN_IF_ERROR(s->Reorder({steps[0], sub_tiles, pairs, steps[1], rows, vector}));
+  std::vector<std::string> order = {steps[0]};
+  if (!sub_tiles.empty()) order.push_back(sub_tiles);
+  KILN_ASSIGN_OR_RETURN(Stmt row_loop, FindLoop(s->func(), rows, "cpu schedule"));
+  std::optional<int64_t> row_extent = row_loop.as<ForNode>()->extent.as_int();
+  const int64_t step_rows = WideTileStepRows(options);
+  if (row_extent && *row_extent > step_rows && *row_extent % step_rows == 0) {
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> row_steps, s->Split(rows, {-1, step_rows}));
+    order.push_back(row_steps[0]);
+    rows = row_steps[1];
   }
+  for (const std::string& l : {pairs, steps[1], rows, vector}) order.push_back(l);
+  KILN_RETURN_IF_ERROR(s->Reorder(order));
   return s->Unroll(rows);
 }
 
@@ -217,13 +260,27 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   const ForNode* i = nest.loops[n - 3];
   const ForNode* j = nest.loops[n - 2];
   const ForNode* k = nest.loops[n - 1];
-  // 8 x 2 vectors of accumulators fit AVX-512's 32 registers with room for the operands;
-  // AVX2's 16 take 4 x 2.
   const MatmulKnobs& knobs = options.knobs.matmul;
-  const int64_t row_tile = knobs.row_tile > 0 ? knobs.row_tile : (options.vector_lanes >= 16 ? 8 : 4);
+  const int64_t col_vectors =
+      std::max<int64_t>(1, std::min<int64_t>(64, knobs.col_vectors * static_cast<int64_t>(options.vector_lanes)) /
+                               options.vector_lanes);
   // The wide tiles of few rows are made of vector pairs whatever the knob says (the
   // few-rows condition, ManyRowsCondition, is sized from them).
   const int64_t pair_tile = std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
+  std::optional<int64_t> j_extent = j->extent.as_int();
+  // Few rows (m < 64): wide column tiles of 8 vector pairs whose accumulators live in L1.
+  // Each row of the right operand is then read as one 1 KiB run per tile (instead of 128
+  // bytes per 32-column panel), which a memory-bound GEMV wants; the rows of the tile reuse
+  // it from L1. Measured (matmul_bench, 4096 x 4096 weight): 8 pairs beat 4 and 16, and up
+  // to m = 32 the wide tiles beat the register tile.
+  const int64_t wide_tile = 8 * pair_tile;  // the least width that takes wide tiles
+  // The wide tile's columns are split into vector pairs only once the write-back has moved
+  // under the tile loop (it wants one dense column loop to do so).
+  bool few = options.matmul_few_rows && cache && pair_tile >= 2 && !(j_extent && *j_extent <= wide_tile);
+  // Register tile: 8 x 2 vectors on AVX-512 (32 registers), 6 x 2 on AVX2 (16: 12
+  // accumulators, 2 loads, 1 broadcast). A wide tile's rows: kFewRowsGroup.
+  const int64_t row_tile =
+      knobs.row_tile > 0 ? knobs.row_tile : (few ? kFewRowsGroup : RegisterTileRows(options, col_vectors));
   std::vector<std::string> outer;  // batch loops, then the row and column tiles
   for (size_t b = 0; b + 3 < n; ++b) outer.push_back(nest.loops[b]->loop_var.name());
   std::string ii, ji;
@@ -236,18 +293,7 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
     ii = parts[1];
     i_split = true;
   }
-  std::optional<int64_t> j_extent = j->extent.as_int();
-  // Few rows (m < 64): 8-row tiles over wide column tiles of 8 vector pairs whose
-  // accumulators live in L1. Each row of the right operand is then read as one 1 KiB run
-  // per tile (instead of 128 bytes per 32-column panel), which a memory-bound GEMV wants;
-  // the rows of the tile reuse it from L1. Measured (matmul_bench, 4096 x 4096 weight):
-  // 8 pairs beat 4 and 16, and up to m = 32 the wide tiles beat the register tile.
-  const int64_t wide_tile = 8 * pair_tile;  // the least width that takes wide tiles
-  // The wide tile's columns are split into vector pairs only once the write-back has moved
-  // under the tile loop (it wants one dense column loop to do so).
-  bool few = options.matmul_few_rows && cache && pair_tile >= 2 && !(j_extent && *j_extent <= wide_tile);
-  const int64_t col_tile =
-      few ? pair_tile : std::min<int64_t>(64, knobs.col_vectors * static_cast<int64_t>(options.vector_lanes));
+  const int64_t col_tile = few ? pair_tile : col_vectors * options.vector_lanes;
   const int64_t wide_columns = WideTileColumns(j_extent, wide_tile, options);
   if (few) {
     KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(j->loop_var.name(), {-1, wide_columns}));
@@ -315,7 +361,7 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
         KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(loops.back(), {-1, col_tile}));
         KILN_RETURN_IF_ERROR(s->Vectorize(parts[1]));
       }
-      KILN_RETURN_IF_ERROR(BlockWideTileOverK(s, nest.block->name, k->extent, sub_tiles));
+      KILN_RETURN_IF_ERROR(BlockWideTileOverK(s, nest.block->name, k->extent, sub_tiles, options));
     }
     if (pack) {
       KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(nest.block->name, panel, pack_loop));
@@ -368,25 +414,40 @@ void StreamWideEdgeTiles(Schedule* s) {
         rows->for_kind != ForKind::kUnrolled || vector->for_kind != ForKind::kVectorized) {
       continue;
     }
-    // The sub-tile loop, when the tile has several: directly above the pairs, its variable
-    // in the block's column index (k_0 stands there otherwise).
-    const ForNode* sub_tiles = n >= 5 ? loop(n - 5) : nullptr;
-    bool has_sub_tiles = false;
-    if (sub_tiles && sub_tiles->body.get() == static_cast<const StmtNode*>(pairs)) {
-      absl::StatusOr<Stmt> block = FindBlock(attempt.func(), name, "");
-      if (block.ok()) {
-        for (const IterVar& iv : block->as<BlockNode>()->iter_vars) {
-          has_sub_tiles |= iv.type == IterType::kSpatial && UsesVar(iv.value, sub_tiles->loop_var.get()) &&
-                           UsesVar(iv.value, pairs->loop_var.get());
-        }
+    absl::StatusOr<Stmt> block = FindBlock(attempt.func(), name, "");
+    if (!block.ok()) continue;
+    // Whether `outer` directly encloses `inner` and some spatial variable of the block is
+    // bound to both `outer` and `with` (outer walks the same index as `with`).
+    auto encloses_in_index = [&](const ForNode* outer, const ForNode* inner, const ForNode* with) {
+      if (!outer || outer->body.get() != static_cast<const StmtNode*>(inner)) return false;
+      bool found = false;
+      for (const IterVar& iv : block->as<BlockNode>()->iter_vars) {
+        found |= iv.type == IterType::kSpatial && UsesVar(iv.value, outer->loop_var.get()) &&
+                 UsesVar(iv.value, with->loop_var.get());
       }
-    }
+      return found;
+    };
+    // Above the pairs, when the tile has them: its row steps (BlockWideTileOverK; in the
+    // row index), then its sub-tiles (in the column index, with the pairs).
+    size_t above = n - 4;
+    const ForNode* row_steps = above >= 1 ? loop(above - 1) : nullptr;
+    const bool has_row_steps = encloses_in_index(row_steps, pairs, rows);
+    if (has_row_steps) --above;
+    const ForNode* sub_tiles = above >= 1 ? loop(above - 1) : nullptr;
+    const bool has_sub_tiles = encloses_in_index(sub_tiles, has_row_steps ? row_steps : pairs, pairs);
     absl::StatusOr<std::vector<std::string>> steps = attempt.Split((*loops)[n - 3], {-1, kEdgeRowsPerStep});
     if (!steps.ok()) continue;
     const std::string& pairs_name = (*loops)[n - 4];
     const std::string& rows_name = (*loops)[n - 2];
-    std::vector<std::string> order = {(*steps)[0], rows_name, pairs_name, (*steps)[1]};
-    if (has_sub_tiles) order = {(*steps)[0], rows_name, (*loops)[n - 5], pairs_name, (*steps)[1]};
+    // Row steps outermost: each step's rows read the block's weight rows across the whole
+    // tile (a step whose rows are all out of range skips them once per 8 weight rows).
+    std::vector<std::string> order;
+    if (has_row_steps) order.push_back((*loops)[n - 5]);
+    order.push_back((*steps)[0]);
+    order.push_back(rows_name);
+    if (has_sub_tiles) order.push_back((*loops)[above - 1]);
+    order.push_back(pairs_name);
+    order.push_back((*steps)[1]);
     if (attempt.Reorder(order).ok() && attempt.Unroll((*steps)[1]).ok()) *s = std::move(attempt);
   }
 }

@@ -18,7 +18,7 @@
 //        the rows, columns and reduction of C): the accumulator goes to a local cache
 //        (CacheWrite) whose write-back absorbs the elementwise consumers of C
 //        (ReverseComputeInline: a fused epilogue such as bias + gelu); i tiled by 8 for 16
-//        lanes (4 otherwise) and j by 2 * lanes, loop order (batch, j_0, i_0 fused and
+//        lanes (6 for 8 lanes: what 16 registers hold) and j by 2 * lanes, loop order (batch, j_0, i_0 fused and
 //        parallel), k, i_1 (unrolled), j_1 (vectorized when every read depending on j has
 //        it as its last index, so the vectors are contiguous), the init decomposed before
 //        k, and the write-back moved under the parallel loop (ReverseComputeAt), which

@@ -7,9 +7,12 @@
 // loops are fused and bound like an elementwise nest (gpu_bind.cc's split).
 //
 // Floating-point sums run in the serial order of k for each element, as the CPU reference
-// does. Shared-memory staging of the operands (cooperative tile loads with barriers) is not
-// done yet.
+// does. This is the fallback of the shared-memory tiling (gpu_matmul_shared.cc), which a
+// matmul gets first: for a side short enough for one register tile (a matrix-vector
+// product) or where no operand tile can be staged; and, for a symbolic row count in a
+// function of this one block, the branch for fewer than kManyRows rows at run time.
 #include "support/status_macros.h"
+#include "tir/schedule/schedule_utils.h"
 #include "tir/schedule_rules/gpu_rules.h"
 
 namespace kiln::tir::gpu_rules {
@@ -46,10 +49,7 @@ PrimExpr TileCount(const PrimExpr& extent, int64_t tile) {
   return extent;  // symbolic: TimesOrZero makes the product 0 anyway
 }
 
-}  // namespace
-
-absl::Status ScheduleGpuMatmul(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options) {
-  if (!cpu_rules::IsMatmulLike(nest)) return absl::InvalidArgumentError("gpu matmul: not a matmul");
+absl::Status ScheduleRegisterTiles(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options) {
   const std::string& block = nest.block->name;
   KILN_ASSIGN_OR_RETURN(std::string write_back, s->CacheWrite(block));
   const size_t n = nest.loops.size();
@@ -75,6 +75,53 @@ absl::Status ScheduleGpuMatmul(Schedule* s, const cpu_rules::PlainNest& nest, co
   KILN_RETURN_IF_ERROR(s->Unroll(ji));
   // The write-back of each thread's tile, in that thread: the accumulator shrinks to the tile.
   return s->ReverseComputeAt(write_back, thread_loop);
+}
+
+// A symbolic row count at or above which the shared tiles (64 rows a block) pay; below it
+// (a decode step's few tokens) most of their rows would be idle.
+constexpr int64_t kManyRows = 32;
+
+int CountBlocks(const PrimFunc& func) {
+  int blocks = 0;
+  schedule_internal::ForEachStmt(func->body, [&](const Stmt& st) { blocks += st.as<BlockNode>() != nullptr; });
+  return blocks;
+}
+
+// `if (rows >= kManyRows) { shared tiles } else { register tiles }` (BranchOn), for a
+// function whose only block is the matmul (BranchOn copies the whole body: other blocks'
+// copies would be left to no rule).
+absl::Status ScheduleVersioned(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options) {
+  const std::string block = nest.block->name;
+  const PrimExpr rows = nest.loops[nest.loops.size() - 3]->extent;
+  if (rows.as_int() || CountBlocks(s->func()) != 1) {
+    return absl::InvalidArgumentError("gpu matmul: no run-time choice of tiles here");
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> copies, s->BranchOn(GE(rows, IntImm(rows.dtype(), kManyRows))));
+  if (copies.size() != 1) return absl::InternalError("gpu matmul: BranchOn copied other blocks");
+  // The rules read their nest (nodes of the function as it was) while rewriting: each
+  // nest's function stays alive until its rule returns.
+  const PrimFunc branched = s->func();
+  std::optional<cpu_rules::PlainNest> many = cpu_rules::FindPlainNest(branched, block);
+  if (!many) return absl::InvalidArgumentError("gpu matmul: the branch's nest is not plain");
+  KILN_RETURN_IF_ERROR(ScheduleGpuMatmulShared(s, *many, options));
+  const PrimFunc shared = s->func();
+  std::optional<cpu_rules::PlainNest> few = cpu_rules::FindPlainNest(shared, copies[0]);
+  if (!few) return absl::InvalidArgumentError("gpu matmul: the copy's nest is not plain");
+  return ScheduleRegisterTiles(s, *few, options);
+}
+
+}  // namespace
+
+absl::Status ScheduleGpuMatmul(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options) {
+  if (!cpu_rules::IsMatmulLike(nest)) return absl::InvalidArgumentError("gpu matmul: not a matmul");
+  for (auto rule : {ScheduleVersioned, ScheduleGpuMatmulShared}) {
+    Schedule attempt = *s;
+    if (rule(&attempt, nest, options).ok()) {
+      *s = std::move(attempt);
+      return absl::OkStatus();
+    }
+  }
+  return ScheduleRegisterTiles(s, nest, options);
 }
 
 }  // namespace kiln::tir::gpu_rules

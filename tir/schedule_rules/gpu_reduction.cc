@@ -1,8 +1,9 @@
 // The GPU rule for reductions (row sums, max, norms' and softmax's statistics, dot
 // products; matmuls that gpu_matmul.cc does not tile).
 //
-// Cross-thread (when the block's combine allows it, transform::CrossThreadCombinerOf, and the
-// row is not shorter than a warp): one block per output element (the spatial loops fused and
+// Cross-thread (when the block's combine allows it, transform::CrossThreadPartialBytes: sums,
+// max, min, ..., and argmax / argmin's two-value combine; and the row is not shorter than a
+// warp): one block per output element (the spatial loops fused and
 // bound to blockIdx.x), its threads striding the reduction loops (fused, split by the thread
 // count, the inner part bound to threadIdx.x), so that neighbouring threads read neighbouring
 // elements. The serial part stays outside the thread loop: run one iteration after another
@@ -11,7 +12,7 @@
 // each thread a partial result and combines the partials in shared memory. A reduction to a
 // scalar (no spatial loop) is one block.
 //
-// Serial otherwise (argmax's two outputs, short rows): the spatial loops fused and bound
+// Serial otherwise (other combines, short rows): the spatial loops fused and bound
 // like an elementwise nest, one thread per output element running the reduction loops in
 // the order the CPU reference runs them.
 #include "support/status_macros.h"
@@ -94,10 +95,10 @@ absl::Status ScheduleCrossThread(Schedule* s, const NestShape& shape, int64_t el
 absl::Status ScheduleGpuReduction(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options) {
   KILN_ASSIGN_OR_RETURN(NestShape shape, ShapeOf(nest));
   const bool short_rows = shape.reduction_extent > 0 && shape.reduction_extent < options.warp_size;
-  std::optional<transform::ReductionCombiner> combiner = transform::CrossThreadCombinerOf(nest.block);
-  if (!shape.reduction.empty() && combiner && (shape.spatial.empty() || !short_rows)) {
+  std::optional<int64_t> partial_bytes = transform::CrossThreadPartialBytes(nest.block);
+  if (!shape.reduction.empty() && partial_bytes && (shape.spatial.empty() || !short_rows)) {
     Schedule attempt = *s;
-    if (ScheduleCrossThread(&attempt, shape, combiner->output->dtype.bytes(), options).ok()) {
+    if (ScheduleCrossThread(&attempt, shape, *partial_bytes, options).ok()) {
       *s = std::move(attempt);
       return absl::OkStatus();
     }

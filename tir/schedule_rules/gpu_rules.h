@@ -27,16 +27,26 @@ absl::StatusOr<std::string> BindFused(Schedule* s, const std::vector<std::string
 // gpu_injective.cc. No reduction: every loop of the nest fused and bound.
 absl::Status ScheduleGpuInjective(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
 
-// gpu_reduction.cc. Reductions: the spatial loops (which must all lie outside the
-// reduction loops) fused and bound, one thread per output element running the reduction
-// loops serially; with no spatial loop, the outermost reduction loop is split off a loop of
-// one iteration bound to blockIdx.x (one thread computes the scalar).
+// gpu_reduction.cc. Reductions (the spatial loops must all lie outside the reduction
+// loops): one block per output element whose threads share the row when its combine
+// merges across threads (transform::CrossThreadPartialBytes), else the spatial loops fused
+// and bound, one thread per output element running the reduction loops serially; with no
+// spatial loop, one block (threads sharing the row, or one thread).
 absl::Status ScheduleGpuReduction(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
 
-// gpu_matmul.cc. Matmuls (cpu_rules::IsMatmulLike): a register tile of outputs per thread,
-// its accumulators in a local buffer written back by the same thread; the tiles fused and
-// bound. Errors (the caller then uses ScheduleGpuReduction) when the block is no matmul or
-// a primitive refuses.
+// gpu_matmul.cc. Matmuls (cpu_rules::IsMatmulLike): ScheduleGpuMatmulShared where it
+// applies; otherwise a register tile of outputs per thread read straight from device
+// memory, its accumulators in a local buffer written back by the same thread; the tiles
+// fused and bound. Errors (the caller then uses ScheduleGpuReduction) when the block is no
+// matmul or a primitive refuses.
 absl::Status ScheduleGpuMatmul(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
+
+// gpu_matmul_shared.cc. A block of threadIdx.y x threadIdx.x threads per output tile, a
+// register tile per thread, the operand tiles of each reduction step staged in shared
+// memory (CacheReadShared) within the target's shared memory. Errors when a row or column
+// count is a constant no larger than one register tile, when no operand tile can be staged,
+// or when a primitive refuses.
+absl::Status ScheduleGpuMatmulShared(Schedule* s, const cpu_rules::PlainNest& nest,
+                                     const GpuScheduleOptions& options);
 
 }  // namespace kiln::tir::gpu_rules

@@ -15,17 +15,24 @@
 //        predicate;
 //      reductions (row sums, max, min, mean's and norms' sums, softmax's max and sum,
 //        dot products): when the update is an associative combine whose init absorbs itself
-//        (transform::CrossThreadCombinerOf) and the row is not a constant shorter than a
+//        (transform::CrossThreadCombinerOf), or argmax / argmin's pair of position and
+//        value (transform::CrossThreadArgCombinerOf), and the row is not a constant shorter than a
 //        warp, one block per output element (the spatial loops fused onto blockIdx.x), its
 //        threads (a power of two, at most the threads per block, within the shared memory
 //        per block) striding the fused reduction loops, combined in shared memory by
 //        lower_cross_thread_reduction; a reduction to a scalar is one such block. Otherwise
-//        (argmax/argmin's two outputs, short rows) the spatial loops are fused and bound
+//        (another combine, short rows) the spatial loops are fused and bound
 //        like an elementwise nest, one thread per output element running its reduction
 //        serially; a scalar then runs in one thread of one block;
-//      matmuls (cpu_rules::IsMatmulLike): a 4 x 4 register tile of outputs per thread, its
-//        accumulators in a local buffer written back by the same thread (gpu_matmul.cc);
-//        the reduction rule above when that does not apply.
+//      matmuls (cpu_rules::IsMatmulLike): a thread block per 64 x 64 output tile, 16 x 16
+//        threads (threadIdx.y, threadIdx.x) of 4 x 4 register tiles, the operand tiles of
+//        each step of 16 along k staged in shared memory (CacheReadShared; loaded by all
+//        the block's threads between barriers, lower_cooperative_copies), sizes shrunk to
+//        the target's threads and shared memory (gpu_matmul_shared.cc); a constant side of
+//        at most 4, or tiles that do not fit, get a 4 x 4 register tile per thread read
+//        from device memory (gpu_matmul.cc), and so do fewer than 32 rows at run time
+//        (BranchOn on a symbolic row count, in a function of the matmul alone); the
+//        reduction rule above when neither applies.
 //  - VerifyGpuFunction (run last by ScheduleForGpu, and by the CUDA code generator) rejects
 //    before code generation, with an error naming the block, loop or buffer: a store that
 //    no thread-bound loop encloses (a block no rule could bind would run on the host and

@@ -4,6 +4,8 @@
 #include "tir/schedule/schedule_utils.h"
 #include "tir/stmt_functor.h"
 #include "tir/structural_equal.h"
+#include "tir/transform/cross_thread_arg_reduction.h"
+#include "tir/transform/cross_thread_partials.h"
 
 namespace kiln::tir::transform {
 
@@ -32,14 +34,6 @@ bool AbsorbsItself(ExprKind op, const PrimExpr& c) {
     case ExprKind::kOr: return true;
     default: return false;
   }
-}
-
-bool SameIndices(const std::vector<PrimExpr>& a, const std::vector<PrimExpr>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (!StructuralEqual(a[i], b[i])) return false;
-  }
-  return true;
 }
 
 PrimExpr Combine(ExprKind op, PrimExpr a, PrimExpr b) { return MakeBinary(op, std::move(a), std::move(b)); }
@@ -83,6 +77,42 @@ std::string ChainProblem(const std::vector<const ForNode*>& chain, const BlockNo
     }
   }
   return "";
+}
+
+// The partials of a single combine (+, *, min, max, &&, ||): one value per thread,
+// starting at the init (an identity of the combine).
+ThreadPartials SingleCombinePartials(const ReductionCombiner& c, DataType index_type, int64_t threads) {
+  auto Index = [index_type](int64_t v) { return IntImm(index_type, v); };
+  const DataType dtype = c.output->dtype;
+  const std::string& name = c.output->name;
+  Buffer partial(absl::StrCat(name, "_partial"), dtype, {Index(1)}, {}, "local");
+  Buffer combine(absl::StrCat(name, "_combine"), dtype, {Index(threads)}, {}, "shared");
+  ThreadPartials p;
+  p.partials = {partial};
+  p.slots = {combine};
+  p.init = BufferStore(partial, c.init, {Index(0)});
+  p.accumulate = BufferStore(partial, Combine(c.op, partial.Load({Index(0)}), c.update), {Index(0)});
+  p.merge = [c, combine](const PrimExpr& into, const PrimExpr& from) {
+    return BufferStore(combine, Combine(c.op, combine.Load({into}), combine.Load({from})), {into});
+  };
+  p.write = [c, combine, Index](const VarMap& spatial) {
+    std::vector<PrimExpr> indices;
+    for (const PrimExpr& i : c.indices) indices.push_back(Substitute(i, spatial));
+    return BufferStore(c.output, combine.Load({Index(0)}), indices);
+  };
+  return p;
+}
+
+// The block's partials, when its combine is one the threads can merge.
+std::optional<ThreadPartials> PartialsOf(const BlockNode* block, DataType index_type, int64_t threads) {
+  if (threads < 1) return std::nullopt;
+  if (std::optional<ReductionCombiner> c = CrossThreadCombinerOf(block)) {
+    return SingleCombinePartials(*c, index_type, threads);
+  }
+  if (std::optional<ArgReductionCombiner> c = CrossThreadArgCombinerOf(block)) {
+    return ArgReductionPartials(*c, index_type, threads);
+  }
+  return std::nullopt;
 }
 
 class Lowerer : public StmtExprMutator {
@@ -135,10 +165,14 @@ class Lowerer : public StmtExprMutator {
   // first; those that were above `op` included): the rewrite, or an error.
   Stmt LowerThreadLoop(const ForNode* op, const std::vector<const ForNode*>& chain, const BlockNode* block,
                        const Stmt& self) {
-    std::optional<ReductionCombiner> combiner = CrossThreadCombinerOf(block);
     std::optional<int64_t> threads = op->extent.as_int();
+    std::optional<ThreadPartials> partials =
+        threads ? PartialsOf(block, op->loop_var.dtype(), *threads) : std::nullopt;
     std::string why = ChainProblem(chain, block);
-    if (!combiner) why = "its update is not an associative combine (out = out op x) whose init op itself is the init";
+    if (!partials) {
+      why = "its update is neither an associative combine (out = out op x) whose init op itself is the init nor "
+            "argmax / argmin";
+    }
     if (!threads || *threads < 1) why = "its thread count is not a positive constant";
     if (!why.empty()) {
       status = absl::InvalidArgumentError(absl::StrCat("cross-thread reduction: the loop '", op->loop_var.name(),
@@ -146,43 +180,37 @@ class Lowerer : public StmtExprMutator {
                                                        "', but ", why));
       return self;
     }
-    return Rewrite(op, chain, block, *combiner, *threads);
+    return Rewrite(op, chain, block, *partials, *threads);
   }
 
   Stmt Rewrite(const ForNode* op, const std::vector<const ForNode*>& chain, const BlockNode* block,
-               const ReductionCombiner& c, int64_t threads) {
-    const DataType dtype = c.output->dtype;
+               const ThreadPartials& p, int64_t threads) {
     const PrimExpr tx = op->loop_var;
     auto Index = [&](int64_t v) { return IntImm(tx.dtype(), v); };  // an index, in the loop's type
-    const std::string& name = c.output->name;
-    Buffer partial(absl::StrCat(name, "_partial"), dtype, {Index(1)}, {}, "local");
-    Buffer combine(absl::StrCat(name, "_combine"), dtype, {Index(threads)}, {}, "shared");
-    auto at = [](const Buffer& b, PrimExpr i) { return b.Load({std::move(i)}); };
     auto sync = [] { return Evaluate(Call("storage_sync", {})); };
 
     // Each thread's share of the row, into its partial (the block keeps its predicate: the
     // tail of the row is guarded here, around the loads, before any barrier).
-    Stmt update = Block(block->name, block->iter_vars,
-                        BufferStore(partial, Combine(c.op, at(partial, Index(0)), c.update), {Index(0)}), Stmt(),
-                        block->predicate, block->alloc_buffers);
+    Stmt update = Block(block->name, block->iter_vars, p.accumulate, Stmt(), block->predicate, block->alloc_buffers);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       const ForNode* f = *it;
       update = For(f->loop_var, f->min, f->extent, f->for_kind, update, f->thread_tag);
     }
-    std::vector<Stmt> body = {BufferStore(partial, c.init, {Index(0)}), update,
-                              BufferStore(combine, at(partial, Index(0)), {tx}), sync()};
+    std::vector<Stmt> body = {p.init, update};
+    for (size_t i = 0; i < p.partials.size(); ++i) {
+      body.push_back(BufferStore(p.slots[i], p.partials[i].Load({Index(0)}), {tx}));
+    }
+    body.push_back(sync());
     // The tree: first fold the threads above the largest power of two P <= T onto the
     // first ones, then halve.
-    int64_t p = 1;
-    while (p * 2 <= threads) p *= 2;
+    int64_t power = 1;
+    while (power * 2 <= threads) power *= 2;
     auto step = [&](int64_t active, int64_t stride) {
-      body.push_back(IfThenElse(LT(tx, Index(active)),
-                                BufferStore(combine, Combine(c.op, at(combine, tx), at(combine, tx + Index(stride))),
-                                            {tx})));
+      body.push_back(IfThenElse(LT(tx, Index(active)), p.merge(tx, tx + Index(stride))));
       body.push_back(sync());
     };
-    if (p < threads) step(threads - p, p);
-    for (int64_t s = p / 2; s >= 1; s /= 2) step(s, s);
+    if (power < threads) step(threads - power, power);
+    for (int64_t s = power / 2; s >= 1; s /= 2) step(s, s);
     // Thread 0 writes the row's result: the block's output index with its spatial
     // variables bound as the block binds them.
     VarMap spatial;
@@ -191,10 +219,10 @@ class Lowerer : public StmtExprMutator {
       PrimExpr value = iv.value.dtype() == iv.var.dtype() ? iv.value : Cast(iv.var.dtype(), iv.value);
       spatial[iv.var.get()] = value;
     }
-    std::vector<PrimExpr> indices;
-    for (const PrimExpr& i : c.indices) indices.push_back(Substitute(i, spatial));
-    body.push_back(IfThenElse(EQ(tx, Index(0)), BufferStore(c.output, at(combine, Index(0)), indices)));
-    Stmt result = Allocate(partial, Allocate(combine, SeqStmt(std::move(body))));
+    body.push_back(IfThenElse(EQ(tx, Index(0)), p.write(spatial)));
+    Stmt result = SeqStmt(std::move(body));
+    for (size_t i = p.partials.size(); i-- > 0;) result = Allocate(p.slots[i], result);
+    for (size_t i = p.partials.size(); i-- > 0;) result = Allocate(p.partials[i], result);
     return For(op->loop_var, op->min, op->extent, op->for_kind, result, op->thread_tag);
   }
 };
@@ -236,7 +264,15 @@ bool CombinesAcrossThreads(const ForNode* loop) {
   std::vector<const ForNode*> chain;
   const BlockNode* block = BlockUnder(loop, &chain);
   return block && block->is_reduction() && BindsReduction(block, loop->loop_var.get()) &&
-         ChainProblem(chain, block).empty() && CrossThreadCombinerOf(block).has_value();
+         ChainProblem(chain, block).empty() && CrossThreadPartialBytes(block).has_value();
+}
+
+std::optional<int64_t> CrossThreadPartialBytes(const BlockNode* block) {
+  if (std::optional<ReductionCombiner> c = CrossThreadCombinerOf(block)) return c->output->dtype.bytes();
+  if (std::optional<ArgReductionCombiner> c = CrossThreadArgCombinerOf(block)) {
+    return c->index->dtype.bytes() + c->value->dtype.bytes();
+  }
+  return std::nullopt;
 }
 
 absl::StatusOr<PrimFunc> LowerCrossThreadReductions(const PrimFunc& func) {

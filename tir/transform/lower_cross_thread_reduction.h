@@ -31,8 +31,15 @@
 // the serial result only when c is an identity the combine absorbs (c (op) c == c): 0 for
 // +, 1 for *, any c for min and max, any c for && and ||. CrossThreadCombinerOf checks it.
 // The order of a float sum differs from the serial one (a tree of partial sums).
+//
+// argmax / argmin (two outputs: the position and its value) combine too: each thread keeps
+// the best (position, value) pair of its elements, and pairs merge as the serial loop
+// would have chosen, ties to the lowest position (tir/transform/cross_thread_arg_reduction.h).
+// What a partial is and how two merge is the combine's ThreadPartials
+// (tir/transform/cross_thread_partials.h); the tree and the barriers are the same.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "absl/status/statusor.h"
@@ -49,12 +56,17 @@ struct ReductionCombiner {
 };
 
 // The combine of a reduction block whose per-thread partial results may be merged in any
-// order (the form above, c an identity of op), or nullopt (argmax's two outputs, an init
-// that depends on the data, a non-associative update).
+// order (the form above, c an identity of op), or nullopt (two outputs such as argmax's,
+// an init that depends on the data, a non-associative update).
 std::optional<ReductionCombiner> CrossThreadCombinerOf(const BlockNode* block);
 
+// The shared memory each thread's partial takes (its slots), when the block's combine can
+// be merged across threads (CrossThreadCombinerOf, or argmax / argmin's
+// CrossThreadArgCombinerOf), else nullopt.
+std::optional<int64_t> CrossThreadPartialBytes(const BlockNode* block);
+
 // Whether binding `loop` to threadIdx.* makes the form above: its body a chain of serial
-// loops around one reduction block with a CrossThreadCombinerOf, `loop` (and the chain)
+// loops around one reduction block with a CrossThreadPartialBytes, `loop` (and the chain)
 // bound into the block's reduction variables only. The Bind primitive accepts such a
 // reduction loop (the rewrite then combines the threads' partials).
 bool CombinesAcrossThreads(const ForNode* loop);

@@ -5,11 +5,13 @@
 #include "tir/transform/insert_division_checks.h"
 #include "tir/transform/insert_index_checks.h"
 #include "tir/transform/lower_blocks.h"
+#include "tir/transform/lower_cooperative_copies.h"
 #include "tir/transform/lower_cross_thread_reduction.h"
 #include "tir/transform/lower_intrinsics.h"
 #include "tir/transform/make_kernel_abi.h"
 #include "tir/transform/narrow_gpu_indices.h"
 #include "tir/transform/split_host_device.h"
+#include "tir/transform/spread_block_grid.h"
 #include "tir/transform/vectorize_loops.h"
 
 namespace kiln::tir::transform {
@@ -22,8 +24,9 @@ absl::Status InPass(const char*, const absl::Status& status) { return status; }
 }  // namespace
 
 std::vector<std::string> TirPassNames() {
-  return {"lower_cross_thread_reduction", "lower_blocks",    "insert_division_checks", "insert_index_checks", "vectorize_loops",
-          "make_kernel_abi", "flatten_buffers",        "split_host_device",   "narrow_gpu_indices", "lower_intrinsics"};
+  return {"lower_cross_thread_reduction", "lower_cooperative_copies", "lower_blocks",     "insert_division_checks",
+          "insert_index_checks",          "vectorize_loops",          "make_kernel_abi",  "flatten_buffers",
+          "spread_block_grid",            "split_host_device",        "narrow_gpu_indices", "lower_intrinsics"};
 }
 
 absl::StatusOr<LoweredFunc> LowerPrimFunc(const PrimFunc& func, const Target& target, const LowerOptions& options) {
@@ -36,6 +39,10 @@ absl::StatusOr<LoweredFunc> LowerPrimFunc(const PrimFunc& func, const Target& ta
   if (!combined.ok()) return InPass("lower_cross_thread_reduction", combined.status());
   f = *combined;
   after("lower_cross_thread_reduction", f);
+  absl::StatusOr<PrimFunc> cooperative = LowerCooperativeCopies(f);
+  if (!cooperative.ok()) return InPass("lower_cooperative_copies", cooperative.status());
+  f = *cooperative;
+  after("lower_cooperative_copies", f);
   f = LowerBlocks(f);
   after("lower_blocks", f);
   f = InsertDivisionChecks(f);
@@ -49,6 +56,8 @@ absl::StatusOr<LoweredFunc> LowerPrimFunc(const PrimFunc& func, const Target& ta
   f = FlattenBuffers(*abi);
   after("make_kernel_abi", *abi);
   after("flatten_buffers", f);
+  f = SpreadBlockGrid(f, own ? *own : target);  // a cpu function comes back as it was
+  after("spread_block_grid", f);
   absl::StatusOr<SplitResult> split = SplitHostDevice(f);
   if (!split.ok()) return InPass("split_host_device", split.status());
   after("split_host_device", split->host);
