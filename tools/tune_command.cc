@@ -3,8 +3,10 @@
 // records database that `kiln compile --tuning-db` replays.
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "codegen/cpu_target.h"
 #include "relax/transform/pipeline.h"
 #include "tir/target.h"
@@ -23,7 +25,7 @@ constexpr const char* kUsage =
     "Tunes the CPU schedule of every kernel of MODEL (.kir or .onnx, as 'kiln compile'\n"
     "takes them): each distinct kernel (a structural hash of the unscheduled function and\n"
     "the target) at representative values of its symbolic sizes ({1, 16, 256, 2048}\n"
-    "clipped to their bounds). Candidate knob sets of the schedule rules (register tile,\n"
+    "or --sizes, clipped to their bounds). Candidate knob sets of the schedule rules (register tile,\n"
     "packing, unrolling, vector widths, parallel loops, few-rows versioning) are measured\n"
     "one by one in a child process, checked against the default schedule's results, and\n"
     "every measurement is appended to the records database. 'kiln compile --tuning-db FILE'\n"
@@ -39,7 +41,10 @@ constexpr const char* kUsage =
     "  --timeout S         a measurement that runs longer is killed and recorded failed (default 30)\n"
     "  --libs openblas|none  as for 'kiln compile' (default openblas)\n"
     "  --no-fuse           as for 'kiln compile'\n"
-    "  --seed N            the search's random seed (default 1)\n";
+    "  --seed N            the search's random seed (default 1)\n"
+    "  --sizes N,N,...     the values symbolic sizes are tuned at, instead of 1,16,256,2048\n"
+    "                      (e.g. the sequence lengths a deployment serves); each clipped to\n"
+    "                      the size's bounds, the compiled kernels dispatch between them\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "kiln tune: %s\n", message.c_str());
@@ -53,7 +58,7 @@ int Usage(const std::string& message) { return UsageError("tune", message); }
 int TuneCommand(int argc, char** argv) {
   std::string path, target_text = "cpu", mcpu, libs = "openblas", db, fault;
   // trials_text empty: not given (a time budget alone then runs until it is spent).
-  std::string trials_text, budget_text = "0", threads_text = "1", timeout_text = "30", seed_text = "1";
+  std::string trials_text, budget_text = "0", threads_text = "1", timeout_text = "30", seed_text = "1", sizes_text;
   relax::PipelineOptions pipeline;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -78,6 +83,7 @@ int TuneCommand(int argc, char** argv) {
     } else if (value("--target", &target_text) || value("--mcpu", &mcpu) || value("--threads", &threads_text) ||
                value("--trials", &trials_text) || value("--time-budget", &budget_text) || value("--db", &db) ||
                value("--timeout", &timeout_text) || value("--libs", &libs) || value("--seed", &seed_text) ||
+               value("--sizes", &sizes_text) ||
                value("--inject-fault", &fault)) {  // --inject-fault crash|hang: tests only, the first trial
     } else if (arg == "--no-fuse") {
       pipeline.fuse = false;
@@ -105,6 +111,14 @@ int TuneCommand(int argc, char** argv) {
   }
   if (!absl::SimpleAtoi(seed_text, &seed)) return Usage("--seed needs a non-negative integer");
   options.seed = seed;
+  std::vector<int64_t> sizes;
+  for (absl::string_view part : absl::StrSplit(sizes_text, ',', absl::SkipEmpty())) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(part, &n) || n < 1 || (!sizes.empty() && n <= sizes.back())) {
+      return Usage("--sizes needs increasing positive integers separated by commas, got '" + sizes_text + "'");
+    }
+    sizes.push_back(n);
+  }
   if (fault == "crash") {
     options.fault_first_trial = tune::InjectedFault::kCrash;
   } else if (fault == "hang") {
@@ -137,7 +151,7 @@ int TuneCommand(int argc, char** argv) {
   if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
   absl::StatusOr<relax::IRModule> module = relax::RunPipeline(parsed->module, pipeline, &parsed->locations);
   if (!module.ok()) return Fail(std::string(module.status().message()));
-  absl::StatusOr<std::vector<tune::Workload>> workloads = tune::ExtractWorkloads(*module, *resolved);
+  absl::StatusOr<std::vector<tune::Workload>> workloads = tune::ExtractWorkloads(*module, *resolved, sizes);
   if (!workloads.ok()) return Fail(std::string(workloads.status().message()));
   size_t tasks = 0;
   for (const tune::Workload& w : *workloads) tasks += w.sizes.size();

@@ -36,15 +36,21 @@ tir::CpuScheduleKnobs RandomKnobs(std::mt19937& rng) {
     return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
   };
   tir::CpuScheduleKnobs k;
-  k.matmul.row_tile = pick({0, 1, 2, 4, 6, 8});
+  // Row tiles up to 12: with 2 vectors of columns that is 24 accumulators, within
+  // AVX-512's 32 registers (AVX2's 16 spill, which the measurement then shows).
+  k.matmul.row_tile = pick({0, 1, 2, 3, 4, 6, 8, 12});
   k.matmul.col_vectors = pick({1, 2, 3, 4});
   k.matmul.pack = pick({-1, 0, 1});
   k.matmul.unroll_rows = pick({0, 1});
   k.matmul.parallel = pick({0, 1});
   k.matmul.few_rows = pick({0, 1});
-  k.reduction.lanes = pick({0, 1, 4, 8, 16});
+  k.matmul.rows_outer = pick({0, 1});
+  k.matmul.k_unroll = pick({1, 2, 4, 8});
+  // Lanes beyond the vector width are several vectors of partial results (or of
+  // elements): independent chains, so the adds or exps of one do not wait on the other.
+  k.reduction.lanes = pick({0, 1, 4, 8, 16, 32, 64});
   k.reduction.parallel = pick({0, 1});
-  k.injective.lanes = pick({0, 1, 4, 8, 16});
+  k.injective.lanes = pick({0, 1, 4, 8, 16, 32, 64});
   k.injective.parallel = pick({0, 1});
   return k;
 }
@@ -54,7 +60,7 @@ tir::CpuScheduleKnobs Mutate(const tir::CpuScheduleKnobs& from, std::mt19937& rn
   tir::CpuScheduleKnobs k = from, r = RandomKnobs(rng);
   int changes = std::uniform_int_distribution<int>(1, 2)(rng);
   for (int c = 0; c < changes; ++c) {
-    switch (std::uniform_int_distribution<int>(0, 9)(rng)) {
+    switch (std::uniform_int_distribution<int>(0, 11)(rng)) {
       case 0: k.matmul.row_tile = r.matmul.row_tile; break;
       case 1: k.matmul.col_vectors = r.matmul.col_vectors; break;
       case 2: k.matmul.pack = r.matmul.pack; break;
@@ -64,6 +70,8 @@ tir::CpuScheduleKnobs Mutate(const tir::CpuScheduleKnobs& from, std::mt19937& rn
       case 6: k.reduction.lanes = r.reduction.lanes; break;
       case 7: k.reduction.parallel = r.reduction.parallel; break;
       case 8: k.injective.lanes = r.injective.lanes; break;
+      case 9: k.matmul.rows_outer = r.matmul.rows_outer; break;
+      case 10: k.matmul.k_unroll = r.matmul.k_unroll; break;
       default: k.injective.parallel = r.injective.parallel; break;
     }
   }
@@ -78,7 +86,8 @@ std::vector<float> Features(const Task& task, const tir::CpuScheduleKnobs& k) {
       static_cast<float>(k.matmul.pack),     static_cast<float>(k.matmul.unroll_rows),
       static_cast<float>(k.matmul.parallel), static_cast<float>(k.matmul.few_rows),
       static_cast<float>(k.reduction.lanes), static_cast<float>(k.reduction.parallel),
-      static_cast<float>(k.injective.lanes), static_cast<float>(k.injective.parallel)};
+      static_cast<float>(k.injective.lanes), static_cast<float>(k.injective.parallel),
+      static_cast<float>(k.matmul.rows_outer), static_cast<float>(k.matmul.k_unroll)};
   const Workload& w = *task.workload;
   f.push_back(std::log2(1.0f + static_cast<float>(w.sizes[task.size_index])));
   const auto& binding = w.bindings[task.size_index];
@@ -271,9 +280,24 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
         if (out_of(options.trials, options.time_budget_s)) break;
         any = true;
         std::map<std::string, int64_t> binding = SizesAt(w.func, c.probe);
-        KILN_ASSIGN_OR_RETURN(MeasureResult below, measure(w, c.probe, binding, c.below));
+        // A probe that would put a variant in place of the default at this size is measured
+        // once more, as a new best is in the search (the records then count its worse
+        // ratio): a single lucky batch at a probe size otherwise moves a threshold, and the
+        // variant then runs where it loses (a scores kernel's variant measured 0.38x once
+        // at n = 1579 on a loaded machine and ran 1.29x the default at 1024).
+        auto confirmed = [&](const tir::CpuScheduleKnobs& knobs) -> absl::StatusOr<MeasureResult> {
+          KILN_ASSIGN_OR_RETURN(MeasureResult first, measure(w, c.probe, binding, knobs));
+          if (!first.ok || first.seconds / first.baseline_seconds >= 1.0 / kMinSpeedup ||
+              out_of(options.trials, options.time_budget_s)) {
+            return first;
+          }
+          KILN_ASSIGN_OR_RETURN(MeasureResult again, measure(w, c.probe, binding, knobs));
+          return again.ok && again.seconds / again.baseline_seconds > first.seconds / first.baseline_seconds ? again
+                                                                                                          : first;
+        };
+        KILN_ASSIGN_OR_RETURN(MeasureResult below, confirmed(c.below));
         if (out_of(options.trials, options.time_budget_s)) break;
-        KILN_ASSIGN_OR_RETURN(MeasureResult above, measure(w, c.probe, binding, c.above));
+        KILN_ASSIGN_OR_RETURN(MeasureResult above, confirmed(c.above));
         auto ratio = [](const MeasureResult& r) { return r.ok ? Speedup(r.seconds / r.baseline_seconds) : "failed"; };
         progress(w, c.probe,
                  absl::StrCat("crossover between ", c.lower, " and ", c.upper, ": the best of ", c.lower, " ",

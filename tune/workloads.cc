@@ -20,9 +20,10 @@ std::pair<int64_t, int64_t> SizeBounds(const tir::Var& v) {
 
 }  // namespace
 
-std::vector<int64_t> RepresentativeSizes(int64_t lower, int64_t upper) {
+std::vector<int64_t> RepresentativeSizes(int64_t lower, int64_t upper, const std::vector<int64_t>& chosen) {
+  static const std::vector<int64_t> kDefaultSizes = {1, 16, 256, 2048};
   std::vector<int64_t> sizes;
-  for (int64_t n : {1, 16, 256, 2048}) {
+  for (int64_t n : chosen.empty() ? kDefaultSizes : chosen) {
     int64_t clipped = std::clamp<int64_t>(n, lower, std::max(lower, upper));
     if (sizes.empty() || sizes.back() != clipped) sizes.push_back(clipped);
   }
@@ -38,7 +39,8 @@ std::map<std::string, int64_t> SizesAt(const tir::PrimFunc& func, int64_t n) {
   return binding;
 }
 
-absl::StatusOr<std::vector<Workload>> ExtractWorkloads(const relax::IRModule& module, const tir::Target& target) {
+absl::StatusOr<std::vector<Workload>> ExtractWorkloads(const relax::IRModule& module, const tir::Target& target,
+                                                       const std::vector<int64_t>& chosen_sizes) {
   std::vector<Workload> workloads;
   std::set<std::string> seen;
   for (const relax::IRModule::Entry& entry : module.entries()) {
@@ -59,7 +61,7 @@ absl::StatusOr<std::vector<Workload>> ExtractWorkloads(const relax::IRModule& mo
     } else {
       w.dispatch_var = vars[0]->name;
       auto [lower, upper] = SizeBounds(vars[0]);
-      w.sizes = RepresentativeSizes(lower, upper);
+      w.sizes = RepresentativeSizes(lower, upper, chosen_sizes);
       for (int64_t n : w.sizes) w.bindings.push_back(SizesAt(*func, n));
     }
     workloads.push_back(std::move(w));

@@ -34,13 +34,17 @@ struct Workload {
   std::vector<std::map<std::string, int64_t>> bindings;
 };
 
-std::vector<int64_t> RepresentativeSizes(int64_t lower, int64_t upper);
+// The default sizes clipped to [lower, upper]; `chosen` (sorted, positive) replaces the
+// default {1, 16, 256, 2048}: `kiln tune --sizes` tunes at the sizes a deployment runs.
+std::vector<int64_t> RepresentativeSizes(int64_t lower, int64_t upper, const std::vector<int64_t>& chosen = {});
 
 // Every symbolic size of `func` set to n, each clipped to its bounds (unbounded: [1, 2048]).
 std::map<std::string, int64_t> SizesAt(const tir::PrimFunc& func, int64_t n);
 
 // The CPU kernels of a module as pass `schedule` receives it (RunPipeline with
 // stop_after = "bind_target"), in module order, each workload once.
-absl::StatusOr<std::vector<Workload>> ExtractWorkloads(const relax::IRModule& module, const tir::Target& target);
+// `sizes`: as RepresentativeSizes' `chosen` (empty: the default sizes).
+absl::StatusOr<std::vector<Workload>> ExtractWorkloads(const relax::IRModule& module, const tir::Target& target,
+                                                       const std::vector<int64_t>& sizes = {});
 
 }  // namespace kiln::tune

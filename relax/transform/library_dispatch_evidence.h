@@ -15,7 +15,9 @@
 // How the table was measured (docs/schedule.md, "Library dispatch by evidence"):
 //   build/benchmarks/matmul_bench --sizes=MxKxN,... --threads=T
 // the ratio "Kiln/Deb" (generated / Debian OpenBLAS GFLOP/s), median over m in {64, 300,
-// 1024} (many rows) or {1, 7} (few rows). tune/ may later feed measured records in.
+// 1024} (many rows) or {1, 7} (few rows); AVX2 classes with `--mcpu=haswell
+// --openblas-core=Haswell` (AVX2 code against OpenBLAS's AVX2 kernels). tune/ may later feed
+// measured records in.
 #pragma once
 
 #include <cstdint>

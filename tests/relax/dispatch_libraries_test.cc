@@ -47,9 +47,17 @@ constexpr char kExpected[] = R"(module {
   }
 })";
 
+// The size and dtype rule alone: these tests send every matmul it takes (the measured
+// table, which narrows it per target, is tests/relax/library_dispatch_evidence_test.cc's).
+LibraryOptions SizeRuleOnly() {
+  LibraryOptions options;
+  options.openblas_by_evidence = false;
+  return options;
+}
+
 TEST(DispatchLibraries, RewritesLargeFloat32MatmulsOnly) {
   IRModule in = Normalized(kInput);
-  absl::StatusOr<IRModule> out = DispatchLibraries(in, LibraryOptions());
+  absl::StatusOr<IRModule> out = DispatchLibraries(in, SizeRuleOnly());
   ASSERT_TRUE(out.ok()) << out.status();
   IRModule expected = Normalized(kExpected);
   EXPECT_TRUE(StructuralEqual(*out, expected)) << PrintModule(*out);
@@ -58,7 +66,7 @@ TEST(DispatchLibraries, RewritesLargeFloat32MatmulsOnly) {
 
 TEST(DispatchLibraries, ThresholdAndOffSwitch) {
   IRModule in = Normalized(kInput);
-  LibraryOptions all;
+  LibraryOptions all = SizeRuleOnly();
   all.min_row_work = 1;
   absl::StatusOr<IRModule> every = DispatchLibraries(in, all);
   ASSERT_TRUE(every.ok()) << every.status();
@@ -74,7 +82,7 @@ TEST(DispatchLibraries, ThresholdAndOffSwitch) {
 }
 
 TEST(DispatchLibraries, LowerCallTirAllocatesTheLibraryOutput) {
-  absl::StatusOr<IRModule> dispatched = DispatchLibraries(Normalized(kInput), LibraryOptions());
+  absl::StatusOr<IRModule> dispatched = DispatchLibraries(Normalized(kInput), SizeRuleOnly());
   ASSERT_TRUE(dispatched.ok()) << dispatched.status();
   absl::StatusOr<IRModule> lowered = LowerCallTir(*dispatched);
   ASSERT_TRUE(lowered.ok()) << lowered.status();
@@ -145,7 +153,7 @@ TEST(DispatchLibrariesCuda, OffSwitchThresholdAndOtherTargets) {
   absl::StatusOr<IRModule> vulkan = DispatchLibraries(Normalized(kCudaInput), LibraryOptions(), tir::Target::Vulkan());
   ASSERT_TRUE(vulkan.ok()) << vulkan.status();
   EXPECT_THAT(PrintModule(*vulkan), Not(HasSubstr("call_dps_library")));
-  absl::StatusOr<IRModule> cpu = DispatchLibraries(Normalized(kCudaInput), LibraryOptions(), tir::Target::Cpu());
+  absl::StatusOr<IRModule> cpu = DispatchLibraries(Normalized(kCudaInput), SizeRuleOnly(), tir::Target::Cpu());
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   EXPECT_THAT(PrintModule(*cpu), HasSubstr("kiln.openblas.sgemm"));
   EXPECT_THAT(PrintModule(*cpu), Not(HasSubstr("kiln.cublas")));

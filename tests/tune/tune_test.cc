@@ -22,6 +22,8 @@
 #include "support/file_io.h"
 #include "tests/reference/reference_evaluator.h"
 #include "tests/source_dir.h"
+#include "tir/schedule_rules/cpu_schedule.h"
+#include "tir/structural_hash.h"
 #include "tune/crossover.h"
 #include "tune/measure.h"
 #include "tune/tuning_db.h"
@@ -57,8 +59,19 @@ tir::CpuScheduleKnobs WideTiles() {
   return k;
 }
 
+// The knobs added after the first records were written, each away from its default.
+tir::CpuScheduleKnobs RowsOuterDeepTiles() {
+  tir::CpuScheduleKnobs k;
+  k.matmul.row_tile = 12;
+  k.matmul.rows_outer = true;
+  k.matmul.k_unroll = 4;
+  k.reduction.lanes = 32;
+  k.injective.lanes = 64;
+  return k;
+}
+
 TEST(TuneKnobsTest, TextRoundTripsAndRejectsNonsense) {
-  for (const tir::CpuScheduleKnobs& k : {tir::CpuScheduleKnobs(), SmallTiles(), WideTiles()}) {
+  for (const tir::CpuScheduleKnobs& k : {tir::CpuScheduleKnobs(), SmallTiles(), WideTiles(), RowsOuterDeepTiles()}) {
     absl::StatusOr<tir::CpuScheduleKnobs> back = tir::CpuScheduleKnobs::Parse(k.ToString());
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(*back, k);
@@ -67,6 +80,21 @@ TEST(TuneKnobsTest, TextRoundTripsAndRejectsNonsense) {
   EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.row_tile=99").ok());
   EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.tile=4").ok());
   EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.row_tile=x").ok());
+  EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.k_unroll=0").ok());
+  EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.rows_outer=2").ok());
+}
+
+// Records written before matmul.rows_outer and matmul.k_unroll existed name only the first
+// ten knobs: they load, and the missing knobs take the defaults they were measured with.
+TEST(TuneKnobsTest, RecordsFromBeforeANewKnobStillLoad) {
+  const std::string old_text =
+      "matmul.row_tile=6 matmul.col_vectors=3 matmul.pack=1 matmul.unroll_rows=1 matmul.parallel=1 "
+      "matmul.few_rows=1 reduction.lanes=1 reduction.parallel=1 injective.lanes=0 injective.parallel=0";
+  absl::StatusOr<tir::CpuScheduleKnobs> old = tir::CpuScheduleKnobs::Parse(old_text);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(*old, WideTiles());
+  EXPECT_FALSE(old->matmul.rows_outer);
+  EXPECT_EQ(old->matmul.k_unroll, 1);
 }
 
 TEST(TuningDbTest, RecordsRoundTripAndTheBestIsPicked) {
@@ -182,6 +210,9 @@ TEST(RepresentativeSizesTest, ClippedToBounds) {
   EXPECT_EQ(RepresentativeSizes(1, 1024), (std::vector<int64_t>{1, 16, 256, 1024}));
   EXPECT_EQ(RepresentativeSizes(8, 100), (std::vector<int64_t>{8, 16, 100}));
   EXPECT_EQ(tir::DispatchThreshold(16, 256), 64);
+  // Sizes a deployment names (kiln tune --sizes), clipped to the bounds likewise.
+  EXPECT_EQ(RepresentativeSizes(1, 2048, {1, 7, 64, 300, 1024}), (std::vector<int64_t>{1, 7, 64, 300, 1024}));
+  EXPECT_EQ(RepresentativeSizes(8, 100, {1, 7, 64, 300}), (std::vector<int64_t>{8, 64, 100}));
 }
 
 // The transformer block example, parsed.
@@ -201,20 +232,26 @@ relax::PipelineOptions GeneratedOnly() {
   return options;
 }
 
-TEST(MeasureTest, ACrashOrHangIsAFailedTrialAndTheNextOneWorks) {
-  std::string path;
-  relax::ParsedModule parsed = TransformerBlock(&path);
+// The block's kernels as pass `schedule` receives them (GeneratedOnly's pipeline).
+std::vector<Workload> BlockWorkloads(const relax::ParsedModule& parsed) {
   relax::PipelineOptions options = GeneratedOnly();
   options.stop_after = "bind_target";
   absl::StatusOr<relax::IRModule> module = relax::RunPipeline(parsed.module, options, &parsed.locations);
-  ASSERT_TRUE(module.ok()) << module.status();
+  KILN_CHECK(module.ok()) << module.status();
   absl::StatusOr<std::vector<Workload>> workloads = ExtractWorkloads(*module, options.target);
-  ASSERT_TRUE(workloads.ok()) << workloads.status();
-  ASSERT_FALSE(workloads->empty());
-  const Workload& w = workloads->front();
+  KILN_CHECK(workloads.ok()) << workloads.status();
+  return *std::move(workloads);
+}
+
+TEST(MeasureTest, ACrashOrHangIsAFailedTrialAndTheNextOneWorks) {
+  std::string path;
+  relax::ParsedModule parsed = TransformerBlock(&path);
+  const std::vector<Workload> workloads = BlockWorkloads(parsed);
+  ASSERT_FALSE(workloads.empty());
+  const Workload& w = workloads.front();
   MeasureRequest request;
   request.func = w.func;
-  request.options = {.vector_lanes = options.target.Float32Lanes(), .num_threads = 1};
+  request.options = {.vector_lanes = GeneratedOnly().target.Float32Lanes(), .num_threads = 1};
   request.cpu = codegen::CpuTarget::Host();
   request.sizes = w.bindings[1];
   request.timeout_seconds = 1;
@@ -235,20 +272,54 @@ TEST(MeasureTest, ACrashOrHangIsAFailedTrialAndTheNextOneWorks) {
   EXPECT_GT(measured.baseline_seconds, 0);
 }
 
-// Every kernel of the block tuned: small tiles below n = 64, wide tiles from there
-// (DispatchThreshold(16, 256)), so each kernel with n dispatches at run time.
+// The scheduled function of the block's workload `name` with `knobs`, at 16 fp32 lanes
+// and one thread (the rows_outer and k_unroll knobs do not depend on the vector width).
+tir::PrimFunc ScheduledWith(const std::vector<Workload>& workloads, const std::string& name,
+                            const tir::CpuScheduleKnobs& knobs) {
+  for (const Workload& w : workloads) {
+    if (w.name != name) continue;
+    tir::CpuScheduleOptions options{.vector_lanes = 16, .num_threads = 1, .knobs = knobs};
+    absl::StatusOr<tir::PrimFunc> f = tir::ScheduleForCpu(w.func, options);
+    KILN_CHECK(f.ok()) << f.status();
+    return *f;
+  }
+  KILN_CHECK(false) << "no workload " << name;
+  return tir::PrimFunc();
+}
+
+// Each knob the search varies changes the kernels it is meant for (a knob that changes
+// nothing would only spend trials).
+TEST(TuneKnobsTest, NewKnobsChangeTheSchedule) {
+  std::string path;
+  relax::ParsedModule parsed = TransformerBlock(&path);
+  const std::vector<Workload> workloads = BlockWorkloads(parsed);
+  const tir::CpuScheduleKnobs defaults;
+  auto differs = [&](const std::string& name, const tir::CpuScheduleKnobs& k) {
+    return tir::StructuralHash(ScheduledWith(workloads, name, k)) !=
+           tir::StructuralHash(ScheduledWith(workloads, name, defaults));
+  };
+  tir::CpuScheduleKnobs rows_outer;
+  rows_outer.matmul.rows_outer = true;
+  tir::CpuScheduleKnobs k_unroll;
+  k_unroll.matmul.k_unroll = 8;
+  tir::CpuScheduleKnobs wide_lanes;
+  wide_lanes.reduction.lanes = 32;
+  EXPECT_TRUE(differs("matmul2", rows_outer));  // probs . v: the n x n operand read once
+  EXPECT_TRUE(differs("matmul", k_unroll));     // k = 64
+  EXPECT_FALSE(differs("matmul2", k_unroll));   // k = n: not split
+  EXPECT_TRUE(differs("softmax", wide_lanes));
+}
+
+// Every kernel of the block tuned: small tiles below n = 4, wide tiles up to 63, from
+// n = 64 (DispatchThreshold(16, 256)) row tiles outermost with the k loop unrolled and
+// wider row reductions, so each kernel with n dispatches at run time.
 std::shared_ptr<const tir::TuningTable> SizeDependentTable(const relax::ParsedModule& parsed) {
-  relax::PipelineOptions options = GeneratedOnly();
-  options.stop_after = "bind_target";
-  absl::StatusOr<relax::IRModule> module = relax::RunPipeline(parsed.module, options, &parsed.locations);
-  KILN_CHECK(module.ok()) << module.status();
-  absl::StatusOr<std::vector<Workload>> workloads = ExtractWorkloads(*module, options.target);
-  KILN_CHECK(workloads.ok()) << workloads.status();
+  const std::vector<Workload> workloads = BlockWorkloads(parsed);
   auto table = std::make_shared<tir::TuningTable>();
-  for (const Workload& w : *workloads) {
+  for (const Workload& w : workloads) {
     tir::TunedWorkload& t = (*table)[w.key];
     t.dispatch_var = w.dispatch_var;
-    t.best_by_size = {{16, SmallTiles()}, {256, WideTiles()}};
+    t.best_by_size = {{1, SmallTiles()}, {16, WideTiles()}, {256, RowsOuterDeepTiles()}};
   }
   return table;
 }

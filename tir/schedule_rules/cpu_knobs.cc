@@ -29,6 +29,8 @@ const std::vector<KnobField>& Fields() {
       {"matmul.unroll_rows", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.unroll_rows; }, 0, 1},
       {"matmul.parallel", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.parallel; }, 0, 1},
       {"matmul.few_rows", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.few_rows; }, 0, 1},
+      {"matmul.rows_outer", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.rows_outer; }, 0, 1},
+      {"matmul.k_unroll", [](CpuScheduleKnobs& k) { return &k.matmul.k_unroll; }, nullptr, 1, 16},
       {"reduction.lanes", [](CpuScheduleKnobs& k) { return &k.reduction.lanes; }, nullptr, 0, 64},
       {"reduction.parallel", nullptr, [](CpuScheduleKnobs& k) { return &k.reduction.parallel; }, 0, 1},
       {"injective.lanes", [](CpuScheduleKnobs& k) { return &k.injective.lanes; }, nullptr, 0, 64},

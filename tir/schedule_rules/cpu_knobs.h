@@ -4,7 +4,9 @@
 //
 // A knob set has a text form, `matmul.row_tile=8 matmul.col_vectors=2 ...` (every knob,
 // in a fixed order), which the tuning records store; Parse reads it back (unknown names and
-// out-of-range values are errors) and ToString(Parse(t)) == t for any t ToString made.
+// out-of-range values are errors) and ToString(Parse(t)) == t for any t ToString made. A
+// knob the text does not name keeps its default, so records written before a knob existed
+// still load and replay as they were measured (new knobs default to the old behaviour).
 #pragma once
 
 #include <string>
@@ -21,6 +23,15 @@ struct MatmulKnobs {
   bool unroll_rows = true;  // unroll the tile's rows (k, rows unrolled, columns vectorized)
   bool parallel = true;     // run the tile loops on the thread pool
   bool few_rows = true;     // version a symbolic matmul for few rows (wide tiles, BranchOn)
+  // Row tiles outermost instead of column tiles: each row strip of the left operand is read
+  // once (it stays in L1 across the column tiles) and the right operand's panels are re-read
+  // per row strip. Pays when the left operand is the big one (attention's probs . v: n x n
+  // against n x 64). The right operand is then never packed (a pack per row strip would copy
+  // all of it).
+  bool rows_outer = false;
+  // The k loop of a register tile split by this and the inner part unrolled, when k is a
+  // constant it divides (more loads in flight between the FMAs); 1: not split.
+  int k_unroll = 1;
   bool operator==(const MatmulKnobs&) const = default;
 };
 

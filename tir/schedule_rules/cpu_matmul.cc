@@ -231,6 +231,17 @@ absl::Status BlockWideTileOverK(Schedule* s, const std::string& block, const Pri
   return s->Unroll(rows);
 }
 
+// The k loop of a register tile as (k_0, k_1) with k_1 of `factor` steps unrolled, when k
+// is a constant that the factor divides: a remainder would put a condition around the
+// register loop. Left as it was when the split does not apply.
+void UnrollK(Schedule* s, const std::string& k_loop, const PrimExpr& k_extent, int factor) {
+  std::optional<int64_t> k = k_extent.as_int();
+  if (factor < 2 || !k || *k <= factor || *k % factor != 0) return;
+  Schedule attempt = *s;
+  absl::StatusOr<std::vector<std::string>> parts = attempt.Split(k_loop, {-1, factor});
+  if (parts.ok() && attempt.Unroll((*parts)[1]).ok()) *s = std::move(attempt);
+}
+
 // `cache`: the accumulator tile lives in a local buffer (registers once compacted) and an
 // epilogue that reads the result joins the write-back; fails when the tile cannot be
 // formed, so the caller can schedule without it.
@@ -298,8 +309,10 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
     j_split = true;
   }
   // Column tiles outermost: consecutive tiles (and a thread's share of them) reuse one
-  // k x col_tile panel of the right operand from cache while the rows move on.
-  if (i_split && j_split) std::swap(outer[outer.size() - 1], outer[outer.size() - 2]);
+  // k x col_tile panel of the right operand from cache while the rows move on. The
+  // rows_outer knob keeps the rows outermost instead (see cpu_knobs.h).
+  const bool rows_outer = knobs.rows_outer && !few;
+  if (i_split && j_split && !rows_outer) std::swap(outer[outer.size() - 1], outer[outer.size() - 2]);
   std::vector<std::string> order = outer;
   order.push_back(k->loop_var.name());
   order.push_back(ii);
@@ -308,7 +321,7 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   const VarNode* col = nest.block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
   const VarNode* row = nest.block->iter_vars[nest.iter_of_loop[n - 3]].var.get();
   std::string panel = cache && i_split && j_split ? PanelOperand(nest.block, row, col) : std::string();
-  bool pack = !few && !panel.empty() && j_extent &&
+  bool pack = !few && !rows_outer && !panel.empty() && j_extent &&
               (knobs.pack < 0 ? PackPays(*j_extent / col_tile, options) : knobs.pack == 1);
   std::string tile_loop, pack_loop;
   if (pack) {
@@ -327,6 +340,7 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   }
   if (!few && knobs.unroll_rows) KILN_RETURN_IF_ERROR(s->Unroll(ii));
   KILN_RETURN_IF_ERROR(s->DecomposeReduction(nest.block->name, k->loop_var.name()).status());
+  if (!few) UnrollK(s, k->loop_var.name(), k->extent, knobs.k_unroll);
   if (write_back.empty()) return absl::OkStatus();
   if (!tile_loop.empty()) {
     KILN_RETURN_IF_ERROR(s->ReverseComputeAt(write_back, tile_loop));
