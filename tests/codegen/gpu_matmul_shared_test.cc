@@ -1,14 +1,15 @@
 // Matmuls tiled through shared memory on the GPU (tir/schedule_rules/gpu_matmul_shared.cc,
 // Schedule::CacheReadShared, tir/transform/lower_cooperative_copies.h): the lowered kernel
-// loads its operand tiles cooperatively between two barriers that no guard encloses, both
-// emitters declare the tiles in shared memory, the tile sizes follow the target's limits
-// and the verifier rejects tiles above them, and the errors a user can cause. The numbers
-// are checked on lavapipe by the op harness (vulkan_op_harness_test.cc: matmul, batched and
-// transposed matmuls, linear layers against the reference evaluator) and serially by
-// gpu_schedule_test.cc.
+// loads its operand tiles cooperatively between two barriers that no thread-dependent guard
+// encloses, both emitters declare the tiles in shared memory, the tile sizes follow the
+// target's limits and the verifier rejects tiles above them, and the errors a user can
+// cause. The numbers are checked on lavapipe by the op harness (vulkan_op_harness_test.cc:
+// matmul, batched and transposed matmuls, linear layers against the reference evaluator)
+// and serially by gpu_schedule_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -61,8 +62,10 @@ prim_func @f(A: Buffer(()" + b + ", " + m + ", " + k + R"(), float32), B: Buffer
 })");
 }
 
-// Each storage_sync() call, with whether an `if` or a thread-dependent loop encloses it
-// inside the kernel (then some threads would skip a barrier the others wait at).
+// Each storage_sync() call, with whether an `if` whose condition depends on the thread
+// index encloses it inside the kernel (then some threads would skip a barrier the others
+// wait at). A condition on the block index alone (transform::SpreadBlockGrid's guard) is
+// the same for every thread of a block and keeps the barrier safe.
 struct Barriers {
   int count = 0;
   int guarded = 0;
@@ -70,10 +73,19 @@ struct Barriers {
 Barriers BarriersOf(const tir::PrimFunc& kernel) {
   class Walker : public tir::StmtExprVisitor {
    public:
-    void VisitStmt_(const tir::IfThenElseNode* op, const tir::Stmt& self) override {
-      ++depth_;
+    void VisitStmt_(const tir::ForNode* op, const tir::Stmt& self) override {
+      if (op->thread_tag.rfind("threadIdx", 0) == 0) per_thread_.push_back(op->loop_var.get());
       tir::StmtExprVisitor::VisitStmt_(op, self);
-      --depth_;
+    }
+    void VisitStmt_(const tir::LetStmtNode* op, const tir::Stmt& self) override {
+      if (PerThread(op->value)) per_thread_.push_back(op->var.get());
+      tir::StmtExprVisitor::VisitStmt_(op, self);
+    }
+    void VisitStmt_(const tir::IfThenElseNode* op, const tir::Stmt& self) override {
+      const bool divergent = PerThread(op->condition);
+      depth_ += divergent;
+      tir::StmtExprVisitor::VisitStmt_(op, self);
+      depth_ -= divergent;
     }
     void VisitExpr_(const tir::CallNode* op, const tir::PrimExpr& self) override {
       if (op->op == "storage_sync") {
@@ -85,6 +97,11 @@ Barriers BarriersOf(const tir::PrimFunc& kernel) {
     Barriers result;
 
    private:
+    bool PerThread(const tir::PrimExpr& e) const {
+      return std::any_of(per_thread_.begin(), per_thread_.end(),
+                         [&](const tir::VarNode* v) { return tir::schedule_internal::UsesVar(e, v); });
+    }
+    std::vector<const tir::VarNode*> per_thread_;
     int depth_ = 0;
   } walker;
   walker.VisitStmt(kernel->body);
