@@ -190,11 +190,6 @@ struct AttentionJob {
   float* out;
   int64_t q_heads, kv_heads, d;
   float scale;
-  // Per step sequence: whether it brings two or more tokens to this step. llama.cpp computes
-  // such a batch's float16 attention products with tinyBLAS, a single token's with
-  // ggml_vec_dot_f16 (another summation order); the float16 cache follows it, per sequence,
-  // so a sequence's logits never depend on the other sequences in the step.
-  std::vector<bool> sequence_is_batch;
 };
 
 // One (token, kv head) with a float16 cache, computed as llama.cpp computes it: q rounded to
@@ -210,13 +205,18 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
   const int64_t group = job.q_heads / job.kv_heads;
   const int64_t d = job.d;
   const PagedKvCache::StepToken& token = cache.step_tokens()[static_cast<size_t>(t)];
-  const std::vector<int32_t>& pages = *cache.step_sequences()[static_cast<size_t>(token.sequence)].pages;
+  const PagedKvCache::StepSequence& sequence = cache.step_sequences()[static_cast<size_t>(token.sequence)];
+  const std::vector<int32_t>& pages = *sequence.pages;
   const int64_t length = token.position + 1;
   const int64_t page_size = cache.config().page_size;
-  // tinyBLAS takes a product only when its length is a multiple of 16 and its row count a
-  // multiple of 4: the scores' length is head_dim (their rows, the cache's padded length, a
-  // multiple of 256), the value product's rows are head_dim (its length, the padded length).
-  const bool batch = job.sequence_is_batch[static_cast<size_t>(token.sequence)];
+  // A sequence bringing two or more tokens to the step is a batch: llama.cpp computes its
+  // float16 attention products with tinyBLAS, a single token's with ggml_vec_dot_f16 (another
+  // summation order). Decided per sequence, so a sequence's logits never depend on the others
+  // in the step. tinyBLAS takes a product only when its length is a multiple of 16 and its
+  // row count a multiple of 4: the scores' length is head_dim (their rows, the cache's padded
+  // length, a multiple of 256), the value product's rows are head_dim (its length, the padded
+  // length).
+  const bool batch = sequence.count >= 2;
   const bool tiny_blas_scores = batch && d % 16 == 0;
   const bool tiny_blas_values = batch && d % 4 == 0;
   thread_local std::vector<float> scores, classes;
@@ -379,10 +379,7 @@ absl::Status Attention(BuiltinContext&, const Value* const* args, int, Value* re
   absl::StatusOr<Tensor> out = Tensor::Empty({n, q_heads, c.head_dim}, vm::DTypeFloat32());
   if (!out.ok()) return out.status();
   AttentionJob job{&cache, layer, q_host->data_as<float>(), out->data_as<float>(), q_heads, c.num_kv_heads, c.head_dim,
-                   static_cast<float>(scale), {}};
-  std::vector<int64_t> tokens_per_sequence(cache.step_sequences().size(), 0);
-  for (const PagedKvCache::StepToken& token : cache.step_tokens()) ++tokens_per_sequence[static_cast<size_t>(token.sequence)];
-  for (int64_t count : tokens_per_sequence) job.sequence_is_batch.push_back(count >= 2);
+                   static_cast<float>(scale)};
   if (n * c.num_kv_heads > 0) {
     const auto task = !f16 ? AttentionTask : HasAvx2F16c() ? AttentionTaskF16<true> : AttentionTaskF16<false>;
     vm::ThreadPool::Global().ParallelFor(n * c.num_kv_heads, task, &job);
