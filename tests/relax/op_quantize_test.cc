@@ -51,6 +51,19 @@ TEST(QuantizeTest, QuantizedMatmulShapesAndErrors) {
             "error: quantized_matmul: x must be float32, got float16");
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, i32)}, q41),
             "error: quantized_matmul: w must be uint8 (the blocks' bytes), got int32");
+  // summation: "lanes" or "blocks" (q4_0 / q8_0 only).
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({8, 324}, u8)},
+                  {{"format", std::string("q4_0")}, {"summation", std::string("blocks")}}),
+            "Tensor((n, 8), float32)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
+                  {{"format", std::string("q4_1")}, {"summation", std::string("lanes")}}),
+            "Tensor((n, 7), float32)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
+                  {{"format", std::string("q4_1")}, {"summation", std::string("blocks")}}),
+            "error: quantized_matmul: summation \"blocks\" is for q4_0 and q8_0 weights, not q4_1");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
+                  {{"format", std::string("q4_1")}, {"summation", std::string("tree")}}),
+            "error: quantized_matmul: attribute summation must be \"lanes\" or \"blocks\"");
 }
 
 TEST(QuantizeTest, RotaryEmbeddingShapesAndErrors) {
