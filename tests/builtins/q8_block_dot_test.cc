@@ -143,6 +143,18 @@ std::vector<float> RandomActivations(int64_t k, std::mt19937& rng, int pattern) 
   return x;
 }
 
+// `rows` rows of random activations (in *xs) and their blocks, one row after the other.
+std::vector<Q8Block> RandomQuantizedRows(int rows, int64_t blocks, std::mt19937& rng, std::vector<std::vector<float>>* xs) {
+  std::vector<Q8Block> quantized;
+  for (int r = 0; r < rows; ++r) {
+    xs->push_back(RandomActivations(blocks * 32, rng, r % 3));
+    std::vector<Q8Block> row(static_cast<size_t>(blocks));
+    QuantizeRowQ8(xs->back().data(), blocks * 32, row.data(), Q8Isa::kScalar);
+    quantized.insert(quantized.end(), row.begin(), row.end());
+  }
+  return quantized;
+}
+
 std::vector<Q8Isa> SupportedIsas() {
   std::vector<Q8Isa> out;
   for (Q8Isa isa : {Q8Isa::kScalar, Q8Isa::kAvx2, Q8Isa::kAvx512Vnni}) {
@@ -176,13 +188,7 @@ TEST(Q8BlockDot, DotProductsEqualTheNaiveOnesBitForBitOnEveryInstructionSet) {
       const int64_t k = blocks * 32;
       constexpr int kRows = 7;  // a group of 4 and a remainder of 3
       std::vector<std::vector<float>> xs;
-      std::vector<Q8Block> quantized;
-      for (int r = 0; r < kRows; ++r) {
-        xs.push_back(RandomActivations(k, rng, r % 3));
-        std::vector<Q8Block> row(static_cast<size_t>(blocks));
-        QuantizeRowQ8(xs.back().data(), k, row.data(), Q8Isa::kScalar);
-        quantized.insert(quantized.end(), row.begin(), row.end());
-      }
+      const std::vector<Q8Block> quantized = RandomQuantizedRows(kRows, blocks, rng, &xs);
       const std::vector<uint8_t> w = RandomRow(format, blocks, rng);
       const NaiveWeights decoded = Decode(format, w, blocks);
       for (Q8Isa isa : SupportedIsas()) {
@@ -214,13 +220,7 @@ TEST(Q8BlockDot, BlockOrderEqualsTheNaiveOneBitForBitOnEveryInstructionSet) {
       constexpr int kRows = 6;         // a group of 4 activation rows and a remainder of 2
       constexpr int kWeightRows = 19;  // two groups of 8 weight rows and a remainder of 3
       std::vector<std::vector<float>> xs;
-      std::vector<Q8Block> quantized;
-      for (int r = 0; r < kRows; ++r) {
-        xs.push_back(RandomActivations(k, rng, r % 3));
-        std::vector<Q8Block> row(static_cast<size_t>(blocks));
-        QuantizeRowQ8(xs.back().data(), k, row.data(), Q8Isa::kScalar);
-        quantized.insert(quantized.end(), row.begin(), row.end());
-      }
+      const std::vector<Q8Block> quantized = RandomQuantizedRows(kRows, blocks, rng, &xs);
       std::vector<uint8_t> w;
       std::vector<NaiveWeights> decoded;
       for (int i = 0; i < kWeightRows; ++i) {
