@@ -229,8 +229,14 @@ absl::StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Generation
   }
   if (ids.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
   if (static_cast<int64_t>(ids.size()) >= context_length_) {
-    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", ids.size(), " tokens; the context holds ",
-                                                   context_length_, " (room is needed for at least one more)"));
+    return absl::OutOfRangeError(absl::StrCat("the prompt has ", ids.size(), " tokens; the context holds ",
+                                              context_length_, " (room is needed for at least one more)"));
+  }
+  const int64_t room = context_length_ - static_cast<int64_t>(ids.size());
+  if (request.max_tokens_must_fit && request.max_tokens > room) {
+    return absl::OutOfRangeError(absl::StrCat("the context holds ", context_length_, " tokens; the prompt has ", ids.size(),
+                                              " and max_tokens asks for ", request.max_tokens,
+                                              " more: max_tokens may be at most ", room, " for this prompt"));
   }
   return ids;
 }

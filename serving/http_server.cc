@@ -73,6 +73,16 @@ void Reply(httplib::Response& res, const ApiError& error) {
 
 // Compares without an early exit, so the time taken says nothing about where a wrong key
 // differs (only, as usual, about its length).
+// The methods a route of this server answers, for a 405's Allow header; empty for a path
+// that is no route at all (a 404). Kept next to the routes registered in Impl's constructor.
+std::string AllowedMethods(std::string_view path) {
+  if (path == "/v1/completions" || path == "/v1/chat/completions") return "POST";
+  if (path == "/v1/models" || path.starts_with("/v1/models/") || path == "/health" || path == "/metrics") {
+    return "GET, HEAD";  // httplib answers HEAD with a GET route
+  }
+  return "";
+}
+
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   unsigned char difference = 0;
@@ -131,8 +141,15 @@ class HttpServer::Impl {
         [this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
       ApiError error;
-      error.http_status = res.status;
-      if (res.status == 404) {
+      const std::string allowed = AllowedMethods(req.path);
+      if (res.status == 404 && !allowed.empty()) {
+        // httplib answers 404 for a known path asked with another method (a GET on a POST
+        // route); HTTP says 405, with the methods that would work.
+        res.status = 405;
+        res.set_header("Allow", allowed);
+        error.message = absl::StrCat(req.method, " is not allowed on ", req.path, "; use ", allowed);
+        error.code = "method_not_allowed";
+      } else if (res.status == 404) {
         error.message = absl::StrCat("no route for ", req.method, " ", req.path);
         error.code = "not_found";
       } else if (res.status == 413) {
@@ -140,6 +157,7 @@ class HttpServer::Impl {
       } else {
         error.message = absl::StrCat("HTTP ", res.status, " for ", req.method, " ", req.path);
       }
+      error.http_status = res.status;
       if (res.status >= 500) error.type = "server_error";
       res.set_content(error.ToJson(), kJson);
       return httplib::Server::HandlerResponse::Handled;

@@ -200,7 +200,13 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view text, const std::string&
         unsigned char u = static_cast<unsigned char>(c);
         std::string shown = (u >= 0x20 && u < 0x7f) ? absl::StrCat("'", std::string(1, c), "'")
                                                     : absl::StrFormat("byte 0x%02x", u);
-        return error(line, column, absl::StrCat("unexpected character ", shown));
+        const char* why = "";
+        if (c == ';') {
+          why = " (statements end at the end of a binding; no ';' is needed)";
+        } else if (u >= 0x80) {
+          why = " (outside strings and comments the text is ASCII: names are letters, digits and '_')";
+        }
+        return error(line, column, absl::StrCat("unexpected character ", shown, why));
       }
     }
     tokens.push_back(std::move(token));
