@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "relax/text_parser_impl.h"
+#include "support/file_format.h"
 #include "support/status_macros.h"
 
 namespace kiln::relax {
@@ -767,6 +768,12 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
 }  // namespace text_internal
 
 absl::StatusOr<ParsedModule> ParseModule(std::string_view text, std::string file_name) {
+  // A binary file of a known kind (an executable or a GGUF given to kiln check) is named,
+  // instead of failing on its first byte.
+  if (const std::string format = support::FileFormatName(text.substr(0, 16)); !format.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": error: not IR text (docs/ir.md): the file is ", format));
+  }
   KILN_ASSIGN_OR_RETURN(std::vector<tir::Token> tokens, tir::Lex(text, file_name));
   text_internal::Parser parser(std::move(tokens), std::move(file_name));
   return parser.ParseModule();

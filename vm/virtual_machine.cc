@@ -171,8 +171,12 @@ absl::StatusOr<Value> VirtualMachine::Invoke(int32_t function_index, const Value
   }
   const Function& fn = executable_->functions()[function_index];
   if (num_args != fn.params.size()) {
+    // The parameters by name, so that a caller can tell which one is missing or extra.
+    std::string names;
+    for (const ParamSignature& param : fn.params) absl::StrAppend(&names, names.empty() ? "" : ", ", param.name);
     return absl::InvalidArgumentError(absl::StrCat("function '", fn.name, "' takes ", fn.params.size(),
-                                                   " arguments, got ", num_args));
+                                                   fn.params.size() == 1 ? " argument" : " arguments", " (", names,
+                                                   "), got ", num_args));
   }
   Args a;
   a.values = args;

@@ -470,6 +470,16 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
   }
 }
 
+// A binary file of a known kind given as IR text (kiln check model.gguf) is named.
+TEST(TextFormatTest, KnownBinaryFilesAreNamedNotLexed) {
+  for (const auto& [bytes, kind] : {std::pair<std::string, std::string>{std::string("GGUF\x03\0\0\0", 8), "a GGUF model (.gguf)"},
+                                    {std::string("KILNEXE\0\x02\0\x02\0", 12), "a Kiln executable (.kx)"}}) {
+    auto parsed = ParseModule(bytes, "m.bin");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(std::string(parsed.status().message()), "m.bin: error: not IR text (docs/ir.md): the file is " + kind);
+  }
+}
+
 TEST(TextFormatTest, DeepNestingIsAnErrorNotACrash) {
   for (const char* open : {"(", "R.add(", "Tuple(", "!"}) {
     std::string text = "module { func @f(x: Object) { y = ";

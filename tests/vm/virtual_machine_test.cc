@@ -144,7 +144,8 @@ TEST(VirtualMachine, WrongArgumentCountAndUnknownFunction) {
   auto exe = LoadSample();
   ASSERT_NE(exe, nullptr);
   VirtualMachine vm(exe);
-  EXPECT_THAT(std::string(vm.Invoke("main", {}).status().message()), HasSubstr("takes 2 arguments, got 0"));
+  EXPECT_THAT(std::string(vm.Invoke("main", {}).status().message()), HasSubstr("takes 2 arguments (x, y), got 0"));
+  EXPECT_THAT(std::string(vm.Invoke("sum_to", {}).status().message()), HasSubstr("takes 1 argument (k), got 0"));
   EXPECT_THAT(std::string(vm.Invoke("nope", {}).status().message()), HasSubstr("no function 'nope'"));
   EXPECT_THAT(std::string(vm.Invoke("sum_to", {Value(Filled({1}, 0))}).status().message()),
               HasSubstr("parameter 'k': expected a int"));
@@ -191,6 +192,9 @@ TEST(Executable, LoadChecksBuiltinsAndVersions) {
               HasSubstr("file format 2.7, this runtime reads 2.0 to 2." + std::to_string(kFormatMinor)));
   std::string junk = "hello world, not an executable";
   EXPECT_THAT(std::string(Executable::Load(junk, builtins::DefaultRegistry()).status().message()),
+              HasSubstr("not a Kiln executable: the file is text"));
+  std::string binary_junk("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x00\x0b\x0c\x0d\x0e\x0f\x10", 16);
+  EXPECT_THAT(std::string(Executable::Load(binary_junk, builtins::DefaultRegistry()).status().message()),
               HasSubstr("bad magic"));
 }
 

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A new user's mistakes at the command line: files of the wrong kind, directories for files,
+# a missing input, `kiln help CMD`. Each must be a one-line error that says what the file or
+# the mistake is (exit 1 or 2), never a crash or an error about something else.
+#   $1 kiln  $2 source folder
+set -euo pipefail
+kiln=$1 src=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Runs kiln with the remaining arguments, expects failure (not a signal) and a message with $1.
+expect_error() {
+  local want=$1 code=0
+  shift
+  "$kiln" "$@" >"$dir/out" 2>&1 || code=$?
+  [ "$code" = 1 ] || [ "$code" = 2 ] || fail "kiln $*: exit $code, expected 1 or 2: $(cat "$dir/out")"
+  grep -qF -- "$want" "$dir/out" || fail "kiln $*: expected '$want' in: $(cat "$dir/out")"
+}
+
+"$kiln" help run | grep -qF "usage: kiln run FILE.kx" || fail "kiln help run is not kiln run --help"
+expect_error "kiln help: unknown command 'nope'" help nope
+
+# Files of another kind where a .kx or IR text belongs: named, not "bad magic" or a byte.
+printf 'GGUF\003\000\000\000\000\000\000\000\000\000\000\000' >"$dir/model.gguf"
+cp "$src/examples/models/mlp.kir" "$dir/mlp.kir"
+expect_error "not a Kiln executable: the file is a GGUF model (.gguf)" run "$dir/model.gguf"
+expect_error "not a Kiln executable: the file is text" run "$dir/mlp.kir"
+"$kiln" compile "$dir/mlp.kir" -o "$dir/mlp.kx" 2>/dev/null || fail "compile mlp.kir"
+expect_error "not IR text (docs/ir.md): the file is a Kiln executable (.kx)" check "$dir/mlp.kx"
+cp "$dir/model.gguf" "$dir/model_as_text.kir"
+expect_error "the file is a GGUF model (.gguf)" check "$dir/model_as_text.kir"
+
+# Directories given as files.
+mkdir "$dir/folder.kir" "$dir/folder.gguf"
+expect_error "is a directory, not a file" check "$dir/folder.kir"
+expect_error "is a directory, not a file" compile "$dir/folder.kir"
+expect_error "is a directory; give the model's .gguf file" generate "$dir/folder.gguf" --prompt hi
+
+# Inputs that do not match the parameters: the error names them.
+expect_error "function 'main' takes 5 arguments (x, w0, b0, w1, b1), got 1" run "$dir/mlp.kx" --input random:2x784:f32
+echo "ok"
