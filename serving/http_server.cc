@@ -152,6 +152,10 @@ class HttpServer::Impl {
       } else if (res.status == 404) {
         error.message = absl::StrCat("no route for ", req.method, " ", req.path);
         error.code = "not_found";
+      } else if (res.status == 400 && req.method == "POST" && !req.has_header("Content-Length") &&
+                 !req.has_header("Transfer-Encoding")) {
+        // httplib refuses a POST without a body length (curl -X POST with no -d).
+        error.message = absl::StrCat("POST ", req.path, " needs a JSON body (with Content-Length or chunked encoding)");
       } else if (res.status == 413) {
         error.message = absl::StrCat("the request body is larger than ", options_.max_body_bytes, " bytes");
       } else {

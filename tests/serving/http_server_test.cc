@@ -385,6 +385,22 @@ bool WaitFor(Condition condition) {
   return condition();
 }
 
+// `curl -X POST URL` with no -d sends no body length, which httplib refuses with a bare 400:
+// the reply says what is missing.
+TEST_F(HttpServerTest, PostWithoutABodySaysSo) {
+  Start();
+  const int fd = ConnectTo(server_->port());
+  ASSERT_GE(fd, 0);
+  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string received;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) received.append(buffer, static_cast<size_t>(n));
+  close(fd);
+  EXPECT_THAT(received, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(received, HasSubstr("POST /v1/chat/completions needs a JSON body"));
+}
+
 TEST_F(HttpServerTest, ClientThatHangsUpMidStreamAbortsItsRequest) {
   backend_.tokens_per_choice = 100000;
   backend_.token_interval = std::chrono::milliseconds(2);
