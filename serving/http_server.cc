@@ -106,8 +106,15 @@ class HttpServer::Impl {
     // connecting at once (64 in tests/tools/serve_load_test.py) overflows the accept queue
     // and connections are reset. The listening socket is remembered here (httplib's default
     // options kept) and Bind() listens on it again with a larger backlog, which Linux allows.
+    //
+    // httplib's default options set SO_REUSEPORT, with which a second server binds a port
+    // already in use and the kernel splits the connections between the two: `kiln serve`
+    // started twice on 8080 would answer half the requests from the other model, and never
+    // say the port was taken. Only SO_REUSEADDR is set (a restarted server binds its port
+    // while old connections linger in TIME_WAIT).
     server_.set_socket_options([this](socket_t sock) {
-      httplib::default_socket_options(sock);
+      const int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
       listen_socket_ = sock;
     });
     server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {

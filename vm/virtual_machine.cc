@@ -268,7 +268,7 @@ const Value& VirtualMachine::OperandValue(const Value* regs, const Operand& o, V
 absl::Status VirtualMachine::MatchDims(const Function& fn, Value* regs, const std::vector<int64_t>& shape,
                                        const Operand* pattern, int count) {
   if (static_cast<int>(shape.size()) != count) {
-    return absl::InvalidArgumentError(absl::StrCat(": expected ", count, " dimensions, got ", shape.size(),
+    return absl::InvalidArgumentError(absl::StrCat(": expected ", count, count == 1 ? " dimension" : " dimensions", ", got ", shape.size(),
                                                    " (shape ", ShapeToString(shape), ")"));
   }
   for (int i = 0; i < count; ++i) {

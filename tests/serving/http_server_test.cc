@@ -385,6 +385,19 @@ bool WaitFor(Condition condition) {
   return condition();
 }
 
+// A second server on a port in use fails to bind (httplib's default SO_REUSEPORT would let
+// both listen and split the connections between them).
+TEST_F(HttpServerTest, APortInUseIsAnError) {
+  Start();
+  HttpServerOptions options;
+  options.host = "127.0.0.1";
+  options.port = server_->port();
+  HttpServer second(backend_, options);
+  absl::Status bound = second.Bind();
+  EXPECT_EQ(bound.code(), absl::StatusCode::kUnavailable) << bound;
+  EXPECT_THAT(std::string(bound.message()), HasSubstr("in use"));
+}
+
 // `curl -X POST URL` with no -d sends no body length, which httplib refuses with a bare 400:
 // the reply says what is missing.
 TEST_F(HttpServerTest, PostWithoutABodySaysSo) {
