@@ -39,4 +39,18 @@ expect_error "is a directory; give the model's .gguf file" generate "$dir/folder
 
 # Inputs that do not match the parameters: the error names them.
 expect_error "function 'main' takes 5 arguments (x, w0, b0, w1, b1), got 1" run "$dir/mlp.kx" --input random:2x784:f32
+
+# Inputs by name (as ONNX Runtime feeds them), mixed with positional ones, equal the
+# positional call; a name that is no parameter, or a parameter left out, is named.
+w="--input random:784x256:f32 --input random:256:f32 --input random:256x10:f32 --input random:10:f32"
+# shellcheck disable=SC2086
+by_position=$("$kiln" run "$dir/mlp.kx" --input ones:2x784:f32 $w)
+# shellcheck disable=SC2086
+by_name=$("$kiln" run "$dir/mlp.kx" --input b1=random:10:f32 --input x=ones:2x784:f32 --input w0=random:784x256:f32 \
+  --input random:256:f32 --input random:256x10:f32)
+[ "$by_position" = "$by_name" ] || fail "named inputs gave '$by_name', positional '$by_position'"
+# shellcheck disable=SC2086
+expect_error "function 'main' has no parameter 'input' (its parameters: x, w0, b0, w1, b1)" \
+  run "$dir/mlp.kx" --input input=ones:2x784:f32 $w
+expect_error "parameter 'w0' has no --input (give w0=SPEC, or SPEC in order)" run "$dir/mlp.kx" --input x=ones:2x784:f32
 echo "ok"
