@@ -140,7 +140,8 @@ class Engine::Impl {
 absl::Status Engine::Impl::Init(const EngineOptions& options) {
   options_ = options;
   if (options.max_running < 1) return absl::InvalidArgumentError("max_running must be at least 1");
-  if (options.max_queued < 0) return absl::InvalidArgumentError("max_queued must not be negative");
+  // Every request is queued until the loop admits it, even on an idle engine: 0 would refuse all.
+  if (options.max_queued < 1) return absl::InvalidArgumentError("max_queued must be at least 1");
   if (options.step_prefill_tokens < 1) return absl::InvalidArgumentError("step_prefill_tokens must be at least 1");
   if (!(options.prefill_time_ratio > 0) || !std::isfinite(options.prefill_time_ratio)) {
     return absl::InvalidArgumentError("prefill_time_ratio must be a positive number");

@@ -53,7 +53,7 @@ struct EngineOptions {
   LlmRunnerOptions runner;      // KV cache size, page size
   int threads = 0;              // VM worker threads (0: all cores)
   int64_t max_running = 64;     // sequences decoded together in one step
-  int64_t max_queued = 256;     // waiting requests; Submit beyond this is ResourceExhausted
+  int64_t max_queued = 256;     // waiting requests (>= 1); Submit beyond this is ResourceExhausted
   int64_t step_prefill_tokens = 256;  // prompt tokens prefilled per step at most (chunked prefill)
   // While streams decode, the prompt tokens added to a step may take at most this times as
   // long as the step's decode alone (measured: serving/step_cost_model.h), so running

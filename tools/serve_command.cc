@@ -124,8 +124,10 @@ int ServeCommand(int argc, char** argv) {
         return Usage("--max-running needs a positive integer, got '" + v + "'");
       }
     } else if (value("--max-queued")) {
-      if (!int_value(&engine_options.max_queued, 0, kLarge)) {
-        return Usage("--max-queued needs a non-negative integer, got '" + v + "'");
+      // A request waits in the queue while it is admitted, even on an idle server: 0 would
+      // refuse every request.
+      if (!int_value(&engine_options.max_queued, 1, kLarge)) {
+        return Usage("--max-queued needs a positive integer, got '" + v + "'");
       }
     } else if (value("--prefill-chunk")) {
       if (!int_value(&engine_options.step_prefill_tokens, 1, kLarge)) {

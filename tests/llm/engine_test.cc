@@ -714,6 +714,9 @@ TEST_F(EngineTest, BadRequestsAreStatuses) {
   bad.step_prefill_tokens = 0;
   EXPECT_FALSE(Engine::Load(bad).ok());
   bad = Options();
+  bad.max_queued = 0;  // would refuse every request, even on an idle engine
+  EXPECT_EQ(Engine::Load(bad).status().message(), "max_queued must be at least 1");
+  bad = Options();
   bad.executable_path = "/nonexistent.kx";
   EXPECT_FALSE(Engine::Load(bad).ok());
 }
