@@ -4,7 +4,9 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "support/int_math.h"
+#include "support/nearest_name.h"
 #include "support/status_macros.h"
 #include "vm/storage.h"
 #include "vm/thread_pool.h"
@@ -158,9 +160,11 @@ void VirtualMachine::EnableProfiling(bool enable) {
 absl::StatusOr<Value> VirtualMachine::Invoke(const std::string& function, const std::vector<Value>& args) {
   int32_t index = executable_->FindFunction(function);
   if (index < 0) {
-    std::string known;
-    for (const Function& fn : executable_->functions()) absl::StrAppend(&known, known.empty() ? "" : ", ", fn.name);
-    return absl::NotFoundError(absl::StrCat("no function '", function, "' in the executable (it has: ", known, ")"));
+    std::vector<std::string> names;
+    for (const Function& fn : executable_->functions()) names.push_back(fn.name);
+    const std::string has = names.empty() ? "it has none" : absl::StrCat("it has: ", absl::StrJoin(names, ", "));
+    return absl::NotFoundError(absl::StrCat("no function '", function, "' in the executable (", has, ")",
+                                            support::DidYouMean(function, names)));
   }
   return Invoke(index, args.data(), args.size());
 }

@@ -147,6 +147,8 @@ TEST(VirtualMachine, WrongArgumentCountAndUnknownFunction) {
   EXPECT_THAT(std::string(vm.Invoke("main", {}).status().message()), HasSubstr("takes 2 arguments (x, y), got 0"));
   EXPECT_THAT(std::string(vm.Invoke("sum_to", {}).status().message()), HasSubstr("takes 1 argument (k), got 0"));
   EXPECT_THAT(std::string(vm.Invoke("nope", {}).status().message()), HasSubstr("no function 'nope'"));
+  EXPECT_THAT(std::string(vm.Invoke("Main", {}).status().message()),
+              AllOf(HasSubstr("no function 'Main' in the executable (it has: main, sum_to, "), HasSubstr("(did you mean 'main'?)")));
   EXPECT_THAT(std::string(vm.Invoke("sum_to", {Value(Filled({1}, 0))}).status().message()),
               HasSubstr("parameter 'k': expected a int"));
 }
