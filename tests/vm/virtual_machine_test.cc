@@ -147,6 +147,11 @@ TEST(VirtualMachine, WrongArgumentCountAndUnknownFunction) {
   EXPECT_THAT(std::string(vm.Invoke("main", {}).status().message()), HasSubstr("takes 2 arguments (x, y), got 0"));
   EXPECT_THAT(std::string(vm.Invoke("sum_to", {}).status().message()), HasSubstr("takes 1 argument (k), got 0"));
   EXPECT_THAT(std::string(vm.Invoke("nope", {}).status().message()), HasSubstr("no function 'nope'"));
+  // An embedder's empty or wrongly kinded values are statuses naming the parameter, not aborts.
+  EXPECT_THAT(std::string(vm.Invoke("main", {Value(), Value()}).status().message()),
+              AllOf(HasSubstr("parameter 'x'"), HasSubstr("expected a tensor")));
+  EXPECT_THAT(std::string(vm.Invoke("main", {Value(Filled({5, 4}, 0)), Value(int64_t{3})}).status().message()),
+              AllOf(HasSubstr("parameter 'y'"), HasSubstr("expected a tensor, got int 3")));
   EXPECT_THAT(std::string(vm.Invoke("Main", {}).status().message()),
               AllOf(HasSubstr("no function 'Main' in the executable (it has: main, sum_to, "), HasSubstr("(did you mean 'main'?)")));
   EXPECT_THAT(std::string(vm.Invoke("sum_to", {Value(Filled({1}, 0))}).status().message()),
