@@ -89,11 +89,13 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view text, const std::string&
   auto peek = [&](size_t offset) -> char {
     return pos + offset < text.size() ? text[pos + offset] : '\0';
   };
+  // A UTF-8 byte order mark, which Windows editors put first, is not part of the text.
+  if (text.substr(0, 3) == "\xef\xbb\xbf") pos = 3;
   while (true) {
     // Whitespace and '#' comments.
     while (pos < text.size()) {
       char c = text[pos];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
         advance(1);
       } else if (c == '#') {
         while (pos < text.size() && text[pos] != '\n') advance(1);

@@ -470,6 +470,15 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
   }
 }
 
+// What Windows editors write: a byte order mark first, CRLF line ends; and form feeds.
+TEST(TextFormatTest, ByteOrderMarkAndWindowsLineEndsAreNotText) {
+  EXPECT_TRUE(ParseModule("\xef\xbb\xbfmodule {\r\n  func @f(x: Object) {\r\n    return x\r\n  }\r\n}\f\r\n", "w.kir").ok());
+  // Columns count from after the mark, as an editor shows them.
+  auto parsed = ParseModule("\xef\xbb\xbfmodul {}", "w.kir");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(std::string(parsed.status().message()), "w.kir:1:1: error: expected 'module', found identifier 'modul'");
+}
+
 // A binary file of a known kind given as IR text (kiln check model.gguf) is named.
 TEST(TextFormatTest, KnownBinaryFilesAreNamedNotLexed) {
   for (const auto& [bytes, kind] : {std::pair<std::string, std::string>{std::string("GGUF\x03\0\0\0", 8), "a GGUF model (.gguf)"},
