@@ -126,7 +126,7 @@ int RunCommand(int argc, char** argv) {
     } else if (arg == "--stats") {
       stats = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      return UsageError("run", "unknown option '" + arg + "'");
+      return UsageError("run", UnknownOptionMessage(arg, kUsage));
     } else if (path.empty()) {
       path = arg;
     } else {

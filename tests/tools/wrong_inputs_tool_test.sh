@@ -20,6 +20,10 @@ expect_error() {
 
 "$kiln" help run | grep -qF "usage: kiln run FILE.kx" || fail "kiln help run is not kiln run --help"
 expect_error "kiln help: unknown command 'nope'" help nope
+# A misspelt option names the one meant (taken from the command's --help).
+expect_error "unknown option '--temprature' (did you mean '--temperature'?)" generate --temprature 0 --prompt hi
+expect_error "unknown option '--inputs' (did you mean '--input'?)" run x.kx --inputs a.npy
+expect_error "unknown option '--max-runing' (did you mean '--max-running'?)" serve --max-runing 3
 
 # Files of another kind where a .kx or IR text belongs: named, not "bad magic" or a byte.
 printf 'GGUF\003\000\000\000\000\000\000\000\000\000\000\000' >"$dir/model.gguf"
