@@ -108,8 +108,9 @@ std::string PanelOperand(const BlockNode* block, const VarNode* row, const VarNo
 // to be at least the row count (attention scores, n x d times d x n): the panels are then
 // as many as the work needs threads for, and the copy makes each panel one contiguous
 // block. Unpacked, a panel's k rows lie n floats apart, and at n = 1024 (4 KiB) all of them
-// fall in the same L1 sets; packed, the scores (1024 x 64 x 1024, one thread) ran 10 %
-// faster. An unrelated symbolic column count (possibly a few columns under many rows)
+// fall in the same L1 sets; packed, the scores (1024 x 64 x 1024 with the transpose and the
+// scale, one thread, CPU time per call on a loaded machine) went from 2.17 to 1.43 ms (ONNX
+// Runtime's FusedMatMul: 1.41). An unrelated symbolic column count (possibly a few columns under many rows)
 // keeps the parallel loop over row tiles too.
 bool PackPays(const PrimExpr& rows, const PrimExpr& columns, int64_t col_tile, const CpuScheduleOptions& options) {
   if (std::optional<int64_t> n = columns.as_int()) return *n / col_tile >= 4 * options.num_threads;
