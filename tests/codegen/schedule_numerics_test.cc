@@ -1122,7 +1122,10 @@ TEST(ScheduleNumericsTest, SoftmaxAndLayerNormInLanes) {
 // operations on its halves.
 TEST(ScheduleNumericsTest, RowReductionLanesAreSimdInRegisters) {
   tir::PrimFunc func = Parse(RowReduction("0.0", "B[vi] + A[vi, vr]"));
-  absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(func, {.vector_lanes = 16, .num_threads = 4});
+  // One vector of lanes (a symbolic row gets two by default: two chains of the same code).
+  tir::CpuScheduleOptions options{.vector_lanes = 16, .num_threads = 4};
+  options.knobs.reduction.lanes = 16;
+  absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(func, options);
   ASSERT_TRUE(scheduled.ok()) << scheduled.status();
   std::string printed = relax::PrintPrimFunc(*scheduled, "k");
   ASSERT_NE(printed.find("allocate B_lanes: Buffer((16,), float32"), std::string::npos) << printed;

@@ -167,6 +167,25 @@ TEST(DefaultCpuScheduleTest, WideMatmulPacksTheRightOperandPanel) {
   EXPECT_THAT(trace, Not(HasSubstr("cache_read")));
 }
 
+// Attention scores, (n x d) times (d x n): the symbolic width is at least the row count, so
+// the panels keep the threads busy and each is packed once (its k rows would otherwise lie
+// n floats apart, at n = 1024 all in the same L1 sets); the tail panel is copied under its
+// guard.
+TEST(DefaultCpuScheduleTest, SquareSymbolicMatmulPacksTheRightOperandPanel) {
+  std::string text = testing::kMatmul;
+  for (const char* from : {"Buffer((m, k)", "Buffer((m, n)", "serial(0, m)", "spatial(m, i)"}) {
+    std::string to = from;
+    to.replace(to.find('m'), 1, "n");
+    text.replace(text.find(from), to.size(), to);
+  }
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 2}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, HasSubstr("parallel(\"j_0\")\n"));
+  EXPECT_THAT(trace, HasSubstr("cache_read(\"C\", \"B\", \"j_0\") -> \"B_cache\"\n"));
+  EXPECT_THAT(Print(*f), HasSubstr("A[vi, vk] * B_local[r, j_1]"));
+}
+
 // The default schedule's trace, printed, parsed and replayed on the unscheduled function,
 // gives the same function (the few-rows version and the tail guards included).
 TEST(DefaultCpuScheduleTest, TracesOfTheNewRulesReplay) {
@@ -301,22 +320,23 @@ TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
 }
 
 // A row reduction over contiguous elements: per-lane partial sums in a vectorized loop
-// (rfactor), the rows in parallel. A reduction reading its elements with a stride stays
-// scalar.
+// (rfactor; two vectors of lanes for a symbolic row, two dependency chains), the rows in
+// parallel. A reduction reading its elements with a stride stays scalar.
 TEST(DefaultCpuScheduleTest, ReductionVectorizesTheRowAndRunsRowsInParallel) {
   const std::string lanes =
-      "rfactor(\"B\", \"r\", 16) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\", \"B_rf_half\", \"B_rf_half_1\", "
-      "\"B_rf_half_2\"]\n"
+      "rfactor(\"B\", \"r\", 32) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\", \"B_rf_half\", \"B_rf_half_1\", "
+      "\"B_rf_half_2\", \"B_rf_half_3\"]\n"
       "get_loops(\"B_rf\") -> [\"i\", \"r_0\", \"r_1\"]\nvectorize(\"r_1\")\n"
       "get_loops(\"B_rf_init\") -> [\"i\", \"r_init\"]\nvectorize(\"r_init\")\n"
       "get_loops(\"B_rf_half\") -> [\"i\", \"r_half\"]\nvectorize(\"r_half\")\n"
       "get_loops(\"B_rf_half_1\") -> [\"i\", \"r_half_1\"]\nvectorize(\"r_half_1\")\n"
-      "get_loops(\"B_rf_half_2\") -> [\"i\", \"r_half_2\"]\nvectorize(\"r_half_2\")\n";
+      "get_loops(\"B_rf_half_2\") -> [\"i\", \"r_half_2\"]\nvectorize(\"r_half_2\")\n"
+      "get_loops(\"B_rf_half_3\") -> [\"i\", \"r_half_3\"]\nvectorize(\"r_half_3\")\n";
   std::string trace;
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(kRowSum), {.vector_lanes = 16, .num_threads = 8}, &trace);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(trace, lanes + "parallel(\"i\")\nguard_vectorized_tails()\n");
-  EXPECT_THAT(Print(*f), HasSubstr("for r_1 in vectorized(0, 16)"));
+  EXPECT_THAT(Print(*f), HasSubstr("for r_1 in vectorized(0, 32)"));
   absl::StatusOr<PrimFunc> single = ScheduleForCpu(Parse(kRowSum), {.vector_lanes = 16, .num_threads = 1}, &trace);
   EXPECT_EQ(trace, lanes + "guard_vectorized_tails()\n");
   absl::StatusOr<PrimFunc> column = ScheduleForCpu(Parse(R"(

@@ -65,7 +65,7 @@ tir::CpuScheduleKnobs RowsOuterDeepTiles() {
   k.matmul.row_tile = 12;
   k.matmul.rows_outer = true;
   k.matmul.k_unroll = 4;
-  k.reduction.lanes = 32;
+  k.reduction.lanes = 64;  // a symbolic row's default is two vectors (32 on AVX-512)
   k.injective.lanes = 64;
   return k;
 }
@@ -306,7 +306,7 @@ TEST(TuneKnobsTest, NewKnobsChangeTheSchedule) {
   tir::CpuScheduleKnobs k_unroll;
   k_unroll.matmul.k_unroll = 8;
   tir::CpuScheduleKnobs wide_lanes;
-  wide_lanes.reduction.lanes = 32;
+  wide_lanes.reduction.lanes = 64;  // the default for a symbolic row is two vectors (32)
   EXPECT_TRUE(differs("matmul2", rows_outer));  // probs . v: the n x n operand read once
   EXPECT_TRUE(differs("matmul", k_unroll));     // k = 64
   EXPECT_FALSE(differs("matmul2", k_unroll));   // k = n: not split

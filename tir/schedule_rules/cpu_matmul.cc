@@ -104,9 +104,18 @@ std::string PanelOperand(const BlockNode* block, const VarNode* row, const VarNo
 }
 
 // Packing a panel pays when the panels alone keep every thread busy (the row tiles of a
-// panel run serially in its iteration).
-bool PackPays(int64_t panels, const CpuScheduleOptions& options) {
-  return panels >= 4 * options.num_threads;
+// panel run serially in its iteration). A symbolic column count is packed when it is known
+// to be at least the row count (attention scores, n x d times d x n): the panels are then
+// as many as the work needs threads for, and the copy makes each panel one contiguous
+// block. Unpacked, a panel's k rows lie n floats apart, and at n = 1024 (4 KiB) all of them
+// fall in the same L1 sets; packed, the scores (1024 x 64 x 1024 with the transpose and the
+// scale, one thread, CPU time per call on a loaded machine) went from 2.17 to 1.43 ms (ONNX
+// Runtime's FusedMatMul: 1.41). An unrelated symbolic column count (possibly a few columns under many rows)
+// keeps the parallel loop over row tiles too.
+bool PackPays(const PrimExpr& rows, const PrimExpr& columns, int64_t col_tile, const CpuScheduleOptions& options) {
+  if (std::optional<int64_t> n = columns.as_int()) return *n / col_tile >= 4 * options.num_threads;
+  Analyzer analyzer;
+  return analyzer.CanProveLE(rows, columns);
 }
 
 // Vector registers of the target's SIMD unit, known from its width: AVX-512 (16 fp32 lanes)
@@ -321,8 +330,8 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   const VarNode* col = nest.block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
   const VarNode* row = nest.block->iter_vars[nest.iter_of_loop[n - 3]].var.get();
   std::string panel = cache && i_split && j_split ? PanelOperand(nest.block, row, col) : std::string();
-  bool pack = !few && !rows_outer && !panel.empty() && j_extent &&
-              (knobs.pack < 0 ? PackPays(*j_extent / col_tile, options) : knobs.pack == 1);
+  bool pack = !few && !rows_outer && !panel.empty() &&
+              (knobs.pack < 0 ? PackPays(i->extent, j->extent, col_tile, options) : knobs.pack == 1);
   std::string tile_loop, pack_loop;
   if (pack) {
     // Each parallel iteration owns a column panel: it packs the right operand's panel

@@ -71,12 +71,26 @@ bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
   return true;
 }
 
+// Lanes of partial results for a row: two vectors when the row may be long (symbolic, or at
+// least 8 vectors), one otherwise. Each vector of partials is one dependency chain through
+// the row; a float max that propagates NaN costs a compare, a mask merge and a blend per
+// step (about 6 cycles), a sum one add (3-4), so one chain bounds the pass at a fraction of
+// the loads' speed; two halve that. The rest of a row beyond a multiple of the lanes is
+// summed lane by lane (RFactor's tail), so more than two vectors would lengthen it for
+// rows such as 300 (300 % 64 = 44 serial steps) more than they gain.
+int DefaultLanes(const PlainNest& nest, const CpuScheduleOptions& options) {
+  const int vector = options.vector_lanes;
+  if (nest.loops.empty() || vector < 2 || 2 * vector > 64) return vector;
+  std::optional<int64_t> row = nest.loops.back()->extent.as_int();
+  return !row || *row >= 8 * vector ? 2 * vector : vector;
+}
+
 }  // namespace
 
 absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& block_options) {
   CpuScheduleOptions options = block_options;
   if (!options.knobs.reduction.parallel) options.num_threads = 1;
-  const int lanes = options.knobs.reduction.lanes > 0 ? options.knobs.reduction.lanes : options.vector_lanes;
+  const int lanes = options.knobs.reduction.lanes > 0 ? options.knobs.reduction.lanes : DefaultLanes(nest, options);
   std::vector<std::string> spatial;
   for (size_t i = 0; i < nest.loops.size() && !IsReductionLoop(nest, i); ++i) {
     spatial.push_back(nest.loops[i]->loop_var.name());

@@ -11,6 +11,7 @@
 #include "tir/transform/make_kernel_abi.h"
 #include "tir/transform/narrow_gpu_indices.h"
 #include "tir/transform/split_host_device.h"
+#include "tir/transform/split_loops_at_guards.h"
 #include "tir/transform/spread_block_grid.h"
 #include "tir/transform/vectorize_loops.h"
 
@@ -24,7 +25,7 @@ absl::Status InPass(const char*, const absl::Status& status) { return status; }
 }  // namespace
 
 std::vector<std::string> TirPassNames() {
-  return {"lower_cross_thread_reduction", "lower_cooperative_copies", "lower_blocks",     "insert_division_checks",
+  return {"lower_cross_thread_reduction", "lower_cooperative_copies", "lower_blocks",     "split_loops_at_guards", "insert_division_checks",
           "insert_index_checks",          "vectorize_loops",          "make_kernel_abi",  "flatten_buffers",
           "spread_block_grid",            "split_host_device",        "narrow_gpu_indices", "lower_intrinsics"};
 }
@@ -45,6 +46,8 @@ absl::StatusOr<LoweredFunc> LowerPrimFunc(const PrimFunc& func, const Target& ta
   after("lower_cooperative_copies", f);
   f = LowerBlocks(f);
   after("lower_blocks", f);
+  f = SplitLoopsAtGuards(f);
+  after("split_loops_at_guards", f);
   f = InsertDivisionChecks(f);
   after("insert_division_checks", f);
   f = InsertIndexChecks(f);

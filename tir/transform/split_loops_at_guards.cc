@@ -1,0 +1,87 @@
+#include "tir/transform/split_loops_at_guards.h"
+
+#include <optional>
+
+#include "tir/analyzer.h"
+#include "tir/stmt_functor.h"
+
+namespace kiln::tir::transform {
+namespace {
+
+// Whether `e` neither reads a buffer nor calls a function (its value then depends only on
+// its variables).
+bool ReadsOnlyVariables(const PrimExpr& e) {
+  class Finder : public StmtExprVisitor {
+   public:
+    void VisitExpr_(const BufferLoadNode*, const PrimExpr&) override { impure = true; }
+    void VisitExpr_(const CallNode*, const PrimExpr&) override { impure = true; }
+    bool impure = false;
+  } finder;
+  finder.VisitExpr(e);
+  return !finder.impure;
+}
+
+// The first iteration value (absolute, not clamped) at which `condition` stops holding, when
+// it holds for exactly the values of `var` below it: `condition` compares integers, and
+// the difference it tests for positivity falls by a positive constant with each step of var.
+std::optional<PrimExpr> PrefixEnd(const PrimExpr& condition, const Var& var) {
+  const auto* cmp = condition.as<BinaryNode>();
+  if (!cmp || !cmp->a.dtype().is_integer() || !cmp->a.dtype().is_scalar() || !ReadsOnlyVariables(condition)) {
+    return std::nullopt;
+  }
+  // The condition as `d > 0` (strict) or `d >= 0`.
+  PrimExpr d;
+  bool strict = false;
+  switch (cmp->kind()) {
+    case ExprKind::kLT: d = Sub(cmp->b, cmp->a), strict = true; break;
+    case ExprKind::kLE: d = Sub(cmp->b, cmp->a); break;
+    case ExprKind::kGT: d = Sub(cmp->a, cmp->b), strict = true; break;
+    case ExprKind::kGE: d = Sub(cmp->a, cmp->b); break;
+    default: return std::nullopt;
+  }
+  Analyzer analyzer;
+  d = analyzer.Simplify(d);
+  const DataType t = d.dtype();
+  // d(var) = d0 - c * var exactly, with a constant c > 0.
+  PrimExpr d0 = analyzer.Simplify(Substitute(d, VarMap{{var.get(), IntImm(t, 0)}}));
+  std::optional<int64_t> c = analyzer.Simplify(Sub(d0, Substitute(d, VarMap{{var.get(), IntImm(t, 1)}}))).as_int();
+  if (!c || *c <= 0) return std::nullopt;
+  std::optional<int64_t> residue = analyzer.Simplify(Sub(d, Sub(d0, Mul(IntImm(t, *c), var)))).as_int();
+  if (residue != 0) return std::nullopt;
+  // strict: c * var < d0, i.e. var < ceil(d0 / c); otherwise c * var <= d0, i.e. var < floor(d0 / c) + 1.
+  PrimExpr end = strict ? FloorDiv(Add(d0, IntImm(t, *c - 1)), IntImm(t, *c))
+                        : Add(FloorDiv(d0, IntImm(t, *c)), IntImm(t, 1));
+  return analyzer.Simplify(end);
+}
+
+class GuardSplitter : public StmtExprMutator {
+ public:
+  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    Stmt visited = StmtExprMutator::VisitStmt_(op, self);
+    const auto* loop = visited.as<ForNode>();
+    if (!loop || loop->for_kind != ForKind::kSerial) return visited;
+    const auto* guard = loop->body.as<IfThenElseNode>();
+    if (!guard) return visited;
+    const DataType t = loop->loop_var.dtype();
+    if (guard->condition.dtype().lanes() != 1 || !t.is_integer()) return visited;
+    std::optional<PrimExpr> end = PrefixEnd(guard->condition, loop->loop_var);
+    if (!end || end->dtype() != t) return visited;
+    Analyzer analyzer;
+    const PrimExpr stop = analyzer.Simplify(Add(loop->min, loop->extent));
+    const PrimExpr split = analyzer.Simplify(Min(Max(*end, loop->min), stop));
+    Stmt prefix = For(loop->loop_var, loop->min, analyzer.Simplify(Sub(split, loop->min)), ForKind::kSerial,
+                      guard->then_case);
+    if (!guard->else_case.defined()) return prefix;
+    // The rest runs the else branch under a variable of its own (each loop binds its own).
+    Var rest_var(loop->loop_var.name() + "_rest", t);
+    Stmt rest_body = Substitute(guard->else_case, VarMap{{loop->loop_var.get(), rest_var}});
+    Stmt rest = For(rest_var, split, analyzer.Simplify(Sub(stop, split)), ForKind::kSerial, rest_body);
+    return SeqStmt({prefix, rest});
+  }
+};
+
+}  // namespace
+
+PrimFunc SplitLoopsAtGuards(const PrimFunc& func) { return GuardSplitter().VisitPrimFunc(func); }
+
+}  // namespace kiln::tir::transform
