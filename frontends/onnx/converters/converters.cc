@@ -19,6 +19,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterSignalConverters(registry);
   RegisterControlFlowConverters(registry);
   RegisterLinearAttentionConverters(registry);
+  RegisterRecurrentConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

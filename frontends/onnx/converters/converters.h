@@ -51,6 +51,9 @@ void RegisterSignalConverters(ConverterRegistry& registry);
 // linear_attention_converters.cc: LinearAttention (27), its recurrence unrolled.
 void RegisterLinearAttentionConverters(ConverterRegistry& registry);
 
+// recurrent_converters.cc: RNN, GRU, LSTM (7; unrolled over the static sequence length).
+void RegisterRecurrentConverters(ConverterRegistry& registry);
+
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).
 void RegisterControlFlowConverters(ConverterRegistry& registry);
