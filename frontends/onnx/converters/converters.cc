@@ -20,6 +20,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterControlFlowConverters(registry);
   RegisterLinearAttentionConverters(registry);
   RegisterRecurrentConverters(registry);
+  RegisterCausalConvConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -54,6 +54,9 @@ void RegisterLinearAttentionConverters(ConverterRegistry& registry);
 // recurrent_converters.cc: RNN, GRU, LSTM (7; unrolled over the static sequence length).
 void RegisterRecurrentConverters(ConverterRegistry& registry);
 
+// causal_conv_converters.cc: CausalConvWithState (27; concat, depthwise conv1d, slice).
+void RegisterCausalConvConverters(ConverterRegistry& registry);
+
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).
 void RegisterControlFlowConverters(ConverterRegistry& registry);
