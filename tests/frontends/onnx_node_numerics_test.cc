@@ -69,6 +69,7 @@ TEST(OnnxNodeNumerics, ReshapeWithBoundShape) { CheckCase("test_reshape_reordere
 TEST(OnnxNodeNumerics, GruWithInitialBias) { CheckCase("test_gru_with_initial_bias"); }
 TEST(OnnxNodeNumerics, LstmWithPeepholes) { CheckCase("test_lstm_with_peepholes"); }
 TEST(OnnxNodeNumerics, RnnBatchMajorLayout) { CheckCase("test_simple_rnn_batchwise"); }
+TEST(OnnxNodeNumerics, HammingWindowSymmetric) { CheckCase("test_hammingwindow_symmetric"); }
 TEST(OnnxNodeNumerics, ArgMaxSelectLastIndex) { CheckCase("test_argmax_negative_axis_keepdims_random_select_last_index"); }
 
 }  // namespace

@@ -21,6 +21,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterLinearAttentionConverters(registry);
   RegisterRecurrentConverters(registry);
   RegisterCausalConvConverters(registry);
+  RegisterWindowFunctionConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

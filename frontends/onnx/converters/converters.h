@@ -57,6 +57,10 @@ void RegisterRecurrentConverters(ConverterRegistry& registry);
 // causal_conv_converters.cc: CausalConvWithState (27; concat, depthwise conv1d, slice).
 void RegisterCausalConvConverters(ConverterRegistry& registry);
 
+// window_function_converters.cc: HannWindow, HammingWindow, BlackmanWindow (17; size known at
+// import time, the window a constant).
+void RegisterWindowFunctionConverters(ConverterRegistry& registry);
+
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).
 void RegisterControlFlowConverters(ConverterRegistry& registry);
