@@ -22,6 +22,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterRecurrentConverters(registry);
   RegisterCausalConvConverters(registry);
   RegisterWindowFunctionConverters(registry);
+  RegisterCol2ImConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

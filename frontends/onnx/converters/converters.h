@@ -61,6 +61,9 @@ void RegisterCausalConvConverters(ConverterRegistry& registry);
 // import time, the window a constant).
 void RegisterWindowFunctionConverters(ConverterRegistry& registry);
 
+// col2im_converters.cc: Col2Im (18; a grouped transposed convolution with one-hot kernels).
+void RegisterCol2ImConverters(ConverterRegistry& registry);
+
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).
 void RegisterControlFlowConverters(ConverterRegistry& registry);
