@@ -23,6 +23,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterCausalConvConverters(registry);
   RegisterWindowFunctionConverters(registry);
   RegisterCol2ImConverters(registry);
+  RegisterNmsConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -64,6 +64,10 @@ void RegisterWindowFunctionConverters(ConverterRegistry& registry);
 // col2im_converters.cc: Col2Im (18; a grouped transposed convolution with one-hot kernels).
 void RegisterCol2ImConverters(ConverterRegistry& registry);
 
+// nms_converters.cc: NonMaxSuppression (10; pairwise IoU, the greedy pass unrolled over the
+// static box count, the selection cut to its run-time count).
+void RegisterNmsConverters(ConverterRegistry& registry);
+
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).
 void RegisterControlFlowConverters(ConverterRegistry& registry);
