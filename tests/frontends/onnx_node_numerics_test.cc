@@ -70,6 +70,7 @@ TEST(OnnxNodeNumerics, GruWithInitialBias) { CheckCase("test_gru_with_initial_bi
 TEST(OnnxNodeNumerics, LstmWithPeepholes) { CheckCase("test_lstm_with_peepholes"); }
 TEST(OnnxNodeNumerics, RnnBatchMajorLayout) { CheckCase("test_simple_rnn_batchwise"); }
 TEST(OnnxNodeNumerics, HammingWindowSymmetric) { CheckCase("test_hammingwindow_symmetric"); }
+TEST(OnnxNodeNumerics, NonMaxSuppressionByIouAndScores) { CheckCase("test_nonmaxsuppression_suppress_by_IOU_and_scores"); }
 TEST(OnnxNodeNumerics, ArgMaxSelectLastIndex) { CheckCase("test_argmax_negative_axis_keepdims_random_select_last_index"); }
 
 }  // namespace

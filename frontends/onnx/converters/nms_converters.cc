@@ -31,8 +31,9 @@ namespace {
 using relax::Expr;
 using tir::DataType;
 
-// Boxes per batch at most: the greedy pass is unrolled over them.
-constexpr int64_t kMaxBoxes = 1024;
+// Boxes per batch at most: the greedy pass is unrolled over them (a dozen kernels per box
+// to compile).
+constexpr int64_t kMaxBoxes = 256;
 // Elements of the sorted pair matrix (B, C, N, N) at most.
 constexpr int64_t kMaxPairs = int64_t{1} << 26;
 
