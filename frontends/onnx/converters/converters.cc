@@ -24,6 +24,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterWindowFunctionConverters(registry);
   RegisterCol2ImConverters(registry);
   RegisterNmsConverters(registry);
+  RegisterUniqueConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

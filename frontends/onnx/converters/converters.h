@@ -68,6 +68,10 @@ void RegisterCol2ImConverters(ConverterRegistry& registry);
 // static box count, the selection cut to its run-time count).
 void RegisterNmsConverters(ConverterRegistry& registry);
 
+// unique_converters.cc: Unique (11; sorts and run boundaries, the result cut to its run-time
+// count).
+void RegisterUniqueConverters(ConverterRegistry& registry);
+
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).
 void RegisterControlFlowConverters(ConverterRegistry& registry);
