@@ -19,11 +19,6 @@ namespace {
 using relax::Expr;
 using tir::DataType;
 
-int64_t StaticInt(const PrimExpr& d) {
-  std::vector<int64_t> v;
-  return AllConstant({d}, &v) ? v[0] : -1;
-}
-
 absl::StatusOr<std::vector<Value>> ConvertCausalConvWithState(NodeContext& c) {
   const std::string activation = c.AttrString("activation", "none");
   if (activation != "none" && activation != "silu" && activation != "swish") {
@@ -33,9 +28,9 @@ absl::StatusOr<std::vector<Value>> ConvertCausalConvWithState(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ws, c.InputShape(1));
   if (in.size() != 3) return c.Error("input must be 3-D (batch, channels, length), got ", in.size(), " dims");
   if (ws.size() != 3) return c.Error("weight must be 3-D (channels, 1, k), got ", ws.size(), " dims");
-  const int64_t channels = StaticInt(in[1]), length = StaticInt(in[2]), k = StaticInt(ws[2]);
+  const int64_t channels = StaticDim(in[1]), length = StaticDim(in[2]), k = StaticDim(ws[2]);
   if (channels < 0 || length < 0 || k < 0) return c.Unsupported("needs static channels, length and kernel size");
-  if (StaticInt(ws[0]) != channels || StaticInt(ws[1]) != 1 || k < 1) {
+  if (StaticDim(ws[0]) != channels || StaticDim(ws[1]) != 1 || k < 1) {
     return c.Error("weight must have shape (", channels, ", 1, k) with k >= 1");
   }
   const PrimExpr batch = in[0];
@@ -45,7 +40,7 @@ absl::StatusOr<std::vector<Value>> ConvertCausalConvWithState(NodeContext& c) {
   Expr past;
   if (c.has_input(3)) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ps, c.InputShape(3));
-    if (ps.size() != 3 || StaticInt(ps[1]) != channels || StaticInt(ps[2]) != k - 1) {
+    if (ps.size() != 3 || StaticDim(ps[1]) != channels || StaticDim(ps[2]) != k - 1) {
       return c.Error("past_state must have shape (batch, ", channels, ", ", k - 1, ")");
     }
     KILN_ASSIGN_OR_RETURN(past, c.Input(3));
@@ -65,7 +60,7 @@ absl::StatusOr<std::vector<Value>> ConvertCausalConvWithState(NodeContext& c) {
                                         {"groups", channels}}));
   if (c.has_input(2)) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> bs, c.InputShape(2));
-    if (bs.size() != 1 || StaticInt(bs[0]) != channels) return c.Error("bias must have shape (", channels, ")");
+    if (bs.size() != 1 || StaticDim(bs[0]) != channels) return c.Error("bias must have shape (", channels, ")");
     KILN_ASSIGN_OR_RETURN(Expr bias, c.Input(2));
     KILN_ASSIGN_OR_RETURN(bias, Reshape(c, bias, {PrimExpr(channels), PrimExpr(int64_t{1})}));
     KILN_ASSIGN_OR_RETURN(y, c.Call("add", {y, bias}));

@@ -37,11 +37,6 @@ constexpr int64_t kMaxBoxes = 256;
 // Elements of the sorted pair matrix (B, C, N, N) at most.
 constexpr int64_t kMaxPairs = int64_t{1} << 26;
 
-int64_t StaticDim(const PrimExpr& d) {
-  std::vector<int64_t> v;
-  return AllConstant({d}, &v) ? v[0] : -1;
-}
-
 // The bounds of each box along the two axes: lo / hi (B, N) per axis.
 struct Extents {
   Expr lo[2], hi[2];

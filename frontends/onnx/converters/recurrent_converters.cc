@@ -35,11 +35,6 @@ enum class CellKind { kRnn, kGru, kLstm };
 
 int GateCount(CellKind kind) { return kind == CellKind::kRnn ? 1 : kind == CellKind::kGru ? 3 : 4; }
 
-int64_t StaticInt(const PrimExpr& d) {
-  std::vector<int64_t> v;
-  return AllConstant({d}, &v) ? v[0] : -1;
-}
-
 // One activation function of the `activations` attribute with its alpha / beta.
 struct Activation {
   std::string name;
@@ -172,7 +167,7 @@ absl::StatusOr<std::vector<int64_t>> StaticShape(NodeContext& c, int i, size_t r
   if (dims.size() != rank) return c.Error(what, " must be ", rank, "-D, got ", dims.size(), " dims");
   std::vector<int64_t> out;
   for (const PrimExpr& d : dims) {
-    out.push_back(StaticInt(d));
+    out.push_back(StaticDim(d));
     if (out.back() < 0) return c.Unsupported(what, " needs a static shape");
   }
   return out;

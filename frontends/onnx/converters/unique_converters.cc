@@ -34,11 +34,6 @@ using tir::DataType;
 // Columns of a slice at most: the lexicographic sort is one argsort per column.
 constexpr int64_t kMaxColumns = 256;
 
-int64_t StaticDim(const PrimExpr& d) {
-  std::vector<int64_t> v;
-  return AllConstant({d}, &v) ? v[0] : -1;
-}
-
 Expr Int64Data(const std::vector<double>& values, std::vector<int64_t> shape) {
   return relax::Constant(DataFromDoubles(values, DataType::Int64(), std::move(shape)));
 }
