@@ -66,6 +66,11 @@ TEST(OnnxNodeNumerics, SoftmaxBeforeOpset13Axis) { CheckCase("test_softmax_axis_
 TEST(OnnxNodeNumerics, Conv) { CheckCase("test_conv_with_strides_and_asymmetric_padding"); }
 TEST(OnnxNodeNumerics, LayerNormalizationOutputs) { CheckCase("test_layer_normalization_3d_axis1_epsilon"); }
 TEST(OnnxNodeNumerics, ReshapeWithBoundShape) { CheckCase("test_reshape_reordered_all_dims"); }
+TEST(OnnxNodeNumerics, GruWithInitialBias) { CheckCase("test_gru_with_initial_bias"); }
+TEST(OnnxNodeNumerics, LstmWithPeepholes) { CheckCase("test_lstm_with_peepholes"); }
+TEST(OnnxNodeNumerics, RnnBatchMajorLayout) { CheckCase("test_simple_rnn_batchwise"); }
+TEST(OnnxNodeNumerics, HammingWindowSymmetric) { CheckCase("test_hammingwindow_symmetric"); }
+TEST(OnnxNodeNumerics, NonMaxSuppressionByIouAndScores) { CheckCase("test_nonmaxsuppression_suppress_by_IOU_and_scores"); }
 TEST(OnnxNodeNumerics, ArgMaxSelectLastIndex) { CheckCase("test_argmax_negative_axis_keepdims_random_select_last_index"); }
 
 }  // namespace

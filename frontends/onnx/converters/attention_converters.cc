@@ -48,11 +48,6 @@ absl::StatusOr<Expr> Concat(NodeContext& c, std::vector<Expr> parts, int64_t axi
 
 Expr Int64Scalar(int64_t v) { return ScalarConstant(static_cast<double>(v), DataType::Int64()); }
 
-int64_t StaticDim(const PrimExpr& d) {
-  std::vector<int64_t> v;
-  return AllConstant({d}, &v) ? v[0] : -1;
-}
-
 absl::StatusOr<std::vector<Value>> ConvertRotaryEmbedding(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));

@@ -50,9 +50,9 @@ int32_t FloatInputType(const NodeContext& c, int i) {
 
 // Whether output k of the node has ONNX type bfloat16 (see the header for the rules).
 bool OutputIsBFloat16(const NodeContext& c, int k) {
-  // An explicit result type wins (EyeLike's dtype, ...); DequantizeLinear's output_dtype 0
-  // means "as x_scale".
-  for (const char* name : {"to", "dtype", "output_dtype"}) {
+  // An explicit result type wins (EyeLike's dtype, the windows' output_datatype, ...);
+  // DequantizeLinear's output_dtype 0 means "as x_scale".
+  for (const char* name : {"to", "dtype", "output_dtype", "output_datatype"}) {
     const ::onnx::AttributeProto* attr = c.Attr(name);
     if (attr != nullptr && attr->has_i() && attr->i() != 0) return attr->i() == kOnnxBFloat16;
   }

@@ -71,6 +71,11 @@ absl::StatusOr<Expr> Reshape(NodeContext& context, Expr x, std::vector<PrimExpr>
   return context.Call("reshape", {std::move(x), relax::ShapeExpr(std::move(shape))});
 }
 
+int64_t StaticDim(const PrimExpr& dim) {
+  std::vector<int64_t> v;
+  return AllConstant({dim}, &v) ? v[0] : -1;
+}
+
 PrimExpr Product(const std::vector<PrimExpr>& dims, size_t begin, size_t end) {
   PrimExpr p(1);
   for (size_t i = begin; i < end && i < dims.size(); ++i) p = p * dims[i];

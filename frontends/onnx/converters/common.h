@@ -31,6 +31,9 @@ absl::StatusOr<relax::Expr> Reshape(NodeContext& context, relax::Expr x, std::ve
 absl::StatusOr<relax::Expr> TakeIndex(NodeContext& context, const relax::Expr& x, const std::vector<PrimExpr>& shape,
                                       int64_t axis, int64_t index);
 
+// A dim's value when it is a constant, else -1 (a symbolic dim).
+int64_t StaticDim(const PrimExpr& dim);
+
 // The product of dims [begin, end).
 PrimExpr Product(const std::vector<PrimExpr>& dims, size_t begin, size_t end);
 

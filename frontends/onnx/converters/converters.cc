@@ -19,6 +19,12 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterSignalConverters(registry);
   RegisterControlFlowConverters(registry);
   RegisterLinearAttentionConverters(registry);
+  RegisterRecurrentConverters(registry);
+  RegisterCausalConvConverters(registry);
+  RegisterWindowFunctionConverters(registry);
+  RegisterCol2ImConverters(registry);
+  RegisterNmsConverters(registry);
+  RegisterUniqueConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

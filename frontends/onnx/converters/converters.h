@@ -51,6 +51,27 @@ void RegisterSignalConverters(ConverterRegistry& registry);
 // linear_attention_converters.cc: LinearAttention (27), its recurrence unrolled.
 void RegisterLinearAttentionConverters(ConverterRegistry& registry);
 
+// recurrent_converters.cc: RNN, GRU, LSTM (7; unrolled over the static sequence length).
+void RegisterRecurrentConverters(ConverterRegistry& registry);
+
+// causal_conv_converters.cc: CausalConvWithState (27; concat, depthwise conv1d, slice).
+void RegisterCausalConvConverters(ConverterRegistry& registry);
+
+// window_function_converters.cc: HannWindow, HammingWindow, BlackmanWindow (17; size known at
+// import time, the window a constant).
+void RegisterWindowFunctionConverters(ConverterRegistry& registry);
+
+// col2im_converters.cc: Col2Im (18; a grouped transposed convolution with one-hot kernels).
+void RegisterCol2ImConverters(ConverterRegistry& registry);
+
+// nms_converters.cc: NonMaxSuppression (10; pairwise IoU, the greedy pass unrolled over the
+// static box count, the selection cut to its run-time count).
+void RegisterNmsConverters(ConverterRegistry& registry);
+
+// unique_converters.cc: Unique (11; sorts and run boundaries, the result cut to its run-time
+// count).
+void RegisterUniqueConverters(ConverterRegistry& registry);
+
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).
 void RegisterControlFlowConverters(ConverterRegistry& registry);

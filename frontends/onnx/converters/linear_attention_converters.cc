@@ -26,11 +26,6 @@ using tir::DataType;
 // Steps unrolled at most: each is a handful of small kernels.
 constexpr int64_t kMaxSteps = 4096;
 
-int64_t StaticInt(const PrimExpr& d) {
-  std::vector<int64_t> v;
-  return AllConstant({d}, &v) ? v[0] : -1;
-}
-
 absl::StatusOr<Expr> ToFloat32(NodeContext& c, Expr x, DataType dtype) {
   if (dtype == DataType::Float32()) return x;
   return c.Call("astype", {std::move(x)}, {{"dtype", DataType::Float32()}});
@@ -62,12 +57,12 @@ absl::StatusOr<std::vector<Value>> ConvertLinearAttention(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ks, c.InputShape(1));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> vs, c.InputShape(2));
   if (qs.size() != 3 || ks.size() != 3 || vs.size() != 3) return c.Error("query, key and value must be 3-D");
-  const int64_t b = StaticInt(qs[0]), t = StaticInt(qs[1]), q_width = StaticInt(qs[2]), v_width = StaticInt(vs[2]);
+  const int64_t b = StaticDim(qs[0]), t = StaticDim(qs[1]), q_width = StaticDim(qs[2]), v_width = StaticDim(vs[2]);
   if (b < 0 || t < 0 || q_width < 0 || v_width < 0) return c.Unsupported("needs static shapes");
   if (t > kMaxSteps) return c.Unsupported(t, " steps are too many to unroll (at most ", kMaxSteps, ")");
   if (q_width % hq != 0 || v_width % hkv != 0) return c.Error("hidden sizes must divide by the head counts");
   const int64_t dk = q_width / hq, dv = v_width / hkv, group = hq / hkv;
-  if (StaticInt(ks[2]) != hkv * dk) return c.Error("key's last dim must be kv_num_heads * d_k = ", hkv * dk);
+  if (StaticDim(ks[2]) != hkv * dk) return c.Error("key's last dim must be kv_num_heads * d_k = ", hkv * dk);
   KILN_ASSIGN_OR_RETURN(DataType out_type, c.InputDType(0));
 
   KILN_ASSIGN_OR_RETURN(Expr q, Heads(c, 0, b, t, hq, dk));
@@ -77,7 +72,7 @@ absl::StatusOr<std::vector<Value>> ConvertLinearAttention(NodeContext& c) {
   int64_t decay_last = 0, beta_last = 0;
   if (gating) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ds, c.InputShape(4));
-    decay_last = ds.size() == 3 ? StaticInt(ds[2]) : -1;
+    decay_last = ds.size() == 3 ? StaticDim(ds[2]) : -1;
     if (decay_last != hkv && decay_last != hkv * dk) {
       return c.Error("decay must be 3-D with last dim kv_num_heads (", hkv, ") or kv_num_heads * d_k (", hkv * dk, ")");
     }
@@ -85,7 +80,7 @@ absl::StatusOr<std::vector<Value>> ConvertLinearAttention(NodeContext& c) {
   }
   if (delta) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> bs, c.InputShape(5));
-    beta_last = bs.size() == 3 ? StaticInt(bs[2]) : -1;
+    beta_last = bs.size() == 3 ? StaticDim(bs[2]) : -1;
     if (beta_last != hkv && beta_last != 1) return c.Error("beta must be 3-D with last dim kv_num_heads or 1");
     KILN_ASSIGN_OR_RETURN(beta, Heads(c, 5, b, t, beta_last, 1));
   }
@@ -94,8 +89,8 @@ absl::StatusOr<std::vector<Value>> ConvertLinearAttention(NodeContext& c) {
   DataType state_type = out_type;
   if (c.has_input(3)) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ps, c.InputShape(3));
-    if (ps.size() != 4 || StaticInt(ps[0]) != b || StaticInt(ps[1]) != hkv || StaticInt(ps[2]) != dk ||
-        StaticInt(ps[3]) != dv) {
+    if (ps.size() != 4 || StaticDim(ps[0]) != b || StaticDim(ps[1]) != hkv || StaticDim(ps[2]) != dk ||
+        StaticDim(ps[3]) != dv) {
       return c.Error("past_state must have shape (", b, ", ", hkv, ", ", dk, ", ", dv, ")");
     }
     KILN_ASSIGN_OR_RETURN(state_type, c.InputDType(3));
