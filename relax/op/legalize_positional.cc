@@ -3,6 +3,7 @@
 // which partner and which pair index m depend only on j, so each is a select on j.
 #include <cmath>
 
+#include "relax/op/ggml_numerics.h"
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
@@ -54,7 +55,10 @@ absl::StatusOr<tir::PrimFunc> LegalizeRotaryEmbedding(const CallNode& call) {
 }  // namespace
 
 void RegisterPositionalLegalize(OpRegistry& registry) {
-  registry.SetLegalize("rotary_embedding", LegalizeRotaryEmbedding);
+  registry.SetLegalize("rotary_embedding", [](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
+    KILN_ASSIGN_OR_RETURN(bool ggml, GgmlNumericsAttr(call));
+    return ggml ? LegalizeGgmlRope(call) : LegalizeRotaryEmbedding(call);
+  });
 }
 
 }  // namespace kiln::relax::op
