@@ -8,6 +8,7 @@
 #include "relax/op/ggml_numerics.h"
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
+#include "relax/op/rotary_params.h"
 #include "support/status_macros.h"
 
 namespace kiln::relax::op {
@@ -110,16 +111,12 @@ absl::StatusOr<tir::PrimFunc> LegalizeGgmlRope(const CallNode& call) {
   const Buffer& positions = p.inputs[1];
   const Buffer& out = p.outputs[0];
   KILN_RETURN_IF_ERROR(ExpectFloat32(call, x, "x"));
-  std::optional<int64_t> head_dim = x->shape[2].as_int();
-  if (!head_dim) return OpError(call, "cannot legalize: the head dim must be a constant");
-  KILN_ASSIGN_OR_RETURN(std::optional<double> theta_attr, FloatAttr(call, "theta"));
-  KILN_ASSIGN_OR_RETURN(std::optional<int64_t> dims_attr, IntAttr(call, "rotary_dims"));
-  auto mode_it = call.attrs.find("mode");
-  const bool neox = mode_it != call.attrs.end() && std::get<std::string>(mode_it->second) == "neox";
-  const int64_t dims = dims_attr.value_or(*head_dim);
+  KILN_ASSIGN_OR_RETURN(RotaryParams params, RotaryParamsOf(call, x));
+  const bool neox = params.neox;
+  const int64_t dims = params.dims;
   const int64_t half = dims / 2;
   // The angle's factor per pair, as the builtin computes it (float base, float exponent).
-  const float base = static_cast<float>(theta_attr.value_or(10000.0));
+  const float base = static_cast<float>(params.theta);
   const float step = ::powf(base, -2.0f / static_cast<float>(dims));
   const PrimExpr n = x->shape[0];
   const Buffer angle = ScratchBuffer("ggml_rope_angle", kF32, {n, Int(half)});

@@ -49,15 +49,7 @@ namespace ggml_reference {
 using Compile = std::function<absl::StatusOr<std::shared_ptr<const vm::Executable>>(const std::string&)>;
 
 absl::StatusOr<std::shared_ptr<const vm::Executable>> CompileForCpu(const std::string& text) {
-  KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
-  relax::PipelineOptions options;
-  options.check_well_formed = true;
-  KILN_ASSIGN_OR_RETURN(tir::Target host, codegen::ResolveCpuTarget(tir::Target::Cpu()));
-  options.target = host;
-  KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
-  KILN_ASSIGN_OR_RETURN(codegen::CpuTarget cpu, codegen::ToCpuTarget(host));
-  KILN_ASSIGN_OR_RETURN(std::string bytes, codegen::BuildExecutable(lowered, cpu));
-  return vm::Executable::Load(bytes, builtins::DefaultRegistry());
+  return op_cases::CompileForHostCpu(text);
 }
 
 absl::StatusOr<std::shared_ptr<const vm::Executable>> CompileForVulkan(const std::string& text) {

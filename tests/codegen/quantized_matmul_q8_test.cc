@@ -148,17 +148,7 @@ std::string ModuleText(const Format& f, int64_t k) {
 // The module compiled for the host CPU, with the quantized matmul generated or as the
 // library kernel.
 absl::StatusOr<std::shared_ptr<const vm::Executable>> CompileForCpu(const std::string& text, bool library) {
-  KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
-  relax::PipelineOptions options;
-  options.check_well_formed = true;
-  options.libraries.openblas = false;
-  options.libraries.quantized = library;
-  KILN_ASSIGN_OR_RETURN(tir::Target host, codegen::ResolveCpuTarget(tir::Target::Cpu()));
-  options.target = host;
-  KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
-  KILN_ASSIGN_OR_RETURN(codegen::CpuTarget cpu, codegen::ToCpuTarget(host));
-  KILN_ASSIGN_OR_RETURN(std::string bytes, codegen::BuildExecutable(lowered, cpu));
-  return vm::Executable::Load(bytes, builtins::DefaultRegistry());
+  return op_cases::CompileForHostCpu(text, library);
 }
 
 absl::StatusOr<std::vector<float>> Run(const std::shared_ptr<const vm::Executable>& exe, vm::Device* device,

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <utility>
@@ -140,9 +141,12 @@ TEST(VulkanLlm, TinyModelsInEveryWeightFormatGiveTheCpusGreedyTokens) {
 }
 
 // With llama.cpp's arithmetic (the default build: 8-bit activations in the quantized
-// matmuls, ggml's RMSNorm, RoPE and SwiGLU) a GPU build computes the CPU's floats: the
-// same greedy tokens and, step by step, the same logits bit for bit, in every weight format.
-void CheckTinyModelBitsOnGpu(const TinyLlamaSpec& spec, const std::string& name, const tir::Target& target) {
+// matmuls, ggml's RMSNorm, RoPE and SwiGLU) a GPU build computes the CPU's floats but for
+// RoPE's cos and sin (the device's correctly rounded ones; the C library's sincosf the CPU
+// build calls is one ulp away for about 1 % of angles, tests/codegen/ggml_numerics_ops_test):
+// the same greedy tokens, and logits within a few float32 ulps of the CPU's (1.9e-6 at most
+// measured on lavapipe), in every weight format.
+void CheckTinyModelOnGpuAgainstDefaultBuild(const TinyLlamaSpec& spec, const std::string& name, const tir::Target& target) {
   SCOPED_TRACE(name);
   const std::string path =
       ::testing::TempDir() + "/" + tir::TargetKindName(target.kind) + "_llama_cpp_" + name + ".gguf";
@@ -157,21 +161,24 @@ void CheckTinyModelBitsOnGpu(const TinyLlamaSpec& spec, const std::string& name,
   EXPECT_EQ(gpu_tokens, cpu_tokens);
   ASSERT_EQ(gpu_logits.size(), cpu_logits.size());
   for (size_t i = 0; i < cpu_logits.size(); ++i) {
-    EXPECT_EQ(MaxAbsDiff(gpu_logits[i], cpu_logits[i]), 0.0f) << "step " << i;
+    EXPECT_LE(MaxAbsDiff(gpu_logits[i], cpu_logits[i]), 1e-5 * (1 + MaxAbs(cpu_logits[i]))) << "step " << i;
   }
 }
 
-TEST(VulkanLlm, TinyModelsWithLlamaCppArithmeticGiveTheDefaultCpuBuildsBits) {
+TEST(VulkanLlm, TinyModelsWithLlamaCppArithmeticGiveTheDefaultCpuBuildsTokens) {
   KILN_REQUIRE_VULKAN();
   for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) {
-    CheckTinyModelBitsOnGpu(spec, name, tir::Target::Vulkan());
+    CheckTinyModelOnGpuAgainstDefaultBuild(spec, name, tir::Target::Vulkan());
   }
 }
 
 // The acceptance line of issue 13: the bundled SmolLM2 gives the same greedy tokens on Vulkan
 // as the default CPU build (llama.cpp's arithmetic on both: the q8 quantized matmuls and the
-// numerics = "ggml" operators as device kernels, the attention on the host). A few short
-// prompts of 8 tokens keep it near a minute on lavapipe.
+// numerics = "ggml" operators as device kernels, the attention on the host). Two short
+// prompts of 8 tokens keep it near a minute on lavapipe (3.5 minutes for three at load 12;
+// by hand: six prompts of 32 tokens and a chat turn, docs/llm.md). Their logits came out bit
+// for bit equal to the CPU's; RoPE's cos and sin may differ by an ulp (see above), hence
+// the bound.
 TEST(VulkanLlm, BundledModelGivesTheDefaultCpuBuildsGreedyTokens) {
   KILN_REQUIRE_VULKAN();
   KILN_REQUIRE_BUNDLED_MODEL(path);
@@ -184,7 +191,8 @@ TEST(VulkanLlm, BundledModelGivesTheDefaultCpuBuildsGreedyTokens) {
   absl::StatusOr<std::shared_ptr<const serving::Tokenizer>> tokenizer = serving::Tokenizer::FromGguf(*both.gguf);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   int64_t sequence = 0;
-  for (const char* text : {"The capital of France is", "def fibonacci(n):", "Once upon a time"}) {
+  double max_diff = 0;
+  for (const char* text : {"The capital of France is", "def fibonacci(n):"}) {
     SCOPED_TRACE(text);
     absl::StatusOr<std::vector<int32_t>> prompt = (*tokenizer)->Encode(text);
     ASSERT_TRUE(prompt.ok()) << prompt.status();
@@ -195,9 +203,12 @@ TEST(VulkanLlm, BundledModelGivesTheDefaultCpuBuildsGreedyTokens) {
     ASSERT_EQ(cpu_tokens.size(), 8u);
     EXPECT_EQ(gpu_tokens, cpu_tokens);
     for (size_t i = 0; i < std::min(gpu_logits.size(), cpu_logits.size()); ++i) {
-      EXPECT_EQ(MaxAbsDiff(gpu_logits[i], cpu_logits[i]), 0.0f) << "step " << i;
+      // As for the tiny models: RoPE's cos and sin alone differ (by an ulp, now and then).
+      EXPECT_LE(MaxAbsDiff(gpu_logits[i], cpu_logits[i]), 1e-3 * (1 + MaxAbs(cpu_logits[i]))) << "step " << i;
+      max_diff = std::max(max_diff, MaxAbsDiff(gpu_logits[i], cpu_logits[i]));
     }
   }
+  std::printf("bundled model on Vulkan: largest logit difference from the default CPU build %g\n", max_diff);
 }
 
 // An executable runs where it was compiled for; anything else is one clear error, whether or
@@ -278,12 +289,12 @@ TEST(CudaLlm, TinyModelGivesTheCpusGreedyTokensOnAGpu) {
   CheckTinyModelOnGpu(q4_1, "tiny_q4_1", tir::Target::Cuda(), kDLCUDA);
 }
 
-TEST(CudaLlm, TinyModelsWithLlamaCppArithmeticGiveTheDefaultCpuBuildsBitsOnAGpu) {
+TEST(CudaLlm, TinyModelsWithLlamaCppArithmeticGiveTheDefaultCpuBuildsTokensOnAGpu) {
   if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
   if (absl::Status driver = vm::CudaDriverAvailable(); !driver.ok()) GTEST_SKIP() << "no GPU here: " << driver.message();
   if (absl::StatusOr<vm::Device*> gpu = vm::GetDevice("cuda:0"); !gpu.ok()) GTEST_SKIP() << gpu.status().message();
   for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) {
-    CheckTinyModelBitsOnGpu(spec, name, tir::Target::Cuda());
+    CheckTinyModelOnGpuAgainstDefaultBuild(spec, name, tir::Target::Cuda());
   }
 }
 
