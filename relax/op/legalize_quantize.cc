@@ -6,6 +6,8 @@
 // dequantize is one elementwise kernel over the output. quantized_matmul is one reduction
 // over the blocks and their positions whose operand is the decoded weight: blocks are
 // decoded where they are used, never written out.
+// quantized_matmul with activations="q8" (llama.cpp's 8-bit activations) is
+// legalize_quantized_matmul_q8.cc's.
 //
 // It is a general legalization (LegalizeFn: the kernel joins the module through the
 // context) rather than a KernelLegalizeFn so that constant folding never runs it (see
