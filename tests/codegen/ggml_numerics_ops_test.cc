@@ -32,6 +32,7 @@
 #include "relax/text_parser.h"
 #include "relax/transform/pipeline.h"
 #include "tests/codegen/gpu_compile.h"
+#include "tests/codegen/spirv_tools.h"
 #include "tir/target.h"
 #include "vm/device.h"
 #include "vm/executable.h"
@@ -243,6 +244,19 @@ TEST(GgmlNumericsOpsTest, VulkanKernelsGiveTheNaiveBits) {
   absl::StatusOr<vm::Device*> device = vm::GetDevice("vulkan:0");
   ASSERT_TRUE(device.ok()) << device.status();
   CheckAll(*device, CompileForVulkan, "vulkan");
+}
+
+TEST(GgmlNumericsOpsTest, SpirvValAcceptsTheVulkanKernels) {
+  if (!op_cases::HaveSpirvTools()) GTEST_SKIP() << "spirv-val / spirv-dis not found (Debian spirv-tools)";
+  const std::string text =
+      "module {\n  func @main(x: Tensor((n, 3, 64), float32), p: Tensor((n,), int64), w: Tensor((64,), float32)) "
+      "-> Object {\n    a = R.rotary_embedding(x, p, numerics=\"ggml\")\n"
+      "    b = R.rms_norm(a, w, axes=[-1], epsilon=1e-05, numerics=\"ggml\")\n"
+      "    r = R.silu(b, numerics=\"ggml\")\n    return r\n  }\n}\n";
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = CompileForVulkan(text);
+  ASSERT_TRUE(exe.ok()) << exe.status();
+  op_cases::Tool val = op_cases::ValidateExecutable("ggml_numerics", **exe);
+  EXPECT_EQ(val.exit_code, 0) << val.output;
 }
 
 TEST(GgmlNumericsOpsTest, CudaKernelsCompileWithNvrtcForSm80AndSm90) {

@@ -29,6 +29,7 @@
 #include "relax/transform/pipeline.h"
 #include "support/float16.h"
 #include "tests/codegen/gpu_compile.h"
+#include "tests/codegen/spirv_tools.h"
 #include "tir/target.h"
 #include "vm/device.h"
 #include "vm/executable.h"
@@ -229,6 +230,18 @@ TEST(QuantizedMatmulQ8Test, VulkanKernelGivesTheNaiveBits) {
     KILN_ASSIGN_OR_RETURN(std::string bytes, op_cases::CompileForGpu(text, tir::Target::Vulkan()));
     return vm::Executable::Load(bytes, builtins::DefaultRegistry());
   });
+}
+
+TEST(QuantizedMatmulQ8Test, SpirvValAcceptsTheVulkanKernels) {
+  if (!op_cases::HaveSpirvTools()) GTEST_SKIP() << "spirv-val / spirv-dis not found (Debian spirv-tools)";
+  for (const Format& f : kFormats) {
+    absl::StatusOr<std::string> bytes = op_cases::CompileForGpu(ModuleText(f, 96), tir::Target::Vulkan());
+    ASSERT_TRUE(bytes.ok()) << f.name << ": " << bytes.status();
+    absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
+    ASSERT_TRUE(exe.ok()) << exe.status();
+    op_cases::Tool val = op_cases::ValidateExecutable("quantized_matmul_q8_" + f.name, **exe);
+    EXPECT_EQ(val.exit_code, 0) << f.name << ": " << val.output;
+  }
 }
 
 TEST(QuantizedMatmulQ8Test, CudaKernelsCompileWithNvrtcForSm80AndSm90) {
