@@ -22,9 +22,16 @@ absl::StatusOr<std::string> CompileGgufModel(const std::string& gguf_path, const
   }
   relax::models::LlamaBuildOptions build;
   build.max_tokens = options.max_tokens;
-  // The kiln.ggml.* layer builtins are host code: on a GPU target the norms, RoPE and SwiGLU
-  // are the standard operators, compiled to device kernels with the rest of each block.
-  build.ggml_numerics = options.ggml_numerics && !options.pipeline.target.is_gpu();
+  build.ggml_numerics = options.ggml_numerics;
+  if (options.pipeline.target.is_gpu()) {
+    // The kiln.ggml.* layer builtins are host code: on a GPU target the norms, RoPE and
+    // SwiGLU are operators (numerics = "ggml" for llama.cpp's floats), compiled to device
+    // kernels with the rest of each block; and, no library kernel there, the generated
+    // quantized matmul computes what the options ask the CPU's library kernels for (8-bit
+    // activations: llama.cpp's floats).
+    build.ggml_operators = true;
+    build.quantized_activations = options.pipeline.libraries.quantize_activations ? "q8" : "float32";
+  }
   KILN_ASSIGN_OR_RETURN(relax::IRModule module, relax::models::BuildLlamaModule(*file, config, build));
   KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(module, options.pipeline));
   std::error_code error;

@@ -20,9 +20,9 @@ struct ModelCompileOptions {
   relax::PipelineOptions pipeline;  // its target must be resolved (codegen::ResolveCpuTarget)
   CpuTarget cpu;
   int64_t max_tokens = 0;           // tokens per call (0: the model's context length)
-  bool ggml_numerics = true;        // relax::models::LlamaBuildOptions::ggml_numerics; CPU
-                                    // targets only (its builtins are host code: a cuda or
-                                    // vulkan target always gets the standard operators)
+  bool ggml_numerics = true;        // relax::models::LlamaBuildOptions::ggml_numerics: the
+                                    // kiln.ggml.* builtins on a CPU, the operators with
+                                    // numerics = "ggml" on a cuda or vulkan target
   bool progress = true;             // one line on stderr when starting and when done
 };
 

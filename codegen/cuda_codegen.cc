@@ -255,6 +255,7 @@ class KernelEmitter {
     else if (op == "log1p") name = fn("log1pf", "log1p");
     else if (op == "expm1") name = fn("expm1f", "expm1");
     else if (op == "fmod") name = fn("fmodf", "fmod");
+    else if (op == "fma") name = fn("fmaf", "fma");  // always fused
     else {
       Fail(absl::StrCat("intrinsic ", op, " in device code"));
       return "0";

@@ -12,6 +12,7 @@
 #include "llvm/IR/Metadata.h"
 #include "codegen/fast_math.h"
 #include "tir/intrinsics.h"
+#include "tir/math_intrinsic_arity.h"
 #include "support/check.h"
 
 namespace kiln::codegen {
@@ -273,7 +274,7 @@ llvm::Value* KernelLowering::LowerCall(const tir::CallNode* call) {
   bool fast = op.rfind("fast_", 0) == 0;
   bool libm = op.rfind("libm_", 0) == 0;
   if (!fast && !libm && tir::FindIntrinsic(op) != nullptr) return LowerAbiCall(call);
-  size_t arity = op == "pow" || op == "fmod" ? 2 : 1;
+  size_t arity = tir::MathIntrinsicArity(op);
   if (call->args.size() != arity) {
     return Fail(absl::StrCat(op, " takes ", arity, " argument(s), got ", call->args.size()), type);
   }
@@ -302,6 +303,9 @@ llvm::Value* KernelLowering::LowerCall(const tir::CallNode* call) {
   if (op == "pow") return b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, x, Lower(call->args[1]));
   // frem is exact (C's fmod); LLVM expands it to fmodf / fmod calls, lane by lane in vectors.
   if (op == "fmod") return b_.CreateFRem(x, Lower(call->args[1]));
+  if (op == "fma") {
+    return b_.CreateIntrinsic(llvm::Intrinsic::fma, {type}, {x, Lower(call->args[1]), Lower(call->args[2])});
+  }
   if (tir::IsMathIntrinsic(op)) {
     return Fail(absl::StrCat("math intrinsic ", op, " must be lowered first (tir/transform/lower_intrinsics.h)"), type);
   }

@@ -214,13 +214,31 @@ uint32_t SpirvFunctionWriter::Value(spv::Op op, uint32_t type, const std::vector
   std::vector<uint32_t> all{type, id};
   all.insert(all.end(), operands.begin(), operands.end());
   AppendInstruction(&code_, op, all);
+  // Float arithmetic is TIR's: each operation rounded once, as written. Without NoContraction
+  // a driver may fuse a * b + c or reassociate (Mesa's NIR folds (x + c) - c to x, which
+  // broke ggml's exp: its rounding to an integer is exactly that).
+  switch (op) {
+    case spv::Op::OpFAdd:
+    case spv::Op::OpFSub:
+    case spv::Op::OpFMul:
+    case spv::Op::OpFDiv:
+    case spv::Op::OpFRem:
+    case spv::Op::OpFNegate:
+      b_.Decorate(id, spv::Decoration::NoContraction);
+      break;
+    default:
+      break;
+  }
   return id;
 }
 
 uint32_t SpirvFunctionWriter::Glsl(uint32_t type, GLSLstd450 inst, const std::vector<uint32_t>& args) {
   std::vector<uint32_t> operands{b_.GlslStd450(), static_cast<uint32_t>(inst)};
   operands.insert(operands.end(), args.begin(), args.end());
-  return Value(spv::Op::OpExtInst, type, operands);
+  const uint32_t id = Value(spv::Op::OpExtInst, type, operands);
+  // GLSL.std.450: an Fma decorated NoContraction is one operation (one rounding).
+  if (inst == GLSLstd450Fma) b_.Decorate(id, spv::Decoration::NoContraction);
+  return id;
 }
 
 void SpirvFunctionWriter::StartBlock(uint32_t label) {

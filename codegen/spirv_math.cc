@@ -29,6 +29,11 @@ class FloatMath {
       uint32_t r = w_.Value(Op::OpFRem, type_, {x, args[1]});
       return Sel(w_.Bool(Op::OpLogicalAnd, IsInf(args[1]), w_.Value(Op::OpLogicalNot, b_.TypeBool(), {IsInf(x)})), x, r);
     }
+    if (op == "fma" && args.size() == 3) {
+      // GLSL.std.450 Fma may round twice (lavapipe does, even decorated NoContraction):
+      // float32 is computed exactly in float64 instead; float64 has nothing wider.
+      return bits_ == 32 ? FusedMultiplyAdd32(x, args[1], args[2]) : w_.Glsl(type_, GLSLstd450Fma, {x, args[1], args[2]});
+    }
     if (op == "exp") return Exp(x);
     if (op == "log") return Log(x);
     if (op == "pow" && args.size() == 2) return Pow(x, args[1]);
@@ -150,6 +155,39 @@ class FloatMath {
 
   // sin or cos: x = k pi/2 + r (pi/2 in three parts of 33 bits: k * part is exact for
   // |k| < 2^20), the quadrant k mod 4 picks +-sin(r) or +-cos(r).
+  // fma(a, b, c) for float32 a, b, c with one rounding, from float64 operations that each
+  // round once (NoContraction): a * b is exact in float64 (48 significant bits); the sum
+  // p + c is rounded to odd (TwoSum gives its error e; a nonzero e with an even last bit
+  // moves the sum one unit toward e), and a float64 rounded to odd rounds to float32 as the
+  // exact value would, having 2 or more bits beyond float32's 24 (Boldo and Melquiond,
+  // "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd").
+  uint32_t FusedMultiplyAdd32(uint32_t a, uint32_t b, uint32_t c) {
+    const uint32_t f64 = b_.TypeFloat(64), u64 = b_.TypeInt(64), f32 = b_.TypeFloat(32);
+    auto wide = [&](uint32_t v) { return w_.Value(Op::OpFConvert, f64, {v}); };
+    auto add = [&](uint32_t x, uint32_t y) { return w_.Value(Op::OpFAdd, f64, {x, y}); };
+    auto sub = [&](uint32_t x, uint32_t y) { return w_.Value(Op::OpFSub, f64, {x, y}); };
+    const uint32_t p = w_.Value(Op::OpFMul, f64, {wide(a), wide(b)});
+    const uint32_t q = wide(c);
+    const uint32_t s = add(p, q);
+    const uint32_t bp = sub(s, p);
+    const uint32_t e = add(sub(p, sub(s, bp)), sub(q, bp));
+    const uint32_t bits = w_.Value(Op::OpBitcast, u64, {s});
+    const uint32_t one = b_.ConstantInt(64, 1);
+    const uint32_t zero = b_.ConstantFloat(64, 0);
+    const uint32_t even = w_.Bool(Op::OpIEqual, w_.Value(Op::OpBitwiseAnd, u64, {bits, one}), b_.ConstantInt(64, 0));
+    const uint32_t inexact = w_.Bool(Op::OpFUnordNotEqual, e, zero);
+    // |s| grows by one unit when e has s's sign, shrinks otherwise.
+    const uint32_t same_sign = w_.Bool(Op::OpLogicalEqual, w_.Bool(Op::OpFOrdLessThan, s, zero), w_.Bool(Op::OpFOrdLessThan, e, zero));
+    const uint32_t nudged = w_.Select(u64, same_sign, w_.Value(Op::OpIAdd, u64, {bits, one}), w_.Value(Op::OpISub, u64, {bits, one}));
+    // Only for a finite sum: an inf or NaN sum (e is then NaN) passes through.
+    const uint32_t finite = w_.Value(Op::OpLogicalNot, b_.TypeBool(),
+                                     {w_.Value(Op::OpLogicalOr, b_.TypeBool(), {IsInf(s), IsNan(s)})});
+    const uint32_t adjust = w_.Value(Op::OpLogicalAnd, b_.TypeBool(),
+                                     {finite, w_.Value(Op::OpLogicalAnd, b_.TypeBool(), {even, inexact})});
+    const uint32_t odd = w_.Value(Op::OpBitcast, f64, {w_.Select(u64, adjust, nudged, bits)});
+    return w_.Value(Op::OpFConvert, f32, {odd});
+  }
+
   uint32_t SinCos64(uint32_t x, bool cosine) {
     constexpr double kPio2_1 = 1.57079632673412561417e+00, kPio2_2 = 6.07710050630396597660e-11,
                      kPio2_3 = 2.02226624871116645580e-21;

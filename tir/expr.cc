@@ -9,6 +9,7 @@
 #include "support/check.h"
 #include "tir/buffer.h"
 #include "tir/intrinsics.h"
+#include "tir/math_intrinsic_arity.h"
 
 namespace kiln::tir {
 
@@ -195,11 +196,16 @@ bool IsMathIntrinsic(std::string_view name) {
   constexpr std::string_view kNames[] = {
       "exp",  "log",  "sqrt", "rsqrt", "tanh", "sigmoid", "erf",   "fabs",  "floor", "ceil",  "round", "pow",
       "sin",  "cos",  "tan",  "asin",  "acos", "atan",    "sinh",  "cosh",  "asinh", "acosh", "atanh", "log1p",
-      "expm1", "fmod"};
+      "expm1", "fmod", "fma"};
   for (std::string_view known : kNames) {
     if (name == known) return true;
   }
   return false;
+}
+
+size_t MathIntrinsicArity(std::string_view name) {
+  if (name == "fma") return 3;
+  return name == "pow" || name == "fmod" ? 2 : 1;
 }
 
 PrimExpr Call(std::string op, std::vector<PrimExpr> args) {

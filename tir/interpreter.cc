@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "support/status_macros.h"
+#include "tir/math_intrinsic_arity.h"
 
 namespace kiln::tir {
 
@@ -673,7 +674,7 @@ class Interpreter {
   Value EvalCall(const CallNode* call) {
     Value r(call->dtype());
     const std::string& op = call->op;
-    const size_t arity = op == "pow" || op == "fmod" ? 2 : 1;
+    const size_t arity = MathIntrinsicArity(op);
     if (!IsMathIntrinsic(op)) {
       Unsupported(absl::StrCat("intrinsic ", op));
       return r;
@@ -688,16 +689,19 @@ class Interpreter {
       return r;
     }
     Value x = Eval(call->args[0]);
-    Value y = arity == 2 ? Eval(call->args[1]) : Value(t);
+    Value y = arity >= 2 ? Eval(call->args[1]) : Value(t);
+    Value z = arity >= 3 ? Eval(call->args[2]) : Value(t);
     for (int l = 0; l < r.count() && ok(); ++l) {
       const double a = x.at(l).f;
       const double b = y.at(l).f;
+      const double c = z.at(l).f;
       double out = 0;
       if (t.bits() == 64) {
-        out = Math<double>(op, a, b);
+        out = Math<double>(op, a, b, c);
       } else {
         // Narrower floats compute in float, as the C library's float entry points do.
-        out = static_cast<double>(Math<float>(op, static_cast<float>(a), static_cast<float>(b)));
+        out = static_cast<double>(
+            Math<float>(op, static_cast<float>(a), static_cast<float>(b), static_cast<float>(c)));
       }
       r.set(l, FloatLane(RoundFloat(out, t)));
     }
@@ -706,7 +710,7 @@ class Interpreter {
 
   // In the precision of T (float for float32 and narrower, as generated code computes).
   template <typename T>
-  static T Math(const std::string& op, T x, T y) {
+  static T Math(const std::string& op, T x, T y, T z) {
     const T one = 1;
     if (op == "exp") return std::exp(x);
     if (op == "log") return std::log(x);
@@ -734,6 +738,7 @@ class Interpreter {
     if (op == "log1p") return std::log1p(x);
     if (op == "expm1") return std::expm1(x);
     if (op == "fmod") return std::fmod(x, y);
+    if (op == "fma") return std::fma(x, y, z);
     return std::numeric_limits<T>::quiet_NaN();  // unreachable: IsMathIntrinsic checked
   }
 

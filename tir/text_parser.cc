@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "support/status_macros.h"
 #include "tir/intrinsics.h"
+#include "tir/math_intrinsic_arity.h"
 #include "tir/text_parser_impl.h"
 
 namespace kiln::tir::text_internal {
@@ -463,7 +464,7 @@ absl::StatusOr<PrimExpr> TirParser::ParseCallForm(const Token& name) {
   }
   if (IsMathIntrinsic(f)) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> args, ParsePrimList(")"));
-    size_t arity = f == "pow" || f == "fmod" ? 2 : 1;
+    size_t arity = MathIntrinsicArity(f);
     if (args.size() != arity) {
       return Error(name, absl::StrCat("'", f, "' takes ", arity, " argument", arity == 1 ? "" : "s", ", found ",
                                       args.size()));

@@ -34,8 +34,14 @@ enum class LogitRows { kLast, kAll, kListed };
 
 class LlamaBuilder {
  public:
-  LlamaBuilder(const formats::GgufFile& file, const formats::LlamaConfig& config, int64_t max_tokens, bool ggml)
-      : file_(file), c_(config), max_tokens_(max_tokens), ggml_(ggml) {}
+  LlamaBuilder(const formats::GgufFile& file, const formats::LlamaConfig& config, const LlamaBuildOptions& options,
+               int64_t max_tokens)
+      : file_(file),
+        c_(config),
+        max_tokens_(max_tokens),
+        ggml_(options.ggml_numerics && !options.ggml_operators),
+        ggml_operators_(options.ggml_numerics && options.ggml_operators),
+        quantized_activations_(options.quantized_activations) {}
 
   // One function: `tokens` of n rows through every layer; the logits of the last row, of
   // every row, or of the rows a `rows` parameter lists (LogitRows).
@@ -121,8 +127,9 @@ class LlamaBuilder {
       return absl::InvalidArgumentError(absl::StrCat(file_.name(), ": tensor '", name, "' must have 2 dims"));
     }
     if (const char* format = QuantFormatName(tensor->type)) {
-      Attrs attrs{{"format", std::string(format)}};
-      if (SummedByBlock(*tensor, name)) attrs["summation"] = std::string("blocks");
+      Attrs attrs = {{"format", std::string(format)}};
+      if (!quantized_activations_.empty()) attrs.emplace("activations", quantized_activations_);
+      if (SummedByBlock(*tensor, name)) attrs.emplace("summation", std::string("blocks"));
       return Emit(Call(Op("quantized_matmul"), {x, w}, std::move(attrs)), out_name);
     }
     Expr weight = w;
@@ -207,9 +214,9 @@ class LlamaBuilder {
       return CallBetweenBlocks("kiln.ggml.rms_norm", {x, w, PrimValue(tir::FloatImm(DataType::Float(64), c_.rms_norm_epsilon))},
                                x.struct_info(), live);
     }
-    return Emit(Call(Op("rms_norm"), {x, w},
-                     {{"axes", std::vector<int64_t>{-1}}, {"epsilon", c_.rms_norm_epsilon}}),
-                "");
+    Attrs attrs = {{"axes", std::vector<int64_t>{-1}}, {"epsilon", c_.rms_norm_epsilon}};
+    if (ggml_operators_) attrs.emplace("numerics", std::string("ggml"));
+    return Emit(Call(Op("rms_norm"), {x, w}, std::move(attrs)), "");
   }
 
   // Token ids -> (n, hidden) float32 rows of the embedding table.
@@ -240,9 +247,9 @@ class LlamaBuilder {
                                 PrimValue(PrimExpr(c_.rope_dims)), PrimValue(PrimExpr(int64_t{c_.rope_mode == "neox"}))},
                                x.struct_info(), live);
     }
-    return Emit(Call(Op("rotary_embedding"), {x, positions_},
-                     {{"theta", c_.rope_theta}, {"mode", c_.rope_mode}, {"rotary_dims", c_.rope_dims}}),
-                "");
+    Attrs attrs = {{"theta", c_.rope_theta}, {"mode", c_.rope_mode}, {"rotary_dims", c_.rope_dims}};
+    if (ggml_operators_) attrs.emplace("numerics", std::string("ggml"));
+    return Emit(Call(Op("rotary_embedding"), {x, positions_}, std::move(attrs)), "");
   }
 
   // One decoder layer; `h` is (n, hidden), a Var of the open dataflow block. Closes that
@@ -287,7 +294,9 @@ class LlamaBuilder {
     if (ggml_) {
       KILN_ASSIGN_OR_RETURN(mixed, CallBetweenBlocks("kiln.ggml.swiglu", {gate, up}, gate.struct_info(), {&h}));
     } else {
-      KILN_ASSIGN_OR_RETURN(Var act, Emit(Call(Op("silu"), {gate}), ""));
+      Attrs attrs;
+      if (ggml_operators_) attrs.emplace("numerics", std::string("ggml"));
+      KILN_ASSIGN_OR_RETURN(Var act, Emit(Call(Op("silu"), {gate}, std::move(attrs)), ""));
       KILN_ASSIGN_OR_RETURN(mixed, Emit(Call(Op("multiply"), {act, up}), ""));
     }
     KILN_ASSIGN_OR_RETURN(Var down, Linear(mixed, p + "ffn_down.weight", ""));
@@ -297,7 +306,9 @@ class LlamaBuilder {
   const formats::GgufFile& file_;
   const formats::LlamaConfig& c_;
   const int64_t max_tokens_;
-  const bool ggml_;
+  const bool ggml_;            // the kiln.ggml.* host builtins
+  const bool ggml_operators_;  // the operators with numerics = "ggml"
+  const std::string quantized_activations_;
   BlockBuilder* bb_ = nullptr;
   std::vector<BindingBlock> blocks_;
   std::map<std::string, Expr> weights_;
@@ -311,7 +322,7 @@ class LlamaBuilder {
 absl::StatusOr<IRModule> BuildLlamaModule(const formats::GgufFile& file, const formats::LlamaConfig& config,
                                           const LlamaBuildOptions& options) {
   const int64_t max_tokens = options.max_tokens > 0 ? options.max_tokens : config.context_length;
-  LlamaBuilder builder(file, config, max_tokens, options.ggml_numerics);
+  LlamaBuilder builder(file, config, options, max_tokens);
   IRModule module;
   KILN_ASSIGN_OR_RETURN(Expr prefill, builder.BuildFunction("n", LogitRows::kLast));
   KILN_RETURN_IF_ERROR(module.Add("prefill", prefill));

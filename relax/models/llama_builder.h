@@ -44,6 +44,15 @@ struct LlamaBuildOptions {
   // a VM builtin call between the fused dataflow blocks; false: the rms_norm,
   // rotary_embedding, silu and multiply operators, compiled and fused.
   bool ggml_numerics = true;
+  // With ggml_numerics: the same floats from the operators with numerics = "ggml"
+  // (relax/op/ggml_numerics.h), compiled and fused into kernels like the rest of the block,
+  // rather than the host builtins (GPU targets, whose data stays on the device).
+  bool ggml_operators = false;
+  // The quantized matmuls' `activations` attribute (relax/op/quantize.cc): empty leaves it
+  // to the pipeline (on the CPU the library kernels follow LibraryOptions::
+  // quantize_activations); "q8" or "float32" fixes it, for targets whose kernels are
+  // generated from the operator (GPUs).
+  std::string quantized_activations;
 };
 
 absl::StatusOr<IRModule> BuildLlamaModule(const formats::GgufFile& file, const formats::LlamaConfig& config,

@@ -9,7 +9,8 @@
 // Comparison: equal, not_equal, less, less_equal, greater, greater_equal (lhs, rhs).
 //   As binary arithmetic, but the result dtype is bool.
 // Unary: negative, relu (any numeric dtype); exp, log, sqrt, rsqrt, tanh, sigmoid, gelu,
-//   silu (floating-point dtype required; an unknown dtype is accepted). No attributes; the
+//   silu (floating-point dtype required; an unknown dtype is accepted). No attributes (but
+//   silu's numerics: "default" or "ggml", llama.cpp's exp, relax/op/ggml_numerics.h); the
 //   result has the operand's struct info (shape, dtype, device).
 //   More unary math: erf, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh,
 //   log1p, expm1, reciprocal (1 / x) need a floating-point dtype; floor, ceil, round (half to
@@ -42,6 +43,7 @@
 //   either operand is NaN, whatever the argument order; relu(NaN) is NaN, relu(-inf) 0;
 //   comparisons with a NaN are false except not_equal; everything else is IEEE 754
 //   (gelu(-inf) and silu(-inf) are -inf * 0 = NaN, as the formulas compute).
+#include "relax/op/ggml_numerics.h"
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
 
@@ -160,7 +162,12 @@ void RegisterElementwiseOps(OpRegistry& registry) {
   for (const char* name : {"negative", "relu", "abs", "sign", "floor", "ceil", "round"}) {
     unary(name, DTypeRule::kNumeric);
   }
-  for (const char* name : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "silu", "erf", "sin", "cos",
+  // silu alone takes an attribute: numerics = "ggml" (llama.cpp's exp, relax/op/ggml_numerics.h).
+  registry.Register({"silu", 1, 1, true, {"numerics"}, [](const CallNode& call, tir::Analyzer&) -> absl::StatusOr<StructInfo> {
+                       KILN_RETURN_IF_ERROR(GgmlNumericsAttr(call).status());
+                       return InferUnary(call, DTypeRule::kFloat);
+                     }});
+  for (const char* name : {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "erf", "sin", "cos",
                            "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "log1p",
                            "expm1", "reciprocal"}) {
     unary(name, DTypeRule::kFloat);

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "relax/op/legalize_common.h"
+#include "relax/op/ggml_numerics.h"
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
 
@@ -279,7 +280,10 @@ void RegisterElementwiseLegalize(OpRegistry& registry) {
   registry.SetLegalize("tanh", Unary(Tanh, true));
   registry.SetLegalize("sigmoid", Unary(Sigmoid, true));
   registry.SetLegalize("gelu", Unary(Gelu, true));
-  registry.SetLegalize("silu", Unary(Silu, true));
+  registry.SetLegalize("silu", [](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
+    KILN_ASSIGN_OR_RETURN(bool ggml, GgmlNumericsAttr(call));
+    return ggml ? LegalizeGgmlSilu(call) : Unary(Silu, true)(call);
+  });
   registry.SetLegalize("reciprocal", Unary(Reciprocal, true));
   registry.SetLegalize("erf", Unary(Math<kErf>, true));
   registry.SetLegalize("sin", Unary(Math<kSin>, true));

@@ -3,11 +3,27 @@
 // which partner and which pair index m depend only on j, so each is a select on j.
 #include <cmath>
 
+#include "relax/op/ggml_numerics.h"
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
+#include "relax/op/rotary_params.h"
 #include "support/status_macros.h"
 
 namespace kiln::relax::op {
+
+absl::StatusOr<RotaryParams> RotaryParamsOf(const CallNode& call, const Buffer& x) {
+  std::optional<int64_t> head_dim = x->shape[2].as_int();
+  if (!head_dim) return OpError(call, "cannot legalize: the head dim must be a constant");
+  KILN_ASSIGN_OR_RETURN(std::optional<double> theta_attr, FloatAttr(call, "theta"));
+  KILN_ASSIGN_OR_RETURN(std::optional<int64_t> dims_attr, IntAttr(call, "rotary_dims"));
+  auto mode_it = call.attrs.find("mode");
+  RotaryParams params;
+  params.neox = mode_it != call.attrs.end() && std::get<std::string>(mode_it->second) == "neox";
+  params.theta = theta_attr.value_or(10000.0);
+  params.dims = dims_attr.value_or(*head_dim);
+  return params;
+}
+
 namespace {
 
 absl::StatusOr<tir::PrimFunc> LegalizeRotaryEmbedding(const CallNode& call) {
@@ -16,14 +32,10 @@ absl::StatusOr<tir::PrimFunc> LegalizeRotaryEmbedding(const CallNode& call) {
   const Buffer& x = p.inputs[0];
   const Buffer& positions = p.inputs[1];
   const Buffer& out = p.outputs[0];
-  std::optional<int64_t> head_dim = x->shape[2].as_int();
-  if (!head_dim) return OpError(call, "cannot legalize: the head dim must be a constant");
-  KILN_ASSIGN_OR_RETURN(std::optional<double> theta_attr, FloatAttr(call, "theta"));
-  KILN_ASSIGN_OR_RETURN(std::optional<int64_t> dims_attr, IntAttr(call, "rotary_dims"));
-  auto mode_it = call.attrs.find("mode");
-  const bool neox = mode_it != call.attrs.end() && std::get<std::string>(mode_it->second) == "neox";
-  const double theta = theta_attr.value_or(10000.0);
-  const int64_t dims = dims_attr.value_or(*head_dim);
+  KILN_ASSIGN_OR_RETURN(RotaryParams params, RotaryParamsOf(call, x));
+  const bool neox = params.neox;
+  const double theta = params.theta;
+  const int64_t dims = params.dims;
   const int64_t half = dims / 2;
   const DataType f32 = DataType::Float32();
   const DataType f64 = DataType::Float(64);
@@ -54,7 +66,10 @@ absl::StatusOr<tir::PrimFunc> LegalizeRotaryEmbedding(const CallNode& call) {
 }  // namespace
 
 void RegisterPositionalLegalize(OpRegistry& registry) {
-  registry.SetLegalize("rotary_embedding", LegalizeRotaryEmbedding);
+  registry.SetLegalize("rotary_embedding", [](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
+    KILN_ASSIGN_OR_RETURN(bool ggml, GgmlNumericsAttr(call));
+    return ggml ? LegalizeGgmlRope(call) : LegalizeRotaryEmbedding(call);
+  });
 }
 
 }  // namespace kiln::relax::op

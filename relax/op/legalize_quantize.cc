@@ -6,13 +6,17 @@
 // dequantize is one elementwise kernel over the output. quantized_matmul is one reduction
 // over the blocks and their positions whose operand is the decoded weight: blocks are
 // decoded where they are used, never written out.
+// quantized_matmul with activations="q8" (llama.cpp's 8-bit activations) is
+// legalize_quantized_matmul_q8.cc's.
 //
 // It is a general legalization (LegalizeFn: the kernel joins the module through the
 // context) rather than a KernelLegalizeFn so that constant folding never runs it (see
 // quantize.cc).
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
+#include "relax/op/quant_block_access.h"
 #include "relax/op/quantize.h"
+#include "relax/op/legalize_quantized_matmul_q8.h"
 #include "support/status_macros.h"
 
 namespace kiln::relax::op {
@@ -67,34 +71,6 @@ absl::StatusOr<Expr> LegalizeDequantize(LegalizeContext& context, const CallNode
   return CallTir(kernel, {call.args[0]}, call.struct_info());
 }
 
-// The weight at position h * 16 + j of block `kb` of row `row` of `data`: the same value as
-// Weight(format, data, {row, kb * 32 + h * 16 + j}), written so that the byte it reads is
-// `j` bytes after a start that does not depend on j (no floordiv or floormod of the
-// position), and the nibble chosen by `h` alone.
-PrimExpr BlockWeight(const QuantFormat& format, const Buffer& data, const PrimExpr& row, const PrimExpr& kb,
-                     const PrimExpr& h, const PrimExpr& j) {
-  const PrimExpr start = kb * Int(format.block_bytes);
-  auto byte = [&](PrimExpr offset) { return data.Load({row, start + offset}); };
-  const DataType u16 = DataType::UInt(16);
-  auto half_at = [&](int64_t offset) {
-    PrimExpr bits = tir::BitOr(tir::Cast(u16, byte(Int(offset))), tir::Shl(tir::Cast(u16, byte(Int(offset + 1))), tir::IntImm(u16, 8)));
-    return tir::Cast(DataType::Float32(), tir::Reinterpret(DataType::Float(16), bits));
-  };
-  PrimExpr d = half_at(0);
-  if (format.name == "q8_0") {
-    PrimExpr q = tir::Cast(DataType::Int32(), tir::Reinterpret(DataType::Int(8), byte(Int(2) + h * Int(16) + j)));
-    return tir::Cast(DataType::Float32(), q) * d;
-  }
-  const int64_t quants = format.name == "q4_1" ? 4 : 2;
-  PrimExpr packed = byte(Int(quants) + j);
-  PrimExpr nibble = tir::Select(tir::EQ(h, Int(0)), tir::BitAnd(packed, U8(15)), tir::Shr(packed, U8(4)));
-  if (format.name == "q4_1") {
-    return tir::Cast(DataType::Float32(), tir::Cast(DataType::Int32(), nibble)) * d + half_at(2);
-  }
-  PrimExpr q = tir::Cast(DataType::Int32(), nibble) - tir::IntImm(DataType::Int32(), 8);
-  return tir::Cast(DataType::Float32(), q) * d;
-}
-
 // One reduction over (block kb, half h, position j in the half) rather than over k: the
 // innermost loop then reads 16 consecutive quantized bytes and 16 consecutive activations,
 // which the CPU row-reduction rule (tir/schedule_rules/cpu_row_reduction.cc) turns into
@@ -102,6 +78,8 @@ PrimExpr BlockWeight(const QuantFormat& format, const Buffer& data, const PrimEx
 // float accumulators in registers.
 absl::StatusOr<Expr> LegalizeQuantizedMatmul(LegalizeContext& context, const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(QuantFormat format, QuantFormatAttr(call));
+  KILN_ASSIGN_OR_RETURN(bool q8, QuantizedMatmulQ8Activations(call));
+  if (q8) return LegalizeQuantizedMatmulQ8(context, call, format);
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   if (p.inputs.size() != 2) return OpError(call, "cannot legalize: expects two tensor operands");
   const Buffer& x = p.inputs[0];
@@ -114,7 +92,7 @@ absl::StatusOr<Expr> LegalizeQuantizedMatmul(LegalizeContext& context, const Cal
                           [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
                             std::vector<PrimExpr> xi(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(rank - 1));
                             xi.push_back(r[0] * Int(kQuantBlockWeights) + r[1] * Int(kHalf) + r[2]);
-                            return tir::Mul(x.Load(xi), BlockWeight(format, w, s[rank - 1], r[0], r[1], r[2]));
+                            return tir::Mul(x.Load(xi), QuantBlockWeight(w, s[rank - 1], r[0], format, r[1], r[2]));
                           });
   Expr kernel = context.AddPrimFunc("quantized_matmul_" + format.name, MakePrimFunc(p, body, "out_ewise_fusable"));
   return CallTir(kernel, {call.args[0], call.args[1]}, call.struct_info());

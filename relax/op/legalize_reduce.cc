@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "relax/op/legalize_common.h"
+#include "relax/op/ggml_numerics.h"
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
 
@@ -404,7 +405,10 @@ void RegisterReduceLegalize(OpRegistry& registry) {
   registry.SetLegalize("log_softmax", LegalizeLogSoftmax);
   registry.SetLegalize("variance", LegalizeVariance);
   registry.SetLegalize("layer_norm", Norm(true));
-  registry.SetLegalize("rms_norm", Norm(false));
+  registry.SetLegalize("rms_norm", [](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
+    KILN_ASSIGN_OR_RETURN(bool ggml, GgmlNumericsAttr(call));
+    return ggml ? LegalizeGgmlRmsNorm(call) : Norm(false)(call);
+  });
   registry.SetLegalize("astype", [](const CallNode& call) { return LegalizeConversion(call, false); });
   registry.SetLegalize("bitcast", [](const CallNode& call) { return LegalizeConversion(call, true); });
 }

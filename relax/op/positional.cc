@@ -9,8 +9,10 @@
 //   Llama GGUF files (whose converter permutes Q and K for it) do; "neox" pairs dim m with
 //   m + rotary_dims / 2 (GPT-NeoX, Qwen2). For a pair (a, b): (a cos - b sin, a sin + b cos).
 //   The angle is computed in float64 and rounded once to float32; its cosine and sine in
-//   float32. Result: x's struct info. n must match between x and positions (a dim that
+//   float32 (attribute numerics = "ggml": llama.cpp's arithmetic instead, relax/op/
+//   ggml_numerics.h). Result: x's struct info. n must match between x and positions (a dim that
 //   differs provably is an error).
+#include "relax/op/ggml_numerics.h"
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
 
@@ -28,6 +30,7 @@ absl::StatusOr<StructInfo> InferRotaryEmbedding(const CallNode& call, tir::Analy
   if (positions->dtype && *positions->dtype != DataType::Int32() && *positions->dtype != DataType::Int64()) {
     return OpError(call, "positions must be int32 or int64, got ", positions->dtype->ToString());
   }
+  KILN_RETURN_IF_ERROR(GgmlNumericsAttr(call).status());
   KILN_ASSIGN_OR_RETURN(std::optional<double> theta, FloatAttr(call, "theta"));
   if (theta && !(*theta > 0)) return OpError(call, "theta must be positive, got ", *theta);
   auto mode = call.attrs.find("mode");
@@ -60,7 +63,7 @@ absl::StatusOr<StructInfo> InferRotaryEmbedding(const CallNode& call, tir::Analy
 }  // namespace
 
 void RegisterPositionalOps(OpRegistry& registry) {
-  registry.Register(OpInfo{"rotary_embedding", 2, 2, true, {"theta", "mode", "rotary_dims"}, InferRotaryEmbedding});
+  registry.Register(OpInfo{"rotary_embedding", 2, 2, true, {"theta", "mode", "rotary_dims", "numerics"}, InferRotaryEmbedding});
 }
 
 }  // namespace kiln::relax::op

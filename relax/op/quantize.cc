@@ -21,15 +21,20 @@
 //   float32) = x @ dequantize(w)^T, accumulated in float32. k must be a multiple of 32 and
 //   w's last dim exactly its blocks' bytes (checked at compile time; k may be symbolic only
 //   if w's is known). The legalization decodes the blocks inside the reduction: the weights
-//   stay quantized in memory. Attribute summation (optional): how the CPU library kernel
-//   with 8-bit activations (relax/transform/dispatch_libraries.h) orders its sums, which
-//   moves only the last bits of the result: "lanes" (the default, llama.cpp's vec_dot) or
-//   "blocks" (llama.cpp's repacked Q4_0 kernels; q4_0 and q8_0 only). Other lowerings
-//   compute the product in float32 and ignore it.
+//   stay quantized in memory. Attribute activations: "float32" (the default: x as it is) or
+//   "q8": x quantized per block of 32 to 8 bits first and the blocks' integer dot products
+//   combined in llama.cpp's order (legalize_quantized_matmul_q8.cc; on the CPU the library
+//   kernels compute the same floats), whose result differs from float32's by the
+//   quantization error of x (about 0.4 % of a block's largest |x| per element). Attribute
+//   summation (optional): how the CPU library kernel with 8-bit activations
+//   (relax/transform/dispatch_libraries.h) orders its sums, which moves only the last bits
+//   of the result: "lanes" (the default, llama.cpp's vec_dot) or "blocks" (llama.cpp's
+//   repacked Q4_0 kernels; q4_0 and q8_0 only). The generated kernels sum in "lanes" order.
 #include "relax/op/quantize.h"
 
 #include <variant>
 
+#include "relax/op/legalize_quantized_matmul_q8.h"
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
 
@@ -77,6 +82,7 @@ absl::StatusOr<StructInfo> InferQuantizedMatmul(const CallNode& call, tir::Analy
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* x, TensorArg(call, 0, "x"));
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* w, TensorArg(call, 1, "w"));
   KILN_ASSIGN_OR_RETURN(QuantFormat format, QuantFormatAttr(call));
+  KILN_RETURN_IF_ERROR(QuantizedMatmulQ8Activations(call).status());
   if (auto it = call.attrs.find("summation"); it != call.attrs.end()) {
     const auto* summation = std::get_if<std::string>(&it->second);
     if (summation == nullptr || (*summation != "lanes" && *summation != "blocks")) {
@@ -118,7 +124,7 @@ absl::StatusOr<StructInfo> InferQuantizedMatmul(const CallNode& call, tir::Analy
 
 void RegisterQuantizeOps(OpRegistry& registry) {
   registry.Register(OpInfo{"dequantize", 1, 1, true, {"format", "dtype"}, InferDequantize});
-  registry.Register(OpInfo{"quantized_matmul", 2, 2, true, {"format", "summation"}, InferQuantizedMatmul});
+  registry.Register(OpInfo{"quantized_matmul", 2, 2, true, {"format", "activations", "summation"}, InferQuantizedMatmul});
 }
 
 }  // namespace kiln::relax::op

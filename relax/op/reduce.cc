@@ -22,10 +22,12 @@
 //   (float, default 1e-5). gamma and beta have ndim == len(axes) and, dim by dim, the
 //   normalized axes' dims (provably different -> error); all share the data's dtype
 //   (floating point). The result has the data's struct info.
-// rms_norm (data, weight), attributes axes and epsilon as layer_norm.
+// rms_norm (data, weight), attributes axes and epsilon as layer_norm, and numerics ("default" or
+//   "ggml": llama.cpp's arithmetic over the last axis, relax/op/ggml_numerics.h).
 // astype (data), attribute dtype (required). The data's shape with the new dtype.
 #include <algorithm>
 
+#include "relax/op/ggml_numerics.h"
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
 
@@ -192,8 +194,9 @@ void RegisterReduceOps(OpRegistry& registry) {
                      2,
                      2,
                      true,
-                     {"axes", "epsilon"},
-                     [](const CallNode& call, tir::Analyzer& analyzer) {
+                     {"axes", "epsilon", "numerics"},
+                     [](const CallNode& call, tir::Analyzer& analyzer) -> absl::StatusOr<StructInfo> {
+                       KILN_RETURN_IF_ERROR(GgmlNumericsAttr(call).status());
                        return InferNorm(call, analyzer, {"weight"});
                      }});
   registry.Register({"astype", 1, 1, true, {"dtype"}, InferAstype});

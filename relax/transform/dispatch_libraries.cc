@@ -106,7 +106,9 @@ class Dispatcher {
   }
 
   // Every quantized_matmul whose result is a float32 tensor goes to the CPU library kernel of
-  // its format and summation order (builtins/quantized_matmul_kernels.h).
+  // its format (builtins/quantized_matmul_kernels.h), with 8-bit or float32 activations as
+  // the call's activations attribute says, else as the options do, and 8-bit ones summed
+  // in the order of its summation attribute.
   Binding QuantizedMatmul(const Binding& b, const CallNode& call) {
     auto format = call.attrs.find("format");
     const auto* name = format == call.attrs.end() ? nullptr : std::get_if<std::string>(&format->second);
@@ -114,12 +116,19 @@ class Dispatcher {
     const auto* out = out_sinfo.defined() ? out_sinfo.as<TensorStructInfoNode>() : nullptr;
     if (name == nullptr || out == nullptr || !out->shape || call.args.size() != 2) return b;
     Expr args = Tuple({call.args[0], call.args[1]}, TupleSInfo({call.args[0].struct_info(), call.args[1].struct_info()}));
+    // The call's own activations attribute, where it has one, over the pipeline's choice.
+    bool quantize = options_.quantize_activations;
+    auto activations = call.attrs.find("activations");
+    if (activations != call.attrs.end()) {
+      const auto* value = std::get_if<std::string>(&activations->second);
+      quantize = value != nullptr && *value == "q8";
+    }
     auto summation = call.attrs.find("summation");
     const bool by_block = summation != call.attrs.end() && std::get_if<std::string>(&summation->second) != nullptr &&
                           std::get<std::string>(summation->second) == "blocks";
-    const std::string prefix = !options_.quantize_activations ? kQuantizedMatmulFloatActivationsPrefix
-                               : by_block                     ? kQuantizedMatmulByBlockPrefix
-                                                              : kQuantizedMatmulPrefix;
+    const std::string prefix = !quantize  ? kQuantizedMatmulFloatActivationsPrefix
+                               : by_block ? kQuantizedMatmulByBlockPrefix
+                                          : kQuantizedMatmulPrefix;
     Expr callee = ExternFunc(prefix + *name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
     return {b.var, Call(Op("call_dps_library"), {callee, args}, {}, {out_sinfo}, out_sinfo), StructInfo()};
   }

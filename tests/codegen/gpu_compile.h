@@ -49,6 +49,23 @@ inline absl::StatusOr<std::string> CompileForGpu(const std::string& text, const 
   return codegen::BuildExecutable(lowered, cpu);
 }
 
+// The same for the host CPU (tests that run a kernel on the CPU and on a GPU alike), the
+// quantized matmuls generated or, with `quantized_library`, the library kernels.
+inline absl::StatusOr<std::shared_ptr<const vm::Executable>> CompileForHostCpu(const std::string& text,
+                                                                               bool quantized_library = false) {
+  KILN_ASSIGN_OR_RETURN(relax::ParsedModule parsed, relax::ParseModule(text));
+  relax::PipelineOptions options;
+  options.check_well_formed = true;
+  options.libraries.openblas = false;
+  options.libraries.quantized = quantized_library;
+  KILN_ASSIGN_OR_RETURN(tir::Target host, codegen::ResolveCpuTarget(tir::Target::Cpu()));
+  options.target = host;
+  KILN_ASSIGN_OR_RETURN(relax::IRModule lowered, relax::RunPipeline(parsed.module, options, &parsed.locations));
+  KILN_ASSIGN_OR_RETURN(codegen::CpuTarget cpu, codegen::ToCpuTarget(host));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, codegen::BuildExecutable(lowered, cpu));
+  return vm::Executable::Load(bytes, builtins::DefaultRegistry());
+}
+
 struct GpuCompiled {
   absl::Status status;  // ok, or why the case does not compile
   std::string bytes;

@@ -30,6 +30,7 @@
 #include "tests/codegen/gpu_compile.h"
 #include "tests/codegen/op_cases.h"
 #include "tests/codegen/op_check.h"
+#include "tests/codegen/spirv_tools.h"
 #include "vm/device.h"
 #include "vm/executable.h"
 #include "vm/tensor.h"
@@ -55,36 +56,6 @@ absl::StatusOr<std::shared_ptr<const vm::Executable>> LoadForVulkan(const std::s
 
 const GpuCompiled& Compiled(const Case& c) {
   return CompiledForGpu(c, tir::Target::Vulkan());
-}
-
-struct Tool {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr
-};
-
-// `command` through the shell.
-Tool RunTool(const std::string& command) {
-  Tool tool;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return tool;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) tool.output.append(buffer, n);
-  int status = pclose(pipe);
-  tool.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return tool;
-}
-
-bool HaveSpirvTools() { return RunTool("command -v spirv-val && command -v spirv-dis").exit_code == 0; }
-
-// spirv-val's verdict on a module (and its disassembly, for the messages).
-Tool Validate(const std::string& name, const std::string& bytes, std::string* disassembly = nullptr) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/kiln_vulkan_", name, ".spv");
-  if (absl::Status w = support::WriteFile(path, bytes); !w.ok()) return {-1, std::string(w.message())};
-  Tool tool = RunTool(absl::StrCat("spirv-val --target-env vulkan1.1 ", path));
-  if (disassembly) *disassembly = RunTool(absl::StrCat("spirv-dis --no-color ", path)).output;
-  std::remove(path.c_str());
-  return tool;
 }
 
 class VulkanOpHarnessTest : public ::testing::TestWithParam<Case> {};

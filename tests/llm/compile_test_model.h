@@ -21,9 +21,11 @@ namespace kiln::llm_test {
 // closest to the exact result (what the float64 naive pass without quantized activations
 // computes).
 //
-// gpu: compile for that GPU target instead (tir::Target::Vulkan() / Cuda(): the standard
-// operators as device kernels, host code for a baseline x86-64, as `kiln generate --device`
-// does), written to `<gguf_path>.<kind>.kx`; llama_cpp_numerics does not apply.
+// gpu: compile for that GPU target instead (tir::Target::Vulkan() / Cuda(): every operator
+// as device kernels, host code for a baseline x86-64, as `kiln generate --device` does),
+// written to `<gguf_path>.<kind>.kx`; llama_cpp_numerics picks the same arithmetic there (the
+// q8 quantized matmul and the numerics = "ggml" operators, or float32 activations and the
+// standard operators).
 inline std::string CompileTestModel(const std::string& gguf_path, int64_t max_tokens, bool llama_cpp_numerics = true,
                                     const std::optional<tir::Target>& gpu = std::nullopt) {
   codegen::ModelCompileOptions options;

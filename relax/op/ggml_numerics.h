@@ -1,0 +1,35 @@
+// llama.cpp's CPU arithmetic (ggml-cpu) for the layer operators of a Llama model, as
+// operator variants that compile to kernels on every target: rms_norm, rotary_embedding and
+// silu with the attribute numerics = "ggml" compute the floats of the kiln.ggml.* host
+// builtins (builtins/ggml_layer_ops.h; docs/llm.md "Numerics"), so that a GPU build gives
+// the default CPU build's tokens. Kernels in legalize_ggml_numerics.cc.
+#pragma once
+
+#include "absl/status/statusor.h"
+#include "relax/expr.h"
+#include "tir/stmt.h"
+
+namespace kiln::relax::op {
+
+// The call's `numerics` attribute: true for "ggml", false for "default" or absent; an error
+// naming the operator otherwise.
+absl::StatusOr<bool> GgmlNumericsAttr(const CallNode& call);
+
+// rms_norm over the last axis: the float squares summed in float64, mean = float(sum / h),
+// scale = 1.0f / sqrtf(mean + float(epsilon)), y = (scale * x) * weight.
+absl::StatusOr<tir::PrimFunc> LegalizeGgmlRmsNorm(const CallNode& call);
+
+// rotary_embedding: pair m's angle is float(int32(position)) multiplied m times by
+// powf(theta, -2 / rotary_dims) in float; cos and sin computed in float64 and rounded to
+// float (the C library's sincosf gives those floats but in rare hard cases);
+// y0 = fma(x0, cos, -(x1 sin)), y1 = fma(x0, sin, x1 cos).
+absl::StatusOr<tir::PrimFunc> LegalizeGgmlRope(const CallNode& call);
+
+// silu: x / (1 + exp(-x)) with ggml's vector exp (ggml_v_expf) for each row's first
+// f & ~15 elements, the target's exp after them (ggml: the C library's expf).
+absl::StatusOr<tir::PrimFunc> LegalizeGgmlSilu(const CallNode& call);
+
+// ggml_v_expf of x (float32), as TIR: tests compare it with builtins/ggml_expf.inc.
+tir::PrimExpr GgmlExp(const tir::PrimExpr& x);
+
+}  // namespace kiln::relax::op
