@@ -30,6 +30,7 @@ absl::StatusOr<std::string> CompileGgufModel(const std::string& gguf_path, const
     // quantized matmul computes what the options ask the CPU's library kernels for (8-bit
     // activations: llama.cpp's floats).
     build.ggml_operators = true;
+    build.ggml_avx2_build = options.ggml_avx2_build;
     build.quantized_activations = options.pipeline.libraries.quantize_activations ? "q8" : "float32";
   }
   KILN_ASSIGN_OR_RETURN(relax::IRModule module, relax::models::BuildLlamaModule(*file, config, build));

@@ -23,6 +23,8 @@ struct ModelCompileOptions {
   bool ggml_numerics = true;        // relax::models::LlamaBuildOptions::ggml_numerics: the
                                     // kiln.ggml.* builtins on a CPU, the operators with
                                     // numerics = "ggml" on a cuda or vulkan target
+  bool ggml_avx2_build = false;     // LlamaBuildOptions::ggml_avx2_build (GPU targets): the
+                                    // tools set it from builtins::ActiveGgmlSimd()
   bool progress = true;             // one line on stderr when starting and when done
 };
 

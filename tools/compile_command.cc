@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "builtins/ggml_simd.h"
 #include "codegen/build_executable.h"
 #include "codegen/cpu_target.h"
 #include "relax/text_parser.h"
@@ -201,6 +202,9 @@ int CompileCommand(int argc, char** argv) {
     codegen::ModelCompileOptions model_options;
     model_options.pipeline = options;
     model_options.cpu = *cpu;
+    // A GPU build's kernels compute as the llama.cpp build this machine would get
+    // (builtins/ggml_simd.h).
+    model_options.ggml_avx2_build = builtins::ActiveGgmlSimd() == builtins::GgmlSimd::kAvx2;
     if (!max_tokens_text.empty() && (!absl::SimpleAtoi(max_tokens_text, &model_options.max_tokens) ||
                                      model_options.max_tokens <= 0)) {
       return Usage("--max-tokens needs a positive integer, got '" + max_tokens_text + "'");

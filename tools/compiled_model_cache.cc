@@ -42,7 +42,7 @@ absl::StatusOr<CachedModel> CompiledModelFor(const std::string& gguf_path, const
   const std::string key_text =
       absl::StrCat(model.string(), "\n", model_stamp, "\n", options.pipeline.target.ToString(), "\n",
                    options.cpu.ToString(), "\n", options.max_tokens, "\n", vm::kFormatMajor, ".", vm::kFormatMinor,
-                   "\n", FileStamp("/proc/self/exe"));
+                   "\n", FileStamp("/proc/self/exe"), "\n", options.ggml_avx2_build);
   const uint64_t key = support::Checksum64(key_text.data(), key_text.size());
   const fs::path dir = serving::CompiledModelDir();
   CachedModel cached;

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "builtins/ggml_simd.h"
 #include "codegen/cpu_target.h"
 #include "serving/model_files.h"
 #include "support/mapped_file.h"
@@ -73,6 +74,8 @@ absl::StatusOr<ResolvedModel> ResolveModel(std::string model, int64_t threads, b
   if (gpu) {
     compile.pipeline.libraries.openblas = false;
     compile.pipeline.libraries.quantized = false;
+    // The device kernels compute the llama.cpp build this CPU would get, as the host builtins do.
+    compile.ggml_avx2_build = builtins::ActiveGgmlSimd() == builtins::GgmlSimd::kAvx2;
   }
   absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(*target);
   if (!cpu.ok()) return cpu.status();

@@ -41,6 +41,7 @@ class LlamaBuilder {
         max_tokens_(max_tokens),
         ggml_(options.ggml_numerics && !options.ggml_operators),
         ggml_operators_(options.ggml_numerics && options.ggml_operators),
+        ggml_operator_numerics_(options.ggml_avx2_build ? "ggml_avx2" : "ggml"),
         quantized_activations_(options.quantized_activations) {}
 
   // One function: `tokens` of n rows through every layer; the logits of the last row, of
@@ -215,7 +216,7 @@ class LlamaBuilder {
                                x.struct_info(), live);
     }
     Attrs attrs = {{"axes", std::vector<int64_t>{-1}}, {"epsilon", c_.rms_norm_epsilon}};
-    if (ggml_operators_) attrs.emplace("numerics", std::string("ggml"));
+    if (ggml_operators_) attrs.emplace("numerics", ggml_operator_numerics_);
     return Emit(Call(Op("rms_norm"), {x, w}, std::move(attrs)), "");
   }
 
@@ -248,7 +249,7 @@ class LlamaBuilder {
                                x.struct_info(), live);
     }
     Attrs attrs = {{"theta", c_.rope_theta}, {"mode", c_.rope_mode}, {"rotary_dims", c_.rope_dims}};
-    if (ggml_operators_) attrs.emplace("numerics", std::string("ggml"));
+    if (ggml_operators_) attrs.emplace("numerics", ggml_operator_numerics_);
     return Emit(Call(Op("rotary_embedding"), {x, positions_}, std::move(attrs)), "");
   }
 
@@ -295,7 +296,7 @@ class LlamaBuilder {
       KILN_ASSIGN_OR_RETURN(mixed, CallBetweenBlocks("kiln.ggml.swiglu", {gate, up}, gate.struct_info(), {&h}));
     } else {
       Attrs attrs;
-      if (ggml_operators_) attrs.emplace("numerics", std::string("ggml"));
+      if (ggml_operators_) attrs.emplace("numerics", ggml_operator_numerics_);
       KILN_ASSIGN_OR_RETURN(Var act, Emit(Call(Op("silu"), {gate}, std::move(attrs)), ""));
       KILN_ASSIGN_OR_RETURN(mixed, Emit(Call(Op("multiply"), {act, up}), ""));
     }
@@ -308,6 +309,7 @@ class LlamaBuilder {
   const int64_t max_tokens_;
   const bool ggml_;            // the kiln.ggml.* host builtins
   const bool ggml_operators_;  // the operators with numerics = "ggml"
+  const std::string ggml_operator_numerics_;  // "ggml" or "ggml_avx2"
   const std::string quantized_activations_;
   BlockBuilder* bb_ = nullptr;
   std::vector<BindingBlock> blocks_;

@@ -48,6 +48,10 @@ struct LlamaBuildOptions {
   // (relax/op/ggml_numerics.h), compiled and fused into kernels like the rest of the block,
   // rather than the host builtins (GPU targets, whose data stays on the device).
   bool ggml_operators = false;
+  // With ggml_operators: llama.cpp's AVX2 build's floats (numerics = "ggml_avx2": its exp in
+  // SwiGLU) rather than its AVX-512 build's (builtins/ggml_simd.h; the host builtins choose at
+  // run time, compiled operators here).
+  bool ggml_avx2_build = false;
   // The quantized matmuls' `activations` attribute (relax/op/quantize.cc): empty leaves it
   // to the pipeline (on the CPU the library kernels follow LibraryOptions::
   // quantize_activations); "q8" or "float32" fixes it, for targets whose kernels are

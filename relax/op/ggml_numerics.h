@@ -1,6 +1,6 @@
 // llama.cpp's CPU arithmetic (ggml-cpu) for the layer operators of a Llama model, as
 // operator variants that compile to kernels on every target: rms_norm, rotary_embedding and
-// silu with the attribute numerics = "ggml" compute the floats of the kiln.ggml.* host
+// silu with the attribute numerics = "ggml" (or "ggml_avx2") compute the floats of the kiln.ggml.* host
 // builtins (builtins/ggml_layer_ops.h; docs/llm.md "Numerics"), so that a GPU build gives
 // the default CPU build's tokens. Kernels in legalize_ggml_numerics.cc.
 #pragma once
@@ -11,9 +11,13 @@
 
 namespace kiln::relax::op {
 
-// The call's `numerics` attribute: true for "ggml", false for "default" or absent; an error
-// naming the operator otherwise.
-absl::StatusOr<bool> GgmlNumericsAttr(const CallNode& call);
+// Which arithmetic: the operator's own, or llama.cpp's as its AVX-512 build or its AVX2 build
+// computes it (builtins/ggml_simd.h; only SwiGLU's exp differs between the two).
+enum class GgmlNumerics { kDefault, kAvx512Build, kAvx2Build };
+
+// The call's `numerics` attribute: "default" (or absent), "ggml" (llama.cpp's AVX-512 build)
+// or "ggml_avx2" (its AVX2 build); an error naming the operator otherwise.
+absl::StatusOr<GgmlNumerics> GgmlNumericsAttr(const CallNode& call);
 
 // rms_norm over the last axis: the float squares summed in float64, mean = float(sum / h),
 // scale = 1.0f / sqrtf(mean + float(epsilon)), y = (scale * x) * weight.
@@ -26,10 +30,13 @@ absl::StatusOr<tir::PrimFunc> LegalizeGgmlRmsNorm(const CallNode& call);
 absl::StatusOr<tir::PrimFunc> LegalizeGgmlRope(const CallNode& call);
 
 // silu: x / (1 + exp(-x)) with ggml's vector exp (ggml_v_expf) for each row's first
-// f & ~15 elements, the target's exp after them (ggml: the C library's expf).
-absl::StatusOr<tir::PrimFunc> LegalizeGgmlSilu(const CallNode& call);
+// f & ~15 elements (AVX2 build: its exp, f & ~7), the target's exp after them (ggml: the C
+// library's expf).
+absl::StatusOr<tir::PrimFunc> LegalizeGgmlSilu(const CallNode& call, GgmlNumerics numerics);
 
-// ggml_v_expf of x (float32), as TIR: tests compare it with builtins/ggml_expf.inc.
+// ggml_v_expf of x (float32), as TIR, of the AVX-512 build and of the AVX2 build: tests
+// compare them with builtins/ggml_expf.inc.
 tir::PrimExpr GgmlExp(const tir::PrimExpr& x);
+tir::PrimExpr GgmlExpAvx2Build(const tir::PrimExpr& x);
 
 }  // namespace kiln::relax::op

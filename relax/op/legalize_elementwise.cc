@@ -281,8 +281,8 @@ void RegisterElementwiseLegalize(OpRegistry& registry) {
   registry.SetLegalize("sigmoid", Unary(Sigmoid, true));
   registry.SetLegalize("gelu", Unary(Gelu, true));
   registry.SetLegalize("silu", [](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
-    KILN_ASSIGN_OR_RETURN(bool ggml, GgmlNumericsAttr(call));
-    return ggml ? LegalizeGgmlSilu(call) : Unary(Silu, true)(call);
+    KILN_ASSIGN_OR_RETURN(GgmlNumerics numerics, GgmlNumericsAttr(call));
+    return numerics != GgmlNumerics::kDefault ? LegalizeGgmlSilu(call, numerics) : Unary(Silu, true)(call);
   });
   registry.SetLegalize("reciprocal", Unary(Reciprocal, true));
   registry.SetLegalize("erf", Unary(Math<kErf>, true));

@@ -38,13 +38,14 @@ absl::Status ExpectFloat32(const CallNode& call, const Buffer& b, const char* wh
 
 }  // namespace
 
-absl::StatusOr<bool> GgmlNumericsAttr(const CallNode& call) {
+absl::StatusOr<GgmlNumerics> GgmlNumericsAttr(const CallNode& call) {
   auto it = call.attrs.find("numerics");
-  if (it == call.attrs.end()) return false;
+  if (it == call.attrs.end()) return GgmlNumerics::kDefault;
   const auto* name = std::get_if<std::string>(&it->second);
-  if (name != nullptr && *name == "default") return false;
-  if (name != nullptr && *name == "ggml") return true;
-  return OpError(call, "attribute numerics must be \"default\" or \"ggml\"");
+  if (name != nullptr && *name == "default") return GgmlNumerics::kDefault;
+  if (name != nullptr && *name == "ggml") return GgmlNumerics::kAvx512Build;
+  if (name != nullptr && *name == "ggml_avx2") return GgmlNumerics::kAvx2Build;
+  return OpError(call, "attribute numerics must be \"default\", \"ggml\" or \"ggml_avx2\"");
 }
 
 // ggml_v_expf (builtins/ggml_expf.inc): n = round(x / ln 2) by the 1.5 * 2^23 trick,
@@ -71,6 +72,32 @@ PrimExpr GgmlExp(const PrimExpr& x) {
   const PrimExpr scaled = (j * first) * second;
   return tir::Select(tir::GT(tir::Call("fabs", {n}), F32(192)),
                      tir::Select(tir::GT(n, F32(0)), F32(INFINITY), F32(0)), scaled);
+}
+
+// ggml_v_expf of the AVX2 build: the same n and b, the polynomial without its constant term
+// (j = exp(b) - 1), then 2^n + 2^n * j in one rounding; beyond |n| = 126, 2^n split into s1 *
+// s2 (s1 = 2^127 or 2^-125) as s1 * (s2 + s2 * j); beyond 192, s1 * s1 (inf or 0).
+PrimExpr GgmlExpAvx2Build(const PrimExpr& x) {
+  const PrimExpr r = F32(0x1.8p23);
+  const PrimExpr z = Fma(x, F32(0x1.715476p+0), r);
+  const PrimExpr n = z - r;
+  const PrimExpr minus_n = Negate(n);
+  const PrimExpr b = Fma(minus_n, F32(0x1.7f7d1cp-20), Fma(minus_n, F32(0x1.62e4p-1), x));
+  const PrimExpr u = b * b;
+  const PrimExpr j = Fma(Fma(Fma(F32(0x1.0e4020p-7), b, F32(0x1.573e2ep-5)), u, Fma(F32(0x1.555e66p-3), b, F32(0x1.fffdb6p-2))),
+                         u, F32(0x1.ffffecp-1) * b);
+  const DataType i32 = DataType::Int32();
+  const PrimExpr e = tir::Cast(i32, n);
+  auto c = [&](int64_t v) { return tir::IntImm(i32, v); };
+  const PrimExpr positive = tir::GT(n, F32(0));
+  const PrimExpr magnitude = tir::Call("fabs", {n});
+  // Each power of two below is a normal float wherever its branch is taken.
+  const PrimExpr k = PowerOfTwo(tir::Select(tir::GT(magnitude, F32(126)), c(0), e));
+  const PrimExpr s1 = tir::Select(positive, F32(0x1p127), F32(0x1p-125));
+  const PrimExpr s2 = PowerOfTwo(tir::Select(tir::GT(magnitude, F32(192)), c(0),
+                                             tir::Select(positive, e - c(127), e + c(125))));
+  return tir::Select(tir::GT(magnitude, F32(192)), s1 * s1,
+                     tir::Select(tir::GT(magnitude, F32(126)), Fma(s2, j, s2) * s1, Fma(j, k, k)));
 }
 
 absl::StatusOr<tir::PrimFunc> LegalizeGgmlRmsNorm(const CallNode& call) {
@@ -157,17 +184,19 @@ absl::StatusOr<tir::PrimFunc> LegalizeGgmlRope(const CallNode& call) {
   return MakePrimFunc(p, tir::Allocate(angle, tir::Allocate(cosines, tir::Allocate(sines, body))), "opaque");
 }
 
-absl::StatusOr<tir::PrimFunc> LegalizeGgmlSilu(const CallNode& call) {
+absl::StatusOr<tir::PrimFunc> LegalizeGgmlSilu(const CallNode& call, GgmlNumerics numerics) {
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   const Buffer& x = p.inputs[0];
   KILN_RETURN_IF_ERROR(ExpectFloat32(call, x, "x"));
   if (x->shape.empty()) return OpError(call, "numerics=\"ggml\" needs at least one dim");
+  const bool avx2_build = numerics == GgmlNumerics::kAvx2Build;
   const PrimExpr f = x->shape.back();
-  const PrimExpr vectorized = f - tir::FloorMod(f, Int(16));
+  const PrimExpr vectorized = f - tir::FloorMod(f, Int(avx2_build ? 8 : 16));
   Stmt body = ComputeBlock("ggml_silu", p.outputs[0], [&](const Index& i) {
     const PrimExpr v = x.Load(i);
     const PrimExpr minus = Negate(v);
-    const PrimExpr e = tir::Select(tir::LT(i.back(), vectorized), GgmlExp(minus), tir::Call("exp", {minus}));
+    const PrimExpr ggml = avx2_build ? GgmlExpAvx2Build(minus) : GgmlExp(minus);
+    const PrimExpr e = tir::Select(tir::LT(i.back(), vectorized), ggml, tir::Call("exp", {minus}));
     return tir::Div(v, F32(1) + e);
   });
   return MakePrimFunc(p, body, "elementwise");

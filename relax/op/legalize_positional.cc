@@ -67,8 +67,8 @@ absl::StatusOr<tir::PrimFunc> LegalizeRotaryEmbedding(const CallNode& call) {
 
 void RegisterPositionalLegalize(OpRegistry& registry) {
   registry.SetLegalize("rotary_embedding", [](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
-    KILN_ASSIGN_OR_RETURN(bool ggml, GgmlNumericsAttr(call));
-    return ggml ? LegalizeGgmlRope(call) : LegalizeRotaryEmbedding(call);
+    KILN_ASSIGN_OR_RETURN(GgmlNumerics numerics, GgmlNumericsAttr(call));
+    return numerics != GgmlNumerics::kDefault ? LegalizeGgmlRope(call) : LegalizeRotaryEmbedding(call);
   });
 }
 

@@ -406,8 +406,8 @@ void RegisterReduceLegalize(OpRegistry& registry) {
   registry.SetLegalize("variance", LegalizeVariance);
   registry.SetLegalize("layer_norm", Norm(true));
   registry.SetLegalize("rms_norm", [](const CallNode& call) -> absl::StatusOr<tir::PrimFunc> {
-    KILN_ASSIGN_OR_RETURN(bool ggml, GgmlNumericsAttr(call));
-    return ggml ? LegalizeGgmlRmsNorm(call) : Norm(false)(call);
+    KILN_ASSIGN_OR_RETURN(GgmlNumerics numerics, GgmlNumericsAttr(call));
+    return numerics != GgmlNumerics::kDefault ? LegalizeGgmlRmsNorm(call) : Norm(false)(call);
   });
   registry.SetLegalize("astype", [](const CallNode& call) { return LegalizeConversion(call, false); });
   registry.SetLegalize("bitcast", [](const CallNode& call) { return LegalizeConversion(call, true); });

@@ -194,19 +194,23 @@ void CheckRope(vm::Device* device, const Compile& compile, const std::string& wh
               static_cast<long long>(libm_differs), static_cast<long long>(n * dims));
 }
 
-void CheckSilu(vm::Device* device, const Compile& compile, const std::string& where) {
-  // 40 columns: the first 32 take ggml's exp, the last 8 the target's exp (not compared).
-  const int64_t rows = 7, f = 40;
-  const std::string text =
-      "module {\n  func @main(x: Tensor((n, 40), float32)) -> Object {\n"
-      "    r = R.silu(x, numerics=\"ggml\")\n    return r\n  }\n}\n";
+// numerics "ggml" (llama.cpp's AVX-512 build: its exp for the first f & ~15 columns) or
+// "ggml_avx2" (its AVX2 build: another exp, the first f & ~7 columns).
+void CheckSilu(vm::Device* device, const Compile& compile, const std::string& where, bool avx2_build) {
+  // 44 columns: the first 32 (40) take ggml's exp, the rest the target's exp (not compared).
+  const int64_t rows = 7, f = 44, vectorized = avx2_build ? 40 : 32;
+  const std::string text = absl::StrCat(
+      "module {\n  func @main(x: Tensor((n, 44), float32)) -> Object {\n"
+      "    r = R.silu(x, numerics=\"",
+      avx2_build ? "ggml_avx2" : "ggml", "\")\n    return r\n  }\n}\n");
   absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = compile(text);
   ASSERT_TRUE(exe.ok()) << exe.status();
   std::vector<float> x = RandomFloats(static_cast<size_t>(rows * f), -30.0f, 30.0f, 10);
-  // Saturation (|n| > 192), subnormal results, inf and NaN.
+  // Saturation (|n| > 192), the AVX2 exp's split scale (|n| > 126), subnormal results, inf
+  // and NaN.
   const float specials[] = {-150.0f, -100.0f, -88.5f, 89.0f, 140.0f, -std::numeric_limits<float>::infinity(),
                             std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 0.0f,
-                            -0.0f, 1e-30f};
+                            -0.0f, 1e-30f, 95.0f, -120.0f, 130.0f};
   for (size_t i = 0; i < std::size(specials); ++i) x[i] = specials[i];
   absl::StatusOr<std::vector<float>> got = Run(*exe, device, {Make({rows, f}, x, kF32)});
   ASSERT_TRUE(got.ok()) << got.status();
@@ -215,13 +219,14 @@ void CheckSilu(vm::Device* device, const Compile& compile, const std::string& wh
     for (int64_t i = 0; i < f; ++i) {
       const size_t at = static_cast<size_t>(r * f + i);
       const float v = x[at];
-      expected[at] = v / (1.0f + (i < 32 ? ggml_reference::GgmlExpf(-v) : std::exp(-v)));
-      compared[at] = i < 32 ? expected[at] : (*got)[at];
+      const float ggml = avx2_build ? ggml_reference::GgmlExpfAvx2Build(-v) : ggml_reference::GgmlExpf(-v);
+      expected[at] = v / (1.0f + (i < vectorized ? ggml : std::exp(-v)));
+      compared[at] = i < vectorized ? expected[at] : (*got)[at];
     }
   }
-  EXPECT_EQ(Differences(*got, compared, where + " silu", true), 0);
+  EXPECT_EQ(Differences(*got, compared, where + (avx2_build ? " silu (avx2 build)" : " silu"), true), 0);
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t i = 32; i < f; ++i) {
+    for (int64_t i = vectorized; i < f; ++i) {
       const size_t at = static_cast<size_t>(r * f + i);
       EXPECT_NEAR((*got)[at], expected[at], 1e-6f * (1 + std::fabs(expected[at]))) << where << " tail element " << at;
     }
@@ -232,7 +237,8 @@ void CheckAll(vm::Device* device, const Compile& compile, const std::string& whe
   CheckRmsNorm(device, compile, where);
   CheckRope(device, compile, where, /*neox=*/false);
   CheckRope(device, compile, where, /*neox=*/true);
-  CheckSilu(device, compile, where);
+  CheckSilu(device, compile, where, /*avx2_build=*/false);
+  CheckSilu(device, compile, where, /*avx2_build=*/true);
 }
 
 TEST(GgmlNumericsOpsTest, CpuKernelsGiveTheNaiveBits) { CheckAll(vm::CpuDevice(), CompileForCpu, "cpu"); }
@@ -281,7 +287,7 @@ TEST(GgmlNumericsOpsTest, AnUnknownNumericsValueIsAnError) {
       CompileForCpu("module {\n  func @main(x: Tensor((n, 64), float32)) -> Object {\n"
                     "    r = R.silu(x, numerics=\"fast\")\n    return r\n  }\n}\n");
   ASSERT_FALSE(exe.ok());
-  EXPECT_NE(exe.status().message().find("numerics must be \"default\" or \"ggml\""), std::string::npos)
+  EXPECT_NE(exe.status().message().find("numerics must be \"default\", \"ggml\" or \"ggml_avx2\""), std::string::npos)
       << exe.status();
 }
 

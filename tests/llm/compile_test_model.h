@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "builtins/ggml_simd.h"
 #include "codegen/compile_gguf_model.h"
 #include "codegen/cpu_target.h"
 #include "support/file_io.h"
@@ -38,6 +39,8 @@ inline std::string CompileTestModel(const std::string& gguf_path, int64_t max_to
   if (gpu) {
     options.pipeline.libraries.openblas = false;
     options.pipeline.libraries.quantized = false;
+    // The llama.cpp build whose floats the host builtins compute now (builtins/ggml_simd.h).
+    options.ggml_avx2_build = builtins::ActiveGgmlSimd() == builtins::GgmlSimd::kAvx2;
   }
   options.cpu = *codegen::ToCpuTarget(*target);
   options.max_tokens = max_tokens;
