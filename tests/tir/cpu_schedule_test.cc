@@ -288,6 +288,48 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
   }
 }
 
+// The wide-tile knobs (cpu_knobs.h) that make the tiles of a 4096 x 4096 weight k-blocked and
+// packed: 48-row tiles up to 128 rows, 6-row steps (the 6 x 2-vector register tile of AVX2),
+// k blocks of 256 weight rows, each block of a 128-column sub-tile copied into a contiguous
+// buffer before the row steps read it, and the accumulator reloaded once per k block.
+TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
+  std::string text = kMatmul;
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"A: Buffer((m, k)", "A: Buffer((m, 4096)"}, {"B: Buffer((k, n)", "B: Buffer((4096, 4096)"},
+           {"C: Buffer((m, n)", "C: Buffer((m, 4096)"}, {"serial(0, n)", "serial(0, 4096)"},
+           {"serial(0, k)", "serial(0, 4096)"}, {"spatial(n, j)", "spatial(4096, j)"},
+           {"reduce(k, r)", "reduce(4096, r)"}}) {
+    text.replace(text.find(from), from.size(), to);
+  }
+  absl::StatusOr<CpuScheduleKnobs> knobs = CpuScheduleKnobs::Parse(
+      "matmul.row_tile=48 matmul.wide_step_rows=6 matmul.wide_k_block=256 matmul.wide_pack=1 "
+      "matmul.wide_subtiles=2 matmul.many_rows=128");
+  ASSERT_TRUE(knobs.ok()) << knobs.status();
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::string printed;
+  for (absl::string_view line : absl::StrSplit(Print(*f), '\n')) {
+    printed += std::string(absl::StripLeadingAsciiWhitespace(line)) + "\n";
+  }
+  EXPECT_THAT(printed, HasSubstr("if m >= 128 {"));
+  EXPECT_THAT(printed, HasSubstr("Buffer((48, 256), float32, scope=\"local\")"));
+  // Per k block and sub-tile: the copy, then row steps, pairs, the block's k, rows, lanes.
+  EXPECT_THAT(printed, HasSubstr("for r_else_0 in serial(0, 16) {\n"
+                                 "for j_else_1_0 in serial(0, 2) {\n"
+                                 "allocate B_local_1: Buffer((256, 128), float32, scope=\"local\") {"))
+      << printed;
+  EXPECT_THAT(printed, HasSubstr("for i_else_1_0 in serial(0, 8) {\n"
+                                 "for j_else_1_1_0 in serial(0, 8) {\n"
+                                 "for r_else_1 in serial(0, 256) {\n"
+                                 "for i_else_1_1 in unroll(0, 6) {\n"
+                                 "for j_else_1_1_1 in vectorized(0, 16) {"))
+      << printed;
+  // The default knobs keep the rule's tiles: no copy of the weight in the wide tiles.
+  absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_THAT(Print(*plain), Not(HasSubstr("B_local_1")));
+}
+
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
   // B[vj, vk]: vectorizing j would gather with stride k.
   std::string text = kMatmul;
