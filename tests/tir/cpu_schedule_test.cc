@@ -242,7 +242,8 @@ TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
 // is read once for all 16 rows: 8-row steps with 32 registers (16 lanes), 4-row steps with
 // 16 (8 lanes). The row-edge copy (m not a multiple of 16, GEMV) runs its row steps
 // outermost in each k block, each row reading 8 weight rows across the whole tile.
-TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
+// kMatmul with a model's weight: k = n = 4096 constant, the rows m symbolic.
+std::string MatmulOverA4096SquareWeight() {
   std::string text = kMatmul;
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {"A: Buffer((m, k)", "A: Buffer((m, 4096)"}, {"B: Buffer((k, n)", "B: Buffer((4096, 4096)"},
@@ -251,6 +252,11 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
            {"reduce(k, r)", "reduce(4096, r)"}}) {
     text.replace(text.find(from), from.size(), to);
   }
+  return text;
+}
+
+TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
+  const std::string text = MatmulOverA4096SquareWeight();
   for (int lanes : {16, 8}) {
     SCOPED_TRACE(lanes);
     const int step = lanes == 16 ? 8 : 4;
@@ -293,14 +299,7 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
 // k blocks of 256 weight rows, each block of a 128-column sub-tile copied into a contiguous
 // buffer before the row steps read it, and the accumulator reloaded once per k block.
 TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
-  std::string text = kMatmul;
-  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"A: Buffer((m, k)", "A: Buffer((m, 4096)"}, {"B: Buffer((k, n)", "B: Buffer((4096, 4096)"},
-           {"C: Buffer((m, n)", "C: Buffer((m, 4096)"}, {"serial(0, n)", "serial(0, 4096)"},
-           {"serial(0, k)", "serial(0, 4096)"}, {"spatial(n, j)", "spatial(4096, j)"},
-           {"reduce(k, r)", "reduce(4096, r)"}}) {
-    text.replace(text.find(from), from.size(), to);
-  }
+  const std::string text = MatmulOverA4096SquareWeight();
   absl::StatusOr<CpuScheduleKnobs> knobs = CpuScheduleKnobs::Parse(
       "matmul.row_tile=48 matmul.wide_step_rows=6 matmul.wide_k_block=256 matmul.wide_pack=1 "
       "matmul.wide_subtiles=2 matmul.many_rows=128");
