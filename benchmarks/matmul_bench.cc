@@ -6,10 +6,14 @@
 //
 //   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
 //                                 [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas]
-//                                 [--mcpu=NAME]
+//                                 [--mcpu=NAME] [--knobs=TEXT]
 //
 // --mcpu NAME: Kiln's CPU kernel generated for that LLVM CPU (e.g. haswell: AVX2 code, 8
 // lanes) instead of the host, so AVX2 code can be timed on an AVX-512 machine too.
+//
+// --knobs TEXT: Kiln's CPU kernel scheduled with these rule knobs (tir/schedule_rules/
+// cpu_knobs.h, e.g. "matmul.col_vectors=4 matmul.row_tile=3"; unnamed knobs keep their
+// defaults) instead of the untuned rules, so a knob set can be timed against the peers.
 //
 // --target vulkan|cuda: the same matmul compiled for that GPU target (benchmarks/
 // gpu_target.h: the whole pipeline, generated kernels) and run through the VM on its device,
@@ -88,6 +92,7 @@ using BenchContext = kiln::vm::StandaloneCallContext;
 // model's matmuls take (m is the token count; the weight's sizes are known), built through
 // the same passes a model goes through.
 KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads, const kiln::codegen::CpuTarget& target,
+                             const kiln::tir::CpuScheduleKnobs& knobs,
                              std::shared_ptr<kiln::vm::KernelObject>* keep_alive) {
   const std::string text = "module {\n  func @main(x: Tensor((m, " + std::to_string(k) + "), float32), w: Tensor((" +
                            std::to_string(k) + ", " + std::to_string(n) + "), float32)) -> Tensor((m, " +
@@ -100,7 +105,8 @@ KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads, const kiln::
   for (const kiln::relax::IRModule::Entry& e : legalized.entries()) {
     if (e.is_relax()) continue;
     kiln::tir::PrimFunc scheduled =
-        OrDie(kiln::tir::ScheduleForCpu(*e.prim_func(), {.vector_lanes = lanes, .num_threads = num_threads}),
+        OrDie(kiln::tir::ScheduleForCpu(*e.prim_func(),
+                                        {.vector_lanes = lanes, .num_threads = num_threads, .knobs = knobs}),
               "schedule");
     kernels.emplace_back("bench_matmul", scheduled);
   }
@@ -218,7 +224,7 @@ bool ParseSizes(const std::string& list, std::vector<Shape>* shapes) {
 // `--target vulkan|cuda`: Kiln's kernels for that GPU (through the VM on its device) against
 // Kiln's CPU kernel, each shape checked against the CPU result first.
 int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, int threads,
-             const kiln::codegen::CpuTarget& cpu, BenchContext* bench) {
+             const kiln::codegen::CpuTarget& cpu, const kiln::tir::CpuScheduleKnobs& knobs, BenchContext* bench) {
   absl::StatusOr<kiln::vm::Device*> device = kiln::bench::OpenBenchDevice(target);
   if (!device.ok()) {
     std::printf("matmul_bench: --target %s: %s; nothing to run\n", kiln::tir::TargetKindName(target.kind),
@@ -234,7 +240,7 @@ int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, 
     Tensor w = Random({s.k, s.n}, 2);
     Tensor c_cpu = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     std::shared_ptr<kiln::vm::KernelObject> object;
-    KilnKernelFn cpu_matmul = BuildKilnMatmul(s.k, s.n, threads, cpu, &object);
+    KilnKernelFn cpu_matmul = BuildKilnMatmul(s.k, s.n, threads, cpu, knobs, &object);
     KilnArg args[3] = {};
     for (int i = 0; i < 3; ++i) args[i].type_code = kKilnArgTensor;
     args[0].value.tensor = a.dl_tensor();
@@ -324,6 +330,7 @@ int main(int argc, char** argv) {
   std::string mcpu = "host";
   bool sizes_given = false;
   bool cublas = false;
+  kiln::tir::CpuScheduleKnobs knobs;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -347,17 +354,22 @@ int main(int argc, char** argv) {
       openblas_core = v;
     } else if (const char* v = value("--pypi-openblas")) {
       pypi_openblas = v;
+    } else if (const char* v = value("--knobs")) {
+      knobs = OrDie(kiln::tir::CpuScheduleKnobs::Parse(v), "--knobs");
     } else {
       std::fprintf(stderr,
                    "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
                    "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas] [--mcpu=NAME]\n"
+                   "          [--knobs=TEXT]\n"
                    "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
                    "                   else OpenBLAS's own choice)\n"
                    "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n"
                    "  --target         vulkan or cuda: Kiln's kernels for that GPU against Kiln on the CPU\n"
                    "                   (default sizes 256,m1,m8; one line and exit 0 without the device)\n"
                    "  --cublas         on a CUDA GPU: Kiln's generated cuda matmul against cuBLAS\n"
-                   "  --mcpu           the CPU Kiln's kernel is generated for (default host; haswell: AVX2)\n",
+                   "  --mcpu           the CPU Kiln's kernel is generated for (default host; haswell: AVX2)\n"
+                   "  --knobs          schedule knobs for Kiln's CPU kernel, e.g. \"matmul.col_vectors=4\"\n"
+                   "                   (tir/schedule_rules/cpu_knobs.h; default: the untuned rules)\n",
                    argv[0]);
       return 2;
     }
@@ -383,7 +395,7 @@ int main(int argc, char** argv) {
 
   kiln::vm::ThreadPool pool(threads);
   BenchContext bench = kiln::vm::MakeStandaloneCallContext(&pool);
-  if (gpu) return RunOnGpu(*gpu, shapes, threads, cpu, &bench);
+  if (gpu) return RunOnGpu(*gpu, shapes, threads, cpu, knobs, &bench);
   std::printf("Kiln target: mcpu %s, %d fp32 lanes, %d threads\n", cpu.mcpu.c_str(),
               OrDie(kiln::codegen::Float32VectorLanes(cpu), "vector lanes"), threads);
   const kiln::bench::SgemvFn debian_sgemv = kiln::bench::DebianSgemv();
@@ -399,7 +411,7 @@ int main(int argc, char** argv) {
     Tensor c_blas = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     Tensor c_pypi = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     std::shared_ptr<kiln::vm::KernelObject> object;
-    KilnKernelFn kiln_matmul = BuildKilnMatmul(s.k, s.n, threads, cpu, &object);
+    KilnKernelFn kiln_matmul = BuildKilnMatmul(s.k, s.n, threads, cpu, knobs, &object);
     // One row: the peers run their GEMV (as numpy does), the faster of their two entries.
     const bool gemv = s.m == 1 && debian_sgemv != nullptr;
     KilnArg args[3] = {};

@@ -137,7 +137,11 @@ void KernelLowering::EmitReturn(llvm::Value* code) {
   if (!fs_.workspaces.empty()) {
     llvm::Value* free_fn = LoadField(abi_.context, fs_.ctx, kCtxWorkspaceFree, "workspace_free");
     for (auto it = fs_.workspaces.rbegin(); it != fs_.workspaces.rend(); ++it) {
-      b_.CreateCall(abi_.workspace_free, free_fn, {fs_.ctx, *it});
+      // Freeing does not publish the pointer. Without the attribute a block freed on an
+      // error path (an allocation nested in its scope failed) counts as escaped, and LLVM
+      // may no longer assume that the kernel's arguments do not alias it.
+      llvm::CallInst* free_call = b_.CreateCall(abi_.workspace_free, free_fn, {fs_.ctx, *it});
+      free_call->addParamAttr(1, llvm::Attribute::NoCapture);
     }
   }
   b_.CreateRet(code);

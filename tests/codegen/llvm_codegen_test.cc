@@ -747,6 +747,41 @@ TEST(LlvmCodegenTest, LetStmtAndAllocationsOnStackAndWorkspace) {
   }
 }
 
+TEST(LlvmCodegenTest, FreeingAWorkspaceNeverCapturesIt) {
+  // T and U are workspace blocks (symbolic sizes), U inside T's scope: when U's allocation
+  // fails, the error path frees T. Every free, that one included, says it does not capture
+  // the pointer; otherwise T counts as escaped and LLVM may no longer assume the kernel's
+  // arguments do not alias it (a matmul kept its accumulator tile in memory).
+  Var n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {n});
+  Buffer b("B", DataType::Float32(), {n});
+  Buffer outer("T", DataType::Float32(), {n});
+  Buffer inner("U", DataType::Float32(), {n});
+  Var i("i"), j("j");
+  Stmt fill = Serial(i, 0, n, BufferStore(outer, a.Load({i}) + F32(1), {i}));
+  Stmt copy = Serial(j, 0, n, BufferStore(inner, outer.Load({j}) * F32(2), {j}));
+  Stmt use = Serial(i, 0, n, BufferStore(b, inner.Load({i}), {i}));
+  Stmt body = Allocate(outer, SeqStmt({fill, Allocate(inner, SeqStmt({copy, use}))}));
+  PrimFunc func({P(a), P(b)}, body);
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"nested", func}}, CpuTarget::Host(), /*optimize=*/false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  int frees = 0;
+  for (size_t at = ir->find("call void %workspace_free"); at != std::string::npos;
+       at = ir->find("call void %workspace_free", at + 1)) {
+    ++frees;
+    std::string line = ir->substr(at, ir->find('\n', at) - at);
+    EXPECT_NE(line.find("nocapture"), std::string::npos) << line;
+  }
+  EXPECT_GE(frees, 3) << "T and U on the normal path, T on U's error path\n" << *ir;
+  // And it still runs: B = 2 * (A + 1).
+  Kernels k({{"nested", func}});
+  auto ctx = MakeContext(&FourThreads());
+  vm::Tensor in = RandomF32({37}, 14), out = MakeTensor({37}, kF32);
+  ASSERT_EQ(Invoke(k.Get("nested"), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+  EXPECT_EQ(ctx->live_workspaces.load(), 0);
+  for (int e = 0; e < 37; ++e) EXPECT_FLOAT_EQ(out.data_as<float>()[e], 2.0f * (in.data_as<float>()[e] + 1.0f));
+}
+
 TEST(LlvmCodegenTest, ScalarParametersBoolBuffersSelectAndCasts) {
   // mask[i] = A[i] > threshold; out[i] = select(mask[i], A[i] * alpha, cast(float32, k)), and
   // idx[i] = cast(int32, max(A[i], 0) * 10) clamped by min(., 7).

@@ -102,12 +102,12 @@ tir::PrimFunc Parse(const std::string& text) {
 // mask local accumulators too (tir/schedule/guard_vectorized_tails.cc).
 class Variants {
  public:
-  explicit Variants(const tir::PrimFunc& func) {
+  explicit Variants(const tir::PrimFunc& func, const tir::CpuScheduleKnobs& knobs = {}) {
     NamedPrimFuncs funcs = {{"plain", func}}, avx2;
     for (int lanes : {8, 16}) {
       const tir::PrimFunc target_func = lanes == 16 ? tir::WithTarget(func, tir::Target::Cpu("host", 512, 4)) : func;
       absl::StatusOr<tir::PrimFunc> scheduled =
-          tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 4});
+          tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 4, .knobs = knobs});
       KILN_CHECK(scheduled.ok()) << scheduled.status();
       funcs.push_back({"lanes" + std::to_string(lanes), *scheduled});
       if (lanes == 8) avx2.push_back({"lanes8_avx2", *scheduled});
@@ -431,6 +431,23 @@ TEST(ScheduleNumericsTest, MatmulWideTilesOverAConstantWeight) {
   EXPECT_NE(v.scheduled_text().find("unroll(0, 8)"), std::string::npos) << v.scheduled_text();
   for (int64_t m : {1, 3, 8, 9, 13, 16, 17, 24, 32, 40, 63, 64, 100}) {
     ExpectMatmulVariantsMatchNaive(v, m, 128, 1030, 70, "m=" + std::to_string(m));
+  }
+}
+
+// The wide-tile knobs that k-block and pack the weight (cpu_knobs.h): 12-row tiles in
+// 6-row steps (AVX2's 6 x 2-vector register tile), k blocks of 64 (128 = two), each block
+// of a sub-tile copied before the row steps read it; register tiles from 32 rows. Rows that
+// fill tiles, leave a row edge, or take the register tiles.
+TEST(ScheduleNumericsTest, MatmulWideTilesKBlockedAndPackedByKnobs) {
+  absl::StatusOr<tir::CpuScheduleKnobs> knobs = tir::CpuScheduleKnobs::Parse(
+      "matmul.row_tile=12 matmul.wide_step_rows=6 matmul.wide_k_block=64 matmul.wide_pack=1 "
+      "matmul.wide_subtiles=2 matmul.many_rows=32");
+  ASSERT_TRUE(knobs.ok()) << knobs.status();
+  Variants v(Parse(MatmulWithSizes("m", "128", "1030")), *knobs);
+  EXPECT_NE(v.scheduled_text().find("unroll(0, 6)"), std::string::npos) << v.scheduled_text();
+  EXPECT_NE(v.scheduled_text().find("B_local_1"), std::string::npos) << v.scheduled_text();
+  for (int64_t m : {1, 5, 6, 12, 13, 24, 31, 32, 40}) {
+    ExpectMatmulVariantsMatchNaive(v, m, 128, 1030, 80, "m=" + std::to_string(m));
   }
 }
 

@@ -261,7 +261,8 @@ TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
 // is read once for all 16 rows: 8-row steps with 32 registers (16 lanes), 4-row steps with
 // 16 (8 lanes). The row-edge copy (m not a multiple of 16, GEMV) runs its row steps
 // outermost in each k block, each row reading 8 weight rows across the whole tile.
-TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
+// kMatmul with a model's weight: k = n = 4096 constant, the rows m symbolic.
+std::string MatmulOverA4096SquareWeight() {
   std::string text = kMatmul;
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
            {"A: Buffer((m, k)", "A: Buffer((m, 4096)"}, {"B: Buffer((k, n)", "B: Buffer((4096, 4096)"},
@@ -270,6 +271,11 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
            {"reduce(k, r)", "reduce(4096, r)"}}) {
     text.replace(text.find(from), from.size(), to);
   }
+  return text;
+}
+
+TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
+  const std::string text = MatmulOverA4096SquareWeight();
   for (int lanes : {16, 8}) {
     SCOPED_TRACE(lanes);
     const int step = lanes == 16 ? 8 : 4;
@@ -305,6 +311,41 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
         "for j_else_1_1_1_edge in vectorized(0, ", 2 * lanes, ") {");
     EXPECT_THAT(printed, HasSubstr(edge)) << printed;
   }
+}
+
+// The wide-tile knobs (cpu_knobs.h) that make the tiles of a 4096 x 4096 weight k-blocked and
+// packed: 48-row tiles up to 128 rows, 6-row steps (the 6 x 2-vector register tile of AVX2),
+// k blocks of 256 weight rows, each block of a 128-column sub-tile copied into a contiguous
+// buffer before the row steps read it, and the accumulator reloaded once per k block.
+TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
+  const std::string text = MatmulOverA4096SquareWeight();
+  absl::StatusOr<CpuScheduleKnobs> knobs = CpuScheduleKnobs::Parse(
+      "matmul.row_tile=48 matmul.wide_step_rows=6 matmul.wide_k_block=256 matmul.wide_pack=1 "
+      "matmul.wide_subtiles=2 matmul.many_rows=128");
+  ASSERT_TRUE(knobs.ok()) << knobs.status();
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
+  ASSERT_TRUE(f.ok()) << f.status();
+  std::string printed;
+  for (absl::string_view line : absl::StrSplit(Print(*f), '\n')) {
+    printed += std::string(absl::StripLeadingAsciiWhitespace(line)) + "\n";
+  }
+  EXPECT_THAT(printed, HasSubstr("if m >= 128 {"));
+  EXPECT_THAT(printed, HasSubstr("Buffer((48, 256), float32, scope=\"local\")"));
+  // Per k block and sub-tile: the copy, then row steps, pairs, the block's k, rows, lanes.
+  EXPECT_THAT(printed, HasSubstr("for r_else_0 in serial(0, 16) {\n"
+                                 "for j_else_1_0 in serial(0, 2) {\n"
+                                 "allocate B_local_1: Buffer((256, 128), float32, scope=\"local\") {"))
+      << printed;
+  EXPECT_THAT(printed, HasSubstr("for i_else_1_0 in serial(0, 8) {\n"
+                                 "for j_else_1_1_0 in serial(0, 8) {\n"
+                                 "for r_else_1 in serial(0, 256) {\n"
+                                 "for i_else_1_1 in unroll(0, 6) {\n"
+                                 "for j_else_1_1_1 in vectorized(0, 16) {"))
+      << printed;
+  // The default knobs keep the rule's tiles: no copy of the weight in the wide tiles.
+  absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_THAT(Print(*plain), Not(HasSubstr("B_local_1")));
 }
 
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {

@@ -70,8 +70,21 @@ tir::CpuScheduleKnobs RowsOuterDeepTiles() {
   return k;
 }
 
+// The wide-tile knobs (k blocks, row steps, sub-tiles, packing, the many-rows threshold).
+tir::CpuScheduleKnobs KBlockedWideTiles() {
+  tir::CpuScheduleKnobs k;
+  k.matmul.row_tile = 48;
+  k.matmul.wide_k_block = 256;
+  k.matmul.wide_step_rows = 6;
+  k.matmul.wide_subtiles = 2;
+  k.matmul.wide_pack = true;
+  k.matmul.many_rows = 128;
+  return k;
+}
+
 TEST(TuneKnobsTest, TextRoundTripsAndRejectsNonsense) {
-  for (const tir::CpuScheduleKnobs& k : {tir::CpuScheduleKnobs(), SmallTiles(), WideTiles(), RowsOuterDeepTiles()}) {
+  for (const tir::CpuScheduleKnobs& k :
+       {tir::CpuScheduleKnobs(), SmallTiles(), WideTiles(), RowsOuterDeepTiles(), KBlockedWideTiles()}) {
     absl::StatusOr<tir::CpuScheduleKnobs> back = tir::CpuScheduleKnobs::Parse(k.ToString());
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(*back, k);
@@ -82,6 +95,8 @@ TEST(TuneKnobsTest, TextRoundTripsAndRejectsNonsense) {
   EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.row_tile=x").ok());
   EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.k_unroll=0").ok());
   EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.rows_outer=2").ok());
+  EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.wide_k_block=-16").ok());
+  EXPECT_FALSE(tir::CpuScheduleKnobs::Parse("matmul.wide_step_rows=17").ok());
 }
 
 // Records written before matmul.rows_outer and matmul.k_unroll existed name only the first

@@ -92,6 +92,27 @@ TEST(PooledAllocator, ReusesFreedBlocksAndTracksPeak) {
   EXPECT_EQ(pool.stats().bytes_in_use, 0);
 }
 
+TEST(PooledAllocator, LargeBlocksStartOnHugePageBoundaries) {
+  // 4 MiB and more: 2 MiB aligned (so the huge-page advice covers the whole block), still
+  // reused by size class and counted at the class's size.
+  PooledAllocator pool;
+  constexpr size_t kMiB = size_t{1} << 20;
+  const size_t bytes = 5 * kMiB + 3;
+  auto* a = static_cast<unsigned char*>(pool.Allocate(bytes));
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % (2 * kMiB), 0u);
+  a[0] = 1;
+  a[bytes - 1] = 2;  // the whole requested size is usable
+  EXPECT_EQ(pool.stats().bytes_in_use, static_cast<int64_t>(6 * kMiB));
+  pool.Free(a, bytes);
+  EXPECT_EQ(pool.Allocate(6 * kMiB), a);
+  pool.Free(a, 6 * kMiB);
+  void* small = pool.Allocate(3 * kMiB);  // below the threshold: the ordinary alignment
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(small) % PooledAllocator::kAlignment, 0u);
+  pool.Free(small, 3 * kMiB);
+}
+
 TEST(Device, UnavailableDevicesSaySo) {
   // cuda:0 exists only on a GPU machine; elsewhere the error says why.
   absl::StatusOr<Device*> cuda = GetDevice("cuda:0");

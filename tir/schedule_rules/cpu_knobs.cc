@@ -23,7 +23,7 @@ struct KnobField {
 
 const std::vector<KnobField>& Fields() {
   static const std::vector<KnobField> fields = {
-      {"matmul.row_tile", [](CpuScheduleKnobs& k) { return &k.matmul.row_tile; }, nullptr, 0, 16},
+      {"matmul.row_tile", [](CpuScheduleKnobs& k) { return &k.matmul.row_tile; }, nullptr, 0, 64},
       {"matmul.col_vectors", [](CpuScheduleKnobs& k) { return &k.matmul.col_vectors; }, nullptr, 1, 8},
       {"matmul.pack", [](CpuScheduleKnobs& k) { return &k.matmul.pack; }, nullptr, -1, 1},
       {"matmul.unroll_rows", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.unroll_rows; }, 0, 1},
@@ -31,6 +31,11 @@ const std::vector<KnobField>& Fields() {
       {"matmul.few_rows", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.few_rows; }, 0, 1},
       {"matmul.rows_outer", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.rows_outer; }, 0, 1},
       {"matmul.k_unroll", [](CpuScheduleKnobs& k) { return &k.matmul.k_unroll; }, nullptr, 1, 16},
+      {"matmul.wide_k_block", [](CpuScheduleKnobs& k) { return &k.matmul.wide_k_block; }, nullptr, 0, 1024},
+      {"matmul.wide_step_rows", [](CpuScheduleKnobs& k) { return &k.matmul.wide_step_rows; }, nullptr, 0, 16},
+      {"matmul.wide_subtiles", [](CpuScheduleKnobs& k) { return &k.matmul.wide_subtiles; }, nullptr, 0, 16},
+      {"matmul.wide_pack", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.wide_pack; }, 0, 1},
+      {"matmul.many_rows", [](CpuScheduleKnobs& k) { return &k.matmul.many_rows; }, nullptr, 0, 1024},
       {"reduction.lanes", [](CpuScheduleKnobs& k) { return &k.reduction.lanes; }, nullptr, 0, 64},
       {"reduction.parallel", nullptr, [](CpuScheduleKnobs& k) { return &k.reduction.parallel; }, 0, 1},
       {"injective.lanes", [](CpuScheduleKnobs& k) { return &k.injective.lanes; }, nullptr, 0, 64},

@@ -17,7 +17,7 @@ namespace kiln::tir {
 
 // The matmul rule (cpu_matmul.cc).
 struct MatmulKnobs {
-  int row_tile = 0;       // rows of the register tile; 0: the rule's (8 for 16 lanes, 4 otherwise)
+  int row_tile = 0;       // rows of the register tile (or of a wide tile); 0: the rule's
   int col_vectors = 2;    // columns of the register tile, in vectors (the tile is at most 64 wide)
   int pack = -1;          // pack the right operand's column panel: -1 when it pays, 0 never, 1 always
   bool unroll_rows = true;  // unroll the tile's rows (k, rows unrolled, columns vectorized)
@@ -32,6 +32,18 @@ struct MatmulKnobs {
   // The k loop of a register tile split by this and the inner part unrolled, when k is a
   // constant it divides (more loads in flight between the FMAs); 1: not split.
   int k_unroll = 1;
+  // The wide tiles of few rows (cpu_matmul.cc; their row count is row_tile). 0: the rule's.
+  // Rows of the weight in each k block (the rule's 16). A block larger than 16 wants
+  // wide_pack: the block's rows lie 16 KiB apart in a 4096-wide weight and collide in L1.
+  int wide_k_block = 0;
+  int wide_step_rows = 0;   // rows of each register-sized step (the rule's: 8 AVX-512, 4 AVX2)
+  int wide_subtiles = 0;    // most 8-vector-pair sub-tiles in one tile (the rule's 16)
+  // Copy each k block of the weight's sub-tile into a contiguous buffer before the row
+  // steps read it (read in long runs; no L1 set conflicts between its rows).
+  bool wide_pack = false;
+  // The symbolic row count from which a matmul takes register tiles instead of wide tiles
+  // (the rule's 64).
+  int many_rows = 0;
   bool operator==(const MatmulKnobs&) const = default;
 };
 

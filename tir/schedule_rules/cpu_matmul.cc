@@ -134,6 +134,7 @@ int64_t RegisterTileRows(const CpuScheduleOptions& options, int64_t vectors) {
 // for two vectors, rounded down to a power of two so that they divide kFewRowsGroup (8 on
 // AVX-512; 4 on AVX2, where 8 rows x 2 vectors would take all 16 registers).
 int64_t WideTileStepRows(const CpuScheduleOptions& options) {
+  if (options.knobs.matmul.wide_step_rows > 0) return options.knobs.matmul.wide_step_rows;
   int64_t rows = 1;
   while (rows * 2 <= RegisterTileRows(options, 2)) rows *= 2;
   return rows;
@@ -193,7 +194,8 @@ int64_t WideTileColumns(std::optional<int64_t> width, int64_t sub_tile, const Cp
   if (!width) return sub_tile;
   int64_t share = (*width + options.num_threads - 1) / options.num_threads;
   share = (share + sub_tile - 1) / sub_tile * sub_tile;
-  return std::clamp<int64_t>(share, sub_tile, 16 * sub_tile);
+  const int64_t most = options.knobs.matmul.wide_subtiles > 0 ? options.knobs.matmul.wide_subtiles : 16;
+  return std::clamp<int64_t>(share, sub_tile, most * sub_tile);
 }
 
 // Rows of the right operand (k steps) each vector pair of a wide tile runs through before
@@ -209,6 +211,11 @@ int64_t WideTileColumns(std::optional<int64_t> width, int64_t sub_tile, const Cp
 // 0.51-0.53x to 0.76-0.80x (the machine was loaded; ratios only).
 constexpr int64_t kWideTileKBlock = 16;
 
+// The k block of the wide tiles: the knob's, else kWideTileKBlock.
+int64_t WideTileKBlock(const CpuScheduleOptions& options) {
+  return options.knobs.matmul.wide_k_block > 0 ? options.knobs.matmul.wide_k_block : kWideTileKBlock;
+}
+
 // The update of a wide tile, loops (.., [sub-tiles,] k, rows, pairs, vector), becomes
 // (.., k_0, [sub-tiles,] [row steps,] pairs, k_1, rows unrolled, vector). Only for a
 // constant k that is a multiple of the block (a model's weights): a remainder would put a
@@ -216,15 +223,23 @@ constexpr int64_t kWideTileKBlock = 16;
 // rows) walks its rows in steps of WideTileStepRows inside the sub-tile, so each step's
 // pair of accumulators stays in registers over k_1 and the block's piece of the sub-tile
 // (16 rows x 256 columns, 16 KiB) is read from L1 by the later steps.
+//
+// With the wide_pack knob (and `panel`, the weight's name), each k block of a sub-tile is
+// first copied into a contiguous buffer (in long runs of the weight's rows; its rows no
+// longer 16 KiB apart, so a larger k block stays in cache for every row step): the
+// accumulator tile is then reloaded from the wide tile once per k block, as in a packed
+// GEMM's k blocking.
 absl::Status BlockWideTileOverK(Schedule* s, const std::string& block, const PrimExpr& k_extent,
-                                const std::string& sub_tiles, const CpuScheduleOptions& options) {
+                                const std::string& sub_tiles, const std::string& panel,
+                                const CpuScheduleOptions& options) {
   std::optional<int64_t> k = k_extent.as_int();
-  if (!k || *k % kWideTileKBlock != 0 || *k <= kWideTileKBlock) return absl::OkStatus();
+  const int64_t k_block = WideTileKBlock(options);
+  if (!k || *k % k_block != 0 || *k <= k_block) return absl::OkStatus();
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(block));
   if (loops.size() < 4) return absl::OkStatus();
   const size_t n = loops.size();
   std::string rows = loops[n - 3], pairs = loops[n - 2], vector = loops[n - 1];
-  KILN_ASSIGN_OR_RETURN(std::vector<std::string> steps, s->Split(loops[n - 4], {-1, kWideTileKBlock}));
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> steps, s->Split(loops[n - 4], {-1, k_block}));
   std::vector<std::string> order = {steps[0]};
   if (!sub_tiles.empty()) order.push_back(sub_tiles);
   KILN_ASSIGN_OR_RETURN(Stmt row_loop, FindLoop(s->func(), rows, "cpu schedule"));
@@ -237,7 +252,11 @@ absl::Status BlockWideTileOverK(Schedule* s, const std::string& block, const Pri
   }
   for (const std::string& l : {pairs, steps[1], rows, vector}) order.push_back(l);
   KILN_RETURN_IF_ERROR(s->Reorder(order));
-  return s->Unroll(rows);
+  KILN_RETURN_IF_ERROR(s->Unroll(rows));
+  if (!options.knobs.matmul.wide_pack || panel.empty()) return absl::OkStatus();
+  KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(block, panel, sub_tiles.empty() ? steps[0] : sub_tiles));
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> copy_loops, s->GetLoops(copy));
+  return s->Vectorize(copy_loops.back());
 }
 
 // The k loop of a register tile as (k_0, k_1) with k_1 of `factor` steps unrolled, when k
@@ -370,7 +389,8 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
         KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(loops.back(), {-1, col_tile}));
         KILN_RETURN_IF_ERROR(s->Vectorize(parts[1]));
       }
-      KILN_RETURN_IF_ERROR(BlockWideTileOverK(s, nest.block->name, k->extent, sub_tiles, options));
+      KILN_RETURN_IF_ERROR(
+          BlockWideTileOverK(s, nest.block->name, k->extent, sub_tiles, PanelOperand(nest.block, row, col), options));
     }
     if (pack) {
       KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(nest.block->name, panel, pack_loop));
@@ -398,7 +418,7 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
 // rows against 21.3-22.3 with 4 (16: 22.5-24.5).
 constexpr int64_t kEdgeRowsPerStep = 8;
 
-void StreamWideEdgeTiles(Schedule* s) {
+void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
   std::vector<std::string> edges;
   ForEachStmt(s->func()->body, [&](const Stmt& st) {
     const auto* b = st.as<BlockNode>();
@@ -419,7 +439,7 @@ void StreamWideEdgeTiles(Schedule* s) {
     };
     const ForNode *pairs = loop(n - 4), *k = loop(n - 3), *rows = loop(n - 2), *vector = loop(n - 1);
     if (!pairs || !k || !rows || !vector || pairs->for_kind != ForKind::kSerial || !pairs->extent.as_int() ||
-        k->for_kind != ForKind::kSerial || k->extent.as_int() != kWideTileKBlock ||
+        k->for_kind != ForKind::kSerial || k->extent.as_int() != WideTileKBlock(options) ||
         rows->for_kind != ForKind::kUnrolled || vector->for_kind != ForKind::kVectorized) {
       continue;
     }
@@ -463,6 +483,11 @@ void StreamWideEdgeTiles(Schedule* s) {
 
 namespace {
 
+// The symbolic row count from which register tiles replace wide tiles: the knob's, else 64.
+int64_t ManyRows(const CpuScheduleOptions& options) {
+  return options.knobs.matmul.many_rows > 0 ? options.knobs.matmul.many_rows : 64;
+}
+
 // The least number of columns that takes wide tiles (8 vector pairs).
 int64_t WideTileWidth(const CpuScheduleOptions& options) {
   return 8 * std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
@@ -476,13 +501,13 @@ bool FewRowsPossible(const PlainNest& nest, const CpuScheduleOptions& options) {
   const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
   const PrimExpr& cols = nest.loops[nest.loops.size() - 2]->extent;
   const int64_t wide_tile = WideTileWidth(options);
-  constexpr int64_t kManyRows = 64;
+  const int64_t many_rows = ManyRows(options);
   if (!options.knobs.matmul.few_rows) return false;
   Analyzer analyzer;
-  if (analyzer.CanProveLE(IntImm(rows.dtype(), kManyRows), rows)) return false;
+  if (analyzer.CanProveLE(IntImm(rows.dtype(), many_rows), rows)) return false;
   if (analyzer.CanProveLE(cols, IntImm(cols.dtype(), wide_tile))) return false;
   // cols <= rows: wide columns (cols >= wide_tile >= 64) imply many rows.
-  return !(wide_tile >= kManyRows && analyzer.CanProveLE(cols, rows));
+  return !(wide_tile >= many_rows && analyzer.CanProveLE(cols, rows));
 }
 
 }  // namespace
@@ -494,7 +519,7 @@ std::optional<PrimExpr> ManyRowsCondition(const PlainNest& nest, const CpuSchedu
   std::optional<int64_t> m = rows.as_int(), n = cols.as_int();
   if (!FewRowsPossible(nest, options) || options.matmul_few_rows || (m && n)) return std::nullopt;
   PrimExpr many;
-  if (!m) many = GE(rows, IntImm(rows.dtype(), 64));
+  if (!m) many = GE(rows, IntImm(rows.dtype(), ManyRows(options)));
   if (!n) {
     PrimExpr narrow = LT(cols, IntImm(cols.dtype(), wide_tile));
     many = many.defined() ? Or(many, narrow) : narrow;

@@ -84,7 +84,7 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
 // rows of the weight across the whole tile as long contiguous runs, which the prefetcher
 // streams, loading and storing its accumulators once per 8 steps; the next rows reuse
 // those 8 weight rows from cache, and a row out of range is skipped once per 8 steps.
-void StreamWideEdgeTiles(Schedule* s);
+void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options);
 
 // cpu_row_reduction.cc. Other reductions: a row reduction over contiguous elements (the
 // innermost loop bound to a reduction variable that every read depending on it uses as its

@@ -128,7 +128,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
   FuseRowPasses(&schedule);
   if (HasVectorizedLoop(schedule.func())) {
     (void)schedule.GuardVectorizedTails();
-    StreamWideEdgeTiles(&schedule);
+    StreamWideEdgeTiles(&schedule, options);
   }
   if (trace) *trace = schedule.trace().ToString();
   return schedule.func();

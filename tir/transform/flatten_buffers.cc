@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "tir/analyzer.h"
 #include "tir/stmt_functor.h"
 
 namespace kiln::tir::transform {
@@ -134,7 +135,15 @@ class Flattener : public StmtExprMutator {
         offset = Add(Mul(offset, Widen(ToI64(buffer->shape[k]), lanes)), idx);
       }
     }
-    return offset;
+    if (lanes > 1) return offset;
+    // A scalar offset in its canonical linear form (a sum of coefficient * variable): the
+    // row-major nesting ((6 * i + r) * 256 + ...) reached LLVM as a different expression
+    // for each row r of an unrolled register tile (6 * i * 256 folded to i * 1536 for r = 0,
+    // (6 * i | 1) << 8 for r = 1), so alias analysis could not tell the tile's rows apart
+    // and kept the accumulators of a k-blocked matmul tile in memory, loaded and stored at
+    // every k step. As 1536 * i + 256 * r + ..., the rows differ by constants.
+    Analyzer analyzer;
+    return analyzer.Simplify(offset);
   }
 
   std::unordered_map<const BufferNode*, Buffer> flat_;

@@ -41,7 +41,7 @@ TEST(TirPipelineTest, PassesRunInOrder) {
   EXPECT_THAT(text, HasSubstr("attr target = \"cpu -mcpu=haswell -vector-bits=256 -num-threads=2\""));
   EXPECT_THAT(text, Not(HasSubstr("block \"")));
   // Vectorized, flattened, and exp chosen for the CPU.
-  EXPECT_THAT(text, HasSubstr("B[ramp(i * 8 + 0, 1, 8)] = fast_exp(A[ramp(i * 8 + 0, 1, 8)])"));
+  EXPECT_THAT(text, HasSubstr("B[ramp(8 * i, 1, 8)] = fast_exp(A[ramp(8 * i, 1, 8)])"));
 }
 
 TEST(TirPipelineTest, GpuFunctionsSplit) {
