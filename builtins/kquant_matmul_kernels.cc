@@ -88,7 +88,9 @@ int32_t QuantizedDotTask(int64_t task, int64_t, void* closure) {
 }
 
 // Float32 activations: each weight row decoded once, then its dot product with every listed
-// row of x (8 partial sums, added pairwise).
+// row of x, summed in float64 (8 partial sums, added pairwise): a K-quant's terms can be
+// thousands of times its result (int8 scales times 6-bit quants), which float32 sums of
+// hundreds of terms would round visibly.
 int32_t FloatDotTask(int64_t task, int64_t, void* closure) {
   const Job& job = *static_cast<const Job*>(closure);
   thread_local std::vector<float> decoded;
@@ -100,12 +102,12 @@ int32_t FloatDotTask(int64_t task, int64_t, void* closure) {
     for (int64_t r = 0; r < job.rows; ++r) {
       if (job.nonfinite != nullptr && !job.nonfinite[r]) continue;
       const float* x = job.x + r * job.k;
-      float partial[8] = {};
+      double partial[8] = {};
       for (int64_t j = 0; j < job.k; j += 8) {
-        for (int l = 0; l < 8; ++l) partial[l] += decoded[static_cast<size_t>(j + l)] * x[j + l];
+        for (int l = 0; l < 8; ++l) partial[l] += static_cast<double>(decoded[static_cast<size_t>(j + l)]) * x[j + l];
       }
-      job.out[r * job.n + col] =
-          ((partial[0] + partial[4]) + (partial[2] + partial[6])) + ((partial[1] + partial[5]) + (partial[3] + partial[7]));
+      job.out[r * job.n + col] = static_cast<float>(((partial[0] + partial[4]) + (partial[2] + partial[6])) +
+                                                    ((partial[1] + partial[5]) + (partial[3] + partial[7])));
     }
   }
   return 0;
