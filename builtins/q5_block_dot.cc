@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "support/float16.h"
 
@@ -29,30 +30,27 @@ int WeightAt(Q5Format format, const uint8_t* block, int j) {
   return format == Q5Format::kQ5_0 ? q - 16 : q;
 }
 
-float SumLanes(const float acc[8]) {
-  float four[4];
-  for (int i = 0; i < 4; ++i) four[i] = acc[i + 4] + acc[i];
-  return (four[0] + four[2]) + (four[1] + four[3]);
-}
-
+// A Q5 block is a Q8_0 block with small weights (Q5_0: q - 16, Q5_1: q as they are) and the
+// same float order: the portable code re-encodes the row as Q8_0 blocks and takes Q8_0's
+// portable dot products, then adds Q5_1's m * s terms after the lanes, as ggml does.
 void DotRowsScalar(Q5Format format, const uint8_t* w, const Q8Block* x, int64_t blocks, int64_t rows, float* out,
                    int64_t out_stride) {
   const int64_t block_bytes = Q5BlockBytes(format);
+  const int64_t q8_bytes = QuantWeightBlockBytes(QuantWeightFormat::kQ8_0);
+  thread_local std::vector<uint8_t> q8;
+  q8.resize(static_cast<size_t>(blocks * q8_bytes));
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = w + b * block_bytes;
+    uint8_t* re = q8.data() + b * q8_bytes;
+    re[0] = block[0], re[1] = block[1];
+    for (int j = 0; j < 32; ++j) re[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(WeightAt(format, block, j)));
+  }
+  DotQ8Rows(QuantWeightFormat::kQ8_0, q8.data(), x, blocks, rows, out, out_stride, Q8Isa::kScalar);
+  if (format != Q5Format::kQ5_1) return;
   for (int64_t r = 0; r < rows; ++r) {
-    float acc[8] = {};
     float summs = 0.0f;
-    const uint8_t* block = w;
-    for (int64_t b = 0; b < blocks; ++b, block += block_bytes) {
-      const Q8Block& xb = x[r * blocks + b];
-      const float scale = Half(block) * xb.d;
-      for (int lane = 0; lane < 8; ++lane) {
-        int32_t sum = 0;
-        for (int j = 4 * lane; j < 4 * lane + 4; ++j) sum += WeightAt(format, block, j) * xb.q[j];
-        acc[lane] = std::fma(scale, static_cast<float>(sum), acc[lane]);
-      }
-      if (format == Q5Format::kQ5_1) summs = std::fma(Half(block + 2), xb.s, summs);
-    }
-    out[r * out_stride] = format == Q5Format::kQ5_1 ? SumLanes(acc) + summs : SumLanes(acc);
+    for (int64_t b = 0; b < blocks; ++b) summs = std::fma(Half(w + b * block_bytes + 2), x[r * blocks + b].s, summs);
+    out[r * out_stride] += summs;
   }
 }
 

@@ -151,6 +151,10 @@ inline std::string TinyWeights(uint32_t type, uint64_t rows, uint64_t cols, floa
         put16(TinyHalf(scale / (32 * 127) * rng.Uniform(0.5f, 1.0f)));
       }
       break;
+    case 10:  // q2_K, q3_K: random bytes of their super-blocks (84, 110), for tests of their refusal
+    case 11:
+      bytes(static_cast<int>(super_blocks * (type == 10 ? 84 : 110)));
+      break;
     case 8:  // q8_0: d, 32 int8; w = q * d
       for (uint64_t b = 0; b < blocks; ++b) {
         put16(TinyHalf(scale / 127 * rng.Uniform(0.5f, 1.0f)));
