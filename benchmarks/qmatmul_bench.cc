@@ -13,7 +13,9 @@
 // the streaming-read bandwidth measured here; the generated and library results are checked
 // against each other. "library" is the float32-activation library kernel
 // (kiln.cpu.quantized_matmul_f32x_*), "q8" the default one that quantizes the activations as
-// llama.cpp does (about 1e-2 from the others, so only its speed is compared).
+// llama.cpp does (about 1e-2 from the others, so only its speed is compared), "q8 block" the
+// same in the order of llama.cpp's repacked Q4_0 kernels (kiln.cpu.quantized_matmul_by_block_*,
+// q4_0 and q8_0 only).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "builtins/quantized_matmul_kernels.h"
 #include "codegen/cpu_shared_object.h"
@@ -169,8 +172,8 @@ int main(int argc, char** argv) {
 
   const double bandwidth = StreamReadBandwidth(threads);
   std::printf("threads %d; streaming read %.1f GB/s\n\n", threads, bandwidth / 1e9);
-  std::printf("%-6s %-36s %5s %12s %12s %12s %8s %8s %12s %9s\n", "format", "shape (n x k)", "rows", "generated",
-              "library", "q8", "gen/lib", "q8/lib", "gen/stream", "max diff");
+  std::printf("%-6s %-36s %5s %12s %12s %12s %12s %8s %8s %12s %9s\n", "format", "shape (n x k)", "rows", "generated",
+              "library", "q8", "q8 block", "gen/lib", "q8/lib", "gen/stream", "max diff");
   std::mt19937 rng(7);
   for (const Shape& s : shapes) {
     std::shared_ptr<kiln::vm::KernelObject> object;
@@ -180,6 +183,7 @@ int main(int argc, char** argv) {
     if (library_entry == nullptr || q8_entry == nullptr) Die("no library kernel for " + s.format);
     KilnKernelFn library = library_entry->fn;
     KilnKernelFn q8 = q8_entry->fn;
+    const auto* by_block_entry = registry.FindKernel("kiln.cpu.quantized_matmul_by_block_" + s.format);
     // Copies of the weight spanning 128 MB, so each call streams its weight from memory.
     const int64_t weight_bytes = s.n * (s.k / 32 * BlockBytes(s.format));
     const int64_t copies = std::max<int64_t>(2, (int64_t{128} << 20) / weight_bytes);
@@ -223,9 +227,13 @@ int main(int argc, char** argv) {
       const double gen_gbs = static_cast<double>(weight_bytes) / gen_s / 1e9;
       const double lib_gbs = static_cast<double>(weight_bytes) / lib_s / 1e9;
       const double q8_gbs = static_cast<double>(weight_bytes) / q8_s / 1e9;
-      std::printf("%-6s %-36s %5lld %7.2f GB/s %7.2f GB/s %7.2f GB/s %8.2f %8.2f %11.0f%% %9.2g\n", s.format.c_str(),
+      const std::string by_block =
+          by_block_entry == nullptr
+              ? "-"
+              : absl::StrFormat("%.2f GB/s", static_cast<double>(weight_bytes) / seconds(by_block_entry->fn, out_lib) / 1e9);
+      std::printf("%-6s %-36s %5lld %7.2f GB/s %7.2f GB/s %7.2f GB/s %12s %8.2f %8.2f %11.0f%% %9.2g\n", s.format.c_str(),
                   absl::StrCat(s.n, " x ", s.k, " ", s.what).c_str(), static_cast<long long>(m), gen_gbs, lib_gbs,
-                  q8_gbs, lib_s / gen_s, lib_s / q8_s, 100 * gen_gbs * 1e9 / bandwidth, max_diff);
+                  q8_gbs, by_block.c_str(), lib_s / gen_s, lib_s / q8_s, 100 * gen_gbs * 1e9 / bandwidth, max_diff);
       std::fflush(stdout);
       if (max_diff > 1e-3) Die("generated and library kernels disagree");
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "builtins/ggml_simd.h"
 #include "vm/dtype.h"
 #include "vm/thread_pool.h"
 
@@ -24,9 +25,15 @@ namespace kiln::builtins {
 namespace ggml_ops_avx2 {
 #include "builtins/ggml_expf.inc"
 
+// ggml_vec_swiglu_f32: its vector loop (kLanes at a time, the build's exp) over the first
+// f & ~(kLanes - 1) elements, the C library's expf after.
+template <int kLanes>
 static void SwiGluRow(const float* gate, const float* up, int64_t f, float* out) {
-  const int64_t vectorized = f & ~int64_t{15};
-  for (int64_t i = 0; i < vectorized; ++i) out[i] = gate[i] / (1.0f + GgmlExpf(-gate[i])) * up[i];
+  const int64_t vectorized = f & ~int64_t{kLanes - 1};
+  for (int64_t i = 0; i < vectorized; ++i) {
+    const float e = kLanes == 16 ? GgmlExpf(-gate[i]) : GgmlExpfAvx2Build(-gate[i]);
+    out[i] = gate[i] / (1.0f + e) * up[i];
+  }
   for (int64_t i = vectorized; i < f; ++i) out[i] = gate[i] / (1.0f + ::expf(-gate[i])) * up[i];
 }
 
@@ -40,9 +47,15 @@ static void Rotate(float x0, float x1, float c, float s, float* y0, float* y1) {
 namespace ggml_ops_portable {
 #include "builtins/ggml_expf.inc"
 
+// ggml_vec_swiglu_f32: its vector loop (kLanes at a time, the build's exp) over the first
+// f & ~(kLanes - 1) elements, the C library's expf after.
+template <int kLanes>
 static void SwiGluRow(const float* gate, const float* up, int64_t f, float* out) {
-  const int64_t vectorized = f & ~int64_t{15};
-  for (int64_t i = 0; i < vectorized; ++i) out[i] = gate[i] / (1.0f + GgmlExpf(-gate[i])) * up[i];
+  const int64_t vectorized = f & ~int64_t{kLanes - 1};
+  for (int64_t i = 0; i < vectorized; ++i) {
+    const float e = kLanes == 16 ? GgmlExpf(-gate[i]) : GgmlExpfAvx2Build(-gate[i]);
+    out[i] = gate[i] / (1.0f + e) * up[i];
+  }
   for (int64_t i = vectorized; i < f; ++i) out[i] = gate[i] / (1.0f + ::expf(-gate[i])) * up[i];
 }
 
@@ -185,11 +198,16 @@ absl::Status SwiGlu(BuiltinContext&, const Value* const* args, int, Value* resul
   const int64_t rows = f == 0 ? 0 : gate.numel() / f;
   Tensor& result_tensor = *out;
   const bool avx2 = HasAvx2Fma();
+  const bool avx512_build = ActiveGgmlSimd() == GgmlSimd::kAvx512;
   ForEachRow(rows, [&](int64_t r) {
     const float* g = gate.data_as<float>() + r * f;
     const float* u = up.data_as<float>() + r * f;
     float* y = result_tensor.data_as<float>() + r * f;
-    avx2 ? ggml_ops_avx2::SwiGluRow(g, u, f, y) : ggml_ops_portable::SwiGluRow(g, u, f, y);
+    if (avx512_build) {
+      avx2 ? ggml_ops_avx2::SwiGluRow<16>(g, u, f, y) : ggml_ops_portable::SwiGluRow<16>(g, u, f, y);
+    } else {
+      avx2 ? ggml_ops_avx2::SwiGluRow<8>(g, u, f, y) : ggml_ops_portable::SwiGluRow<8>(g, u, f, y);
+    }
   });
   *result = Value(*std::move(out));
   return absl::OkStatus();

@@ -116,7 +116,10 @@ int32_t FloatDotTask(int64_t task, int64_t, void* closure) {
 template <Format F, bool kQuantizeActivations>
 int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
   QuantizedMatmulOperands o;
-  if (!ReadQuantizedMatmulOperands(FormatName(F), kQuantizeActivations, args, num_args, DecodableBlockWeights(F), DecodableBlockBytes(F), ctx, &o)) return 1;
+  const std::string name = QuantizedMatmulKernelName(FormatName(F), kQuantizeActivations);
+  if (!ReadQuantizedMatmulOperands(name, args, num_args, DecodableBlockWeights(F), DecodableBlockBytes(F), ctx, &o)) {
+    return 1;
+  }
   const int64_t rows = o.rows, n = o.n, k = o.k;
   if (rows == 0 || n == 0) return 0;
   Job job{F, BestQ8Isa(), o.x, o.w, o.out, nullptr, nullptr, nullptr, rows, n, k, o.row_bytes, 0, 0};

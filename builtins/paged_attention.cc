@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "builtins/ggml_simd.h"
 #include "builtins/paged_kv_cache.h"
 #include "support/float16.h"
 #include "vm/device.h"
@@ -31,87 +32,111 @@ namespace ggml_avx2 {
 #undef KILN_HALF_TO_FLOAT
 #undef KILN_FLOAT_TO_HALF
 
+// Vectors of eight elements summed lane by lane in the order of Tree16 / Tree8 / Hadd8.
+static inline __m256 Tree16Vectors(const __m256* v) {
+  __m256 t3[8], t6[4];
+  for (int l = 0; l < 8; ++l) t3[l] = _mm256_add_ps(v[l + 8], v[l]);
+  for (int l = 0; l < 4; ++l) t6[l] = _mm256_add_ps(t3[l + 4], t3[l]);
+  return _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3]));
+}
+
+static inline __m256 Tree8Vectors(const __m256* v) {
+  __m256 t[4];
+  for (int l = 0; l < 4; ++l) t[l] = _mm256_add_ps(v[l + 4], v[l]);
+  return _mm256_add_ps(_mm256_add_ps(t[0], t[2]), _mm256_add_ps(t[1], t[3]));
+}
+
+static inline __m256 Hadd8Vectors(const __m256* v) {
+  __m256 t[4];
+  for (int l = 0; l < 4; ++l) t[l] = _mm256_add_ps(v[l], v[l + 4]);
+  return _mm256_add_ps(_mm256_add_ps(t[0], t[1]), _mm256_add_ps(t[2], t[3]));
+}
+
+// The lanes of one vector summed as Tree8 (which is also Tree16's end, after its halves).
+static inline float Tree8Of(__m256 v) {
+  __m128 t = _mm_add_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+  t = _mm_add_ps(t, _mm_movehl_ps(t, t));
+  t = _mm_add_ss(t, _mm_movehdup_ps(t));
+  return _mm_cvtss_f32(t);
+}
+
 // ReduceClasses for eight elements at a time (the same additions per element).
+template <int kLanes>
 static void ReduceClassesVector(const float* acc, int64_t d, int64_t used, float* out) {
   int64_t i = 0;
   for (; i + 8 <= d; i += 8) {
     auto at = [&](int c) { return c < used ? _mm256_loadu_ps(acc + c * d + i) : _mm256_setzero_ps(); };
-    __m256 lanes[16];
-    for (int l = 0; l < 16; ++l) {
-      lanes[l] = _mm256_add_ps(_mm256_add_ps(at(l), at(32 + l)), _mm256_add_ps(at(16 + l), at(48 + l)));
+    __m256 lanes[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      lanes[l] = _mm256_add_ps(_mm256_add_ps(at(l), at(2 * kLanes + l)), _mm256_add_ps(at(kLanes + l), at(3 * kLanes + l)));
     }
-    __m256 t3[8], t6[4];
-    for (int l = 0; l < 8; ++l) t3[l] = _mm256_add_ps(lanes[l + 8], lanes[l]);
-    for (int l = 0; l < 4; ++l) t6[l] = _mm256_add_ps(t3[l + 4], t3[l]);
-    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3])));
+    _mm256_storeu_ps(out + i, kLanes == 16 ? Tree16Vectors(lanes) : Hadd8Vectors(lanes));
   }
-  for (; i < d; ++i) {
-    auto at = [&](int c) { return c < used ? acc[c * d + i] : 0.0f; };
-    float lanes[16];
-    for (int l = 0; l < 16; ++l) lanes[l] = (at(l) + at(32 + l)) + (at(16 + l) + at(48 + l));
-    out[i] = Tree16(lanes);
-  }
+  ReduceClasses<kLanes>(acc, d, used, out, i);
 }
 
-// DotF16Ggml with the 64 chains in 8 vectors (chains 8v..8v+7 in vector v), the same
+// DotF16Ggml with the chains in vectors of 8 (chains 8v..8v+7 in vector v), the same
 // operations in the same order, so the same bits.
+template <int kLanes>
 static float DotF16GgmlVector(const uint16_t* a, const uint16_t* b, int64_t n) {
-  const int64_t np = n & ~int64_t{63};
-  __m256 acc[8];
+  constexpr int kVectors = kLanes / 2;  // 4 kLanes chains
+  const int64_t np = n & ~int64_t{4 * kLanes - 1};
+  __m256 acc[kVectors];
   for (__m256& v : acc) v = _mm256_setzero_ps();
-  for (int64_t i = 0; i < np; i += 64) {
-    for (int v = 0; v < 8; ++v) {
+  for (int64_t i = 0; i < np; i += 4 * kLanes) {
+    for (int v = 0; v < kVectors; ++v) {
       const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + 8 * v)));
       const __m256 y = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8 * v)));
       acc[v] = _mm256_fmadd_ps(x, y, acc[v]);
     }
   }
-  // lanes 0..7 = (c + c+32) + (c+16 + c+48) for c in 0..7, lanes 8..15 the same for 8..15.
-  const __m256 low = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
-  const __m256 high = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
-  // Tree16: t3 = high + low, t6 = upper half + lower half, then (t6[0]+t6[2]) + (t6[1]+t6[3]).
-  const __m256 t3 = _mm256_add_ps(high, low);
-  __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
-  t6 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
-  t6 = _mm_add_ss(t6, _mm_movehdup_ps(t6));
-  double sum = _mm_cvtss_f32(t6);
+  float sum_of_lanes;
+  if constexpr (kLanes == 16) {
+    // lanes 0..7 = (c + c+32) + (c+16 + c+48) for c in 0..7, lanes 8..15 the same for 8..15;
+    // Tree16 adds the two halves first, then Tree8.
+    const __m256 low = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+    const __m256 high = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+    sum_of_lanes = Tree8Of(_mm256_add_ps(high, low));
+  } else {
+    // lane l = (c_l + c_16+l) + (c_8+l + c_24+l), then Hadd8.
+    const __m256 lanes = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+    __m128 t = _mm_add_ps(_mm256_castps256_ps128(lanes), _mm256_extractf128_ps(lanes, 1));
+    t = _mm_hadd_ps(t, t);
+    t = _mm_hadd_ps(t, t);
+    sum_of_lanes = _mm_cvtss_f32(t);
+  }
+  double sum = sum_of_lanes;
   for (int64_t i = np; i < n; ++i) sum += static_cast<double>(_cvtsh_ss(a[i]) * _cvtsh_ss(b[i]));
   return static_cast<float>(sum);
 }
 
-// DotF16TinyBlas with lanes 0..7 and 8..15 in two vectors: the same chains, the same Tree16.
+// DotF16TinyBlas with its lanes in vectors of 8: the same chains, the same LaneSum.
+template <int kLanes>
 static float DotF16TinyBlasVector(const uint16_t* a, const uint16_t* b, int64_t n) {
   __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) {
+  for (int64_t i = 0; i < n; i += kLanes) {
     const __m256 a0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i)));
     const __m256 b0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i)));
-    const __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + 8)));
-    const __m256 b1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8)));
     low = _mm256_fmadd_ps(a0, b0, low);
-    high = _mm256_fmadd_ps(a1, b1, high);
+    if constexpr (kLanes == 16) {
+      const __m256 a1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i + 8)));
+      const __m256 b1 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b + i + 8)));
+      high = _mm256_fmadd_ps(a1, b1, high);
+    }
   }
-  const __m256 t3 = _mm256_add_ps(high, low);
-  __m128 t6 = _mm_add_ps(_mm256_extractf128_ps(t3, 1), _mm256_castps256_ps128(t3));
-  t6 = _mm_add_ps(t6, _mm_movehl_ps(t6, t6));
-  t6 = _mm_add_ss(t6, _mm_movehdup_ps(t6));
-  return _mm_cvtss_f32(t6);
+  return Tree8Of(kLanes == 16 ? _mm256_add_ps(high, low) : low);
 }
 
-// ReduceClasses16 for eight elements at a time (the same additions per element).
-static void ReduceClasses16Vector(const float* acc, int64_t d, int64_t used, float* out) {
+// ReduceClassesTinyBlas for eight elements at a time (the same additions per element).
+template <int kLanes>
+static void ReduceClassesTinyBlasVector(const float* acc, int64_t d, int64_t used, float* out) {
   int64_t i = 0;
   for (; i + 8 <= d; i += 8) {
-    auto at = [&](int c) { return c < used ? _mm256_loadu_ps(acc + c * d + i) : _mm256_setzero_ps(); };
-    __m256 t3[8], t6[4];
-    for (int l = 0; l < 8; ++l) t3[l] = _mm256_add_ps(at(l + 8), at(l));
-    for (int l = 0; l < 4; ++l) t6[l] = _mm256_add_ps(t3[l + 4], t3[l]);
-    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_add_ps(t6[0], t6[2]), _mm256_add_ps(t6[1], t6[3])));
+    __m256 lanes[kLanes];
+    for (int l = 0; l < kLanes; ++l) lanes[l] = l < used ? _mm256_loadu_ps(acc + l * d + i) : _mm256_setzero_ps();
+    _mm256_storeu_ps(out + i, kLanes == 16 ? Tree16Vectors(lanes) : Tree8Vectors(lanes));
   }
-  for (; i < d; ++i) {
-    float lanes[16];
-    for (int l = 0; l < 16; ++l) lanes[l] = l < used ? acc[l * d + i] : 0.0f;
-    out[i] = Tree16(lanes);
-  }
+  ReduceClassesTinyBlas<kLanes>(acc, d, used, out, i);
 }
 
 // AccumulateValue, eight elements per instruction (each element its own chain, as before).
@@ -195,8 +220,9 @@ struct AttentionJob {
 // One (token, kv head) with a float16 cache, computed as llama.cpp computes it: q rounded to
 // float16, q . k as ggml_vec_dot_f16, softmax as ggml_vec_soft_max_f32 with ggml's exp, the
 // probabilities rounded to float16, and each output element the float16 dot product of the
-// probabilities with that element's values over the positions (ggml_attention_math.inc).
-template <bool kAvx2>
+// probabilities with that element's values over the positions (ggml_attention_math.inc),
+// in the orders of llama.cpp's AVX-512 build (kLanes = 16) or AVX2 build (8).
+template <bool kAvx2, int kLanes>
 int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
   const AttentionJob& job = *static_cast<const AttentionJob*>(closure);
   PagedKvCache& cache = *job.cache;
@@ -212,12 +238,12 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
   // A sequence bringing two or more tokens to the step is a batch: llama.cpp computes its
   // float16 attention products with tinyBLAS, a single token's with ggml_vec_dot_f16 (another
   // summation order). Decided per sequence, so a sequence's logits never depend on the others
-  // in the step. tinyBLAS takes a product only when its length is a multiple of 16 and its
-  // row count a multiple of 4: the scores' length is head_dim (their rows, the cache's padded
+  // in the step. tinyBLAS takes a product only when its length is a multiple of kLanes and
+  // its row count a multiple of 4: the scores' length is head_dim (their rows, the cache's padded
   // length, a multiple of 256), the value product's rows are head_dim (its length, the padded
   // length).
   const bool batch = sequence.count >= 2;
-  const bool tiny_blas_scores = batch && d % 16 == 0;
+  const bool tiny_blas_scores = batch && d % kLanes == 0;
   const bool tiny_blas_values = batch && d % 4 == 0;
   thread_local std::vector<float> scores, classes;
   thread_local std::vector<uint16_t> q_half;
@@ -234,20 +260,22 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
       const uint16_t* q_row = q_half.data() + r * d;
       float s;
       if (tiny_blas_scores) {
-        s = kAvx2 ? ggml_avx2::DotF16TinyBlasVector(q_row, key, d) : ggml_portable::DotF16TinyBlas(q_row, key, d);
+        s = kAvx2 ? ggml_avx2::DotF16TinyBlasVector<kLanes>(q_row, key, d)
+                  : ggml_portable::DotF16TinyBlas<kLanes>(q_row, key, d);
       } else {
-        s = kAvx2 ? ggml_avx2::DotF16GgmlVector(q_row, key, d) : ggml_portable::DotF16Ggml(q_row, key, d);
+        s = kAvx2 ? ggml_avx2::DotF16GgmlVector<kLanes>(q_row, key, d) : ggml_portable::DotF16Ggml<kLanes>(q_row, key, d);
       }
       scores[static_cast<size_t>(r * length + p)] = s * job.scale;
     }
   }
   for (int64_t r = 0; r < group; ++r) {
     float* row = scores.data() + r * length;
-    kAvx2 ? ggml_avx2::SoftmaxToHalfPrecision(row, length) : ggml_portable::SoftmaxToHalfPrecision(row, length);
+    kAvx2 ? ggml_avx2::SoftmaxToHalfPrecision<kLanes>(row, length)
+          : ggml_portable::SoftmaxToHalfPrecision<kLanes>(row, length);
   }
-  // Classes (positions mod 64, or mod 16 for tinyBLAS's lanes) that hold a position; the
-  // reduction reads the others as zeros.
-  const int64_t class_count = tiny_blas_values ? 16 : 64;
+  // Classes (positions mod 4 kLanes, ggml_vec_dot_f16's chains, or mod kLanes, tinyBLAS's
+  // lanes) that hold a position; the reduction reads the others as zeros.
+  const int64_t class_count = tiny_blas_values ? kLanes : 4 * kLanes;
   const int64_t used = std::min<int64_t>(length, class_count);
   classes.resize(static_cast<size_t>(group * class_count * d));
   for (int64_t r = 0; r < group; ++r) std::fill_n(classes.data() + r * class_count * d, used * d, 0.0f);
@@ -264,9 +292,11 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
     float* out = job.out + (t * job.q_heads + g * group + r) * d;
     const float* acc = classes.data() + r * class_count * d;
     if (tiny_blas_values) {
-      kAvx2 ? ggml_avx2::ReduceClasses16Vector(acc, d, used, out) : ggml_portable::ReduceClasses16(acc, d, used, out);
+      kAvx2 ? ggml_avx2::ReduceClassesTinyBlasVector<kLanes>(acc, d, used, out)
+            : ggml_portable::ReduceClassesTinyBlas<kLanes>(acc, d, used, out);
     } else {
-      kAvx2 ? ggml_avx2::ReduceClassesVector(acc, d, used, out) : ggml_portable::ReduceClasses(acc, d, used, out);
+      kAvx2 ? ggml_avx2::ReduceClassesVector<kLanes>(acc, d, used, out)
+            : ggml_portable::ReduceClasses<kLanes>(acc, d, used, out);
     }
   }
   return 0;
@@ -381,7 +411,10 @@ absl::Status Attention(BuiltinContext&, const Value* const* args, int, Value* re
   AttentionJob job{&cache, layer, q_host->data_as<float>(), out->data_as<float>(), q_heads, c.num_kv_heads, c.head_dim,
                    static_cast<float>(scale)};
   if (n * c.num_kv_heads > 0) {
-    const auto task = !f16 ? AttentionTask : HasAvx2F16c() ? AttentionTaskF16<true> : AttentionTaskF16<false>;
+    const bool avx512_build = ActiveGgmlSimd() == GgmlSimd::kAvx512;
+    const auto task = !f16           ? AttentionTask
+                      : HasAvx2F16c() ? (avx512_build ? AttentionTaskF16<true, 16> : AttentionTaskF16<true, 8>)
+                                      : (avx512_build ? AttentionTaskF16<false, 16> : AttentionTaskF16<false, 8>);
     vm::ThreadPool::Global().ParallelFor(n * c.num_kv_heads, task, &job);
   }
   if (kernel_device != nullptr) {

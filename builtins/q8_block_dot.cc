@@ -107,6 +107,25 @@ void DotRowsScalar(QuantWeightFormat format, const uint8_t* w, const Q8Block* x,
   }
 }
 
+// One weight row at a time; the SIMD code's leftover rows (fewer than 8) come here too.
+void DotRowsByBlockScalar(QuantWeightFormat format, const uint8_t* weights, int64_t weight_rows, const Q8Block* x,
+                          int64_t blocks, int64_t rows, float* out, int64_t out_stride) {
+  const int64_t block_bytes = QuantWeightBlockBytes(format);
+  for (int64_t i = 0; i < weight_rows; ++i) {
+    for (int64_t r = 0; r < rows; ++r) {
+      float acc = 0.0f;
+      const uint8_t* block = weights + i * blocks * block_bytes;
+      for (int64_t b = 0; b < blocks; ++b, block += block_bytes) {
+        const Q8Block& xb = x[r * blocks + b];
+        int32_t sum = 0;
+        for (int j = 0; j < 32; ++j) sum += WeightAt(format, block, j) * xb.q[j];
+        acc = std::fma(static_cast<float>(sum), Half(block) * xb.d, acc);
+      }
+      out[r * out_stride + i] = acc;
+    }
+  }
+}
+
 }  // namespace
 
 int64_t QuantWeightBlockBytes(QuantWeightFormat format) {
@@ -167,6 +186,18 @@ void DotQ8Rows(QuantWeightFormat format, const uint8_t* weight_row, const Q8Bloc
     case Q8Isa::kAvx2: return q8_avx2::DotRows(format, weight_row, x, blocks, rows, out, out_stride);
     case Q8Isa::kAvx512Vnni: return q8_vnni::DotRows(format, weight_row, x, blocks, rows, out, out_stride);
   }
+}
+
+void DotQ8RowsByBlock(QuantWeightFormat format, const uint8_t* weights, int64_t weight_rows, const Q8Block* x,
+                      int64_t blocks, int64_t rows, float* out, int64_t out_stride, Q8Isa isa) {
+  // The SIMD code takes 8 weight rows at a time; the rest go one by one, in the same order.
+  int64_t done = 0;
+  if (isa == Q8Isa::kAvx2) done = q8_avx2::DotRowsByBlock(format, weights, weight_rows, x, blocks, rows, out, out_stride);
+  if (isa == Q8Isa::kAvx512Vnni) {
+    done = q8_vnni::DotRowsByBlock(format, weights, weight_rows, x, blocks, rows, out, out_stride);
+  }
+  const int64_t row_bytes = blocks * QuantWeightBlockBytes(format);
+  DotRowsByBlockScalar(format, weights + done * row_bytes, weight_rows - done, x, blocks, rows, out + done, out_stride);
 }
 
 }  // namespace kiln::builtins

@@ -15,6 +15,13 @@
 // pairwise as (l0+l4 + l2+l6) + (l1+l5 + l3+l7), then the scalar. This is the order of
 // ggml's AVX2 vec_dot (and of its AVX-512 build, which uses the same 256-bit code).
 //
+// llama.cpp computes Q4_0 weights with a multiple of 8 rows another way on AVX2 and AVX-512
+// CPUs: it repacks them, 8 rows interleaved, for its GEMV/GEMM kernels (ggml-cpu "repack",
+// q4_0_8x8), which sum each block's 32 integer products exactly into one integer, convert it
+// to float and accumulate it across blocks with one fused multiply-add by (weight d *
+// activation d), one float per output from zero, with no lanes to add at the end
+// (DotQ8RowsByBlock; the weights stay in GGUF's layout here: only the order matters).
+//
 // Three implementations give bit-identical results, whichever the CPU runs: portable C++
 // (std::fma), AVX2 (+FMA, F16C) and AVX-512 VNNI (the integer sums with vpdpbusd). BestQ8Isa
 // picks the fastest the CPU has; tests force each one.
@@ -50,5 +57,12 @@ void QuantizeRowQ8(const float* x, int64_t k, Q8Block* out, Q8Isa isa);
 // does not depend on how many rows the call has.
 void DotQ8Rows(QuantWeightFormat format, const uint8_t* weight_row, const Q8Block* x, int64_t blocks, int64_t rows,
                float* out, int64_t out_stride, Q8Isa isa);
+
+// The dot products of `weight_rows` consecutive weight rows (each `blocks` blocks of Q4_0 or
+// Q8_0) with `rows` activation rows in the block order above: out[r * out_stride + i] is
+// activation row r with weight row i. Results depend only on the two rows, never on how
+// many rows the call has.
+void DotQ8RowsByBlock(QuantWeightFormat format, const uint8_t* weights, int64_t weight_rows, const Q8Block* x,
+                      int64_t blocks, int64_t rows, float* out, int64_t out_stride, Q8Isa isa);
 
 }  // namespace kiln::builtins

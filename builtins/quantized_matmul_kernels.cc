@@ -188,6 +188,7 @@ struct Q8Job {
   Q8Block* quantized;  // rows x (k / 32)
   uint8_t* nonfinite;  // per row: holds an inf or NaN (computed with float activations)
   int64_t rows, n, k, row_bytes, rows_per_task, columns_per_task;
+  bool by_block;  // ggml's repacked order (DotQ8RowsByBlock), else its vec_dot lanes
 };
 
 int32_t QuantizeTask(int64_t task, int64_t, void* closure) {
@@ -212,6 +213,11 @@ int32_t DotTask(int64_t task, int64_t, void* closure) {
   const int64_t chunk = std::max<int64_t>(4, (int64_t{96} << 10) / (blocks * static_cast<int64_t>(sizeof(Q8Block))) / 4 * 4);
   for (int64_t r0 = 0; r0 < job.rows; r0 += chunk) {
     const int64_t count = std::min(chunk, job.rows - r0);
+    if (job.by_block) {
+      DotQ8RowsByBlock(job.format, job.w + begin * job.row_bytes, end - begin, job.quantized + r0 * blocks, blocks,
+                       count, job.out + r0 * job.n + begin, job.n, job.isa);
+      continue;
+    }
     for (int64_t col = begin; col < end; ++col) {
       DotQ8Rows(job.format, job.w + col * job.row_bytes, job.quantized + r0 * blocks, blocks, count,
                 job.out + r0 * job.n + col, job.n, job.isa);
@@ -220,10 +226,25 @@ int32_t DotTask(int64_t task, int64_t, void* closure) {
   return 0;
 }
 
-template <Format F, bool kQuantizeActivations>
+// How a kernel computes: float32 activations, or 8-bit activations summed in ggml's
+// vec_dot lanes or in its repacked block order (builtins/q8_block_dot.h).
+enum class Activations { kFloat32, kQ8Lanes, kQ8ByBlock };
+
+const char* KernelPrefix(Activations a) {
+  switch (a) {
+    case Activations::kFloat32: return "kiln.cpu.quantized_matmul_f32x_";
+    case Activations::kQ8Lanes: return "kiln.cpu.quantized_matmul_";
+    case Activations::kQ8ByBlock: return "kiln.cpu.quantized_matmul_by_block_";
+  }
+  return "";
+}
+
+template <Format F, Activations A>
 int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
+  constexpr bool kQuantizeActivations = A != Activations::kFloat32;
   QuantizedMatmulOperands o;
-  if (!ReadQuantizedMatmulOperands(FormatName(F), kQuantizeActivations, args, num_args, kBlock, BlockBytes(F), ctx, &o)) return 1;
+  const std::string name = std::string(KernelPrefix(A)) + FormatName(F);
+  if (!ReadQuantizedMatmulOperands(name, args, num_args, kBlock, BlockBytes(F), ctx, &o)) return 1;
   const int64_t rows = o.rows, n = o.n, k = o.k, row_bytes = o.row_bytes;
   if (rows == 0 || n == 0) return 0;
   Job job{F, o.x, o.w, o.out, rows, n, k, row_bytes, 0};
@@ -240,12 +261,13 @@ int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* 
     quantized.resize(static_cast<size_t>(rows * (k / kBlock)));
     nonfinite.assign(static_cast<size_t>(rows), 0);
     Q8Job q8{ToWeightFormat(F), BestQ8Isa(), job.x, job.w, job.out, quantized.data(), nonfinite.data(),
-             rows, n, k, row_bytes, 0, 0};
+             rows, n, k, row_bytes, 0, 0, A == Activations::kQ8ByBlock};
     q8.rows_per_task = std::max<int64_t>(1, (rows + threads * 4 - 1) / (threads * 4));
     if (int32_t rc = ctx->parallel_for(ctx, (rows + q8.rows_per_task - 1) / q8.rows_per_task, QuantizeTask, &q8)) {
       return rc;
     }
     q8.columns_per_task = std::max<int64_t>(4, (n + threads * 8 - 1) / (threads * 8));
+    if (q8.by_block) q8.columns_per_task = (q8.columns_per_task + 7) / 8 * 8;  // whole groups of 8 weight rows
     if (int32_t rc = ctx->parallel_for(ctx, (n + q8.columns_per_task - 1) / q8.columns_per_task, DotTask, &q8)) {
       return rc;
     }
@@ -273,12 +295,16 @@ int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* 
 }  // namespace
 
 void RegisterQuantizedMatmulKernels(vm::BuiltinRegistry& registry) {
-  registry.RegisterKernel("kiln.cpu.quantized_matmul_q4_0", "ttt", QuantizedMatmul<Format::kQ4_0, true>);
-  registry.RegisterKernel("kiln.cpu.quantized_matmul_q4_1", "ttt", QuantizedMatmul<Format::kQ4_1, true>);
-  registry.RegisterKernel("kiln.cpu.quantized_matmul_q8_0", "ttt", QuantizedMatmul<Format::kQ8_0, true>);
-  registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q4_0", "ttt", QuantizedMatmul<Format::kQ4_0, false>);
-  registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q4_1", "ttt", QuantizedMatmul<Format::kQ4_1, false>);
-  registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q8_0", "ttt", QuantizedMatmul<Format::kQ8_0, false>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_q4_0", "ttt", QuantizedMatmul<Format::kQ4_0, Activations::kQ8Lanes>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_q4_1", "ttt", QuantizedMatmul<Format::kQ4_1, Activations::kQ8Lanes>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_q8_0", "ttt", QuantizedMatmul<Format::kQ8_0, Activations::kQ8Lanes>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_by_block_q4_0", "ttt",
+                          QuantizedMatmul<Format::kQ4_0, Activations::kQ8ByBlock>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_by_block_q8_0", "ttt",
+                          QuantizedMatmul<Format::kQ8_0, Activations::kQ8ByBlock>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q4_0", "ttt", QuantizedMatmul<Format::kQ4_0, Activations::kFloat32>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q4_1", "ttt", QuantizedMatmul<Format::kQ4_1, Activations::kFloat32>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q8_0", "ttt", QuantizedMatmul<Format::kQ8_0, Activations::kFloat32>);
 }
 
 }  // namespace kiln::builtins

@@ -60,12 +60,12 @@ inline std::string CheckQuantizedMatmulOperands(const std::string& name, const K
   return "";
 }
 
-// The operands of the kernel for `format`'s blocks; false after setting the call's error.
-inline bool ReadQuantizedMatmulOperands(const char* format, bool quantized_activations, const KilnArg* args,
-                                        int32_t num_args, int64_t block_weights, int64_t block_bytes,
-                                        KilnCallContext* ctx, QuantizedMatmulOperands* o) {
-  const std::string error = CheckQuantizedMatmulOperands(QuantizedMatmulKernelName(format, quantized_activations), args,
-                                                         num_args, block_weights, block_bytes, o);
+// The operands of kernel `name` for blocks of `block_weights` weights in `block_bytes` bytes;
+// false after setting the call's error.
+inline bool ReadQuantizedMatmulOperands(const std::string& name, const KilnArg* args, int32_t num_args,
+                                        int64_t block_weights, int64_t block_bytes, KilnCallContext* ctx,
+                                        QuantizedMatmulOperands* o) {
+  const std::string error = CheckQuantizedMatmulOperands(name, args, num_args, block_weights, block_bytes, o);
   if (!error.empty()) ctx->set_error(ctx, error.c_str());
   return error.empty();
 }

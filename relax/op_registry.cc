@@ -6,6 +6,7 @@
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
 #include "support/check.h"
+#include "support/nearest_name.h"
 #include "support/status_macros.h"
 
 namespace kiln::relax {
@@ -94,12 +95,31 @@ void OpRegistry::SetLegalize(std::string_view name, KernelLegalizeFn legalize) {
   it->legalize_kernel = std::move(legalize);
 }
 
+std::string OpRegistry::UnknownOperatorMessage(std::string_view name) const {
+  // Other frameworks' names for Kiln's operators (PyTorch, NumPy, ONNX, TVM), for users who
+  // write what they know.
+  static constexpr std::pair<std::string_view, std::string_view> kOtherNames[] = {
+      {"transpose", "permute_dims"}, {"permute", "permute_dims"}, {"cat", "concat"},
+      {"concatenate", "concat"},     {"view", "reshape"},         {"mul", "multiply"},
+      {"sub", "subtract"},           {"div", "divide"},           {"pow", "power"},
+      {"neg", "negative"},           {"mm", "matmul"},            {"bmm", "matmul"},
+      {"dot", "matmul"},             {"gather", "take"},          {"unsqueeze", "expand_dims"},
+      {"rmsnorm", "rms_norm"},       {"layernorm", "layer_norm"},
+  };
+  std::string message = "unknown operator '" + std::string(name) + "'";
+  for (const auto& [other, kiln_name] : kOtherNames) {
+    if (name == other && Find(kiln_name) != nullptr) return message + " (Kiln calls it '" + std::string(kiln_name) + "')";
+  }
+  const std::vector<std::string> names = Names();
+  return message + support::DidYouMean(name, names);
+}
+
 absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyzer& analyzer) {
   const auto* op = call.op.defined() ? call.op.as<OpNode>() : nullptr;
   if (op == nullptr) return absl::InvalidArgumentError("call's callee is not an operator");
   const OpInfo* info = OpRegistry::Global().Find(op->name);
   if (info == nullptr)
-    return absl::InvalidArgumentError(absl::StrCat("unknown operator '", op->name, "'"));
+    return absl::InvalidArgumentError(OpRegistry::Global().UnknownOperatorMessage(op->name));
   const int nargs = static_cast<int>(call.args.size());
   if (nargs < info->min_args || (info->max_args >= 0 && nargs > info->max_args)) {
     std::string expected;

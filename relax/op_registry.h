@@ -117,6 +117,9 @@ class OpRegistry {
   // nullptr when no operator has that name.
   const OpInfo* Find(std::string_view name) const;
   std::vector<std::string> Names() const;
+  // "unknown operator 'NAME'" and, when there is one, the operator meant: a close spelling
+  // ('relux' -> 'relu') or Kiln's name for another framework's ('transpose' -> 'permute_dims').
+  std::string UnknownOperatorMessage(std::string_view name) const;
 
   // Used by the op families' Register functions while the registry is built.
   void Register(OpInfo info);

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "relax/text_parser_impl.h"
+#include "support/file_format.h"
 #include "support/status_macros.h"
 
 namespace kiln::relax {
@@ -364,7 +365,17 @@ absl::StatusOr<Expr> Parser::ParseRForm() {
   Next();  // R
   Next();  // .
   if (Peek().kind != TokenKind::kIdent) return Expected("an operator name after 'R.'");
+  const Token& name_at = Peek();
   std::string name = Next().text;
+  if (IsPunct(".") && Peek(1).kind == TokenKind::kIdent) {
+    // TVM's R.nn.softmax, R.op.add: Kiln's operators have no namespaces.
+    std::string full = absl::StrCat("R.", name), last = name;
+    for (size_t at = 0; IsPunct(".", at) && Peek(at + 1).kind == TokenKind::kIdent; at += 2) {
+      last = Peek(at + 1).text;
+      absl::StrAppend(&full, ".", last);
+    }
+    return Error(name_at, absl::StrCat("operators have no namespaces: write '", full, "' as 'R.", last, "' (docs/ir.md)"));
+  }
   if (name == "shape") {
     KILN_RETURN_IF_ERROR(ExpectPunct("("));
     KILN_RETURN_IF_ERROR(ExpectPunct("["));
@@ -618,6 +629,11 @@ absl::StatusOr<Expr> Parser::ParseCallArgs(Expr callee) {
 absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
   Depth depth(this);
   if (depth.too_deep()) return TooDeep();
+  if (IsKeyword("R") && IsPunct(".", 1) && Peek(2).kind == TokenKind::kIdent) {
+    // TVMScript's R.Tensor((n, 4), "float32").
+    return Error(Peek(), absl::StrCat("struct info is written without 'R.': ", Peek(2).text,
+                                      "(...), e.g. Tensor((n, 4), float32)"));
+  }
   if (!IsStructInfoKeyword()) return Expected("struct info (Object, Prim, Shape, Tensor, Tuple or Func)");
   std::string kind = Next().text;
   if (kind == "Object") return ObjectSInfo();
@@ -690,6 +706,10 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
       } else if (state < 2 && Peek().kind == TokenKind::kIdent && DataType::Parse(Peek().text).ok()) {
         dtype = *DataType::Parse(Next().text);
         state = 2;
+      } else if (state < 2 && Peek().kind == TokenKind::kString && DataType::Parse(Peek().text).ok()) {
+        return Error(Peek(), absl::StrCat("a data type is written without quotes: ", Peek().text));
+      } else if (state < 2 && IsKeyword("dtype") && IsPunct("=", 1)) {
+        return Error(Peek(), "a tensor's data type is written alone, without 'dtype=': Tensor((n, 4), float32)");
       } else {
         return Expected(state < 1   ? "a shape like (n, 4), ndim=N, a data type or device=\"...\""
                         : state < 2 ? "a data type or device=\"...\""
@@ -748,6 +768,12 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
 }  // namespace text_internal
 
 absl::StatusOr<ParsedModule> ParseModule(std::string_view text, std::string file_name) {
+  // A binary file of a known kind (an executable or a GGUF given to kiln check) is named,
+  // instead of failing on its first byte.
+  if (const std::string format = support::FileFormatName(text.substr(0, 16)); !format.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(file_name, ": error: not IR text (docs/ir.md): the file is ", format));
+  }
   KILN_ASSIGN_OR_RETURN(std::vector<tir::Token> tokens, tir::Lex(text, file_name));
   text_internal::Parser parser(std::move(tokens), std::move(file_name));
   return parser.ParseModule();

@@ -282,7 +282,7 @@ class RelaxChecker {
         return;
       case ExprKind::kOp:
         if (OpRegistry::Global().Find(expr.as<OpNode>()->name) == nullptr) {
-          Error(absl::StrCat("unknown operator '", expr.as<OpNode>()->name, "'"));
+          Error(OpRegistry::Global().UnknownOperatorMessage(expr.as<OpNode>()->name));
         }
         return;
       case ExprKind::kShapeExpr: {

@@ -31,9 +31,12 @@ ApiError ApiErrorFromStatus(const absl::Status& status) {
   error.message = std::string(status.message());
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange:
     case absl::StatusCode::kFailedPrecondition:
       error.http_status = 400;
+      break;
+    case absl::StatusCode::kOutOfRange:  // the engine's word for a prompt or max_tokens beyond the context
+      error.http_status = 400;
+      error.code = "context_length_exceeded";  // OpenAI's code for it
       break;
     case absl::StatusCode::kNotFound:
       error.http_status = 404;

@@ -140,7 +140,8 @@ class Engine::Impl {
 absl::Status Engine::Impl::Init(const EngineOptions& options) {
   options_ = options;
   if (options.max_running < 1) return absl::InvalidArgumentError("max_running must be at least 1");
-  if (options.max_queued < 0) return absl::InvalidArgumentError("max_queued must not be negative");
+  // Every request is queued until the loop admits it, even on an idle engine: 0 would refuse all.
+  if (options.max_queued < 1) return absl::InvalidArgumentError("max_queued must be at least 1");
   if (options.step_prefill_tokens < 1) return absl::InvalidArgumentError("step_prefill_tokens must be at least 1");
   if (!(options.prefill_time_ratio > 0) || !std::isfinite(options.prefill_time_ratio)) {
     return absl::InvalidArgumentError("prefill_time_ratio must be a positive number");
@@ -229,8 +230,14 @@ absl::StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Generation
   }
   if (ids.empty()) return absl::InvalidArgumentError("the prompt has no tokens");
   if (static_cast<int64_t>(ids.size()) >= context_length_) {
-    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", ids.size(), " tokens; the context holds ",
-                                                   context_length_, " (room is needed for at least one more)"));
+    return absl::OutOfRangeError(absl::StrCat("the prompt has ", ids.size(), " tokens; the context holds ",
+                                              context_length_, " (room is needed for at least one more)"));
+  }
+  const int64_t room = context_length_ - static_cast<int64_t>(ids.size());
+  if (request.max_tokens_must_fit && request.max_tokens > room) {
+    return absl::OutOfRangeError(absl::StrCat("the context holds ", context_length_, " tokens; the prompt has ", ids.size(),
+                                              " and max_tokens asks for ", request.max_tokens,
+                                              " more: max_tokens may be at most ", room, " for this prompt"));
   }
   return ids;
 }

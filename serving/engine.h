@@ -53,7 +53,7 @@ struct EngineOptions {
   LlmRunnerOptions runner;      // KV cache size, page size
   int threads = 0;              // VM worker threads (0: all cores)
   int64_t max_running = 64;     // sequences decoded together in one step
-  int64_t max_queued = 256;     // waiting requests; Submit beyond this is ResourceExhausted
+  int64_t max_queued = 256;     // waiting requests (>= 1); Submit beyond this is ResourceExhausted
   int64_t step_prefill_tokens = 256;  // prompt tokens prefilled per step at most (chunked prefill)
   // While streams decode, the prompt tokens added to a step may take at most this times as
   // long as the step's decode alone (measured: serving/step_cost_model.h), so running
@@ -72,6 +72,10 @@ struct GenerationRequest {
   std::optional<std::vector<int32_t>> prompt_tokens;
   SamplingParams sampling;
   int64_t max_tokens = 256;          // generated tokens per choice (capped by the context)
+  // The client asked for max_tokens itself: a prompt plus max_tokens beyond the context is
+  // refused at Submit (OutOfRange, as OpenAI and vLLM answer 400) instead of ending early
+  // with finish_reason length, which a client that counts on max_tokens would not notice.
+  bool max_tokens_must_fit = false;
   std::vector<std::string> stop;     // stop strings (not included in the text)
   bool ignore_eos = false;           // keep going past end-of-generation tokens
   int top_logprobs = 0;              // 0..20: the most likely tokens with each generated one

@@ -73,6 +73,16 @@ void Reply(httplib::Response& res, const ApiError& error) {
 
 // Compares without an early exit, so the time taken says nothing about where a wrong key
 // differs (only, as usual, about its length).
+// The methods a route of this server answers, for a 405's Allow header; empty for a path
+// that is no route at all (a 404). Kept next to the routes registered in Impl's constructor.
+std::string AllowedMethods(std::string_view path) {
+  if (path == "/v1/completions" || path == "/v1/chat/completions") return "POST";
+  if (path == "/v1/models" || path.starts_with("/v1/models/") || path == "/health" || path == "/metrics") {
+    return "GET, HEAD";  // httplib answers HEAD with a GET route
+  }
+  return "";
+}
+
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   unsigned char difference = 0;
@@ -96,8 +106,15 @@ class HttpServer::Impl {
     // connecting at once (64 in tests/tools/serve_load_test.py) overflows the accept queue
     // and connections are reset. The listening socket is remembered here (httplib's default
     // options kept) and Bind() listens on it again with a larger backlog, which Linux allows.
+    //
+    // httplib's default options set SO_REUSEPORT, with which a second server binds a port
+    // already in use and the kernel splits the connections between the two: `kiln serve`
+    // started twice on 8080 would answer half the requests from the other model, and never
+    // say the port was taken. Only SO_REUSEADDR is set (a restarted server binds its port
+    // while old connections linger in TIME_WAIT).
     server_.set_socket_options([this](socket_t sock) {
-      httplib::default_socket_options(sock);
+      const int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
       listen_socket_ = sock;
     });
     server_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
@@ -131,15 +148,27 @@ class HttpServer::Impl {
         [this](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
       ApiError error;
-      error.http_status = res.status;
-      if (res.status == 404) {
+      const std::string allowed = AllowedMethods(req.path);
+      if (res.status == 404 && !allowed.empty()) {
+        // httplib answers 404 for a known path asked with another method (a GET on a POST
+        // route); HTTP says 405, with the methods that would work.
+        res.status = 405;
+        res.set_header("Allow", allowed);
+        error.message = absl::StrCat(req.method, " is not allowed on ", req.path, "; use ", allowed);
+        error.code = "method_not_allowed";
+      } else if (res.status == 404) {
         error.message = absl::StrCat("no route for ", req.method, " ", req.path);
         error.code = "not_found";
+      } else if (res.status == 400 && req.method == "POST" && !req.has_header("Content-Length") &&
+                 !req.has_header("Transfer-Encoding")) {
+        // httplib refuses a POST without a body length (curl -X POST with no -d).
+        error.message = absl::StrCat("POST ", req.path, " needs a JSON body (with Content-Length or chunked encoding)");
       } else if (res.status == 413) {
         error.message = absl::StrCat("the request body is larger than ", options_.max_body_bytes, " bytes");
       } else {
         error.message = absl::StrCat("HTTP ", res.status, " for ", req.method, " ", req.path);
       }
+      error.http_status = res.status;
       if (res.status >= 500) error.type = "server_error";
       res.set_content(error.ToJson(), kJson);
       return httplib::Server::HandlerResponse::Handled;

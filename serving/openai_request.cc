@@ -425,6 +425,7 @@ ApiRequestResult ParseApiRequest(ApiEndpoint endpoint, std::string_view body, co
   constexpr int64_t kMaxTokensLimit = std::numeric_limits<int32_t>::max();
   fields.Integer("max_tokens", &generation.max_tokens, 1, kMaxTokensLimit);
   fields.Integer("max_completion_tokens", &generation.max_tokens, 1, kMaxTokensLimit);  // OpenAI's newer name
+  generation.max_tokens_must_fit = fields.Get("max_tokens") != nullptr || fields.Get("max_completion_tokens") != nullptr;
 
   ReadSampling(fields, generation.sampling);
   ReadStop(fields, generation.stop);

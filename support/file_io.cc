@@ -32,6 +32,11 @@ absl::Status WriteAll(int fd, std::string_view contents, const std::string& path
 }  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  // A directory opens as an ifstream and reads as empty: callers would report what an
+  // empty file lacks ("expected 'module'") instead of the mistake.
+  if (struct stat st {}; ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("'", path, "' is a directory, not a file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));

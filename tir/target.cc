@@ -89,8 +89,17 @@ absl::StatusOr<Target> Target::Parse(std::string_view std_text) {
   } else if (words[0] == "vulkan") {
     t = Vulkan();
   } else {
+    // Other compilers' target names (TVM's llvm, nvptx, spirv) say which kind is meant.
+    std::string meant;
+    if (words[0] == "llvm" || words[0] == "c" || words[0] == "x86" || words[0] == "x86_64" || words[0] == "host") {
+      meant = "; for this CPU use 'cpu'";
+    } else if (words[0] == "nvptx" || words[0] == "gpu" || words[0] == "nvidia") {
+      meant = "; for NVIDIA GPUs use 'cuda'";
+    } else if (words[0] == "spirv") {
+      meant = "; for SPIR-V use 'vulkan'";
+    }
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown target '", words[0], "' (the kinds are cpu, cuda and vulkan)"));
+        absl::StrCat("unknown target '", words[0], "' (the kinds are cpu, cuda and vulkan", meant, ")"));
   }
   std::set<std::string> seen;
   for (size_t i = 1; i < words.size(); ++i) {

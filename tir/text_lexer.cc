@@ -89,11 +89,13 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view text, const std::string&
   auto peek = [&](size_t offset) -> char {
     return pos + offset < text.size() ? text[pos + offset] : '\0';
   };
+  // A UTF-8 byte order mark, which Windows editors put first, is not part of the text.
+  if (text.substr(0, 3) == "\xef\xbb\xbf") pos = 3;
   while (true) {
     // Whitespace and '#' comments.
     while (pos < text.size()) {
       char c = text[pos];
-      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') {
         advance(1);
       } else if (c == '#') {
         while (pos < text.size() && text[pos] != '\n') advance(1);
@@ -200,7 +202,13 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view text, const std::string&
         unsigned char u = static_cast<unsigned char>(c);
         std::string shown = (u >= 0x20 && u < 0x7f) ? absl::StrCat("'", std::string(1, c), "'")
                                                     : absl::StrFormat("byte 0x%02x", u);
-        return error(line, column, absl::StrCat("unexpected character ", shown));
+        const char* why = "";
+        if (c == ';') {
+          why = " (statements end at the end of a binding; no ';' is needed)";
+        } else if (u >= 0x80) {
+          why = " (outside strings and comments the text is ASCII: names are letters, digits and '_')";
+        }
+        return error(line, column, absl::StrCat("unexpected character ", shown, why));
       }
     }
     tokens.push_back(std::move(token));

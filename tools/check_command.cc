@@ -38,7 +38,7 @@ int CheckCommand(int argc, char** argv) {
     if (arg == "--quiet" || arg == "-q") {
       quiet = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      return UsageError("check", "unknown option '" + arg + "'");
+      return UsageError("check", UnknownOptionMessage(arg, kUsage));
     } else if (path.empty()) {
       path = arg;
     } else {

@@ -138,7 +138,7 @@ int CompileCommand(int argc, char** argv) {
                arg == "--libs" || arg == "--max-tokens" || arg == "--bind" || arg == "--tuning-db") {
       return Usage("option '" + arg + "' needs a value");
     } else if (!arg.empty() && arg[0] == '-') {
-      return Usage("unknown option '" + arg + "'");
+      return Usage(UnknownOptionMessage(arg, kUsage));
     } else if (path.empty()) {
       path = arg;
     } else {

@@ -33,7 +33,12 @@ absl::StatusOr<CachedModel> CompiledModelFor(const std::string& gguf_path, const
   std::error_code error;
   const fs::path model = fs::absolute(gguf_path, error).lexically_normal();
   const std::string model_stamp = FileStamp(model);
-  if (model_stamp.empty()) return absl::NotFoundError(absl::StrCat(gguf_path, ": no such model file"));
+  if (model_stamp.empty()) {
+    if (fs::is_directory(model, error)) {
+      return absl::InvalidArgumentError(absl::StrCat(gguf_path, ": is a directory; give the model's .gguf file"));
+    }
+    return absl::NotFoundError(absl::StrCat(gguf_path, ": no such model file"));
+  }
   const std::string key_text =
       absl::StrCat(model.string(), "\n", model_stamp, "\n", options.pipeline.target.ToString(), "\n",
                    options.cpu.ToString(), "\n", options.max_tokens, "\n", vm::kFormatMajor, ".", vm::kFormatMinor,

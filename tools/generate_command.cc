@@ -39,9 +39,10 @@ constexpr const char* kUsage =
     "Without MODEL: the bundled SmolLM2-135M-Instruct (scripts/fetch_model.sh puts it in\n"
     "KILN_MODEL_DIR, default ~/.cache/kiln/models).\n"
     "\n"
+    "  -m, --model MODEL       the model (the same as MODEL before the options)\n"
     "  -p, --prompt TEXT       the prompt (or the user message with --chat)\n"
     "  -f, --prompt-file FILE  read the prompt from FILE\n"
-    "  -n, --max-tokens N      generate at most N tokens (default 256)\n"
+    "  -n, --max-tokens N      generate at most N tokens (default 256; also --n-predict)\n"
     "  --chat                  wrap the prompt in the model's chat template as a user\n"
     "                          message, with the assistant's turn to follow\n"
     "  --system TEXT           a system message first (implies --chat)\n"
@@ -56,12 +57,13 @@ constexpr const char* kUsage =
     "                          by R (default 1: off)\n"
     "  --presence-penalty A    subtract A from the logit of every token seen (default 0)\n"
     "  --frequency-penalty A   subtract A times its count from each seen token (default 0)\n"
-    "  --seed S                the sampling seed (default: random; printed with -v)\n"
+    "  --seed S                the sampling seed (default or -1: random; printed with -v)\n"
     "  --stop TEXT             stop when TEXT is generated (repeatable; not printed)\n"
     "  --ignore-eos            do not stop at end-of-generation tokens\n"
-    "  --threads N             threads for kernels (default: KILN_NUM_THREADS or the cores)\n"
-    "  --kv-cache-tokens N     KV cache size in tokens (default: the model's context, at\n"
-    "                          most 32768)\n"
+    "  -t, --threads N         threads for kernels (default: KILN_NUM_THREADS or the cores)\n"
+    "  -c, --kv-cache-tokens N KV cache size in tokens, which bounds prompt plus output\n"
+    "                          (default: the model's context, at most 32768; also\n"
+    "                          --ctx-size)\n"
     "  --device NAME           run on NAME: cpu (default), vulkan, vulkan:N, cuda, cuda:N;\n"
     "                          a .gguf is compiled for it (the KV cache and attention stay\n"
     "                          on the host, docs/llm.md); a .kx runs where it was compiled\n"
@@ -112,7 +114,10 @@ int GenerateCommand(int argc, char** argv) {
       prompt = v;
     } else if (value({"--prompt-file", "-f"})) {
       prompt_file = v;
-    } else if (value({"--max-tokens", "-n"})) {
+    } else if (value({"--model", "-m"})) {  // llama.cpp's spelling of the positional MODEL
+      if (!model.empty()) return Usage("one model at a time ('" + model + "' and '" + v + "')");
+      model = v;
+    } else if (value({"--max-tokens", "-n", "--n-predict"})) {
       if (!int_value(&max_new_tokens, 0)) return Usage("--max-tokens needs a non-negative integer, got '" + v + "'");
     } else if (value({"--system"})) {
       system = v;
@@ -135,8 +140,9 @@ int GenerateCommand(int argc, char** argv) {
       if (!float_value(&sampling.frequency_penalty)) return Usage("--frequency-penalty needs a number, got '" + v + "'");
     } else if (value({"--seed"})) {
       int64_t seed = 0;
-      if (!int_value(&seed, 0)) return Usage("--seed needs a non-negative integer, got '" + v + "'");
-      sampling.seed = static_cast<uint64_t>(seed);
+      if (!int_value(&seed, -1)) return Usage("--seed needs a non-negative integer (or -1: random), got '" + v + "'");
+      // -1 is llama.cpp's "random", what the seed is when none is given.
+      if (seed >= 0) sampling.seed = static_cast<uint64_t>(seed);
     } else if (value({"--stop"})) {
       if (v.empty()) return Usage("--stop needs a non-empty text");
       stops.push_back(v);
@@ -144,7 +150,7 @@ int GenerateCommand(int argc, char** argv) {
       if (!int_value(&threads, 1)) return Usage("--threads needs a positive integer, got '" + v + "'");
     } else if (value({"--device"})) {
       device = v;
-    } else if (value({"--kv-cache-tokens"})) {
+    } else if (value({"--kv-cache-tokens", "--ctx-size", "-c"})) {
       if (!int_value(&kv_tokens, 1)) return Usage("--kv-cache-tokens needs a positive integer, got '" + v + "'");
     } else if (arg == "--chat") {
       chat = true;
@@ -157,7 +163,7 @@ int GenerateCommand(int argc, char** argv) {
     } else if (arg == "-v" || arg == "--verbose") {
       verbose = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      return Usage(absl::StrCat("unknown option '", arg, "'", arg.find('=') == std::string::npos && i + 1 >= argc ? " (or it needs a value)" : ""));
+      return Usage(absl::StrCat(UnknownOptionMessage(arg, kUsage), arg.find('=') == std::string::npos && i + 1 >= argc ? " (or it needs a value)" : ""));
     } else if (model.empty()) {
       model = arg;
     } else {

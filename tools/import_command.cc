@@ -65,7 +65,7 @@ int ImportCommand(int argc, char** argv) {
       for (const std::string& op : frontends::onnx::SupportedOperators(opset)) std::printf("%s\n", op.c_str());
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {
-      return UsageError("import", "unknown option '" + arg + "'");
+      return UsageError("import", UnknownOptionMessage(arg, kUsage));
     } else if (path.empty()) {
       path = arg;
     } else {

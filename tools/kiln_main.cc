@@ -43,6 +43,19 @@ int main(int argc, char** argv) {
   }
   std::string_view name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
+    // `kiln help run` is `kiln run --help`, as git and go spell it.
+    if (name == "help" && argc > 2) {
+      for (const Subcommand& command : kSubcommands) {
+        if (std::string_view(argv[2]) == command.name) {
+          char help_flag[] = "--help";
+          char* help_argv[] = {argv[2], help_flag, nullptr};
+          return command.run(2, help_argv);
+        }
+      }
+      std::fprintf(stderr, "kiln help: unknown command '%s'\n\n", argv[2]);
+      PrintUsage(stderr);
+      return 2;
+    }
     PrintUsage(stdout);
     return 0;
   }

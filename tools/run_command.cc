@@ -14,6 +14,7 @@
 #include "tools/commands.h"
 #include "tools/profile_report.h"
 #include "tools/input_spec.h"
+#include "tools/named_inputs.h"
 #include "tools/npy_tensor.h"
 #include "tools/onnx_model.h"
 #include "tools/usage_error.h"
@@ -33,7 +34,7 @@ constexpr const char* kUsage =
     "imported and compiled for this CPU in memory first (function main, docs/onnx.md).\n"
     "\n"
     "  --fn NAME          function to call (default: main)\n"
-    "  --input SPEC       one per parameter, in order:\n"
+    "  --input SPEC       one per parameter, in order, or NAME=SPEC for the parameter NAME:\n"
     "                       FILE.npy                a NumPy array\n"
     "                       FILE.pb                 an ONNX TensorProto\n"
     "                       random:7x784:f32[:SEED] uniform random data (floats in [-1, 1))\n"
@@ -125,7 +126,7 @@ int RunCommand(int argc, char** argv) {
     } else if (arg == "--stats") {
       stats = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      return UsageError("run", "unknown option '" + arg + "'");
+      return UsageError("run", UnknownOptionMessage(arg, kUsage));
     } else if (path.empty()) {
       path = arg;
     } else {
@@ -167,6 +168,16 @@ int RunCommand(int argc, char** argv) {
   if (!device.ok()) {
     std::fprintf(stderr, "kiln run: %s\n", std::string(device.status().message()).c_str());
     return 1;
+  }
+  if (const int32_t index = (*exe)->FindFunction(fn); index >= 0) {
+    std::vector<std::string> params;
+    for (const vm::ParamSignature& param : (*exe)->functions()[index].params) params.push_back(param.name);
+    absl::StatusOr<std::vector<std::string>> ordered = OrderInputsByName(inputs, params, fn);
+    if (!ordered.ok()) {
+      std::fprintf(stderr, "kiln run: %s\n", std::string(ordered.status().message()).c_str());
+      return 1;
+    }
+    inputs = *std::move(ordered);
   }
   std::vector<vm::Value> args;
   for (const std::string& spec : inputs) {

@@ -38,20 +38,21 @@ constexpr const char* kUsage =
     "Prints one line when it listens. SIGTERM or Ctrl-C drains: requests in flight finish\n"
     "(within --drain-timeout), new ones get 503, then it exits 0.\n"
     "\n"
+    "  -m, --model MODEL      the model (the same as MODEL before the options)\n"
     "  --host H               address to listen on (default 127.0.0.1; 0.0.0.0 for all)\n"
     "  --port P               TCP port (default 8080; 0: any free port, printed)\n"
     "  --api-key K            require 'Authorization: Bearer K' on /v1/ routes (default:\n"
     "                         KILN_API_KEY, or none); /health and /metrics stay open\n"
     "  --model-name NAME      the model's id in the API (default: the GGUF's general.name\n"
     "                         or file name)\n"
-    "  --threads N            threads for kernels (default: KILN_NUM_THREADS or the cores)\n"
+    "  -t, --threads N        threads for kernels (default: KILN_NUM_THREADS or the cores)\n"
     "  --max-running N        sequences decoded together in one step (default 64)\n"
     "  --max-queued N         waiting requests before 429 (default 256)\n"
     "  --prefill-chunk N      prompt tokens prefilled per step at most (default 256)\n"
     "  --prefill-time-ratio R while streams decode, prompt tokens in a step take at most R times\n"
     "                         the decode's time (default 0.5: inter-token latency at most 1.5x idle)\n"
-    "  --kv-cache-tokens N    KV cache size in tokens over all sequences (default: the\n"
-    "                         model's context, at most 32768)\n"
+    "  -c, --kv-cache-tokens N  KV cache size in tokens over all sequences (default: the\n"
+    "                         model's context, at most 32768; also --ctx-size)\n"
     "  --no-prefix-cache      do not reuse the KV pages of shared prompt prefixes\n"
     "  --http-threads N       connections served at once (default: max-running + 64)\n"
     "  --drain-timeout S      on SIGTERM, seconds requests in flight may run on before they\n"
@@ -99,6 +100,9 @@ int ServeCommand(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
+    } else if (value("--model") || value("-m")) {  // llama-server's spelling of the positional MODEL
+      if (!model.empty()) return Usage("one model at a time ('" + model + "' and '" + v + "')");
+      model = v;
     } else if (value("--host")) {
       if (v.empty()) return Usage("--host needs an address");
       host = v;
@@ -113,15 +117,17 @@ int ServeCommand(int argc, char** argv) {
     } else if (value("--model-name")) {
       if (v.empty()) return Usage("--model-name needs a name");
       model_name = v;
-    } else if (value("--threads")) {
+    } else if (value("--threads") || value("-t")) {
       if (!int_value(&threads, 1, 4096)) return Usage("--threads needs a positive integer, got '" + v + "'");
     } else if (value("--max-running")) {
       if (!int_value(&engine_options.max_running, 1, 4096)) {
         return Usage("--max-running needs a positive integer, got '" + v + "'");
       }
     } else if (value("--max-queued")) {
-      if (!int_value(&engine_options.max_queued, 0, kLarge)) {
-        return Usage("--max-queued needs a non-negative integer, got '" + v + "'");
+      // A request waits in the queue while it is admitted, even on an idle server: 0 would
+      // refuse every request.
+      if (!int_value(&engine_options.max_queued, 1, kLarge)) {
+        return Usage("--max-queued needs a positive integer, got '" + v + "'");
       }
     } else if (value("--prefill-chunk")) {
       if (!int_value(&engine_options.step_prefill_tokens, 1, kLarge)) {
@@ -133,7 +139,7 @@ int ServeCommand(int argc, char** argv) {
         return Usage("--prefill-time-ratio needs a number in (0, 1000], got '" + v + "'");
       }
       engine_options.prefill_time_ratio = ratio;
-    } else if (value("--kv-cache-tokens")) {
+    } else if (value("--kv-cache-tokens") || value("--ctx-size") || value("-c")) {
       if (!int_value(&kv_tokens, 1, kLarge)) return Usage("--kv-cache-tokens needs a positive integer, got '" + v + "'");
     } else if (value("--http-threads")) {
       if (!int_value(&http_threads, 2, 65536)) return Usage("--http-threads needs an integer of at least 2, got '" + v + "'");
@@ -148,7 +154,7 @@ int ServeCommand(int argc, char** argv) {
     } else if (arg == "-v" || arg == "--verbose") {
       verbose = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      return Usage(absl::StrCat("unknown option '", arg, "'",
+      return Usage(absl::StrCat(UnknownOptionMessage(arg, kUsage),
                                 arg.find('=') == std::string::npos && i + 1 >= argc ? " (or it needs a value)" : ""));
     } else if (model.empty()) {
       model = arg;

@@ -1,6 +1,7 @@
 // A command-line mistake, reported the same way by every subcommand.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace kiln::tools {
@@ -9,5 +10,10 @@ namespace kiln::tools {
 // the exit status of a usage error (2). The message is not followed by the whole --help text:
 // forty lines of options would bury the one line that says what was wrong.
 int UsageError(std::string_view command, std::string_view message);
+
+// "unknown option 'ARG'", with the option the user probably meant when one of those that
+// `usage` (the command's --help text) lists is a close spelling: --temprature ->
+// --temperature. A value after '=' is ignored in the comparison.
+std::string UnknownOptionMessage(std::string_view arg, std::string_view usage);
 
 }  // namespace kiln::tools

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -64,6 +65,10 @@ absl::StatusOr<TuningRecord> ParseRecordLine(const std::string& line) {
 }
 
 absl::StatusOr<std::vector<TuningRecord>> ReadTuningDb(const std::string& path) {
+  // A directory opens as an ifstream and reads as an empty database: say so instead.
+  if (std::error_code error; std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(absl::StrCat("tuning database '", path, "' is a directory, not a file"));
+  }
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot read tuning database '", path, "'"));
   std::vector<TuningRecord> records;

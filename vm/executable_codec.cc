@@ -5,6 +5,7 @@
 #include <msgpack.hpp>
 
 #include "absl/strings/str_cat.h"
+#include "support/file_format.h"
 #include "support/hash.h"
 #include "vm/executable.h"
 
@@ -644,6 +645,15 @@ absl::StatusOr<Executable::Contents> Executable::Decode(std::shared_ptr<const su
   const uint64_t file_size = image->size();
   if (file_size == 0) return absl::InvalidArgumentError("not a Kiln executable (the file is empty)");
   if (std::memcmp(data, kExecutableMagic, std::min<size_t>(file_size, sizeof(kExecutableMagic))) != 0) {
+    // Name what it is when that is known: a GGUF or IR text given where a .kx belongs.
+    const std::string format = support::FileFormatName(std::string_view(data, std::min<uint64_t>(file_size, 16)));
+    if (!format.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("not a Kiln executable: the file is ", format));
+    }
+    const std::string_view head(data, std::min<uint64_t>(file_size, 64));
+    if (std::all_of(head.begin(), head.end(), [](char c) { return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' || c == '\r'; })) {
+      return absl::InvalidArgumentError("not a Kiln executable: the file is text (IR text, a .kir, is compiled into a .kx by 'kiln compile')");
+    }
     return absl::InvalidArgumentError("not a Kiln executable (bad magic number)");
   }
   if (file_size < kHeaderSize) {

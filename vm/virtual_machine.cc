@@ -4,7 +4,9 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "support/int_math.h"
+#include "support/nearest_name.h"
 #include "support/status_macros.h"
 #include "vm/storage.h"
 #include "vm/thread_pool.h"
@@ -158,9 +160,11 @@ void VirtualMachine::EnableProfiling(bool enable) {
 absl::StatusOr<Value> VirtualMachine::Invoke(const std::string& function, const std::vector<Value>& args) {
   int32_t index = executable_->FindFunction(function);
   if (index < 0) {
-    std::string known;
-    for (const Function& fn : executable_->functions()) absl::StrAppend(&known, known.empty() ? "" : ", ", fn.name);
-    return absl::NotFoundError(absl::StrCat("no function '", function, "' in the executable (it has: ", known, ")"));
+    std::vector<std::string> names;
+    for (const Function& fn : executable_->functions()) names.push_back(fn.name);
+    const std::string has = names.empty() ? "it has none" : absl::StrCat("it has: ", absl::StrJoin(names, ", "));
+    return absl::NotFoundError(absl::StrCat("no function '", function, "' in the executable (", has, ")",
+                                            support::DidYouMean(function, names)));
   }
   return Invoke(index, args.data(), args.size());
 }
@@ -171,8 +175,12 @@ absl::StatusOr<Value> VirtualMachine::Invoke(int32_t function_index, const Value
   }
   const Function& fn = executable_->functions()[function_index];
   if (num_args != fn.params.size()) {
+    // The parameters by name, so that a caller can tell which one is missing or extra.
+    std::string names;
+    for (const ParamSignature& param : fn.params) absl::StrAppend(&names, names.empty() ? "" : ", ", param.name);
     return absl::InvalidArgumentError(absl::StrCat("function '", fn.name, "' takes ", fn.params.size(),
-                                                   " arguments, got ", num_args));
+                                                   fn.params.size() == 1 ? " argument" : " arguments", " (", names,
+                                                   "), got ", num_args));
   }
   Args a;
   a.values = args;
@@ -264,7 +272,7 @@ const Value& VirtualMachine::OperandValue(const Value* regs, const Operand& o, V
 absl::Status VirtualMachine::MatchDims(const Function& fn, Value* regs, const std::vector<int64_t>& shape,
                                        const Operand* pattern, int count) {
   if (static_cast<int>(shape.size()) != count) {
-    return absl::InvalidArgumentError(absl::StrCat(": expected ", count, " dimensions, got ", shape.size(),
+    return absl::InvalidArgumentError(absl::StrCat(": expected ", count, count == 1 ? " dimension" : " dimensions", ", got ", shape.size(),
                                                    " (shape ", ShapeToString(shape), ")"));
   }
   for (int i = 0; i < count; ++i) {

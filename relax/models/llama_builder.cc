@@ -130,7 +130,9 @@ class LlamaBuilder {
       return absl::InvalidArgumentError(absl::StrCat(file_.name(), ": tensor '", name, "' must have 2 dims"));
     }
     if (const char* format = QuantFormatName(tensor->type)) {
-      return Emit(Call(Op("quantized_matmul"), {x, w}, {{"format", std::string(format)}}), out_name);
+      Attrs attrs{{"format", std::string(format)}};
+      if (SummedByBlock(*tensor, name)) attrs["summation"] = std::string("blocks");
+      return Emit(Call(Op("quantized_matmul"), {x, w}, std::move(attrs)), out_name);
     }
     Expr weight = w;
     if (tensor->type == formats::GgmlType::kF16 || tensor->type == formats::GgmlType::kBF16) {
@@ -142,6 +144,14 @@ class LlamaBuilder {
     }
     KILN_ASSIGN_OR_RETURN(Var wt, Emit(Call(Op("permute_dims"), {weight}, {{"axes", std::vector<int64_t>{1, 0}}}), ""));
     return Emit(Call(Op("matmul"), {x, wt}), out_name);
+  }
+
+  // llama.cpp (on AVX2 and AVX-512 CPUs, ggml-cpu's "repack") interleaves the rows of a Q4_0
+  // matmul weight with a multiple of 8 rows for kernels that sum in another order than its
+  // vec_dot (q8_block_dot.h); the token embedding, a row-lookup table even when the output
+  // projection shares it, stays as stored. Its results follow that order.
+  static bool SummedByBlock(const formats::GgufTensor& tensor, const std::string& name) {
+    return tensor.type == formats::GgmlType::kQ4_0 && tensor.shape[0] % 8 == 0 && name != "token_embd.weight";
   }
 
   absl::StatusOr<Var> LinearWithBias(const Var& x, const std::string& prefix, const std::string& out_name) {

@@ -144,6 +144,16 @@ absl::StatusOr<StructInfo> InferReshape(const CallNode& call, tir::Analyzer& ana
   } else if (out.factors.empty() && in.factors.empty()) {
     return mismatch();
   } else {
+    // A remainder the analyzer can compute (2 * n + 1 into pairs) never divides: refuse now
+    // rather than at every run.
+    if (out.factors.empty()) {
+      const PrimExpr rest = analyzer.Simplify(tir::FloorMod(ProductExpr(in), Int(out.constant)));
+      if (const auto* constant = rest.as<tir::IntImmNode>(); constant != nullptr && constant->value != 0) {
+        return OpError(call, "cannot infer the -1 dim: data ", DimsStr(*data->shape), " has ", in_numel,
+                       " elements, which leave remainder ", constant->value, " when divided by the other dims of ",
+                       DimsStr(dims), " (", out.constant, " elements) for every value of its symbols");
+      }
+    }
     inferred = FloorDivDim(ProductExpr(in), ProductExpr(out), analyzer);
     AssumeDivisible(call, in_count, out_count, analyzer,
                     absl::StrCat("cannot infer the -1 dim at run time: data ", DimsStr(*data->shape), " has {} elements, ",

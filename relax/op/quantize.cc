@@ -28,7 +28,11 @@
 //   float32) = x @ dequantize(w)^T, accumulated in float32. k must be a multiple of the block and
 //   w's last dim exactly its blocks' bytes (checked at compile time; k may be symbolic only
 //   if w's is known). The legalization decodes the blocks inside the reduction: the weights
-//   stay quantized in memory.
+//   stay quantized in memory. Attribute summation (optional): how the CPU library kernel
+//   with 8-bit activations (relax/transform/dispatch_libraries.h) orders its sums, which
+//   moves only the last bits of the result: "lanes" (the default, llama.cpp's vec_dot) or
+//   "blocks" (llama.cpp's repacked Q4_0 kernels; q4_0 and q8_0 only). Other lowerings
+//   compute the product in float32 and ignore it.
 #include "relax/op/quantize.h"
 
 #include <variant>
@@ -93,6 +97,15 @@ absl::StatusOr<StructInfo> InferQuantizedMatmul(const CallNode& call, tir::Analy
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* x, TensorArg(call, 0, "x"));
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* w, TensorArg(call, 1, "w"));
   KILN_ASSIGN_OR_RETURN(QuantFormat format, QuantFormatAttr(call));
+  if (auto it = call.attrs.find("summation"); it != call.attrs.end()) {
+    const auto* summation = std::get_if<std::string>(&it->second);
+    if (summation == nullptr || (*summation != "lanes" && *summation != "blocks")) {
+      return OpError(call, "attribute summation must be \"lanes\" or \"blocks\"");
+    }
+    if (*summation == "blocks" && format.name != "q4_0" && format.name != "q8_0") {
+      return OpError(call, "summation \"blocks\" is for q4_0 and q8_0 weights, not ", format.name);
+    }
+  }
   if (x->dtype && *x->dtype != DataType::Float32()) {
     return OpError(call, "x must be float32, got ", x->dtype->ToString());
   }
@@ -125,7 +138,7 @@ absl::StatusOr<StructInfo> InferQuantizedMatmul(const CallNode& call, tir::Analy
 
 void RegisterQuantizeOps(OpRegistry& registry) {
   registry.Register(OpInfo{"dequantize", 1, 1, true, {"format", "dtype"}, InferDequantize});
-  registry.Register(OpInfo{"quantized_matmul", 2, 2, true, {"format"}, InferQuantizedMatmul});
+  registry.Register(OpInfo{"quantized_matmul", 2, 2, true, {"format", "summation"}, InferQuantizedMatmul});
 }
 
 }  // namespace kiln::relax::op

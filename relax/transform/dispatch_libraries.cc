@@ -106,7 +106,7 @@ class Dispatcher {
   }
 
   // Every quantized_matmul whose result is a float32 tensor goes to the CPU library kernel of
-  // its format (builtins/quantized_matmul_kernels.h).
+  // its format and summation order (builtins/quantized_matmul_kernels.h).
   Binding QuantizedMatmul(const Binding& b, const CallNode& call) {
     auto format = call.attrs.find("format");
     const auto* name = format == call.attrs.end() ? nullptr : std::get_if<std::string>(&format->second);
@@ -114,7 +114,12 @@ class Dispatcher {
     const auto* out = out_sinfo.defined() ? out_sinfo.as<TensorStructInfoNode>() : nullptr;
     if (name == nullptr || out == nullptr || !out->shape || call.args.size() != 2) return b;
     Expr args = Tuple({call.args[0], call.args[1]}, TupleSInfo({call.args[0].struct_info(), call.args[1].struct_info()}));
-    const std::string prefix = options_.quantize_activations ? kQuantizedMatmulPrefix : kQuantizedMatmulFloatActivationsPrefix;
+    auto summation = call.attrs.find("summation");
+    const bool by_block = summation != call.attrs.end() && std::get_if<std::string>(&summation->second) != nullptr &&
+                          std::get<std::string>(summation->second) == "blocks";
+    const std::string prefix = !options_.quantize_activations ? kQuantizedMatmulFloatActivationsPrefix
+                               : by_block                     ? kQuantizedMatmulByBlockPrefix
+                                                              : kQuantizedMatmulPrefix;
     Expr callee = ExternFunc(prefix + *name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
     return {b.var, Call(Op("call_dps_library"), {callee, args}, {}, {out_sinfo}, out_sinfo), StructInfo()};
   }

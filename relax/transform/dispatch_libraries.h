@@ -69,6 +69,8 @@ inline constexpr const char* kOpenBlasSgemm = "kiln.openblas.sgemm";
 // quantized_matmul calls are rewritten to this prefix + their format ("q4_1").
 inline constexpr const char* kQuantizedMatmulPrefix = "kiln.cpu.quantized_matmul_";
 inline constexpr const char* kQuantizedMatmulFloatActivationsPrefix = "kiln.cpu.quantized_matmul_f32x_";
+// ... with the attribute summation = "blocks" (and 8-bit activations).
+inline constexpr const char* kQuantizedMatmulByBlockPrefix = "kiln.cpu.quantized_matmul_by_block_";
 // cuBLAS matmul kernels: this prefix + 'n' or 't' for the left operand, then the right one.
 inline constexpr const char* kCublasGemmPrefix = "kiln.cublas.gemm_";
 

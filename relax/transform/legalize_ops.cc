@@ -116,7 +116,7 @@ class Legalizer : public ExprMutator, public LegalizeContext {
     auto custom = custom_.find(op->name);
     if (custom != custom_.end()) return &custom->second;
     const OpInfo* info = OpRegistry::Global().Find(op->name);
-    if (info == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown operator '", op->name, "'"));
+    if (info == nullptr) return absl::InvalidArgumentError(OpRegistry::Global().UnknownOperatorMessage(op->name));
     if (!info->legalize) return nullptr;
     return &info->legalize;
   }

@@ -1,19 +1,22 @@
 // The float16-cache attention builtin against a naive implementation of llama.cpp's CPU
-// attention written here from its description (q rounded to float16; each score the float16
-// dot product in 64 lanes; softmax with ggml's exp polynomial, summed per 16 positions into
+// attention written here from its description, for its AVX-512 build (16 lanes) and its AVX2
+// build (8 lanes, another exp): q rounded to float16; each score the float16 dot product in
+// 4 x lanes chains; softmax with ggml's exp polynomial, summed per `lanes` positions into
 // float64; probabilities rounded to float16; each output element their dot product with the
-// values in the same 64 lanes): bit for bit, with the AVX2 code and with the portable code.
+// values in the same chains: bit for bit, with the AVX2 code and with the portable code.
 // A step that brings two or more tokens of a sequence (a prompt) takes both products in
-// tinyBLAS's order instead: 16 lanes, each one fused chain, then the same 16-lane sum.
+// tinyBLAS's order instead: `lanes` lanes, each one fused chain, then the lanes' sum.
 // builtins/paged_kv_cache_test.cc checks the same builtin against exact float64 attention.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "builtins/default_builtins.h"
+#include "builtins/ggml_simd.h"
 #include "builtins/paged_attention.h"
 #include "builtins/paged_kv_cache.h"
 #include "support/float16.h"
@@ -25,8 +28,10 @@ namespace {
 float Half(float x) { return support::HalfToFloat(support::FloatToHalf(x)); }
 
 // ggml's exp: n = nearest integer to x / ln 2 (by adding and subtracting 1.5 * 2^23), the
-// reduced argument in two steps, a polynomial, times 2^n.
-float NaiveExp(float x) {
+// reduced argument in two steps, a polynomial, times 2^n. The AVX-512 build rounds the
+// polynomial with its constant term 1, then scales; the AVX2 build leaves the 1 out and
+// computes 2^n + 2^n * j in one rounding, splitting 2^n in two beyond |n| = 126.
+float NaiveExp(float x, GgmlSimd simd) {
   const float shift = 12582912.0f;  // 1.5 * 2^23
   const float n = std::fma(x, 0x1.715476p+0f, shift) - shift;
   const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
@@ -34,7 +39,12 @@ float NaiveExp(float x) {
   const float u = b * b;
   const float c1 = 0x1.ffffecp-1f, c2 = 0x1.fffdb6p-2f, c3 = 0x1.555e66p-3f, c4 = 0x1.573e2ep-5f, c5 = 0x1.0e4020p-7f;
   const float high = std::fma(std::fma(c5, b, c4), u, std::fma(c3, b, c2));
-  return std::ldexp(std::fma(high, u, std::fma(c1, b, 1.0f)), static_cast<int>(n));
+  const int e = static_cast<int>(n);
+  if (simd == GgmlSimd::kAvx512) return std::ldexp(std::fma(high, u, std::fma(c1, b, 1.0f)), e);
+  const float j = std::fma(high, u, c1 * b);
+  if (std::fabs(n) <= 126) return std::fma(j, std::ldexp(1.0f, e), std::ldexp(1.0f, e));
+  const float s1 = std::ldexp(1.0f, n > 0 ? 127 : -125), s2 = std::ldexp(1.0f, n > 0 ? e - 127 : e + 125);
+  return std::fma(s2, j, s2) * s1;
 }
 
 float SumOf16(const float* v) {  // halves, then quarters, then the two pairs
@@ -44,37 +54,63 @@ float SumOf16(const float* v) {  // halves, then quarters, then the two pairs
   return (b[0] + b[2]) + (b[1] + b[3]);
 }
 
-// Sum of x[i] * y[i] over n: the first n & ~63 in 64 fused chains (chain i % 64), the
-// chains combined as (c, c + 32) and (c + 16, c + 48), then SumOf16; the rest in float64.
-float NaiveDot(const std::vector<float>& x, const std::vector<float>& y) {
-  const size_t n = x.size(), whole = n / 64 * 64;
-  std::vector<float> chain(64, 0.0f);
-  for (size_t i = 0; i < whole; ++i) chain[i % 64] = std::fma(x[i], y[i], chain[i % 64]);
-  float lanes[16];
-  for (int l = 0; l < 16; ++l) lanes[l] = (chain[l] + chain[l + 32]) + (chain[l + 16] + chain[l + 48]);
-  double sum = SumOf16(lanes);
+float SumOf8(const float* v) {  // halves, then quarters, then the pair
+  float a[4];
+  for (int i = 0; i < 4; ++i) a[i] = v[i] + v[i + 4];
+  return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
+float SumOf8Neighbours(const float* v) {  // halves, then neighbours (two horizontal adds)
+  float a[4];
+  for (int i = 0; i < 4; ++i) a[i] = v[i] + v[i + 4];
+  return (a[0] + a[1]) + (a[2] + a[3]);
+}
+
+int Lanes(GgmlSimd simd) { return simd == GgmlSimd::kAvx512 ? 16 : 8; }
+
+// The softmax's and tinyBLAS's sum of a vector's lanes.
+float SumOfLanes(const float* v, GgmlSimd simd) { return simd == GgmlSimd::kAvx512 ? SumOf16(v) : SumOf8(v); }
+
+// Sum of x[i] * y[i] over n: the first n & ~(4L - 1) in 4L fused chains (chain i % 4L, L the
+// lanes), the chains combined as (c, c + 2L) and (c + L, c + 3L), then the lanes' sum
+// (SumOf16, or SumOf8Neighbours for the AVX2 build); the rest in float64.
+float NaiveDot(const std::vector<float>& x, const std::vector<float>& y, GgmlSimd simd) {
+  const size_t lanes = static_cast<size_t>(Lanes(simd)), chains = 4 * lanes;
+  const size_t n = x.size(), whole = n / chains * chains;
+  std::vector<float> chain(chains, 0.0f);
+  for (size_t i = 0; i < whole; ++i) chain[i % chains] = std::fma(x[i], y[i], chain[i % chains]);
+  float lane[16];
+  for (size_t l = 0; l < lanes; ++l) lane[l] = (chain[l] + chain[l + 2 * lanes]) + (chain[l + lanes] + chain[l + 3 * lanes]);
+  double sum = simd == GgmlSimd::kAvx512 ? SumOf16(lane) : SumOf8Neighbours(lane);
   for (size_t i = whole; i < n; ++i) sum += static_cast<double>(x[i] * y[i]);
   return static_cast<float>(sum);
 }
 
-// tinyBLAS's order: x[i] * y[i] into lane i % 16 (n a multiple of 16), each lane a fused
-// chain in order, then SumOf16.
-float NaiveDotTinyBlas(const std::vector<float>& x, const std::vector<float>& y) {
-  float lanes[16] = {};
-  for (size_t i = 0; i < x.size(); ++i) lanes[i % 16] = std::fma(x[i], y[i], lanes[i % 16]);
-  return SumOf16(lanes);
+// tinyBLAS's order: x[i] * y[i] into lane i % L (n a multiple of L), each lane a fused chain
+// in order, then the lanes' sum.
+float NaiveDotTinyBlas(const std::vector<float>& x, const std::vector<float>& y, GgmlSimd simd) {
+  const size_t lanes = static_cast<size_t>(Lanes(simd));
+  float lane[16] = {};
+  for (size_t i = 0; i < x.size(); ++i) lane[i % lanes] = std::fma(x[i], y[i], lane[i % lanes]);
+  return SumOfLanes(lane, simd);
 }
 
 float Value(int64_t i, int salt) { return static_cast<float>(2.5 * std::sin(0.37 * static_cast<double>(i) + salt)); }
 
 TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBit) {
-  for (bool portable : {false, true}) {
-    SCOPED_TRACE(portable ? "portable" : "avx2 where available");
+  const GgmlSimd host = ActiveGgmlSimd();
+  for (auto [portable, simd] : {std::pair{false, GgmlSimd::kAvx512}, std::pair{true, GgmlSimd::kAvx512},
+                                std::pair{false, GgmlSimd::kAvx2}, std::pair{true, GgmlSimd::kAvx2}}) {
+    SCOPED_TRACE(::testing::Message() << (portable ? "portable" : "avx2 where available") << ", llama.cpp's "
+                                      << GgmlSimdName(simd) << " build");
     ForcePortableAttentionForTesting(portable);
+    SetGgmlSimd(simd);
+    const int64_t lanes = Lanes(simd);
     // 72 and 68: products past the last 64 are added in float64, and a prompt's scores keep
     // the single-token order (no multiple of 16) while its value product does not (68: an
-    // element past the last 8 the vector code takes at once).
-    for (int64_t d : {64, 72, 68}) {
+    // element past the last 8 the vector code takes at once); 40: past the AVX2 build's 32
+    // chains, a multiple of its 8 tinyBLAS lanes but not of 16.
+    for (int64_t d : {64, 72, 68, 40}) {
       PagedKvCache::Config c;
       c.num_layers = 1;
       c.num_kv_heads = 2;
@@ -122,15 +158,17 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
             std::vector<float> score(length);
             for (size_t p = 0; p < length; ++p) {
               std::vector<float> key(keys[p].begin() + g * d, keys[p].begin() + (g + 1) * d);
-              const float dot = batch && d % 16 == 0 ? NaiveDotTinyBlas(qh, key) : NaiveDot(qh, key);
+              const float dot = batch && d % lanes == 0 ? NaiveDotTinyBlas(qh, key, simd) : NaiveDot(qh, key, simd);
               score[p] = dot * static_cast<float>(scale);
             }
             const float max = *std::max_element(score.begin(), score.end());
             double sum = 0;
-            for (size_t p0 = 0; p0 < length; p0 += 16) {
+            for (size_t p0 = 0; p0 < length; p0 += static_cast<size_t>(lanes)) {
               float group[16] = {};
-              for (size_t p = p0; p < std::min(length, p0 + 16); ++p) group[p - p0] = score[p] = NaiveExp(score[p] - max);
-              sum += SumOf16(group);
+              for (size_t p = p0; p < std::min(length, p0 + static_cast<size_t>(lanes)); ++p) {
+                group[p - p0] = score[p] = NaiveExp(score[p] - max, simd);
+              }
+              sum += SumOfLanes(group, simd);
             }
             const float inverse = static_cast<float>(1.0 / sum);
             for (float& s : score) s = Half(s * inverse);
@@ -138,12 +176,12 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
               std::vector<float> column(length);
               for (size_t p = 0; p < length; ++p) column[p] = values[p][g * d + i];
               // The value product runs over the cache's padded length: zero probabilities
-              // beyond the sequence change nothing, and there is no tail past the 64 lanes.
+              // beyond the sequence change nothing, and there is no tail past the chains.
               std::vector<float> padded_score = score, padded_column = column;
               padded_score.resize((length + 63) / 64 * 64, 0.0f);
               padded_column.resize(padded_score.size(), 0.0f);
-              const float want = batch ? NaiveDotTinyBlas(padded_score, padded_column)
-                                       : NaiveDot(padded_score, padded_column);
+              const float want = batch ? NaiveDotTinyBlas(padded_score, padded_column, simd)
+                                       : NaiveDot(padded_score, padded_column, simd);
               const float got = out.data_as<float>()[(t * q_heads + h) * d + i];
               ASSERT_EQ(got, want) << "d " << d << " token " << t << " of step " << salt << " head " << h << " element " << i;
             }
@@ -154,6 +192,7 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
     }
   }
   ForcePortableAttentionForTesting(false);
+  SetGgmlSimd(host);
 }
 
 }  // namespace

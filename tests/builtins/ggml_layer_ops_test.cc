@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "builtins/default_builtins.h"
+#include "builtins/ggml_simd.h"
 #include "vm/dtype.h"
 
 namespace kiln::builtins {
@@ -38,14 +39,21 @@ absl::StatusOr<vm::Tensor> Call(const char* name, std::vector<vm::Value> args) {
   return result.as_tensor();
 }
 
-// ggml's exp polynomial (the constants of ggml_v_expf).
-float NaiveExp(float x) {
+// ggml's exp polynomial (the constants of ggml_v_expf), as its AVX-512 build rounds it (with
+// the constant term, then scaled) or its AVX2 build (2^n + 2^n * j in one rounding, 2^n split
+// in two beyond |n| = 126).
+float NaiveExp(float x, GgmlSimd simd) {
   const float n = std::fma(x, 0x1.715476p+0f, 12582912.0f) - 12582912.0f;
   const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
   if (std::fabs(n) > 192) return n > 0 ? std::numeric_limits<float>::infinity() : 0.0f;
   const float u = b * b;
   const float high = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
-  return std::ldexp(std::fma(high, u, std::fma(0x1.ffffecp-1f, b, 1.0f)), static_cast<int>(n));
+  const int e = static_cast<int>(n);
+  if (simd == GgmlSimd::kAvx512) return std::ldexp(std::fma(high, u, std::fma(0x1.ffffecp-1f, b, 1.0f)), e);
+  const float j = std::fma(high, u, 0x1.ffffecp-1f * b);
+  if (std::fabs(n) <= 126) return std::fma(j, std::ldexp(1.0f, e), std::ldexp(1.0f, e));
+  const float s1 = std::ldexp(1.0f, n > 0 ? 127 : -125), s2 = std::ldexp(1.0f, n > 0 ? e - 127 : e + 125);
+  return std::fma(s2, j, s2) * s1;
 }
 
 class GgmlLayerOps : public ::testing::TestWithParam<bool> {
@@ -102,17 +110,27 @@ TEST_P(GgmlLayerOps, RopeIsLlamaCppsBitForBit) {
 }
 
 TEST_P(GgmlLayerOps, SwiGluIsLlamaCppsBitForBit) {
-  const int64_t rows = 3, f = 1536 + 7;  // 7 past the last 16 use the C library's exp
-  vm::Tensor gate = Make({rows, f}, 4), up = Make({rows, f}, 5);
-  absl::StatusOr<vm::Tensor> y = Call("kiln.ggml.swiglu", {vm::Value(gate), vm::Value(up)});
-  ASSERT_TRUE(y.ok()) << y.status();
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t i = 0; i < f; ++i) {
-      const float g = gate.data_as<float>()[r * f + i];
-      const float e = i < 1536 ? NaiveExp(-g) : ::expf(-g);
-      ASSERT_EQ(y->data_as<float>()[r * f + i], g / (1 + e) * up.data_as<float>()[r * f + i]) << "row " << r << " element " << i;
+  const GgmlSimd host = ActiveGgmlSimd();
+  for (GgmlSimd simd : {GgmlSimd::kAvx512, GgmlSimd::kAvx2}) {
+    SCOPED_TRACE(GgmlSimdName(simd));
+    SetGgmlSimd(simd);
+    // 1536 + 13: the last 13 (AVX-512 build) or 5 (AVX2 build) use the C library's exp;
+    // gates up to 150 reach the AVX2 exp's split scale (|n| > 126) and its saturation.
+    const int64_t rows = 3, f = 1536 + 13, vectorized = simd == GgmlSimd::kAvx512 ? 1536 : 1544;
+    vm::Tensor gate = Make({rows, f}, 4), up = Make({rows, f}, 5);
+    for (int64_t i = 0; i < rows * f; i += 17) gate.data_as<float>()[i] *= 1 + (i % 50);
+    absl::StatusOr<vm::Tensor> y = Call("kiln.ggml.swiglu", {vm::Value(gate), vm::Value(up)});
+    ASSERT_TRUE(y.ok()) << y.status();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < f; ++i) {
+        const float g = gate.data_as<float>()[r * f + i];
+        const float e = i < vectorized ? NaiveExp(-g, simd) : ::expf(-g);
+        ASSERT_EQ(y->data_as<float>()[r * f + i], g / (1 + e) * up.data_as<float>()[r * f + i])
+            << "row " << r << " element " << i << " gate " << g;
+      }
     }
   }
+  SetGgmlSimd(host);
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, GgmlLayerOps, ::testing::Values(false, true),

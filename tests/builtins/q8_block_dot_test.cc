@@ -97,6 +97,17 @@ float NaiveDot(QuantWeightFormat format, const NaiveWeights& w, const std::vecto
   return format == QuantWeightFormat::kQ4_1 ? result + minimums : result;
 }
 
+// ggml's repacked Q4_0 order: one exact integer per block, one fused multiply-add per block.
+float NaiveDotByBlock(const NaiveWeights& w, const std::vector<NaiveBlock>& x) {
+  float acc = 0;
+  for (size_t b = 0; b < x.size(); ++b) {
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) sum += w.q[b * 32 + j] * x[b].q[j];
+    acc = std::fma(static_cast<float>(sum), w.d[b] * x[b].d, acc);
+  }
+  return acc;
+}
+
 double ExactDot(const NaiveWeights& w, const std::vector<float>& x) {
   double s = 0;
   for (size_t i = 0; i < x.size(); ++i) s += (double(w.d[i / 32]) * w.q[i] + w.m[i / 32]) * x[i];
@@ -132,6 +143,18 @@ std::vector<float> RandomActivations(int64_t k, std::mt19937& rng, int pattern) 
   return x;
 }
 
+// `rows` rows of random activations (in *xs) and their blocks, one row after the other.
+std::vector<Q8Block> RandomQuantizedRows(int rows, int64_t blocks, std::mt19937& rng, std::vector<std::vector<float>>* xs) {
+  std::vector<Q8Block> quantized;
+  for (int r = 0; r < rows; ++r) {
+    xs->push_back(RandomActivations(blocks * 32, rng, r % 3));
+    std::vector<Q8Block> row(static_cast<size_t>(blocks));
+    QuantizeRowQ8(xs->back().data(), blocks * 32, row.data(), Q8Isa::kScalar);
+    quantized.insert(quantized.end(), row.begin(), row.end());
+  }
+  return quantized;
+}
+
 std::vector<Q8Isa> SupportedIsas() {
   std::vector<Q8Isa> out;
   for (Q8Isa isa : {Q8Isa::kScalar, Q8Isa::kAvx2, Q8Isa::kAvx512Vnni}) {
@@ -165,13 +188,7 @@ TEST(Q8BlockDot, DotProductsEqualTheNaiveOnesBitForBitOnEveryInstructionSet) {
       const int64_t k = blocks * 32;
       constexpr int kRows = 7;  // a group of 4 and a remainder of 3
       std::vector<std::vector<float>> xs;
-      std::vector<Q8Block> quantized;
-      for (int r = 0; r < kRows; ++r) {
-        xs.push_back(RandomActivations(k, rng, r % 3));
-        std::vector<Q8Block> row(static_cast<size_t>(blocks));
-        QuantizeRowQ8(xs.back().data(), k, row.data(), Q8Isa::kScalar);
-        quantized.insert(quantized.end(), row.begin(), row.end());
-      }
+      const std::vector<Q8Block> quantized = RandomQuantizedRows(kRows, blocks, rng, &xs);
       const std::vector<uint8_t> w = RandomRow(format, blocks, rng);
       const NaiveWeights decoded = Decode(format, w, blocks);
       for (Q8Isa isa : SupportedIsas()) {
@@ -189,6 +206,44 @@ TEST(Q8BlockDot, DotProductsEqualTheNaiveOnesBitForBitOnEveryInstructionSet) {
           double scale = 0;
           for (int64_t i = 0; i < k; ++i) scale += std::fabs((decoded.d[i / 32] * decoded.q[i] + decoded.m[i / 32]) * xs[r][i]);
           EXPECT_NEAR(want, exact, 0.02 * scale + 1e-6) << "row " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(Q8BlockDot, BlockOrderEqualsTheNaiveOneBitForBitOnEveryInstructionSet) {
+  std::mt19937 rng(13);
+  for (QuantWeightFormat format : {QuantWeightFormat::kQ4_0, QuantWeightFormat::kQ8_0}) {
+    for (int64_t blocks : {1, 3, 18}) {
+      const int64_t k = blocks * 32;
+      constexpr int kRows = 6;         // a group of 4 activation rows and a remainder of 2
+      constexpr int kWeightRows = 19;  // two groups of 8 weight rows and a remainder of 3
+      std::vector<std::vector<float>> xs;
+      const std::vector<Q8Block> quantized = RandomQuantizedRows(kRows, blocks, rng, &xs);
+      std::vector<uint8_t> w;
+      std::vector<NaiveWeights> decoded;
+      for (int i = 0; i < kWeightRows; ++i) {
+        const std::vector<uint8_t> row = RandomRow(format, blocks, rng);
+        w.insert(w.end(), row.begin(), row.end());
+        decoded.push_back(Decode(format, row, blocks));
+      }
+      for (Q8Isa isa : SupportedIsas()) {
+        SCOPED_TRACE(::testing::Message() << Q8IsaName(isa) << " format " << static_cast<int>(format) << " k " << k);
+        std::vector<float> all(kRows * kWeightRows);
+        DotQ8RowsByBlock(format, w.data(), kWeightRows, quantized.data(), blocks, kRows, all.data(), kWeightRows, isa);
+        for (int r = 0; r < kRows; ++r) {
+          const std::vector<NaiveBlock> x = NaiveQuantize(xs[r]);
+          for (int i = 0; i < kWeightRows; ++i) {
+            const float want = NaiveDotByBlock(decoded[i], x);
+            ASSERT_EQ(all[r * kWeightRows + i], want) << "activation row " << r << ", weight row " << i;
+            // The order differs from the lanes' in the last bits only.
+            EXPECT_NEAR(want, NaiveDot(format, decoded[i], x), 1e-4 * (1 + std::fabs(want)));
+          }
+          float alone = 0;  // one activation row, one weight row: the same bits
+          DotQ8RowsByBlock(format, w.data() + 5 * blocks * QuantWeightBlockBytes(format), 1,
+                           quantized.data() + r * blocks, blocks, 1, &alone, 1, isa);
+          EXPECT_EQ(alone, all[r * kWeightRows + 5]) << "activation row " << r << " alone";
         }
       }
     }

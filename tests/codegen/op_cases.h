@@ -571,6 +571,11 @@ inline std::vector<Case> AllCases() {
     c.quantized_library = true;
     add(c);
   }
+  // llama.cpp's repacked Q4_0 order (a multiple of 8 weight rows at a time, the rest one by one).
+  Case by_block{"quantized_matmul_q4_0_blocks", {P("x", {"n", "128"}), P("w", {"m", "72"}, "uint8", tame)},
+                "R.quantized_matmul(x, w, format=\"q4_0\", summation=\"blocks\")", nm, 1e-4, 1e-4};
+  by_block.quantized_library = true;
+  add(by_block);
   // rotary_embedding at positions up to 5000 (angles of thousands of radians).
   const Gen position = {0, 5000};
   add({"rotary_embedding_normal", {P("x", {"n", "3", "64"}), P("p", {"n"}, "int64", position)},

@@ -654,7 +654,15 @@ TEST_F(EngineTest, BadRequestsAreStatuses) {
   };
   EXPECT_EQ(error(Greedy(Tokens(256, 80, 1), 4)),
             "the prompt has 256 tokens; the context holds 256 (room is needed for at least one more)");
-  EXPECT_EQ(code(Greedy(Tokens(300, 80, 1), 4)), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code(Greedy(Tokens(300, 80, 1), 4)), absl::StatusCode::kOutOfRange);
+  // max_tokens the client asked for must fit after the prompt; the default (not asked for)
+  // ends at the context's end with finish_reason length instead.
+  GenerationRequest beyond = Greedy(Tokens(250, 80, 1), 7);
+  beyond.max_tokens_must_fit = true;
+  EXPECT_EQ(error(beyond),
+            "the context holds 256 tokens; the prompt has 250 and max_tokens asks for 7 more: "
+            "max_tokens may be at most 6 for this prompt");
+  EXPECT_EQ(code(beyond), absl::StatusCode::kOutOfRange);
   GenerationRequest r = Greedy(Tokens(5, 80, 1), 4);
   r.sampling.top_p = 1.5;
   EXPECT_THAT(error(r), HasSubstr("top_p"));
@@ -705,6 +713,9 @@ TEST_F(EngineTest, BadRequestsAreStatuses) {
   EngineOptions bad = Options();
   bad.step_prefill_tokens = 0;
   EXPECT_FALSE(Engine::Load(bad).ok());
+  bad = Options();
+  bad.max_queued = 0;  // would refuse every request, even on an idle engine
+  EXPECT_EQ(Engine::Load(bad).status().message(), "max_queued must be at least 1");
   bad = Options();
   bad.executable_path = "/nonexistent.kx";
   EXPECT_FALSE(Engine::Load(bad).ok());

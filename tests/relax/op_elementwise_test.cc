@@ -47,6 +47,10 @@ TEST(OpRegistryTest, ArityAttributeAndUnknownOpErrorsNameTheOp) {
   EXPECT_EQ(Infer("sum", {T({n})}, {{"axes", int64_t{0}}}),
             "error: sum: unknown attribute 'axes' (accepted: axis, keepdims)");
   EXPECT_EQ(Infer("frobnicate", {}), "error: unknown operator 'frobnicate'");
+  // A typo, or another framework's name, is answered with Kiln's.
+  EXPECT_EQ(Infer("relux", {T({n})}), "error: unknown operator 'relux' (did you mean 'relu'?)");
+  EXPECT_EQ(Infer("transpose", {T({n})}), "error: unknown operator 'transpose' (Kiln calls it 'permute_dims')");
+  EXPECT_EQ(Infer("cat", {T({n})}), "error: unknown operator 'cat' (Kiln calls it 'concat')");
   EXPECT_EQ(Infer("arange", {PrimValue(1), PrimValue(2), PrimValue(3), PrimValue(4)}),
             "error: arange: expects 0 to 3 arguments, got 4");
   EXPECT_EQ(Infer("call_builtin", {}), "error: call_builtin: expects at least 1 argument, got 0");

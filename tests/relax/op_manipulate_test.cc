@@ -34,6 +34,12 @@ TEST(ReshapeTest, ChecksElementCounts) {
             "error: reshape: cannot reshape (n, 4, 8) (32 * n elements) into (n, 33)");
   EXPECT_EQ(Infer("reshape", {T({2, 3}), ShapeExpr({-1, 4})}),
             "error: reshape: cannot reshape (2, 3) (6 elements) into (-1, 4)");
+  // A remainder that is the same for every n is an error now, not at every run; one that
+  // depends on n is checked at run time.
+  EXPECT_EQ(Infer("reshape", {T({2 * n + 1}), ShapeExpr({-1, 2})}),
+            "error: reshape: cannot infer the -1 dim: data (2 * n + 1) has 2 * n + 1 elements, which leave remainder 1 "
+            "when divided by the other dims of (-1, 2) (2 elements) for every value of its symbols");
+  EXPECT_EQ(Infer("reshape", {T({n, 4}), ShapeExpr({-1, 8})}), "Tensor((floordiv(n, 2), 8), float32)");
   EXPECT_EQ(Infer("reshape", {T({n}), ShapeExpr({-1, -1})}),
             "error: reshape: at most one -1 in the new shape, got dims 0 and 1");
   EXPECT_EQ(Infer("reshape", {T({n}), ShapeExpr({-2})}),

@@ -64,6 +64,19 @@ TEST(QuantizeTest, QuantizedMatmulShapesAndErrors) {
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 1024}, f32), T({576, 1056}, u8)}, {{"format", std::string("q5_K")}}),
             "error: quantized_matmul: the last dim of x (1024) must equal the 1536 weights of each row of w (1056 bytes "
             "of q5_K blocks)");
+  // summation: "lanes" or "blocks" (q4_0 / q8_0 only).
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({8, 324}, u8)},
+                  {{"format", std::string("q4_0")}, {"summation", std::string("blocks")}}),
+            "Tensor((n, 8), float32)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
+                  {{"format", std::string("q4_1")}, {"summation", std::string("lanes")}}),
+            "Tensor((n, 7), float32)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
+                  {{"format", std::string("q4_1")}, {"summation", std::string("blocks")}}),
+            "error: quantized_matmul: summation \"blocks\" is for q4_0 and q8_0 weights, not q4_1");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
+                  {{"format", std::string("q4_1")}, {"summation", std::string("tree")}}),
+            "error: quantized_matmul: attribute summation must be \"lanes\" or \"blocks\"");
 }
 
 TEST(QuantizeTest, RotaryEmbeddingShapesAndErrors) {

@@ -366,6 +366,20 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
       {"module { func @f() { c = R.const(2.0, float32)\n return c } }",
        "e.kir:1:34: error: R.const takes the data type first, then the shape and the elements: "
        "R.const(float32, [], [2.0])"},
+      // TVM's spellings of operators, struct info and dtypes; C's and Python's habits.
+      {"module { func @f(x: Tensor((n, 4), float32)) { y = R.nn.softmax(x, axis=1)\n return y } }",
+       "e.kir:1:54: error: operators have no namespaces: write 'R.nn.softmax' as 'R.softmax' (docs/ir.md)"},
+      {"module { func @f(x: R.Tensor((n, 4), \"float32\")) { return x } }",
+       "e.kir:1:21: error: struct info is written without 'R.': Tensor(...), e.g. Tensor((n, 4), float32)"},
+      {"module { func @f(x: Tensor((n, 4), \"float32\")) { return x } }",
+       "e.kir:1:36: error: a data type is written without quotes: float32"},
+      {"module { func @f(x: Tensor((n, 4), dtype=float32)) { return x } }",
+       "e.kir:1:36: error: a tensor's data type is written alone, without 'dtype=': Tensor((n, 4), float32)"},
+      {"module { func @f(x: Object) { return x; } }",
+       "e.kir:1:39: error: unexpected character ';' (statements end at the end of a binding; no ';' is needed)"},
+      {"module { func @f(\xc3\xa9: Object) { return x } }",
+       "e.kir:1:18: error: unexpected character byte 0xc3 (outside strings and comments the text is ASCII: names "
+       "are letters, digits and '_')"},
       {"module { func @f(x: Object) {\n x = R.add(x, x)\n return x } }", "e.kir:2:2: error: redefinition of variable 'x'"},
       {"module { func @f(x: Object) { %y = R.add(x, x)\n return x } }",
        "e.kir:1:31: error: dataflow variable '%y' outside a dataflow block"},
@@ -453,6 +467,25 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
     }
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(std::string(parsed.status().message()), c.message) << c.text;
+  }
+}
+
+// What Windows editors write: a byte order mark first, CRLF line ends; and form feeds.
+TEST(TextFormatTest, ByteOrderMarkAndWindowsLineEndsAreNotText) {
+  EXPECT_TRUE(ParseModule("\xef\xbb\xbfmodule {\r\n  func @f(x: Object) {\r\n    return x\r\n  }\r\n}\f\r\n", "w.kir").ok());
+  // Columns count from after the mark, as an editor shows them.
+  auto parsed = ParseModule("\xef\xbb\xbfmodul {}", "w.kir");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(std::string(parsed.status().message()), "w.kir:1:1: error: expected 'module', found identifier 'modul'");
+}
+
+// A binary file of a known kind given as IR text (kiln check model.gguf) is named.
+TEST(TextFormatTest, KnownBinaryFilesAreNamedNotLexed) {
+  for (const auto& [bytes, kind] : {std::pair<std::string, std::string>{std::string("GGUF\x03\0\0\0", 8), "a GGUF model (.gguf)"},
+                                    {std::string("KILNEXE\0\x02\0\x02\0", 12), "a Kiln executable (.kx)"}}) {
+    auto parsed = ParseModule(bytes, "m.bin");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(std::string(parsed.status().message()), "m.bin: error: not IR text (docs/ir.md): the file is " + kind);
   }
 }
 

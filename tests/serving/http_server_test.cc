@@ -323,9 +323,36 @@ TEST_F(HttpServerTest, ErrorReplies) {
   EXPECT_EQ(full["type"], "rate_limit_error");
   // A streaming request that cannot be submitted fails before the stream starts.
   ErrorBody(Post("/v1/completions", R"({"prompt": "x", "stream": true})"), 429);
-  backend_.submit_status = absl::InvalidArgumentError("the prompt has 5000 tokens; the context holds 2048");
-  EXPECT_THAT(ErrorBody(Post("/v1/completions", R"({"prompt": "x"})"), 400)["message"].get<std::string>(),
-              HasSubstr("context holds"));
+  backend_.submit_status = absl::OutOfRangeError("the prompt has 5000 tokens; the context holds 2048");
+  Json too_long = ErrorBody(Post("/v1/completions", R"({"prompt": "x"})"), 400);
+  EXPECT_THAT(too_long["message"].get<std::string>(), HasSubstr("context holds"));
+  EXPECT_EQ(too_long["code"], "context_length_exceeded");
+}
+
+// A route asked with the wrong method is a 405 naming the right one (what a user who tries
+// `curl URL` on a POST route, or POSTs to /v1/models, needs to hear), not a 404.
+TEST_F(HttpServerTest, WrongMethodOnARouteIs405WithAllow) {
+  Start();
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) {
+    SCOPED_TRACE(path);
+    auto get = client_->Get(path);
+    Json error = ErrorBody(get, 405);
+    EXPECT_EQ(get->get_header_value("Allow"), "POST");
+    EXPECT_EQ(error["code"], "method_not_allowed");
+    EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("use POST"));
+    auto del = client_->Delete(path);
+    ErrorBody(del, 405);
+  }
+  for (const char* path : {"/v1/models", "/v1/models/tiny-model", "/health", "/metrics"}) {
+    SCOPED_TRACE(path);
+    auto post = Post(path, "{}");
+    ErrorBody(post, 405);
+    EXPECT_EQ(post->get_header_value("Allow"), "GET, HEAD");
+  }
+  // Unknown paths stay 404, whatever the method.
+  EXPECT_EQ(ErrorBody(Post("/v1/embeddings", "{}"), 404)["code"], "not_found");
+  EXPECT_EQ(ErrorBody(client_->Get("/v1/completion"), 404)["code"], "not_found");
+  EXPECT_EQ(client_->Head("/health")->status, 200);
 }
 
 // A raw connection, so that the test can hang up in the middle of a stream.
@@ -356,6 +383,35 @@ bool WaitFor(Condition condition) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return condition();
+}
+
+// A second server on a port in use fails to bind (httplib's default SO_REUSEPORT would let
+// both listen and split the connections between them).
+TEST_F(HttpServerTest, APortInUseIsAnError) {
+  Start();
+  HttpServerOptions options;
+  options.host = "127.0.0.1";
+  options.port = server_->port();
+  HttpServer second(backend_, options);
+  absl::Status bound = second.Bind();
+  EXPECT_EQ(bound.code(), absl::StatusCode::kUnavailable) << bound;
+  EXPECT_THAT(std::string(bound.message()), HasSubstr("in use"));
+}
+
+// `curl -X POST URL` with no -d sends no body length, which httplib refuses with a bare 400:
+// the reply says what is missing.
+TEST_F(HttpServerTest, PostWithoutABodySaysSo) {
+  Start();
+  const int fd = ConnectTo(server_->port());
+  ASSERT_GE(fd, 0);
+  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string received;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) received.append(buffer, static_cast<size_t>(n));
+  close(fd);
+  EXPECT_THAT(received, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(received, HasSubstr("POST /v1/chat/completions needs a JSON body"));
 }
 
 TEST_F(HttpServerTest, ClientThatHangsUpMidStreamAbortsItsRequest) {

@@ -81,6 +81,14 @@ TEST(OpenAiRequest, DefaultsAreLlamaServersAndNullIsAbsent) {
   ApiRequestResult chat = ParseApiRequest(kChat, R"({"messages": [{"role": "user", "content": "hi"}]})", chat_defaults);
   ASSERT_TRUE(chat.request);
   EXPECT_EQ(chat.request->generation.max_tokens, 2048);
+  // Only a max_tokens the client asked for must fit in the context (the engine refuses it
+  // otherwise); a default ends at the context's end.
+  EXPECT_FALSE(request.generation.max_tokens_must_fit);
+  EXPECT_FALSE(chat.request->generation.max_tokens_must_fit);
+  EXPECT_TRUE(ParseOk(kCompletions, R"({"prompt": "x", "max_tokens": 4})").generation.max_tokens_must_fit);
+  EXPECT_TRUE(ParseOk(kChat, R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": 4})")
+                  .generation.max_tokens_must_fit);
+  EXPECT_FALSE(ParseOk(kCompletions, R"({"prompt": "x", "max_tokens": null})").generation.max_tokens_must_fit);
 }
 
 TEST(OpenAiRequest, PromptForms) {

@@ -23,5 +23,13 @@ TEST(FileIo, MissingFileNamesThePath) {
   EXPECT_NE(read.status().message().find("/nonexistent/kiln/file.kir"), std::string::npos);
 }
 
+// A directory given where a file is expected (kiln compile DIR) is named as such, not read
+// as an empty file.
+TEST(FileIo, DirectoryIsAnErrorNotAnEmptyFile) {
+  absl::StatusOr<std::string> read = ReadFile(::testing::TempDir());
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("is a directory, not a file"), std::string::npos) << read.status();
+}
+
 }  // namespace
 }  // namespace kiln::support

@@ -50,6 +50,9 @@ TEST(TargetTest, ErrorsNameTheField) {
     return t.ok() ? std::string() : std::string(t.status().message());
   };
   EXPECT_THAT(error("tpu"), HasSubstr("unknown target 'tpu'"));
+  // TVM's target names are answered with Kiln's.
+  EXPECT_EQ(error("llvm -mcpu=skylake"), "unknown target 'llvm' (the kinds are cpu, cuda and vulkan; for this CPU use 'cpu')");
+  EXPECT_THAT(error("nvptx"), HasSubstr("for NVIDIA GPUs use 'cuda'"));
   EXPECT_THAT(error(""), HasSubstr("empty"));
   EXPECT_THAT(error("cpu -vector-bits=300"), HasSubstr("-vector-bits must be 128, 256 or 512, found '300'"));
   EXPECT_THAT(error("cpu -num-threads=0"), HasSubstr("-num-threads must be an integer in [1, 4096]"));

@@ -32,6 +32,10 @@ grep -q "kiln: compiling" "$dir/err2" && fail "the second run compiled again"
 out3=$("$kiln" generate "$dir/smol.kx" --prompt "The capital of France is" -n 8 --temperature 0 2>/dev/null)
 [ "$out" = "$out3" ] || fail ".kx run differs: '$out' vs '$out3'"
 
+# llama.cpp's spellings: -m, --n-predict, -t, -c, --seed -1 (random).
+out4=$("$kiln" generate -m "$model" --prompt "The capital of France is" --n-predict 8 -t 1 -c 64 --seed -1 --temperature 0 2>/dev/null)
+[ "$out" = "$out4" ] || fail "llama.cpp-style flags differ: '$out' vs '$out4'"
+
 # Chat, sampling with a seed (reproducible), a stop string.
 chat=$("$kiln" generate --chat --prompt "Say hello." -n 16 --seed 5 2>/dev/null)
 chat2=$("$kiln" generate --chat --prompt "Say hello." -n 16 --seed 5 2>/dev/null)

@@ -110,6 +110,15 @@ expect 401 "no key" "${json[@]}" "$url/v1/completions" -d '{"prompt": "x"}'
 long=$(python3 -c "import sys; print(','.join(['42'] * (int(sys.argv[1]) + 1)))" "$context")
 expect 400 "prompt longer than the context" "${auth[@]}" "${json[@]}" "$url/v1/completions" -d "{\"prompt\": [$long]}"
 grep -q "context" "$dir/e" || fail "the long-prompt error does not mention the context: $(cat "$dir/e")"
+# max_tokens beyond the context after the prompt: refused at once, naming the most it may be.
+expect 400 "max_tokens beyond the context" "${auth[@]}" "${json[@]}" "$url/v1/completions" \
+  -d "{\"prompt\": [42], \"max_tokens\": $context}"
+grep -q "context_length_exceeded" "$dir/e" && grep -q "at most $((context - 1))" "$dir/e" ||
+  fail "the max_tokens error: $(cat "$dir/e")"
+# A GET on a POST route: 405 with Allow.
+[ "$(curl -s -o /dev/null -D "$dir/h" -w '%{http_code}' "${auth[@]}" "$url/v1/chat/completions")" = 405 ] ||
+  fail "GET /v1/chat/completions is not 405"
+grep -qi "^allow: POST" "$dir/h" || fail "no Allow header: $(cat "$dir/h")"
 
 # A burst over --max-running 2 + --max-queued 2: some requests are refused with 429.
 burst=()

@@ -203,6 +203,9 @@ TEST(TuningDbTest, ACorruptLineIsAnErrorNamingFileAndLine) {
   }
   std::remove(path.c_str());
   EXPECT_FALSE(ReadTuningDb(path).ok());  // missing file
+  absl::StatusOr<std::vector<TuningRecord>> folder = ReadTuningDb(::testing::TempDir());  // not an empty database
+  ASSERT_FALSE(folder.ok());
+  EXPECT_NE(folder.status().message().find("is a directory, not a file"), std::string::npos) << folder.status();
 }
 
 TEST(RepresentativeSizesTest, ClippedToBounds) {

@@ -281,6 +281,11 @@ TEST(ExecutableWeights, TruncationIsReportedAsTruncation) {
   EXPECT_THAT(Message(LoadStatus(file.substr(0, 40))), HasSubstr("truncated executable: the section table"));
   EXPECT_THAT(Message(LoadStatus(file + "extra")), HasSubstr("5 stray bytes after the last section"));
   EXPECT_THAT(Message(LoadStatus("KILNEXF" + file.substr(7))), HasSubstr("bad magic"));
+  // Files of other kinds given where a .kx belongs (kiln run model.gguf) are named.
+  EXPECT_EQ(Message(LoadStatus(std::string("GGUF\x03\0\0\0\0\0\0\0\0\0\0\0", 16))),
+            "not a Kiln executable: the file is a GGUF model (.gguf)");
+  EXPECT_EQ(Message(LoadStatus("module {\n  func @main() {\n    return ()\n  }\n}\n")),
+            "not a Kiln executable: the file is text (IR text, a .kir, is compiled into a .kx by 'kiln compile')");
   std::string old = file;
   old[8] = 1;  // format 1.0: constants inside the bytecode, no longer read
   old[10] = 0;

@@ -144,8 +144,16 @@ TEST(VirtualMachine, WrongArgumentCountAndUnknownFunction) {
   auto exe = LoadSample();
   ASSERT_NE(exe, nullptr);
   VirtualMachine vm(exe);
-  EXPECT_THAT(std::string(vm.Invoke("main", {}).status().message()), HasSubstr("takes 2 arguments, got 0"));
+  EXPECT_THAT(std::string(vm.Invoke("main", {}).status().message()), HasSubstr("takes 2 arguments (x, y), got 0"));
+  EXPECT_THAT(std::string(vm.Invoke("sum_to", {}).status().message()), HasSubstr("takes 1 argument (k), got 0"));
   EXPECT_THAT(std::string(vm.Invoke("nope", {}).status().message()), HasSubstr("no function 'nope'"));
+  // An embedder's empty or wrongly kinded values are statuses naming the parameter, not aborts.
+  EXPECT_THAT(std::string(vm.Invoke("main", {Value(), Value()}).status().message()),
+              AllOf(HasSubstr("parameter 'x'"), HasSubstr("expected a tensor")));
+  EXPECT_THAT(std::string(vm.Invoke("main", {Value(Filled({5, 4}, 0)), Value(int64_t{3})}).status().message()),
+              AllOf(HasSubstr("parameter 'y'"), HasSubstr("expected a tensor, got int 3")));
+  EXPECT_THAT(std::string(vm.Invoke("Main", {}).status().message()),
+              AllOf(HasSubstr("no function 'Main' in the executable (it has: main, sum_to, "), HasSubstr("(did you mean 'main'?)")));
   EXPECT_THAT(std::string(vm.Invoke("sum_to", {Value(Filled({1}, 0))}).status().message()),
               HasSubstr("parameter 'k': expected a int"));
 }
@@ -191,6 +199,9 @@ TEST(Executable, LoadChecksBuiltinsAndVersions) {
               HasSubstr("file format 2.7, this runtime reads 2.0 to 2." + std::to_string(kFormatMinor)));
   std::string junk = "hello world, not an executable";
   EXPECT_THAT(std::string(Executable::Load(junk, builtins::DefaultRegistry()).status().message()),
+              HasSubstr("not a Kiln executable: the file is text"));
+  std::string binary_junk("\x01\x02\x03\x04\x05\x06\x07\x08\x09\x00\x0b\x0c\x0d\x0e\x0f\x10", 16);
+  EXPECT_THAT(std::string(Executable::Load(binary_junk, builtins::DefaultRegistry()).status().message()),
               HasSubstr("bad magic"));
 }
 

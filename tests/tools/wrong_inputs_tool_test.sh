@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# A new user's mistakes at the command line: files of the wrong kind, directories for files,
+# a missing input, `kiln help CMD`. Each must be a one-line error that says what the file or
+# the mistake is (exit 1 or 2), never a crash or an error about something else.
+#   $1 kiln  $2 source folder
+set -euo pipefail
+kiln=$1 src=$2
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Runs kiln with the remaining arguments, expects failure (not a signal) and a message with $1.
+expect_error() {
+  local want=$1 code=0
+  shift
+  "$kiln" "$@" >"$dir/out" 2>&1 || code=$?
+  [ "$code" = 1 ] || [ "$code" = 2 ] || fail "kiln $*: exit $code, expected 1 or 2: $(cat "$dir/out")"
+  grep -qF -- "$want" "$dir/out" || fail "kiln $*: expected '$want' in: $(cat "$dir/out")"
+}
+
+"$kiln" help run | grep -qF "usage: kiln run FILE.kx" || fail "kiln help run is not kiln run --help"
+expect_error "kiln help: unknown command 'nope'" help nope
+# A misspelt option names the one meant (taken from the command's --help).
+expect_error "unknown option '--temprature' (did you mean '--temperature'?)" generate --temprature 0 --prompt hi
+expect_error "unknown option '--inputs' (did you mean '--input'?)" run x.kx --inputs a.npy
+expect_error "unknown option '--max-runing' (did you mean '--max-running'?)" serve --max-runing 3
+
+# Files of another kind where a .kx or IR text belongs: named, not "bad magic" or a byte.
+printf 'GGUF\003\000\000\000\000\000\000\000\000\000\000\000' >"$dir/model.gguf"
+cp "$src/examples/models/mlp.kir" "$dir/mlp.kir"
+expect_error "not a Kiln executable: the file is a GGUF model (.gguf)" run "$dir/model.gguf"
+expect_error "not a Kiln executable: the file is text" run "$dir/mlp.kir"
+"$kiln" compile "$dir/mlp.kir" -o "$dir/mlp.kx" 2>/dev/null || fail "compile mlp.kir"
+expect_error "not IR text (docs/ir.md): the file is a Kiln executable (.kx)" check "$dir/mlp.kx"
+cp "$dir/model.gguf" "$dir/model_as_text.kir"
+expect_error "the file is a GGUF model (.gguf)" check "$dir/model_as_text.kir"
+
+# Directories given as files.
+mkdir "$dir/folder.kir" "$dir/folder.gguf"
+expect_error "is a directory, not a file" check "$dir/folder.kir"
+expect_error "is a directory, not a file" compile "$dir/folder.kir"
+expect_error "is a directory; give the model's .gguf file" generate "$dir/folder.gguf" --prompt hi
+
+# Inputs that do not match the parameters: the error names them.
+expect_error "function 'main' takes 5 arguments (x, w0, b0, w1, b1), got 1" run "$dir/mlp.kx" --input random:2x784:f32
+
+# Inputs by name (as ONNX Runtime feeds them), mixed with positional ones, equal the
+# positional call; a name that is no parameter, or a parameter left out, is named.
+w="--input random:784x256:f32 --input random:256:f32 --input random:256x10:f32 --input random:10:f32"
+# shellcheck disable=SC2086
+by_position=$("$kiln" run "$dir/mlp.kx" --input ones:2x784:f32 $w)
+# shellcheck disable=SC2086
+by_name=$("$kiln" run "$dir/mlp.kx" --input b1=random:10:f32 --input x=ones:2x784:f32 --input w0=random:784x256:f32 \
+  --input random:256:f32 --input random:256x10:f32)
+[ "$by_position" = "$by_name" ] || fail "named inputs gave '$by_name', positional '$by_position'"
+# shellcheck disable=SC2086
+expect_error "function 'main' has no parameter 'input' (its parameters: x, w0, b0, w1, b1)" \
+  run "$dir/mlp.kx" --input input=ones:2x784:f32 $w
+expect_error "parameter 'w0' has no --input (give w0=SPEC, or SPEC in order)" run "$dir/mlp.kx" --input x=ones:2x784:f32
+echo "ok"
