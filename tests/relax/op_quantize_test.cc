@@ -77,6 +77,9 @@ TEST(QuantizeTest, QuantizedMatmulShapesAndErrors) {
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
                   {{"format", std::string("q4_1")}, {"summation", std::string("tree")}}),
             "error: quantized_matmul: attribute summation must be \"lanes\" or \"blocks\"");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 1536}, f32), T({576, 1260}, u8)},
+                  {{"format", std::string("q6_K")}, {"summation", std::string("blocks")}}),
+            "error: quantized_matmul: summation \"blocks\" is for q4_0 and q8_0 weights, not q6_K");
 }
 
 TEST(QuantizeTest, RotaryEmbeddingShapesAndErrors) {
