@@ -1,6 +1,7 @@
 #include "builtins/default_builtins.h"
 
 #include "builtins/ggml_layer_ops.h"
+#include "builtins/kquant_matmul_kernels.h"
 #include "builtins/paged_attention.h"
 #include "builtins/quantized_matmul_kernels.h"
 
@@ -16,6 +17,7 @@ const vm::BuiltinRegistry& DefaultRegistry() {
     RegisterCublasKernels(*r);
     RegisterKvCacheBuiltins(*r);
     RegisterQuantizedMatmulKernels(*r);
+    RegisterKQuantMatmulKernels(*r);
     RegisterGgmlLayerOps(*r);
     return r;
   }();

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "builtins/kernel_tensor_checks.h"
 #include "builtins/q8_block_dot.h"
+#include "builtins/quantized_matmul_operands.h"
 #include "support/float16.h"
 
 namespace kiln::builtins {
@@ -226,11 +226,6 @@ int32_t DotTask(int64_t task, int64_t, void* closure) {
   return 0;
 }
 
-int32_t Fail(KilnCallContext* ctx, const std::string& message) {
-  ctx->set_error(ctx, message.c_str());
-  return 1;
-}
-
 // How a kernel computes: float32 activations, or 8-bit activations summed in ggml's
 // vec_dot lanes or in its repacked block order (builtins/q8_block_dot.h).
 enum class Activations { kFloat32, kQ8Lanes, kQ8ByBlock };
@@ -247,38 +242,12 @@ const char* KernelPrefix(Activations a) {
 template <Format F, Activations A>
 int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
   constexpr bool kQuantizeActivations = A != Activations::kFloat32;
+  QuantizedMatmulOperands o;
   const std::string name = std::string(KernelPrefix(A)) + FormatName(F);
-  if (num_args != 3) return Fail(ctx, name + " takes (x, w, out)");
-  const DLTensor* x = args[0].value.tensor;
-  const DLTensor* w = args[1].value.tensor;
-  const DLTensor* out = args[2].value.tensor;
-  const bool types = x->dtype.code == kDLFloat && x->dtype.bits == 32 && out->dtype.code == kDLFloat &&
-                     out->dtype.bits == 32 && w->dtype.code == kDLUInt && w->dtype.bits == 8;
-  if (!types || x->dtype.lanes != 1 || out->dtype.lanes != 1 || w->dtype.lanes != 1) {
-    return Fail(ctx, name + " needs float32 x and out and uint8 w");
-  }
-  if (!IsCompactRowMajor(x) || !IsCompactRowMajor(w) || !IsCompactRowMajor(out)) {
-    return Fail(ctx, name + " needs compact tensors");
-  }
-  if (x->ndim < 1 || w->ndim != 2 || out->ndim != x->ndim) return Fail(ctx, name + ": wrong ranks");
-  const int64_t k = x->shape[x->ndim - 1];
-  const int64_t n = w->shape[0];
-  const int64_t row_bytes = w->shape[1];
-  if (k % kBlock != 0 || row_bytes != k / kBlock * BlockBytes(F) || out->shape[out->ndim - 1] != n) {
-    return Fail(ctx, name + ": x's last dim " + std::to_string(k) + ", w [" + std::to_string(n) + ", " +
-                         std::to_string(row_bytes) + "] and out do not match");
-  }
-  int64_t rows = 1;
-  for (int i = 0; i < x->ndim - 1; ++i) {
-    if (x->shape[i] != out->shape[i]) return Fail(ctx, name + ": x and out differ in their leading dims");
-    rows *= x->shape[i];
-  }
+  if (!ReadQuantizedMatmulOperands(name, args, num_args, kBlock, BlockBytes(F), ctx, &o)) return 1;
+  const int64_t rows = o.rows, n = o.n, k = o.k, row_bytes = o.row_bytes;
   if (rows == 0 || n == 0) return 0;
-  Job job{F,
-          reinterpret_cast<const float*>(static_cast<const char*>(x->data) + x->byte_offset),
-          reinterpret_cast<const uint8_t*>(static_cast<const char*>(w->data) + w->byte_offset),
-          reinterpret_cast<float*>(static_cast<char*>(out->data) + out->byte_offset),
-          rows, n, k, row_bytes, 0};
+  Job job{F, o.x, o.w, o.out, rows, n, k, row_bytes, 0};
   if (k == 0) {
     std::fill(job.out, job.out + rows * n, 0.0f);
     return 0;

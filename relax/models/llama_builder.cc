@@ -24,9 +24,18 @@ const char* QuantFormatName(formats::GgmlType type) {
     case formats::GgmlType::kQ4_0: return "q4_0";
     case formats::GgmlType::kQ4_1: return "q4_1";
     case formats::GgmlType::kQ8_0: return "q8_0";
+    case formats::GgmlType::kQ5_0: return "q5_0";
+    case formats::GgmlType::kQ5_1: return "q5_1";
+    case formats::GgmlType::kQ4_K: return "q4_K";
+    case formats::GgmlType::kQ5_K: return "q5_K";
+    case formats::GgmlType::kQ6_K: return "q6_K";
     default: return nullptr;
   }
 }
+
+// Every weight type the builder accepts, for messages about one it does not (IQ*, Q2_K,
+// Q3_K, ...).
+constexpr const char* kSupportedWeightTypes = "q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, f16, bf16, f32";
 
 // Which rows of a step get logits: the output projection is vocabulary-sized, so rows whose
 // logits nobody reads skip it.
@@ -139,7 +148,7 @@ class LlamaBuilder {
     } else if (tensor->type != formats::GgmlType::kF32) {
       return absl::UnimplementedError(absl::StrCat(file_.name(), ": tensor '", name, "' has type ",
                                                    std::string(formats::GgmlTypeLayout(tensor->type).name),
-                                                   "; supported for matmul weights: q4_0, q4_1, q8_0, f16, bf16, f32"));
+                                                   "; supported for matmul weights: ", kSupportedWeightTypes));
     }
     KILN_ASSIGN_OR_RETURN(Var wt, Emit(Call(Op("permute_dims"), {weight}, {{"axes", std::vector<int64_t>{1, 0}}}), ""));
     return Emit(Call(Op("matmul"), {x, wt}), out_name);
@@ -234,7 +243,7 @@ class LlamaBuilder {
     }
     return absl::UnimplementedError(absl::StrCat(file_.name(), ": token_embd.weight has type ",
                                                  std::string(formats::GgmlTypeLayout(tensor->type).name),
-                                                 "; supported: q4_0, q4_1, q8_0, f16, bf16, f32"));
+                                                 "; supported: ", kSupportedWeightTypes));
   }
 
   absl::StatusOr<Var> Reshape(const Var& x, std::vector<PrimExpr> shape) {

@@ -1,7 +1,7 @@
 // Legalization of dequantize and quantized_matmul (semantics and block layouts in
 // relax/op/quantize.cc), written with TIR's bit operations. Weight k of a row belongs to
-// block floordiv(k, 32), position j = floormod(k, 32); the block's scale is its first two
-// bytes read as a uint16 and reinterpreted as float16 (q4_1's minimum, the next two).
+// block floordiv(k, block_weights), position j = floormod(k, block_weights); a float16
+// parameter is two bytes read as a uint16 and reinterpreted as float16.
 //
 // dequantize is one elementwise kernel over the output. quantized_matmul is one reduction
 // over the blocks and their positions whose operand is the decoded weight: blocks are
@@ -23,13 +23,68 @@ namespace kiln::relax::op {
 namespace {
 
 PrimExpr U8(int64_t v) { return tir::IntImm(DataType::UInt(8), v); }
+PrimExpr I32(int64_t v) { return tir::IntImm(DataType::Int32(), v); }
+PrimExpr AsI32(PrimExpr v) { return tir::Cast(DataType::Int32(), std::move(v)); }
+PrimExpr AsF32(PrimExpr v) { return tir::Cast(DataType::Float32(), std::move(v)); }
+
+// (v >> shift) & mask on int32 values (shift an index expression).
+PrimExpr Bits(PrimExpr v, PrimExpr shift, int64_t mask) {
+  return tir::BitAnd(tir::Shr(std::move(v), AsI32(std::move(shift))), I32(mask));
+}
+
+// Weight `k` of a row of the formats whose blocks need more than a byte and a nibble per
+// weight (q5_0, q5_1 and the K-quants; layouts in quantize.cc), as int32 bit operations on
+// the bytes `byte(offset in the block)`, `half(offset)` the float16 there as float32.
+template <typename ByteFn, typename HalfFn>
+PrimExpr ExtendedWeight(const QuantFormat& format, const PrimExpr& k, ByteFn byte, HalfFn half) {
+  auto b = [&](PrimExpr offset) { return AsI32(byte(std::move(offset))); };
+  if (format.name == "q5_0" || format.name == "q5_1") {
+    const bool q5_1 = format.name == "q5_1";
+    const int64_t base = q5_1 ? 4 : 2;
+    PrimExpr j = tir::FloorMod(k, Int(32));
+    PrimExpr fifth = Bits(b(Int(base) + tir::FloorDiv(j, Int(8))), tir::FloorMod(j, Int(8)), 1);
+    PrimExpr packed = b(Int(base + 4) + tir::FloorMod(j, Int(16)));
+    PrimExpr nibble = Bits(packed, tir::FloorDiv(j, Int(16)) * Int(4), 15);
+    PrimExpr q = tir::BitOr(nibble, tir::Shl(fifth, I32(4)));
+    if (q5_1) return AsF32(q) * half(0) + half(2);
+    return AsF32(q - I32(16)) * half(0);
+  }
+  PrimExpr e = tir::FloorMod(k, Int(256));
+  if (format.name == "q6_K") {
+    PrimExpr c = tir::FloorDiv(e, Int(128));
+    PrimExpr part = tir::FloorDiv(tir::FloorMod(e, Int(128)), Int(32));
+    PrimExpr l = tir::FloorMod(e, Int(32));
+    PrimExpr low = Bits(b(c * Int(64) + tir::FloorMod(part, Int(2)) * Int(32) + l), tir::FloorDiv(part, Int(2)) * Int(4), 15);
+    PrimExpr high = Bits(b(Int(128) + c * Int(32) + l), part * Int(2), 3);
+    PrimExpr q = tir::BitOr(low, tir::Shl(high, I32(4))) - I32(32);
+    PrimExpr scale = AsI32(tir::Reinterpret(DataType::Int(8), byte(Int(192) + tir::FloorDiv(e, Int(16)))));
+    return (half(208) * AsF32(scale)) * AsF32(q);
+  }
+  // q4_K, q5_K: group g = e / 32 has a 6-bit scale and min (g < 4: low 6 bits of bytes 4 + g
+  // and 8 + g; else nibbles of byte 8 + g, top bits from the top of bytes g and 4 + g).
+  const bool q5 = format.name == "q5_K";
+  PrimExpr g = tir::FloorDiv(e, Int(32));
+  PrimExpr l = tir::FloorMod(e, Int(32));
+  PrimExpr first = tir::LT(g, Int(4));
+  PrimExpr scale = tir::Select(first, tir::BitAnd(b(Int(4) + g), I32(63)),
+                               tir::BitOr(tir::BitAnd(b(Int(8) + g), I32(15)), tir::Shl(Bits(b(g), I32(6), 3), I32(4))));
+  PrimExpr min = tir::Select(first, tir::BitAnd(b(Int(8) + g), I32(63)),
+                             tir::BitOr(Bits(b(Int(8) + g), I32(4), 15), tir::Shl(Bits(b(Int(4) + g), I32(6), 3), I32(4))));
+  PrimExpr q = Bits(b(Int(q5 ? 48 : 16) + tir::FloorDiv(g, Int(2)) * Int(32) + l), tir::FloorMod(g, Int(2)) * Int(4), 15);
+  if (q5) q = tir::BitOr(q, tir::Shl(Bits(b(Int(16) + l), g, 1), I32(4)));
+  return (half(0) * AsF32(scale)) * AsF32(q) - half(2) * AsF32(min);
+}
+
+bool IsExtendedFormat(const QuantFormat& format) {
+  return format.name != "q4_0" && format.name != "q4_1" && format.name != "q8_0";
+}
 
 // The weight at output index `out_index` of a row of `data`'s blocks: `out_index` is the
 // row's index into `data` followed by the weight's position k in the row.
 PrimExpr Weight(const QuantFormat& format, const Buffer& data, const std::vector<PrimExpr>& out_index) {
   std::vector<PrimExpr> index(out_index.begin(), out_index.end() - 1);
   const PrimExpr& k = out_index.back();
-  PrimExpr start = tir::FloorDiv(k, Int(kQuantBlockWeights)) * Int(format.block_bytes);
+  PrimExpr start = tir::FloorDiv(k, Int(format.block_weights)) * Int(format.block_bytes);
   PrimExpr j = tir::FloorMod(k, Int(kQuantBlockWeights));
   auto byte = [&](PrimExpr offset) {
     std::vector<PrimExpr> at = index;
@@ -41,6 +96,7 @@ PrimExpr Weight(const QuantFormat& format, const Buffer& data, const std::vector
     PrimExpr bits = tir::BitOr(tir::Cast(u16, byte(Int(offset))), tir::Shl(tir::Cast(u16, byte(Int(offset + 1))), tir::IntImm(u16, 8)));
     return tir::Cast(DataType::Float32(), tir::Reinterpret(DataType::Float(16), bits));
   };
+  if (IsExtendedFormat(format)) return ExtendedWeight(format, k, byte, half_at);
   PrimExpr d = half_at(0);
   if (format.name == "q8_0") {
     PrimExpr q = tir::Cast(DataType::Int32(), tir::Reinterpret(DataType::Int(8), byte(Int(2) + j)));
@@ -86,6 +142,18 @@ absl::StatusOr<Expr> LegalizeQuantizedMatmul(LegalizeContext& context, const Cal
   const Buffer& w = p.inputs[1];
   const Buffer& out = p.outputs[0];
   const size_t rank = out->shape.size();
+  if (IsExtendedFormat(format)) {
+    // One reduction over k, each weight decoded where it is used (the general, unscheduled
+    // form: CPU builds call the library kernels for these formats).
+    Stmt body = ReduceBlock("quantized_matmul", out, {x->shape.back()}, Const(DataType::Float32(), 0), tir::Add,
+                            [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+                              std::vector<PrimExpr> xi(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(rank - 1));
+                              xi.push_back(r[0]);
+                              return tir::Mul(x.Load(xi), Weight(format, w, {s[rank - 1], r[0]}));
+                            });
+    Expr kernel = context.AddPrimFunc("quantized_matmul_" + format.name, MakePrimFunc(p, body, "out_ewise_fusable"));
+    return CallTir(kernel, {call.args[0], call.args[1]}, call.struct_info());
+  }
   constexpr int64_t kHalf = kQuantBlockWeights / 2;
   const PrimExpr blocks = tir::FloorDiv(x->shape.back(), Int(kQuantBlockWeights));
   Stmt body = ReduceBlock("quantized_matmul", out, {blocks, Int(2), Int(kHalf)}, Const(DataType::Float32(), 0), tir::Add,

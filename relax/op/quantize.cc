@@ -9,16 +9,23 @@
 //     "q4_1": 20 bytes, d, then a float16 minimum m, then 16 bytes of nibbles as q4_0;
 //             weight = q * d + m.
 //     "q8_0": 34 bytes, d as above, then 32 int8 quants; weight = q * d.
-//   Result: Tensor((d0, ..., dk / block_bytes * 32), dtype): each block's 32 weights in
-//   order, computed in float32 ((q - 8) and d converted exactly, one rounding for the
-//   product) and rounded once more to dtype.
+//     "q5_0": 22 bytes, d, a little-endian uint32 whose bit j is weight j's fifth bit, then
+//             16 bytes of nibbles as q4_0; weight = (q - 16) * d.
+//     "q5_1": 24 bytes, d, m, the fifth bits and nibbles as q5_0; weight = q * d + m.
+//     "q4_K", "q5_K", "q6_K": super-blocks of 256 weights in 144, 176 and 210 bytes with 6-bit
+//             (q4_K, q5_K: scale and min per 32) or int8 (q6_K: scale per 16) sub-scales,
+//             laid out as builtins/kquant_block_dot.h states; weight = (d * scale) * q -
+//             dmin * min (q4_K, q5_K) or (d * scale) * (q - 32) (q6_K).
+//   Result: Tensor((d0, ..., dk / block_bytes * block_weights), dtype): each block's weights
+//   in order, computed in float32 (each product and difference rounded once, no fused
+//   operations: the values of ggml's dequantize_row_*) and rounded once more to dtype.
 //   The legalization (legalize_quantize.cc) is never constant-folded: dequantizing constant
 //   weights at compile time would store them 3.5 to 7 times larger.
 //
-// quantized_matmul (x: Tensor((d0, ..., k), float32), w: Tensor((n, k / 32 * block_bytes),
+// quantized_matmul (x: Tensor((d0, ..., k), float32), w: Tensor((n, k / block_weights * block_bytes),
 //   uint8)), attribute format as dequantize's. `w` is a weight matrix stored as GGML stores
 //   it: row j holds output column j's k weights as blocks. Result: Tensor((d0, ..., n),
-//   float32) = x @ dequantize(w)^T, accumulated in float32. k must be a multiple of 32 and
+//   float32) = x @ dequantize(w)^T, accumulated in float32. k must be a multiple of the block and
 //   w's last dim exactly its blocks' bytes (checked at compile time; k may be symbolic only
 //   if w's is known). The legalization decodes the blocks inside the reduction: the weights
 //   stay quantized in memory. Attribute activations: "float32" (the default: x as it is) or
@@ -40,14 +47,27 @@
 
 namespace kiln::relax::op {
 
+namespace {
+
+const QuantFormat kFormats[] = {
+    {"q4_0", 18, 32}, {"q4_1", 20, 32}, {"q8_0", 34, 32},   {"q5_0", 22, 32},
+    {"q5_1", 24, 32}, {"q4_K", 144, 256}, {"q5_K", 176, 256}, {"q6_K", 210, 256},
+};
+
+}  // namespace
+
+const char* QuantFormatNames() {
+  return "\"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q4_K\", \"q5_K\" or \"q6_K\"";
+}
+
 absl::StatusOr<QuantFormat> QuantFormatAttr(const CallNode& call) {
   auto it = call.attrs.find("format");
-  if (it == call.attrs.end()) return OpError(call, "missing attribute format (\"q4_0\", \"q4_1\" or \"q8_0\")");
+  if (it == call.attrs.end()) return OpError(call, "missing attribute format (", QuantFormatNames(), ")");
   const auto* name = std::get_if<std::string>(&it->second);
-  if (name != nullptr && *name == "q4_0") return QuantFormat{"q4_0", 18};
-  if (name != nullptr && *name == "q4_1") return QuantFormat{"q4_1", 20};
-  if (name != nullptr && *name == "q8_0") return QuantFormat{"q8_0", 34};
-  return OpError(call, "attribute format must be \"q4_0\", \"q4_1\" or \"q8_0\"");
+  for (const QuantFormat& format : kFormats) {
+    if (name != nullptr && *name == format.name) return format;
+  }
+  return OpError(call, "attribute format must be ", QuantFormatNames());
 }
 
 namespace {
@@ -74,7 +94,7 @@ absl::StatusOr<StructInfo> InferDequantize(const CallNode& call, tir::Analyzer& 
     return OpError(call, "the last dim of data (", DimStr(shape.back()), ") must be a constant multiple of ",
                    format.block_bytes, ", the bytes of a ", format.name, " block");
   }
-  shape.back() = Int(*bytes / format.block_bytes * kQuantBlockWeights);
+  shape.back() = Int(*bytes / format.block_bytes * format.block_weights);
   return TensorSInfo(SimplifyDims(std::move(shape), analyzer), dtype, data->device);
 }
 
@@ -88,8 +108,8 @@ absl::StatusOr<StructInfo> InferQuantizedMatmul(const CallNode& call, tir::Analy
     if (summation == nullptr || (*summation != "lanes" && *summation != "blocks")) {
       return OpError(call, "attribute summation must be \"lanes\" or \"blocks\"");
     }
-    if (*summation == "blocks" && format.name == "q4_1") {
-      return OpError(call, "summation \"blocks\" is for q4_0 and q8_0 weights, not q4_1");
+    if (*summation == "blocks" && format.name != "q4_0" && format.name != "q8_0") {
+      return OpError(call, "summation \"blocks\" is for q4_0 and q8_0 weights, not ", format.name);
     }
   }
   if (x->dtype && *x->dtype != DataType::Float32()) {
@@ -110,7 +130,7 @@ absl::StatusOr<StructInfo> InferQuantizedMatmul(const CallNode& call, tir::Analy
     return OpError(call, "the last dim of w (", DimStr(ws[1]), ") must be a constant multiple of ",
                    format.block_bytes, ", the bytes of a ", format.name, " block");
   }
-  const int64_t k = *row_bytes / format.block_bytes * kQuantBlockWeights;
+  const int64_t k = *row_bytes / format.block_bytes * format.block_weights;
   if (DimsDiffer(xs.back(), Int(k), analyzer) || !DimsEqual(xs.back(), Int(k), analyzer)) {
     return OpError(call, "the last dim of x (", DimStr(xs.back()), ") must equal the ", k,
                    " weights of each row of w (", *row_bytes, " bytes of ", format.name, " blocks)");

@@ -9,13 +9,17 @@
 
 namespace kiln::relax::op {
 
-// Every format's block holds 32 weights.
+// The legacy formats' blocks hold 32 weights, the K-quants' super-blocks 256.
 inline constexpr int kQuantBlockWeights = 32;
 
 struct QuantFormat {
-  std::string name;     // "q4_0", "q8_0"
-  int block_bytes = 0;  // 18, 34
+  std::string name;                        // "q4_0", "q8_0", "q6_K"
+  int block_bytes = 0;                     // 18, 34, 210
+  int block_weights = kQuantBlockWeights;  // 32, 32, 256
 };
+
+// The names QuantFormatAttr accepts, for messages: "\"q4_0\", ..., \"q6_K\"".
+const char* QuantFormatNames();
 
 // The call's `format` attribute; an error naming the operator when it is absent or unknown.
 absl::StatusOr<QuantFormat> QuantFormatAttr(const CallNode& call);

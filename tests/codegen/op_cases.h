@@ -15,6 +15,7 @@
 #include <ostream>
 #include <random>
 #include <set>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -548,13 +549,25 @@ inline std::vector<Case> AllCases() {
   add({"dequantize_q8_0_f16", {P("x", {"3", "n", "68"}, "uint8", bytes)},
        "R.dequantize(x, format=\"q8_0\", dtype=float16)", n, 0, 0});
   add({"dequantize_q4_1", {P("x", {"n", "40"}, "uint8", bytes)}, "R.dequantize(x, format=\"q4_1\")", n, 0, 0});
+  add({"dequantize_q5_0", {P("x", {"n", "44"}, "uint8", bytes)}, "R.dequantize(x, format=\"q5_0\")", n, 0, 0});
+  add({"dequantize_q5_1_f16", {P("x", {"n", "48"}, "uint8", bytes)}, "R.dequantize(x, format=\"q5_1\", dtype=float16)",
+       n, 0, 0});
+  add({"dequantize_q4_K", {P("x", {"n", "288"}, "uint8", bytes)}, "R.dequantize(x, format=\"q4_K\")", n, 0, 0});
+  add({"dequantize_q5_K", {P("x", {"2", "n", "176"}, "uint8", bytes)}, "R.dequantize(x, format=\"q5_K\")", n, 0, 0});
+  add({"dequantize_q6_K", {P("x", {"n", "210"}, "uint8", bytes)}, "R.dequantize(x, format=\"q6_K\")", n, 0, 0});
   // quantized_matmul: bytes below 60 keep every scale a positive float16 below 1 (the high
   // byte's exponent bits stay under 15), so sums are well conditioned and the orders of
   // summation of the library kernel, the generated kernel and the reference agree closely.
   const Gen tame = {0, 60};
-  for (auto [format, bytes_per_row] : {std::pair{"q4_0", "72"}, {"q4_1", "80"}, {"q8_0", "136"}}) {
-    Case c{absl::StrCat("quantized_matmul_", format), {P("x", {"n", "128"}), P("w", {"m", bytes_per_row}, "uint8", tame)},
-           absl::StrCat("R.quantized_matmul(x, w, format=\"", format, "\")"), nm, 1e-4, 1e-4};
+  // The K-quants' sub-scales (6-bit, q6_K's int8) multiply the weights by up to 63, so their
+  // terms are large next to the results and float32 sums of 256 of them round at about 1e-4 of
+  // a result: a looser tolerance for them.
+  for (auto [format, k, bytes_per_row, tolerance] :
+       {std::tuple{"q4_0", "128", "72", 1e-4}, {"q4_1", "128", "80", 1e-4}, {"q8_0", "128", "136", 1e-4},
+        {"q5_0", "128", "88", 1e-4}, {"q5_1", "128", "96", 1e-4}, {"q4_K", "512", "288", 1e-3},
+        {"q5_K", "256", "176", 1e-3}, {"q6_K", "256", "210", 1e-3}}) {
+    Case c{absl::StrCat("quantized_matmul_", format), {P("x", {"n", k}), P("w", {"m", bytes_per_row}, "uint8", tame)},
+           absl::StrCat("R.quantized_matmul(x, w, format=\"", format, "\")"), nm, tolerance, tolerance};
     c.quantized_library = true;
     add(c);
   }

@@ -25,7 +25,9 @@ struct TinyLlamaSpec {
   uint32_t vocab = 80;
   uint32_t context = 256;
   float rope_base = 10000.0f;
-  uint32_t matmul_type = 3;  // ggml type ids: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 8 q8_0
+  // ggml type ids: 0 f32, 1 f16, 2 q4_0, 3 q4_1, 6 q5_0, 7 q5_1, 8 q8_0, 12 q4_K, 13 q5_K,
+  // 14 q6_K (the K-quants need hidden and ffn multiples of 256).
+  uint32_t matmul_type = 3;
   uint32_t embed_type = 8;
   bool tied = true;
   uint32_t seed = 1;
@@ -100,6 +102,10 @@ inline std::string TinyWeights(uint32_t type, uint64_t rows, uint64_t cols, floa
   std::string out;
   auto put16 = [&](uint16_t v) { out.append(reinterpret_cast<const char*>(&v), 2); };
   const uint64_t blocks = rows * cols / 32;
+  const uint64_t super_blocks = rows * cols / 256;
+  auto bytes = [&](int n) {
+    for (int i = 0; i < n; ++i) out.push_back(static_cast<char>(rng.Next() & 0xff));
+  };
   switch (type) {
     case 0:
       for (uint64_t i = 0; i < rows * cols; ++i) {
@@ -122,6 +128,32 @@ inline std::string TinyWeights(uint32_t type, uint64_t rows, uint64_t cols, floa
         put16(TinyHalf(-scale * rng.Uniform(0.8f, 1.0f)));
         for (int i = 0; i < 16; ++i) out.push_back(static_cast<char>(rng.Next() & 0xff));
       }
+      break;
+    case 6:  // q5_0: d, 4 bytes of fifth bits, 16 bytes of nibbles; w = (q - 16) * d
+    case 7:  // q5_1: d, m, then as q5_0; w = q * d + m
+      for (uint64_t b = 0; b < blocks; ++b) {
+        put16(TinyHalf(scale / 16 * rng.Uniform(0.5f, 1.0f)));
+        if (type == 7) put16(TinyHalf(-scale * rng.Uniform(0.8f, 1.0f)));
+        bytes(20);
+      }
+      break;
+    case 12:  // q4_K: d, dmin, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles
+    case 13:  // q5_K: as q4_K with 32 bytes of fifth bits before the nibbles
+      for (uint64_t b = 0; b < super_blocks; ++b) {
+        put16(TinyHalf(2 * scale / (63 * (type == 12 ? 15 : 31)) * rng.Uniform(0.5f, 1.0f)));
+        put16(TinyHalf(scale / 63 * rng.Uniform(0.5f, 1.0f)));
+        bytes(type == 12 ? 140 : 172);
+      }
+      break;
+    case 14:  // q6_K: 128 bytes of low nibbles, 64 of 2-bit high parts, 16 int8 scales, d
+      for (uint64_t b = 0; b < super_blocks; ++b) {
+        bytes(208);
+        put16(TinyHalf(scale / (32 * 127) * rng.Uniform(0.5f, 1.0f)));
+      }
+      break;
+    case 10:  // q2_K, q3_K: random bytes of their super-blocks (84, 110), for tests of their refusal
+    case 11:
+      bytes(static_cast<int>(super_blocks * (type == 10 ? 84 : 110)));
       break;
     case 8:  // q8_0: d, 32 int8; w = q * d
       for (uint64_t b = 0; b < blocks; ++b) {

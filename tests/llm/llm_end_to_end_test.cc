@@ -15,6 +15,7 @@
 #include "tests/llm/compile_test_model.h"
 #include "tests/llm/llm_test_util.h"
 #include "codegen/cpu_target.h"
+#include "codegen/compile_gguf_model.h"
 #include "formats/gguf_file.h"
 #include "serving/llm_runner.h"
 #include "serving/tokenizer.h"
@@ -101,6 +102,25 @@ void CheckTinyModel(const TinyLlamaSpec& spec, const std::string& name) {
 
 TEST(LlmEndToEnd, TinyModelsInEveryWeightFormatMatchTheNaivePass) {
   for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) CheckTinyModel(spec, name);
+}
+
+// A weight type Kiln cannot compute (here Q2_K, as some Q2_K/Q3_K GGUFs mix in) is refused
+// when compiling, naming the tensor, its type and the supported types.
+TEST(LlmEndToEnd, UnsupportedWeightTypesAreRefusedNamingTheTensor) {
+  TinyLlamaSpec spec;
+  spec.hidden = 256;
+  spec.ffn = 256;
+  spec.layers = 1;
+  spec.matmul_type = 10;
+  const std::string path = ::testing::TempDir() + "/tiny_q2_K.gguf";
+  ASSERT_TRUE(support::WriteFile(path, formats::testing::TinyLlamaGguf(spec)).ok());
+  codegen::ModelCompileOptions options;
+  options.progress = false;
+  absl::StatusOr<std::string> compiled = codegen::CompileGgufModel(path, options);
+  ASSERT_FALSE(compiled.ok());
+  EXPECT_THAT(std::string(compiled.status().message()),
+              ::testing::HasSubstr("tensor 'blk.0.attn_q.weight' has type q2_K; supported for matmul weights: q4_0, "
+                                   "q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, f16, bf16, f32"));
 }
 
 TEST(LlmEndToEnd, PromptsLongerThanTheContextAreRefusedClearly) {

@@ -65,7 +65,29 @@ inline std::vector<std::pair<std::string, formats::testing::TinyLlamaSpec>> Tiny
   formats::testing::TinyLlamaSpec f32;
   f32.matmul_type = 0;
   f32.embed_type = 0;
-  return {{"tiny_q4_1", q4_1}, {"tiny_q4_0_untied_mha", q4_0}, {"tiny_qwen2_q8_0", qwen}, {"tiny_f32", f32}};
+  // Q5_0 weights; Q5_1 weights and embedding rows (dequantize); the K-quants (hidden 256),
+  // also as embedding rows and as an untied output projection.
+  formats::testing::TinyLlamaSpec q5_0;
+  q5_0.matmul_type = 6;
+  formats::testing::TinyLlamaSpec q5_1;
+  q5_1.matmul_type = 7;
+  q5_1.embed_type = 7;
+  formats::testing::TinyLlamaSpec q4_k;
+  q4_k.hidden = 256;
+  q4_k.ffn = 256;
+  q4_k.layers = 1;
+  q4_k.matmul_type = 12;
+  q4_k.embed_type = 12;
+  formats::testing::TinyLlamaSpec q5_k = q4_k;
+  q5_k.matmul_type = 13;
+  q5_k.embed_type = 14;
+  formats::testing::TinyLlamaSpec q6_k = q4_k;
+  q6_k.matmul_type = 14;
+  q6_k.embed_type = 13;
+  q6_k.tied = false;
+  return {{"tiny_q4_1", q4_1},       {"tiny_q4_0_untied_mha", q4_0}, {"tiny_qwen2_q8_0", qwen}, {"tiny_f32", f32},
+          {"tiny_q5_0", q5_0},       {"tiny_q5_1", q5_1},            {"tiny_q4_K", q4_k},       {"tiny_q5_K", q5_k},
+          {"tiny_q6_K_untied", q6_k}};
 }
 
 // Adds sequence `id`, prefills `prompt` and takes `steps` greedy tokens (steps - 1 decode

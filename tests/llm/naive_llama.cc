@@ -19,47 +19,103 @@ float Half(const uint8_t* p) {
   return static_cast<float>((h & 0x8000) ? -v : v);
 }
 
-// Element `i` of a tensor of ggml type `type` (only the types the tests use).
+int BlockWeights(int type) { return type == 12 || type == 13 || type == 14 ? 256 : 32; }
+
+int64_t BlockBytes(int type) {
+  switch (type) {
+    case 2: return 18;
+    case 3: return 20;
+    case 6: return 22;
+    case 7: return 24;
+    case 8: return 34;
+    case 12: return 144;
+    case 13: return 176;
+    case 14: return 210;
+  }
+  return 0;
+}
+
+bool IsQuantized(int type) { return BlockBytes(type) != 0; }
+
+// One block of a quantized type as integers q and per-weight factors: weight j = a[j] * q[j]
+// + o[j] (o: the block's minimum, or a K-quant group's -dmin * min). From the GGML block
+// definitions: q4_0/q5_0/q8_0 d then quants, q4_1/q5_1 d, m then quants (q5: a uint32 of
+// fifth bits first); q4_K/q5_K d, dmin, 12 bytes of 6-bit scales and mins, (q5_K: 32 bytes of
+// fifth bits), 128 bytes of nibbles; q6_K 128 bytes of low nibbles, 64 of 2-bit high parts,
+// 16 int8 scales, d.
+void DecodeBlock(int type, const uint8_t* block, int* q, double* a, double* o) {
+  if (type == 2 || type == 3 || type == 6 || type == 7 || type == 8) {
+    const bool has_min = type == 3 || type == 7;
+    const double d = Half(block), m = has_min ? Half(block + 2) : 0.0;
+    const uint8_t* rest = block + (has_min ? 4 : 2);
+    uint32_t fifth = 0;
+    if (type == 6 || type == 7) {
+      std::memcpy(&fifth, rest, 4);
+      rest += 4;
+    }
+    for (int j = 0; j < 32; ++j) {
+      a[j] = d;
+      o[j] = m;
+      if (type == 8) {
+        q[j] = static_cast<int8_t>(rest[j]);
+        continue;
+      }
+      const int nibble = j < 16 ? rest[j] & 15 : rest[j - 16] >> 4;
+      const int value = nibble + static_cast<int>(((fifth >> j) & 1) << 4);
+      q[j] = type == 2 ? value - 8 : type == 6 ? value - 16 : value;
+    }
+    return;
+  }
+  if (type == 14) {
+    const double d = Half(block + 208);
+    for (int j = 0; j < 256; ++j) {
+      const int half = j / 128, part = (j % 128) / 32, l = j % 32;
+      const uint8_t low = block[64 * half + 32 * (part % 2) + l];
+      const uint8_t high = block[128 + 32 * half + l];
+      q[j] = (((part < 2 ? low : low >> 4) & 15) | (((high >> (2 * part)) & 3) << 4)) - 32;
+      a[j] = d * static_cast<int8_t>(block[192 + j / 16]);
+      o[j] = 0;
+    }
+    return;
+  }
+  const double d = Half(block), dmin = Half(block + 2);
+  const uint8_t* sm = block + 4;
+  for (int j = 0; j < 256; ++j) {
+    const int g = j / 32, l = j % 32;
+    const int scale = g < 4 ? sm[g] & 63 : (sm[g + 4] & 15) | ((sm[g - 4] >> 6) << 4);
+    const int min = g < 4 ? sm[g + 4] & 63 : (sm[g + 4] >> 4) | ((sm[g] >> 6) << 4);
+    const uint8_t byte = block[(type == 13 ? 48 : 16) + 32 * (g / 2) + l];
+    q[j] = (g % 2 == 0 ? byte & 15 : byte >> 4) + (type == 13 ? ((block[16 + l] >> g) & 1) << 4 : 0);
+    a[j] = d * scale;
+    o[j] = -dmin * min;
+  }
+}
+
+// A tensor of ggml type `type` as floats (only the types the tests use).
 absl::StatusOr<std::vector<float>> Decode(const formats::GgufTensor& t) {
   const auto* p = reinterpret_cast<const uint8_t*>(t.data);
   std::vector<float> out(static_cast<size_t>(t.num_elements));
   const int64_t n = t.num_elements;
-  switch (static_cast<int>(t.type)) {
-    case 0:
-      std::memcpy(out.data(), p, static_cast<size_t>(n) * 4);
-      return out;
-    case 1:
-      for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = Half(p + 2 * i);
-      return out;
-    case 2:  // q4_0: 18 bytes: d, 16 bytes of nibbles (j low, j + 16 high); (q - 8) * d
-      for (int64_t b = 0; b < n / 32; ++b) {
-        const uint8_t* block = p + 18 * b;
-        const float d = Half(block);
-        for (int j = 0; j < 16; ++j) {
-          out[static_cast<size_t>(32 * b + j)] = static_cast<float>((block[2 + j] & 15) - 8) * d;
-          out[static_cast<size_t>(32 * b + j + 16)] = static_cast<float>((block[2 + j] >> 4) - 8) * d;
-        }
-      }
-      return out;
-    case 3:  // q4_1: 20 bytes: d, m, 16 bytes of nibbles; q * d + m
-      for (int64_t b = 0; b < n / 32; ++b) {
-        const uint8_t* block = p + 20 * b;
-        const float d = Half(block), m = Half(block + 2);
-        for (int j = 0; j < 16; ++j) {
-          out[static_cast<size_t>(32 * b + j)] = static_cast<float>(block[4 + j] & 15) * d + m;
-          out[static_cast<size_t>(32 * b + j + 16)] = static_cast<float>(block[4 + j] >> 4) * d + m;
-        }
-      }
-      return out;
-    case 8:  // q8_0: 34 bytes: d, 32 int8; q * d
-      for (int64_t b = 0; b < n / 32; ++b) {
-        const uint8_t* block = p + 34 * b;
-        const float d = Half(block);
-        for (int j = 0; j < 32; ++j) out[static_cast<size_t>(32 * b + j)] = static_cast<float>(static_cast<int8_t>(block[2 + j])) * d;
-      }
-      return out;
+  const int type = static_cast<int>(t.type);
+  if (type == 0) {
+    std::memcpy(out.data(), p, static_cast<size_t>(n) * 4);
+    return out;
   }
-  return absl::UnimplementedError(absl::StrCat("naive reference: tensor type ", static_cast<int>(t.type)));
+  if (type == 1) {
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = Half(p + 2 * i);
+    return out;
+  }
+  if (!IsQuantized(type)) {
+    return absl::UnimplementedError(absl::StrCat("naive reference: tensor type ", type));
+  }
+  const int weights = BlockWeights(type);
+  int q[256];
+  double a[256], o[256];
+  for (int64_t b = 0; b < n / weights; ++b) {
+    DecodeBlock(type, p + b * BlockBytes(type), q, a, o);
+    for (int j = 0; j < weights; ++j) out[static_cast<size_t>(b * weights + j)] = static_cast<float>(a[j] * q[j] + o[j]);
+  }
+  return out;
 }
 
 // `f` rounded to the nearest float16 (ties to even), for the normal range: the scales here
@@ -71,6 +127,13 @@ float ThroughHalf(float f) {
   const double mantissa = std::nearbyint(m * 2048.0);                   // 11 significant bits
   const double value = std::ldexp(mantissa, e - 11);
   return static_cast<float>(f < 0 ? -value : value);
+}
+
+float RoundHalfEven(float v) {
+  float rounded = std::floor(v);
+  const float frac = v - rounded;
+  if (frac > 0.5f || (frac == 0.5f && std::fmod(rounded, 2.0f) != 0)) rounded += 1;
+  return rounded;
 }
 
 // Activations quantized to GGML's Q8 blocks: per 32 values, int8 q = x / d rounded half to
@@ -89,11 +152,7 @@ QuantizedActivations Quantize(const std::vector<double>& x) {
     const float inverse = amax == 0 ? 0.0f : 127.0f / amax;
     int sum = 0;
     for (int j = 0; j < 32; ++j) {
-      const float scaled = v[j] * inverse;
-      float rounded = std::floor(scaled);
-      const float frac = scaled - rounded;
-      if (frac > 0.5f || (frac == 0.5f && std::fmod(rounded, 2.0f) != 0)) rounded += 1;
-      out.q.push_back(static_cast<int>(rounded));
+      out.q.push_back(static_cast<int>(RoundHalfEven(v[j] * inverse)));
       sum += out.q.back();
     }
     out.d.push_back(ThroughHalf(d));
@@ -102,21 +161,25 @@ QuantizedActivations Quantize(const std::vector<double>& x) {
   return out;
 }
 
-// The integer weights of block `b` of a row of a quantized tensor and its scale and minimum.
-void RowBlock(int type, const uint8_t* row, int64_t b, int q[32], double* d, double* m) {
-  const int64_t bytes = type == 2 ? 18 : type == 3 ? 20 : 34;
-  const uint8_t* block = row + b * bytes;
-  *d = Half(block);
-  *m = type == 3 ? Half(block + 2) : 0.0;
-  for (int j = 0; j < 32; ++j) {
-    if (type == 8) {
-      q[j] = static_cast<int8_t>(block[2 + j]);
-    } else {
-      const uint8_t* qs = block + (type == 3 ? 4 : 2);
-      const int nibble = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
-      q[j] = type == 2 ? nibble - 8 : nibble;
+// Activations quantized to GGML's Q8_K (the K-quants' activations): per 256 values, max =
+// the first value of largest magnitude, iscale = -127 / max, q = min(127, round-half-even(
+// iscale * x)), d = 1 / iscale, all in float32.
+QuantizedActivations QuantizeK(const std::vector<double>& x) {
+  QuantizedActivations out;
+  for (size_t b = 0; b < x.size() / 256; ++b) {
+    float v[256], max = 0, amax = 0;
+    for (int j = 0; j < 256; ++j) {
+      v[j] = static_cast<float>(x[256 * b + j]);
+      if (std::fabs(v[j]) > amax) {
+        amax = std::fabs(v[j]);
+        max = v[j];
+      }
     }
+    const float iscale = amax == 0 ? 0.0f : -127.0f / max;
+    for (int j = 0; j < 256; ++j) out.q.push_back(std::min(127, static_cast<int>(RoundHalfEven(iscale * v[j]))));
+    out.d.push_back(amax == 0 ? 0.0 : 1.0f / iscale);
   }
+  return out;
 }
 
 }  // namespace
@@ -160,7 +223,7 @@ absl::StatusOr<NaiveLlama> NaiveLlama::Load(const formats::GgufFile& file, bool 
     out.cols = (*t)->shape[1];
     out.data = *std::move(data);
     out.type = static_cast<int>((*t)->type);
-    if (out.type == 2 || out.type == 3 || out.type == 8) {
+    if (IsQuantized(out.type)) {
       const auto* bytes = reinterpret_cast<const uint8_t*>((*t)->data);
       out.raw.assign(bytes, bytes + (*t)->nbytes);
     }
@@ -207,19 +270,27 @@ absl::StatusOr<NaiveLlama> NaiveLlama::Load(const formats::GgufFile& file, bool 
 std::vector<double> NaiveLlama::MatVec(const Matrix& m, const std::vector<double>& x) const {
   std::vector<double> y(static_cast<size_t>(m.rows));
   const bool quantized = quantize_activations_ && !m.raw.empty();
-  const QuantizedActivations xq = quantized ? Quantize(x) : QuantizedActivations{};
+  const int weights = quantized ? BlockWeights(m.type) : 32;
+  const bool kquant = weights == 256;
+  const QuantizedActivations xq = !quantized ? QuantizedActivations{} : kquant ? QuantizeK(x) : Quantize(x);
   auto rows = [&](int64_t begin, int64_t end) {
+    int q[256];
+    double a[256], o[256];
     for (int64_t r = begin; r < end && quantized; ++r) {
-      const int64_t blocks = m.cols / 32;
+      const int64_t blocks = m.cols / weights;
       const uint8_t* row = m.raw.data() + static_cast<size_t>(r) * m.raw.size() / static_cast<size_t>(m.rows);
       double s = 0;
       for (int64_t b = 0; b < blocks; ++b) {
-        int q[32];
-        double d = 0, minimum = 0;
-        RowBlock(m.type, row, b, q, &d, &minimum);
-        int64_t dot = 0;
-        for (int j = 0; j < 32; ++j) dot += static_cast<int64_t>(q[j]) * xq.q[static_cast<size_t>(b * 32 + j)];
-        s += d * xq.d[static_cast<size_t>(b)] * static_cast<double>(dot) + minimum * xq.s[static_cast<size_t>(b)];
+        DecodeBlock(m.type, row + b * BlockBytes(m.type), q, a, o);
+        const double xd = xq.d[static_cast<size_t>(b)];
+        for (int j = 0; j < weights; ++j) {
+          const double xj = xq.q[static_cast<size_t>(b * weights + j)];
+          s += a[j] * q[j] * xj * xd;
+          // K-quant mins meet the quantized activations; a legacy block's minimum meets
+          // ggml's float16 s = d * sum(q) (once per block).
+          if (kquant) s += o[j] * xj * xd;
+        }
+        if (!kquant) s += o[0] * xq.s[static_cast<size_t>(b)];
       }
       y[static_cast<size_t>(r)] = s;
     }

@@ -4,9 +4,10 @@
 // GGML block definitions), and computes in the most obvious way — float64 dot products and
 // norms, float32 storage — one token at a time with a plain per-layer K/V list.
 // With `quantize_activations` (the default, what Kiln's library kernels and llama.cpp do) the
-// input of every matmul with Q4_0/Q4_1/Q8_0 weights is first rounded to float32 and
-// quantized per 32-block to int8 with a float16 scale d = max|x| / 127 (Q4_1: also the
-// float16 s = d * sum(q)); the products are then summed exactly in float64.
+// input of every matmul with quantized weights is first rounded to float32 and quantized
+// per 32-block to int8 with a float16 scale d = max|x| / 127 (Q4_1, Q5_1: also the float16
+// s = d * sum(q)), for the K-quants per 256-block with a float32 d = max / -127 (max: the
+// value of largest magnitude); the products are then summed in float64.
 //
 //   NaiveLlama model = *NaiveLlama::Load(gguf);
 //   std::vector<float> logits = model.Forward(token, position);   // appends to its cache

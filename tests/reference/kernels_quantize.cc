@@ -1,5 +1,5 @@
 // Quantization kernels: dequantize and quantized_matmul (block layouts in
-// relax/op/quantize.cc), written from the layouts: per block, the float16 scale (and q4_1's
+// relax/op/quantize.cc), written from the layouts: per block, the float16 scale (and the
 // minimum) decoded by HostTensor, then each weight; quantized_matmul is the float64 dot
 // product of x with the dequantized rows.
 #include <string>
@@ -15,6 +15,7 @@ namespace {
 struct Format {
   std::string name;
   int64_t block_bytes;
+  int64_t block_weights = 32;
 };
 
 absl::StatusOr<Format> FormatOf(const KernelCall& call) {
@@ -23,7 +24,12 @@ absl::StatusOr<Format> FormatOf(const KernelCall& call) {
   if (name != nullptr && *name == "q4_0") return Format{"q4_0", 18};
   if (name != nullptr && *name == "q4_1") return Format{"q4_1", 20};
   if (name != nullptr && *name == "q8_0") return Format{"q8_0", 34};
-  return call.Error("attribute format must be \"q4_0\", \"q4_1\" or \"q8_0\"");
+  if (name != nullptr && *name == "q5_0") return Format{"q5_0", 22};
+  if (name != nullptr && *name == "q5_1") return Format{"q5_1", 24};
+  if (name != nullptr && *name == "q4_K") return Format{"q4_K", 144, 256};
+  if (name != nullptr && *name == "q5_K") return Format{"q5_K", 176, 256};
+  if (name != nullptr && *name == "q6_K") return Format{"q6_K", 210, 256};
+  return call.Error("attribute format must be one of q4_0, q4_1, q8_0, q5_0, q5_1, q4_K, q5_K, q6_K");
 }
 
 double Half(const std::vector<uint8_t>& bytes, int64_t at) {
@@ -31,11 +37,58 @@ double Half(const std::vector<uint8_t>& bytes, int64_t at) {
       .GetDouble(0);
 }
 
-// The 32 weights of the block at byte `at`, each computed in float32 as the operator states:
-// q (or q - 8) and the scales are exact in float32; q4_0/q8_0 round the product once, q4_1
-// rounds the product and then the sum with the minimum.
-void DecodeBlock(const Format& f, const std::vector<uint8_t>& bytes, int64_t at, float* out) {
+// The 256 weights of a K-quant super-block at byte `at`: q4_K/q5_K (d * scale) * q - dmin *
+// min per group of 32 (6-bit scales and mins packed in 12 bytes, q5_K's fifth bits in 32
+// bytes, then the nibbles: byte 32c + l holds weights 64c + l and 64c + 32 + l); q6_K
+// (d * scale) * (q - 32) with int8 scales per 16 (low nibbles, 2-bit high parts, scales, d).
+void DecodeSuperBlock(const Format& f, const std::vector<uint8_t>& bytes, int64_t at, float* out) {
+  auto byte = [&](int64_t i) -> int { return bytes[static_cast<size_t>(at + i)]; };
+  if (f.name == "q6_K") {
+    const float d = static_cast<float>(Half(bytes, at + 208));
+    for (int e = 0; e < 256; ++e) {
+      const int c = e / 128, part = (e % 128) / 32, l = e % 32;
+      const int low = byte(64 * c + 32 * (part % 2) + l) >> (4 * (part / 2)) & 15;
+      const int high = (byte(128 + 32 * c + l) >> (2 * part)) & 3;
+      const float scale = static_cast<float>(static_cast<int8_t>(byte(192 + e / 16)));
+      out[e] = (d * scale) * static_cast<float>((low | high << 4) - 32);
+    }
+    return;
+  }
   const float d = static_cast<float>(Half(bytes, at));
+  const float dmin = static_cast<float>(Half(bytes, at + 2));
+  for (int e = 0; e < 256; ++e) {
+    const int g = e / 32, l = e % 32;
+    const int scale = g < 4 ? byte(4 + g) & 63 : (byte(8 + g) & 15) | (byte(g) >> 6) << 4;
+    const int min = g < 4 ? byte(8 + g) & 63 : byte(8 + g) >> 4 | (byte(4 + g) >> 6) << 4;
+    int q = byte((f.name == "q5_K" ? 48 : 16) + 32 * (g / 2) + l) >> (4 * (g % 2)) & 15;
+    if (f.name == "q5_K") q |= ((byte(16 + l) >> g) & 1) << 4;
+    out[e] = (d * static_cast<float>(scale)) * static_cast<float>(q) - dmin * static_cast<float>(min);
+  }
+}
+
+// The weights of the block at byte `at`, each computed in float32 as the operator states:
+// q (or q - 8, q - 16) and the scales are exact in float32; q4_0/q5_0/q8_0 round the product
+// once, q4_1/q5_1 round the product and then the sum with the minimum.
+void DecodeBlock(const Format& f, const std::vector<uint8_t>& bytes, int64_t at, float* out) {
+  if (f.block_weights == 256) return DecodeSuperBlock(f, bytes, at, out);
+  const float d = static_cast<float>(Half(bytes, at));
+  if (f.name == "q5_0" || f.name == "q5_1") {
+    const bool q5_1 = f.name == "q5_1";
+    const int64_t fifth = at + (q5_1 ? 4 : 2);
+    const float m = q5_1 ? static_cast<float>(Half(bytes, at + 2)) : 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      const uint8_t packed = bytes[static_cast<size_t>(fifth + 4 + j % 16)];
+      const int high = (bytes[static_cast<size_t>(fifth + j / 8)] >> (j % 8)) & 1;
+      const int q = (j < 16 ? packed & 0x0f : packed >> 4) + 16 * high;
+      if (q5_1) {
+        const float product = static_cast<float>(q) * d;
+        out[j] = product + m;
+      } else {
+        out[j] = static_cast<float>(q - 16) * d;
+      }
+    }
+    return;
+  }
   if (f.name == "q8_0") {
     for (int j = 0; j < 32; ++j) out[j] = static_cast<float>(static_cast<int8_t>(bytes[static_cast<size_t>(at + 2 + j)])) * d;
     return;
@@ -65,14 +118,15 @@ absl::StatusOr<RefValue> Dequantize(const KernelCall& call) {
   std::vector<int64_t> shape = data->shape();
   const int64_t row_bytes = shape.back();
   const int64_t blocks_per_row = row_bytes / format.block_bytes;
-  shape.back() = blocks_per_row * 32;
+  const int64_t bw = format.block_weights;
+  shape.back() = blocks_per_row * bw;
   HostTensor out(out_dtype, shape);
   const int64_t rows = row_bytes == 0 ? 0 : data->numel() / row_bytes;
-  float w[32];
+  float w[256];
   for (int64_t row = 0; row < rows; ++row) {
     for (int64_t b = 0; b < blocks_per_row; ++b) {
       DecodeBlock(format, data->bytes(), row * row_bytes + b * format.block_bytes, w);
-      for (int j = 0; j < 32; ++j) out.SetDouble(row * blocks_per_row * 32 + b * 32 + j, w[j]);
+      for (int j = 0; j < bw; ++j) out.SetDouble(row * blocks_per_row * bw + b * bw + j, w[j]);
     }
   }
   return RefValue(std::move(out));
@@ -87,12 +141,13 @@ absl::StatusOr<RefValue> QuantizedMatmul(const KernelCall& call) {
   const int64_t k = x->shape().back();
   const int64_t n = w->shape()[0];
   const int64_t row_bytes = w->shape()[1];
-  if (k % 32 != 0 || row_bytes != k / 32 * format.block_bytes) return call.Error("x's last dim does not match w's rows");
+  const int64_t bw = format.block_weights;
+  if (k % bw != 0 || row_bytes != k / bw * format.block_bytes) return call.Error("x's last dim does not match w's rows");
   // Dequantize every row of w, then float64 dot products.
   std::vector<float> weights(static_cast<size_t>(n * k));
   for (int64_t j = 0; j < n; ++j) {
-    for (int64_t b = 0; b < k / 32; ++b) {
-      DecodeBlock(format, w->bytes(), j * row_bytes + b * format.block_bytes, weights.data() + j * k + b * 32);
+    for (int64_t b = 0; b < k / bw; ++b) {
+      DecodeBlock(format, w->bytes(), j * row_bytes + b * format.block_bytes, weights.data() + j * k + b * bw);
     }
   }
   std::vector<int64_t> shape = x->shape();

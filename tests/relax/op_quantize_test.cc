@@ -25,9 +25,16 @@ TEST(QuantizeTest, DequantizeShapesAndErrors) {
             "error: dequantize: the last dim of data (n) must be a constant multiple of 18, the bytes of a q4_0 "
             "block");
   EXPECT_EQ(Infer("dequantize", {T({18}, i32)}, q4), "error: dequantize: data must be uint8 (the blocks' bytes), got int32");
-  EXPECT_EQ(Infer("dequantize", {T({18}, u8)}), "error: dequantize: missing attribute format (\"q4_0\", \"q4_1\" or \"q8_0\")");
+  EXPECT_EQ(Infer("dequantize", {T({18}, u8)}),
+            "error: dequantize: missing attribute format (\"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q4_K\", \"q5_K\" or \"q6_K\")");
   EXPECT_EQ(Infer("dequantize", {T({18}, u8)}, {{"format", std::string("q5_k")}}),
-            "error: dequantize: attribute format must be \"q4_0\", \"q4_1\" or \"q8_0\"");
+            "error: dequantize: attribute format must be \"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q4_K\", \"q5_K\" or \"q6_K\"");
+  // K-quants: 256 weights per super-block (q4_K 144 bytes, q6_K 210); q5_1: 32 in 24 bytes.
+  EXPECT_EQ(Infer("dequantize", {T({n, 288}, u8)}, {{"format", std::string("q4_K")}}), "Tensor((n, 512), float32)");
+  EXPECT_EQ(Infer("dequantize", {T({n, 48}, u8)}, {{"format", std::string("q5_1")}}), "Tensor((n, 64), float32)");
+  EXPECT_EQ(Infer("dequantize", {T({n, 200}, u8)}, {{"format", std::string("q6_K")}}),
+            "error: dequantize: the last dim of data (200) must be a constant multiple of 210, the bytes of a q6_K "
+            "block");
   EXPECT_EQ(Infer("dequantize", {T({18}, u8)}, {{"format", std::string("q4_0")}, {"dtype", i32}}),
             "error: dequantize: dtype must be float32 or float16, got int32");
 }
@@ -51,6 +58,12 @@ TEST(QuantizeTest, QuantizedMatmulShapesAndErrors) {
             "error: quantized_matmul: x must be float32, got float16");
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, i32)}, q41),
             "error: quantized_matmul: w must be uint8 (the blocks' bytes), got int32");
+  // 1536 weights per row: 6 q6_K super-blocks of 210 bytes, or 6 q5_K ones of 176.
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 1536}, f32), T({576, 1260}, u8)}, {{"format", std::string("q6_K")}}),
+            "Tensor((n, 576), float32)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 1024}, f32), T({576, 1056}, u8)}, {{"format", std::string("q5_K")}}),
+            "error: quantized_matmul: the last dim of x (1024) must equal the 1536 weights of each row of w (1056 bytes "
+            "of q5_K blocks)");
   // summation: "lanes" or "blocks" (q4_0 / q8_0 only).
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({8, 324}, u8)},
                   {{"format", std::string("q4_0")}, {"summation", std::string("blocks")}}),
@@ -64,6 +77,9 @@ TEST(QuantizeTest, QuantizedMatmulShapesAndErrors) {
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
                   {{"format", std::string("q4_1")}, {"summation", std::string("tree")}}),
             "error: quantized_matmul: attribute summation must be \"lanes\" or \"blocks\"");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 1536}, f32), T({576, 1260}, u8)},
+                  {{"format", std::string("q6_K")}, {"summation", std::string("blocks")}}),
+            "error: quantized_matmul: summation \"blocks\" is for q4_0 and q8_0 weights, not q6_K");
 }
 
 TEST(QuantizeTest, RotaryEmbeddingShapesAndErrors) {

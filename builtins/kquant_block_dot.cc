@@ -1,0 +1,315 @@
+#include "builtins/kquant_block_dot.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "support/float16.h"
+
+namespace kiln::builtins {
+namespace {
+
+float Half(const uint8_t* p) { return support::HalfToFloat(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
+
+// ggml's round-to-nearest through the float adder: adding 1.5 * 2^23 leaves the integer in
+// the low mantissa bits, rounded half to even (exact for |v| < 2^22, which the quantized
+// values are; the same bits as ggml's for anything else).
+int NearestInt(float v) {
+  const float shifted = v + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof(bits));
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
+// The scale and min of group g (0..7) of a Q4_K/Q5_K super-block's 12 packed bytes.
+void ScaleAndMin(const uint8_t* packed, int g, int* scale, int* min) {
+  if (g < 4) {
+    *scale = packed[g] & 63;
+    *min = packed[g + 4] & 63;
+  } else {
+    *scale = (packed[g + 4] & 0xF) | ((packed[g - 4] >> 6) << 4);
+    *min = (packed[g + 4] >> 4) | ((packed[g] >> 6) << 4);
+  }
+}
+
+// One super-block's weight scales and minimums as integers, and its float parameters.
+struct SuperBlockScales {
+  int scale16[16];  // the scale of weights 16i .. 16i + 15
+  int min[8];       // Q4_K/Q5_K: the min of group g (0 for Q6_K)
+  float d, dmin;
+};
+
+SuperBlockScales ReadScales(KQuantFormat format, const uint8_t* block) {
+  SuperBlockScales s{};
+  if (format == KQuantFormat::kQ6_K) {
+    for (int i = 0; i < 16; ++i) s.scale16[i] = static_cast<int8_t>(block[192 + i]);
+    s.d = Half(block + 208);
+    return s;
+  }
+  s.d = Half(block);
+  s.dmin = Half(block + 2);
+  for (int g = 0; g < 8; ++g) {
+    int scale = 0;
+    ScaleAndMin(block + 4, g, &scale, &s.min[g]);
+    s.scale16[2 * g] = s.scale16[2 * g + 1] = scale;
+  }
+  return s;
+}
+
+// The 256 weights of a super-block as integers (Q6_K without its - 32: the offset is taken
+// per lane from the activation sums, Q6KOffsets).
+void ReadQuants(KQuantFormat format, const uint8_t* block, int* q) {
+  switch (format) {
+    case KQuantFormat::kQ4_K:
+    case KQuantFormat::kQ5_K: {
+      const bool q5 = format == KQuantFormat::kQ5_K;
+      const uint8_t* high = block + 16;
+      const uint8_t* nibbles = block + (q5 ? 48 : 16);
+      for (int c = 0; c < 4; ++c) {
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t byte = nibbles[32 * c + l];
+          q[64 * c + l] = (byte & 15) + (q5 ? ((high[l] >> (2 * c)) & 1) << 4 : 0);
+          q[64 * c + 32 + l] = (byte >> 4) + (q5 ? ((high[l] >> (2 * c + 1)) & 1) << 4 : 0);
+        }
+      }
+      return;
+    }
+    case KQuantFormat::kQ6_K: {
+      for (int c = 0; c < 2; ++c) {
+        const uint8_t* low = block + 64 * c;
+        const uint8_t* high = block + 128 + 32 * c;
+        for (int l = 0; l < 32; ++l) {
+          q[128 * c + l] = (low[l] & 15) | ((high[l] & 3) << 4);
+          q[128 * c + 32 + l] = (low[32 + l] & 15) | (((high[l] >> 2) & 3) << 4);
+          q[128 * c + 64 + l] = (low[l] >> 4) | (((high[l] >> 4) & 3) << 4);
+          q[128 * c + 96 + l] = (low[32 + l] >> 4) | (((high[l] >> 6) & 3) << 4);
+        }
+      }
+      return;
+    }
+  }
+}
+
+// Q6_K's - 32 as ggml takes it: lane t loses 32 * (scale(2t) * sum(2t) + scale(2t + 1) *
+// sum(2t + 1)), sum(i) the sum of activations 16i .. 16i + 15 (so lane t's offset belongs to
+// the weights of group t, not to the lane's elements: the lanes differ from those of q - 32).
+void Q6KOffsets(const SuperBlockScales& s, const Q8KBlock& x, int32_t offsets[8]) {
+  for (int t = 0; t < 8; ++t) {
+    offsets[t] = 32 * (s.scale16[2 * t] * x.sums[2 * t] + s.scale16[2 * t + 1] * x.sums[2 * t + 1]);
+  }
+}
+
+// prod[t] = min(2t) * s(2t) + min(2t + 1) * s(2t + 1), s(g) the sum of group g's activations.
+void MinProducts(const SuperBlockScales& s, const Q8KBlock& x, int32_t prod[4]) {
+  for (int t = 0; t < 4; ++t) {
+    const int even = x.sums[4 * t] + x.sums[4 * t + 1];
+    const int odd = x.sums[4 * t + 2] + x.sums[4 * t + 3];
+    prod[t] = s.min[2 * t] * even + s.min[2 * t + 1] * odd;
+  }
+}
+
+// The per-row float state: 8 lanes, and the mins (Q4_K: 4 lanes, Q5_K: lane 0 as a scalar).
+struct RowAccumulator {
+  float lanes[8] = {};
+  float mins[4] = {};
+
+  void AddMins(KQuantFormat format, float dmin, const int32_t prod[4]) {
+    if (format == KQuantFormat::kQ4_K) {
+      for (int t = 0; t < 4; ++t) mins[t] = std::fma(dmin, static_cast<float>(prod[t]), mins[t]);
+    } else if (format == KQuantFormat::kQ5_K) {
+      const int32_t sum = (prod[0] + prod[1]) + (prod[2] + prod[3]);
+      mins[0] = std::fma(dmin, static_cast<float>(sum), mins[0]);
+    }
+  }
+
+  float Result(KQuantFormat format) const {
+    float four[4];
+    for (int i = 0; i < 4; ++i) four[i] = lanes[i + 4] + lanes[i];
+    const float sum = (four[0] + four[2]) + (four[1] + four[3]);
+    if (format == KQuantFormat::kQ4_K) return sum + ((mins[0] + mins[2]) + (mins[1] + mins[3]));
+    if (format == KQuantFormat::kQ5_K) return sum + mins[0];
+    return sum;
+  }
+};
+
+void DotRowsScalar(KQuantFormat format, const uint8_t* w, const Q8KBlock* x, int64_t blocks, int64_t rows, float* out,
+                   int64_t out_stride) {
+  const int64_t block_bytes = KQuantBlockBytes(format);
+  int q[256];
+  for (int64_t r = 0; r < rows; ++r) {
+    RowAccumulator acc;
+    const uint8_t* block = w;
+    for (int64_t b = 0; b < blocks; ++b, block += block_bytes) {
+      const Q8KBlock& xb = x[r * blocks + b];
+      const SuperBlockScales s = ReadScales(format, block);
+      ReadQuants(format, block, q);
+      int32_t sumi[8] = {};
+      for (int g = 0; g < 8; ++g) {
+        for (int t = 0; t < 8; ++t) {
+          const int e = 32 * g + 4 * t;
+          int32_t sum = 0;
+          for (int i = e; i < e + 4; ++i) sum += q[i] * xb.q[i];
+          sumi[t] += s.scale16[e / 16] * sum;
+        }
+      }
+      if (format == KQuantFormat::kQ6_K) {
+        int32_t offsets[8];
+        Q6KOffsets(s, xb, offsets);
+        for (int t = 0; t < 8; ++t) sumi[t] -= offsets[t];
+      }
+      const float d = xb.d * s.d;
+      for (int t = 0; t < 8; ++t) acc.lanes[t] = std::fma(d, static_cast<float>(sumi[t]), acc.lanes[t]);
+      if (format != KQuantFormat::kQ6_K) {
+        int32_t prod[4];
+        MinProducts(s, xb, prod);
+        acc.AddMins(format, -xb.d * s.dmin, prod);
+      }
+    }
+    out[r * out_stride] = acc.Result(format);
+  }
+}
+
+// --- AVX2: the same integers with vpmaddubsw + vpmaddwd, the same float operations ---
+
+// A super-block decoded for the byte products: the weights of group g (32 bytes, unsigned:
+// Q6_K without its - 32) and its scales as 16 int16 (8 for each half of the group).
+struct DecodedSuperBlock {
+  __m256i quants[8];
+  __m256i scales[8];
+};
+
+// Q6_K's 2-bit high parts at bits `shift` of each byte, moved to bits 4-5.
+__attribute__((target("avx2,fma,f16c"))) inline __m256i HighBits(__m256i high, int shift, __m256i two) {
+  return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, shift), two), 4);
+}
+
+__attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(KQuantFormat format, const uint8_t* block,
+                                                        const SuperBlockScales& s, DecodedSuperBlock* out) {
+  const __m256i low4 = _mm256_set1_epi8(15);
+  for (int g = 0; g < 8; ++g) {
+    out->scales[g] = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s.scale16[2 * g + 1])),
+                                      _mm_set1_epi16(static_cast<int16_t>(s.scale16[2 * g])));
+  }
+  if (format == KQuantFormat::kQ6_K) {
+    const __m256i two = _mm256_set1_epi8(3);  // two bits
+    for (int c = 0; c < 2; ++c) {
+      const __m256i low0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * c));
+      const __m256i low1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 64 * c + 32));
+      const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * c));
+      out->quants[4 * c + 0] = _mm256_or_si256(_mm256_and_si256(low0, low4), HighBits(high, 0, two));
+      out->quants[4 * c + 1] = _mm256_or_si256(_mm256_and_si256(low1, low4), HighBits(high, 2, two));
+      out->quants[4 * c + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(low0, 4), low4), HighBits(high, 4, two));
+      out->quants[4 * c + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(low1, 4), low4), HighBits(high, 6, two));
+    }
+    return;
+  }
+  const bool q5 = format == KQuantFormat::kQ5_K;
+  const uint8_t* nibbles = block + (q5 ? 48 : 16);
+  const __m256i high = q5 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16)) : _mm256_setzero_si256();
+  const __m256i one = _mm256_set1_epi8(1);
+  for (int c = 0; c < 4; ++c) {
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(nibbles + 32 * c));
+    __m256i lo = _mm256_and_si256(bytes, low4);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), low4);
+    if (q5) {
+      lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, 2 * c), one), 4));
+      hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, 2 * c + 1), one), 4));
+    }
+    out->quants[2 * c] = lo;
+    out->quants[2 * c + 1] = hi;
+  }
+}
+
+__attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(KQuantFormat format, const uint8_t* w, const Q8KBlock* x,
+                                                         int64_t blocks, int64_t rows, float* out, int64_t out_stride) {
+  constexpr int kGroup = 4;
+  const int64_t block_bytes = KQuantBlockBytes(format);
+  const bool q6 = format == KQuantFormat::kQ6_K;
+  DecodedSuperBlock decoded;
+  for (int64_t r = 0; r < rows; r += kGroup) {
+    const int group = static_cast<int>(std::min<int64_t>(kGroup, rows - r));
+    __m256 acc[kGroup];
+    RowAccumulator mins[kGroup];
+    for (int i = 0; i < kGroup; ++i) acc[i] = _mm256_setzero_ps();
+    const uint8_t* block = w;
+    for (int64_t b = 0; b < blocks; ++b, block += block_bytes) {
+      const SuperBlockScales s = ReadScales(format, block);
+      DecodeAvx2(format, block, s, &decoded);
+      for (int i = 0; i < group; ++i) {
+        const Q8KBlock& xb = x[(r + i) * blocks + b];
+        __m256i sumi = _mm256_setzero_si256();
+        for (int g = 0; g < 8; ++g) {
+          const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.q + 32 * g));
+          const __m256i pairs = _mm256_maddubs_epi16(decoded.quants[g], y);
+          sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(decoded.scales[g], pairs));
+        }
+        if (q6) {
+          int32_t offsets[8];
+          Q6KOffsets(s, xb, offsets);
+          sumi = _mm256_sub_epi32(sumi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offsets)));
+        }
+        acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * s.d), _mm256_cvtepi32_ps(sumi), acc[i]);
+        if (!q6) {
+          int32_t prod[4];
+          MinProducts(s, xb, prod);
+          mins[i].AddMins(format, -xb.d * s.dmin, prod);
+        }
+      }
+    }
+    for (int i = 0; i < group; ++i) {
+      _mm256_storeu_ps(mins[i].lanes, acc[i]);
+      out[(r + i) * out_stride] = mins[i].Result(format);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t KQuantBlockBytes(KQuantFormat format) {
+  switch (format) {
+    case KQuantFormat::kQ4_K: return 144;
+    case KQuantFormat::kQ5_K: return 176;
+    case KQuantFormat::kQ6_K: return 210;
+  }
+  return 0;
+}
+
+void QuantizeRowQ8K(const float* x, int64_t k, Q8KBlock* out) {
+  for (int64_t b = 0; b < k / kKQuantBlockWeights; ++b, x += kKQuantBlockWeights) {
+    Q8KBlock& y = out[b];
+    float max = 0.0f;
+    float amax = 0.0f;
+    for (int j = 0; j < kKQuantBlockWeights; ++j) {
+      const float ax = std::fabs(x[j]);
+      if (ax > amax) {
+        amax = ax;
+        max = x[j];
+      }
+    }
+    if (amax == 0.0f) {
+      y = Q8KBlock{};
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    for (int j = 0; j < kKQuantBlockWeights; ++j) {
+      y.q[j] = static_cast<int8_t>(std::min(127, NearestInt(iscale * x[j])));
+    }
+    for (int i = 0; i < 16; ++i) {
+      int sum = 0;
+      for (int j = 0; j < 16; ++j) sum += y.q[16 * i + j];
+      y.sums[i] = static_cast<int16_t>(sum);
+    }
+    y.d = 1.0f / iscale;
+  }
+}
+
+void DotQ8KRows(KQuantFormat format, const uint8_t* weight_row, const Q8KBlock* x, int64_t blocks, int64_t rows,
+                float* out, int64_t out_stride, Q8Isa isa) {
+  if (isa == Q8Isa::kScalar) return DotRowsScalar(format, weight_row, x, blocks, rows, out, out_stride);
+  DotRowsAvx2(format, weight_row, x, blocks, rows, out, out_stride);
+}
+
+}  // namespace kiln::builtins

@@ -1,0 +1,75 @@
+// Dot products of GGML's K-quantized weights (Q4_K, Q5_K, Q6_K: super-blocks of 256
+// weights) with activations quantized to Q8_K, the numerics of llama.cpp's CPU backend
+// (ggml_vec_dot_q4_K_q8_K / q5_K / q6_K, AVX2 build), so a K-quant model run by Kiln
+// computes the same floats as llama.cpp's non-repacked path (docs/llm.md, "Numerics").
+//
+// Weight layouts (little-endian float16 d, dmin):
+//   Q4_K, 144 bytes: d, dmin, 12 bytes of eight 6-bit scales and eight 6-bit mins (scale and
+//     min of group g < 4 in the low 6 bits of bytes g and g + 4; of g >= 4 the low nibbles
+//     and high nibbles of byte g + 4 with their top two bits in the top bits of bytes g - 4
+//     and g), 128 bytes of nibbles: byte 32c + l holds weight 64c + l low and 64c + 32 + l
+//     high. Weight = d * scale(g) * q - dmin * min(g), g the weight's group of 32.
+//   Q5_K, 176 bytes: as Q4_K with 32 bytes of fifth bits between the scales and the nibbles:
+//     weight 64c + l has bit 2c of byte l, weight 64c + 32 + l bit 2c + 1.
+//   Q6_K, 210 bytes: 128 bytes of low nibbles, 64 bytes of 2-bit high parts, 16 int8 scales
+//     (one per 16 weights), d last. For half c (128 weights) and l < 32, the low-nibble bytes
+//     64c + l and 64c + 32 + l and the high byte 32c + l give weights 128c + l (low nibble,
+//     bits 0-1), 128c + 32 + l (low, bits 2-3), 128c + 64 + l (high nibble, bits 4-5) and
+//     128c + 96 + l (high, bits 6-7); weight = d * scale * (q - 32).
+//
+// Activations (QuantizeRowQ8K, ggml's quantize_row_q8_K, which x86 builds take from the
+// reference code): per 256, max = the first element of largest magnitude, iscale = -127 / max,
+// q = min(127, round-half-to-even(iscale * x)), d = 1 / iscale as float32 (not float16), and
+// the sums of each 16 q's. A block of zeros has d = 0 and q = 0.
+//
+// Order (DotQ8KRows): each super-block's integer products are summed exactly into 8 lanes:
+// lane t holds, over the eight groups of 32, scale(group) * (sum of the products of the
+// group's elements 4t..4t+3) (Q6_K: the scale of those elements' 16, q without its - 32,
+// and lane t then loses 32 * (scale(2t) * sum(2t) + scale(2t + 1) * sum(2t + 1)), sum(i) the
+// activations' 16-sums: ggml takes the offset from them, so it lands in other lanes than
+// the products of (q - 32) would put it, and the lanes' floats differ). Each lane is
+// converted to float and accumulated over the super-blocks with one fused multiply-add by
+// d = activation d * weight d. The mins (Q4_K, Q5_K) use the 16-sums: prod[t] = min(2t) *
+// s(2t) + min(2t + 1) * s(2t + 1), s(g) the sum of group g's activations, with dmin =
+// -activation d * weight dmin; Q4_K accumulates prod[t] into 4 float lanes with fused
+// multiply-adds, added at the end as (m0 + m2) + (m1 + m3); Q5_K adds the integer sum of the
+// four into a scalar with one fused multiply-add per super-block. The 8 lanes are added
+// (l0+l4 + l2+l6) + (l1+l5 + l3+l7), then the mins.
+//
+// llama.cpp repacks Q4_K weights whose row count is a multiple of 8 (q4_K_8x8, ggml-cpu/
+// repack.cpp) on AVX2 CPUs and then sums in another order: docs/llm.md says what differs.
+//
+// Portable and AVX2 code give identical bits (the integer sums are exact, the float
+// operations the same); the AVX-512 VNNI choice of q8_block_dot.h runs the AVX2 code.
+#pragma once
+
+#include <cstdint>
+
+#include "builtins/q8_block_dot.h"
+
+namespace kiln::builtins {
+
+enum class KQuantFormat { kQ4_K, kQ5_K, kQ6_K };
+
+inline constexpr int64_t kKQuantBlockWeights = 256;
+
+// Bytes of one 256-weight super-block of `format`.
+int64_t KQuantBlockBytes(KQuantFormat format);
+
+// One super-block of quantized activations (ggml's block_q8_K).
+struct Q8KBlock {
+  float d;
+  int8_t q[256];
+  int16_t sums[16];  // of q[16i .. 16i + 15]
+};
+
+// Quantizes k floats (k a multiple of 256) into k / 256 blocks.
+void QuantizeRowQ8K(const float* x, int64_t k, Q8KBlock* out);
+
+// The dot products of one weight row (`blocks` super-blocks of `format`) with `rows`
+// activation rows of `blocks` blocks each (row r at x + r * blocks): out[r * out_stride].
+// `isa` must be supported (Q8IsaSupported); a row's result does not depend on `rows`.
+void DotQ8KRows(KQuantFormat format, const uint8_t* weight_row, const Q8KBlock* x, int64_t blocks, int64_t rows,
+                float* out, int64_t out_stride, Q8Isa isa);
+
+}  // namespace kiln::builtins

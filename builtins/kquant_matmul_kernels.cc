@@ -1,0 +1,179 @@
+#include "builtins/kquant_matmul_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "builtins/ggml_row_decode.h"
+#include "builtins/kquant_block_dot.h"
+#include "builtins/q5_block_dot.h"
+#include "builtins/q8_block_dot.h"
+#include "builtins/quantized_matmul_operands.h"
+
+namespace kiln::builtins {
+namespace {
+
+using Format = DecodableFormat;
+
+const char* FormatName(Format f) {
+  switch (f) {
+    case Format::kQ5_0: return "q5_0";
+    case Format::kQ5_1: return "q5_1";
+    case Format::kQ4_K: return "q4_K";
+    case Format::kQ5_K: return "q5_K";
+    case Format::kQ6_K: return "q6_K";
+  }
+  return "?";
+}
+
+bool IsKQuant(Format f) { return DecodableBlockWeights(f) == kKQuantBlockWeights; }
+
+KQuantFormat ToKQuant(Format f) {
+  return f == Format::kQ4_K ? KQuantFormat::kQ4_K : f == Format::kQ5_K ? KQuantFormat::kQ5_K : KQuantFormat::kQ6_K;
+}
+
+struct Job {
+  Format format;
+  Q8Isa isa;
+  const float* x;
+  const uint8_t* w;
+  float* out;
+  Q8Block* q8;         // rows x (k / 32), Q5 formats
+  Q8KBlock* q8k;       // rows x (k / 256), K-quants
+  uint8_t* nonfinite;  // per row: holds an inf or NaN
+  int64_t rows, n, k, row_bytes, rows_per_task, columns_per_task;
+};
+
+int32_t QuantizeTask(int64_t task, int64_t, void* closure) {
+  const Job& job = *static_cast<const Job*>(closure);
+  const int64_t end = std::min(job.rows, (task + 1) * job.rows_per_task);
+  for (int64_t r = task * job.rows_per_task; r < end; ++r) {
+    const float* row = job.x + r * job.k;
+    job.nonfinite[r] = !std::all_of(row, row + job.k, [](float v) { return std::isfinite(v); });
+    if (IsKQuant(job.format)) {
+      QuantizeRowQ8K(row, job.k, job.q8k + r * (job.k / kKQuantBlockWeights));
+    } else {
+      QuantizeRowQ8(row, job.k, job.q8 + r * (job.k / 32), job.isa);
+    }
+  }
+  return 0;
+}
+
+int32_t QuantizedDotTask(int64_t task, int64_t, void* closure) {
+  const Job& job = *static_cast<const Job*>(closure);
+  const int64_t begin = task * job.columns_per_task;
+  const int64_t end = std::min(job.n, begin + job.columns_per_task);
+  const bool kquant = IsKQuant(job.format);
+  const int64_t blocks = job.k / DecodableBlockWeights(job.format);
+  const int64_t row_activation_bytes =
+      kquant ? blocks * static_cast<int64_t>(sizeof(Q8KBlock)) : blocks * static_cast<int64_t>(sizeof(Q8Block));
+  // Chunks of activation rows small enough to stay in L2 while the task's weight rows pass
+  // over them (a row's result does not depend on its chunk).
+  const int64_t chunk = std::max<int64_t>(4, (int64_t{96} << 10) / row_activation_bytes / 4 * 4);
+  for (int64_t r0 = 0; r0 < job.rows; r0 += chunk) {
+    const int64_t count = std::min(chunk, job.rows - r0);
+    for (int64_t col = begin; col < end; ++col) {
+      const uint8_t* weights = job.w + col * job.row_bytes;
+      float* out = job.out + r0 * job.n + col;
+      if (kquant) {
+        DotQ8KRows(ToKQuant(job.format), weights, job.q8k + r0 * blocks, blocks, count, out, job.n, job.isa);
+      } else {
+        const Q5Format q5 = job.format == Format::kQ5_0 ? Q5Format::kQ5_0 : Q5Format::kQ5_1;
+        DotQ5Rows(q5, weights, job.q8 + r0 * blocks, blocks, count, out, job.n, job.isa);
+      }
+    }
+  }
+  return 0;
+}
+
+// Float32 activations: each weight row decoded once, then its dot product with every listed
+// row of x, summed in float64 (8 partial sums, added pairwise): a K-quant's terms can be
+// thousands of times its result (int8 scales times 6-bit quants), which float32 sums of
+// hundreds of terms would round visibly.
+int32_t FloatDotTask(int64_t task, int64_t, void* closure) {
+  const Job& job = *static_cast<const Job*>(closure);
+  thread_local std::vector<float> decoded;
+  decoded.resize(static_cast<size_t>(job.k));
+  const int64_t begin = task * job.columns_per_task;
+  const int64_t end = std::min(job.n, begin + job.columns_per_task);
+  for (int64_t col = begin; col < end; ++col) {
+    DecodeRow(job.format, job.w + col * job.row_bytes, job.k, decoded.data());
+    for (int64_t r = 0; r < job.rows; ++r) {
+      if (job.nonfinite != nullptr && !job.nonfinite[r]) continue;
+      const float* x = job.x + r * job.k;
+      double partial[8] = {};
+      for (int64_t j = 0; j < job.k; j += 8) {
+        for (int l = 0; l < 8; ++l) partial[l] += static_cast<double>(decoded[static_cast<size_t>(j + l)]) * x[j + l];
+      }
+      job.out[r * job.n + col] = static_cast<float>(((partial[0] + partial[4]) + (partial[2] + partial[6])) +
+                                                    ((partial[1] + partial[5]) + (partial[3] + partial[7])));
+    }
+  }
+  return 0;
+}
+
+template <Format F, bool kQuantizeActivations>
+int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
+  QuantizedMatmulOperands o;
+  const std::string name = QuantizedMatmulKernelName(FormatName(F), kQuantizeActivations);
+  if (!ReadQuantizedMatmulOperands(name, args, num_args, DecodableBlockWeights(F), DecodableBlockBytes(F), ctx, &o)) {
+    return 1;
+  }
+  const int64_t rows = o.rows, n = o.n, k = o.k;
+  if (rows == 0 || n == 0) return 0;
+  Job job{F, BestQ8Isa(), o.x, o.w, o.out, nullptr, nullptr, nullptr, rows, n, k, o.row_bytes, 0, 0};
+  if (k == 0) {
+    std::fill(job.out, job.out + rows * n, 0.0f);
+    return 0;
+  }
+  // About 8 tasks per thread so uneven threads still balance; at least 4 columns each.
+  const int64_t threads = std::max<int64_t>(1, ctx->num_threads);
+  job.columns_per_task = std::max<int64_t>(4, (n + threads * 8 - 1) / (threads * 8));
+  const int64_t column_tasks = (n + job.columns_per_task - 1) / job.columns_per_task;
+  if constexpr (!kQuantizeActivations) {
+    return ctx->parallel_for(ctx, column_tasks, FloatDotTask, &job);
+  }
+  // The caller's buffers: tasks write disjoint rows of them, then only read them.
+  thread_local std::vector<Q8Block> q8;
+  thread_local std::vector<Q8KBlock> q8k;
+  thread_local std::vector<uint8_t> nonfinite;
+  if (IsKQuant(F)) {
+    q8k.resize(static_cast<size_t>(rows * (k / kKQuantBlockWeights)));
+    job.q8k = q8k.data();
+  } else {
+    q8.resize(static_cast<size_t>(rows * (k / 32)));
+    job.q8 = q8.data();
+  }
+  nonfinite.assign(static_cast<size_t>(rows), 0);
+  job.nonfinite = nonfinite.data();
+  job.rows_per_task = std::max<int64_t>(1, (rows + threads * 4 - 1) / (threads * 4));
+  if (int32_t rc = ctx->parallel_for(ctx, (rows + job.rows_per_task - 1) / job.rows_per_task, QuantizeTask, &job)) {
+    return rc;
+  }
+  if (int32_t rc = ctx->parallel_for(ctx, column_tasks, QuantizedDotTask, &job)) return rc;
+  // Rows with an inf or NaN again with float activations (IEEE arithmetic keeps an inf an
+  // inf, where the quantized block would be NaN throughout).
+  if (std::any_of(nonfinite.begin(), nonfinite.end(), [](uint8_t v) { return v != 0; })) {
+    return ctx->parallel_for(ctx, column_tasks, FloatDotTask, &job);
+  }
+  return 0;
+}
+
+template <Format F>
+void Register(vm::BuiltinRegistry& registry) {
+  registry.RegisterKernel(QuantizedMatmulKernelName(FormatName(F), true), "ttt", QuantizedMatmul<F, true>);
+  registry.RegisterKernel(QuantizedMatmulKernelName(FormatName(F), false), "ttt", QuantizedMatmul<F, false>);
+}
+
+}  // namespace
+
+void RegisterKQuantMatmulKernels(vm::BuiltinRegistry& registry) {
+  Register<Format::kQ5_0>(registry);
+  Register<Format::kQ5_1>(registry);
+  Register<Format::kQ4_K>(registry);
+  Register<Format::kQ5_K>(registry);
+  Register<Format::kQ6_K>(registry);
+}
+
+}  // namespace kiln::builtins

@@ -1,0 +1,26 @@
+// Library kernels for quantized_matmul (relax/op/quantize.cc) with GGML's Q5_0, Q5_1, Q4_K,
+// Q5_K and Q6_K weights (the formats of builtins/quantized_matmul_kernels.h are Q4_0, Q4_1
+// and Q8_0):
+//
+//   kiln.cpu.quantized_matmul_q5_0 / _q5_1 / _q4_K / _q5_K / _q6_K (x, w, out) "ttt":
+//     x float32 (..., k), w uint8 (n, k / block_weights * block_bytes), out float32 (..., n);
+//     out = x @ dequantize(w)^T as llama.cpp's CPU backend computes it: each row of x
+//     quantized (Q8_0 for Q5_0, Q8_1 for Q5_1: builtins/q8_block_dot.h; Q8_K for the
+//     K-quants: builtins/kquant_block_dot.h), integer dot products per block summed in
+//     ggml's order (builtins/q5_block_dot.h, builtins/kquant_block_dot.h). A row holding an
+//     inf or NaN is computed with float32 activations instead (quantized, it would be NaN).
+//   kiln.cpu.quantized_matmul_f32x_<format>: float32 activations against the decoded
+//     weights (builtins/ggml_row_decode.h), the operator's exact semantics up to float32
+//     rounding (relax::LibraryOptions::quantize_activations = false).
+//
+// Tasks are ranges of output columns on the VM's thread pool; each decodes or reads a weight
+// row once for all activation rows (in chunks that stay in L2).
+#pragma once
+
+#include "vm/builtin_registry.h"
+
+namespace kiln::builtins {
+
+void RegisterKQuantMatmulKernels(vm::BuiltinRegistry& registry);
+
+}  // namespace kiln::builtins
