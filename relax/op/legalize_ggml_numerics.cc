@@ -51,15 +51,29 @@ absl::StatusOr<GgmlNumerics> GgmlNumericsAttr(const CallNode& call) {
 // ggml_v_expf (builtins/ggml_expf.inc): n = round(x / ln 2) by the 1.5 * 2^23 trick,
 // b = x - n ln 2 in two parts, a degree-5 polynomial in b, times 2^n with one rounding
 // (vscalefps), |n| > 192 saturating to inf or 0.
-PrimExpr GgmlExp(const PrimExpr& x) {
+namespace {
+
+// Both builds' first steps: n = round(x / ln 2) (adding and subtracting 1.5 * 2^23), b = x -
+// n ln 2 in two parts, and the degree-5 polynomial's terms above the linear one (exp(b) =
+// 1 + c1 b + upper * b^2).
+struct ExpReduction {
+  PrimExpr n, b, upper, u;  // upper: the polynomial's terms above the linear one, over b^2 = u
+};
+
+ExpReduction ReduceForExp(const PrimExpr& x) {
   const PrimExpr r = F32(0x1.8p23);
-  const PrimExpr z = Fma(x, F32(0x1.715476p+0), r);
-  const PrimExpr n = z - r;
+  const PrimExpr n = Fma(x, F32(0x1.715476p+0), r) - r;
   const PrimExpr minus_n = Negate(n);
   const PrimExpr b = Fma(minus_n, F32(0x1.7f7d1cp-20), Fma(minus_n, F32(0x1.62e4p-1), x));
-  const PrimExpr u = b * b;
-  const PrimExpr j = Fma(Fma(Fma(F32(0x1.0e4020p-7), b, F32(0x1.573e2ep-5)), u, Fma(F32(0x1.555e66p-3), b, F32(0x1.fffdb6p-2))),
-                         u, Fma(F32(0x1.ffffecp-1), b, F32(1)));
+  const PrimExpr upper = Fma(Fma(F32(0x1.0e4020p-7), b, F32(0x1.573e2ep-5)), b * b, Fma(F32(0x1.555e66p-3), b, F32(0x1.fffdb6p-2)));
+  return {n, b, upper, b * b};
+}
+
+}  // namespace
+
+PrimExpr GgmlExp(const PrimExpr& x) {
+  const auto [n, b, upper, u] = ReduceForExp(x);
+  const PrimExpr j = Fma(upper, u, Fma(F32(0x1.ffffecp-1), b, F32(1)));
   // j * 2^e in two exact-then-rounding steps, so that e beyond a float's normal exponents
   // (up to +-192) still rounds once: 2^127 * 2^(e - 127) above, 2^(e + 100) * 2^-100 below.
   const DataType i32 = DataType::Int32();
@@ -78,14 +92,8 @@ PrimExpr GgmlExp(const PrimExpr& x) {
 // (j = exp(b) - 1), then 2^n + 2^n * j in one rounding; beyond |n| = 126, 2^n split into s1 *
 // s2 (s1 = 2^127 or 2^-125) as s1 * (s2 + s2 * j); beyond 192, s1 * s1 (inf or 0).
 PrimExpr GgmlExpAvx2Build(const PrimExpr& x) {
-  const PrimExpr r = F32(0x1.8p23);
-  const PrimExpr z = Fma(x, F32(0x1.715476p+0), r);
-  const PrimExpr n = z - r;
-  const PrimExpr minus_n = Negate(n);
-  const PrimExpr b = Fma(minus_n, F32(0x1.7f7d1cp-20), Fma(minus_n, F32(0x1.62e4p-1), x));
-  const PrimExpr u = b * b;
-  const PrimExpr j = Fma(Fma(Fma(F32(0x1.0e4020p-7), b, F32(0x1.573e2ep-5)), u, Fma(F32(0x1.555e66p-3), b, F32(0x1.fffdb6p-2))),
-                         u, F32(0x1.ffffecp-1) * b);
+  const auto [n, b, upper, u] = ReduceForExp(x);
+  const PrimExpr j = Fma(upper, u, F32(0x1.ffffecp-1) * b);
   const DataType i32 = DataType::Int32();
   const PrimExpr e = tir::Cast(i32, n);
   auto c = [&](int64_t v) { return tir::IntImm(i32, v); };
