@@ -71,8 +71,6 @@ void Reply(httplib::Response& res, const ApiError& error) {
   res.set_content(error.ToJson(), kJson);
 }
 
-// Compares without an early exit, so the time taken says nothing about where a wrong key
-// differs (only, as usual, about its length).
 // The methods a route of this server answers, for a 405's Allow header; empty for a path
 // that is no route at all (a 404). Kept next to the routes registered in Impl's constructor.
 std::string AllowedMethods(std::string_view path) {
@@ -83,6 +81,8 @@ std::string AllowedMethods(std::string_view path) {
   return "";
 }
 
+// Compares without an early exit, so the time taken says nothing about where a wrong key
+// differs (only, as usual, about its length).
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   unsigned char difference = 0;
