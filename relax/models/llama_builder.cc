@@ -9,6 +9,7 @@
 #include "formats/ggml_type.h"
 #include "formats/gguf_tensor_view.h"
 #include "relax/block_builder.h"
+#include "relax/op/legalize_quantized_matmul_q8.h"
 #include "relax/struct_info.h"
 #include "support/status_macros.h"
 
@@ -138,7 +139,12 @@ class LlamaBuilder {
     }
     if (const char* format = QuantFormatName(tensor->type)) {
       Attrs attrs = {{"format", std::string(format)}};
-      if (!quantized_activations_.empty()) attrs.emplace("activations", quantized_activations_);
+      if (!quantized_activations_.empty()) {
+        // A GPU computes 8-bit activations for the formats its generated kernel takes;
+        // float32 activations for the others (their llama.cpp arithmetic is CPU-only).
+        const bool q8 = quantized_activations_ == "q8" && op::QuantizedMatmulQ8Generated(format);
+        attrs.emplace("activations", std::string(q8 ? "q8" : "float32"));
+      }
       if (SummedByBlock(*tensor, name)) attrs.emplace("summation", std::string("blocks"));
       return Emit(Call(Op("quantized_matmul"), {x, w}, std::move(attrs)), out_name);
     }

@@ -73,8 +73,16 @@ absl::StatusOr<bool> QuantizedMatmulQ8Activations(const CallNode& call) {
   return OpError(call, "attribute activations must be \"float32\" or \"q8\"");
 }
 
+bool QuantizedMatmulQ8Generated(const std::string& format) {
+  return format == "q4_0" || format == "q4_1" || format == "q8_0";
+}
+
 absl::StatusOr<Expr> LegalizeQuantizedMatmulQ8(LegalizeContext& context, const CallNode& call,
                                                const QuantFormat& format) {
+  if (!QuantizedMatmulQ8Generated(format.name)) {
+    return OpError(call, "activations=\"q8\" has no generated kernel for ", format.name,
+                   " weights (q4_0, q4_1 and q8_0; on the CPU the library kernels take every format)");
+  }
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   if (p.inputs.size() != 2) return OpError(call, "cannot legalize: expects two tensor operands");
   const Buffer& x = p.inputs[0];

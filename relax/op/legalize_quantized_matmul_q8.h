@@ -3,6 +3,8 @@
 // from TIR so that every target, GPUs included, computes it (docs/llm.md "Numerics").
 #pragma once
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "relax/expr.h"
 #include "relax/op/quantize.h"
@@ -14,7 +16,13 @@ namespace kiln::relax::op {
 // absent; an error naming the operator for anything else.
 absl::StatusOr<bool> QuantizedMatmulQ8Activations(const CallNode& call);
 
-// The kernel for `call` (a normalized quantized_matmul whose activations are "q8").
+// Whether the generated kernel computes activations="q8" for weights of `format`: q4_0,
+// q4_1 and q8_0 (the Q5 and K-quant formats have CPU library kernels only, builtins/
+// kquant_matmul_kernels.h).
+bool QuantizedMatmulQ8Generated(const std::string& format);
+
+// The kernel for `call` (a normalized quantized_matmul whose activations are "q8"); an error
+// naming the format where QuantizedMatmulQ8Generated is false.
 absl::StatusOr<Expr> LegalizeQuantizedMatmulQ8(LegalizeContext& context, const CallNode& call,
                                                const QuantFormat& format);
 

@@ -261,5 +261,16 @@ TEST(QuantizedMatmulQ8Test, AnUnknownActivationsValueIsAnError) {
       << exe.status();
 }
 
+// The Q5 and K-quant formats have CPU library kernels only: generating their 8-bit kernel is
+// an error naming the format, not a kernel that reads the blocks as another format.
+TEST(QuantizedMatmulQ8Test, AFormatWithoutAGeneratedKernelIsAnError) {
+  const std::string text =
+      "module {\n  func @main(x: Tensor((n, 64), float32), w: Tensor((m, 44), uint8)) -> Object {\n"
+      "    r = R.quantized_matmul(x, w, format=\"q5_0\", activations=\"q8\")\n    return r\n  }\n}\n";
+  absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = CompileForCpu(text, false);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_NE(exe.status().message().find("no generated kernel for q5_0 weights"), std::string::npos) << exe.status();
+}
+
 }  // namespace
 }  // namespace kiln
