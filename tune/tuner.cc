@@ -282,7 +282,15 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
       // The least of the default's times so far: the load only ever adds to a time.
       task.default_seconds = task.default_seconds < 0 ? result.baseline_seconds
                                                       : std::min(task.default_seconds, result.baseline_seconds);
-      double ratio = result.seconds / result.baseline_seconds;
+      // Credited as replay credits it (TrustedRatio): a baseline slowed by the load while
+      // the candidate ran normally is no win.
+      auto trusted = [&](const MeasureResult& r) {
+        TuningRecord record;
+        record.seconds = r.seconds;
+        record.baseline_seconds = r.baseline_seconds;
+        return TrustedRatio(record, task.default_seconds);
+      };
+      double ratio = trusted(result);
       model.Add(Features(task, knobs), result.seconds);
       model.Fit();
       // A new best that replay would take over the default is measured once more, and
@@ -291,8 +299,13 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
       if (ratio < task.best_ratio && ratio < 1.0 / kMinSpeedup && !out_of(search_trials, search_budget)) {
         progress(w, size, absl::StrCat(Micros(result.seconds), ", ", Speedup(ratio), ": measuring again"), result);
         KILN_ASSIGN_OR_RETURN(MeasureResult again, measure(w, size, w.bindings[task.size_index], knobs));
-        ratio = again.ok ? std::max(ratio, again.seconds / again.baseline_seconds) : 1e30;
-        if (again.ok) result = again;
+        if (again.ok) {
+          task.default_seconds = std::min(task.default_seconds, again.baseline_seconds);
+          ratio = std::max(ratio, trusted(again));
+          result = again;
+        } else {
+          ratio = 1e30;
+        }
       }
       if (task.best_seconds < 0 || ratio < task.best_ratio) {
         task.best_seconds = result.seconds;

@@ -172,6 +172,29 @@ TEST(TuningDbTest, AKnobSetMeasuredAgainCountsWithItsWorstRatio) {
   EXPECT_EQ(table["w"].best_by_size[0].second, tir::CpuScheduleKnobs());
 }
 
+// The records of a loaded run (1 thread, n = 300): the default's own record at 99 us; a
+// candidate at 102 us twice, each time beside a default slowed to 228 and 604 us (0.45x
+// and 0.17x by its own baselines); another at 50 us beside a default at 110 us.
+TEST(TuningDbTest, AWinOverADisturbedBaselineCountsAgainstTheLeastDefaultTime) {
+  auto record = [](const tir::CpuScheduleKnobs& k, double seconds, double baseline) {
+    return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = 300,
+                        .seconds = seconds, .baseline_seconds = baseline};
+  };
+  const TuningRecord slower = record(WideTiles(), 102e-6, 228e-6);
+  EXPECT_NEAR(TrustedRatio(slower, 99e-6), 102.0 / 99, 1e-12);
+  EXPECT_NEAR(TrustedRatio(slower, 0), 102.0 / 228, 1e-12);  // no least time known: its own
+  std::vector<TuningRecord> records = {record(tir::CpuScheduleKnobs(), 99e-6, 99e-6), slower,
+                                       record(WideTiles(), 102e-6, 604e-6)};
+  EXPECT_EQ(LeastBaselines(records).at({"w", 300}), 99e-6);
+  tir::TuningTable table = BestTable(records);
+  ASSERT_EQ(table["w"].best_by_size.size(), 1u);
+  EXPECT_EQ(table["w"].best_by_size[0].second, tir::CpuScheduleKnobs()) << "a slower kernel must not replace the default";
+  // A real win is faster than the default's least time too (50 / 99 = 0.51x).
+  records.push_back(record(SmallTiles(), 50e-6, 110e-6));
+  table = BestTable(records);
+  EXPECT_EQ(table["w"].best_by_size[0].second, SmallTiles());
+}
+
 TEST(TuningDbTest, AVariantStaysInUseWhereItTiesTheDefault) {
   auto record = [](int64_t size, const tir::CpuScheduleKnobs& k, double seconds) {
     return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = size,
