@@ -70,30 +70,24 @@ tir::CpuScheduleKnobs RowsOuterDeepTiles() {
   return k;
 }
 
-// The wide-tile knobs (k blocks, row steps, sub-tiles, packing, the many-rows threshold).
-tir::CpuScheduleKnobs KBlockedWideTiles() {
+// The wide-tile knobs: rows, k blocks, row steps, sub-tiles, packing, the many-rows threshold.
+tir::CpuScheduleKnobs WideTileKnobs(int rows, int k_block, int step_rows, int subtiles, int many_rows) {
   tir::CpuScheduleKnobs k;
-  k.matmul.row_tile = 48;
-  k.matmul.wide_k_block = 256;
-  k.matmul.wide_step_rows = 6;
-  k.matmul.wide_subtiles = 2;
+  k.matmul.row_tile = rows;
+  k.matmul.wide_k_block = k_block;
+  k.matmul.wide_step_rows = step_rows;
+  k.matmul.wide_subtiles = subtiles;
   k.matmul.wide_pack = true;
-  k.matmul.many_rows = 128;
+  k.matmul.many_rows = many_rows;
   return k;
 }
 
+// Each wide-tile knob away from its default.
+tir::CpuScheduleKnobs KBlockedWideTiles() { return WideTileKnobs(48, 256, 6, 2, 128); }
+
 // Wide tiles for the block's MLP up projection on AVX2 (k = 64 in two blocks, row steps of
 // 2, one sub-tile, packed), register tiles again from 32 rows.
-tir::CpuScheduleKnobs BlockWideTiles() {
-  tir::CpuScheduleKnobs k;
-  k.matmul.row_tile = 8;
-  k.matmul.wide_k_block = 32;
-  k.matmul.wide_step_rows = 2;
-  k.matmul.wide_subtiles = 1;
-  k.matmul.wide_pack = true;
-  k.matmul.many_rows = 32;
-  return k;
-}
+tir::CpuScheduleKnobs BlockWideTiles() { return WideTileKnobs(8, 32, 2, 1, 32); }
 
 TEST(TuneKnobsTest, TextRoundTripsAndRejectsNonsense) {
   for (const tir::CpuScheduleKnobs& k :
