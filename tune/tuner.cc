@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 
@@ -10,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "support/status_macros.h"
 #include "support/check.h"
+#include "support/status_macros.h"
 #include "tir/structural_hash.h"
 #include "tune/cost_model.h"
 #include "tune/crossover.h"
@@ -30,7 +31,7 @@ struct Task {
   tir::CpuScheduleKnobs best;
   double best_seconds = -1;
   double best_ratio = 1;  // best_seconds / the default's, measured side by side
-  double default_seconds = -1;  // the default knobs' time per call (the task's first trial)
+  double default_seconds = -1;  // the default knobs' least time per call over the trials so far
   int trials = 0;
   int empty_draws = 0;     // draws in a row that found no new schedule
   bool exhausted = false;  // no new schedule left (as far as random draws find)
