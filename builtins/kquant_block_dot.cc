@@ -116,8 +116,8 @@ void MinProducts(const SuperBlockScales& s, const Q8KBlock& x, int32_t prod[4]) 
 // 64i + 63, times their scales), both with Q6_K's offsets subtracted, and the min products.
 struct SuperBlockSums {
   int32_t lanes[8];
-  int32_t quarters[4];
-  int32_t mins[4];  // prod[t] of MinProducts (zeros for Q6_K)
+  int32_t quarters[4];  // kBlocks and kTiles read only their sum
+  int32_t mins[4];      // prod[t] of MinProducts (zeros for Q6_K)
 };
 
 // The per-row float state of each order (KQuantSummation). kLanes: 8 lanes, and the mins
@@ -338,9 +338,15 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(KQuantFormat format, K
           MinProductsOf(format, s, xb, prod);
           state[i].AddLaneMins(-xb.d * s.dmin, prod);
         } else {
-          // Exact integers per quarter; the order's float steps in RowAccumulator.
+          // Exact integers per quarter (only kBlockQuarters needs them apart: the others
+          // take their sum); the order's float steps in RowAccumulator.
           SuperBlockSums sums{};
-          for (int j = 0; j < 4; ++j) sums.quarters[j] = HorizontalSum(quarter[j]);
+          if (summation == KQuantSummation::kBlockQuarters) {
+            for (int j = 0; j < 4; ++j) sums.quarters[j] = HorizontalSum(quarter[j]);
+          } else {
+            sums.quarters[0] = HorizontalSum(
+                _mm256_add_epi32(_mm256_add_epi32(quarter[0], quarter[1]), _mm256_add_epi32(quarter[2], quarter[3])));
+          }
           if (q6) SubtractQ6KOffsets(s, xb, &sums);
           MinProductsOf(format, s, xb, sums.mins);
           state[i].Add(s, xb.d, sums);

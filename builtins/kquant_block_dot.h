@@ -36,9 +36,9 @@
 // four into a scalar with one fused multiply-add per super-block. The 8 lanes are added
 // (l0+l4 + l2+l6) + (l1+l5 + l3+l7), then the mins.
 //
-// llama.cpp has two more orders for K-quant weights (KQuantSummation), both from one exact
-// integer per super-block: isum, the sum of all 8 lanes above (Q6_K's offset included), and
-// imin = the sum over groups g of min(g) * s(g) (Q4_K/Q5_K):
+// llama.cpp has three more orders for K-quant weights (KQuantSummation), from exact integers
+// per super-block: isum, the sum of all 8 lanes above (Q6_K's offset included), and imin =
+// the sum over groups g of min(g) * s(g) (Q4_K/Q5_K), or the same per quarter:
 //   kBlocks, its repacked Q4_K GEMV kernel (ggml-cpu repack.cpp q4_K_8x8: Q4_K weights
 //     with a multiple of 8 rows, on AVX2 and AVX-512 CPUs): acc = fma(float(isum), weight d *
 //     activation d, acc) and mins = fma(float(imin), weight dmin * activation d, mins) over
@@ -46,7 +46,9 @@
 //   kBlockQuarters, its repacked Q4_K GEMM kernel (the same weights, for the first n - n % 4
 //     of a call's n > 3 activation rows; the rest go to the GEMV): the same with one integer
 //     per quarter super-block (64 weights, groups 2i and 2i + 1, and their two mins), four
-//     fused multiply-adds into acc and four into mins per super-block;
+//     fused multiply-adds into acc and four into mins per super-block (its activations come
+//     from quantize_mat_q8_K_4x8, which may pick the opposite sign for d and every q: the
+//     products, and so the results, are the same);
 //   kTiles, its tiled K-quant matmul (ggml-cpu tiled/, for Q4_K weights it does not repack,
 //     Q5_K and Q6_K, when the call has 8 or more activation rows): per super-block r =
 //     float(isum) * weight d, then r = fma(-weight dmin, float(imin), r) (Q4_K/Q5_K), and acc =
