@@ -111,64 +111,130 @@ void MinProducts(const SuperBlockScales& s, const Q8KBlock& x, int32_t prod[4]) 
   }
 }
 
-// The per-row float state: 8 lanes, and the mins (Q4_K: 4 lanes, Q5_K: lane 0 as a scalar).
-struct RowAccumulator {
-  float lanes[8] = {};
-  float mins[4] = {};
+// One super-block's exact integer sums against one activation row: the 8 lanes (lane t:
+// elements 4t..4t+3 of each group of 32, times their scales), the 4 quarters (weights 64i ..
+// 64i + 63, times their scales), both with Q6_K's offsets subtracted, and the min products.
+struct SuperBlockSums {
+  int32_t lanes[8];
+  int32_t quarters[4];  // kBlocks and kTiles read only their sum
+  int32_t mins[4];      // prod[t] of MinProducts (zeros for Q6_K)
+};
 
-  void AddMins(KQuantFormat format, float dmin, const int32_t prod[4]) {
-    if (format == KQuantFormat::kQ4_K) {
-      for (int t = 0; t < 4; ++t) mins[t] = std::fma(dmin, static_cast<float>(prod[t]), mins[t]);
-    } else if (format == KQuantFormat::kQ5_K) {
-      const int32_t sum = (prod[0] + prod[1]) + (prod[2] + prod[3]);
-      mins[0] = std::fma(dmin, static_cast<float>(sum), mins[0]);
+// The per-row float state of each order (KQuantSummation). kLanes: 8 lanes, and the mins
+// (Q4_K: 4 lanes, Q5_K: lane 0 as a scalar); kBlocks and kBlockQuarters: acc and mins;
+// kTiles: acc.
+class RowAccumulator {
+ public:
+  RowAccumulator(KQuantFormat format, KQuantSummation summation) : format_(format), summation_(summation) {}
+
+  void Add(const SuperBlockScales& s, float activation_d, const SuperBlockSums& sums) {
+    const bool has_min = format_ != KQuantFormat::kQ6_K;
+    switch (summation_) {
+      case KQuantSummation::kLanes: {
+        const float d = activation_d * s.d;
+        for (int t = 0; t < 8; ++t) lanes_[t] = std::fma(d, static_cast<float>(sums.lanes[t]), lanes_[t]);
+        AddLaneMins(-activation_d * s.dmin, sums.mins);
+        return;
+      }
+      case KQuantSummation::kBlockQuarters:
+        for (int i = 0; i < 4; ++i) {
+          lanes_[0] = std::fma(static_cast<float>(sums.quarters[i]), s.d * activation_d, lanes_[0]);
+          if (has_min) mins_[0] = std::fma(static_cast<float>(sums.mins[i]), s.dmin * activation_d, mins_[0]);
+        }
+        return;
+      case KQuantSummation::kBlocks:
+      case KQuantSummation::kTiles: {
+        const float fsum = static_cast<float>((sums.quarters[0] + sums.quarters[1]) + (sums.quarters[2] + sums.quarters[3]));
+        const float fmin = static_cast<float>((sums.mins[0] + sums.mins[1]) + (sums.mins[2] + sums.mins[3]));
+        if (summation_ == KQuantSummation::kBlocks) {
+          lanes_[0] = std::fma(fsum, s.d * activation_d, lanes_[0]);
+          if (has_min) mins_[0] = std::fma(fmin, s.dmin * activation_d, mins_[0]);
+          return;
+        }
+        float r = fsum * s.d;
+        if (has_min) r = std::fma(-s.dmin, fmin, r);
+        lanes_[0] = std::fma(r, activation_d, lanes_[0]);
+        return;
+      }
     }
   }
 
-  float Result(KQuantFormat format) const {
+  // kLanes only: the 8 lanes, for a vector unit that accumulated them itself.
+  float* lanes() { return lanes_; }
+
+  float Result() const {
+    if (summation_ == KQuantSummation::kBlocks || summation_ == KQuantSummation::kBlockQuarters) {
+      return lanes_[0] - mins_[0];
+    }
+    if (summation_ == KQuantSummation::kTiles) return lanes_[0];
     float four[4];
-    for (int i = 0; i < 4; ++i) four[i] = lanes[i + 4] + lanes[i];
+    for (int i = 0; i < 4; ++i) four[i] = lanes_[i + 4] + lanes_[i];
     const float sum = (four[0] + four[2]) + (four[1] + four[3]);
-    if (format == KQuantFormat::kQ4_K) return sum + ((mins[0] + mins[2]) + (mins[1] + mins[3]));
-    if (format == KQuantFormat::kQ5_K) return sum + mins[0];
+    if (format_ == KQuantFormat::kQ4_K) return sum + ((mins_[0] + mins_[2]) + (mins_[1] + mins_[3]));
+    if (format_ == KQuantFormat::kQ5_K) return sum + mins_[0];
     return sum;
   }
+
+  // kLanes: the mins' float steps (Q4_K into 4 lanes, Q5_K their integer sum into one).
+  void AddLaneMins(float dmin, const int32_t prod[4]) {
+    if (format_ == KQuantFormat::kQ4_K) {
+      for (int t = 0; t < 4; ++t) mins_[t] = std::fma(dmin, static_cast<float>(prod[t]), mins_[t]);
+    } else if (format_ == KQuantFormat::kQ5_K) {
+      const int32_t sum = (prod[0] + prod[1]) + (prod[2] + prod[3]);
+      mins_[0] = std::fma(dmin, static_cast<float>(sum), mins_[0]);
+    }
+  }
+
+ private:
+  KQuantFormat format_;
+  KQuantSummation summation_;
+  float lanes_[8] = {};
+  float mins_[4] = {};
 };
 
-void DotRowsScalar(KQuantFormat format, const uint8_t* w, const Q8KBlock* x, int64_t blocks, int64_t rows, float* out,
-                   int64_t out_stride) {
+// The min products of a super-block (zeros for Q6_K, which has no mins).
+void MinProductsOf(KQuantFormat format, const SuperBlockScales& s, const Q8KBlock& x, int32_t prod[4]) {
+  if (format == KQuantFormat::kQ6_K) {
+    for (int t = 0; t < 4; ++t) prod[t] = 0;
+    return;
+  }
+  MinProducts(s, x, prod);
+}
+
+// Subtracts Q6_K's offsets (Q6KOffsets: lane t's is group t's) from the lanes and quarters.
+void SubtractQ6KOffsets(const SuperBlockScales& s, const Q8KBlock& x, SuperBlockSums* sums) {
+  int32_t offsets[8];
+  Q6KOffsets(s, x, offsets);
+  for (int t = 0; t < 8; ++t) sums->lanes[t] -= offsets[t];
+  for (int i = 0; i < 4; ++i) sums->quarters[i] -= offsets[2 * i] + offsets[2 * i + 1];
+}
+
+void DotRowsScalar(KQuantFormat format, KQuantSummation summation, const uint8_t* w, const Q8KBlock* x,
+                   int64_t blocks, int64_t rows, float* out, int64_t out_stride) {
   const int64_t block_bytes = KQuantBlockBytes(format);
   int q[256];
   for (int64_t r = 0; r < rows; ++r) {
-    RowAccumulator acc;
+    RowAccumulator acc(format, summation);
     const uint8_t* block = w;
     for (int64_t b = 0; b < blocks; ++b, block += block_bytes) {
       const Q8KBlock& xb = x[r * blocks + b];
       const SuperBlockScales s = ReadScales(format, block);
       ReadQuants(format, block, q);
-      int32_t sumi[8] = {};
+      SuperBlockSums sums{};
       for (int g = 0; g < 8; ++g) {
         for (int t = 0; t < 8; ++t) {
           const int e = 32 * g + 4 * t;
           int32_t sum = 0;
           for (int i = e; i < e + 4; ++i) sum += q[i] * xb.q[i];
-          sumi[t] += s.scale16[e / 16] * sum;
+          sums.lanes[t] += s.scale16[e / 16] * sum;
+          sums.quarters[g / 2] += s.scale16[e / 16] * sum;
         }
       }
-      if (format == KQuantFormat::kQ6_K) {
-        int32_t offsets[8];
-        Q6KOffsets(s, xb, offsets);
-        for (int t = 0; t < 8; ++t) sumi[t] -= offsets[t];
-      }
-      const float d = xb.d * s.d;
-      for (int t = 0; t < 8; ++t) acc.lanes[t] = std::fma(d, static_cast<float>(sumi[t]), acc.lanes[t]);
-      if (format != KQuantFormat::kQ6_K) {
-        int32_t prod[4];
-        MinProducts(s, xb, prod);
-        acc.AddMins(format, -xb.d * s.dmin, prod);
-      }
+      if (format == KQuantFormat::kQ6_K) SubtractQ6KOffsets(s, xb, &sums);
+      MinProductsOf(format, s, xb, sums.mins);
+      acc.Add(s, xb.d, sums);
     }
-    out[r * out_stride] = acc.Result(format);
+    out[r * out_stride] = acc.Result();
   }
 }
 
@@ -223,16 +289,25 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(KQuantFormat format, co
   }
 }
 
-__attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(KQuantFormat format, const uint8_t* w, const Q8KBlock* x,
-                                                         int64_t blocks, int64_t rows, float* out, int64_t out_stride) {
+__attribute__((target("avx2,fma,f16c"))) inline int32_t HorizontalSum(__m256i v) {
+  __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0x4E));
+  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0xB1));
+  return _mm_cvtsi128_si32(sum);
+}
+
+__attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(KQuantFormat format, KQuantSummation summation,
+                                                         const uint8_t* w, const Q8KBlock* x, int64_t blocks,
+                                                         int64_t rows, float* out, int64_t out_stride) {
   constexpr int kGroup = 4;
   const int64_t block_bytes = KQuantBlockBytes(format);
   const bool q6 = format == KQuantFormat::kQ6_K;
+  const bool lanes = summation == KQuantSummation::kLanes;
   DecodedSuperBlock decoded;
   for (int64_t r = 0; r < rows; r += kGroup) {
     const int group = static_cast<int>(std::min<int64_t>(kGroup, rows - r));
     __m256 acc[kGroup];
-    RowAccumulator mins[kGroup];
+    RowAccumulator state[kGroup] = {{format, summation}, {format, summation}, {format, summation}, {format, summation}};
     for (int i = 0; i < kGroup; ++i) acc[i] = _mm256_setzero_ps();
     const uint8_t* block = w;
     for (int64_t b = 0; b < blocks; ++b, block += block_bytes) {
@@ -240,28 +315,47 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(KQuantFormat format, c
       DecodeAvx2(format, block, s, &decoded);
       for (int i = 0; i < group; ++i) {
         const Q8KBlock& xb = x[(r + i) * blocks + b];
-        __m256i sumi = _mm256_setzero_si256();
-        for (int g = 0; g < 8; ++g) {
-          const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.q + 32 * g));
-          const __m256i pairs = _mm256_maddubs_epi16(decoded.quants[g], y);
-          sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(decoded.scales[g], pairs));
+        // The products of each quarter j (groups 2j and 2j + 1) in 8 int32 lanes.
+        __m256i quarter[4];
+        for (int j = 0; j < 4; ++j) {
+          __m256i sum = _mm256_setzero_si256();
+          for (int g = 2 * j; g < 2 * j + 2; ++g) {
+            const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.q + 32 * g));
+            const __m256i pairs = _mm256_maddubs_epi16(decoded.quants[g], y);
+            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(decoded.scales[g], pairs));
+          }
+          quarter[j] = sum;
         }
-        if (q6) {
-          int32_t offsets[8];
-          Q6KOffsets(s, xb, offsets);
-          sumi = _mm256_sub_epi32(sumi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offsets)));
-        }
-        acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * s.d), _mm256_cvtepi32_ps(sumi), acc[i]);
-        if (!q6) {
+        if (lanes) {
+          __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(quarter[0], quarter[1]), _mm256_add_epi32(quarter[2], quarter[3]));
+          if (q6) {
+            int32_t offsets[8];
+            Q6KOffsets(s, xb, offsets);
+            sumi = _mm256_sub_epi32(sumi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offsets)));
+          }
+          acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * s.d), _mm256_cvtepi32_ps(sumi), acc[i]);
           int32_t prod[4];
-          MinProducts(s, xb, prod);
-          mins[i].AddMins(format, -xb.d * s.dmin, prod);
+          MinProductsOf(format, s, xb, prod);
+          state[i].AddLaneMins(-xb.d * s.dmin, prod);
+        } else {
+          // Exact integers per quarter (only kBlockQuarters needs them apart: the others
+          // take their sum); the order's float steps in RowAccumulator.
+          SuperBlockSums sums{};
+          if (summation == KQuantSummation::kBlockQuarters) {
+            for (int j = 0; j < 4; ++j) sums.quarters[j] = HorizontalSum(quarter[j]);
+          } else {
+            sums.quarters[0] = HorizontalSum(
+                _mm256_add_epi32(_mm256_add_epi32(quarter[0], quarter[1]), _mm256_add_epi32(quarter[2], quarter[3])));
+          }
+          if (q6) SubtractQ6KOffsets(s, xb, &sums);
+          MinProductsOf(format, s, xb, sums.mins);
+          state[i].Add(s, xb.d, sums);
         }
       }
     }
     for (int i = 0; i < group; ++i) {
-      _mm256_storeu_ps(mins[i].lanes, acc[i]);
-      out[(r + i) * out_stride] = mins[i].Result(format);
+      if (lanes) _mm256_storeu_ps(state[i].lanes(), acc[i]);
+      out[(r + i) * out_stride] = state[i].Result();
     }
   }
 }
@@ -306,10 +400,10 @@ void QuantizeRowQ8K(const float* x, int64_t k, Q8KBlock* out) {
   }
 }
 
-void DotQ8KRows(KQuantFormat format, const uint8_t* weight_row, const Q8KBlock* x, int64_t blocks, int64_t rows,
-                float* out, int64_t out_stride, Q8Isa isa) {
-  if (isa == Q8Isa::kScalar) return DotRowsScalar(format, weight_row, x, blocks, rows, out, out_stride);
-  DotRowsAvx2(format, weight_row, x, blocks, rows, out, out_stride);
+void DotQ8KRows(KQuantFormat format, KQuantSummation summation, const uint8_t* weight_row, const Q8KBlock* x,
+                int64_t blocks, int64_t rows, float* out, int64_t out_stride, Q8Isa isa) {
+  if (isa == Q8Isa::kScalar) return DotRowsScalar(format, summation, weight_row, x, blocks, rows, out, out_stride);
+  DotRowsAvx2(format, summation, weight_row, x, blocks, rows, out, out_stride);
 }
 
 }  // namespace kiln::builtins

@@ -36,8 +36,24 @@
 // four into a scalar with one fused multiply-add per super-block. The 8 lanes are added
 // (l0+l4 + l2+l6) + (l1+l5 + l3+l7), then the mins.
 //
-// llama.cpp repacks Q4_K weights whose row count is a multiple of 8 (q4_K_8x8, ggml-cpu/
-// repack.cpp) on AVX2 CPUs and then sums in another order: docs/llm.md says what differs.
+// llama.cpp has three more orders for K-quant weights (KQuantSummation), from exact integers
+// per super-block: isum, the sum of all 8 lanes above (Q6_K's offset included), and imin =
+// the sum over groups g of min(g) * s(g) (Q4_K/Q5_K), or the same per quarter:
+//   kBlocks, its repacked Q4_K GEMV kernel (ggml-cpu repack.cpp q4_K_8x8: Q4_K weights
+//     with a multiple of 8 rows, on AVX2 and AVX-512 CPUs): acc = fma(float(isum), weight d *
+//     activation d, acc) and mins = fma(float(imin), weight dmin * activation d, mins) over
+//     the super-blocks from zero, result acc - mins;
+//   kBlockQuarters, its repacked Q4_K GEMM kernel (the same weights, for the first n - n % 4
+//     of a call's n > 3 activation rows; the rest go to the GEMV): the same with one integer
+//     per quarter super-block (64 weights, groups 2i and 2i + 1, and their two mins), four
+//     fused multiply-adds into acc and four into mins per super-block (its activations come
+//     from quantize_mat_q8_K_4x8, which may pick the opposite sign for d and every q: the
+//     products, and so the results, are the same);
+//   kTiles, its tiled K-quant matmul (ggml-cpu tiled/, for Q4_K weights it does not repack,
+//     Q5_K and Q6_K, when the call has 8 or more activation rows): per super-block r =
+//     float(isum) * weight d, then r = fma(-weight dmin, float(imin), r) (Q4_K/Q5_K), and acc =
+//     fma(r, activation d, acc) over the super-blocks from zero (its AVX2 and AVX-512 VNNI
+//     kernels alike; the VNNI kernel's add of a product is contracted to that fma).
 //
 // Portable and AVX2 code give identical bits (the integer sums are exact, the float
 // operations the same); the AVX-512 VNNI choice of q8_block_dot.h runs the AVX2 code.
@@ -66,10 +82,14 @@ struct Q8KBlock {
 // Quantizes k floats (k a multiple of 256) into k / 256 blocks.
 void QuantizeRowQ8K(const float* x, int64_t k, Q8KBlock* out);
 
+// How the super-blocks' integer sums become a float (see the orders above).
+enum class KQuantSummation { kLanes, kBlocks, kBlockQuarters, kTiles };
+
 // The dot products of one weight row (`blocks` super-blocks of `format`) with `rows`
-// activation rows of `blocks` blocks each (row r at x + r * blocks): out[r * out_stride].
-// `isa` must be supported (Q8IsaSupported); a row's result does not depend on `rows`.
-void DotQ8KRows(KQuantFormat format, const uint8_t* weight_row, const Q8KBlock* x, int64_t blocks, int64_t rows,
-                float* out, int64_t out_stride, Q8Isa isa);
+// activation rows of `blocks` blocks each (row r at x + r * blocks): out[r * out_stride],
+// summed in `summation` order. `isa` must be supported (Q8IsaSupported); a row's result does
+// not depend on `rows`.
+void DotQ8KRows(KQuantFormat format, KQuantSummation summation, const uint8_t* weight_row, const Q8KBlock* x,
+                int64_t blocks, int64_t rows, float* out, int64_t out_stride, Q8Isa isa);
 
 }  // namespace kiln::builtins

@@ -33,8 +33,27 @@ KQuantFormat ToKQuant(Format f) {
   return f == Format::kQ4_K ? KQuantFormat::kQ4_K : f == Format::kQ5_K ? KQuantFormat::kQ5_K : KQuantFormat::kQ6_K;
 }
 
+// Which kernel: float32 activations, or 8-bit ones summed in one of llama.cpp's orders
+// (kquant_block_dot.h): its vec_dot, its repacked Q4_K kernels, or its tiled kernel, which
+// llama.cpp runs only for calls of kTiledMinRows rows or more (fewer go to vec_dot).
+enum class Kernel { kFloat32, kLanes, kByBlock, kTiled };
+
+// ggml-cpu's tiled/tiled.cpp ggml_tiled_min_batch: "profitable at rows >= 8".
+constexpr int64_t kTiledMinRows = 8;
+
+std::string KernelName(Format f, Kernel kernel) {
+  switch (kernel) {
+    case Kernel::kFloat32: return QuantizedMatmulKernelName(FormatName(f), false);
+    case Kernel::kLanes: return QuantizedMatmulKernelName(FormatName(f), true);
+    case Kernel::kByBlock: return std::string("kiln.cpu.quantized_matmul_by_block_") + FormatName(f);
+    case Kernel::kTiled: return std::string("kiln.cpu.quantized_matmul_tiled_") + FormatName(f);
+  }
+  return "?";
+}
+
 struct Job {
   Format format;
+  KQuantSummation summation;
   Q8Isa isa;
   const float* x;
   const uint8_t* w;
@@ -42,6 +61,9 @@ struct Job {
   Q8Block* q8;         // rows x (k / 32), Q5 formats
   Q8KBlock* q8k;       // rows x (k / 256), K-quants
   uint8_t* nonfinite;  // per row: holds an inf or NaN
+  // kByBlock: rows below this one in llama.cpp's GEMM order (kBlockQuarters), the rest in
+  // its GEMV order (`summation`).
+  int64_t gemm_rows;
   int64_t rows, n, k, row_bytes, rows_per_task, columns_per_task;
 };
 
@@ -77,7 +99,14 @@ int32_t QuantizedDotTask(int64_t task, int64_t, void* closure) {
       const uint8_t* weights = job.w + col * job.row_bytes;
       float* out = job.out + r0 * job.n + col;
       if (kquant) {
-        DotQ8KRows(ToKQuant(job.format), weights, job.q8k + r0 * blocks, blocks, count, out, job.n, job.isa);
+        // Rows [r0, split) in the GEMM order, [split, r0 + count) in `summation`.
+        const int64_t split = std::clamp(job.gemm_rows, r0, r0 + count);
+        if (split > r0) {
+          DotQ8KRows(ToKQuant(job.format), KQuantSummation::kBlockQuarters, weights, job.q8k + r0 * blocks, blocks,
+                     split - r0, out, job.n, job.isa);
+        }
+        DotQ8KRows(ToKQuant(job.format), job.summation, weights, job.q8k + split * blocks, blocks, r0 + count - split,
+                   out + (split - r0) * job.n, job.n, job.isa);
       } else {
         const Q5Format q5 = job.format == Format::kQ5_0 ? Q5Format::kQ5_0 : Q5Format::kQ5_1;
         DotQ5Rows(q5, weights, job.q8 + r0 * blocks, blocks, count, out, job.n, job.isa);
@@ -113,16 +142,23 @@ int32_t FloatDotTask(int64_t task, int64_t, void* closure) {
   return 0;
 }
 
-template <Format F, bool kQuantizeActivations>
+template <Format F, Kernel K>
 int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* ctx) {
+  constexpr bool kQuantizeActivations = K != Kernel::kFloat32;
   QuantizedMatmulOperands o;
-  const std::string name = QuantizedMatmulKernelName(FormatName(F), kQuantizeActivations);
+  const std::string name = KernelName(F, K);
   if (!ReadQuantizedMatmulOperands(name, args, num_args, DecodableBlockWeights(F), DecodableBlockBytes(F), ctx, &o)) {
     return 1;
   }
   const int64_t rows = o.rows, n = o.n, k = o.k;
   if (rows == 0 || n == 0) return 0;
-  Job job{F, BestQ8Isa(), o.x, o.w, o.out, nullptr, nullptr, nullptr, rows, n, k, o.row_bytes, 0, 0};
+  const KQuantSummation summation = K == Kernel::kByBlock                           ? KQuantSummation::kBlocks
+                                    : K == Kernel::kTiled && rows >= kTiledMinRows ? KQuantSummation::kTiles
+                                                                                   : KQuantSummation::kLanes;
+  // llama.cpp's repacked kernels take rows in fours (GEMM) when there are more than 3, the
+  // last rows % 4 alone (GEMV): ggml-cpu repack.cpp forward_mul_mat_one_chunk.
+  const int64_t gemm_rows = K == Kernel::kByBlock && rows > 3 ? rows - rows % 4 : 0;
+  Job job{F, summation, BestQ8Isa(), o.x, o.w, o.out, nullptr, nullptr, nullptr, gemm_rows, rows, n, k, o.row_bytes, 0, 0};
   if (k == 0) {
     std::fill(job.out, job.out + rows * n, 0.0f);
     return 0;
@@ -160,10 +196,17 @@ int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* 
   return 0;
 }
 
+template <Format F, Kernel K>
+void Register(vm::BuiltinRegistry& registry) {
+  registry.RegisterKernel(KernelName(F, K), "ttt", QuantizedMatmul<F, K>);
+}
+
 template <Format F>
 void Register(vm::BuiltinRegistry& registry) {
-  registry.RegisterKernel(QuantizedMatmulKernelName(FormatName(F), true), "ttt", QuantizedMatmul<F, true>);
-  registry.RegisterKernel(QuantizedMatmulKernelName(FormatName(F), false), "ttt", QuantizedMatmul<F, false>);
+  Register<F, Kernel::kLanes>(registry);
+  Register<F, Kernel::kFloat32>(registry);
+  if constexpr (F == Format::kQ4_K || F == Format::kQ5_K || F == Format::kQ6_K) Register<F, Kernel::kTiled>(registry);
+  if constexpr (F == Format::kQ4_K) Register<F, Kernel::kByBlock>(registry);
 }
 
 }  // namespace

@@ -9,6 +9,14 @@
 //     K-quants: builtins/kquant_block_dot.h), integer dot products per block summed in
 //     ggml's order (builtins/q5_block_dot.h, builtins/kquant_block_dot.h). A row holding an
 //     inf or NaN is computed with float32 activations instead (quantized, it would be NaN).
+//   kiln.cpu.quantized_matmul_by_block_q4_K: the same in the orders of llama.cpp's repacked
+//     Q4_K kernels, which llama.cpp uses for Q4_K weights with a multiple of 8 rows on AVX2
+//     and AVX-512 CPUs: of x's n rows, the first n - n % 4 (when n > 3) in its GEMM's
+//     (KQuantSummation::kBlockQuarters), the others in its GEMV's (kBlocks).
+//   kiln.cpu.quantized_matmul_tiled_q4_K / _q5_K / _q6_K: the same in the order of
+//     llama.cpp's tiled K-quant matmul (KQuantSummation::kTiles) when x has 8 or more rows
+//     (all leading dims together), else vec_dot's, as llama.cpp chooses per call: a row's
+//     bits then depend on how many rows share the call.
 //   kiln.cpu.quantized_matmul_f32x_<format>: float32 activations against the decoded
 //     weights (builtins/ggml_row_decode.h), the operator's exact semantics up to float32
 //     rounding (relax::LibraryOptions::quantize_activations = false).

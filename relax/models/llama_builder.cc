@@ -64,6 +64,9 @@ class LlamaBuilder {
     Var cache("cache", ObjectSInfo());
     cache_ = cache;
     n_ = n;
+    logit_rows_ = logit_rows;
+    rows_ = rows;
+    rows_selected_ = logit_rows == LogitRows::kAll;
     BlockBuilder bb;
     bb_ = &bb;
     blocks_.clear();
@@ -83,16 +86,8 @@ class LlamaBuilder {
     for (int64_t layer = 0; layer < c_.num_layers; ++layer) {
       KILN_ASSIGN_OR_RETURN(h, Layer(layer, h));
     }
-    if (logit_rows == LogitRows::kLast) {
-      // The last row alone goes through the final norm and the (vocabulary-sized) output
-      // projection: the prompt's other rows need no logits.
-      KILN_ASSIGN_OR_RETURN(Var last, Emit(Call(Op("arange"), {PrimValue(n - 1), PrimValue(PrimExpr(n))},
-                                                {{"dtype", DataType::Int64()}}),
-                                           "last"));
-      KILN_ASSIGN_OR_RETURN(h, Emit(Call(Op("take"), {h, last}, {{"axis", int64_t{0}}}), "last_hidden"));
-    } else if (logit_rows == LogitRows::kListed) {
-      // Likewise for the last row of each of several prompts (take checks the indices).
-      KILN_ASSIGN_OR_RETURN(h, Emit(Call(Op("take"), {h, rows}, {{"axis", int64_t{0}}}), "listed_hidden"));
+    if (!rows_selected_) {
+      KILN_ASSIGN_OR_RETURN(h, SelectLogitRows(h));
     }
     KILN_ASSIGN_OR_RETURN(Var normed, RmsNorm(h, "output_norm.weight"));
     KILN_ASSIGN_OR_RETURN(Var logits,
@@ -104,6 +99,24 @@ class LlamaBuilder {
 
  private:
   absl::StatusOr<Var> Emit(Expr value, const std::string& name) { return bb_->Emit(std::move(value), name); }
+
+  // The rows of `h` (n, hidden) that get logits: the last (kLast) or the listed ones. Taken
+  // where llama.cpp takes them (its inp_out_ids): after the last layer's attention, so that
+  // layer's feed-forward network and the final norm and (vocabulary-sized) output
+  // projection see only those rows. The rows' values are the same either way, but llama.cpp
+  // sums a K-quant matmul of 8 or more rows in another order than one of fewer (its tiled
+  // kernel), and its FFN there has the output rows alone.
+  absl::StatusOr<Var> SelectLogitRows(const Var& h) {
+    rows_selected_ = true;
+    if (logit_rows_ == LogitRows::kLast) {
+      KILN_ASSIGN_OR_RETURN(Var last, Emit(Call(Op("arange"), {PrimValue(n_ - 1), PrimValue(n_)},
+                                                {{"dtype", DataType::Int64()}}),
+                                           "last"));
+      return Emit(Call(Op("take"), {h, last}, {{"axis", int64_t{0}}}), "last_hidden");
+    }
+    // Several prompts' last rows (take checks the indices).
+    return Emit(Call(Op("take"), {h, rows_}, {{"axis", int64_t{0}}}), "listed_hidden");
+  }
 
   // The GGUF tensor `name` as an external constant (one node per name, so the executable
   // declares it once).
@@ -145,7 +158,7 @@ class LlamaBuilder {
         const bool q8 = quantized_activations_ == "q8" && op::QuantizedMatmulQ8Generated(format);
         attrs.emplace("activations", std::string(q8 ? "q8" : "float32"));
       }
-      if (SummedByBlock(*tensor, name)) attrs.emplace("summation", std::string("blocks"));
+      if (const char* summation = Summation(*tensor, name)) attrs.emplace("summation", std::string(summation));
       return Emit(Call(Op("quantized_matmul"), {x, w}, std::move(attrs)), out_name);
     }
     Expr weight = w;
@@ -160,12 +173,22 @@ class LlamaBuilder {
     return Emit(Call(Op("matmul"), {x, wt}), out_name);
   }
 
-  // llama.cpp (on AVX2 and AVX-512 CPUs, ggml-cpu's "repack") interleaves the rows of a Q4_0
-  // matmul weight with a multiple of 8 rows for kernels that sum in another order than its
-  // vec_dot (q8_block_dot.h); the token embedding, a row-lookup table even when the output
-  // projection shares it, stays as stored. Its results follow that order.
-  static bool SummedByBlock(const formats::GgufTensor& tensor, const std::string& name) {
-    return tensor.type == formats::GgmlType::kQ4_0 && tensor.shape[0] % 8 == 0 && name != "token_embd.weight";
+  // The order in which llama.cpp's CPU backend sums the matmul with weight `tensor`, where
+  // it is not its vec_dot's (nullptr). On AVX2 and AVX-512 CPUs, ggml-cpu's "repack"
+  // interleaves the rows of a Q4_0 or Q4_K matmul weight with a multiple of 8 rows for
+  // kernels that sum in another order (q8_block_dot.h, kquant_block_dot.h): "blocks"; the
+  // token embedding, a row-lookup table even when the output projection shares it, stays as
+  // stored. The K-quant weights it does not repack go to its tiled matmul when a call has 8
+  // or more rows (ggml-cpu tiled/): "tiles".
+  static const char* Summation(const formats::GgufTensor& tensor, const std::string& name) {
+    const bool repacked = tensor.shape[0] % 8 == 0 && name != "token_embd.weight";
+    switch (tensor.type) {
+      case formats::GgmlType::kQ4_0: return repacked ? "blocks" : nullptr;
+      case formats::GgmlType::kQ4_K: return repacked ? "blocks" : "tiles";
+      case formats::GgmlType::kQ5_K:
+      case formats::GgmlType::kQ6_K: return "tiles";
+      default: return nullptr;
+    }
   }
 
   absl::StatusOr<Var> LinearWithBias(const Var& x, const std::string& prefix, const std::string& out_name) {
@@ -303,6 +326,9 @@ class LlamaBuilder {
     KILN_ASSIGN_OR_RETURN(Var a, Reshape(attn, {n, c_.num_heads * c_.head_dim}));
     KILN_ASSIGN_OR_RETURN(Var o, Linear(a, p + "attn_output.weight", ""));
     KILN_ASSIGN_OR_RETURN(h, Emit(Call(Op("add"), {h_out, o}), ""));
+    if (layer == c_.num_layers - 1 && !rows_selected_) {
+      KILN_ASSIGN_OR_RETURN(h, SelectLogitRows(h));
+    }
     KILN_ASSIGN_OR_RETURN(x, RmsNorm(h, p + "ffn_norm.weight", {&h}));
     KILN_ASSIGN_OR_RETURN(Var gate, Linear(x, p + "ffn_gate.weight", ""));
     KILN_ASSIGN_OR_RETURN(Var up, Linear(x, p + "ffn_up.weight", ""));
@@ -332,6 +358,9 @@ class LlamaBuilder {
   Var cache_;
   Var positions_;
   PrimExpr n_;
+  LogitRows logit_rows_ = LogitRows::kAll;
+  Var rows_;             // kListed: the rows parameter
+  bool rows_selected_ = false;  // SelectLogitRows has run (or kAll: nothing to select)
 };
 
 }  // namespace

@@ -35,8 +35,10 @@
 //   quantization error of x (about 0.4 % of a block's largest |x| per element). Attribute
 //   summation (optional): how the CPU library kernel with 8-bit activations
 //   (relax/transform/dispatch_libraries.h) orders its sums, which moves only the last bits
-//   of the result: "lanes" (the default, llama.cpp's vec_dot) or "blocks" (llama.cpp's
-//   repacked Q4_0 kernels; q4_0 and q8_0 only). The generated kernels sum in "lanes" order.
+//   of the result: "lanes" (the default, llama.cpp's vec_dot), "blocks" (llama.cpp's
+//   repacked Q4_0 and Q4_K kernels; q4_0, q8_0 and q4_K only) or "tiles" (llama.cpp's tiled
+//   K-quant matmul for calls of 8 or more rows, vec_dot's for fewer; q4_K, q5_K and q6_K
+//   only). The generated kernels sum in "lanes" order.
 #include "relax/op/quantize.h"
 
 #include <variant>
@@ -105,11 +107,15 @@ absl::StatusOr<StructInfo> InferQuantizedMatmul(const CallNode& call, tir::Analy
   KILN_RETURN_IF_ERROR(QuantizedMatmulQ8Activations(call).status());
   if (auto it = call.attrs.find("summation"); it != call.attrs.end()) {
     const auto* summation = std::get_if<std::string>(&it->second);
-    if (summation == nullptr || (*summation != "lanes" && *summation != "blocks")) {
-      return OpError(call, "attribute summation must be \"lanes\" or \"blocks\"");
+    if (summation == nullptr || (*summation != "lanes" && *summation != "blocks" && *summation != "tiles")) {
+      return OpError(call, "attribute summation must be \"lanes\", \"blocks\" or \"tiles\"");
     }
-    if (*summation == "blocks" && format.name != "q4_0" && format.name != "q8_0") {
-      return OpError(call, "summation \"blocks\" is for q4_0 and q8_0 weights, not ", format.name);
+    const std::string name = format.name;
+    if (*summation == "blocks" && name != "q4_0" && name != "q8_0" && name != "q4_K") {
+      return OpError(call, "summation \"blocks\" is for q4_0, q8_0 and q4_K weights, not ", name);
+    }
+    if (*summation == "tiles" && name != "q4_K" && name != "q5_K" && name != "q6_K") {
+      return OpError(call, "summation \"tiles\" is for q4_K, q5_K and q6_K weights, not ", name);
     }
   }
   if (x->dtype && *x->dtype != DataType::Float32()) {

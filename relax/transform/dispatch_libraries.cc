@@ -124,11 +124,11 @@ class Dispatcher {
       quantize = value != nullptr && *value == "q8";
     }
     auto summation = call.attrs.find("summation");
-    const bool by_block = summation != call.attrs.end() && std::get_if<std::string>(&summation->second) != nullptr &&
-                          std::get<std::string>(summation->second) == "blocks";
-    const std::string prefix = !quantize  ? kQuantizedMatmulFloatActivationsPrefix
-                               : by_block ? kQuantizedMatmulByBlockPrefix
-                                          : kQuantizedMatmulPrefix;
+    const std::string* order = summation == call.attrs.end() ? nullptr : std::get_if<std::string>(&summation->second);
+    const std::string prefix = !quantize                           ? kQuantizedMatmulFloatActivationsPrefix
+                               : order != nullptr && *order == "blocks" ? kQuantizedMatmulByBlockPrefix
+                               : order != nullptr && *order == "tiles"  ? kQuantizedMatmulTiledPrefix
+                                                                        : kQuantizedMatmulPrefix;
     Expr callee = ExternFunc(prefix + *name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
     return {b.var, Call(Op("call_dps_library"), {callee, args}, {}, {out_sinfo}, out_sinfo), StructInfo()};
   }

@@ -71,6 +71,8 @@ inline constexpr const char* kQuantizedMatmulPrefix = "kiln.cpu.quantized_matmul
 inline constexpr const char* kQuantizedMatmulFloatActivationsPrefix = "kiln.cpu.quantized_matmul_f32x_";
 // ... with the attribute summation = "blocks" (and 8-bit activations).
 inline constexpr const char* kQuantizedMatmulByBlockPrefix = "kiln.cpu.quantized_matmul_by_block_";
+// ... with summation = "tiles" (and 8-bit activations).
+inline constexpr const char* kQuantizedMatmulTiledPrefix = "kiln.cpu.quantized_matmul_tiled_";
 // cuBLAS matmul kernels: this prefix + 'n' or 't' for the left operand, then the right one.
 inline constexpr const char* kCublasGemmPrefix = "kiln.cublas.gemm_";
 

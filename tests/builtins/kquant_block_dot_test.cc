@@ -2,7 +2,8 @@
 // naive implementations written here from the GGML block definitions and llama.cpp's
 // description of its CPU numerics (plain loops: decode each weight to an integer and its
 // scale, quantize the activations, integer products summed in lanes of 4, one fused
-// multiply-add per lane and block, the lanes added pairwise): every instruction set the CPU
+// multiply-add per lane and block, the lanes added pairwise; or one exact integer per block
+// in the orders of llama.cpp's repacked and tiled kernels): every instruction set the CPU
 // has (forced one by one) must give the naive floats bit for bit, and the result must be
 // close to the exact float64 dot product of the decoded weights and the activations.
 #include <gtest/gtest.h>
@@ -146,6 +147,41 @@ float NaiveDotK(KQuantFormat format, const NaiveKWeights& w, const NaiveQ8K& x) 
   return format == KQuantFormat::kQ5_K ? sum + mins1 : sum;
 }
 
+// llama.cpp's repacked Q4_K kernels (q4_K_8x8 gemv, and gemm per 64 weights) and tiled
+// K-quant matmul: per super-block (or quarter) one exact integer of all the scaled products
+// (Q6_K: of scale * (q - 32) * y), one of the mins times their groups' activation sums, then
+// the orders' float steps.
+float NaiveDotKOneSumPerBlock(KQuantFormat format, KQuantSummation summation, const NaiveKWeights& w,
+                              const NaiveQ8K& x) {
+  float acc = 0, mins = 0;
+  for (size_t b = 0; b < x.d.size(); ++b) {
+    int64_t isum = 0, imin = 0, quarter_sum[4] = {}, quarter_min[4] = {};
+    for (int e = 0; e < 256; ++e) {
+      const size_t i = 256 * b + e;
+      const int q = format == KQuantFormat::kQ6_K ? w.q[i] - 32 : w.q[i];
+      isum += int64_t{w.scale[i]} * q * x.q[i];
+      imin += int64_t{w.min[8 * b + e / 32]} * x.q[i];
+      quarter_sum[e / 64] += int64_t{w.scale[i]} * q * x.q[i];
+      quarter_min[e / 64] += int64_t{w.min[8 * b + e / 32]} * x.q[i];
+    }
+    const float fsum = static_cast<float>(isum), fmin = static_cast<float>(imin);
+    if (summation == KQuantSummation::kBlockQuarters) {  // the GEMM: per 64 weights
+      for (int i = 0; i < 4; ++i) {
+        acc = std::fma(static_cast<float>(quarter_sum[i]), w.d[b] * x.d[b], acc);
+        mins = std::fma(static_cast<float>(quarter_min[i]), w.dmin[b] * x.d[b], mins);
+      }
+    } else if (summation == KQuantSummation::kBlocks) {
+      acc = std::fma(fsum, w.d[b] * x.d[b], acc);
+      mins = std::fma(fmin, w.dmin[b] * x.d[b], mins);
+    } else {
+      float r = fsum * w.d[b];
+      if (format != KQuantFormat::kQ6_K) r = std::fma(-w.dmin[b], fmin, r);
+      acc = std::fma(r, x.d[b], acc);
+    }
+  }
+  return acc - mins;
+}
+
 double WeightK(KQuantFormat format, const NaiveKWeights& w, size_t i) {
   const size_t b = i / 256;
   if (format == KQuantFormat::kQ6_K) return double(w.d[b]) * w.scale[i] * (w.q[i] - 32);
@@ -216,15 +252,21 @@ TEST(KQuantBlockDot, DotProductsEqualTheNaiveOnesBitForBitOnEveryInstructionSet)
       }
       const std::vector<uint8_t> w = RandomKRow(format, blocks, rng);
       const NaiveKWeights decoded = DecodeK(format, w, blocks);
-      for (Q8Isa isa : SupportedIsas()) {
-        SCOPED_TRACE(::testing::Message() << Q8IsaName(isa) << " format " << static_cast<int>(format) << " k " << k);
+      for (Q8Isa isa : SupportedIsas())
+      for (KQuantSummation summation : {KQuantSummation::kLanes, KQuantSummation::kBlocks,
+                                        KQuantSummation::kBlockQuarters, KQuantSummation::kTiles}) {
+        SCOPED_TRACE(::testing::Message() << Q8IsaName(isa) << " format " << static_cast<int>(format) << " summation "
+                                          << static_cast<int>(summation) << " k " << k);
         std::vector<float> all(kRows);
-        DotQ8KRows(format, w.data(), quantized.data(), blocks, kRows, all.data(), 1, isa);
+        DotQ8KRows(format, summation, w.data(), quantized.data(), blocks, kRows, all.data(), 1, isa);
         for (int r = 0; r < kRows; ++r) {
-          const float want = NaiveDotK(format, decoded, NaiveQuantizeK(xs[r]));
+          const NaiveQ8K naive_x = NaiveQuantizeK(xs[r]);
+          const float want = summation == KQuantSummation::kLanes
+                                 ? NaiveDotK(format, decoded, naive_x)
+                                 : NaiveDotKOneSumPerBlock(format, summation, decoded, naive_x);
           EXPECT_EQ(all[r], want) << "row " << r << " of " << kRows;
           float alone = 0;
-          DotQ8KRows(format, w.data(), quantized.data() + r * blocks, blocks, 1, &alone, 1, isa);
+          DotQ8KRows(format, summation, w.data(), quantized.data() + r * blocks, blocks, 1, &alone, 1, isa);
           EXPECT_EQ(alone, want) << "row " << r << " alone";
           double exact = 0, scale = 0;
           for (size_t i = 0; i < xs[r].size(); ++i) {

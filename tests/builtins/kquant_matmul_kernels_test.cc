@@ -1,5 +1,5 @@
-// The kiln.cpu.quantized_matmul_{q5_0,q5_1,q4_K,q5_K,q6_K} library kernels (and their _f32x_
-// variants) through the kernel ABI: float32 activations against the weights decoded by a
+// The kiln.cpu.quantized_matmul_{q5_0,q5_1,q4_K,q5_K,q6_K} library kernels (and their _f32x_,
+// _by_block_ and _tiled_ variants) through the kernel ABI: float32 activations against the weights decoded by a
 // naive float64 loop written here (tests/builtins/kquant_block_dot_test.cc checks the
 // quantized arithmetic bit for bit; here the whole kernel: rows, columns, tasks, non-finite
 // rows), and a clear error for mismatched shapes.
@@ -13,6 +13,7 @@
 
 #include "builtins/default_builtins.h"
 #include "builtins/ggml_row_decode.h"
+#include "builtins/kquant_block_dot.h"
 #include "gtest/gtest.h"
 
 namespace kiln::builtins {
@@ -152,6 +153,54 @@ TEST(KQuantMatmulKernels, EveryFormatMatchesTheDecodedWeightsForManyRows) {
             // activations by float32 rounding.
             EXPECT_NEAR(got, want, (quantized ? 0.02 : 1e-6) * magnitude + 1e-6) << "row " << r << " column " << c;
           }
+        }
+      }
+    }
+  }
+}
+
+// The _by_block_ and _tiled_ kernels pick llama.cpp's order for each row from the call's row
+// count: repacked Q4_K takes the first n - n % 4 rows (n > 3) in its GEMM's order, the rest
+// in its GEMV's; the tiled kernel takes all rows in its order when n >= 8, else vec_dot's.
+// Each row must equal DotQ8KRows in that order (checked bit for bit against naive loops in
+// kquant_block_dot_test.cc) on the row's own Q8_K blocks.
+TEST(KQuantMatmulKernels, ByBlockAndTiledKernelsChooseLlamaCppsOrderByRowCount) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int64_t k = 768, n = 16;
+  struct KernelCase {
+    const char* name;
+    FormatCase format;
+    KQuantFormat kquant;
+    bool by_block;
+  };
+  const KernelCase cases[] = {{"kiln.cpu.quantized_matmul_by_block_q4_K", kFormats[2], KQuantFormat::kQ4_K, true},
+                              {"kiln.cpu.quantized_matmul_tiled_q4_K", kFormats[2], KQuantFormat::kQ4_K, false},
+                              {"kiln.cpu.quantized_matmul_tiled_q5_K", kFormats[3], KQuantFormat::kQ5_K, false},
+                              {"kiln.cpu.quantized_matmul_tiled_q6_K", kFormats[4], KQuantFormat::kQ6_K, false}};
+  for (const KernelCase& kc : cases) {
+    for (int64_t rows : {1, 3, 4, 7, 8, 9, 14}) {
+      SCOPED_TRACE(::testing::Message() << kc.name << " rows " << rows);
+      std::vector<uint8_t> w = RandomWeights(kc.format, n, k, rng);
+      std::vector<float> x(static_cast<size_t>(rows * k)), out(static_cast<size_t>(rows * n));
+      for (auto& v : x) v = normal(rng);
+      std::vector<int64_t> xs = {rows, k}, ws = {n, static_cast<int64_t>(w.size()) / n}, os = {rows, n};
+      DLTensor xt = View(x, xs, {kDLFloat, 32, 1}), wt = View(w, ws, {kDLUInt, 8, 1}), ot = View(out, os, {kDLFloat, 32, 1});
+      std::string error;
+      ASSERT_EQ(Call(kc.name, xt, wt, ot, &error), 0) << error;
+      for (int64_t r = 0; r < rows; ++r) {
+        KQuantSummation order = KQuantSummation::kLanes;
+        if (kc.by_block) {
+          order = rows > 3 && r < rows - rows % 4 ? KQuantSummation::kBlockQuarters : KQuantSummation::kBlocks;
+        } else if (rows >= 8) {
+          order = KQuantSummation::kTiles;
+        }
+        std::vector<Q8KBlock> q(static_cast<size_t>(k / 256));
+        QuantizeRowQ8K(x.data() + r * k, k, q.data());
+        for (int64_t c = 0; c < n; ++c) {
+          float want = 0;
+          DotQ8KRows(kc.kquant, order, w.data() + c * ws[1], q.data(), k / 256, 1, &want, 1, Q8Isa::kScalar);
+          ASSERT_EQ(out[r * n + c], want) << "row " << r << " column " << c << " order " << static_cast<int>(order);
         }
       }
     }

@@ -576,6 +576,17 @@ inline std::vector<Case> AllCases() {
                 "R.quantized_matmul(x, w, format=\"q4_0\", summation=\"blocks\")", nm, 1e-4, 1e-4};
   by_block.quantized_library = true;
   add(by_block);
+  // llama.cpp's repacked Q4_K order, and its tiled K-quant order (for 8 or more rows of x).
+  for (auto [name, format, bytes_per_row, summation] :
+       {std::tuple{"quantized_matmul_q4_K_blocks", "q4_K", "288", "blocks"},
+        {"quantized_matmul_q4_K_tiles", "q4_K", "288", "tiles"},
+        {"quantized_matmul_q6_K_tiles", "q6_K", "420", "tiles"}}) {
+    Case c{name, {P("x", {"n", "512"}), P("w", {"m", bytes_per_row}, "uint8", tame)},
+           absl::StrCat("R.quantized_matmul(x, w, format=\"", format, "\", summation=\"", summation, "\")"), nm, 1e-3,
+           1e-3};
+    c.quantized_library = true;
+    add(c);
+  }
   // rotary_embedding at positions up to 5000 (angles of thousands of radians).
   const Gen position = {0, 5000};
   add({"rotary_embedding_normal", {P("x", {"n", "3", "64"}), P("p", {"n"}, "int64", position)},

@@ -64,7 +64,7 @@ TEST(QuantizeTest, QuantizedMatmulShapesAndErrors) {
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 1024}, f32), T({576, 1056}, u8)}, {{"format", std::string("q5_K")}}),
             "error: quantized_matmul: the last dim of x (1024) must equal the 1536 weights of each row of w (1056 bytes "
             "of q5_K blocks)");
-  // summation: "lanes" or "blocks" (q4_0 / q8_0 only).
+  // summation: "lanes", "blocks" (q4_0 / q8_0 / q4_K only) or "tiles" (q4_K / q5_K / q6_K only).
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({8, 324}, u8)},
                   {{"format", std::string("q4_0")}, {"summation", std::string("blocks")}}),
             "Tensor((n, 8), float32)");
@@ -73,13 +73,22 @@ TEST(QuantizeTest, QuantizedMatmulShapesAndErrors) {
             "Tensor((n, 7), float32)");
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
                   {{"format", std::string("q4_1")}, {"summation", std::string("blocks")}}),
-            "error: quantized_matmul: summation \"blocks\" is for q4_0 and q8_0 weights, not q4_1");
+            "error: quantized_matmul: summation \"blocks\" is for q4_0, q8_0 and q4_K weights, not q4_1");
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
                   {{"format", std::string("q4_1")}, {"summation", std::string("tree")}}),
-            "error: quantized_matmul: attribute summation must be \"lanes\" or \"blocks\"");
+            "error: quantized_matmul: attribute summation must be \"lanes\", \"blocks\" or \"tiles\"");
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 1536}, f32), T({576, 1260}, u8)},
                   {{"format", std::string("q6_K")}, {"summation", std::string("blocks")}}),
-            "error: quantized_matmul: summation \"blocks\" is for q4_0 and q8_0 weights, not q6_K");
+            "error: quantized_matmul: summation \"blocks\" is for q4_0, q8_0 and q4_K weights, not q6_K");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 1536}, f32), T({576, 864}, u8)},
+                  {{"format", std::string("q4_K")}, {"summation", std::string("blocks")}}),
+            "Tensor((n, 576), float32)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 1536}, f32), T({576, 1260}, u8)},
+                  {{"format", std::string("q6_K")}, {"summation", std::string("tiles")}}),
+            "Tensor((n, 576), float32)");
+  EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({8, 324}, u8)},
+                  {{"format", std::string("q4_0")}, {"summation", std::string("tiles")}}),
+            "error: quantized_matmul: summation \"tiles\" is for q4_K, q5_K and q6_K weights, not q4_0");
 }
 
 TEST(QuantizeTest, RotaryEmbeddingShapesAndErrors) {
