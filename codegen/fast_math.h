@@ -31,7 +31,9 @@ namespace kiln::codegen {
 // True for float and <N x float>: the types these emitters accept.
 bool IsFloat32OrVector(const llvm::Type* type);
 
-llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x);
+// avx512: the code runs on AVX-512F, so vectors of 16 x 2^j lanes scale by 2^k with
+// vscalefps (the same bits, fewer instructions).
+llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512 = false);
 llvm::Value* EmitFastErfF32(llvm::IRBuilderBase& b, llvm::Value* x);
 llvm::Value* EmitFastTanhF32(llvm::IRBuilderBase& b, llvm::Value* x);
 llvm::Value* EmitFastSigmoidF32(llvm::IRBuilderBase& b, llvm::Value* x);
