@@ -140,7 +140,7 @@ llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512)
 // terms exact, one rounding in the sum, and the sum is never much smaller than its first
 // term, so expm1(r)'s relative error carries over). Beyond, exp(x) - 1 is what float32 can
 // represent anyway (-1 below -16.6, exp(x) rounded above 16). -0 is returned as is.
-llvm::Value* EmitFastExpm1F32(llvm::IRBuilderBase& b, llvm::Value* x) {
+llvm::Value* EmitFastExpm1F32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* type = x->getType();
   KILN_CHECK(IsFloat32OrVector(type));
   llvm::Value* ax = Fabs(b, x);
@@ -151,7 +151,7 @@ llvm::Value* EmitFastExpm1F32(llvm::IRBuilderBase& b, llvm::Value* x) {
   llvm::Value* em = MulAdd(b, b.CreateFMul(ExpQ(b, r), r), r, r);
   llvm::Value* scale = Pow2(b, red.n, type);
   llvm::Value* mid = b.CreateFAdd(b.CreateFMul(scale, em), b.CreateFSub(scale, F(type, 1.0f)));
-  llvm::Value* far = b.CreateFSub(EmitFastExpF32(b, x), F(type, 1.0f));
+  llvm::Value* far = b.CreateFSub(EmitFastExpF32(b, x, avx512), F(type, 1.0f));
   llvm::Value* result = b.CreateSelect(near, mid, far);
   return b.CreateSelect(b.CreateFCmpOEQ(x, F(type, 0.0f)), x, result);
 }
@@ -160,7 +160,7 @@ llvm::Value* EmitFastExpm1F32(llvm::IRBuilderBase& b, llvm::Value* x) {
 // erfc(x) = exp(-x^2) R(t), t = 1 / (1 + x/2) (R is smooth in t, and erfc small there, so its
 // relative error barely shows); |x| is clamped to 4, where erfc < 2^-25 and 1 - erfc rounds
 // to 1, and the sign is copied back. Both sides are computed and one selected per lane.
-llvm::Value* EmitFastErfF32(llvm::IRBuilderBase& b, llvm::Value* x) {
+llvm::Value* EmitFastErfF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* type = x->getType();
   KILN_CHECK(IsFloat32OrVector(type));
   llvm::Value* one = F(type, 1.0f);
@@ -178,7 +178,7 @@ llvm::Value* EmitFastErfF32(llvm::IRBuilderBase& b, llvm::Value* x) {
   llvm::Value* r = Horner(b, t,
                           {-0x1.188888p-13f, 0x1.2363ecp-2f, 0x1.0c9c38p-2f, 0x1.58c6p-2f, -0x1.31422ep-4f,
                            0x1.07afdp-1f, -0x1.afc7cp-2f, 0x1.73016ap-4f, 0x1.da5686p-8f});
-  llvm::Value* erfc = b.CreateFMul(EmitFastExpF32(b, b.CreateFNeg(b.CreateFMul(a, a))), r);
+  llvm::Value* erfc = b.CreateFMul(EmitFastExpF32(b, b.CreateFNeg(b.CreateFMul(a, a)), avx512), r);
   llvm::Value* large = CopySign(b, b.CreateFSub(one, erfc), x);
   return b.CreateSelect(b.CreateFCmpOLT(ax, F(type, 0.875f)), small, large);
 }
@@ -186,7 +186,7 @@ llvm::Value* EmitFastErfF32(llvm::IRBuilderBase& b, llvm::Value* x) {
 // |x| < 0.625: tanh(x) = x + x^3 P(x^2). Otherwise tanh(|x|) = (1 - e) / (1 + e) with
 // e = exp(-2|x|) in [0, 0.29): no overflow, no cancellation, 1 once e underflows; the sign
 // is copied back.
-llvm::Value* EmitFastTanhF32(llvm::IRBuilderBase& b, llvm::Value* x) {
+llvm::Value* EmitFastTanhF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* type = x->getType();
   KILN_CHECK(IsFloat32OrVector(type));
   llvm::Value* one = F(type, 1.0f);
@@ -197,7 +197,7 @@ llvm::Value* EmitFastTanhF32(llvm::IRBuilderBase& b, llvm::Value* x) {
                           {-0x1.555554p-2f, 0x1.11107ap-3f, -0x1.b9f188p-5f, 0x1.63a54ep-6f, -0x1.0c5eb8p-7f,
                            0x1.1a2788p-9f});
   llvm::Value* small = MulAdd(b, b.CreateFMul(x, s), p, x);
-  llvm::Value* e = EmitFastExpF32(b, b.CreateFMul(ax, F(type, -2.0f)));
+  llvm::Value* e = EmitFastExpF32(b, b.CreateFMul(ax, F(type, -2.0f)), avx512);
   llvm::Value* large = b.CreateFDiv(b.CreateFSub(one, e), b.CreateFAdd(one, e));
   // The sign of x on both sides: x^3 P(x^2) + x is +0 for x = -0.
   return CopySign(b, b.CreateSelect(b.CreateFCmpOLT(ax, F(type, 0.625f)), small, large), x);
@@ -205,11 +205,11 @@ llvm::Value* EmitFastTanhF32(llvm::IRBuilderBase& b, llvm::Value* x) {
 
 // sigmoid(x) = 1 / (1 + e) for x >= 0 and e / (1 + e) for x < 0, e = exp(-|x|) in (0, 1]:
 // never overflows, and keeps relative accuracy on the far negative side.
-llvm::Value* EmitFastSigmoidF32(llvm::IRBuilderBase& b, llvm::Value* x) {
+llvm::Value* EmitFastSigmoidF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* type = x->getType();
   KILN_CHECK(IsFloat32OrVector(type));
   llvm::Value* one = F(type, 1.0f);
-  llvm::Value* e = EmitFastExpF32(b, b.CreateFNeg(Fabs(b, x)));
+  llvm::Value* e = EmitFastExpF32(b, b.CreateFNeg(Fabs(b, x)), avx512);
   llvm::Value* numerator = b.CreateSelect(b.CreateFCmpOLT(x, F(type, 0.0f)), e, one);
   return b.CreateFDiv(numerator, b.CreateFAdd(one, e));
 }

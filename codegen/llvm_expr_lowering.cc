@@ -245,15 +245,20 @@ llvm::Value* KernelLowering::LibmCall(const std::string& name, llvm::Value* x) {
 // fast_exp, ... (float32 of any lanes, tir/transform/lower_intrinsics.h): inline polynomial
 // code that stays SIMD in vector loops, where llvm.exp or libm would be called lane by lane.
 llvm::Value* KernelLowering::FastMath(const std::string& op, llvm::Value* x) {
-  if (op == "exp" && IsFloat32OrVector(x->getType())) {
-    return EmitFastExpF32(b_, x, machine_.getMCSubtargetInfo()->checkFeatures("+avx512f"));
+  // The functions computed through exp take whether the target has AVX-512F (vscalefps).
+  using ExpEmitter = llvm::Value* (*)(llvm::IRBuilderBase&, llvm::Value*, bool);
+  ExpEmitter through_exp = op == "exp"       ? EmitFastExpF32
+                           : op == "erf"     ? EmitFastErfF32
+                           : op == "tanh"    ? EmitFastTanhF32
+                           : op == "sigmoid" ? EmitFastSigmoidF32
+                           : op == "expm1"   ? EmitFastExpm1F32
+                                             : nullptr;
+  if (through_exp != nullptr) {
+    if (!IsFloat32OrVector(x->getType())) return nullptr;
+    return through_exp(b_, x, machine_.getMCSubtargetInfo()->checkFeatures("+avx512f"));
   }
   using Emitter = llvm::Value* (*)(llvm::IRBuilderBase&, llvm::Value*);
-  Emitter emit = op == "erf"       ? EmitFastErfF32
-                 : op == "tanh"    ? EmitFastTanhF32
-                 : op == "sigmoid" ? EmitFastSigmoidF32
-                 : op == "log"     ? EmitFastLogF32
-                 : op == "expm1"   ? EmitFastExpm1F32
+  Emitter emit = op == "log"       ? EmitFastLogF32
                  : op == "log1p"   ? EmitFastLog1pF32
                  : op == "sin"     ? EmitFastSinF32
                  : op == "cos"     ? EmitFastCosF32
