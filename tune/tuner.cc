@@ -3,10 +3,15 @@
 
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <random>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "support/check.h"
 #include "support/status_macros.h"
 #include "tir/structural_hash.h"
 #include "tune/cost_model.h"
@@ -26,8 +31,37 @@ struct Task {
   tir::CpuScheduleKnobs best;
   double best_seconds = -1;
   double best_ratio = 1;  // best_seconds / the default's, measured side by side
+  double default_seconds = -1;  // the default knobs' least time per call over the trials so far
   int trials = 0;
+  int empty_draws = 0;     // draws in a row that found no new schedule
+  bool exhausted = false;  // no new schedule left (as far as random draws find)
 };
+
+// Draws in a row without a new schedule after which a task is given up.
+constexpr int kEmptyDrawsToGiveUp = 3;
+
+// The least weight of a task (its share of its size's time is added to it): a kernel with
+// a small share still gets some trials (its share may be wrong: it was measured alone).
+constexpr double kMinTaskWeight = 0.05;
+
+// Each task's weight in the search: its kernel's share of the model's time at the task's
+// size (the default knobs' time per call x calls per run, over the sum of the same for
+// every kernel tuned at that size) plus kMinTaskWeight. Every size has about the same
+// weight in all, as the sizes are each a workload the model is run at. A task whose
+// default was not measured (it failed) gets the least weight.
+std::vector<double> TaskWeights(const std::vector<Task>& tasks) {
+  auto time_of = [](const Task& t) {
+    return t.default_seconds > 0 ? t.default_seconds * static_cast<double>(t.workload->calls) : 0.0;
+  };
+  std::map<int64_t, double> size_total;
+  for (const Task& t : tasks) size_total[t.workload->sizes[t.size_index]] += time_of(t);
+  std::vector<double> weights;
+  for (const Task& t : tasks) {
+    double total = size_total[t.workload->sizes[t.size_index]];
+    weights.push_back(kMinTaskWeight + (total > 0 ? time_of(t) / total : 0.0));
+  }
+  return weights;
+}
 
 // The values each knob takes in the search (see cpu_knobs.h for their meaning).
 tir::CpuScheduleKnobs RandomKnobs(std::mt19937& rng) {
@@ -37,8 +71,9 @@ tir::CpuScheduleKnobs RandomKnobs(std::mt19937& rng) {
   };
   tir::CpuScheduleKnobs k;
   // Row tiles up to 12: with 2 vectors of columns that is 24 accumulators, within
-  // AVX-512's 32 registers (AVX2's 16 spill, which the measurement then shows).
-  k.matmul.row_tile = pick({0, 1, 2, 3, 4, 6, 8, 12});
+  // AVX-512's 32 registers (AVX2's 16 spill, which the measurement then shows). Wide tiles
+  // (few rows) take row_tile as their height, so 16 and 32 are wide-tile heights.
+  k.matmul.row_tile = pick({0, 1, 2, 3, 4, 6, 8, 12, 16, 32});
   k.matmul.col_vectors = pick({1, 2, 3, 4});
   k.matmul.pack = pick({-1, 0, 1});
   k.matmul.unroll_rows = pick({0, 1});
@@ -46,6 +81,14 @@ tir::CpuScheduleKnobs RandomKnobs(std::mt19937& rng) {
   k.matmul.few_rows = pick({0, 1});
   k.matmul.rows_outer = pick({0, 1});
   k.matmul.k_unroll = pick({1, 2, 4, 8});
+  // The wide tiles' own shape (0: the rule's): k blocks of the weight, rows per register
+  // step, sub-tiles per tile, packing each k block; and the row count from which register
+  // tiles take over (the MLP's up projection, 64 -> 256 columns, is wide below 64 rows).
+  k.matmul.wide_k_block = pick({0, 8, 32, 64});
+  k.matmul.wide_step_rows = pick({0, 1, 2, 4, 8});
+  k.matmul.wide_subtiles = pick({0, 1, 2, 4, 8});
+  k.matmul.wide_pack = pick({0, 1});
+  k.matmul.many_rows = pick({0, 8, 16, 32, 128, 256});
   // Lanes beyond the vector width are several vectors of partial results (or of
   // elements): independent chains, so the adds or exps of one do not wait on the other.
   k.reduction.lanes = pick({0, 1, 4, 8, 16, 32, 64});
@@ -55,39 +98,39 @@ tir::CpuScheduleKnobs RandomKnobs(std::mt19937& rng) {
   return k;
 }
 
+// The knobs' values in their text form's fixed order (cpu_knobs.h): every knob, so a knob
+// added there is mutated and seen by the cost model without a change here.
+std::vector<std::pair<std::string, int>> KnobValues(const tir::CpuScheduleKnobs& k) {
+  std::vector<std::pair<std::string, int>> values;
+  for (absl::string_view pair : absl::StrSplit(k.ToString(), ' ', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    int value = 0;
+    KILN_CHECK(kv.size() == 2 && absl::SimpleAtoi(kv[1], &value)) << "knob text '" << pair << "'";
+    values.emplace_back(kv[0], value);
+  }
+  return values;
+}
+
 // `from` with one or two knobs taken from a random knob set.
 tir::CpuScheduleKnobs Mutate(const tir::CpuScheduleKnobs& from, std::mt19937& rng) {
-  tir::CpuScheduleKnobs k = from, r = RandomKnobs(rng);
+  std::vector<std::pair<std::string, int>> k = KnobValues(from), r = KnobValues(RandomKnobs(rng));
   int changes = std::uniform_int_distribution<int>(1, 2)(rng);
   for (int c = 0; c < changes; ++c) {
-    switch (std::uniform_int_distribution<int>(0, 11)(rng)) {
-      case 0: k.matmul.row_tile = r.matmul.row_tile; break;
-      case 1: k.matmul.col_vectors = r.matmul.col_vectors; break;
-      case 2: k.matmul.pack = r.matmul.pack; break;
-      case 3: k.matmul.unroll_rows = r.matmul.unroll_rows; break;
-      case 4: k.matmul.parallel = r.matmul.parallel; break;
-      case 5: k.matmul.few_rows = r.matmul.few_rows; break;
-      case 6: k.reduction.lanes = r.reduction.lanes; break;
-      case 7: k.reduction.parallel = r.reduction.parallel; break;
-      case 8: k.injective.lanes = r.injective.lanes; break;
-      case 9: k.matmul.rows_outer = r.matmul.rows_outer; break;
-      case 10: k.matmul.k_unroll = r.matmul.k_unroll; break;
-      default: k.injective.parallel = r.injective.parallel; break;
-    }
+    size_t i = std::uniform_int_distribution<size_t>(0, k.size() - 1)(rng);
+    k[i].second = r[i].second;
   }
-  return k;
+  std::vector<std::string> text;
+  for (const auto& [name, value] : k) text.push_back(absl::StrCat(name, "=", value));
+  absl::StatusOr<tir::CpuScheduleKnobs> mutated = tir::CpuScheduleKnobs::Parse(absl::StrJoin(text, " "));
+  KILN_CHECK(mutated.ok()) << mutated.status();  // values of two valid sets
+  return *mutated;
 }
 
 // The cost model's view of a candidate: its knobs and the kernel's size (log2 of the
 // symbolic size and of each of the first four parameters' element counts).
 std::vector<float> Features(const Task& task, const tir::CpuScheduleKnobs& k) {
-  std::vector<float> f = {
-      static_cast<float>(k.matmul.row_tile), static_cast<float>(k.matmul.col_vectors),
-      static_cast<float>(k.matmul.pack),     static_cast<float>(k.matmul.unroll_rows),
-      static_cast<float>(k.matmul.parallel), static_cast<float>(k.matmul.few_rows),
-      static_cast<float>(k.reduction.lanes), static_cast<float>(k.reduction.parallel),
-      static_cast<float>(k.injective.lanes), static_cast<float>(k.injective.parallel),
-      static_cast<float>(k.matmul.rows_outer), static_cast<float>(k.matmul.k_unroll)};
+  std::vector<float> f;
+  for (const auto& [name, value] : KnobValues(k)) f.push_back(static_cast<float>(value));
   const Workload& w = *task.workload;
   f.push_back(std::log2(1.0f + static_cast<float>(w.sizes[task.size_index])));
   const auto& binding = w.bindings[task.size_index];
@@ -186,84 +229,122 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
     std::fflush(options.progress);
   };
 
-  // Phase 1: the search, round-robin over the tasks.
-  int stale_rounds = 0;  // rounds in which no task had a new candidate
-  while (!out_of(search_trials, search_budget)) {
-    bool any = false;
-    for (Task& task : tasks) {
-      if (out_of(search_trials, search_budget)) break;
-      const Workload& w = *task.workload;
-      tir::CpuScheduleOptions schedule_options{.vector_lanes = w.target.Float32Lanes(), .num_threads = options.threads};
-      // Candidates whose schedule is new for this task.
-      std::vector<tir::CpuScheduleKnobs> candidates;
-      std::vector<uint64_t> hashes;
-      const int wanted = task.trials == 0 ? 1 : 24;
-      for (int attempt = 0; attempt < 4 * wanted && static_cast<int>(candidates.size()) < wanted; ++attempt) {
-        tir::CpuScheduleKnobs k = task.trials == 0       ? tir::CpuScheduleKnobs()
-                                  : attempt % 2 == 0 && task.best_seconds > 0 ? Mutate(task.best, rng)
-                                                                             : RandomKnobs(rng);
-        schedule_options.knobs = k;
-        absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(w.func, schedule_options);
-        if (!scheduled.ok()) continue;
-        uint64_t h = tir::StructuralHash(*scheduled);
-        if (task.measured.count(h) || std::find(hashes.begin(), hashes.end(), h) != hashes.end()) continue;
-        candidates.push_back(k);
-        hashes.push_back(h);
-      }
-      // The winners of the same kernel at its other sizes come first: a dispatching kernel
-      // is only as good as its variants at the sizes between, and a variant found at one
-      // size is often the best at its neighbours too (the search there may not find it).
-      bool seeded = false;
-      if (task.trials > 0) {
-        for (const Task& sibling : tasks) {
-          if (sibling.workload != task.workload || &sibling == &task || sibling.best_ratio >= 1.0 / kMinSpeedup) continue;
-          schedule_options.knobs = sibling.best;
-          absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(w.func, schedule_options);
-          if (!scheduled.ok() || task.measured.count(tir::StructuralHash(*scheduled))) continue;
-          candidates = {sibling.best};
-          hashes = {tir::StructuralHash(*scheduled)};
-          seeded = true;
-          break;
-        }
-      }
-      if (candidates.empty()) continue;
-      any = true;
-      size_t chosen = std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(rng);
-      if (!seeded && model.trained() && std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
-        std::vector<std::vector<float>> rows;
-        for (const auto& k : candidates) rows.push_back(Features(task, k));
-        std::vector<float> predicted = model.Predict(rows);
-        chosen = static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
-      }
-      const tir::CpuScheduleKnobs& knobs = candidates[chosen];
-      task.measured.insert(hashes[chosen]);
-      const int64_t size = w.sizes[task.size_index];
-      KILN_ASSIGN_OR_RETURN(MeasureResult result, measure(w, size, w.bindings[task.size_index], knobs));
-      ++task.trials;
-      if (result.ok) {
-        double ratio = result.seconds / result.baseline_seconds;
-        model.Add(Features(task, knobs), result.seconds);
-        model.Fit();
-        // A new best that replay would take over the default is measured once more, and
-        // counts with the worse of its two ratios (as BestTable counts repeated records):
-        // one lucky batch on a noisy machine must not replace the default.
-        if (ratio < task.best_ratio && ratio < 1.0 / kMinSpeedup && !out_of(search_trials, search_budget)) {
-          progress(w, size, absl::StrCat(Micros(result.seconds), ", ", Speedup(ratio), ": measuring again"), result);
-          KILN_ASSIGN_OR_RETURN(MeasureResult again, measure(w, size, w.bindings[task.size_index], knobs));
-          ratio = again.ok ? std::max(ratio, again.seconds / again.baseline_seconds) : 1e30;
-          if (again.ok) result = again;
-        }
-        if (task.best_seconds < 0 || ratio < task.best_ratio) {
-          task.best_seconds = result.seconds;
-          task.best_ratio = ratio;
-          task.best = knobs;
-        }
-      }
-      progress(w, size, absl::StrCat("best ", Micros(task.best_seconds), " (", Speedup(task.best_ratio), ")"), result);
+  // One trial of `task`: its default knobs first, then the candidate the cost model ranks
+  // best. False when the task had no schedule left to measure.
+  auto trial = [&](Task& task) -> absl::StatusOr<bool> {
+    const Workload& w = *task.workload;
+    tir::CpuScheduleOptions schedule_options{.vector_lanes = w.target.Float32Lanes(), .num_threads = options.threads};
+    // Candidates whose schedule is new for this task.
+    std::vector<tir::CpuScheduleKnobs> candidates;
+    std::vector<uint64_t> hashes;
+    const int wanted = task.trials == 0 ? 1 : 24;
+    for (int attempt = 0; attempt < 4 * wanted && static_cast<int>(candidates.size()) < wanted; ++attempt) {
+      tir::CpuScheduleKnobs k = task.trials == 0       ? tir::CpuScheduleKnobs()
+                                : attempt % 2 == 0 && task.best_seconds > 0 ? Mutate(task.best, rng)
+                                                                           : RandomKnobs(rng);
+      schedule_options.knobs = k;
+      absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(w.func, schedule_options);
+      if (!scheduled.ok()) continue;
+      uint64_t h = tir::StructuralHash(*scheduled);
+      if (task.measured.count(h) || std::find(hashes.begin(), hashes.end(), h) != hashes.end()) continue;
+      candidates.push_back(k);
+      hashes.push_back(h);
     }
+    // The winners of the same kernel at its other sizes come first: a dispatching kernel
+    // is only as good as its variants at the sizes between, and a variant found at one
+    // size is often the best at its neighbours too (the search there may not find it).
+    bool seeded = false;
+    if (task.trials > 0) {
+      for (const Task& sibling : tasks) {
+        if (sibling.workload != task.workload || &sibling == &task || sibling.best_ratio >= 1.0 / kMinSpeedup) continue;
+        schedule_options.knobs = sibling.best;
+        absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(w.func, schedule_options);
+        if (!scheduled.ok() || task.measured.count(tir::StructuralHash(*scheduled))) continue;
+        candidates = {sibling.best};
+        hashes = {tir::StructuralHash(*scheduled)};
+        seeded = true;
+        break;
+      }
+    }
+    if (candidates.empty()) return false;
+    size_t chosen = std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(rng);
+    if (!seeded && model.trained() && std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
+      std::vector<std::vector<float>> rows;
+      for (const auto& k : candidates) rows.push_back(Features(task, k));
+      std::vector<float> predicted = model.Predict(rows);
+      chosen = static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
+    }
+    const tir::CpuScheduleKnobs& knobs = candidates[chosen];
+    task.measured.insert(hashes[chosen]);
+    const int64_t size = w.sizes[task.size_index];
+    KILN_ASSIGN_OR_RETURN(MeasureResult result, measure(w, size, w.bindings[task.size_index], knobs));
+    ++task.trials;
+    if (result.ok) {
+      // The least of the default's times so far: the load only ever adds to a time.
+      task.default_seconds = task.default_seconds < 0 ? result.baseline_seconds
+                                                      : std::min(task.default_seconds, result.baseline_seconds);
+      // Credited as replay credits it (TrustedRatio): a baseline slowed by the load while
+      // the candidate ran normally is no win.
+      auto trusted = [&](const MeasureResult& r) {
+        TuningRecord record;
+        record.seconds = r.seconds;
+        record.baseline_seconds = r.baseline_seconds;
+        return TrustedRatio(record, task.default_seconds);
+      };
+      double ratio = trusted(result);
+      model.Add(Features(task, knobs), result.seconds);
+      model.Fit();
+      // A new best that replay would take over the default is measured once more, and
+      // counts with the worse of its two ratios (as BestTable counts repeated records):
+      // one lucky batch on a noisy machine must not replace the default.
+      if (ratio < task.best_ratio && ratio < 1.0 / kMinSpeedup && !out_of(search_trials, search_budget)) {
+        progress(w, size, absl::StrCat(Micros(result.seconds), ", ", Speedup(ratio), ": measuring again"), result);
+        KILN_ASSIGN_OR_RETURN(MeasureResult again, measure(w, size, w.bindings[task.size_index], knobs));
+        if (again.ok) {
+          task.default_seconds = std::min(task.default_seconds, again.baseline_seconds);
+          ratio = std::max(ratio, trusted(again));
+          result = again;
+        } else {
+          ratio = 1e30;
+        }
+      }
+      if (task.best_seconds < 0 || ratio < task.best_ratio) {
+        task.best_seconds = result.seconds;
+        task.best_ratio = ratio;
+        task.best = knobs;
+      }
+    }
+    progress(w, size, absl::StrCat("best ", Micros(task.best_seconds), " (", Speedup(task.best_ratio), ")"), result);
+    return true;
+  };
+
+  // Phase 1: the search. Every task's default knobs first (the baseline times), then the
+  // trials go where the model's time is: to the task whose weight per trial so far is the
+  // largest (TaskWeights), so a kernel with a third of the time at its size gets about a
+  // third of that size's trials, and the layer norms do not take as many as the matmuls.
+  for (Task& task : tasks) {
     if (out_of(search_trials, search_budget)) break;
-    stale_rounds = any ? 0 : stale_rounds + 1;
-    if (stale_rounds >= 2) break;  // every task has run out of new schedules
+    KILN_ASSIGN_OR_RETURN(bool measured, trial(task));
+    (void)measured;
+  }
+  while (!out_of(search_trials, search_budget)) {
+    std::vector<double> weights = TaskWeights(tasks);
+    Task* next = nullptr;
+    double next_priority = 0;
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      if (tasks[t].exhausted) continue;
+      double priority = weights[t] / std::max(1, tasks[t].trials);
+      if (next == nullptr || priority > next_priority) {
+        next = &tasks[t];
+        next_priority = priority;
+      }
+    }
+    if (next == nullptr) break;  // every task has run out of new schedules
+    KILN_ASSIGN_OR_RETURN(bool measured, trial(*next));
+    // Candidates are drawn at random: a kernel with few distinct schedules (a layer norm has
+    // two knobs) is out of them only after several empty draws in a row.
+    next->empty_draws = measured ? 0 : next->empty_draws + 1;
+    next->exhausted = next->empty_draws >= kEmptyDrawsToGiveUp;
   }
 
   // Phase 2: the dispatch thresholds (crossover.h). Each round measures, for every

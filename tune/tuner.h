@@ -7,12 +7,15 @@
 // best knobs so far (one or two knobs changed) and fresh random knob sets — drops those
 // whose scheduled function is one already measured for the task (many knobs do not touch a
 // given kernel), and measures the one the cost model predicts fastest (a random one while
-// the model is untrained, and one trial in four at random to keep exploring). Trials go
-// round-robin over the tasks until (1 - kCrossoverShare) of the trial count or of the time
-// budget is spent. A would-be best that beats the default by the replay margin is measured
-// again and counts with the worse ratio. The rest places the dispatch thresholds of
-// symbolic kernels by measuring neighbouring variants between their tuned sizes
-// (crossover.h).
+// the model is untrained, and one trial in four at random to keep exploring). After every
+// task's default is measured, each trial goes to the task with the most weight per trial
+// so far, its weight being its kernel's share of the model's time at its size (default
+// time x calls per run) plus a floor: the kernels that dominate the model's time at a
+// size get most of that size's trials. The search stops when (1 - kCrossoverShare) of
+// the trial count or of the time budget is spent. A would-be best that beats the default
+// by the replay margin is measured again and counts with the worse ratio. The rest places
+// the dispatch thresholds of symbolic kernels by measuring neighbouring variants between
+// their tuned sizes (crossover.h).
 #pragma once
 
 #include <cstdio>

@@ -93,17 +93,34 @@ absl::Status AppendTuningRecords(const std::string& path, const std::vector<Tuni
   return absl::OkStatus();
 }
 
+double TrustedRatio(const TuningRecord& record, double least_baseline) {
+  const double own = record.seconds / record.baseline_seconds;
+  return least_baseline > 0 ? std::max(own, record.seconds / least_baseline) : own;
+}
+
+std::map<std::pair<std::string, int64_t>, double> LeastBaselines(const std::vector<TuningRecord>& records) {
+  std::map<std::pair<std::string, int64_t>, double> least;
+  for (const TuningRecord& r : records) {
+    if (r.seconds <= 0 || r.baseline_seconds <= 0) continue;
+    auto [it, inserted] = least.try_emplace({r.workload, r.size}, r.baseline_seconds);
+    if (!inserted) it->second = std::min(it->second, r.baseline_seconds);
+  }
+  return least;
+}
+
 tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
   // A knob set measured several times at one size counts with its worst ratio to the
   // default: the tuner measures a would-be winner again, and a candidate must win every
   // time (the noise of a loaded machine makes single lucky measurements).
+  const std::map<std::pair<std::string, int64_t>, double> least_baseline = LeastBaselines(records);
   std::map<std::tuple<std::string, int64_t, std::string>, double> worst_ratio;
   std::map<std::string, std::string> dispatch_var;
   for (const TuningRecord& r : records) {
     if (r.seconds <= 0) continue;
     dispatch_var[r.workload] = r.dispatch_var;
     double& worst = worst_ratio[{r.workload, r.size, r.knobs}];
-    worst = std::max(worst, r.seconds / r.baseline_seconds);
+    auto least = least_baseline.find({r.workload, r.size});
+    worst = std::max(worst, TrustedRatio(r, least == least_baseline.end() ? 0.0 : least->second));
   }
   // (workload, size) -> best (ratio, knobs) so far; knobs "" : the default knobs (nothing
   // beat them by the margin yet). The map's order makes ties go to the lesser knob text.

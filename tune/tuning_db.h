@@ -10,13 +10,15 @@
 // seconds / baseline_seconds compares candidates measured at different times fairly.
 // Reading checks every line: a line that is not such an object is an error naming
 // FILE:LINE. BestTable picks, per workload and size, the successful record fastest relative
-// to its baseline (ties to the lesser knob text), so the same file always gives the same
+// to its baseline (TrustedRatio; ties to the lesser knob text), so the same file always gives the same
 // table; a candidate wins only by beating the default schedule side by side by at least
 // kMinSpeedup, else the size keeps the default knobs.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -52,6 +54,18 @@ absl::StatusOr<TuningRecord> ParseRecordLine(const std::string& line);
 // Every record of the file; a missing file is an error, an empty one no records.
 absl::StatusOr<std::vector<TuningRecord>> ReadTuningDb(const std::string& path);
 absl::Status AppendTuningRecords(const std::string& path, const std::vector<TuningRecord>& records);
+
+// A successful record's speed-up as replay and the tuner credit it: seconds over its own
+// baseline, or over `least_baseline` (the least time of the default schedule in any record
+// of the same workload and size) when that is larger. On a loaded machine the default
+// timed in turns with a candidate is sometimes slowed 5-13x while the candidate is not
+// (measured: a matmul2 candidate at n = 300 ran 102 us, its own baseline 228 us, the
+// default's least 99 us): without the second bound a slower candidate reads as 0.45x and
+// replay would take it. A real win is faster than the default's least time too.
+double TrustedRatio(const TuningRecord& record, double least_baseline);
+
+// `records`' least default time per (workload, size), over their successful records.
+std::map<std::pair<std::string, int64_t>, double> LeastBaselines(const std::vector<TuningRecord>& records);
 
 tir::TuningTable BestTable(const std::vector<TuningRecord>& records);
 

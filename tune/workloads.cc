@@ -2,8 +2,9 @@
 #include "tune/workloads.h"
 
 #include <algorithm>
-#include <set>
+#include <map>
 
+#include "relax/expr_functor.h"
 #include "relax/transform/bind_target.h"
 #include "support/status_macros.h"
 #include "tir/schedule/schedule_utils.h"
@@ -17,6 +18,17 @@ namespace {
 std::pair<int64_t, int64_t> SizeBounds(const tir::Var& v) {
   return {std::max<int64_t>(1, v->lower_bound.value_or(1)), v->upper_bound.value_or(2048)};
 }
+
+// Counts the references to each global (by name) in the Relax functions it visits: each
+// reference to a PrimFunc is one call of it per run.
+class GlobalUses : public relax::ExprVisitor {
+ public:
+  std::map<std::string, int> uses;
+  void VisitExpr_(const relax::GlobalVarNode* op, const relax::Expr& self) override {
+    ++uses[op->name];
+    relax::ExprVisitor::VisitExpr_(op, self);
+  }
+};
 
 }  // namespace
 
@@ -41,16 +53,26 @@ std::map<std::string, int64_t> SizesAt(const tir::PrimFunc& func, int64_t n) {
 
 absl::StatusOr<std::vector<Workload>> ExtractWorkloads(const relax::IRModule& module, const tir::Target& target,
                                                        const std::vector<int64_t>& chosen_sizes) {
+  GlobalUses uses;
+  for (const relax::IRModule::Entry& entry : module.entries()) {
+    if (entry.is_relax()) uses.VisitExpr(std::get<relax::Expr>(entry.func));
+  }
   std::vector<Workload> workloads;
-  std::set<std::string> seen;
+  std::map<std::string, size_t> index_of_key;
   for (const relax::IRModule::Entry& entry : module.entries()) {
     const tir::PrimFunc* func = entry.prim_func();
     if (func == nullptr) continue;
     KILN_ASSIGN_OR_RETURN(tir::Target t, relax::PrimFuncTarget(entry.name, *func, target));
     if (!t.is_cpu()) continue;
+    const int calls = std::max(1, uses.uses[entry.name]);
     Workload w;
     w.key = tir::WorkloadKey(*func, t);
-    if (!seen.insert(w.key).second) continue;
+    if (auto it = index_of_key.find(w.key); it != index_of_key.end()) {
+      workloads[it->second].calls += calls;
+      continue;
+    }
+    index_of_key[w.key] = workloads.size();
+    w.calls = calls;
     w.name = entry.name;
     w.func = *func;
     w.target = t;

@@ -28,6 +28,10 @@ struct Workload {
   tir::PrimFunc func;        // unscheduled
   tir::Target target;
   std::string dispatch_var;  // "" for a kernel with static sizes
+  // How many times one run of the model calls the kernel (every call site of every
+  // PrimFunc with this key; at least 1): the tuner weighs the kernel's share of the model's
+  // time with it (q, k and v of attention are one kernel called three times).
+  int calls = 1;
   // The representative values of dispatch_var ({0} for a static kernel) and, for each,
   // every symbolic size's value.
   std::vector<int64_t> sizes;

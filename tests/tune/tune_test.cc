@@ -70,21 +70,29 @@ tir::CpuScheduleKnobs RowsOuterDeepTiles() {
   return k;
 }
 
-// The wide-tile knobs (k blocks, row steps, sub-tiles, packing, the many-rows threshold).
-tir::CpuScheduleKnobs KBlockedWideTiles() {
+// The wide-tile knobs: rows, k blocks, row steps, sub-tiles, packing, the many-rows threshold.
+tir::CpuScheduleKnobs WideTileKnobs(int rows, int k_block, int step_rows, int subtiles, int many_rows) {
   tir::CpuScheduleKnobs k;
-  k.matmul.row_tile = 48;
-  k.matmul.wide_k_block = 256;
-  k.matmul.wide_step_rows = 6;
-  k.matmul.wide_subtiles = 2;
+  k.matmul.row_tile = rows;
+  k.matmul.wide_k_block = k_block;
+  k.matmul.wide_step_rows = step_rows;
+  k.matmul.wide_subtiles = subtiles;
   k.matmul.wide_pack = true;
-  k.matmul.many_rows = 128;
+  k.matmul.many_rows = many_rows;
   return k;
 }
 
+// Each wide-tile knob away from its default.
+tir::CpuScheduleKnobs KBlockedWideTiles() { return WideTileKnobs(48, 256, 6, 2, 128); }
+
+// Wide tiles for the block's MLP up projection on AVX2 (k = 64 in two blocks, row steps of
+// 2, one sub-tile, packed), register tiles again from 32 rows.
+tir::CpuScheduleKnobs BlockWideTiles() { return WideTileKnobs(8, 32, 2, 1, 32); }
+
 TEST(TuneKnobsTest, TextRoundTripsAndRejectsNonsense) {
   for (const tir::CpuScheduleKnobs& k :
-       {tir::CpuScheduleKnobs(), SmallTiles(), WideTiles(), RowsOuterDeepTiles(), KBlockedWideTiles()}) {
+       {tir::CpuScheduleKnobs(), SmallTiles(), WideTiles(), RowsOuterDeepTiles(), KBlockedWideTiles(),
+        BlockWideTiles()}) {
     absl::StatusOr<tir::CpuScheduleKnobs> back = tir::CpuScheduleKnobs::Parse(k.ToString());
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(*back, k);
@@ -156,6 +164,29 @@ TEST(TuningDbTest, AKnobSetMeasuredAgainCountsWithItsWorstRatio) {
   // Measured again and lost: the size keeps the default knobs.
   table = BestTable({record(WideTiles(), 0.5e-6), record(WideTiles(), 0.97e-6)});
   EXPECT_EQ(table["w"].best_by_size[0].second, tir::CpuScheduleKnobs());
+}
+
+// The records of a loaded run (1 thread, n = 300): the default's own record at 99 us; a
+// candidate at 102 us twice, each time beside a default slowed to 228 and 604 us (0.45x
+// and 0.17x by its own baselines); another at 50 us beside a default at 110 us.
+TEST(TuningDbTest, AWinOverADisturbedBaselineCountsAgainstTheLeastDefaultTime) {
+  auto record = [](const tir::CpuScheduleKnobs& k, double seconds, double baseline) {
+    return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = 300,
+                        .seconds = seconds, .baseline_seconds = baseline};
+  };
+  const TuningRecord slower = record(WideTiles(), 102e-6, 228e-6);
+  EXPECT_NEAR(TrustedRatio(slower, 99e-6), 102.0 / 99, 1e-12);
+  EXPECT_NEAR(TrustedRatio(slower, 0), 102.0 / 228, 1e-12);  // no least time known: its own
+  std::vector<TuningRecord> records = {record(tir::CpuScheduleKnobs(), 99e-6, 99e-6), slower,
+                                       record(WideTiles(), 102e-6, 604e-6)};
+  EXPECT_EQ(LeastBaselines(records).at({"w", 300}), 99e-6);
+  tir::TuningTable table = BestTable(records);
+  ASSERT_EQ(table["w"].best_by_size.size(), 1u);
+  EXPECT_EQ(table["w"].best_by_size[0].second, tir::CpuScheduleKnobs()) << "a slower kernel must not replace the default";
+  // A real win is faster than the default's least time too (50 / 99 = 0.51x).
+  records.push_back(record(SmallTiles(), 50e-6, 110e-6));
+  table = BestTable(records);
+  EXPECT_EQ(table["w"].best_by_size[0].second, SmallTiles());
 }
 
 TEST(TuningDbTest, AVariantStaysInUseWhereItTiesTheDefault) {
@@ -243,16 +274,25 @@ relax::ParsedModule TransformerBlock(std::string* path) {
   return *std::move(parsed);
 }
 
-relax::PipelineOptions GeneratedOnly() {
+// Generated kernels only, for `target` (default: this CPU, 2 threads).
+relax::PipelineOptions GeneratedOnly(const tir::Target& target = codegen::HostTarget(2)) {
   relax::PipelineOptions options;
   options.libraries.openblas = false;
-  options.target = codegen::HostTarget(2);
+  options.target = target;
   return options;
 }
 
+// An AVX2 CPU, which every machine these tests run on can run (some have no AVX-512).
+tir::Target Avx2Target() {
+  absl::StatusOr<tir::Target> target = codegen::ResolveCpuTarget(tir::Target::Cpu("haswell", 0, 2));
+  KILN_CHECK(target.ok()) << target.status();
+  return *target;
+}
+
 // The block's kernels as pass `schedule` receives them (GeneratedOnly's pipeline).
-std::vector<Workload> BlockWorkloads(const relax::ParsedModule& parsed) {
-  relax::PipelineOptions options = GeneratedOnly();
+std::vector<Workload> BlockWorkloads(const relax::ParsedModule& parsed,
+                                     const tir::Target& target = codegen::HostTarget(2)) {
+  relax::PipelineOptions options = GeneratedOnly(target);
   options.stop_after = "bind_target";
   absl::StatusOr<relax::IRModule> module = relax::RunPipeline(parsed.module, options, &parsed.locations);
   KILN_CHECK(module.ok()) << module.status();
@@ -292,11 +332,12 @@ TEST(MeasureTest, ACrashOrHangIsAFailedTrialAndTheNextOneWorks) {
 
 // The scheduled function of the block's workload `name` with `knobs`, at 16 fp32 lanes
 // and one thread (the rows_outer and k_unroll knobs do not depend on the vector width).
+// `lanes`: float32 lanes of the vector unit (16: AVX-512, 8: AVX2).
 tir::PrimFunc ScheduledWith(const std::vector<Workload>& workloads, const std::string& name,
-                            const tir::CpuScheduleKnobs& knobs) {
+                            const tir::CpuScheduleKnobs& knobs, int lanes = 16) {
   for (const Workload& w : workloads) {
     if (w.name != name) continue;
-    tir::CpuScheduleOptions options{.vector_lanes = 16, .num_threads = 1, .knobs = knobs};
+    tir::CpuScheduleOptions options{.vector_lanes = lanes, .num_threads = 1, .knobs = knobs};
     absl::StatusOr<tir::PrimFunc> f = tir::ScheduleForCpu(w.func, options);
     KILN_CHECK(f.ok()) << f.status();
     return *f;
@@ -329,30 +370,72 @@ TEST(TuneKnobsTest, NewKnobsChangeTheSchedule) {
   EXPECT_TRUE(differs("softmax", other_lanes));
 }
 
-// Every kernel of the block tuned: small tiles below n = 4, wide tiles up to 63, from
-// n = 64 (DispatchThreshold(16, 256)) row tiles outermost with the k loop unrolled and
-// wider row reductions, so each kernel with n dispatches at run time.
-std::shared_ptr<const tir::TuningTable> SizeDependentTable(const relax::ParsedModule& parsed) {
+// The wide-tile knobs the search now varies reach the block's MLP up projection (n x 64 .
+// 64 x 256, wide tiles below 64 rows) where its 256 columns are wider than the least wide
+// tile: with AVX2's 8 lanes (8 vector pairs = 128 columns). Each changes that kernel.
+TEST(TuneKnobsTest, WideTileKnobsChangeTheUpProjectionOnAvx2) {
+  std::string path;
+  relax::ParsedModule parsed = TransformerBlock(&path);
   const std::vector<Workload> workloads = BlockWorkloads(parsed);
+  const std::string up = "fused_matmul_add_gelu";
+  const uint64_t untuned = tir::StructuralHash(ScheduledWith(workloads, up, tir::CpuScheduleKnobs(), 8));
+  std::vector<std::pair<std::string, tir::CpuScheduleKnobs>> knobs(5);
+  knobs[0].first = "wide_k_block";
+  knobs[0].second.matmul.wide_k_block = 32;  // k = 64: two blocks instead of four
+  knobs[1].first = "wide_step_rows";
+  knobs[1].second.matmul.wide_step_rows = 2;
+  knobs[2].first = "wide_subtiles";
+  knobs[2].second.matmul.wide_subtiles = 1;  // one sub-tile of 128 columns per tile
+  knobs[3].first = "wide_pack";
+  knobs[3].second.matmul.wide_pack = true;
+  knobs[4].first = "many_rows";
+  knobs[4].second.matmul.many_rows = 32;
+  for (const auto& [name, k] : knobs) {
+    EXPECT_NE(tir::StructuralHash(ScheduledWith(workloads, up, k, 8)), untuned) << name;
+  }
+}
+
+// Calls per run, which weigh each kernel's share of the block's time in the search: q, k
+// and v are one kernel called three times, the two layer norms one called twice.
+TEST(WorkloadsTest, CountCallsOfEachKernel) {
+  std::string path;
+  relax::ParsedModule parsed = TransformerBlock(&path);
+  std::map<std::string, int> calls;
+  for (const Workload& w : BlockWorkloads(parsed)) calls[w.name] = w.calls;
+  EXPECT_EQ(calls["matmul"], 3);
+  EXPECT_EQ(calls["layer_norm"], 2);
+  EXPECT_EQ(calls["softmax"], 1);
+  EXPECT_EQ(calls["fused_matmul_add_gelu"], 1);
+}
+
+// Every kernel of the block tuned: small tiles below n = 4, `middle` (default: wide tiles)
+// up to 63, from n = 64 (DispatchThreshold(16, 256)) row tiles outermost with the k loop
+// unrolled and wider row reductions, so each kernel with n dispatches at run time.
+std::shared_ptr<const tir::TuningTable> SizeDependentTable(const relax::ParsedModule& parsed,
+                                                           const tir::Target& target = codegen::HostTarget(2),
+                                                           const tir::CpuScheduleKnobs& middle = WideTiles()) {
+  const std::vector<Workload> workloads = BlockWorkloads(parsed, target);
   auto table = std::make_shared<tir::TuningTable>();
   for (const Workload& w : workloads) {
     tir::TunedWorkload& t = (*table)[w.key];
     t.dispatch_var = w.dispatch_var;
-    t.best_by_size = {{1, SmallTiles()}, {16, WideTiles()}, {256, RowsOuterDeepTiles()}};
+    t.best_by_size = {{1, SmallTiles()}, {16, middle}, {256, RowsOuterDeepTiles()}};
   }
   return table;
 }
 
 // The executable's bytes; `scheduled` receives the module after the pipeline as text.
 std::string Build(const relax::ParsedModule& parsed, std::shared_ptr<const tir::TuningTable> table,
-                  std::string* scheduled = nullptr) {
-  relax::PipelineOptions options = GeneratedOnly();
+                  std::string* scheduled = nullptr, const tir::Target& target = codegen::HostTarget(2)) {
+  relax::PipelineOptions options = GeneratedOnly(target);
   options.check_well_formed = true;
   options.tuning = std::move(table);
   absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed.module, options, &parsed.locations);
   KILN_CHECK(lowered.ok()) << lowered.status();
   if (scheduled) *scheduled = relax::PrintModule(*lowered);
-  absl::StatusOr<std::string> bytes = codegen::BuildExecutable(*lowered, codegen::CpuTarget::Host());
+  absl::StatusOr<codegen::CpuTarget> cpu = codegen::ToCpuTarget(target);
+  KILN_CHECK(cpu.ok()) << cpu.status();
+  absl::StatusOr<std::string> bytes = codegen::BuildExecutable(*lowered, *cpu);
   KILN_CHECK(bytes.ok()) << bytes.status();
   return *bytes;
 }
@@ -372,18 +455,19 @@ vm::Tensor Random(const std::vector<int64_t>& shape, uint32_t seed, float scale)
   return t;
 }
 
-TEST(TunedBuildTest, TunedAndUntunedMatchTheReferenceAndReplayIsIdentical) {
-  std::string path;
-  relax::ParsedModule parsed = TransformerBlock(&path);
-  std::shared_ptr<const tir::TuningTable> table = SizeDependentTable(parsed);
+// The block built for `target` with `table` and without: both against the reference
+// evaluator at `sizes`, and a second build from the same records scheduled identically.
+void ExpectTunedAndUntunedMatchTheReference(const relax::ParsedModule& parsed,
+                                            std::shared_ptr<const tir::TuningTable> table, const tir::Target& target,
+                                            const std::vector<int64_t>& sizes) {
   // Replay is deterministic up to the kernels handed to LLVM: the same records schedule
   // every kernel identically. (The machine code itself is not compared: two builds of the
   // same untuned module already differ in a few bytes of register allocation.)
   std::string tuned_text, replayed_text, untuned_text;
-  const std::string tuned = Build(parsed, table, &tuned_text);
-  Build(parsed, table, &replayed_text);
+  const std::string tuned = Build(parsed, table, &tuned_text, target);
+  Build(parsed, table, &replayed_text, target);
   EXPECT_TRUE(tuned_text == replayed_text) << "replaying the same records must schedule the same kernels";
-  const std::string untuned = Build(parsed, nullptr, &untuned_text);
+  const std::string untuned = Build(parsed, nullptr, &untuned_text, target);
   EXPECT_NE(tuned_text, untuned_text);
   EXPECT_NE(tuned_text.find("_v2"), std::string::npos) << "the size-dependent records should dispatch";
   absl::StatusOr<relax::IRModule> normalized = relax::NormalizeModule(parsed.module, &parsed.locations);
@@ -394,7 +478,7 @@ TEST(TunedBuildTest, TunedAndUntunedMatchTheReferenceAndReplayIsIdentical) {
     absl::StatusOr<std::shared_ptr<const vm::Executable>> exe = vm::Executable::Load(*bytes, builtins::DefaultRegistry());
     ASSERT_TRUE(exe.ok()) << exe.status();
     vm::VirtualMachine machine(*exe);
-    for (int64_t n : {1, 7, 63, 64, 300}) {  // both sides of the dispatch threshold
+    for (int64_t n : sizes) {
       std::vector<vm::Value> args{vm::Value(Random({n, 64}, 7 + static_cast<uint32_t>(n), 1.0f))};
       std::vector<reference::RefValue> ref_args{RefOf(args[0].as_tensor())};
       for (size_t i = 0; i < weight_shapes.size(); ++i) {
@@ -414,6 +498,23 @@ TEST(TunedBuildTest, TunedAndUntunedMatchTheReferenceAndReplayIsIdentical) {
       }
     }
   }
+}
+
+TEST(TunedBuildTest, TunedAndUntunedMatchTheReferenceAndReplayIsIdentical) {
+  std::string path;
+  relax::ParsedModule parsed = TransformerBlock(&path);
+  // Both sides of the dispatch thresholds (4 and 64).
+  ExpectTunedAndUntunedMatchTheReference(parsed, SizeDependentTable(parsed), codegen::HostTarget(2), {1, 7, 63, 64, 300});
+}
+
+// The wide-tile knobs the search varies, on AVX2 where the MLP up projection takes wide
+// tiles (from n = 4 to 63 here, register tiles again from the knob's 32 rows).
+TEST(TunedBuildTest, WideTileKnobsOnAvx2MatchTheReferenceAndReplayIsIdentical) {
+  std::string path;
+  relax::ParsedModule parsed = TransformerBlock(&path);
+  const tir::Target avx2 = Avx2Target();
+  ExpectTunedAndUntunedMatchTheReference(parsed, SizeDependentTable(parsed, avx2, BlockWideTiles()), avx2,
+                                         {1, 4, 7, 31, 32, 63, 64, 300});
 }
 
 }  // namespace
