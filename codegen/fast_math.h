@@ -31,12 +31,15 @@ namespace kiln::codegen {
 // True for float and <N x float>: the types these emitters accept.
 bool IsFloat32OrVector(const llvm::Type* type);
 
-llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x);
-llvm::Value* EmitFastErfF32(llvm::IRBuilderBase& b, llvm::Value* x);
-llvm::Value* EmitFastTanhF32(llvm::IRBuilderBase& b, llvm::Value* x);
-llvm::Value* EmitFastSigmoidF32(llvm::IRBuilderBase& b, llvm::Value* x);
+// avx512 (exp, and erf, tanh, sigmoid, expm1 through their exp): the code runs on
+// AVX-512F, so vectors of 16 x 2^j lanes scale by 2^k with vscalefps (the same bits, fewer
+// instructions).
+llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512 = false);
+llvm::Value* EmitFastErfF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512 = false);
+llvm::Value* EmitFastTanhF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512 = false);
+llvm::Value* EmitFastSigmoidF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512 = false);
 llvm::Value* EmitFastLogF32(llvm::IRBuilderBase& b, llvm::Value* x);
-llvm::Value* EmitFastExpm1F32(llvm::IRBuilderBase& b, llvm::Value* x);
+llvm::Value* EmitFastExpm1F32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512 = false);
 llvm::Value* EmitFastLog1pF32(llvm::IRBuilderBase& b, llvm::Value* x);
 
 // codegen/fast_math_trig.cc: computed in float64 inside, rounded once to float32.

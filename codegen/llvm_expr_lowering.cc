@@ -10,6 +10,8 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Metadata.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Target/TargetMachine.h"
 #include "codegen/fast_math.h"
 #include "tir/intrinsics.h"
 #include "tir/math_intrinsic_arity.h"
@@ -243,13 +245,20 @@ llvm::Value* KernelLowering::LibmCall(const std::string& name, llvm::Value* x) {
 // fast_exp, ... (float32 of any lanes, tir/transform/lower_intrinsics.h): inline polynomial
 // code that stays SIMD in vector loops, where llvm.exp or libm would be called lane by lane.
 llvm::Value* KernelLowering::FastMath(const std::string& op, llvm::Value* x) {
+  // The functions computed through exp take whether the target has AVX-512F (vscalefps).
+  using ExpEmitter = llvm::Value* (*)(llvm::IRBuilderBase&, llvm::Value*, bool);
+  ExpEmitter through_exp = op == "exp"       ? EmitFastExpF32
+                           : op == "erf"     ? EmitFastErfF32
+                           : op == "tanh"    ? EmitFastTanhF32
+                           : op == "sigmoid" ? EmitFastSigmoidF32
+                           : op == "expm1"   ? EmitFastExpm1F32
+                                             : nullptr;
+  if (through_exp != nullptr) {
+    if (!IsFloat32OrVector(x->getType())) return nullptr;
+    return through_exp(b_, x, machine_.getMCSubtargetInfo()->checkFeatures("+avx512f"));
+  }
   using Emitter = llvm::Value* (*)(llvm::IRBuilderBase&, llvm::Value*);
-  Emitter emit = op == "exp"       ? EmitFastExpF32
-                 : op == "erf"     ? EmitFastErfF32
-                 : op == "tanh"    ? EmitFastTanhF32
-                 : op == "sigmoid" ? EmitFastSigmoidF32
-                 : op == "log"     ? EmitFastLogF32
-                 : op == "expm1"   ? EmitFastExpm1F32
+  Emitter emit = op == "log"       ? EmitFastLogF32
                  : op == "log1p"   ? EmitFastLog1pF32
                  : op == "sin"     ? EmitFastSinF32
                  : op == "cos"     ? EmitFastCosF32

@@ -42,6 +42,36 @@ bool CanAbsorb(Kind group, Kind consumer) {
   }
 }
 
+// Whether `func` is a transpose of its input's last two axes and nothing else
+// (permute_dims(k, axes=[.., 1, 0]) legalized): one block storing
+// out[v0, .., a, b] = in[v0, .., b, a].
+bool IsLastTwoAxesTranspose(const tir::PrimFunc& func) {
+  class Blocks : public tir::StmtExprVisitor {
+   public:
+    void VisitStmt_(const tir::BlockNode* op, const tir::Stmt& self) override {
+      blocks.push_back(op);
+      tir::StmtExprVisitor::VisitStmt_(op, self);
+    }
+    std::vector<const tir::BlockNode*> blocks;
+  } finder;
+  finder.VisitStmt(func->body);
+  if (finder.blocks.size() != 1 || func->params.size() != 2) return false;
+  const tir::BlockNode* block = finder.blocks[0];
+  const auto* store = block->body.as<tir::BufferStoreNode>();
+  const auto* load = store != nullptr ? store->value.as<tir::BufferLoadNode>() : nullptr;
+  if (block->init.defined() || block->predicate.defined() || load == nullptr) return false;
+  const size_t rank = store->indices.size();
+  if (rank < 2 || load->indices.size() != rank || block->iter_vars.size() != rank) return false;
+  for (size_t d = 0; d < rank; ++d) {
+    const size_t from = d + 2 < rank ? d : (d == rank - 1 ? rank - 2 : rank - 1);
+    if (store->indices[d].get() != block->iter_vars[d].var.get() ||
+        load->indices[from].get() != block->iter_vars[d].var.get()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 const TensorStructInfoNode* KnownTensor(const StructInfo& sinfo) {
   const auto* t = sinfo.defined() ? sinfo.as<TensorStructInfoNode>() : nullptr;
   if (t == nullptr || !t->shape.has_value() || !t->dtype.has_value()) return nullptr;
@@ -82,7 +112,8 @@ struct Candidate {
 
 class Fuser {
  public:
-  Fuser(const IRModule& module, IRModule* result) : module_(module), result_(result) {}
+  Fuser(const IRModule& module, const FuseOpsOptions& options, IRModule* result)
+      : module_(module), options_(options), result_(result) {}
 
   absl::StatusOr<Expr> RewriteFunction(const std::string& name, const Expr& self) {
     const auto* func = self.as<FunctionNode>();
@@ -150,7 +181,10 @@ class Fuser {
         const size_t g = tail->second;
         int uses_here = 0;
         for (const Expr& f : c.args->fields) uses_here += f.get() == v ? 1 : 0;
-        if (uses_[v] != uses_here || !CanAbsorb(group_kind[g], c.kind)) continue;
+        const bool transposed_operand = options_.transposed_operands && &field == &c.args->fields[1] &&
+                                        c.kind == Kind::kOutEwiseFusable && c.args->fields.size() == 2 &&
+                                        groups[g].size() == 1 && IsTransposeCall(*candidates[groups[g][0]]);
+        if (uses_[v] != uses_here || !(CanAbsorb(group_kind[g], c.kind) || transposed_operand)) continue;
         groups[g].push_back(i);
         group_kind[g] = std::max(group_kind[g], c.kind);
         tail_group.erase(tail);
@@ -184,6 +218,11 @@ class Fuser {
       out.bindings.push_back(r != replaced.end() ? r->second : block.bindings[i]);
     }
     return out;
+  }
+
+  bool IsTransposeCall(const Candidate& c) const {
+    const IRModule::Entry* entry = module_.Find(c.callee);
+    return entry != nullptr && entry->prim_func() != nullptr && IsLastTwoAxesTranspose(*entry->prim_func());
   }
 
   std::optional<Candidate> Eligible(const Binding& b) const {
@@ -317,6 +356,7 @@ class Fuser {
   }
 
   const IRModule& module_;
+  const FuseOpsOptions options_;
   IRModule* result_;
   std::string function_;
   std::unordered_map<const VarNode*, int> uses_;
@@ -324,9 +364,11 @@ class Fuser {
 
 }  // namespace
 
-absl::StatusOr<IRModule> FuseOps(const IRModule& module) {
+absl::StatusOr<IRModule> FuseOps(const IRModule& module) { return FuseOps(module, FuseOpsOptions()); }
+
+absl::StatusOr<IRModule> FuseOps(const IRModule& module, const FuseOpsOptions& options) {
   IRModule result = module;
-  Fuser fuser(module, &result);
+  Fuser fuser(module, options, &result);
   for (const IRModule::Entry& entry : module.entries()) {
     if (!entry.is_relax()) continue;
     KILN_ASSIGN_OR_RETURN(Expr func, fuser.RewriteFunction(entry.name, std::get<Expr>(entry.func)));

@@ -10,6 +10,11 @@
 //    elementwise or broadcast consumer joins a group whose kernels are out_ewise_fusable
 //    (matmul), injective, broadcast or elementwise; an injective consumer joins a group of
 //    injective or elementwise kernels only.
+// With FuseOpsOptions::transposed_operands (the CPU pipeline), a matmul-like
+// (out_ewise_fusable) call of two operands also joins the group of a lone transpose of the
+// last two axes that makes its second operand (`q @ permute_dims(k)`): the kernel then reads
+// k itself, and the CPU matmul rule transposes it while packing its panels
+// (tir/schedule_rules/cpu_matmul.cc), so no transposed copy is written.
 // A group starts at an out_ewise_fusable, injective, broadcast or elementwise call.
 //
 // What is not fused: comm_reduce (sum, max, mean, ...), opaque and any other pattern (softmax,
@@ -41,6 +46,12 @@
 
 namespace kiln::relax {
 
+struct FuseOpsOptions {
+  // A lone transpose joins the matmul whose second operand it makes (see above).
+  bool transposed_operands = false;
+};
+
 absl::StatusOr<IRModule> FuseOps(const IRModule& module);
+absl::StatusOr<IRModule> FuseOps(const IRModule& module, const FuseOpsOptions& options);
 
 }  // namespace kiln::relax

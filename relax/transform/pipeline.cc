@@ -60,7 +60,12 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
       // Operator fusion: chains of kernels (matmul + bias + gelu) into one PrimFunc each.
       // fuse_tir also drops the kernels only the fused chains called.
       {"annotate_patterns", if_fusing(&AnnotatePatterns)},
-      {"fuse_ops", if_fusing(&FuseOps)},
+      // On CPUs a transposed matmul operand joins the matmul (its rule packs it transposed).
+      {"fuse_ops",
+       [fuse, target](const IRModule& m, const SourceMap*) -> absl::StatusOr<IRModule> {
+         if (!fuse) return m;
+         return FuseOps(m, FuseOpsOptions{/*transposed_operands=*/target.kind == tir::TargetKind::kCpu});
+       }},
       {"fuse_tir", if_fusing(&FuseTir)},
       {"dead_code_elimination", [](const IRModule& m, const SourceMap*) { return DeadCodeElimination(m); }},
       // Before scheduling, so that each distinct kernel is scheduled and compiled once (the

@@ -359,6 +359,39 @@ TEST(FastMathTest, VectorLoopsCallNoLibm) {
   }
 }
 
+// On AVX-512 the vector exp (and erf, tanh, sigmoid, expm1 through it) scales by 2^k with
+// vscalefps (one rounding) instead of two
+// exponent-field factors: the same bits, checked against the scalar kernel (which keeps the
+// factors) over the whole input set, the denormal results included. An AVX-512 target's IR
+// calls the instruction's intrinsic, an AVX2 target's does not.
+TEST(FastMathTest, ExpVectorsGiveTheScalarBitsWithOrWithoutScalef) {
+  absl::StatusOr<CpuTarget> avx512 = CpuTarget::Named("skylake-avx512");
+  absl::StatusOr<CpuTarget> avx2 = CpuTarget::Named("haswell");
+  ASSERT_TRUE(avx512.ok() && avx2.ok());
+  absl::StatusOr<std::string> ir512 = DumpCpuLlvmIr(MathKernels({"exp"}), *avx512, /*optimize=*/true);
+  absl::StatusOr<std::string> ir2 = DumpCpuLlvmIr(MathKernels({"exp"}), *avx2, /*optimize=*/true);
+  ASSERT_TRUE(ir512.ok() && ir2.ok());
+  EXPECT_THAT(*ir512, HasSubstr("@llvm.x86.avx512.mask.scalef.ps.512"));
+  EXPECT_THAT(*ir2, Not(HasSubstr("scalef")));
+
+  // erf, tanh, sigmoid and expm1 compute an exp inside: the same bits there too.
+  const std::vector<std::string> ops = {"exp", "erf", "tanh", "sigmoid", "expm1"};
+  Compiled k(MathKernels(ops), CpuTarget::Host());
+  std::vector<float> in = Inputs(-110.0f, 95.0f, {-87.33654f, -103.27893f, -103.97208f, 88.7228391f});
+  in.resize(in.size() / kLanes * kLanes);  // every input through the 16-lane loop
+  for (const std::string& op : ops) {
+    std::vector<float> scalar = k.Run("s_" + op, in);
+    std::vector<float> vector = k.Run("v_" + op, in);
+    int differ = 0;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (std::memcmp(&scalar[i], &vector[i], sizeof(float)) != 0 && ++differ <= 5) {
+        ADD_FAILURE() << op << "(" << in[i] << "): scalar " << scalar[i] << ", vector " << vector[i];
+      }
+    }
+    EXPECT_EQ(differ, 0) << op;
+  }
+}
+
 TEST(FastMathTest, Float16GoesThroughFloat32) {
   // out[i] = float32(op(float16(A[i]))), scalar and 16 lanes: float16 math is computed in
   // float32, so the result is the exact value rounded to half precision.

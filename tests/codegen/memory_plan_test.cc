@@ -107,7 +107,8 @@ int64_t IntermediateBytes(const relax::FunctionNode& fn, const std::string& var,
       ++count;
     }
   }
-  EXPECT_GT(count, 10);
+  // The block's 11 fused kernels write 10 intermediates before the output.
+  EXPECT_GE(count, 10);
   return total;
 }
 

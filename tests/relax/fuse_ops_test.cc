@@ -146,6 +146,75 @@ TEST(FuseOpsTest, InjectiveJoinsOnlyInjectiveOrElementwiseGroups) {
   EXPECT_THAT(text, HasSubstr("y2: Tensor((4, n), float32) = @fused_relu_transpose_transpose(x2)"));
 }
 
+// q @ permute_dims(k): with transposed_operands (the CPU pipeline) the transpose joins the
+// matmul that reads it as its second operand, and an elementwise epilogue still follows;
+// by default, and as a first operand, it stays a kernel of its own.
+TEST(FuseOpsTest, TransposeJoinsTheMatmulReadingItAsSecondOperand) {
+  const std::string kernels = std::string(fusion_test::kKernels) + R"(
+  prim_func @qk(A: Buffer((m, 4), float32), B: Buffer((4, m), float32), C: Buffer((m, m), float32)) {
+    attr op_pattern = "out_ewise_fusable"
+    for i in serial(0, m) {
+      for j in serial(0, m) {
+        for k in serial(0, 4) {
+          block "qk" {
+            vi = spatial(m, i)
+            vj = spatial(m, j)
+            vk = reduce(4, k)
+            init {
+              C[vi, vj] = 0.0
+            }
+            C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+          }
+        }
+      }
+    }
+  }
+  prim_func @half(A: Buffer((m, m), float32), B: Buffer((m, m), float32)) {
+    attr op_pattern = "elementwise"
+    for i in serial(0, m) {
+      for j in serial(0, m) {
+        block "half" {
+          vi = spatial(m, i)
+          vj = spatial(m, j)
+          B[vi, vj] = A[vi, vj] * 0.5
+        }
+      }
+    }
+  }
+)";
+  IRModule m = Normalized(std::string(R"(module {
+  func @main(q: Tensor((n, 4), float32), k: Tensor((n, 4), float32)) -> Tensor((n, n), float32) {
+    dataflow {
+      %kt = R.call_tir(@transpose, (k,), out_sinfo=Tensor((4, n), float32))
+      %s = R.call_tir(@qk, (q, %kt), out_sinfo=Tensor((n, n), float32))
+      y = R.call_tir(@half, (%s,), out_sinfo=Tensor((n, n), float32))
+    }
+    return y
+  }
+)") + kernels + "}\n");
+  absl::StatusOr<IRModule> with = FuseOps(m, FuseOpsOptions{/*transposed_operands=*/true});
+  ASSERT_TRUE(with.ok()) << with.status();
+  ASSERT_TRUE(CheckWellFormed(*with).ok());
+  EXPECT_THAT(PrintModule(*with), HasSubstr("y: Tensor((n, n), float32) = @fused_transpose_qk_half(k, q)"));
+  std::string by_default = PrintModule(Fused(m));
+  EXPECT_THAT(by_default, HasSubstr("R.call_tir(@transpose, (k,)"));
+  EXPECT_THAT(by_default, HasSubstr("@fused_qk_half(q, %kt)"));
+
+  // The transpose as the first operand: not fused.
+  IRModule first = Normalized(std::string(R"(module {
+  func @main(q: Tensor((4, n), float32), k: Tensor((4, n), float32)) -> Tensor((n, n), float32) {
+    dataflow {
+      %qt = R.call_tir(@transpose2, (q,), out_sinfo=Tensor((n, 4), float32))
+      y = R.call_tir(@qk, (%qt, k), out_sinfo=Tensor((n, n), float32))
+    }
+    return y
+  }
+)") + kernels + "}\n");
+  absl::StatusOr<IRModule> first_fused = FuseOps(first, FuseOpsOptions{/*transposed_operands=*/true});
+  ASSERT_TRUE(first_fused.ok()) << first_fused.status();
+  EXPECT_THAT(PrintModule(*first_fused), Not(HasSubstr("@fused_")));
+}
+
 TEST(FuseOpsTest, DataflowBlocksInIfBranchesAreFusedToo) {
   IRModule m = Normalized(std::string(R"(module {
   func @main(x: Tensor((n, 4), float32), c: Prim(bool)) -> Tensor((n, 4), float32) {

@@ -361,23 +361,27 @@ TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
 }
 
 // A row reduction over contiguous elements: per-lane partial sums in a vectorized loop
-// (rfactor; two vectors of lanes for a symbolic row, two dependency chains), the rows in
-// parallel. A reduction reading its elements with a stride stays scalar.
+// (rfactor; four vectors of lanes for a symbolic row, four dependency chains, the rest in
+// vector steps into the first vector), the rows in parallel. A reduction reading its
+// elements with a stride stays scalar.
 TEST(DefaultCpuScheduleTest, ReductionVectorizesTheRowAndRunsRowsInParallel) {
   const std::string lanes =
-      "rfactor(\"B\", \"r\", 32) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\", \"B_rf_half\", \"B_rf_half_1\", "
-      "\"B_rf_half_2\", \"B_rf_half_3\"]\n"
+      "rfactor(\"B\", \"r\", 64, 16) -> [\"B_rf\", \"B_rf_init\", \"B_rf_tail\", \"B_rf_half\", \"B_rf_half_1\", "
+      "\"B_rf_half_2\", \"B_rf_half_3\", \"B_rf_half_4\", \"B_rf_tail_vector\"]\n"
       "get_loops(\"B_rf\") -> [\"i\", \"r_0\", \"r_1\"]\nvectorize(\"r_1\")\n"
       "get_loops(\"B_rf_init\") -> [\"i\", \"r_init\"]\nvectorize(\"r_init\")\n"
       "get_loops(\"B_rf_half\") -> [\"i\", \"r_half\"]\nvectorize(\"r_half\")\n"
       "get_loops(\"B_rf_half_1\") -> [\"i\", \"r_half_1\"]\nvectorize(\"r_half_1\")\n"
       "get_loops(\"B_rf_half_2\") -> [\"i\", \"r_half_2\"]\nvectorize(\"r_half_2\")\n"
-      "get_loops(\"B_rf_half_3\") -> [\"i\", \"r_half_3\"]\nvectorize(\"r_half_3\")\n";
+      "get_loops(\"B_rf_half_3\") -> [\"i\", \"r_half_3\"]\nvectorize(\"r_half_3\")\n"
+      "get_loops(\"B_rf_half_4\") -> [\"i\", \"r_half_4\"]\nvectorize(\"r_half_4\")\n"
+      "get_loops(\"B_rf_tail_vector\") -> [\"i\", \"r_tail_0\", \"r_tail_1\"]\nvectorize(\"r_tail_1\")\n";
   std::string trace;
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(kRowSum), {.vector_lanes = 16, .num_threads = 8}, &trace);
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(trace, lanes + "parallel(\"i\")\nguard_vectorized_tails()\n");
-  EXPECT_THAT(Print(*f), HasSubstr("for r_1 in vectorized(0, 32)"));
+  EXPECT_THAT(Print(*f), HasSubstr("for r_1 in vectorized(0, 64)"));
+  EXPECT_THAT(Print(*f), HasSubstr("for r_tail_1 in vectorized(0, 16)"));
   absl::StatusOr<PrimFunc> single = ScheduleForCpu(Parse(kRowSum), {.vector_lanes = 16, .num_threads = 1}, &trace);
   EXPECT_EQ(trace, lanes + "guard_vectorized_tails()\n");
   absl::StatusOr<PrimFunc> column = ScheduleForCpu(Parse(R"(

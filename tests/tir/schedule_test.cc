@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "absl/strings/str_replace.h"
 #include "support/check.h"
 #include "tir/structural_equal.h"
 #include "tir/text_parser.h"
@@ -1089,6 +1090,39 @@ TEST(ScheduleTest, RFactorSplitsTheReductionIntoLanes) {
   Schedule again(Parse(kRowMax40));
   ASSERT_TRUE(parsed->Replay(&again).ok()) << s.trace().ToString();
   EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+}
+
+// Tail lanes: 300 = 4 * 64 + 2 * 16 + 12. The 44 elements after the four rounds of 64 run
+// as two steps of 16 lanes into the first 16 lanes, the last 12 into lane 0; replayed from
+// the printed trace (rfactor with two integers) to the same function.
+TEST(ScheduleTest, RFactorWithTailLanesRunsTheRestInVectorSteps) {
+  const std::string text = absl::StrReplaceAll(kRowMax40, {{"40", "300"}});
+  Schedule s(Parse(text));
+  absl::StatusOr<std::vector<std::string>> names = s.RFactor("B", "r", 64, 16);
+  ASSERT_TRUE(names.ok()) << names.status();
+  ASSERT_FALSE(names->empty());
+  EXPECT_EQ(names->back(), "B_rf_tail_vector");
+  std::string printed = Print(s.func());
+  EXPECT_THAT(printed, HasSubstr("for r_0 in serial(0, 4)")) << printed;
+  EXPECT_THAT(printed, HasSubstr("for r_tail_0 in serial(0, 2)")) << printed;
+  EXPECT_THAT(printed, HasSubstr("for r_tail_1 in serial(0, 16)")) << printed;
+  EXPECT_THAT(printed, HasSubstr("for r_tail in serial(0, 12)")) << printed;
+  EXPECT_THAT(printed,
+              HasSubstr("B_lanes[vr_tail_1] = max(B_lanes[vr_tail_1], A[vi_1, 256 + vr_tail_0 * 16 + vr_tail_1])"))
+      << printed;
+  EXPECT_THAT(printed, HasSubstr("B_lanes[0] = max(B_lanes[0], A[vi_2, 288 + vr_tail])")) << printed;
+  ASSERT_TRUE(s.Vectorize("r_1").ok());
+  ASSERT_TRUE(s.Vectorize("r_tail_1").ok());
+  EXPECT_THAT(s.trace().ToString(), HasSubstr("rfactor(\"B\", \"r\", 64, 16)"));
+  absl::StatusOr<Trace> parsed = Trace::Parse(s.trace().ToString());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  Schedule again(Parse(text));
+  ASSERT_TRUE(parsed->Replay(&again).ok()) << s.trace().ToString();
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+
+  Schedule wrong(Parse(text));
+  EXPECT_EQ(wrong.RFactor("B", "r", 64, 24).status().message(),
+            "rfactor: tail lanes must divide the 64 lanes and be in [2, 64), got 24");
 }
 
 // A symbolic extent: K / lanes full rounds, K % lanes in the tail; the sum's init (which

@@ -67,7 +67,7 @@ PrimExpr CombineTree(ExprKind op, const Buffer& acc, int64_t lanes) {
 }  // namespace
 
 absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& block_name, const std::string& loop_name,
-                                      int64_t lanes) {
+                                      int64_t lanes, int64_t tail_lanes) {
   KILN_ASSIGN_OR_RETURN(Stmt block_stmt, FindBlock(func, block_name, "rfactor"));
   KILN_ASSIGN_OR_RETURN(Stmt loop_stmt, FindLoop(func, loop_name, "rfactor"));
   const auto* block = block_stmt.as<BlockNode>();
@@ -75,6 +75,9 @@ absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& b
   auto fail = [&](const std::string& why) { return absl::InvalidArgumentError(absl::StrCat("rfactor: ", why)); };
   auto in_block = [&](const std::string& why) { return fail(absl::StrCat("block '", block_name, "' ", why)); };
   if (lanes < 2 || lanes > 64) return fail(absl::StrCat("lanes must be in [2, 64], got ", lanes));
+  if (tail_lanes != 0 && (tail_lanes < 2 || tail_lanes >= lanes || lanes % tail_lanes != 0)) {
+    return fail(absl::StrCat("tail lanes must divide the ", lanes, " lanes and be in [2, ", lanes, "), got ", tail_lanes));
+  }
   if (!block->init.defined()) {
     return in_block("has no init (rfactor it before decompose_reduction: the combine keeps the init)");
   }
@@ -158,11 +161,23 @@ absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& b
   const DataType it = loop->loop_var.dtype();
   const PrimExpr L = IntImm(it, lanes);
   PrimExpr main_extent = extent ? IntImm(it, *extent / lanes) : SimplifyExpr(FloorDiv(loop->extent, L));
-  PrimExpr tail_extent = extent ? IntImm(it, *extent % lanes) : SimplifyExpr(FloorMod(loop->extent, L));
+  // With tail lanes, the rest of K beyond the lanes' multiple first runs in steps of
+  // tail_lanes (into lanes 0 .. tail_lanes - 1, one vector), then one element at a time.
+  const PrimExpr TL = IntImm(it, tail_lanes > 0 ? tail_lanes : lanes);
+  PrimExpr vector_tail_extent = tail_lanes == 0 ? IntImm(it, 0)
+                                : extent        ? IntImm(it, *extent % lanes / tail_lanes)
+                                                : SimplifyExpr(FloorDiv(FloorMod(loop->extent, L), TL));
+  PrimExpr tail_extent = extent ? IntImm(it, *extent % (tail_lanes > 0 ? tail_lanes : lanes))
+                                : SimplifyExpr(FloorMod(loop->extent, TL));
   const bool has_tail = tail_extent.as_int() != 0;
+  const bool has_vector_tail = vector_tail_extent.as_int() != 0;
   std::string rf_name = FreshName(absl::StrCat(block_name, "_rf"), &used);
   std::string init_name = FreshName(absl::StrCat(block_name, "_rf_init"), &used);
   std::string tail_name = has_tail ? FreshName(absl::StrCat(block_name, "_rf_tail"), &used) : std::string();
+  std::string vector_tail_name =
+      has_vector_tail ? FreshName(absl::StrCat(block_name, "_rf_tail_vector"), &used) : std::string();
+  Var kv0(FreshName(absl::StrCat(loop_name, "_tail_0"), &used), it);
+  Var kv1(FreshName(absl::StrCat(loop_name, "_tail_1"), &used), it);
   Var k0(FreshName(absl::StrCat(loop_name, "_0"), &used), it);
   Var k1(FreshName(absl::StrCat(loop_name, "_1"), &used), it);
   Var kt(FreshName(absl::StrCat(loop_name, "_tail"), &used), it);
@@ -200,13 +215,31 @@ absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& b
                         block->predicate);
   Stmt chain = For(k0, IntImm(it, 0), main_extent, ForKind::kSerial, For(k1, IntImm(it, 0), L, ForKind::kSerial, rf_block));
 
-  // Tail: the last K % lanes elements, into lane 0 (a constant index keeps the
+  // Vector tail: steps of tail_lanes elements after the main part, lane l of a step into
+  // lane l (indices known per lane once vectorized, so the accumulator stays promotable).
+  PrimExpr tail_start = SimplifyExpr(main_extent * IntImm(vt, lanes));
+  if (has_vector_tail) {
+    VarMap map;
+    std::vector<IterVar> vector_vars = copy_vars(false, &map);
+    Var vv1(FreshName(absl::StrCat(split_var->var.name(), "_tail_1"), &used), vt);
+    Var vv0(FreshName(absl::StrCat(split_var->var.name(), "_tail_0"), &used), vt);
+    vector_vars.push_back(IterVar{vv1, IntImm(vt, tail_lanes), IterType::kSpatial, kv1});
+    vector_vars.push_back(IterVar{vv0, vector_tail_extent, IterType::kReduction, kv0});
+    map[split_var->var.get()] = tail_start + vv0 * IntImm(vt, tail_lanes) + vv1;
+    Stmt vector_block = Block(vector_tail_name, vector_vars,
+                              BufferStore(acc, MakeBinary(op, acc.Load({vv1}), Substitute(value, map)), {vv1}), Stmt(),
+                              block->predicate);
+    chain = SeqStmt({chain, For(kv0, IntImm(it, 0), vector_tail_extent, ForKind::kSerial,
+                                For(kv1, IntImm(it, 0), TL, ForKind::kSerial, vector_block))});
+    tail_start = SimplifyExpr(tail_start + vector_tail_extent * IntImm(vt, tail_lanes));
+  }
+  // Tail: the last elements one at a time, into lane 0 (a constant index keeps the
   // accumulator promotable to a register).
   if (has_tail) {
     VarMap map;
     std::vector<IterVar> tail_vars = copy_vars(false, &map);
     tail_vars.push_back(IterVar{vtail, tail_extent, IterType::kReduction, kt});
-    map[split_var->var.get()] = SimplifyExpr(main_extent * IntImm(vt, lanes)) + vtail;
+    map[split_var->var.get()] = tail_start + vtail;
     Stmt tail_block = Block(tail_name, tail_vars,
                             BufferStore(acc, MakeBinary(op, acc.Load({zero}), Substitute(value, map)), {zero}), Stmt(),
                             block->predicate);
@@ -260,7 +293,7 @@ absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& b
 
   Stmt replacement = Allocate(acc, SeqStmt({init_loop, chain, combine}));
   RFactorResult result{WithBody(func, ReplaceStmt(func->body, loops[start].get(), replacement)), rf_name, init_name,
-                       tail_name, step_names};
+                       tail_name, step_names, vector_tail_name};
   return result;
 }
 

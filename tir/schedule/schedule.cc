@@ -157,12 +157,14 @@ absl::Status Schedule::FuseSiblings(const std::string& first, const std::string&
 }
 
 absl::StatusOr<std::vector<std::string>> Schedule::RFactor(const std::string& block, const std::string& loop,
-                                                           int64_t lanes) {
-  KILN_ASSIGN_OR_RETURN(schedule_primitive::RFactorResult r, schedule_primitive::RFactor(func_, block, loop, lanes));
+                                                           int64_t lanes, int64_t tail_lanes) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::RFactorResult r,
+                        schedule_primitive::RFactor(func_, block, loop, lanes, tail_lanes));
   func_ = r.func;
   std::vector<std::string> names = {r.rf_block, r.init_block, r.tail_block};
   names.insert(names.end(), r.half_blocks.begin(), r.half_blocks.end());
-  trace_.Append({"rfactor", {block, loop}, {lanes}, names});
+  if (tail_lanes > 0) names.push_back(r.vector_tail_block);
+  trace_.Append({"rfactor", {block, loop}, tail_lanes > 0 ? std::vector<int64_t>{lanes, tail_lanes} : std::vector<int64_t>{lanes}, names});
   return names;
 }
 

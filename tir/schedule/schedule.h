@@ -92,6 +92,13 @@
 //            lanes * k_0 + lane);
 //          block "<block>_rf_tail" (loop "<loop>_tail" over K % lanes, absent when that is
 //            0): acc[0] = op(acc[0], value at vk = lanes * (K / lanes) + t);
+//        RFactor(block, loop, lanes, tail_lanes), tail_lanes dividing lanes (one vector of
+//        them when lanes is several): the K % lanes elements after the main part first run
+//        in block "<block>_rf_tail_vector" (loops "<loop>_tail_0" over (K % lanes) /
+//        tail_lanes, "<loop>_tail_1" over tail_lanes): acc[l] = op(acc[l], value at vk =
+//        lanes * (K / lanes) + tail_lanes * t_0 + l); the tail block then takes the last
+//        K % tail_lanes. So a long accumulator (several vectors, several dependency chains)
+//        leaves at most a vector's worth of elements to the serial tail.
 //          blocks "<block>_rf_half", "<block>_rf_half_1", ... (while the count of lanes
 //            is even and above 2, loop "<loop>_half" over h = half of them): a new local
 //            buffer "<B>_lanes_<h>" of h elements = op(lower half, upper half);
@@ -99,7 +106,8 @@
 //            one or two lanes combined).
 //        Floating-point sums are reassociated (lane partial sums, then the tree), so they
 //        round differently from the serial order. Returns the names of the rf, init and
-//        tail blocks (the tail's empty when there is none), then the halving blocks.
+//        tail blocks (the tail's empty when there is none), then the halving blocks, then
+//        (with tail_lanes) the vector tail block ("" when there is none).
 //        Refused: no init, another
 //        body form, a loop that is not innermost / serial / from 0 / bound directly to
 //        one reduction variable, a constant K < lanes, reduction loops that a spatial
@@ -172,7 +180,9 @@ class Schedule {
   absl::Status FuseSiblings(const std::string& first, const std::string& second);
   // {rf block, init block, tail block ("" when K is a known multiple of lanes), halving
   // blocks of the combine...}.
-  absl::StatusOr<std::vector<std::string>> RFactor(const std::string& block, const std::string& loop, int64_t lanes);
+  // With tail_lanes, the vector tail block last.
+  absl::StatusOr<std::vector<std::string>> RFactor(const std::string& block, const std::string& loop, int64_t lanes,
+                                                   int64_t tail_lanes = 0);
   absl::StatusOr<std::vector<std::string>> BranchOn(const PrimExpr& condition);
   absl::Status GuardVectorizedTails();
 
@@ -225,9 +235,10 @@ struct RFactorResult {
   PrimFunc func;
   std::string rf_block, init_block, tail_block;
   std::vector<std::string> half_blocks;  // the combine's halving steps, widest first
+  std::string vector_tail_block;         // "" without tail_lanes, or when no step of them fits
 };
 absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& block, const std::string& loop,
-                                      int64_t lanes);
+                                      int64_t lanes, int64_t tail_lanes = 0);
 struct BranchResult {
   PrimFunc func;
   std::vector<std::string> else_blocks;  // the copy's blocks, in order

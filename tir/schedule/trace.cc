@@ -151,7 +151,7 @@ absl::StatusOr<Instruction> ParseInstruction(std::string_view line, int line_no)
   if (inst.kind == "fuse" || inst.kind == "reorder" || (inst.kind == "compute_inline" && p.Peek('['))) {
     KILN_ASSIGN_OR_RETURN(inst.inputs, p.StringList());
   } else if (!p.Peek(')')) {
-    // rfactor: two names, then the lane count.
+    // rfactor: two names, then the lane count (and the tail lanes).
     const size_t names = inst.kind == "split" ? 1 : inst.kind == "rfactor" ? 2 : SIZE_MAX;
     do {
       KILN_ASSIGN_OR_RETURN(std::string name, p.String());
@@ -164,6 +164,10 @@ absl::StatusOr<Instruction> ParseInstruction(std::string_view line, int line_no)
       if (!p.Eat(",")) return p.Error("',' and the lane count");
       KILN_ASSIGN_OR_RETURN(int64_t lanes, p.Int());
       inst.ints.push_back(lanes);
+      if (p.Eat(",")) {  // the tail lanes
+        KILN_ASSIGN_OR_RETURN(int64_t tail_lanes, p.Int());
+        inst.ints.push_back(tail_lanes);
+      }
     }
   }
   if (!p.Eat(")")) return p.Error("')'");
@@ -266,8 +270,8 @@ absl::Status Trace::Replay(Schedule* s) const {
       KILN_RETURN_IF_ERROR(arity(2, 0, "two loops"));
       outputs = none(s->FuseSiblings(in[0], in[1]));
     } else if (inst.kind == "rfactor") {
-      KILN_RETURN_IF_ERROR(arity(2, 1, "a block, a loop and a lane count"));
-      outputs = s->RFactor(in[0], in[1], inst.ints[0]);
+      KILN_RETURN_IF_ERROR(arity(2, inst.ints.size() == 2 ? 2 : 1, "a block, a loop, a lane count and maybe tail lanes"));
+      outputs = s->RFactor(in[0], in[1], inst.ints[0], inst.ints.size() == 2 ? inst.ints[1] : 0);
     } else if (inst.kind == "branch_on") {
       KILN_RETURN_IF_ERROR(arity(1, 0, "a condition"));
       absl::StatusOr<PrimExpr> condition = ParsePrimExpr(in[0], schedule_internal::FunctionVars(s->func()), "branch_on");

@@ -270,6 +270,46 @@ void UnrollK(Schedule* s, const std::string& k_loop, const PrimExpr& k_extent, i
   if (parts.ok() && attempt.Unroll((*parts)[1]).ok()) *s = std::move(attempt);
 }
 
+// The elementwise block of the function that makes `buffer` (its only store), when the
+// block's loops are still plain (no rule has scheduled it); "" otherwise.
+std::string PlainProducerOf(const PrimFunc& func, const std::string& buffer) {
+  std::vector<std::string> writers;
+  ForEachStmt(func->body, [&](const Stmt& st) {
+    const auto* b = st.as<BlockNode>();
+    const auto* store = b ? b->body.as<BufferStoreNode>() : nullptr;
+    if (store && store->buffer->name == buffer) writers.push_back(b->name);
+  });
+  if (writers.size() != 1) return "";
+  std::optional<PlainNest> nest = FindPlainNest(func, writers[0]);
+  if (!nest || nest->block->is_reduction() || nest->block->init.defined()) return "";
+  return writers[0];
+}
+
+// Each parallel iteration copies the right operand's panel into a contiguous buffer at
+// `pack_loop`. When the panel is an intermediate made in this function by an elementwise
+// block that no rule has scheduled yet (ScheduleForCpu defers those that only matmuls read:
+// `q @ permute_dims(k)` fused, relax/transform/fuse_ops.h), that block is folded into the
+// copy, which then reads k itself: the transpose happens while packing, and the transposed
+// n x d intermediate is never written. The copy is vectorized where its reads are
+// contiguous; a transposing copy reads a column, so it stays scalar (2048 elements per
+// panel of 64 x 32, against 64 x 32 x n multiply-adds of the panel's row tiles).
+absl::Status PackPanel(Schedule* s, const std::string& block, const std::string& panel, const std::string& pack_loop) {
+  KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(block, panel, pack_loop));
+  const std::string producer = PlainProducerOf(s->func(), panel);
+  if (!producer.empty()) {
+    Schedule attempt = *s;
+    const BufferNode* intermediate = StoredBuffer(attempt.func(), producer);
+    if (ReadersOf(attempt.func(), intermediate) == std::vector<std::string>{copy} &&
+        attempt.ComputeInline(producer).ok()) {
+      *s = std::move(attempt);
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> copy_loops, s->GetLoops(copy));
+  Schedule attempt = *s;
+  if (attempt.Vectorize(copy_loops.back()).ok()) *s = std::move(attempt);
+  return absl::OkStatus();
+}
+
 // `cache`: the accumulator tile lives in a local buffer (registers once compacted) and an
 // epilogue that reads the result joins the write-back; fails when the tile cannot be
 // formed, so the caller can schedule without it.
@@ -392,11 +432,7 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
       KILN_RETURN_IF_ERROR(
           BlockWideTileOverK(s, nest.block->name, k->extent, sub_tiles, PanelOperand(nest.block, row, col), options));
     }
-    if (pack) {
-      KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(nest.block->name, panel, pack_loop));
-      KILN_ASSIGN_OR_RETURN(std::vector<std::string> copy_loops, s->GetLoops(copy));
-      KILN_RETURN_IF_ERROR(s->Vectorize(copy_loops.back()));
-    }
+    if (pack) return PackPanel(s, nest.block->name, panel, pack_loop);
     return absl::OkStatus();
   }
   // No tile loop (rows and columns each fit one tile): a cache of constant size is the tile.

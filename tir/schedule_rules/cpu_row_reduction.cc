@@ -42,9 +42,10 @@ bool ReadsContiguously(const Stmt& body, const VarNode* var) {
   return loads.ok;
 }
 
-// The innermost reduction loop as `lanes` vector lanes of partial results; whether it
-// applied (the function is unchanged otherwise).
-bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
+// The innermost reduction loop as `lanes` vector lanes of partial results, a rest of at
+// least `vector` elements in vector steps too; whether it applied (the function is
+// unchanged otherwise).
+bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes, int vector) {
   if (lanes < 2) return false;
   absl::StatusOr<Stmt> b = FindBlock(s->func(), name, "");
   if (!b.ok()) return false;
@@ -60,10 +61,11 @@ bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
   std::optional<int64_t> extent = inner->extent.as_int();
   if (extent && *extent < lanes) return false;
   Schedule attempt = *s;
-  absl::StatusOr<std::vector<std::string>> blocks = attempt.RFactor(name, inner->loop_var.name(), lanes);
+  const int tail_lanes = lanes > vector && vector >= 2 && lanes % vector == 0 ? vector : 0;
+  absl::StatusOr<std::vector<std::string>> blocks = attempt.RFactor(name, inner->loop_var.name(), lanes, tail_lanes);
   if (!blocks.ok()) return false;
   for (size_t i = 0; i < blocks->size(); ++i) {
-    if (i == 2) continue;  // the scalar tail
+    if (i == 2 || (*blocks)[i].empty()) continue;  // the scalar tail, or no vector tail
     absl::StatusOr<std::vector<std::string>> lane_loops = attempt.GetLoops((*blocks)[i]);
     if (!lane_loops.ok() || !attempt.Vectorize(lane_loops->back()).ok()) return false;
   }
@@ -71,17 +73,21 @@ bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes) {
   return true;
 }
 
-// Lanes of partial results for a row: two vectors when the row may be long (symbolic, or at
-// least 8 vectors), one otherwise. Each vector of partials is one dependency chain through
-// the row; a float max that propagates NaN costs a compare, a mask merge and a blend per
-// step (about 6 cycles), a sum one add (3-4), so one chain bounds the pass at a fraction of
-// the loads' speed; two halve that. The rest of a row beyond a multiple of the lanes is
-// summed lane by lane (RFactor's tail), so more than two vectors would lengthen it for
-// rows such as 300 (300 % 64 = 44 serial steps) more than they gain.
+// Lanes of partial results for a row: four vectors when the row may be long (symbolic, or
+// at least 16 vectors), two from 8 vectors, one otherwise (at most 64 lanes). Each vector
+// of partials is one dependency chain through the row; a float max that propagates NaN
+// costs a compare, a mask merge and a blend per step (about 6 cycles), a sum one add (3-4),
+// so one chain bounds the pass at a fraction of the loads' speed; each more chain shortens
+// it. The rest of a row beyond a multiple of the lanes runs in vector steps into the first
+// vector of lanes (RFactor's vector tail), then element by element for under a vector, so
+// long accumulators no longer lengthen the serial tail (rows of 300: 300 % 64 = 44 serial
+// steps without the vector tail, 12 with it). The softmax of 1024 x 1024 scores (one
+// thread, AVX-512) spent 19 % of its time in the max pass with two vectors.
 int DefaultLanes(const PlainNest& nest, const CpuScheduleOptions& options) {
   const int vector = options.vector_lanes;
   if (nest.loops.empty() || vector < 2 || 2 * vector > 64) return vector;
   std::optional<int64_t> row = nest.loops.back()->extent.as_int();
+  if ((!row || *row >= 16 * vector) && 4 * vector <= 64) return 4 * vector;
   return !row || *row >= 8 * vector ? 2 * vector : vector;
 }
 
@@ -95,7 +101,7 @@ absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuSche
   for (size_t i = 0; i < nest.loops.size() && !IsReductionLoop(nest, i); ++i) {
     spatial.push_back(nest.loops[i]->loop_var.name());
   }
-  VectorizeRowReduction(s, nest.block->name, lanes);
+  VectorizeRowReduction(s, nest.block->name, lanes, options.vector_lanes);
   return ParallelOver(s, spatial, options);
 }
 

@@ -45,12 +45,32 @@ std::vector<std::string> BlockNames(const PrimFunc& func) {
   return blocks;
 }
 
+// Whether `name` is an elementwise block whose output only matmul-like blocks read.
+bool FeedsOnlyMatmuls(const PrimFunc& func, const std::string& name) {
+  std::optional<PlainNest> nest = RuleNest(func, name);
+  if (!nest || nest->block->is_reduction()) return false;
+  const BufferNode* out = StoredBuffer(func, name);
+  std::vector<std::string> readers = out ? ReadersOf(func, out) : std::vector<std::string>();
+  for (const std::string& reader : readers) {
+    std::optional<PlainNest> r = RuleNest(func, reader);
+    if (!r || !r->block->is_reduction() || !IsMatmulLike(*r)) return false;
+  }
+  return !readers.empty();
+}
+
 // Each block's rule, in order; `few_rows` names the blocks scheduled with matmul_few_rows
 // (BranchOn's copy). Returns the many-rows conditions of the matmuls given register tiles.
 std::vector<PrimExpr> ApplyBlockRules(Schedule* schedule, const CpuScheduleOptions& options,
                                       const std::set<std::string>& few_rows) {
   std::vector<PrimExpr> many_conditions;
+  // Blocks that only feed matmuls go last: the matmul rule may fold one into the packing of
+  // its panel (PackPanel, cpu_matmul.cc), which it can only while the block is unscheduled.
+  std::vector<std::string> names, feeding_matmuls;
   for (const std::string& name : BlockNames(schedule->func())) {
+    (FeedsOnlyMatmuls(schedule->func(), name) ? feeding_matmuls : names).push_back(name);
+  }
+  names.insert(names.end(), feeding_matmuls.begin(), feeding_matmuls.end());
+  for (const std::string& name : names) {
     std::optional<PlainNest> nest = RuleNest(schedule->func(), name);
     if (!nest) continue;
     CpuScheduleOptions block_options = BlockOptions(schedule->func(), *nest, options);
