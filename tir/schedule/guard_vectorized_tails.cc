@@ -202,8 +202,9 @@ class LaneAccesses : public StmtExprVisitor {
   // Every lane may run the body as it is: it stores only to local tiles, and reads other
   // buffers only at lane-invariant places.
   bool all_local() const { return ok_ && all_local_; }
-  // The body's local tiles may be read as whole vectors (its stores may go anywhere).
-  bool tiles_in_range() const { return ok_; }
+  // The body's local tiles may be read as whole vectors before it runs: it reads them in
+  // range and stores to none (so a staged copy cannot miss a store of the body).
+  bool tiles_read_only() const { return ok_ && !stores_tile_; }
   const std::vector<const BufferLoadNode*>& tile_loads() const { return tile_loads_; }
   const VarMap& bindings() const { return bindings_; }
 
@@ -216,6 +217,7 @@ class LaneAccesses : public StmtExprVisitor {
   void VisitStmt_(const BufferStoreNode* op, const Stmt& self) override {
     if (IsLocalTile(op->buffer.get())) {
       ok_ &= InTile(op->buffer.get(), op->indices) && LaneDependent(op->indices, bindings_, lane_.get());
+      stores_tile_ = true;
     } else {
       all_local_ = false;
     }
@@ -249,7 +251,7 @@ class LaneAccesses : public StmtExprVisitor {
   Var lane_;
   int64_t first_, lanes_;
   VarMap bindings_;
-  bool ok_ = true, all_local_ = true;
+  bool ok_ = true, all_local_ = true, stores_tile_ = false;
   std::set<std::string> seen_;
   std::vector<const BufferLoadNode*> tile_loads_;
 };
@@ -451,7 +453,7 @@ class TailGuard : public StmtExprMutator {
         return CopyWithFreshDefinitions(For(loop->loop_var, loop->min, loop->extent, ForKind::kVectorized, blended),
                                         "_tail", used_);
       }
-      if (lane_accesses.tiles_in_range() && !lane_accesses.tile_loads().empty()) {
+      if (lane_accesses.tiles_read_only() && !lane_accesses.tile_loads().empty()) {
         return CopyWithFreshDefinitions(StageTileReads(loop, split.body, lane_accesses, lanes), "_tail", used_);
       }
     }
