@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "tests/tir/schedule_workloads.h"
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cpu_target.h"
@@ -878,6 +880,47 @@ TEST(ScheduleNumericsTest, MatmulAccumulatorLivesInRegisters) {
     EXPECT_NE(raw->find("%" + local + " = alloca"), std::string::npos) << *raw;
     EXPECT_EQ(ir->find("%" + local + " = alloca"), std::string::npos) << *ir;
   }
+}
+
+// The symbolic (n x 64) . (64 x n) matmul (attention scores' shape): its columns are the
+// symbolic n, so a column tile of 32 (16 lanes) or 16 (8 lanes) leaves a tail, and at n = 16
+// on 16 lanes every column is in it. The tail's init and update run all the lanes of the
+// tile with the lanes out of range blended away, and its write-back reads the tile through a
+// staging vector, and the column edge in full rows has no row conditions
+// (guard_vectorized_tails.cc): only the packed panel's copy and the write-back to C remain
+// loops of symbolic extent (masked), none inside the k loop. On 8 lanes LLVM then keeps every
+// copy of the accumulator tile in registers (on 16 lanes the copy for the corner tile, rows
+// and columns both out of range, still keeps it in memory: docs/schedule.md).
+TEST(ScheduleNumericsTest, SymbolicColumnTailKeepsTheAccumulatorInRegisters) {
+  const tir::PrimFunc func = Parse(MatmulWithSizes("n", "64", "n"));
+  for (int lanes : {8, 16}) {
+    const tir::PrimFunc target_func =
+        tir::WithTarget(func, tir::Target::Cpu(lanes == 16 ? "host" : "haswell", lanes * 32, 4));
+    absl::StatusOr<tir::PrimFunc> scheduled =
+        tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 4});
+    ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+    const std::string printed = relax::PrintPrimFunc(*scheduled, "k");
+    EXPECT_NE(printed.find("[i_1_edge_2_edge, j_1_tail_edge_edge] = select(j_1_tail_edge_edge < n"), std::string::npos)
+        << printed;
+    std::vector<absl::string_view> lines = absl::StrSplit(printed, '\n');
+    for (size_t i = 0; i + 1 < lines.size(); ++i) {
+      if (!absl::StrContains(lines[i], "vectorized(0, min(")) continue;
+      EXPECT_TRUE(absl::StrContains(lines[i + 1], "B_cache") || absl::StrContains(lines[i + 1], "write_back"))
+          << "lanes " << lanes << ": a masked loop in " << lines[i + 1] << "\n" << printed;
+    }
+    if (lanes != 8) continue;
+    absl::StatusOr<CpuTarget> haswell = CpuTarget::Named("haswell");
+    ASSERT_TRUE(haswell.ok()) << haswell.status();
+    absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, *haswell, /*optimize=*/true);
+    ASSERT_TRUE(ir.ok()) << ir.status();
+    for (absl::string_view line : absl::StrSplit(*ir, '\n')) {
+      EXPECT_FALSE(absl::StrContains(line, "alloca") && absl::StrContains(line, "C_local") &&
+                   !absl::StrContains(line, "_stage"))
+          << line;
+    }
+  }
+  Variants v(func);
+  for (int64_t n : {1, 15, 16, 17, 33}) ExpectMatmulVariantsMatchNaive(v, n, 64, n, 70, "n=" + std::to_string(n));
 }
 
 // Not an assertion: how much the schedule buys on a 256^3 matmul on this machine.

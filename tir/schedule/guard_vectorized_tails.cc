@@ -1,8 +1,10 @@
 // GuardVectorizedTails: vectorized loops in the form the CPU code generator turns into SIMD
 // code directly — constant extent, straight-line body, no condition on the lane — with the
 // lanes that may leave the domain handled by a serial copy.
+#include <map>
 #include <optional>
 #include <set>
+#include <string>
 
 #include "tir/analyzer.h"
 #include "tir/target.h"
@@ -84,8 +86,9 @@ PrimExpr AllOf(const std::vector<PrimExpr>& conditions) {
 // conditions as guards. `ok` turns false when a condition on a vector lane must stay.
 class TileConditionStripper : public StmtExprMutator {
  public:
-  TileConditionStripper(std::vector<const VarNode*> inner, bool lanes_only)
-      : inner_(std::move(inner)), lanes_only_(lanes_only) {}
+  // Which conditions to drop: those on a vector lane, those on no lane, or both.
+  enum class Drop { kLanes, kOthers, kAll };
+  TileConditionStripper(std::vector<const VarNode*> inner, Drop drop) : inner_(std::move(inner)), drop_(drop) {}
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
     loops_.push_back(op);
     Stmt s = StmtExprMutator::VisitStmt_(op, self);
@@ -101,13 +104,14 @@ class TileConditionStripper : public StmtExprMutator {
     for (const PrimExpr& c : conjuncts) {
       bool on_lane = false;
       for (const ForNode* l : loops_) on_lane |= l->for_kind == ForKind::kVectorized && UsesVar(c, l->loop_var.get());
-      std::optional<PrimExpr> guard = lanes_only_ && !on_lane ? std::nullopt : AtLastIteration(c);
+      const bool droppable = drop_ == Drop::kAll || (drop_ == Drop::kLanes) == on_lane;
+      std::optional<PrimExpr> guard = droppable ? AtLastIteration(c) : std::nullopt;
       if (guard) {
         guards.push_back(*guard);
         continue;
       }
       keep.push_back(c);
-      ok &= !on_lane;
+      ok &= !on_lane || drop_ == Drop::kOthers;
     }
     PrimExpr predicate;
     for (const PrimExpr& c : keep) predicate = predicate.defined() ? And(predicate, c) : c;
@@ -135,7 +139,7 @@ class TileConditionStripper : public StmtExprMutator {
     return SimplifyExpr(LT(a, lt->b));
   }
   std::vector<const VarNode*> inner_;
-  bool lanes_only_;
+  Drop drop_;
   std::vector<const ForNode*> loops_;
 };
 
@@ -150,6 +154,204 @@ class LaneLoopSerializer : public StmtExprMutator {
     if (split && split->guards.empty()) return s;
     return For(loop->loop_var, loop->min, loop->extent, ForKind::kSerial, loop->body);
   }
+};
+
+// A buffer private to one thread whose whole extent is known: a tile (an accumulator, a
+// packed panel) that the code generator keeps in registers or on the stack.
+bool IsLocalTile(const BufferNode* buffer) {
+  if (buffer->scope != "local") return false;
+  for (const PrimExpr& d : buffer->shape) {
+    if (!d.as_int()) return false;
+  }
+  return true;
+}
+
+// The block variables of `body` bound to their values (in loop variables), so that an index
+// written in block variables can be read in the loops'.
+VarMap BlockBindings(const Stmt& body) {
+  VarMap bindings;
+  ForEachStmt(body, [&](const Stmt& st) {
+    if (const auto* block = st.as<BlockNode>()) {
+      for (const IterVar& iv : block->iter_vars) bindings[iv.var.get()] = iv.value;
+    }
+  });
+  return bindings;
+}
+
+// Whether an access's indices (in block variables) depend on `lane`.
+bool LaneDependent(const std::vector<PrimExpr>& indices, const VarMap& bindings, const VarNode* lane) {
+  for (const PrimExpr& i : indices) {
+    if (UsesVar(Substitute(i, bindings), lane)) return true;
+  }
+  return false;
+}
+
+// How the lanes of a vector tail's body (a loop of constant extent) use local tiles, each
+// access's indices read through the blocks' bindings: every index that uses the lane must be
+// `lane + c`, c constant, inside its dimension for every lane of the loop, so that any lane
+// reads or writes this thread's tile memory only. `tile_loads`: the lane-dependent loads of
+// local tiles (one per distinct buffer and indices).
+class LaneAccesses : public StmtExprVisitor {
+ public:
+  LaneAccesses(const ForNode* loop, const Stmt& body)
+      : lane_(loop->loop_var), first_(loop->min.as_int().value_or(-1)), lanes_(*loop->extent.as_int()),
+        bindings_(BlockBindings(body)) {
+    ok_ = first_ >= 0;
+    VisitStmt(body);
+  }
+  // Every lane may run the body as it is: it stores only to local tiles, and reads other
+  // buffers only at lane-invariant places.
+  bool all_local() const { return ok_ && all_local_; }
+  // The body's local tiles may be read as whole vectors before it runs: it reads them in
+  // range and stores to none (so a staged copy cannot miss a store of the body).
+  bool tiles_read_only() const { return ok_ && !stores_tile_; }
+  const std::vector<const BufferLoadNode*>& tile_loads() const { return tile_loads_; }
+  const VarMap& bindings() const { return bindings_; }
+
+  void VisitStmt_(const ForNode*, const Stmt&) override { ok_ = false; }
+  void VisitStmt_(const AllocateNode*, const Stmt&) override { ok_ = false; }
+  void VisitStmt_(const BlockNode* op, const Stmt& self) override {
+    ok_ &= !op->init.defined() && op->alloc_buffers.empty();
+    StmtExprVisitor::VisitStmt_(op, self);
+  }
+  void VisitStmt_(const BufferStoreNode* op, const Stmt& self) override {
+    if (IsLocalTile(op->buffer.get())) {
+      ok_ &= InTile(op->buffer.get(), op->indices) && LaneDependent(op->indices, bindings_, lane_.get());
+      stores_tile_ = true;
+    } else {
+      all_local_ = false;
+    }
+    StmtExprVisitor::VisitStmt_(op, self);
+  }
+  void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+    if (LaneDependent(op->indices, bindings_, lane_.get())) {
+      if (IsLocalTile(op->buffer.get())) {
+        ok_ &= InTile(op->buffer.get(), op->indices);
+        std::string key = op->buffer->name;
+        for (const PrimExpr& i : op->indices) key += "," + ToString(Substitute(i, bindings_));
+        if (seen_.insert(key).second) tile_loads_.push_back(op);
+      } else {
+        all_local_ = false;
+      }
+    }
+    StmtExprVisitor::VisitExpr_(op, self);
+  }
+
+ private:
+  bool InTile(const BufferNode* buffer, const std::vector<PrimExpr>& indices) const {
+    for (size_t d = 0; d < indices.size(); ++d) {
+      const PrimExpr index = Substitute(indices[d], bindings_);
+      if (!UsesVar(index, lane_.get())) continue;
+      std::optional<int64_t> offset = SimplifyExpr(Sub(index, lane_)).as_int();
+      std::optional<int64_t> extent = buffer->shape[d].as_int();
+      if (!offset || !extent || first_ + *offset < 0 || first_ + lanes_ - 1 + *offset >= *extent) return false;
+    }
+    return true;
+  }
+  Var lane_;
+  int64_t first_, lanes_;
+  VarMap bindings_;
+  bool ok_ = true, all_local_ = true, stores_tile_ = false;
+  std::set<std::string> seen_;
+  std::vector<const BufferLoadNode*> tile_loads_;
+};
+
+// The write-back of a tail (lanes of a local tile stored to the function's buffers, lanes
+// out of range skipped), with each tile row it reads first copied whole into a vector-sized
+// staging buffer that the masked loop reads instead. The tile itself is then accessed only
+// as whole vectors at constant places (LLVM keeps it in registers); read in place by the
+// loop of symbolic extent, which LLVM turns into a memcpy of variable length, the whole tile
+// stayed in memory, through the k loop too.
+Stmt StageTileReads(const ForNode* loop, const Stmt& body, const LaneAccesses& accesses, const PrimExpr& lanes) {
+  std::vector<Stmt> copies;
+  std::vector<Buffer> stages;
+  std::map<const BufferLoadNode*, Buffer> stage_of;
+  const int64_t width = *loop->extent.as_int();
+  for (const BufferLoadNode* load : accesses.tile_loads()) {
+    Buffer stage(load->buffer->name + "_stage", load->dtype(), {IntImm(DataType::Int64(), width)}, {}, "local");
+    Var lane(loop->loop_var->name + "_stage", loop->loop_var.dtype());
+    std::vector<PrimExpr> indices;
+    for (const PrimExpr& i : load->indices) {
+      indices.push_back(Substitute(Substitute(i, accesses.bindings()), VarMap{{loop->loop_var.get(), lane}}));
+    }
+    copies.push_back(For(lane, loop->min, loop->extent, ForKind::kVectorized,
+                         BufferStore(stage, Buffer(load->buffer).Load(indices), {Sub(lane, loop->min)})));
+    stages.push_back(stage);
+    stage_of[load] = stage;
+  }
+  // Every load of a staged tile row (the same buffer and indices as the first one seen).
+  class Replace : public StmtExprMutator {
+   public:
+    Replace(const LaneAccesses& accesses, const std::map<const BufferLoadNode*, Buffer>& stage_of, const ForNode* loop)
+        : accesses_(accesses), stage_of_(stage_of), loop_(loop) {}
+    PrimExpr VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      for (const auto& [load, stage] : stage_of_) {
+        if (load->buffer != op->buffer || load->indices.size() != op->indices.size()) continue;
+        bool same = true;
+        for (size_t i = 0; i < op->indices.size(); ++i) {
+          same &= ToString(Substitute(op->indices[i], accesses_.bindings())) ==
+                  ToString(Substitute(load->indices[i], accesses_.bindings()));
+        }
+        if (same) return stage.Load({Sub(loop_->loop_var, loop_->min)});
+      }
+      return StmtExprMutator::VisitExpr_(op, self);
+    }
+
+   private:
+    const LaneAccesses& accesses_;
+    const std::map<const BufferLoadNode*, Buffer>& stage_of_;
+    const ForNode* loop_;
+  };
+  copies.push_back(For(loop->loop_var, loop->min, lanes, ForKind::kVectorized,
+                       Replace(accesses, stage_of, loop).VisitStmt(body)));
+  Stmt staged = SeqStmt(copies);
+  for (auto it = stages.rbegin(); it != stages.rend(); ++it) staged = Allocate(*it, staged);
+  return staged;
+}
+
+// The tail of a loop that updates local tiles only, run on every lane: each store keeps the
+// tile's old value in the lanes out of range (`tile[i] = select(in_range, value, tile[i])`),
+// and a tile the body only reads gives zeros there (an unwritten lane of a packed panel
+// could hold a denormal, which some CPUs multiply slowly). All its accesses are then whole
+// vectors at constant places, so LLVM keeps an accumulator tile in registers through the k
+// loop; the masked loop of symbolic extent left it in memory, loaded and stored with masks
+// at every k step (the symbolic attention scores at n = 16, whose 16 columns all fall in the
+// tail of a 32-column tile, ran 5x slower than the tuner's best knobs).
+class LaneBlend : public StmtExprMutator {
+ public:
+  LaneBlend(const VarNode* lane, PrimExpr in_range, std::set<const BufferNode*> written, const VarMap& bindings)
+      : lane_(lane), in_range_(std::move(in_range)), written_(std::move(written)), bindings_(bindings) {}
+  Stmt VisitStmt_(const BufferStoreNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* store = s.as<BufferStoreNode>();
+    return BufferStore(store->buffer, Select(in_range_, store->value, store->buffer.Load(store->indices)),
+                       store->indices);
+  }
+  // A block's iteration variables would leave their domain on the lanes out of range (a
+  // schedule keeps them inside), so the blocks become the statements LowerBlocks would make
+  // of them: the body with the bindings substituted, under the predicate.
+  Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* block = s.as<BlockNode>();
+    VarMap bindings;
+    for (const IterVar& iv : block->iter_vars) {
+      bindings[iv.var.get()] = iv.value.dtype() == iv.var.dtype() ? iv.value : Cast(iv.var.dtype(), iv.value);
+    }
+    Stmt body = Substitute(block->body, bindings);
+    return block->predicate.defined() ? IfThenElse(Substitute(block->predicate, bindings), body) : body;
+  }
+  PrimExpr VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+    PrimExpr e = StmtExprMutator::VisitExpr_(op, self);
+    if (!LaneDependent(op->indices, bindings_, lane_) || written_.count(op->buffer.get())) return e;
+    const DataType t = e.dtype();
+    return Select(in_range_, e, t.is_floating() ? FloatImm(t, 0.0) : IntImm(t, 0));
+  }
+
+ private:
+  const VarNode* lane_;
+  PrimExpr in_range_;
+  std::set<const BufferNode*> written_;
+  VarMap bindings_;
 };
 
 class DefinedVars : public StmtExprVisitor {
@@ -182,9 +384,10 @@ class TailGuard : public StmtExprMutator {
     if (!constant) return StmtExprMutator::VisitStmt_(op, self);
     DefinedVars inner;
     inner.VisitStmt(op->body);
-    TileConditionStripper lanes(inner.vars, /*lanes_only=*/true);
+    using Drop = TileConditionStripper::Drop;
+    TileConditionStripper lanes(inner.vars, Drop::kLanes);
     Stmt lane_free = lanes.VisitStmt(op->body);
-    TileConditionStripper all(inner.vars, /*lanes_only=*/false);
+    TileConditionStripper all(inner.vars, Drop::kAll);
     Stmt condition_free = all.VisitStmt(op->body);
     if (!lanes.ok || !all.ok) return StmtExprMutator::VisitStmt_(op, self);
     std::vector<PrimExpr> other;  // the guards of `all` that `lanes` did not need
@@ -201,8 +404,20 @@ class TailGuard : public StmtExprMutator {
     Stmt full_columns = other.empty() ? tile(lane_free, false)
                                       : IfThenElse(AllOf(other), tile(condition_free, false), tile(lane_free, true));
     if (lanes.guards.empty()) return full_columns;
-    Stmt edge = CopyWithFreshDefinitions(LaneLoopSerializer().VisitStmt(Allocate(op->buffer, VisitStmt(op->body))),
-                                         "_edge", used_);
+    auto column_edge = [&](const Stmt& body) {
+      return CopyWithFreshDefinitions(LaneLoopSerializer().VisitStmt(Allocate(op->buffer, VisitStmt(body))), "_edge",
+                                      used_);
+    };
+    Stmt edge = column_edge(op->body);
+    // The column edge in full rows too (the symbolic attention scores at n = 16: every
+    // column in the tail, every row in range) runs without the rows' conditions: with them,
+    // each row's update sat in its own branch inside the k loop and LLVM (AVX-512 code) left
+    // the accumulator tile in memory.
+    TileConditionStripper others(inner.vars, Drop::kOthers);
+    Stmt lane_conditions_only = others.VisitStmt(op->body);
+    if (others.ok && !others.guards.empty()) {
+      edge = IfThenElse(AllOf(others.guards), column_edge(lane_conditions_only), edge);
+    }
     return IfThenElse(AllOf(lanes.guards), full_columns, edge);
   }
 
@@ -223,18 +438,31 @@ class TailGuard : public StmtExprMutator {
       const auto* b = st.as<BlockNode>();
       nested_lane_condition |= b && b->predicate.defined() && UsesVar(b->predicate, loop->loop_var.get());
     });
-    bool local_round_trip = false;
+    const DataType t = loop->loop_var.dtype();
+    PrimExpr bound = split.lane_bounds[0];
+    for (size_t i = 1; i < split.lane_bounds.size(); ++i) bound = Min(bound, split.lane_bounds[i]);
+    if (bound.dtype() != t) bound = Cast(t, bound);
     BufferAccesses accesses = AccessesOf(split.body);
+    PrimExpr lanes = SimplifyExpr(Min(loop->extent, Max(IntImm(t, 0), Sub(bound, loop->min))));
+    if (!nested_lane_condition) {
+      LaneAccesses lane_accesses(loop, split.body);
+      if (lane_accesses.all_local()) {
+        Stmt blended = LaneBlend(loop->loop_var.get(), LT(loop->loop_var, bound), accesses.writes,
+                                 lane_accesses.bindings())
+                           .VisitStmt(split.body);
+        return CopyWithFreshDefinitions(For(loop->loop_var, loop->min, loop->extent, ForKind::kVectorized, blended),
+                                        "_tail", used_);
+      }
+      if (lane_accesses.tiles_read_only() && !lane_accesses.tile_loads().empty()) {
+        return CopyWithFreshDefinitions(StageTileReads(loop, split.body, lane_accesses, lanes), "_tail", used_);
+      }
+    }
+    bool local_round_trip = false;
     for (const BufferNode* w : accesses.writes) local_round_trip |= w->scope == "local" && accesses.reads.count(w);
     if (nested_lane_condition || (local_round_trip && !native_masks_)) {
       return CopyWithFreshDefinitions(For(loop->loop_var, loop->min, loop->extent, ForKind::kSerial, loop->body),
                                       "_tail", used_);
     }
-    const DataType t = loop->loop_var.dtype();
-    PrimExpr bound = split.lane_bounds[0];
-    for (size_t i = 1; i < split.lane_bounds.size(); ++i) bound = Min(bound, split.lane_bounds[i]);
-    if (bound.dtype() != t) bound = Cast(t, bound);
-    PrimExpr lanes = SimplifyExpr(Min(loop->extent, Max(IntImm(t, 0), Sub(bound, loop->min))));
     return CopyWithFreshDefinitions(For(loop->loop_var, loop->min, lanes, ForKind::kVectorized, split.body), "_tail",
                                     used_);
   }
