@@ -1,5 +1,6 @@
 #include "codegen/cuda_codegen.h"
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -149,7 +150,11 @@ class KernelEmitter {
     indent_ = 1;
     EmitStmt(func->body);
     if (!status_.ok()) return status_;
-    absl::StrAppend(out, "extern \"C\" __global__ void __launch_bounds__(", std::max<int64_t>(max_threads_, 1), ") ",
+    // The block is the product of the three axes' extents (a 16 x 16 block is 256 threads):
+    // a bound below it makes every launch fail with CUDA_ERROR_INVALID_VALUE.
+    int64_t block_threads = 1;
+    for (int64_t extent : max_block_extent_) block_threads = std::min<int64_t>(block_threads * extent, 1024);
+    absl::StrAppend(out, "extern \"C\" __global__ void __launch_bounds__(", block_threads, ") ",
                     symbol, "(", absl::StrJoin(params, ", "), ") {\n", body_, "}\n\n");
     return info;
   }
@@ -365,6 +370,13 @@ class KernelEmitter {
         const auto* r = e.as<tir::ReinterpretNode>();
         DataType to = r->dtype(), from = r->value.dtype();
         if (Is16BitFloat(to)) return absl::StrCat("kiln_h2f((kiln_u16)(", Expr(r->value), "))");
+        // A 16-bit float read straight from memory keeps its bits: through a float register
+        // (cvt.f32.f16, cvt.rn.f16.f32) a NaN comes back as the canonical 0x7fff.
+        if (const auto* load = r->value.as<tir::BufferLoadNode>(); load && Is16BitFloat(from)) {
+          if (load->indices.size() == 1 && Is16BitFloat(load->buffer->dtype)) {
+            return absl::StrCat("((", Type(to), ")", BufferName(load->buffer.get()), "[", Expr(load->indices[0]), "])");
+          }
+        }
         if (Is16BitFloat(from)) return absl::StrCat("((", Type(to), ")kiln_f2h(", Expr(r->value), "))");
         return absl::StrCat("kiln_bitcast<", Type(to), ", ", Type(from), ">(", Expr(r->value), ")");
       }
@@ -423,7 +435,13 @@ class KernelEmitter {
         }
         std::string value = Expr(st->value);
         DataType t = st->buffer->dtype;
-        if (Is16BitFloat(t)) value = absl::StrCat("kiln_f2h(", value, ")");
+        const auto* bits = st->value.as<tir::ReinterpretNode>();
+        if (Is16BitFloat(t) && bits && bits->value.dtype().bits() == 16 && !bits->value.dtype().is_float()) {
+          // 16 bits reinterpreted as a 16-bit float are stored as they are (NaN payloads too).
+          value = absl::StrCat("(kiln_u16)(", Expr(bits->value), ")");
+        } else if (Is16BitFloat(t)) {
+          value = absl::StrCat("kiln_f2h(", value, ")");
+        }
         if (t.is_bool()) value = absl::StrCat("(kiln_u8)(", value, ")");
         Line(absl::StrCat(BufferName(st->buffer.get()), "[", Expr(st->indices[0]), "] = ", value, ";"));
         return;
@@ -435,9 +453,11 @@ class KernelEmitter {
         std::string min = Expr(f->min);
         std::string extent = Expr(f->extent);
         if (f->for_kind == tir::ForKind::kThreadBinding) {
-          if (f->thread_tag.rfind("threadIdx.", 0) == 0) {
-            std::optional<int64_t> e = f->extent.as_int();
-            max_threads_ = std::max<int64_t>(max_threads_, e.value_or(1024)) ;
+          if (f->thread_tag == "threadIdx.x" || f->thread_tag == "threadIdx.y" || f->thread_tag == "threadIdx.z") {
+            // The launch dimension of each axis is the largest extent bound to it (a
+            // symbolic one may reach the 1024-thread limit).
+            int64_t& axis = max_block_extent_[f->thread_tag.back() - 'x'];
+            axis = std::max<int64_t>(axis, f->extent.as_int().value_or(1024));
           }
           // The launch dimension is the largest extent bound to this index: guard.
           Line(absl::StrCat("{ const ", type, " ", var, " = (", type, ")", f->thread_tag, " + ", min, ";"));
@@ -541,7 +561,7 @@ class KernelEmitter {
   std::set<std::string> used_;
   std::string body_;
   int indent_ = 1;
-  int64_t max_threads_ = 1;
+  std::array<int64_t, 3> max_block_extent_ = {1, 1, 1};  // threadIdx.x, .y, .z
   absl::Status status_;
 };
 

@@ -142,6 +142,9 @@ TEST(GpuMatmulSharedTest, TilesLoadCooperativelyBetweenUnguardedBarriers) {
   EXPECT_THAT(cuda->code, ::testing::HasSubstr("__shared__ float B_shared"));
   EXPECT_THAT(cuda->code, ::testing::HasSubstr("__syncthreads();"));
   EXPECT_THAT(cuda->code, ::testing::HasSubstr("threadIdx.y"));
+  // The launch bound counts the whole 16 x 16 block: a bound of 16 (threadIdx.x's extent
+  // alone) made every launch of this kernel fail on a GPU with "invalid argument".
+  EXPECT_THAT(cuda->code, ::testing::HasSubstr("__launch_bounds__(256)"));
 }
 
 // The bytes of shared memory a scheduled function allocates.
