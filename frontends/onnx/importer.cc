@@ -245,6 +245,10 @@ class GraphImporter {
     const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
     const ConverterInfo* converter = nullptr;
     if (default_domain) {
+      if (opset == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(label, ": operator ", node.op_type(),
+                                                       " is of the default domain, which the model does not import"));
+      }
       converter = ConverterRegistry::Global().Find(node.op_type(), opset);
     } else if (auto version = model_.domains.find(node.domain()); version != model_.domains.end()) {
       converter = ConverterRegistry::Global().Find(QualifiedOpType(node.domain(), node.op_type()), version->second);

@@ -25,6 +25,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterCol2ImConverters(registry);
   RegisterNmsConverters(registry);
   RegisterUniqueConverters(registry);
+  RegisterOptimizerConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx
