@@ -26,6 +26,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterNmsConverters(registry);
   RegisterUniqueConverters(registry);
   RegisterOptimizerConverters(registry);
+  RegisterMlConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

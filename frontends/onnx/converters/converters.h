@@ -77,6 +77,9 @@ void RegisterUniqueConverters(ConverterRegistry& registry);
 // step each, elementwise).
 void RegisterOptimizerConverters(ConverterRegistry& registry);
 
+// ml_converters.cc: ai.onnx.ml's Binarizer and ArrayFeatureExtractor.
+void RegisterMlConverters(ConverterRegistry& registry);
+
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).
 void RegisterControlFlowConverters(ConverterRegistry& registry);
