@@ -5,6 +5,7 @@
 // Comparison (numpy.testing.assert_allclose with rtol 1e-3, atol 1e-7 by default, as ONNX's
 // backend tests): |actual - expected| <= atol + rtol * |expected| per element; NaN equals NaN,
 // infinities must match; the output count, each shape and each dtype must match exactly.
+// A bfloat16 output gets rtol of at least 2^-6 (two bfloat16 ulps), as ONNX's runner gives it.
 //
 // Graph inputs whose data an operator needs at import time are bound to the first data
 // set's values (ImportOptions::bind_lookup; they stay parameters and get the same values

@@ -2,10 +2,17 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 #include "frontends/onnx/converters/converters.h"
 #include "support/check.h"
 
 namespace kiln::frontends::onnx {
+
+std::string QualifiedOpType(std::string_view domain, std::string_view op_type) {
+  if (domain.empty() || domain == "ai.onnx") return std::string(op_type);
+  return absl::StrCat(std::string(domain), ":", std::string(op_type));
+}
 
 const ConverterRegistry& ConverterRegistry::Global() {
   static const ConverterRegistry* registry = [] {

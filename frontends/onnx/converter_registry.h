@@ -5,6 +5,9 @@
 // semantics before 13, Reduce* axes as attribute or input, Split/Squeeze/Slice/Clip/Pad
 // inputs vs attributes, ...).
 //
+// An operator of another domain is registered as "<domain>:<OpType>" (QualifiedOpType), its
+// opset range counting that domain's versions (ai.onnx.preview's FlexAttention: 1 on).
+//
 // Registration is explicit, like Relax's operator registry: Global() calls every family's
 // Register*Converters function (converters/converters.h). Each family lives in its own file
 // under converters/, so adding operators means adding a file and one line there.
@@ -33,11 +36,15 @@ struct ConverterInfo {
   ConverterFn convert;
 };
 
+// "<domain>:<op_type>" for a domain other than the default ("" or "ai.onnx"); else op_type.
+std::string QualifiedOpType(std::string_view domain, std::string_view op_type);
+
 class ConverterRegistry {
  public:
   static const ConverterRegistry& Global();
 
-  // The converter for `op_type` at `opset`; nullptr when there is none.
+  // The converter for `op_type` (qualified by its domain) at `opset` (that domain's version);
+  // nullptr when there is none.
   const ConverterInfo* Find(std::string_view op_type, int64_t opset) const;
   // Every registered converter, sorted by op type then opset.
   const std::vector<ConverterInfo>& converters() const { return converters_; }

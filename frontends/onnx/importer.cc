@@ -240,13 +240,23 @@ class GraphImporter {
                            ImportResult* result) {
     const int64_t opset = model_.opset;
     const std::string label = NodeLabel(node, opset);
-    if (!node.domain().empty() && node.domain() != "ai.onnx") {
-      return absl::UnimplementedError(absl::StrCat(label, ": operator ", node.op_type(), " of domain '",
-                                                   node.domain(), "' is not supported"));
+    // Another domain's operator is registered under its qualified name, with the version the
+    // model imports of that domain.
+    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    const ConverterInfo* converter = nullptr;
+    if (default_domain) {
+      if (opset == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(label, ": operator ", node.op_type(),
+                                                       " is of the default domain, which the model does not import"));
+      }
+      converter = ConverterRegistry::Global().Find(node.op_type(), opset);
+    } else if (auto version = model_.domains.find(node.domain()); version != model_.domains.end()) {
+      converter = ConverterRegistry::Global().Find(QualifiedOpType(node.domain(), node.op_type()), version->second);
     }
-    const ConverterInfo* converter = ConverterRegistry::Global().Find(node.op_type(), opset);
     if (converter == nullptr) {
-      return absl::UnimplementedError(absl::StrCat(label, ": operator ", node.op_type(), " is not supported"));
+      return absl::UnimplementedError(absl::StrCat(label, ": operator ", node.op_type(),
+                                                   default_domain ? "" : absl::StrCat(" of domain '", node.domain(), "'"),
+                                                   " is not supported"));
     }
     std::vector<Value*> inputs;
     for (const std::string& name : node.input()) {
@@ -331,7 +341,10 @@ absl::StatusOr<std::vector<std::string>> OnnxGraphInputNames(const std::string& 
 std::vector<std::string> SupportedOperators(int64_t opset) {
   std::vector<std::string> out;
   for (const ConverterInfo& info : ConverterRegistry::Global().converters()) {
-    if (info.min_opset <= opset && opset <= info.max_opset && (out.empty() || out.back() != info.op_type)) {
+    // Another domain's operators ("domain:Op") are listed whatever `opset` is.
+    const bool other_domain = info.op_type.find(':') != std::string::npos;
+    if ((other_domain || (info.min_opset <= opset && opset <= info.max_opset)) &&
+        (out.empty() || out.back() != info.op_type)) {
       out.push_back(info.op_type);
     }
   }

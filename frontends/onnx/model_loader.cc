@@ -31,22 +31,17 @@ absl::StatusOr<LoadedModel> Parse(const std::string& bytes, const std::string& l
     model.domains[import.domain()] = import.version();
     if (import.domain().empty() || import.domain() == "ai.onnx") model.opset = import.version();
   }
-  if (model.opset == 0) {
-    // IR version 1/2 models predate opset_import; they mean opset 1.
-    if (model.proto.opset_import_size() == 0 && model.proto.ir_version() < 3) {
-      model.opset = 1;
-    } else {
-      // Valid ONNX (e.g. only ai.onnx.preview.training), but none of it is Kiln's.
-      std::string domains;
-      for (const auto& [domain, version] : model.domains) absl::StrAppend(&domains, domains.empty() ? "" : ", ", domain, " ", version);
-      return absl::UnimplementedError(absl::StrCat(label, ": the model imports no version of the default operator "
-                                                   "set, only: ", domains, "; those domains are not supported"));
-    }
+  // IR version 1/2 models predate opset_import; they mean opset 1. A model importing only
+  // other domains (ai.onnx.preview.training's optimizers) keeps opset 0: a default-domain
+  // node in it is an error when converted.
+  if (model.opset == 0 && model.proto.opset_import_size() == 0 && model.proto.ir_version() < 3) model.opset = 1;
+  if (model.opset == 0 && model.domains.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(label, ": the model imports no operator set"));
   }
-  if (model.opset < kOldestOpset) {
+  if (model.opset < kOldestOpset && !(model.opset == 0 && !model.domains.empty())) {
     return absl::InvalidArgumentError(absl::StrCat(label, ": opset ", model.opset, " is not a valid version"));
   }
-  if (options.check && model.opset <= kCheckerNewestOpset) {
+  if (options.check && model.opset >= kOldestOpset && model.opset <= kCheckerNewestOpset) {
     // The checker throws (ValidationError, or anything protobuf-related); every exception is
     // the model's fault here. External data needs the model's folder, which check_model's
     // in-memory form does not know: check models with external data without it.

@@ -30,7 +30,7 @@ inline constexpr int64_t kEveryLaterOpset = INT64_MAX;
 struct LoadedModel {
   ::onnx::ModelProto proto;
   std::string base_dir;                    // the model's folder: external data is relative to it
-  int64_t opset = 0;                       // the default domain's ("" or "ai.onnx") version
+  int64_t opset = 0;                       // the default domain's ("" or "ai.onnx") version; 0: not imported
   std::map<std::string, int64_t> domains;  // every imported domain and its version
 };
 

@@ -65,4 +65,19 @@ inline absl::StatusOr<std::vector<vm::Tensor>> CompileAndRun(const ImportResult&
   return outputs;
 }
 
+// For models of domains Debian's ONNX checker predates (ai.onnx.preview, ai.onnx.ml): the
+// import without the checker, then compiled and run as CompileAndRun; or its status alone.
+inline absl::StatusOr<std::vector<vm::Tensor>> ImportUncheckedAndRun(
+    const std::string& model_bytes, const std::map<std::string, relax::ConstantData>& inputs) {
+  ImportOptions options;
+  options.check = false;
+  KILN_ASSIGN_OR_RETURN(ImportResult imported, ImportOnnxBytes(model_bytes, "", options));
+  return CompileAndRun(imported, inputs);
+}
+inline absl::Status ImportUncheckedStatus(const std::string& model_bytes) {
+  ImportOptions options;
+  options.check = false;
+  return ImportOnnxBytes(model_bytes, "", options).status();
+}
+
 }  // namespace kiln::frontends::onnx

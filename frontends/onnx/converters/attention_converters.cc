@@ -14,6 +14,9 @@
 // nonpad_kv_seqlen (opset 24: per batch, keys from nonpad_kv_seqlen[b] on are padding, and
 // offset is nonpad_kv_seqlen[b] - q_len; without it offset is the past length).
 // Rows whose bias masks every key give 0, as the spec's reference does.
+//
+// FlexAttention (ai.onnx.preview): the same scores in Q's type, then score_mod / prob_mod
+// subgraphs (inlined) around a softmax in float32 (or softmax_precision).
 #include <cmath>
 #include <limits>
 
@@ -146,6 +149,18 @@ absl::StatusOr<Expr> ToHeads(NodeContext& c, int i, int64_t heads, std::vector<P
   return Permute(c, x, {0, 2, 1, 3});
 }
 
+// GQA: each of the kv_heads heads of `x` [batch, kv_heads, len, dim] serves q_heads /
+// kv_heads consecutive query heads; the result is [batch, q_heads, len, dim].
+absl::StatusOr<Expr> RepeatKvHeads(NodeContext& c, Expr x, const PrimExpr& batch, int64_t kv_heads, int64_t q_heads,
+                                   const PrimExpr& len, const PrimExpr& dim) {
+  if (q_heads == kv_heads) return x;
+  const int64_t rep = q_heads / kv_heads;
+  KILN_ASSIGN_OR_RETURN(x, Reshape(c, x, {batch, PrimExpr(kv_heads), PrimExpr(1), len, dim}));
+  KILN_ASSIGN_OR_RETURN(
+      x, c.Call("broadcast_to", {x, relax::ShapeExpr({batch, PrimExpr(kv_heads), PrimExpr(rep), len, dim})}));
+  return Reshape(c, x, {batch, PrimExpr(q_heads), len, dim});
+}
+
 // The position relations the causal, sliding-window and padding masks are made of:
 // `distance` = (i + offset) - j for query i and key j, int64 [q_len, kv_len] (a constant:
 // offset is the past length) or [batch, 1, q_len, kv_len] with nonpad_kv_seqlen (offset
@@ -236,17 +251,8 @@ absl::StatusOr<std::vector<Value>> ConvertAttention(NodeContext& c) {
   const int64_t q_len = StaticDim(qs[2]), kv_len = StaticDim(ks[2]) < 0 ? -1 : StaticDim(ks[2]) + past;
   if (q_len < 0 || kv_len < 0) return c.Unsupported("needs static sequence lengths");
 
-  // GQA: each K/V head serves q_heads / kv_heads consecutive query heads.
-  if (q_heads != kv_heads) {
-    const int64_t rep = q_heads / kv_heads;
-    for (Expr* t : {&k, &v}) {
-      const PrimExpr dim = t == &k ? ks[3] : vs[3];
-      KILN_ASSIGN_OR_RETURN(*t, Reshape(c, *t, {qs[0], PrimExpr(kv_heads), PrimExpr(1), PrimExpr(kv_len), dim}));
-      KILN_ASSIGN_OR_RETURN(*t, c.Call("broadcast_to", {*t, relax::ShapeExpr({qs[0], PrimExpr(kv_heads), PrimExpr(rep),
-                                                                              PrimExpr(kv_len), dim})}));
-      KILN_ASSIGN_OR_RETURN(*t, Reshape(c, *t, {qs[0], PrimExpr(q_heads), PrimExpr(kv_len), dim}));
-    }
-  }
+  KILN_ASSIGN_OR_RETURN(k, RepeatKvHeads(c, k, qs[0], kv_heads, q_heads, PrimExpr(kv_len), ks[3]));
+  KILN_ASSIGN_OR_RETURN(v, RepeatKvHeads(c, v, qs[0], kv_heads, q_heads, PrimExpr(kv_len), vs[3]));
 
   const double scale = c.HasAttr("scale") ? c.AttrFloat("scale", 1.0) : 1.0 / std::sqrt(static_cast<double>(head_size));
   // sqrt(scale) on each side, as the spec's function body does: in 16-bit types this keeps
@@ -369,11 +375,104 @@ absl::StatusOr<std::vector<Value>> ConvertAttention(NodeContext& c) {
   return outputs;
 }
 
+// Runs a FlexAttention modifier graph (score_mod, prob_mod) on `x`: one input, one output
+// of x's shape, in `dtype` (the reference coerces the output to it).
+absl::StatusOr<Expr> RunModifier(NodeContext& c, const std::string& name, Expr x, DataType dtype) {
+  KILN_ASSIGN_OR_RETURN(const ::onnx::GraphProto* graph, c.AttrGraph(name));
+  if (graph->input_size() != 1 || graph->output_size() != 1) {
+    return c.Error(name, " must have exactly 1 input and 1 output, it has ", graph->input_size(), " and ",
+                   graph->output_size());
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Value> out, c.RunSubgraph(*graph, {{graph->input(0).name(), Value::Of(x)}}));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Materialize(out[0]));
+  const auto* info = y.struct_info().as<relax::TensorStructInfoNode>();
+  const auto* x_info = x.struct_info().as<relax::TensorStructInfoNode>();
+  if (info == nullptr || info->ndim != 4 || !info->dtype) return c.Error(name, "'s output must be a 4-D tensor");
+  if (info->shape && x_info != nullptr && x_info->shape) {
+    for (int d = 0; d < 4; ++d) {
+      const int64_t got = StaticDim((*info->shape)[d]), want = StaticDim((*x_info->shape)[d]);
+      if (got >= 0 && want >= 0 && got != want) {
+        return c.Error(name, "'s output has dim ", d, " = ", got, ", its input ", want, " (it must keep the shape)");
+      }
+    }
+  }
+  if (*info->dtype != dtype) {
+    if (!info->dtype->is_float() && !info->dtype->is_bfloat()) {
+      return c.Error(name, "'s output must be floating point");
+    }
+    KILN_ASSIGN_OR_RETURN(y, c.Call("astype", {y}, {{"dtype", dtype}}));
+  }
+  return y;
+}
+
+// ai.onnx.preview FlexAttention (version 1): rank-4 Q [B, Hq, L, E], K [B, Hkv, S, E],
+// V [B, Hkv, S, Ev]; scores = (Q sqrt(scale)) (K sqrt(scale))^T in Q's type, then in the
+// softmax precision (float32 unless Q is double or softmax_precision says otherwise):
+// score_mod, softmax over the keys, prob_mod, times V; Y in V's type. Modifiers are inlined.
+absl::StatusOr<std::vector<Value>> ConvertFlexAttention(NodeContext& c) {
+  std::vector<PrimExpr> qs, ks, vs;
+  KILN_ASSIGN_OR_RETURN(qs, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(ks, c.InputShape(1));
+  KILN_ASSIGN_OR_RETURN(vs, c.InputShape(2));
+  if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4) {
+    return c.Error("Q, K and V must be 4-D, got ", qs.size(), ", ", ks.size(), " and ", vs.size(), " dims");
+  }
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  KILN_ASSIGN_OR_RETURN(DataType v_type, c.InputDType(2));
+  if (!dtype.is_float() && !dtype.is_bfloat()) return c.Error("Q must be floating point");
+  const int64_t q_heads = StaticDim(qs[1]), kv_heads = StaticDim(ks[1]), head_size = StaticDim(qs[3]);
+  if (q_heads < 1 || kv_heads < 1 || StaticDim(vs[1]) != kv_heads) {
+    return c.Unsupported("needs static head counts, the same for K and V");
+  }
+  if (q_heads % kv_heads != 0) return c.Error(q_heads, " query heads are not a multiple of ", kv_heads, " K/V heads");
+  if (head_size < 1) return c.Unsupported("needs a static head size");
+  if (StaticDim(ks[3]) != head_size) return c.Error("Q and K must have the same head size");
+
+  DataType compute = dtype.bits() == 64 ? dtype : DataType::Float(32);
+  if (c.HasAttr("softmax_precision")) {
+    absl::StatusOr<DataType> t = DataTypeFromOnnx(static_cast<int32_t>(c.AttrInt("softmax_precision", 1)));
+    if (!t.ok() || (!t->is_float() && !t->is_bfloat())) return c.Error("softmax_precision must be a float type");
+    compute = *t;
+  }
+  KILN_ASSIGN_OR_RETURN(Expr q, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(Expr k, c.Input(1));
+  KILN_ASSIGN_OR_RETURN(Expr v, c.Input(2));
+  KILN_ASSIGN_OR_RETURN(k, RepeatKvHeads(c, k, ks[0], kv_heads, q_heads, ks[2], ks[3]));
+  KILN_ASSIGN_OR_RETURN(v, RepeatKvHeads(c, v, vs[0], kv_heads, q_heads, vs[2], vs[3]));
+
+  // The reference takes sqrt in float32, then rounds it to Q's type.
+  const double scale = c.HasAttr("scale") ? c.AttrFloat("scale", 1.0) : 1.0 / std::sqrt(static_cast<double>(head_size));
+  const Expr root_scale = ScalarConstant(std::sqrt(static_cast<float>(scale)), dtype);
+  KILN_ASSIGN_OR_RETURN(q, c.Call("multiply", {q, root_scale}));
+  KILN_ASSIGN_OR_RETURN(Expr kt, Permute(c, k, {0, 1, 3, 2}));
+  KILN_ASSIGN_OR_RETURN(kt, c.Call("multiply", {kt, root_scale}));
+  KILN_ASSIGN_OR_RETURN(Expr scores, c.Call("matmul", {q, kt}));
+  if (compute != dtype) {
+    KILN_ASSIGN_OR_RETURN(scores, c.Call("astype", {scores}, {{"dtype", compute}}));
+  }
+  if (c.HasAttr("score_mod")) {
+    KILN_ASSIGN_OR_RETURN(scores, RunModifier(c, "score_mod", scores, compute));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr probs, c.Call("softmax", {scores}, {{"axis", int64_t{-1}}}));
+  if (c.HasAttr("prob_mod")) {
+    KILN_ASSIGN_OR_RETURN(probs, RunModifier(c, "prob_mod", probs, compute));
+  }
+  if (v_type != compute) {
+    KILN_ASSIGN_OR_RETURN(v, c.Call("astype", {v}, {{"dtype", compute}}));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("matmul", {probs, v}));
+  if (v_type != compute) {
+    KILN_ASSIGN_OR_RETURN(y, c.Call("astype", {y}, {{"dtype", v_type}}));
+  }
+  return Outputs(y);
+}
+
 }  // namespace
 
 void RegisterAttentionConverters(ConverterRegistry& r) {
   r.Register("RotaryEmbedding", ConvertRotaryEmbedding, 23);
   r.Register("Attention", ConvertAttention, 23);
+  r.Register(QualifiedOpType("ai.onnx.preview", "FlexAttention"), ConvertFlexAttention, 1);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -25,6 +25,8 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterCol2ImConverters(registry);
   RegisterNmsConverters(registry);
   RegisterUniqueConverters(registry);
+  RegisterOptimizerConverters(registry);
+  RegisterMlConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

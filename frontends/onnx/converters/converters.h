@@ -31,7 +31,8 @@ void RegisterLossConverters(ConverterRegistry& registry);
 // Mod, And Or Xor Not, Bitwise*, BitShift, and the activations Celu and Shrink.
 void RegisterMathConverters(ConverterRegistry& registry);
 
-// RotaryEmbedding and Attention (opset 23), decomposed into matmul, softmax, where, ...
+// RotaryEmbedding and Attention (opset 23), ai.onnx.preview FlexAttention (1), decomposed
+// into matmul, softmax, where, ...
 void RegisterAttentionConverters(ConverterRegistry& registry);
 // GatherElements, GatherND, Scatter, ScatterElements, ScatterND, OneHot, Pad, Tile, Trilu,
 // CumSum, TopK, Einsum, DepthToSpace, SpaceToDepth, Hardmax, EyeLike,
@@ -71,6 +72,13 @@ void RegisterNmsConverters(ConverterRegistry& registry);
 // unique_converters.cc: Unique (11; sorts and run boundaries, the result cut to its run-time
 // count).
 void RegisterUniqueConverters(ConverterRegistry& registry);
+
+// optimizer_converters.cc: ai.onnx.preview.training's Adagrad, Adam, Momentum (one update
+// step each, elementwise).
+void RegisterOptimizerConverters(ConverterRegistry& registry);
+
+// ml_converters.cc: ai.onnx.ml's Binarizer and ArrayFeatureExtractor.
+void RegisterMlConverters(ConverterRegistry& registry);
 
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).
