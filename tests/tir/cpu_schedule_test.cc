@@ -262,6 +262,15 @@ TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
 // 16 (8 lanes). The row-edge copy (m not a multiple of 16, GEMV) runs its row steps
 // outermost in each k block, each row reading 8 weight rows across the whole tile.
 // kMatmul with a model's weight: k = n = 4096 constant, the rows m symbolic.
+// The printed function without its indentation, one statement per line.
+std::string Unindented(const PrimFunc& f) {
+  std::string printed;
+  for (absl::string_view line : absl::StrSplit(Print(f), '\n')) {
+    printed += std::string(absl::StripLeadingAsciiWhitespace(line)) + "\n";
+  }
+  return printed;
+}
+
 std::string MatmulOverA4096SquareWeight() {
   std::string text = kMatmul;
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
@@ -281,11 +290,7 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
     const int step = lanes == 16 ? 8 : 4;
     absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = lanes, .num_threads = 2});
     ASSERT_TRUE(f.ok()) << f.status();
-    // The printed loops without their indentation, one per line.
-    std::string printed;
-    for (absl::string_view line : absl::StrSplit(Print(*f), '\n')) {
-      printed += std::string(absl::StripLeadingAsciiWhitespace(line)) + "\n";
-    }
+    const std::string printed = Unindented(*f);
     EXPECT_THAT(printed, HasSubstr("if m >= 64 {"));
     EXPECT_THAT(printed, HasSubstr("Buffer((16, 2048), float32, scope=\"local\")"));
     const int sub_tiles = 2048 / (16 * lanes);  // of 8 vector pairs
@@ -342,10 +347,7 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   ASSERT_TRUE(knobs.ok()) << knobs.status();
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
   ASSERT_TRUE(f.ok()) << f.status();
-  std::string printed;
-  for (absl::string_view line : absl::StrSplit(Print(*f), '\n')) {
-    printed += std::string(absl::StripLeadingAsciiWhitespace(line)) + "\n";
-  }
+  const std::string printed = Unindented(*f);
   // On 8 lanes these are also the default's packed tiles: the version of 48 rows and more
   // (AVX2's, PackedWideTilesAreAvx2sDefault) holds them; its loops are named after the
   // unused copy's (`j_else_1`), hence `_1_1`.
@@ -373,10 +375,7 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
   std::string trace;
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1}, &trace);
   ASSERT_TRUE(f.ok()) << f.status();
-  std::string printed;
-  for (absl::string_view line : absl::StrSplit(Print(*f), '\n')) {
-    printed += std::string(absl::StripLeadingAsciiWhitespace(line)) + "\n";
-  }
+  const std::string printed = Unindented(*f);
   EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 64\")"));
   EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 48\")"));
   EXPECT_THAT(trace, HasSubstr("guard_steps(\"i_else_1_1_0_edge_edge\")"));

@@ -166,8 +166,12 @@ constexpr int64_t kFewRowsGroup = 16;
 constexpr int64_t kPackedWideRows = 48;
 constexpr int64_t kPackedWideSubTiles = 2;
 constexpr int64_t kPackedWideKBlock = 256;
-// Fewer rows keep the unpacked wide tiles: their row-edge copy streams the weight (a GEMV),
-// and copying each k block first made M = 1 3x slower and M = 4 2x (AVX2, one thread).
+// Fewer rows keep the unpacked wide tiles. Below 8 rows their row-edge copy streams the
+// weight (a GEMV), and copying each k block first made M = 1 3x slower and M = 4 2x (AVX2,
+// one thread). From 8 rows the packed tiles' whole steps in a row edge ran at half the full
+// tile's speed (LLVM kept their accumulators in memory; docs/schedule.md), so M = 16-36
+// fell to 0.4-0.5 of OpenBLAS, below the unpacked tiles: only where a full tile of 48 rows
+// runs do the packed tiles win (M = 48: 0.6-0.7 -> 0.8; loaded machine, one thread).
 constexpr int64_t kPackedWideLeastRows = 48;
 
 // Folds elementwise consumers of the write-back's output into it, one after another, so
@@ -554,12 +558,9 @@ bool PackedWideApplies(const PlainNest& nest, const CpuScheduleOptions& options)
          *k % k_block == 0;
 }
 
-// The symbolic row count from which register tiles replace wide tiles: the knob's, else 64;
-// 128 where packed wide tiles apply (AVX2: at M = 64 the register tiles' k x 16 panel is
-// packed from 64 bytes of each 16 KiB weight row, a page per row).
-int64_t ManyRows(const PlainNest& nest, const CpuScheduleOptions& options) {
-  if (options.knobs.matmul.many_rows > 0) return options.knobs.matmul.many_rows;
-  return 64;
+// The symbolic row count from which register tiles replace wide tiles: the knob's, else 64.
+int64_t ManyRows(const CpuScheduleOptions& options) {
+  return options.knobs.matmul.many_rows > 0 ? options.knobs.matmul.many_rows : 64;
 }
 
 // The least number of columns that takes wide tiles (8 vector pairs).
@@ -575,7 +576,7 @@ bool FewRowsPossible(const PlainNest& nest, const CpuScheduleOptions& options) {
   const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
   const PrimExpr& cols = nest.loops[nest.loops.size() - 2]->extent;
   const int64_t wide_tile = WideTileWidth(options);
-  const int64_t many_rows = ManyRows(nest, options);
+  const int64_t many_rows = ManyRows(options);
   if (!options.knobs.matmul.few_rows) return false;
   Analyzer analyzer;
   if (analyzer.CanProveLE(IntImm(rows.dtype(), many_rows), rows)) return false;
@@ -593,7 +594,7 @@ std::optional<PrimExpr> ManyRowsCondition(const PlainNest& nest, const CpuSchedu
   std::optional<int64_t> m = rows.as_int(), n = cols.as_int();
   if (!FewRowsPossible(nest, options) || options.matmul_few_rows || (m && n)) return std::nullopt;
   PrimExpr many;
-  if (!m) many = GE(rows, IntImm(rows.dtype(), ManyRows(nest, options)));
+  if (!m) many = GE(rows, IntImm(rows.dtype(), ManyRows(options)));
   if (!n) {
     PrimExpr narrow = LT(cols, IntImm(cols.dtype(), wide_tile));
     many = many.defined() ? Or(many, narrow) : narrow;
@@ -605,7 +606,7 @@ std::optional<PrimExpr> PackedRowsCondition(const PlainNest& nest, const CpuSche
   const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
   // Packed tiles from more rows than the many-rows version starts at would never run.
   if (rows.as_int() || !FewRowsPossible(nest, options) || !PackedWideApplies(nest, options) ||
-      kPackedWideLeastRows >= ManyRows(nest, options)) {
+      kPackedWideLeastRows >= ManyRows(options)) {
     return std::nullopt;
   }
   return GE(rows, IntImm(rows.dtype(), kPackedWideLeastRows));
@@ -621,7 +622,7 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
   matmul_options.matmul_few_rows = few_possible && (options.matmul_few_rows || (m && n));
   matmul_options.matmul_packed_wide =
       matmul_options.matmul_few_rows && PackedWideApplies(nest, options) &&
-      (m ? *m >= kPackedWideLeastRows && *m < ManyRows(nest, options) : options.matmul_packed_wide);
+      (m ? *m >= kPackedWideLeastRows && *m < ManyRows(options) : options.matmul_packed_wide);
   Schedule attempt = *s;
   absl::Status status = ScheduleMatmul(&attempt, nest, matmul_options, /*cache=*/true);
   if (status.ok()) {

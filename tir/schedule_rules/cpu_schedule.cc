@@ -79,24 +79,16 @@ std::vector<PrimExpr> ApplyBlockRules(Schedule* schedule, const CpuScheduleOptio
   return many_conditions;
 }
 
-// The many-rows conditions the matmul rule will report, known before it runs.
-std::vector<PrimExpr> PredictManyRowsConditions(const PrimFunc& func, const CpuScheduleOptions& options) {
+// The conditions `condition_of` (ManyRowsCondition, PackedRowsCondition) gives for the
+// matmuls of `func`, known before the rules run.
+std::vector<PrimExpr> PredictMatmulConditions(
+    const PrimFunc& func, const CpuScheduleOptions& options,
+    std::optional<PrimExpr> (*condition_of)(const PlainNest&, const CpuScheduleOptions&)) {
   std::vector<PrimExpr> conditions;
   for (const std::string& name : BlockNames(func)) {
     std::optional<PlainNest> nest = RuleNest(func, name);
     if (!nest || !nest->block->is_reduction() || !IsMatmulLike(*nest)) continue;
-    if (std::optional<PrimExpr> c = ManyRowsCondition(*nest, options)) conditions.push_back(*c);
-  }
-  return conditions;
-}
-
-// The packed-rows conditions (PackedRowsCondition) of the matmuls, as for the many-rows ones.
-std::vector<PrimExpr> PredictPackedRowsConditions(const PrimFunc& func, const CpuScheduleOptions& options) {
-  std::vector<PrimExpr> conditions;
-  for (const std::string& name : BlockNames(func)) {
-    std::optional<PlainNest> nest = RuleNest(func, name);
-    if (!nest || !nest->block->is_reduction() || !IsMatmulLike(*nest)) continue;
-    if (std::optional<PrimExpr> c = PackedRowsCondition(*nest, options)) conditions.push_back(*c);
+    if (std::optional<PrimExpr> c = condition_of(*nest, options)) conditions.push_back(*c);
   }
   return conditions;
 }
@@ -104,10 +96,10 @@ std::vector<PrimExpr> PredictPackedRowsConditions(const PrimFunc& func, const Cp
 // One matmul that may have few rows and wide columns at run time: the function is
 // versioned on `many` (`m >= 64 || n < 256`), the first version scheduled for many rows,
 // the copy for few, so one compiled kernel streams the weight for m = 1 (GEMV) and keeps
-// the 8 x 32 register tile for large m. Where the few rows take packed wide tiles from 8
-// rows on (AVX2 over a constant weight), it is versioned again on `m >= 8`:
-//   if (m >= 8) { if (m >= 128) { register tiles } else { packed wide tiles } }
-//   else { if (m >= 128) { never runs: plain loops } else { wide tiles, streaming } }
+// the 8 x 32 register tile for large m. Where the few rows take packed wide tiles from 48
+// rows on (AVX2 over a constant weight), it is versioned again on `m >= 48`:
+//   if (m >= 48) { if (m >= 64) { register tiles } else { packed wide tiles } }
+//   else { if (m >= 64) { never runs: plain loops } else { wide tiles, streaming } }
 // False (and `out` untouched) when the versioning does not hold: the first version's matmul
 // did not get register tiles after all.
 bool ScheduleVersioned(const Schedule& s, const PrimExpr& many, const CpuScheduleOptions& options, Schedule* out) {
@@ -116,7 +108,7 @@ bool ScheduleVersioned(const Schedule& s, const PrimExpr& many, const CpuSchedul
   if (!copy.ok()) return false;
   BlockVersions versions;
   versions.few_rows.insert(copy->begin(), copy->end());
-  std::vector<PrimExpr> packed_rows = PredictPackedRowsConditions(s.func(), options);
+  std::vector<PrimExpr> packed_rows = PredictMatmulConditions(s.func(), options, PackedRowsCondition);
   if (packed_rows.size() == 1) {
     const std::vector<std::string> before = BlockNames(attempt.func());
     absl::StatusOr<std::vector<std::string>> fewer = attempt.BranchOn(packed_rows[0]);
@@ -128,7 +120,7 @@ bool ScheduleVersioned(const Schedule& s, const PrimExpr& many, const CpuSchedul
         nested.few_rows.insert({before[i], (*fewer)[i]});
         nested.packed.insert(before[i]);
       } else {
-        nested.skipped.insert((*fewer)[i]);  // many rows and fewer than 8: no m is both
+        nested.skipped.insert((*fewer)[i]);  // many rows and too few for packed tiles: no m is both
       }
     }
     versions = std::move(nested);
@@ -162,7 +154,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
   InlineIntermediates(&inlined);
   // Versioned only when exactly one matmul gets register tiles with a condition. The
   // prediction is checked: when it was wrong, the other way is taken.
-  std::vector<PrimExpr> predicted = PredictManyRowsConditions(inlined.func(), options);
+  std::vector<PrimExpr> predicted = PredictMatmulConditions(inlined.func(), options, ManyRowsCondition);
   Schedule schedule = inlined;
   if (predicted.size() != 1 || !ScheduleVersioned(inlined, predicted[0], options, &schedule)) {
     std::vector<PrimExpr> reported = ApplyBlockRules(&schedule, options);
