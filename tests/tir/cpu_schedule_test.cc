@@ -262,6 +262,15 @@ TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
 // 16 (8 lanes). The row-edge copy (m not a multiple of 16, GEMV) runs its row steps
 // outermost in each k block, each row reading 8 weight rows across the whole tile.
 // kMatmul with a model's weight: k = n = 4096 constant, the rows m symbolic.
+// The printed function without its indentation, one statement per line.
+std::string Unindented(const PrimFunc& f) {
+  std::string printed;
+  for (absl::string_view line : absl::StrSplit(Print(f), '\n')) {
+    printed += std::string(absl::StripLeadingAsciiWhitespace(line)) + "\n";
+  }
+  return printed;
+}
+
 std::string MatmulOverA4096SquareWeight() {
   std::string text = kMatmul;
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
@@ -281,37 +290,50 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
     const int step = lanes == 16 ? 8 : 4;
     absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = lanes, .num_threads = 2});
     ASSERT_TRUE(f.ok()) << f.status();
-    // The printed loops without their indentation, one per line.
-    std::string printed;
-    for (absl::string_view line : absl::StrSplit(Print(*f), '\n')) {
-      printed += std::string(absl::StripLeadingAsciiWhitespace(line)) + "\n";
-    }
+    const std::string printed = Unindented(*f);
     EXPECT_THAT(printed, HasSubstr("if m >= 64 {"));
     EXPECT_THAT(printed, HasSubstr("Buffer((16, 2048), float32, scope=\"local\")"));
     const int sub_tiles = 2048 / (16 * lanes);  // of 8 vector pairs
     // Full tiles: k block, sub-tile, row step, pair, k in the block, rows unrolled, lanes.
+    // On AVX2 these unpacked tiles are the version of fewer than 48 rows, BranchOn's copy of
+    // the few-rows version (names `_else_else`); the packed tiles take 48-63 rows.
+    const std::string e = lanes == 16 ? "_else" : "_else_else";
     const std::string full = absl::StrCat(
-        "for r_else_0 in serial(0, 256) {\n"
-        "for j_else_1_0 in serial(0, ", sub_tiles, ") {\n"
-        "for i_else_1_0 in serial(0, ", 16 / step, ") {\n"
-        "for j_else_1_1_0 in serial(0, 8) {\n"
-        "for r_else_1 in serial(0, 16) {\n"
-        "for i_else_1_1 in unroll(0, ", step, ") {\n"
-        "for j_else_1_1_1 in vectorized(0, ", 2 * lanes, ") {");
+        "for r", e, "_0 in serial(0, 256) {\n"
+        "for j", e, "_1_0 in serial(0, ", sub_tiles, ") {\n"
+        "for i", e, "_1_0 in serial(0, ", 16 / step, ") {\n"
+        "for j", e, "_1_1_0 in serial(0, 8) {\n"
+        "for r", e, "_1 in serial(0, 16) {\n"
+        "for i", e, "_1_1 in unroll(0, ", step, ") {\n"
+        "for j", e, "_1_1_1 in vectorized(0, ", 2 * lanes, ") {");
     EXPECT_THAT(printed, HasSubstr(full)) << printed;
     // Row edges: row step, 8 weight rows, rows, sub-tile, pair, the 8 unrolled, lanes.
     const std::string edge = absl::StrCat(
-        "for r_else_0_edge in serial(0, 256) {\n"
-        "for i_else_1_0_edge in serial(0, ", 16 / step, ") {\n"
-        "for r_else_1_edge_0 in serial(0, 2) {\n"
-        "for i_else_1_1_edge in unroll(0, ", step, ") {\n"
-        "for j_else_1_0_edge in serial(0, ", sub_tiles, ") {\n"
-        "for j_else_1_1_0_edge in serial(0, 8) {\n"
-        "for r_else_1_edge_1 in unroll(0, 8) {\n"
-        "for j_else_1_1_1_edge in vectorized(0, ", 2 * lanes, ") {");
+        "for r", e, "_0_edge in serial(0, 256) {\n"
+        "for i", e, "_1_0_edge in serial(0, ", 16 / step, ") {\n"
+        "for r", e, "_1_edge_0 in serial(0, 2) {\n"
+        "for i", e, "_1_1_edge in unroll(0, ", step, ") {\n"
+        "for j", e, "_1_0_edge in serial(0, ", sub_tiles, ") {\n"
+        "for j", e, "_1_1_0_edge in serial(0, 8) {\n"
+        "for r", e, "_1_edge_1 in unroll(0, 8) {\n"
+        "for j", e, "_1_1_1_edge in vectorized(0, ", 2 * lanes, ") {");
     EXPECT_THAT(printed, HasSubstr(edge)) << printed;
   }
 }
+
+// The loops of a packed wide tile over a 4096 x 4096 weight, one thread: per k block of 256
+// weight rows and 128-column sub-tile the copy into the panel, then row steps of 6, pairs,
+// the block's k, the rows unrolled and the lanes.
+constexpr const char* kPackedWideKBlockLoops =
+    "for r_else_0 in serial(0, 16) {\n"
+    "for j_else_1_1_0 in serial(0, 2) {\n"
+    "allocate B_local_1: Buffer((256, 128), float32, scope=\"local\") {";
+constexpr const char* kPackedWideRowSteps =
+    "for i_else_1_1_0 in serial(0, 8) {\n"
+    "for j_else_1_1_1_0 in serial(0, 8) {\n"
+    "for r_else_1_1 in serial(0, 256) {\n"
+    "for i_else_1_1_1 in unroll(0, 6) {\n"
+    "for j_else_1_1_1_1 in vectorized(0, 16) {";
 
 // The wide-tile knobs (cpu_knobs.h) that make the tiles of a 4096 x 4096 weight k-blocked and
 // packed: 48-row tiles up to 128 rows, 6-row steps (the 6 x 2-vector register tile of AVX2),
@@ -325,27 +347,65 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   ASSERT_TRUE(knobs.ok()) << knobs.status();
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
   ASSERT_TRUE(f.ok()) << f.status();
-  std::string printed;
-  for (absl::string_view line : absl::StrSplit(Print(*f), '\n')) {
-    printed += std::string(absl::StripLeadingAsciiWhitespace(line)) + "\n";
-  }
-  EXPECT_THAT(printed, HasSubstr("if m >= 128 {"));
+  const std::string printed = Unindented(*f);
+  // On 8 lanes these are also the default's packed tiles: the version of 48 rows and more
+  // (AVX2's, PackedWideTilesAreAvx2sDefault) holds them; its loops are named after the
+  // unused copy's (`j_else_1`), hence `_1_1`.
+  EXPECT_THAT(printed, HasSubstr("if m >= 48 {\nif m >= 128 {"));
   EXPECT_THAT(printed, HasSubstr("Buffer((48, 256), float32, scope=\"local\")"));
   // Per k block and sub-tile: the copy, then row steps, pairs, the block's k, rows, lanes.
-  EXPECT_THAT(printed, HasSubstr("for r_else_0 in serial(0, 16) {\n"
-                                 "for j_else_1_0 in serial(0, 2) {\n"
-                                 "allocate B_local_1: Buffer((256, 128), float32, scope=\"local\") {"))
-      << printed;
-  EXPECT_THAT(printed, HasSubstr("for i_else_1_0 in serial(0, 8) {\n"
-                                 "for j_else_1_1_0 in serial(0, 8) {\n"
-                                 "for r_else_1 in serial(0, 256) {\n"
-                                 "for i_else_1_1 in unroll(0, 6) {\n"
-                                 "for j_else_1_1_1 in vectorized(0, 16) {"))
-      << printed;
-  // The default knobs keep the rule's tiles: no copy of the weight in the wide tiles.
-  absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1});
+  EXPECT_THAT(printed, HasSubstr(kPackedWideKBlockLoops)) << printed;
+  EXPECT_THAT(printed, HasSubstr(kPackedWideRowSteps)) << printed;
+  // The default knobs for 16 lanes keep the rule's tiles: no copy of the weight in the wide
+  // tiles (AVX2's default packs them from 48 rows: PackedWideTilesAreAvx2sDefault).
+  absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 1});
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_THAT(Print(*plain), Not(HasSubstr("B_local_1")));
+}
+
+// AVX2 over a constant weight (k a multiple of 256): a second version for 48-63 rows takes
+// the packed wide tiles (48 rows in 6-row register steps, k blocks of 256 weight rows copied
+// into a contiguous panel), fewer rows keep the unpacked tiles and their streaming edge, many
+// rows the register tiles; the version that no row count reaches (many rows and fewer than
+// 48) is left as plain loops. In the packed tiles' row edge each 6-row step checks its rows
+// once (guard_steps): whole steps without conditions, the short last one with them. AVX-512
+// is scheduled as before.
+TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
+  const std::string text = MatmulOverA4096SquareWeight();
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  const std::string printed = Unindented(*f);
+  EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 64\")"));
+  EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 48\")"));
+  EXPECT_THAT(trace, HasSubstr("guard_steps(\"i_else_1_1_0_edge_edge\")"));
+  EXPECT_THAT(printed, HasSubstr("if m >= 48 {\nif m >= 64 {"));
+  // Two sub-tiles of 128 columns.
+  EXPECT_THAT(printed, HasSubstr("Buffer((48, 256), float32, scope=\"local\")"));
+  EXPECT_THAT(printed, HasSubstr(kPackedWideKBlockLoops)) << printed;
+  EXPECT_THAT(printed, HasSubstr(kPackedWideRowSteps)) << printed;
+  // The row edge's steps: whole ones without conditions, the rest with them.
+  EXPECT_THAT(printed, HasSubstr("for i_else_1_1_0_edge_edge in serial(0, 8) {\n"
+                                 "if 48 * i_else_0 + 6 * i_else_1_1_0_edge_edge < m - 5 {\n"
+                                 "for j_else_1_1_1_0_edge_edge in serial(0, 8) {"))
+      << printed;
+  EXPECT_THAT(printed, HasSubstr("} else {\nif 48 * i_else_0 + 6 * i_else_1_1_0_edge_edge < m {\n"
+                                 "for j_else_1_1_1_0_edge_edge_part in serial(0, 8) {"))
+      << printed;
+  // The version no row count reaches keeps its plain loops (no tile).
+  EXPECT_THAT(printed, HasSubstr("block \"C_else_1\""));
+  EXPECT_THAT(printed, Not(HasSubstr("C_else_1_write_back")));
+  // The trace replays to the same function.
+  absl::StatusOr<Trace> parsed = Trace::Parse(trace);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  Schedule replayed(Parse(text));
+  ASSERT_TRUE(parsed->Replay(&replayed).ok());
+  EXPECT_TRUE(StructuralEqual(replayed.func(), *f));
+  // AVX-512: no packed version.
+  std::string trace16;
+  ASSERT_TRUE(ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 2}, &trace16).ok());
+  EXPECT_THAT(trace16, Not(HasSubstr("m >= 48")));
+  EXPECT_THAT(trace16, Not(HasSubstr("guard_steps")));
 }
 
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {

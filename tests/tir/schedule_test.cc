@@ -485,6 +485,39 @@ prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
   EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
 }
 
+// Steps of 3 rows over a symbolic row count: each step checks its rows once; whole steps
+// run the body without the row condition, the last one a copy (`_part`) with it, steps
+// past the rows nothing.
+TEST(ScheduleTest, GuardStepsChecksEachStepOnce) {
+  Schedule s(Parse(k2d));
+  ASSERT_TRUE(s.Split("i", {-1, 3}).ok());
+  ASSERT_TRUE(s.GuardSteps("i_0").ok());
+  const std::string printed = Print(s.func());
+  EXPECT_THAT(printed, HasSubstr("for i_0 in serial(0, floordiv(n + 2, 3)) {\n    if 3 * i_0 < n - 2 {\n"
+                                 "      for i_1 in serial(0, 3) {"))
+      << printed;
+  EXPECT_THAT(printed, HasSubstr("    } else {\n      if 3 * i_0 < n {\n        for i_1_part in serial(0, 3) {"))
+      << printed;
+  EXPECT_THAT(printed, HasSubstr("block \"B_part\""));
+  // Only the partial copy keeps the condition.
+  EXPECT_EQ(printed.find("where"), printed.rfind("where")) << printed;
+  EXPECT_EQ(s.trace().instructions().back().ToString(), "guard_steps(\"i_0\")");
+  Schedule again(Parse(k2d));
+  ASSERT_TRUE(Trace::Parse(s.trace().ToString())->Replay(&again).ok());
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+}
+
+TEST(ScheduleTest, GuardStepsErrors) {
+  Schedule s(Parse(k2d));
+  EXPECT_THAT(s.GuardSteps("x").ToString(), HasSubstr("guard_steps: no loop named 'x'"));
+  // No condition at all, and one that does not change with the loop.
+  EXPECT_THAT(s.GuardSteps("i").ToString(), HasSubstr("has no block condition that changes with its steps"));
+  ASSERT_TRUE(s.Split("i", {-1, 3}).ok());
+  EXPECT_THAT(s.GuardSteps("j").ToString(), HasSubstr("has no block condition that changes with its steps"));
+  ASSERT_TRUE(s.Parallel("i_0").ok());
+  EXPECT_THAT(s.GuardSteps("i_0").ToString(), HasSubstr("guard_steps: loop 'i_0' is not serial"));
+}
+
 TEST(ScheduleTest, CacheWriteComputesIntoALocalBufferAndCopiesBack) {
   Schedule s(Parse(kMatmul));
   absl::StatusOr<std::string> wb = s.CacheWrite("C");

@@ -10,6 +10,7 @@
 #include "tir/target.h"
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/schedule_utils.h"
+#include "tir/schedule/tile_conditions.h"
 #include "tir/stmt_functor.h"
 
 namespace kiln::tir::schedule_primitive {
@@ -17,16 +18,6 @@ namespace kiln::tir::schedule_primitive {
 using namespace schedule_internal;  // NOLINT
 
 namespace {
-
-void FlattenAnd(const PrimExpr& e, std::vector<PrimExpr>* out) {
-  if (e.kind() == ExprKind::kAnd) {
-    const auto* b = e.as<BinaryNode>();
-    FlattenAnd(b->a, out);
-    FlattenAnd(b->b, out);
-  } else {
-    out->push_back(e);
-  }
-}
 
 // A vectorized loop without the conditions on its lane in its blocks' predicates, and
 // those conditions evaluated at the last lane; nullopt when a lane condition has a form
@@ -70,78 +61,6 @@ std::optional<LaneSplit> SplitLaneConditions(const ForNode* loop) {
   }
   return out;
 }
-
-PrimExpr AllOf(const std::vector<PrimExpr>& conditions) {
-  PrimExpr condition = conditions[0];
-  std::set<std::string> seen = {ToString(condition)};
-  for (size_t i = 1; i < conditions.size(); ++i) {
-    if (seen.insert(ToString(conditions[i])).second) condition = And(condition, conditions[i]);
-  }
-  return condition;
-}
-
-// Drops from the predicates of the blocks in a tile every condition `a < b` that holds for
-// the whole tile when it holds at the last iteration of the tile's loops (`a` growing by a
-// constant step with each, `b` independent of them), collecting those last-iteration
-// conditions as guards. `ok` turns false when a condition on a vector lane must stay.
-class TileConditionStripper : public StmtExprMutator {
- public:
-  // Which conditions to drop: those on a vector lane, those on no lane, or both.
-  enum class Drop { kLanes, kOthers, kAll };
-  TileConditionStripper(std::vector<const VarNode*> inner, Drop drop) : inner_(std::move(inner)), drop_(drop) {}
-  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
-    loops_.push_back(op);
-    Stmt s = StmtExprMutator::VisitStmt_(op, self);
-    loops_.pop_back();
-    return s;
-  }
-  Stmt VisitStmt_(const BlockNode* op, const Stmt& self) override {
-    Stmt s = StmtExprMutator::VisitStmt_(op, self);
-    const auto* block = s.as<BlockNode>();
-    if (!block->predicate.defined()) return s;
-    std::vector<PrimExpr> conjuncts, keep;
-    FlattenAnd(block->predicate, &conjuncts);
-    for (const PrimExpr& c : conjuncts) {
-      bool on_lane = false;
-      for (const ForNode* l : loops_) on_lane |= l->for_kind == ForKind::kVectorized && UsesVar(c, l->loop_var.get());
-      const bool droppable = drop_ == Drop::kAll || (drop_ == Drop::kLanes) == on_lane;
-      std::optional<PrimExpr> guard = droppable ? AtLastIteration(c) : std::nullopt;
-      if (guard) {
-        guards.push_back(*guard);
-        continue;
-      }
-      keep.push_back(c);
-      ok &= !on_lane || drop_ == Drop::kOthers;
-    }
-    PrimExpr predicate;
-    for (const PrimExpr& c : keep) predicate = predicate.defined() ? And(predicate, c) : c;
-    return Block(block->name, block->iter_vars, block->body, block->init, predicate, block->alloc_buffers);
-  }
-  bool ok = true;
-  std::vector<PrimExpr> guards;
-
- private:
-  std::optional<PrimExpr> AtLastIteration(const PrimExpr& c) {
-    if (c.kind() != ExprKind::kLT) return std::nullopt;
-    const auto* lt = c.as<BinaryNode>();
-    if (UsesAnyVar(lt->b, inner_)) return std::nullopt;
-    PrimExpr a = lt->a;
-    for (const ForNode* l : loops_) {
-      const VarNode* v = l->loop_var.get();
-      if (!UsesVar(a, v)) continue;
-      std::optional<int64_t> extent = l->extent.as_int();
-      std::optional<int64_t> step =
-          SimplifyExpr(Substitute(a, VarMap{{v, l->loop_var + 1}}) - a).as_int();
-      if (!extent || !step || *step < 0) return std::nullopt;
-      a = SimplifyExpr(Substitute(a, VarMap{{v, l->min + (*extent - 1)}}));
-    }
-    if (UsesAnyVar(a, inner_)) return std::nullopt;
-    return SimplifyExpr(LT(a, lt->b));
-  }
-  std::vector<const VarNode*> inner_;
-  Drop drop_;
-  std::vector<const ForNode*> loops_;
-};
 
 // The edge tiles' copy: vectorized loops whose lanes may leave the domain run serially.
 class LaneLoopSerializer : public StmtExprMutator {
@@ -352,12 +271,6 @@ class LaneBlend : public StmtExprMutator {
   PrimExpr in_range_;
   std::set<const BufferNode*> written_;
   VarMap bindings_;
-};
-
-class DefinedVars : public StmtExprVisitor {
- public:
-  void VisitVarDef(const Var& var) override { vars.push_back(var.get()); }
-  std::vector<const VarNode*> vars;
 };
 
 class TailGuard : public StmtExprMutator {

@@ -181,4 +181,10 @@ absl::Status Schedule::GuardVectorizedTails() {
   return absl::OkStatus();
 }
 
+absl::Status Schedule::GuardSteps(const std::string& loop) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::GuardSteps(func_, loop));
+  trace_.Append({"guard_steps", {loop}, {}, {}});
+  return absl::OkStatus();
+}
+
 }  // namespace kiln::tir

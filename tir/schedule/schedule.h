@@ -138,6 +138,15 @@
 //        copy with serial lane loops for column-edge tiles). Copies are named with
 //        `_tail` (lane tails) and `_edge` (edge tiles). Changes nothing where nothing
 //        matches. Apply it last: the copies are not scheduled further by the rules.
+//      GuardSteps(loop): after GuardVectorizedTails, for a serial loop inside an edge
+//        tile (the steps of its rows): the loop's body becomes `if (every condition
+//        `a < b` of its blocks holds at the step's last inner iteration) { the body
+//        without them } else if (they hold at its first) { a copy with them }`, the
+//        copy's loops and blocks named `_part`; the `else if` is left out unless every
+//        block carries the same conditions. So whole steps run without conditions and
+//        steps with no row in range run nothing; `split_loops_at_guards` then makes the
+//        whole steps a plain loop. Refused: no such loop, not serial, no condition that
+//        changes with the loop, a lane condition that cannot be checked per step.
 #pragma once
 
 #include <cstdint>
@@ -185,6 +194,7 @@ class Schedule {
                                                    int64_t tail_lanes = 0);
   absl::StatusOr<std::vector<std::string>> BranchOn(const PrimExpr& condition);
   absl::Status GuardVectorizedTails();
+  absl::Status GuardSteps(const std::string& loop);
 
  private:
   PrimFunc func_;
@@ -245,6 +255,7 @@ struct BranchResult {
 };
 absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& condition);
 PrimFunc GuardVectorizedTails(const PrimFunc& func);
+absl::StatusOr<PrimFunc> GuardSteps(const PrimFunc& func, const std::string& loop);
 }  // namespace schedule_primitive
 
 }  // namespace kiln::tir

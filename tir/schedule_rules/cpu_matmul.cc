@@ -135,6 +135,8 @@ int64_t RegisterTileRows(const CpuScheduleOptions& options, int64_t vectors) {
 // AVX-512; 4 on AVX2, where 8 rows x 2 vectors would take all 16 registers).
 int64_t WideTileStepRows(const CpuScheduleOptions& options) {
   if (options.knobs.matmul.wide_step_rows > 0) return options.knobs.matmul.wide_step_rows;
+  // A packed wide tile's steps need not divide a power of two: the register tile's rows.
+  if (options.matmul_packed_wide) return RegisterTileRows(options, 2);
   int64_t rows = 1;
   while (rows * 2 <= RegisterTileRows(options, 2)) rows *= 2;
   return rows;
@@ -151,6 +153,26 @@ int64_t WideTileStepRows(const CpuScheduleOptions& options) {
 // row edge (the streaming copy, each row reading the k block from L2) where 8 of them were
 // a full tile: M = 8 fell from 2.15x to 1.46x of the best OpenBLAS (same run, load 8).
 constexpr int64_t kFewRowsGroup = 16;
+
+// The packed wide tiles (AVX2, from kPackedWideLeastRows rows; see PackedWideApplies): 48
+// rows (8 register steps of 6) x 2 sub-tiles of 128 columns, k blocks of 256 weight rows
+// each copied into a contiguous 256 x 128 panel (128 KiB, in L2) that every row step reads.
+// The accumulator tile (48 KiB) is reloaded once per k block, as a packed GEMM's is.
+// Measured by issue 15's mm15 (knobs `matmul.row_tile=48 matmul.wide_step_rows=6
+// matmul.wide_k_block=256 matmul.wide_pack=1 matmul.wide_subtiles=2`, AVX2 code against
+// AVX2 OpenBLAS, 4096 x 4096 weight, one thread): M = 48 0.87-0.88 of the best OpenBLAS
+// where the 16-row unpacked tiles gave 0.59-0.70 (their 16 KiB-apart weight rows collide
+// in L1 and each k block of 16 reloads the accumulators from L1 at every step).
+constexpr int64_t kPackedWideRows = 48;
+constexpr int64_t kPackedWideSubTiles = 2;
+constexpr int64_t kPackedWideKBlock = 256;
+// Fewer rows keep the unpacked wide tiles. Below 8 rows their row-edge copy streams the
+// weight (a GEMV), and copying each k block first made M = 1 3x slower and M = 4 2x (AVX2,
+// one thread). From 8 rows the packed tiles' whole steps in a row edge ran at half the full
+// tile's speed (LLVM kept their accumulators in memory; docs/schedule.md), so M = 16-36
+// fell to 0.4-0.5 of OpenBLAS, below the unpacked tiles: only where a full tile of 48 rows
+// runs do the packed tiles win (M = 48: 0.6-0.7 -> 0.8; loaded machine, one thread).
+constexpr int64_t kPackedWideLeastRows = 48;
 
 // Folds elementwise consumers of the write-back's output into it, one after another, so
 // an epilogue (bias, activation) is applied to the tile while it is in registers.
@@ -194,7 +216,9 @@ int64_t WideTileColumns(std::optional<int64_t> width, int64_t sub_tile, const Cp
   if (!width) return sub_tile;
   int64_t share = (*width + options.num_threads - 1) / options.num_threads;
   share = (share + sub_tile - 1) / sub_tile * sub_tile;
-  const int64_t most = options.knobs.matmul.wide_subtiles > 0 ? options.knobs.matmul.wide_subtiles : 16;
+  const int64_t most = options.knobs.matmul.wide_subtiles > 0 ? options.knobs.matmul.wide_subtiles
+                       : options.matmul_packed_wide             ? kPackedWideSubTiles
+                                                                : 16;
   return std::clamp<int64_t>(share, sub_tile, most * sub_tile);
 }
 
@@ -213,7 +237,8 @@ constexpr int64_t kWideTileKBlock = 16;
 
 // The k block of the wide tiles: the knob's, else kWideTileKBlock.
 int64_t WideTileKBlock(const CpuScheduleOptions& options) {
-  return options.knobs.matmul.wide_k_block > 0 ? options.knobs.matmul.wide_k_block : kWideTileKBlock;
+  if (options.knobs.matmul.wide_k_block > 0) return options.knobs.matmul.wide_k_block;
+  return options.matmul_packed_wide ? kPackedWideKBlock : kWideTileKBlock;
 }
 
 // The update of a wide tile, loops (.., [sub-tiles,] k, rows, pairs, vector), becomes
@@ -253,7 +278,7 @@ absl::Status BlockWideTileOverK(Schedule* s, const std::string& block, const Pri
   for (const std::string& l : {pairs, steps[1], rows, vector}) order.push_back(l);
   KILN_RETURN_IF_ERROR(s->Reorder(order));
   KILN_RETURN_IF_ERROR(s->Unroll(rows));
-  if (!options.knobs.matmul.wide_pack || panel.empty()) return absl::OkStatus();
+  if (!(options.knobs.matmul.wide_pack || options.matmul_packed_wide) || panel.empty()) return absl::OkStatus();
   KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(block, panel, sub_tiles.empty() ? steps[0] : sub_tiles));
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> copy_loops, s->GetLoops(copy));
   return s->Vectorize(copy_loops.back());
@@ -347,8 +372,9 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   bool few = options.matmul_few_rows && cache && pair_tile >= 2 && !(j_extent && *j_extent <= wide_tile);
   // Register tile: 8 x 2 vectors on AVX-512 (32 registers), 6 x 2 on AVX2 (16: 12
   // accumulators, 2 loads, 1 broadcast). A wide tile's rows: kFewRowsGroup.
-  const int64_t row_tile =
-      knobs.row_tile > 0 ? knobs.row_tile : (few ? kFewRowsGroup : RegisterTileRows(options, col_vectors));
+  const int64_t row_tile = knobs.row_tile > 0 ? knobs.row_tile
+                           : few ? (options.matmul_packed_wide ? kPackedWideRows : kFewRowsGroup)
+                                 : RegisterTileRows(options, col_vectors);
   std::vector<std::string> outer;  // batch loops, then the row and column tiles
   for (size_t b = 0; b + 3 < n; ++b) outer.push_back(nest.loops[b]->loop_var.name());
   std::string ii, ji;
@@ -454,16 +480,37 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
 // rows against 21.3-22.3 with 4 (16: 22.5-24.5).
 constexpr int64_t kEdgeRowsPerStep = 8;
 
-void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
+namespace {
+
+// Whether `outer` directly encloses `inner` and some spatial variable of `block` is bound to
+// both `outer` and `with` (outer walks the same index as `with`).
+bool EnclosesInIndex(const BlockNode* block, const ForNode* outer, const ForNode* inner, const ForNode* with) {
+  if (!outer || outer->body.get() != static_cast<const StmtNode*>(inner)) return false;
+  bool found = false;
+  for (const IterVar& iv : block->iter_vars) {
+    found |= iv.type == IterType::kSpatial && UsesVar(iv.value, outer->loop_var.get()) &&
+             UsesVar(iv.value, with->loop_var.get());
+  }
+  return found;
+}
+
+// The predicated reduction blocks of the row-edge copies (`.._edge`), by name.
+std::vector<std::string> RowEdgeBlocks(const PrimFunc& func) {
   std::vector<std::string> edges;
-  ForEachStmt(s->func()->body, [&](const Stmt& st) {
+  ForEachStmt(func->body, [&](const Stmt& st) {
     const auto* b = st.as<BlockNode>();
     if (b && b->predicate.defined() && b->is_reduction() && b->name.size() > 5 &&
         b->name.compare(b->name.size() - 5, 5, "_edge") == 0) {
       edges.push_back(b->name);
     }
   });
-  for (const std::string& name : edges) {
+  return edges;
+}
+
+}  // namespace
+
+void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
+  for (const std::string& name : RowEdgeBlocks(s->func())) {
     // Everything on a copy, kept only when the reorder is made (get_loops enters the trace).
     Schedule attempt = *s;
     absl::StatusOr<std::vector<std::string>> loops = attempt.GetLoops(name);
@@ -481,16 +528,8 @@ void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
     }
     absl::StatusOr<Stmt> block = FindBlock(attempt.func(), name, "");
     if (!block.ok()) continue;
-    // Whether `outer` directly encloses `inner` and some spatial variable of the block is
-    // bound to both `outer` and `with` (outer walks the same index as `with`).
     auto encloses_in_index = [&](const ForNode* outer, const ForNode* inner, const ForNode* with) {
-      if (!outer || outer->body.get() != static_cast<const StmtNode*>(inner)) return false;
-      bool found = false;
-      for (const IterVar& iv : block->as<BlockNode>()->iter_vars) {
-        found |= iv.type == IterType::kSpatial && UsesVar(iv.value, outer->loop_var.get()) &&
-                 UsesVar(iv.value, with->loop_var.get());
-      }
-      return found;
+      return EnclosesInIndex(block->as<BlockNode>(), outer, inner, with);
     };
     // Above the pairs, when the tile has them: its row steps (BlockWideTileOverK; in the
     // row index), then its sub-tiles (in the column index, with the pairs).
@@ -517,7 +556,43 @@ void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
   }
 }
 
+void GuardPackedWideEdgeSteps(Schedule* s) {
+  for (const std::string& name : RowEdgeBlocks(s->func())) {
+    absl::StatusOr<Stmt> found = FindBlock(s->func(), name, "");
+    if (!found.ok()) continue;
+    const auto* block = found->as<BlockNode>();
+    // Packed: the update reads a local buffer besides its accumulator (the k block's panel).
+    const BufferNode* accumulator = block->body.as<BufferStoreNode>()->buffer.get();
+    bool packed = false;
+    for (const BufferNode* r : AccessesOf(block->body).reads) packed |= r != accumulator && r->scope == "local";
+    if (!packed) continue;
+    std::vector<Stmt> loops = LoopsAbove(s->func()->body, block);
+    const size_t n = loops.size();
+    if (n < 5) continue;
+    const auto* row_steps = loops[n - 5].as<ForNode>();
+    const auto* pairs = loops[n - 4].as<ForNode>();
+    const auto* rows = loops[n - 2].as<ForNode>();
+    if (rows->for_kind != ForKind::kUnrolled || !EnclosesInIndex(block, row_steps, pairs, rows)) continue;
+    // A failure leaves the copy testing each row at every step, as it was.
+    (void)s->GuardSteps(row_steps->loop_var.name());
+  }
+}
+
 namespace {
+
+// Whether the few-rows branch of this matmul takes packed wide tiles from
+// kPackedWideLeastRows rows on: AVX2 (8 lanes, 16 registers: the unpacked tiles' 4-row
+// steps and k blocks of 16 reach 0.6-0.8 of OpenBLAS there) over a constant weight whose k
+// is a multiple of the k block (a model's), its columns constant. AVX-512 keeps the
+// unpacked tiles (0.9-1.3 of OpenBLAS at M = 16-64).
+bool PackedWideApplies(const PlainNest& nest, const CpuScheduleOptions& options) {
+  const size_t n = nest.loops.size();
+  std::optional<int64_t> k = nest.loops[n - 1]->extent.as_int();
+  std::optional<int64_t> cols = nest.loops[n - 2]->extent.as_int();
+  const int64_t k_block = options.knobs.matmul.wide_k_block > 0 ? options.knobs.matmul.wide_k_block : kPackedWideKBlock;
+  return options.vector_lanes == 8 && options.knobs.matmul.few_rows && k && cols && *k > k_block &&
+         *k % k_block == 0;
+}
 
 // The symbolic row count from which register tiles replace wide tiles: the knob's, else 64.
 int64_t ManyRows(const CpuScheduleOptions& options) {
@@ -563,6 +638,16 @@ std::optional<PrimExpr> ManyRowsCondition(const PlainNest& nest, const CpuSchedu
   return many;
 }
 
+std::optional<PrimExpr> PackedRowsCondition(const PlainNest& nest, const CpuScheduleOptions& options) {
+  const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
+  // Packed tiles from more rows than the many-rows version starts at would never run.
+  if (rows.as_int() || !FewRowsPossible(nest, options) || !PackedWideApplies(nest, options) ||
+      kPackedWideLeastRows >= ManyRows(options)) {
+    return std::nullopt;
+  }
+  return GE(rows, IntImm(rows.dtype(), kPackedWideLeastRows));
+}
+
 absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options,
                                 std::vector<PrimExpr>* many_conditions) {
   std::optional<int64_t> m = nest.loops[nest.loops.size() - 3]->extent.as_int();
@@ -571,6 +656,9 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
   CpuScheduleOptions matmul_options = options;
   if (!options.knobs.matmul.parallel) matmul_options.num_threads = 1;
   matmul_options.matmul_few_rows = few_possible && (options.matmul_few_rows || (m && n));
+  matmul_options.matmul_packed_wide =
+      matmul_options.matmul_few_rows && PackedWideApplies(nest, options) &&
+      (m ? *m >= kPackedWideLeastRows && *m < ManyRows(options) : options.matmul_packed_wide);
   Schedule attempt = *s;
   absl::Status status = ScheduleMatmul(&attempt, nest, matmul_options, /*cache=*/true);
   if (status.ok()) {

@@ -69,6 +69,10 @@ bool IsMatmulLike(const PlainNest& nest);
 // symbolic): the condition under which the register tiles for many rows are right,
 // `m >= 64 || n < wide tile`; nullopt when the sizes decide (or options.matmul_few_rows).
 std::optional<PrimExpr> ManyRowsCondition(const PlainNest& nest, const CpuScheduleOptions& options);
+// For a matmul whose few-rows branch takes packed wide tiles at run time (PackedWideApplies,
+// rows symbolic): the condition under which they are right, `m >= 48` (fewer rows keep the
+// unpacked tiles); nullopt otherwise.
+std::optional<PrimExpr> PackedRowsCondition(const PlainNest& nest, const CpuScheduleOptions& options);
 // The matmul rule: with the accumulator tile when it can be formed, else without. Few rows
 // (m < 64) and wide columns take wide tiles: directly when both sizes are constants or
 // options.matmul_few_rows is set, else the register tiles, and when those were formed the
@@ -85,6 +89,11 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
 // streams, loading and storing its accumulators once per 8 steps; the next rows reuse
 // those 8 weight rows from cache, and a row out of range is skipped once per 8 steps.
 void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options);
+// After GuardVectorizedTails: the row-edge copy of a packed wide tile (its k block read from
+// a packed panel) keeps its row steps; each step checks its rows once (GuardSteps), so the
+// whole steps of a partial tile run from registers like a full tile's and only the last,
+// short step tests each row.
+void GuardPackedWideEdgeSteps(Schedule* s);
 
 // cpu_row_reduction.cc. Other reductions: a row reduction over contiguous elements (the
 // innermost loop bound to a reduction variable that every read depending on it uses as its

@@ -58,10 +58,17 @@ bool FeedsOnlyMatmuls(const PrimFunc& func, const std::string& name) {
   return !readers.empty();
 }
 
-// Each block's rule, in order; `few_rows` names the blocks scheduled with matmul_few_rows
-// (BranchOn's copy). Returns the many-rows conditions of the matmuls given register tiles.
+// How ScheduleVersioned's versions of a block are scheduled.
+struct BlockVersions {
+  std::set<std::string> few_rows;  // matmul_few_rows (BranchOn's copy)
+  std::set<std::string> packed;    // matmul_packed_wide too
+  std::set<std::string> skipped;   // a version that never runs: left as plain loops
+};
+
+// Each block's rule, in order. Returns the many-rows conditions of the matmuls given register
+// tiles.
 std::vector<PrimExpr> ApplyBlockRules(Schedule* schedule, const CpuScheduleOptions& options,
-                                      const std::set<std::string>& few_rows) {
+                                      const BlockVersions& versions = {}) {
   std::vector<PrimExpr> many_conditions;
   // Blocks that only feed matmuls go last: the matmul rule may fold one into the packing of
   // its panel (PackPanel, cpu_matmul.cc), which it can only while the block is unscheduled.
@@ -71,10 +78,12 @@ std::vector<PrimExpr> ApplyBlockRules(Schedule* schedule, const CpuScheduleOptio
   }
   names.insert(names.end(), feeding_matmuls.begin(), feeding_matmuls.end());
   for (const std::string& name : names) {
+    if (versions.skipped.count(name)) continue;
     std::optional<PlainNest> nest = RuleNest(schedule->func(), name);
     if (!nest) continue;
     CpuScheduleOptions block_options = BlockOptions(schedule->func(), *nest, options);
-    block_options.matmul_few_rows |= few_rows.count(name) > 0;
+    block_options.matmul_few_rows |= versions.few_rows.count(name) > 0;
+    block_options.matmul_packed_wide |= versions.packed.count(name) > 0;
     // Each rule runs on a copy: one that does not apply leaves the block as it was.
     Schedule attempt = *schedule;
     absl::Status status;
@@ -90,13 +99,16 @@ std::vector<PrimExpr> ApplyBlockRules(Schedule* schedule, const CpuScheduleOptio
   return many_conditions;
 }
 
-// The many-rows conditions the matmul rule will report, known before it runs.
-std::vector<PrimExpr> PredictManyRowsConditions(const PrimFunc& func, const CpuScheduleOptions& options) {
+// The conditions `condition_of` (ManyRowsCondition, PackedRowsCondition) gives for the
+// matmuls of `func`, known before the rules run.
+std::vector<PrimExpr> PredictMatmulConditions(
+    const PrimFunc& func, const CpuScheduleOptions& options,
+    std::optional<PrimExpr> (*condition_of)(const PlainNest&, const CpuScheduleOptions&)) {
   std::vector<PrimExpr> conditions;
   for (const std::string& name : BlockNames(func)) {
     std::optional<PlainNest> nest = RuleNest(func, name);
     if (!nest || !nest->block->is_reduction() || !IsMatmulLike(*nest)) continue;
-    if (std::optional<PrimExpr> c = ManyRowsCondition(*nest, options)) conditions.push_back(*c);
+    if (std::optional<PrimExpr> c = condition_of(*nest, options)) conditions.push_back(*c);
   }
   return conditions;
 }
@@ -104,13 +116,36 @@ std::vector<PrimExpr> PredictManyRowsConditions(const PrimFunc& func, const CpuS
 // One matmul that may have few rows and wide columns at run time: the function is
 // versioned on `many` (`m >= 64 || n < 256`), the first version scheduled for many rows,
 // the copy for few, so one compiled kernel streams the weight for m = 1 (GEMV) and keeps
-// the 8 x 32 register tile for large m. False (and `out` untouched) when the versioning
-// does not hold: the first version's matmul did not get register tiles after all.
+// the 8 x 32 register tile for large m. Where the few rows take packed wide tiles from 48
+// rows on (AVX2 over a constant weight), it is versioned again on `m >= 48`:
+//   if (m >= 48) { if (m >= 64) { register tiles } else { packed wide tiles } }
+//   else { if (m >= 64) { never runs: plain loops } else { wide tiles, streaming } }
+// False (and `out` untouched) when the versioning does not hold: the first version's matmul
+// did not get register tiles after all.
 bool ScheduleVersioned(const Schedule& s, const PrimExpr& many, const CpuScheduleOptions& options, Schedule* out) {
   Schedule attempt = s;
   absl::StatusOr<std::vector<std::string>> copy = attempt.BranchOn(many);
   if (!copy.ok()) return false;
-  std::vector<PrimExpr> reported = ApplyBlockRules(&attempt, options, std::set<std::string>(copy->begin(), copy->end()));
+  BlockVersions versions;
+  versions.few_rows.insert(copy->begin(), copy->end());
+  std::vector<PrimExpr> packed_rows = PredictMatmulConditions(s.func(), options, PackedRowsCondition);
+  if (packed_rows.size() == 1) {
+    const std::vector<std::string> before = BlockNames(attempt.func());
+    absl::StatusOr<std::vector<std::string>> fewer = attempt.BranchOn(packed_rows[0]);
+    if (!fewer.ok() || fewer->size() != before.size()) return false;
+    // The copy's blocks come in the order of the originals (BranchOn copies the body).
+    BlockVersions nested;
+    for (size_t i = 0; i < before.size(); ++i) {
+      if (versions.few_rows.count(before[i])) {
+        nested.few_rows.insert({before[i], (*fewer)[i]});
+        nested.packed.insert(before[i]);
+      } else {
+        nested.skipped.insert((*fewer)[i]);  // many rows and too few for packed tiles: no m is both
+      }
+    }
+    versions = std::move(nested);
+  }
+  std::vector<PrimExpr> reported = ApplyBlockRules(&attempt, options, versions);
   if (reported.size() != 1 || !StructuralEqual(reported[0], many)) return false;
   *out = std::move(attempt);
   return true;
@@ -139,15 +174,16 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
   InlineIntermediates(&inlined);
   // Versioned only when exactly one matmul gets register tiles with a condition. The
   // prediction is checked: when it was wrong, the other way is taken.
-  std::vector<PrimExpr> predicted = PredictManyRowsConditions(inlined.func(), options);
+  std::vector<PrimExpr> predicted = PredictMatmulConditions(inlined.func(), options, ManyRowsCondition);
   Schedule schedule = inlined;
   if (predicted.size() != 1 || !ScheduleVersioned(inlined, predicted[0], options, &schedule)) {
-    std::vector<PrimExpr> reported = ApplyBlockRules(&schedule, options, {});
+    std::vector<PrimExpr> reported = ApplyBlockRules(&schedule, options);
     if (reported.size() == 1 && predicted.size() != 1) ScheduleVersioned(inlined, reported[0], options, &schedule);
   }
   FuseRowPasses(&schedule);
   if (HasVectorizedLoop(schedule.func())) {
     (void)schedule.GuardVectorizedTails();
+    GuardPackedWideEdgeSteps(&schedule);
     StreamWideEdgeTiles(&schedule, options);
   }
   if (trace) *trace = schedule.trace().ToString();

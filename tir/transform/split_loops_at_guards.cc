@@ -54,29 +54,42 @@ std::optional<PrimExpr> PrefixEnd(const PrimExpr& condition, const Var& var) {
   return analyzer.Simplify(end);
 }
 
+// `loop` (serial, its whole body `if (cond) A else B` with cond true for a prefix) as A over
+// the prefix, then B over the rest; the rest split again when B is itself such a guard
+// without an else (GuardSteps' `else if`: steps past it run nothing, so they are dropped).
+// nullopt when the loop does not have that form.
+std::optional<Stmt> SplitAtGuard(const ForNode* loop) {
+  if (loop->for_kind != ForKind::kSerial) return std::nullopt;
+  const auto* guard = loop->body.as<IfThenElseNode>();
+  if (!guard) return std::nullopt;
+  const DataType t = loop->loop_var.dtype();
+  if (guard->condition.dtype().lanes() != 1 || !t.is_integer()) return std::nullopt;
+  std::optional<PrimExpr> end = PrefixEnd(guard->condition, loop->loop_var);
+  if (!end || end->dtype() != t) return std::nullopt;
+  Analyzer analyzer;
+  const PrimExpr stop = analyzer.Simplify(Add(loop->min, loop->extent));
+  const PrimExpr split = analyzer.Simplify(Min(Max(*end, loop->min), stop));
+  Stmt prefix = For(loop->loop_var, loop->min, analyzer.Simplify(Sub(split, loop->min)), ForKind::kSerial,
+                    guard->then_case);
+  if (!guard->else_case.defined()) return prefix;
+  // The rest runs the else branch under a variable of its own (each loop binds its own).
+  Var rest_var(loop->loop_var.name() + "_rest", t);
+  Stmt rest_body = Substitute(guard->else_case, VarMap{{loop->loop_var.get(), rest_var}});
+  Stmt rest = For(rest_var, split, analyzer.Simplify(Sub(stop, split)), ForKind::kSerial, rest_body);
+  if (const auto* inner = rest_body.as<IfThenElseNode>(); inner && !inner->else_case.defined()) {
+    if (std::optional<Stmt> split_rest = SplitAtGuard(rest.as<ForNode>())) rest = *split_rest;
+  }
+  return SeqStmt({prefix, rest});
+}
+
 class GuardSplitter : public StmtExprMutator {
  public:
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
     Stmt visited = StmtExprMutator::VisitStmt_(op, self);
     const auto* loop = visited.as<ForNode>();
-    if (!loop || loop->for_kind != ForKind::kSerial) return visited;
-    const auto* guard = loop->body.as<IfThenElseNode>();
-    if (!guard) return visited;
-    const DataType t = loop->loop_var.dtype();
-    if (guard->condition.dtype().lanes() != 1 || !t.is_integer()) return visited;
-    std::optional<PrimExpr> end = PrefixEnd(guard->condition, loop->loop_var);
-    if (!end || end->dtype() != t) return visited;
-    Analyzer analyzer;
-    const PrimExpr stop = analyzer.Simplify(Add(loop->min, loop->extent));
-    const PrimExpr split = analyzer.Simplify(Min(Max(*end, loop->min), stop));
-    Stmt prefix = For(loop->loop_var, loop->min, analyzer.Simplify(Sub(split, loop->min)), ForKind::kSerial,
-                      guard->then_case);
-    if (!guard->else_case.defined()) return prefix;
-    // The rest runs the else branch under a variable of its own (each loop binds its own).
-    Var rest_var(loop->loop_var.name() + "_rest", t);
-    Stmt rest_body = Substitute(guard->else_case, VarMap{{loop->loop_var.get(), rest_var}});
-    Stmt rest = For(rest_var, split, analyzer.Simplify(Sub(stop, split)), ForKind::kSerial, rest_body);
-    return SeqStmt({prefix, rest});
+    if (!loop) return visited;
+    std::optional<Stmt> split = SplitAtGuard(loop);
+    return split ? *split : visited;
   }
 };
 

@@ -1,7 +1,8 @@
 // SplitLoopsAtGuards: a serial loop whose whole body is `if (cond) A else B`, where cond holds
 // exactly for a prefix of the iterations (an integer comparison that changes once, as i
 // grows, from true to false: `16 * i < n - 15`), becomes two loops, A over the prefix and B
-// over the rest, with no condition left inside.
+// over the rest, with no condition left inside. When B is itself `if (cond2) C` (no else;
+// GuardSteps' steps past the rows), the rest splits again: C over its prefix, nothing after.
 //
 // Why: GuardVectorizedTails (docs/schedule.md) guards every vector step of a loop over a
 // symbolic extent with "is this step whole?", so that only the last step is masked. Left as

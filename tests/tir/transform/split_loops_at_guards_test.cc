@@ -91,6 +91,40 @@ prim_func @f(A: Buffer((n,), float32)) where n <= 64 {
 })TIR"));
 }
 
+// GuardSteps' form (tir/schedule/schedule.h): whole steps of 3 rows, else a step whose first
+// row is in range with a condition per row; steps past it run nothing. The rest splits again:
+// whole steps, then the partial steps, then no loop at all for the steps out of range.
+constexpr const char* kStepGuards = R"TIR(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) where n <= 64 {
+  for s in serial(0, 5) {
+    if 3 * s < n - 2 {
+      for r in serial(0, 3) {
+        B[3 * s + r] = A[3 * s + r] * 2.0
+      }
+    } else {
+      if 3 * s < n {
+        for r in serial(0, 3) {
+          if 3 * s + r < n {
+            B[3 * s + r] = A[3 * s + r] + 100.0
+          }
+        }
+      }
+    }
+  }
+})TIR";
+
+TEST(SplitLoopsAtGuardsTest, StepGuardsBecomeWholeStepsThenPartialSteps) {
+  PrimFunc before = ParseFunc(kStepGuards);
+  PrimFunc after = SplitLoopsAtGuards(before);
+  std::string printed = Print(after);
+  EXPECT_EQ(printed.find("if 3 * s"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("for s_rest in serial("), std::string::npos) << printed;
+  EXPECT_EQ(printed.find("if 3 * s_rest < n {"), std::string::npos) << printed;
+  for (int64_t n : {0, 1, 2, 3, 4, 5, 6, 7, 14, 15, 16}) {
+    EXPECT_EQ(Interpret(before, n), Interpret(after, n)) << "n = " << n;
+  }
+}
+
 TEST(SplitLoopsAtGuardsTest, LeavesDataDependentAndNonSerialLoopsAlone) {
   // A condition that reads a buffer, a parallel loop and a condition that is not linear in
   // the loop variable all keep their loops.
