@@ -150,6 +150,34 @@ TEST(JinjaTemplate, HostileTemplatesAreRefused) {
   EXPECT_THAT(Render("{{ range(100000000) }}"), HasSubstr("range() of more than"));
 }
 
+// Integers are 64-bit: a result that does not fit is an error naming the operation, never a
+// wrapped value, a SIGFPE (INT64_MIN // -1) or an endless loop (a range whose length wraps).
+TEST(JinjaTemplate, IntegerOverflowIsAnError) {
+  EXPECT_THAT(Render("{{ 9223372036854775807 + 1 }}"),
+              HasSubstr("line 1, column 24: integer overflow in 9223372036854775807 + 1"));
+  EXPECT_THAT(Render("{{ -9223372036854775807 - 2 }}"), HasSubstr("integer overflow"));
+  EXPECT_THAT(Render("{{ 4294967296 * 4294967296 }}"), HasSubstr("integer overflow"));
+  EXPECT_THAT(Render("{{ 2 ** 63 }}"), HasSubstr("integer overflow in 2 ** 63"));
+  EXPECT_THAT(Render("{{ (-9223372036854775807 - 1) // -1 }}"), HasSubstr("integer overflow"));
+  EXPECT_THAT(Render("{{ (-9223372036854775807 - 1) % -1 }}"), HasSubstr("integer overflow"));
+  EXPECT_THAT(Render("{{ -(-9223372036854775807 - 1) }}"), HasSubstr("integer overflow in unary '-'"));
+  EXPECT_THAT(Render("{{ 1e300|int }}"), HasSubstr("cannot convert 1e+300 to a 64-bit integer"));
+  EXPECT_THAT(Render("{{ range(-9223372036854775807, 9223372036854775807) }}"), HasSubstr("range() of more than"));
+  EXPECT_THAT(Render("{{ 'abc' * 6148914691236517206 }}"), HasSubstr("a string longer than"));
+  // The edges that fit are exact.
+  EXPECT_EQ(Render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ -9223372036854775807 - 1 }} {{ 3 ** 0 }} {{ 2 ** -1 }}"),
+            "4611686018427387904 -9223372036854775808 -9223372036854775808 1 0.5");
+  EXPECT_EQ(Render("{{ 1e308 * 10 }} {{ 'abc'[1e300:] }}|{{ 'abc'[-1e300:] }} {{ -2.5|int }}"), "inf |abc -2");
+}
+
+// Lists and replace() are bounded like strings (each step doubles the list, or multiplies the
+// string by 16 MiB).
+TEST(JinjaTemplate, GrowingListsAndReplacementsAreRefused) {
+  EXPECT_THAT(Render("{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"),
+              HasSubstr("a list longer than 1048576 items"));
+  EXPECT_THAT(Render("{% set big = 'a' * 16000000 %}{{ big.replace('a', big) }}"), HasSubstr("a string longer than"));
+}
+
 // Mutants of real templates parse and render or fail with a located error (run under
 // AddressSanitizer by scripts/sanitizer_tests.sh).
 TEST(JinjaTemplate, MutantsFailCleanly) {
