@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <condition_variable>
 #include <deque>
@@ -19,6 +20,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "serving/api_error.h"
+#include "serving/http_task_queue.h"
 #include "serving/metrics.h"
 #include "serving/openai_request.h"
 #include "serving/openai_response.h"
@@ -97,7 +99,14 @@ class HttpServer::Impl {
   Impl(GenerationBackend& backend, HttpServerOptions options)
       : backend_(backend), options_(std::move(options)), created_(UnixSeconds()) {
     const int threads = std::max(options_.http_threads, 2);
-    server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    server_.new_task_queue = [threads] {
+      auto* queue = new HttpTaskQueue(static_cast<size_t>(threads));
+      if (queue->started() < static_cast<size_t>(threads)) {
+        std::fprintf(stderr, "kiln serve: the system allowed %zu of the %d HTTP threads asked for; serving with those\n",
+                     queue->started(), threads);
+      }
+      return queue;
+    };
     server_.set_payload_max_length(options_.max_body_bytes);
     // Token chunks are small: without TCP_NODELAY, Nagle's algorithm and delayed ACKs hold
     // them back by up to 40 ms.

@@ -25,6 +25,7 @@
 #include "tools/model_resolution.h"
 #include "tools/profile_report.h"
 #include "tools/usage_error.h"
+#include "vm/thread_pool.h"
 
 namespace kiln::tools {
 namespace {
@@ -105,7 +106,9 @@ int GenerateCommand(int argc, char** argv) {
       }
       return false;
     };
-    auto int_value = [&](int64_t* out, int64_t min) { return absl::SimpleAtoi(v, out) && *out >= min; };
+    auto int_value = [&](int64_t* out, int64_t min, int64_t max = INT64_MAX) {
+      return absl::SimpleAtoi(v, out) && *out >= min && *out <= max;
+    };
     auto float_value = [&](double* out) { return absl::SimpleAtod(v, out); };
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
@@ -147,7 +150,9 @@ int GenerateCommand(int argc, char** argv) {
       if (v.empty()) return Usage("--stop needs a non-empty text");
       stops.push_back(v);
     } else if (value({"--threads", "-t"})) {
-      if (!int_value(&threads, 1)) return Usage("--threads needs a positive integer, got '" + v + "'");
+      if (!int_value(&threads, 1, vm::ThreadPool::kMaxThreads)) {
+        return Usage(absl::StrCat("--threads needs an integer in [1, ", vm::ThreadPool::kMaxThreads, "], got '", v, "'"));
+      }
     } else if (value({"--device"})) {
       device = v;
     } else if (value({"--kv-cache-tokens", "--ctx-size", "-c"})) {
