@@ -243,6 +243,7 @@ int GenerateCommand(int argc, char** argv) {
 
   serving::StreamDecoder decoder(*tokenizer);
   int64_t generated = 0;
+  bool context_full = false;
   std::vector<int32_t> history = *ids;
   while (generated < max_new_tokens) {
     const int32_t token = sampler.Sample(*logits, history);
@@ -255,7 +256,12 @@ int GenerateCommand(int argc, char** argv) {
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
     if (stop_strings.stopped()) break;
-    if (generated >= max_new_tokens || static_cast<int64_t>(history.size()) >= llm.max_sequence_length()) break;
+    if (generated >= max_new_tokens) break;
+    if (static_cast<int64_t>(history.size()) >= llm.max_sequence_length()) {
+      // Not a silent cut: the user asked for more tokens than the context holds.
+      context_full = true;
+      break;
+    }
     const int64_t seq[] = {0};
     const int32_t next[] = {token};
     absl::StatusOr<std::vector<std::vector<float>>> step = llm.Decode(seq, next);
@@ -273,6 +279,12 @@ int GenerateCommand(int argc, char** argv) {
   std::fprintf(stderr, "kiln: load %.2f s; prompt %zu tokens, %.1f tok/s; generation %lld tokens, %.1f tok/s\n",
                seconds(load_start, prefill_start), ids->size(), static_cast<double>(ids->size()) / prefill_s,
                static_cast<long long>(generated), generated > 1 ? static_cast<double>(generated - 1) / decode_s : 0.0);
+  if (context_full) {
+    std::fprintf(stderr, "kiln: stopped after %lld of %lld tokens: the context holds %lld tokens (prompt and output; "
+                 "--kv-cache-tokens sets it, up to the model's %lld)\n",
+                 static_cast<long long>(generated), static_cast<long long>(max_new_tokens),
+                 static_cast<long long>(llm.max_sequence_length()), static_cast<long long>(llm.config().context_length));
+  }
   if (profile) PrintProfile(llm.vm(), stderr);
   return 0;
 }
