@@ -170,8 +170,13 @@ class HttpServer::Impl {
         error.code = "not_found";
       } else if (res.status == 400 && req.method == "POST" && !req.has_header("Content-Length") &&
                  !req.has_header("Transfer-Encoding")) {
-        // httplib refuses a POST without a body length (curl -X POST with no -d).
-        error.message = absl::StrCat("POST ", req.path, " needs a JSON body (with Content-Length or chunked encoding)");
+        // httplib refuses a POST without a body length (curl -X POST with no -d). It also
+        // stops reading headers at a line longer than CPPHTTPLIB_HEADER_MAX_LENGTH, so a
+        // Content-Length after such a line is never seen: the reply names both causes.
+        error.message = absl::StrCat("POST ", req.path,
+                                     " needs a JSON body (with Content-Length or chunked encoding); if it sent one, a "
+                                     "header line longer than ", CPPHTTPLIB_HEADER_MAX_LENGTH,
+                                     " bytes cut the headers short");
       } else if (res.status == 413) {
         error.message = absl::StrCat("the request body is larger than ", options_.max_body_bytes, " bytes");
       } else {

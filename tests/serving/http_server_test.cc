@@ -414,6 +414,25 @@ TEST_F(HttpServerTest, PostWithoutABodySaysSo) {
   EXPECT_THAT(received, HasSubstr("POST /v1/chat/completions needs a JSON body"));
 }
 
+// A header line over httplib's 8 KiB limit ends the headers it reads, so the body's length
+// after it is lost: the reply says so rather than only "needs a JSON body".
+TEST_F(HttpServerTest, AnOversizedHeaderLineIsNamed) {
+  Start();
+  const int fd = ConnectTo(server_->port());
+  ASSERT_GE(fd, 0);
+  const std::string body = R"({"model": "m", "messages": [{"role": "user", "content": "hi"}]})";
+  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nX-Big: " +
+                              std::string(10000, 'a') + "\r\nContent-Length: " + std::to_string(body.size()) +
+                              "\r\nConnection: close\r\n\r\n" + body;
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string received;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) received.append(buffer, static_cast<size_t>(n));
+  close(fd);
+  EXPECT_THAT(received, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(received, HasSubstr("a header line longer than 8192 bytes cut the headers short"));
+}
+
 TEST_F(HttpServerTest, ClientThatHangsUpMidStreamAbortsItsRequest) {
   backend_.tokens_per_choice = 100000;
   backend_.token_interval = std::chrono::milliseconds(2);
