@@ -394,7 +394,9 @@ class Renderer {
       }
     }
     if (op == "*" && a.kind() == K::kString && (b.kind() == K::kInt)) {
-      if (b.AsInt() > 0 && !a.AsString().empty() && static_cast<uint64_t>(b.AsInt()) > kMaxString / a.AsString().size()) {
+      // An empty string repeats to itself however large the count: no loop of that length.
+      if (a.AsString().empty() || b.AsInt() <= 0) return JinjaValue::String("");
+      if (static_cast<uint64_t>(b.AsInt()) > kMaxString / a.AsString().size()) {
         return Error(e.pos, absl::StrCat("a string longer than ", kMaxString, " bytes"));
       }
       std::string text;
