@@ -35,6 +35,13 @@ expect_error "not IR text (docs/ir.md): the file is a Kiln executable (.kx)" che
 cp "$dir/model.gguf" "$dir/model_as_text.kir"
 expect_error "the file is a GGUF model (.gguf)" check "$dir/model_as_text.kir"
 
+# disasm's arguments: an option it does not have, none, two files.
+expect_error "kiln disasm: unknown option '--bogus'" disasm "$dir/mlp.kx" --bogus
+expect_error "kiln disasm: no executable given" disasm
+expect_error "kiln disasm: one executable at a time" disasm "$dir/mlp.kx" "$dir/mlp.kx"
+# A model that exists but is no regular file.
+expect_error "/dev/null: is not a regular file; give the model's .gguf file" generate /dev/null --prompt hi
+
 # Directories given as files.
 mkdir "$dir/folder.kir" "$dir/folder.gguf"
 expect_error "is a directory, not a file" check "$dir/folder.kir"
