@@ -2,8 +2,8 @@
 # Runs the tests that must stay clean under sanitizers, each in its own build folder and
 # building only what it needs:
 #   AddressSanitizer + UndefinedBehaviorSanitizer (any finding fails): executable truncation
-#     and mutation fuzzing (KILN_FUZZ_ITERATIONS), the file-format readers (formats/) and file
-#     mappings (support/), mutation fuzzing of the IR text parser and checker
+#     and mutation fuzzing (KILN_FUZZ_ITERATIONS), the file-format readers (formats/: .npy
+#     truncation and header mutation fuzzing included) and file mappings (support/), mutation fuzzing of the IR text parser and checker
 #     (KILN_TEXT_FUZZ_SECONDS, default 40), every test of the IR, the graph passes, the TIR
 #     interpreter and the schedule primitives; the GGUF reader's tests, its truncation and
 #     mutation fuzzing for KILN_GGUF_FUZZ_SECONDS (default 12) per fuzz test; the tokenizer

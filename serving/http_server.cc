@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <condition_variable>
 #include <deque>
@@ -19,6 +20,7 @@
 #include "httplib.h"
 #include "nlohmann/json.hpp"
 #include "serving/api_error.h"
+#include "serving/http_task_queue.h"
 #include "serving/metrics.h"
 #include "serving/openai_request.h"
 #include "serving/openai_response.h"
@@ -97,7 +99,14 @@ class HttpServer::Impl {
   Impl(GenerationBackend& backend, HttpServerOptions options)
       : backend_(backend), options_(std::move(options)), created_(UnixSeconds()) {
     const int threads = std::max(options_.http_threads, 2);
-    server_.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+    server_.new_task_queue = [threads] {
+      auto* queue = new HttpTaskQueue(static_cast<size_t>(threads));
+      if (queue->started() < static_cast<size_t>(threads)) {
+        std::fprintf(stderr, "kiln serve: the system allowed %zu of the %d HTTP threads asked for; serving with those\n",
+                     queue->started(), threads);
+      }
+      return queue;
+    };
     server_.set_payload_max_length(options_.max_body_bytes);
     // Token chunks are small: without TCP_NODELAY, Nagle's algorithm and delayed ACKs hold
     // them back by up to 40 ms.
@@ -161,8 +170,13 @@ class HttpServer::Impl {
         error.code = "not_found";
       } else if (res.status == 400 && req.method == "POST" && !req.has_header("Content-Length") &&
                  !req.has_header("Transfer-Encoding")) {
-        // httplib refuses a POST without a body length (curl -X POST with no -d).
-        error.message = absl::StrCat("POST ", req.path, " needs a JSON body (with Content-Length or chunked encoding)");
+        // httplib refuses a POST without a body length (curl -X POST with no -d). It also
+        // stops reading headers at a line longer than CPPHTTPLIB_HEADER_MAX_LENGTH, so a
+        // Content-Length after such a line is never seen: the reply names both causes.
+        error.message = absl::StrCat("POST ", req.path,
+                                     " needs a JSON body (with Content-Length or chunked encoding); if it sent one, a "
+                                     "header line longer than ", CPPHTTPLIB_HEADER_MAX_LENGTH,
+                                     " bytes cut the headers short");
       } else if (res.status == 413) {
         error.message = absl::StrCat("the request body is larger than ", options_.max_body_bytes, " bytes");
       } else {

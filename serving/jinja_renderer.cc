@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "serving/jinja_syntax.h"
+#include "support/int_math.h"
 #include "support/status_macros.h"
 
 namespace kiln::serving::jinja {
@@ -15,6 +16,35 @@ namespace {
 constexpr int64_t kMaxRange = 1 << 20;
 constexpr int64_t kMaxSteps = 2'000'000;
 constexpr size_t kMaxString = 16u << 20;
+// Lists are bounded like strings: `ns.x = ns.x + ns.x` doubles a list every step.
+constexpr size_t kMaxListItems = 1u << 20;
+
+// Python's integers never overflow; a template's arithmetic runs on int64, so a result that
+// does not fit is an error rather than a wrapped (undefined) value.
+bool CheckedIntOp(const std::string& op, int64_t i, int64_t j, int64_t* out) {
+  if (op == "+") return !__builtin_add_overflow(i, j, out);
+  if (op == "-") return !__builtin_sub_overflow(i, j, out);
+  if (op == "*") return !__builtin_mul_overflow(i, j, out);
+  if (op == "**") {  // j >= 0: by squaring, every product checked
+    int64_t result = 1, base = i;
+    for (int64_t e = j; e > 0; e >>= 1) {
+      if ((e & 1) && __builtin_mul_overflow(result, base, &result)) return false;
+      if (e > 1 && __builtin_mul_overflow(base, base, &base)) return false;
+    }
+    *out = result;
+    return true;
+  }
+  if (i == INT64_MIN && j == -1) return false;  // `//` and `%` (j != 0 checked by the caller)
+  *out = op == "//" ? support::FloorDiv(i, j) : support::FloorMod(i, j);
+  return true;
+}
+
+// A float as an integer, as Python's int() truncates; NaN and values beyond int64 fail.
+bool FloatToInt(double x, int64_t* out) {
+  if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) return false;
+  *out = static_cast<int64_t>(x);
+  return true;
+}
 
 size_t CodePointCount(const std::string& text) {
   size_t count = 0;
@@ -258,7 +288,10 @@ class Renderer {
       case Expr::kNeg: {
         KILN_ASSIGN_OR_RETURN(JinjaValue v, Eval(*e.args[0]));
         if (v.kind() == JinjaValue::Kind::kFloat) return JinjaValue::Float(-v.AsFloat());
-        if (v.is_number()) return JinjaValue::Int(-v.AsInt());
+        if (v.is_number()) {
+          if (v.AsInt() == INT64_MIN) return Error(e.pos, "integer overflow in unary '-'");
+          return JinjaValue::Int(-v.AsInt());
+        }
         return Error(e.pos, absl::StrCat("cannot negate ", std::string(v.TypeName())));
       }
       case Expr::kNot: {
@@ -352,13 +385,18 @@ class Renderer {
     if (op == "+") {
       if (a.kind() == K::kString && b.kind() == K::kString) return Text(a.AsString() + b.AsString(), e.pos);
       if (a.kind() == K::kList && b.kind() == K::kList) {
+        if (a.AsList().size() + b.AsList().size() > kMaxListItems) {
+          return Error(e.pos, absl::StrCat("a list longer than ", kMaxListItems, " items"));
+        }
         JinjaValue::List items = a.AsList();
         items.insert(items.end(), b.AsList().begin(), b.AsList().end());
         return JinjaValue::MakeList(std::move(items));
       }
     }
     if (op == "*" && a.kind() == K::kString && (b.kind() == K::kInt)) {
-      if (b.AsInt() > 0 && a.AsString().size() * static_cast<uint64_t>(b.AsInt()) > kMaxString) {
+      // An empty string repeats to itself however large the count: no loop of that length.
+      if (a.AsString().empty() || b.AsInt() <= 0) return JinjaValue::String("");
+      if (static_cast<uint64_t>(b.AsInt()) > kMaxString / a.AsString().size()) {
         return Error(e.pos, absl::StrCat("a string longer than ", kMaxString, " bytes"));
       }
       std::string text;
@@ -369,25 +407,22 @@ class Renderer {
     const bool floats = a.kind() == K::kFloat || b.kind() == K::kFloat;
     const double x = a.AsFloat(), y = b.AsFloat();
     const int64_t i = a.AsInt(), j = b.AsInt();
-    if (op == "+") return floats ? JinjaValue::Float(x + y) : JinjaValue::Int(i + j);
-    if (op == "-") return floats ? JinjaValue::Float(x - y) : JinjaValue::Int(i - j);
-    if (op == "*") return floats ? JinjaValue::Float(x * y) : JinjaValue::Int(i * j);
-    if (op == "**") return floats || j < 0 ? JinjaValue::Float(std::pow(x, y)) : JinjaValue::Int(static_cast<int64_t>(std::pow(x, y)));
-    if (y == 0) return Error(e.pos, "division by zero");
+    if (op != "+" && op != "-" && op != "*" && op != "**" && op != "/" && op != "//" && op != "%") return mismatch();
+    if (floats || (op == "**" && j < 0)) {
+      if (op == "+") return JinjaValue::Float(x + y);
+      if (op == "-") return JinjaValue::Float(x - y);
+      if (op == "*") return JinjaValue::Float(x * y);
+      if (op == "**") return JinjaValue::Float(std::pow(x, y));
+    }
+    if ((op == "/" || op == "//" || op == "%") && y == 0) return Error(e.pos, "division by zero");
     if (op == "/") return JinjaValue::Float(x / y);
-    if (op == "//") {
-      if (floats) return JinjaValue::Float(std::floor(x / y));
-      int64_t q = i / j;
-      if ((i % j != 0) && ((i < 0) != (j < 0))) --q;
-      return JinjaValue::Int(q);
+    if (floats && op == "//") return JinjaValue::Float(std::floor(x / y));
+    if (floats && op == "%") return JinjaValue::Float(x - y * std::floor(x / y));
+    int64_t result;
+    if (!CheckedIntOp(op, i, j, &result)) {
+      return Error(e.pos, absl::StrCat("integer overflow in ", i, " ", op, " ", j, " (integers are 64-bit)"));
     }
-    if (op == "%") {
-      if (floats) return JinjaValue::Float(x - y * std::floor(x / y));
-      int64_t r = i % j;
-      if (r != 0 && ((r < 0) != (j < 0))) r += j;
-      return JinjaValue::Int(r);
-    }
-    return mismatch();
+    return JinjaValue::Int(result);
   }
 
   absl::StatusOr<std::vector<JinjaValue>> EvalArgs(const Expr& e, size_t from) {
@@ -435,6 +470,11 @@ class Renderer {
       return Error(e.pos, absl::StrCat("filter '", f, "' cannot take ", std::string(v.TypeName())));
     }
     if (f == "int") {
+      if (v.kind() == K::kFloat) {
+        int64_t i;
+        if (!FloatToInt(v.AsFloat(), &i)) return Error(e.pos, absl::StrCat("cannot convert ", v.ToString(), " to a 64-bit integer"));
+        return JinjaValue::Int(i);
+      }
       if (v.is_number()) return JinjaValue::Int(v.AsInt());
       if (v.kind() == K::kString) return JinjaValue::Int(std::strtoll(v.AsString().c_str(), nullptr, 10));
       return JinjaValue::Int(0);
@@ -532,7 +572,7 @@ class Renderer {
       }
       const int64_t start = args.size() == 2 ? args[0].AsInt() : 0;
       const int64_t stop = args.back().AsInt();
-      if (stop - start > kMaxRange) return Error(e.pos, absl::StrCat("range() of more than ", kMaxRange, " numbers"));
+      if (stop > start && static_cast<uint64_t>(stop) - static_cast<uint64_t>(start) > kMaxRange) return Error(e.pos, absl::StrCat("range() of more than ", kMaxRange, " numbers"));
       JinjaValue::List items;
       for (int64_t i = start; i < stop; ++i) items.push_back(JinjaValue::Int(i));
       return JinjaValue::MakeList(std::move(items));
@@ -608,9 +648,10 @@ class Renderer {
         size_t i = 0, j;
         while ((j = s.find(from, i)) != std::string::npos) {
           out += s.substr(i, j - i) + to;
+          if (out.size() > kMaxString) return Error(e.pos, absl::StrCat("a string longer than ", kMaxString, " bytes"));
           i = j + from.size();
         }
-        return JinjaValue::String(out + s.substr(i));
+        return Text(out + s.substr(i), e.pos);
       }
     }
     return Error(e.pos, absl::StrCat(std::string(object.TypeName()), " has no method '", m, "'"));

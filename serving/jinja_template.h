@@ -28,7 +28,9 @@
 // number, an attribute of an undefined value) name the line and column too. A template comes
 // from a file, so its cost is bounded: expressions and blocks nest at most 200 deep, a render
 // takes at most 2 million steps (expressions and loop iterations), strings and the output
-// are at most 16 MiB; beyond that it fails with an error.
+// are at most 16 MiB, lists at most 2^20 items; beyond that it fails with an error. Integers
+// are 64-bit: arithmetic whose result does not fit (Python's would grow) is an error, as is
+// `int` of a float beyond that range or NaN.
 //
 // Implementation: serving/jinja_syntax.h (the tree), jinja_lexer.cc, jinja_parser.cc,
 // jinja_renderer.cc.

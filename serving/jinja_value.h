@@ -38,7 +38,15 @@ class JinjaValue {
   bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
   bool is_namespace() const { return namespace_; }
   bool AsBool() const { return int_ != 0; }
-  int64_t AsInt() const { return kind_ == Kind::kFloat ? static_cast<int64_t>(float_) : int_; }
+  // A float truncates toward zero and saturates at int64's range (NaN is 0): a template's
+  // 1e300 must not be an undefined conversion.
+  int64_t AsInt() const {
+    if (kind_ != Kind::kFloat) return int_;
+    if (!(float_ == float_)) return 0;
+    if (float_ >= 9223372036854775808.0) return INT64_MAX;
+    if (float_ <= -9223372036854775808.0) return INT64_MIN;
+    return static_cast<int64_t>(float_);
+  }
   double AsFloat() const { return kind_ == Kind::kFloat ? float_ : static_cast<double>(int_); }
   const std::string& AsString() const { return *string_; }
   const List& AsList() const { return *list_; }

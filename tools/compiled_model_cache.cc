@@ -37,6 +37,9 @@ absl::StatusOr<CachedModel> CompiledModelFor(const std::string& gguf_path, const
     if (fs::is_directory(model, error)) {
       return absl::InvalidArgumentError(absl::StrCat(gguf_path, ": is a directory; give the model's .gguf file"));
     }
+    if (fs::exists(model, error)) {  // /dev/null, a FIFO: there, but no file to map
+      return absl::InvalidArgumentError(absl::StrCat(gguf_path, ": is not a regular file; give the model's .gguf file"));
+    }
     return absl::NotFoundError(absl::StrCat(gguf_path, ": no such model file"));
   }
   const std::string key_text =

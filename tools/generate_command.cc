@@ -25,6 +25,7 @@
 #include "tools/model_resolution.h"
 #include "tools/profile_report.h"
 #include "tools/usage_error.h"
+#include "vm/thread_pool.h"
 
 namespace kiln::tools {
 namespace {
@@ -105,7 +106,9 @@ int GenerateCommand(int argc, char** argv) {
       }
       return false;
     };
-    auto int_value = [&](int64_t* out, int64_t min) { return absl::SimpleAtoi(v, out) && *out >= min; };
+    auto int_value = [&](int64_t* out, int64_t min, int64_t max = INT64_MAX) {
+      return absl::SimpleAtoi(v, out) && *out >= min && *out <= max;
+    };
     auto float_value = [&](double* out) { return absl::SimpleAtod(v, out); };
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
@@ -147,7 +150,9 @@ int GenerateCommand(int argc, char** argv) {
       if (v.empty()) return Usage("--stop needs a non-empty text");
       stops.push_back(v);
     } else if (value({"--threads", "-t"})) {
-      if (!int_value(&threads, 1)) return Usage("--threads needs a positive integer, got '" + v + "'");
+      if (!int_value(&threads, 1, vm::ThreadPool::kMaxThreads)) {
+        return Usage(absl::StrCat("--threads needs an integer in [1, ", vm::ThreadPool::kMaxThreads, "], got '", v, "'"));
+      }
     } else if (value({"--device"})) {
       device = v;
     } else if (value({"--kv-cache-tokens", "--ctx-size", "-c"})) {
@@ -238,6 +243,7 @@ int GenerateCommand(int argc, char** argv) {
 
   serving::StreamDecoder decoder(*tokenizer);
   int64_t generated = 0;
+  bool context_full = false;
   std::vector<int32_t> history = *ids;
   while (generated < max_new_tokens) {
     const int32_t token = sampler.Sample(*logits, history);
@@ -250,7 +256,12 @@ int GenerateCommand(int argc, char** argv) {
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
     if (stop_strings.stopped()) break;
-    if (generated >= max_new_tokens || static_cast<int64_t>(history.size()) >= llm.max_sequence_length()) break;
+    if (generated >= max_new_tokens) break;
+    if (static_cast<int64_t>(history.size()) >= llm.max_sequence_length()) {
+      // Not a silent cut: the user asked for more tokens than the context holds.
+      context_full = true;
+      break;
+    }
     const int64_t seq[] = {0};
     const int32_t next[] = {token};
     absl::StatusOr<std::vector<std::vector<float>>> step = llm.Decode(seq, next);
@@ -268,6 +279,12 @@ int GenerateCommand(int argc, char** argv) {
   std::fprintf(stderr, "kiln: load %.2f s; prompt %zu tokens, %.1f tok/s; generation %lld tokens, %.1f tok/s\n",
                seconds(load_start, prefill_start), ids->size(), static_cast<double>(ids->size()) / prefill_s,
                static_cast<long long>(generated), generated > 1 ? static_cast<double>(generated - 1) / decode_s : 0.0);
+  if (context_full) {
+    std::fprintf(stderr, "kiln: stopped after %lld of %lld tokens: the context holds %lld tokens (prompt and output; "
+                 "--kv-cache-tokens sets it, up to the model's %lld)\n",
+                 static_cast<long long>(generated), static_cast<long long>(max_new_tokens),
+                 static_cast<long long>(llm.max_sequence_length()), static_cast<long long>(llm.config().context_length));
+  }
   if (profile) PrintProfile(llm.vm(), stderr);
   return 0;
 }

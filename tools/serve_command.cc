@@ -23,6 +23,7 @@
 #include "tools/commands.h"
 #include "tools/model_resolution.h"
 #include "tools/usage_error.h"
+#include "vm/thread_pool.h"
 
 namespace kiln::tools {
 namespace {
@@ -118,10 +119,12 @@ int ServeCommand(int argc, char** argv) {
       if (v.empty()) return Usage("--model-name needs a name");
       model_name = v;
     } else if (value("--threads") || value("-t")) {
-      if (!int_value(&threads, 1, 4096)) return Usage("--threads needs a positive integer, got '" + v + "'");
+      if (!int_value(&threads, 1, vm::ThreadPool::kMaxThreads)) {
+        return Usage(absl::StrCat("--threads needs an integer in [1, ", vm::ThreadPool::kMaxThreads, "], got '", v, "'"));
+      }
     } else if (value("--max-running")) {
       if (!int_value(&engine_options.max_running, 1, 4096)) {
-        return Usage("--max-running needs a positive integer, got '" + v + "'");
+        return Usage("--max-running needs an integer in [1, 4096], got '" + v + "'");
       }
     } else if (value("--max-queued")) {
       // A request waits in the queue while it is admitted, even on an idle server: 0 would
@@ -142,7 +145,7 @@ int ServeCommand(int argc, char** argv) {
     } else if (value("--kv-cache-tokens") || value("--ctx-size") || value("-c")) {
       if (!int_value(&kv_tokens, 1, kLarge)) return Usage("--kv-cache-tokens needs a positive integer, got '" + v + "'");
     } else if (value("--http-threads")) {
-      if (!int_value(&http_threads, 2, 65536)) return Usage("--http-threads needs an integer of at least 2, got '" + v + "'");
+      if (!int_value(&http_threads, 2, 65536)) return Usage("--http-threads needs an integer in [2, 65536], got '" + v + "'");
     } else if (value("--drain-timeout")) {
       if (!int_value(&drain_seconds, 0, 86400)) {
         return Usage("--drain-timeout needs a number of seconds in [0, 86400], got '" + v + "'");

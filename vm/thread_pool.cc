@@ -1,7 +1,11 @@
 #include "vm/thread_pool.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <system_error>
+
+#include "absl/strings/numbers.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -52,7 +56,15 @@ struct alignas(64) ThreadPool::Slot {
 };
 
 ThreadPool::ThreadPool(int num_threads) : slots_(new Slot[kSlots]) {
-  for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 1; i < num_threads; ++i) {
+    // The system may refuse a thread (a process or memory limit): the pool then runs with
+    // the workers it has (num_threads() says how many) rather than terminating the process.
+    try {
+      workers_.emplace_back([this] { WorkerLoop(); });
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -65,7 +77,17 @@ ThreadPool::~ThreadPool() {
 ThreadPool& ThreadPool::Global() {
   static ThreadPool* pool = [] {
     int threads = static_cast<int>(std::thread::hardware_concurrency());
-    if (const char* env = std::getenv("KILN_NUM_THREADS")) threads = std::atoi(env);
+    if (const char* env = std::getenv("KILN_NUM_THREADS")) {
+      // The same range as a target's -num-threads. A typo is reported, not read as 0 (one
+      // thread) or as a count of threads the system cannot create.
+      int parsed = 0;
+      if (absl::SimpleAtoi(env, &parsed) && parsed >= 1 && parsed <= kMaxThreads) {
+        threads = parsed;
+      } else {
+        std::fprintf(stderr, "kiln: ignoring KILN_NUM_THREADS='%s' (expected an integer in [1, %d]); using %d threads\n",
+                     env, kMaxThreads, threads < 1 ? 1 : threads);
+      }
+    }
     return new ThreadPool(threads < 1 ? 1 : threads);
   }();
   return *pool;

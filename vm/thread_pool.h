@@ -30,13 +30,18 @@ namespace kiln::vm {
 
 class ThreadPool {
  public:
-  // `num_threads` counts the caller: a pool of 1 runs everything on the calling thread.
+  // The most threads KILN_NUM_THREADS may ask for (the bound of a target's -num-threads).
+  static constexpr int kMaxThreads = 4096;
+
+  // `num_threads` counts the caller: a pool of 1 runs everything on the calling thread. If
+  // the system refuses to start a worker, the pool keeps those it started.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  // The process-wide pool, sized by KILN_NUM_THREADS or the number of cores.
+  // The process-wide pool, sized by KILN_NUM_THREADS or the number of cores (a value that is
+  // not an integer in [1, kMaxThreads] is reported on stderr and ignored).
   static ThreadPool& Global();
 
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }

@@ -1,5 +1,6 @@
 #include "serving/chat_template.h"
 
+#include <functional>
 #include <random>
 
 #include "gmock/gmock.h"
@@ -148,6 +149,68 @@ TEST(JinjaTemplate, HostileTemplatesAreRefused) {
   EXPECT_THAT(Render("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}"),
               HasSubstr("a string longer than"));
   EXPECT_THAT(Render("{{ range(100000000) }}"), HasSubstr("range() of more than"));
+}
+
+// Integers are 64-bit: a result that does not fit is an error naming the operation, never a
+// wrapped value, a SIGFPE (INT64_MIN // -1) or an endless loop (a range whose length wraps).
+TEST(JinjaTemplate, IntegerOverflowIsAnError) {
+  EXPECT_THAT(Render("{{ 9223372036854775807 + 1 }}"),
+              HasSubstr("line 1, column 24: integer overflow in 9223372036854775807 + 1"));
+  EXPECT_THAT(Render("{{ -9223372036854775807 - 2 }}"), HasSubstr("integer overflow"));
+  EXPECT_THAT(Render("{{ 4294967296 * 4294967296 }}"), HasSubstr("integer overflow"));
+  EXPECT_THAT(Render("{{ 2 ** 63 }}"), HasSubstr("integer overflow in 2 ** 63"));
+  EXPECT_THAT(Render("{{ (-9223372036854775807 - 1) // -1 }}"), HasSubstr("integer overflow"));
+  EXPECT_THAT(Render("{{ (-9223372036854775807 - 1) % -1 }}"), HasSubstr("integer overflow"));
+  EXPECT_THAT(Render("{{ -(-9223372036854775807 - 1) }}"), HasSubstr("integer overflow in unary '-'"));
+  EXPECT_THAT(Render("{{ 1e300|int }}"), HasSubstr("cannot convert 1e+300 to a 64-bit integer"));
+  EXPECT_THAT(Render("{{ range(-9223372036854775807, 9223372036854775807) }}"), HasSubstr("range() of more than"));
+  EXPECT_THAT(Render("{{ 'abc' * 6148914691236517206 }}"), HasSubstr("a string longer than"));
+  EXPECT_EQ(Render("[{{ '' * 9223372036854775807 }}]"), "[]");  // was 2^63 empty appends
+  // The edges that fit are exact.
+  EXPECT_EQ(Render("{{ 2 ** 62 }} {{ (-2) ** 63 }} {{ -9223372036854775807 - 1 }} {{ 3 ** 0 }} {{ 2 ** -1 }}"),
+            "4611686018427387904 -9223372036854775808 -9223372036854775808 1 0.5");
+  EXPECT_EQ(Render("{{ 1e308 * 10 }} {{ 'abc'[1e300:] }}|{{ 'abc'[-1e300:] }} {{ -2.5|int }}"), "inf |abc -2");
+}
+
+// Random expressions over the values at int64's edges, floats, strings and lists: each renders
+// or fails with a located error (under UndefinedBehaviorSanitizer: no overflow, no
+// float-to-int conversion out of range, no division trap).
+TEST(JinjaTemplate, RandomArithmeticFailsCleanly) {
+  const char* kLeaves[] = {"0", "1", "-1", "2", "3", "63", "64", "9223372036854775807", "(-9223372036854775807 - 1)",
+                           "4294967296", "1e308", "-1e308", "0.5", "'ab'", "[1, 2]", "none", "true"};
+  const char* kBinary[] = {" + ", " - ", " * ", " // ", " % ", " ** ", " / ", " ~ "};
+  std::mt19937 rng(27);
+  std::function<std::string(int)> expr = [&](int depth) -> std::string {
+    if (depth == 0 || rng() % 4 == 0) return kLeaves[rng() % std::size(kLeaves)];
+    switch (rng() % 6) {
+      case 0: return "-(" + expr(depth - 1) + ")";
+      case 1: return "(" + expr(depth - 1) + ")|int";
+      case 2: return "range(" + expr(depth - 1) + ", " + expr(depth - 1) + ")|length";
+      case 3: return "'xyz'[" + expr(depth - 1) + ":" + expr(depth - 1) + "]";
+      default: return "(" + expr(depth - 1) + kBinary[rng() % std::size(kBinary)] + expr(depth - 1) + ")";
+    }
+  };
+  int rendered = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const std::string source = "{{ " + expr(4) + " }}";
+    absl::StatusOr<JinjaTemplate> t = JinjaTemplate::Parse(source, "m");
+    ASSERT_TRUE(t.ok()) << source << ": " << t.status();
+    absl::StatusOr<std::string> out = t->Render({});
+    if (out.ok()) {
+      ++rendered;
+    } else {
+      ASSERT_EQ(out.status().message().substr(0, 3), "m: ") << source << ": " << out.status();
+    }
+  }
+  EXPECT_GT(rendered, 300);
+}
+
+// Lists and replace() are bounded like strings (each step doubles the list, or multiplies the
+// string by 16 MiB).
+TEST(JinjaTemplate, GrowingListsAndReplacementsAreRefused) {
+  EXPECT_THAT(Render("{% set ns = namespace(l=[1]) %}{% for i in range(64) %}{% set ns.l = ns.l + ns.l %}{% endfor %}"),
+              HasSubstr("a list longer than 1048576 items"));
+  EXPECT_THAT(Render("{% set big = 'a' * 16000000 %}{{ big.replace('a', big) }}"), HasSubstr("a string longer than"));
 }
 
 // Mutants of real templates parse and render or fail with a located error (run under

@@ -400,18 +400,38 @@ TEST_F(HttpServerTest, APortInUseIsAnError) {
 
 // `curl -X POST URL` with no -d sends no body length, which httplib refuses with a bare 400:
 // the reply says what is missing.
+// Sends `request` as raw bytes on a new connection and returns all the server answers.
+std::string SendRaw(int port, const std::string& request) {
+  const int fd = ConnectTo(port);
+  if (fd < 0) return "connect failed";
+  std::string received;
+  if (write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    char buffer[4096];
+    for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) received.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return received;
+}
+
 TEST_F(HttpServerTest, PostWithoutABodySaysSo) {
   Start();
-  const int fd = ConnectTo(server_->port());
-  ASSERT_GE(fd, 0);
-  const std::string request = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
-  std::string received;
-  char buffer[4096];
-  for (ssize_t n; (n = read(fd, buffer, sizeof(buffer))) > 0;) received.append(buffer, static_cast<size_t>(n));
-  close(fd);
+  const std::string received = SendRaw(
+      server_->port(), "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
   EXPECT_THAT(received, HasSubstr("HTTP/1.1 400"));
   EXPECT_THAT(received, HasSubstr("POST /v1/chat/completions needs a JSON body"));
+}
+
+// A header line over httplib's 8 KiB limit ends the headers it reads, so the body's length
+// after it is lost: the reply says so rather than only "needs a JSON body".
+TEST_F(HttpServerTest, AnOversizedHeaderLineIsNamed) {
+  Start();
+  const std::string body = R"({"model": "m", "messages": [{"role": "user", "content": "hi"}]})";
+  const std::string received =
+      SendRaw(server_->port(), "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nX-Big: " +
+                                   std::string(10000, 'a') + "\r\nContent-Length: " + std::to_string(body.size()) +
+                                   "\r\nConnection: close\r\n\r\n" + body);
+  EXPECT_THAT(received, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(received, HasSubstr("a header line longer than 8192 bytes cut the headers short"));
 }
 
 TEST_F(HttpServerTest, ClientThatHangsUpMidStreamAbortsItsRequest) {

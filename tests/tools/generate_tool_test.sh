@@ -36,6 +36,12 @@ out3=$("$kiln" generate "$dir/smol.kx" --prompt "The capital of France is" -n 8 
 out4=$("$kiln" generate -m "$model" --prompt "The capital of France is" --n-predict 8 -t 1 -c 64 --seed -1 --temperature 0 2>/dev/null)
 [ "$out" = "$out4" ] || fail "llama.cpp-style flags differ: '$out' vs '$out4'"
 
+# More tokens than the context holds: the output stops at the context, and says so.
+"$kiln" generate -m "$model" --prompt "The capital of France is" -n 100 -c 20 --temperature 0 --ignore-eos \
+  >/dev/null 2>"$dir/err_ctx" || fail "a full context is an error: $(cat "$dir/err_ctx")"
+grep -q "kiln: stopped after [0-9]* of 100 tokens: the context holds 32 tokens" "$dir/err_ctx" ||
+  fail "a full context is not reported: $(cat "$dir/err_ctx")"
+
 # Chat, sampling with a seed (reproducible), a stop string.
 chat=$("$kiln" generate --chat --prompt "Say hello." -n 16 --seed 5 2>/dev/null)
 chat2=$("$kiln" generate --chat --prompt "Say hello." -n 16 --seed 5 2>/dev/null)

@@ -35,6 +35,13 @@ expect_error "not IR text (docs/ir.md): the file is a Kiln executable (.kx)" che
 cp "$dir/model.gguf" "$dir/model_as_text.kir"
 expect_error "the file is a GGUF model (.gguf)" check "$dir/model_as_text.kir"
 
+# disasm's arguments: an option it does not have, none, two files.
+expect_error "kiln disasm: unknown option '--bogus'" disasm "$dir/mlp.kx" --bogus
+expect_error "kiln disasm: no executable given" disasm
+expect_error "kiln disasm: one executable at a time" disasm "$dir/mlp.kx" "$dir/mlp.kx"
+# A model that exists but is no regular file.
+expect_error "/dev/null: is not a regular file; give the model's .gguf file" generate /dev/null --prompt hi
+
 # Directories given as files.
 mkdir "$dir/folder.kir" "$dir/folder.gguf"
 expect_error "is a directory, not a file" check "$dir/folder.kir"
@@ -57,4 +64,18 @@ by_name=$("$kiln" run "$dir/mlp.kx" --input b1=random:10:f32 --input x=ones:2x78
 expect_error "function 'main' has no parameter 'input' (its parameters: x, w0, b0, w1, b1)" \
   run "$dir/mlp.kx" --input input=ones:2x784:f32 $w
 expect_error "parameter 'w0' has no --input (give w0=SPEC, or SPEC in order)" run "$dir/mlp.kx" --input x=ones:2x784:f32
+
+# Thread counts: out of range is refused before anything is loaded; a bad KILN_NUM_THREADS is
+# reported and ignored, and a huge one is not a process abort (std::thread refused).
+expect_error "--threads needs an integer in [1, 4096], got '99999'" generate --threads 99999 --prompt hi
+expect_error "--threads needs an integer in [1, 4096], got '0'" serve --threads 0
+expect_error "--http-threads needs an integer in [2, 65536], got '1'" serve --http-threads 1
+for bad in abc 100000000; do
+  # shellcheck disable=SC2086
+  KILN_NUM_THREADS=$bad "$kiln" run "$dir/mlp.kx" --input ones:2x784:f32 $w >"$dir/out" 2>&1 ||
+    fail "KILN_NUM_THREADS=$bad kiln run: exit $?: $(cat "$dir/out")"
+  grep -qF "ignoring KILN_NUM_THREADS='$bad' (expected an integer in [1, 4096])" "$dir/out" ||
+    fail "KILN_NUM_THREADS=$bad is not reported: $(cat "$dir/out")"
+  grep -qF "output 0: float32[2, 10]" "$dir/out" || fail "KILN_NUM_THREADS=$bad: no output: $(cat "$dir/out")"
+done
 echo "ok"
