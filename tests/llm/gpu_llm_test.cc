@@ -167,15 +167,19 @@ void CheckTinyModelOnGpuAgainstDefaultBuild(const TinyLlamaSpec& spec, const std
   }
 }
 
+// The Q5 and K-quant formats' 8-bit arithmetic is CPU-only: a GPU build computes their
+// matmuls with float32 activations (CheckTinyModelOnGpu covers them against that CPU build).
+bool GpuComputesTheDefaultBuildsArithmetic(const TinyLlamaSpec& spec) {
+  const formats::GgmlType matmul = static_cast<formats::GgmlType>(spec.matmul_type);
+  const bool quantized =
+      matmul != formats::GgmlType::kF32 && matmul != formats::GgmlType::kF16 && matmul != formats::GgmlType::kBF16;
+  return !quantized || relax::op::QuantizedMatmulQ8Generated(std::string(formats::GgmlTypeLayout(matmul).name));
+}
+
 TEST(VulkanLlm, TinyModelsWithLlamaCppArithmeticGiveTheDefaultCpuBuildsTokens) {
   KILN_REQUIRE_VULKAN();
   for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) {
-    // The Q5 and K-quant formats' 8-bit arithmetic is CPU-only: a GPU build computes their
-    // matmuls with float32 activations (the test above covers them against that CPU build).
-    const formats::GgmlType matmul = static_cast<formats::GgmlType>(spec.matmul_type);
-    const bool quantized = matmul != formats::GgmlType::kF32 && matmul != formats::GgmlType::kF16 &&
-                           matmul != formats::GgmlType::kBF16;
-    if (quantized && !relax::op::QuantizedMatmulQ8Generated(std::string(formats::GgmlTypeLayout(matmul).name))) continue;
+    if (!GpuComputesTheDefaultBuildsArithmetic(spec)) continue;
     CheckTinyModelOnGpuAgainstDefaultBuild(spec, name, tir::Target::Vulkan());
   }
 }
@@ -289,12 +293,17 @@ TEST(CudaLlm, TinyModelsCompileWithNvrtcForSm80AndSm90) {
   }
 }
 
-TEST(CudaLlm, TinyModelGivesTheCpusGreedyTokensOnAGpu) {
+TEST(CudaLlm, TinyModelsInEveryWeightFormatGiveTheCpusGreedyTokensOnAGpu) {
   if (absl::Status nvrtc = codegen::NvrtcAvailable(); !nvrtc.ok()) GTEST_SKIP() << nvrtc.message();
   if (absl::Status driver = vm::CudaDriverAvailable(); !driver.ok()) GTEST_SKIP() << "no GPU here: " << driver.message();
   if (absl::StatusOr<vm::Device*> gpu = vm::GetDevice("cuda:0"); !gpu.ok()) GTEST_SKIP() << gpu.status().message();
-  TinyLlamaSpec q4_1;
-  CheckTinyModelOnGpu(q4_1, "tiny_q4_1", tir::Target::Cuda(), kDLCUDA);
+  for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) {
+    CheckTinyModelOnGpu(spec, name, tir::Target::Cuda(), kDLCUDA);
+  }
+  TinyLlamaSpec f16;
+  f16.matmul_type = 1;
+  f16.embed_type = 0;
+  CheckTinyModelOnGpu(f16, "tiny_f16", tir::Target::Cuda(), kDLCUDA);
 }
 
 TEST(CudaLlm, TinyModelsWithLlamaCppArithmeticGiveTheDefaultCpuBuildsTokensOnAGpu) {
@@ -302,6 +311,7 @@ TEST(CudaLlm, TinyModelsWithLlamaCppArithmeticGiveTheDefaultCpuBuildsTokensOnAGp
   if (absl::Status driver = vm::CudaDriverAvailable(); !driver.ok()) GTEST_SKIP() << "no GPU here: " << driver.message();
   if (absl::StatusOr<vm::Device*> gpu = vm::GetDevice("cuda:0"); !gpu.ok()) GTEST_SKIP() << gpu.status().message();
   for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) {
+    if (!GpuComputesTheDefaultBuildsArithmetic(spec)) continue;
     CheckTinyModelOnGpuAgainstDefaultBuild(spec, name, tir::Target::Cuda());
   }
 }
