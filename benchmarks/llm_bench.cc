@@ -8,6 +8,7 @@
 //   build/benchmarks/llm_bench [MODEL.gguf] [--threads=1,2] [--repeats=3] [--decode-tokens=32]
 //                              [--quantized=library|generated] [--activations=q8|float32]
 //                              [--kv=f16|f32] [--layer-ops=ggml|compiled] [--executable=MODEL.kx]
+//                              [--ubatch=512]
 //   build/benchmarks/llm_bench [MODEL.gguf] --greedy=ID,ID,... [--greedy=...] [-n 32]
 //                              [--print-logits]
 //                              (prints each prompt's greedy continuation's ids, and with
@@ -17,7 +18,8 @@
 // llama.cpp does (q8, the default) or keep them float32; --kv: the KV cache's element type
 // (f16, the default and llama.cpp's, attention computed as llama.cpp does; f32: float32
 // arithmetic); --layer-ops: RMSNorm, RoPE and SwiGLU as llama.cpp computes them (ggml, the
-// default) or the compiled, fused operators. docs/llm.md "Numerics".
+// default) or the compiled, fused operators; --ubatch: prompt tokens per model call
+// (LlmRunnerOptions::prompt_batch_tokens, llama.cpp's n_ubatch). docs/llm.md "Numerics".
 //
 // Every figure is one line `<metric> threads=<t> <value> <unit>` (threads=0: not threaded),
 // which benchmarks/llm_bench_llama_cpp.py parses to put llama.cpp's figures next to them.
@@ -81,6 +83,7 @@ struct Options {
   bool library_quantized = true;   // relax LibraryOptions::quantized
   bool quantize_activations = true;  // relax LibraryOptions::quantize_activations
   bool kv_float32 = false;         // serving LlmRunnerOptions::kv_float32
+  int ubatch = 512;                // serving LlmRunnerOptions::prompt_batch_tokens
   bool ggml_layer_ops = true;      // codegen ModelCompileOptions::ggml_numerics
   bool child = false;
   std::vector<std::vector<int32_t>> greedy;  // --greedy (repeatable): prompts whose continuation to print
@@ -171,6 +174,7 @@ Loaded Load(const Options& options) {
   kiln::serving::LlmRunnerOptions runner_options;
   runner_options.kv_cache_tokens = 2048;  // enough for the longest run (1024 + decode steps)
   runner_options.kv_float32 = options.kv_float32;
+  runner_options.prompt_batch_tokens = options.ubatch;
   l.runner = OrDie(kiln::serving::LlmRunner::Load(options.executable, l.gguf, runner_options), "loading the executable");
   return l;
 }
@@ -262,7 +266,8 @@ bool SpawnChild(const Options& options, int threads) {
     std::vector<std::string> args = {"llm_bench", options.model, "--child", absl::StrCat("--threads=", threads),
                                      "--executable=" + options.executable, absl::StrCat("--repeats=", options.repeats),
                                      absl::StrCat("--decode-tokens=", options.decode_tokens),
-                                     options.kv_float32 ? "--kv=f32" : "--kv=f16"};
+                                     options.kv_float32 ? "--kv=f32" : "--kv=f16",
+                                     absl::StrCat("--ubatch=", options.ubatch)};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -312,6 +317,8 @@ Options ParseArgs(int argc, char** argv) {
     } else if (value("--kv", &v)) {
       if (v != "f16" && v != "f32") Die("--kv is 'f16' or 'f32'");
       o.kv_float32 = v == "f32";
+    } else if (value("--ubatch", &v)) {
+      o.ubatch = std::max(1, ParseInts(v, "--ubatch")[0]);
     } else if (value("--layer-ops", &v)) {
       if (v != "ggml" && v != "compiled") Die("--layer-ops is 'ggml' or 'compiled'");
       o.ggml_layer_ops = v == "ggml";

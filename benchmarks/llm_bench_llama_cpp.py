@@ -135,7 +135,8 @@ def main():
     parser.add_argument("--greedy-only", action="store_true", help="skip the speed figures")
     parser.add_argument("--logits", action="store_true", help="also compare the logits after each prompt")
     parser.add_argument("--llama-ubatch", type=int, default=512,
-                        help="llama.cpp's batch for --greedy-only (1: the prompt token by token, as decode steps)")
+                        help="llama.cpp's batch for --greedy-only, and Kiln's prompt tokens per call"
+                             " (1: the prompt token by token, as decode steps)")
     parser.add_argument("--kiln-args", default="", help="more llm_bench arguments, e.g. '--activations=float32 --kv=f32'")
     parser.add_argument("--prompt", action="append", default=[],
                         help="a prompt for the greedy comparison (repeatable; replaces the built-in five)")
@@ -185,7 +186,8 @@ def compare_greedy(args, llm):
     print(f"\ngreedy continuations ({args.greedy_tokens} tokens from the same prompt ids):")
     total = agree = equal = 0
     prompts = [llm.tokenize(p.encode(), add_bos=False, special=True) for p in args.greedy_prompts]
-    extra = args.kiln_args.split() + (["--print-logits"] if args.logits else [])
+    # Kiln splits the prompt into calls as llama.cpp splits it into micro-batches.
+    extra = args.kiln_args.split() + [f"--ubatch={args.llama_ubatch}"] + (["--print-logits"] if args.logits else [])
     continuations, kiln_logits = kiln_greedy(args.llm_bench, args.model, prompts, args.greedy_tokens, extra)
     for index, (prompt, ids, ours) in enumerate(zip(args.greedy_prompts, prompts, continuations)):
         theirs = llama_cpp_greedy(llm, ids, args.greedy_tokens)

@@ -7,7 +7,6 @@
 #include "absl/strings/str_cat.h"
 #include "builtins/default_builtins.h"
 #include "serving/gguf_weight_provider.h"
-#include "serving/prompt_chunk.h"
 #include "support/status_macros.h"
 #include "vm/dtype.h"
 
@@ -63,6 +62,11 @@ absl::StatusOr<std::unique_ptr<LlmRunner>> LlmRunner::Load(const std::string& ex
     return absl::InvalidArgumentError(
         absl::StrCat(executable_path, ": metadata 'kiln.model.max_tokens' is missing or not a positive integer"));
   }
+  if (options.prompt_batch_tokens <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prompt tokens per call must be positive, got ", options.prompt_batch_tokens));
+  }
+  runner->prompt_batch_tokens_ = std::min(options.prompt_batch_tokens, runner->max_call_tokens_);
   KILN_ASSIGN_OR_RETURN(runner->device_, ChooseDevice(*runner->executable_, executable_path, options.device));
   KILN_ASSIGN_OR_RETURN(runner->vm_, vm::VirtualMachine::Create(runner->executable_, runner->device_));
 
@@ -138,12 +142,11 @@ absl::Status LlmRunner::CheckRoom(int64_t id, int64_t count) const {
 absl::StatusOr<std::vector<float>> LlmRunner::Prefill(int64_t id, std::span<const int32_t> tokens) {
   if (tokens.empty()) return absl::InvalidArgumentError("prefill needs at least one token");
   KILN_RETURN_IF_ERROR(CheckRoom(id, static_cast<int64_t>(tokens.size())));
-  // A prompt longer than one call takes goes in chunks (PromptChunk: none of one token where
-  // that can be avoided); only the last chunk's logits count.
+  // llama.cpp's micro-batches: calls of prompt_batch_tokens_ and then the rest, even a lone
+  // token (so its bits are llama.cpp's); only the last call's logits count.
   vm::Tensor logits;
   for (size_t start = 0, count = 0; start < tokens.size(); start += count) {
-    count = static_cast<size_t>(
-        PromptChunk(static_cast<int64_t>(tokens.size() - start), max_call_tokens_, max_call_tokens_));
+    count = std::min(tokens.size() - start, static_cast<size_t>(prompt_batch_tokens_));
     const int64_t ids[] = {id};
     const int64_t counts[] = {static_cast<int64_t>(count)};
     KILN_ASSIGN_OR_RETURN(logits, RunStep("prefill", ids, counts, tokens.subspan(start, count)));

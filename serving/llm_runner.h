@@ -40,6 +40,13 @@ struct LlmRunnerOptions {
   // "vulkan", "vulkan:1", "cuda"), which must be of that kind. The KV cache and its attention
   // stay on the host (builtins/paged_attention.h copies q, k, v there and the output back).
   std::string device;
+  // Prompt tokens per model call in Prefill: a longer prompt goes in calls of this many
+  // tokens and then the rest, as llama.cpp splits a prompt into micro-batches of n_ubatch
+  // (512 by default). Where a model's arithmetic depends on the call, it is llama.cpp's: a
+  // lone last token (a prompt of 512·k + 1 tokens) is computed as a decode step, and K-quant
+  // matmuls sum in the order of the call's row count (docs/llm.md, Numerics). At most
+  // max_call_tokens() are used.
+  int64_t prompt_batch_tokens = 512;
 };
 
 class LlmRunner {
@@ -63,7 +70,8 @@ class LlmRunner {
 
   absl::Status AddSequence(int64_t id);
   absl::Status RemoveSequence(int64_t id);
-  // Appends `tokens` (at least one) to sequence `id` and returns the logits after the last.
+  // Appends `tokens` (at least one) to sequence `id` and returns the logits after the last,
+  // in calls of LlmRunnerOptions::prompt_batch_tokens tokens.
   absl::StatusOr<std::vector<float>> Prefill(int64_t id, std::span<const int32_t> tokens);
   // Appends `chunks[i]` (at least one token each, at most max_call_tokens() in all) to
   // sequence `ids[i]` (each id once) in one call of the model, and returns the logits after
@@ -91,6 +99,7 @@ class LlmRunner {
   vm::Device* device_ = nullptr;
   std::shared_ptr<builtins::PagedKvCache> cache_;
   int64_t max_call_tokens_ = 0;
+  int64_t prompt_batch_tokens_ = 0;  // min(options' prompt_batch_tokens, max_call_tokens_)
   bool has_prefill_batch_ = false;
 };
 

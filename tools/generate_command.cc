@@ -65,6 +65,9 @@ constexpr const char* kUsage =
     "  -c, --kv-cache-tokens N KV cache size in tokens, which bounds prompt plus output\n"
     "                          (default: the model's context, at most 32768; also\n"
     "                          --ctx-size)\n"
+    "  -ub, --ubatch-size N    prompt tokens per model call (default 512, llama.cpp's\n"
+    "                          n_ubatch: a prompt's logits are then llama.cpp's bit for\n"
+    "                          bit, a lone last token included)\n"
     "  --device NAME           run on NAME: cpu (default), vulkan, vulkan:N, cuda, cuda:N;\n"
     "                          a .gguf is compiled for it (the KV cache and attention stay\n"
     "                          on the host, docs/llm.md); a .kx runs where it was compiled\n"
@@ -86,6 +89,7 @@ int GenerateCommand(int argc, char** argv) {
   std::string model, prompt, prompt_file, system, device;
   bool chat = false, ignore_eos = false, recompile = false, verbose = false, profile = false;
   int64_t max_new_tokens = 256, threads = 0, kv_tokens = 0;
+  serving::LlmRunnerOptions runner_options;
   serving::SamplingParams sampling;
   std::vector<std::string> stops;
   for (int i = 1; i < argc; ++i) {
@@ -157,6 +161,10 @@ int GenerateCommand(int argc, char** argv) {
       device = v;
     } else if (value({"--kv-cache-tokens", "--ctx-size", "-c"})) {
       if (!int_value(&kv_tokens, 1)) return Usage("--kv-cache-tokens needs a positive integer, got '" + v + "'");
+    } else if (value({"--ubatch-size", "-ub"})) {
+      if (!int_value(&runner_options.prompt_batch_tokens, 1)) {
+        return Usage("--ubatch-size needs a positive integer, got '" + v + "'");
+      }
     } else if (arg == "--chat") {
       chat = true;
     } else if (arg == "--ignore-eos") {
@@ -196,7 +204,6 @@ int GenerateCommand(int argc, char** argv) {
   if (!gguf.ok()) return Fail(std::string(gguf.status().message()));
   absl::StatusOr<std::shared_ptr<const serving::Tokenizer>> tokenizer = serving::Tokenizer::FromGguf(**gguf);
   if (!tokenizer.ok()) return Fail(std::string(tokenizer.status().message()));
-  serving::LlmRunnerOptions runner_options;
   runner_options.kv_cache_tokens = kv_tokens;
   runner_options.device = device;
   absl::StatusOr<std::unique_ptr<serving::LlmRunner>> runner = serving::LlmRunner::Load(executable, *gguf, runner_options);

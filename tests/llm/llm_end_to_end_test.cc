@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,56 @@ TEST(LlmEndToEnd, PromptsLongerThanTheContextAreRefusedClearly) {
   absl::StatusOr<std::vector<std::vector<float>>> out_of_vocab = compiled.runner->Decode(ids, bad);
   ASSERT_FALSE(out_of_vocab.ok());
   EXPECT_THAT(std::string(out_of_vocab.status().message()), ::testing::HasSubstr("token id 80 is outside the vocabulary"));
+}
+
+// A prompt goes in calls of prompt_batch_tokens and then the rest, as llama.cpp splits it
+// into micro-batches: with 64 per call, 129 tokens are two calls of 64 and a lone token computed
+// as a decode step, bit for bit what the caller gets by making those calls itself.
+TEST(LlmEndToEnd, PromptsGoInCallsOfTheMicroBatchSizeAndThenTheRest) {
+  TinyLlamaSpec spec;
+  spec.matmul_type = 0;
+  spec.embed_type = 0;
+  spec.hidden = 256;
+  const std::string path = ::testing::TempDir() + "/tiny_ubatch.gguf";
+  ASSERT_TRUE(support::WriteFile(path, formats::testing::TinyLlamaGguf(spec)).ok());
+  const std::string kx = llm_test::CompileTestModel(path, /*max_tokens=*/160);
+  ASSERT_FALSE(kx.empty());
+  absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(path);
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  auto load = [&](int64_t prompt_batch_tokens) {
+    serving::LlmRunnerOptions options;
+    options.kv_cache_tokens = 320;
+    options.prompt_batch_tokens = prompt_batch_tokens;
+    return serving::LlmRunner::Load(kx, *gguf, options);
+  };
+  absl::StatusOr<std::unique_ptr<serving::LlmRunner>> by_64 = load(64);
+  absl::StatusOr<std::unique_ptr<serving::LlmRunner>> by_hand = load(160);
+  ASSERT_TRUE(by_64.ok()) << by_64.status();
+  ASSERT_TRUE(by_hand.ok()) << by_hand.status();
+  const std::vector<int32_t> prompt = Tokens(129, static_cast<int>(spec.vocab), 5);
+  ASSERT_TRUE((*by_64)->AddSequence(0).ok());
+  absl::StatusOr<std::vector<float>> got = (*by_64)->Prefill(0, prompt);
+  ASSERT_TRUE(got.ok()) << got.status();
+
+  serving::LlmRunner& runner = **by_hand;
+  ASSERT_TRUE(runner.AddSequence(0).ok());
+  const std::span<const int32_t> all(prompt);
+  ASSERT_TRUE(runner.Prefill(0, all.subspan(0, 64)).ok());
+  ASSERT_TRUE(runner.Prefill(0, all.subspan(64, 64)).ok());
+  const int64_t ids[] = {0};
+  absl::StatusOr<std::vector<std::vector<float>>> want = runner.Decode(ids, all.subspan(128, 1));
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ(*got, (*want)[0]);
+  // The same prompt in one call (the runner of 160 per call): other bits, else the above
+  // would hold whatever the split.
+  ASSERT_TRUE(runner.AddSequence(1).ok());
+  absl::StatusOr<std::vector<float>> one_call = runner.Prefill(1, prompt);
+  ASSERT_TRUE(one_call.ok()) << one_call.status();
+  EXPECT_NE(*one_call, *got);
+
+  absl::StatusOr<std::unique_ptr<serving::LlmRunner>> none = load(0);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(std::string(none.status().message()), ::testing::HasSubstr("prompt tokens per call must be positive"));
 }
 
 // With float32 activations, the compiled operators and a float32 cache, the bundled model is
