@@ -497,10 +497,10 @@ bool EnclosesInIndex(const BlockNode* block, const ForNode* outer, const ForNode
 // The row-edge copy of a k-blocked wide tile with row steps, its k block split as `k_steps`
 // (k_1 / 8, 8), as (k_0, row steps, k_1 / 8, [sub-tiles,] pairs, 8 unrolled, rows unrolled,
 // vector), each row step checking its rows once (GuardSteps). A whole step (all its rows in
-// range: M = 4-7 on AVX2, 8-15 on both) keeps its rows' accumulator pairs in registers over
-// the 8 k steps and loads each piece of the weight once for all its rows, as a full tile
-// does, where the per-row order loaded it once per row: on AVX2 M = 8 made one 32-byte load
-// of the weight from L2 per FMA. The partial step (the GEMV's) takes the per-row streaming
+// range: from M = 4 with AVX2's 4-row steps) keeps its rows' accumulator pairs in registers
+// over the 8 k steps and loads each piece of the weight once for all its rows, as a full
+// tile does, where the per-row order loaded it once per row (AVX2 M = 8: one 32-byte load
+// of the weight from L2 per FMA). The partial step (the GEMV's) takes the per-row streaming
 // order below it: (k_1 / 8, rows, [sub-tiles,] pairs, 8 unrolled). False, with `s` in any
 // state, when a step fails (the caller then keeps its copy from before).
 bool StreamEdgeInWholeSteps(Schedule* s, const std::string& block, const std::string& row_steps,
@@ -529,6 +529,13 @@ bool StreamEdgeInWholeSteps(Schedule* s, const std::string& block, const std::st
   streaming.insert(streaming.end(), part.begin() + 1, part.end() - 2);
   return s->Reorder(streaming).ok();
 }
+
+// The most rows of a row step that the row edge runs as whole steps (StreamEdgeInWholeSteps):
+// AVX2's 4. AVX-512's 8-row steps stay per row: LLVM hoists a whole step's 8 x 8 broadcasts
+// of the left operand out of the pair loop and spills them (and the step's addresses), and
+// M = 8 ran slower than per row (AVX-512 Zen, one thread, Kiln / best OpenBLAS in four
+// alternating runs at load 16: 1.20-1.60 per row, 0.80-1.42 in whole steps).
+constexpr int64_t kWholeEdgeStepMostRows = 4;
 
 // The predicated reduction blocks of the row-edge copies (`.._edge`), by name.
 std::vector<std::string> RowEdgeBlocks(const PrimFunc& func) {
@@ -580,7 +587,7 @@ void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
     const std::string& pairs_name = (*loops)[n - 4];
     const std::string& rows_name = (*loops)[n - 2];
     const std::string sub_tiles_name = has_sub_tiles ? (*loops)[above - 1] : std::string();
-    if (has_row_steps) {
+    if (has_row_steps && rows->extent.as_int() <= kWholeEdgeStepMostRows) {
       Schedule stepped = attempt;
       if (StreamEdgeInWholeSteps(&stepped, name, (*loops)[n - 5], *steps, sub_tiles_name, pairs_name, rows_name)) {
         *s = std::move(stepped);
