@@ -423,15 +423,19 @@ TEST(ScheduleNumericsTest, MatmulWithPackedPanels) {
 // 1030: several wide tiles per thread share, the last one partial) with a symbolic row count:
 // full 16-row tiles take the k-blocked register accumulators in row steps (8 rows for 16
 // lanes, 4 for 8), the row-edge copy (every tile when m < 16, the last when m is not a
-// multiple of 16) the streaming order; many rows take the packed register tiles.
+// multiple of 16) checks each row step once: whole steps keep their rows in registers, the
+// partial step takes the streaming order; many rows take the packed register tiles. Row
+// counts with whole steps only (4, 8 on 8 lanes; 8 on 16), whole and partial steps (5, 7,
+// 9, 12, 13, 15), a partial step only (1, 3), and full tiles before each.
 TEST(ScheduleNumericsTest, MatmulWideTilesOverAConstantWeight) {
   Variants v(Parse(MatmulWithSizes("m", "128", "1030")));
   // The k blocks of the wide tiles, the 4-row steps of 8 lanes and the edge copy's 8 weight
-  // rows per step.
+  // rows per step; the edge's partial-step copy (GuardSteps).
   EXPECT_NE(v.scheduled_text().find("serial(0, 16)"), std::string::npos) << v.scheduled_text();
   EXPECT_NE(v.scheduled_text().find("unroll(0, 4)"), std::string::npos) << v.scheduled_text();
   EXPECT_NE(v.scheduled_text().find("unroll(0, 8)"), std::string::npos) << v.scheduled_text();
-  for (int64_t m : {1, 3, 8, 9, 13, 16, 17, 24, 32, 40, 63, 64, 100}) {
+  EXPECT_NE(v.scheduled_text().find("_edge_part"), std::string::npos) << v.scheduled_text();
+  for (int64_t m : {1, 3, 4, 5, 7, 8, 9, 12, 13, 15, 16, 17, 24, 32, 40, 63, 64, 100}) {
     ExpectMatmulVariantsMatchNaive(v, m, 128, 1030, 70, "m=" + std::to_string(m));
   }
 }

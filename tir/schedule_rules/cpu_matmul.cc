@@ -494,6 +494,49 @@ bool EnclosesInIndex(const BlockNode* block, const ForNode* outer, const ForNode
   return found;
 }
 
+// The row-edge copy of a k-blocked wide tile with row steps, its k block split as `k_steps`
+// (k_1 / 8, 8), as (k_0, row steps, k_1 / 8, [sub-tiles,] pairs, 8 unrolled, rows unrolled,
+// vector), each row step checking its rows once (GuardSteps). A whole step (all its rows in
+// range: from M = 4 with AVX2's 4-row steps) keeps its rows' accumulator pairs in registers
+// over the 8 k steps and loads each piece of the weight once for all its rows, as a full
+// tile does, where the per-row order loaded it once per row (AVX2 M = 8: one 32-byte load
+// of the weight from L2 per FMA). The partial step (the GEMV's) takes the per-row streaming
+// order below it: (k_1 / 8, rows, [sub-tiles,] pairs, 8 unrolled). False, with `s` in any
+// state, when a step fails (the caller then keeps its copy from before).
+bool StreamEdgeInWholeSteps(Schedule* s, const std::string& block, const std::string& row_steps,
+                            const std::vector<std::string>& k_steps, const std::string& sub_tiles,
+                            const std::string& pairs, const std::string& rows) {
+  std::vector<std::string> order = {row_steps, k_steps[0]};
+  if (!sub_tiles.empty()) order.push_back(sub_tiles);
+  for (const std::string& l : {pairs, k_steps[1], rows}) order.push_back(l);
+  if (!s->Reorder(order).ok() || !s->Unroll(k_steps[1]).ok()) return false;
+  std::set<std::string> before;
+  ForEachStmt(s->func()->body, [&](const Stmt& st) {
+    if (const auto* b = st.as<BlockNode>()) before.insert(b->name);
+  });
+  if (!s->GuardSteps(row_steps).ok()) return false;
+  std::string partial;  // the copy GuardSteps made of the block for the partial step
+  ForEachStmt(s->func()->body, [&](const Stmt& st) {
+    const auto* b = st.as<BlockNode>();
+    if (b && !before.count(b->name) && b->name.rfind(block + "_part", 0) == 0) partial = b->name;
+  });
+  if (partial.empty()) return false;
+  absl::StatusOr<std::vector<std::string>> loops = s->GetLoops(partial);
+  const size_t inner = sub_tiles.empty() ? 5 : 6;  // k_1 / 8, [sub-tiles,] pairs, 8, rows, vector
+  if (!loops.ok() || loops->size() < inner) return false;
+  const std::vector<std::string> part(loops->end() - inner, loops->end());
+  std::vector<std::string> streaming = {part[0], part[inner - 2]};
+  streaming.insert(streaming.end(), part.begin() + 1, part.end() - 2);
+  return s->Reorder(streaming).ok();
+}
+
+// The most rows of a row step that the row edge runs as whole steps (StreamEdgeInWholeSteps):
+// AVX2's 4. AVX-512's 8-row steps stay per row: LLVM hoists a whole step's 8 x 8 broadcasts
+// of the left operand out of the pair loop and spills them (and the step's addresses), and
+// M = 8 ran slower than per row (AVX-512 Zen, one thread, Kiln / best OpenBLAS in four
+// alternating runs at load 16: 1.20-1.60 per row, 0.80-1.42 in whole steps).
+constexpr int64_t kWholeEdgeStepMostRows = 4;
+
 // The predicated reduction blocks of the row-edge copies (`.._edge`), by name.
 std::vector<std::string> RowEdgeBlocks(const PrimFunc& func) {
   std::vector<std::string> edges;
@@ -543,13 +586,21 @@ void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
     if (!steps.ok()) continue;
     const std::string& pairs_name = (*loops)[n - 4];
     const std::string& rows_name = (*loops)[n - 2];
+    const std::string sub_tiles_name = has_sub_tiles ? (*loops)[above - 1] : std::string();
+    if (has_row_steps && rows->extent.as_int() <= kWholeEdgeStepMostRows) {
+      Schedule stepped = attempt;
+      if (StreamEdgeInWholeSteps(&stepped, name, (*loops)[n - 5], *steps, sub_tiles_name, pairs_name, rows_name)) {
+        *s = std::move(stepped);
+        continue;
+      }
+    }
     // Row steps outermost: each step's rows read the block's weight rows across the whole
     // tile (a step whose rows are all out of range skips them once per 8 weight rows).
     std::vector<std::string> order;
     if (has_row_steps) order.push_back((*loops)[n - 5]);
     order.push_back((*steps)[0]);
     order.push_back(rows_name);
-    if (has_sub_tiles) order.push_back((*loops)[above - 1]);
+    if (has_sub_tiles) order.push_back(sub_tiles_name);
     order.push_back(pairs_name);
     order.push_back((*steps)[1]);
     if (attempt.Reorder(order).ok() && attempt.Unroll((*steps)[1]).ok()) *s = std::move(attempt);

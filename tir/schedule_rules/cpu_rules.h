@@ -88,6 +88,10 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
 // rows of the weight across the whole tile as long contiguous runs, which the prefetcher
 // streams, loading and storing its accumulators once per 8 steps; the next rows reuse
 // those 8 weight rows from cache, and a row out of range is skipped once per 8 steps.
+// When the tile has row steps of at most 4 rows (AVX2's), each step checks its rows once
+// (GuardSteps): a whole step runs (k_0, step, k_1 / 8, [sub-tiles,] pairs, 8 unrolled, rows
+// unrolled, vector), its rows sharing each load of the weight, and only the partial step
+// (the GEMV's) takes the per-row order above.
 void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options);
 // After GuardVectorizedTails: the row-edge copy of a packed wide tile (its k block read from
 // a packed panel) keeps its row steps; each step checks its rows once (GuardSteps), so the
