@@ -91,6 +91,13 @@ absl::StatusOr<CpuTarget> CpuTarget::Named(const std::string& mcpu) {
         "unknown CPU '", mcpu, "' for --mcpu; use 'host' or an LLVM x86 CPU name such as 'haswell', ",
         "'skylake-avx512', 'znver3' or 'x86-64-v3' (`llc-14 -march=x86-64 -mcpu=help` lists them all)"));
   }
+  // A 32-bit CPU name (i386, pentium, ...) passes the check above, but LLVM aborts the
+  // process when asked for x86-64 code for it: refuse it here instead.
+  std::unique_ptr<llvm::MCSubtargetInfo> named((*target)->createMCSubtargetInfo(triple, mcpu, ""));
+  if (named == nullptr || !named->checkFeatures("+64bit")) {
+    return absl::InvalidArgumentError(absl::StrCat("CPU '", mcpu, "' cannot run x86-64 code (Kiln's CPU kernels are 64-bit); "
+                                                   "use 'host' or a 64-bit CPU name such as 'x86-64', 'haswell' or 'znver3'"));
+  }
   return CpuTarget{mcpu, ""};
 }
 
@@ -203,6 +210,11 @@ absl::StatusOr<tir::Target> ResolveCpuTarget(const tir::Target& target) {
       return absl::InvalidArgumentError(absl::StrCat("unknown CPU feature '", f.substr(1), "' in -mattr (",
                                                      "`llc-14 -march=x86-64 -mattr=help` lists them)"));
     }
+  }
+  // -mattr=-64bit would make LLVM abort the process when the first kernel is compiled.
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<llvm::MCSubtargetInfo> with_features, Subtarget(t.mcpu, absl::StrJoin(t.features, ",")));
+  if (!with_features->checkFeatures("+64bit")) {
+    return absl::InvalidArgumentError("-mattr=-64bit: Kiln's CPU kernels are x86-64 code; the 64bit feature cannot be turned off");
   }
   if (t.vector_bits == 0) {
     KILN_ASSIGN_OR_RETURN(int lanes, Float32VectorLanes(CpuTarget{t.mcpu, absl::StrJoin(t.features, ",")}));

@@ -1,5 +1,7 @@
 #include "formats/llama_config.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "support/status_macros.h"
 
@@ -61,8 +63,16 @@ absl::StatusOr<LlamaConfig> LlamaConfig::FromGguf(const GgufFile& file) {
     return Invalid(file, absl::StrCat("head dim ", c.head_dim, " and rotary dims ", c.rope_dims,
                                       ": both must be even, rotary dims at most the head dim"));
   }
-  if (!(c.rms_norm_epsilon > 0) || !(c.rope_theta > 0)) {
-    return Invalid(file, "the RMS-norm epsilon and the RoPE base must be positive");
+  // An infinite epsilon zeroes every normalized row and an infinite base stops the rotation:
+  // a model that runs and says nonsense.
+  if (!(c.rms_norm_epsilon > 0) || !(c.rope_theta > 0) || std::isinf(c.rms_norm_epsilon) || std::isinf(c.rope_theta)) {
+    return Invalid(file, absl::StrCat("the RMS-norm epsilon (", c.rms_norm_epsilon, ") and the RoPE base (", c.rope_theta,
+                                      ") must be positive and finite"));
+  }
+  // A block_count below the file's layers would run a truncated model without a word.
+  if (file.FindTensor(absl::StrCat("blk.", c.num_layers, ".attn_norm.weight")) != nullptr) {
+    return Invalid(file, absl::StrCat("key '", p, "block_count' is ", c.num_layers, ", but the file has tensors of layer ",
+                                      c.num_layers, " (blk.", c.num_layers, ".*)"));
   }
   KILN_ASSIGN_OR_RETURN(const GgufTensor* embed, file.GetTensor("token_embd.weight"));
   if (embed->shape.size() != 2 || embed->shape[1] != c.hidden_size) {

@@ -3,6 +3,7 @@
 // A .gguf model is built into a Relax module first (codegen/compile_gguf_model.h).
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <set>
@@ -197,6 +198,11 @@ int CompileCommand(int argc, char** argv) {
     if (output.size() > 4 && output.substr(output.size() - 4) == ".kir") output.resize(output.size() - 4);
     if (is_gguf || is_onnx) output.resize(output.size() - 5);
     output += ".kx";
+  }
+  // `-o model.kir` for `model.kir` would replace the source (or the GGUF/ONNX model) by the
+  // executable: a typo that loses the user's file.
+  if (std::error_code same_error; std::filesystem::equivalent(path, output, same_error)) {
+    return Usage("-o '" + output + "' is the input file; the executable would overwrite it (give FILE.kx)");
   }
   if (is_gguf) {
     codegen::ModelCompileOptions model_options;

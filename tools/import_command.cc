@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "frontends/onnx/importer.h"
 #include "relax/text_printer.h"
 #include "support/file_io.h"
@@ -60,8 +61,15 @@ int ImportCommand(int argc, char** argv) {
     } else if (arg == "--no-check") {
       options.check = false;
     } else if (arg == "--list-ops") {
-      int opset = 17;
-      if (i + 1 < argc && argv[i + 1][0] != '-') opset = std::atoi(argv[++i]);
+      int64_t opset = 17;
+      // A word that is no opset number is an error, not opset 0 (an empty list of ai.onnx
+      // operators, as std::atoi read 'abc').
+      if (i + 1 < argc && argv[i + 1][0] != '-') {
+        const std::string text = argv[++i];
+        if (!absl::SimpleAtoi(text, &opset) || opset < 1) {
+          return UsageError("import", "--list-ops takes an opset version (1 or more), got '" + text + "'");
+        }
+      }
       for (const std::string& op : frontends::onnx::SupportedOperators(opset)) std::printf("%s\n", op.c_str());
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {

@@ -195,6 +195,13 @@ int OnnxTestCommand(int argc, char** argv) {
     std::fprintf(stderr, "kiln onnx-test: %s\n", error.c_str());
     return 2;
   }
+  // "0 passed, 0 failed" with exit status 0 read as success for a mistyped folder.
+  if (cases.empty()) {
+    std::fprintf(stderr, "kiln onnx-test: no test cases%s: a case is a folder holding model.onnx and "
+                 "test_data_set_*/ (give such folders, or the folder above them)\n",
+                 filter.empty() ? "" : absl::StrCat(" whose name contains '", filter, "'").c_str());
+    return 1;
+  }
   std::ofstream json;
   if (!json_path.empty()) {
     json.open(json_path);

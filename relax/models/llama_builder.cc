@@ -91,7 +91,8 @@ class LlamaBuilder {
     }
     KILN_ASSIGN_OR_RETURN(Var normed, RmsNorm(h, "output_norm.weight"));
     KILN_ASSIGN_OR_RETURN(Var logits,
-                          Linear(normed, c_.tied_embeddings ? "token_embd.weight" : "output.weight", ""));
+                          Linear(normed, c_.tied_embeddings ? "token_embd.weight" : "output.weight", "",
+                                 {c_.vocab_size, c_.hidden_size}));
     KILN_ASSIGN_OR_RETURN(Var out, bb.EmitOutput(logits, "logits"));
     blocks_.push_back(bb.EndBlock());
     return bb.EndFunction(blocks_, out, StructInfo(), /*is_pure=*/false);
@@ -143,13 +144,17 @@ class LlamaBuilder {
                                                    ", expected ", text(shape), " for ", c_.Summary()));
   }
 
-  // x (rows, in) times the GGUF weight `name` (out, in) transposed: (rows, out).
-  absl::StatusOr<Var> Linear(const Var& x, const std::string& name, const std::string& out_name) {
+  // x (rows, in) times the GGUF weight `name` (out, in) transposed: (rows, out). A weight
+  // whose shape is not `expected` (out, in) from the hyperparameters is an error naming it,
+  // not a reshape failure deep in the graph or, where the shapes still fit, a wrong model.
+  absl::StatusOr<Var> Linear(const Var& x, const std::string& name, const std::string& out_name,
+                             const std::vector<int64_t>& expected) {
     const formats::GgufTensor* tensor = nullptr;
     KILN_ASSIGN_OR_RETURN(Expr w, Weight(name, &tensor));
     if (tensor->shape.size() != 2) {
       return absl::InvalidArgumentError(absl::StrCat(file_.name(), ": tensor '", name, "' must have 2 dims"));
     }
+    if (!expected.empty()) KILN_RETURN_IF_ERROR(ExpectShape(*tensor, expected));
     if (const char* format = QuantFormatName(tensor->type)) {
       Attrs attrs = {{"format", std::string(format)}};
       if (!quantized_activations_.empty()) {
@@ -191,9 +196,10 @@ class LlamaBuilder {
     }
   }
 
-  absl::StatusOr<Var> LinearWithBias(const Var& x, const std::string& prefix, const std::string& out_name) {
-    if (!c_.qkv_bias) return Linear(x, prefix + ".weight", out_name);
-    KILN_ASSIGN_OR_RETURN(Var y, Linear(x, prefix + ".weight", ""));
+  absl::StatusOr<Var> LinearWithBias(const Var& x, const std::string& prefix, const std::string& out_name,
+                                     const std::vector<int64_t>& expected) {
+    if (!c_.qkv_bias) return Linear(x, prefix + ".weight", out_name, expected);
+    KILN_ASSIGN_OR_RETURN(Var y, Linear(x, prefix + ".weight", "", expected));
     KILN_ASSIGN_OR_RETURN(Expr bias, Float32Vector(prefix + ".bias"));
     return Emit(Call(Op("add"), {y, bias}), out_name);
   }
@@ -297,9 +303,10 @@ class LlamaBuilder {
     const std::string p = absl::StrCat("blk.", layer, ".");
     const PrimExpr n = n_;
     KILN_ASSIGN_OR_RETURN(Var x, RmsNorm(h, p + "attn_norm.weight", {&h}));
-    KILN_ASSIGN_OR_RETURN(Var q, LinearWithBias(x, p + "attn_q", ""));
-    KILN_ASSIGN_OR_RETURN(Var k, LinearWithBias(x, p + "attn_k", ""));
-    KILN_ASSIGN_OR_RETURN(Var v, LinearWithBias(x, p + "attn_v", ""));
+    const int64_t q_width = c_.num_heads * c_.head_dim, kv_width = c_.num_kv_heads * c_.head_dim;
+    KILN_ASSIGN_OR_RETURN(Var q, LinearWithBias(x, p + "attn_q", "", {q_width, c_.hidden_size}));
+    KILN_ASSIGN_OR_RETURN(Var k, LinearWithBias(x, p + "attn_k", "", {kv_width, c_.hidden_size}));
+    KILN_ASSIGN_OR_RETURN(Var v, LinearWithBias(x, p + "attn_v", "", {kv_width, c_.hidden_size}));
     KILN_ASSIGN_OR_RETURN(q, Reshape(q, {n, c_.num_heads, c_.head_dim}));
     KILN_ASSIGN_OR_RETURN(k, Reshape(k, {n, c_.num_kv_heads, c_.head_dim}));
     KILN_ASSIGN_OR_RETURN(v, Reshape(v, {n, c_.num_kv_heads, c_.head_dim}));
@@ -324,14 +331,14 @@ class LlamaBuilder {
 
     bb_->BeginDataflowBlock();
     KILN_ASSIGN_OR_RETURN(Var a, Reshape(attn, {n, c_.num_heads * c_.head_dim}));
-    KILN_ASSIGN_OR_RETURN(Var o, Linear(a, p + "attn_output.weight", ""));
+    KILN_ASSIGN_OR_RETURN(Var o, Linear(a, p + "attn_output.weight", "", {c_.hidden_size, q_width}));
     KILN_ASSIGN_OR_RETURN(h, Emit(Call(Op("add"), {h_out, o}), ""));
     if (layer == c_.num_layers - 1 && !rows_selected_) {
       KILN_ASSIGN_OR_RETURN(h, SelectLogitRows(h));
     }
     KILN_ASSIGN_OR_RETURN(x, RmsNorm(h, p + "ffn_norm.weight", {&h}));
-    KILN_ASSIGN_OR_RETURN(Var gate, Linear(x, p + "ffn_gate.weight", ""));
-    KILN_ASSIGN_OR_RETURN(Var up, Linear(x, p + "ffn_up.weight", ""));
+    KILN_ASSIGN_OR_RETURN(Var gate, Linear(x, p + "ffn_gate.weight", "", {c_.ffn_size, c_.hidden_size}));
+    KILN_ASSIGN_OR_RETURN(Var up, Linear(x, p + "ffn_up.weight", "", {c_.ffn_size, c_.hidden_size}));
     Var mixed;
     if (ggml_) {
       KILN_ASSIGN_OR_RETURN(mixed, CallBetweenBlocks("kiln.ggml.swiglu", {gate, up}, gate.struct_info(), {&h}));
@@ -341,7 +348,7 @@ class LlamaBuilder {
       KILN_ASSIGN_OR_RETURN(Var act, Emit(Call(Op("silu"), {gate}, std::move(attrs)), ""));
       KILN_ASSIGN_OR_RETURN(mixed, Emit(Call(Op("multiply"), {act, up}), ""));
     }
-    KILN_ASSIGN_OR_RETURN(Var down, Linear(mixed, p + "ffn_down.weight", ""));
+    KILN_ASSIGN_OR_RETURN(Var down, Linear(mixed, p + "ffn_down.weight", "", {c_.hidden_size, c_.ffn_size}));
     return Emit(Call(Op("add"), {h, down}), "");
   }
 

@@ -38,6 +38,22 @@ TEST(CpuTargetTest, UnknownCpuIsAClearError) {
   EXPECT_FALSE(CpuTarget::Named("").ok());
 }
 
+// LLVM knows 32-bit x86 CPUs and aborts the process when asked for x86-64 code for one
+// (`kiln compile --mcpu pentium` did): they are refused as names, and 64bit cannot be turned off.
+TEST(CpuTargetTest, ThirtyTwoBitCpusAreRefused) {
+  for (const char* name : {"pentium", "i386", "i686", "pentium4"}) {
+    absl::StatusOr<CpuTarget> named = CpuTarget::Named(name);
+    ASSERT_FALSE(named.ok()) << name;
+    EXPECT_THAT(named.status().message(), HasSubstr("cannot run x86-64 code")) << name;
+    EXPECT_FALSE(ResolveCpuTarget(tir::Target::Cpu(name)).ok()) << name;
+  }
+  absl::StatusOr<tir::Target> no64 = ResolveCpuTarget(*tir::Target::Parse("cpu -mcpu=haswell -mattr=-64bit"));
+  ASSERT_FALSE(no64.ok());
+  EXPECT_THAT(no64.status().message(), HasSubstr("the 64bit feature cannot be turned off"));
+  EXPECT_TRUE(CpuTarget::Named("x86-64").ok());
+  EXPECT_TRUE(CpuTarget::Named("nocona").ok());  // the first 64-bit Pentium 4 stays valid
+}
+
 TEST(CpuTargetTest, TargetMachineForANamedCpu) {
   absl::StatusOr<CpuTarget> haswell = CpuTarget::Named("haswell");
   ASSERT_TRUE(haswell.ok());

@@ -2,6 +2,8 @@
 // `gguf` Python package from the same file), defaults for optional keys, and clear errors.
 #include "formats/llama_config.h"
 
+#include <limits>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -78,6 +80,31 @@ TEST(LlamaConfig, ErrorsNameTheKey) {
   GgufWriter no_embedding;
   no_embedding.Add("general.architecture", Str("llama"));
   EXPECT_THAT(error(no_embedding.Build()), HasSubstr("llama.block_count"));
+}
+
+// Values found by mutating the bundled model's metadata (hunt17) that compiled and ran a
+// wrong model without a word: an infinite epsilon or RoPE base, a block_count below the
+// file's layers.
+TEST(LlamaConfig, ValuesThatWouldRunAWrongModelAreErrors) {
+  auto error = [](GgufWriter w) {
+    std::string bytes = w.Build();
+    absl::StatusOr<std::shared_ptr<const GgufFile>> file = GgufFile::Parse(bytes, "m.gguf");
+    if (!file.ok()) return std::string(file.status().message());
+    absl::StatusOr<LlamaConfig> c = LlamaConfig::FromGguf(**file);
+    return c.ok() ? std::string("accepted") : std::string(c.status().message());
+  };
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_THAT(error(Minimal("llama", 4, 2).Add("llama.rope.freq_base", F32(inf))),
+              HasSubstr("the RMS-norm epsilon (1e-06) and the RoPE base (inf) must be positive and finite"));
+  GgufWriter finite_base = Minimal("llama", 4, 2);
+  finite_base.Add("llama.rope.freq_base", F32(10000.0f));
+  EXPECT_EQ(error(finite_base), "accepted");
+  GgufWriter extra_layer = Minimal("llama", 4, 2);
+  extra_layer.AddTensor("blk.2.attn_norm.weight", 0, {64}, std::string(64 * 4, '\0'));
+  EXPECT_THAT(error(extra_layer), HasSubstr("key 'llama.block_count' is 2, but the file has tensors of layer 2 (blk.2.*)"));
+  GgufWriter last_layer = Minimal("llama", 4, 2);
+  last_layer.AddTensor("blk.1.attn_norm.weight", 0, {64}, std::string(64 * 4, '\0'));
+  EXPECT_EQ(error(last_layer), "accepted");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -122,6 +123,39 @@ TEST(LlmEndToEnd, UnsupportedWeightTypesAreRefusedNamingTheTensor) {
   EXPECT_THAT(std::string(compiled.status().message()),
               ::testing::HasSubstr("tensor 'blk.0.attn_q.weight' has type q2_K; supported for matmul weights: q4_0, "
                                    "q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, f16, bf16, f32"));
+}
+
+// A hyperparameter that disagrees with the weights (a corrupt or hand-edited GGUF) is refused
+// naming the tensor. Found by mutating the bundled model's metadata (hunt17): a smaller
+// feed_forward_length compiled and ran (the weights' own shapes were used), head_count_kv 1
+// failed inside a reshape.
+TEST(LlmEndToEnd, WeightShapesThatDisagreeWithTheHyperparametersAreRefused) {
+  TinyLlamaSpec spec;
+  spec.layers = 1;
+  const std::string bytes = formats::testing::TinyLlamaGguf(spec);
+  // The u32 value after a key (its 8-byte length and text, then a 4-byte type), patched in place.
+  auto patched = [&](const std::string& key, uint32_t value) {
+    std::string out = bytes;
+    const size_t at = out.find(key);
+    EXPECT_NE(at, std::string::npos) << key;
+    std::memcpy(&out[at + key.size() + 4], &value, 4);
+    return out;
+  };
+  const std::pair<std::string, std::string> kCases[] = {
+      {patched("llama.feed_forward_length", 95),
+       "tensor 'blk.0.ffn_gate.weight' has shape [96, 64], expected [95, 64] for llama: 1 layers"},
+      {patched("llama.attention.head_count_kv", 1),
+       "tensor 'blk.0.attn_k.weight' has shape [32, 64], expected [16, 64] for llama: 1 layers"},
+  };
+  for (const auto& [gguf, message] : kCases) {
+    const std::string path = ::testing::TempDir() + "/tiny_inconsistent.gguf";
+    ASSERT_TRUE(support::WriteFile(path, gguf).ok());
+    codegen::ModelCompileOptions options;
+    options.progress = false;
+    absl::StatusOr<std::string> compiled = codegen::CompileGgufModel(path, options);
+    ASSERT_FALSE(compiled.ok()) << message;
+    EXPECT_THAT(std::string(compiled.status().message()), ::testing::HasSubstr(message));
+  }
 }
 
 TEST(LlmEndToEnd, PromptsLongerThanTheContextAreRefusedClearly) {

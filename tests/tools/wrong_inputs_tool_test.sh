@@ -48,6 +48,18 @@ expect_error "is a directory, not a file" check "$dir/folder.kir"
 expect_error "is a directory, not a file" compile "$dir/folder.kir"
 expect_error "is a directory; give the model's .gguf file" generate "$dir/folder.gguf" --prompt hi
 
+# Found by hunt17's command-line campaign: a 32-bit CPU name made LLVM abort the process; `-o`
+# naming the source replaced it by the executable; `--list-ops abc` listed opset 0; onnx-test
+# on a folder without cases reported "0 passed" with status 0.
+expect_error "CPU 'pentium' cannot run x86-64 code" compile "$dir/mlp.kir" -o "$dir/p.kx" --mcpu pentium
+expect_error "the 64bit feature cannot be turned off" compile "$dir/mlp.kir" -o "$dir/p.kx" --target "cpu -mattr=-64bit"
+cp "$dir/mlp.kir" "$dir/keep.kir"
+expect_error "-o '$dir/keep.kir' is the input file" compile "$dir/keep.kir" -o "$dir/keep.kir"
+cmp -s "$dir/keep.kir" "$dir/mlp.kir" || fail "compile -o SOURCE changed the source"
+expect_error "--list-ops takes an opset version (1 or more), got 'abc'" import --list-ops abc
+mkdir "$dir/no_cases"
+expect_error "kiln onnx-test: no test cases: a case is a folder holding model.onnx" onnx-test "$dir/no_cases"
+
 # Inputs that do not match the parameters: the error names them.
 expect_error "function 'main' takes 5 arguments (x, w0, b0, w1, b1), got 1" run "$dir/mlp.kx" --input random:2x784:f32
 
