@@ -92,7 +92,6 @@ tir::CpuScheduleKnobs RandomKnobs(std::mt19937& rng) {
   k.matmul.wide_subtiles = pick({0, 1, 2, 4, 8});
   k.matmul.wide_pack = pick({0, 1});
   k.matmul.many_rows = pick({0, 8, 16, 32, 128, 256});
-  k.matmul.epilogue_pass = pick({0, 1});
   // Lanes beyond the vector width are several vectors of partial results (or of
   // elements): independent chains, so the adds or exps of one do not wait on the other.
   k.reduction.lanes = pick({0, 1, 4, 8, 16, 32, 64});

@@ -67,7 +67,6 @@ tir::CpuScheduleKnobs RowsOuterDeepTiles() {
   k.matmul.k_unroll = 4;
   k.reduction.lanes = 64;  // a symbolic row's default is two vectors (32 on AVX-512)
   k.injective.lanes = 64;
-  k.matmul.epilogue_pass = true;  // bias + GELU, bias + residual, the scores' scale in passes of their own
   return k;
 }
 
@@ -119,7 +118,6 @@ TEST(TuneKnobsTest, RecordsFromBeforeANewKnobStillLoad) {
   EXPECT_EQ(*old, WideTiles());
   EXPECT_FALSE(old->matmul.rows_outer);
   EXPECT_EQ(old->matmul.k_unroll, 1);
-  EXPECT_FALSE(old->matmul.epilogue_pass);
 }
 
 TEST(TuningDbTest, RecordsRoundTripAndTheBestIsPicked) {
@@ -395,11 +393,6 @@ TEST(TuneKnobsTest, NewKnobsChangeTheSchedule) {
   EXPECT_TRUE(differs("matmul", k_unroll));     // k = 64
   EXPECT_FALSE(differs("matmul2", k_unroll));   // k = n: not split
   EXPECT_TRUE(differs("softmax", other_lanes));
-  tir::CpuScheduleKnobs epilogue_pass;
-  epilogue_pass.matmul.epilogue_pass = true;
-  EXPECT_TRUE(differs("fused_matmul_add_gelu", epilogue_pass));  // GELU after the tiles
-  EXPECT_TRUE(differs("fused_permute_dims_matmul_multiply", epilogue_pass));  // the scores' scale
-  EXPECT_FALSE(differs("matmul", epilogue_pass));                 // no epilogue
 }
 
 // The wide-tile knobs the search now varies reach the block's MLP up projection (n x 64 .

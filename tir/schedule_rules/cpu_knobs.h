@@ -44,12 +44,6 @@ struct MatmulKnobs {
   // The symbolic row count from which a matmul takes register tiles instead of wide tiles
   // (the rule's 64).
   int many_rows = 0;
-  // The elementwise epilogue (bias, GELU, scale, residual) in a pass of its own over the
-  // matmul's output, scheduled by the injective rule (its lanes, its parallel loops),
-  // instead of on each register tile before it is stored. The tile's write-back then only
-  // stores, and an expensive epilogue (GELU's erf: about 45 vector operations per vector)
-  // runs as a plain streaming loop rather than beside the tile's accumulators.
-  bool epilogue_pass = false;
   bool operator==(const MatmulKnobs&) const = default;
 };
 

@@ -346,7 +346,7 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
     if (wb.ok()) {
       *s = attempt;
       write_back = *wb;
-      if (!options.knobs.matmul.epilogue_pass) InlineEpilogues(s, write_back);
+      InlineEpilogues(s, write_back);
     }
   }
   size_t n = nest.loops.size();
