@@ -3,7 +3,8 @@
 // measuring child times a candidate against the default schedule with it (measure.h);
 // benchmarks/tune_bench times a dispatching kernel against each of its single variants.
 //
-// Timing in turns: the versions run batch after batch in rotation, each keeping the least
+// Timing in turns: the versions run batch after batch in rotation (every other round in
+// reverse order, so no version always follows the same one), each keeping the least
 // per-call time over its batches, so a change of the machine's load falls on all of them
 // alike and their ratios stay comparable on a shared machine (the absolute times do not).
 #pragma once

@@ -37,6 +37,9 @@ struct Task {
   bool exhausted = false;  // no new schedule left (as far as random draws find)
 };
 
+// The most measurements that confirm a would-be best (until two were quiet).
+constexpr int kConfirmTries = 3;
+
 // Draws in a row without a new schedule after which a task is given up.
 constexpr int kEmptyDrawsToGiveUp = 3;
 
@@ -285,28 +288,43 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
                                                       : std::min(task.default_seconds, result.baseline_seconds);
       // Credited as replay credits it (TrustedRatio): a baseline slowed by the load while
       // the candidate ran normally is no win.
-      auto trusted = [&](const MeasureResult& r) {
+      auto record_of = [](const MeasureResult& r) {
         TuningRecord record;
         record.seconds = r.seconds;
         record.baseline_seconds = r.baseline_seconds;
-        return TrustedRatio(record, task.default_seconds);
+        return record;
       };
+      auto trusted = [&](const MeasureResult& r) { return TrustedRatio(record_of(r), task.default_seconds); };
+      auto quiet = [&](const MeasureResult& r) { return MeasuredQuietly(record_of(r), task.default_seconds); };
       double ratio = trusted(result);
       model.Add(Features(task, knobs), result.seconds);
       model.Fit();
-      // A new best that replay would take over the default is measured once more, and
-      // counts with the worse of its two ratios (as BestTable counts repeated records):
-      // one lucky batch on a noisy machine must not replace the default.
+      // A new best that replay would take over the default is measured again, and counts
+      // with its worst ratio over the quiet measurements (as BestTable counts repeated
+      // records): one lucky batch on a noisy machine must not replace the default, and
+      // one measurement in a contended time slice (both kernels several times slower,
+      // their ratio the load's) must not hide a real win. Measured again until two
+      // measurements were quiet, at most kConfirmTries times.
       if (ratio < task.best_ratio && ratio < 1.0 / kMinSpeedup && !out_of(search_trials, search_budget)) {
         progress(w, size, absl::StrCat(Micros(result.seconds), ", ", Speedup(ratio), ": measuring again"), result);
-        KILN_ASSIGN_OR_RETURN(MeasureResult again, measure(w, size, w.bindings[task.size_index], knobs));
-        if (again.ok) {
+        double worst = ratio, worst_quiet = quiet(result) ? ratio : 0;
+        int quiet_count = quiet(result) ? 1 : 0;
+        for (int tries = 0; tries < kConfirmTries && quiet_count < 2 && worst < 1e30; ++tries) {
+          if (tries > 0 && out_of(search_trials, search_budget)) break;
+          KILN_ASSIGN_OR_RETURN(MeasureResult again, measure(w, size, w.bindings[task.size_index], knobs));
+          if (!again.ok) {
+            worst = worst_quiet = 1e30;
+            break;
+          }
           task.default_seconds = std::min(task.default_seconds, again.baseline_seconds);
-          ratio = std::max(ratio, trusted(again));
+          worst = std::max(worst, trusted(again));
+          if (quiet(again)) {
+            worst_quiet = std::max(worst_quiet, trusted(again));
+            ++quiet_count;
+          }
           result = again;
-        } else {
-          ratio = 1e30;
         }
+        ratio = quiet_count > 0 ? worst_quiet : worst;
       }
       if (task.best_seconds < 0 || ratio < task.best_ratio) {
         task.best_seconds = result.seconds;

@@ -98,6 +98,10 @@ double TrustedRatio(const TuningRecord& record, double least_baseline) {
   return least_baseline > 0 ? std::max(own, record.seconds / least_baseline) : own;
 }
 
+bool MeasuredQuietly(const TuningRecord& record, double least_baseline) {
+  return least_baseline <= 0 || record.baseline_seconds <= kQuietBaseline * least_baseline;
+}
+
 std::map<std::pair<std::string, int64_t>, double> LeastBaselines(const std::vector<TuningRecord>& records) {
   std::map<std::pair<std::string, int64_t>, double> least;
   for (const TuningRecord& r : records) {
@@ -111,17 +115,26 @@ std::map<std::pair<std::string, int64_t>, double> LeastBaselines(const std::vect
 tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
   // A knob set measured several times at one size counts with its worst ratio to the
   // default: the tuner measures a would-be winner again, and a candidate must win every
-  // time (the noise of a loaded machine makes single lucky measurements).
+  // time (the noise of a loaded machine makes single lucky measurements). Measurements
+  // taken while the machine slowed the default well past its least time are left out when
+  // the knob set has quiet ones: their ratio is the load's, not the schedules'.
   const std::map<std::pair<std::string, int64_t>, double> least_baseline = LeastBaselines(records);
-  std::map<std::tuple<std::string, int64_t, std::string>, double> worst_ratio;
+  std::map<std::tuple<std::string, int64_t, std::string>, double> worst_ratio, worst_quiet_ratio;
   std::map<std::string, std::string> dispatch_var;
   for (const TuningRecord& r : records) {
     if (r.seconds <= 0) continue;
     dispatch_var[r.workload] = r.dispatch_var;
+    auto least_it = least_baseline.find({r.workload, r.size});
+    const double least = least_it == least_baseline.end() ? 0.0 : least_it->second;
+    const double ratio = TrustedRatio(r, least);
     double& worst = worst_ratio[{r.workload, r.size, r.knobs}];
-    auto least = least_baseline.find({r.workload, r.size});
-    worst = std::max(worst, TrustedRatio(r, least == least_baseline.end() ? 0.0 : least->second));
+    worst = std::max(worst, ratio);
+    if (MeasuredQuietly(r, least)) {
+      double& quiet = worst_quiet_ratio[{r.workload, r.size, r.knobs}];
+      quiet = std::max(quiet, ratio);
+    }
   }
+  for (const auto& [key, quiet] : worst_quiet_ratio) worst_ratio[key] = quiet;
   // (workload, size) -> best (ratio, knobs) so far; knobs "" : the default knobs (nothing
   // beat them by the margin yet). The map's order makes ties go to the lesser knob text.
   std::map<std::pair<std::string, int64_t>, std::pair<double, std::string>> best;

@@ -64,9 +64,22 @@ absl::Status AppendTuningRecords(const std::string& path, const std::vector<Tuni
 // replay would take it. A real win is faster than the default's least time too.
 double TrustedRatio(const TuningRecord& record, double least_baseline);
 
+// How much slower than the default's least time (LeastBaselines) a record's own baseline
+// may be for the record to count as measured on a quiet machine. A measuring child whose
+// whole time slice was contended reads both kernels several times slower, and their ratio
+// then says little: a matmul candidate at n = 300 read 109 us beside a baseline of 370 us
+// (the default's least: 116 us), then 668 us beside 622 us in its confirming measurement.
+inline constexpr double kQuietBaseline = 1.25;
+
+// Whether `record` (successful) was measured quietly: its baseline within kQuietBaseline
+// of `least_baseline` (0: unknown, then every record is quiet).
+bool MeasuredQuietly(const TuningRecord& record, double least_baseline);
+
 // `records`' least default time per (workload, size), over their successful records.
 std::map<std::pair<std::string, int64_t>, double> LeastBaselines(const std::vector<TuningRecord>& records);
 
+// A knob set measured several times at one size counts with its worst TrustedRatio over
+// the records measured quietly (MeasuredQuietly), or over all of them when none was.
 tir::TuningTable BestTable(const std::vector<TuningRecord>& records);
 
 }  // namespace kiln::tune

@@ -189,6 +189,31 @@ TEST(TuningDbTest, AWinOverADisturbedBaselineCountsAgainstTheLeastDefaultTime) {
   EXPECT_EQ(table["w"].best_by_size[0].second, SmallTiles());
 }
 
+// The scores kernel at n = 300 on a loaded machine (times in us): a candidate first beside
+// a slowed default (trusted: 109.1 / 115.5), then in a contended slice where both ran ~6x
+// slower (668.1 beside 621.9: its trusted ratio 5.8). Measurements whose baseline is more
+// than kQuietBaseline over the default's least time count only while the knob set has no
+// quiet ones; its quiet measurements decide, and must all win.
+TEST(TuningDbTest, MeasurementsInAContendedSliceDoNotOutvoteQuietOnes) {
+  auto record = [](const tir::CpuScheduleKnobs& k, double seconds_us, double baseline_us) {
+    return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = 300,
+                        .seconds = seconds_us * 1e-6, .baseline_seconds = baseline_us * 1e-6};
+  };
+  EXPECT_TRUE(MeasuredQuietly(record(SmallTiles(), 108.5, 116.0), 115.5e-6));
+  EXPECT_FALSE(MeasuredQuietly(record(SmallTiles(), 668.1, 621.9), 115.5e-6));
+  EXPECT_TRUE(MeasuredQuietly(record(SmallTiles(), 668.1, 621.9), 0));  // no least time known
+  std::vector<TuningRecord> records = {record(tir::CpuScheduleKnobs(), 115.5, 115.5),
+                                       record(SmallTiles(), 109.1, 369.6), record(SmallTiles(), 668.1, 621.9)};
+  EXPECT_EQ(BestTable(records)["w"].best_by_size[0].second, tir::CpuScheduleKnobs())
+      << "without a quiet measurement every one counts (5.8x the default)";
+  records.push_back(record(SmallTiles(), 108.5, 116.0));
+  records.push_back(record(SmallTiles(), 109.0, 117.0));
+  EXPECT_EQ(BestTable(records)["w"].best_by_size[0].second, SmallTiles()) << "two quiet wins (0.94x, 0.94x)";
+  records.push_back(record(SmallTiles(), 118.0, 116.0));
+  EXPECT_EQ(BestTable(records)["w"].best_by_size[0].second, tir::CpuScheduleKnobs())
+      << "a quiet measurement where it loses (1.02x) keeps the default";
+}
+
 TEST(TuningDbTest, AVariantStaysInUseWhereItTiesTheDefault) {
   auto record = [](int64_t size, const tir::CpuScheduleKnobs& k, double seconds) {
     return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = size,
