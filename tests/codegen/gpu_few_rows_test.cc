@@ -168,17 +168,19 @@ TEST(GpuFewRowsTest, ManyRowsKeepTheSharedTiles) {
 
 TEST(GpuFewRowsTest, ThreadGroupsOverOutputsGetTheirOwnSlots) {
   // Four outputs per block (threadIdx.y), each the sum of its row by 8 threads (threadIdx.x):
-  // output ty's partials live in slots [8 ty, 8 ty + 8).
+  // output ty's partials live in slots [8 ty, 8 ty + 8). 15 outputs: the last block's
+  // fourth group has no output, so the write is guarded by the outputs' condition too (the
+  // row's tail guards only the partials).
   absl::StatusOr<tir::ParsedPrimFunc> parsed = tir::ParsePrimFunc(R"(
-prim_func @f(A: Buffer((16, 100), float32), B: Buffer((16,), float32)) {
+prim_func @f(A: Buffer((15, 100), float32), B: Buffer((15,), float32)) {
   for b in thread_binding(0, 4, "blockIdx.x") {
     for ty in thread_binding(0, 4, "threadIdx.y") {
       for ro in serial(0, 13) {
         for tx in thread_binding(0, 8, "threadIdx.x") {
           block "B" {
-            vi = spatial(16, b * 4 + ty)
+            vi = spatial(15, b * 4 + ty)
             vr = reduce(100, ro * 8 + tx)
-            where ro * 8 + tx < 100
+            where b * 4 + ty < 15 && ro * 8 + tx < 100
             init {
               B[vi] = 0.0
             }
@@ -195,6 +197,7 @@ prim_func @f(A: Buffer((16, 100), float32), B: Buffer((16,), float32)) {
   const std::string text = tir::PrintPrimFunc(*lowered, "f");
   EXPECT_THAT(text, ::testing::HasSubstr("B_combine: Buffer((32,), float32, scope=\"shared\")"));
   EXPECT_THAT(text, ::testing::HasSubstr("B_combine[ty * 8 + tx] = B_partial[0]"));
+  EXPECT_THAT(text, ::testing::HasSubstr("if tx == 0 && b * 4 + ty < 15 {"));
   EXPECT_THAT(text, ::testing::HasSubstr("B[b * 4 + ty] = B_combine[ty * 8]"));
   EXPECT_TRUE(tir::VerifyGpuFunction(parsed->func, tir::Target::Vulkan()).ok());
 }
