@@ -8,7 +8,8 @@
 // is 4096 threads: 16 blocks of 256) while each thread walks all of k alone. Here the
 // threads of a block split k and combine their partial sums (lower_cross_thread_reduction:
 // each group of threads over one output gets its own slots in shared memory), a block
-// computes several outputs, and the grid has one block per row and group of columns. Which
+// computes several outputs, and the grid has one block per row and group of columns (rows
+// innermost: the rows of one group of columns run together and share its weights in L2). Which
 // threads split k follows the weight's layout, so that a warp's loads are consecutive:
 //  - k innermost in the weight (x @ w^T, every quantized format): threadIdx.x (a warp)
 //    strides k, each thread reading every 32nd element, a warp 32 consecutive ones;
@@ -149,9 +150,13 @@ absl::Status ScheduleGpuFewRows(Schedule* s, const cpu_rules::PlainNest& nest, c
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> k_parts, s->Split(k, {-1, k_threads}));
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> col_parts,
                         s->Split(col_loop->loop_var.name(), {-1, col_threads}));
-  std::vector<std::string> outer;  // batch loops, rows, column groups: the grid
-  for (size_t i = 0; i + 1 < spatial; ++i) outer.push_back(nest.loops[i]->loop_var.name());
+  // The grid: batch loops, column groups, then rows innermost, so that the blocks of all
+  // rows over one group of columns run side by side and read its weights from device
+  // memory once (the other rows find them in L2).
+  std::vector<std::string> outer;
+  for (size_t i = 0; i + 2 < spatial; ++i) outer.push_back(nest.loops[i]->loop_var.name());
   outer.push_back(col_parts[0]);
+  outer.push_back(nest.loops[spatial - 2]->loop_var.name());
   std::vector<std::string> order = outer;
   order.insert(order.end(), {col_parts[1], k_parts[0], k_parts[1]});
   KILN_RETURN_IF_ERROR(s->Reorder(order));
