@@ -3,7 +3,7 @@
 // rules) against the hand-written library kernel (builtins/quantized_matmul_kernels.h), in
 // the same run on the same thread pool, next to the memory-bandwidth bound.
 //
-//   build/benchmarks/qmatmul_bench [--threads=N] [--rows=1,16,128]
+//   build/benchmarks/qmatmul_bench [--threads=N] [--rows=1,16,128] [--target=cuda|vulkan]
 //
 // The shapes are SmolLM2-135M's (the bundled model): its Q4_1 projections and its Q8_0
 // output projection. As in a decode step, where the model's 97 MB of weights stream from
@@ -16,6 +16,16 @@
 // llama.cpp does (about 1e-2 from the others, so only its speed is compared), "q8 block" the
 // same in the order of llama.cpp's repacked Q4_0 kernels (kiln.cpu.quantized_matmul_by_block_*,
 // q4_0 and q8_0 only).
+//
+// --target=cuda|vulkan: the generated kernel compiled for that GPU (the whole pipeline, no
+// library dispatch; tir/schedule_rules/gpu_few_rows.cc schedules it) and run through the VM
+// on the device, checked against the CPU library kernel. The shapes add a 7B-class model's
+// (4096 x 4096, 11008 x 4096). Each timed round queues one call per weight copy (copies
+// spanning 256 MB, more than a GPU's L2 cache) and waits once at the end, as a model's step
+// queues its kernels. The peer, in the same run: on cuda, cuBLAS's float32 GEMM of the same
+// m x k x n (kiln.cublas.gemm_nn, the weight as float32: what a float model's decode step
+// runs), timed the same way; on vulkan, the CPU library kernel. Figures: microseconds per
+// call, the quantized weight's GB/s, and peer time / Kiln time.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -30,6 +40,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "benchmarks/cublas_peer.h"
+#include "benchmarks/gpu_target.h"
 #include "builtins/quantized_matmul_kernels.h"
 #include "codegen/cpu_shared_object.h"
 #include "relax/block_builder.h"
@@ -138,11 +150,135 @@ double StreamReadBandwidth(int threads) {
   return best;
 }
 
+// The best of three rounds of `run_all` (which queues `calls` calls and waits for them), per call.
+template <typename Fn>
+double BestSecondsPerCall(int64_t calls, Fn run_all) {
+  run_all();  // warm-up: module loading, first-call allocations
+  double best = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    const auto start = Clock::now();
+    run_all();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count() / static_cast<double>(calls));
+  }
+  return best;
+}
+
+// --target=cuda|vulkan (see the top of the file).
+int RunOnGpu(const kiln::tir::Target& target, const std::vector<Shape>& shapes, const std::vector<int64_t>& rows,
+             int threads) {
+  absl::StatusOr<kiln::vm::Device*> opened = kiln::bench::OpenBenchDevice(target);
+  if (!opened.ok()) {
+    std::printf("qmatmul_bench: --target %s: %s; nothing to run\n", kiln::tir::TargetKindName(target.kind),
+                std::string(opened.status().message()).c_str());
+    return 0;
+  }
+  kiln::vm::Device* device = *opened;
+  const bool cuda = target.kind == kiln::tir::TargetKind::kCuda;
+  absl::StatusOr<kiln::bench::CublasPeer> cublas = absl::UnavailableError("not cuda");
+  if (cuda) {
+    cublas = kiln::bench::CublasPeer::Open();
+    if (!cublas.ok()) Die("--target cuda compares against cuBLAS, which is not here: " + std::string(cublas.status().message()));
+  }
+  kiln::vm::ThreadPool pool(threads);
+  BenchContext bench = kiln::vm::MakeStandaloneCallContext(&pool);
+  kiln::vm::BuiltinRegistry registry;
+  kiln::builtins::RegisterQuantizedMatmulKernels(registry);
+  const char* peer = cuda ? "cuBLAS f32" : "CPU library";
+  std::printf("Kiln's generated quantized matmul on %s (%s); peer: %s\n\n", device->name().c_str(),
+              target.ToString().c_str(), cuda ? "cuBLAS float32 GEMM, same m x k x n" : "the CPU library kernel (f32x)");
+  std::printf("%-6s %-36s %5s %12s %12s %12s %10s %9s\n", "format", "shape (n x k)", "rows", "Kiln us", "Kiln GB/s",
+              absl::StrCat(peer, " us").c_str(), "peer/Kiln", "max diff");
+  std::mt19937 rng(7);
+  constexpr int64_t kSpan = int64_t{256} << 20;
+  for (const Shape& s : shapes) {
+    const int64_t weight_bytes = s.n * (s.k / 32 * BlockBytes(s.format));
+    const int64_t copies = std::clamp<int64_t>(kSpan / weight_bytes, 2, 64);
+    std::vector<Tensor> host_weights;
+    std::vector<kiln::vm::Value> weights;
+    for (int64_t c = 0; c < copies; ++c) {
+      host_weights.push_back(RandomWeights(s, rng));
+      weights.emplace_back(OrDie(host_weights.back().CopyTo(device), "copy the weight to the device"));
+    }
+    const std::string text = absl::StrCat("module {\n  func @main(x: Tensor((m, ", s.k, "), float32), w: Tensor((", s.n,
+                                          ", ", s.k / 32 * BlockBytes(s.format), "), uint8)) -> Object {\n",
+                                          "    y = R.quantized_matmul(x, w, format=\"", s.format,
+                                          "\")\n    return y\n  }\n}\n");
+    std::unique_ptr<kiln::vm::VirtualMachine> machine =
+        OrDie(kiln::bench::CompileForDevice(text, target, /*fuse=*/true, device), "compile for the GPU");
+    const auto* library_entry = registry.FindKernel("kiln.cpu.quantized_matmul_f32x_" + s.format);
+    if (library_entry == nullptr) Die("no library kernel for " + s.format);
+    // The peer's float32 weights (k x n, zeros: cuBLAS's time does not depend on the values).
+    std::vector<Tensor> float_weights;
+    int64_t float_copies = 0;
+    if (cuda) {
+      float_copies = std::clamp<int64_t>(kSpan / (4 * s.k * s.n), 2, 64);
+      Tensor zeros = OrDie(Tensor::Empty({s.k, s.n}, DLDataType{kDLFloat, 32, 1}), "allocate");
+      std::fill(zeros.data_as<float>(), zeros.data_as<float>() + zeros.numel(), 0.0f);
+      for (int64_t c = 0; c < float_copies; ++c) float_weights.push_back(OrDie(zeros.CopyTo(device), "copy to the GPU"));
+    }
+    for (int64_t m : rows) {
+      Tensor x = OrDie(Tensor::Empty({m, s.k}, DLDataType{kDLFloat, 32, 1}), "allocate");
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = dist(rng);
+      const kiln::vm::Value x_on_device(OrDie(x.CopyTo(device), "copy x to the device"));
+      // Checked first: the GPU's result against the CPU library kernel's on the first copy.
+      Tensor expected = OrDie(Tensor::Empty({m, s.n}, DLDataType{kDLFloat, 32, 1}), "allocate");
+      KilnArg args[3] = {};
+      for (KilnArg& a : args) a.type_code = kKilnArgTensor;
+      args[0].value.tensor = x.dl_tensor();
+      args[1].value.tensor = host_weights[0].dl_tensor();
+      args[2].value.tensor = expected.dl_tensor();
+      if (library_entry->fn(args, 3, &bench.ctx) != 0) Die("library kernel failed: " + bench.error);
+      const kiln::vm::Value first =
+          OrDie(kiln::bench::CallAndWait(*machine, device, {x_on_device, weights[0]}), "Kiln's quantized matmul");
+      Tensor got = OrDie(first.as_tensor().CopyTo(kiln::vm::CpuDevice()), "copy the result back");
+      double max_diff = 0;
+      for (int64_t i = 0; i < m * s.n; ++i) {
+        const double a = got.data_as<float>()[i], b = expected.data_as<float>()[i];
+        max_diff = std::max(max_diff, std::abs(a - b) / std::max(1.0, std::abs(b)));
+      }
+      if (!(max_diff <= 1e-3)) Die(absl::StrCat(s.format, " ", s.n, " x ", s.k, " rows ", m, ": the GPU's result differs from the library kernel's by ", max_diff));
+      const double kiln_s = BestSecondsPerCall(copies, [&] {
+        for (int64_t c = 0; c < copies; ++c) {
+          OrDie(machine->Invoke("main", {x_on_device, weights[static_cast<size_t>(c)]}), "Kiln's quantized matmul");
+        }
+        if (absl::Status done = device->Synchronize(); !done.ok()) Die(std::string(done.message()));
+      });
+      double peer_s = 0;
+      if (cuda) {
+        Tensor a = OrDie(x.CopyTo(device), "copy x to the GPU");
+        Tensor c = OrDie(Tensor::Empty({m, s.n}, DLDataType{kDLFloat, 32, 1}, device), "allocate on the GPU");
+        peer_s = BestSecondsPerCall(float_copies, [&] {
+          for (int64_t i = 0; i < float_copies; ++i) {
+            if (absl::Status q = cublas->Enqueue(a, float_weights[static_cast<size_t>(i)], c); !q.ok()) Die(std::string(q.message()));
+          }
+          if (absl::Status done = device->Synchronize(); !done.ok()) Die(std::string(done.message()));
+        });
+      } else {
+        Tensor out = OrDie(Tensor::Empty({m, s.n}, DLDataType{kDLFloat, 32, 1}), "allocate");
+        args[2].value.tensor = out.dl_tensor();
+        peer_s = BestSecondsPerCall(copies, [&] {
+          for (int64_t c = 0; c < copies; ++c) {
+            args[1].value.tensor = host_weights[static_cast<size_t>(c)].dl_tensor();
+            if (library_entry->fn(args, 3, &bench.ctx) != 0) Die("library kernel failed: " + bench.error);
+          }
+        });
+      }
+      std::printf("%-6s %-36s %5lld %12.2f %12.1f %12.2f %10.3f %9.2g\n", s.format.c_str(),
+                  absl::StrCat(s.n, " x ", s.k, " ", s.what).c_str(), static_cast<long long>(m), kiln_s * 1e6,
+                  static_cast<double>(weight_bytes) / kiln_s / 1e9, peer_s * 1e6, peer_s / kiln_s, max_diff);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int threads = static_cast<int>(std::max(1u, std::min(2u, std::thread::hardware_concurrency())));
   std::vector<int64_t> rows = {1, 16, 128};
+  std::string target_name;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg.rfind("--threads=", 0) == 0) {
@@ -155,8 +291,11 @@ int main(int argc, char** argv) {
         rows.push_back(std::atoll(r.c_str()));
         if (rows.back() < 1) Die("--rows wants positive integers");
       }
+    } else if (arg.rfind("--target=", 0) == 0) {
+      target_name = arg.substr(9);
+      if (!kiln::bench::GpuTargetNamed(target_name)) Die("--target wants cuda or vulkan (the CPU is the default)");
     } else {
-      Die("usage: qmatmul_bench [--threads=N] [--rows=1,16,128]");
+      Die("usage: qmatmul_bench [--threads=N] [--rows=1,16,128] [--target=cuda|vulkan]");
     }
   }
   const std::vector<Shape> shapes = {{"q4_1", 1536, 576, "ffn up/gate"},
@@ -164,6 +303,13 @@ int main(int argc, char** argv) {
                                      {"q4_1", 576, 576, "attn q/o"},
                                      {"q8_0", 49152, 576, "output (tied embedding)"},
                                      {"q4_0", 1536, 576, "q4_0 up"}};
+  if (!target_name.empty()) {
+    std::vector<Shape> gpu_shapes = shapes;
+    gpu_shapes.insert(gpu_shapes.end(), {{"q4_0", 4096, 4096, "7B attn q/o"},
+                                         {"q4_0", 11008, 4096, "7B ffn up/gate"},
+                                         {"q8_0", 4096, 4096, "7B attn q8_0"}});
+    return RunOnGpu(*kiln::bench::GpuTargetNamed(target_name), gpu_shapes, rows, threads);
+  }
 
   kiln::vm::ThreadPool pool(threads);
   BenchContext bench = kiln::vm::MakeStandaloneCallContext(&pool);

@@ -7,10 +7,11 @@
 // loops are fused and bound like an elementwise nest (gpu_bind.cc's split).
 //
 // Floating-point sums run in the serial order of k for each element, as the CPU reference
-// does. This is the fallback of the shared-memory tiling (gpu_matmul_shared.cc), which a
-// matmul gets first: for a side short enough for one register tile (a matrix-vector
-// product) or where no operand tile can be staged; and, for a symbolic row count in a
-// function of this one block, the branch for fewer than kManyRows rows at run time.
+// does. Which rule a matmul gets: fewer than kManyRows rows (a constant, or at run time for
+// a symbolic row count in a function of this one block) split k across threads
+// (gpu_few_rows.cc) when the block has that form, else these register tiles; more rows get
+// the shared-memory tiling (gpu_matmul_shared.cc), and these register tiles where no
+// operand tile can be staged (a column count short enough for one register tile).
 #include "support/status_macros.h"
 #include "tir/schedule/schedule_utils.h"
 #include "tir/schedule_rules/gpu_rules.h"
@@ -77,6 +78,16 @@ absl::Status ScheduleRegisterTiles(Schedule* s, const cpu_rules::PlainNest& nest
   return s->ReverseComputeAt(write_back, thread_loop);
 }
 
+// Few rows: k split across threads (gpu_few_rows.cc), else register tiles.
+absl::Status ScheduleFewRows(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options) {
+  Schedule attempt = *s;
+  if (ScheduleGpuFewRows(&attempt, nest, options).ok()) {
+    *s = std::move(attempt);
+    return absl::OkStatus();
+  }
+  return ScheduleRegisterTiles(s, nest, options);
+}
+
 // A symbolic row count at or above which the shared tiles (64 rows a block) pay; below it
 // (a decode step's few tokens) most of their rows would be idle.
 constexpr int64_t kManyRows = 32;
@@ -87,7 +98,7 @@ int CountBlocks(const PrimFunc& func) {
   return blocks;
 }
 
-// `if (rows >= kManyRows) { shared tiles } else { register tiles }` (BranchOn), for a
+// `if (rows >= kManyRows) { shared tiles } else { few rows }` (BranchOn), for a
 // function whose only block is the matmul (BranchOn copies the whole body: other blocks'
 // copies would be left to no rule).
 absl::Status ScheduleVersioned(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options) {
@@ -107,13 +118,15 @@ absl::Status ScheduleVersioned(Schedule* s, const cpu_rules::PlainNest& nest, co
   const PrimFunc shared = s->func();
   std::optional<cpu_rules::PlainNest> few = cpu_rules::FindPlainNest(shared, copies[0]);
   if (!few) return absl::InvalidArgumentError("gpu matmul: the copy's nest is not plain");
-  return ScheduleRegisterTiles(s, *few, options);
+  return ScheduleFewRows(s, *few, options);
 }
 
 }  // namespace
 
 absl::Status ScheduleGpuMatmul(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options) {
   if (!cpu_rules::IsMatmulLike(nest)) return absl::InvalidArgumentError("gpu matmul: not a matmul");
+  std::optional<int64_t> rows = nest.loops[nest.loops.size() - 3]->extent.as_int();
+  if (rows && *rows < kManyRows) return ScheduleFewRows(s, nest, options);
   for (auto rule : {ScheduleVersioned, ScheduleGpuMatmulShared}) {
     Schedule attempt = *s;
     if (rule(&attempt, nest, options).ok()) {

@@ -49,4 +49,20 @@ absl::Status ScheduleGpuMatmul(Schedule* s, const cpu_rules::PlainNest& nest, co
 absl::Status ScheduleGpuMatmulShared(Schedule* s, const cpu_rules::PlainNest& nest,
                                      const GpuScheduleOptions& options);
 
+// gpu_few_rows.cc. A matmul with few rows against a weight (`out[.., i, j] += x[.., i, k] *
+// w(j, k)`, the weight term reading no row: R.matmul, quantized_matmul decoding its blocks):
+// the threads of a block split k and combine their partial sums
+// (lower_cross_thread_reduction), several columns per block, one block per row and group of
+// columns. `k_innermost`: the weight's loads run along k (x @ w^T, quantized rows), so a
+// warp strides k (threadIdx.x) and threadIdx.y picks columns; else a warp takes consecutive
+// columns (threadIdx.x) and threadIdx.y strides k.
+struct FewRowsLayout {
+  size_t spatial_loops = 0;  // the nest's loops before the reduction loops
+  bool k_innermost = false;
+};
+// The layout, or an error when the block is not such a matmul (a float sum of activation x
+// weight with the output indexed [.., row, column]).
+absl::StatusOr<FewRowsLayout> FewRowsMatmulLayout(const cpu_rules::PlainNest& nest);
+absl::Status ScheduleGpuFewRows(Schedule* s, const cpu_rules::PlainNest& nest, const GpuScheduleOptions& options);
+
 }  // namespace kiln::tir::gpu_rules

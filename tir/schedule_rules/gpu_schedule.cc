@@ -64,6 +64,12 @@ absl::StatusOr<PrimFunc> ScheduleForGpu(const PrimFunc& func, const Target& targ
     if (nest->block->is_reduction() && cpu_rules::IsMatmulLike(*nest)) {
       status = gpu_rules::ScheduleGpuMatmul(&attempt, *nest, options);
       if (!status.ok()) attempt = schedule;  // the plain reduction rule below instead
+    } else if (nest->block->is_reduction() && gpu_rules::FewRowsMatmulLayout(*nest).ok()) {
+      // quantized_matmul's sum over blocks and positions (q4_0, q4_1, q8_0), at any row
+      // count: no operand tile is staged for it, so rows share nothing and k is split as
+      // for a decode step.
+      status = gpu_rules::ScheduleGpuFewRows(&attempt, *nest, options);
+      if (!status.ok()) attempt = schedule;
     }
     if (!status.ok()) {
       status = nest->block->is_reduction() ? gpu_rules::ScheduleGpuReduction(&attempt, *nest, options)

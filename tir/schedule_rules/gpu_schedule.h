@@ -28,11 +28,16 @@
 //        threads (threadIdx.y, threadIdx.x) of 4 x 4 register tiles, the operand tiles of
 //        each step of 16 along k staged in shared memory (CacheReadShared; loaded by all
 //        the block's threads between barriers, lower_cooperative_copies), sizes shrunk to
-//        the target's threads and shared memory (gpu_matmul_shared.cc); a constant side of
-//        at most 4, or tiles that do not fit, get a 4 x 4 register tile per thread read
-//        from device memory (gpu_matmul.cc), and so do fewer than 32 rows at run time
-//        (BranchOn on a symbolic row count, in a function of the matmul alone); the
-//        reduction rule above when neither applies.
+//        the target's threads and shared memory (gpu_matmul_shared.cc); fewer than 32 rows
+//        (a constant, or at run time: BranchOn on a symbolic row count, in a function of
+//        the matmul alone) split k across the threads of a block instead, several outputs
+//        per block (gpu_few_rows.cc); a constant column count of at most 4, or tiles that
+//        do not fit, get a 4 x 4 register tile per thread read from device memory
+//        (gpu_matmul.cc); the reduction rule above when none applies;
+//      other sums of activations times a weight (quantized_matmul in q4_0, q4_1, q8_0,
+//        whose legalization sums over blocks and positions: no plain matmul; the other
+//        formats' single sum over k is one and follows the matmul rules): k split across
+//        threads as for few rows (gpu_few_rows.cc), at any row count.
 //  - VerifyGpuFunction (run last by ScheduleForGpu, and by the CUDA code generator) rejects
 //    before code generation, with an error naming the block, loop or buffer: a store that
 //    no thread-bound loop encloses (a block no rule could bind would run on the host and

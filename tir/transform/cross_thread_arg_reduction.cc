@@ -160,14 +160,14 @@ ThreadPartials ArgReductionPartials(const ArgReductionCombiner& c, DataType inde
     PrimExpr take = And(GE(pa, IntImm(pa.dtype(), 0)), Replaces(c, pa, va, pb, vb));
     return IfThenElse(take, SeqStmt({BufferStore(slot_position, pa, {into}), BufferStore(slot_value, va, {into})}));
   };
-  p.write = [c, slot_position, slot_value, Index](const VarMap& spatial) {
+  p.write = [c, slot_position, slot_value](const VarMap& spatial, const PrimExpr& first) {
     std::vector<PrimExpr> indices;
     for (const PrimExpr& i : c.indices) indices.push_back(Substitute(i, spatial));
-    const PrimExpr position = slot_position.Load({Index(0)});
+    const PrimExpr position = slot_position.Load({first});
     // An empty row: nothing was seen; the serial loop leaves the init values.
     const PrimExpr none = LT(position, IntImm(position.dtype(), 0));
     return SeqStmt({BufferStore(c.index, Select(none, c.index_init, position), indices),
-                    BufferStore(c.value, Select(none, c.value_init, slot_value.Load({Index(0)})), indices)});
+                    BufferStore(c.value, Select(none, c.value_init, slot_value.Load({first})), indices)});
   };
   return p;
 }

@@ -25,8 +25,9 @@ struct ThreadPartials {
   // slots[*][into] = slots[*][into] merged with slots[*][from] (loads and stores only: the
   // caller guards it and places the barriers).
   std::function<Stmt(const PrimExpr& into, const PrimExpr& from)> merge;
-  // The block's outputs from slots[*][0], their spatial variables bound by `spatial`.
-  std::function<Stmt(const VarMap& spatial)> write;
+  // The block's outputs from slots[*][first] (the slot of the group's first thread: 0 when
+  // the block's threads reduce one row), their spatial variables bound by `spatial`.
+  std::function<Stmt(const VarMap& spatial, const PrimExpr& first)> write;
 };
 
 // Whether two index lists are the same expressions (a reduction block's store and the

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tir/schedule/schedule_utils.h"
+#include "tir/schedule/tile_conditions.h"
 #include "tir/stmt_functor.h"
 #include "tir/structural_equal.h"
 #include "tir/transform/cross_thread_arg_reduction.h"
@@ -95,10 +96,10 @@ ThreadPartials SingleCombinePartials(const ReductionCombiner& c, DataType index_
   p.merge = [c, combine](const PrimExpr& into, const PrimExpr& from) {
     return BufferStore(combine, Combine(c.op, combine.Load({into}), combine.Load({from})), {into});
   };
-  p.write = [c, combine, Index](const VarMap& spatial) {
+  p.write = [c, combine](const VarMap& spatial, const PrimExpr& first) {
     std::vector<PrimExpr> indices;
     for (const PrimExpr& i : c.indices) indices.push_back(Substitute(i, spatial));
-    return BufferStore(c.output, combine.Load({Index(0)}), indices);
+    return BufferStore(c.output, combine.Load({first}), indices);
   };
   return p;
 }
@@ -146,7 +147,12 @@ class Lowerer : public StmtExprMutator {
     std::vector<const ForNode*> chain;
     const BlockNode* block = BlockUnder(op, &chain);
     if (!block || !block->is_reduction() || !BindsReduction(block, op->loop_var.get())) {
-      return StmtExprMutator::VisitStmt_(op, self);
+      // A thread loop over outputs: the reductions inside it combine within each of its
+      // threads' groups (several outputs per block).
+      groups_.push_back(op);
+      Stmt result = StmtExprMutator::VisitStmt_(op, self);
+      groups_.pop_back();
+      return result;
     }
     return LowerThreadLoop(op, chain, block, self);
   }
@@ -154,6 +160,33 @@ class Lowerer : public StmtExprMutator {
   absl::Status status;
 
  private:
+  std::vector<const ForNode*> groups_;  // thread loops over outputs around the visited statement
+
+  // The number of thread groups: the product of the extents of the thread loops over
+  // outputs around the reduction's thread loop (1 when there is none), or 0 when one of
+  // them is not a positive constant.
+  int64_t GroupCount() const {
+    int64_t groups = 1;
+    for (const ForNode* g : groups_) {
+      std::optional<int64_t> e = g->extent.as_int();
+      if (!e || *e < 1) return 0;
+      groups *= *e;
+    }
+    return groups;
+  }
+  // This thread's group, numbered 0 .. GroupCount() - 1 (the loops' indices, innermost fastest).
+  PrimExpr GroupIndex(DataType dtype) const {
+    PrimExpr index;
+    for (const ForNode* g : groups_) {
+      PrimExpr v = g->loop_var;
+      if (v.dtype() != dtype) v = Cast(dtype, v);
+      std::optional<int64_t> min = g->min.as_int();
+      if (!min || *min != 0) v = v - (g->min.dtype() == dtype ? g->min : Cast(dtype, g->min));
+      index = index.defined() ? index * IntImm(dtype, *g->extent.as_int()) + v : v;
+    }
+    return index.defined() ? index : IntImm(dtype, 0);
+  }
+
   static bool IsSerial(const ForNode* f) {
     return f->for_kind == ForKind::kSerial || f->for_kind == ForKind::kUnrolled;
   }
@@ -166,13 +199,15 @@ class Lowerer : public StmtExprMutator {
   Stmt LowerThreadLoop(const ForNode* op, const std::vector<const ForNode*>& chain, const BlockNode* block,
                        const Stmt& self) {
     std::optional<int64_t> threads = op->extent.as_int();
+    const int64_t groups = GroupCount();
     std::optional<ThreadPartials> partials =
-        threads ? PartialsOf(block, op->loop_var.dtype(), *threads) : std::nullopt;
+        threads && groups > 0 ? PartialsOf(block, op->loop_var.dtype(), *threads * groups) : std::nullopt;
     std::string why = ChainProblem(chain, block);
     if (!partials) {
       why = "its update is neither an associative combine (out = out op x) whose init op itself is the init nor "
             "argmax / argmin";
     }
+    if (groups < 1) why = "a thread loop around it has no positive constant extent";
     if (!threads || *threads < 1) why = "its thread count is not a positive constant";
     if (!why.empty()) {
       status = absl::InvalidArgumentError(absl::StrCat("cross-thread reduction: the loop '", op->loop_var.name(),
@@ -186,6 +221,10 @@ class Lowerer : public StmtExprMutator {
   Stmt Rewrite(const ForNode* op, const std::vector<const ForNode*>& chain, const BlockNode* block,
                const ThreadPartials& p, int64_t threads) {
     const PrimExpr tx = op->loop_var;
+    // The group's slots: groups_ loops around this one (threads over outputs) each reduce
+    // their own rows in slots [first, first + threads).
+    const PrimExpr first = groups_.empty() ? IntImm(tx.dtype(), 0) : GroupIndex(tx.dtype()) * IntImm(tx.dtype(), threads);
+    const PrimExpr slot = groups_.empty() ? tx : first + tx;
     auto Index = [&](int64_t v) { return IntImm(tx.dtype(), v); };  // an index, in the loop's type
     auto sync = [] { return Evaluate(Call("storage_sync", {})); };
 
@@ -198,7 +237,7 @@ class Lowerer : public StmtExprMutator {
     }
     std::vector<Stmt> body = {p.init, update};
     for (size_t i = 0; i < p.partials.size(); ++i) {
-      body.push_back(BufferStore(p.slots[i], p.partials[i].Load({Index(0)}), {tx}));
+      body.push_back(BufferStore(p.slots[i], p.partials[i].Load({Index(0)}), {slot}));
     }
     body.push_back(sync());
     // The tree: first fold the threads above the largest power of two P <= T onto the
@@ -206,7 +245,7 @@ class Lowerer : public StmtExprMutator {
     int64_t power = 1;
     while (power * 2 <= threads) power *= 2;
     auto step = [&](int64_t active, int64_t stride) {
-      body.push_back(IfThenElse(LT(tx, Index(active)), p.merge(tx, tx + Index(stride))));
+      body.push_back(IfThenElse(LT(tx, Index(active)), p.merge(slot, slot + Index(stride))));
       body.push_back(sync());
     };
     if (power < threads) step(threads - power, power);
@@ -219,7 +258,22 @@ class Lowerer : public StmtExprMutator {
       PrimExpr value = iv.value.dtype() == iv.var.dtype() ? iv.value : Cast(iv.var.dtype(), iv.value);
       spatial[iv.var.get()] = value;
     }
-    body.push_back(IfThenElse(EQ(tx, Index(0)), p.write(spatial)));
+    // Only outputs that exist: the block's conditions on its spatial loops alone (the tail
+    // of columns split over a group loop) guard the write too; those on the reduced loops
+    // (the row's tail) guarded only the partials.
+    PrimExpr write_if = EQ(tx, Index(0));
+    if (block->predicate.defined()) {
+      std::vector<const VarNode*> reduced = {op->loop_var.get()};
+      for (const ForNode* f : chain) reduced.push_back(f->loop_var.get());
+      std::vector<PrimExpr> conditions;
+      schedule_internal::FlattenAnd(block->predicate, &conditions);
+      for (const PrimExpr& c : conditions) {
+        if (!UsesAnyVar(c, reduced) && !(c.as<IntImmNode>() && c.as<IntImmNode>()->value != 0)) {
+          write_if = And(write_if, c);
+        }
+      }
+    }
+    body.push_back(IfThenElse(write_if, p.write(spatial, first)));
     Stmt result = SeqStmt(std::move(body));
     for (size_t i = p.partials.size(); i-- > 0;) result = Allocate(p.slots[i], result);
     for (size_t i = p.partials.size(); i-- > 0;) result = Allocate(p.partials[i], result);

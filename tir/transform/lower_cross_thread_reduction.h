@@ -27,6 +27,13 @@
 // Every thread reaches every barrier: the guards (the predicate p for the tail of the row,
 // `tx < s` for the tree) enclose loads and stores only, never a storage_sync.
 //
+// Several outputs per block: loops bound to other thread indices around the thread loop
+// (threadIdx.y over a matmul's columns, say: their variables feed spatial variables only)
+// make groups of T threads, each reducing its own output. The shared buffer then holds G * T
+// slots (G: the product of those loops' constant extents), group g's in [g * T, g * T + T):
+// every index above becomes g * T + tx, and thread 0 of each group writes its output from
+// slot g * T. The barriers are the block's, reached by every group together.
+//
 // A partial starts at the init value c, and each of the T partials includes it; that is
 // the serial result only when c is an identity the combine absorbs (c (op) c == c): 0 for
 // +, 1 for *, any c for min and max, any c for && and ||. CrossThreadCombinerOf checks it.
@@ -73,7 +80,8 @@ bool CombinesAcrossThreads(const ForNode* loop);
 
 // The rewrite above for every thread-bound reduction loop. An error names the loop when a
 // reduction loop is bound to threads but the block is not of that form (T threads would
-// then race on the output). Functions without such loops come back unchanged.
+// then race on the output), or when a thread loop around it has no constant extent.
+// Functions without such loops come back unchanged.
 absl::StatusOr<PrimFunc> LowerCrossThreadReductions(const PrimFunc& func);
 
 }  // namespace kiln::tir::transform
