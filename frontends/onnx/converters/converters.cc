@@ -27,6 +27,8 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterUniqueConverters(registry);
   RegisterOptimizerConverters(registry);
   RegisterMlConverters(registry);
+  RegisterSequenceConverters(registry);
+  RegisterDeformConvConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -84,6 +84,12 @@ void RegisterMlConverters(ConverterRegistry& registry);
 // both selected with where; loops unrolled).
 void RegisterControlFlowConverters(ConverterRegistry& registry);
 
+// sequence_converters.cc: SequenceConstruct / Empty / Length / At / Insert / Erase,
+// SplitToSequence, ConcatFromSequence, SequenceMap, Optional, OptionalHasElement,
+// OptionalGetElement (sequences held at import time as lists of their elements).
+void RegisterSequenceConverters(ConverterRegistry& registry);
+// deform_conv_converters.cc: DeformConv (19; 2-D, bilinear taps gathered, one grouped matmul).
+void RegisterDeformConvConverters(ConverterRegistry& registry);
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx
