@@ -29,6 +29,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterMlConverters(registry);
   RegisterSequenceConverters(registry);
   RegisterDeformConvConverters(registry);
+  RegisterTfIdfConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -90,6 +90,8 @@ void RegisterControlFlowConverters(ConverterRegistry& registry);
 void RegisterSequenceConverters(ConverterRegistry& registry);
 // deform_conv_converters.cc: DeformConv (19; 2-D, bilinear taps gathered, one grouped matmul).
 void RegisterDeformConvConverters(ConverterRegistry& registry);
+// tfidf_converters.cc: TfIdfVectorizer (9; integer pools, n-gram matches as slice compares).
+void RegisterTfIdfConverters(ConverterRegistry& registry);
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx
