@@ -81,7 +81,9 @@ absl::StatusOr<std::vector<Value>> ConvertTfIdfVectorizer(NodeContext& c) {
 
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   const bool batched = shape.size() == 2;
-  if (!batched) KILN_ASSIGN_OR_RETURN(x, Reshape(c, x, {PrimExpr(1), PrimExpr(length)}));
+  if (!batched) {
+    KILN_ASSIGN_OR_RETURN(x, Reshape(c, x, {PrimExpr(1), PrimExpr(length)}));
+  }
   const PrimExpr rows = batched ? shape[0] : PrimExpr(1);
   int64_t comparisons = 0;
   std::vector<Expr> gram_counts;  // (rows, 1) float32 each
@@ -144,7 +146,9 @@ absl::StatusOr<std::vector<Value>> ConvertTfIdfVectorizer(NodeContext& c) {
     std::vector<double> w(weights.begin(), weights.begin() + columns);
     KILN_ASSIGN_OR_RETURN(y, c.Call("multiply", {y, relax::Constant(DataFromDoubles(w, DataType::Float32(), {columns}))}));
   }
-  if (!batched) KILN_ASSIGN_OR_RETURN(y, Reshape(c, y, {PrimExpr(columns)}));
+  if (!batched) {
+    KILN_ASSIGN_OR_RETURN(y, Reshape(c, y, {PrimExpr(columns)}));
+  }
   return Outputs(y);
 }
 
