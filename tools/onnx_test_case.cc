@@ -20,27 +20,32 @@ namespace kiln::tools {
 namespace {
 
 namespace fs = std::filesystem;
-using frontends::onnx::NamedTensor;
+using frontends::onnx::OnnxValue;
+using frontends::onnx::OnnxValueKind;
 
 struct DataSet {
   std::string name;
-  std::vector<NamedTensor> inputs, outputs;
+  std::vector<OnnxValue> inputs, outputs;
 };
 
-// input_0.pb, input_1.pb, ... in numeric order.
-absl::StatusOr<std::vector<NamedTensor>> ReadNumbered(const fs::path& dir, const std::string& prefix) {
-  std::vector<NamedTensor> out;
-  for (int i = 0;; ++i) {
+// input_0.pb, input_1.pb, ... in numeric order; file i holds a value of kinds[i] (a tensor
+// past the declared ones).
+absl::StatusOr<std::vector<OnnxValue>> ReadNumbered(const fs::path& dir, const std::string& prefix,
+                                                    const std::vector<OnnxValueKind>& kinds) {
+  std::vector<OnnxValue> out;
+  for (size_t i = 0;; ++i) {
     fs::path file = dir / absl::StrCat(prefix, i, ".pb");
     if (!fs::exists(file)) break;
-    absl::StatusOr<NamedTensor> t = frontends::onnx::ReadTensorFile(file.string());
-    if (!t.ok()) return t.status();
-    out.push_back(*std::move(t));
+    const OnnxValueKind kind = i < kinds.size() ? kinds[i] : OnnxValueKind::kTensor;
+    absl::StatusOr<OnnxValue> v = frontends::onnx::ReadValueFile(file.string(), kind);
+    if (!v.ok()) return v.status();
+    out.push_back(*std::move(v));
   }
   return out;
 }
 
-absl::StatusOr<std::vector<DataSet>> ReadDataSets(const fs::path& dir) {
+absl::StatusOr<std::vector<DataSet>> ReadDataSets(const fs::path& dir,
+                                                  const frontends::onnx::OnnxGraphSignature& signature) {
   std::vector<fs::path> folders;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.is_directory() && entry.path().filename().string().rfind("test_data_set_", 0) == 0) {
@@ -52,9 +57,9 @@ absl::StatusOr<std::vector<DataSet>> ReadDataSets(const fs::path& dir) {
   for (const fs::path& folder : folders) {
     DataSet set;
     set.name = folder.filename().string();
-    absl::StatusOr<std::vector<NamedTensor>> inputs = ReadNumbered(folder, "input_");
+    absl::StatusOr<std::vector<OnnxValue>> inputs = ReadNumbered(folder, "input_", signature.input_kinds);
     if (!inputs.ok()) return inputs.status();
-    absl::StatusOr<std::vector<NamedTensor>> outputs = ReadNumbered(folder, "output_");
+    absl::StatusOr<std::vector<OnnxValue>> outputs = ReadNumbered(folder, "output_", signature.output_kinds);
     if (!outputs.ok()) return outputs.status();
     set.inputs = *std::move(inputs);
     set.outputs = *std::move(outputs);
@@ -65,6 +70,14 @@ absl::StatusOr<std::vector<DataSet>> ReadDataSets(const fs::path& dir) {
 
 bool SameData(const relax::ConstantData& a, const relax::ConstantData& b) {
   return a.dtype == b.dtype && a.shape == b.shape && *a.bytes == *b.bytes;
+}
+
+bool SameValue(const OnnxValue& a, const OnnxValue& b) {
+  if (a.present != b.present || a.is_sequence != b.is_sequence || a.tensors.size() != b.tensors.size()) return false;
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    if (!SameData(a.tensors[i], b.tensors[i])) return false;
+  }
+  return true;
 }
 
 std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrCat("(", absl::StrJoin(shape, ", "), ")"); }
@@ -164,10 +177,12 @@ bool IsOnnxTestCase(const std::string& dir) { return fs::exists(fs::path(dir) / 
 
 CaseResult RunOnnxTestCase(const std::string& dir, const Tolerance& tolerance) {
   const fs::path model = fs::path(dir) / "model.onnx";
-  absl::StatusOr<std::vector<DataSet>> sets = ReadDataSets(dir);
+  absl::StatusOr<frontends::onnx::OnnxGraphSignature> signature = frontends::onnx::ReadOnnxGraphSignature(model.string());
+  if (!signature.ok()) return FromStatus(signature.status(), "import");
+  absl::StatusOr<std::vector<DataSet>> sets = ReadDataSets(dir, *signature);
   if (!sets.ok()) {
-    // Sequence and optional test data are not TensorProtos: the model then uses types or
-    // operators Kiln lacks, which its import says.
+    // Data Kiln cannot read (maps, sparse tensors): the model then uses types or operators
+    // Kiln lacks, which its import says.
     absl::StatusOr<frontends::onnx::ImportResult> imported = frontends::onnx::ImportOnnxFile(model.string());
     if (!imported.ok() && imported.status().code() == absl::StatusCode::kUnimplemented) {
       return FromStatus(imported.status(), "import");
@@ -175,8 +190,7 @@ CaseResult RunOnnxTestCase(const std::string& dir, const Tolerance& tolerance) {
     return Fail(absl::StrCat("test data: ", sets.status().message()));
   }
   if (sets->empty()) return Fail("no test_data_set_* folder");
-  absl::StatusOr<std::vector<std::string>> input_names = frontends::onnx::OnnxGraphInputNames(model.string());
-  if (!input_names.ok()) return FromStatus(input_names.status(), "import");
+  const std::vector<std::string>& input_names = signature->input_names;
 
   // A small, fast compile: one thread per kernel (cases run in parallel processes).
   static absl::StatusOr<codegen::CpuTarget> cpu = [] () -> absl::StatusOr<codegen::CpuTarget> {
@@ -194,6 +208,7 @@ CaseResult RunOnnxTestCase(const std::string& dir, const Tolerance& tolerance) {
 
   std::shared_ptr<const vm::Executable> exe;
   std::map<std::string, relax::ConstantData> bound;  // what the current executable was built with
+  std::map<std::string, OnnxValue> bound_values;     // the same, for sequence and optional inputs
   std::vector<std::string> parameters, bfloat16_values, output_names;
   // ONNX 1.12's test data holds bfloat16 as uint16 bit patterns (tensor_file.h).
   auto as_held = [&](const std::string& name, const relax::ConstantData& data) {
@@ -202,21 +217,41 @@ CaseResult RunOnnxTestCase(const std::string& dir, const Tolerance& tolerance) {
   };
   double max_abs_error = 0;
   for (const DataSet& set : *sets) {
-    // Test data names its tensors after the graph inputs; unnamed ones go by position.
+    // Test data names its values after the graph inputs; unnamed ones go by position. A
+    // sequence's elements are the parameters NAME[k] (ImportOptions::value_lookup).
     std::map<std::string, relax::ConstantData> by_name;
+    std::map<std::string, OnnxValue> values_by_name;
     for (size_t i = 0; i < set.inputs.size(); ++i) {
-      std::string name = set.inputs[i].name;
-      if (name.empty() && i < input_names->size()) name = (*input_names)[i];
-      by_name[name] = set.inputs[i].data;
+      const OnnxValue& value = set.inputs[i];
+      std::string name = value.name;
+      if (name.empty() && i < input_names.size()) name = input_names[i];
+      const bool tensor = i >= signature->input_kinds.size() || signature->input_kinds[i] == OnnxValueKind::kTensor;
+      if (!tensor) values_by_name[name] = value;
+      if (value.is_sequence) {
+        for (size_t k = 0; k < value.tensors.size(); ++k) by_name[absl::StrCat(name, "[", k, "]")] = value.tensors[k];
+      } else if (!value.tensors.empty()) {
+        by_name[name] = value.tensors[0];
+      }
     }
     bool rebuild = exe == nullptr;
     for (const auto& [name, data] : bound) {
       auto it = by_name.find(name);
       if (it == by_name.end() || !SameData(it->second, data)) rebuild = true;
     }
+    for (const auto& [name, value] : bound_values) {
+      auto it = values_by_name.find(name);
+      if (it == values_by_name.end() || !SameValue(it->second, value)) rebuild = true;
+    }
     if (rebuild) {
       frontends::onnx::ImportOptions options;
       bound.clear();
+      bound_values.clear();
+      options.value_lookup = [&](const std::string& name) -> std::optional<OnnxValue> {
+        auto it = values_by_name.find(name);
+        if (it == values_by_name.end()) return std::nullopt;
+        bound_values[name] = it->second;
+        return it->second;
+      };
       options.bind_lookup = [&](const std::string& name) -> std::optional<relax::ConstantData> {
         auto it = by_name.find(name);
         if (it == by_name.end()) return std::nullopt;
@@ -247,8 +282,14 @@ CaseResult RunOnnxTestCase(const std::string& dir, const Tolerance& tolerance) {
     if (!result.ok()) return Fail(absl::StrCat(set.name, ": run: ", result.status().message()));
     std::vector<vm::Value> outputs;
     Flatten(*result, &outputs);
-    if (outputs.size() != set.outputs.size()) {
-      return Fail(absl::StrCat(set.name, ": ", outputs.size(), " outputs, expected ", set.outputs.size()));
+    // The expected tensors in the order the import returns them: a sequence's elements in
+    // order, an empty optional none.
+    std::vector<relax::ConstantData> expected_tensors;
+    for (const OnnxValue& value : set.outputs) {
+      expected_tensors.insert(expected_tensors.end(), value.tensors.begin(), value.tensors.end());
+    }
+    if (outputs.size() != expected_tensors.size()) {
+      return Fail(absl::StrCat(set.name, ": ", outputs.size(), " output tensors, expected ", expected_tensors.size()));
     }
     for (size_t i = 0; i < outputs.size(); ++i) {
       const std::string what = absl::StrCat(set.name, " output ", i);
@@ -256,7 +297,7 @@ CaseResult RunOnnxTestCase(const std::string& dir, const Tolerance& tolerance) {
       const bool bfloat16 = i < output_names.size() && std::find(bfloat16_values.begin(), bfloat16_values.end(),
                                                                   output_names[i]) != bfloat16_values.end();
       const relax::ConstantData expected =
-          i < output_names.size() ? as_held(output_names[i], set.outputs[i].data) : set.outputs[i].data;
+          i < output_names.size() ? as_held(output_names[i], expected_tensors[i]) : expected_tensors[i];
       std::string diff = Compare(what, outputs[i].as_tensor(), expected, bfloat16, tolerance, &max_abs_error);
       if (!diff.empty()) return {CaseOutcome::kFail, diff, max_abs_error};
     }

@@ -89,6 +89,10 @@ class GraphImporter {
         root_.values[input.name()] = Value::OfData(bound->second);
         continue;
       }
+      if (input.has_type() && (input.type().has_sequence_type() || input.type().has_optional_type())) {
+        KILN_RETURN_IF_ERROR(AddNonTensorInput(input, &params, &result));
+        continue;
+      }
       KILN_ASSIGN_OR_RETURN(relax::StructInfo sinfo, InputStructInfo(input));
       relax::Var var(input.name(), sinfo);
       params.push_back(var);
@@ -119,11 +123,24 @@ class GraphImporter {
         return absl::InvalidArgumentError(
             absl::StrCat("graph output '", output.name(), "' is not produced by any node, input or initializer"));
       }
+      if (value->is_none) continue;  // an empty optional: no tensor
+      if (value->is_sequence) {    // its elements, in order
+        for (size_t k = 0; k < value->sequence.size(); ++k) {
+          const std::string name = absl::StrCat(output.name(), "[", k, "]");
+          KILN_ASSIGN_OR_RETURN(Expr e, Materialize(name, value->sequence[k], builder));
+          outputs.push_back(e);
+          result.outputs.push_back(name);
+        }
+        continue;
+      }
       KILN_ASSIGN_OR_RETURN(Expr e, Materialize(output.name(), *value, builder));
       KILN_RETURN_IF_ERROR(CheckOutputType(output, e));
       outputs.push_back(e);
       result.outputs.push_back(output.name());
       if (output.type().tensor_type().elem_type() == kOnnxBFloat16) result.bfloat16_values.push_back(output.name());
+    }
+    if (outputs.empty() && graph.output_size() > 0) {
+      return absl::UnimplementedError("the graph's outputs hold no tensor (only empty sequences or optionals)");
     }
     if (outputs.empty()) return absl::InvalidArgumentError("the graph has no outputs");
     Expr body = outputs.size() == 1 ? outputs[0] : relax::Tuple(outputs);
@@ -136,6 +153,56 @@ class GraphImporter {
   }
 
  private:
+  // A sequence or optional graph input (ImportOptions::value_lookup): its elements become
+  // parameters of static shapes.
+  absl::Status AddNonTensorInput(const ::onnx::ValueInfoProto& input, std::vector<relax::Var>* params,
+                                 ImportResult* result) {
+    const std::string label = absl::StrCat("graph input '", input.name(), "'");
+    const ::onnx::TypeProto& type = input.type();
+    const bool optional = type.has_optional_type();
+    const ::onnx::TypeProto& inner = optional ? type.optional_type().elem_type() : type;
+    const bool sequence = inner.has_sequence_type();
+    if (!(sequence ? inner.sequence_type().elem_type().has_tensor_type() : inner.has_tensor_type())) {
+      return absl::UnimplementedError(absl::StrCat(
+          label, ": only tensors, sequences of tensors and optionals of them are supported (not maps or nesting)"));
+    }
+    std::optional<OnnxValue> value;
+    if (options_.value_lookup) value = options_.value_lookup(input.name());
+    if (!value) {
+      return absl::UnimplementedError(
+          absl::StrCat(label, ": a ", optional ? "optional" : "sequence",
+                       " input needs its contents' count and shapes at import time (ImportOptions::value_lookup; "
+                       "kiln onnx-test gives them from the test data)"));
+    }
+    if (!value->present) {
+      if (!optional) return absl::InvalidArgumentError(absl::StrCat(label, ": empty, but not an optional"));
+      root_.values[input.name()] = Value::None();
+      return absl::OkStatus();
+    }
+    if (value->is_sequence != sequence || (!sequence && value->tensors.size() != 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(label, ": the data is a ", value->is_sequence ? "sequence" : "tensor",
+                                                     ", the graph declares a ", sequence ? "sequence" : "tensor"));
+    }
+    auto parameter = [&](const std::string& name, const relax::ConstantData& data) {
+      std::vector<PrimExpr> shape;
+      for (int64_t d : data.shape) shape.push_back(PrimExpr(d));
+      relax::Var var(Identifier(name), relax::TensorSInfo(shape, data.dtype));
+      params->push_back(var);
+      result->parameters.push_back(name);
+      return Value::Of(var);
+    };
+    if (!sequence) {
+      root_.values[input.name()] = parameter(input.name(), value->tensors[0]);
+      return absl::OkStatus();
+    }
+    std::vector<Value> elements;
+    for (size_t k = 0; k < value->tensors.size(); ++k) {
+      elements.push_back(parameter(absl::StrCat(input.name(), "[", k, "]"), value->tensors[k]));
+    }
+    root_.values[input.name()] = Value::OfSequence(std::move(elements));
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<relax::StructInfo> InputStructInfo(const ::onnx::ValueInfoProto& input) {
     const std::string label = absl::StrCat("graph input '", input.name(), "'");
     if (!input.has_type() || !input.type().has_tensor_type()) {
@@ -325,17 +392,25 @@ absl::StatusOr<ImportResult> ImportOnnxBytes(const std::string& bytes, const std
   return GraphImporter(model, options).Run();
 }
 
-absl::StatusOr<std::vector<std::string>> OnnxGraphInputNames(const std::string& path) {
+absl::StatusOr<OnnxGraphSignature> ReadOnnxGraphSignature(const std::string& path) {
   LoadOptions load;
   load.check = false;
   KILN_ASSIGN_OR_RETURN(LoadedModel model, LoadModelFile(path, load));
+  auto kind = [](const ::onnx::ValueInfoProto& v) {
+    if (v.type().has_sequence_type()) return OnnxValueKind::kSequence;
+    if (v.type().has_optional_type()) return OnnxValueKind::kOptional;
+    return OnnxValueKind::kTensor;
+  };
   std::unordered_set<std::string> initializers;
   for (const auto& init : model.proto.graph().initializer()) initializers.insert(init.name());
-  std::vector<std::string> names;
+  OnnxGraphSignature signature;
   for (const auto& input : model.proto.graph().input()) {
-    if (initializers.count(input.name()) == 0) names.push_back(input.name());
+    if (initializers.count(input.name()) > 0) continue;
+    signature.input_names.push_back(input.name());
+    signature.input_kinds.push_back(kind(input));
   }
-  return names;
+  for (const auto& output : model.proto.graph().output()) signature.output_kinds.push_back(kind(output));
+  return signature;
 }
 
 std::vector<std::string> SupportedOperators(int64_t opset) {

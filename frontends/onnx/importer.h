@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "frontends/onnx/tensor_file.h"
 #include "relax/expr.h"
 #include "relax/ir_module.h"
 
@@ -37,6 +38,12 @@ struct ImportOptions {
   // Asked for a graph input's data when a converter needs it at import time and `bind` does
   // not have it; the input stays a parameter.
   std::function<std::optional<relax::ConstantData>(const std::string& input_name)> bind_lookup;
+  // Asked for each sequence or optional graph input. Kiln holds a sequence at import time as
+  // the list of its elements, so their count and shapes must be known then: each element
+  // becomes a parameter `NAME[k]` of that static shape (its data still comes at run time);
+  // a present optional tensor is the parameter NAME, an empty optional is no parameter.
+  // Without an answer such an input is Unimplemented. `kiln onnx-test` answers from the data.
+  std::function<std::optional<OnnxValue>(const std::string& input_name)> value_lookup;
   // Run ONNX's checker first.
   bool check = true;
   std::string function_name = "main";
@@ -44,8 +51,11 @@ struct ImportOptions {
 
 struct ImportResult {
   relax::IRModule module;
-  std::vector<std::string> parameters;  // the function's parameters: graph input names, in order
-  std::vector<std::string> outputs;     // graph output names, in order
+  // The function's parameters: graph input names (`NAME[k]` for a sequence's elements), in order.
+  std::vector<std::string> parameters;
+  // The function's results, each a tensor: graph output names in order, a sequence output as
+  // its elements `NAME[k]`, an empty optional as nothing.
+  std::vector<std::string> outputs;
   std::vector<std::string> looked_up;   // graph inputs bind_lookup supplied
   // Graph inputs and outputs of ONNX type BFLOAT16, which are float32 to Kiln (docs/onnx.md).
   std::vector<std::string> bfloat16_values;
@@ -57,9 +67,13 @@ absl::StatusOr<ImportResult> ImportOnnxFile(const std::string& path, const Impor
 absl::StatusOr<ImportResult> ImportOnnxBytes(const std::string& bytes, const std::string& base_dir,
                                              const ImportOptions& options = {});
 
-// The names of the graph inputs that are not initializers, in order (what the backend test
-// data's input_<i>.pb files correspond to).
-absl::StatusOr<std::vector<std::string>> OnnxGraphInputNames(const std::string& path);
+// What the backend test data's input_<i>.pb / output_<i>.pb files hold: the graph's inputs
+// that are not initializers (names and kinds) and its outputs' kinds, in order.
+struct OnnxGraphSignature {
+  std::vector<std::string> input_names;
+  std::vector<OnnxValueKind> input_kinds, output_kinds;
+};
+absl::StatusOr<OnnxGraphSignature> ReadOnnxGraphSignature(const std::string& path);
 
 // The operator types the importer converts at `opset`, sorted (docs, `kiln import --list`).
 std::vector<std::string> SupportedOperators(int64_t opset);

@@ -14,8 +14,10 @@ std::string NodeLabel(const ::onnx::NodeProto& node, int64_t opset) {
 }
 
 absl::Status NodeContext::NeedInput(int i) const {
-  if (has_input(i)) return absl::OkStatus();
-  return Error("input ", i, " is required but missing");
+  if (!has_input(i)) return Error("input ", i, " is required but missing");
+  if (inputs_[i]->is_sequence) return Error("input '", input_name(i), "' is a sequence, where a tensor is expected");
+  if (inputs_[i]->is_none) return Error("input '", input_name(i), "' is an empty optional, where a tensor is expected");
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Expr> NodeContext::Input(int i) {
@@ -28,6 +30,8 @@ absl::StatusOr<Expr> NodeContext::Input(int i) {
 }
 
 absl::StatusOr<Expr> NodeContext::Materialize(Value& v) {
+  if (v.is_sequence) return Unsupported("a sequence where a tensor is expected is not supported");
+  if (v.is_none) return Unsupported("an empty optional where a tensor is expected is not supported");
   if (v.expr.defined()) return v.expr;
   if (v.data) {
     v.expr = relax::Constant(*v.data);

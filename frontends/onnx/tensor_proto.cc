@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontends/onnx/narrow_types.h"
 #include "frontends/onnx/tensor_file.h"
+#include "onnx/onnx-data_pb.h"
 #include "support/file_io.h"
 #include "support/status_macros.h"
 
@@ -299,6 +300,65 @@ absl::StatusOr<NamedTensor> ReadTensorFile(const std::string& path) {
   absl::StatusOr<relax::ConstantData> data = TensorFromProto(proto, "");
   if (!data.ok()) return absl::Status(data.status().code(), absl::StrCat(path, ": ", data.status().message()));
   return NamedTensor{proto.name(), *std::move(data)};
+}
+
+namespace {
+
+absl::Status AddSequence(const ::onnx::SequenceProto& seq, const std::string& path, OnnxValue* out) {
+  if (seq.elem_type() != ::onnx::SequenceProto::TENSOR && seq.elem_type() != ::onnx::SequenceProto::UNDEFINED) {
+    return absl::UnimplementedError(
+        absl::StrCat(path, ": only sequences of tensors are supported (element type ", seq.elem_type(), ")"));
+  }
+  out->is_sequence = true;
+  for (const TP& tensor : seq.tensor_values()) {
+    absl::StatusOr<relax::ConstantData> data = TensorFromProto(tensor, "");
+    if (!data.ok()) return absl::Status(data.status().code(), absl::StrCat(path, ": ", data.status().message()));
+    out->tensors.push_back(*std::move(data));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<OnnxValue> ReadValueFile(const std::string& path, OnnxValueKind kind) {
+  if (kind == OnnxValueKind::kTensor) {
+    KILN_ASSIGN_OR_RETURN(NamedTensor tensor, ReadTensorFile(path));
+    OnnxValue out;
+    out.name = tensor.name;
+    out.tensors.push_back(std::move(tensor.data));
+    return out;
+  }
+  KILN_ASSIGN_OR_RETURN(std::string bytes, support::ReadFile(path));
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": too large"));
+  }
+  OnnxValue out;
+  if (kind == OnnxValueKind::kSequence) {
+    ::onnx::SequenceProto seq;
+    if (!seq.ParseFromString(bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": not a serialized ONNX SequenceProto"));
+    }
+    out.name = seq.name();
+    KILN_RETURN_IF_ERROR(AddSequence(seq, path, &out));
+    return out;
+  }
+  ::onnx::OptionalProto opt;
+  if (!opt.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": not a serialized ONNX OptionalProto"));
+  }
+  out.name = opt.name();
+  if (opt.has_tensor_value()) {
+    absl::StatusOr<relax::ConstantData> data = TensorFromProto(opt.tensor_value(), "");
+    if (!data.ok()) return absl::Status(data.status().code(), absl::StrCat(path, ": ", data.status().message()));
+    out.tensors.push_back(*std::move(data));
+  } else if (opt.has_sequence_value()) {
+    KILN_RETURN_IF_ERROR(AddSequence(opt.sequence_value(), path, &out));
+  } else if (opt.has_sparse_tensor_value() || opt.has_map_value() || opt.has_optional_value()) {
+    return absl::UnimplementedError(absl::StrCat(path, ": only optionals of tensors or sequences are supported"));
+  } else {
+    out.present = false;
+  }
+  return out;
 }
 
 relax::ConstantData BFloat16BitsAsFloat32(const relax::ConstantData& bits) {

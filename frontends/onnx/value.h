@@ -11,6 +11,10 @@
 //    without any data; a Reshape to them becomes a reshape to a symbolic shape.
 // A value with only `data` or `elements` gets its `expr` when a converter first needs it as a
 // tensor (NodeContext::Input materializes it).
+//
+// ONNX's non-tensor types are held at import time: a sequence (seq(tensor)) as the list of its
+// element Values, its length always known (sequence_converters.cc); an optional holding a value
+// as that value, an empty one as `is_none`.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +38,13 @@ struct Value {
   // values in float32, int4 in int8), else 0. Set for graph inputs, initializers and the
   // outputs of Cast / CastLike / QuantizeLinear; CastLike reads it from `like`.
   int32_t narrow_type = 0;
+  // A sequence: `sequence` holds its elements (tensors), in order.
+  bool is_sequence = false;
+  std::vector<Value> sequence;
+  // An empty optional.
+  bool is_none = false;
+
+  bool is_tensor() const { return !is_sequence && !is_none; }
 
   static Value Of(relax::Expr expr) {
     Value v;
@@ -43,6 +54,17 @@ struct Value {
   static Value OfData(relax::ConstantData data) {
     Value v;
     v.data = std::move(data);
+    return v;
+  }
+  static Value OfSequence(std::vector<Value> elements) {
+    Value v;
+    v.is_sequence = true;
+    v.sequence = std::move(elements);
+    return v;
+  }
+  static Value None() {
+    Value v;
+    v.is_none = true;
     return v;
   }
   // A rank-0 (one element) or rank-1 integer tensor of known elements.

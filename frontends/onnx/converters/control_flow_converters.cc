@@ -4,7 +4,8 @@
 // If: a condition known at import time (a constant, or a shape value folded by
 // shape_value_folding.h: AffineGrid's body picks its 2-D or 3-D branch on Size(size) == 4)
 // converts only the branch taken, and its outputs keep what the importer knows of them
-// (shape values included). A condition known only at run time converts both branches and
+// (shape values, sequences included). Branches that give sequences or optionals need it
+// known (a graph input condition is bound). A condition known only at run time converts both branches and
 // selects each output with `where`, which needs the two outputs of the same shape and type.
 //
 // Scan: the body is unrolled, converted once per step of the (static) sequence, with the
@@ -70,6 +71,20 @@ absl::StatusOr<std::vector<Value>> ConvertIf(NodeContext& c) {
                    else_branch->output_size());
   }
   if (std::optional<bool> known = KnownCondition(c, 0)) return c.RunSubgraph(*known ? *then_branch : *else_branch, {});
+  // Sequences and optionals are held at import time (sequence_converters.cc), so no `where`
+  // selects between them: the condition must be known then (a graph input is bound, as
+  // Loop's trip count is).
+  bool non_tensor_outputs = false;
+  for (const ::onnx::ValueInfoProto& out : then_branch->output()) {
+    non_tensor_outputs |= out.type().has_sequence_type() || out.type().has_optional_type();
+  }
+  if (non_tensor_outputs) {
+    absl::StatusOr<std::vector<int64_t>> cond = c.InputInts(0);
+    if (!cond.ok() || cond->size() != 1) {
+      return c.Unsupported("branches that give sequences or optionals need the condition known at import time");
+    }
+    return c.RunSubgraph((*cond)[0] != 0 ? *then_branch : *else_branch, {});
+  }
 
   KILN_ASSIGN_OR_RETURN(Expr cond, c.Input(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> cond_shape, c.InputShape(0));

@@ -27,6 +27,9 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterUniqueConverters(registry);
   RegisterOptimizerConverters(registry);
   RegisterMlConverters(registry);
+  RegisterSequenceConverters(registry);
+  RegisterDeformConvConverters(registry);
+  RegisterTfIdfConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -84,6 +84,14 @@ void RegisterMlConverters(ConverterRegistry& registry);
 // both selected with where; loops unrolled).
 void RegisterControlFlowConverters(ConverterRegistry& registry);
 
+// sequence_converters.cc: SequenceConstruct / Empty / Length / At / Insert / Erase,
+// SplitToSequence, ConcatFromSequence, SequenceMap, Optional, OptionalHasElement,
+// OptionalGetElement (sequences held at import time as lists of their elements).
+void RegisterSequenceConverters(ConverterRegistry& registry);
+// deform_conv_converters.cc: DeformConv (19; 2-D, bilinear taps gathered, one grouped matmul).
+void RegisterDeformConvConverters(ConverterRegistry& registry);
+// tfidf_converters.cc: TfIdfVectorizer (9; integer pools, n-gram matches as slice compares).
+void RegisterTfIdfConverters(ConverterRegistry& registry);
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx
