@@ -11,7 +11,6 @@
 
 #include "absl/strings/str_replace.h"
 #include "support/check.h"
-#include "tir/interpreter.h"
 #include "tir/structural_equal.h"
 #include "tir/text_parser.h"
 #include "tir/text_printer.h"
@@ -517,82 +516,6 @@ TEST(ScheduleTest, GuardStepsErrors) {
   EXPECT_THAT(s.GuardSteps("j").ToString(), HasSubstr("has no block condition that changes with its steps"));
   ASSERT_TRUE(s.Parallel("i_0").ok());
   EXPECT_THAT(s.GuardSteps("i_0").ToString(), HasSubstr("guard_steps: loop 'i_0' is not serial"));
-}
-
-// A row edge as GuardVectorizedTails leaves it: a 6-row tile of row sums over 4 columns
-// (symbolic rows), its update in steps of 3 rows each testing its rows, the write-back
-// testing them too.
-const char* kRowEdgeSteps = R"(
-prim_func @f(A: Buffer((n, 4), float32), B: Buffer((n,), float32)) {
-  for i_0 in serial(0, floordiv(n + 5, 6)) {
-    allocate acc: Buffer((6,), float32, scope="local") {
-      for s in serial(0, 2) {
-        for r in serial(0, 3) {
-          for k in serial(0, 4) {
-            block "acc" {
-              vi = spatial(n, 6 * i_0 + 3 * s + r)
-              vk = reduce(4, k)
-              where 6 * i_0 + 3 * s + r < n
-              acc[3 * s + r] = select(vk == 0, 0.0, acc[3 * s + r]) + A[vi, vk]
-            }
-          }
-        }
-      }
-      for r in serial(0, 6) {
-        block "B" {
-          vi = spatial(n, 6 * i_0 + r)
-          where 6 * i_0 + r < n
-          B[vi] = acc[r]
-        }
-      }
-    }
-  }
-})";
-
-// Every step with a row in range runs whole: no condition inside it, the rows past the edge
-// read the last row of A (clamped) into tile rows the write-back does not store; the step
-// past the rows runs nothing. Same results as the unpadded function at every row count.
-TEST(ScheduleTest, PadStepsRunsEveryStepWhole) {
-  const PrimFunc before = Parse(kRowEdgeSteps);
-  Schedule s(before);
-  ASSERT_TRUE(s.PadSteps("s").ok());
-  const std::string printed = Print(s.func());
-  EXPECT_THAT(printed, HasSubstr("for s in serial(0, 2) {\n        if 6 * i_0 + 3 * s < n {\n"
-                                 "          for r in serial(0, 3) {\n            for k in serial(0, 4) {\n"
-                                 "              acc[3 * s + r] = select(k == 0, 0.0, acc[3 * s + r]) + "
-                                 "A[min(6 * i_0 + r + 3 * s, n - 1), k]\n"))
-      << printed;
-  EXPECT_EQ(printed.find("block \"acc\""), std::string::npos) << printed;
-  EXPECT_THAT(printed, HasSubstr("where 6 * i_0 + r_1 < n")) << printed;  // the write-back's
-  EXPECT_EQ(s.trace().instructions().back().ToString(), "pad_steps(\"s\")");
-  Schedule again(before);
-  ASSERT_TRUE(Trace::Parse(s.trace().ToString())->Replay(&again).ok());
-  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
-  for (int64_t n : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13}) {
-    std::vector<float> a(n * 4), expected(n, -1.0f), actual(n, -1.0f);
-    for (int64_t i = 0; i < n * 4; ++i) a[i] = static_cast<float>(i % 7) - 2.5f;
-    for (auto [f, out] : {std::pair{before, &expected}, std::pair{s.func(), &actual}}) {
-      HostBuffer in = HostBuffer::ReadOnly(DataType::Float32(), {n, 4}, reinterpret_cast<const uint8_t*>(a.data()));
-      HostBuffer b = HostBuffer::Writable(DataType::Float32(), {n}, reinterpret_cast<uint8_t*>(out->data()));
-      absl::Status status = RunPrimFunc(f, {&in, &b});
-      ASSERT_TRUE(status.ok()) << status;
-    }
-    EXPECT_EQ(actual, expected) << "n=" << n;
-  }
-}
-
-TEST(ScheduleTest, PadStepsErrors) {
-  EXPECT_THAT(Schedule(Parse(kRowEdgeSteps)).PadSteps("x").ToString(), HasSubstr("pad_steps: no loop named 'x'"));
-  EXPECT_THAT(Schedule(Parse(kRowEdgeSteps)).PadSteps("k").ToString(),
-              HasSubstr("has no block condition that changes with its steps"));
-  // A step that stores to the function's buffer cannot run past its rows.
-  std::string global = kRowEdgeSteps;
-  global = absl::StrReplaceAll(global, {{"acc[3 * s + r] = select", "B[vi] = select"}});
-  EXPECT_THAT(Schedule(Parse(global)).PadSteps("s").ToString(),
-              HasSubstr("pad_steps: loop 's' cannot run whole steps: a store to B may leave its tile"));
-  // A read of another buffer that depends on the rows but not at the condition's row.
-  std::string shifted = absl::StrReplaceAll(kRowEdgeSteps, {{"+ A[vi, vk]", "+ A[vi, vk] * A[vk, vi - 6 * i_0 - 3 * s]"}});
-  EXPECT_THAT(Schedule(Parse(shifted)).PadSteps("s").ToString(), HasSubstr("is not at a condition's row"));
 }
 
 TEST(ScheduleTest, CacheWriteComputesIntoALocalBufferAndCopiesBack) {

@@ -187,10 +187,4 @@ absl::Status Schedule::GuardSteps(const std::string& loop) {
   return absl::OkStatus();
 }
 
-absl::Status Schedule::PadSteps(const std::string& loop) {
-  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::PadSteps(func_, loop));
-  trace_.Append({"pad_steps", {loop}, {}, {}});
-  return absl::OkStatus();
-}
-
 }  // namespace kiln::tir

@@ -147,17 +147,6 @@
 //        steps with no row in range run nothing; `split_loops_at_guards` then makes the
 //        whole steps a plain loop. Refused: no such loop, not serial, no condition that
 //        changes with the loop, a lane condition that cannot be checked per step.
-//      PadSteps(loop): the same place, for steps whose blocks only update local tiles
-//        (an edge tile's k-loop update): the body becomes `if (every condition `a < b`
-//        of its blocks holds at the step's first iteration) { the body without them }`,
-//        the blocks turned into plain statements (on the padded rows their variables
-//        leave their domains) and each read of another buffer at an index equal to some
-//        `a` reading `min(a, b - 1)`. So every step that runs is whole (the rows past
-//        the edge fill tile rows that the write-back does not store) and steps with no
-//        row in range run nothing. Refused as GuardSteps, and where a block has an init
-//        or buffers, stores to anything but a local tile of constant shape, may index a
-//        tile outside its shape, reads another buffer at a row that is not a condition's
-//        `a`, or where the blocks do not all carry the same conditions.
 #pragma once
 
 #include <cstdint>
@@ -206,7 +195,6 @@ class Schedule {
   absl::StatusOr<std::vector<std::string>> BranchOn(const PrimExpr& condition);
   absl::Status GuardVectorizedTails();
   absl::Status GuardSteps(const std::string& loop);
-  absl::Status PadSteps(const std::string& loop);
 
  private:
   PrimFunc func_;
@@ -268,7 +256,6 @@ struct BranchResult {
 absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& condition);
 PrimFunc GuardVectorizedTails(const PrimFunc& func);
 absl::StatusOr<PrimFunc> GuardSteps(const PrimFunc& func, const std::string& loop);
-absl::StatusOr<PrimFunc> PadSteps(const PrimFunc& func, const std::string& loop);
 }  // namespace schedule_primitive
 
 }  // namespace kiln::tir

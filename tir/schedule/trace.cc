@@ -283,9 +283,6 @@ absl::Status Trace::Replay(Schedule* s) const {
     } else if (inst.kind == "guard_steps") {
       KILN_RETURN_IF_ERROR(one());
       outputs = none(s->GuardSteps(in[0]));
-    } else if (inst.kind == "pad_steps") {
-      KILN_RETURN_IF_ERROR(one());
-      outputs = none(s->PadSteps(in[0]));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("instruction ", i, ": unknown primitive '", inst.kind, "'"));
     }
