@@ -467,6 +467,37 @@ TEST(ScheduleNumericsTest, MatmulPackedWideTilesOfAvx2) {
   }
 }
 
+// The packed wide tiles' row edge (AVX2, m = 49-63 over a 4096 x 4096 weight) keeps each
+// whole 6-row step's 12 accumulators in registers through its k loop, as the full tiles do:
+// in the optimized LLVM IR no loop body that multiplies six vector pairs from the packed panel
+// (`B_local`; the unpacked tiles' streaming edge stores its accumulators once per 8 weight
+// rows by design) stores a vector. The edge once guarded its panel's allocation again on the
+// rows (a copy of the k loops that never ran), and with it LLVM loaded and stored every
+// accumulator at every k step.
+TEST(ScheduleNumericsTest, PackedWideRowEdgeKeepsTheAccumulatorsInRegisters) {
+  const tir::PrimFunc func =
+      tir::WithTarget(Parse(MatmulWithSizes("m", "4096", "4096")), tir::Target::Cpu("haswell", 256, 1));
+  absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(func, {.vector_lanes = 8, .num_threads = 1});
+  ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+  ASSERT_NE(relax::PrintPrimFunc(*scheduled, "k").find("_edge_part"), std::string::npos);
+  absl::StatusOr<CpuTarget> haswell = CpuTarget::Named("haswell");
+  ASSERT_TRUE(haswell.ok()) << haswell.status();
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, *haswell, /*optimize=*/true);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  int step_bodies = 0;
+  for (absl::string_view block : absl::StrSplit(*ir, "\n\n")) {
+    int products = 0, stores = 0;
+    for (absl::string_view line : absl::StrSplit(block, '\n')) {
+      products += absl::StrContains(line, "fmul <16 x float>");
+      stores += absl::StrContains(line, "store <16 x float>");
+    }
+    if (products < 6 || !absl::StrContains(block, "%B_local")) continue;
+    ++step_bodies;
+    EXPECT_EQ(stores, 0) << block;
+  }
+  EXPECT_GE(step_bodies, 2);  // the full tiles' steps and the edge's whole steps
+}
+
 // A constant 3 rows: the wide tile without a row branch (a branch on n < 256 remains);
 // widths below, at and above one 256-column tile, and not multiples of the vector pair.
 TEST(ScheduleNumericsTest, MatmulWithThreeConstantRows) {

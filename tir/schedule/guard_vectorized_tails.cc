@@ -307,11 +307,22 @@ class TailGuard : public StmtExprMutator {
     std::set<std::string> lane_text;
     for (const PrimExpr& g : lanes.guards) lane_text.insert(ToString(g));
     for (const PrimExpr& g : all.guards) {
-      if (!lane_text.count(ToString(g))) other.push_back(g);
+      if (!lane_text.count(ToString(g)) && !decided_.count(ToString(g))) other.push_back(g);
     }
     if (lanes.guards.empty() && other.empty()) return StmtExprMutator::VisitStmt_(op, self);
+    // Inside the row-edge copy the guards `other` are known to fail: a tile allocated in it
+    // (a packed panel) is not guarded on them again. Guarded again, the copy held a second,
+    // never-run copy of its k loops, and with it LLVM kept the edge's accumulators in memory
+    // (AVX2's packed wide tiles: loaded and stored at every k step).
     auto tile = [&](const Stmt& body, bool renew) {
+      std::vector<std::string> pushed;
+      if (renew) {
+        for (const PrimExpr& g : other) {
+          if (decided_.insert(ToString(g)).second) pushed.push_back(ToString(g));
+        }
+      }
       Stmt t = Allocate(op->buffer, VisitStmt(body));
+      for (const std::string& g : pushed) decided_.erase(g);
       return renew ? CopyWithFreshDefinitions(t, "_edge", used_) : t;
     };
     Stmt full_columns = other.empty() ? tile(lane_free, false)
@@ -382,6 +393,7 @@ class TailGuard : public StmtExprMutator {
 
   NameSet* used_;
   bool native_masks_;
+  std::set<std::string> decided_;  // guards that fail in the copy being visited (its row edge)
 };
 
 }  // namespace
