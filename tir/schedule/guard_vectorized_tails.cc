@@ -310,10 +310,11 @@ class TailGuard : public StmtExprMutator {
       if (!lane_text.count(ToString(g)) && !decided_.count(ToString(g))) other.push_back(g);
     }
     if (lanes.guards.empty() && other.empty()) return StmtExprMutator::VisitStmt_(op, self);
-    // Inside the row-edge copy the guards `other` are known to fail: a tile allocated in it
-    // (a packed panel) is not guarded on them again. Guarded again, the copy held a second,
-    // never-run copy of its k loops, and with it LLVM kept the edge's accumulators in memory
-    // (AVX2's packed wide tiles: loaded and stored at every k step).
+    // Inside the row-edge copy the guards `other` do not all hold: a tile allocated in it (a
+    // packed panel) is not guarded on them again (its body keeps the blocks' conditions, so
+    // it is right either way). Guarded again, the edge held a second copy of its k loops that
+    // never ran, and with it LLVM kept the edge's accumulators in memory (AVX2's packed wide
+    // tiles: loaded and stored at every k step).
     auto tile = [&](const Stmt& body, bool renew) {
       std::vector<std::string> pushed;
       if (renew) {
