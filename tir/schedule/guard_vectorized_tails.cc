@@ -307,11 +307,23 @@ class TailGuard : public StmtExprMutator {
     std::set<std::string> lane_text;
     for (const PrimExpr& g : lanes.guards) lane_text.insert(ToString(g));
     for (const PrimExpr& g : all.guards) {
-      if (!lane_text.count(ToString(g))) other.push_back(g);
+      if (!lane_text.count(ToString(g)) && !decided_.count(ToString(g))) other.push_back(g);
     }
     if (lanes.guards.empty() && other.empty()) return StmtExprMutator::VisitStmt_(op, self);
+    // Inside the row-edge copy the guards `other` do not all hold: a tile allocated in it (a
+    // packed panel) is not guarded on them again (its body keeps the blocks' conditions, so
+    // it is right either way). Guarded again, the edge held a second copy of its k loops that
+    // never ran, and with it LLVM kept the edge's accumulators in memory (AVX2's packed wide
+    // tiles: loaded and stored at every k step).
     auto tile = [&](const Stmt& body, bool renew) {
+      std::vector<std::string> pushed;
+      if (renew) {
+        for (const PrimExpr& g : other) {
+          if (decided_.insert(ToString(g)).second) pushed.push_back(ToString(g));
+        }
+      }
       Stmt t = Allocate(op->buffer, VisitStmt(body));
+      for (const std::string& g : pushed) decided_.erase(g);
       return renew ? CopyWithFreshDefinitions(t, "_edge", used_) : t;
     };
     Stmt full_columns = other.empty() ? tile(lane_free, false)
@@ -382,6 +394,7 @@ class TailGuard : public StmtExprMutator {
 
   NameSet* used_;
   bool native_masks_;
+  std::set<std::string> decided_;  // guards that fail in the copy being visited (its row edge)
 };
 
 }  // namespace

@@ -168,11 +168,13 @@ constexpr int64_t kPackedWideSubTiles = 2;
 constexpr int64_t kPackedWideKBlock = 256;
 // Fewer rows keep the unpacked wide tiles. Below 8 rows their row-edge copy streams the
 // weight (a GEMV), and copying each k block first made M = 1 3x slower and M = 4 2x (AVX2,
-// one thread). From 8 rows the packed tiles' whole steps in a row edge ran at half the full
-// tile's speed (LLVM kept their accumulators in memory; docs/schedule.md), so M = 16-36
-// fell to 0.4-0.5 of OpenBLAS, below the unpacked tiles: only where a full tile of 48 rows
-// runs do the packed tiles win (M = 48: 0.6-0.7 -> 0.8; loaded machine, one thread).
-constexpr int64_t kPackedWideLeastRows = 48;
+// one thread). Since the row edge's whole steps keep their accumulators in registers
+// (docs/schedule.md), the packed tiles win from 33 rows: M = 36 0.74-0.77 of the best
+// OpenBLAS against 0.58 for the unpacked tiles (two 16-row tiles and a streaming edge), M =
+// 44 0.68-0.70 against 0.60-0.61; at M = 32 (two full unpacked tiles) and 40 the two
+// alternated (0.62-0.76), and M = 16 stays unpacked (0.63 packed against 0.88; AVX2 code,
+// one thread, two runs at load 20).
+constexpr int64_t kPackedWideLeastRows = 33;
 
 // Folds elementwise consumers of the write-back's output into it, one after another, so
 // an epilogue (bias, activation) is applied to the tile while it is in registers.
