@@ -52,16 +52,15 @@ struct SuperBlockScales {
   float d, dmin;
 };
 
-template <float (*HalfToFloat)(const uint8_t*)>
-KILN_INLINE SuperBlockScales ReadScales(KQuantFormat format, const uint8_t* block) {
+SuperBlockScales ReadScales(KQuantFormat format, const uint8_t* block) {
   SuperBlockScales s{};
   if (format == KQuantFormat::kQ6_K) {
     for (int i = 0; i < 16; ++i) s.scale16[i] = static_cast<int8_t>(block[192 + i]);
-    s.d = HalfToFloat(block + 208);
+    s.d = Half(block + 208);
     return s;
   }
-  s.d = HalfToFloat(block);
-  s.dmin = HalfToFloat(block + 2);
+  s.d = Half(block);
+  s.dmin = Half(block + 2);
   for (int g = 0; g < 8; ++g) {
     int scale = 0;
     ScaleAndMin(block + 4, g, &scale, &s.min[g]);
@@ -231,7 +230,7 @@ void DotRowsScalar(KQuantFormat format, KQuantSummation summation, const uint8_t
     const uint8_t* block = w;
     for (int64_t b = 0; b < blocks; ++b, block += block_bytes) {
       const Q8KBlock& xb = x[r * blocks + b];
-      const SuperBlockScales s = ReadScales<Half>(format, block);
+      const SuperBlockScales s = ReadScales(format, block);
       ReadQuants(format, block, q);
       SuperBlockSums sums{};
       for (int g = 0; g < 8; ++g) {
@@ -256,6 +255,7 @@ void DotRowsScalar(KQuantFormat format, KQuantSummation summation, const uint8_t
 // A super-block decoded for the byte products: the weights of group g (32 bytes, unsigned:
 // Q6_K without its - 32) and its scales as 16 int16 (8 for each half of the group).
 struct DecodedSuperBlock {
+  float d, dmin;
   __m256i quants[8];
   __m256i scales[8];
   // Per 16 activations (Q8KBlock::sums order), the int16 that multiplies their sum: Q6_K 32
@@ -269,18 +269,53 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256i HighBits(__m256i high, i
   return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, shift), two), 4);
 }
 
+// The int16 scales of the groups, 8 to a vector with both 128-bit halves alike (Q4_K/Q5_K:
+// scale g in word g; Q6_K: its 16 scales in two such vectors): scales[g] takes the words of
+// group g's two 16s, one for each half.
+__attribute__((target("avx2,fma,f16c"))) inline __m256i WordPair(__m256i words, int low, int high) {
+  const __m256i pattern = _mm256_setr_epi8(
+      static_cast<char>(2 * low), static_cast<char>(2 * low + 1), static_cast<char>(2 * low), static_cast<char>(2 * low + 1),
+      static_cast<char>(2 * low), static_cast<char>(2 * low + 1), static_cast<char>(2 * low), static_cast<char>(2 * low + 1),
+      static_cast<char>(2 * low), static_cast<char>(2 * low + 1), static_cast<char>(2 * low), static_cast<char>(2 * low + 1),
+      static_cast<char>(2 * low), static_cast<char>(2 * low + 1), static_cast<char>(2 * low), static_cast<char>(2 * low + 1),
+      static_cast<char>(2 * high), static_cast<char>(2 * high + 1), static_cast<char>(2 * high), static_cast<char>(2 * high + 1),
+      static_cast<char>(2 * high), static_cast<char>(2 * high + 1), static_cast<char>(2 * high), static_cast<char>(2 * high + 1),
+      static_cast<char>(2 * high), static_cast<char>(2 * high + 1), static_cast<char>(2 * high), static_cast<char>(2 * high + 1),
+      static_cast<char>(2 * high), static_cast<char>(2 * high + 1), static_cast<char>(2 * high), static_cast<char>(2 * high + 1));
+  return _mm256_shuffle_epi8(words, pattern);
+}
+
+// A super-block decoded in vectors (ReadScales' values without its scalar loops): d, dmin,
+// the scale vectors, per_sum and the quants.
 __attribute__((target("avx2,fma,f16c"))) KILN_INLINE void DecodeAvx2(KQuantFormat format, const uint8_t* block,
-                                                        const SuperBlockScales& s, DecodedSuperBlock* out) {
+                                                                     DecodedSuperBlock* out) {
   const __m256i low4 = _mm256_set1_epi8(15);
-  alignas(32) int16_t per_sum[16];
-  for (int g = 0; g < 8; ++g) {
-    out->scales[g] = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s.scale16[2 * g + 1])),
-                                      _mm_set1_epi16(static_cast<int16_t>(s.scale16[2 * g])));
+  if (format == KQuantFormat::kQ6_K) {
+    out->d = HalfF16c(block + 208);
+    out->dmin = 0.0f;
+    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)));
+    const __m256i first = _mm256_permute2x128_si256(scales16, scales16, 0x00);   // scales 0..7 twice
+    const __m256i second = _mm256_permute2x128_si256(scales16, scales16, 0x11);  // scales 8..15 twice
+    for (int g = 0; g < 4; ++g) out->scales[g] = WordPair(first, 2 * g, 2 * g + 1);
+    for (int g = 4; g < 8; ++g) out->scales[g] = WordPair(second, 2 * g - 8, 2 * g - 7);
+    out->per_sum = _mm256_slli_epi16(scales16, 5);
+  } else {
+    out->d = HalfF16c(block);
+    out->dmin = HalfF16c(block + 2);
+    // The 12 packed bytes as three little-endian words; ScaleAndMin for four groups at a
+    // time, one per byte.
+    uint32_t u[3];
+    std::memcpy(u, block + 4, sizeof(u));
+    const uint32_t scales_low = u[0] & 0x3f3f3f3f;
+    const uint32_t scales_high = (u[2] & 0x0f0f0f0f) | ((u[0] >> 2) & 0x30303030);
+    const uint32_t mins_low = u[1] & 0x3f3f3f3f;
+    const uint32_t mins_high = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 2) & 0x30303030);
+    const __m128i scale_bytes = _mm_cvtsi64_si128(static_cast<int64_t>(uint64_t{scales_low} | uint64_t{scales_high} << 32));
+    const __m128i min_bytes = _mm_cvtsi64_si128(static_cast<int64_t>(uint64_t{mins_low} | uint64_t{mins_high} << 32));
+    const __m256i scales16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scale_bytes));
+    for (int g = 0; g < 8; ++g) out->scales[g] = WordPair(scales16, g, g);
+    out->per_sum = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(min_bytes, min_bytes));
   }
-  for (int i = 0; i < 16; ++i) {
-    per_sum[i] = static_cast<int16_t>(format == KQuantFormat::kQ6_K ? 32 * s.scale16[i] : s.min[i / 2]);
-  }
-  out->per_sum = _mm256_load_si256(reinterpret_cast<const __m256i*>(per_sum));
   if (format == KQuantFormat::kQ6_K) {
     const __m256i two = _mm256_set1_epi8(3);  // two bits
     for (int c = 0; c < 2; ++c) {
@@ -359,8 +394,8 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const uint8_t* w, cons
     __m128 row_acc = _mm_setzero_ps(), row_mins = _mm_setzero_ps();
     const uint8_t* block = w;
     for (int64_t b = 0; b < blocks; ++b, block += block_bytes) {
-      const SuperBlockScales s = ReadScales<HalfF16c>(format, block);
-      DecodeAvx2(format, block, s, &decoded);
+      DecodeAvx2(format, block, &decoded);
+      const DecodedSuperBlock& s = decoded;
       __m128i quarters[kGroup] = {}, min_quarters[kGroup] = {};  // per row: Q[0..3], M[0..3]
       alignas(16) float activation_d[kGroup] = {};
       for (int i = 0; i < group; ++i) {
