@@ -8,10 +8,13 @@
 //
 // Weights are random blocks (float16 scales 2^-11 .. 2^-4) held in cache: the figures are the
 // kernels' arithmetic speed (Gop/s = 2 n k rows / time, best of 5 rounds), not bandwidth.
+// Time is the process's CPU time (all threads), not wall time, so that a machine shared
+// with other work still gives comparable figures (per CPU second; with N threads, wall-time
+// speed is at most N times it).
 // "bits" is a checksum of the 8-bit kernel's outputs: two builds that print the same one
 // computed the same floats (compare a change's build with its parent's).
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -32,7 +35,12 @@
 namespace {
 
 using kiln::vm::Tensor;
-using Clock = std::chrono::steady_clock;
+// The process's CPU time in seconds.
+double CpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
 
 struct Shape {
   std::string kernel;  // the 8-bit kernel's name after kiln.cpu.quantized_matmul_
@@ -130,9 +138,9 @@ int main(int argc, char** argv) {
         const int64_t calls = std::max<int64_t>(2, (int64_t{1} << 27) / (m * s.n * s.k));
         double best = 1e30;
         for (int round = 0; round < 5; ++round) {
-          const auto start = Clock::now();
+          const double start = CpuSeconds();
           for (int64_t c = 0; c < calls; ++c) call(fn);
-          best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count() / static_cast<double>(calls));
+          best = std::min(best, (CpuSeconds() - start) / static_cast<double>(calls));
         }
         return best;
       };
