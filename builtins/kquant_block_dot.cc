@@ -14,6 +14,16 @@ namespace {
 
 float Half(const uint8_t* p) { return support::HalfToFloat(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
 
+// F16C's exact conversion for the AVX2 code (the portable one calls ldexp, a library call
+// per scale: a third of a super-block's time when rows are few).
+__attribute__((target("avx2,fma,f16c"))) inline float HalfF16c(const uint8_t* p) {
+  return _cvtsh_ss(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+}
+
+// The code shared by the portable and the AVX2 paths is inlined into each, so that in the
+// AVX2 one std::fma is the fused multiply-add instruction rather than a call into libm.
+#define KILN_INLINE inline __attribute__((always_inline))
+
 // ggml's round-to-nearest through the float adder: adding 1.5 * 2^23 leaves the integer in
 // the low mantissa bits, rounded half to even (exact for |v| < 2^22, which the quantized
 // values are; the same bits as ggml's for anything else).
@@ -127,7 +137,7 @@ class RowAccumulator {
  public:
   RowAccumulator(KQuantFormat format, KQuantSummation summation) : format_(format), summation_(summation) {}
 
-  void Add(const SuperBlockScales& s, float activation_d, const SuperBlockSums& sums) {
+  KILN_INLINE void Add(const SuperBlockScales& s, float activation_d, const SuperBlockSums& sums) {
     const bool has_min = format_ != KQuantFormat::kQ6_K;
     switch (summation_) {
       case KQuantSummation::kLanes: {
@@ -159,10 +169,12 @@ class RowAccumulator {
     }
   }
 
-  // kLanes only: the 8 lanes, for a vector unit that accumulated them itself.
+  // kLanes only: the 8 lanes and the 4 min lanes, for a vector unit that accumulated them
+  // itself.
   float* lanes() { return lanes_; }
+  float* mins() { return mins_; }
 
-  float Result() const {
+  KILN_INLINE float Result() const {
     if (summation_ == KQuantSummation::kBlocks || summation_ == KQuantSummation::kBlockQuarters) {
       return lanes_[0] - mins_[0];
     }
@@ -176,7 +188,7 @@ class RowAccumulator {
   }
 
   // kLanes: the mins' float steps (Q4_K into 4 lanes, Q5_K their integer sum into one).
-  void AddLaneMins(float dmin, const int32_t prod[4]) {
+  KILN_INLINE void AddLaneMins(float dmin, const int32_t prod[4]) {
     if (format_ == KQuantFormat::kQ4_K) {
       for (int t = 0; t < 4; ++t) mins_[t] = std::fma(dmin, static_cast<float>(prod[t]), mins_[t]);
     } else if (format_ == KQuantFormat::kQ5_K) {
@@ -243,8 +255,13 @@ void DotRowsScalar(KQuantFormat format, KQuantSummation summation, const uint8_t
 // A super-block decoded for the byte products: the weights of group g (32 bytes, unsigned:
 // Q6_K without its - 32) and its scales as 16 int16 (8 for each half of the group).
 struct DecodedSuperBlock {
+  float d, dmin;
   __m256i quants[8];
   __m256i scales[8];
+  // Per 16 activations (Q8KBlock::sums order), the int16 that multiplies their sum: Q6_K 32
+  // times the scale (its offset), Q4_K/Q5_K the min of their group of 32. vpmaddwd with the
+  // sums gives, in int32 lane t, group t's offset or min product.
+  __m256i per_sum;
 };
 
 // Q6_K's 2-bit high parts at bits `shift` of each byte, moved to bits 4-5.
@@ -252,12 +269,52 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256i HighBits(__m256i high, i
   return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(high, shift), two), 4);
 }
 
-__attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(KQuantFormat format, const uint8_t* block,
-                                                        const SuperBlockScales& s, DecodedSuperBlock* out) {
+// The int16 scales of the groups, 8 to a vector with both 128-bit halves alike (Q4_K/Q5_K:
+// scale g in word g; Q6_K: its 16 scales in two such vectors): scales[g] takes the words of
+// group g's two 16s, one for each half.
+__attribute__((target("avx2,fma,f16c"))) inline __m256i WordPair(__m256i words, int low, int high) {
+  const __m256i pattern = _mm256_setr_epi8(
+      static_cast<char>(2 * low), static_cast<char>(2 * low + 1), static_cast<char>(2 * low), static_cast<char>(2 * low + 1),
+      static_cast<char>(2 * low), static_cast<char>(2 * low + 1), static_cast<char>(2 * low), static_cast<char>(2 * low + 1),
+      static_cast<char>(2 * low), static_cast<char>(2 * low + 1), static_cast<char>(2 * low), static_cast<char>(2 * low + 1),
+      static_cast<char>(2 * low), static_cast<char>(2 * low + 1), static_cast<char>(2 * low), static_cast<char>(2 * low + 1),
+      static_cast<char>(2 * high), static_cast<char>(2 * high + 1), static_cast<char>(2 * high), static_cast<char>(2 * high + 1),
+      static_cast<char>(2 * high), static_cast<char>(2 * high + 1), static_cast<char>(2 * high), static_cast<char>(2 * high + 1),
+      static_cast<char>(2 * high), static_cast<char>(2 * high + 1), static_cast<char>(2 * high), static_cast<char>(2 * high + 1),
+      static_cast<char>(2 * high), static_cast<char>(2 * high + 1), static_cast<char>(2 * high), static_cast<char>(2 * high + 1));
+  return _mm256_shuffle_epi8(words, pattern);
+}
+
+// A super-block decoded in vectors (ReadScales' values without its scalar loops): d, dmin,
+// the scale vectors, per_sum and the quants.
+__attribute__((target("avx2,fma,f16c"))) KILN_INLINE void DecodeAvx2(KQuantFormat format, const uint8_t* block,
+                                                                     DecodedSuperBlock* out) {
   const __m256i low4 = _mm256_set1_epi8(15);
-  for (int g = 0; g < 8; ++g) {
-    out->scales[g] = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(s.scale16[2 * g + 1])),
-                                      _mm_set1_epi16(static_cast<int16_t>(s.scale16[2 * g])));
+  if (format == KQuantFormat::kQ6_K) {
+    out->d = HalfF16c(block + 208);
+    out->dmin = 0.0f;
+    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)));
+    const __m256i first = _mm256_permute2x128_si256(scales16, scales16, 0x00);   // scales 0..7 twice
+    const __m256i second = _mm256_permute2x128_si256(scales16, scales16, 0x11);  // scales 8..15 twice
+    for (int g = 0; g < 4; ++g) out->scales[g] = WordPair(first, 2 * g, 2 * g + 1);
+    for (int g = 4; g < 8; ++g) out->scales[g] = WordPair(second, 2 * g - 8, 2 * g - 7);
+    out->per_sum = _mm256_slli_epi16(scales16, 5);
+  } else {
+    out->d = HalfF16c(block);
+    out->dmin = HalfF16c(block + 2);
+    // The 12 packed bytes as three little-endian words; ScaleAndMin for four groups at a
+    // time, one per byte.
+    uint32_t u[3];
+    std::memcpy(u, block + 4, sizeof(u));
+    const uint32_t scales_low = u[0] & 0x3f3f3f3f;
+    const uint32_t scales_high = (u[2] & 0x0f0f0f0f) | ((u[0] >> 2) & 0x30303030);
+    const uint32_t mins_low = u[1] & 0x3f3f3f3f;
+    const uint32_t mins_high = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 2) & 0x30303030);
+    const __m128i scale_bytes = _mm_cvtsi64_si128(static_cast<int64_t>(uint64_t{scales_low} | uint64_t{scales_high} << 32));
+    const __m128i min_bytes = _mm_cvtsi64_si128(static_cast<int64_t>(uint64_t{mins_low} | uint64_t{mins_high} << 32));
+    const __m256i scales16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scale_bytes));
+    for (int g = 0; g < 8; ++g) out->scales[g] = WordPair(scales16, g, g);
+    out->per_sum = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(min_bytes, min_bytes));
   }
   if (format == KQuantFormat::kQ6_K) {
     const __m256i two = _mm256_set1_epi8(3);  // two bits
@@ -289,30 +346,58 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeAvx2(KQuantFormat format, co
   }
 }
 
-__attribute__((target("avx2,fma,f16c"))) inline int32_t HorizontalSum(__m256i v) {
-  __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0x4E));
-  sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, 0xB1));
-  return _mm_cvtsi128_si32(sum);
+// The sums of four 8-lane vectors, in that order (exact).
+__attribute__((target("avx2,fma,f16c"))) inline __m128i SumEachOfFour(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i pairs = _mm256_hadd_epi32(_mm256_hadd_epi32(a, b), _mm256_hadd_epi32(c, d));
+  return _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
 }
 
-__attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(KQuantFormat format, KQuantSummation summation,
-                                                         const uint8_t* w, const Q8KBlock* x, int64_t blocks,
+// Rows to columns: v[j] lane i becomes v[i] lane j.
+__attribute__((target("avx2,fma,f16c"))) inline void Transpose4(__m128i v[4]) {
+  const __m128i t0 = _mm_unpacklo_epi32(v[0], v[1]), t1 = _mm_unpackhi_epi32(v[0], v[1]);
+  const __m128i t2 = _mm_unpacklo_epi32(v[2], v[3]), t3 = _mm_unpackhi_epi32(v[2], v[3]);
+  v[0] = _mm_unpacklo_epi64(t0, t2);
+  v[1] = _mm_unpackhi_epi64(t0, t2);
+  v[2] = _mm_unpacklo_epi64(t1, t3);
+  v[3] = _mm_unpackhi_epi64(t1, t3);
+}
+
+// Lanes 2i and 2i + 1 of v added, for i = 0..3 (groups of 32 to quarters of 64; exact).
+__attribute__((target("avx2,fma,f16c"))) inline __m128i PairSums(__m256i v) {
+  const __m256i pairs = _mm256_hadd_epi32(v, v);
+  return _mm_unpacklo_epi64(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+}
+
+// The format and the order are template arguments so that their tests leave the loops.
+template <KQuantFormat format, KQuantSummation summation>
+__attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const uint8_t* w, const Q8KBlock* x, int64_t blocks,
                                                          int64_t rows, float* out, int64_t out_stride) {
   constexpr int kGroup = 4;
   const int64_t block_bytes = KQuantBlockBytes(format);
-  const bool q6 = format == KQuantFormat::kQ6_K;
-  const bool lanes = summation == KQuantSummation::kLanes;
+  constexpr bool q6 = format == KQuantFormat::kQ6_K;
+  constexpr bool lanes = summation == KQuantSummation::kLanes;
   DecodedSuperBlock decoded;
   for (int64_t r = 0; r < rows; r += kGroup) {
     const int group = static_cast<int>(std::min<int64_t>(kGroup, rows - r));
     __m256 acc[kGroup];
+    __m128 mins4[kGroup];  // kLanes, Q4_K
+    float mins1[kGroup];   // kLanes, Q5_K
     RowAccumulator state[kGroup] = {{format, summation}, {format, summation}, {format, summation}, {format, summation}};
-    for (int i = 0; i < kGroup; ++i) acc[i] = _mm256_setzero_ps();
+    for (int i = 0; i < kGroup; ++i) {
+      acc[i] = _mm256_setzero_ps();
+      mins4[i] = _mm_setzero_ps();
+      mins1[i] = 0.0f;
+    }
+    // The one-sum orders keep each row's float state in one lane of these (rows past `group`
+    // compute zeros): lane i follows row r + i's steps exactly, fused multiply-add by fused
+    // multiply-add, without a chain through memory.
+    __m128 row_acc = _mm_setzero_ps(), row_mins = _mm_setzero_ps();
     const uint8_t* block = w;
     for (int64_t b = 0; b < blocks; ++b, block += block_bytes) {
-      const SuperBlockScales s = ReadScales(format, block);
-      DecodeAvx2(format, block, s, &decoded);
+      DecodeAvx2(format, block, &decoded);
+      const DecodedSuperBlock& s = decoded;
+      __m128i quarters[kGroup] = {}, min_quarters[kGroup] = {};  // per row: Q[0..3], M[0..3]
+      alignas(16) float activation_d[kGroup] = {};
       for (int i = 0; i < group; ++i) {
         const Q8KBlock& xb = x[(r + i) * blocks + b];
         // The products of each quarter j (groups 2j and 2j + 1) in 8 int32 lanes.
@@ -326,39 +411,98 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(KQuantFormat format, K
           }
           quarter[j] = sum;
         }
+        // Lane t: group t's Q6_K offset (Q6KOffsets) or min product (min(t) * s(t)).
+        const __m256i per_group =
+            _mm256_madd_epi16(decoded.per_sum, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.sums)));
         if (lanes) {
           __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(quarter[0], quarter[1]), _mm256_add_epi32(quarter[2], quarter[3]));
-          if (q6) {
-            int32_t offsets[8];
-            Q6KOffsets(s, xb, offsets);
-            sumi = _mm256_sub_epi32(sumi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(offsets)));
-          }
+          if (q6) sumi = _mm256_sub_epi32(sumi, per_group);
           acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * s.d), _mm256_cvtepi32_ps(sumi), acc[i]);
-          int32_t prod[4];
-          MinProductsOf(format, s, xb, prod);
-          state[i].AddLaneMins(-xb.d * s.dmin, prod);
-        } else {
-          // Exact integers per quarter (only kBlockQuarters needs them apart: the others
-          // take their sum); the order's float steps in RowAccumulator.
-          SuperBlockSums sums{};
-          if (summation == KQuantSummation::kBlockQuarters) {
-            for (int j = 0; j < 4; ++j) sums.quarters[j] = HorizontalSum(quarter[j]);
+          if (q6) continue;
+          // MinProducts: prod[t] = lanes 2t and 2t + 1; AddLaneMins' float steps.
+          const __m128i prod = PairSums(per_group);
+          const float dmin = -xb.d * s.dmin;
+          if (format == KQuantFormat::kQ4_K) {
+            mins4[i] = _mm_fmadd_ps(_mm_set1_ps(dmin), _mm_cvtepi32_ps(prod), mins4[i]);
           } else {
-            sums.quarters[0] = HorizontalSum(
-                _mm256_add_epi32(_mm256_add_epi32(quarter[0], quarter[1]), _mm256_add_epi32(quarter[2], quarter[3])));
+            const __m128i two = _mm_add_epi32(prod, _mm_unpackhi_epi64(prod, prod));
+            mins1[i] = std::fma(dmin, static_cast<float>(_mm_cvtsi128_si32(_mm_add_epi32(two, _mm_shuffle_epi32(two, 1)))),
+                                mins1[i]);
           }
-          if (q6) SubtractQ6KOffsets(s, xb, &sums);
-          MinProductsOf(format, s, xb, sums.mins);
-          state[i].Add(s, xb.d, sums);
+        } else {
+          // Exact integers per quarter (Q6_K's offsets subtracted) and per quarter's mins.
+          quarters[i] = SumEachOfFour(quarter[0], quarter[1], quarter[2], quarter[3]);
+          const __m128i per_quarter = PairSums(per_group);
+          if (q6) {
+            quarters[i] = _mm_sub_epi32(quarters[i], per_quarter);
+          } else {
+            min_quarters[i] = per_quarter;
+          }
+          activation_d[i] = xb.d;
         }
       }
+      if (lanes) continue;
+      // Transposed: by_quarter[j] lane i = row i's quarter j (RowAccumulator::Add's steps,
+      // four rows at a time).
+      __m128i by_quarter[4] = {quarters[0], quarters[1], quarters[2], quarters[3]};
+      __m128i mins_by_quarter[4] = {min_quarters[0], min_quarters[1], min_quarters[2], min_quarters[3]};
+      Transpose4(by_quarter);
+      Transpose4(mins_by_quarter);
+      const __m128 xd = _mm_load_ps(activation_d);
+      constexpr bool has_min = !q6;
+      if (summation == KQuantSummation::kBlockQuarters) {
+        const __m128 scale = _mm_mul_ps(_mm_set1_ps(s.d), xd), min_scale = _mm_mul_ps(_mm_set1_ps(s.dmin), xd);
+        for (int j = 0; j < 4; ++j) {
+          row_acc = _mm_fmadd_ps(_mm_cvtepi32_ps(by_quarter[j]), scale, row_acc);
+          if (has_min) row_mins = _mm_fmadd_ps(_mm_cvtepi32_ps(mins_by_quarter[j]), min_scale, row_mins);
+        }
+        continue;
+      }
+      const __m128 fsum = _mm_cvtepi32_ps(_mm_add_epi32(_mm_add_epi32(by_quarter[0], by_quarter[1]),
+                                                        _mm_add_epi32(by_quarter[2], by_quarter[3])));
+      const __m128 fmin = _mm_cvtepi32_ps(_mm_add_epi32(_mm_add_epi32(mins_by_quarter[0], mins_by_quarter[1]),
+                                                        _mm_add_epi32(mins_by_quarter[2], mins_by_quarter[3])));
+      if (summation == KQuantSummation::kBlocks) {
+        row_acc = _mm_fmadd_ps(fsum, _mm_mul_ps(_mm_set1_ps(s.d), xd), row_acc);
+        if (has_min) row_mins = _mm_fmadd_ps(fmin, _mm_mul_ps(_mm_set1_ps(s.dmin), xd), row_mins);
+        continue;
+      }
+      // kTiles: r = fsum * d, r = fma(-dmin, fmin, r), acc = fma(r, activation d, acc).
+      __m128 t = _mm_mul_ps(fsum, _mm_set1_ps(s.d));
+      if (has_min) t = _mm_fmadd_ps(_mm_set1_ps(-s.dmin), fmin, t);
+      row_acc = _mm_fmadd_ps(t, xd, row_acc);
     }
+    alignas(16) float row_results[kGroup];
+    _mm_store_ps(row_results, summation == KQuantSummation::kTiles ? row_acc : _mm_sub_ps(row_acc, row_mins));
     for (int i = 0; i < group; ++i) {
-      if (lanes) _mm256_storeu_ps(state[i].lanes(), acc[i]);
-      out[(r + i) * out_stride] = state[i].Result();
+      if (lanes) {
+        _mm256_storeu_ps(state[i].lanes(), acc[i]);
+        if (format == KQuantFormat::kQ4_K) _mm_storeu_ps(state[i].mins(), mins4[i]);
+        if (format == KQuantFormat::kQ5_K) state[i].mins()[0] = mins1[i];
+        out[(r + i) * out_stride] = state[i].Result();
+      } else {
+        out[(r + i) * out_stride] = row_results[i];
+      }
     }
   }
 }
+
+template <KQuantFormat format>
+void DotRowsAvx2(KQuantSummation summation, const uint8_t* w, const Q8KBlock* x, int64_t blocks, int64_t rows,
+                 float* out, int64_t out_stride) {
+  switch (summation) {
+    case KQuantSummation::kLanes:
+      return DotRowsAvx2<format, KQuantSummation::kLanes>(w, x, blocks, rows, out, out_stride);
+    case KQuantSummation::kBlocks:
+      return DotRowsAvx2<format, KQuantSummation::kBlocks>(w, x, blocks, rows, out, out_stride);
+    case KQuantSummation::kBlockQuarters:
+      return DotRowsAvx2<format, KQuantSummation::kBlockQuarters>(w, x, blocks, rows, out, out_stride);
+    case KQuantSummation::kTiles:
+      return DotRowsAvx2<format, KQuantSummation::kTiles>(w, x, blocks, rows, out, out_stride);
+  }
+}
+
+#undef KILN_INLINE
 
 }  // namespace
 
@@ -403,7 +547,11 @@ void QuantizeRowQ8K(const float* x, int64_t k, Q8KBlock* out) {
 void DotQ8KRows(KQuantFormat format, KQuantSummation summation, const uint8_t* weight_row, const Q8KBlock* x,
                 int64_t blocks, int64_t rows, float* out, int64_t out_stride, Q8Isa isa) {
   if (isa == Q8Isa::kScalar) return DotRowsScalar(format, summation, weight_row, x, blocks, rows, out, out_stride);
-  DotRowsAvx2(format, summation, weight_row, x, blocks, rows, out, out_stride);
+  switch (format) {
+    case KQuantFormat::kQ4_K: return DotRowsAvx2<KQuantFormat::kQ4_K>(summation, weight_row, x, blocks, rows, out, out_stride);
+    case KQuantFormat::kQ5_K: return DotRowsAvx2<KQuantFormat::kQ5_K>(summation, weight_row, x, blocks, rows, out, out_stride);
+    case KQuantFormat::kQ6_K: return DotRowsAvx2<KQuantFormat::kQ6_K>(summation, weight_row, x, blocks, rows, out, out_stride);
+  }
 }
 
 }  // namespace kiln::builtins

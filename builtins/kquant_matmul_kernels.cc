@@ -95,22 +95,23 @@ int32_t QuantizedDotTask(int64_t task, int64_t, void* closure) {
   const int64_t chunk = std::max<int64_t>(4, (int64_t{96} << 10) / row_activation_bytes / 4 * 4);
   for (int64_t r0 = 0; r0 < job.rows; r0 += chunk) {
     const int64_t count = std::min(chunk, job.rows - r0);
+    if (!kquant) {
+      const Q5Format q5 = job.format == Format::kQ5_0 ? Q5Format::kQ5_0 : Q5Format::kQ5_1;
+      DotQ5Tile(q5, job.w + begin * job.row_bytes, end - begin, job.row_bytes, job.q8 + r0 * blocks, blocks, count,
+                job.out + r0 * job.n + begin, job.n, job.isa);
+      continue;
+    }
     for (int64_t col = begin; col < end; ++col) {
       const uint8_t* weights = job.w + col * job.row_bytes;
       float* out = job.out + r0 * job.n + col;
-      if (kquant) {
-        // Rows [r0, split) in the GEMM order, [split, r0 + count) in `summation`.
-        const int64_t split = std::clamp(job.gemm_rows, r0, r0 + count);
-        if (split > r0) {
-          DotQ8KRows(ToKQuant(job.format), KQuantSummation::kBlockQuarters, weights, job.q8k + r0 * blocks, blocks,
-                     split - r0, out, job.n, job.isa);
-        }
-        DotQ8KRows(ToKQuant(job.format), job.summation, weights, job.q8k + split * blocks, blocks, r0 + count - split,
-                   out + (split - r0) * job.n, job.n, job.isa);
-      } else {
-        const Q5Format q5 = job.format == Format::kQ5_0 ? Q5Format::kQ5_0 : Q5Format::kQ5_1;
-        DotQ5Rows(q5, weights, job.q8 + r0 * blocks, blocks, count, out, job.n, job.isa);
+      // Rows [r0, split) in the GEMM order, [split, r0 + count) in `summation`.
+      const int64_t split = std::clamp(job.gemm_rows, r0, r0 + count);
+      if (split > r0) {
+        DotQ8KRows(ToKQuant(job.format), KQuantSummation::kBlockQuarters, weights, job.q8k + r0 * blocks, blocks,
+                   split - r0, out, job.n, job.isa);
       }
+      DotQ8KRows(ToKQuant(job.format), job.summation, weights, job.q8k + split * blocks, blocks, r0 + count - split,
+                 out + (split - r0) * job.n, job.n, job.isa);
     }
   }
   return 0;

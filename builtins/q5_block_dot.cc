@@ -124,6 +124,114 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(Q5Format format, const
   }
 }
 
+// --- AVX-512 VNNI: 4 weight rows x up to 8 activation rows per pass ---
+
+// GCC 12's AVX-512 intrinsics start from deliberately undefined vectors (`__Y = __Y`), which
+// -Wmaybe-uninitialized reports once they are inlined here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#define KILN_Q5_VNNI_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")))
+
+// Weight rows a and b of one block in one vector (a in the low 256 bits).
+KILN_Q5_VNNI_TARGET inline __m512i Join(__m256i a, __m256i b) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+}
+
+// The unsigned quants of one block of two weight rows (Quants' bytes; a in the low 256
+// bits): the nibbles, then 16 added where the fifth bit, read as a 64-bit mask, is set.
+KILN_Q5_VNNI_TARGET inline __m512i QuantsOfTwo(const uint8_t* fifth_a, const uint8_t* fifth_b) {
+  const __m128i raw_a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(fifth_a + 4));
+  const __m128i raw_b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(fifth_b + 4));
+  const __m256i a = _mm256_inserti128_si256(_mm256_castsi128_si256(raw_a), _mm_srli_epi16(raw_a, 4), 1);
+  const __m256i b = _mm256_inserti128_si256(_mm256_castsi128_si256(raw_b), _mm_srli_epi16(raw_b, 4), 1);
+  const __m512i nibbles = _mm512_and_si512(Join(a, b), _mm512_set1_epi8(15));
+  const __mmask64 fifth = _cvtu64_mask64(uint64_t{FifthBits(fifth_a)} | uint64_t{FifthBits(fifth_b)} << 32);
+  return _mm512_mask_add_epi8(nibbles, fifth, nibbles, _mm512_set1_epi8(16));
+}
+
+KILN_Q5_VNNI_TARGET inline __m512 JoinScales(float a, float b) {
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_set1_ps(a))),
+                                             _mm256_castps_pd(_mm256_set1_ps(b)), 1));
+}
+
+// R activation rows against weight rows w[0..3]: each (weight row, activation row) pair
+// keeps DotRowsAvx2's 8 float lanes (one half of a 512-bit accumulator), fed per block with
+// the same exact integer lane sums (vpdpbusd of the unsigned quants with the activations,
+// Q5_0's - 16 taken as 16 times the lane's activation sum, subtracted inside the integer
+// sum) and the same fused multiply-add by float(weight d * activation d).
+template <int R>
+KILN_Q5_VNNI_TARGET void DotTileVnni(bool q5_1, const uint8_t* w, int64_t row_bytes, const Q8Block* x, int64_t blocks,
+                                     float* out, int64_t out_stride) {
+  const int base = q5_1 ? 4 : 2;
+  const int64_t block_bytes = q5_1 ? 24 : 22;
+  __m512 acc[R][2];
+  float summs[R][4];
+  for (int r = 0; r < R; ++r) {
+    acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int j = 0; j < 4; ++j) summs[r][j] = 0.0f;
+  }
+  const __m512i sixteen = _mm512_set1_epi8(16);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block[4];
+    float wd[4], wm[4];
+    for (int j = 0; j < 4; ++j) {
+      block[j] = w + j * row_bytes + b * block_bytes;
+      wd[j] = HalfF16c(block[j]);
+      wm[j] = q5_1 ? HalfF16c(block[j] + 2) : 0.0f;
+    }
+    const __m512i w01 = QuantsOfTwo(block[0] + base, block[1] + base);
+    const __m512i w23 = QuantsOfTwo(block[2] + base, block[3] + base);
+    const __m512 d01 = JoinScales(wd[0], wd[1]), d23 = JoinScales(wd[2], wd[3]);
+    for (int r = 0; r < R; ++r) {
+      const Q8Block& xb = x[r * blocks + b];
+      const __m512i qx = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.q)));
+      // Q5_0: start each lane's integer sum at -16 times its activations' sum.
+      const __m512i start =
+          q5_1 ? _mm512_setzero_si512()
+               : _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), sixteen, qx));
+      const __m512 xd = _mm512_set1_ps(xb.d);
+      acc[r][0] = _mm512_fmadd_ps(_mm512_mul_ps(d01, xd), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(start, w01, qx)), acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(_mm512_mul_ps(d23, xd), _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(start, w23, qx)), acc[r][1]);
+      if (q5_1) {
+        for (int j = 0; j < 4; ++j) summs[r][j] = std::fma(wm[j], xb.s, summs[r][j]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int j = 0; j < 4; ++j) {
+      const __m512d v = _mm512_castps_pd(acc[r][j / 2]);
+      const __m256 lanes = _mm256_castpd_ps(j % 2 == 0 ? _mm512_castpd512_pd256(v) : _mm512_extractf64x4_pd(v, 1));
+      const float sum = HorizontalSum8(lanes);
+      out[r * out_stride + j] = q5_1 ? sum + summs[r][j] : sum;
+    }
+  }
+}
+
+KILN_Q5_VNNI_TARGET void DotTileVnniRows(bool q5_1, const uint8_t* w, int64_t row_bytes, const Q8Block* x,
+                                         int64_t blocks, int64_t rows, float* out, int64_t out_stride) {
+  constexpr int kRows = 8;
+  int64_t r = 0;
+  for (; r + kRows <= rows; r += kRows) {
+    DotTileVnni<kRows>(q5_1, w, row_bytes, x + r * blocks, blocks, out + r * out_stride, out_stride);
+  }
+  const Q8Block* xr = x + r * blocks;
+  float* o = out + r * out_stride;
+  switch (rows - r) {
+    case 0: return;
+    case 1: return DotTileVnni<1>(q5_1, w, row_bytes, xr, blocks, o, out_stride);
+    case 2: return DotTileVnni<2>(q5_1, w, row_bytes, xr, blocks, o, out_stride);
+    case 3: return DotTileVnni<3>(q5_1, w, row_bytes, xr, blocks, o, out_stride);
+    case 4: return DotTileVnni<4>(q5_1, w, row_bytes, xr, blocks, o, out_stride);
+    case 5: return DotTileVnni<5>(q5_1, w, row_bytes, xr, blocks, o, out_stride);
+    case 6: return DotTileVnni<6>(q5_1, w, row_bytes, xr, blocks, o, out_stride);
+    default: return DotTileVnni<7>(q5_1, w, row_bytes, xr, blocks, o, out_stride);
+  }
+}
+
+#pragma GCC diagnostic pop
+#undef KILN_Q5_VNNI_TARGET
+
 }  // namespace
 
 int64_t Q5BlockBytes(Q5Format format) { return format == Q5Format::kQ5_0 ? 22 : 24; }
@@ -132,6 +240,17 @@ void DotQ5Rows(Q5Format format, const uint8_t* weight_row, const Q8Block* x, int
                int64_t out_stride, Q8Isa isa) {
   if (isa == Q8Isa::kScalar) return DotRowsScalar(format, weight_row, x, blocks, rows, out, out_stride);
   DotRowsAvx2(format, weight_row, x, blocks, rows, out, out_stride);
+}
+
+void DotQ5Tile(Q5Format format, const uint8_t* weights, int64_t weight_rows, int64_t row_bytes, const Q8Block* x,
+               int64_t blocks, int64_t rows, float* out, int64_t out_stride, Q8Isa isa) {
+  int64_t i = 0;
+  if (isa == Q8Isa::kAvx512Vnni) {
+    for (; i + 4 <= weight_rows; i += 4) {
+      DotTileVnniRows(format == Q5Format::kQ5_1, weights + i * row_bytes, row_bytes, x, blocks, rows, out + i, out_stride);
+    }
+  }
+  for (; i < weight_rows; ++i) DotQ5Rows(format, weights + i * row_bytes, x, blocks, rows, out + i, out_stride, isa);
 }
 
 }  // namespace kiln::builtins

@@ -11,8 +11,9 @@
 // Order: each block's integer products summed exactly in 8 lanes of 4 consecutive elements,
 // each lane accumulated over the blocks with one fused multiply-add by weight d * activation
 // d; Q5_1 adds m * activation s per block into a scalar with fused multiply-adds; the lanes
-// are added (l0+l4 + l2+l6) + (l1+l5 + l3+l7), then the scalar. Portable and AVX2 code give
-// identical bits; the AVX-512 VNNI choice runs the AVX2 code.
+// are added (l0+l4 + l2+l6) + (l1+l5 + l3+l7), then the scalar. Portable, AVX2 and AVX-512
+// VNNI code give identical bits (the integer lane sums are exact whichever instructions
+// form them; the float steps are the same in every lane).
 #pragma once
 
 #include <cstdint>
@@ -30,5 +31,13 @@ int64_t Q5BlockBytes(Q5Format format);
 // `blocks` blocks each (row r at x + r * blocks): out[r * out_stride].
 void DotQ5Rows(Q5Format format, const uint8_t* weight_row, const Q8Block* x, int64_t blocks, int64_t rows, float* out,
                int64_t out_stride, Q8Isa isa);
+
+// The same for `weight_rows` weight rows, `row_bytes` apart: out[r * out_stride + i] is
+// activation row r with weight row i, bit for bit what DotQ5Rows gives for that pair. The
+// AVX-512 VNNI code takes 4 weight rows (two to a 512-bit vector) and up to 8 activation
+// rows at a time, so each weight block is decoded once per 8 activation rows and each
+// activation block loaded once per 4 weight rows (prefill's many rows).
+void DotQ5Tile(Q5Format format, const uint8_t* weights, int64_t weight_rows, int64_t row_bytes, const Q8Block* x,
+               int64_t blocks, int64_t rows, float* out, int64_t out_stride, Q8Isa isa);
 
 }  // namespace kiln::builtins

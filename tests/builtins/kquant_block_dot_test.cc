@@ -371,6 +371,62 @@ TEST(Q5BlockDot, DotProductsEqualTheNaiveOnesBitForBitOnEveryInstructionSet) {
   }
 }
 
+// Several weight rows at once: every (weight row, activation row) pair must be the naive
+// float, whatever the tile and remainder sizes (4 weight rows by 8 activation rows in the
+// VNNI code, the rest one by one).
+TEST(Q5BlockDot, TilesOfWeightRowsEqualTheNaiveOnesBitForBitOnEveryInstructionSet) {
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (Q5Format format : {Q5Format::kQ5_0, Q5Format::kQ5_1}) {
+    constexpr int64_t kBlocks = 18;  // SmolLM2's k = 576
+    const int64_t k = kBlocks * 32, bytes = Q5BlockBytes(format), row_bytes = kBlocks * bytes;
+    constexpr int64_t kWeightRows = 9, kRows = 19;  // 2 tiles of 4 and 1; 2 groups of 8 and 3
+    std::vector<uint8_t> w(static_cast<size_t>(kWeightRows * row_bytes));
+    for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
+    for (int64_t b = 0; b < kWeightRows * kBlocks; ++b) {
+      const uint16_t d = support::FloatToHalf(scale(rng)), m = support::FloatToHalf(-16 * scale(rng));
+      w[b * bytes] = d & 255, w[b * bytes + 1] = d >> 8;
+      if (format == Q5Format::kQ5_1) w[b * bytes + 2] = m & 255, w[b * bytes + 3] = m >> 8;
+    }
+    std::vector<std::vector<float>> xs;
+    std::vector<Q8Block> quantized;
+    for (int r = 0; r < kRows; ++r) {
+      xs.emplace_back(static_cast<size_t>(k));
+      for (auto& v : xs.back()) v = normal(rng) * (r % 5 == 2 ? 30.0f : 1.0f);
+      std::vector<Q8Block> row(static_cast<size_t>(kBlocks));
+      QuantizeRowQ8(xs.back().data(), k, row.data(), Q8Isa::kScalar);
+      quantized.insert(quantized.end(), row.begin(), row.end());
+    }
+    std::vector<float> want(static_cast<size_t>(kRows * kWeightRows));
+    for (int64_t i = 0; i < kWeightRows; ++i) {
+      const std::vector<uint8_t> row(w.begin() + i * row_bytes, w.begin() + (i + 1) * row_bytes);
+      for (int r = 0; r < kRows; ++r) {
+        std::vector<double> weights;
+        want[r * kWeightRows + i] = NaiveDotQ5(format, row, NaiveQuantize32(xs[r]), &weights);
+      }
+    }
+    for (Q8Isa isa : SupportedIsas()) {
+      for (int64_t weight_rows : {int64_t{1}, int64_t{4}, int64_t{5}, kWeightRows}) {
+        for (int64_t rows : {int64_t{1}, int64_t{3}, int64_t{8}, kRows}) {
+          SCOPED_TRACE(::testing::Message() << Q8IsaName(isa) << " format " << static_cast<int>(format) << " weight rows "
+                                            << weight_rows << " rows " << rows);
+          std::vector<float> got(static_cast<size_t>(rows * kWeightRows), -1.0f);
+          DotQ5Tile(format, w.data(), weight_rows, row_bytes, quantized.data(), kBlocks, rows, got.data(), kWeightRows,
+                    isa);
+          for (int64_t r = 0; r < rows; ++r) {
+            for (int64_t i = 0; i < weight_rows; ++i) {
+              ASSERT_EQ(got[r * kWeightRows + i], want[r * kWeightRows + i]) << "row " << r << " weight row " << i;
+            }
+            for (int64_t i = weight_rows; i < kWeightRows; ++i) ASSERT_EQ(got[r * kWeightRows + i], -1.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
 // --- decoding rows to float32 ---
 
 TEST(GgmlRowDecode, WeightsAreTheBlockDefinitionsInFloat32) {
