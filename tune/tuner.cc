@@ -16,6 +16,7 @@
 #include "tir/structural_hash.h"
 #include "tune/cost_model.h"
 #include "tune/crossover.h"
+#include "tune/search_space.h"
 #include "tune/tuning_db.h"
 
 namespace kiln::tune {
@@ -35,6 +36,10 @@ struct Task {
   int trials = 0;
   int empty_draws = 0;     // draws in a row that found no new schedule
   bool exhausted = false;  // no new schedule left (as far as random draws find)
+  // The default's one-knob neighbours (OneKnobNeighbours) not yet measured or found to
+  // schedule like one measured; listed at the task's second trial.
+  std::vector<tir::CpuScheduleKnobs> neighbours;
+  bool neighbours_listed = false;
 };
 
 // The most measurements that confirm a would-be best (until two were quiet).
@@ -64,69 +69,6 @@ std::vector<double> TaskWeights(const std::vector<Task>& tasks) {
     weights.push_back(kMinTaskWeight + (total > 0 ? time_of(t) / total : 0.0));
   }
   return weights;
-}
-
-// The values each knob takes in the search (see cpu_knobs.h for their meaning).
-tir::CpuScheduleKnobs RandomKnobs(std::mt19937& rng) {
-  auto pick = [&](std::initializer_list<int> values) {
-    std::vector<int> v(values);
-    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-  };
-  tir::CpuScheduleKnobs k;
-  // Row tiles up to 12: with 2 vectors of columns that is 24 accumulators, within
-  // AVX-512's 32 registers (AVX2's 16 spill, which the measurement then shows). Wide tiles
-  // (few rows) take row_tile as their height, so 16 and 32 are wide-tile heights.
-  k.matmul.row_tile = pick({0, 1, 2, 3, 4, 6, 8, 12, 16, 32});
-  k.matmul.col_vectors = pick({1, 2, 3, 4});
-  k.matmul.pack = pick({-1, 0, 1});
-  k.matmul.unroll_rows = pick({0, 1});
-  k.matmul.parallel = pick({0, 1});
-  k.matmul.few_rows = pick({0, 1});
-  k.matmul.rows_outer = pick({0, 1});
-  k.matmul.k_unroll = pick({1, 2, 4, 8});
-  // The wide tiles' own shape (0: the rule's): k blocks of the weight, rows per register
-  // step, sub-tiles per tile, packing each k block; and the row count from which register
-  // tiles take over (the MLP's up projection, 64 -> 256 columns, is wide below 64 rows).
-  k.matmul.wide_k_block = pick({0, 8, 32, 64});
-  k.matmul.wide_step_rows = pick({0, 1, 2, 4, 8});
-  k.matmul.wide_subtiles = pick({0, 1, 2, 4, 8});
-  k.matmul.wide_pack = pick({0, 1});
-  k.matmul.many_rows = pick({0, 8, 16, 32, 128, 256});
-  // Lanes beyond the vector width are several vectors of partial results (or of
-  // elements): independent chains, so the adds or exps of one do not wait on the other.
-  k.reduction.lanes = pick({0, 1, 4, 8, 16, 32, 64});
-  k.reduction.parallel = pick({0, 1});
-  k.injective.lanes = pick({0, 1, 4, 8, 16, 32, 64});
-  k.injective.parallel = pick({0, 1});
-  return k;
-}
-
-// The knobs' values in their text form's fixed order (cpu_knobs.h): every knob, so a knob
-// added there is mutated and seen by the cost model without a change here.
-std::vector<std::pair<std::string, int>> KnobValues(const tir::CpuScheduleKnobs& k) {
-  std::vector<std::pair<std::string, int>> values;
-  for (absl::string_view pair : absl::StrSplit(k.ToString(), ' ', absl::SkipEmpty())) {
-    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
-    int value = 0;
-    KILN_CHECK(kv.size() == 2 && absl::SimpleAtoi(kv[1], &value)) << "knob text '" << pair << "'";
-    values.emplace_back(kv[0], value);
-  }
-  return values;
-}
-
-// `from` with one or two knobs taken from a random knob set.
-tir::CpuScheduleKnobs Mutate(const tir::CpuScheduleKnobs& from, std::mt19937& rng) {
-  std::vector<std::pair<std::string, int>> k = KnobValues(from), r = KnobValues(RandomKnobs(rng));
-  int changes = std::uniform_int_distribution<int>(1, 2)(rng);
-  for (int c = 0; c < changes; ++c) {
-    size_t i = std::uniform_int_distribution<size_t>(0, k.size() - 1)(rng);
-    k[i].second = r[i].second;
-  }
-  std::vector<std::string> text;
-  for (const auto& [name, value] : k) text.push_back(absl::StrCat(name, "=", value));
-  absl::StatusOr<tir::CpuScheduleKnobs> mutated = tir::CpuScheduleKnobs::Parse(absl::StrJoin(text, " "));
-  KILN_CHECK(mutated.ok()) << mutated.status();  // values of two valid sets
-  return *mutated;
 }
 
 // The cost model's view of a candidate: its knobs and the kernel's size (log2 of the
@@ -232,26 +174,46 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
     std::fflush(options.progress);
   };
 
-  // One trial of `task`: its default knobs first, then the candidate the cost model ranks
-  // best. False when the task had no schedule left to measure.
+  // One trial of `task`: its default knobs first, then the default's one-knob neighbours
+  // (the cost model's pick among those left, or the first in the knob order while it has
+  // no data), then the candidate the cost model ranks best among mutations and random
+  // sets. False when the task had no schedule left to measure.
   auto trial = [&](Task& task) -> absl::StatusOr<bool> {
     const Workload& w = *task.workload;
     tir::CpuScheduleOptions schedule_options{.vector_lanes = w.target.Float32Lanes(), .num_threads = options.threads};
     // Candidates whose schedule is new for this task.
     std::vector<tir::CpuScheduleKnobs> candidates;
     std::vector<uint64_t> hashes;
-    const int wanted = task.trials == 0 ? 1 : 24;
-    for (int attempt = 0; attempt < 4 * wanted && static_cast<int>(candidates.size()) < wanted; ++attempt) {
-      tir::CpuScheduleKnobs k = task.trials == 0       ? tir::CpuScheduleKnobs()
-                                : attempt % 2 == 0 && task.best_seconds > 0 ? Mutate(task.best, rng)
-                                                                           : RandomKnobs(rng);
+    auto add_if_new = [&](const tir::CpuScheduleKnobs& k) {
       schedule_options.knobs = k;
       absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(w.func, schedule_options);
-      if (!scheduled.ok()) continue;
+      if (!scheduled.ok()) return;
       uint64_t h = tir::StructuralHash(*scheduled);
-      if (task.measured.count(h) || std::find(hashes.begin(), hashes.end(), h) != hashes.end()) continue;
+      if (task.measured.count(h) || std::find(hashes.begin(), hashes.end(), h) != hashes.end()) return;
       candidates.push_back(k);
       hashes.push_back(h);
+    };
+    // A one-knob change of the default is the likeliest win and the cheapest to confirm
+    // (the scores kernel at n = 300 wins 0.935x with col_vectors=1 alone, and random knob
+    // sets with 3-6 trials per task never drew it). Many knobs do not touch a given kernel:
+    // their neighbours schedule like the default and are dropped here.
+    if (task.trials > 0 && !task.neighbours_listed) {
+      task.neighbours = OneKnobNeighbours(tir::CpuScheduleKnobs());
+      task.neighbours_listed = true;
+    }
+    bool neighbours = false;
+    if (task.trials == 0) {
+      add_if_new(tir::CpuScheduleKnobs());
+    } else if (!task.neighbours.empty()) {
+      for (const tir::CpuScheduleKnobs& k : task.neighbours) add_if_new(k);
+      task.neighbours = candidates;  // the rest of them after this trial (less the one measured)
+      neighbours = !candidates.empty();
+    }
+    if (task.trials > 0 && !neighbours) {
+      constexpr int kWanted = 24;
+      for (int attempt = 0; attempt < 4 * kWanted && static_cast<int>(candidates.size()) < kWanted; ++attempt) {
+        add_if_new(attempt % 2 == 0 && task.best_seconds > 0 ? Mutate(task.best, rng) : RandomKnobs(rng));
+      }
     }
     // The winners of the same kernel at its other sizes come first: a dispatching kernel
     // is only as good as its variants at the sizes between, and a variant found at one
@@ -270,15 +232,17 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
       }
     }
     if (candidates.empty()) return false;
-    size_t chosen = std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(rng);
-    if (!seeded && model.trained() && std::uniform_int_distribution<int>(0, 3)(rng) != 0) {
+    size_t chosen = 0;
+    if (!seeded && !neighbours) chosen = std::uniform_int_distribution<size_t>(0, candidates.size() - 1)(rng);
+    if (!seeded && model.trained() && (neighbours || std::uniform_int_distribution<int>(0, 3)(rng) != 0)) {
       std::vector<std::vector<float>> rows;
       for (const auto& k : candidates) rows.push_back(Features(task, k));
       std::vector<float> predicted = model.Predict(rows);
       chosen = static_cast<size_t>(std::min_element(predicted.begin(), predicted.end()) - predicted.begin());
     }
-    const tir::CpuScheduleKnobs& knobs = candidates[chosen];
+    const tir::CpuScheduleKnobs knobs = candidates[chosen];
     task.measured.insert(hashes[chosen]);
+    if (neighbours && !seeded) task.neighbours.erase(task.neighbours.begin() + static_cast<std::ptrdiff_t>(chosen));
     const int64_t size = w.sizes[task.size_index];
     KILN_ASSIGN_OR_RETURN(MeasureResult result, measure(w, size, w.bindings[task.size_index], knobs));
     ++task.trials;

@@ -3,11 +3,15 @@
 // measurement is appended to the records database as it arrives.
 //
 // Per task, the first trial is the default knobs (the untuned schedule, the baseline the
-// records are compared with). Each later trial draws candidates — mutations of the task's
-// best knobs so far (one or two knobs changed) and fresh random knob sets — drops those
-// whose scheduled function is one already measured for the task (many knobs do not touch a
-// given kernel), and measures the one the cost model predicts fastest (a random one while
-// the model is untrained, and one trial in four at random to keep exploring). After every
+// records are compared with). The next are the default's one-knob neighbours
+// (search_space.h OneKnobNeighbours), those whose scheduled function differs from every one
+// measured for the task, the one the cost model predicts fastest first (the first in the
+// knob order while it is untrained). After them each trial draws candidates — mutations of
+// the task's best knobs so far (one or two knobs changed) and fresh random knob sets —
+// drops those whose scheduled function is one already measured for the task (many knobs
+// do not touch a given kernel), and measures the one the cost model predicts fastest (a
+// random one while the model is untrained, and one trial in four at random to keep
+// exploring). A kernel's winner at another size is measured before either. After every
 // task's default is measured, each trial goes to the task with the most weight per trial
 // so far, its weight being its kernel's share of the model's time at its size (default
 // time x calls per run) plus a floor: the kernels that dominate the model's time at a

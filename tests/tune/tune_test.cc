@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
 
 #include "builtins/default_builtins.h"
 #include "support/check.h"
@@ -26,6 +28,8 @@
 #include "tir/structural_hash.h"
 #include "tune/crossover.h"
 #include "tune/measure.h"
+#include "tune/search_space.h"
+#include "tune/tuner.h"
 #include "tune/tuning_db.h"
 #include "tune/workloads.h"
 #include "vm/executable.h"
@@ -422,6 +426,113 @@ TEST(TuneKnobsTest, WideTileKnobsChangeTheUpProjectionOnAvx2) {
 
 // Calls per run, which weigh each kernel's share of the block's time in the search: q, k
 // and v are one kernel called three times, the two layer norms one called twice.
+// The default's one-knob neighbours: each knob with few values moved to each other value,
+// one with many values one step either way; never the default itself, never twice.
+TEST(SearchSpaceTest, OneKnobNeighboursOfTheDefault) {
+  const tir::CpuScheduleKnobs defaults;
+  std::vector<tir::CpuScheduleKnobs> neighbours = OneKnobNeighbours(defaults);
+  // Counted by hand from the values in search_space.cc: row_tile 0 -> 1; col_vectors 2 ->
+  // 1, 3, 4; pack -1 -> 0, 1; k_unroll 1 -> 2, 4, 8; wide_k_block 0 -> 8, 32, 64; the other
+  // twelve knobs one value each (the two-valued ones flipped, the many-valued ones from 0
+  // to their next value).
+  EXPECT_EQ(neighbours.size(), 1u + 3 + 2 + 3 + 3 + 12);
+  std::set<std::string> texts;
+  const std::vector<std::pair<std::string, int>> base = KnobValues(defaults);
+  for (const tir::CpuScheduleKnobs& k : neighbours) {
+    EXPECT_FALSE(k == defaults);
+    EXPECT_TRUE(texts.insert(k.ToString()).second) << "twice: " << k.ToString();
+    std::vector<std::pair<std::string, int>> values = KnobValues(k);
+    int changed = 0;
+    for (size_t i = 0; i < values.size(); ++i) changed += values[i].second != base[i].second;
+    EXPECT_EQ(changed, 1) << k.ToString();
+  }
+  auto has = [&](const std::string& text) {
+    absl::StatusOr<tir::CpuScheduleKnobs> k = tir::CpuScheduleKnobs::Parse(text);
+    KILN_CHECK(k.ok()) << k.status();
+    return texts.count(k->ToString()) > 0;
+  };
+  EXPECT_TRUE(has("matmul.col_vectors=1"));  // the scores kernel's win at n = 300
+  EXPECT_TRUE(has("matmul.row_tile=1"));
+  EXPECT_FALSE(has("matmul.row_tile=32"));     // more than one step away
+  EXPECT_TRUE(has("reduction.lanes=1"));
+  EXPECT_FALSE(has("reduction.lanes=64"));
+  // A value between two of the knob's values has both as neighbours.
+  absl::StatusOr<tir::CpuScheduleKnobs> between = tir::CpuScheduleKnobs::Parse("matmul.row_tile=5");
+  ASSERT_TRUE(between.ok());
+  std::set<int> row_tiles;
+  for (const tir::CpuScheduleKnobs& k : OneKnobNeighbours(*between)) {
+    if (k.matmul.row_tile != 5) row_tiles.insert(k.matmul.row_tile);
+  }
+  EXPECT_EQ(row_tiles, (std::set<int>{4, 6}));
+}
+
+// A task's first trials are the default and then its one-knob neighbours, each schedule
+// once: the distinct knob sets the records hold, in order, are the default and then every
+// neighbour whose scheduled kernel differs from the default's and from the other
+// neighbours' (one of each such group), before any other candidate.
+TEST(TunerTest, ATasksFirstCandidatesAreTheDefaultsNeighbours) {
+  std::string path;
+  relax::ParsedModule parsed = TransformerBlock(&path);
+  std::vector<Workload> workloads = BlockWorkloads(parsed);
+  // The out projection (a small matmul with a bias) at n = 1, alone.
+  auto it = std::find_if(workloads.begin(), workloads.end(), [](const Workload& w) { return w.name == "fused_matmul_add"; });
+  ASSERT_NE(it, workloads.end());
+  Workload w = *it;
+  w.sizes = {w.sizes.front()};
+  w.bindings = {w.bindings.front()};
+  tir::CpuScheduleOptions schedule{.vector_lanes = w.target.Float32Lanes(), .num_threads = 1};
+  auto hash_of = [&](const tir::CpuScheduleKnobs& k) {
+    schedule.knobs = k;
+    absl::StatusOr<tir::PrimFunc> f = tir::ScheduleForCpu(w.func, schedule);
+    KILN_CHECK(f.ok()) << f.status();
+    return tir::StructuralHash(*f);
+  };
+  const uint64_t default_hash = hash_of(tir::CpuScheduleKnobs());
+  std::set<uint64_t> neighbour_hashes;
+  std::set<std::string> neighbour_texts;
+  for (const tir::CpuScheduleKnobs& k : OneKnobNeighbours(tir::CpuScheduleKnobs())) {
+    uint64_t h = hash_of(k);
+    if (h != default_hash) neighbour_hashes.insert(h);
+    neighbour_texts.insert(k.ToString());
+  }
+  ASSERT_GE(neighbour_hashes.size(), 3u);  // the matmul knobs change this kernel
+
+  TuneOptions options;
+  options.cpu = codegen::CpuTarget::Host();
+  options.threads = 1;
+  options.timeout_s = 60;
+  options.db_path = TempPath("neighbours.jsonl");
+  options.progress = nullptr;
+  // The search gets 3/4 of the trials; room for the default, every neighbour, a few
+  // confirming measurements of wins and a few candidates after the neighbours.
+  options.trials = static_cast<int>(4 * (neighbour_hashes.size() + 12) / 3);
+  std::remove(options.db_path.c_str());
+  absl::StatusOr<TuneSummary> summary = Tune({w}, options);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->failed, 0);
+  absl::StatusOr<std::vector<TuningRecord>> records = ReadTuningDb(options.db_path);
+  ASSERT_TRUE(records.ok()) << records.status();
+  std::remove(options.db_path.c_str());
+
+  std::vector<std::string> distinct;  // knob sets in the order first measured
+  for (const TuningRecord& r : *records) {
+    if (std::find(distinct.begin(), distinct.end(), r.knobs) == distinct.end()) distinct.push_back(r.knobs);
+  }
+  ASSERT_GT(distinct.size(), 1 + neighbour_hashes.size());
+  EXPECT_EQ(distinct[0], tir::CpuScheduleKnobs().ToString());
+  std::set<uint64_t> seen = {default_hash};
+  for (size_t i = 1; i <= neighbour_hashes.size(); ++i) {
+    EXPECT_TRUE(neighbour_texts.count(distinct[i])) << "trial " << i << " is no neighbour: " << distinct[i];
+    absl::StatusOr<tir::CpuScheduleKnobs> k = tir::CpuScheduleKnobs::Parse(distinct[i]);
+    ASSERT_TRUE(k.ok());
+    EXPECT_TRUE(seen.insert(hash_of(*k)).second) << "a schedule measured twice: " << distinct[i];
+  }
+  // The candidate after the neighbours is no schedule measured already either.
+  absl::StatusOr<tir::CpuScheduleKnobs> next = tir::CpuScheduleKnobs::Parse(distinct[1 + neighbour_hashes.size()]);
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(seen.count(hash_of(*next)));
+}
+
 TEST(WorkloadsTest, CountCallsOfEachKernel) {
   std::string path;
   relax::ParsedModule parsed = TransformerBlock(&path);

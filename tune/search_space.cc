@@ -1,0 +1,118 @@
+// The tuner's knob values and its candidate draws (random, mutations, one-knob neighbours).
+#include "tune/search_space.h"
+
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "support/check.h"
+
+namespace kiln::tune {
+
+namespace {
+
+// The knob set of the text form of `values` (every value from a valid set or SearchSpace).
+tir::CpuScheduleKnobs FromValues(const std::vector<std::pair<std::string, int>>& values) {
+  std::vector<std::string> text;
+  for (const auto& [name, value] : values) text.push_back(absl::StrCat(name, "=", value));
+  absl::StatusOr<tir::CpuScheduleKnobs> knobs = tir::CpuScheduleKnobs::Parse(absl::StrJoin(text, " "));
+  KILN_CHECK(knobs.ok()) << knobs.status();
+  return *knobs;
+}
+
+}  // namespace
+
+const std::vector<KnobRange>& SearchSpace() {
+  static const std::vector<KnobRange> space = {
+      // Row tiles up to 12: with 2 vectors of columns that is 24 accumulators, within
+      // AVX-512's 32 registers (AVX2's 16 spill, which the measurement then shows). Wide
+      // tiles (few rows) take row_tile as their height, so 16 and 32 are wide-tile heights.
+      {"matmul.row_tile", {0, 1, 2, 3, 4, 6, 8, 12, 16, 32}},
+      {"matmul.col_vectors", {1, 2, 3, 4}},
+      {"matmul.pack", {-1, 0, 1}},
+      {"matmul.unroll_rows", {0, 1}},
+      {"matmul.parallel", {0, 1}},
+      {"matmul.few_rows", {0, 1}},
+      {"matmul.rows_outer", {0, 1}},
+      {"matmul.k_unroll", {1, 2, 4, 8}},
+      // The wide tiles' own shape (0: the rule's): k blocks of the weight, rows per register
+      // step, sub-tiles per tile, packing each k block; and the row count from which register
+      // tiles take over (the MLP's up projection, 64 -> 256 columns, is wide below 64 rows).
+      {"matmul.wide_k_block", {0, 8, 32, 64}},
+      {"matmul.wide_step_rows", {0, 1, 2, 4, 8}},
+      {"matmul.wide_subtiles", {0, 1, 2, 4, 8}},
+      {"matmul.wide_pack", {0, 1}},
+      {"matmul.many_rows", {0, 8, 16, 32, 128, 256}},
+      // Lanes beyond the vector width are several vectors of partial results (or of
+      // elements): independent chains, so the adds or exps of one do not wait on the other.
+      {"reduction.lanes", {0, 1, 4, 8, 16, 32, 64}},
+      {"reduction.parallel", {0, 1}},
+      {"injective.lanes", {0, 1, 4, 8, 16, 32, 64}},
+      {"injective.parallel", {0, 1}},
+  };
+  return space;
+}
+
+std::vector<std::pair<std::string, int>> KnobValues(const tir::CpuScheduleKnobs& k) {
+  std::vector<std::pair<std::string, int>> values;
+  for (absl::string_view pair : absl::StrSplit(k.ToString(), ' ', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    int value = 0;
+    KILN_CHECK(kv.size() == 2 && absl::SimpleAtoi(kv[1], &value)) << "knob text '" << pair << "'";
+    values.emplace_back(kv[0], value);
+  }
+  return values;
+}
+
+tir::CpuScheduleKnobs RandomKnobs(std::mt19937& rng) {
+  std::vector<std::pair<std::string, int>> values;
+  for (const KnobRange& knob : SearchSpace()) {
+    values.emplace_back(knob.name,
+                        knob.values[std::uniform_int_distribution<size_t>(0, knob.values.size() - 1)(rng)]);
+  }
+  return FromValues(values);
+}
+
+tir::CpuScheduleKnobs Mutate(const tir::CpuScheduleKnobs& from, std::mt19937& rng) {
+  std::vector<std::pair<std::string, int>> k = KnobValues(from), r = KnobValues(RandomKnobs(rng));
+  int changes = std::uniform_int_distribution<int>(1, 2)(rng);
+  for (int c = 0; c < changes; ++c) {
+    size_t i = std::uniform_int_distribution<size_t>(0, k.size() - 1)(rng);
+    k[i].second = r[i].second;
+  }
+  return FromValues(k);
+}
+
+std::vector<tir::CpuScheduleKnobs> OneKnobNeighbours(const tir::CpuScheduleKnobs& from) {
+  const std::vector<std::pair<std::string, int>> base = KnobValues(from);
+  std::vector<tir::CpuScheduleKnobs> neighbours;
+  for (size_t i = 0; i < base.size(); ++i) {
+    auto range = std::find_if(SearchSpace().begin(), SearchSpace().end(),
+                              [&](const KnobRange& r) { return r.name == base[i].first; });
+    if (range == SearchSpace().end()) continue;  // a knob the search does not move
+    const std::vector<int>& values = range->values;
+    const int current = base[i].second;
+    std::vector<int> moves;
+    if (values.size() <= kFewKnobValues) {
+      for (int v : values) {
+        if (v != current) moves.push_back(v);
+      }
+    } else {
+      // The nearest value below and above the current one.
+      auto above = std::upper_bound(values.begin(), values.end(), current);
+      auto below = std::lower_bound(values.begin(), values.end(), current);
+      if (below != values.begin()) moves.push_back(*std::prev(below));
+      if (above != values.end()) moves.push_back(*above);
+    }
+    for (int v : moves) {
+      std::vector<std::pair<std::string, int>> moved = base;
+      moved[i].second = v;
+      neighbours.push_back(FromValues(moved));
+    }
+  }
+  return neighbours;
+}
+
+}  // namespace kiln::tune
