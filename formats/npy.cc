@@ -55,6 +55,11 @@ absl::StatusOr<std::string> TypeDescr(NpyType t) {
 absl::StatusOr<std::string> HeaderField(absl::string_view header, const std::string& key) {
   size_t at = header.find("'" + key + "'");
   if (at == absl::string_view::npos) return absl::InvalidArgumentError(absl::StrCat("the header has no '", key, "'"));
+  // NumPy's reader evaluates the dict, so a repeated key means its last value; this reader
+  // would take the first and read other data than NumPy does. NumPy never writes one.
+  if (header.find("'" + key + "'", at + 1) != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("the header names '", key, "' twice"));
+  }
   size_t colon = header.find(':', at);
   if (colon == absl::string_view::npos) return absl::InvalidArgumentError(absl::StrCat("the header's '", key, "' has no value"));
   size_t begin = colon + 1;

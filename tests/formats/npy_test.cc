@@ -93,6 +93,11 @@ TEST(Npy, MalformedFilesSayWhy) {
   EXPECT_THAT(error("neg.npy", NpyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", "abcd")), HasSubstr("bad shape"));
   EXPECT_THAT(error("struct.npy", NpyFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", "abcd")),
               HasSubstr("not a type string"));
+  // NumPy would read the last 'descr' (int32) and 'shape'; refused rather than read differently.
+  EXPECT_THAT(error("two_descr.npy", NpyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'descr': '<i4', }", "abcd")),
+              HasSubstr("names 'descr' twice"));
+  EXPECT_THAT(error("two_shape.npy", NpyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'shape': (2,), }", "abcdefgh")),
+              HasSubstr("names 'shape' twice"));
   EXPECT_THAT(error("v9.npy", std::string("\x93NUMPY\x09\x00\x00\x00", 10)), HasSubstr("format version 9"));
 }
 
