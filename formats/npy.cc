@@ -117,7 +117,8 @@ absl::StatusOr<NpyArray> ParseNpy(std::shared_ptr<const support::MappedFile> fil
   if (!fortran.ok()) return bad(std::string(fortran.status().message()));
   absl::StatusOr<std::string> shape_text = HeaderField(header, "shape");
   if (!shape_text.ok()) return bad(std::string(shape_text.status().message()));
-  if (*fortran != "False") return bad("Fortran-order arrays are not supported (save with np.ascontiguousarray)");
+  if (*fortran == "True") return bad("Fortran-order arrays are not supported (save with np.ascontiguousarray)");
+  if (*fortran != "False") return bad(absl::StrCat("'fortran_order' must be True or False, got ", *fortran));
   absl::string_view quoted = *descr;
   if (quoted.size() < 2 || (quoted.front() != '\'' && quoted.front() != '"') || quoted.back() != quoted.front()) {
     return bad(absl::StrCat("descr ", quoted, " is not a type string (structured arrays are not supported)"));

@@ -59,6 +59,7 @@ int TuneCommand(int argc, char** argv) {
   std::string path, target_text = "cpu", mcpu, libs = "openblas", db, fault;
   // trials_text empty: not given (a time budget alone then runs until it is spent).
   std::string trials_text, budget_text = "0", threads_text = "1", timeout_text = "30", seed_text = "1", sizes_text;
+  bool sizes_given = false;
   relax::PipelineOptions pipeline;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -80,10 +81,11 @@ int TuneCommand(int argc, char** argv) {
                      : "\nCost model: none (built without libxgboost-dev): candidates are picked at random.\n",
                  stdout);
       return 0;
+    } else if (value("--sizes", &sizes_text)) {
+      sizes_given = true;
     } else if (value("--target", &target_text) || value("--mcpu", &mcpu) || value("--threads", &threads_text) ||
                value("--trials", &trials_text) || value("--time-budget", &budget_text) || value("--db", &db) ||
                value("--timeout", &timeout_text) || value("--libs", &libs) || value("--seed", &seed_text) ||
-               value("--sizes", &sizes_text) ||
                value("--inject-fault", &fault)) {  // --inject-fault crash|hang: tests only, the first trial
     } else if (arg == "--no-fuse") {
       pipeline.fuse = false;
@@ -112,7 +114,9 @@ int TuneCommand(int argc, char** argv) {
   if (!absl::SimpleAtoi(seed_text, &seed)) return Usage("--seed needs a non-negative integer");
   options.seed = seed;
   std::vector<int64_t> sizes;
-  for (absl::string_view part : absl::StrSplit(sizes_text, ',', absl::SkipEmpty())) {
+  // Every piece must be a size: "1,,2" or "" is a mistake, not a shorter list.
+  for (absl::string_view part : sizes_given ? std::vector<absl::string_view>(absl::StrSplit(sizes_text, ','))
+                                            : std::vector<absl::string_view>()) {
     int64_t n = 0;
     if (!absl::SimpleAtoi(part, &n) || n < 1 || (!sizes.empty() && n <= sizes.back())) {
       return Usage("--sizes needs increasing positive integers separated by commas, got '" + sizes_text + "'");

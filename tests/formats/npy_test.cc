@@ -89,6 +89,8 @@ TEST(Npy, MalformedFilesSayWhy) {
               HasSubstr("unsupported dtype '>f4'"));
   EXPECT_THAT(error("fortran.npy", NpyFile("{'descr': '<f4', 'fortran_order': True, 'shape': (1,), }", "abcd")),
               HasSubstr("Fortran-order"));
+  EXPECT_THAT(error("fortran_text.npy", NpyFile("{'descr': '<f4', 'fortran_order': 'False', 'shape': (1,), }", "abcd")),
+              HasSubstr("'fortran_order' must be True or False, got 'False'"));
   EXPECT_THAT(error("no_shape.npy", NpyFile("{'descr': '<f4', 'fortran_order': False, }", "abcd")), HasSubstr("no 'shape'"));
   EXPECT_THAT(error("neg.npy", NpyFile("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", "abcd")), HasSubstr("bad shape"));
   EXPECT_THAT(error("struct.npy", NpyFile("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", "abcd")),

@@ -35,6 +35,10 @@ expect_error "not IR text (docs/ir.md): the file is a Kiln executable (.kx)" che
 cp "$dir/model.gguf" "$dir/model_as_text.kir"
 expect_error "the file is a GGUF model (.gguf)" check "$dir/model_as_text.kir"
 
+# tune --sizes: an empty piece or an empty list is a mistake, not a shorter list.
+expect_error "--sizes needs increasing positive integers separated by commas, got '1,,2'" tune "$dir/mlp.kir" --sizes 1,,2
+expect_error "--sizes needs increasing positive integers separated by commas, got ''" tune "$dir/mlp.kir" --sizes ""
+
 # disasm's arguments: an option it does not have, none, two files.
 expect_error "kiln disasm: unknown option '--bogus'" disasm "$dir/mlp.kx" --bogus
 expect_error "kiln disasm: no executable given" disasm
