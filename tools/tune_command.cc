@@ -114,14 +114,15 @@ int TuneCommand(int argc, char** argv) {
   if (!absl::SimpleAtoi(seed_text, &seed)) return Usage("--seed needs a non-negative integer");
   options.seed = seed;
   std::vector<int64_t> sizes;
-  // Every piece must be a size: "1,,2" or "" is a mistake, not a shorter list.
-  for (absl::string_view part : sizes_given ? std::vector<absl::string_view>(absl::StrSplit(sizes_text, ','))
-                                            : std::vector<absl::string_view>()) {
-    int64_t n = 0;
-    if (!absl::SimpleAtoi(part, &n) || n < 1 || (!sizes.empty() && n <= sizes.back())) {
-      return Usage("--sizes needs increasing positive integers separated by commas, got '" + sizes_text + "'");
+  if (sizes_given) {
+    // Every piece must be a size: "1,,2" or "" is a mistake, not a shorter list.
+    for (absl::string_view part : absl::StrSplit(sizes_text, ',')) {
+      int64_t n = 0;
+      if (!absl::SimpleAtoi(part, &n) || n < 1 || (!sizes.empty() && n <= sizes.back())) {
+        return Usage("--sizes needs increasing positive integers separated by commas, got '" + sizes_text + "'");
+      }
+      sizes.push_back(n);
     }
-    sizes.push_back(n);
   }
   if (fault == "crash") {
     options.fault_first_trial = tune::InjectedFault::kCrash;
