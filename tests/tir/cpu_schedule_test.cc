@@ -292,12 +292,13 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
     absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = lanes, .num_threads = 2});
     ASSERT_TRUE(f.ok()) << f.status();
     const std::string printed = Unindented(*f);
-    EXPECT_THAT(printed, HasSubstr("if m >= 64 {"));
+    // AVX2's packed wide tiles hold 64 rows, so its register tiles start at 65.
+    EXPECT_THAT(printed, HasSubstr(lanes == 16 ? "if m >= 64 {" : "if m >= 65 {"));
     EXPECT_THAT(printed, HasSubstr("Buffer((16, 2048), float32, scope=\"local\")"));
     const int sub_tiles = 2048 / (16 * lanes);  // of 8 vector pairs
     // Full tiles: k block, sub-tile, row step, pair, k in the block, rows unrolled, lanes.
     // On AVX2 these unpacked tiles are the version of fewer than 33 rows, BranchOn's copy of
-    // the few-rows version (names `_else_else`); the packed tiles take 33-63 rows.
+    // the few-rows version (names `_else_else`); the packed tiles take 33-64 rows.
     const std::string e = lanes == 16 ? "_else" : "_else_else";
     const std::string full = absl::StrCat(
         "for r", e, "_0 in serial(0, 256) {\n"
@@ -342,18 +343,19 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
 }
 
 // The loops of a packed wide tile over a 4096 x 4096 weight, one thread: per k block of 256
-// weight rows and 128-column sub-tile the copy into the panel, then row steps of 6, pairs,
-// the block's k, the rows unrolled and the lanes.
+// weight rows and 128-column sub-tile the copy into the panel, then `steps` row steps of
+// `rows` rows, pairs, the block's k, the rows unrolled and the lanes.
 constexpr const char* kPackedWideKBlockLoops =
     "for r_else_0 in serial(0, 16) {\n"
     "for j_else_1_1_0 in serial(0, 2) {\n"
     "allocate B_local_1: Buffer((256, 128), float32, scope=\"local\") {";
-constexpr const char* kPackedWideRowSteps =
-    "for i_else_1_1_0 in serial(0, 8) {\n"
-    "for j_else_1_1_1_0 in serial(0, 8) {\n"
-    "for r_else_1_1 in serial(0, 256) {\n"
-    "for i_else_1_1_1 in unroll(0, 6) {\n"
-    "for j_else_1_1_1_1 in vectorized(0, 16) {";
+std::string PackedWideRowSteps(int steps, int rows) {
+  return absl::StrCat("for i_else_1_1_0 in serial(0, ", steps, ") {\n",
+                      "for j_else_1_1_1_0 in serial(0, 8) {\n"
+                      "for r_else_1_1 in serial(0, 256) {\n"
+                      "for i_else_1_1_1 in unroll(0, ", rows, ") {\n",
+                      "for j_else_1_1_1_1 in vectorized(0, 16) {");
+}
 
 // The wide-tile knobs (cpu_knobs.h) that make the tiles of a 4096 x 4096 weight k-blocked and
 // packed: 48-row tiles up to 128 rows, 6-row steps (the 6 x 2-vector register tile of AVX2),
@@ -368,14 +370,15 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
   ASSERT_TRUE(f.ok()) << f.status();
   const std::string printed = Unindented(*f);
-  // On 8 lanes these are also the default's packed tiles: the version of 33 rows and more
-  // (AVX2's, PackedWideTilesAreAvx2sDefault) holds them; its loops are named after the
-  // unused copy's (`j_else_1`), hence `_1_1`.
+  // On 8 lanes the version of 33 rows and more (AVX2's packed tiles,
+  // PackedWideTilesAreAvx2sDefault) holds them, the knobs' 48-row tiles in 6-row steps in
+  // place of the default's 64 rows in steps of 4; its loops are named after the unused
+  // copy's (`j_else_1`), hence `_1_1`.
   EXPECT_THAT(printed, HasSubstr("if m >= 33 {\nif m >= 128 {"));
   EXPECT_THAT(printed, HasSubstr("Buffer((48, 256), float32, scope=\"local\")"));
   // Per k block and sub-tile: the copy, then row steps, pairs, the block's k, rows, lanes.
   EXPECT_THAT(printed, HasSubstr(kPackedWideKBlockLoops)) << printed;
-  EXPECT_THAT(printed, HasSubstr(kPackedWideRowSteps)) << printed;
+  EXPECT_THAT(printed, HasSubstr(PackedWideRowSteps(8, 6))) << printed;
   // The default knobs for 16 lanes keep the rule's tiles: no copy of the weight in the wide
   // tiles (AVX2's default packs them from 33 rows: PackedWideTilesAreAvx2sDefault).
   absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 1});
@@ -383,11 +386,11 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   EXPECT_THAT(Print(*plain), Not(HasSubstr("B_local_1")));
 }
 
-// AVX2 over a constant weight (k a multiple of 256): a second version for 33-63 rows takes
-// the packed wide tiles (48 rows in 6-row register steps, k blocks of 256 weight rows copied
-// into a contiguous panel), fewer rows keep the unpacked tiles and their streaming edge, many
-// rows the register tiles; the version that no row count reaches (many rows and fewer than
-// 33) is left as plain loops. In the packed tiles' row edge each 6-row step checks its rows
+// AVX2 over a constant weight (k a multiple of 256): a second version for 33-64 rows takes
+// the packed wide tiles (64 rows in 4-row register steps, k blocks of 256 weight rows copied
+// into a contiguous panel), fewer rows keep the unpacked tiles and their streaming edge, 65
+// and more the register tiles; the version that no row count reaches (many rows and fewer
+// than 33) is left as plain loops. In the packed tiles' row edge each 4-row step checks its rows
 // once (guard_steps): whole steps without conditions, the short last one with them. The
 // edge packs its panel once, unguarded (the rows' guard already failed there; guarded again,
 // a never-run copy of the k loops kept LLVM from holding the edge's accumulators in
@@ -398,24 +401,24 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1}, &trace);
   ASSERT_TRUE(f.ok()) << f.status();
   const std::string printed = Unindented(*f);
-  EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 64\")"));
+  EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 65\")"));
   EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 33\")"));
   EXPECT_THAT(trace, HasSubstr("guard_steps(\"i_else_1_1_0_edge\")"));
-  EXPECT_THAT(printed, HasSubstr("if m >= 33 {\nif m >= 64 {"));
+  EXPECT_THAT(printed, HasSubstr("if m >= 33 {\nif m >= 65 {"));
   // Two sub-tiles of 128 columns.
-  EXPECT_THAT(printed, HasSubstr("Buffer((48, 256), float32, scope=\"local\")"));
+  EXPECT_THAT(printed, HasSubstr("Buffer((64, 256), float32, scope=\"local\")"));
   EXPECT_THAT(printed, HasSubstr(kPackedWideKBlockLoops)) << printed;
-  EXPECT_THAT(printed, HasSubstr(kPackedWideRowSteps)) << printed;
+  EXPECT_THAT(printed, HasSubstr(PackedWideRowSteps(16, 4))) << printed;
   // The row edge's steps: whole ones without conditions, the rest with them.
   EXPECT_THAT(printed, HasSubstr("for j_else_1_1_0_edge in serial(0, 2) {\n"
                                  "allocate B_local_2: Buffer((256, 128), float32, scope=\"local\") {"))
       << printed;
   EXPECT_THAT(printed, Not(HasSubstr("B_local_3")));
-  EXPECT_THAT(printed, HasSubstr("for i_else_1_1_0_edge in serial(0, 8) {\n"
-                                 "if 48 * i_else_0 + 6 * i_else_1_1_0_edge < m - 5 {\n"
+  EXPECT_THAT(printed, HasSubstr("for i_else_1_1_0_edge in serial(0, 16) {\n"
+                                 "if 64 * i_else_0 + 4 * i_else_1_1_0_edge < m - 3 {\n"
                                  "for j_else_1_1_1_0_edge in serial(0, 8) {"))
       << printed;
-  EXPECT_THAT(printed, HasSubstr("} else {\nif 48 * i_else_0 + 6 * i_else_1_1_0_edge < m {\n"
+  EXPECT_THAT(printed, HasSubstr("} else {\nif 64 * i_else_0 + 4 * i_else_1_1_0_edge < m {\n"
                                  "for j_else_1_1_1_0_edge_part in serial(0, 8) {"))
       << printed;
   // The version no row count reaches keeps its plain loops (no tile).

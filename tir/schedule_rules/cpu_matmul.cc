@@ -135,8 +135,6 @@ int64_t RegisterTileRows(const CpuScheduleOptions& options, int64_t vectors) {
 // AVX-512; 4 on AVX2, where 8 rows x 2 vectors would take all 16 registers).
 int64_t WideTileStepRows(const CpuScheduleOptions& options) {
   if (options.knobs.matmul.wide_step_rows > 0) return options.knobs.matmul.wide_step_rows;
-  // A packed wide tile's steps need not divide a power of two: the register tile's rows.
-  if (options.matmul_packed_wide) return RegisterTileRows(options, 2);
   int64_t rows = 1;
   while (rows * 2 <= RegisterTileRows(options, 2)) rows *= 2;
   return rows;
@@ -154,16 +152,22 @@ int64_t WideTileStepRows(const CpuScheduleOptions& options) {
 // a full tile: M = 8 fell from 2.15x to 1.46x of the best OpenBLAS (same run, load 8).
 constexpr int64_t kFewRowsGroup = 16;
 
-// The packed wide tiles (AVX2, from kPackedWideLeastRows rows; see PackedWideApplies): 48
-// rows (8 register steps of 6) x 2 sub-tiles of 128 columns, k blocks of 256 weight rows
-// each copied into a contiguous 256 x 128 panel (128 KiB, in L2) that every row step reads.
-// The accumulator tile (48 KiB) is reloaded once per k block, as a packed GEMM's is.
-// Measured by issue 15's mm15 (knobs `matmul.row_tile=48 matmul.wide_step_rows=6
+// The packed wide tiles (AVX2, from kPackedWideLeastRows rows; see PackedWideApplies): 64
+// rows (16 register steps of 4: WideTileStepRows) x 2 sub-tiles of 128 columns, k blocks of
+// 256 weight rows each copied into a contiguous 256 x 128 panel (128 KiB, in L2) that every
+// row step reads. The accumulator tile (64 KiB) is reloaded once per k block, as a packed
+// GEMM's is. Measured by issue 15's mm15 (knobs `matmul.row_tile=48 matmul.wide_step_rows=6
 // matmul.wide_k_block=256 matmul.wide_pack=1 matmul.wide_subtiles=2`, AVX2 code against
 // AVX2 OpenBLAS, 4096 x 4096 weight, one thread): M = 48 0.87-0.88 of the best OpenBLAS
 // where the 16-row unpacked tiles gave 0.59-0.70 (their 16 KiB-apart weight rows collide
-// in L1 and each k block of 16 reloads the accumulators from L1 at every step).
-constexpr int64_t kPackedWideRows = 48;
+// in L1 and each k block of 16 reloads the accumulators from L1 at every step). 64 rows in
+// steps of 4 rather than 48 in steps of 6 (mm18): one tile holds every row up to 64, so the
+// weight is copied once (M = 56 and 64 were a 48-row tile plus an edge tile that copied it
+// again, and M = 64 otherwise took the register tiles, which pack a k x 16 panel reading 64
+// bytes from each weight row: a third of their time in perf); M = 56 0.60-0.62 -> 0.77-0.79
+// of the best OpenBLAS, M = 64 0.64-0.71 -> 0.77-0.80, M = 48 unchanged (0.79-0.85 against
+// 0.83-0.84; AVX2 code, one thread, alternating runs at load 10-12, docs/schedule.md).
+constexpr int64_t kPackedWideRows = 64;
 constexpr int64_t kPackedWideSubTiles = 2;
 constexpr int64_t kPackedWideKBlock = 256;
 // Fewer rows keep the unpacked wide tiles. Below 8 rows their row-edge copy streams the
@@ -647,9 +651,12 @@ bool PackedWideApplies(const PlainNest& nest, const CpuScheduleOptions& options)
          *k % k_block == 0;
 }
 
-// The symbolic row count from which register tiles replace wide tiles: the knob's, else 64.
-int64_t ManyRows(const CpuScheduleOptions& options) {
-  return options.knobs.matmul.many_rows > 0 ? options.knobs.matmul.many_rows : 64;
+// The row count from which register tiles replace wide tiles: the knob's, else 64, or one
+// more than the packed tile's rows where the packed wide tiles apply (AVX2: M = 64 fills one
+// packed tile; the register tiles there pack their k x 16 panel 64 bytes per weight row).
+int64_t ManyRows(const PlainNest& nest, const CpuScheduleOptions& options) {
+  if (options.knobs.matmul.many_rows > 0) return options.knobs.matmul.many_rows;
+  return PackedWideApplies(nest, options) ? kPackedWideRows + 1 : 64;
 }
 
 // The least number of columns that takes wide tiles (8 vector pairs).
@@ -665,7 +672,7 @@ bool FewRowsPossible(const PlainNest& nest, const CpuScheduleOptions& options) {
   const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
   const PrimExpr& cols = nest.loops[nest.loops.size() - 2]->extent;
   const int64_t wide_tile = WideTileWidth(options);
-  const int64_t many_rows = ManyRows(options);
+  const int64_t many_rows = ManyRows(nest, options);
   if (!options.knobs.matmul.few_rows) return false;
   Analyzer analyzer;
   if (analyzer.CanProveLE(IntImm(rows.dtype(), many_rows), rows)) return false;
@@ -683,7 +690,7 @@ std::optional<PrimExpr> ManyRowsCondition(const PlainNest& nest, const CpuSchedu
   std::optional<int64_t> m = rows.as_int(), n = cols.as_int();
   if (!FewRowsPossible(nest, options) || options.matmul_few_rows || (m && n)) return std::nullopt;
   PrimExpr many;
-  if (!m) many = GE(rows, IntImm(rows.dtype(), ManyRows(options)));
+  if (!m) many = GE(rows, IntImm(rows.dtype(), ManyRows(nest, options)));
   if (!n) {
     PrimExpr narrow = LT(cols, IntImm(cols.dtype(), wide_tile));
     many = many.defined() ? Or(many, narrow) : narrow;
@@ -695,7 +702,7 @@ std::optional<PrimExpr> PackedRowsCondition(const PlainNest& nest, const CpuSche
   const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
   // Packed tiles from more rows than the many-rows version starts at would never run.
   if (rows.as_int() || !FewRowsPossible(nest, options) || !PackedWideApplies(nest, options) ||
-      kPackedWideLeastRows >= ManyRows(options)) {
+      kPackedWideLeastRows >= ManyRows(nest, options)) {
     return std::nullopt;
   }
   return GE(rows, IntImm(rows.dtype(), kPackedWideLeastRows));
@@ -711,7 +718,7 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
   matmul_options.matmul_few_rows = few_possible && (options.matmul_few_rows || (m && n));
   matmul_options.matmul_packed_wide =
       matmul_options.matmul_few_rows && PackedWideApplies(nest, options) &&
-      (m ? *m >= kPackedWideLeastRows && *m < ManyRows(options) : options.matmul_packed_wide);
+      (m ? *m >= kPackedWideLeastRows && *m < ManyRows(nest, options) : options.matmul_packed_wide);
   Schedule attempt = *s;
   absl::Status status = ScheduleMatmul(&attempt, nest, matmul_options, /*cache=*/true);
   if (status.ok()) {
