@@ -177,10 +177,8 @@ constexpr int64_t kPackedWideKBlock = 256;
 // OpenBLAS against 0.58 for the unpacked tiles (two 16-row tiles and a streaming edge), M =
 // 44 0.68-0.70 against 0.60-0.61; at M = 32 (two full unpacked tiles) and 40 the two
 // alternated (0.62-0.76), and M = 16 stays unpacked (0.63 packed against 0.88; AVX2 code,
-// one thread, two runs at load 20). With 64-row tiles (mm18) M = 32 runs faster packed too:
-// 0.76-0.81 of the best OpenBLAS against 0.68-0.76 for two unpacked 16-row tiles (one
-// thread, five alternating runs at load 10-17); M = 24 and 28 tie, M = 16 and 20 lose.
-constexpr int64_t kPackedWideLeastRows = 32;
+// one thread, two runs at load 20).
+constexpr int64_t kPackedWideLeastRows = 33;
 
 // Folds elementwise consumers of the write-back's output into it, one after another, so
 // an epilogue (bias, activation) is applied to the tile while it is in registers.
