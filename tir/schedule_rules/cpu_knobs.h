@@ -42,7 +42,7 @@ struct MatmulKnobs {
   // steps read it (read in long runs; no L1 set conflicts between its rows).
   bool wide_pack = false;
   // The symbolic row count from which a matmul takes register tiles instead of wide tiles
-  // (the rule's 64).
+  // (the rule's 64; 65 where AVX2's packed wide tiles of 64 rows apply).
   int many_rows = 0;
   bool operator==(const MatmulKnobs&) const = default;
 };

@@ -66,8 +66,8 @@ struct CpuScheduleOptions {
   // sets it itself for the few-rows branch of a matmul with symbolic sizes.
   bool matmul_few_rows = false;
   // The few-rows matmuls take packed wide tiles (cpu_matmul.cc, PackedWideApplies: AVX2's
-  // for 33-63 rows over a constant weight): k blocks of 256 weight rows copied into a
-  // contiguous panel, the tile's 48 rows walked in register steps of 6. ScheduleForCpu
+  // for 33-64 rows over a constant weight): k blocks of 256 weight rows copied into a
+  // contiguous panel, the tile's 64 rows walked in register steps of 4. ScheduleForCpu
   // sets it itself for the branch of a symbolic matmul that runs them.
   bool matmul_packed_wide = false;
   // The rules' tunable parameters (cpu_knobs.h); the defaults are the untuned schedule.
