@@ -162,11 +162,13 @@ constexpr int64_t kFewRowsGroup = 16;
 // where the 16-row unpacked tiles gave 0.59-0.70 (their 16 KiB-apart weight rows collide
 // in L1 and each k block of 16 reloads the accumulators from L1 at every step). 64 rows in
 // steps of 4 rather than 48 in steps of 6 (mm18): one tile holds every row up to 64, so the
-// weight is copied once (M = 56 and 64 were a 48-row tile plus an edge tile that copied it
-// again, and M = 64 otherwise took the register tiles, which pack a k x 16 panel reading 64
-// bytes from each weight row: a third of their time in perf); M = 56 0.60-0.62 -> 0.77-0.79
-// of the best OpenBLAS, M = 64 0.64-0.71 -> 0.77-0.80, M = 48 unchanged (0.79-0.85 against
-// 0.83-0.84; AVX2 code, one thread, alternating runs at load 10-12, docs/schedule.md).
+// weight is copied once (M = 49-63 ran a 48-row tile plus an edge tile that copied it
+// again, and M = 64 took the register tiles, which pack a k x 16 panel reading 64 bytes
+// from each weight row: a third of their time in perf). Main's binary against this
+// one (AVX2 code, one thread, alternating rounds at load 21-27, Kiln / best OpenBLAS; docs/
+// schedule.md): M = 56 0.51-0.63 -> 0.69-0.92, M = 64 0.68-0.74 -> 0.81-0.90, M = 40
+// 0.69-0.73 -> 0.84-0.85, M = 48 about even; M = 36, six whole 6-row steps before, loses
+// (0.81-0.84 -> 0.71-0.78: a 4 x 2 step has fewer accumulators and more loads per FMA).
 constexpr int64_t kPackedWideRows = 64;
 constexpr int64_t kPackedWideSubTiles = 2;
 constexpr int64_t kPackedWideKBlock = 256;
