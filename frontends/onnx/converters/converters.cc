@@ -30,6 +30,10 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterSequenceConverters(registry);
   RegisterDeformConvConverters(registry);
   RegisterTfIdfConverters(registry);
+  RegisterNonZeroConverters(registry);
+  RegisterDetConverters(registry);
+  RegisterTensorScatterConverters(registry);
+  RegisterMaxUnpoolConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx
