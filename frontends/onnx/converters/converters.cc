@@ -34,6 +34,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterDetConverters(registry);
   RegisterTensorScatterConverters(registry);
   RegisterMaxUnpoolConverters(registry);
+  RegisterRoiAlignConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

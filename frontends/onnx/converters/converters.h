@@ -100,6 +100,8 @@ void RegisterDetConverters(ConverterRegistry& registry);
 void RegisterTensorScatterConverters(ConverterRegistry& registry);
 // max_unpool_converters.cc: MaxUnpool (9; one scatter into zeros).
 void RegisterMaxUnpoolConverters(ConverterRegistry& registry);
+// roi_align_converters.cc: RoiAlign (10; avg / max, separable bilinear sampling as matmuls).
+void RegisterRoiAlignConverters(ConverterRegistry& registry);
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx
