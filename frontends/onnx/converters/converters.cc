@@ -30,6 +30,11 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterSequenceConverters(registry);
   RegisterDeformConvConverters(registry);
   RegisterTfIdfConverters(registry);
+  RegisterNonZeroConverters(registry);
+  RegisterDetConverters(registry);
+  RegisterTensorScatterConverters(registry);
+  RegisterMaxUnpoolConverters(registry);
+  RegisterRoiAlignConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -92,6 +92,16 @@ void RegisterSequenceConverters(ConverterRegistry& registry);
 void RegisterDeformConvConverters(ConverterRegistry& registry);
 // tfidf_converters.cc: TfIdfVectorizer (9; integer pools, n-gram matches as slice compares).
 void RegisterTfIdfConverters(ConverterRegistry& registry);
+// nonzero_converters.cc: NonZero (9; the result cut to its run-time count).
+void RegisterNonZeroConverters(ConverterRegistry& registry);
+// det_converters.cc: Det (11; Gaussian elimination with partial pivoting, unrolled).
+void RegisterDetConverters(ConverterRegistry& registry);
+// tensor_scatter_converters.cc: TensorScatter (24; linear / circular, as one gather).
+void RegisterTensorScatterConverters(ConverterRegistry& registry);
+// max_unpool_converters.cc: MaxUnpool (9; one scatter into zeros).
+void RegisterMaxUnpoolConverters(ConverterRegistry& registry);
+// roi_align_converters.cc: RoiAlign (10; avg / max, separable bilinear sampling as matmuls).
+void RegisterRoiAlignConverters(ConverterRegistry& registry);
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx

@@ -9,12 +9,14 @@
 // ConvTranspose with output_shape derives the padding from it as ONNX states (the odd pad at
 // the begin unless SAME_UPPER); a negative end padding (an output larger than the inputs
 // reach) becomes output_padding, whose positions nothing reaches.
-// Global pools are mean / max over the spatial axes, keeping them as 1.
+// MaxPool's Indices output: max_pool_indices.cc. Global pools are mean / max over the
+// spatial axes, keeping them as 1.
 #include <algorithm>
 
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
+#include "frontends/onnx/converters/max_pool_indices.h"
 #include "support/status_macros.h"
 
 namespace kiln::frontends::onnx {
@@ -218,8 +220,8 @@ absl::StatusOr<std::vector<Value>> ConvertConvTranspose(NodeContext& c) {
 absl::StatusOr<std::vector<Value>> ConvertPool(NodeContext& c, bool average) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
   KILN_ASSIGN_OR_RETURN(int rank, SpatialRank(c, in, 3));
-  if (!average && c.has_output(1)) return c.Unsupported("the Indices output is not supported");
-  if (!average && c.AttrInt("storage_order", 0) != 0) return c.Unsupported("storage_order 1 is not supported");
+  const int64_t storage_order = average ? 0 : c.AttrInt("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1) return c.Error("storage_order must be 0 or 1 (got ", storage_order, ")");
   const bool has_dilations = average ? c.opset() >= 19 : c.opset() >= 10;
   KILN_ASSIGN_OR_RETURN(Window w, ReadWindow(c, in, c.AttrInts("kernel_shape"), has_dilations));
   relax::Attrs attrs = {{"pool_size", w.kernel},
@@ -230,7 +232,11 @@ absl::StatusOr<std::vector<Value>> ConvertPool(NodeContext& c, bool average) {
   if (average) attrs["count_include_pad"] = c.opset() >= 7 && c.AttrInt("count_include_pad", 0) != 0;
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr y, c.Call(absl::StrCat(average ? "avg_pool" : "max_pool", rank, "d"), {x}, attrs));
-  return Outputs(y);
+  if (average || !c.has_output(1)) return Outputs(y);
+  // storage_order only changes the Indices output.
+  KILN_ASSIGN_OR_RETURN(Expr indices, MaxPoolIndices(c, x, in, y, w.kernel, w.strides, w.dilations, w.pads,
+                                                     /*column_major=*/storage_order == 1));
+  return std::vector<Value>{Value::Of(y), Value::Of(indices)};
 }
 
 // LpPool: (sum over the window of |x|^p)^(1/p), padding adding zeros: the average of |x|^p
