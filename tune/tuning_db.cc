@@ -98,6 +98,11 @@ double TrustedRatio(const TuningRecord& record, double least_baseline) {
   return least_baseline > 0 ? std::max(own, record.seconds / least_baseline) : own;
 }
 
+bool ReplayTakes(double worst_ratio, int quiet) {
+  return worst_ratio <= 1.0 / kMinSpeedup ||
+         (quiet >= kConfirmedQuietMeasurements && worst_ratio <= 1.0 / kConfirmedMinSpeedup);
+}
+
 bool MeasuredQuietly(const TuningRecord& record, double least_baseline) {
   return least_baseline <= 0 || record.baseline_seconds <= kQuietBaseline * least_baseline;
 }
@@ -120,6 +125,7 @@ tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
   // the knob set has quiet ones: their ratio is the load's, not the schedules'.
   const std::map<std::pair<std::string, int64_t>, double> least_baseline = LeastBaselines(records);
   std::map<std::tuple<std::string, int64_t, std::string>, double> worst_ratio, worst_quiet_ratio;
+  std::map<std::tuple<std::string, int64_t, std::string>, int> quiet_count;
   std::map<std::string, std::string> dispatch_var;
   for (const TuningRecord& r : records) {
     if (r.seconds <= 0) continue;
@@ -132,6 +138,7 @@ tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
     if (MeasuredQuietly(r, least)) {
       double& quiet = worst_quiet_ratio[{r.workload, r.size, r.knobs}];
       quiet = std::max(quiet, ratio);
+      ++quiet_count[{r.workload, r.size, r.knobs}];
     }
   }
   for (const auto& [key, quiet] : worst_quiet_ratio) worst_ratio[key] = quiet;
@@ -141,7 +148,8 @@ tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
   for (const auto& [key, ratio] : worst_ratio) {
     const auto& [workload, size, knobs] = key;
     auto [slot, inserted] = best.try_emplace({workload, size}, 1.0, "");
-    if (ratio > 1.0 / kMinSpeedup) continue;
+    auto quiet = quiet_count.find(key);
+    if (!ReplayTakes(ratio, quiet == quiet_count.end() ? 0 : quiet->second)) continue;
     if (slot->second.second.empty() || ratio < slot->second.first) slot->second = {ratio, knobs};
   }
   // A variant that won at a smaller size stays in use at the next size while it was

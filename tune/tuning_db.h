@@ -12,7 +12,8 @@
 // FILE:LINE. BestTable picks, per workload and size, the successful record fastest relative
 // to its baseline (TrustedRatio; ties to the lesser knob text), so the same file always gives the same
 // table; a candidate wins only by beating the default schedule side by side by at least
-// kMinSpeedup, else the size keeps the default knobs.
+// kMinSpeedup (or kConfirmedMinSpeedup, measured quietly three times), else the size keeps
+// the default knobs.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,22 @@ inline constexpr const char* kRecordWriter = "kiln-tune/1";
 // are timed in isolation (warm caches, no neighbours), and on a loaded machine a few
 // percent is within the noise of one measurement.
 inline constexpr double kMinSpeedup = 1.05;
+
+// A smaller speed-up that replay trusts all the same when the knob set was measured
+// quietly (MeasuredQuietly) at least kConfirmedQuietMeasurements times at the size and won
+// by it every time. At n = 1024 the kernels that hold the time run at the FMA peak, and
+// their real wins are 2-4 % (the scores kernel with rows outermost, 0.965x); a single
+// measurement cannot tell those from noise, three quiet ones in turns with the default
+// can: the side-by-side ratio of schedules that should tie read 0.987-1.011.
+inline constexpr double kConfirmedMinSpeedup = 1.02;
+inline constexpr int kConfirmedQuietMeasurements = 3;
+
+// Whether replay puts a knob set in place of the default at a size: `worst_ratio` is its
+// worst TrustedRatio there (over its quiet measurements when it has any), `quiet` how many
+// of its measurements there were quiet. A win by kMinSpeedup counts at once (the tuner
+// measures it again before it counts it as its best); a smaller one, down to
+// kConfirmedMinSpeedup, needs kConfirmedQuietMeasurements quiet wins.
+bool ReplayTakes(double worst_ratio, int quiet);
 
 struct TuningRecord {
   std::string workload{};    // tir::WorkloadKey

@@ -218,6 +218,30 @@ TEST(TuningDbTest, MeasurementsInAContendedSliceDoNotOutvoteQuietOnes) {
       << "a quiet measurement where it loses (1.02x) keeps the default";
 }
 
+// The scores kernel at n = 1024 (times in us, default least 1209): rows outermost read
+// 0.965x beside its default. A win below kMinSpeedup counts only after
+// kConfirmedQuietMeasurements quiet measurements that all beat kConfirmedMinSpeedup.
+TEST(TuningDbTest, ASmallWinCountsOnlyWhenConfirmedQuietlyThreeTimes) {
+  auto record = [](const tir::CpuScheduleKnobs& k, double seconds_us, double baseline_us) {
+    return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = 1024,
+                        .seconds = seconds_us * 1e-6, .baseline_seconds = baseline_us * 1e-6};
+  };
+  EXPECT_TRUE(ReplayTakes(0.95, 0));
+  EXPECT_FALSE(ReplayTakes(0.965, 2));
+  EXPECT_TRUE(ReplayTakes(0.965, 3));
+  EXPECT_FALSE(ReplayTakes(0.985, 5));
+  std::vector<TuningRecord> records = {record(tir::CpuScheduleKnobs(), 1209, 1209), record(SmallTiles(), 1167, 1210),
+                                       record(SmallTiles(), 1170, 1212)};
+  EXPECT_EQ(BestTable(records)["w"].best_by_size[0].second, tir::CpuScheduleKnobs()) << "two quiet 0.965x";
+  records.push_back(record(SmallTiles(), 1600, 1700));  // a contended slice: not a third quiet one
+  EXPECT_EQ(BestTable(records)["w"].best_by_size[0].second, tir::CpuScheduleKnobs());
+  records.push_back(record(SmallTiles(), 1172, 1215));
+  EXPECT_EQ(BestTable(records)["w"].best_by_size[0].second, SmallTiles()) << "three quiet wins of 3 %";
+  records.push_back(record(SmallTiles(), 1200, 1211));
+  EXPECT_EQ(BestTable(records)["w"].best_by_size[0].second, tir::CpuScheduleKnobs())
+      << "a quiet 0.99x among them: within the noise";
+}
+
 TEST(TuningDbTest, AVariantStaysInUseWhereItTiesTheDefault) {
   auto record = [](int64_t size, const tir::CpuScheduleKnobs& k, double seconds) {
     return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = size,
