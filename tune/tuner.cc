@@ -43,7 +43,7 @@ struct Task {
 };
 
 // The most measurements that confirm a would-be best (until two were quiet, or three for
-// a win below kMinSpeedup: tuning_db.h ReplayTakes).
+// a win below kMinSpeedup: tuning_db.h MeasuredKnobs::ReplayRatio).
 constexpr int kConfirmTries = 4;
 
 // Draws in a row without a new schedule after which a task is given up.
@@ -261,9 +261,10 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
       };
       MeasuredKnobs m;
       m.Add(record_of(result), task.default_seconds);
+      double ratio = m.Ratio();
       // The least it could be credited with: a quiet one's side-by-side ratio may count
       // once confirmed (MeasuredKnobs::ReplayRatio).
-      double ratio = m.quiet > 0 ? m.worst_quiet_side_by_side : m.Ratio();
+      const double hoped = m.quiet > 0 ? m.worst_quiet_side_by_side : ratio;
       model.Add(Features(task, knobs), result.seconds);
       model.Fit();
       // A new best that replay would take over the default is measured again, and counts
@@ -273,8 +274,8 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
       // real win. Measured again until replay takes it (two quiet wins by kMinSpeedup, or
       // three by kConfirmedMinSpeedup: a 2-5 % win at n = 1024 is real only if it holds
       // every time) or a quiet measurement rules it out, at most kConfirmTries times.
-      if (ratio < task.best_ratio && ratio < 1.0 / kConfirmedMinSpeedup && !out_of(search_trials, search_budget)) {
-        progress(w, size, absl::StrCat(Micros(result.seconds), ", ", Speedup(ratio), ": measuring again"), result);
+      if (hoped < task.best_ratio && hoped < 1.0 / kConfirmedMinSpeedup && !out_of(search_trials, search_budget)) {
+        progress(w, size, absl::StrCat(Micros(result.seconds), ", ", Speedup(hoped), ": measuring again"), result);
         auto settled = [&] {
           return m.quiet >= kConfirmedQuietMeasurements || (m.quiet >= 2 && m.worst_quiet_trusted <= 1.0 / kMinSpeedup) ||
                  (m.quiet > 0 && m.worst_quiet_side_by_side > 1.0 / kConfirmedMinSpeedup);
