@@ -382,21 +382,13 @@ void KernelLowering::WithAllocation(const tir::Buffer& buffer, const std::functi
   }
   llvm::Value* ptr;
   llvm::Value* workspace = nullptr;
-  llvm::AllocaInst* stack = nullptr;
   auto* constant = llvm::dyn_cast<llvm::ConstantInt>(span);
   // In the host function of a GPU target an allocation is device workspace for its kernels
   // (tir/transform/split_host_device.h): ctx->workspace_alloc on the GPU, never the stack.
   if (!gpu_host_ && constant != nullptr && constant->getSExtValue() * elem_bytes <= kMaxStackAllocationBytes) {
     int64_t count = std::max<int64_t>(constant->getSExtValue(), 1);
-    stack = EntryAlloca(llvm::ArrayType::get(elem, count), nullptr, 64, buffer->name);
-    ptr = b_.CreatePointerCast(stack, elem->getPointerTo(), buffer->name);
-    // Its lifetime is the allocation's body: LLVM then lets allocations that are never
-    // live together share their stack slots. The variants of a tuned kernel that
-    // dispatches on a size (tir/schedule_rules/cpu_tuned.h) are exclusive branches, and
-    // without this its frame held every variant's tiles and panels side by side: the
-    // scores kernel's variant ran 1.7 % slower at n = 1024 (10 % at n = 1) inside the
-    // dispatching kernel than alone.
-    b_.CreateLifetimeStart(stack);  // the whole alloca
+    llvm::AllocaInst* a = EntryAlloca(llvm::ArrayType::get(elem, count), nullptr, 64, buffer->name);
+    ptr = b_.CreatePointerCast(a, elem->getPointerTo(), buffer->name);
   } else {
     llvm::Value* bytes = b_.CreateMul(span, b_.getInt64(elem_bytes), absl::StrCat(buffer->name, "_bytes"));
     llvm::Value* alloc = LoadField(abi_.context, fs_.ctx, kCtxWorkspaceAlloc, "workspace_alloc");
@@ -414,9 +406,6 @@ void KernelLowering::WithAllocation(const tir::Buffer& buffer, const std::functi
     fs_.workspaces.push_back(workspace);
   }
   BindBuffer(buffer.get(), ptr, body);
-  if (stack != nullptr && b_.GetInsertBlock() != nullptr) {
-    b_.CreateLifetimeEnd(stack);
-  }
   if (workspace != nullptr) {
     fs_.workspaces.pop_back();
     llvm::Value* free_fn = LoadField(abi_.context, fs_.ctx, kCtxWorkspaceFree, "workspace_free");
