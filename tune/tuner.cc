@@ -42,8 +42,9 @@ struct Task {
   bool neighbours_listed = false;
 };
 
-// The most measurements that confirm a would-be best (until two were quiet).
-constexpr int kConfirmTries = 3;
+// The most measurements that confirm a would-be best (until two were quiet, or three for
+// a win below kMinSpeedup: tuning_db.h MeasuredKnobs::ReplayRatio).
+constexpr int kConfirmTries = 4;
 
 // Draws in a row without a new schedule after which a task is given up.
 constexpr int kEmptyDrawsToGiveUp = 3;
@@ -221,7 +222,7 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
     bool seeded = false;
     if (task.trials > 0) {
       for (const Task& sibling : tasks) {
-        if (sibling.workload != task.workload || &sibling == &task || sibling.best_ratio >= 1.0 / kMinSpeedup) continue;
+        if (sibling.workload != task.workload || &sibling == &task || sibling.best_ratio >= 1.0 / kConfirmedMinSpeedup) continue;
         schedule_options.knobs = sibling.best;
         absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(w.func, schedule_options);
         if (!scheduled.ok() || task.measured.count(tir::StructuralHash(*scheduled))) continue;
@@ -250,45 +251,50 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
       // The least of the default's times so far: the load only ever adds to a time.
       task.default_seconds = task.default_seconds < 0 ? result.baseline_seconds
                                                       : std::min(task.default_seconds, result.baseline_seconds);
-      // Credited as replay credits it (TrustedRatio): a baseline slowed by the load while
-      // the candidate ran normally is no win.
+      // Credited as replay credits it (MeasuredKnobs, TrustedRatio): a baseline slowed by
+      // the load while the candidate ran normally is no win.
       auto record_of = [](const MeasureResult& r) {
         TuningRecord record;
         record.seconds = r.seconds;
         record.baseline_seconds = r.baseline_seconds;
         return record;
       };
-      auto trusted = [&](const MeasureResult& r) { return TrustedRatio(record_of(r), task.default_seconds); };
-      auto quiet = [&](const MeasureResult& r) { return MeasuredQuietly(record_of(r), task.default_seconds); };
-      double ratio = trusted(result);
+      MeasuredKnobs m;
+      m.Add(record_of(result), task.default_seconds);
+      double ratio = m.Ratio();
+      // The least it could be credited with: a quiet one's side-by-side ratio may count
+      // once confirmed (MeasuredKnobs::ReplayRatio).
+      const double hoped = m.quiet > 0 ? m.worst_quiet_side_by_side : ratio;
       model.Add(Features(task, knobs), result.seconds);
       model.Fit();
       // A new best that replay would take over the default is measured again, and counts
-      // with its worst ratio over the quiet measurements (as BestTable counts repeated
-      // records): one lucky batch on a noisy machine must not replace the default, and
-      // one measurement in a contended time slice (both kernels several times slower,
-      // their ratio the load's) must not hide a real win. Measured again until two
-      // measurements were quiet, at most kConfirmTries times.
-      if (ratio < task.best_ratio && ratio < 1.0 / kMinSpeedup && !out_of(search_trials, search_budget)) {
-        progress(w, size, absl::StrCat(Micros(result.seconds), ", ", Speedup(ratio), ": measuring again"), result);
-        double worst = ratio, worst_quiet = quiet(result) ? ratio : 0;
-        int quiet_count = quiet(result) ? 1 : 0;
-        for (int tries = 0; tries < kConfirmTries && quiet_count < 2 && worst < 1e30; ++tries) {
+      // as BestTable counts repeated records (MeasuredKnobs): one lucky batch on a noisy
+      // machine must not replace the default, and one measurement in a contended time
+      // slice (both kernels several times slower, their ratio the load's) must not hide a
+      // real win. Measured again until replay takes it (two quiet wins by kMinSpeedup, or
+      // three by kConfirmedMinSpeedup: a 2-5 % win at n = 1024 is real only if it holds
+      // every time) or a quiet measurement rules it out, at most kConfirmTries times.
+      if (hoped < task.best_ratio && hoped < 1.0 / kConfirmedMinSpeedup && !out_of(search_trials, search_budget)) {
+        progress(w, size, absl::StrCat(Micros(result.seconds), ", ", Speedup(hoped), ": measuring again"), result);
+        auto settled = [&] {
+          return m.quiet >= kConfirmedQuietMeasurements || (m.quiet >= 2 && m.worst_quiet_trusted <= 1.0 / kMinSpeedup) ||
+                 (m.quiet > 0 && m.worst_quiet_side_by_side > 1.0 / kConfirmedMinSpeedup);
+        };
+        bool failed = false;
+        for (int tries = 0; tries < kConfirmTries && !settled(); ++tries) {
           if (tries > 0 && out_of(search_trials, search_budget)) break;
           KILN_ASSIGN_OR_RETURN(MeasureResult again, measure(w, size, w.bindings[task.size_index], knobs));
           if (!again.ok) {
-            worst = worst_quiet = 1e30;
+            failed = true;
             break;
           }
           task.default_seconds = std::min(task.default_seconds, again.baseline_seconds);
-          worst = std::max(worst, trusted(again));
-          if (quiet(again)) {
-            worst_quiet = std::max(worst_quiet, trusted(again));
-            ++quiet_count;
-          }
+          m.Add(record_of(again), task.default_seconds);
           result = again;
         }
-        ratio = quiet_count > 0 ? worst_quiet : worst;
+        // Not a win replay takes: the task's best only as what it measured, so a later
+        // candidate that replay would take is still measured again.
+        ratio = failed ? 1e30 : m.ReplayRatio().value_or(std::max(m.Ratio(), 1.0 / kConfirmedMinSpeedup));
       }
       if (task.best_seconds < 0 || ratio < task.best_ratio) {
         task.best_seconds = result.seconds;

@@ -17,8 +17,9 @@
 // time x calls per run) plus a floor: the kernels that dominate the model's time at a
 // size get most of that size's trials. The search stops when (1 - kCrossoverShare) of
 // the trial count or of the time budget is spent. A would-be best that beats the default
-// by the replay margin is measured again until two measurements were quiet (at most three
-// more; tuning_db.h MeasuredQuietly) and counts with the worst quiet ratio. The rest places
+// by the replay margin is measured again until two measurements were quiet (three for a
+// win of 2-5 %; at most four more; tuning_db.h MeasuredQuietly, MeasuredKnobs) and counts
+// with the worst quiet ratio. The rest places
 // the dispatch thresholds of symbolic kernels by measuring neighbouring variants between
 // their tuned sizes (crossover.h).
 #pragma once

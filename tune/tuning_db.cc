@@ -98,6 +98,28 @@ double TrustedRatio(const TuningRecord& record, double least_baseline) {
   return least_baseline > 0 ? std::max(own, record.seconds / least_baseline) : own;
 }
 
+void MeasuredKnobs::Add(const TuningRecord& record, double least_baseline) {
+  const double trusted = TrustedRatio(record, least_baseline);
+  worst_trusted = std::max(worst_trusted, trusted);
+  if (MeasuredQuietly(record, least_baseline)) {
+    worst_quiet_trusted = std::max(worst_quiet_trusted, trusted);
+    worst_quiet_side_by_side = std::max(worst_quiet_side_by_side, record.seconds / record.baseline_seconds);
+    ++quiet;
+  }
+}
+
+std::optional<double> MeasuredKnobs::ReplayRatio() const {
+  if (Ratio() <= 1.0 / kMinSpeedup) return Ratio();
+  if (quiet >= kConfirmedQuietMeasurements && worst_quiet_side_by_side <= 1.0 / kConfirmedMinSpeedup) {
+    return worst_quiet_side_by_side;
+  }
+  return std::nullopt;
+}
+
+bool MeasuredKnobs::AtLeastAsFast() const {
+  return Ratio() <= 1.0 || (quiet >= kConfirmedQuietMeasurements && worst_quiet_side_by_side <= 1.0);
+}
+
 bool MeasuredQuietly(const TuningRecord& record, double least_baseline) {
   return least_baseline <= 0 || record.baseline_seconds <= kQuietBaseline * least_baseline;
 }
@@ -119,30 +141,23 @@ tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
   // taken while the machine slowed the default well past its least time are left out when
   // the knob set has quiet ones: their ratio is the load's, not the schedules'.
   const std::map<std::pair<std::string, int64_t>, double> least_baseline = LeastBaselines(records);
-  std::map<std::tuple<std::string, int64_t, std::string>, double> worst_ratio, worst_quiet_ratio;
+  std::map<std::tuple<std::string, int64_t, std::string>, MeasuredKnobs> measured;
   std::map<std::string, std::string> dispatch_var;
   for (const TuningRecord& r : records) {
     if (r.seconds <= 0) continue;
     dispatch_var[r.workload] = r.dispatch_var;
     auto least_it = least_baseline.find({r.workload, r.size});
-    const double least = least_it == least_baseline.end() ? 0.0 : least_it->second;
-    const double ratio = TrustedRatio(r, least);
-    double& worst = worst_ratio[{r.workload, r.size, r.knobs}];
-    worst = std::max(worst, ratio);
-    if (MeasuredQuietly(r, least)) {
-      double& quiet = worst_quiet_ratio[{r.workload, r.size, r.knobs}];
-      quiet = std::max(quiet, ratio);
-    }
+    measured[{r.workload, r.size, r.knobs}].Add(r, least_it == least_baseline.end() ? 0.0 : least_it->second);
   }
-  for (const auto& [key, quiet] : worst_quiet_ratio) worst_ratio[key] = quiet;
   // (workload, size) -> best (ratio, knobs) so far; knobs "" : the default knobs (nothing
   // beat them by the margin yet). The map's order makes ties go to the lesser knob text.
   std::map<std::pair<std::string, int64_t>, std::pair<double, std::string>> best;
-  for (const auto& [key, ratio] : worst_ratio) {
+  for (const auto& [key, m] : measured) {
     const auto& [workload, size, knobs] = key;
     auto [slot, inserted] = best.try_emplace({workload, size}, 1.0, "");
-    if (ratio > 1.0 / kMinSpeedup) continue;
-    if (slot->second.second.empty() || ratio < slot->second.first) slot->second = {ratio, knobs};
+    std::optional<double> ratio = m.ReplayRatio();
+    if (!ratio) continue;
+    if (slot->second.second.empty() || *ratio < slot->second.first) slot->second = {*ratio, knobs};
   }
   // A variant that won at a smaller size stays in use at the next size while it was
   // measured there at least as fast as the default (ratio <= 1) even if not by the margin:
@@ -154,8 +169,8 @@ tir::TuningTable BestTable(const std::vector<TuningRecord>& records) {
     if (it == best.begin() || std::prev(it)->first.first != it->first.first || !it->second.second.empty()) continue;
     const auto& [ratio_below, knobs_below] = std::prev(it)->second;
     if (knobs_below.empty()) continue;
-    auto measured = worst_ratio.find({it->first.first, it->first.second, knobs_below});
-    if (measured != worst_ratio.end() && measured->second <= 1.0) it->second = {measured->second, knobs_below};
+    auto m = measured.find({it->first.first, it->first.second, knobs_below});
+    if (m != measured.end() && m->second.AtLeastAsFast()) it->second = {m->second.Ratio(), knobs_below};
   }
   tir::TuningTable table;
   for (const auto& [key, choice] : best) {

@@ -218,6 +218,44 @@ TEST(TuningDbTest, MeasurementsInAContendedSliceDoNotOutvoteQuietOnes) {
       << "a quiet measurement where it loses (1.02x) keeps the default";
 }
 
+// The scores kernel at n = 1024 (times in us): its default's least time 1209, read
+// 1213-1282 in quiet measurements; 16-column tiles read 0.965-0.975x beside their
+// default, but 1.00-1.02x of the least time (TrustedRatio). A win below kMinSpeedup counts
+// only after kConfirmedQuietMeasurements quiet measurements that each beat the default
+// side by side by kConfirmedMinSpeedup, and then with the worst of those ratios.
+TEST(TuningDbTest, ASmallWinCountsOnlyWhenConfirmedQuietlyThreeTimes) {
+  auto record = [](const tir::CpuScheduleKnobs& k, double seconds_us, double baseline_us) {
+    return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = 1024,
+                        .seconds = seconds_us * 1e-6, .baseline_seconds = baseline_us * 1e-6};
+  };
+  MeasuredKnobs m;
+  m.Add(record(SmallTiles(), 1231.2, 1262.7), 1209.2e-6);
+  EXPECT_NEAR(m.Ratio(), 1231.2 / 1209.2, 1e-9);
+  EXPECT_FALSE(m.ReplayRatio().has_value());
+  m.Add(record(SmallTiles(), 1203.0, 1240.0), 1209.2e-6);
+  m.Add(record(SmallTiles(), 1600.0, 1700.0), 1209.2e-6);  // a contended slice: not quiet
+  EXPECT_EQ(m.quiet, 2);
+  EXPECT_FALSE(m.ReplayRatio().has_value()) << "two quiet wins of 2.5-3 % are not enough";
+  m.Add(record(SmallTiles(), 1220.0, 1259.0), 1209.2e-6);
+  ASSERT_TRUE(m.ReplayRatio().has_value());
+  EXPECT_NEAR(*m.ReplayRatio(), 1231.2 / 1262.7, 1e-9);  // the worst quiet side-by-side ratio
+
+  std::vector<TuningRecord> records = {record(tir::CpuScheduleKnobs(), 1209.2, 1209.2),
+                                       record(SmallTiles(), 1231.2, 1262.7), record(SmallTiles(), 1203.0, 1240.0),
+                                       record(SmallTiles(), 1600.0, 1700.0)};
+  EXPECT_EQ(BestTable(records)["w"].best_by_size[0].second, tir::CpuScheduleKnobs());
+  records.push_back(record(SmallTiles(), 1220.0, 1259.0));
+  EXPECT_EQ(BestTable(records)["w"].best_by_size[0].second, SmallTiles()) << "three quiet wins of 2.5-3 %";
+  records.push_back(record(SmallTiles(), 1230.0, 1240.0));
+  EXPECT_EQ(BestTable(records)["w"].best_by_size[0].second, tir::CpuScheduleKnobs())
+      << "a quiet 0.99x among them: within the noise";
+  // A win by kMinSpeedup still counts from one measurement (the tuner confirms it first).
+  EXPECT_EQ(BestTable({record(tir::CpuScheduleKnobs(), 1209.2, 1209.2), record(WideTiles(), 1100.0, 1215.0)})["w"]
+                .best_by_size[0]
+                .second,
+            WideTiles());
+}
+
 TEST(TuningDbTest, AVariantStaysInUseWhereItTiesTheDefault) {
   auto record = [](int64_t size, const tir::CpuScheduleKnobs& k, double seconds) {
     return TuningRecord{.workload = "w", .target = "cpu", .knobs = k.ToString(), .dispatch_var = "n", .size = size,
