@@ -30,6 +30,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterSequenceConverters(registry);
   RegisterDeformConvConverters(registry);
   RegisterTfIdfConverters(registry);
+  RegisterStringConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

@@ -92,6 +92,10 @@ void RegisterSequenceConverters(ConverterRegistry& registry);
 void RegisterDeformConvConverters(ConverterRegistry& registry);
 // tfidf_converters.cc: TfIdfVectorizer (9; integer pools, n-gram matches as slice compares).
 void RegisterTfIdfConverters(ConverterRegistry& registry);
+// string_converters.cc: StringConcat, RegexFullMatch, StringSplit, StringNormalizer,
+// ai.onnx.ml LabelEncoder (host builtins over string tensors); Equal on strings
+// (string_converters.h).
+void RegisterStringConverters(ConverterRegistry& registry);
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx

@@ -16,10 +16,12 @@
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
+#include "frontends/onnx/converters/string_converters.h"
 #include "frontends/onnx/converters/narrowing.h"
 #include "frontends/onnx/narrow_types.h"
 #include "frontends/onnx/tensor_proto.h"
 #include "support/status_macros.h"
+#include "tir/string_type.h"
 #include "tir/analyzer.h"
 
 namespace kiln::frontends::onnx {
@@ -466,6 +468,7 @@ absl::StatusOr<std::vector<Value>> CastToNarrow(NodeContext& c, const NarrowType
 absl::StatusOr<std::vector<Value>> CastTo(NodeContext& c, DataType dtype) {
   const Value* v = c.InputValue(0);
   if (v == nullptr) return c.Error("input 0 is required");
+  if (tir::IsStringType(dtype) || InputIsString(c, 0)) return CastWithStrings(c, dtype);  // string_converters.cc
   if (v->elements && dtype.is_integer()) {
     return std::vector<Value>{Value::OfElements(*v->elements, dtype, v->elements_rank)};
   }
