@@ -2,12 +2,17 @@
 // The ONNX importer calls them with R.call_pure_builtin (frontends/onnx/converters/
 // string_converters.cc); each follows ONNX's reference implementation (onnx/reference/ops):
 //
+//   kiln.string.make (shape, tuple of strings) -> a string tensor (constants and bound inputs:
+//     the executable's constant pool holds no string tensors).
 //   kiln.string.concat (a, b) -> a + b elementwise, numpy broadcasting (StringConcat).
 //   kiln.string.equal (a, b) -> bool tensor, broadcasting (Equal on strings).
 //   kiln.string.regex_full_match (x, pattern) -> bool tensor: the whole string matches.
-//     Patterns are compiled with PCRE2 (UTF mode, anchored at both ends); ONNX specifies RE2
-//     syntax, which PCRE2 reads alike except that it also accepts what RE2 refuses
-//     (backreferences, lookaround). A pattern PCRE2 refuses is an error naming the position.
+//     Patterns are compiled with PCRE2 (UTF mode: . is a character; anchored at both ends;
+//     \w \d \s \b ASCII, as RE2's); ONNX specifies RE2 syntax, which PCRE2 reads alike except
+//     that it also accepts what RE2 refuses (backreferences, lookaround). ONNX's Python
+//     reference uses `re`, whose \w also matches non-ASCII letters: Kiln follows the spec. Debian's libpcre2 is
+//     a dependency already (serving's tokenizer); RE2 is not, and std::regex (ECMAScript)
+//     differs more. A pattern PCRE2 refuses is an error naming the position.
 //   kiln.string.split (x, delimiter, maxsplit) -> (substrings, counts) (StringSplit): Python's
 //     str.split: an empty delimiter splits at runs of whitespace (ASCII whitespace and
 //     \x1c-\x1f; other Unicode spaces are not separators) and drops empty pieces; maxsplit < 0
@@ -107,6 +112,20 @@ absl::StatusOr<Broadcast> BroadcastShapes(const std::vector<int64_t>& a, const s
   return out;
 }
 
+// (shape, tuple) -> tensor
+absl::Status Make(BuiltinContext&, const Value* const* args, int, Value* out) {
+  std::vector<std::string> strings;
+  for (const Value& v : args[1]->as_tuple()) {
+    if (v.kind() != Value::Kind::kString) {
+      return absl::InvalidArgumentError(absl::StrCat("kiln.string.make: a field is ", v.Describe(), ", not a string"));
+    }
+    strings.push_back(v.as_string());
+  }
+  KILN_ASSIGN_OR_RETURN(Tensor t, vm::MakeStringTensor(args[0]->as_shape(), strings));
+  *out = Value(std::move(t));
+  return absl::OkStatus();
+}
+
 // (tensor, tensor) -> tensor
 absl::Status Concat(BuiltinContext&, const Value* const* args, int, Value* out) {
   KILN_ASSIGN_OR_RETURN(Tensor a, StringArg(*args[0], 0, "kiln.string.concat"));
@@ -144,7 +163,7 @@ absl::Status RegexFullMatch(BuiltinContext& ctx, const Value* const* args, int, 
   PCRE2_SIZE error_offset = 0;
   std::unique_ptr<pcre2_code, decltype(&pcre2_code_free)> code(
       pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                    PCRE2_UTF | PCRE2_UCP | PCRE2_ANCHORED | PCRE2_ENDANCHORED, &error, &error_offset, nullptr),
+                    PCRE2_UTF | PCRE2_ANCHORED | PCRE2_ENDANCHORED, &error, &error_offset, nullptr),
       pcre2_code_free);
   if (code == nullptr) {
     PCRE2_UCHAR message[256];
@@ -194,9 +213,7 @@ std::vector<std::string> SplitOne(std::string_view s, const std::string& delimit
   while (i < n && IsSplitSpace(s[i])) ++i;
   while (i < n) {
     if (maxsplit >= 0 && static_cast<int64_t>(pieces.size()) == maxsplit) {
-      size_t end = n;
-      while (end > i && IsSplitSpace(s[end - 1])) --end;
-      pieces.emplace_back(s.substr(i, end - i));
+      pieces.emplace_back(s.substr(i));  // the rest as it is, trailing whitespace included
       break;
     }
     size_t j = i;
@@ -421,8 +438,10 @@ std::string FormatFloat(F v) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   char buf[64];
-  const F magnitude = std::fabs(v);
-  const bool positional = magnitude == 0 || (magnitude >= F(1e-4) && magnitude < F(1e16));
+  // numpy compares the value, widened to double, with the double bounds: float32 1e-4 is
+  // 9.99999975e-05 and prints as "1e-04".
+  const double magnitude = std::fabs(static_cast<double>(v));
+  const bool positional = magnitude == 0 || (magnitude >= 1e-4 && magnitude < 1e16);
   auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v,
                                  positional ? std::chars_format::fixed : std::chars_format::scientific);
   std::string text(buf, ec == std::errc() ? end : buf);
@@ -512,6 +531,7 @@ absl::Status ToNumber(BuiltinContext& ctx, const Value* const* args, int, Value*
 }  // namespace
 
 void RegisterStringBuiltins(vm::BuiltinRegistry& r) {
+  r.RegisterBuiltin("kiln.string.make", "(shape, tuple) -> tensor", Make);
   r.RegisterBuiltin("kiln.string.concat", "(tensor, tensor) -> tensor", Concat);
   r.RegisterBuiltin("kiln.string.equal", "(tensor, tensor) -> tensor", Equal);
   r.RegisterBuiltin("kiln.string.regex_full_match", "(tensor, string) -> tensor", RegexFullMatch);

@@ -94,7 +94,16 @@ class Legalizer : public ExprMutator, public LegalizeContext {
     if (!call->struct_info().defined()) {
       return absl::InvalidArgumentError(absl::StrCat(op, ": the call has no struct info (normalize first)"));
     }
-    KILN_RETURN_IF_ERROR(RefuseStrings(*call, op));
+    if (HasStrings(*call)) {
+      // A reshape of strings stays a view (VM codegen: kiln.reshape, which keeps the owner);
+      // any other operator would copy element handles into a tensor that does not own them.
+      if (op == "reshape") {
+        out.bindings.push_back(std::move(binding));
+        return absl::OkStatus();
+      }
+      return absl::UnimplementedError(absl::StrCat(op, ": string tensors are not supported by this operator (only "
+                                                   "by the string builtins and reshape)"));
+    }
     std::string saved_name = std::move(binding_name_);
     binding_name_ = binding.var.name_hint();
     out.dataflow ? builder_->BeginDataflowBlock() : builder_->BeginBindingBlock();
@@ -109,18 +118,15 @@ class Legalizer : public ExprMutator, public LegalizeContext {
     return absl::OkStatus();
   }
 
-  // String tensors (vm/string_tensor.h) hold pointers into an arena their owner keeps: no
-  // kernel may create or read one, so an operator over strings is Unimplemented here.
-  static absl::Status RefuseStrings(const CallNode& call, const std::string& op) {
+  // Whether an operand or the result is a string tensor (vm/string_tensor.h).
+  static bool HasStrings(const CallNode& call) {
     auto is_string = [](const StructInfo& s) {
       const auto* t = s.defined() ? s.as<TensorStructInfoNode>() : nullptr;
       return t != nullptr && t->dtype && tir::IsStringType(*t->dtype);
     };
     bool strings = is_string(call.struct_info());
     for (const Expr& arg : call.args) strings = strings || is_string(arg.struct_info());
-    if (!strings) return absl::OkStatus();
-    return absl::UnimplementedError(absl::StrCat(op, ": string tensors are not supported by this operator (only by the "
-                                                 "string builtins and views such as reshape)"));
+    return strings;
   }
 
   // The legalization of `value` if it calls an operator that has one (custom ones first),

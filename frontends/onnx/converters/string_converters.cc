@@ -212,6 +212,15 @@ bool InputIsString(NodeContext& c, int i) {
   return dtype.ok() && tir::IsStringType(*dtype);
 }
 
+absl::StatusOr<Expr> StringConstant(NodeContext& c, const relax::ConstantData& data) {
+  if (!data.bytes) return c.Unsupported("external string data is not supported");
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> strings,
+                        support::UnpackStrings(data.bytes->data(), data.bytes->size(), data.numel()));
+  std::vector<PrimExpr> shape;
+  for (int64_t d : data.shape) shape.push_back(PrimExpr(d));
+  return CallString(c, "kiln.string.make", {relax::ShapeExpr(shape), StringTuple(strings)}, relax::TensorSInfo(shape, tir::StringType()));
+}
+
 absl::StatusOr<std::vector<Value>> CastWithStrings(NodeContext& c, DataType to) {
   KILN_ASSIGN_OR_RETURN(DataType from, c.InputDType(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(0));

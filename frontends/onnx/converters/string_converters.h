@@ -10,6 +10,9 @@
 
 namespace kiln::frontends::onnx {
 
+// A string constant or bound input (packed data) as a Relax expression: a kiln.string.make
+// call, since the executable's constant pool holds no string tensors.
+absl::StatusOr<relax::Expr> StringConstant(NodeContext& context, const relax::ConstantData& data);
 // Whether input i is a tensor of dtype string.
 bool InputIsString(NodeContext& context, int input);
 // Equal(A, B) of two string tensors (broadcasting) -> bool.
