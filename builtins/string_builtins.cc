@@ -348,6 +348,8 @@ struct Label {
     if (kind != o.kind) return kind < o.kind;
     if (kind == Value::Kind::kString) return s < o.s;
     if (kind == Value::Kind::kInt) return i < o.i;
+    // NaN keys match NaN (ONNX's LabelEncoder): NaN orders after every number, equal to NaN.
+    if (std::isnan(d) || std::isnan(o.d)) return !std::isnan(d) && std::isnan(o.d);
     return d < o.d;
   }
 };
