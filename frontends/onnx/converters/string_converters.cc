@@ -1,10 +1,12 @@
 // Operators over STRING tensors (docs/onnx.md, "Strings"): StringConcat (20), RegexFullMatch
-// (20), StringSplit (20), StringNormalizer (10), Equal on strings (11; the elementwise Equal
-// converter hands string inputs here) and ai.onnx.ml LabelEncoder (2, 4; string, integer and
-// float keys and values). Each is one R.call_pure_builtin of a host builtin
-// (builtins/string_builtins.cc); attributes travel as builtin arguments (StringImm, PrimValue,
-// tuples of them), never as string constants. Results whose shape depends on the data
-// (StringSplit's width, StringNormalizer's kept count) have a known rank only.
+// (20), StringSplit (20), StringNormalizer (10), ai.onnx.ml LabelEncoder (2, 4; string, integer
+// and float keys and values), and the string cases other converters hand over
+// (string_converters.h): Equal on strings, Cast / CastLike to and from STRING, string
+// constants. Each is one R.call_pure_builtin of a host builtin (builtins/string_builtins.cc);
+// attributes travel as builtin arguments (StringImm, PrimValue, tuples of them), and a string
+// constant is kiln.string.make of its strings (the constant pool holds no string tensors).
+// Results whose shape depends on the data (StringSplit's width, StringNormalizer's kept count)
+// have a known rank only.
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
@@ -35,19 +37,40 @@ absl::StatusOr<Expr> CallString(NodeContext& c, const std::string& builtin, std:
   return c.Emit(relax::Call(relax::Op("call_pure_builtin"), std::move(args), {}, {std::move(out)}));
 }
 
-absl::StatusOr<int> MaxRank(NodeContext& c) {
+// The struct info of a broadcast of inputs 0 and 1 (numpy's rule) with element type `dtype`:
+// the shape when every dim pair is known (equal constants, or a 1), else the rank only (the
+// builtin checks at run time). Constant dims that cannot broadcast are an error here.
+absl::StatusOr<StructInfo> BroadcastSInfo(NodeContext& c, DataType dtype) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> a, c.InputShape(0));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> b, c.InputShape(1));
-  return static_cast<int>(std::max(a.size(), b.size()));
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<PrimExpr> shape;
+  for (size_t i = 0; i < rank; ++i) {
+    const PrimExpr one(int64_t{1});
+    const PrimExpr& da = i + a.size() >= rank ? a[i + a.size() - rank] : one;
+    const PrimExpr& db = i + b.size() >= rank ? b[i + b.size() - rank] : one;
+    const int64_t sa = StaticDim(da), sb = StaticDim(db);
+    if (sa >= 0 && sb >= 0 && sa != sb && sa != 1 && sb != 1) {
+      return c.Error("input shapes do not broadcast: dims ", sa, " and ", sb);
+    }
+    if (sa == 1) {
+      shape.push_back(db);
+    } else if (sb == 1 || (sa >= 0 && sa == sb)) {
+      shape.push_back(da);
+    } else {
+      return relax::TensorSInfoOfNdim(static_cast<int>(rank), dtype);
+    }
+  }
+  return relax::TensorSInfo(shape, dtype);
 }
 
 absl::StatusOr<std::vector<Value>> ConvertStringConcat(NodeContext& c) {
   KILN_RETURN_IF_ERROR(ExpectString(c, 0, "X"));
   KILN_RETURN_IF_ERROR(ExpectString(c, 1, "Y"));
-  KILN_ASSIGN_OR_RETURN(int rank, MaxRank(c));
+  KILN_ASSIGN_OR_RETURN(StructInfo out, BroadcastSInfo(c, tir::StringType()));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr y, c.Input(1));
-  KILN_ASSIGN_OR_RETURN(Expr z, CallString(c, "kiln.string.concat", {x, y}, relax::TensorSInfoOfNdim(rank, tir::StringType())));
+  KILN_ASSIGN_OR_RETURN(Expr z, CallString(c, "kiln.string.concat", {x, y}, std::move(out)));
   return Outputs(z);
 }
 
@@ -250,10 +273,10 @@ absl::StatusOr<std::vector<Value>> CastWithStrings(NodeContext& c, DataType to) 
 absl::StatusOr<std::vector<Value>> ConvertStringEqual(NodeContext& c) {
   KILN_RETURN_IF_ERROR(ExpectString(c, 0, "A"));
   KILN_RETURN_IF_ERROR(ExpectString(c, 1, "B"));
-  KILN_ASSIGN_OR_RETURN(int rank, MaxRank(c));
+  KILN_ASSIGN_OR_RETURN(StructInfo out, BroadcastSInfo(c, DataType::Bool()));
   KILN_ASSIGN_OR_RETURN(Expr a, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr b, c.Input(1));
-  KILN_ASSIGN_OR_RETURN(Expr y, CallString(c, "kiln.string.equal", {a, b}, relax::TensorSInfoOfNdim(rank, DataType::Bool())));
+  KILN_ASSIGN_OR_RETURN(Expr y, CallString(c, "kiln.string.equal", {a, b}, std::move(out)));
   return Outputs(y);
 }
 
