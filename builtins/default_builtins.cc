@@ -12,6 +12,7 @@ const vm::BuiltinRegistry& DefaultRegistry() {
     auto* r = new vm::BuiltinRegistry();
     RegisterMemoryBuiltins(*r);
     RegisterStructureBuiltins(*r);
+    RegisterStringBuiltins(*r);
     RegisterTensorKernels(*r);
     RegisterOpenBlasKernels(*r);
     RegisterCublasKernels(*r);

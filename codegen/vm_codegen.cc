@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "relax/struct_info_functions.h"
 #include "support/status_macros.h"
+#include "tir/string_type.h"
 #include "vm/builtin_signature.h"
 #include "vm/dtype.h"
 #include "vm/tensor.h"
@@ -513,6 +514,11 @@ class FunctionCodegen {
         return absl::OkStatus();
       }
       case ExprKind::kConstant:
+        if (tir::IsStringType(e.as<relax::ConstantNode>()->data.dtype)) {
+          // A string tensor's elements point into memory its owner holds (vm/string_tensor.h):
+          // the constant pool, written to a file, cannot hold one.
+          return absl::UnimplementedError(absl::StrCat("binding '", name, "': a constant string tensor is not supported"));
+        }
         f_.LoadConst(dst, Constant(e.as<relax::ConstantNode>()));
         return absl::OkStatus();
       case ExprKind::kStringImm:
@@ -627,9 +633,9 @@ class FunctionCodegen {
         f_.CallBuiltin(dst, b_.DeclareBuiltin("kiln.reshape", "(tensor, shape) -> tensor"), {t, shape});
         return absl::OkStatus();
       }
-      if (op->name == "call_builtin") {
+      if (op->name == "call_builtin" || op->name == "call_pure_builtin") {
         const auto* callee = call.args.empty() ? nullptr : call.args[0].as<relax::ExternFuncNode>();
-        if (callee == nullptr) return Error(name, "R.call_builtin needs R.extern(\"name\") as its first argument");
+        if (callee == nullptr) return Error(name, "R.", op->name, " needs R.extern(\"name\") as its first argument");
         return EmitBuiltinCall(callee->symbol, call, 1, dst, name);
       }
       if (op->name == "print") {

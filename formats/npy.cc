@@ -18,12 +18,14 @@ bool ValidType(NpyType t) {
     case 'i':
     case 'u': return t.bytes == 1 || t.bytes == 2 || t.bytes == 4 || t.bytes == 8;
     case 'f': return t.bytes == 2 || t.bytes == 4 || t.bytes == 8;
+    case 'U': return t.bytes >= 4 && t.bytes % 4 == 0;  // '<U0' (no characters) is refused
     default: return false;
   }
 }
 
 std::string TypeName(NpyType t) {
   if (t.kind == 'b') return "bool";
+  if (t.kind == 'U') return absl::StrCat("str", t.bytes / 4);
   const char* base = t.kind == 'f' ? "float" : t.kind == 'u' ? "uint" : "int";
   return absl::StrCat(base, t.bytes * 8);
 }
@@ -39,15 +41,22 @@ absl::StatusOr<NpyType> ParseDescr(absl::string_view descr) {
       absl::SimpleAtoi(descr.substr(2), &t.bytes)) {
     t.kind = descr[1];
     if (t.kind == '?') t.kind = 'b';
+    if (t.kind == 'U' && t.bytes > 0 && t.bytes <= (1 << 28)) t.bytes *= 4;  // '<U5': 5 UTF-32 code units
     if (ValidType(t)) return t;
   }
+  if (descr == "|O") {
+    return absl::InvalidArgumentError(
+        "dtype 'O' (an object array: pickled Python objects) is not read; save strings as a fixed-width "
+        "Unicode array (np.array(values, dtype=str), dtype '<U<n>')");
+  }
   return absl::InvalidArgumentError(absl::StrCat(
-      "unsupported dtype '", descr, "' (little-endian bool, int8-64, uint8-64 and float16/32/64 are read)"));
+      "unsupported dtype '", descr, "' (little-endian bool, int8-64, uint8-64, float16/32/64 and '<U<n>' strings are read)"));
 }
 
 absl::StatusOr<std::string> TypeDescr(NpyType t) {
   if (!ValidType(t)) return absl::InvalidArgumentError(absl::StrCat("no .npy type for kind '", std::string(1, t.kind), "' of ", t.bytes, " bytes"));
   if (t.kind == 'b') return std::string("|b1");
+  if (t.kind == 'U') return absl::StrCat("<U", t.bytes / 4);
   return absl::StrCat(t.bytes == 1 ? "|" : "<", std::string(1, t.kind), t.bytes);
 }
 

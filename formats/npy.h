@@ -1,5 +1,7 @@
 // NumPy .npy files (format versions 1-3): C-order arrays of little-endian bool, int8-64,
-// uint8-64 and float16/32/64 elements.
+// uint8-64 and float16/32/64 elements, and fixed-width Unicode strings ('<U<n>': n UTF-32
+// code units per element, NUL-padded; tools/npy_tensor.cc turns them into string tensors).
+// Object arrays ('|O') hold pickled Python objects and are refused with a clear error.
 //
 // Reading maps the file (support::MappedFile) and returns a view of its data: nothing is
 // copied, and the array keeps the mapping alive. Every header field is checked against the
@@ -19,7 +21,8 @@
 
 namespace kiln::formats {
 
-// An element type as .npy spells it: kind 'b' (bool), 'i', 'u' or 'f', and its size.
+// An element type as .npy spells it: kind 'b' (bool), 'i', 'u', 'f' or 'U' (a string of
+// bytes / 4 UTF-32 code units), and its size in bytes.
 struct NpyType {
   char kind = 'f';
   int bytes = 4;

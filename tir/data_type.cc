@@ -13,7 +13,7 @@ std::string DataType::ToString() const {
     case Code::kFloat: base = absl::StrCat("float", bits_); break;
     case Code::kBFloat: base = absl::StrCat("bfloat", bits_); break;
     case Code::kBool: base = "bool"; break;
-    case Code::kHandle: base = "handle"; break;
+    case Code::kHandle: base = bits_ == 128 ? "string" : "handle"; break;  // tir/string_type.h
   }
   if (lanes_ > 1) absl::StrAppend(&base, "x", lanes_);
   return base;
@@ -26,7 +26,7 @@ absl::StatusOr<DataType> DataType::Parse(std::string_view std_text) {
     return absl::InvalidArgumentError(absl::StrCat(
         "invalid data type '", text,
         "': expected int1/2/4/8/16/32/64, uint1/2/4/8/16/32/64, float16/32/64, bfloat16 or bool, "
-        "optionally followed by xLANES"));
+        "optionally followed by xLANES; handle; string"));
   };
   absl::string_view rest = text;
   int lanes = 1;
@@ -38,6 +38,7 @@ absl::StatusOr<DataType> DataType::Parse(std::string_view std_text) {
   }
   if (rest == "bool") return Bool(lanes);
   if (rest == "handle" && lanes == 1) return Handle();
+  if (text == "string") return DataType(Code::kHandle, 128, 1);  // tir/string_type.h
   struct Prefix {
     absl::string_view name;
     Code code;

@@ -12,7 +12,9 @@
 namespace kiln::tools {
 
 absl::StatusOr<vm::Tensor> ReadNpyTensor(const std::string& path);
-// bool, int/uint 8-64 and float16/32/64 (NumPy has no bfloat16: that is an error).
+// bool, int/uint 8-64 and float16/32/64 (NumPy has no bfloat16: that is an error); a string
+// tensor as '<U<n>' (n its longest element; an element that is not UTF-8 is an error).
+// Reading gives '<U<n>' arrays as string tensors (UTF-8).
 absl::Status WriteNpyTensor(const std::string& path, const vm::Tensor& tensor);
 
 }  // namespace kiln::tools

@@ -5,7 +5,10 @@
 #include "absl/strings/str_cat.h"
 #include "codegen/build_executable.h"
 #include "frontends/onnx/tensor_file.h"
+#include "support/packed_strings.h"
 #include "support/status_macros.h"
+#include "tir/string_type.h"
+#include "vm/string_tensor.h"
 
 namespace kiln::tools {
 
@@ -26,6 +29,11 @@ absl::StatusOr<OnnxCompileResult> CompileOnnxModel(const std::string& path,
 
 absl::StatusOr<vm::Tensor> TensorFromConstant(const relax::ConstantData& data) {
   if (data.is_external()) return absl::InvalidArgumentError("an external constant has no data");
+  if (tir::IsStringType(data.dtype)) {  // packed on the host, a vm string tensor at run time
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> strings,
+                          support::UnpackStrings(data.bytes->data(), data.bytes->size(), data.numel()));
+    return vm::MakeStringTensor(data.shape, strings);
+  }
   DLDataType dtype{static_cast<uint8_t>(data.dtype.code()), static_cast<uint8_t>(data.dtype.bits()), 1};
   KILN_ASSIGN_OR_RETURN(vm::Tensor t, vm::Tensor::Empty(data.shape, dtype));
   if (t.nbytes() != static_cast<int64_t>(data.bytes->size())) {

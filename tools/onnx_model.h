@@ -24,7 +24,7 @@ absl::StatusOr<OnnxCompileResult> CompileOnnxModel(const std::string& path,
                                                    const relax::PipelineOptions& pipeline,
                                                    const codegen::CpuTarget& cpu);
 
-// Host data as a CPU tensor (a copy).
+// Host data as a CPU tensor (a copy); packed strings become a string tensor.
 absl::StatusOr<vm::Tensor> TensorFromConstant(const relax::ConstantData& data);
 // A .pb TensorProto file as a CPU tensor.
 absl::StatusOr<vm::Tensor> ReadPbTensor(const std::string& path);

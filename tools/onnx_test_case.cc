@@ -11,9 +11,12 @@
 #include "codegen/cpu_target.h"
 #include "frontends/onnx/tensor_file.h"
 #include "frontends/onnx/value.h"
-#include "vm/dtype.h"
+#include "support/packed_strings.h"
+#include "tir/string_type.h"
 #include "tir/target.h"
 #include "tools/onnx_model.h"
+#include "vm/dtype.h"
+#include "vm/string_tensor.h"
 #include "vm/virtual_machine.h"
 
 namespace kiln::tools {
@@ -101,6 +104,23 @@ void Flatten(const vm::Value& v, std::vector<vm::Value>* out) {
   }
 }
 
+// Strings compare exactly; the first difference is reported.
+std::string CompareStrings(const std::string& what, const vm::Tensor& actual, const relax::ConstantData& expected) {
+  absl::StatusOr<std::vector<std::string>> want =
+      support::UnpackStrings(expected.bytes->data(), expected.bytes->size(), expected.numel());
+  if (!want.ok()) return absl::StrCat(what, ": expected data: ", want.status().message());
+  const std::vector<std::string> got = vm::StringsOf(actual);
+  int64_t bad = 0, first = -1;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != (*want)[i]) {
+      if (bad++ == 0) first = static_cast<int64_t>(i);
+    }
+  }
+  if (bad == 0) return "";
+  return absl::StrCat(what, ": string at ", IndexText(first, expected.shape), " is \"", got[first], "\", expected \"",
+                      (*want)[first], "\"; ", bad, " of ", got.size(), " strings differ");
+}
+
 // An empty string when `actual` matches `expected`; else why not.
 // `bfloat16`: the output's ONNX type is bfloat16 (held widened in float32 at run time).
 std::string Compare(const std::string& what, const vm::Tensor& actual, const relax::ConstantData& expected,
@@ -113,6 +133,7 @@ std::string Compare(const std::string& what, const vm::Tensor& actual, const rel
   if (actual.shape() != expected.shape) {
     return absl::StrCat(what, ": shape ", ShapeText(actual.shape()), ", expected ", ShapeText(expected.shape));
   }
+  if (tir::IsStringType(dt)) return CompareStrings(what, actual, expected);
   relax::ConstantData got{dt, actual.shape(), nullptr, ""};
   auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<const uint8_t*>(actual.data()),
                                                       static_cast<const uint8_t*>(actual.data()) + actual.nbytes());

@@ -20,6 +20,7 @@
 #include "tools/usage_error.h"
 #include "codegen/cpu_target.h"
 #include "tir/target.h"
+#include "vm/string_tensor.h"
 #include "vm/virtual_machine.h"
 
 namespace kiln::tools {
@@ -242,7 +243,13 @@ int RunCommand(int argc, char** argv) {
       continue;
     }
     const vm::Tensor& t = v.as_tensor();
-    std::printf("output %zu: %s sum=%.6g abs_sum=%.6g\n", i, t.Describe().c_str(), Checksum(t, false), Checksum(t, true));
+    if (vm::IsStringTensor(t)) {  // the first strings, quoted (a sum means nothing here)
+      std::string shown;
+      for (int64_t k = 0; k < std::min<int64_t>(t.numel(), 8); ++k) absl::StrAppend(&shown, k ? ", " : "", "\"", std::string(vm::StringAt(t, k)), "\"");
+      std::printf("output %zu: %s [%s%s]\n", i, t.Describe().c_str(), shown.c_str(), t.numel() > 8 ? ", ..." : "");
+    } else {
+      std::printf("output %zu: %s sum=%.6g abs_sum=%.6g\n", i, t.Describe().c_str(), Checksum(t, false), Checksum(t, true));
+    }
     if (!output_dir.empty()) {
       std::error_code created;
       std::filesystem::create_directories(output_dir, created);  // a failure shows when writing

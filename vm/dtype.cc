@@ -92,6 +92,7 @@ std::string DTypeToString(DLDataType t) {
     case kDLFloat: base = absl::StrCat("float", t.bits); break;
     case kDLBfloat: base = absl::StrCat("bfloat", t.bits); break;
     case kDTypeBool: base = "bool"; break;
+    case kDLOpaqueHandle: base = t.bits == 128 ? "string" : absl::StrCat("handle", t.bits); break;  // vm/string_tensor.h
     default: base = absl::StrCat("code", int{t.code}, "_", t.bits); break;
   }
   if (t.lanes > 1) absl::StrAppend(&base, "x", t.lanes);
@@ -100,6 +101,7 @@ std::string DTypeToString(DLDataType t) {
 
 absl::StatusOr<DLDataType> ParseDType(const std::string& text) {
   if (text == "bool") return DLDataType{kDTypeBool, 8, 1};
+  if (text == "string") return DLDataType{kDLOpaqueHandle, 128, 1};  // vm/string_tensor.h
   struct Prefix {
     const char* name;
     uint8_t code;

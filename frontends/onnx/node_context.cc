@@ -1,7 +1,9 @@
 #include "frontends/onnx/node_context.h"
 
+#include "frontends/onnx/converters/string_converters.h"
 #include "frontends/onnx/tensor_proto.h"
 #include "support/status_macros.h"
+#include "tir/string_type.h"
 
 namespace kiln::frontends::onnx {
 
@@ -33,6 +35,10 @@ absl::StatusOr<Expr> NodeContext::Materialize(Value& v) {
   if (v.is_sequence) return Unsupported("a sequence where a tensor is expected is not supported");
   if (v.is_none) return Unsupported("an empty optional where a tensor is expected is not supported");
   if (v.expr.defined()) return v.expr;
+  if (v.data && tir::IsStringType(v.data->dtype)) {
+    KILN_ASSIGN_OR_RETURN(v.expr, StringConstant(*this, *v.data));  // string_converters.cc
+    return v.expr;
+  }
   if (v.data) {
     v.expr = relax::Constant(*v.data);
     return v.expr;

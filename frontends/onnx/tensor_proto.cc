@@ -10,7 +10,9 @@
 #include "frontends/onnx/tensor_file.h"
 #include "onnx/onnx-data_pb.h"
 #include "support/file_io.h"
+#include "support/packed_strings.h"
 #include "support/status_macros.h"
+#include "tir/string_type.h"
 
 namespace kiln::frontends::onnx {
 namespace {
@@ -155,6 +157,26 @@ absl::StatusOr<relax::ConstantData> NarrowTensorFromProto(const TP& tensor, cons
   return out;
 }
 
+// A STRING tensor: its string_data, as packed strings (support/packed_strings.h).
+absl::StatusOr<relax::ConstantData> StringTensorFromProto(const TP& tensor, int64_t max_bytes) {
+  relax::ConstantData out;
+  out.dtype = tir::StringType();
+  KILN_ASSIGN_OR_RETURN(int64_t count, ElementCount(tensor, max_bytes / 8, &out.shape));
+  if (tensor.data_location() == TP::EXTERNAL || tensor.has_raw_data()) {
+    return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": STRING data must be in string_data"));
+  }
+  if (tensor.string_data_size() != count) {
+    return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": string_data holds ", tensor.string_data_size(),
+                                                   " strings, its dims need ", count));
+  }
+  std::vector<std::string> strings(tensor.string_data().begin(), tensor.string_data().end());
+  out.bytes = std::make_shared<std::vector<uint8_t>>(support::PackStrings(strings));
+  if (static_cast<int64_t>(out.bytes->size()) > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(TensorLabel(tensor), ": strings take more than ", max_bytes, " bytes"));
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<DataType> DataTypeFromOnnx(int32_t onnx_type) {
@@ -171,6 +193,7 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int32_t onnx_type) {
     case TP::UINT16: return DataType::UInt(16);
     case TP::UINT32: return DataType::UInt(32);
     case TP::UINT64: return DataType::UInt(64);
+    case TP::STRING: return tir::StringType();
     default:
       // bfloat16 / float8 / float4 / int4 / int2: held widened (narrow_types.h).
       if (const NarrowType* narrow = FindNarrowType(onnx_type)) return narrow->storage;
@@ -181,6 +204,7 @@ absl::StatusOr<DataType> DataTypeFromOnnx(int32_t onnx_type) {
 int32_t OnnxDataTypeOf(DataType dtype) {
   if (dtype.is_float()) return dtype.bits() == 32 ? TP::FLOAT : dtype.bits() == 64 ? TP::DOUBLE : dtype.bits() == 16 ? TP::FLOAT16 : 0;
   if (dtype.is_bfloat()) return TP::BFLOAT16;
+  if (tir::IsStringType(dtype)) return TP::STRING;
   if (dtype.is_bool()) return TP::BOOL;
   if (dtype.is_int()) {
     switch (dtype.bits()) {
@@ -209,6 +233,7 @@ std::string OnnxDataTypeName(int32_t onnx_type) {
 
 absl::StatusOr<relax::ConstantData> TensorFromProto(const TP& tensor, const std::string& base_dir, int64_t max_bytes) {
   if (const NarrowType* narrow = FindNarrowType(tensor.data_type())) return NarrowTensorFromProto(tensor, *narrow, base_dir, max_bytes);
+  if (tensor.data_type() == TP::STRING) return StringTensorFromProto(tensor, max_bytes);
   absl::StatusOr<DataType> dtype = DataTypeFromOnnx(tensor.data_type());
   if (!dtype.ok()) return absl::UnimplementedError(absl::StrCat(TensorLabel(tensor), ": ", dtype.status().message()));
   relax::ConstantData out;

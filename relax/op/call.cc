@@ -8,6 +8,10 @@
 //   call_tir.
 // call_builtin (callee: ExternFunc, args...). IMPURE (a builtin may have side effects). The
 //   result is sinfo_args[0] when given (at most one entry), else Object.
+// call_pure_builtin (callee: ExternFunc, args...). As call_builtin but PURE: for builtins that
+//   only compute their result from their arguments (the string operators,
+//   builtins/string_builtins.cc), so a dataflow block may hold the call and dead code
+//   elimination may drop it.
 // shape_of (data: Tensor) -> Shape(data.shape), or Shape(ndim=...) when only the rank is
 //   known. Pure.
 // print (values...), attribute format (string, optional). IMPURE; returns Object.
@@ -91,6 +95,7 @@ void RegisterCallOps(OpRegistry& registry) {
                        return InferDpsCall(call, ExprKind::kExternFunc, "an ExternFunc");
                      }});
   registry.Register({"call_builtin", 1, -1, false, {}, InferCallBuiltin});
+  registry.Register({"call_pure_builtin", 1, -1, true, {}, InferCallBuiltin});
   registry.Register({"shape_of", 1, 1, true, {}, InferShapeOf});
   registry.Register({"print", 0, -1, false, {"format"}, InferPrint});
 }

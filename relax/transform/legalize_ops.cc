@@ -12,6 +12,7 @@
 #include "relax/op_registry.h"
 #include "support/check.h"
 #include "support/status_macros.h"
+#include "tir/string_type.h"
 #include "tir/structural_equal.h"
 #include "tir/structural_hash.h"
 
@@ -93,6 +94,16 @@ class Legalizer : public ExprMutator, public LegalizeContext {
     if (!call->struct_info().defined()) {
       return absl::InvalidArgumentError(absl::StrCat(op, ": the call has no struct info (normalize first)"));
     }
+    if (HasStrings(*call)) {
+      // A reshape of strings stays a view (VM codegen: kiln.reshape, which keeps the owner);
+      // any other operator would copy element handles into a tensor that does not own them.
+      if (op == "reshape") {
+        out.bindings.push_back(std::move(binding));
+        return absl::OkStatus();
+      }
+      return absl::UnimplementedError(absl::StrCat(op, ": string tensors are not supported by this operator (only "
+                                                   "by the string builtins and reshape)"));
+    }
     std::string saved_name = std::move(binding_name_);
     binding_name_ = binding.var.name_hint();
     out.dataflow ? builder_->BeginDataflowBlock() : builder_->BeginBindingBlock();
@@ -105,6 +116,17 @@ class Legalizer : public ExprMutator, public LegalizeContext {
     binding.value = *std::move(value);
     out.bindings.push_back(std::move(binding));
     return absl::OkStatus();
+  }
+
+  // Whether an operand or the result is a string tensor (vm/string_tensor.h).
+  static bool HasStrings(const CallNode& call) {
+    auto is_string = [](const StructInfo& s) {
+      const auto* t = s.defined() ? s.as<TensorStructInfoNode>() : nullptr;
+      return t != nullptr && t->dtype && tir::IsStringType(*t->dtype);
+    };
+    bool strings = is_string(call.struct_info());
+    for (const Expr& arg : call.args) strings = strings || is_string(arg.struct_info());
+    return strings;
   }
 
   // The legalization of `value` if it calls an operator that has one (custom ones first),

@@ -21,7 +21,9 @@
 //
 // Errors: a call that cannot be lowered (operand or result of unknown shape or dtype, a
 // dtype the CPU backend lacks) is reported naming the function, binding and operator:
-// "function 'main', binding 'y': exp: no CPU lowering for dtype int32".
+// "function 'main', binding 'y': exp: no CPU lowering for dtype int32". An operator with a
+// legalization over a string tensor (operand or result) is Unimplemented, except reshape,
+// which stays a view: strings are for host builtins only (vm/string_tensor.h).
 #pragma once
 
 #include <map>

@@ -122,5 +122,25 @@ TEST(Npy, WritesWhatItReads) {
   EXPECT_NE(support::ReadFile(path)->find("'shape': (5,)"), std::string::npos);
 }
 
+TEST(Npy, UnicodeStringsAndObjectArrays) {
+  // np.array(["ab", "c"]) is '<U2': two UTF-32 code units per element, NUL-padded.
+  const std::string data("a\0\0\0b\0\0\0c\0\0\0\0\0\0\0", 16);
+  absl::StatusOr<NpyArray> a = ReadNpy(Write("u2.npy", NpyFile("{'descr': '<U2', 'fortran_order': False, 'shape': (2,), }", data)));
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->type.kind, 'U');
+  EXPECT_EQ(a->type.bytes, 8);
+  EXPECT_EQ(a->nbytes, 16u);
+  std::string path = ::testing::TempDir() + "/u2_written.npy";
+  ASSERT_TRUE(WriteNpy(path, {'U', 8}, {2}, data.data(), data.size()).ok());
+  EXPECT_NE(support::ReadFile(path)->find("'descr': '<U2'"), std::string::npos);
+  // Wrong sizes and pickled objects say why.
+  absl::StatusOr<NpyArray> cut = ReadNpy(Write("u2_cut.npy", NpyFile("{'descr': '<U2', 'fortran_order': False, 'shape': (2,), }", data.substr(0, 12))));
+  EXPECT_THAT(std::string(cut.status().message()), HasSubstr("shape (2,) of str2 = 16 bytes, but the file holds 12"));
+  absl::StatusOr<NpyArray> u0 = ReadNpy(Write("u0.npy", NpyFile("{'descr': '<U0', 'fortran_order': False, 'shape': (2,), }", "")));
+  EXPECT_THAT(std::string(u0.status().message()), HasSubstr("unsupported dtype '<U0'"));
+  absl::StatusOr<NpyArray> o = ReadNpy(Write("object.npy", NpyFile("{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "12345678")));
+  EXPECT_THAT(std::string(o.status().message()), HasSubstr("dtype 'O' (an object array"));
+}
+
 }  // namespace
 }  // namespace kiln::formats

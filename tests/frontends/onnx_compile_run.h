@@ -14,8 +14,11 @@
 #include "codegen/cpu_target.h"
 #include "frontends/onnx/importer.h"
 #include "relax/transform/pipeline.h"
+#include "support/packed_strings.h"
 #include "support/status_macros.h"
+#include "tir/string_type.h"
 #include "tir/target.h"
+#include "vm/string_tensor.h"
 #include "vm/virtual_machine.h"
 
 namespace kiln::frontends::onnx {
@@ -49,6 +52,12 @@ inline absl::StatusOr<std::vector<vm::Tensor>> CompileAndRun(const ImportResult&
     auto it = inputs.find(param);
     if (it == inputs.end()) return absl::InvalidArgumentError("no data for graph input '" + param + "'");
     const relax::ConstantData& d = it->second;
+    if (tir::IsStringType(d.dtype)) {  // packed strings (support/packed_strings.h)
+      KILN_ASSIGN_OR_RETURN(std::vector<std::string> strings, support::UnpackStrings(d.bytes->data(), d.bytes->size(), d.numel()));
+      KILN_ASSIGN_OR_RETURN(vm::Tensor t, vm::MakeStringTensor(d.shape, strings));
+      args.push_back(vm::Value(t));
+      continue;
+    }
     DLDataType dtype{static_cast<uint8_t>(d.dtype.code()), static_cast<uint8_t>(d.dtype.bits()), 1};
     KILN_ASSIGN_OR_RETURN(vm::Tensor t, vm::Tensor::Empty(d.shape, dtype));
     if (!d.bytes->empty()) std::memcpy(t.data(), d.bytes->data(), d.bytes->size());

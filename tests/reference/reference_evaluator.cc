@@ -296,7 +296,8 @@ class Evaluator {
     const ExprKind callee = call.op.kind();
     if (callee == ExprKind::kOp) {
       const std::string& op = call.op.as<relax::OpNode>()->name;
-      if (op == "call_tir" || op == "call_dps_library" || op == "call_builtin" || op == "print") {
+      if (op == "call_tir" || op == "call_dps_library" || op == "call_builtin" || op == "call_pure_builtin" ||
+          op == "print") {
         return absl::UnimplementedError(absl::StrCat(
             "R.", op, " is not supported: the reference evaluator interprets no TIR and has no runtime"));
       }

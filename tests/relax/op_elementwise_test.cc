@@ -33,6 +33,7 @@ TEST(OpRegistryTest, FindsEveryOperatorAndDeclaresPurity) {
   EXPECT_TRUE(reg.Find("add")->pure);
   EXPECT_TRUE(reg.Find("call_tir")->pure);
   EXPECT_FALSE(reg.Find("call_builtin")->pure);
+  EXPECT_TRUE(reg.Find("call_pure_builtin")->pure);
   EXPECT_FALSE(reg.Find("print")->pure);
   std::vector<std::string> names = reg.Names();
   EXPECT_TRUE(std::is_sorted(names.begin(), names.end()));

@@ -35,6 +35,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterTensorScatterConverters(registry);
   RegisterMaxUnpoolConverters(registry);
   RegisterRoiAlignConverters(registry);
+  RegisterStringConverters(registry);
 }
 
 }  // namespace kiln::frontends::onnx

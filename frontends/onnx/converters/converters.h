@@ -102,6 +102,10 @@ void RegisterTensorScatterConverters(ConverterRegistry& registry);
 void RegisterMaxUnpoolConverters(ConverterRegistry& registry);
 // roi_align_converters.cc: RoiAlign (10; avg / max, separable bilinear sampling as matmuls).
 void RegisterRoiAlignConverters(ConverterRegistry& registry);
+// string_converters.cc: StringConcat, RegexFullMatch, StringSplit, StringNormalizer,
+// ai.onnx.ml LabelEncoder (host builtins over string tensors); Equal on strings
+// (string_converters.h).
+void RegisterStringConverters(ConverterRegistry& registry);
 void RegisterAllConverters(ConverterRegistry& registry);
 
 }  // namespace kiln::frontends::onnx

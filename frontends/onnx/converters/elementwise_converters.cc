@@ -11,6 +11,7 @@
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
+#include "frontends/onnx/converters/string_converters.h"
 #include "frontends/onnx/converters/shape_value_folding.h"
 #include "support/status_macros.h"
 #include "tir/analyzer.h"
@@ -179,7 +180,9 @@ void RegisterElementwiseConverters(ConverterRegistry& r) {
   // Shape values are non-negative, where truncating and floor division agree.
   r.Register("Div", Binary("divide", [](PrimExpr a, PrimExpr b) { return tir::FloorDiv(a, b); }));
   r.Register("Pow", ConvertPow);
-  r.Register("Equal", Binary("equal", tir::EQ, true));
+  r.Register("Equal", [numeric = Binary("equal", tir::EQ, true)](NodeContext& c) {
+    return InputIsString(c, 0) ? ConvertStringEqual(c) : numeric(c);  // string_converters.cc
+  });
   r.Register("Less", Binary("less", tir::LT, true));
   r.Register("Greater", Binary("greater", tir::GT, true));
   r.Register("LessOrEqual", Binary("less_equal", tir::LE, true), 12);

@@ -17,10 +17,13 @@
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
 #include "frontends/onnx/converters/narrowing.h"
+#include "frontends/onnx/converters/string_converters.h"
 #include "frontends/onnx/narrow_types.h"
 #include "frontends/onnx/tensor_proto.h"
+#include "support/packed_strings.h"
 #include "support/status_macros.h"
 #include "tir/analyzer.h"
+#include "tir/string_type.h"
 
 namespace kiln::frontends::onnx {
 namespace {
@@ -466,6 +469,7 @@ absl::StatusOr<std::vector<Value>> CastToNarrow(NodeContext& c, const NarrowType
 absl::StatusOr<std::vector<Value>> CastTo(NodeContext& c, DataType dtype) {
   const Value* v = c.InputValue(0);
   if (v == nullptr) return c.Error("input 0 is required");
+  if (tir::IsStringType(dtype) || InputIsString(c, 0)) return CastWithStrings(c, dtype);  // string_converters.cc
   if (v->elements && dtype.is_integer()) {
     return std::vector<Value>{Value::OfElements(*v->elements, dtype, v->elements_rank)};
   }
@@ -556,7 +560,17 @@ absl::StatusOr<std::vector<Value>> ConvertConstant(NodeContext& c) {
     return std::vector<Value>{Value::OfData(IntData(values, DataType::Int64(), {n}))};
   }
   if (c.HasAttr("sparse_value")) return c.Unsupported("sparse constants are not supported");
-  if (c.HasAttr("value_string") || c.HasAttr("value_strings")) return c.Unsupported("string constants are not supported");
+  if (c.HasAttr("value_string") || c.HasAttr("value_strings")) {  // packed strings (string_converters.cc)
+    const ::onnx::AttributeProto* a = c.Attr(c.HasAttr("value_string") ? "value_string" : "value_strings");
+    std::vector<std::string> strings = a->type() == ::onnx::AttributeProto::STRING
+                                           ? std::vector<std::string>{a->s()}
+                                           : std::vector<std::string>(a->strings().begin(), a->strings().end());
+    relax::ConstantData data;
+    data.dtype = tir::StringType();
+    if (c.HasAttr("value_strings")) data.shape = {static_cast<int64_t>(strings.size())};
+    data.bytes = std::make_shared<std::vector<uint8_t>>(support::PackStrings(strings));
+    return std::vector<Value>{Value::OfData(std::move(data))};
+  }
   return c.Error("has no value attribute");
 }
 
@@ -565,6 +579,7 @@ absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
   relax::ConstantData fill = DataFromDoubles({0.0}, DataType::Float32(), {});
   if (c.HasAttr("value")) {
     KILN_ASSIGN_OR_RETURN(fill, c.AttrTensor("value"));
+    if (tir::IsStringType(fill.dtype)) return c.Unsupported("a STRING value is not supported");
     if (fill.numel() != 1) return c.Error("value must hold one element, it holds ", fill.numel());
     fill.shape = {};
   }

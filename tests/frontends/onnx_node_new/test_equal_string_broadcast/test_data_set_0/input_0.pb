@@ -1,0 +1,1 @@
+2string12string2Bx
