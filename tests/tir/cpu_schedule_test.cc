@@ -260,7 +260,7 @@ TEST(DefaultCpuScheduleTest, FewRowsGetWideTiles) {
 // steps the registers hold, inside each k block and sub-tile, so every k block of the weight
 // is read once for all 16 rows: 8-row steps with 32 registers (16 lanes), 4-row steps with
 // 16 (8 lanes). The row-edge copy (m not a multiple of 16, GEMV) runs its row steps
-// outermost in each k block, each row reading the block's 16 weight rows across the whole tile; with
+// outermost in each k block, each row reading 8 weight rows across the whole tile; with
 // 4-row steps a step whose rows are all in range runs them together instead.
 // kMatmul with a model's weight: k = n = 4096 constant, the rows m symbolic.
 // The printed function without its indentation, one statement per line.
@@ -309,24 +309,22 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
         "for i", e, "_1_1 in unroll(0, ", step, ") {\n"
         "for j", e, "_1_1_1 in vectorized(0, ", 2 * lanes, ") {");
     EXPECT_THAT(printed, HasSubstr(full)) << printed;
-    // Row edges: row step, rows, sub-tile, pair, the k block's 16 weight rows unrolled, lanes.
-    // With 4-row steps (8 lanes) only the partial step (`_part`, under its guards) runs per
-    // row, its 16 weight rows fused from the whole steps' 2 x 8; whole steps keep the rows
-    // innermost: 8 weight rows, sub-tile, pair, the 8, rows, lanes.
+    // Row edges: row step, 8 weight rows, rows, sub-tile, pair, the 8 unrolled, lanes. With
+    // 4-row steps (8 lanes) only the partial step (`_part`, under its guards) runs per row;
+    // whole steps keep the rows innermost: 8 weight rows, sub-tile, pair, the 8, rows, lanes.
     const std::string p = lanes == 16 ? "" : "_part";
-    const std::string k_1 = lanes == 16 ? absl::StrCat("r", e, "_1_edge")
-                                        : absl::StrCat("r", e, "_1_edge_0_part_r", e, "_1_edge_1_part_fused");
     const std::string edge = absl::StrCat(
+        "for r", e, "_1_edge_0", p, " in serial(0, 2) {\n"
         "for i", e, "_1_1_edge", p, " in unroll(0, ", step, ") {\n"
         "for j", e, "_1_0_edge", p, " in serial(0, ", sub_tiles, ") {\n"
         "for j", e, "_1_1_0_edge", p, " in serial(0, 8) {\n"
-        "for ", k_1, " in unroll(0, 16) {\n"
+        "for r", e, "_1_edge_1", p, " in unroll(0, 8) {\n"
         "for j", e, "_1_1_1_edge", p, " in vectorized(0, ", 2 * lanes, ") {");
     EXPECT_THAT(printed, HasSubstr(edge)) << printed;
     if (lanes == 16) {
       EXPECT_THAT(printed, HasSubstr(absl::StrCat("for r", e, "_0_edge in serial(0, 256) {\n"
                                                   "for i", e, "_1_0_edge in serial(0, 2) {\n"
-                                                  "for i", e, "_1_1_edge in unroll(0, 8) {")))
+                                                  "for r", e, "_1_edge_0 in serial(0, 2) {")))
           << printed;
       continue;
     }

@@ -2,7 +2,6 @@
 // accumulator in a local cache, a fused epilogue applied to the tile, and the right
 // operand's panel packed when that pays.
 #include <algorithm>
-#include <numeric>
 #include <optional>
 #include <set>
 
@@ -480,19 +479,14 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
 
 }  // namespace
 
-// Rows of the weight the row-edge copy of a wide tile reads together per row (as parallel
-// streams), each row's accumulators loaded and stored once per group: 16, the whole k block.
-// The accumulators of a tile of n / threads columns do not stay in L1 while the weight
-// streams through it, so each group costs a round trip to L2, and 16 halves those of 8.
-// Measured with a C++ loop of the same shape (4096 x 4096 weight, AVX-512 Zen, best of 61
-// alternating runs at load 14-17): 2 threads 64-68 GB/s with 16 rows against 48-57 with 8
-// and 39-43 with 4 (PyPI OpenBLAS's sgemv 54-56), in 512-bit and 256-bit code alike; one
-// thread 26-27 GB/s with 8 or 16 (an earlier loaded run: 23.2-23.9 with 8, 22.5-24.5 with 16).
-constexpr int64_t kEdgeRowsPerStep = 16;
-
-// k steps a whole row step of the row edge (StreamEdgeInWholeSteps) runs with its rows'
-// accumulator pairs in registers: 8 (its rows' broadcasts of the left operand beside them).
-constexpr int64_t kWholeStepKSteps = 8;
+// Rows of the weight the row-edge copy of a wide tile reads together (as parallel streams),
+// each row's accumulators loaded and stored once per group. 8, as OpenBLAS's sgemv kernels
+// take 8 columns a pass: the accumulators of a tile of n / threads columns do not stay in
+// L1 while the weight streams through it, so each group costs a round trip to L2, and 8
+// halves those of 4. Measured with a C++ loop of the same shape (4096 x 4096 weight, one
+// thread, AVX-512 Zen, loaded machine, best of 40 alternating runs): 23.2-23.9 GB/s with 8
+// rows against 21.3-22.3 with 4 (16: 22.5-24.5).
+constexpr int64_t kEdgeRowsPerStep = 8;
 
 namespace {
 
@@ -515,23 +509,20 @@ bool EnclosesInIndex(const BlockNode* block, const ForNode* outer, const ForNode
 // over the 8 k steps and loads each piece of the weight once for all its rows, as a full
 // tile does, where the per-row order loaded it once per row (AVX2 M = 8: one 32-byte load
 // of the weight from L2 per FMA). The partial step (the GEMV's) takes the per-row streaming
-// order below it: (rows, [sub-tiles,] pairs, k_1 unrolled) for a k block of kEdgeRowsPerStep,
-// else (k_1 / 8, rows, [sub-tiles,] pairs, 8 unrolled). False, with `s` in any state, when a
-// step fails (the caller then keeps its copy from before).
+// order below it: (k_1 / 8, rows, [sub-tiles,] pairs, 8 unrolled). False, with `s` in any
+// state, when a step fails (the caller then keeps its copy from before).
 bool StreamEdgeInWholeSteps(Schedule* s, const std::string& block, const std::string& row_steps,
                             const std::vector<std::string>& k_steps, const std::string& sub_tiles,
                             const std::string& pairs, const std::string& rows) {
   std::vector<std::string> order = {row_steps, k_steps[0]};
   if (!sub_tiles.empty()) order.push_back(sub_tiles);
   for (const std::string& l : {pairs, k_steps[1], rows}) order.push_back(l);
-  if (!s->Reorder(order).ok()) return false;
+  if (!s->Reorder(order).ok() || !s->Unroll(k_steps[1]).ok()) return false;
   std::set<std::string> before;
   ForEachStmt(s->func()->body, [&](const Stmt& st) {
     if (const auto* b = st.as<BlockNode>()) before.insert(b->name);
   });
-  // The whole steps' k steps are unrolled after GuardSteps, so that the partial step's copy
-  // of them is still serial and may be fused below.
-  if (!s->GuardSteps(row_steps).ok() || !s->Unroll(k_steps[1]).ok()) return false;
+  if (!s->GuardSteps(row_steps).ok()) return false;
   std::string partial;  // the copy GuardSteps made of the block for the partial step
   ForEachStmt(s->func()->body, [&](const Stmt& st) {
     const auto* b = st.as<BlockNode>();
@@ -542,22 +533,9 @@ bool StreamEdgeInWholeSteps(Schedule* s, const std::string& block, const std::st
   const size_t inner = sub_tiles.empty() ? 5 : 6;  // k_1 / 8, [sub-tiles,] pairs, 8, rows, vector
   if (!loops.ok() || loops->size() < inner) return false;
   const std::vector<std::string> part(loops->end() - inner, loops->end());
-  absl::StatusOr<Stmt> k_outer = FindLoop(s->func(), part[0], "");
-  if (!k_outer.ok()) return false;
-  if (k_outer->as<ForNode>()->extent.as_int() == kEdgeRowsPerStep / kWholeStepKSteps) {
-    // The whole k block per row, as the per-row order below StreamWideEdgeTiles takes it:
-    // (rows, [sub-tiles,] pairs, k_1 unrolled).
-    std::vector<std::string> streaming = {part[inner - 2]};
-    streaming.insert(streaming.end(), part.begin() + 1, part.end() - 3);
-    streaming.push_back(part[0]);
-    streaming.push_back(part[inner - 3]);
-    if (!s->Reorder(streaming).ok()) return false;
-    absl::StatusOr<std::string> k_1 = s->Fuse({part[0], part[inner - 3]});
-    return k_1.ok() && s->Unroll(*k_1).ok();
-  }
   std::vector<std::string> streaming = {part[0], part[inner - 2]};
   streaming.insert(streaming.end(), part.begin() + 1, part.end() - 2);
-  return s->Reorder(streaming).ok() && s->Unroll(part[inner - 3]).ok();
+  return s->Reorder(streaming).ok();
 }
 
 // The most rows of a row step that the row edge runs as whole steps (StreamEdgeInWholeSteps):
@@ -612,37 +590,28 @@ void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
     if (has_row_steps) --above;
     const ForNode* sub_tiles = above >= 1 ? loop(above - 1) : nullptr;
     const bool has_sub_tiles = encloses_in_index(sub_tiles, has_row_steps ? row_steps : pairs, pairs);
+    absl::StatusOr<std::vector<std::string>> steps = attempt.Split((*loops)[n - 3], {-1, kEdgeRowsPerStep});
+    if (!steps.ok()) continue;
     const std::string& pairs_name = (*loops)[n - 4];
     const std::string& rows_name = (*loops)[n - 2];
     const std::string sub_tiles_name = has_sub_tiles ? (*loops)[above - 1] : std::string();
-    const int64_t k_block = *k->extent.as_int();
-    if (has_row_steps && rows->extent.as_int() <= kWholeEdgeStepMostRows && k_block % kWholeStepKSteps == 0) {
+    if (has_row_steps && rows->extent.as_int() <= kWholeEdgeStepMostRows) {
       Schedule stepped = attempt;
-      absl::StatusOr<std::vector<std::string>> k_steps = stepped.Split((*loops)[n - 3], {-1, kWholeStepKSteps});
-      if (k_steps.ok() &&
-          StreamEdgeInWholeSteps(&stepped, name, (*loops)[n - 5], *k_steps, sub_tiles_name, pairs_name, rows_name)) {
+      if (StreamEdgeInWholeSteps(&stepped, name, (*loops)[n - 5], *steps, sub_tiles_name, pairs_name, rows_name)) {
         *s = std::move(stepped);
         continue;
       }
     }
-    // The k block in groups of kEdgeRowsPerStep weight rows (one group when it is the block).
-    std::vector<std::string> groups = {(*loops)[n - 3]};
-    if (k_block > kEdgeRowsPerStep) {
-      absl::StatusOr<std::vector<std::string>> steps =
-          attempt.Split((*loops)[n - 3], {-1, std::gcd(k_block, kEdgeRowsPerStep)});
-      if (!steps.ok()) continue;
-      groups = *steps;
-    }
     // Row steps outermost: each step's rows read the block's weight rows across the whole
-    // tile (a step whose rows are all out of range skips them once per group).
+    // tile (a step whose rows are all out of range skips them once per 8 weight rows).
     std::vector<std::string> order;
     if (has_row_steps) order.push_back((*loops)[n - 5]);
-    if (groups.size() == 2) order.push_back(groups[0]);
+    order.push_back((*steps)[0]);
     order.push_back(rows_name);
     if (has_sub_tiles) order.push_back(sub_tiles_name);
     order.push_back(pairs_name);
-    order.push_back(groups.back());
-    if (attempt.Reorder(order).ok() && attempt.Unroll(groups.back()).ok()) *s = std::move(attempt);
+    order.push_back((*steps)[1]);
+    if (attempt.Reorder(order).ok() && attempt.Unroll((*steps)[1]).ok()) *s = std::move(attempt);
   }
 }
 
