@@ -440,6 +440,20 @@ TEST(ScheduleNumericsTest, MatmulWideTilesOverAConstantWeight) {
   }
 }
 
+// A k block of 64 (the wide_k_block knob, unpacked) over k = 192: full tiles run three
+// blocks of 64 (`serial(0, 64)`), the row edge splits each block into its groups of 8 weight
+// rows. Row counts with a partial 4-row step (8 lanes), whole steps only, a full tile before
+// the edge, and a full tile alone.
+TEST(ScheduleNumericsTest, MatmulWideTilesWithALargerKBlock) {
+  absl::StatusOr<tir::CpuScheduleKnobs> knobs = tir::CpuScheduleKnobs::Parse("matmul.wide_k_block=64");
+  ASSERT_TRUE(knobs.ok()) << knobs.status();
+  Variants v(Parse(MatmulWithSizes("m", "192", "1030")), *knobs);
+  EXPECT_NE(v.scheduled_text().find("serial(0, 64)"), std::string::npos) << v.scheduled_text();
+  for (int64_t m : {1, 2, 3, 5, 8, 13, 16, 17, 31}) {
+    ExpectMatmulVariantsMatchNaive(v, m, 192, 1030, 100, "m=" + std::to_string(m));
+  }
+}
+
 // The wide-tile knobs that k-block and pack the weight (cpu_knobs.h): 12-row tiles in
 // 6-row steps (AVX2's 6 x 2-vector register tile), k blocks of 64 (128 = two), each block
 // of a sub-tile copied before the row steps read it; register tiles from 32 rows. Rows that
