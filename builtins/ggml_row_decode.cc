@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "builtins/q8_block_dot.h"
 #include "support/float16.h"
 
 namespace kiln::builtins {
@@ -62,6 +63,33 @@ void DecodeQ6K(const uint8_t* block, float* out) {
   }
 }
 
+void DecodeQ3K(const uint8_t* block, float* out) {
+  const float d = Half(block + 108);
+  const uint8_t* packed = block + 96;
+  for (int e = 0; e < 256; ++e) {
+    const int i = e / 16;  // the scale's index (layout in kquant_block_dot.h)
+    const int scale = (((packed[i % 8] >> (4 * (i / 8))) & 15) | (((packed[8 + i % 4] >> (2 * (i / 4))) & 3) << 4)) - 32;
+    const int n = e / 128, j = (e % 128) / 32, l = e % 32;
+    const int low = (block[32 + 32 * n + l] >> (2 * j)) & 3;
+    const int q = (block[l] >> (4 * n + j)) & 1 ? low : low - 4;
+    out[e] = (d * static_cast<float>(scale)) * static_cast<float>(q);
+  }
+}
+
+void DecodeIq4Xs(const uint8_t* block, float* out) {
+  const float d = Half(block);
+  const int high = block[2] | block[3] << 8;
+  for (int g = 0; g < 8; ++g) {
+    const int scale = (((block[4 + g / 2] >> (4 * (g % 2))) & 15) | (((high >> (2 * g)) & 3) << 4)) - 32;
+    const float dl = d * static_cast<float>(scale);
+    const uint8_t* qs = block + 8 + 16 * g;
+    for (int l = 0; l < 16; ++l) {
+      out[32 * g + l] = dl * static_cast<float>(kIq4NlValues[qs[l] & 15]);
+      out[32 * g + 16 + l] = dl * static_cast<float>(kIq4NlValues[qs[l] >> 4]);
+    }
+  }
+}
+
 }  // namespace
 
 int64_t DecodableBlockWeights(DecodableFormat format) {
@@ -75,6 +103,8 @@ int64_t DecodableBlockBytes(DecodableFormat format) {
     case DecodableFormat::kQ4_K: return 144;
     case DecodableFormat::kQ5_K: return 176;
     case DecodableFormat::kQ6_K: return 210;
+    case DecodableFormat::kQ3_K: return 110;
+    case DecodableFormat::kIQ4_XS: return 136;
   }
   return 0;
 }
@@ -89,6 +119,8 @@ void DecodeRow(DecodableFormat format, const uint8_t* row, int64_t k, float* out
       case DecodableFormat::kQ4_K: DecodeQ45K(false, row, out); break;
       case DecodableFormat::kQ5_K: DecodeQ45K(true, row, out); break;
       case DecodableFormat::kQ6_K: DecodeQ6K(row, out); break;
+      case DecodableFormat::kQ3_K: DecodeQ3K(row, out); break;
+      case DecodableFormat::kIQ4_XS: DecodeIq4Xs(row, out); break;
     }
   }
 }

@@ -52,8 +52,34 @@ struct SuperBlockScales {
   float d, dmin;
 };
 
+// The sixteen 6-bit scales of a Q3_K super-block's 12 bytes, minus 32 (scale i: low nibble
+// of byte i % 8 at bit 4 * (i / 8), top bits 2 * (i / 4) of byte 8 + i % 4).
+void Q3KScales(const uint8_t* packed, int8_t scales[16]) {
+  for (int i = 0; i < 16; ++i) {
+    const int low = (packed[i % 8] >> (4 * (i / 8))) & 15;
+    const int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+    scales[i] = static_cast<int8_t>((low | (high << 4)) - 32);
+  }
+}
+
 SuperBlockScales ReadScales(KQuantFormat format, const uint8_t* block) {
   SuperBlockScales s{};
+  if (format == KQuantFormat::kIQ4_XS) {
+    const int high = block[2] | block[3] << 8;
+    for (int g = 0; g < 8; ++g) {
+      const int low = (block[4 + g / 2] >> (4 * (g % 2))) & 15;
+      s.scale16[2 * g] = s.scale16[2 * g + 1] = (low | ((high >> (2 * g)) & 3) << 4) - 32;
+    }
+    s.d = Half(block);
+    return s;
+  }
+  if (format == KQuantFormat::kQ3_K) {
+    int8_t scales[16];
+    Q3KScales(block + 96, scales);
+    for (int i = 0; i < 16; ++i) s.scale16[i] = scales[i];
+    s.d = Half(block + 108);
+    return s;
+  }
   if (format == KQuantFormat::kQ6_K) {
     for (int i = 0; i < 16; ++i) s.scale16[i] = static_cast<int8_t>(block[192 + i]);
     s.d = Half(block + 208);
@@ -70,9 +96,25 @@ SuperBlockScales ReadScales(KQuantFormat format, const uint8_t* block) {
 }
 
 // The 256 weights of a super-block as integers (Q6_K without its - 32: the offset is taken
-// per lane from the activation sums, Q6KOffsets).
+// per lane from the activation sums, Q6KOffsets; Q3_K signed, -4..3).
 void ReadQuants(KQuantFormat format, const uint8_t* block, int* q) {
   switch (format) {
+    case KQuantFormat::kIQ4_XS: {
+      for (int e = 0; e < 256; ++e) {
+        const uint8_t byte = block[8 + 16 * (e / 32) + e % 16];
+        q[e] = kIq4NlValues[e % 32 < 16 ? byte & 15 : byte >> 4];
+      }
+      return;
+    }
+    case KQuantFormat::kQ3_K: {
+      for (int e = 0; e < 256; ++e) {
+        const int n = e / 128, j = (e % 128) / 32, l = e % 32;
+        const int low = (block[32 + 32 * n + l] >> (2 * j)) & 3;
+        const int high = (block[l] >> (4 * n + j)) & 1;
+        q[e] = low - (high ? 0 : 4);
+      }
+      return;
+    }
     case KQuantFormat::kQ4_K:
     case KQuantFormat::kQ5_K: {
       const bool q5 = format == KQuantFormat::kQ5_K;
@@ -138,7 +180,7 @@ class RowAccumulator {
   RowAccumulator(KQuantFormat format, KQuantSummation summation) : format_(format), summation_(summation) {}
 
   KILN_INLINE void Add(const SuperBlockScales& s, float activation_d, const SuperBlockSums& sums) {
-    const bool has_min = format_ != KQuantFormat::kQ6_K;
+    const bool has_min = format_ == KQuantFormat::kQ4_K || format_ == KQuantFormat::kQ5_K;
     switch (summation_) {
       case KQuantSummation::kLanes: {
         const float d = activation_d * s.d;
@@ -204,9 +246,9 @@ class RowAccumulator {
   float mins_[4] = {};
 };
 
-// The min products of a super-block (zeros for Q6_K, which has no mins).
+// The min products of a super-block (zeros for Q3_K, Q6_K and IQ4_XS, which have no mins).
 void MinProductsOf(KQuantFormat format, const SuperBlockScales& s, const Q8KBlock& x, int32_t prod[4]) {
-  if (format == KQuantFormat::kQ6_K) {
+  if (format != KQuantFormat::kQ4_K && format != KQuantFormat::kQ5_K) {
     for (int t = 0; t < 4; ++t) prod[t] = 0;
     return;
   }
@@ -290,6 +332,51 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256i WordPair(__m256i words, 
 __attribute__((target("avx2,fma,f16c"))) KILN_INLINE void DecodeAvx2(KQuantFormat format, const uint8_t* block,
                                                                      DecodedSuperBlock* out) {
   const __m256i low4 = _mm256_set1_epi8(15);
+  if (format == KQuantFormat::kIQ4_XS) {
+    // Signed weights (the table's values; the caller multiplies through |q| and sign(y, q))
+    // and signed scales, one per group.
+    out->d = HalfF16c(block);
+    out->dmin = 0.0f;
+    const SuperBlockScales scales = ReadScales(format, block);
+    alignas(16) int16_t words[8];
+    for (int g = 0; g < 8; ++g) words[g] = static_cast<int16_t>(scales.scale16[2 * g]);
+    const __m256i scales16 = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(words)));
+    for (int g = 0; g < 8; ++g) out->scales[g] = WordPair(scales16, g, g);
+    out->per_sum = _mm256_setzero_si256();
+    const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues)));
+    for (int g = 0; g < 8; ++g) {
+      const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 8 + 16 * g));
+      const __m256i nibbles = _mm256_and_si256(
+          _mm256_insertf128_si256(_mm256_castsi128_si256(raw), _mm_srli_epi16(raw, 4), 1), low4);
+      out->quants[g] = _mm256_shuffle_epi8(table, nibbles);
+    }
+    return;
+  }
+  if (format == KQuantFormat::kQ3_K) {
+    // Scales as Q6_K's (16 int16, per 16 weights); the quants unsigned as q + 4 (0..7): the
+    // caller subtracts 4 * y from each pair's products, as ggml does.
+    out->d = HalfF16c(block + 108);
+    out->dmin = 0.0f;
+    alignas(16) int8_t scales[16];
+    Q3KScales(block + 96, scales);
+    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(scales)));
+    const __m256i first = _mm256_permute2x128_si256(scales16, scales16, 0x00);
+    const __m256i second = _mm256_permute2x128_si256(scales16, scales16, 0x11);
+    for (int g = 0; g < 4; ++g) out->scales[g] = WordPair(first, 2 * g, 2 * g + 1);
+    for (int g = 4; g < 8; ++g) out->scales[g] = WordPair(second, 2 * g - 8, 2 * g - 7);
+    out->per_sum = _mm256_setzero_si256();
+    const __m256i hbits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
+    const __m256i one = _mm256_set1_epi8(1), three = _mm256_set1_epi8(3);
+    for (int n = 0; n < 2; ++n) {
+      const __m256i lows = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32 + 32 * n));
+      for (int j = 0; j < 4; ++j) {
+        const __m256i low = _mm256_and_si256(_mm256_srli_epi16(lows, 2 * j), three);
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hbits, 4 * n + j), one);
+        out->quants[4 * n + j] = _mm256_or_si256(low, _mm256_slli_epi16(high, 2));
+      }
+    }
+    return;
+  }
   if (format == KQuantFormat::kQ6_K) {
     out->d = HalfF16c(block + 208);
     out->dmin = 0.0f;
@@ -375,6 +462,8 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const uint8_t* w, cons
   constexpr int kGroup = 4;
   const int64_t block_bytes = KQuantBlockBytes(format);
   constexpr bool q6 = format == KQuantFormat::kQ6_K;
+  constexpr bool q3 = format == KQuantFormat::kQ3_K;
+  constexpr bool iq4 = format == KQuantFormat::kIQ4_XS;
   constexpr bool lanes = summation == KQuantSummation::kLanes;
   DecodedSuperBlock decoded;
   for (int64_t r = 0; r < rows; r += kGroup) {
@@ -406,7 +495,10 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const uint8_t* w, cons
           __m256i sum = _mm256_setzero_si256();
           for (int g = 2 * j; g < 2 * j + 2; ++g) {
             const __m256i y = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.q + 32 * g));
-            const __m256i pairs = _mm256_maddubs_epi16(decoded.quants[g], y);
+            __m256i pairs = iq4 ? _mm256_maddubs_epi16(_mm256_sign_epi8(decoded.quants[g], decoded.quants[g]),
+                                                       _mm256_sign_epi8(y, decoded.quants[g]))
+                                : _mm256_maddubs_epi16(decoded.quants[g], y);
+            if (q3) pairs = _mm256_sub_epi16(pairs, _mm256_maddubs_epi16(_mm256_set1_epi8(4), y));
             sum = _mm256_add_epi32(sum, _mm256_madd_epi16(decoded.scales[g], pairs));
           }
           quarter[j] = sum;
@@ -418,7 +510,7 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const uint8_t* w, cons
           __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(quarter[0], quarter[1]), _mm256_add_epi32(quarter[2], quarter[3]));
           if (q6) sumi = _mm256_sub_epi32(sumi, per_group);
           acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * s.d), _mm256_cvtepi32_ps(sumi), acc[i]);
-          if (q6) continue;
+          if (q6 || q3 || iq4) continue;
           // MinProducts: prod[t] = lanes 2t and 2t + 1; AddLaneMins' float steps.
           const __m128i prod = PairSums(per_group);
           const float dmin = -xb.d * s.dmin;
@@ -449,7 +541,7 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const uint8_t* w, cons
       Transpose4(by_quarter);
       Transpose4(mins_by_quarter);
       const __m128 xd = _mm_load_ps(activation_d);
-      constexpr bool has_min = !q6;
+      constexpr bool has_min = !q6 && !q3 && !iq4;
       if (summation == KQuantSummation::kBlockQuarters) {
         const __m128 scale = _mm_mul_ps(_mm_set1_ps(s.d), xd), min_scale = _mm_mul_ps(_mm_set1_ps(s.dmin), xd);
         for (int j = 0; j < 4; ++j) {
@@ -511,6 +603,8 @@ int64_t KQuantBlockBytes(KQuantFormat format) {
     case KQuantFormat::kQ4_K: return 144;
     case KQuantFormat::kQ5_K: return 176;
     case KQuantFormat::kQ6_K: return 210;
+    case KQuantFormat::kQ3_K: return 110;
+    case KQuantFormat::kIQ4_XS: return 136;
   }
   return 0;
 }
@@ -551,6 +645,9 @@ void DotQ8KRows(KQuantFormat format, KQuantSummation summation, const uint8_t* w
     case KQuantFormat::kQ4_K: return DotRowsAvx2<KQuantFormat::kQ4_K>(summation, weight_row, x, blocks, rows, out, out_stride);
     case KQuantFormat::kQ5_K: return DotRowsAvx2<KQuantFormat::kQ5_K>(summation, weight_row, x, blocks, rows, out, out_stride);
     case KQuantFormat::kQ6_K: return DotRowsAvx2<KQuantFormat::kQ6_K>(summation, weight_row, x, blocks, rows, out, out_stride);
+    case KQuantFormat::kQ3_K: return DotRowsAvx2<KQuantFormat::kQ3_K>(summation, weight_row, x, blocks, rows, out, out_stride);
+    case KQuantFormat::kIQ4_XS:
+      return DotRowsAvx2<KQuantFormat::kIQ4_XS>(summation, weight_row, x, blocks, rows, out, out_stride);
   }
 }
 

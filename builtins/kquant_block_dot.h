@@ -1,6 +1,6 @@
-// Dot products of GGML's K-quantized weights (Q4_K, Q5_K, Q6_K: super-blocks of 256
+// Dot products of GGML's K-quantized weights (Q3_K, Q4_K, Q5_K, Q6_K: super-blocks of 256
 // weights) with activations quantized to Q8_K, the numerics of llama.cpp's CPU backend
-// (ggml_vec_dot_q4_K_q8_K / q5_K / q6_K, AVX2 build), so a K-quant model run by Kiln
+// (ggml_vec_dot_q3_K_q8_K / q4_K / q5_K / q6_K, AVX2 build), so a K-quant model run by Kiln
 // computes the same floats as llama.cpp's non-repacked path (docs/llm.md, "Numerics").
 //
 // Weight layouts (little-endian float16 d, dmin):
@@ -16,6 +16,17 @@
 //     64c + l and 64c + 32 + l and the high byte 32c + l give weights 128c + l (low nibble,
 //     bits 0-1), 128c + 32 + l (low, bits 2-3), 128c + 64 + l (high nibble, bits 4-5) and
 //     128c + 96 + l (high, bits 6-7); weight = d * scale * (q - 32).
+//   Q3_K, 110 bytes: 32 bytes of high bits, 64 bytes of 2-bit lows, 12 bytes of sixteen
+//     6-bit scales (one per 16 weights, minus 32), d last. Weight 128n + 32j + l (l < 32)
+//     has the bits 2j of low byte 32n + l and bit 4n + j of high byte l; q = low - 4 when
+//     that bit is clear, else low (-4..3); weight = d * scale * q. Scale i: low nibble of
+//     byte i % 8 at bit 4 * (i / 8), top two bits at bit 2 * (i / 4) of byte 8 + i % 4.
+//   IQ4_XS, 136 bytes: d, a little-endian uint16 of high scale bits, 4 bytes of low scale
+//     nibbles, 128 bytes of nibbles: group g (32 weights) has scale ((byte 4 + g / 2) >> 4 *
+//     (g % 2) & 15 | (high >> 2g & 3) << 4) - 32 and its weights in bytes 8 + 16g .. 8 + 16g
+//     + 15 (weight l < 16 the low nibble of byte l, weight 16 + l its high nibble); weight =
+//     d * scale * v[nibble], v IQ4_NL's table (kIq4NlValues). ggml_vec_dot_iq4_xs_q8_K sums
+//     its products into the 8 lanes as Q4_K's (scale per group, no mins).
 //
 // Activations (QuantizeRowQ8K, ggml's quantize_row_q8_K, which x86 builds take from the
 // reference code): per 256, max = the first element of largest magnitude, iscale = -127 / max,
@@ -24,7 +35,8 @@
 //
 // Order (DotQ8KRows): each super-block's integer products are summed exactly into 8 lanes:
 // lane t holds, over the eight groups of 32, scale(group) * (sum of the products of the
-// group's elements 4t..4t+3) (Q6_K: the scale of those elements' 16, q without its - 32,
+// group's elements 4t..4t+3) (Q3_K and Q6_K: the scale of the elements' 16; Q3_K's q signed,
+// its - 4 inside each lane as ggml takes it; Q6_K: the scale of those elements' 16, q without its - 32,
 // and lane t then loses 32 * (scale(2t) * sum(2t) + scale(2t + 1) * sum(2t + 1)), sum(i) the
 // activations' 16-sums: ggml takes the offset from them, so it lands in other lanes than
 // the products of (q - 32) would put it, and the lanes' floats differ). Each lane is
@@ -65,7 +77,9 @@
 
 namespace kiln::builtins {
 
-enum class KQuantFormat { kQ4_K, kQ5_K, kQ6_K };
+// IQ4_XS shares the K-quants' Q8_K activations and vec_dot lanes (its 32-weight groups'
+// signed scales as Q4_K's, no mins).
+enum class KQuantFormat { kQ4_K, kQ5_K, kQ6_K, kQ3_K, kIQ4_XS };
 
 inline constexpr int64_t kKQuantBlockWeights = 256;
 

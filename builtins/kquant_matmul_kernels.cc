@@ -23,14 +23,25 @@ const char* FormatName(Format f) {
     case Format::kQ4_K: return "q4_K";
     case Format::kQ5_K: return "q5_K";
     case Format::kQ6_K: return "q6_K";
+    case Format::kQ3_K: return "q3_K";
+    case Format::kIQ4_XS: return "iq4_xs";
   }
   return "?";
 }
 
-bool IsKQuant(Format f) { return DecodableBlockWeights(f) == kKQuantBlockWeights; }
+constexpr bool IsKQuantFormat(Format f) {
+  return f == Format::kQ3_K || f == Format::kQ4_K || f == Format::kQ5_K || f == Format::kQ6_K || f == Format::kIQ4_XS;
+}
+bool IsKQuant(Format f) { return IsKQuantFormat(f); }
 
 KQuantFormat ToKQuant(Format f) {
-  return f == Format::kQ4_K ? KQuantFormat::kQ4_K : f == Format::kQ5_K ? KQuantFormat::kQ5_K : KQuantFormat::kQ6_K;
+  switch (f) {
+    case Format::kQ3_K: return KQuantFormat::kQ3_K;
+    case Format::kIQ4_XS: return KQuantFormat::kIQ4_XS;
+    case Format::kQ4_K: return KQuantFormat::kQ4_K;
+    case Format::kQ5_K: return KQuantFormat::kQ5_K;
+    default: return KQuantFormat::kQ6_K;
+  }
 }
 
 // Which kernel: float32 activations, or 8-bit ones summed in one of llama.cpp's orders
@@ -206,7 +217,7 @@ template <Format F>
 void Register(vm::BuiltinRegistry& registry) {
   Register<F, Kernel::kLanes>(registry);
   Register<F, Kernel::kFloat32>(registry);
-  if constexpr (F == Format::kQ4_K || F == Format::kQ5_K || F == Format::kQ6_K) Register<F, Kernel::kTiled>(registry);
+  if constexpr (IsKQuantFormat(F)) Register<F, Kernel::kTiled>(registry);
   if constexpr (F == Format::kQ4_K) Register<F, Kernel::kByBlock>(registry);
 }
 
@@ -215,9 +226,11 @@ void Register(vm::BuiltinRegistry& registry) {
 void RegisterKQuantMatmulKernels(vm::BuiltinRegistry& registry) {
   Register<Format::kQ5_0>(registry);
   Register<Format::kQ5_1>(registry);
+  Register<Format::kQ3_K>(registry);
   Register<Format::kQ4_K>(registry);
   Register<Format::kQ5_K>(registry);
   Register<Format::kQ6_K>(registry);
+  Register<Format::kIQ4_XS>(registry);
 }
 
 }  // namespace kiln::builtins

@@ -1,8 +1,8 @@
-// Library kernels for quantized_matmul (relax/op/quantize.cc) with GGML's Q5_0, Q5_1, Q4_K,
-// Q5_K and Q6_K weights (the formats of builtins/quantized_matmul_kernels.h are Q4_0, Q4_1
+// Library kernels for quantized_matmul (relax/op/quantize.cc) with GGML's Q5_0, Q5_1, Q3_K,
+// Q4_K, Q5_K and Q6_K weights (the formats of builtins/quantized_matmul_kernels.h are Q4_0, Q4_1
 // and Q8_0):
 //
-//   kiln.cpu.quantized_matmul_q5_0 / _q5_1 / _q4_K / _q5_K / _q6_K (x, w, out) "ttt":
+//   kiln.cpu.quantized_matmul_q5_0 / _q5_1 / _q3_K / _q4_K / _q5_K / _q6_K (x, w, out) "ttt":
 //     x float32 (..., k), w uint8 (n, k / block_weights * block_bytes), out float32 (..., n);
 //     out = x @ dequantize(w)^T as llama.cpp's CPU backend computes it: each row of x
 //     quantized (Q8_0 for Q5_0, Q8_1 for Q5_1: builtins/q8_block_dot.h; Q8_K for the

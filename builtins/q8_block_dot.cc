@@ -78,12 +78,47 @@ int WeightAt(QuantWeightFormat format, const uint8_t* block, int j) {
     case QuantWeightFormat::kQ4_0: return (j < 16 ? block[2 + j] & 15 : block[2 + j - 16] >> 4) - 8;
     case QuantWeightFormat::kQ4_1: return j < 16 ? block[4 + j] & 15 : block[4 + j - 16] >> 4;
     case QuantWeightFormat::kQ8_0: return static_cast<int8_t>(block[2 + j]);
+    case QuantWeightFormat::kIQ4_NL: return kIq4NlValues[j < 16 ? block[2 + j] & 15 : block[2 + j - 16] >> 4];
   }
   return 0;
 }
 
+// IQ4_NL's vec_dot: even and odd blocks in two sets of lanes, added lane by lane at the end,
+// and an odd count's last block as a scalar fused multiply-add after the lanes' sum.
+void DotRowsIq4NlScalar(const uint8_t* w, const Q8Block* x, int64_t blocks, int64_t rows, float* out,
+                        int64_t out_stride) {
+  constexpr int64_t kBytes = 18;
+  const int64_t paired = blocks & ~int64_t{1};
+  for (int64_t r = 0; r < rows; ++r) {
+    float acc[2][8] = {};
+    const uint8_t* block = w;
+    for (int64_t b = 0; b < paired; ++b, block += kBytes) {
+      const Q8Block& xb = x[r * blocks + b];
+      const float scale = xb.d * Half(block);
+      for (int lane = 0; lane < 8; ++lane) {
+        int32_t sum = 0;
+        for (int j = 4 * lane; j < 4 * lane + 4; ++j) sum += WeightAt(QuantWeightFormat::kIQ4_NL, block, j) * xb.q[j];
+        acc[b % 2][lane] = std::fma(scale, static_cast<float>(sum), acc[b % 2][lane]);
+      }
+    }
+    float lanes[8];
+    for (int lane = 0; lane < 8; ++lane) lanes[lane] = acc[0][lane] + acc[1][lane];
+    float four[4];
+    for (int i = 0; i < 4; ++i) four[i] = lanes[i + 4] + lanes[i];
+    float result = (four[0] + four[2]) + (four[1] + four[3]);
+    if (paired < blocks) {
+      const Q8Block& xb = x[r * blocks + paired];
+      int32_t sum = 0;
+      for (int j = 0; j < 32; ++j) sum += WeightAt(QuantWeightFormat::kIQ4_NL, block, j) * xb.q[j];
+      result = std::fma(xb.d * Half(block), static_cast<float>(sum), result);
+    }
+    out[r * out_stride] = result;
+  }
+}
+
 void DotRowsScalar(QuantWeightFormat format, const uint8_t* w, const Q8Block* x, int64_t blocks, int64_t rows,
                    float* out, int64_t out_stride) {
+  if (format == QuantWeightFormat::kIQ4_NL) return DotRowsIq4NlScalar(w, x, blocks, rows, out, out_stride);
   const int64_t block_bytes = QuantWeightBlockBytes(format);
   for (int64_t r = 0; r < rows; ++r) {
     float acc[8] = {};
@@ -133,6 +168,7 @@ int64_t QuantWeightBlockBytes(QuantWeightFormat format) {
     case QuantWeightFormat::kQ4_0: return 18;
     case QuantWeightFormat::kQ4_1: return 20;
     case QuantWeightFormat::kQ8_0: return 34;
+    case QuantWeightFormat::kIQ4_NL: return 18;
   }
   return 0;
 }

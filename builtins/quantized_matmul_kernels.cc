@@ -18,12 +18,20 @@ namespace {
 
 using support::HalfToFloat;
 
-enum class Format { kQ4_0, kQ4_1, kQ8_0 };
+enum class Format { kQ4_0, kQ4_1, kQ8_0, kIQ4_NL };
 
 constexpr int64_t kBlock = 32;
 
-int64_t BlockBytes(Format f) { return f == Format::kQ4_0 ? 18 : f == Format::kQ4_1 ? 20 : 34; }
-const char* FormatName(Format f) { return f == Format::kQ4_0 ? "q4_0" : f == Format::kQ4_1 ? "q4_1" : "q8_0"; }
+int64_t BlockBytes(Format f) { return f == Format::kQ4_1 ? 20 : f == Format::kQ8_0 ? 34 : 18; }
+const char* FormatName(Format f) {
+  switch (f) {
+    case Format::kQ4_0: return "q4_0";
+    case Format::kQ4_1: return "q4_1";
+    case Format::kQ8_0: return "q8_0";
+    case Format::kIQ4_NL: return "iq4_nl";
+  }
+  return "?";
+}
 
 uint16_t Load16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 
@@ -34,6 +42,13 @@ void DecodeRowScalar(Format f, const uint8_t* row, int64_t blocks, float* out) {
     const float d = HalfToFloat(Load16(row));
     if (f == Format::kQ8_0) {
       for (int j = 0; j < 32; ++j) out[j] = static_cast<float>(static_cast<int8_t>(row[2 + j])) * d;
+      continue;
+    }
+    if (f == Format::kIQ4_NL) {  // ggml's dequantize_row_iq4_nl: d * value
+      for (int j = 0; j < 16; ++j) {
+        out[j] = d * static_cast<float>(kIq4NlValues[row[2 + j] & 15]);
+        out[j + 16] = d * static_cast<float>(kIq4NlValues[row[2 + j] >> 4]);
+      }
       continue;
     }
     const uint8_t* qs = row + (f == Format::kQ4_1 ? 4 : 2);
@@ -60,6 +75,10 @@ __attribute__((target("avx2,fma,f16c"))) void DecodeRowAvx2(Format f, const uint
         __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 2 + j));
         _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
       }
+      continue;
+    }
+    if (f == Format::kIQ4_NL) {
+      DecodeRowScalar(f, row, 1, out);  // a table lookup per weight; rare enough (rows with an inf or NaN)
       continue;
     }
     // q4_1: q * d + m; q4_0: (q - 8) * d = q * d - 8d.
@@ -176,7 +195,13 @@ int32_t Task(int64_t task, int64_t, void* closure) {
 // --- activations quantized to Q8 blocks, as llama.cpp (builtins/q8_block_dot.h) ---
 
 QuantWeightFormat ToWeightFormat(Format f) {
-  return f == Format::kQ4_0 ? QuantWeightFormat::kQ4_0 : f == Format::kQ4_1 ? QuantWeightFormat::kQ4_1 : QuantWeightFormat::kQ8_0;
+  switch (f) {
+    case Format::kQ4_0: return QuantWeightFormat::kQ4_0;
+    case Format::kQ4_1: return QuantWeightFormat::kQ4_1;
+    case Format::kQ8_0: return QuantWeightFormat::kQ8_0;
+    case Format::kIQ4_NL: return QuantWeightFormat::kIQ4_NL;
+  }
+  return QuantWeightFormat::kQ8_0;
 }
 
 struct Q8Job {
@@ -302,6 +327,11 @@ void RegisterQuantizedMatmulKernels(vm::BuiltinRegistry& registry) {
                           QuantizedMatmul<Format::kQ4_0, Activations::kQ8ByBlock>);
   registry.RegisterKernel("kiln.cpu.quantized_matmul_by_block_q8_0", "ttt",
                           QuantizedMatmul<Format::kQ8_0, Activations::kQ8ByBlock>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_iq4_nl", "ttt", QuantizedMatmul<Format::kIQ4_NL, Activations::kQ8Lanes>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_by_block_iq4_nl", "ttt",
+                          QuantizedMatmul<Format::kIQ4_NL, Activations::kQ8ByBlock>);
+  registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_iq4_nl", "ttt",
+                          QuantizedMatmul<Format::kIQ4_NL, Activations::kFloat32>);
   registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q4_0", "ttt", QuantizedMatmul<Format::kQ4_0, Activations::kFloat32>);
   registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q4_1", "ttt", QuantizedMatmul<Format::kQ4_1, Activations::kFloat32>);
   registry.RegisterKernel("kiln.cpu.quantized_matmul_f32x_q8_0", "ttt", QuantizedMatmul<Format::kQ8_0, Activations::kFloat32>);

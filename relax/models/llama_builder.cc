@@ -30,13 +30,17 @@ const char* QuantFormatName(formats::GgmlType type) {
     case formats::GgmlType::kQ4_K: return "q4_K";
     case formats::GgmlType::kQ5_K: return "q5_K";
     case formats::GgmlType::kQ6_K: return "q6_K";
+    case formats::GgmlType::kQ3_K: return "q3_K";
+    case formats::GgmlType::kIQ4_NL: return "iq4_nl";
+    case formats::GgmlType::kIQ4_XS: return "iq4_xs";
     default: return nullptr;
   }
 }
 
-// Every weight type the builder accepts, for messages about one it does not (IQ*, Q2_K,
-// Q3_K, ...).
-constexpr const char* kSupportedWeightTypes = "q4_0, q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, f16, bf16, f32";
+// Every weight type the builder accepts, for messages about one it does not (Q2_K, IQ2*,
+// IQ3*, TQ*, ...).
+constexpr const char* kSupportedWeightTypes =
+    "q4_0, q4_1, q5_0, q5_1, q8_0, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, f16, bf16, f32";
 
 // Which rows of a step get logits: the output projection is vocabulary-sized, so rows whose
 // logits nobody reads skip it.
@@ -180,7 +184,7 @@ class LlamaBuilder {
 
   // The order in which llama.cpp's CPU backend sums the matmul with weight `tensor`, where
   // it is not its vec_dot's (nullptr). On AVX2 and AVX-512 CPUs, ggml-cpu's "repack"
-  // interleaves the rows of a Q4_0 or Q4_K matmul weight with a multiple of 8 rows for
+  // interleaves the rows of a Q4_0, IQ4_NL or Q4_K matmul weight with a multiple of 8 rows for
   // kernels that sum in another order (q8_block_dot.h, kquant_block_dot.h): "blocks"; the
   // token embedding, a row-lookup table even when the output projection shares it, stays as
   // stored. The K-quant weights it does not repack go to its tiled matmul when a call has 8
@@ -188,8 +192,11 @@ class LlamaBuilder {
   static const char* Summation(const formats::GgufTensor& tensor, const std::string& name) {
     const bool repacked = tensor.shape[0] % 8 == 0 && name != "token_embd.weight";
     switch (tensor.type) {
-      case formats::GgmlType::kQ4_0: return repacked ? "blocks" : nullptr;
+      case formats::GgmlType::kQ4_0:
+      case formats::GgmlType::kIQ4_NL: return repacked ? "blocks" : nullptr;
       case formats::GgmlType::kQ4_K: return repacked ? "blocks" : "tiles";
+      case formats::GgmlType::kQ3_K:
+      case formats::GgmlType::kIQ4_XS:
       case formats::GgmlType::kQ5_K:
       case formats::GgmlType::kQ6_K: return "tiles";
       default: return nullptr;

@@ -32,12 +32,27 @@ PrimExpr Bits(PrimExpr v, PrimExpr shift, int64_t mask) {
   return tir::BitAnd(tir::Shr(std::move(v), AsI32(std::move(shift))), I32(mask));
 }
 
+// ggml's IQ4_NL table (builtins/q8_block_dot.h, kIq4NlValues) at the int32 nibble q, as a
+// tree of selects over [lo, hi).
+PrimExpr Iq4NlValue(const PrimExpr& q, int lo = 0, int hi = 16) {
+  static constexpr int kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  if (hi - lo == 1) return I32(kValues[lo]);
+  const int mid = (lo + hi) / 2;
+  return tir::Select(tir::LT(q, I32(mid)), Iq4NlValue(q, lo, mid), Iq4NlValue(q, mid, hi));
+}
+
 // Weight `k` of a row of the formats whose blocks need more than a byte and a nibble per
-// weight (q5_0, q5_1 and the K-quants; layouts in quantize.cc), as int32 bit operations on
-// the bytes `byte(offset in the block)`, `half(offset)` the float16 there as float32.
+// weight (q5_0, q5_1, iq4_nl and the K-quants; layouts in quantize.cc), as int32 bit
+// operations on the bytes `byte(offset in the block)`, `half(offset)` the float16 there as
+// float32.
 template <typename ByteFn, typename HalfFn>
 PrimExpr ExtendedWeight(const QuantFormat& format, const PrimExpr& k, ByteFn byte, HalfFn half) {
   auto b = [&](PrimExpr offset) { return AsI32(byte(std::move(offset))); };
+  if (format.name == "iq4_nl") {
+    PrimExpr j = tir::FloorMod(k, Int(32));
+    PrimExpr nibble = Bits(b(Int(2) + tir::FloorMod(j, Int(16))), tir::FloorDiv(j, Int(16)) * Int(4), 15);
+    return half(0) * AsF32(Iq4NlValue(nibble));
+  }
   if (format.name == "q5_0" || format.name == "q5_1") {
     const bool q5_1 = format.name == "q5_1";
     const int64_t base = q5_1 ? 4 : 2;
@@ -50,6 +65,15 @@ PrimExpr ExtendedWeight(const QuantFormat& format, const PrimExpr& k, ByteFn byt
     return AsF32(q - I32(16)) * half(0);
   }
   PrimExpr e = tir::FloorMod(k, Int(256));
+  if (format.name == "iq4_xs") {
+    PrimExpr g = tir::FloorDiv(e, Int(32));
+    PrimExpr l = tir::FloorMod(e, Int(32));
+    PrimExpr nibble = Bits(b(Int(8) + g * Int(16) + tir::FloorMod(l, Int(16))), tir::FloorDiv(l, Int(16)) * Int(4), 15);
+    PrimExpr high = tir::BitOr(b(Int(2)), tir::Shl(b(Int(3)), I32(8)));
+    PrimExpr low = Bits(b(Int(4) + tir::FloorDiv(g, Int(2))), tir::FloorMod(g, Int(2)) * Int(4), 15);
+    PrimExpr scale = tir::BitOr(low, tir::Shl(Bits(high, g * Int(2), 3), I32(4))) - I32(32);
+    return (half(0) * AsF32(scale)) * AsF32(Iq4NlValue(nibble));
+  }
   if (format.name == "q6_K") {
     PrimExpr c = tir::FloorDiv(e, Int(128));
     PrimExpr part = tir::FloorDiv(tir::FloorMod(e, Int(128)), Int(32));
@@ -59,6 +83,19 @@ PrimExpr ExtendedWeight(const QuantFormat& format, const PrimExpr& k, ByteFn byt
     PrimExpr q = tir::BitOr(low, tir::Shl(high, I32(4))) - I32(32);
     PrimExpr scale = AsI32(tir::Reinterpret(DataType::Int(8), byte(Int(192) + tir::FloorDiv(e, Int(16)))));
     return (half(208) * AsF32(scale)) * AsF32(q);
+  }
+  if (format.name == "q3_K") {
+    PrimExpr half_index = tir::FloorDiv(e, Int(128));
+    PrimExpr part = tir::FloorDiv(tir::FloorMod(e, Int(128)), Int(32));
+    PrimExpr l = tir::FloorMod(e, Int(32));
+    PrimExpr low = Bits(b(Int(32) + half_index * Int(32) + l), part * Int(2), 3);
+    PrimExpr high = Bits(b(l), half_index * Int(4) + part, 1);
+    PrimExpr q = low - I32(4) + tir::Shl(high, I32(2));
+    PrimExpr i = tir::FloorDiv(e, Int(16));
+    PrimExpr scale_low = Bits(b(Int(96) + tir::FloorMod(i, Int(8))), tir::FloorDiv(i, Int(8)) * Int(4), 15);
+    PrimExpr scale_high = Bits(b(Int(104) + tir::FloorMod(i, Int(4))), tir::FloorDiv(i, Int(4)) * Int(2), 3);
+    PrimExpr scale = tir::BitOr(scale_low, tir::Shl(scale_high, I32(4))) - I32(32);
+    return (half(108) * AsF32(scale)) * AsF32(q);
   }
   // q4_K, q5_K: group g = e / 32 has a 6-bit scale and min (g < 4: low 6 bits of bytes 4 + g
   // and 8 + g; else nibbles of byte 8 + g, top bits from the top of bytes g and 4 + g).

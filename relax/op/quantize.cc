@@ -16,6 +16,17 @@
 //             (q4_K, q5_K: scale and min per 32) or int8 (q6_K: scale per 16) sub-scales,
 //             laid out as builtins/kquant_block_dot.h states; weight = (d * scale) * q -
 //             dmin * min (q4_K, q5_K) or (d * scale) * (q - 32) (q6_K).
+//     "q3_K": super-blocks of 256 weights in 110 bytes: 32 bytes of high bits (weight 128n +
+//             32j + l has bit 4n + j of byte l), 64 bytes of 2-bit lows (bits 2j of byte 32n
+//             + l), 12 bytes of sixteen 6-bit scales (scale i: low nibble of byte i % 8 at bit
+//             4 * (i / 8), top bits 2 * (i / 4) of byte 8 + i % 4), d last; q = low - 4 when
+//             the high bit is clear, weight = (d * (scale - 32)) * q, the scale per 16.
+//     "iq4_nl": 18 bytes, d, then 16 bytes of nibbles as q4_0; weight = d * v[q], v the
+//             16-value table of builtins/q8_block_dot.h (kIq4NlValues).
+//     "iq4_xs": super-blocks of 256 weights in 136 bytes: d, a little-endian uint16 of high
+//             scale bits, 4 bytes of low scale nibbles, then per group g of 32 16 bytes of
+//             nibbles as iq4_nl's; scale(g) = (low nibble g | 2 high bits g << 4) - 32,
+//             weight = (d * scale) * v[q] (builtins/kquant_block_dot.h).
 //   Result: Tensor((d0, ..., dk / block_bytes * block_weights), dtype): each block's weights
 //   in order, computed in float32 (each product and difference rounded once, no fused
 //   operations: the values of ggml's dequantize_row_*) and rounded once more to dtype.
@@ -36,9 +47,9 @@
 //   summation (optional): how the CPU library kernel with 8-bit activations
 //   (relax/transform/dispatch_libraries.h) orders its sums, which moves only the last bits
 //   of the result: "lanes" (the default, llama.cpp's vec_dot), "blocks" (llama.cpp's
-//   repacked Q4_0 and Q4_K kernels; q4_0, q8_0 and q4_K only) or "tiles" (llama.cpp's tiled
-//   K-quant matmul for calls of 8 or more rows, vec_dot's for fewer; q4_K, q5_K and q6_K
-//   only). The generated kernels sum in "lanes" order.
+//   repacked Q4_0, Q4_K and IQ4_NL kernels; q4_0, q8_0, q4_K and iq4_nl only) or "tiles"
+//   (llama.cpp's tiled K-quant matmul for calls of 8 or more rows, vec_dot's for fewer;
+//   q3_K, q4_K, q5_K, q6_K and iq4_xs only). The generated kernels sum in "lanes" order.
 #include "relax/op/quantize.h"
 
 #include <variant>
@@ -54,12 +65,13 @@ namespace {
 const QuantFormat kFormats[] = {
     {"q4_0", 18, 32}, {"q4_1", 20, 32}, {"q8_0", 34, 32},   {"q5_0", 22, 32},
     {"q5_1", 24, 32}, {"q4_K", 144, 256}, {"q5_K", 176, 256}, {"q6_K", 210, 256},
+    {"q3_K", 110, 256}, {"iq4_nl", 18, 32},   {"iq4_xs", 136, 256},
 };
 
 }  // namespace
 
 const char* QuantFormatNames() {
-  return "\"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q4_K\", \"q5_K\" or \"q6_K\"";
+  return "\"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q3_K\", \"q4_K\", \"q5_K\", \"q6_K\", \"iq4_nl\" or \"iq4_xs\"";
 }
 
 absl::StatusOr<QuantFormat> QuantFormatAttr(const CallNode& call) {
@@ -111,11 +123,11 @@ absl::StatusOr<StructInfo> InferQuantizedMatmul(const CallNode& call, tir::Analy
       return OpError(call, "attribute summation must be \"lanes\", \"blocks\" or \"tiles\"");
     }
     const std::string name = format.name;
-    if (*summation == "blocks" && name != "q4_0" && name != "q8_0" && name != "q4_K") {
-      return OpError(call, "summation \"blocks\" is for q4_0, q8_0 and q4_K weights, not ", name);
+    if (*summation == "blocks" && name != "q4_0" && name != "q8_0" && name != "q4_K" && name != "iq4_nl") {
+      return OpError(call, "summation \"blocks\" is for q4_0, q8_0, q4_K and iq4_nl weights, not ", name);
     }
-    if (*summation == "tiles" && name != "q4_K" && name != "q5_K" && name != "q6_K") {
-      return OpError(call, "summation \"tiles\" is for q4_K, q5_K and q6_K weights, not ", name);
+    if (*summation == "tiles" && name != "q3_K" && name != "q4_K" && name != "q5_K" && name != "q6_K" && name != "iq4_xs") {
+      return OpError(call, "summation \"tiles\" is for q3_K, q4_K, q5_K, q6_K and iq4_xs weights, not ", name);
     }
   }
   if (x->dtype && *x->dtype != DataType::Float32()) {

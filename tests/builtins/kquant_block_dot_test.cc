@@ -77,6 +77,55 @@ NaiveKWeights DecodeK(KQuantFormat format, const std::vector<uint8_t>& row, int6
   const int64_t bytes = KQuantBlockBytes(format);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = row.data() + b * bytes;
+    if (format == KQuantFormat::kIQ4_XS) {
+      // ggml_vec_dot_iq4_xs_q8_K's walk: pairs of 32s, the high scale bits consumed four at
+      // a time; values from ggml's kvalues_iq4nl (written out here, not the code's table).
+      static constexpr int kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+      w.d.push_back(Half(p));
+      w.dmin.push_back(0);
+      int sh = p[2] | p[3] << 8;
+      int scales[8];
+      for (int ib = 0; ib < 8; ib += 2, sh >>= 4) {
+        scales[ib] = ((p[4 + ib / 2] & 0xf) | ((sh << 4) & 0x30)) - 32;
+        scales[ib + 1] = ((p[4 + ib / 2] >> 4) | ((sh << 2) & 0x30)) - 32;
+      }
+      for (int ib = 0; ib < 8; ++ib) {
+        for (int j = 0; j < 32; ++j) {
+          const uint8_t byte = p[8 + 16 * ib + j % 16];
+          w.q.push_back(kValues[j < 16 ? byte & 15 : byte >> 4]);
+          w.scale.push_back(scales[ib]);
+        }
+      }
+      for (int g = 0; g < 8; ++g) w.min.push_back(0);
+      continue;
+    }
+    if (format == KQuantFormat::kQ3_K) {
+      // As ggml's dequantize_row_q3_K walks it: the scales rebuilt as 16 bytes from the 12
+      // (bytes 0-3: low nibbles of 0-3, bits 0-1 of 8-11 on top; 4-7: low nibbles of 4-7, bits
+      // 2-3; 8-11: high nibbles of 0-3, bits 4-5; 12-15: high nibbles of 4-7, bits 6-7), then
+      // two halves of 128, each four 32s of 2-bit lows, the high-bit mask moving one bit per 32.
+      w.d.push_back(Half(p + 108));
+      w.dmin.push_back(0);
+      int scales[16];
+      for (int i = 0; i < 4; ++i) {
+        scales[i] = ((p[96 + i] & 15) | ((p[104 + i] & 3) << 4)) - 32;
+        scales[4 + i] = ((p[100 + i] & 15) | (((p[104 + i] >> 2) & 3) << 4)) - 32;
+        scales[8 + i] = ((p[96 + i] >> 4) | (((p[104 + i] >> 4) & 3) << 4)) - 32;
+        scales[12 + i] = ((p[100 + i] >> 4) | (((p[104 + i] >> 6) & 3) << 4)) - 32;
+      }
+      int mask_bit = 0;
+      for (int half = 0; half < 2; ++half) {
+        for (int shift = 0; shift < 8; shift += 2, ++mask_bit) {
+          for (int l = 0; l < 32; ++l) {
+            const int low = (p[32 + 32 * half + l] >> shift) & 3;
+            w.q.push_back((p[l] >> mask_bit) & 1 ? low : low - 4);
+            w.scale.push_back(scales[static_cast<int>(w.q.size() - 1) % 256 / 16]);
+          }
+        }
+      }
+      for (int g = 0; g < 8; ++g) w.min.push_back(0);
+      continue;
+    }
     if (format == KQuantFormat::kQ6_K) {
       w.d.push_back(Half(p + 208));
       w.dmin.push_back(0);
@@ -129,7 +178,7 @@ float NaiveDotK(KQuantFormat format, const NaiveKWeights& w, const NaiveQ8K& x) 
       for (int t = 0; t < 8; ++t) lane[t] -= 32 * (s[32 * t] * sums16[2 * t] + s[32 * t + 16] * sums16[2 * t + 1]);
     }
     for (int t = 0; t < 8; ++t) lanes[t] = std::fma(x.d[b] * w.d[b], static_cast<float>(lane[t]), lanes[t]);
-    if (format == KQuantFormat::kQ6_K) continue;
+    if (format != KQuantFormat::kQ4_K && format != KQuantFormat::kQ5_K) continue;
     const float dmin = -x.d[b] * w.dmin[b];
     int prod[4];
     for (int t = 0; t < 4; ++t) {
@@ -175,7 +224,7 @@ float NaiveDotKOneSumPerBlock(KQuantFormat format, KQuantSummation summation, co
       mins = std::fma(fmin, w.dmin[b] * x.d[b], mins);
     } else {
       float r = fsum * w.d[b];
-      if (format != KQuantFormat::kQ6_K) r = std::fma(-w.dmin[b], fmin, r);
+      if (format == KQuantFormat::kQ4_K || format == KQuantFormat::kQ5_K) r = std::fma(-w.dmin[b], fmin, r);
       acc = std::fma(r, x.d[b], acc);
     }
   }
@@ -185,6 +234,7 @@ float NaiveDotKOneSumPerBlock(KQuantFormat format, KQuantSummation summation, co
 double WeightK(KQuantFormat format, const NaiveKWeights& w, size_t i) {
   const size_t b = i / 256;
   if (format == KQuantFormat::kQ6_K) return double(w.d[b]) * w.scale[i] * (w.q[i] - 32);
+  if (format == KQuantFormat::kQ3_K || format == KQuantFormat::kIQ4_XS) return double(w.d[b]) * w.scale[i] * w.q[i];
   return double(w.d[b]) * w.scale[i] * w.q[i] - double(w.dmin[b]) * w.min[8 * b + (i % 256) / 32];
 }
 
@@ -199,9 +249,9 @@ std::vector<uint8_t> RandomKRow(KQuantFormat format, int64_t blocks, std::mt1993
   for (int64_t b = 0; b < blocks; ++b) {
     uint8_t* p = row.data() + b * bytes;
     const uint16_t d = support::FloatToHalf(scale(rng)), dmin = support::FloatToHalf(scale(rng));
-    uint8_t* at = format == KQuantFormat::kQ6_K ? p + 208 : p;
+    uint8_t* at = format == KQuantFormat::kQ6_K ? p + 208 : format == KQuantFormat::kQ3_K ? p + 108 : p;
     at[0] = d & 255, at[1] = d >> 8;
-    if (format != KQuantFormat::kQ6_K) p[2] = dmin & 255, p[3] = dmin >> 8;
+    if (format == KQuantFormat::kQ4_K || format == KQuantFormat::kQ5_K) p[2] = dmin & 255, p[3] = dmin >> 8;
   }
   return row;
 }
@@ -238,7 +288,8 @@ TEST(KQuantBlockDot, Q8KQuantizationMatchesTheNaiveRounding) {
 
 TEST(KQuantBlockDot, DotProductsEqualTheNaiveOnesBitForBitOnEveryInstructionSet) {
   std::mt19937 rng(13);
-  for (KQuantFormat format : {KQuantFormat::kQ4_K, KQuantFormat::kQ5_K, KQuantFormat::kQ6_K}) {
+  for (KQuantFormat format :
+       {KQuantFormat::kQ4_K, KQuantFormat::kQ5_K, KQuantFormat::kQ6_K, KQuantFormat::kQ3_K, KQuantFormat::kIQ4_XS}) {
     for (int64_t blocks : {1, 3, 6}) {
       const int64_t k = blocks * 256;
       constexpr int kRows = 7;  // a group of 4 and a remainder of 3
@@ -431,19 +482,22 @@ TEST(Q5BlockDot, TilesOfWeightRowsEqualTheNaiveOnesBitForBitOnEveryInstructionSe
 
 TEST(GgmlRowDecode, WeightsAreTheBlockDefinitionsInFloat32) {
   std::mt19937 rng(23);
-  for (KQuantFormat format : {KQuantFormat::kQ4_K, KQuantFormat::kQ5_K, KQuantFormat::kQ6_K}) {
+  for (KQuantFormat format :
+       {KQuantFormat::kQ4_K, KQuantFormat::kQ5_K, KQuantFormat::kQ6_K, KQuantFormat::kQ3_K, KQuantFormat::kIQ4_XS}) {
     const std::vector<uint8_t> w = RandomKRow(format, 3, rng);
     const NaiveKWeights naive = DecodeK(format, w, 3);
     const DecodableFormat f = format == KQuantFormat::kQ4_K   ? DecodableFormat::kQ4_K
                               : format == KQuantFormat::kQ5_K ? DecodableFormat::kQ5_K
+                              : format == KQuantFormat::kQ3_K ? DecodableFormat::kQ3_K
+                              : format == KQuantFormat::kIQ4_XS ? DecodableFormat::kIQ4_XS
                                                               : DecodableFormat::kQ6_K;
     std::vector<float> got(768);
     DecodeRow(f, w.data(), 768, got.data());
     for (size_t i = 0; i < got.size(); ++i) {
       const size_t b = i / 256;
       const float ds = naive.d[b] * static_cast<float>(naive.scale[i]);
-      const float want = format == KQuantFormat::kQ6_K
-                             ? ds * static_cast<float>(naive.q[i] - 32)
+      const float want = format == KQuantFormat::kQ6_K   ? ds * static_cast<float>(naive.q[i] - 32)
+                         : format == KQuantFormat::kQ3_K || format == KQuantFormat::kIQ4_XS ? ds * static_cast<float>(naive.q[i])
                              : ds * static_cast<float>(naive.q[i]) - naive.dmin[b] * static_cast<float>(naive.min[8 * b + (i % 256) / 32]);
       ASSERT_EQ(got[i], want) << "format " << static_cast<int>(format) << " weight " << i;
     }

@@ -1,4 +1,4 @@
-// The kiln.cpu.quantized_matmul_{q5_0,q5_1,q4_K,q5_K,q6_K} library kernels (and their _f32x_,
+// The kiln.cpu.quantized_matmul_{q5_0,q5_1,q3_K,q4_K,q5_K,q6_K} library kernels (and their _f32x_,
 // _by_block_ and _tiled_ variants) through the kernel ABI: float32 activations against the weights decoded by a
 // naive float64 loop written here (tests/builtins/kquant_block_dot_test.cc checks the
 // quantized arithmetic bit for bit; here the whole kernel: rows, columns, tasks, non-finite
@@ -85,6 +85,22 @@ double NaiveWeight(const std::string& format, const uint8_t* row, int64_t j) {
     const int high = (p[128 + 32 * c + l] >> (2 * part)) & 3;
     return half(p + 208) * static_cast<int8_t>(p[192 + e / 16]) * ((low | high << 4) - 32);
   }
+  if (format == "iq4_xs") {
+    static constexpr int kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    const uint8_t* p = row + (j / 256) * 136;
+    const int g = e / 32, l = e % 32;
+    const int scale = (((p[4 + g / 2] >> (4 * (g % 2))) & 15) | ((((p[2] | p[3] << 8) >> (2 * g)) & 3) << 4)) - 32;
+    const uint8_t byte = p[8 + 16 * g + l % 16];
+    return half(p) * scale * kValues[l < 16 ? byte & 15 : byte >> 4];
+  }
+  if (format == "q3_K") {
+    const uint8_t* p = row + (j / 256) * 110;
+    const int i = e / 16;  // scale i: a nibble of byte i % 8, two bits of byte 8 + i % 4
+    const int scale = (((p[96 + i % 8] >> (4 * (i / 8))) & 15) | (((p[104 + i % 4] >> (2 * (i / 4))) & 3) << 4)) - 32;
+    const int n = e / 128, part = (e % 128) / 32, l = e % 32;
+    const int low = (p[32 + 32 * n + l] >> (2 * part)) & 3;
+    return half(p + 108) * scale * (((p[l] >> (4 * n + part)) & 1) ? low : low - 4);
+  }
   const bool q5 = format == "q5_K";
   const uint8_t* p = row + (j / 256) * (q5 ? 176 : 144);
   const int g = e / 32, l = e % 32;
@@ -100,7 +116,9 @@ struct FormatCase {
   int64_t block_weights, block_bytes;
 };
 
-const FormatCase kFormats[] = {{"q5_0", 32, 22}, {"q5_1", 32, 24}, {"q4_K", 256, 144}, {"q5_K", 256, 176}, {"q6_K", 256, 210}};
+const FormatCase kFormats[] = {{"q5_0", 32, 22},   {"q5_1", 32, 24},   {"q4_K", 256, 144},
+                               {"q5_K", 256, 176}, {"q6_K", 256, 210}, {"q3_K", 256, 110},
+                               {"iq4_xs", 256, 136}};
 
 // Random weights whose float16 parameters are modest (every parameter's high byte below 0x20).
 std::vector<uint8_t> RandomWeights(const FormatCase& f, int64_t n, int64_t k, std::mt19937& rng) {
@@ -109,8 +127,8 @@ std::vector<uint8_t> RandomWeights(const FormatCase& f, int64_t n, int64_t k, st
   for (auto& v : w) v = static_cast<uint8_t>(byte(rng));
   for (size_t b = 0; b < w.size() / f.block_bytes; ++b) {
     uint8_t* p = w.data() + b * f.block_bytes;
-    if (f.name == "q6_K") {
-      p[209] = static_cast<uint8_t>(high(rng));
+    if (f.name == "q6_K" || f.name == "q3_K") {
+      p[f.block_bytes - 1] = static_cast<uint8_t>(high(rng));
     } else {
       p[1] = static_cast<uint8_t>(high(rng));
       if (f.name != "q5_0") p[3] = static_cast<uint8_t>(high(rng));
@@ -177,7 +195,9 @@ TEST(KQuantMatmulKernels, ByBlockAndTiledKernelsChooseLlamaCppsOrderByRowCount) 
   const KernelCase cases[] = {{"kiln.cpu.quantized_matmul_by_block_q4_K", kFormats[2], KQuantFormat::kQ4_K, true},
                               {"kiln.cpu.quantized_matmul_tiled_q4_K", kFormats[2], KQuantFormat::kQ4_K, false},
                               {"kiln.cpu.quantized_matmul_tiled_q5_K", kFormats[3], KQuantFormat::kQ5_K, false},
-                              {"kiln.cpu.quantized_matmul_tiled_q6_K", kFormats[4], KQuantFormat::kQ6_K, false}};
+                              {"kiln.cpu.quantized_matmul_tiled_q6_K", kFormats[4], KQuantFormat::kQ6_K, false},
+                              {"kiln.cpu.quantized_matmul_tiled_q3_K", kFormats[5], KQuantFormat::kQ3_K, false},
+                              {"kiln.cpu.quantized_matmul_tiled_iq4_xs", kFormats[6], KQuantFormat::kIQ4_XS, false}};
   for (const KernelCase& kc : cases) {
     for (int64_t rows : {1, 3, 4, 7, 8, 9, 14}) {
       SCOPED_TRACE(::testing::Message() << kc.name << " rows " << rows);

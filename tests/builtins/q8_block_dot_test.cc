@@ -72,6 +72,10 @@ NaiveWeights Decode(QuantWeightFormat format, const std::vector<uint8_t>& row, i
     for (int j = 0; j < 32; ++j) {
       if (format == QuantWeightFormat::kQ8_0) {
         w.q.push_back(static_cast<int8_t>(p[2 + j]));
+      } else if (format == QuantWeightFormat::kIQ4_NL) {
+        // ggml's kvalues_iq4nl, written out here rather than taken from the code under test.
+        static constexpr int kValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+        w.q.push_back(kValues[j < 16 ? p[2 + j] & 15 : p[2 + j - 16] >> 4]);
       } else {
         const uint8_t* qs = p + (format == QuantWeightFormat::kQ4_1 ? 4 : 2);
         const int nibble = j < 16 ? qs[j] & 15 : qs[j - 16] >> 4;
@@ -82,7 +86,32 @@ NaiveWeights Decode(QuantWeightFormat format, const std::vector<uint8_t>& row, i
   return w;
 }
 
+// ggml_vec_dot_iq4_nl_q8_0 (AVX2): blocks 2i into one set of 8 lanes, 2i + 1 into another,
+// the sets added lane by lane, the lanes as the others'; an odd count's last block after.
+float NaiveDotIq4Nl(const NaiveWeights& w, const std::vector<NaiveBlock>& x) {
+  float even[8] = {}, odd[8] = {};
+  const size_t paired = x.size() / 2 * 2;
+  for (size_t b = 0; b < paired; ++b) {
+    float* lane = b % 2 == 0 ? even : odd;
+    for (int l = 0; l < 8; ++l) {
+      int sum = 0;
+      for (int j = 4 * l; j < 4 * l + 4; ++j) sum += w.q[b * 32 + j] * x[b].q[j];
+      lane[l] = std::fma(w.d[b] * x[b].d, static_cast<float>(sum), lane[l]);
+    }
+  }
+  float lane[8];
+  for (int l = 0; l < 8; ++l) lane[l] = even[l] + odd[l];
+  float result = ((lane[0] + lane[4]) + (lane[2] + lane[6])) + ((lane[1] + lane[5]) + (lane[3] + lane[7]));
+  if (paired < x.size()) {
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) sum += w.q[paired * 32 + j] * x[paired].q[j];
+    result = std::fma(w.d[paired] * x[paired].d, static_cast<float>(sum), result);
+  }
+  return result;
+}
+
 float NaiveDot(QuantWeightFormat format, const NaiveWeights& w, const std::vector<NaiveBlock>& x) {
+  if (format == QuantWeightFormat::kIQ4_NL) return NaiveDotIq4Nl(w, x);
   float lane[8] = {};
   float minimums = 0;
   for (size_t b = 0; b < x.size(); ++b) {
@@ -183,8 +212,9 @@ TEST(Q8BlockDot, QuantizationMatchesTheNaiveRoundingOnEveryInstructionSet) {
 
 TEST(Q8BlockDot, DotProductsEqualTheNaiveOnesBitForBitOnEveryInstructionSet) {
   std::mt19937 rng(11);
-  for (QuantWeightFormat format : {QuantWeightFormat::kQ4_0, QuantWeightFormat::kQ4_1, QuantWeightFormat::kQ8_0}) {
-    for (int64_t blocks : {1, 2, 18, 48}) {
+  for (QuantWeightFormat format :
+       {QuantWeightFormat::kQ4_0, QuantWeightFormat::kQ4_1, QuantWeightFormat::kQ8_0, QuantWeightFormat::kIQ4_NL}) {
+    for (int64_t blocks : {1, 2, 3, 18, 48}) {
       const int64_t k = blocks * 32;
       constexpr int kRows = 7;  // a group of 4 and a remainder of 3
       std::vector<std::vector<float>> xs;
@@ -214,7 +244,7 @@ TEST(Q8BlockDot, DotProductsEqualTheNaiveOnesBitForBitOnEveryInstructionSet) {
 
 TEST(Q8BlockDot, BlockOrderEqualsTheNaiveOneBitForBitOnEveryInstructionSet) {
   std::mt19937 rng(13);
-  for (QuantWeightFormat format : {QuantWeightFormat::kQ4_0, QuantWeightFormat::kQ8_0}) {
+  for (QuantWeightFormat format : {QuantWeightFormat::kQ4_0, QuantWeightFormat::kQ8_0, QuantWeightFormat::kIQ4_NL}) {
     for (int64_t blocks : {1, 3, 18}) {
       const int64_t k = blocks * 32;
       constexpr int kRows = 6;         // a group of 4 activation rows and a remainder of 2

@@ -555,17 +555,22 @@ inline std::vector<Case> AllCases() {
   add({"dequantize_q4_K", {P("x", {"n", "288"}, "uint8", bytes)}, "R.dequantize(x, format=\"q4_K\")", n, 0, 0});
   add({"dequantize_q5_K", {P("x", {"2", "n", "176"}, "uint8", bytes)}, "R.dequantize(x, format=\"q5_K\")", n, 0, 0});
   add({"dequantize_q6_K", {P("x", {"n", "210"}, "uint8", bytes)}, "R.dequantize(x, format=\"q6_K\")", n, 0, 0});
+  add({"dequantize_q3_K", {P("x", {"n", "220"}, "uint8", bytes)}, "R.dequantize(x, format=\"q3_K\")", n, 0, 0});
+  add({"dequantize_iq4_nl", {P("x", {"n", "54"}, "uint8", bytes)}, "R.dequantize(x, format=\"iq4_nl\")", n, 0, 0});
+  add({"dequantize_iq4_xs", {P("x", {"n", "272"}, "uint8", bytes)}, "R.dequantize(x, format=\"iq4_xs\")", n, 0, 0});
   // quantized_matmul: bytes below 60 keep every scale a positive float16 below 1 (the high
   // byte's exponent bits stay under 15), so sums are well conditioned and the orders of
   // summation of the library kernel, the generated kernel and the reference agree closely.
   const Gen tame = {0, 60};
   // The K-quants' sub-scales (6-bit, q6_K's int8) multiply the weights by up to 63, so their
   // terms are large next to the results and float32 sums of 256 of them round at about 1e-4 of
-  // a result: a looser tolerance for them.
+  // a result: a looser tolerance for them (iq4_xs the loosest: table values up to 127 times
+  // scales up to 31).
   for (auto [format, k, bytes_per_row, tolerance] :
        {std::tuple{"q4_0", "128", "72", 1e-4}, {"q4_1", "128", "80", 1e-4}, {"q8_0", "128", "136", 1e-4},
         {"q5_0", "128", "88", 1e-4}, {"q5_1", "128", "96", 1e-4}, {"q4_K", "512", "288", 1e-3},
-        {"q5_K", "256", "176", 1e-3}, {"q6_K", "256", "210", 1e-3}}) {
+        {"q5_K", "256", "176", 1e-3}, {"q6_K", "256", "210", 1e-3}, {"q3_K", "256", "110", 1e-3},
+        {"iq4_nl", "128", "72", 1e-3}, {"iq4_xs", "256", "136", 4e-3}}) {
     Case c{absl::StrCat("quantized_matmul_", format), {P("x", {"n", k}), P("w", {"m", bytes_per_row}, "uint8", tame)},
            absl::StrCat("R.quantized_matmul(x, w, format=\"", format, "\")"), nm, tolerance, tolerance};
     c.quantized_library = true;
@@ -580,7 +585,10 @@ inline std::vector<Case> AllCases() {
   for (auto [name, format, bytes_per_row, summation] :
        {std::tuple{"quantized_matmul_q4_K_blocks", "q4_K", "288", "blocks"},
         {"quantized_matmul_q4_K_tiles", "q4_K", "288", "tiles"},
-        {"quantized_matmul_q6_K_tiles", "q6_K", "420", "tiles"}}) {
+        {"quantized_matmul_q6_K_tiles", "q6_K", "420", "tiles"},
+        {"quantized_matmul_q3_K_tiles", "q3_K", "220", "tiles"},
+        {"quantized_matmul_iq4_xs_tiles", "iq4_xs", "272", "tiles"},
+        {"quantized_matmul_iq4_nl_blocks", "iq4_nl", "288", "blocks"}}) {
     Case c{name, {P("x", {"n", "512"}), P("w", {"m", bytes_per_row}, "uint8", tame)},
            absl::StrCat("R.quantized_matmul(x, w, format=\"", format, "\", summation=\"", summation, "\")"), nm, 1e-3,
            1e-3};

@@ -151,9 +151,26 @@ inline std::string TinyWeights(uint32_t type, uint64_t rows, uint64_t cols, floa
         put16(TinyHalf(scale / (32 * 127) * rng.Uniform(0.5f, 1.0f)));
       }
       break;
-    case 10:  // q2_K, q3_K: random bytes of their super-blocks (84, 110), for tests of their refusal
-    case 11:
-      bytes(static_cast<int>(super_blocks * (type == 10 ? 84 : 110)));
+    case 10:  // q2_K: random bytes of its super-blocks (84), for tests of its refusal
+      bytes(static_cast<int>(super_blocks * 84));
+      break;
+    case 11:  // q3_K: 32 bytes of high bits, 64 of 2-bit lows, 12 of 6-bit scales (- 32), d
+      for (uint64_t b = 0; b < super_blocks; ++b) {
+        bytes(108);
+        put16(TinyHalf(scale / (32 * 4) * rng.Uniform(0.5f, 1.0f)));
+      }
+      break;
+    case 20:  // iq4_nl: d, 16 bytes of nibbles through a table of values in [-127, 113]
+      for (uint64_t b = 0; b < blocks; ++b) {
+        put16(TinyHalf(scale / 127 * rng.Uniform(0.5f, 1.0f)));
+        bytes(16);
+      }
+      break;
+    case 23:  // iq4_xs: d, 2 + 4 bytes of 6-bit scales (- 32), 128 bytes of table nibbles
+      for (uint64_t b = 0; b < super_blocks; ++b) {
+        put16(TinyHalf(scale / (32 * 127) * rng.Uniform(0.5f, 1.0f)));
+        bytes(134);
+      }
       break;
     case 8:  // q8_0: d, 32 int8; w = q * d
       for (uint64_t b = 0; b < blocks; ++b) {

@@ -122,7 +122,7 @@ TEST(LlmEndToEnd, UnsupportedWeightTypesAreRefusedNamingTheTensor) {
   ASSERT_FALSE(compiled.ok());
   EXPECT_THAT(std::string(compiled.status().message()),
               ::testing::HasSubstr("tensor 'blk.0.attn_q.weight' has type q2_K; supported for matmul weights: q4_0, "
-                                   "q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K, f16, bf16, f32"));
+                                   "q4_1, q5_0, q5_1, q8_0, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, f16, bf16, f32"));
 }
 
 // A hyperparameter that disagrees with the weights (a corrupt or hand-edited GGUF) is refused

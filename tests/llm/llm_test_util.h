@@ -85,9 +85,21 @@ inline std::vector<std::pair<std::string, formats::testing::TinyLlamaSpec>> Tiny
   q6_k.matmul_type = 14;
   q6_k.embed_type = 13;
   q6_k.tied = false;
+  // Q3_K, IQ4_NL and IQ4_XS weights; IQ4_XS and Q3_K embedding rows (and a Q3_K tied output
+  // projection).
+  formats::testing::TinyLlamaSpec q3_k = q4_k;
+  q3_k.matmul_type = 11;
+  q3_k.embed_type = 12;
+  formats::testing::TinyLlamaSpec iq4_nl = q4_k;
+  iq4_nl.matmul_type = 20;
+  iq4_nl.embed_type = 23;
+  iq4_nl.tied = false;
+  formats::testing::TinyLlamaSpec iq4_xs = q4_k;
+  iq4_xs.matmul_type = 23;
+  iq4_xs.embed_type = 11;
   return {{"tiny_q4_1", q4_1},       {"tiny_q4_0_untied_mha", q4_0}, {"tiny_qwen2_q8_0", qwen}, {"tiny_f32", f32},
           {"tiny_q5_0", q5_0},       {"tiny_q5_1", q5_1},            {"tiny_q4_K", q4_k},       {"tiny_q5_K", q5_k},
-          {"tiny_q6_K_untied", q6_k}};
+          {"tiny_q6_K_untied", q6_k}, {"tiny_q3_K", q3_k}, {"tiny_iq4_nl_untied", iq4_nl}, {"tiny_iq4_xs", iq4_xs}};
 }
 
 // Adds sequence `id`, prefills `prompt` and takes `steps` greedy tokens (steps - 1 decode

@@ -19,7 +19,7 @@ float Half(const uint8_t* p) {
   return static_cast<float>((h & 0x8000) ? -v : v);
 }
 
-int BlockWeights(int type) { return type == 12 || type == 13 || type == 14 ? 256 : 32; }
+int BlockWeights(int type) { return type == 11 || type == 12 || type == 13 || type == 14 || type == 23 ? 256 : 32; }
 
 int64_t BlockBytes(int type) {
   switch (type) {
@@ -28,6 +28,9 @@ int64_t BlockBytes(int type) {
     case 6: return 22;
     case 7: return 24;
     case 8: return 34;
+    case 11: return 110;
+    case 20: return 18;
+    case 23: return 136;
     case 12: return 144;
     case 13: return 176;
     case 14: return 210;
@@ -44,6 +47,43 @@ bool IsQuantized(int type) { return BlockBytes(type) != 0; }
 // fifth bits), 128 bytes of nibbles; q6_K 128 bytes of low nibbles, 64 of 2-bit high parts,
 // 16 int8 scales, d.
 void DecodeBlock(int type, const uint8_t* block, int* q, double* a, double* o) {
+  // iq4_nl (32 weights: d, 16 bytes of nibbles) and iq4_xs (256: d, uint16 of high scale
+  // bits, 4 bytes of low scale nibbles, then 16 bytes of nibbles per 32): each nibble is
+  // an index into ggml's kvalues_iq4nl.
+  static constexpr int kIq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+  if (type == 20 || type == 23) {
+    const double d = Half(block);
+    const int groups = type == 20 ? 1 : 8;
+    for (int g = 0; g < groups; ++g) {
+      const uint8_t* nibbles = block + (type == 20 ? 2 : 8 + 16 * g);
+      int scale = 1;
+      if (type == 23) {
+        const int high = (block[2] | block[3] << 8) >> (2 * g) & 3;
+        scale = ((block[4 + g / 2] >> (4 * (g % 2)) & 15) | high << 4) - 32;
+      }
+      for (int j = 0; j < 32; ++j) {
+        q[32 * g + j] = kIq4[j < 16 ? nibbles[j] & 15 : nibbles[j - 16] >> 4];
+        a[32 * g + j] = d * scale;
+        o[32 * g + j] = 0;
+      }
+    }
+    return;
+  }
+  // q3_K: hmask[32], 2-bit lows[64], 12 bytes of 6-bit scales, d; q = low - 4 unless the
+  // weight's high bit (bit 4 * (j / 128) + (j % 128) / 32 of byte j % 32) is set.
+  if (type == 11) {
+    const double d = Half(block + 108);
+    for (int j = 0; j < 256; ++j) {
+      const int i = j / 16;
+      const int scale = ((block[96 + i % 8] >> (4 * (i / 8)) & 15) | (block[104 + i % 4] >> (2 * (i / 4)) & 3) << 4) - 32;
+      const int shift = (j % 128) / 32;
+      const int low = block[32 + 32 * (j / 128) + j % 32] >> (2 * shift) & 3;
+      q[j] = block[j % 32] >> (4 * (j / 128) + shift) & 1 ? low : low - 4;
+      a[j] = d * scale;
+      o[j] = 0;
+    }
+    return;
+  }
   if (type == 2 || type == 3 || type == 6 || type == 7 || type == 8) {
     const bool has_min = type == 3 || type == 7;
     const double d = Half(block), m = has_min ? Half(block + 2) : 0.0;

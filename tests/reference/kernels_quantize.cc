@@ -29,7 +29,10 @@ absl::StatusOr<Format> FormatOf(const KernelCall& call) {
   if (name != nullptr && *name == "q4_K") return Format{"q4_K", 144, 256};
   if (name != nullptr && *name == "q5_K") return Format{"q5_K", 176, 256};
   if (name != nullptr && *name == "q6_K") return Format{"q6_K", 210, 256};
-  return call.Error("attribute format must be one of q4_0, q4_1, q8_0, q5_0, q5_1, q4_K, q5_K, q6_K");
+  if (name != nullptr && *name == "q3_K") return Format{"q3_K", 110, 256};
+  if (name != nullptr && *name == "iq4_nl") return Format{"iq4_nl", 18};
+  if (name != nullptr && *name == "iq4_xs") return Format{"iq4_xs", 136, 256};
+  return call.Error("attribute format must be one of q4_0, q4_1, q8_0, q5_0, q5_1, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs");
 }
 
 double Half(const std::vector<uint8_t>& bytes, int64_t at) {
@@ -41,8 +44,46 @@ double Half(const std::vector<uint8_t>& bytes, int64_t at) {
 // min per group of 32 (6-bit scales and mins packed in 12 bytes, q5_K's fifth bits in 32
 // bytes, then the nibbles: byte 32c + l holds weights 64c + l and 64c + 32 + l); q6_K
 // (d * scale) * (q - 32) with int8 scales per 16 (low nibbles, 2-bit high parts, scales, d).
+// q3_K: (d * (scale - 32)) * q per 16 weights, the sixteen 6-bit scales as four little-endian
+// words w0..w3 built from the 12 bytes' words a0, a1, a2: w0 = low nibbles of a0 with bits
+// 0-1 of each byte of a2 on top, w1 = low nibbles of a1 with bits 2-3, w2 = high nibbles of
+// a0 with bits 4-5, w3 = high nibbles of a1 with bits 6-7; q = the 2-bit low (bits 2j of byte
+// 32 + 32n + l for weight 128n + 32j + l), minus 4 unless bit 4n + j of byte l is set.
+void DecodeQ3KSuperBlock(const std::vector<uint8_t>& bytes, int64_t at, float* out) {
+  auto byte = [&](int64_t i) -> uint32_t { return bytes[static_cast<size_t>(at + i)]; };
+  auto word = [&](int64_t i) { return byte(i) | byte(i + 1) << 8 | byte(i + 2) << 16 | byte(i + 3) << 24; };
+  const uint32_t a0 = word(96), a1 = word(100), a2 = word(104);
+  const uint32_t words[4] = {(a0 & 0x0f0f0f0f) | (a2 & 0x03030303) << 4, (a1 & 0x0f0f0f0f) | ((a2 >> 2) & 0x03030303) << 4,
+                             ((a0 >> 4) & 0x0f0f0f0f) | ((a2 >> 4) & 0x03030303) << 4,
+                             ((a1 >> 4) & 0x0f0f0f0f) | ((a2 >> 6) & 0x03030303) << 4};
+  const float d = static_cast<float>(Half(bytes, at + 108));
+  for (int e = 0; e < 256; ++e) {
+    const int i = e / 16;
+    const int scale = static_cast<int>((words[i / 4] >> (8 * (i % 4))) & 0xff) - 32;
+    const int n = e / 128, j = (e % 128) / 32, l = e % 32;
+    const int low = static_cast<int>(byte(32 + 32 * n + l) >> (2 * j)) & 3;
+    const bool high = (byte(l) >> (4 * n + j)) & 1;
+    out[e] = (d * static_cast<float>(scale)) * static_cast<float>(high ? low : low - 4);
+  }
+}
+
 void DecodeSuperBlock(const Format& f, const std::vector<uint8_t>& bytes, int64_t at, float* out) {
   auto byte = [&](int64_t i) -> int { return bytes[static_cast<size_t>(at + i)]; };
+  if (f.name == "q3_K") return DecodeQ3KSuperBlock(bytes, at, out);
+  if (f.name == "iq4_xs") {  // per 32: dl = d * (scale - 32), weight = dl * table[q]
+    static constexpr int kTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    const float d = static_cast<float>(Half(bytes, at));
+    const int scales_h = byte(2) | byte(3) << 8;
+    for (int ib = 0; ib < 8; ++ib) {
+      const int ls = ((byte(4 + ib / 2) >> (4 * (ib % 2))) & 0xf) | (((scales_h >> (2 * ib)) & 3) << 4);
+      const float dl = d * static_cast<float>(ls - 32);
+      for (int j = 0; j < 16; ++j) {
+        out[32 * ib + j] = dl * static_cast<float>(kTable[byte(8 + 16 * ib + j) & 0xf]);
+        out[32 * ib + j + 16] = dl * static_cast<float>(kTable[byte(8 + 16 * ib + j) >> 4]);
+      }
+    }
+    return;
+  }
   if (f.name == "q6_K") {
     const float d = static_cast<float>(Half(bytes, at + 208));
     for (int e = 0; e < 256; ++e) {
@@ -91,6 +132,14 @@ void DecodeBlock(const Format& f, const std::vector<uint8_t>& bytes, int64_t at,
   }
   if (f.name == "q8_0") {
     for (int j = 0; j < 32; ++j) out[j] = static_cast<float>(static_cast<int8_t>(bytes[static_cast<size_t>(at + 2 + j)])) * d;
+    return;
+  }
+  if (f.name == "iq4_nl") {  // d * table[q], ggml's kvalues_iq4nl
+    static constexpr int kTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    for (int j = 0; j < 32; ++j) {
+      const uint8_t packed = bytes[static_cast<size_t>(at + 2 + j % 16)];
+      out[j] = d * static_cast<float>(kTable[j < 16 ? packed & 0x0f : packed >> 4]);
+    }
     return;
   }
   const int64_t quants = f.name == "q4_1" ? at + 4 : at + 2;
