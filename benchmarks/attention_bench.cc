@@ -4,13 +4,15 @@
 // loop (--kv=f32) in the same run.
 //
 //   KILN_NUM_THREADS=N build/benchmarks/attention_bench [--contexts=16,1024,4096] [--prompts=128,512]
+//                                                       [--no-peer]
 //
 // Decode: one token attending to a context of C positions (the cache filled beforehand).
 // Prefill: a prompt of P tokens in one call, from an empty sequence (causal: token t reads
 // t + 1 positions). Time is the process's CPU time per call (all threads, best of 5 rounds),
 // so that a shared machine still gives comparable figures. "bits" is a checksum of the
 // float16 cache's outputs: two builds that print the same one computed the same floats
-// (compare a change's build with its parent's). KILN_GGML_SIMD=avx2 times the AVX2 build's
+// (compare a change's build with its parent's). --no-peer skips the float32 cache (for a
+// profiler's view of the float16 one). KILN_GGML_SIMD=avx2 times the AVX2 build's
 // arithmetic (builtins/ggml_simd.h).
 #include <algorithm>
 #include <cmath>
@@ -151,14 +153,17 @@ std::vector<int64_t> ParseList(const std::string& text, const char* flag) {
 
 int main(int argc, char** argv) {
   std::vector<int64_t> contexts = {16, 1024, 4096}, prompts = {128, 512};
+  bool peer = true;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--contexts=", 0) == 0) {
       contexts = ParseList(arg.substr(11), "--contexts");
     } else if (arg.rfind("--prompts=", 0) == 0) {
       prompts = ParseList(arg.substr(10), "--prompts");
+    } else if (arg == "--no-peer") {
+      peer = false;
     } else {
-      Die("usage: attention_bench [--contexts=16,1024,4096] [--prompts=128,512]");
+      Die("usage: attention_bench [--contexts=16,1024,4096] [--prompts=128,512] [--no-peer]");
     }
   }
   std::printf("threads %d, llama.cpp %s build's arithmetic\n%-22s %14s %14s %8s %14s\n",
@@ -171,10 +176,11 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   };
   for (int64_t context : contexts) {
-    double seconds[2];
+    double seconds[2] = {0, 0};
     uint64_t bits = 0;
     const Inputs history(context - 1, 1), token(1, 2);
     for (bool f16 : {true, false}) {
+      if (!f16 && !peer) break;
       Attention a(f16, context);
       if (context > 1) a.Step(history.q, history.k, history.v, /*commit=*/true);
       seconds[f16 ? 0 : 1] = Seconds([&] { a.Step(token.q, token.k, token.v, /*commit=*/false); });
@@ -183,10 +189,11 @@ int main(int argc, char** argv) {
     report("decode, context " + std::to_string(context), seconds[0], seconds[1], bits);
   }
   for (int64_t prompt : prompts) {
-    double seconds[2];
+    double seconds[2] = {0, 0};
     uint64_t bits = 0;
     const Inputs tokens(prompt, 3);
     for (bool f16 : {true, false}) {
+      if (!f16 && !peer) break;
       Attention a(f16, prompt);
       seconds[f16 ? 0 : 1] = Seconds([&] { a.Step(tokens.q, tokens.k, tokens.v, /*commit=*/false); });
       if (f16) bits = Checksum(a.Step(tokens.q, tokens.k, tokens.v, /*commit=*/false), 0);
