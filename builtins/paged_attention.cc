@@ -60,15 +60,21 @@ static inline float Tree8Of(__m256 v) {
   return _mm_cvtss_f32(t);
 }
 
+// Elements i..i+7 of class c's chains, zeros for a class past `used`.
+static inline __m256 ClassAt(const float* acc, int64_t d, int64_t used, int64_t c, int64_t i) {
+  return c < used ? _mm256_loadu_ps(acc + c * d + i) : _mm256_setzero_ps();
+}
+
 // ReduceClasses for eight elements at a time (the same additions per element).
 template <int kLanes>
 static void ReduceClassesVector(const float* acc, int64_t d, int64_t used, float* out) {
   int64_t i = 0;
   for (; i + 8 <= d; i += 8) {
-    auto at = [&](int c) { return c < used ? _mm256_loadu_ps(acc + c * d + i) : _mm256_setzero_ps(); };
     __m256 lanes[kLanes];
+#pragma GCC unroll 16
     for (int l = 0; l < kLanes; ++l) {
-      lanes[l] = _mm256_add_ps(_mm256_add_ps(at(l), at(2 * kLanes + l)), _mm256_add_ps(at(kLanes + l), at(3 * kLanes + l)));
+      lanes[l] = _mm256_add_ps(_mm256_add_ps(ClassAt(acc, d, used, l, i), ClassAt(acc, d, used, 2 * kLanes + l, i)),
+                               _mm256_add_ps(ClassAt(acc, d, used, kLanes + l, i), ClassAt(acc, d, used, 3 * kLanes + l, i)));
     }
     _mm256_storeu_ps(out + i, kLanes == 16 ? Tree16Vectors(lanes) : Hadd8Vectors(lanes));
   }
@@ -133,7 +139,8 @@ static void ReduceClassesTinyBlasVector(const float* acc, int64_t d, int64_t use
   int64_t i = 0;
   for (; i + 8 <= d; i += 8) {
     __m256 lanes[kLanes];
-    for (int l = 0; l < kLanes; ++l) lanes[l] = l < used ? _mm256_loadu_ps(acc + l * d + i) : _mm256_setzero_ps();
+#pragma GCC unroll 16
+    for (int l = 0; l < kLanes; ++l) lanes[l] = ClassAt(acc, d, used, l, i);
     _mm256_storeu_ps(out + i, kLanes == 16 ? Tree16Vectors(lanes) : Tree8Vectors(lanes));
   }
   ReduceClassesTinyBlas<kLanes>(acc, d, used, out, i);
@@ -433,6 +440,44 @@ struct AttentionJob {
   float scale;
 };
 
+// scores[r * stride + p] = scale * (q row r . key p) for `rows` q rows (float32, rounded to
+// float16 here) and positions 0..length-1 (keys[p], float16), as llama.cpp's build with
+// kLanes lanes computes them: ggml_vec_dot_f16's order, or tinyBLAS's (d a multiple of kLanes).
+template <bool kAvx2, int kLanes>
+void ScoresF16(const float* q, int64_t rows, int64_t d, const uint16_t* const* keys, int64_t length, float scale,
+               bool tiny_blas, float* scores, int64_t stride) {
+  thread_local std::vector<float> q_float, block;
+  thread_local std::vector<uint16_t> q_half;
+  if (kAvx2 && d % 8 == 0 && (tiny_blas || d % (4 * kLanes) == 0)) {
+    q_float.resize(static_cast<size_t>(rows * d));
+    block.resize(static_cast<size_t>(8 * d));
+    ggml_avx2::RoundToHalf(q, q_float.data(), rows * d);
+    if (tiny_blas) {
+      ggml_avx2::ScoreRows<kLanes, true>(q_float.data(), rows, d, keys, length, scale, scores, stride, block.data());
+    } else {
+      ggml_avx2::ScoreRows<kLanes, false>(q_float.data(), rows, d, keys, length, scale, scores, stride, block.data());
+    }
+    return;
+  }
+  // Other head sizes (and CPUs without AVX2): one product at a time, the float64 tail included.
+  q_half.resize(static_cast<size_t>(rows * d));
+  for (int64_t i = 0; i < rows * d; ++i) q_half[static_cast<size_t>(i)] = FloatToHalf(q[i]);
+  for (int64_t p = 0; p < length; ++p) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint16_t* q_row = q_half.data() + r * d;
+      float s;
+      if (tiny_blas) {
+        s = kAvx2 ? ggml_avx2::DotF16TinyBlasVector<kLanes>(q_row, keys[p], d)
+                  : ggml_portable::DotF16TinyBlas<kLanes>(q_row, keys[p], d);
+      } else {
+        s = kAvx2 ? ggml_avx2::DotF16GgmlVector<kLanes>(q_row, keys[p], d)
+                  : ggml_portable::DotF16Ggml<kLanes>(q_row, keys[p], d);
+      }
+      scores[r * stride + p] = s * scale;
+    }
+  }
+}
+
 // One (token, kv head) with a float16 cache, computed as llama.cpp computes it: q rounded to
 // float16, q . k as ggml_vec_dot_f16, softmax as ggml_vec_soft_max_f32 with ggml's exp, the
 // probabilities rounded to float16, and each output element the float16 dot product of the
@@ -463,8 +508,7 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
   const bool tiny_blas_values = batch && d % 4 == 0;
   // Rows of whole vectors take the AVX2 row functions; other head sizes the per-element ones.
   const bool vector_rows = kAvx2 && d % 8 == 0;
-  thread_local std::vector<float> scores, classes, q_float, block;
-  thread_local std::vector<uint16_t> q_half;
+  thread_local std::vector<float> scores, classes;
   thread_local std::vector<const uint16_t*> keys, values;
   // Each row of scores padded to a multiple of 16 positions (the vector softmax's groups).
   const int64_t stride = (length + 15) / 16 * 16;
@@ -476,36 +520,8 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
     keys[static_cast<size_t>(p)] = reinterpret_cast<const uint16_t*>(cache.KeyAt(job.layer, page, g, p % page_size));
     values[static_cast<size_t>(p)] = reinterpret_cast<const uint16_t*>(cache.ValueAt(job.layer, page, g, p % page_size));
   }
-  const float* q_rows = job.q + (t * job.q_heads + g * group) * d;
-  if (vector_rows && (tiny_blas_scores || d % (4 * kLanes) == 0)) {
-    q_float.resize(static_cast<size_t>(group * d));
-    block.resize(static_cast<size_t>(8 * d));
-    ggml_avx2::RoundToHalf(q_rows, q_float.data(), group * d);
-    if (tiny_blas_scores) {
-      ggml_avx2::ScoreRows<kLanes, true>(q_float.data(), group, d, keys.data(), length, job.scale, scores.data(), stride,
-                                         block.data());
-    } else {
-      ggml_avx2::ScoreRows<kLanes, false>(q_float.data(), group, d, keys.data(), length, job.scale, scores.data(), stride,
-                                          block.data());
-    }
-  } else {
-    q_half.resize(static_cast<size_t>(group * d));
-    for (int64_t i = 0; i < group * d; ++i) q_half[static_cast<size_t>(i)] = FloatToHalf(q_rows[i]);
-    for (int64_t p = 0; p < length; ++p) {
-      const uint16_t* key = keys[static_cast<size_t>(p)];
-      for (int64_t r = 0; r < group; ++r) {
-        const uint16_t* q_row = q_half.data() + r * d;
-        float s;
-        if (tiny_blas_scores) {
-          s = kAvx2 ? ggml_avx2::DotF16TinyBlasVector<kLanes>(q_row, key, d)
-                    : ggml_portable::DotF16TinyBlas<kLanes>(q_row, key, d);
-        } else {
-          s = kAvx2 ? ggml_avx2::DotF16GgmlVector<kLanes>(q_row, key, d) : ggml_portable::DotF16Ggml<kLanes>(q_row, key, d);
-        }
-        scores[static_cast<size_t>(r * stride + p)] = s * job.scale;
-      }
-    }
-  }
+  ScoresF16<kAvx2, kLanes>(job.q + (t * job.q_heads + g * group) * d, group, d, keys.data(), length, job.scale,
+                           tiny_blas_scores, scores.data(), stride);
   for (int64_t r = 0; r < group; ++r) {
     float* row = scores.data() + r * stride;
     kAvx2 ? ggml_avx2::SoftmaxToHalfPrecisionVector<kLanes>(row, length)
@@ -689,6 +705,20 @@ absl::Status Positions(BuiltinContext& ctx, const Value* const* args, int, Value
 }  // namespace
 
 void ForcePortableAttentionForTesting(bool portable) { force_portable.store(portable); }
+
+std::vector<float> AttentionScoresForTesting(const std::vector<float>& q, int64_t rows, const std::vector<uint16_t>& keys,
+                                             int64_t d, float scale, bool prompt) {
+  const int64_t length = static_cast<int64_t>(keys.size()) / d;
+  std::vector<const uint16_t*> key_rows;
+  for (int64_t p = 0; p < length; ++p) key_rows.push_back(keys.data() + p * d);
+  const bool avx512_build = ActiveGgmlSimd() == GgmlSimd::kAvx512;
+  const bool tiny_blas = prompt && d % (avx512_build ? 16 : 8) == 0;
+  std::vector<float> scores(static_cast<size_t>(rows * length));
+  const auto scores_f16 = HasAvx2F16c() ? (avx512_build ? ScoresF16<true, 16> : ScoresF16<true, 8>)
+                                        : (avx512_build ? ScoresF16<false, 16> : ScoresF16<false, 8>);
+  scores_f16(q.data(), rows, d, key_rows.data(), length, scale, tiny_blas, scores.data(), length);
+  return scores;
+}
 
 void RegisterKvCacheBuiltins(vm::BuiltinRegistry& registry) {
   registry.RegisterBuiltin("kiln.kv_cache.positions", "(object:paged_kv_cache) -> tensor", Positions);
