@@ -24,15 +24,19 @@ namespace kiln::builtins {
 #pragma GCC target("avx2,fma")
 namespace ggml_ops_avx2 {
 #include "builtins/ggml_expf.inc"
+#include "builtins/ggml_expf_avx2.inc"
 
 // ggml_vec_swiglu_f32: its vector loop (kLanes at a time, the build's exp) over the first
-// f & ~(kLanes - 1) elements, the C library's expf after.
+// f & ~(kLanes - 1) elements, the C library's expf after. Eight elements per step here, each
+// lane the per-element operations.
 template <int kLanes>
 static void SwiGluRow(const float* gate, const float* up, int64_t f, float* out) {
   const int64_t vectorized = f & ~int64_t{kLanes - 1};
-  for (int64_t i = 0; i < vectorized; ++i) {
-    const float e = kLanes == 16 ? GgmlExpf(-gate[i]) : GgmlExpfAvx2Build(-gate[i]);
-    out[i] = gate[i] / (1.0f + e) * up[i];
+  for (int64_t i = 0; i < vectorized; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 minus_g = _mm256_xor_ps(g, _mm256_set1_ps(-0.0f));
+    const __m256 e = kLanes == 16 ? GgmlExpfVector(minus_g) : GgmlExpfAvx2BuildVector(minus_g);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), _mm256_loadu_ps(up + i)));
   }
   for (int64_t i = vectorized; i < f; ++i) out[i] = gate[i] / (1.0f + ::expf(-gate[i])) * up[i];
 }

@@ -60,15 +60,21 @@ static inline float Tree8Of(__m256 v) {
   return _mm_cvtss_f32(t);
 }
 
+// Elements i..i+7 of class c's chains, zeros for a class past `used`.
+static inline __m256 ClassAt(const float* acc, int64_t d, int64_t used, int64_t c, int64_t i) {
+  return c < used ? _mm256_loadu_ps(acc + c * d + i) : _mm256_setzero_ps();
+}
+
 // ReduceClasses for eight elements at a time (the same additions per element).
 template <int kLanes>
 static void ReduceClassesVector(const float* acc, int64_t d, int64_t used, float* out) {
   int64_t i = 0;
   for (; i + 8 <= d; i += 8) {
-    auto at = [&](int c) { return c < used ? _mm256_loadu_ps(acc + c * d + i) : _mm256_setzero_ps(); };
     __m256 lanes[kLanes];
+#pragma GCC unroll 16
     for (int l = 0; l < kLanes; ++l) {
-      lanes[l] = _mm256_add_ps(_mm256_add_ps(at(l), at(2 * kLanes + l)), _mm256_add_ps(at(kLanes + l), at(3 * kLanes + l)));
+      lanes[l] = _mm256_add_ps(_mm256_add_ps(ClassAt(acc, d, used, l, i), ClassAt(acc, d, used, 2 * kLanes + l, i)),
+                               _mm256_add_ps(ClassAt(acc, d, used, kLanes + l, i), ClassAt(acc, d, used, 3 * kLanes + l, i)));
     }
     _mm256_storeu_ps(out + i, kLanes == 16 ? Tree16Vectors(lanes) : Hadd8Vectors(lanes));
   }
@@ -133,7 +139,8 @@ static void ReduceClassesTinyBlasVector(const float* acc, int64_t d, int64_t use
   int64_t i = 0;
   for (; i + 8 <= d; i += 8) {
     __m256 lanes[kLanes];
-    for (int l = 0; l < kLanes; ++l) lanes[l] = l < used ? _mm256_loadu_ps(acc + l * d + i) : _mm256_setzero_ps();
+#pragma GCC unroll 16
+    for (int l = 0; l < kLanes; ++l) lanes[l] = ClassAt(acc, d, used, l, i);
     _mm256_storeu_ps(out + i, kLanes == 16 ? Tree16Vectors(lanes) : Tree8Vectors(lanes));
   }
   ReduceClassesTinyBlas<kLanes>(acc, d, used, out, i);
@@ -148,6 +155,222 @@ static void AccumulateValueVector(float p, const uint16_t* value, int64_t d, flo
     _mm256_storeu_ps(acc_class + i, _mm256_fmadd_ps(weight, v, _mm256_loadu_ps(acc_class + i)));
   }
   for (; i < d; ++i) acc_class[i] = std::fma(p, _cvtsh_ss(value[i]), acc_class[i]);
+}
+
+#include "builtins/ggml_expf_avx2.inc"
+
+// --- Whole rows at once: the same per-element operations as above, in vectors. ---
+
+// The first step of LaneSums8: [a's four sums of halves | b's four sums of halves].
+static inline __m256 SumHalvesOfTwo(__m256 a, __m256 b) {
+  return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
+}
+
+// The second: of each four sums t, (t0 + t2, t1 + t3), or with kNeighbours (t0 + t1, t2 + t3):
+// [a's low pair, b's low pair | a's high pair, b's high pair] for a, b from SumHalvesOfTwo.
+template <bool kNeighbours>
+static inline __m256 SumQuartersOfFour(__m256 a, __m256 b) {
+  if constexpr (kNeighbours) {
+    return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+  } else {
+    return _mm256_add_ps(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0)), _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+}
+
+// Eight lane sums at once: lane j of the result is v[j]'s eight lanes summed as Tree8 (halves,
+// then (0+2) and (1+3), then the pair), or with kNeighbours as Hadd8 (halves, then (0+1) and
+// (2+3), then the pair). Each sum is its own additions in its own order: the shuffles only
+// move lanes.
+template <bool kNeighbours>
+static inline __m256 LaneSums8(const __m256* v) {
+  const __m256 h04 = SumHalvesOfTwo(v[0], v[4]), h15 = SumHalvesOfTwo(v[1], v[5]);
+  const __m256 h26 = SumHalvesOfTwo(v[2], v[6]), h37 = SumHalvesOfTwo(v[3], v[7]);
+  // [v0's pair, v1's pair | v4's pair, v5's pair] and [v2, v3 | v6, v7].
+  const __m256 s01 = SumQuartersOfFour<kNeighbours>(h04, h15), s23 = SumQuartersOfFour<kNeighbours>(h26, h37);
+  return _mm256_add_ps(_mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm256_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// q . key (floats, d elements) up to its last step: the vector whose lane sum (LaneSums8,
+// kNeighbours for ggml_vec_dot_f16's AVX2 build) is the product in the order of
+// DotF16TinyBlas (d a multiple of kLanes) or of DotF16Ggml (d a multiple of 4 kLanes, so no
+// float64 tail).
+template <int kLanes, bool kTinyBlas>
+static inline __m256 DotPartials(const float* q, const float* key, int64_t d) {
+  if constexpr (kTinyBlas) {
+    __m256 low = _mm256_setzero_ps(), high = _mm256_setzero_ps();
+    for (int64_t i = 0; i < d; i += kLanes) {
+      low = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(key + i), low);
+      if constexpr (kLanes == 16) high = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(key + i + 8), high);
+    }
+    return kLanes == 16 ? _mm256_add_ps(high, low) : low;
+  } else {
+    constexpr int kVectors = kLanes / 2;
+    __m256 acc[kVectors];
+#pragma GCC unroll 8
+    for (__m256& v : acc) v = _mm256_setzero_ps();
+    for (int64_t i = 0; i < d; i += 4 * kLanes) {
+#pragma GCC unroll 8
+      for (int v = 0; v < kVectors; ++v) acc[v] = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8 * v), _mm256_loadu_ps(key + i + 8 * v), acc[v]);
+    }
+    if constexpr (kLanes == 16) {
+      // Lanes 0..7 of the 16 and lanes 8..15 (DotF16GgmlVector), then Tree16's halves.
+      const __m256 low = _mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6]));
+      const __m256 high = _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7]));
+      return _mm256_add_ps(high, low);
+    } else {
+      return _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+    }
+  }
+}
+
+// Rounds n floats (a multiple of 8) to float16 and back.
+static inline void RoundToHalf(const float* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8) {
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT)));
+  }
+}
+
+// n float16 values (a multiple of 8) to floats.
+static inline void HalfToFloats(const uint16_t* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 8) {
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  }
+}
+
+// scores[r * stride + p] = scale * (q row r . key p) for `rows` q rows of d floats (already
+// rounded to float16) and positions 0..length-1 (keys[p], float16), in tinyBLAS's or
+// ggml_vec_dot_f16's order (d a multiple of 8 and as DotPartials wants). Eight positions at a
+// time: their keys converted once for all rows, their eight lane sums taken together.
+// `block` holds 8 d floats.
+template <int kLanes, bool kTinyBlas>
+static void ScoreRows(const float* q, int64_t rows, int64_t d, const uint16_t* const* keys, int64_t length, float scale,
+                      float* scores, int64_t stride, float* block) {
+  constexpr bool kNeighbours = !kTinyBlas && kLanes == 8;
+  const __m256 scale_vector = _mm256_set1_ps(scale);
+  for (int64_t p0 = 0; p0 < length; p0 += 8) {
+    const int64_t m = std::min<int64_t>(8, length - p0);
+    for (int64_t j = 0; j < m; ++j) HalfToFloats(keys[p0 + j], block + j * d, d);
+    for (int64_t j = m; j < 8; ++j) std::fill_n(block + j * d, d, 0.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+      __m256 partials[8];
+#pragma GCC unroll 8
+      for (int j = 0; j < 8; ++j) partials[j] = DotPartials<kLanes, kTinyBlas>(q + r * d, block + j * d, d);
+      const __m256 s = _mm256_mul_ps(LaneSums8<kNeighbours>(partials), scale_vector);
+      float* out = scores + r * stride + p0;
+      if (m == 8) {
+        _mm256_storeu_ps(out, s);
+      } else {
+        alignas(32) float lanes[8];
+        _mm256_store_ps(lanes, s);
+        std::copy_n(lanes, m, out);
+      }
+    }
+  }
+}
+
+// row[at..at+8) = exp(row - max) with the build's exp, zero from position n on; returns them.
+template <int kLanes>
+static inline __m256 ExpsBelowMax(float* row, int64_t at, int64_t n, float max) {
+  const __m256 x = _mm256_sub_ps(_mm256_loadu_ps(row + at), _mm256_set1_ps(max));
+  const __m256 e = kLanes == 16 ? GgmlExpfVector(x) : GgmlExpfAvx2BuildVector(x);
+  const __m256 position = _mm256_add_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_ps(static_cast<float>(at)));
+  const __m256 kept = _mm256_and_ps(e, _mm256_cmp_ps(position, _mm256_set1_ps(static_cast<float>(n)), _CMP_LT_OQ));
+  _mm256_storeu_ps(row + at, kept);
+  return kept;
+}
+
+// SoftmaxToHalfPrecision over eight positions at a time. `row` has room for n rounded up to
+// a multiple of 16; the positions past n are left as zeros.
+template <int kLanes>
+static void SoftmaxToHalfPrecisionVector(float* row, int64_t n) {
+  const int64_t padded = (n + 15) / 16 * 16;
+  // The maximum: exact whatever the order (a NaN score never becomes it, as in the scalar
+  // std::max; the sign of a zero maximum changes no exp below).
+  __m256 max_vector = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t p = 0;
+  for (; p + 8 <= n; p += 8) max_vector = _mm256_max_ps(_mm256_loadu_ps(row + p), max_vector);
+  alignas(32) float lane_max[8];
+  _mm256_store_ps(lane_max, max_vector);
+  float max = -std::numeric_limits<float>::infinity();
+  for (float m : lane_max) max = std::max(max, m);
+  for (; p < n; ++p) max = std::max(max, row[p]);
+  // exp(x - max) per 8, zero past n, each group of kLanes positions summed by LaneSum into
+  // float64 in order.
+  for (int64_t i = n; i < padded; ++i) row[i] = 0.0f;
+  double sum = 0;
+  for (int64_t g = 0; g < n; g += kLanes) {
+    const __m256 low = ExpsBelowMax<kLanes>(row, g, n, max);
+    sum += Tree8Of(kLanes == 16 ? _mm256_add_ps(ExpsBelowMax<kLanes>(row, g + 8, n, max), low) : low);
+  }
+  const __m256 inverse = _mm256_set1_ps(static_cast<float>(1.0 / sum));
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256 x = _mm256_mul_ps(_mm256_loadu_ps(row + i), inverse);
+    _mm256_storeu_ps(row + i, _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)));
+  }
+}
+
+// One class's chains for kRows rows of probabilities and 8 kVectors elements from element i:
+// acc_r[i..] = the fused multiply-add chain of probability_r[p] * value p[i..] over the
+// positions p = c, c + classes, ... below length, from zero, held in registers.
+template <int kRows, int kVectors>
+static inline void AccumulateClass(const float* probabilities, int64_t stride, const uint16_t* const* values, int64_t c,
+                                   int64_t classes, int64_t length, int64_t i, float* const* acc) {
+  __m256 sums[kRows][kVectors];
+#pragma GCC unroll 4
+  for (auto& row : sums) {
+#pragma GCC unroll 4
+    for (__m256& v : row) v = _mm256_setzero_ps();
+  }
+  for (int64_t p = c; p < length; p += classes) {
+    __m256 value[kVectors];
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) {
+      value[v] = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(values[p] + i + 8 * v)));
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 w = _mm256_broadcast_ss(probabilities + r * stride + p);
+#pragma GCC unroll 4
+      for (int v = 0; v < kVectors; ++v) sums[r][v] = _mm256_fmadd_ps(w, value[v], sums[r][v]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+    for (int v = 0; v < kVectors; ++v) _mm256_storeu_ps(acc[r] + i + 8 * v, sums[r][v]);
+  }
+}
+
+template <int kRows>
+static void AccumulateClassRows(const float* probabilities, int64_t stride, const uint16_t* const* values, int64_t c,
+                                int64_t classes, int64_t length, int64_t d, float* const* acc) {
+  int64_t i = 0;
+  for (; i + 32 <= d; i += 32) AccumulateClass<kRows, 4>(probabilities, stride, values, c, classes, length, i, acc);
+  for (; i < d; i += 8) AccumulateClass<kRows, 1>(probabilities, stride, values, c, classes, length, i, acc);
+}
+
+// The value product's chains: for each of `rows` rows of probabilities (row r at
+// probabilities + r * stride) and each class c below min(classes, length), acc[(r * classes
+// + c) * d + i] = the fused multiply-add chain of probability[p] * value p[i] over the
+// positions p = c, c + classes, ... in order, from zero: what AccumulateValue builds position
+// by position, here one class at a time with the chains in registers (values[p] float16, d a
+// multiple of 8).
+static void AccumulateValues(const float* probabilities, int64_t rows, int64_t stride, const uint16_t* const* values,
+                             int64_t length, int64_t d, int64_t classes, float* acc) {
+  const int64_t used = std::min(classes, length);
+  for (int64_t c = 0; c < used; ++c) {
+    for (int64_t r0 = 0; r0 < rows; r0 += 3) {
+      float* class_acc[3];
+      for (int64_t r = r0; r < std::min(rows, r0 + 3); ++r) class_acc[r - r0] = acc + (r * classes + c) * d;
+      const float* first = probabilities + r0 * stride;
+      switch (std::min<int64_t>(3, rows - r0)) {
+        case 3: AccumulateClassRows<3>(first, stride, values, c, classes, length, d, class_acc); break;
+        case 2: AccumulateClassRows<2>(first, stride, values, c, classes, length, d, class_acc); break;
+        default: AccumulateClassRows<1>(first, stride, values, c, classes, length, d, class_acc); break;
+      }
+    }
+  }
 }
 }  // namespace ggml_avx2
 #pragma GCC pop_options
@@ -217,6 +440,44 @@ struct AttentionJob {
   float scale;
 };
 
+// scores[r * stride + p] = scale * (q row r . key p) for `rows` q rows (float32, rounded to
+// float16 here) and positions 0..length-1 (keys[p], float16), as llama.cpp's build with
+// kLanes lanes computes them: ggml_vec_dot_f16's order, or tinyBLAS's (d a multiple of kLanes).
+template <bool kAvx2, int kLanes>
+void ScoresF16(const float* q, int64_t rows, int64_t d, const uint16_t* const* keys, int64_t length, float scale,
+               bool tiny_blas, float* scores, int64_t stride) {
+  thread_local std::vector<float> q_float, block;
+  thread_local std::vector<uint16_t> q_half;
+  if (kAvx2 && d % 8 == 0 && (tiny_blas || d % (4 * kLanes) == 0)) {
+    q_float.resize(static_cast<size_t>(rows * d));
+    block.resize(static_cast<size_t>(8 * d));
+    ggml_avx2::RoundToHalf(q, q_float.data(), rows * d);
+    if (tiny_blas) {
+      ggml_avx2::ScoreRows<kLanes, true>(q_float.data(), rows, d, keys, length, scale, scores, stride, block.data());
+    } else {
+      ggml_avx2::ScoreRows<kLanes, false>(q_float.data(), rows, d, keys, length, scale, scores, stride, block.data());
+    }
+    return;
+  }
+  // Other head sizes (and CPUs without AVX2): one product at a time, the float64 tail included.
+  q_half.resize(static_cast<size_t>(rows * d));
+  for (int64_t i = 0; i < rows * d; ++i) q_half[static_cast<size_t>(i)] = FloatToHalf(q[i]);
+  for (int64_t p = 0; p < length; ++p) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint16_t* q_row = q_half.data() + r * d;
+      float s;
+      if (tiny_blas) {
+        s = kAvx2 ? ggml_avx2::DotF16TinyBlasVector<kLanes>(q_row, keys[p], d)
+                  : ggml_portable::DotF16TinyBlas<kLanes>(q_row, keys[p], d);
+      } else {
+        s = kAvx2 ? ggml_avx2::DotF16GgmlVector<kLanes>(q_row, keys[p], d)
+                  : ggml_portable::DotF16Ggml<kLanes>(q_row, keys[p], d);
+      }
+      scores[r * stride + p] = s * scale;
+    }
+  }
+}
+
 // One (token, kv head) with a float16 cache, computed as llama.cpp computes it: q rounded to
 // float16, q . k as ggml_vec_dot_f16, softmax as ggml_vec_soft_max_f32 with ggml's exp, the
 // probabilities rounded to float16, and each output element the float16 dot product of the
@@ -245,32 +506,25 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
   const bool batch = sequence.count >= 2;
   const bool tiny_blas_scores = batch && d % kLanes == 0;
   const bool tiny_blas_values = batch && d % 4 == 0;
+  // Rows of whole vectors take the AVX2 row functions; other head sizes the per-element ones.
+  const bool vector_rows = kAvx2 && d % 8 == 0;
   thread_local std::vector<float> scores, classes;
-  thread_local std::vector<uint16_t> q_half;
-  scores.resize(static_cast<size_t>(group * length));
-  q_half.resize(static_cast<size_t>(group * d));
-  for (int64_t r = 0; r < group; ++r) {
-    const float* q = job.q + (t * job.q_heads + g * group + r) * d;
-    for (int64_t i = 0; i < d; ++i) q_half[static_cast<size_t>(r * d + i)] = FloatToHalf(q[i]);
-  }
+  thread_local std::vector<const uint16_t*> keys, values;
+  // Each row of scores padded to a multiple of 16 positions (the vector softmax's groups).
+  const int64_t stride = (length + 15) / 16 * 16;
+  scores.resize(static_cast<size_t>(group * stride));
+  keys.resize(static_cast<size_t>(length));
+  values.resize(static_cast<size_t>(length));
   for (int64_t p = 0; p < length; ++p) {
-    const auto* key = reinterpret_cast<const uint16_t*>(
-        cache.KeyAt(job.layer, pages[static_cast<size_t>(p / page_size)], g, p % page_size));
-    for (int64_t r = 0; r < group; ++r) {
-      const uint16_t* q_row = q_half.data() + r * d;
-      float s;
-      if (tiny_blas_scores) {
-        s = kAvx2 ? ggml_avx2::DotF16TinyBlasVector<kLanes>(q_row, key, d)
-                  : ggml_portable::DotF16TinyBlas<kLanes>(q_row, key, d);
-      } else {
-        s = kAvx2 ? ggml_avx2::DotF16GgmlVector<kLanes>(q_row, key, d) : ggml_portable::DotF16Ggml<kLanes>(q_row, key, d);
-      }
-      scores[static_cast<size_t>(r * length + p)] = s * job.scale;
-    }
+    const int32_t page = pages[static_cast<size_t>(p / page_size)];
+    keys[static_cast<size_t>(p)] = reinterpret_cast<const uint16_t*>(cache.KeyAt(job.layer, page, g, p % page_size));
+    values[static_cast<size_t>(p)] = reinterpret_cast<const uint16_t*>(cache.ValueAt(job.layer, page, g, p % page_size));
   }
+  ScoresF16<kAvx2, kLanes>(job.q + (t * job.q_heads + g * group) * d, group, d, keys.data(), length, job.scale,
+                           tiny_blas_scores, scores.data(), stride);
   for (int64_t r = 0; r < group; ++r) {
-    float* row = scores.data() + r * length;
-    kAvx2 ? ggml_avx2::SoftmaxToHalfPrecision<kLanes>(row, length)
+    float* row = scores.data() + r * stride;
+    kAvx2 ? ggml_avx2::SoftmaxToHalfPrecisionVector<kLanes>(row, length)
           : ggml_portable::SoftmaxToHalfPrecision<kLanes>(row, length);
   }
   // Classes (positions mod 4 kLanes, ggml_vec_dot_f16's chains, or mod kLanes, tinyBLAS's
@@ -278,14 +532,17 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
   const int64_t class_count = tiny_blas_values ? kLanes : 4 * kLanes;
   const int64_t used = std::min<int64_t>(length, class_count);
   classes.resize(static_cast<size_t>(group * class_count * d));
-  for (int64_t r = 0; r < group; ++r) std::fill_n(classes.data() + r * class_count * d, used * d, 0.0f);
-  for (int64_t p = 0; p < length; ++p) {
-    const auto* value = reinterpret_cast<const uint16_t*>(
-        cache.ValueAt(job.layer, pages[static_cast<size_t>(p / page_size)], g, p % page_size));
-    for (int64_t r = 0; r < group; ++r) {
-      float* acc = classes.data() + (r * class_count + p % class_count) * d;
-      const float w = scores[static_cast<size_t>(r * length + p)];
-      kAvx2 ? ggml_avx2::AccumulateValueVector(w, value, d, acc) : ggml_portable::AccumulateValue(w, value, d, acc);
+  if (vector_rows) {
+    ggml_avx2::AccumulateValues(scores.data(), group, stride, values.data(), length, d, class_count, classes.data());
+  } else {
+    for (int64_t r = 0; r < group; ++r) std::fill_n(classes.data() + r * class_count * d, used * d, 0.0f);
+    for (int64_t p = 0; p < length; ++p) {
+      const uint16_t* value = values[static_cast<size_t>(p)];
+      for (int64_t r = 0; r < group; ++r) {
+        float* acc = classes.data() + (r * class_count + p % class_count) * d;
+        const float w = scores[static_cast<size_t>(r * stride + p)];
+        kAvx2 ? ggml_avx2::AccumulateValueVector(w, value, d, acc) : ggml_portable::AccumulateValue(w, value, d, acc);
+      }
     }
   }
   for (int64_t r = 0; r < group; ++r) {
@@ -448,6 +705,20 @@ absl::Status Positions(BuiltinContext& ctx, const Value* const* args, int, Value
 }  // namespace
 
 void ForcePortableAttentionForTesting(bool portable) { force_portable.store(portable); }
+
+std::vector<float> AttentionScoresForTesting(const std::vector<float>& q, int64_t rows, const std::vector<uint16_t>& keys,
+                                             int64_t d, float scale, bool prompt) {
+  const int64_t length = static_cast<int64_t>(keys.size()) / d;
+  std::vector<const uint16_t*> key_rows;
+  for (int64_t p = 0; p < length; ++p) key_rows.push_back(keys.data() + p * d);
+  const bool avx512_build = ActiveGgmlSimd() == GgmlSimd::kAvx512;
+  const bool tiny_blas = prompt && d % (avx512_build ? 16 : 8) == 0;
+  std::vector<float> scores(static_cast<size_t>(rows * length));
+  const auto scores_f16 = HasAvx2F16c() ? (avx512_build ? ScoresF16<true, 16> : ScoresF16<true, 8>)
+                                        : (avx512_build ? ScoresF16<false, 16> : ScoresF16<false, 8>);
+  scores_f16(q.data(), rows, d, key_rows.data(), length, scale, tiny_blas, scores.data(), length);
+  return scores;
+}
 
 void RegisterKvCacheBuiltins(vm::BuiltinRegistry& registry) {
   registry.RegisterBuiltin("kiln.kv_cache.positions", "(object:paged_kv_cache) -> tensor", Positions);

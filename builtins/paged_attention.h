@@ -27,6 +27,9 @@
 // of range or a call outside a step are errors naming the builtin.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "vm/builtin_registry.h"
 
 namespace kiln::builtins {
@@ -35,5 +38,13 @@ void RegisterKvCacheBuiltins(vm::BuiltinRegistry& registry);
 
 // Tests: run the float16 attention's portable code even where AVX2 is available.
 void ForcePortableAttentionForTesting(bool portable);
+
+// Tests: the float16 attention's scores before the softmax (scale * q . key, q rounded to
+// float16) as the builtin computes them for one token and kv head: q is rows x d, keys is
+// positions x d float16 bits; `prompt` picks a prompt's (tinyBLAS) order. Returns rows x
+// positions. (The end-to-end output rounds the probabilities to float16, which can hide a
+// score's last bits.)
+std::vector<float> AttentionScoresForTesting(const std::vector<float>& q, int64_t rows, const std::vector<uint16_t>& keys,
+                                             int64_t d, float scale, bool prompt);
 
 }  // namespace kiln::builtins

@@ -109,17 +109,29 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
     // 72 and 68: products past the last 64 are added in float64, and a prompt's scores keep
     // the single-token order (no multiple of 16) while its value product does not (68: an
     // element past the last 8 the vector code takes at once); 40: past the AVX2 build's 32
-    // chains, a multiple of its 8 tinyBLAS lanes but not of 16.
-    for (int64_t d : {64, 72, 68, 40}) {
+    // chains, a multiple of its 8 tinyBLAS lanes but not of 16; 128: two rounds of the 64
+    // chains, four q heads per kv head (the vector value product takes rows three at a
+    // time); 32: one q head per kv head; a large scale: scores hundreds apart, whose exps
+    // reach ggml's subnormal and saturated ranges.
+    struct Shape {
+      int64_t d, q_heads, kv_heads;
+      double scale;
+    };
+    for (const Shape& shape : {Shape{64, 6, 2, 0.125}, Shape{72, 6, 2, 0.125}, Shape{68, 6, 2, 0.125},
+                               Shape{40, 6, 2, 0.125}, Shape{128, 8, 2, 0.125}, Shape{32, 2, 2, 0.125},
+                               Shape{64, 6, 2, 6.0}}) {
+      const int64_t d = shape.d, q_heads = shape.q_heads, kv_heads = shape.kv_heads;
+      const int64_t group = q_heads / kv_heads;
+      SCOPED_TRACE(::testing::Message() << "head_dim " << d << ", " << q_heads << " q heads, " << kv_heads
+                                        << " kv heads, scale " << shape.scale);
       PagedKvCache::Config c;
       c.num_layers = 1;
-      c.num_kv_heads = 2;
+      c.num_kv_heads = kv_heads;
       c.head_dim = d;
       c.page_size = 16;
       c.num_pages = 16;
       auto cache = *PagedKvCache::Create(c);
       ASSERT_TRUE(cache->AddSequence(0).ok());
-      const int64_t q_heads = 6, kv_heads = 2;
       std::vector<std::vector<float>> keys, values;  // rounded to float16, per position
       int salt = 0;
       for (int64_t n : {83, 1, 1, 40}) {  // a prompt past 64 positions, two decode steps, more
@@ -134,7 +146,7 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
         vm::Tensor q = make(q_heads, 0), k = make(kv_heads, 5000), v = make(kv_heads, 9000);
         const vm::BuiltinRegistry::Builtin* builtin = DefaultRegistry().FindBuiltin("kiln.kv_cache.attention");
         ASSERT_NE(builtin, nullptr);
-        const double scale = 0.125;
+        const double scale = shape.scale;
         vm::Value args[] = {vm::Value::FromObject(cache), vm::Value(int64_t{0}), vm::Value(q), vm::Value(k), vm::Value(v),
                             vm::Value(scale)};
         const vm::Value* ptrs[] = {&args[0], &args[1], &args[2], &args[3], &args[4], &args[5]};
@@ -152,7 +164,7 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
           values.push_back(vt);
           const size_t length = keys.size();
           for (int64_t h = 0; h < q_heads; ++h) {
-            const int64_t g = h / 3;
+            const int64_t g = h / group;
             std::vector<float> qh(static_cast<size_t>(d));
             for (int64_t i = 0; i < d; ++i) qh[i] = Half(q.data_as<float>()[(t * q_heads + h) * d + i]);
             std::vector<float> score(length);
@@ -188,6 +200,49 @@ TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBi
           }
         }
         ASSERT_TRUE(cache->EndForward().ok());
+      }
+    }
+  }
+  ForcePortableAttentionForTesting(false);
+  SetGgmlSimd(host);
+}
+
+// The scores alone (the end-to-end output rounds probabilities to float16, which hides most
+// of a score's last bits): every position count past and short of the vector code's blocks
+// of 8, head sizes with and without a float64 tail, one to five q rows per kv head.
+TEST(GgmlAttentionNumerics, ScoresEqualTheNaiveDotProductsBitForBit) {
+  const GgmlSimd host = ActiveGgmlSimd();
+  for (auto [portable, simd] : {std::pair{false, GgmlSimd::kAvx512}, std::pair{true, GgmlSimd::kAvx512},
+                                std::pair{false, GgmlSimd::kAvx2}, std::pair{true, GgmlSimd::kAvx2}}) {
+    ForcePortableAttentionForTesting(portable);
+    SetGgmlSimd(simd);
+    const size_t lanes = static_cast<size_t>(Lanes(simd));
+    for (int64_t d : {64, 128, 32, 96, 72, 40, 16}) {
+      for (int64_t rows : {1, 3, 5}) {
+        for (int64_t length : {1, 7, 8, 9, 17, 70}) {
+          for (bool prompt : {false, true}) {
+            SCOPED_TRACE(::testing::Message() << (portable ? "portable" : "avx2 where available") << ", "
+                                              << GgmlSimdName(simd) << " build, d " << d << ", rows " << rows
+                                              << ", length " << length << (prompt ? ", prompt" : ", one token"));
+            std::vector<float> q(static_cast<size_t>(rows * d));
+            for (size_t i = 0; i < q.size(); ++i) q[i] = Value(static_cast<int64_t>(i), static_cast<int>(d + rows));
+            std::vector<uint16_t> keys(static_cast<size_t>(length * d));
+            for (size_t i = 0; i < keys.size(); ++i) keys[i] = support::FloatToHalf(Value(static_cast<int64_t>(i) + 777, 5));
+            const std::vector<float> got = AttentionScoresForTesting(q, rows, keys, d, 0.3f, prompt);
+            ASSERT_EQ(got.size(), static_cast<size_t>(rows * length));
+            for (int64_t r = 0; r < rows; ++r) {
+              std::vector<float> qr(static_cast<size_t>(d));
+              for (int64_t i = 0; i < d; ++i) qr[i] = Half(q[r * d + i]);
+              for (int64_t p = 0; p < length; ++p) {
+                std::vector<float> key(static_cast<size_t>(d));
+                for (int64_t i = 0; i < d; ++i) key[i] = support::HalfToFloat(keys[p * d + i]);
+                const bool tiny_blas = prompt && static_cast<size_t>(d) % lanes == 0;
+                const float want = (tiny_blas ? NaiveDotTinyBlas(qr, key, simd) : NaiveDot(qr, key, simd)) * 0.3f;
+                ASSERT_EQ(got[r * length + p], want) << "row " << r << " position " << p;
+              }
+            }
+          }
+        }
       }
     }
   }
