@@ -79,8 +79,15 @@ absl::StatusOr<std::unique_ptr<LlmRunner>> LlmRunner::Load(const std::string& ex
   cache.dtype = options.kv_float32 ? vm::DTypeFloat32() : DLDataType{kDLFloat, 16, 1};
   const int64_t tokens = options.kv_cache_tokens > 0 ? options.kv_cache_tokens
                                                      : std::min(c.context_length, kMaxDefaultCacheTokens);
-  cache.num_pages = (tokens + options.page_size - 1) / options.page_size;
-  KILN_ASSIGN_OR_RETURN(runner->cache_, builtins::PagedKvCache::Create(cache));
+  // Rounded up to whole pages without `tokens + page_size - 1`, which overflows for a
+  // user's --kv-cache-tokens near 2^63.
+  cache.num_pages = tokens / options.page_size + (tokens % options.page_size != 0 ? 1 : 0);
+  absl::StatusOr<std::shared_ptr<builtins::PagedKvCache>> created = builtins::PagedKvCache::Create(cache);
+  if (!created.ok()) {
+    return absl::Status(created.status().code(), absl::StrCat("a KV cache of ", tokens, " tokens (kv_cache_tokens): ",
+                                                              created.status().message()));
+  }
+  runner->cache_ = *std::move(created);
   return runner;
 }
 

@@ -48,7 +48,12 @@ const char* TypeName(const Json& value) {
     case Json::value_t::string: return "a string";
     case Json::value_t::array: return "an array";
     case Json::value_t::object: return "an object";
-    case Json::value_t::number_float: return "a non-integer number";
+    case Json::value_t::number_float: {
+      // The JSON parser keeps integers past 64 bits (2^64) as floating point: not "non-integer".
+      const double x = value.get<double>();
+      return std::isfinite(x) && x == std::floor(x) && std::fabs(x) >= 0x1p63 ? "an integer beyond 64 bits"
+                                                                               : "a non-integer number";
+    }
     default: return "a number";
   }
 }

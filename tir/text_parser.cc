@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <unordered_set>
 
 #include "absl/strings/str_cat.h"
 #include "support/status_macros.h"
@@ -486,6 +487,22 @@ absl::StatusOr<PrimExpr> TirParser::ParseCallForm(const Token& name) {
                                   "broadcast, a math intrinsic or a typed literal like int32(3))"));
 }
 
+absl::Status TirParser::CheckConstantIndices(const Token& name, const Buffer& buffer,
+                                             const std::vector<PrimExpr>& indices) const {
+  // A constant index outside a constant dimension reads or writes another object's memory
+  // once compiled: nothing checks indices at run time.
+  for (size_t i = 0; i < indices.size(); ++i) {
+    std::optional<int64_t> index = indices[i].as_int();
+    if (!index) continue;
+    std::optional<int64_t> extent = buffer->shape[i].as_int();
+    if (*index < 0 || (extent && *index >= *extent)) {
+      return Error(name, absl::StrCat("index ", i, " of buffer '", name.text, "' is ", *index, ", outside [0, ",
+                                      extent ? absl::StrCat(*extent) : ToString(buffer->shape[i]), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<PrimExpr> TirParser::ParseAtom() {
   const Token& t = Peek();
   if (t.kind == TokenKind::kInt) {
@@ -516,6 +533,7 @@ absl::StatusOr<PrimExpr> TirParser::ParseAtom() {
     for (size_t i = 0; i + 1 < indices.size(); ++i) {
       if (!indices[i].dtype().is_scalar()) return Error(name, "only the last index may be a vector");
     }
+    KILN_RETURN_IF_ERROR(CheckConstantIndices(name, b, indices));
     return b.Load(std::move(indices));
   }
   if (const Var* var = LookupTirVar(name.text)) return *var;
@@ -686,6 +704,7 @@ absl::StatusOr<Stmt> TirParser::ParseBufferStore() {
                                     buffer.ndim() == 1 ? "" : "s", ", found ", indices.size(), " index",
                                     indices.size() == 1 ? "" : "es"));
   }
+  KILN_RETURN_IF_ERROR(CheckConstantIndices(name, buffer, indices));
   Token eq = Peek();
   KILN_RETURN_IF_ERROR(ExpectPunct("="));
   KILN_ASSIGN_OR_RETURN(PrimExpr value, ParsePrimExpr());
@@ -801,6 +820,44 @@ absl::StatusOr<Stmt> TirParser::ParseBlock() {
 
 // ---------------------------------------------------------------- PrimFunc
 
+absl::Status TirParser::CheckParamVarsBound(const std::vector<PrimFuncParam>& params) const {
+  // A caller's tensors give the values of the bare dimensions and strides of the buffer
+  // parameters (`n` in `Buffer((n, 4), ...)`); a variable named only inside an expression
+  // (`floordiv(b, 2)`) has no value unless it is also a scalar parameter or a bare dimension.
+  std::unordered_set<const VarNode*> bound;
+  for (const PrimFuncParam& param : params) {
+    if (!param.is_buffer()) {
+      bound.insert(param.var.get());
+      continue;
+    }
+    for (const auto* dims : {&param.buffer->shape, &param.buffer->strides}) {
+      for (const PrimExpr& d : *dims) {
+        if (const auto* v = d.as<VarNode>()) bound.insert(v);
+      }
+    }
+  }
+  const Var* first_unbound = nullptr;
+  SourceLocation first_at;
+  for (const auto& [name, var] : tir_scopes_.front()) {
+    if (bound.count(var.get())) continue;
+    auto at = locations_.find(var.get());
+    if (at == locations_.end()) continue;
+    bool earlier = first_unbound == nullptr || at->second.line < first_at.line ||
+                   (at->second.line == first_at.line && at->second.column < first_at.column);
+    if (earlier) {
+      first_unbound = &var;
+      first_at = at->second;
+    }
+  }
+  if (first_unbound == nullptr) return absl::OkStatus();
+  Token at{TokenKind::kIdent, first_unbound->name(), first_at.line, first_at.column};
+  return Error(at, absl::StrCat("symbolic variable '", first_unbound->name(),
+                                "' appears only inside an expression of the parameters' shapes, so no argument "
+                                "gives its value: make it a whole dimension of a buffer parameter (Buffer((",
+                                first_unbound->name(), ", ...), ...)) or a scalar parameter (",
+                                first_unbound->name(), ": int64)"));
+}
+
 absl::StatusOr<PrimFunc> TirParser::ParsePrimFunc(const Token& name_token) {
   tir_scopes_.assign(1, {});
   buffer_scopes_.assign(1, {});
@@ -847,6 +904,7 @@ absl::StatusOr<PrimFunc> TirParser::ParsePrimFunc(const Token& name_token) {
       KILN_RETURN_IF_ERROR(ExpectPunct(","));
     }
   }
+  KILN_RETURN_IF_ERROR(CheckParamVarsBound(params));
   if (IsKeyword("where")) {
     if (after_where == 0) return Expected("'{'");
     pos_ = after_where;

@@ -85,6 +85,12 @@ class TirParser {
   absl::StatusOr<PrimFunc> ParsePrimFunc(const Token& name_token);
   absl::Status ParseBounds();  // the `where` clause, into pending_bounds_
   absl::Status CheckBoundsUsed();  // every bound names a defined variable and can hold
+  // A constant index must lie in its dimension (in [0, extent) when the extent is constant).
+  absl::Status CheckConstantIndices(const Token& name, const Buffer& buffer,
+                                    const std::vector<PrimExpr>& indices) const;
+  // Every symbolic variable of the parameters' shapes has a value from the call: it is a
+  // scalar parameter or a whole dimension or stride of a buffer parameter.
+  absl::Status CheckParamVarsBound(const std::vector<PrimFuncParam>& params) const;
   // Index of the `where` of a function header starting at the current token, or 0.
   size_t FindWhereClause() const;
   // Defines a symbolic variable in a defining context (with any declared bound).

@@ -6,7 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "builtins/ggml_simd.h"
 #include "codegen/cpu_target.h"
+#include "formats/gguf_file.h"
+#include "formats/llama_config.h"
 #include "serving/model_files.h"
+#include "serving/tokenizer.h"
 #include "support/mapped_file.h"
 #include "tir/target.h"
 #include "tools/compiled_model_cache.h"
@@ -37,6 +40,25 @@ absl::StatusOr<std::string> GgufOfExecutable(const std::string& path) {
   return it->second;
 }
 
+// What a .gguf's metadata can get wrong outside the model's tensors (its tokenizer: token
+// ids past the vocabulary, a vocabulary larger than the embedding table) is read before
+// anything compiles: the error comes in a second, not after the compile.
+absl::Status CheckTokenizerOfGguf(const std::string& path) {
+  absl::StatusOr<std::shared_ptr<const formats::GgufFile>> gguf = formats::GgufFile::Open(path);
+  // A missing or unreadable file: the compile (or the load) says so in its own words.
+  if (!gguf.ok()) return absl::OkStatus();
+  absl::StatusOr<std::shared_ptr<const serving::Tokenizer>> tokenizer = serving::Tokenizer::FromGguf(**gguf);
+  if (!tokenizer.ok()) return tokenizer.status();
+  absl::StatusOr<formats::LlamaConfig> config = formats::LlamaConfig::FromGguf(**gguf);
+  if (!config.ok()) return config.status();
+  if ((*tokenizer)->vocab_size() > config->vocab_size) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": the tokenizer has ", (*tokenizer)->vocab_size(),
+                                                   " tokens, the model's vocabulary (token_embd.weight) ",
+                                                   config->vocab_size));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ResolvedModel> ResolveModel(std::string model, int64_t threads, bool recompile,
@@ -59,9 +81,11 @@ absl::StatusOr<ResolvedModel> ResolveModel(std::string model, int64_t threads, b
     absl::StatusOr<std::string> gguf = GgufOfExecutable(model);
     if (!gguf.ok()) return gguf.status();
     resolved.gguf_path = *gguf;
+    if (absl::Status checked = CheckTokenizerOfGguf(*gguf); !checked.ok()) return checked;
     return resolved;
   }
   resolved.gguf_path = model;
+  if (absl::Status checked = CheckTokenizerOfGguf(model); !checked.ok()) return checked;
   codegen::ModelCompileOptions compile;
   const std::string kind = device.substr(0, device.find(':'));  // cpu, vulkan or cuda: GetDevice knew it
   const bool gpu = kind != "cpu";

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/bfloat16_outputs.h"
+#include "frontends/onnx/flag_attributes.h"
 #include "frontends/onnx/graph_order.h"
 #include "frontends/onnx/model_loader.h"
 #include "frontends/onnx/narrow_types.h"
@@ -325,6 +326,7 @@ class GraphImporter {
                                                    default_domain ? "" : absl::StrCat(" of domain '", node.domain(), "'"),
                                                    " is not supported"));
     }
+    KILN_RETURN_IF_ERROR(CheckFlagAttributes(node, label));
     std::vector<Value*> inputs;
     for (const std::string& name : node.input()) {
       Value* value = name.empty() ? nullptr : scope.Find(name);
@@ -351,6 +353,13 @@ class GraphImporter {
     if (!outputs.ok()) {
       if (absl::StartsWith(outputs.status().message(), label)) return outputs.status();
       return context.Annotate(outputs.status());
+    }
+    if (int surplus = context.FirstInputNotLookedAt(); surplus >= 0) {
+      // Without the ONNX checker (opsets above kCheckerNewestOpset) nothing else counts inputs.
+      return absl::InvalidArgumentError(absl::StrCat(label, ": input ", surplus, " ('", node.input(surplus),
+                                                     "') is not an input ", node.op_type(),
+                                                     " takes here (the node has ", node.input_size(),
+                                                     " inputs): remove it"));
     }
     if (absl::Status rounded = RoundBFloat16Outputs(context, *outputs); !rounded.ok()) {
       if (absl::StartsWith(rounded.message(), label)) return rounded;

@@ -15,6 +15,13 @@ std::string NodeLabel(const ::onnx::NodeProto& node, int64_t opset) {
   return absl::StrCat("node '", name, "' (op ", node.op_type(), ", opset ", opset, ")");
 }
 
+int NodeContext::FirstInputNotLookedAt() const {
+  for (int i = 0; i < num_inputs(); ++i) {
+    if (inputs_[i] != nullptr && !looked_at_[i]) return i;
+  }
+  return -1;
+}
+
 absl::Status NodeContext::NeedInput(int i) const {
   if (!has_input(i)) return Error("input ", i, " is required but missing");
   if (inputs_[i]->is_sequence) return Error("input '", input_name(i), "' is a sequence, where a tensor is expected");

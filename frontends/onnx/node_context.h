@@ -58,8 +58,18 @@ class NodeContext {
 
   // --- Inputs ---
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
-  // Present: listed and not the empty name ONNX uses for an omitted optional input.
-  bool has_input(int i) const { return i < num_inputs() && inputs_[i] != nullptr; }
+  // Present: listed and not the empty name ONNX uses for an omitted optional input. Every
+  // accessor of input i comes here, which marks it as looked at (FirstInputNotLookedAt).
+  bool has_input(int i) const {
+    if (i >= 0 && i < num_inputs()) looked_at_[i] = true;
+    return i < num_inputs() && inputs_[i] != nullptr;
+  }
+  // The first present input the converter never looked at, or -1. A node with more inputs
+  // than its operator takes (Cast with two) would otherwise convert ignoring the extra one.
+  int FirstInputNotLookedAt() const;
+  // An input the operator takes that this conversion knowingly does not need (Dropout's
+  // ratio in inference): not a surplus input.
+  void IgnoreInput(int i) { has_input(i); }
   const std::string& input_name(int i) const { return node_.input(i); }
   // Input i as a Relax expression (materializing known data or shape values). An error when
   // it is absent.
@@ -134,6 +144,7 @@ class NodeContext {
   std::string label_;
   relax::BlockBuilder& builder_;
   std::vector<Value*> inputs_;
+  mutable std::vector<bool> looked_at_ = std::vector<bool>(inputs_.size(), false);
   std::function<bool(const std::string&)> is_graph_input_;
   BindLookup bind_;
   const std::string& base_dir_;

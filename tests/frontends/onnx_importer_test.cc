@@ -6,6 +6,7 @@
 #include <limits>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "frontends/onnx/importer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -234,6 +235,57 @@ TEST(OnnxImporter, OpsetsNewerThanTheConvertersKnowImport) {
   absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(ResultSInfo(*r), "Tensor((n,), float32)");
+}
+
+// Above opset 17 ONNX 1.12's checker does not run: the importer itself refuses an input the
+// operator does not take (it was converted ignoring it), naming the node and the input.
+TEST(OnnxImporter, ASurplusInputIsAnErrorWithoutTheChecker) {
+  ModelBuilder m(19);
+  m.Input("x", kFloat, {"4"}).Input("extra", kFloat, {"4"}).Output("y");
+  SetIntAttr(m.Node("Cast", {"x", "extra"}, {"y"}, "cast0"), "to", kFloat);
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "node 'cast0' (op Cast, opset 19): input 1 ('extra') is not an input Cast takes here (the node has 2 "
+            "inputs): remove it");
+
+  // A node's optional inputs that the converter reads are not surplus (Clip's min and max;
+  // an omitted one in the middle is the empty name).
+  ModelBuilder clip(19);
+  clip.Input("x", kFloat, {"4"}).Input("hi", kFloat, {}).Output("y");
+  clip.Node("Clip", {"x", "", "hi"}, {"y"}, "clip0");
+  absl::StatusOr<ImportResult> ok = ImportOnnxBytes(clip.Bytes(), "");
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
+// A flag attribute (0 or 1) with another value: Kiln read `!= 0`, ONNX Runtime reads `== 1`,
+// so `allowzero=-100` meant 1 here and 0 there. Refused before the node converts.
+TEST(OnnxImporter, AFlagAttributeOtherThanZeroOrOneIsAnError) {
+  for (int64_t value : {int64_t{-100}, int64_t{2}, int64_t{1} << 40}) {
+    for (int64_t opset : {17, 21}) {
+      ModelBuilder m(opset);
+      m.Input("x", kFloat, {"2", "3"}).Output("y");
+      m.Initializer("shape", {3, 2}, {2});
+      SetIntAttr(m.Node("Reshape", {"x", "shape"}, {"y"}, "reshape0"), "allowzero", value);
+      ImportOptions options;
+      options.check = false;  // the checker does not look at the value either
+      absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "", options);
+      ASSERT_FALSE(r.ok()) << value;
+      EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_EQ(r.status().message(), absl::StrCat("node 'reshape0' (op Reshape, opset ", opset,
+                                                   "): attribute 'allowzero' is ", value, "; it is a flag: 0 or 1"));
+    }
+  }
+  for (int64_t value : {0, 1}) {
+    ModelBuilder m(21);
+    m.Input("x", kFloat, {"2", "3"}).Output("y");
+    m.Initializer("shape", {3, 2}, {2});
+    SetIntAttr(m.Node("Reshape", {"x", "shape"}, {"y"}, "reshape0"), "allowzero", value);
+    absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(ResultSInfo(*r), "Tensor((3, 2), float32)");
+  }
 }
 
 TEST(OnnxImporter, TruncatedProtobufIsAClearError) {

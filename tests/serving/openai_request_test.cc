@@ -182,6 +182,13 @@ TEST(OpenAiRequest, WrongTypesNameTheField) {
     const std::string body = std::string(R"({"prompt": "x", ")") + c.field + "\": " + c.value + "}";
     EXPECT_EQ(ParseError(kCompletions, body).param, c.field) << body;
   }
+  // 2^64 parses as floating point; it is named as the integer it is (it said "non-integer").
+  EXPECT_EQ(ParseError(kCompletions, R"({"prompt": "x", "seed": 18446744073709551616})").message,
+            "'seed' must be an integer, not an integer beyond 64 bits");
+  EXPECT_EQ(ParseError(kCompletions, R"({"prompt": "x", "seed": 1e30})").message,
+            "'seed' must be an integer, not an integer beyond 64 bits");
+  EXPECT_EQ(ParseError(kCompletions, R"({"prompt": "x", "seed": 0.5})").message,
+            "'seed' must be an integer, not a non-integer number");
   EXPECT_EQ(ParseError(kCompletions, R"({"prompt": "x", "stream": true, "stream_options": 3})").param, "stream_options");
   EXPECT_EQ(ParseError(kCompletions, R"({"prompt": "x", "stream": true, "stream_options": {"include_usage": 1}})").param,
             "stream_options.include_usage");

@@ -126,6 +126,20 @@ TEST(TirTextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
        "k.tir:2:17: error: expected an expression, found '<'"},
       {"prim_func @k(A: Buffer((4,), float32)) where m <= 4 { }",
        "k.tir:1:46: error: bound on 'm', which is not a symbolic variable defined by the parameters or a match_cast"},
+      {"prim_func @k(A: Buffer((4,), float32)) {\n  A[4] = 1.0\n}",
+       "k.tir:2:3: error: index 0 of buffer 'A' is 4, outside [0, 4)"},
+      {"prim_func @k(A: Buffer((n, 4), float32)) {\n  A[0, 0] = A[0, 100000]\n}",
+       "k.tir:2:13: error: index 1 of buffer 'A' is 100000, outside [0, 4)"},
+      {"prim_func @k(A: Buffer((n,), float32)) {\n  A[-1] = 1.0\n}",
+       "k.tir:2:3: error: index 0 of buffer 'A' is -1, outside [0, n)"},
+      {"prim_func @k(A: Buffer((n,\n  floordiv(b, 2)), float32)) { }",
+       "k.tir:2:12: error: symbolic variable 'b' appears only inside an expression of the parameters' shapes, so no "
+       "argument gives its value: make it a whole dimension of a buffer parameter (Buffer((b, ...), ...)) or a scalar "
+       "parameter (b: int64)"},
+      {"prim_func @k(A: Buffer((m * 2,), float32), B: Buffer((n + 1,), float32)) { }",
+       "k.tir:1:25: error: symbolic variable 'm' appears only inside an expression of the parameters' shapes, so no "
+       "argument gives its value: make it a whole dimension of a buffer parameter (Buffer((m, ...), ...)) or a scalar "
+       "parameter (m: int64)"},
   };
   for (const Case& c : kCases) {
     absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(c.text, "k.tir");
@@ -135,6 +149,14 @@ TEST(TirTextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
     }
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(std::string(parsed.status().message()), c.message) << c.text;
+  }
+}
+
+TEST(TirTextFormatTest, AVariableInsideAParameterShapeIsFineWhenAnotherParameterGivesIt) {
+  for (const char* text : {"prim_func @k(A: Buffer((n, floordiv(n, 2)), float32)) { }",
+                           "prim_func @k(A: Buffer((floordiv(b, 2),), float32), b: int64) { }",
+                           "prim_func @k(A: Buffer((b * 2,), float32), B: Buffer((b,), float32)) { }"}) {
+    EXPECT_TRUE(ParsePrimFunc(text, "k.tir").ok()) << text << ": " << ParsePrimFunc(text, "k.tir").status();
   }
 }
 

@@ -72,6 +72,26 @@ expect_error "no such model file" "$dir/missing.gguf" --prompt hi
 echo "not a model" > "$dir/junk.gguf"
 expect_error "junk.gguf" "$dir/junk.gguf" --prompt hi
 expect_error "unknown device 'tpu'" --prompt hi --device tpu
+# A KV cache near 2^63 tokens: its page count overflowed (signed, undefined); now the cache's
+# own limit, naming the size asked for.
+expect_error "a KV cache of 9223372036854775807 tokens (kv_cache_tokens): paged KV cache: num_pages is" \
+  --prompt hi -c 9223372036854775807
+# A token id past the vocabulary (eos = 49152 of 49152 tokens) is named before anything
+# compiles (it was found only after the model compiled).
+cp "$model" "$dir/bad_eos.gguf"
+python3 - "$dir/bad_eos.gguf" <<'PY'
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    key = b"tokenizer.ggml.eos_token_id"
+    at = f.read(1 << 22).find(key)
+    f.seek(at + len(key))
+    assert struct.unpack("<I", f.read(4))[0] == 4  # a uint32 value follows
+    f.write(struct.pack("<I", 49152))
+PY
+KILN_CACHE_DIR=$dir/bad_cache expect_error "tokenizer.ggml.eos_token_id is 49152, outside the vocabulary of 49152" \
+  "$dir/bad_eos.gguf" --prompt hi
+[ -z "$(ls "$dir/bad_cache" 2>/dev/null)" ] || fail "the model with a bad eos id was compiled: $(ls "$dir/bad_cache")"
+rm "$dir/bad_eos.gguf"
 "$kiln" generate --help | grep -q -- "--temperature" || fail "--help"
 
 # --device vulkan (lavapipe in CI): the model compiled for Vulkan gives the greedy text of

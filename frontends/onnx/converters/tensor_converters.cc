@@ -685,7 +685,9 @@ absl::StatusOr<std::vector<Value>> ConvertRange(NodeContext& c) {
 }
 
 absl::StatusOr<std::vector<Value>> ConvertDropout(NodeContext& c) {
-  // Inference: the identity. training_mode (opset 12) true would drop at random.
+  // Inference: the identity. training_mode (opset 12) true would drop at random. The ratio
+  // (an input from opset 12) matters only in training.
+  if (c.opset() >= 12) c.IgnoreInput(1);
   if (c.opset() >= 12 && c.has_input(2)) {
     absl::StatusOr<relax::ConstantData> training = c.InputData(2);
     if (!training.ok() || ElementAsInt(*training, 0) != 0) {

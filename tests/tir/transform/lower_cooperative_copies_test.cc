@@ -12,10 +12,10 @@ using testing::Canonical;
 using testing::ParseFunc;
 using testing::Print;
 
-// A 2 x 3 thread block reading a 4 x 5 tile of A per step, as CacheReadShared leaves it:
+// A 2 x 3 thread block reading a 4 x 5 tile of A per step (s steps), as CacheReadShared leaves it:
 // each thread copies the whole tile (guarded at A's rows) at the start of each step.
 constexpr const char* kTile = R"TIR(
-prim_func @f(A: Buffer((m, 5 * s), float32), B: Buffer((m, 3), float32)) {
+prim_func @f(A: Buffer((m, 5 * s), float32), B: Buffer((m, 3), float32), s: int64) {
   for bx in thread_binding(0, floordiv(m + 3, 4), "blockIdx.x") {
     for ty in thread_binding(0, 2, "threadIdx.y") {
       for tx in thread_binding(0, 3, "threadIdx.x") {
@@ -45,7 +45,7 @@ TEST(LowerCooperativeCopiesTest, TheBlocksThreadsSplitTheCopyBetweenTwoBarriers)
   absl::StatusOr<PrimFunc> lowered = LowerCooperativeCopies(ParseFunc(kTile));
   ASSERT_TRUE(lowered.ok()) << lowered.status();
   EXPECT_EQ(Print(*lowered), Canonical(R"TIR(
-prim_func @f(A: Buffer((m, 5 * s), float32), B: Buffer((m, 3), float32)) {
+prim_func @f(A: Buffer((m, 5 * s), float32), B: Buffer((m, 3), float32), s: int64) {
   for bx in thread_binding(0, floordiv(m + 3, 4), "blockIdx.x") {
     for ty in thread_binding(0, 2, "threadIdx.y") {
       for tx in thread_binding(0, 3, "threadIdx.x") {
