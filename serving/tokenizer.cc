@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "support/status_macros.h"
+#include "support/utf8.h"
 
 namespace kiln::serving {
 namespace {
@@ -12,24 +13,6 @@ namespace {
 using formats::GgufFile;
 using formats::GgufValue;
 using formats::GgufValueType;
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 // GPT-2's byte-level alphabet: printable Latin-1 bytes stand for themselves, the other 68
 // bytes for the code points from U+0100 on, in byte order (so a space is "Ġ", U+0120).

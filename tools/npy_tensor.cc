@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "formats/npy.h"
+#include "support/utf8.h"
 #include "vm/string_tensor.h"
 
 namespace kiln::tools {
@@ -18,24 +19,6 @@ DLDataType ToDLDataType(formats::NpyType t) {
   if (t.kind == 'u') code = kDLUInt;
   if (t.kind == 'b') code = vm::kDTypeBool;
   return DLDataType{code, static_cast<uint8_t>(t.bytes * 8), 1};
-}
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xc0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xe0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  } else {
-    out->push_back(static_cast<char>(0xf0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3f)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  }
 }
 
 // A '<U<n>' array (n UTF-32 code units per element, NUL-padded; NumPy drops trailing NULs)
