@@ -41,7 +41,12 @@ absl::StatusOr<LoadedModel> Parse(const std::string& bytes, const std::string& l
   if (model.opset < kOldestOpset && !(model.opset == 0 && !model.domains.empty())) {
     return absl::InvalidArgumentError(absl::StrCat(label, ": opset ", model.opset, " is not a valid version"));
   }
-  if (options.check && model.opset >= kOldestOpset && model.opset <= kCheckerNewestOpset) {
+  // The checker refuses an IR version newer than its own ("higher than the checker's"), which
+  // the newest `onnx` package writes by default even for an old opset: such a model is not
+  // wrong, so it is imported as models of opsets the checker does not know are.
+  const bool checker_knows = model.opset >= kOldestOpset && model.opset <= kCheckerNewestOpset &&
+                             model.proto.ir_version() <= ::onnx::Version::IR_VERSION;
+  if (options.check && checker_knows) {
     // The checker throws (ValidationError, or anything protobuf-related); every exception is
     // the model's fault here. External data needs the model's folder, which check_model's
     // in-memory form does not know: check models with external data without it.

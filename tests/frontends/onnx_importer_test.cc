@@ -237,6 +237,18 @@ TEST(OnnxImporter, OpsetsNewerThanTheConvertersKnowImport) {
   EXPECT_EQ(ResultSInfo(*r), "Tensor((n,), float32)");
 }
 
+// The newest `onnx` package writes its own IR version (10 or more) into every model, also
+// at an old opset; ONNX 1.12's checker (IR version 8) would refuse such a model outright.
+TEST(OnnxImporter, AnIrVersionNewerThanTheCheckersImports) {
+  ModelBuilder m(17);
+  m.proto().set_ir_version(11);
+  m.Input("x", kFloat, {"n"}).Output("y");
+  m.Node("Relu", {"x"}, {"y"});
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(m.Bytes(), "");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(ResultSInfo(*r), "Tensor((n,), float32)");
+}
+
 // Above opset 17 ONNX 1.12's checker does not run: the importer itself refuses an input the
 // operator does not take (it was converted ignoring it), naming the node and the input.
 TEST(OnnxImporter, ASurplusInputIsAnErrorWithoutTheChecker) {
