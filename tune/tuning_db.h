@@ -37,7 +37,6 @@ inline constexpr const char* kRecordWriter = "kiln-tune/1";
 // percent is within the noise of one measurement.
 inline constexpr double kMinSpeedup = 1.05;
 
-
 struct TuningRecord {
   std::string workload{};    // tir::WorkloadKey
   std::string target{};      // the target's text form
