@@ -4,7 +4,7 @@
 // loop (--kv=f32) in the same run.
 //
 //   KILN_NUM_THREADS=N build/benchmarks/attention_bench [--contexts=16,1024,4096] [--prompts=128,512]
-//                                                       [--no-peer]
+//                                                       [--no-peer] [--wall] [--unsplit]
 //
 // Decode: one token attending to a context of C positions (the cache filled beforehand).
 // Prefill: a prompt of P tokens in one call, from an empty sequence (causal: token t reads
@@ -13,7 +13,9 @@
 // float16 cache's outputs: two builds that print the same one computed the same floats
 // (compare a change's build with its parent's). --no-peer skips the float32 cache (for a
 // profiler's view of the float16 one). KILN_GGML_SIMD=avx2 times the AVX2 build's
-// arithmetic (builtins/ggml_simd.h).
+// arithmetic (builtins/ggml_simd.h). --wall times by the clock instead (best of the rounds),
+// for how threads share a call; --unsplit never splits a (token, kv head) over threads (the
+// builtin splits long decode steps when there are few kv heads per thread), to compare.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -27,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "builtins/default_builtins.h"
 #include "builtins/ggml_simd.h"
+#include "builtins/paged_attention.h"
 #include "builtins/paged_kv_cache.h"
 #include "vm/builtin_registry.h"
 #include "vm/dtype.h"
@@ -38,9 +41,11 @@ namespace {
 using kiln::builtins::PagedKvCache;
 using kiln::vm::Tensor;
 
+bool wall_clock = false;
+
 double CpuSeconds() {
   timespec t{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  clock_gettime(wall_clock ? CLOCK_MONOTONIC : CLOCK_PROCESS_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
@@ -162,8 +167,12 @@ int main(int argc, char** argv) {
       prompts = ParseList(arg.substr(10), "--prompts");
     } else if (arg == "--no-peer") {
       peer = false;
+    } else if (arg == "--wall") {
+      wall_clock = true;
+    } else if (arg == "--unsplit") {
+      kiln::builtins::SetAttentionPartsForTesting(1);
     } else {
-      Die("usage: attention_bench [--contexts=16,1024,4096] [--prompts=128,512] [--no-peer]");
+      Die("usage: attention_bench [--contexts=16,1024,4096] [--prompts=128,512] [--no-peer] [--wall] [--unsplit]");
     }
   }
   std::printf("threads %d, llama.cpp %s build's arithmetic\n%-22s %14s %14s %8s %14s\n",

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -438,7 +439,24 @@ struct AttentionJob {
   float* out;
   int64_t q_heads, kv_heads, d;
   float scale;
+  // Split attention (float16 cache; `parts` > 1): each (token, kv head) is done in `parts`
+  // tasks twice over, first its scores over position ranges into `scores` (a block of
+  // `scores_block` floats per (token, kv head)), the last range to finish running the
+  // softmax, then its output over element ranges. Every score, probability and output
+  // element is computed by the same operations as unsplit, so the bits do not depend on the
+  // split (llama.cpp's threads likewise split its score matmul by positions and its value
+  // matmul by elements).
+  int64_t parts = 1;
+  float* scores = nullptr;
+  int64_t scores_block = 0;
+  std::atomic<int64_t>* ranges_done = nullptr;  // per (token, kv head)
 };
+
+// Splitting pays where the (token, kv head) pairs are fewer than would keep every thread busy
+// (a decode step: one per kv head) and each has enough positions to share (below, the second
+// pool round trip costs more than the imbalance).
+constexpr int64_t kSplitMinLength = 256;
+std::atomic<int> parts_for_testing{0};
 
 // scores[r * stride + p] = scale * (q row r . key p) for `rows` q rows (float32, rounded to
 // float16 here) and positions 0..length-1 (keys[p], float16), as llama.cpp's build with
@@ -478,24 +496,26 @@ void ScoresF16(const float* q, int64_t rows, int64_t d, const uint16_t* const* k
   }
 }
 
-// One (token, kv head) with a float16 cache, computed as llama.cpp computes it: q rounded to
-// float16, q . k as ggml_vec_dot_f16, softmax as ggml_vec_soft_max_f32 with ggml's exp, the
-// probabilities rounded to float16, and each output element the float16 dot product of the
-// probabilities with that element's values over the positions (ggml_attention_math.inc),
-// in the orders of llama.cpp's AVX-512 build (kLanes = 16) or AVX2 build (8).
-template <bool kAvx2, int kLanes>
-int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
-  const AttentionJob& job = *static_cast<const AttentionJob*>(closure);
-  PagedKvCache& cache = *job.cache;
-  const int64_t t = task / job.kv_heads;
-  const int64_t g = task % job.kv_heads;
-  const int64_t group = job.q_heads / job.kv_heads;
-  const int64_t d = job.d;
-  const PagedKvCache::StepToken& token = cache.step_tokens()[static_cast<size_t>(t)];
+// One (token, kv head) of the step with a float16 cache, and how llama.cpp computes it.
+struct HeadF16 {
+  int64_t t, g, group, length, stride;
+  bool tiny_blas_scores, tiny_blas_values;
+  const std::vector<int32_t>* pages;
+};
+
+template <int kLanes>
+HeadF16 DescribeHeadF16(const AttentionJob& job, int64_t head) {
+  const PagedKvCache& cache = *job.cache;
+  HeadF16 h;
+  h.t = head / job.kv_heads;
+  h.g = head % job.kv_heads;
+  h.group = job.q_heads / job.kv_heads;
+  const PagedKvCache::StepToken& token = cache.step_tokens()[static_cast<size_t>(h.t)];
   const PagedKvCache::StepSequence& sequence = cache.step_sequences()[static_cast<size_t>(token.sequence)];
-  const std::vector<int32_t>& pages = *sequence.pages;
-  const int64_t length = token.position + 1;
-  const int64_t page_size = cache.config().page_size;
+  h.pages = sequence.pages;
+  h.length = token.position + 1;
+  // Each row of scores padded to a multiple of 16 positions (the vector softmax's groups).
+  h.stride = (h.length + 15) / 16 * 16;
   // A sequence bringing two or more tokens to the step is a batch: llama.cpp computes its
   // float16 attention products with tinyBLAS, a single token's with ggml_vec_dot_f16 (another
   // summation order). Decided per sequence, so a sequence's logits never depend on the others
@@ -504,58 +524,138 @@ int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
   // length, a multiple of 256), the value product's rows are head_dim (its length, the padded
   // length).
   const bool batch = sequence.count >= 2;
-  const bool tiny_blas_scores = batch && d % kLanes == 0;
-  const bool tiny_blas_values = batch && d % 4 == 0;
-  // Rows of whole vectors take the AVX2 row functions; other head sizes the per-element ones.
-  const bool vector_rows = kAvx2 && d % 8 == 0;
-  thread_local std::vector<float> scores, classes;
-  thread_local std::vector<const uint16_t*> keys, values;
-  // Each row of scores padded to a multiple of 16 positions (the vector softmax's groups).
-  const int64_t stride = (length + 15) / 16 * 16;
-  scores.resize(static_cast<size_t>(group * stride));
-  keys.resize(static_cast<size_t>(length));
-  values.resize(static_cast<size_t>(length));
-  for (int64_t p = 0; p < length; ++p) {
-    const int32_t page = pages[static_cast<size_t>(p / page_size)];
-    keys[static_cast<size_t>(p)] = reinterpret_cast<const uint16_t*>(cache.KeyAt(job.layer, page, g, p % page_size));
-    values[static_cast<size_t>(p)] = reinterpret_cast<const uint16_t*>(cache.ValueAt(job.layer, page, g, p % page_size));
+  h.tiny_blas_scores = batch && job.d % kLanes == 0;
+  h.tiny_blas_values = batch && job.d % 4 == 0;
+  return h;
+}
+
+// scores[r * h.stride + p] for positions [begin, end): the scaled q . key products.
+template <bool kAvx2, int kLanes>
+void ScoreRangeF16(const AttentionJob& job, const HeadF16& h, int64_t begin, int64_t end, float* scores) {
+  PagedKvCache& cache = *job.cache;
+  const int64_t page_size = cache.config().page_size;
+  thread_local std::vector<const uint16_t*> keys;
+  keys.resize(static_cast<size_t>(end - begin));
+  for (int64_t p = begin; p < end; ++p) {
+    const int32_t page = (*h.pages)[static_cast<size_t>(p / page_size)];
+    keys[static_cast<size_t>(p - begin)] =
+        reinterpret_cast<const uint16_t*>(cache.KeyAt(job.layer, page, h.g, p % page_size));
   }
-  ScoresF16<kAvx2, kLanes>(job.q + (t * job.q_heads + g * group) * d, group, d, keys.data(), length, job.scale,
-                           tiny_blas_scores, scores.data(), stride);
-  for (int64_t r = 0; r < group; ++r) {
-    float* row = scores.data() + r * stride;
-    kAvx2 ? ggml_avx2::SoftmaxToHalfPrecisionVector<kLanes>(row, length)
-          : ggml_portable::SoftmaxToHalfPrecision<kLanes>(row, length);
+  ScoresF16<kAvx2, kLanes>(job.q + (h.t * job.q_heads + h.g * h.group) * job.d, h.group, job.d, keys.data(), end - begin,
+                           job.scale, h.tiny_blas_scores, scores + begin, h.stride);
+}
+
+// Each row of scores (h.group rows of h.stride) replaced by its probabilities, float16-rounded.
+template <bool kAvx2, int kLanes>
+void SoftmaxRowsF16(const HeadF16& h, float* scores) {
+  for (int64_t r = 0; r < h.group; ++r) {
+    float* row = scores + r * h.stride;
+    kAvx2 ? ggml_avx2::SoftmaxToHalfPrecisionVector<kLanes>(row, h.length)
+          : ggml_portable::SoftmaxToHalfPrecision<kLanes>(row, h.length);
+  }
+}
+
+// Output elements [begin, end) of the head's q rows: the float16 dot products of the
+// probabilities with those elements' values over the positions.
+template <bool kAvx2, int kLanes>
+void OutputRangeF16(const AttentionJob& job, const HeadF16& h, const float* probabilities, int64_t begin, int64_t end) {
+  PagedKvCache& cache = *job.cache;
+  const int64_t page_size = cache.config().page_size;
+  const int64_t width = end - begin;
+  thread_local std::vector<float> classes;
+  thread_local std::vector<const uint16_t*> values;
+  values.resize(static_cast<size_t>(h.length));
+  for (int64_t p = 0; p < h.length; ++p) {
+    const int32_t page = (*h.pages)[static_cast<size_t>(p / page_size)];
+    values[static_cast<size_t>(p)] =
+        reinterpret_cast<const uint16_t*>(cache.ValueAt(job.layer, page, h.g, p % page_size)) + begin;
   }
   // Classes (positions mod 4 kLanes, ggml_vec_dot_f16's chains, or mod kLanes, tinyBLAS's
   // lanes) that hold a position; the reduction reads the others as zeros.
-  const int64_t class_count = tiny_blas_values ? kLanes : 4 * kLanes;
-  const int64_t used = std::min<int64_t>(length, class_count);
-  classes.resize(static_cast<size_t>(group * class_count * d));
-  if (vector_rows) {
-    ggml_avx2::AccumulateValues(scores.data(), group, stride, values.data(), length, d, class_count, classes.data());
+  const int64_t class_count = h.tiny_blas_values ? kLanes : 4 * kLanes;
+  const int64_t used = std::min<int64_t>(h.length, class_count);
+  classes.resize(static_cast<size_t>(h.group * class_count * width));
+  // Rows of whole vectors take the AVX2 row functions; other head sizes the per-element ones.
+  if (kAvx2 && job.d % 8 == 0) {
+    ggml_avx2::AccumulateValues(probabilities, h.group, h.stride, values.data(), h.length, width, class_count,
+                                classes.data());
   } else {
-    for (int64_t r = 0; r < group; ++r) std::fill_n(classes.data() + r * class_count * d, used * d, 0.0f);
-    for (int64_t p = 0; p < length; ++p) {
+    for (int64_t r = 0; r < h.group; ++r) std::fill_n(classes.data() + r * class_count * width, used * width, 0.0f);
+    for (int64_t p = 0; p < h.length; ++p) {
       const uint16_t* value = values[static_cast<size_t>(p)];
-      for (int64_t r = 0; r < group; ++r) {
-        float* acc = classes.data() + (r * class_count + p % class_count) * d;
-        const float w = scores[static_cast<size_t>(r * stride + p)];
-        kAvx2 ? ggml_avx2::AccumulateValueVector(w, value, d, acc) : ggml_portable::AccumulateValue(w, value, d, acc);
+      for (int64_t r = 0; r < h.group; ++r) {
+        float* acc = classes.data() + (r * class_count + p % class_count) * width;
+        const float w = probabilities[static_cast<size_t>(r * h.stride + p)];
+        kAvx2 ? ggml_avx2::AccumulateValueVector(w, value, width, acc)
+              : ggml_portable::AccumulateValue(w, value, width, acc);
       }
     }
   }
-  for (int64_t r = 0; r < group; ++r) {
-    float* out = job.out + (t * job.q_heads + g * group + r) * d;
-    const float* acc = classes.data() + r * class_count * d;
-    if (tiny_blas_values) {
-      kAvx2 ? ggml_avx2::ReduceClassesTinyBlasVector<kLanes>(acc, d, used, out)
-            : ggml_portable::ReduceClassesTinyBlas<kLanes>(acc, d, used, out);
+  for (int64_t r = 0; r < h.group; ++r) {
+    float* out = job.out + (h.t * job.q_heads + h.g * h.group + r) * job.d + begin;
+    const float* acc = classes.data() + r * class_count * width;
+    if (h.tiny_blas_values) {
+      kAvx2 ? ggml_avx2::ReduceClassesTinyBlasVector<kLanes>(acc, width, used, out)
+            : ggml_portable::ReduceClassesTinyBlas<kLanes>(acc, width, used, out);
     } else {
-      kAvx2 ? ggml_avx2::ReduceClassesVector<kLanes>(acc, d, used, out)
-            : ggml_portable::ReduceClasses<kLanes>(acc, d, used, out);
+      kAvx2 ? ggml_avx2::ReduceClassesVector<kLanes>(acc, width, used, out)
+            : ggml_portable::ReduceClasses<kLanes>(acc, width, used, out);
     }
   }
+}
+
+// Range `part` of `parts` over [0, n), in multiples of `align` (possibly empty).
+void PartRange(int64_t n, int64_t part, int64_t parts, int64_t align, int64_t* begin, int64_t* end) {
+  const int64_t size = ((n + parts - 1) / parts + align - 1) / align * align;
+  *begin = std::min(n, part * size);
+  *end = std::min(n, *begin + size);
+}
+
+// One (token, kv head) with a float16 cache, computed as llama.cpp computes it: q rounded to
+// float16, q . k as ggml_vec_dot_f16, softmax as ggml_vec_soft_max_f32 with ggml's exp, the
+// probabilities rounded to float16, and each output element the float16 dot product of the
+// probabilities with that element's values over the positions (ggml_attention_math.inc),
+// in the orders of llama.cpp's AVX-512 build (kLanes = 16) or AVX2 build (8).
+template <bool kAvx2, int kLanes>
+int32_t AttentionTaskF16(int64_t task, int64_t, void* closure) {
+  const AttentionJob& job = *static_cast<const AttentionJob*>(closure);
+  const HeadF16 h = DescribeHeadF16<kLanes>(job, task);
+  thread_local std::vector<float> scores;
+  scores.resize(static_cast<size_t>(h.group * h.stride));
+  ScoreRangeF16<kAvx2, kLanes>(job, h, 0, h.length, scores.data());
+  SoftmaxRowsF16<kAvx2, kLanes>(h, scores.data());
+  OutputRangeF16<kAvx2, kLanes>(job, h, scores.data(), 0, job.d);
+  return 0;
+}
+
+// Split attention, first round: positions range task % parts of (token, kv head) task /
+// parts; the last range of a head to finish turns its scores into probabilities.
+template <bool kAvx2, int kLanes>
+int32_t ScoreTaskF16(int64_t task, int64_t, void* closure) {
+  const AttentionJob& job = *static_cast<const AttentionJob*>(closure);
+  const int64_t head = task / job.parts;
+  const HeadF16 h = DescribeHeadF16<kLanes>(job, head);
+  float* scores = job.scores + head * job.scores_block;
+  int64_t begin, end;
+  PartRange(h.length, task % job.parts, job.parts, 8, &begin, &end);
+  if (begin < end) ScoreRangeF16<kAvx2, kLanes>(job, h, begin, end, scores);
+  // acq_rel: the last range sees the others' scores (written before their increments).
+  if (job.ranges_done[head].fetch_add(1, std::memory_order_acq_rel) == job.parts - 1) {
+    SoftmaxRowsF16<kAvx2, kLanes>(h, scores);
+  }
+  return 0;
+}
+
+// Split attention, second round: output elements range task % parts of (token, kv head)
+// task / parts (in multiples of 8, the vector code's rows).
+template <bool kAvx2, int kLanes>
+int32_t OutputTaskF16(int64_t task, int64_t, void* closure) {
+  const AttentionJob& job = *static_cast<const AttentionJob*>(closure);
+  const int64_t head = task / job.parts;
+  const HeadF16 h = DescribeHeadF16<kLanes>(job, head);
+  int64_t begin, end;
+  PartRange(job.d, task % job.parts, job.parts, 8, &begin, &end);
+  if (begin < end) OutputRangeF16<kAvx2, kLanes>(job, h, job.scores + head * job.scores_block, begin, end);
   return 0;
 }
 
@@ -667,12 +767,45 @@ absl::Status Attention(BuiltinContext&, const Value* const* args, int, Value* re
   if (!out.ok()) return out.status();
   AttentionJob job{&cache, layer, q_host->data_as<float>(), out->data_as<float>(), q_heads, c.num_kv_heads, c.head_dim,
                    static_cast<float>(scale)};
-  if (n * c.num_kv_heads > 0) {
+  const int64_t heads = n * c.num_kv_heads;
+  if (heads > 0 && !f16) {
+    vm::ThreadPool::Global().ParallelFor(heads, AttentionTask, &job);
+  } else if (heads > 0) {
     const bool avx512_build = ActiveGgmlSimd() == GgmlSimd::kAvx512;
-    const auto task = !f16           ? AttentionTask
-                      : HasAvx2F16c() ? (avx512_build ? AttentionTaskF16<true, 16> : AttentionTaskF16<true, 8>)
-                                      : (avx512_build ? AttentionTaskF16<false, 16> : AttentionTaskF16<false, 8>);
-    vm::ThreadPool::Global().ParallelFor(n * c.num_kv_heads, task, &job);
+    const bool avx2 = HasAvx2F16c();
+    int64_t shortest = std::numeric_limits<int64_t>::max(), longest = 0;
+    for (const PagedKvCache::StepToken& token : cache.step_tokens()) {
+      shortest = std::min(shortest, token.position + 1);
+      longest = std::max(longest, token.position + 1);
+    }
+    const int threads = vm::ThreadPool::Global().num_threads();
+    job.parts = threads > 1 && heads < 4 * threads && shortest >= kSplitMinLength ? threads : 1;
+    if (const int forced = parts_for_testing.load(std::memory_order_relaxed); forced > 0) job.parts = forced;
+    if (job.parts == 1) {
+      const auto task = avx2 ? (avx512_build ? AttentionTaskF16<true, 16> : AttentionTaskF16<true, 8>)
+                             : (avx512_build ? AttentionTaskF16<false, 16> : AttentionTaskF16<false, 8>);
+      vm::ThreadPool::Global().ParallelFor(heads, task, &job);
+    } else {
+      // Kept by the calling thread from step to step: no allocation once they have grown.
+      thread_local std::vector<float> scores;
+      thread_local std::unique_ptr<std::atomic<int64_t>[]> ranges_done;
+      thread_local int64_t ranges_capacity = 0;
+      job.scores_block = (job.q_heads / job.kv_heads) * ((longest + 15) / 16 * 16);
+      scores.resize(static_cast<size_t>(heads * job.scores_block));
+      if (ranges_capacity < heads) {
+        ranges_done = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(heads));
+        ranges_capacity = heads;
+      }
+      for (int64_t i = 0; i < heads; ++i) ranges_done[i].store(0, std::memory_order_relaxed);
+      job.scores = scores.data();
+      job.ranges_done = ranges_done.get();
+      const auto score_task = avx2 ? (avx512_build ? ScoreTaskF16<true, 16> : ScoreTaskF16<true, 8>)
+                                   : (avx512_build ? ScoreTaskF16<false, 16> : ScoreTaskF16<false, 8>);
+      const auto output_task = avx2 ? (avx512_build ? OutputTaskF16<true, 16> : OutputTaskF16<true, 8>)
+                                    : (avx512_build ? OutputTaskF16<false, 16> : OutputTaskF16<false, 8>);
+      vm::ThreadPool::Global().ParallelFor(heads * job.parts, score_task, &job);
+      vm::ThreadPool::Global().ParallelFor(heads * job.parts, output_task, &job);
+    }
   }
   if (kernel_device != nullptr) {
     out = out->CopyTo(kernel_device);
@@ -705,6 +838,8 @@ absl::Status Positions(BuiltinContext& ctx, const Value* const* args, int, Value
 }  // namespace
 
 void ForcePortableAttentionForTesting(bool portable) { force_portable.store(portable); }
+
+void SetAttentionPartsForTesting(int parts) { parts_for_testing.store(parts); }
 
 std::vector<float> AttentionScoresForTesting(const std::vector<float>& q, int64_t rows, const std::vector<uint16_t>& keys,
                                              int64_t d, float scale, bool prompt) {

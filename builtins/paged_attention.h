@@ -39,6 +39,11 @@ void RegisterKvCacheBuiltins(vm::BuiltinRegistry& registry);
 // Tests: run the float16 attention's portable code even where AVX2 is available.
 void ForcePortableAttentionForTesting(bool portable);
 
+// Tests: split every (token, kv head) of a float16-cache attention into `parts` position and
+// element ranges (1: never split; 0: the builtin's own choice, splitting only long decode
+// steps on several threads).
+void SetAttentionPartsForTesting(int parts);
+
 // Tests: the float16 attention's scores before the softmax (scale * q . key, q rounded to
 // float16) as the builtin computes them for one token and kv head: q is rows x d, keys is
 // positions x d float16 bits; `prompt` picks a prompt's (tinyBLAS) order. Returns rows x

@@ -99,110 +99,117 @@ float Value(int64_t i, int salt) { return static_cast<float>(2.5 * std::sin(0.37
 
 TEST(GgmlAttentionNumerics, Float16CacheEqualsTheNaiveLlamaCppArithmeticBitForBit) {
   const GgmlSimd host = ActiveGgmlSimd();
-  for (auto [portable, simd] : {std::pair{false, GgmlSimd::kAvx512}, std::pair{true, GgmlSimd::kAvx512},
-                                std::pair{false, GgmlSimd::kAvx2}, std::pair{true, GgmlSimd::kAvx2}}) {
-    SCOPED_TRACE(::testing::Message() << (portable ? "portable" : "avx2 where available") << ", llama.cpp's "
-                                      << GgmlSimdName(simd) << " build");
-    ForcePortableAttentionForTesting(portable);
-    SetGgmlSimd(simd);
-    const int64_t lanes = Lanes(simd);
-    // 72 and 68: products past the last 64 are added in float64, and a prompt's scores keep
-    // the single-token order (no multiple of 16) while its value product does not (68: an
-    // element past the last 8 the vector code takes at once); 40: past the AVX2 build's 32
-    // chains, a multiple of its 8 tinyBLAS lanes but not of 16; 128: two rounds of the 64
-    // chains, four q heads per kv head (the vector value product takes rows three at a
-    // time); 32: one q head per kv head; a large scale: scores hundreds apart, whose exps
-    // reach ggml's subnormal and saturated ranges.
-    struct Shape {
-      int64_t d, q_heads, kv_heads;
-      double scale;
-    };
-    for (const Shape& shape : {Shape{64, 6, 2, 0.125}, Shape{72, 6, 2, 0.125}, Shape{68, 6, 2, 0.125},
-                               Shape{40, 6, 2, 0.125}, Shape{128, 8, 2, 0.125}, Shape{32, 2, 2, 0.125},
-                               Shape{64, 6, 2, 6.0}}) {
-      const int64_t d = shape.d, q_heads = shape.q_heads, kv_heads = shape.kv_heads;
-      const int64_t group = q_heads / kv_heads;
-      SCOPED_TRACE(::testing::Message() << "head_dim " << d << ", " << q_heads << " q heads, " << kv_heads
-                                        << " kv heads, scale " << shape.scale);
-      PagedKvCache::Config c;
-      c.num_layers = 1;
-      c.num_kv_heads = kv_heads;
-      c.head_dim = d;
-      c.page_size = 16;
-      c.num_pages = 16;
-      auto cache = *PagedKvCache::Create(c);
-      ASSERT_TRUE(cache->AddSequence(0).ok());
-      std::vector<std::vector<float>> keys, values;  // rounded to float16, per position
-      int salt = 0;
-      for (int64_t n : {83, 1, 1, 40}) {  // a prompt past 64 positions, two decode steps, more
-        const bool batch = n >= 2;
-        ASSERT_TRUE(cache->BeginForward({0}, {n}).ok());
-        ++salt;
-        auto make = [&](int64_t heads, int offset) {
-          vm::Tensor t = *vm::Tensor::Empty({n, heads, d}, vm::DTypeFloat32());
-          for (int64_t i = 0; i < n * heads * d; ++i) t.data_as<float>()[i] = Value(offset + i, salt);
-          return t;
-        };
-        vm::Tensor q = make(q_heads, 0), k = make(kv_heads, 5000), v = make(kv_heads, 9000);
-        const vm::BuiltinRegistry::Builtin* builtin = DefaultRegistry().FindBuiltin("kiln.kv_cache.attention");
-        ASSERT_NE(builtin, nullptr);
-        const double scale = shape.scale;
-        vm::Value args[] = {vm::Value::FromObject(cache), vm::Value(int64_t{0}), vm::Value(q), vm::Value(k), vm::Value(v),
-                            vm::Value(scale)};
-        const vm::Value* ptrs[] = {&args[0], &args[1], &args[2], &args[3], &args[4], &args[5]};
-        vm::BuiltinContext ctx{nullptr, nullptr, nullptr};
-        vm::Value result;
-        ASSERT_TRUE(builtin->fn(ctx, ptrs, 6, &result).ok());
-        const vm::Tensor& out = result.as_tensor();
-        for (int64_t t = 0; t < n; ++t) {
-          std::vector<float> kt, vt;
-          for (int64_t i = 0; i < kv_heads * d; ++i) {
-            kt.push_back(Half(k.data_as<float>()[t * kv_heads * d + i]));
-            vt.push_back(Half(v.data_as<float>()[t * kv_heads * d + i]));
-          }
-          keys.push_back(kt);
-          values.push_back(vt);
-          const size_t length = keys.size();
-          for (int64_t h = 0; h < q_heads; ++h) {
-            const int64_t g = h / group;
-            std::vector<float> qh(static_cast<size_t>(d));
-            for (int64_t i = 0; i < d; ++i) qh[i] = Half(q.data_as<float>()[(t * q_heads + h) * d + i]);
-            std::vector<float> score(length);
-            for (size_t p = 0; p < length; ++p) {
-              std::vector<float> key(keys[p].begin() + g * d, keys[p].begin() + (g + 1) * d);
-              const float dot = batch && d % lanes == 0 ? NaiveDotTinyBlas(qh, key, simd) : NaiveDot(qh, key, simd);
-              score[p] = dot * static_cast<float>(scale);
+  // Unsplit, and each (token, kv head) split into 2 or 3 position and element ranges (as
+  // decode on several threads is): the same bits. 3 parts leave a short last range of
+  // positions (and of elements where d is not a multiple of 24).
+  for (int parts : {1, 2, 3}) {
+    SetAttentionPartsForTesting(parts);
+    for (auto [portable, simd] : {std::pair{false, GgmlSimd::kAvx512}, std::pair{true, GgmlSimd::kAvx512},
+                                  std::pair{false, GgmlSimd::kAvx2}, std::pair{true, GgmlSimd::kAvx2}}) {
+      SCOPED_TRACE(::testing::Message() << (portable ? "portable" : "avx2 where available") << ", llama.cpp's "
+                                        << GgmlSimdName(simd) << " build, " << parts << " parts");
+      ForcePortableAttentionForTesting(portable);
+      SetGgmlSimd(simd);
+      const int64_t lanes = Lanes(simd);
+      // 72 and 68: products past the last 64 are added in float64, and a prompt's scores keep
+      // the single-token order (no multiple of 16) while its value product does not (68: an
+      // element past the last 8 the vector code takes at once); 40: past the AVX2 build's 32
+      // chains, a multiple of its 8 tinyBLAS lanes but not of 16; 128: two rounds of the 64
+      // chains, four q heads per kv head (the vector value product takes rows three at a
+      // time); 32: one q head per kv head; a large scale: scores hundreds apart, whose exps
+      // reach ggml's subnormal and saturated ranges.
+      struct Shape {
+        int64_t d, q_heads, kv_heads;
+        double scale;
+      };
+      for (const Shape& shape : {Shape{64, 6, 2, 0.125}, Shape{72, 6, 2, 0.125}, Shape{68, 6, 2, 0.125},
+                                 Shape{40, 6, 2, 0.125}, Shape{128, 8, 2, 0.125}, Shape{32, 2, 2, 0.125},
+                                 Shape{64, 6, 2, 6.0}}) {
+        const int64_t d = shape.d, q_heads = shape.q_heads, kv_heads = shape.kv_heads;
+        const int64_t group = q_heads / kv_heads;
+        SCOPED_TRACE(::testing::Message() << "head_dim " << d << ", " << q_heads << " q heads, " << kv_heads
+                                          << " kv heads, scale " << shape.scale);
+        PagedKvCache::Config c;
+        c.num_layers = 1;
+        c.num_kv_heads = kv_heads;
+        c.head_dim = d;
+        c.page_size = 16;
+        c.num_pages = 16;
+        auto cache = *PagedKvCache::Create(c);
+        ASSERT_TRUE(cache->AddSequence(0).ok());
+        std::vector<std::vector<float>> keys, values;  // rounded to float16, per position
+        int salt = 0;
+        for (int64_t n : {83, 1, 1, 40}) {  // a prompt past 64 positions, two decode steps, more
+          const bool batch = n >= 2;
+          ASSERT_TRUE(cache->BeginForward({0}, {n}).ok());
+          ++salt;
+          auto make = [&](int64_t heads, int offset) {
+            vm::Tensor t = *vm::Tensor::Empty({n, heads, d}, vm::DTypeFloat32());
+            for (int64_t i = 0; i < n * heads * d; ++i) t.data_as<float>()[i] = Value(offset + i, salt);
+            return t;
+          };
+          vm::Tensor q = make(q_heads, 0), k = make(kv_heads, 5000), v = make(kv_heads, 9000);
+          const vm::BuiltinRegistry::Builtin* builtin = DefaultRegistry().FindBuiltin("kiln.kv_cache.attention");
+          ASSERT_NE(builtin, nullptr);
+          const double scale = shape.scale;
+          vm::Value args[] = {vm::Value::FromObject(cache), vm::Value(int64_t{0}), vm::Value(q), vm::Value(k), vm::Value(v),
+                              vm::Value(scale)};
+          const vm::Value* ptrs[] = {&args[0], &args[1], &args[2], &args[3], &args[4], &args[5]};
+          vm::BuiltinContext ctx{nullptr, nullptr, nullptr};
+          vm::Value result;
+          ASSERT_TRUE(builtin->fn(ctx, ptrs, 6, &result).ok());
+          const vm::Tensor& out = result.as_tensor();
+          for (int64_t t = 0; t < n; ++t) {
+            std::vector<float> kt, vt;
+            for (int64_t i = 0; i < kv_heads * d; ++i) {
+              kt.push_back(Half(k.data_as<float>()[t * kv_heads * d + i]));
+              vt.push_back(Half(v.data_as<float>()[t * kv_heads * d + i]));
             }
-            const float max = *std::max_element(score.begin(), score.end());
-            double sum = 0;
-            for (size_t p0 = 0; p0 < length; p0 += static_cast<size_t>(lanes)) {
-              float group[16] = {};
-              for (size_t p = p0; p < std::min(length, p0 + static_cast<size_t>(lanes)); ++p) {
-                group[p - p0] = score[p] = NaiveExp(score[p] - max, simd);
+            keys.push_back(kt);
+            values.push_back(vt);
+            const size_t length = keys.size();
+            for (int64_t h = 0; h < q_heads; ++h) {
+              const int64_t g = h / group;
+              std::vector<float> qh(static_cast<size_t>(d));
+              for (int64_t i = 0; i < d; ++i) qh[i] = Half(q.data_as<float>()[(t * q_heads + h) * d + i]);
+              std::vector<float> score(length);
+              for (size_t p = 0; p < length; ++p) {
+                std::vector<float> key(keys[p].begin() + g * d, keys[p].begin() + (g + 1) * d);
+                const float dot = batch && d % lanes == 0 ? NaiveDotTinyBlas(qh, key, simd) : NaiveDot(qh, key, simd);
+                score[p] = dot * static_cast<float>(scale);
               }
-              sum += SumOfLanes(group, simd);
-            }
-            const float inverse = static_cast<float>(1.0 / sum);
-            for (float& s : score) s = Half(s * inverse);
-            for (int64_t i = 0; i < d; ++i) {
-              std::vector<float> column(length);
-              for (size_t p = 0; p < length; ++p) column[p] = values[p][g * d + i];
-              // The value product runs over the cache's padded length: zero probabilities
-              // beyond the sequence change nothing, and there is no tail past the chains.
-              std::vector<float> padded_score = score, padded_column = column;
-              padded_score.resize((length + 63) / 64 * 64, 0.0f);
-              padded_column.resize(padded_score.size(), 0.0f);
-              const float want = batch ? NaiveDotTinyBlas(padded_score, padded_column, simd)
-                                       : NaiveDot(padded_score, padded_column, simd);
-              const float got = out.data_as<float>()[(t * q_heads + h) * d + i];
-              ASSERT_EQ(got, want) << "d " << d << " token " << t << " of step " << salt << " head " << h << " element " << i;
+              const float max = *std::max_element(score.begin(), score.end());
+              double sum = 0;
+              for (size_t p0 = 0; p0 < length; p0 += static_cast<size_t>(lanes)) {
+                float group[16] = {};
+                for (size_t p = p0; p < std::min(length, p0 + static_cast<size_t>(lanes)); ++p) {
+                  group[p - p0] = score[p] = NaiveExp(score[p] - max, simd);
+                }
+                sum += SumOfLanes(group, simd);
+              }
+              const float inverse = static_cast<float>(1.0 / sum);
+              for (float& s : score) s = Half(s * inverse);
+              for (int64_t i = 0; i < d; ++i) {
+                std::vector<float> column(length);
+                for (size_t p = 0; p < length; ++p) column[p] = values[p][g * d + i];
+                // The value product runs over the cache's padded length: zero probabilities
+                // beyond the sequence change nothing, and there is no tail past the chains.
+                std::vector<float> padded_score = score, padded_column = column;
+                padded_score.resize((length + 63) / 64 * 64, 0.0f);
+                padded_column.resize(padded_score.size(), 0.0f);
+                const float want = batch ? NaiveDotTinyBlas(padded_score, padded_column, simd)
+                                         : NaiveDot(padded_score, padded_column, simd);
+                const float got = out.data_as<float>()[(t * q_heads + h) * d + i];
+                ASSERT_EQ(got, want) << "d " << d << " token " << t << " of step " << salt << " head " << h << " element " << i;
+              }
             }
           }
+          ASSERT_TRUE(cache->EndForward().ok());
         }
-        ASSERT_TRUE(cache->EndForward().ok());
       }
     }
   }
+  SetAttentionPartsForTesting(0);
   ForcePortableAttentionForTesting(false);
   SetGgmlSimd(host);
 }
