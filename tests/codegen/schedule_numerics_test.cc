@@ -440,20 +440,6 @@ TEST(ScheduleNumericsTest, MatmulWideTilesOverAConstantWeight) {
   }
 }
 
-// The GEMV's own version (issue 15, gemv19): with a symbolic row count the row edges stream
-// 16 weight rows per pass when m == 1 at run time (`if m == 1`, the k block of 16 unrolled
-// whole) and 8 otherwise. k = 144: nine k blocks; n = 1003: a column edge and a lane tail.
-// m = 1 takes the version, 2 and 3 the other, 17 a full tile before a one-row edge.
-TEST(ScheduleNumericsTest, MatmulGemvStreamsSixteenWeightRowsPerPass) {
-  Variants v(Parse(MatmulWithSizes("m", "144", "1003")));
-  EXPECT_NE(v.scheduled_text().find("if m == 1 {"), std::string::npos) << v.scheduled_text();
-  EXPECT_NE(v.scheduled_text().find("unroll(0, 16)"), std::string::npos) << v.scheduled_text();
-  EXPECT_NE(v.scheduled_text().find("unroll(0, 8)"), std::string::npos) << v.scheduled_text();
-  for (int64_t m : {1, 2, 3, 17}) {
-    ExpectMatmulVariantsMatchNaive(v, m, 144, 1003, 110, "m=" + std::to_string(m));
-  }
-}
-
 // A k block of 64 (the wide_k_block knob, unpacked) over k = 192: full tiles run three
 // blocks of 64 (`serial(0, 64)`), the row edge splits each block into its groups of 8 weight
 // rows. Row counts with a partial 4-row step (8 lanes), whole steps only, a full tile before

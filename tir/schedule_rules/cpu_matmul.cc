@@ -488,13 +488,6 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
 // rows against 21.3-22.3 with 4 (16: 22.5-24.5).
 constexpr int64_t kEdgeRowsPerStep = 8;
 
-// Weight rows per pass of the GEMV's own version (m == 1 at run time: GemvVersion). With
-// one row the accumulators make one round trip to L2 per pass, and halving those again
-// made the 2-thread stream a third faster in a C++ loop of this shape (issue 15, gemv18:
-// 60-69 GB/s against 48-57 with 8, AVX-512 Zen); with M = 2-8 each row re-reads the pass
-// and 16 rows lost (figures in docs/schedule.md), so only m == 1 takes them.
-constexpr int64_t kGemvRowsPerStep = 16;
-
 namespace {
 
 // Whether `outer` directly encloses `inner` and some spatial variable of `block` is bound to
@@ -565,62 +558,10 @@ std::vector<std::string> RowEdgeBlocks(const PrimFunc& func) {
   return edges;
 }
 
-
-// The symbolic size that every row edge's predicate tests its rows against, when it is one
-// variable of the function (a model's token count m); none otherwise.
-std::optional<Var> EdgeRowCount(const PrimFunc& func, const std::vector<std::string>& edges) {
-  const std::vector<Var> vars = FunctionVars(func);
-  std::optional<Var> found;
-  for (const std::string& name : edges) {
-    absl::StatusOr<Stmt> block = FindBlock(func, name, "");
-    if (!block.ok()) return std::nullopt;
-    const PrimExpr& predicate = block->as<BlockNode>()->predicate;
-    std::vector<Var> used;
-    for (const Var& v : vars) {
-      if (UsesVar(predicate, v.get())) used.push_back(v);
-    }
-    if (used.size() != 1 || (found && found->get() != used[0].get())) return std::nullopt;
-    found = used[0];
-  }
-  return found;
-}
-
-// Gives the GEMV a version of its own: when the row edges test their rows against one
-// symbolic size m, the function becomes `if (m == 1) { body } else { copy }` and the names
-// of the edges in the m == 1 version are returned (the copy's edges, `.._else`, stream as
-// before). Nothing changes (and nothing is returned) otherwise.
-std::set<std::string> GemvVersion(Schedule* s, const std::vector<std::string>& edges) {
-  std::optional<Var> rows = EdgeRowCount(s->func(), edges);
-  if (!rows) return {};
-  Schedule attempt = *s;
-  if (!attempt.BranchOn(EQ(*rows, IntImm(rows->dtype(), 1))).ok()) return {};
-  *s = std::move(attempt);
-  return std::set<std::string>(edges.begin(), edges.end());
-}
-
-// Names of the row edges after GemvVersion: the originals and their copies.
-std::vector<std::string> RowEdgeBlocksAndCopies(const PrimFunc& func, const std::vector<std::string>& edges) {
-  std::vector<std::string> all;
-  ForEachStmt(func->body, [&](const Stmt& st) {
-    const auto* b = st.as<BlockNode>();
-    if (!b || !b->predicate.defined() || !b->is_reduction()) return;
-    for (const std::string& e : edges) {
-      if (b->name == e || b->name.rfind(e + "_else", 0) == 0) {
-        all.push_back(b->name);
-        break;
-      }
-    }
-  });
-  return all;
-}
-
 }  // namespace
 
 void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
-  const std::vector<std::string> edges = RowEdgeBlocks(s->func());
-  const std::set<std::string> gemv = edges.empty() ? std::set<std::string>() : GemvVersion(s, edges);
-  for (const std::string& name : RowEdgeBlocksAndCopies(s->func(), edges)) {
-    const int64_t rows_per_step = gemv.count(name) ? kGemvRowsPerStep : kEdgeRowsPerStep;
+  for (const std::string& name : RowEdgeBlocks(s->func())) {
     // Everything on a copy, kept only when the reorder is made (get_loops enters the trace).
     Schedule attempt = *s;
     absl::StatusOr<std::vector<std::string>> loops = attempt.GetLoops(name);
@@ -649,7 +590,7 @@ void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
     if (has_row_steps) --above;
     const ForNode* sub_tiles = above >= 1 ? loop(above - 1) : nullptr;
     const bool has_sub_tiles = encloses_in_index(sub_tiles, has_row_steps ? row_steps : pairs, pairs);
-    absl::StatusOr<std::vector<std::string>> steps = attempt.Split((*loops)[n - 3], {-1, rows_per_step});
+    absl::StatusOr<std::vector<std::string>> steps = attempt.Split((*loops)[n - 3], {-1, kEdgeRowsPerStep});
     if (!steps.ok()) continue;
     const std::string& pairs_name = (*loops)[n - 4];
     const std::string& rows_name = (*loops)[n - 2];
