@@ -1,8 +1,8 @@
 // kiln.ml.tree_ensemble: ai.onnx.ml's decision-tree ensembles (TreeEnsemble 5,
-// TreeEnsembleRegressor 1 / 3) evaluated on the host. Walking a tree is a data-dependent
-// loop per row and tree (which child to visit depends on the features), so one plain loop
-// here is simpler and cheaper than gathers over every node in generated code. The ONNX
-// importer (frontends/onnx/converters/tree_ensemble_converters.cc) turns each operator's
+// TreeEnsembleRegressor and TreeEnsembleClassifier 1 / 3) evaluated on the host. Walking a tree
+// is a data-dependent loop per row and tree (which child to visit depends on the features), so
+// one plain loop here is simpler and cheaper than gathers over every node in generated code. The
+// ONNX importer (frontends/onnx/converters/tree_ensemble_converters.cc) turns each operator's
 // attributes into the one normalized form below, as constants:
 //
 //   x             [N, F] features (any float or integer type; compared as double).
@@ -22,6 +22,9 @@
 //                 comparison holds or the node tracks missing values as true (so != is true);
 //                 1 (the older operators) goes true exactly when the node tracks missing as true.
 //   out_dtype     the packed output dtype (a float type); the result is [N, targets].
+//   binary        1 for TreeEnsembleClassifier's binary case (every leaf adds to class 0 of
+//                 two): before the post transform, score 1 takes score 0's value and score 0
+//                 becomes 1 - it (post NONE or PROBIT) or -it (otherwise), as ONNX's reference.
 //
 // MIN / MAX start each target at the output type's largest / lowest finite value, as ONNX's
 // reference does, so a target no leaf reached keeps it. Sums are accumulated in double.
@@ -104,7 +107,7 @@ void PostTransform(int64_t post, std::vector<double>& row) {
 }
 
 // (x, nodes, thresholds, members, leaf_offsets, leaf_targets, leaf_weights, roots, base,
-//  aggregate, post, nan_rule, out_dtype) -> [N, targets]
+//  aggregate, post, nan_rule, out_dtype, binary) -> [N, targets]
 absl::Status TreeEnsemble(BuiltinContext& ctx, const Value* const* args, int, Value* out) {
   const DLDataType i64 = vm::DTypeInt64(), f64{kDLFloat, 64, 1};
   const Tensor& x = args[0]->as_tensor();
@@ -122,6 +125,7 @@ absl::Status TreeEnsemble(BuiltinContext& ctx, const Value* const* args, int, Va
   KILN_ASSIGN_OR_RETURN(Tensor base, TypedArg(*args[8], 8, f64, 1));
   const int64_t aggregate = args[9]->as_int(), post = args[10]->as_int(), nan_rule = args[11]->as_int();
   const DLDataType out_dtype = vm::UnpackDType(args[12]->as_int());
+  const bool binary = args[13]->as_int() != 0;
 
   const int64_t rows = x.shape()[0], features = x.shape()[1];
   const int64_t node_count = nodes.shape()[0], leaf_count = leaf_offsets.shape()[0] - 1;
@@ -163,6 +167,7 @@ absl::Status TreeEnsemble(BuiltinContext& ctx, const Value* const* args, int, Va
   }
   if (aggregate < 0 || aggregate > 3 || post < 0 || post > 4) return Bad("unknown aggregate or post transform");
   if (out_dtype.code != kDLFloat) return Bad("the output must be a float type");
+  if (binary && targets != 2) return Bad("binary scores need two targets");
   const double highest = out_dtype.bits == 16 ? 65504.0
                          : out_dtype.bits == 32 ? std::numeric_limits<float>::max()
                                                 : std::numeric_limits<double>::max();
@@ -211,6 +216,10 @@ absl::Status TreeEnsemble(BuiltinContext& ctx, const Value* const* args, int, Va
       if (aggregate == 0 && tree_count > 0) row[k] /= static_cast<double>(tree_count);
       row[k] += base.data_as<double>()[k];
     }
+    if (binary) {
+      row[1] = row[0];
+      row[0] = post == 0 || post == 4 ? 1 - row[1] : -row[1];
+    }
     PostTransform(post, row);
     for (int64_t k = 0; k < targets; ++k) vm::StoreElementFromDouble(y.data(), out_dtype, r * targets + k, row[k]);
   }
@@ -222,7 +231,7 @@ absl::Status TreeEnsemble(BuiltinContext& ctx, const Value* const* args, int, Va
 
 void RegisterTreeEnsembleBuiltins(vm::BuiltinRegistry& r) {
   r.RegisterBuiltin(kName,
-                    "(tensor, tensor, tensor, tensor, tensor, tensor, tensor, tensor, tensor, int, int, int, int) -> tensor",
+                    "(tensor, tensor, tensor, tensor, tensor, tensor, tensor, tensor, tensor, int, int, int, int, int) -> tensor",
                     TreeEnsemble);
 }
 

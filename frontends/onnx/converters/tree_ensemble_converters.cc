@@ -1,10 +1,11 @@
-// ai.onnx.ml's decision-tree ensembles: TreeEnsemble (5) and the older TreeEnsembleRegressor
-// (1, 3), which sklearn-onnx writes. Both describe the same thing with different attributes;
-// each converter rewrites its attributes into one normalized forest (the tables the host
-// builtin kiln.ml.tree_ensemble reads, builtins/tree_ensemble_builtins.cc, which says their
-// layout) and emits one R.call_pure_builtin with the tables as constants. Malformed
+// ai.onnx.ml's decision-tree ensembles: TreeEnsemble (5) and the older TreeEnsembleRegressor and
+// TreeEnsembleClassifier (1, 3), which sklearn-onnx writes. All three describe the same thing with
+// different attributes; each converter rewrites its attributes into one normalized forest (the
+// tables the host builtin kiln.ml.tree_ensemble reads, builtins/tree_ensemble_builtins.cc, which
+// says their layout) and emits one R.call_pure_builtin with the tables as constants. Malformed
 // attributes (lengths that disagree, child ids that name no node, unknown modes) are errors
 // naming the node here; feature ids are checked against X's width at run time.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -15,6 +16,7 @@
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
 #include "support/status_macros.h"
+#include "tir/string_type.h"
 
 namespace kiln::frontends::onnx {
 namespace {
@@ -35,6 +37,7 @@ struct Forest {
   int64_t aggregate = 1;  // SUM
   int64_t post = 0;       // NONE
   int64_t nan_rule = 0;
+  bool binary = false;  // TreeEnsembleClassifier's binary scores (see the builtin)
 };
 constexpr int kNodeFields = 6;
 
@@ -116,7 +119,8 @@ absl::StatusOr<Expr> EmitForest(NodeContext& c, const Forest& f, DataType out_dt
                             relax::PrimValue(PrimExpr(f.aggregate)),
                             relax::PrimValue(PrimExpr(f.post)),
                             relax::PrimValue(PrimExpr(f.nan_rule)),
-                            relax::PrimValue(PrimExpr(PackedDType(out_dtype)))};
+                            relax::PrimValue(PrimExpr(PackedDType(out_dtype))),
+                            relax::PrimValue(PrimExpr(int64_t{f.binary}))};
   relax::StructInfo out = relax::TensorSInfo({shape[0], PrimExpr(n(f.base))}, out_dtype);
   return c.Emit(relax::Call(relax::Op("call_pure_builtin"), std::move(args), {}, {std::move(out)}));
 }
@@ -194,43 +198,32 @@ absl::StatusOr<std::vector<Value>> ConvertTreeEnsemble(NodeContext& c) {
   return Outputs(y);
 }
 
-// TreeEnsembleRegressor (ai.onnx.ml 1, 3): nodes named by (tree id, node id), leaves are
-// nodes of mode LEAF, and the targets attach (target id, weight) pairs to leaves by
-// (tree id, node id). Y is float32.
-absl::StatusOr<std::vector<Value>> ConvertTreeEnsembleRegressor(NodeContext& c) {
+// The older operators' trees (TreeEnsembleRegressor, TreeEnsembleClassifier): nodes named by
+// (tree id, node id), leaves are nodes of mode LEAF, and `<prefix>_treeids / _nodeids / _ids /
+// _weights` attach (target, weight) pairs to leaves by (tree id, node id). Aggregation,
+// post transform and base values are left to the caller.
+absl::StatusOr<Forest> ParseTreeTable(const NodeContext& c, const std::string& prefix, int64_t n_targets) {
   const std::vector<int64_t> tree_ids = c.AttrInts("nodes_treeids"), node_ids = c.AttrInts("nodes_nodeids");
   const std::vector<int64_t> features = c.AttrInts("nodes_featureids");
   const std::vector<int64_t> true_ids = c.AttrInts("nodes_truenodeids"), false_ids = c.AttrInts("nodes_falsenodeids");
   const std::vector<int64_t> missing = c.AttrInts("nodes_missing_value_tracks_true");
   const std::vector<std::string> modes = AttrStringList(c, "nodes_modes");
   KILN_ASSIGN_OR_RETURN(std::vector<double> values, FloatsOrTensor(c, "nodes_values"));
-  const std::vector<int64_t> target_tree = c.AttrInts("target_treeids"), target_node = c.AttrInts("target_nodeids");
-  const std::vector<int64_t> target_ids = c.AttrInts("target_ids");
-  KILN_ASSIGN_OR_RETURN(std::vector<double> weights, FloatsOrTensor(c, "target_weights"));
-  KILN_ASSIGN_OR_RETURN(std::vector<double> base, FloatsOrTensor(c, "base_values"));
-  const int64_t n_targets = c.AttrInt("n_targets", 1);
+  const std::vector<int64_t> target_tree = c.AttrInts(prefix + "_treeids"), target_node = c.AttrInts(prefix + "_nodeids");
+  const std::vector<int64_t> target_ids = c.AttrInts(prefix + "_ids");
+  KILN_ASSIGN_OR_RETURN(std::vector<double> weights, FloatsOrTensor(c, prefix + "_weights"));
   const size_t count = tree_ids.size();
   if (node_ids.size() != count || features.size() != count || true_ids.size() != count || false_ids.size() != count ||
       modes.size() != count || (!values.empty() && values.size() != count) || (!missing.empty() && missing.size() != count)) {
     return c.Error("the nodes_* attributes must all have ", count, " entries (nodes_treeids')");
   }
   if (target_node.size() != target_tree.size() || target_ids.size() != target_tree.size() || weights.size() != target_tree.size()) {
-    return c.Error("target_treeids, target_nodeids, target_ids and target_weights differ in length");
-  }
-  if (n_targets < 1) return c.Error("n_targets must be at least 1");
-  if (!base.empty() && base.size() != static_cast<size_t>(n_targets)) {
-    return c.Error("base_values has ", base.size(), " values for ", n_targets, " targets");
+    return c.Error(prefix, "_treeids, ", prefix, "_nodeids, ", prefix, "_ids and ", prefix, "_weights differ in length");
   }
   static const std::map<std::string, int64_t> mode_codes = {{"BRANCH_LEQ", 0}, {"BRANCH_LT", 1}, {"BRANCH_GTE", 2},
                                                            {"BRANCH_GT", 3},  {"BRANCH_EQ", 4}, {"BRANCH_NEQ", 5}};
   Forest f;
   f.nan_rule = 1;
-  const std::string aggregate = c.AttrString("aggregate_function", "SUM");
-  static const std::map<std::string, int64_t> aggregates = {{"AVERAGE", kAverage}, {"SUM", kSum}, {"MIN", kMin}, {"MAX", kMax}};
-  if (!aggregates.count(aggregate)) return c.Error("unknown aggregate_function '", aggregate, "'");
-  f.aggregate = aggregates.at(aggregate);
-  KILN_ASSIGN_OR_RETURN(f.post, PostTransformCode(c, c.AttrString("post_transform", "NONE")));
-  f.base = base.empty() ? std::vector<double>(static_cast<size_t>(n_targets), 0.0) : base;
 
   // Number the branch nodes and the leaves; (tree, node id) -> child code.
   std::map<std::pair<int64_t, int64_t>, double> code;
@@ -293,8 +286,84 @@ absl::StatusOr<std::vector<Value>> ConvertTreeEnsembleRegressor(NodeContext& c) 
     }
     f.leaf_offsets.push_back(static_cast<double>(f.leaf_targets.size()));
   }
+  return f;
+}
+
+// TreeEnsembleRegressor (ai.onnx.ml 1, 3): Y is float32 [N, n_targets].
+absl::StatusOr<std::vector<Value>> ConvertTreeEnsembleRegressor(NodeContext& c) {
+  const int64_t n_targets = c.AttrInt("n_targets", 1);
+  if (n_targets < 1) return c.Error("n_targets must be at least 1");
+  KILN_ASSIGN_OR_RETURN(std::vector<double> base, FloatsOrTensor(c, "base_values"));
+  if (!base.empty() && base.size() != static_cast<size_t>(n_targets)) {
+    return c.Error("base_values has ", base.size(), " values for ", n_targets, " targets");
+  }
+  KILN_ASSIGN_OR_RETURN(Forest f, ParseTreeTable(c, "target", n_targets));
+  const std::string aggregate = c.AttrString("aggregate_function", "SUM");
+  static const std::map<std::string, int64_t> aggregates = {{"AVERAGE", kAverage}, {"SUM", kSum}, {"MIN", kMin}, {"MAX", kMax}};
+  if (!aggregates.count(aggregate)) return c.Error("unknown aggregate_function '", aggregate, "'");
+  f.aggregate = aggregates.at(aggregate);
+  KILN_ASSIGN_OR_RETURN(f.post, PostTransformCode(c, c.AttrString("post_transform", "NONE")));
+  f.base = base.empty() ? std::vector<double>(static_cast<size_t>(n_targets), 0.0) : base;
   KILN_ASSIGN_OR_RETURN(Expr y, EmitForest(c, f, DataType::Float32()));
   return Outputs(y);
+}
+
+// TreeEnsembleClassifier (ai.onnx.ml 1, 3): Z, float32 [N, classes], is the sum of the
+// leaves' class weights plus base_values, post-transformed; Y is the label of Z's largest
+// score (the first on ties), from classlabels_int64s or classlabels_strings. As in ONNX's
+// reference, when every leaf weight goes to one class id the scores are binary: two columns
+// (see the builtin), and a single label [1] gives labels 0 / 1.
+absl::StatusOr<std::vector<Value>> ConvertTreeEnsembleClassifier(NodeContext& c) {
+  const std::vector<int64_t> int_labels = c.AttrInts("classlabels_int64s");
+  const std::vector<std::string> string_labels = AttrStringList(c, "classlabels_strings");
+  if (int_labels.empty() == string_labels.empty()) {
+    return c.Error("exactly one of classlabels_int64s and classlabels_strings must be given");
+  }
+  const int64_t classes = static_cast<int64_t>(std::max(int_labels.size(), string_labels.size()));
+  const std::vector<int64_t> class_ids = c.AttrInts("class_ids");
+  const bool binary = !class_ids.empty() && std::all_of(class_ids.begin(), class_ids.end(),
+                                                        [&](int64_t id) { return id == class_ids[0]; });
+  if (classes == 1 && !(int_labels.size() == 1 && int_labels[0] == 1)) {
+    return c.Error("a single class label is supported only as classlabels_int64s = [1] (ONNX's reference refuses others)");
+  }
+  if (binary && class_ids[0] != 0) {
+    return c.Error("binary scores with every class_id ", class_ids[0], " are not supported (sklearn-onnx writes 0)");
+  }
+  const int64_t columns = binary ? 2 : classes;
+  KILN_ASSIGN_OR_RETURN(std::vector<double> base, FloatsOrTensor(c, "base_values"));
+  if (!base.empty() && static_cast<int64_t>(base.size()) != classes) {
+    return c.Error("base_values has ", base.size(), " values for ", classes, " classes");
+  }
+  KILN_ASSIGN_OR_RETURN(Forest f, ParseTreeTable(c, "class", columns));
+  f.aggregate = kSum;
+  f.binary = binary;
+  KILN_ASSIGN_OR_RETURN(f.post, PostTransformCode(c, c.AttrString("post_transform", "NONE")));
+  f.base = base;
+  f.base.resize(static_cast<size_t>(columns), 0.0);
+  KILN_ASSIGN_OR_RETURN(Expr z, EmitForest(c, f, DataType::Float32()));
+  KILN_ASSIGN_OR_RETURN(Expr best, c.Call("argmax", {z}, {{"axis", int64_t{1}}}));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(0));
+  Expr y;
+  if (!string_labels.empty()) {
+    // Index -> string through LabelEncoder's builtin (string tensors have no gather).
+    std::vector<Expr> keys, values;
+    for (size_t k = 0; k < string_labels.size(); ++k) {
+      keys.push_back(relax::PrimValue(PrimExpr(static_cast<int64_t>(k))));
+      values.push_back(relax::StringImm(string_labels[k]));
+    }
+    KILN_ASSIGN_OR_RETURN(y, c.Emit(relax::Call(relax::Op("call_pure_builtin"),
+                                                {relax::ExternFunc("kiln.string.label_encode"), best, relax::Tuple(keys),
+                                                 relax::Tuple(values), relax::StringImm(""),
+                                                 relax::PrimValue(PrimExpr(PackedDType(tir::StringType())))},
+                                                {}, {relax::TensorSInfo({shape[0]}, tir::StringType())})));
+  } else if (classes == 1) {
+    y = best;  // labels [1]: score column 1 is label 1, column 0 label 0
+  } else {
+    std::vector<double> labels(int_labels.begin(), int_labels.end());
+    Expr table = relax::Constant(DataFromDoubles(labels, DataType::Int64(), {classes}));
+    KILN_ASSIGN_OR_RETURN(y, c.Call("take", {table, best}, {{"axis", int64_t{0}}}));
+  }
+  return std::vector<Value>{Value::Of(y), Value::Of(z)};
 }
 
 }  // namespace
@@ -302,6 +371,7 @@ absl::StatusOr<std::vector<Value>> ConvertTreeEnsembleRegressor(NodeContext& c) 
 void RegisterTreeEnsembleConverters(ConverterRegistry& r) {
   r.Register(QualifiedOpType("ai.onnx.ml", "TreeEnsemble"), ConvertTreeEnsemble, 5);
   r.Register(QualifiedOpType("ai.onnx.ml", "TreeEnsembleRegressor"), ConvertTreeEnsembleRegressor, 1);
+  r.Register(QualifiedOpType("ai.onnx.ml", "TreeEnsembleClassifier"), ConvertTreeEnsembleClassifier, 1);
 }
 
 }  // namespace kiln::frontends::onnx
