@@ -28,6 +28,7 @@
 //
 // MIN / MAX start each target at the output type's largest / lowest finite value, as ONNX's
 // reference does, so a target no leaf reached keeps it. Sums are accumulated in double.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -173,55 +174,74 @@ absl::Status TreeEnsemble(BuiltinContext& ctx, const Value* const* args, int, Va
                                                 : std::numeric_limits<double>::max();
 
   KILN_ASSIGN_OR_RETURN(Tensor y, Tensor::Empty({rows, targets}, out_dtype, ctx.device));
+  // Rows go in blocks, trees outer within a block: one tree's nodes stay in cache while the
+  // block's rows walk it (row-outer order re-reads the whole forest from memory per row).
+  constexpr int64_t kBlockRows = 256;
+  const double start = aggregate == 2 ? highest : aggregate == 3 ? -highest : 0.0;
+  // The block's features widened to double once (the typed load dispatches on the dtype).
+  std::vector<double> block_x(static_cast<size_t>(kBlockRows * features));
+  std::vector<double> block_scores(static_cast<size_t>(kBlockRows * targets));
   std::vector<double> row(static_cast<size_t>(targets));
-  for (int64_t r = 0; r < rows; ++r) {
-    const double start = aggregate == 2 ? highest : aggregate == 3 ? -highest : 0.0;
-    std::fill(row.begin(), row.end(), start);
+  for (int64_t r0 = 0; r0 < rows; r0 += kBlockRows) {
+    const int64_t block = std::min(kBlockRows, rows - r0);
+    for (int64_t i = 0; i < block * features; ++i) {
+      block_x[i] = vm::LoadElementAsDouble(x.data(), x.dtype(), r0 * features + i);
+    }
+    std::fill(block_scores.begin(), block_scores.end(), start);
     for (int64_t t = 0; t < tree_count; ++t) {
-      int64_t c = root[t];
-      // A well-formed tree visits each node at most once; more steps mean a cycle.
-      for (int64_t steps = 0; c >= 0; ++steps) {
-        if (steps > node_count) return Bad(absl::StrCat("tree ", t, " has a cycle"));
-        const int64_t* n = node + c * kNodeFields;
-        const double v = vm::LoadElementAsDouble(x.data(), x.dtype(), r * features + n[0]);
-        const double th = threshold[c];
-        bool go_true = false;
-        switch (n[1]) {
-          case 0: go_true = v <= th; break;
-          case 1: go_true = v < th; break;
-          case 2: go_true = v >= th; break;
-          case 3: go_true = v > th; break;
-          case 4: go_true = v == th; break;
-          case 5: go_true = v != th; break;
-          default:
-            for (int64_t m = n[5]; m < member_count && !std::isnan(member[m]); ++m) go_true = go_true || v == member[m];
-            break;
+      for (int64_t r = 0; r < block; ++r) {
+        const double* xr = block_x.data() + r * features;
+        int64_t c = root[t];
+        // A well-formed tree visits each node at most once; more steps mean a cycle.
+        for (int64_t steps = 0; c >= 0; ++steps) {
+          if (steps > node_count) return Bad(absl::StrCat("tree ", t, " has a cycle"));
+          const int64_t* n = node + c * kNodeFields;
+          const double v = xr[n[0]];
+          const double th = threshold[c];
+          bool go_true = false;
+          switch (n[1]) {
+            case 0: go_true = v <= th; break;
+            case 1: go_true = v < th; break;
+            case 2: go_true = v >= th; break;
+            case 3: go_true = v > th; break;
+            case 4: go_true = v == th; break;
+            case 5: go_true = v != th; break;
+            default:
+              for (int64_t m = n[5]; m < member_count && !std::isnan(member[m]); ++m) go_true = go_true || v == member[m];
+              break;
+          }
+          if (std::isnan(v)) go_true = nan_rule == 1 ? n[4] != 0 : go_true || n[4] != 0;
+          c = go_true ? n[2] : n[3];
         }
-        if (std::isnan(v)) go_true = nan_rule == 1 ? n[4] != 0 : go_true || n[4] != 0;
-        c = go_true ? n[2] : n[3];
-      }
-      const int64_t leaf = -c - 1;
-      for (int64_t e = offset[leaf]; e < offset[leaf + 1]; ++e) {
-        double& acc = row[static_cast<size_t>(target[e])];
-        if (aggregate == 2) {
-          acc = std::min(acc, weight[e]);
-        } else if (aggregate == 3) {
-          acc = std::max(acc, weight[e]);
-        } else {
-          acc += weight[e];
+        const int64_t leaf = -c - 1;
+        double* scores = block_scores.data() + r * targets;
+        for (int64_t e = offset[leaf]; e < offset[leaf + 1]; ++e) {
+          double& acc = scores[target[e]];
+          if (aggregate == 2) {
+            acc = std::min(acc, weight[e]);
+          } else if (aggregate == 3) {
+            acc = std::max(acc, weight[e]);
+          } else {
+            acc += weight[e];
+          }
         }
       }
     }
-    for (int64_t k = 0; k < targets; ++k) {
-      if (aggregate == 0 && tree_count > 0) row[k] /= static_cast<double>(tree_count);
-      row[k] += base.data_as<double>()[k];
+    for (int64_t r = 0; r < block; ++r) {
+      for (int64_t k = 0; k < targets; ++k) {
+        row[k] = block_scores[r * targets + k];
+        if (aggregate == 0 && tree_count > 0) row[k] /= static_cast<double>(tree_count);
+        row[k] += base.data_as<double>()[k];
+      }
+      if (binary) {
+        row[1] = row[0];
+        row[0] = post == 0 || post == 4 ? 1 - row[1] : -row[1];
+      }
+      PostTransform(post, row);
+      for (int64_t k = 0; k < targets; ++k) {
+        vm::StoreElementFromDouble(y.data(), out_dtype, (r0 + r) * targets + k, row[k]);
+      }
     }
-    if (binary) {
-      row[1] = row[0];
-      row[0] = post == 0 || post == 4 ? 1 - row[1] : -row[1];
-    }
-    PostTransform(post, row);
-    for (int64_t k = 0; k < targets; ++k) vm::StoreElementFromDouble(y.data(), out_dtype, r * targets + k, row[k]);
   }
   *out = Value(std::move(y));
   return absl::OkStatus();
