@@ -13,6 +13,7 @@ const vm::BuiltinRegistry& DefaultRegistry() {
     RegisterMemoryBuiltins(*r);
     RegisterStructureBuiltins(*r);
     RegisterStringBuiltins(*r);
+    RegisterTreeEnsembleBuiltins(*r);
     RegisterTensorKernels(*r);
     RegisterOpenBlasKernels(*r);
     RegisterCublasKernels(*r);

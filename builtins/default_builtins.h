@@ -16,6 +16,7 @@ const vm::BuiltinRegistry& DefaultRegistry();
 void RegisterMemoryBuiltins(vm::BuiltinRegistry& registry);     // memory_builtins.cc
 void RegisterStructureBuiltins(vm::BuiltinRegistry& registry);  // structure_builtins.cc
 void RegisterStringBuiltins(vm::BuiltinRegistry& registry);     // string_builtins.cc
+void RegisterTreeEnsembleBuiltins(vm::BuiltinRegistry& registry);  // tree_ensemble_builtins.cc
 void RegisterTensorKernels(vm::BuiltinRegistry& registry);      // tensor_kernels.cc
 void RegisterOpenBlasKernels(vm::BuiltinRegistry& registry);    // openblas_kernels.cc
 void RegisterCublasKernels(vm::BuiltinRegistry& registry);      // cublas_kernels.cc

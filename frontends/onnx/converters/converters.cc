@@ -27,6 +27,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterUniqueConverters(registry);
   RegisterOptimizerConverters(registry);
   RegisterMlConverters(registry);
+  RegisterTreeEnsembleConverters(registry);
   RegisterSequenceConverters(registry);
   RegisterDeformConvConverters(registry);
   RegisterTfIdfConverters(registry);
