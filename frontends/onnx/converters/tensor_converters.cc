@@ -17,6 +17,7 @@
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
 #include "frontends/onnx/converters/narrowing.h"
+#include "frontends/onnx/converters/run_time_shapes.h"
 #include "frontends/onnx/converters/string_converters.h"
 #include "frontends/onnx/narrow_types.h"
 #include "frontends/onnx/tensor_proto.h"
@@ -110,6 +111,8 @@ absl::StatusOr<std::vector<Value>> ConvertReshape(NodeContext& c) {
   std::vector<PrimExpr> target;
   if (c.opset() < 5) {
     for (int64_t d : c.AttrInts("shape")) target.push_back(PrimExpr(d));
+  } else if (ComputedAtRunTime(c, 1)) {
+    return ReshapeAtRunTime(c);  // run_time_shapes.h
   } else {
     KILN_ASSIGN_OR_RETURN(target, c.InputElements(1));
   }
@@ -413,6 +416,7 @@ absl::StatusOr<std::vector<Value>> ConvertTranspose(NodeContext& c) {
 
 // ONNX Expand broadcasts both ways: a target dim of 1 keeps the input's dim.
 absl::StatusOr<std::vector<Value>> ConvertExpand(NodeContext& c) {
+  if (ComputedAtRunTime(c, 1)) return ExpandAtRunTime(c);  // run_time_shapes.h
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> target, c.InputElements(1));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, ShapeOf(c, 0));
   const size_t ndim = std::max(target.size(), in.size());
@@ -575,7 +579,6 @@ absl::StatusOr<std::vector<Value>> ConvertConstant(NodeContext& c) {
 }
 
 absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputElements(0));
   relax::ConstantData fill = DataFromDoubles({0.0}, DataType::Float32(), {});
   if (c.HasAttr("value")) {
     KILN_ASSIGN_OR_RETURN(fill, c.AttrTensor("value"));
@@ -583,6 +586,8 @@ absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
     if (fill.numel() != 1) return c.Error("value must hold one element, it holds ", fill.numel());
     fill.shape = {};
   }
+  if (ComputedAtRunTime(c, 0)) return ConstantOfShapeAtRunTime(c, fill, NarrowTypeOfAttr(c, "value"));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputElements(0));
   for (const PrimExpr& d : shape) {
     std::vector<int64_t> v;
     if (AllConstant({d}, &v) && v[0] < 0) return c.Error("shape entry ", v[0], " is negative");
@@ -607,11 +612,20 @@ absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
 // computed as a tensor (in float64), made a shape by tensor_to_shape and named by a match_cast
 // with a fresh dim n; the result is start + arange(n) * delta, ONNX's definition.
 absl::StatusOr<std::vector<Value>> RangeAtRunTime(NodeContext& c, DataType dtype) {
-  std::vector<Expr> bounds;
+  // Scalars; a tensor of one element (shape (1,)) is read as one, as ONNX's reference does
+  // (AffineGrid's body passes a dim Split from `size`).
+  std::vector<Expr> scalars, bounds;
   for (int i = 0; i < 3; ++i) {
-    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(i));
-    if (!shape.empty()) return c.Error("start, limit and delta must be scalars");
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ShapeOf(c, i));
+    std::vector<int64_t> dims;
+    if (!AllConstant(shape, &dims) || std::count(dims.begin(), dims.end(), int64_t{1}) != static_cast<int64_t>(dims.size())) {
+      return c.Error("start, limit and delta must be scalars");
+    }
     KILN_ASSIGN_OR_RETURN(Expr x, c.Input(i));
+    if (!shape.empty()) {
+      KILN_ASSIGN_OR_RETURN(x, Reshape(c, x, {}));
+    }
+    scalars.push_back(x);
     KILN_ASSIGN_OR_RETURN(Expr wide, c.Call("astype", {x}, {{"dtype", DataType::Float(64)}}));
     bounds.push_back(wide);
   }
@@ -630,10 +644,8 @@ absl::StatusOr<std::vector<Value>> RangeAtRunTime(NodeContext& c, DataType dtype
   absl::StatusOr<relax::Var> named = c.builder().EmitMatchCast(shape, relax::ShapeSInfo({n}), name);
   if (!named.ok()) return c.Annotate(named.status());
   KILN_ASSIGN_OR_RETURN(Expr index, c.Call("arange", {relax::PrimValue(n)}, {{"dtype", dtype}}));
-  KILN_ASSIGN_OR_RETURN(Expr start, c.Input(0));
-  KILN_ASSIGN_OR_RETURN(Expr delta, c.Input(2));
-  KILN_ASSIGN_OR_RETURN(Expr scaled, c.Call("multiply", {index, delta}));
-  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("add", {scaled, start}));
+  KILN_ASSIGN_OR_RETURN(Expr scaled, c.Call("multiply", {index, scalars[2]}));
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("add", {scaled, scalars[0]}));
   return Outputs(out);
 }
 
