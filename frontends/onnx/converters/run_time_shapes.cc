@@ -30,6 +30,22 @@ absl::StatusOr<Expr> IntVectorInput(NodeContext& c, int i, const std::string& wh
   return t;
 }
 
+// Input i's entries known at import time (Value::known_entries), `length` of them, all
+// unknown when none are tracked.
+KnownEntries KnownInputEntries(NodeContext& c, int i, int64_t length) {
+  const Value* v = c.InputValue(i);
+  if (v == nullptr || static_cast<int64_t>(v->known_entries.size()) != length) {
+    return KnownEntries(static_cast<size_t>(length));
+  }
+  return v->known_entries;
+}
+
+// A known entry's constant value, if it is one.
+std::optional<int64_t> ConstantEntry(const std::optional<PrimExpr>& e) {
+  if (!e) return std::nullopt;
+  return e->as_int();
+}
+
 // Symbolic (or constant) dims as a 1-d int64 tensor.
 absl::StatusOr<Expr> DimsAsTensor(NodeContext& c, const std::vector<PrimExpr>& dims) {
   Value v = Value::OfElements(dims, DataType::Int64(), 1);
@@ -59,7 +75,8 @@ bool ComputedAtRunTime(NodeContext& c, int i) {
   return v != nullptr && !v->data && !v->elements && !v->is_sequence && !v->is_none && !c.InputIsGraphInput(i);
 }
 
-absl::StatusOr<std::vector<PrimExpr>> DimsFromTensor(NodeContext& c, const Expr& values, const std::string& what) {
+absl::StatusOr<std::vector<PrimExpr>> DimsFromTensor(NodeContext& c, const Expr& values, const std::string& what,
+                                                     const KnownEntries& known) {
   const auto* info = values.struct_info().as<relax::TensorStructInfoNode>();
   if (info == nullptr || info->ndim != 1 || !info->shape || !(*info->shape)[0].as_int()) {
     return c.Error(what, " must be a 1-d tensor of a length known at import time");
@@ -71,7 +88,14 @@ absl::StatusOr<std::vector<PrimExpr>> DimsFromTensor(NodeContext& c, const Expr&
     base += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
   }
   std::vector<PrimExpr> dims;
-  for (int64_t k = 0; k < n; ++k) dims.push_back(tir::Var::Shape(absl::StrCat(base, k)));
+  for (int64_t k = 0; k < n; ++k) {
+    // A constant, or a variable defined before, which the match_cast compares; a compound
+    // expression (2 * b) gets a fresh variable instead.
+    const std::optional<PrimExpr>& e = static_cast<int64_t>(known.size()) == n ? known[static_cast<size_t>(k)]
+                                                                               : std::nullopt;
+    const bool has = e && (e->as_int() || e->as<tir::VarNode>() != nullptr);
+    dims.push_back(has ? *known[static_cast<size_t>(k)] : PrimExpr(tir::Var::Shape(absl::StrCat(base, k))));
+  }
   absl::StatusOr<relax::Var> named = c.builder().EmitMatchCast(shape, relax::ShapeSInfo(dims), base);
   if (!named.ok()) return c.Annotate(named.status());
   return dims;
@@ -94,7 +118,15 @@ absl::StatusOr<std::vector<Value>> ExpandAtRunTime(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(Expr in_dims, DimsAsTensor(c, padded));
   KILN_ASSIGN_OR_RETURN(Expr is_one, c.Call("equal", {target, Int64(1)}));
   KILN_ASSIGN_OR_RETURN(Expr out_dims, c.Call("where", {is_one, in_dims, target}));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out, DimsFromTensor(c, out_dims, "expand"));
+  KnownEntries known(static_cast<size_t>(ndim - r), std::nullopt);
+  for (const std::optional<PrimExpr>& e : KnownInputEntries(c, 1, r)) known.push_back(e);
+  for (int64_t k = 0; k < ndim; ++k) {
+    std::optional<PrimExpr>& e = known[static_cast<size_t>(k)];
+    if (k < ndim - r) e = padded[static_cast<size_t>(k)];  // a dim the target does not reach
+    else if (ConstantEntry(e) == 1) e = padded[static_cast<size_t>(k)];
+    else if (e && !ConstantEntry(e)) e = std::nullopt;  // a symbolic entry may be 1 when it runs
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out, DimsFromTensor(c, out_dims, "expand", known));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr y, c.Call("broadcast_to", {x, relax::ShapeExpr(out)}));
   return Outputs(y);
@@ -122,8 +154,8 @@ absl::StatusOr<std::vector<Value>> ReshapeAtRunTime(NodeContext& c) {
   // The -1 entry: the input's element count over the product of the other entries (at
   // least 1, so that an empty product never divides by 0; reshape's count check then fails).
   KILN_ASSIGN_OR_RETURN(Expr is_infer, c.Call("equal", {dims, Int64(-1)}));
-  KILN_ASSIGN_OR_RETURN(Expr known, c.Call("where", {is_infer, Int64(1), dims}));
-  KILN_ASSIGN_OR_RETURN(Expr known_count, c.Call("prod", {known}, {{"axis", std::vector<int64_t>{0}}, {"keepdims", true}}));
+  KILN_ASSIGN_OR_RETURN(Expr others, c.Call("where", {is_infer, Int64(1), dims}));
+  KILN_ASSIGN_OR_RETURN(Expr known_count, c.Call("prod", {others}, {{"axis", std::vector<int64_t>{0}}, {"keepdims", true}}));
   KILN_ASSIGN_OR_RETURN(known_count, c.Call("maximum", {known_count, Int64(1)}));
   KILN_ASSIGN_OR_RETURN(Expr in_count, DimsAsTensor(c, {Product(in, 0, in.size())}));
   KILN_ASSIGN_OR_RETURN(Expr inferred, c.Call("floor_divide", {in_count, known_count}));
@@ -132,7 +164,16 @@ absl::StatusOr<std::vector<Value>> ReshapeAtRunTime(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(Expr one_infer, c.Call("less_equal", {infer_count, Int64(1)}));
   KILN_ASSIGN_OR_RETURN(inferred, c.Call("where", {one_infer, inferred, Int64(kInvalid)}));
   KILN_ASSIGN_OR_RETURN(dims, c.Call("where", {is_infer, inferred, dims}));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out, DimsFromTensor(c, dims, "reshape"));
+  // Known positive entries stay (and 0 with allowzero); 0 copies a known input dim.
+  KnownEntries known = KnownInputEntries(c, 1, r);
+  const bool allowzero = c.AttrInt("allowzero", 0) != 0;
+  for (int64_t k = 0; k < r; ++k) {
+    std::optional<PrimExpr>& e = known[static_cast<size_t>(k)];
+    const std::optional<int64_t> v = ConstantEntry(e);
+    if (v && *v == 0 && !allowzero && k < static_cast<int64_t>(in.size())) e = in[static_cast<size_t>(k)];
+    else if (!v || *v < 0 || (*v == 0 && !allowzero)) e = std::nullopt;
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out, DimsFromTensor(c, dims, "reshape", known));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   KILN_ASSIGN_OR_RETURN(Expr y, Reshape(c, x, out));
   return Outputs(y);
@@ -142,7 +183,11 @@ absl::StatusOr<std::vector<Value>> ConstantOfShapeAtRunTime(NodeContext& c, cons
                                                             int32_t narrow_type) {
   int64_t r = 0;
   KILN_ASSIGN_OR_RETURN(Expr shape, IntVectorInput(c, 0, "input", &r));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, DimsFromTensor(c, shape, "shape"));
+  KnownEntries known = KnownInputEntries(c, 0, r);
+  for (std::optional<PrimExpr>& e : known) {
+    if (e && !(ConstantEntry(e) >= 0)) e = std::nullopt;  // a negative entry: the run-time error
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, DimsFromTensor(c, shape, "shape", known));
   KILN_ASSIGN_OR_RETURN(Expr out, c.Call("full", {relax::ShapeExpr(dims), relax::Constant(fill)}, {{"dtype", fill.dtype}}));
   Value value = Value::Of(out);
   value.narrow_type = narrow_type;
@@ -159,7 +204,11 @@ absl::StatusOr<std::vector<Value>> TileAtRunTime(NodeContext& c) {
   if (r != static_cast<int64_t>(in.size())) {
     return c.Error("repeats has ", r, " entries for an input of rank ", in.size());
   }
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> reps, DimsFromTensor(c, repeats, "repeats"));
+  KnownEntries known = KnownInputEntries(c, 1, r);
+  for (std::optional<PrimExpr>& e : known) {
+    if (e && !(ConstantEntry(e) >= 0)) e = std::nullopt;
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> reps, DimsFromTensor(c, repeats, "repeats", known));
   std::vector<PrimExpr> interleaved, spread, out;
   for (size_t k = 0; k < in.size(); ++k) {
     interleaved.insert(interleaved.end(), {PrimExpr(int64_t{1}), in[k]});
@@ -210,7 +259,17 @@ absl::StatusOr<std::vector<Value>> PadAtRunTime(NodeContext& c, const std::strin
                                            {"strides", std::vector<int64_t>{1}}}));
   KILN_ASSIGN_OR_RETURN(Expr out_dims, c.Call("add", {in_dims, begins}));
   KILN_ASSIGN_OR_RETURN(out_dims, c.Call("add", {out_dims, ends}));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out, DimsFromTensor(c, out_dims, "pad"));
+  const KnownEntries known_pads = KnownInputEntries(c, 1, r);
+  KnownEntries known(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    const std::optional<int64_t> b = ConstantEntry(known_pads[static_cast<size_t>(k)]);
+    const std::optional<int64_t> e = ConstantEntry(known_pads[static_cast<size_t>(k + n)]);
+    if (b && e) {
+      const PrimExpr dim = Simplify(padded_in[static_cast<size_t>(k)] + PrimExpr(*b + *e));
+      if (const std::optional<int64_t> v = dim.as_int(); !v || *v >= 0) known[static_cast<size_t>(k)] = dim;
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out, DimsFromTensor(c, out_dims, "pad", known));
 
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));

@@ -11,6 +11,7 @@
 // (relax/op/assumed_relations.h); a negative dim is tensor_to_shape's run-time error.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,12 @@ namespace kiln::frontends::onnx {
 // and not a graph input (whose value binding supplies at import time: docs/onnx.md).
 bool ComputedAtRunTime(NodeContext& c, int i);
 
-// The dims held by `values` (a 1-d integer tensor of constant length): one fresh symbolic
-// variable per entry, named after the node's output and `what`, defined at run time.
-absl::StatusOr<std::vector<PrimExpr>> DimsFromTensor(NodeContext& c, const relax::Expr& values, const std::string& what);
+// The dims held by `values` (a 1-d integer tensor of constant length): the entry of
+// `known` where it has one (the match_cast checks it at run time), else a fresh symbolic
+// variable named after the node's output and `what`, defined at run time.
+using KnownEntries = std::vector<std::optional<PrimExpr>>;
+absl::StatusOr<std::vector<PrimExpr>> DimsFromTensor(NodeContext& c, const relax::Expr& values, const std::string& what,
+                                                     const KnownEntries& known = {});
 
 // The converters' run-time paths, taken when ComputedAtRunTime says so for the input named.
 absl::StatusOr<std::vector<Value>> ExpandAtRunTime(NodeContext& c);           // shape (input 1)

@@ -176,12 +176,26 @@ absl::StatusOr<std::vector<Value>> ConvertSqueeze(NodeContext& c) {
       drop[a] = true;
     }
   } else {
+    // Every dim of size 1. A symbolic dim is kept: the result's rank must be known here, so
+    // a symbolic dim that is 1 when the function runs is a run-time error (checked as
+    // 1 <= (d - 1)^2, i.e. d != 1) rather than a silently different rank.
+    tir::Analyzer analyzer;
     for (int64_t a = 0; a < ndim; ++a) {
       std::vector<int64_t> v;
-      if (!AllConstant({in[a]}, &v)) {
-        return c.Unsupported("squeezing every dim of size 1 needs static dims, dim ", a, " is ", tir::ToString(in[a]));
+      if (AllConstant({in[a]}, &v)) {
+        drop[a] = v[0] == 1;
+        continue;
       }
-      drop[a] = v[0] == 1;
+      if (analyzer.CanProveNotEqual(in[a], PrimExpr(int64_t{1}))) continue;
+      const PrimExpr off = in[a] - PrimExpr(int64_t{1});
+      KILN_RETURN_IF_ERROR(
+          c.Call("check_dims", {relax::PrimValue(PrimExpr(int64_t{1})), relax::PrimValue(off * off)},
+                 {{"relation", std::string("at_most")},
+                  {"message", absl::StrCat("node '", c.node().name(), "' (op Squeeze): dim ", a, " (",
+                                           tir::ToString(in[a]),
+                                           ") is 1 at run time; a Squeeze without axes keeps symbolic dims, so "
+                                           "its rank is known when the model is imported")}})
+              .status());
     }
   }
   std::vector<PrimExpr> out;
@@ -215,6 +229,37 @@ absl::StatusOr<std::vector<Value>> ConvertUnsqueeze(NodeContext& c) {
   return Outputs(r);
 }
 
+// The entries of a Concat of 1-d integer pieces known at import time (shape values, or a
+// piece's own known entries), nullopt for the others; empty when no entry is known or a
+// piece's length is not a constant (Value::known_entries).
+std::vector<std::optional<PrimExpr>> KnownConcatEntries(NodeContext& c) {
+  std::vector<std::optional<PrimExpr>> known;
+  bool any = false;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (!c.has_input(i)) continue;
+    const Value* v = c.InputValue(i);
+    absl::StatusOr<DataType> dtype = c.InputDType(i);
+    if (!dtype.ok() || !dtype->is_integer()) return {};
+    if (c.InputElementsKnown(i)) {
+      absl::StatusOr<std::vector<PrimExpr>> e = c.InputElements(i);
+      if (!e.ok()) return {};
+      for (const PrimExpr& x : *e) known.push_back(x);
+      any = any || !e->empty();
+      continue;
+    }
+    if (!v->known_entries.empty()) {
+      known.insert(known.end(), v->known_entries.begin(), v->known_entries.end());
+      any = true;
+      continue;
+    }
+    absl::StatusOr<std::vector<PrimExpr>> shape = c.InputShape(i);
+    std::vector<int64_t> length;
+    if (!shape.ok() || shape->size() != 1 || !AllConstant(*shape, &length)) return {};
+    for (int64_t k = 0; k < length[0]; ++k) known.emplace_back();  // unknown entries
+  }
+  return any ? known : std::vector<std::optional<PrimExpr>>{};
+}
+
 absl::StatusOr<std::vector<Value>> ConvertConcat(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(int64_t axis, c.RequiredInt("axis"));
   // Shape values concatenate at import time.
@@ -245,7 +290,9 @@ absl::StatusOr<std::vector<Value>> ConvertConcat(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(c, axis, ndim));
   if (parts.size() == 1) return Outputs(parts[0]);
   KILN_ASSIGN_OR_RETURN(Expr out, c.Call("concat", {relax::Tuple(parts)}, {{"axis", axis}}));
-  return Outputs(out);
+  Value value = Value::Of(out);
+  value.known_entries = KnownConcatEntries(c);
+  return std::vector<Value>{std::move(value)};
 }
 
 absl::StatusOr<std::vector<Value>> ConvertSplit(NodeContext& c) {
