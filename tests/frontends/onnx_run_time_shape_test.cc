@@ -211,5 +211,39 @@ TEST(OnnxRunTimeShape, PadCroppingBelowZeroIsARunTimeError) {
   EXPECT_THAT(std::string(bad.status().message()), testing::HasSubstr("negative"));
 }
 
+// Expand's target Concat(s, [1, 3]) with s computed at run time: the constant entries stay
+// known at import time, so the Squeeze (no axes) after it drops the 1 and keeps the fresh
+// dim, which must not be 1 when it runs.
+TEST(OnnxRunTimeShape, KnownEntriesOfARunTimeShapeStayStatic) {
+  ModelBuilder m(18);
+  m.Input("X", kFloat, {"1", "1", "3"}).Input("S", kInt64, {"1"}).Output("Y", kFloat);
+  m.Initializer("zero", {0}, {1});
+  m.Initializer("tail", {1, 3}, {2});
+  m.Node("Add", {"S", "zero"}, {"s"}, "computed");
+  m.Node("Concat", {"s", "tail"}, {"target"}, "concat")->add_attribute()->set_name("axis");
+  auto* axis = m.proto().mutable_graph()->mutable_node(1)->mutable_attribute(0);
+  axis->set_type(::onnx::AttributeProto::INT);
+  axis->set_i(0);
+  m.Node("Expand", {"X", "target"}, {"e"}, "expand");
+  m.Node("Squeeze", {"e"}, {"Y"}, "squeeze");
+  absl::StatusOr<ImportResult> imported = ImportOnnxBytes(m.Bytes(), "", ImportOptions{});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  auto run = [&](int64_t n) {
+    return CompileAndRun(*imported, {{"X", HostData(DataType::Float32(), {1, 1, 3}, Iota(3))},
+                                     {"S", HostData(DataType::Int64(), {1}, std::vector<int64_t>{n})}});
+  };
+  absl::StatusOr<std::vector<vm::Tensor>> out = run(4);
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].shape(), (std::vector<int64_t>{4, 3}));
+  std::vector<float> expected;
+  for (int i = 0; i < 4; ++i) {
+    for (float v : Iota(3)) expected.push_back(v);
+  }
+  EXPECT_EQ(Values((*out)[0]), expected);
+  absl::StatusOr<std::vector<vm::Tensor>> one = run(1);  // ONNX would squeeze it: refused
+  ASSERT_FALSE(one.ok());
+  EXPECT_THAT(std::string(one.status().message()), testing::HasSubstr("is 1 at run time"));
+}
+
 }  // namespace
 }  // namespace kiln::frontends::onnx

@@ -4,9 +4,10 @@
 // Unsqueeze, Reshape, Cast and Identity at import time, so the shape computations exported
 // models carry (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) end as a reshape to a
 // symbolic shape rather than as run-time tensors. Operators whose *output shape* depends on
-// an input's data (Reshape's shape, Expand's shape, ConstantOfShape, Range, Slice's starts
-// before Kiln slices at run-time positions) need that input at import time: a constant, a
-// shape value or a bound graph input (NodeContext::InputElements).
+// an input's data (Reshape's shape, Expand's shape, ConstantOfShape, Range, Slice's starts)
+// read it at import time when it is a constant, a shape value or a bound graph input
+// (NodeContext::InputElements); computed from run-time data, it is taken as a tensor whose
+// values become fresh symbolic dims when the function runs (run_time_shapes.h).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
