@@ -204,6 +204,14 @@ TEST(OnnxRunTimeShape, PadEveryModeWithGrowingAndCroppingPads) {
   }
 }
 
+TEST(OnnxRunTimeShape, PadConstantFillsAnEmptyAxis) {
+  auto model = MakeModel("Pad", {"n", "4"}, 4);
+  absl::StatusOr<std::vector<vm::Tensor>> out = RunModel(*model, {0, 4}, {1, 0, 1, 1});
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_EQ((*out)[0].shape(), (std::vector<int64_t>{2, 5}));
+  EXPECT_EQ(Values((*out)[0]), std::vector<float>(10, 0.0f));
+}
+
 TEST(OnnxRunTimeShape, PadCroppingBelowZeroIsARunTimeError) {
   auto model = MakeModel("Pad", {"3", "4"}, 4);
   absl::StatusOr<std::vector<vm::Tensor>> bad = RunModel(*model, {3, 4}, {-2, 0, -2, 0});

@@ -61,13 +61,6 @@ absl::StatusOr<Expr> Entry(NodeContext& c, const Expr& t, int64_t k) {
                  {"strides", std::vector<int64_t>{1}}});
 }
 
-// The shape (1, .., n, .., 1) of rank `rank` with n at `axis`.
-std::vector<PrimExpr> AlongAxis(int64_t rank, int64_t axis, const PrimExpr& n) {
-  std::vector<PrimExpr> shape(static_cast<size_t>(rank), PrimExpr(int64_t{1}));
-  shape[static_cast<size_t>(axis)] = n;
-  return shape;
-}
-
 }  // namespace
 
 bool ComputedAtRunTime(NodeContext& c, int i) {
@@ -224,9 +217,10 @@ absl::StatusOr<std::vector<Value>> TileAtRunTime(NodeContext& c) {
 
 // Pad with run-time pads, one axis at a time: output position i of an axis of input dim d
 // reads input position i - begin, mapped into [0, d) by the mode (edge: clamped; reflect:
-// mirrored without repeating the border; wrap: modulo d) and taken with `take`; constant
-// mode clamps too and masks the positions outside [0, d) with the value. Negative pads
-// crop, as ONNX allows; an output dim below 0 is tensor_to_shape's run-time error.
+// mirrored without repeating the border; wrap: modulo d) and taken with `take`. Constant
+// mode appends one slab of the value along the axis and reads it (position d) for the
+// positions outside [0, d), which also pads an empty axis. Negative pads crop, as ONNX
+// allows; an output dim below 0 is tensor_to_shape's run-time error.
 absl::StatusOr<std::vector<Value>> PadAtRunTime(NodeContext& c, const std::string& mode, double value,
                                                 const std::vector<int64_t>& axes) {
   int64_t r = 0;
@@ -273,7 +267,7 @@ absl::StatusOr<std::vector<Value>> PadAtRunTime(NodeContext& c, const std::strin
 
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
   KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
-  std::optional<Expr> mask;  // constant mode: inside the input along every padded axis
+  std::vector<PrimExpr> current = in;  // x's dims as the axes are padded
   for (int64_t k = 0; k < n; ++k) {
     const int64_t axis = padded_axes[static_cast<size_t>(k)];
     const PrimExpr& d = in[static_cast<size_t>(axis)];
@@ -284,7 +278,17 @@ absl::StatusOr<std::vector<Value>> PadAtRunTime(NodeContext& c, const std::strin
                                                  {{"dtype", DataType::Int64()}}));
     KILN_ASSIGN_OR_RETURN(Expr source, c.Call("subtract", {positions, begin}));
     Expr index;
-    if (mode == "constant" || mode == "edge") {
+    if (mode == "constant") {
+      std::vector<PrimExpr> slab_shape = current;
+      slab_shape[static_cast<size_t>(axis)] = PrimExpr(int64_t{1});
+      KILN_ASSIGN_OR_RETURN(Expr slab, c.Call("full", {relax::ShapeExpr(slab_shape), ScalarConstant(value, dtype)},
+                                              {{"dtype", dtype}}));
+      KILN_ASSIGN_OR_RETURN(x, c.Call("concat", {relax::Tuple({x, slab})}, {{"axis", axis}}));
+      KILN_ASSIGN_OR_RETURN(Expr above, c.Call("greater_equal", {source, Int64(0)}));
+      KILN_ASSIGN_OR_RETURN(Expr below, c.Call("less", {source, dim}));
+      KILN_ASSIGN_OR_RETURN(Expr inside, c.Call("logical_and", {above, below}));
+      KILN_ASSIGN_OR_RETURN(index, c.Call("where", {inside, source, dim}));
+    } else if (mode == "edge") {
       KILN_ASSIGN_OR_RETURN(index, c.Call("maximum", {source, Int64(0)}));
       KILN_ASSIGN_OR_RETURN(index, c.Call("minimum", {index, last}));
     } else if (mode == "wrap") {
@@ -300,19 +304,7 @@ absl::StatusOr<std::vector<Value>> PadAtRunTime(NodeContext& c, const std::strin
       KILN_ASSIGN_OR_RETURN(index, c.Call("minimum", {index, last}));  // d == 1: period 1 -> 0
     }
     KILN_ASSIGN_OR_RETURN(x, c.Call("take", {x, index}, {{"axis", axis}}));
-    if (mode == "constant") {
-      KILN_ASSIGN_OR_RETURN(Expr above, c.Call("greater_equal", {source, Int64(0)}));
-      KILN_ASSIGN_OR_RETURN(Expr below, c.Call("less", {source, dim}));
-      KILN_ASSIGN_OR_RETURN(Expr inside, c.Call("logical_and", {above, below}));
-      KILN_ASSIGN_OR_RETURN(inside, Reshape(c, inside, AlongAxis(rank, axis, out[static_cast<size_t>(k)])));
-      if (mask) {
-        KILN_ASSIGN_OR_RETURN(inside, c.Call("logical_and", {*mask, inside}));
-      }
-      mask = inside;
-    }
-  }
-  if (mask) {
-    KILN_ASSIGN_OR_RETURN(x, c.Call("where", {*mask, x, ScalarConstant(value, dtype)}));
+    current[static_cast<size_t>(axis)] = out[static_cast<size_t>(k)];
   }
   return Outputs(x);
 }
