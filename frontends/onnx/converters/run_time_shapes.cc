@@ -117,7 +117,7 @@ absl::StatusOr<std::vector<Value>> ExpandAtRunTime(NodeContext& c) {
     std::optional<PrimExpr>& e = known[static_cast<size_t>(k)];
     if (k < ndim - r) e = padded[static_cast<size_t>(k)];  // a dim the target does not reach
     else if (ConstantEntry(e) == 1) e = padded[static_cast<size_t>(k)];
-    else if (e && !ConstantEntry(e)) e = std::nullopt;  // a symbolic entry may be 1 when it runs
+    else if (!(ConstantEntry(e) >= 0)) e = std::nullopt;  // symbolic (1 when it runs?) or negative
   }
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> out, DimsFromTensor(c, out_dims, "expand", known));
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
