@@ -38,6 +38,11 @@ struct Value {
   // values in float32, int4 in int8), else 0. Set for graph inputs, initializers and the
   // outputs of Cast / CastLike / QuantizeLinear; CastLike reads it from `like`.
   int32_t narrow_type = 0;
+  // A run-time 1-d integer tensor whose entries are partly known at import time (a Concat
+  // of shape values and run-time pieces): one per element, nullopt where known only at run
+  // time; empty when not tracked. An operator reading a shape from a run-time tensor keeps
+  // the known entries as they are (converters/run_time_shapes.h).
+  std::vector<std::optional<PrimExpr>> known_entries;
   // A sequence: `sequence` holds its elements (tensors), in order.
   bool is_sequence = false;
   std::vector<Value> sequence;

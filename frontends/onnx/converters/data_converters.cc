@@ -20,6 +20,7 @@
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
+#include "frontends/onnx/converters/run_time_shapes.h"
 #include "frontends/onnx/tensor_proto.h"
 #include "support/status_macros.h"
 
@@ -168,7 +169,6 @@ absl::StatusOr<std::vector<Value>> ConvertPad(NodeContext& c) {
     pads = c.AttrInts(c.opset() < 2 ? "paddings" : "pads");
     value = c.AttrFloat("value", 0.0);
   } else {
-    KILN_ASSIGN_OR_RETURN(pads, c.InputInts(1));
     if (c.has_input(2)) {
       KILN_ASSIGN_OR_RETURN(relax::ConstantData v, c.InputData(2));
       int64_t count = 1;
@@ -179,6 +179,11 @@ absl::StatusOr<std::vector<Value>> ConvertPad(NodeContext& c) {
     if (c.has_input(3)) {
       KILN_ASSIGN_OR_RETURN(axes, c.InputInts(3));
     }
+    if (ComputedAtRunTime(c, 1)) {
+      KILN_ASSIGN_OR_RETURN(axes, NormalizeAxes(c, axes, rank));
+      return PadAtRunTime(c, mode, value, axes);  // run_time_shapes.h
+    }
+    KILN_ASSIGN_OR_RETURN(pads, c.InputInts(1));
   }
   if (!axes.empty()) {
     // Pads given for some axes only: spread them over every axis.
@@ -201,6 +206,7 @@ absl::StatusOr<std::vector<Value>> ConvertPad(NodeContext& c) {
 }
 
 absl::StatusOr<std::vector<Value>> ConvertTile(NodeContext& c) {
+  if (ComputedAtRunTime(c, 1)) return TileAtRunTime(c);  // run_time_shapes.h
   KILN_ASSIGN_OR_RETURN(Expr data, c.Input(0));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> repeats, c.InputInts(1));
   KILN_ASSIGN_OR_RETURN(int64_t rank, Rank(c, 0));

@@ -4,9 +4,10 @@
 // Unsqueeze, Reshape, Cast and Identity at import time, so the shape computations exported
 // models carry (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) end as a reshape to a
 // symbolic shape rather than as run-time tensors. Operators whose *output shape* depends on
-// an input's data (Reshape's shape, Expand's shape, ConstantOfShape, Range, Slice's starts
-// before Kiln slices at run-time positions) need that input at import time: a constant, a
-// shape value or a bound graph input (NodeContext::InputElements).
+// an input's data (Reshape's shape, Expand's shape, ConstantOfShape, Range, Slice's starts)
+// read it at import time when it is a constant, a shape value or a bound graph input
+// (NodeContext::InputElements); computed from run-time data, it is taken as a tensor whose
+// values become fresh symbolic dims when the function runs (run_time_shapes.h).
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
 #include "frontends/onnx/converters/narrowing.h"
+#include "frontends/onnx/converters/run_time_shapes.h"
 #include "frontends/onnx/converters/string_converters.h"
 #include "frontends/onnx/narrow_types.h"
 #include "frontends/onnx/tensor_proto.h"
@@ -110,6 +112,8 @@ absl::StatusOr<std::vector<Value>> ConvertReshape(NodeContext& c) {
   std::vector<PrimExpr> target;
   if (c.opset() < 5) {
     for (int64_t d : c.AttrInts("shape")) target.push_back(PrimExpr(d));
+  } else if (ComputedAtRunTime(c, 1)) {
+    return ReshapeAtRunTime(c);  // run_time_shapes.h
   } else {
     KILN_ASSIGN_OR_RETURN(target, c.InputElements(1));
   }
@@ -173,12 +177,26 @@ absl::StatusOr<std::vector<Value>> ConvertSqueeze(NodeContext& c) {
       drop[a] = true;
     }
   } else {
+    // Every dim of size 1. A symbolic dim is kept: the result's rank must be known here, so
+    // a symbolic dim that is 1 when the function runs is a run-time error (checked as
+    // 1 <= (d - 1)^2, i.e. d != 1) rather than a silently different rank.
+    tir::Analyzer analyzer;
     for (int64_t a = 0; a < ndim; ++a) {
       std::vector<int64_t> v;
-      if (!AllConstant({in[a]}, &v)) {
-        return c.Unsupported("squeezing every dim of size 1 needs static dims, dim ", a, " is ", tir::ToString(in[a]));
+      if (AllConstant({in[a]}, &v)) {
+        drop[a] = v[0] == 1;
+        continue;
       }
-      drop[a] = v[0] == 1;
+      if (analyzer.CanProveNotEqual(in[a], PrimExpr(int64_t{1}))) continue;
+      const PrimExpr off = in[a] - PrimExpr(int64_t{1});
+      KILN_RETURN_IF_ERROR(
+          c.Call("check_dims", {relax::PrimValue(PrimExpr(int64_t{1})), relax::PrimValue(off * off)},
+                 {{"relation", std::string("at_most")},
+                  {"message", absl::StrCat("node '", c.node().name(), "' (op Squeeze): dim ", a, " (",
+                                           tir::ToString(in[a]),
+                                           ") is 1 at run time; a Squeeze without axes keeps symbolic dims, so "
+                                           "its rank is known when the model is imported")}})
+              .status());
     }
   }
   std::vector<PrimExpr> out;
@@ -212,6 +230,37 @@ absl::StatusOr<std::vector<Value>> ConvertUnsqueeze(NodeContext& c) {
   return Outputs(r);
 }
 
+// The entries of a Concat of 1-d integer pieces known at import time (shape values, or a
+// piece's own known entries), nullopt for the others; empty when no entry is known or a
+// piece's length is not a constant (Value::known_entries).
+std::vector<std::optional<PrimExpr>> KnownConcatEntries(NodeContext& c) {
+  std::vector<std::optional<PrimExpr>> known;
+  bool any = false;
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    if (!c.has_input(i)) continue;
+    const Value* v = c.InputValue(i);
+    absl::StatusOr<DataType> dtype = c.InputDType(i);
+    if (!dtype.ok() || !dtype->is_integer()) return {};
+    if (c.InputElementsKnown(i)) {
+      absl::StatusOr<std::vector<PrimExpr>> e = c.InputElements(i);
+      if (!e.ok()) return {};
+      for (const PrimExpr& x : *e) known.push_back(x);
+      any = any || !e->empty();
+      continue;
+    }
+    if (!v->known_entries.empty()) {
+      known.insert(known.end(), v->known_entries.begin(), v->known_entries.end());
+      any = true;
+      continue;
+    }
+    absl::StatusOr<std::vector<PrimExpr>> shape = c.InputShape(i);
+    std::vector<int64_t> length;
+    if (!shape.ok() || shape->size() != 1 || !AllConstant(*shape, &length)) return {};
+    for (int64_t k = 0; k < length[0]; ++k) known.emplace_back();  // unknown entries
+  }
+  return any ? known : std::vector<std::optional<PrimExpr>>{};
+}
+
 absl::StatusOr<std::vector<Value>> ConvertConcat(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(int64_t axis, c.RequiredInt("axis"));
   // Shape values concatenate at import time.
@@ -242,7 +291,9 @@ absl::StatusOr<std::vector<Value>> ConvertConcat(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(c, axis, ndim));
   if (parts.size() == 1) return Outputs(parts[0]);
   KILN_ASSIGN_OR_RETURN(Expr out, c.Call("concat", {relax::Tuple(parts)}, {{"axis", axis}}));
-  return Outputs(out);
+  Value value = Value::Of(out);
+  value.known_entries = KnownConcatEntries(c);
+  return std::vector<Value>{std::move(value)};
 }
 
 absl::StatusOr<std::vector<Value>> ConvertSplit(NodeContext& c) {
@@ -413,6 +464,7 @@ absl::StatusOr<std::vector<Value>> ConvertTranspose(NodeContext& c) {
 
 // ONNX Expand broadcasts both ways: a target dim of 1 keeps the input's dim.
 absl::StatusOr<std::vector<Value>> ConvertExpand(NodeContext& c) {
+  if (ComputedAtRunTime(c, 1)) return ExpandAtRunTime(c);  // run_time_shapes.h
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> target, c.InputElements(1));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, ShapeOf(c, 0));
   const size_t ndim = std::max(target.size(), in.size());
@@ -575,7 +627,6 @@ absl::StatusOr<std::vector<Value>> ConvertConstant(NodeContext& c) {
 }
 
 absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputElements(0));
   relax::ConstantData fill = DataFromDoubles({0.0}, DataType::Float32(), {});
   if (c.HasAttr("value")) {
     KILN_ASSIGN_OR_RETURN(fill, c.AttrTensor("value"));
@@ -583,6 +634,8 @@ absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
     if (fill.numel() != 1) return c.Error("value must hold one element, it holds ", fill.numel());
     fill.shape = {};
   }
+  if (ComputedAtRunTime(c, 0)) return ConstantOfShapeAtRunTime(c, fill, NarrowTypeOfAttr(c, "value"));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputElements(0));
   for (const PrimExpr& d : shape) {
     std::vector<int64_t> v;
     if (AllConstant({d}, &v) && v[0] < 0) return c.Error("shape entry ", v[0], " is negative");
@@ -607,11 +660,20 @@ absl::StatusOr<std::vector<Value>> ConvertConstantOfShape(NodeContext& c) {
 // computed as a tensor (in float64), made a shape by tensor_to_shape and named by a match_cast
 // with a fresh dim n; the result is start + arange(n) * delta, ONNX's definition.
 absl::StatusOr<std::vector<Value>> RangeAtRunTime(NodeContext& c, DataType dtype) {
-  std::vector<Expr> bounds;
+  // Scalars; a tensor of one element (shape (1,)) is read as one, as ONNX's reference does
+  // (AffineGrid's body passes a dim Split from `size`).
+  std::vector<Expr> scalars, bounds;
   for (int i = 0; i < 3; ++i) {
-    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(i));
-    if (!shape.empty()) return c.Error("start, limit and delta must be scalars");
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ShapeOf(c, i));
+    std::vector<int64_t> dims;
+    if (!AllConstant(shape, &dims) || std::count(dims.begin(), dims.end(), int64_t{1}) != static_cast<int64_t>(dims.size())) {
+      return c.Error("start, limit and delta must be scalars");
+    }
     KILN_ASSIGN_OR_RETURN(Expr x, c.Input(i));
+    if (!shape.empty()) {
+      KILN_ASSIGN_OR_RETURN(x, Reshape(c, x, {}));
+    }
+    scalars.push_back(x);
     KILN_ASSIGN_OR_RETURN(Expr wide, c.Call("astype", {x}, {{"dtype", DataType::Float(64)}}));
     bounds.push_back(wide);
   }
@@ -630,10 +692,8 @@ absl::StatusOr<std::vector<Value>> RangeAtRunTime(NodeContext& c, DataType dtype
   absl::StatusOr<relax::Var> named = c.builder().EmitMatchCast(shape, relax::ShapeSInfo({n}), name);
   if (!named.ok()) return c.Annotate(named.status());
   KILN_ASSIGN_OR_RETURN(Expr index, c.Call("arange", {relax::PrimValue(n)}, {{"dtype", dtype}}));
-  KILN_ASSIGN_OR_RETURN(Expr start, c.Input(0));
-  KILN_ASSIGN_OR_RETURN(Expr delta, c.Input(2));
-  KILN_ASSIGN_OR_RETURN(Expr scaled, c.Call("multiply", {index, delta}));
-  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("add", {scaled, start}));
+  KILN_ASSIGN_OR_RETURN(Expr scaled, c.Call("multiply", {index, scalars[2]}));
+  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("add", {scaled, scalars[0]}));
   return Outputs(out);
 }
 
