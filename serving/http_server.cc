@@ -136,7 +136,8 @@ class HttpServer::Impl {
       HandleGeneration(ApiEndpoint::kChatCompletions, req, res);
     });
     server_.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
-    server_.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    // An empty id (`/v1/models/`) is an unknown model, not a method error.
+    server_.Get(R"(/v1/models/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
       HandleModel(req, res);
     });
     server_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -182,6 +183,11 @@ class HttpServer::Impl {
                                      " bytes cut the headers short");
       } else if (res.status == 413) {
         error.message = absl::StrCat("the request body is larger than ", options_.max_body_bytes, " bytes");
+      } else if (res.status == 400) {
+        // httplib's own 400s: it could not read the request line or headers.
+        error.message = absl::StrCat("HTTP 400 for ", req.method, " ", req.path,
+                                     ": the request's headers could not be read (malformed, or a header line longer "
+                                     "than ", CPPHTTPLIB_HEADER_MAX_LENGTH, " bytes)");
       } else {
         error.message = absl::StrCat("HTTP ", res.status, " for ", req.method, " ", req.path);
       }

@@ -446,6 +446,19 @@ TEST_F(HttpServerTest, AnOversizedHeaderLineIsNamed) {
   EXPECT_THAT(received, HasSubstr("a header line longer than 8192 bytes cut the headers short"));
 }
 
+// hunt19: `/v1/models/` answered "GET is not allowed ...; use GET, HEAD"; a GET whose header
+// line is too long answered only "HTTP 400".
+TEST_F(HttpServerTest, AnEmptyModelIdAndAnOversizedGetHeaderAreNamed) {
+  Start();
+  Json error = ErrorBody(client_->Get("/v1/models/"), 404);
+  EXPECT_EQ(error["code"], "model_not_found");
+  const std::string received = SendRaw(
+      server_->port(), "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nX-Big: " + std::string(10000, 'a') +
+                           "\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(received, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(received, HasSubstr("a header line longer than 8192 bytes"));
+}
+
 TEST_F(HttpServerTest, ClientThatHangsUpMidStreamAbortsItsRequest) {
   backend_.tokens_per_choice = 100000;
   backend_.token_interval = std::chrono::milliseconds(2);
