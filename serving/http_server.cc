@@ -2,7 +2,9 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -63,6 +65,7 @@ struct Stream {
   std::shared_ptr<EventQueue> queue;
   StreamEncoder encoder;
   int64_t request_id = -1;
+  std::optional<PeerConnection> connection;  // watched while no event comes (queued, slow step)
   bool started = false;
   bool done = false;  // [DONE] written
   std::atomic<bool> released{false};
@@ -133,7 +136,8 @@ class HttpServer::Impl {
       HandleGeneration(ApiEndpoint::kChatCompletions, req, res);
     });
     server_.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) { HandleModels(req, res); });
-    server_.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    // An empty id (`/v1/models/`) is an unknown model, not a method error.
+    server_.Get(R"(/v1/models/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
       HandleModel(req, res);
     });
     server_.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
@@ -179,6 +183,11 @@ class HttpServer::Impl {
                                      " bytes cut the headers short");
       } else if (res.status == 413) {
         error.message = absl::StrCat("the request body is larger than ", options_.max_body_bytes, " bytes");
+      } else if (res.status == 400) {
+        // httplib's own 400s: it could not read the request line or headers.
+        error.message = absl::StrCat("HTTP 400 for ", req.method, " ", req.path,
+                                     ": the request's headers could not be read (malformed, or a header line longer "
+                                     "than ", CPPHTTPLIB_HEADER_MAX_LENGTH, " bytes)");
       } else {
         error.message = absl::StrCat("HTTP ", res.status, " for ", req.method, " ", req.path);
       }
@@ -353,6 +362,7 @@ class HttpServer::Impl {
 
     auto stream = std::make_shared<Stream>(queue, StreamEncoder(std::move(context), request.include_usage));
     stream->request_id = *id;
+    stream->connection = PeerConnection::Find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
@@ -367,23 +377,46 @@ class HttpServer::Impl {
   }
 
   // A non-streaming reply: every event, then the whole body. Nothing is written before the
-  // end, so a client that hangs up is noticed by watching its connection (within a
-  // heartbeat); its request is then aborted, which frees its pages.
+  // end, so a client that hangs up is noticed by watching its connection; its request is
+  // then aborted, which frees its pages (or its queue slot).
   void AnswerWhole(ResponseContext context, int64_t id, EventQueue& queue, const httplib::Request& req,
                    httplib::Response& res) {
-    const std::optional<PeerConnection> connection =
+    std::optional<PeerConnection> connection =
         PeerConnection::Find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
     CompletionCollector collector(std::move(context));
-    bool aborted = false;
     while (!collector.finished()) {
-      for (const TokenEvent& event : queue.Take(options_.heartbeat)) collector.Add(event);
-      if (!aborted && !collector.finished() && connection && connection->HungUp()) {
+      bool hung_up = false;
+      for (const TokenEvent& event : TakeWhileConnected(queue, connection, &hung_up)) collector.Add(event);
+      // Tokens coming steadily skip the check in TakeWhileConnected: nothing is written here.
+      if (!hung_up && connection && !collector.finished()) hung_up = connection->HungUp();
+      if (hung_up && !collector.finished()) {
         backend_.Abort(id);
-        aborted = true;  // the abort's last event ends the loop; the reply goes nowhere
+        connection.reset();  // the abort's last event ends the loop; the reply goes nowhere
       }
     }
     if (!collector.error().ok()) return Reply(res, ApiErrorFromStatus(collector.error()));
     res.set_content(collector.ToJson(), kJson);
+  }
+
+  // What arrives within one heartbeat. While nothing does (a request still queued in the
+  // engine, or a long prompt step) the connection is checked every kHangUpPoll, so a client
+  // that went away gives its queue slot or pages back at once: a stream would otherwise only
+  // notice at its second keep-alive write (the first after the peer's FIN still succeeds),
+  // and a request admitted meanwhile would run a prompt step for nobody.
+  std::deque<TokenEvent> TakeWhileConnected(EventQueue& queue, const std::optional<PeerConnection>& connection,
+                                            bool* hung_up) {
+    constexpr std::chrono::milliseconds kHangUpPoll{100};
+    const auto deadline = std::chrono::steady_clock::now() + options_.heartbeat;
+    while (true) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      std::deque<TokenEvent> events = queue.Take(std::clamp(left, std::chrono::milliseconds(0), kHangUpPoll));
+      if (!events.empty()) return events;
+      if (connection && connection->HungUp()) {
+        *hung_up = true;
+        return {};
+      }
+      if (left <= kHangUpPoll) return {};
+    }
   }
 
   // One call of httplib's chunked content provider: the events that arrived (or a keep-alive
@@ -395,7 +428,11 @@ class HttpServer::Impl {
       out = stream.encoder.Start();
     }
     if (out.empty()) {
-      for (const TokenEvent& event : stream.queue->Take(options_.heartbeat)) out += stream.encoder.Encode(event);
+      bool hung_up = false;
+      for (const TokenEvent& event : TakeWhileConnected(*stream.queue, stream.connection, &hung_up)) {
+        out += stream.encoder.Encode(event);
+      }
+      if (hung_up) return false;  // the releaser aborts the request
     }
     if (stream.encoder.finished()) {
       out += stream.encoder.Finish();

@@ -1,5 +1,6 @@
 #include "serving/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -359,6 +360,28 @@ void RefuseUnsupported(FieldReader& fields, ApiEndpoint endpoint) {
   for (const char* name : {"tools", "functions"}) {
     if (non_empty_array(name)) {
       fields.Fail(name, absl::StrCat("'", name, "' (tool calling) is not supported"));
+      return;
+    }
+  }
+  // Tool choice other than none/auto asks for a tool call (OpenAI: only with tools).
+  if (const Json* choice = fields.Get("tool_choice"); choice && !choice->is_null() &&
+                                                       !(*choice == "none" || *choice == "auto")) {
+    fields.Fail("tool_choice", "'tool_choice' other than \"none\" or \"auto\" needs 'tools' (tool calling), "
+                               "which is not supported");
+    return;
+  }
+  // Audio output and web search would change the answer; text alone is what this server gives.
+  if (const Json* modalities = fields.Get("modalities"); modalities && !modalities->is_null()) {
+    const bool text_only = modalities->is_array() && !modalities->empty() &&
+                           std::all_of(modalities->begin(), modalities->end(), [](const Json& m) { return m == "text"; });
+    if (!text_only) {
+      fields.Fail("modalities", "only the \"text\" output modality is supported");
+      return;
+    }
+  }
+  for (const char* name : {"audio", "web_search_options"}) {
+    if (const Json* value = fields.Get(name); value && !value->is_null()) {
+      fields.Fail(name, absl::StrCat("'", name, "' is not supported"));
       return;
     }
   }

@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "formats/gguf_file.h"
+#include "formats/llama_config.h"
 #include "serving/chat_template.h"
 #include "serving/llm_runner.h"
 #include "serving/sampler.h"
@@ -204,10 +205,30 @@ int GenerateCommand(int argc, char** argv) {
   if (!gguf.ok()) return Fail(std::string(gguf.status().message()));
   absl::StatusOr<std::shared_ptr<const serving::Tokenizer>> tokenizer = serving::Tokenizer::FromGguf(**gguf);
   if (!tokenizer.ok()) return Fail(std::string(tokenizer.status().message()));
+  // One sequence can use no more of the cache than the model's context: a larger -c would
+  // only take memory (llama.cpp would run past the trained context instead), so it is
+  // capped, with a note. A size between pages is rounded up to a whole page, as llama.cpp
+  // pads its context.
+  if (kv_tokens > 0) {
+    absl::StatusOr<formats::LlamaConfig> config = formats::LlamaConfig::FromGguf(**gguf);
+    if (!config.ok()) return Fail(std::string(config.status().message()));
+    if (kv_tokens > config->context_length) {
+      std::fprintf(stderr, "kiln: note: --kv-cache-tokens %lld is above the model's context of %lld tokens; "
+                   "using %lld (prompt and output)\n",
+                   static_cast<long long>(kv_tokens), static_cast<long long>(config->context_length),
+                   static_cast<long long>(config->context_length));
+      kv_tokens = config->context_length;
+    }
+  }
   runner_options.kv_cache_tokens = kv_tokens;
   runner_options.device = device;
   absl::StatusOr<std::unique_ptr<serving::LlmRunner>> runner = serving::LlmRunner::Load(executable, *gguf, runner_options);
   if (!runner.ok()) return Fail(std::string(runner.status().message()));
+  if (kv_tokens > 0 && kv_tokens < (*runner)->max_sequence_length()) {
+    std::fprintf(stderr, "kiln: note: --kv-cache-tokens %lld rounded up to %lld (whole pages of %lld tokens)\n",
+                 static_cast<long long>(kv_tokens), static_cast<long long>((*runner)->max_sequence_length()),
+                 static_cast<long long>(runner_options.page_size));
+  }
 
   // The prompt's tokens.
   absl::StatusOr<std::vector<int32_t>> ids;

@@ -82,7 +82,14 @@ class GraphImporter {
       available.insert(init.name());
     }
     std::vector<relax::Var> params;
+    std::unordered_set<std::string> input_names;
     for (const ::onnx::ValueInfoProto& input : graph.input()) {
+      // ONNX graphs are in SSA form; a second input of one name was skipped silently (as if an
+      // initializer's default), so the caller's second array would bind nothing.
+      if (!input_names.insert(input.name()).second) {
+        return absl::InvalidArgumentError(absl::StrCat("graph input '", input.name(),
+                                                       "' is declared twice (input names must be unique)"));
+      }
       if (available.count(input.name()) > 0) continue;  // an initializer's default: a constant
       available.insert(input.name());
       auto bound = options_.bind.find(input.name());
@@ -206,7 +213,12 @@ class GraphImporter {
 
   absl::StatusOr<relax::StructInfo> InputStructInfo(const ::onnx::ValueInfoProto& input) {
     const std::string label = absl::StrCat("graph input '", input.name(), "'");
-    if (!input.has_type() || !input.type().has_tensor_type()) {
+    if (!input.has_type() || input.type().value_case() == ::onnx::TypeProto::VALUE_NOT_SET) {
+      // make_empty_tensor_value_info, or a type left out: not a sequence the message below names.
+      return absl::InvalidArgumentError(absl::StrCat(label, " has no type: give its elem_type and shape "
+                                                            "(helper.make_tensor_value_info)"));
+    }
+    if (!input.type().has_tensor_type()) {
       return absl::UnimplementedError(absl::StrCat(label, ": only tensor inputs are supported (not sequences, maps "
                                                           "or optionals)"));
     }

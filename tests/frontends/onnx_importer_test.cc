@@ -249,6 +249,30 @@ TEST(OnnxImporter, AnIrVersionNewerThanTheCheckersImports) {
   EXPECT_EQ(ResultSInfo(*r), "Tensor((n,), float32)");
 }
 
+// Hand-written models with the checker not run (the newest `onnx` package's IR version): a
+// graph input listed twice was skipped the second time, silently (hunt19); an input with no
+// type was called "not a tensor".
+TEST(OnnxImporter, AnInputDeclaredTwiceOrWithoutATypeIsNamed) {
+  ModelBuilder twice(17);
+  twice.proto().set_ir_version(11);
+  twice.Input("x", kFloat, {"2"}).Input("x", kFloat, {"2"}).Output("y");
+  twice.Node("Relu", {"x"}, {"y"});
+  absl::StatusOr<ImportResult> r = ImportOnnxBytes(twice.Bytes(), "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "graph input 'x' is declared twice (input names must be unique)");
+
+  ModelBuilder untyped(17);
+  untyped.proto().set_ir_version(11);
+  untyped.proto().mutable_graph()->add_input()->set_name("x");
+  untyped.Output("y");
+  untyped.Node("Relu", {"x"}, {"y"});
+  r = ImportOnnxBytes(untyped.Bytes(), "");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("graph input 'x' has no type"));
+}
+
 // Above opset 17 ONNX 1.12's checker does not run: the importer itself refuses an input the
 // operator does not take (it was converted ignoring it), naming the node and the input.
 TEST(OnnxImporter, ASurplusInputIsAnErrorWithoutTheChecker) {

@@ -45,8 +45,19 @@ class ScriptedBackend : public GenerationBackend {
     requests_.push_back(request);
     const int tokens = tokens_per_choice;
     const auto interval = token_interval;
-    threads_.emplace_back([this, id, request = std::move(request), callback = std::move(callback), tokens, interval] {
+    const auto queued_for = queue_time;
+    threads_.emplace_back([this, id, request = std::move(request), callback = std::move(callback), tokens, interval,
+                           queued_for] {
       int64_t generated = 0;
+      // Queued: nothing is sent until admitted; an abort meanwhile ends the request.
+      for (const auto admitted = std::chrono::steady_clock::now() + queued_for;
+           std::chrono::steady_clock::now() < admitted;) {
+        if (IsAborted(id)) {
+          for (int choice = 0; choice < request.n; ++choice) callback(Finished(id, choice, FinishReason::kAbort, 0));
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
       for (int i = 0; i < tokens; ++i) {
         if (IsAborted(id)) {
           for (int choice = 0; choice < request.n; ++choice) callback(Finished(id, choice, FinishReason::kAbort, generated));
@@ -104,6 +115,7 @@ class ScriptedBackend : public GenerationBackend {
   absl::Status submit_status;
   int tokens_per_choice = 3;
   std::chrono::milliseconds token_interval{0};
+  std::chrono::milliseconds queue_time{0};  // before the first token
 
  private:
   static TokenEvent Finished(int64_t id, int choice, FinishReason reason, int64_t generated) {
@@ -137,12 +149,12 @@ class ScriptedBackend : public GenerationBackend {
 
 class HttpServerTest : public ::testing::Test {
  protected:
-  void Start(HttpServerOptions options = {}) {
+  void Start(HttpServerOptions options = {}, std::chrono::milliseconds heartbeat = std::chrono::milliseconds(50)) {
     signal(SIGPIPE, SIG_IGN);  // writes to a closed connection fail instead of killing the test
     options.host = "127.0.0.1";
     options.port = 0;
     options.http_threads = 8;
-    options.heartbeat = std::chrono::milliseconds(50);
+    options.heartbeat = heartbeat;
     options.max_body_bytes = 1 << 20;
     server_ = std::make_unique<HttpServer>(backend_, options);
     ASSERT_TRUE(server_->Bind().ok());
@@ -434,6 +446,19 @@ TEST_F(HttpServerTest, AnOversizedHeaderLineIsNamed) {
   EXPECT_THAT(received, HasSubstr("a header line longer than 8192 bytes cut the headers short"));
 }
 
+// hunt19: `/v1/models/` answered "GET is not allowed ...; use GET, HEAD"; a GET whose header
+// line is too long answered only "HTTP 400".
+TEST_F(HttpServerTest, AnEmptyModelIdAndAnOversizedGetHeaderAreNamed) {
+  Start();
+  Json error = ErrorBody(client_->Get("/v1/models/"), 404);
+  EXPECT_EQ(error["code"], "model_not_found");
+  const std::string received = SendRaw(
+      server_->port(), "GET /v1/models HTTP/1.1\r\nHost: localhost\r\nX-Big: " + std::string(10000, 'a') +
+                           "\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(received, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(received, HasSubstr("a header line longer than 8192 bytes"));
+}
+
 TEST_F(HttpServerTest, ClientThatHangsUpMidStreamAbortsItsRequest) {
   backend_.tokens_per_choice = 100000;
   backend_.token_interval = std::chrono::milliseconds(2);
@@ -452,6 +477,29 @@ TEST_F(HttpServerTest, ClientThatHangsUpMidStreamAbortsItsRequest) {
   EXPECT_THAT(received, HasSubstr("HTTP/1.1 200"));
   close(fd);
   EXPECT_TRUE(WaitFor([&] { return backend_.IsAborted(1); }));
+}
+
+// A stream still queued in the engine has nothing to write, so its hang-up is not seen by a
+// failed write: the server watches the connection and aborts the request, freeing its queue
+// slot, well before a keep-alive (a minute here) or its admission (a minute here too).
+TEST_F(HttpServerTest, ClientThatHangsUpWhileQueuedAbortsItsRequest) {
+  for (const bool stream : {true, false}) {
+    SCOPED_TRACE(stream ? "stream" : "whole reply");
+    backend_.queue_time = std::chrono::minutes(1);
+    if (!server_) Start({}, std::chrono::minutes(1));
+    const size_t submitted = backend_.requests().size();
+    const int fd = ConnectTo(server_->port());
+    ASSERT_GE(fd, 0);
+    const std::string request =
+        RawPost(absl::StrCat(R"({"prompt": "x", "max_tokens": 5, "stream": )", stream ? "true" : "false", "}"));
+    ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    ASSERT_TRUE(WaitFor([&] { return backend_.requests().size() == submitted + 1; }));
+    const int64_t id = static_cast<int64_t>(submitted) + 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // several connection checks of a live client
+    EXPECT_FALSE(backend_.IsAborted(id));
+    close(fd);
+    EXPECT_TRUE(WaitFor([&] { return backend_.IsAborted(id); }));
+  }
 }
 
 // A whole (non-streaming) reply is written only at the end, so the server watches the

@@ -248,8 +248,22 @@ TEST(OpenAiRequest, UnsupportedFeaturesAreRefusedNotIgnored) {
   EXPECT_EQ(ParseError(kCompletions, R"({"prompt": "x", "best_of": 2})").param, "best_of");
   EXPECT_EQ(ParseError(kCompletions, R"({"prompt": "x", "stream_options": {"include_usage": true}})").param,
             "stream_options");
+  // Asking for audio output, web search or a forced tool call (hunt19: ignored before).
+  EXPECT_EQ(ParseError(kChat, R"({"messages": [{"role": "user", "content": "x"}],
+      "modalities": ["text", "audio"], "audio": {"voice": "alloy", "format": "wav"}})").param, "modalities");
+  EXPECT_EQ(ParseError(kChat, R"({"messages": [{"role": "user", "content": "x"}],
+      "audio": {"voice": "alloy", "format": "wav"}})").param, "audio");
+  EXPECT_EQ(ParseError(kChat, R"({"messages": [{"role": "user", "content": "x"}], "web_search_options": {}})").param,
+            "web_search_options");
+  EXPECT_EQ(ParseError(kChat, R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})").param,
+            "tool_choice");
+  EXPECT_EQ(ParseError(kChat, R"({"messages": [{"role": "user", "content": "x"}],
+      "tool_choice": {"type": "function", "function": {"name": "f"}}})").param, "tool_choice");
   // Their neutral values pass.
   ParseOk(kChat, R"({"messages": [{"role": "user", "content": "x"}], "tools": [], "response_format": {"type": "text"}})");
+  ParseOk(kChat, R"({"messages": [{"role": "user", "content": "x"}], "modalities": ["text"], "tool_choice": "none",
+      "audio": null})");
+  ParseOk(kChat, R"({"messages": [{"role": "user", "content": "x"}], "tool_choice": "auto"})");
   ParseOk(kCompletions, R"({"prompt": "x", "echo": false, "suffix": null, "best_of": 1})");
 }
 

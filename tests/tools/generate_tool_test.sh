@@ -72,10 +72,18 @@ expect_error "no such model file" "$dir/missing.gguf" --prompt hi
 echo "not a model" > "$dir/junk.gguf"
 expect_error "junk.gguf" "$dir/junk.gguf" --prompt hi
 expect_error "unknown device 'tpu'" --prompt hi --device tpu
-# A KV cache near 2^63 tokens: its page count overflowed (signed, undefined); now the cache's
-# own limit, naming the size asked for.
-expect_error "a KV cache of 9223372036854775807 tokens (kv_cache_tokens): paged KV cache: num_pages is" \
-  --prompt hi -c 9223372036854775807
+# A KV cache above the model's context (up to 2^63 tokens, whose page count once overflowed):
+# one sequence cannot use more than the context, so it is capped, with a note (it was
+# accepted silently, or refused by the cache's own limit).
+"$kiln" generate -m "$model" --prompt hi -n 2 --temperature 0 -c 9223372036854775807 >/dev/null 2>"$dir/err_big" ||
+  fail "-c 2^63 failed: $(cat "$dir/err_big")"
+grep -q "note: --kv-cache-tokens 9223372036854775807 is above the model's context of 8192 tokens; using 8192" \
+  "$dir/err_big" || fail "-c above the context is not noted: $(cat "$dir/err_big")"
+# Below a page: rounded up to the page, and said so.
+"$kiln" generate -m "$model" --prompt hi -n 2 --temperature 0 -c 4 >/dev/null 2>"$dir/err_small" ||
+  fail "-c 4 failed: $(cat "$dir/err_small")"
+grep -q "note: --kv-cache-tokens 4 rounded up to 16 (whole pages of 16 tokens)" "$dir/err_small" ||
+  fail "-c 4's rounding is not noted: $(cat "$dir/err_small")"
 # A token id past the vocabulary (eos = 49152 of 49152 tokens) is named before anything
 # compiles (it was found only after the model compiled).
 cp "$model" "$dir/bad_eos.gguf"
