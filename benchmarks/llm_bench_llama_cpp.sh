@@ -8,6 +8,13 @@
 #
 # The first run creates the environment ($KILN_BENCH_VENV, default ~/.cache/kiln/bench-venv)
 # and builds llama.cpp: several minutes. Never run in CI or by the set-up scripts.
+# Another llama.cpp build is another environment: an AVX2-only one (to compare with Kiln's
+# KILN_GGML_SIMD=avx2 arithmetic on any CPU) is built on first use by
+#   CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+#     -DGGML_AVX512=OFF -DGGML_AVX512_VNNI=OFF -DGGML_AVX_VNNI=OFF" \
+#   KILN_BENCH_VENV=~/.cache/kiln/bench-venv-avx2 KILN_GGML_SIMD=avx2 benchmarks/llm_bench_llama_cpp.sh ...
+# (pip passes CMAKE_ARGS to llama.cpp's CMake; llama_cpp.llama_print_system_info() says
+# which instruction sets a build has).
 # KILN_BUILD_DIR (default build/) holds llm_bench (cmake --build build --target llm_bench).
 set -euo pipefail
 
