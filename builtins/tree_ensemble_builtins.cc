@@ -65,10 +65,10 @@ double Probit(double p) {
   if (!(p > 0 && p < 1)) return p == 0 ? -INFINITY : p == 1 ? INFINITY : NAN;
   const double y = 2 * p - 1;
   // A closed-form approximation of erfinv, then Newton steps to full precision.
+  constexpr double kA = 0.147;  // the approximation's constant; 2 / (pi a) = 4.3307...
   const double w = -std::log((1 - y) * (1 + y));
-  double x = std::copysign(std::sqrt(std::sqrt((4.330746750799873 + w / 2) * (4.330746750799873 + w / 2) - w / 0.147) -
-                                     (4.330746750799873 + w / 2)),
-                           y);
+  const double h = 2 / (M_PI * kA) + w / 2;
+  double x = std::copysign(std::sqrt(std::sqrt(h * h - w / kA) - h), y);
   for (int i = 0; i < 4; ++i) {
     const double err = std::erf(x) - y;
     x -= err / (2 / std::sqrt(M_PI) * std::exp(-x * x));

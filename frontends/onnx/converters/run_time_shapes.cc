@@ -52,13 +52,23 @@ absl::StatusOr<Expr> DimsAsTensor(NodeContext& c, const std::vector<PrimExpr>& d
   return c.Materialize(v);
 }
 
-// Entry k of a 1-d tensor, as a tensor of shape (1,).
-absl::StatusOr<Expr> Entry(NodeContext& c, const Expr& t, int64_t k) {
+// Entries [begin, end) of a 1-d tensor.
+absl::StatusOr<Expr> Entries(NodeContext& c, const Expr& t, int64_t begin, int64_t end) {
   return c.Call("strided_slice", {t},
-                {{"begin", std::vector<int64_t>{k}},
-                 {"end", std::vector<int64_t>{k + 1}},
+                {{"begin", std::vector<int64_t>{begin}},
+                 {"end", std::vector<int64_t>{end}},
                  {"axes", std::vector<int64_t>{0}},
                  {"strides", std::vector<int64_t>{1}}});
+}
+
+// Input i's known entries (KnownInputEntries) that are dims as they stand: a negative
+// entry becomes unknown, so that tensor_to_shape reports it when the function runs.
+KnownEntries KnownNonNegativeEntries(NodeContext& c, int i, int64_t length) {
+  KnownEntries known = KnownInputEntries(c, i, length);
+  for (std::optional<PrimExpr>& e : known) {
+    if (e && !(ConstantEntry(e) >= 0)) e = std::nullopt;
+  }
+  return known;
 }
 
 }  // namespace
@@ -134,8 +144,9 @@ absl::StatusOr<std::vector<Value>> ReshapeAtRunTime(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(Expr target, IntVectorInput(c, 1, "shape", &r));
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
   const int64_t kInvalid = -2;  // a dim tensor_to_shape refuses
+  const bool allowzero = c.AttrInt("allowzero", 0) != 0;
   Expr dims = target;
-  if (c.AttrInt("allowzero", 0) == 0) {
+  if (!allowzero) {
     std::vector<PrimExpr> copied;
     for (int64_t k = 0; k < r; ++k) {
       copied.push_back(k < static_cast<int64_t>(in.size()) ? in[static_cast<size_t>(k)] : PrimExpr(kInvalid));
@@ -159,7 +170,6 @@ absl::StatusOr<std::vector<Value>> ReshapeAtRunTime(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(dims, c.Call("where", {is_infer, inferred, dims}));
   // Known positive entries stay (and 0 with allowzero); 0 copies a known input dim.
   KnownEntries known = KnownInputEntries(c, 1, r);
-  const bool allowzero = c.AttrInt("allowzero", 0) != 0;
   for (int64_t k = 0; k < r; ++k) {
     std::optional<PrimExpr>& e = known[static_cast<size_t>(k)];
     const std::optional<int64_t> v = ConstantEntry(e);
@@ -176,11 +186,8 @@ absl::StatusOr<std::vector<Value>> ConstantOfShapeAtRunTime(NodeContext& c, cons
                                                             int32_t narrow_type) {
   int64_t r = 0;
   KILN_ASSIGN_OR_RETURN(Expr shape, IntVectorInput(c, 0, "input", &r));
-  KnownEntries known = KnownInputEntries(c, 0, r);
-  for (std::optional<PrimExpr>& e : known) {
-    if (e && !(ConstantEntry(e) >= 0)) e = std::nullopt;  // a negative entry: the run-time error
-  }
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims, DimsFromTensor(c, shape, "shape", known));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> dims,
+                        DimsFromTensor(c, shape, "shape", KnownNonNegativeEntries(c, 0, r)));
   KILN_ASSIGN_OR_RETURN(Expr out, c.Call("full", {relax::ShapeExpr(dims), relax::Constant(fill)}, {{"dtype", fill.dtype}}));
   Value value = Value::Of(out);
   value.narrow_type = narrow_type;
@@ -197,11 +204,8 @@ absl::StatusOr<std::vector<Value>> TileAtRunTime(NodeContext& c) {
   if (r != static_cast<int64_t>(in.size())) {
     return c.Error("repeats has ", r, " entries for an input of rank ", in.size());
   }
-  KnownEntries known = KnownInputEntries(c, 1, r);
-  for (std::optional<PrimExpr>& e : known) {
-    if (e && !(ConstantEntry(e) >= 0)) e = std::nullopt;
-  }
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> reps, DimsFromTensor(c, repeats, "repeats", known));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> reps,
+                        DimsFromTensor(c, repeats, "repeats", KnownNonNegativeEntries(c, 1, r)));
   std::vector<PrimExpr> interleaved, spread, out;
   for (size_t k = 0; k < in.size(); ++k) {
     interleaved.insert(interleaved.end(), {PrimExpr(int64_t{1}), in[k]});
@@ -241,16 +245,8 @@ absl::StatusOr<std::vector<Value>> PadAtRunTime(NodeContext& c, const std::strin
   std::vector<PrimExpr> padded_in;
   for (int64_t a : padded_axes) padded_in.push_back(in[static_cast<size_t>(a)]);
   KILN_ASSIGN_OR_RETURN(Expr in_dims, DimsAsTensor(c, padded_in));
-  KILN_ASSIGN_OR_RETURN(Expr begins, c.Call("strided_slice", {pads},
-                                            {{"begin", std::vector<int64_t>{0}},
-                                             {"end", std::vector<int64_t>{n}},
-                                             {"axes", std::vector<int64_t>{0}},
-                                             {"strides", std::vector<int64_t>{1}}}));
-  KILN_ASSIGN_OR_RETURN(Expr ends, c.Call("strided_slice", {pads},
-                                          {{"begin", std::vector<int64_t>{n}},
-                                           {"end", std::vector<int64_t>{2 * n}},
-                                           {"axes", std::vector<int64_t>{0}},
-                                           {"strides", std::vector<int64_t>{1}}}));
+  KILN_ASSIGN_OR_RETURN(Expr begins, Entries(c, pads, 0, n));
+  KILN_ASSIGN_OR_RETURN(Expr ends, Entries(c, pads, n, 2 * n));
   KILN_ASSIGN_OR_RETURN(Expr out_dims, c.Call("add", {in_dims, begins}));
   KILN_ASSIGN_OR_RETURN(out_dims, c.Call("add", {out_dims, ends}));
   const KnownEntries known_pads = KnownInputEntries(c, 1, r);
@@ -271,7 +267,7 @@ absl::StatusOr<std::vector<Value>> PadAtRunTime(NodeContext& c, const std::strin
   for (int64_t k = 0; k < n; ++k) {
     const int64_t axis = padded_axes[static_cast<size_t>(k)];
     const PrimExpr& d = in[static_cast<size_t>(axis)];
-    KILN_ASSIGN_OR_RETURN(Expr begin, Entry(c, begins, k));
+    KILN_ASSIGN_OR_RETURN(Expr begin, Entries(c, begins, k, k + 1));
     KILN_ASSIGN_OR_RETURN(Expr dim, DimsAsTensor(c, {d}));
     KILN_ASSIGN_OR_RETURN(Expr last, c.Call("subtract", {dim, Int64(1)}));
     KILN_ASSIGN_OR_RETURN(Expr positions, c.Call("arange", {relax::PrimValue(out[static_cast<size_t>(k)])},

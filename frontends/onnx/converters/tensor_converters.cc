@@ -666,7 +666,7 @@ absl::StatusOr<std::vector<Value>> RangeAtRunTime(NodeContext& c, DataType dtype
   for (int i = 0; i < 3; ++i) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, ShapeOf(c, i));
     std::vector<int64_t> dims;
-    if (!AllConstant(shape, &dims) || std::count(dims.begin(), dims.end(), int64_t{1}) != static_cast<int64_t>(dims.size())) {
+    if (!AllConstant(shape, &dims) || !std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d == 1; })) {
       return c.Error("start, limit and delta must be scalars");
     }
     KILN_ASSIGN_OR_RETURN(Expr x, c.Input(i));
