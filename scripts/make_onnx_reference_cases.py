@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes ONNX test cases for STFT, MelWeightMatrix and QLinearConv at shapes beyond ONNX's
-node tests (odd lengths, symbolic batch, onesided / two-sided, complex signals, per-channel
-scales, groups, dilations, auto_pad, int8 / uint8, run-time mel edges), with the expected
+"""Writes ONNX test cases for STFT, MelWeightMatrix and QLinearConv (and one DFT) at shapes
+beyond ONNX's node tests (odd lengths, symbolic batch, onesided / two-sided, complex signals,
+per-channel scales, groups, dilations, auto_pad, int8 / uint8, run-time mel edges), with the expected
 outputs of ONNX's reference evaluator (onnx.reference.ReferenceEvaluator), in the layout
 `kiln onnx-test OUT` reads. tests/frontends/onnx_reference_cases holds its output (the ctest
 onnx_reference_cases).
@@ -127,3 +127,9 @@ qconv("qlinearconv_uint8_int8w_per_tensor", np.uint8, np.int8, np.uint8, (1, 3, 
       strides=[2, 2], auto_pad="SAME_UPPER")
 qconv("qlinearconv_int8_depthwise", np.int8, np.int8, np.int8, (1, 4, 6, 6), (4, 1, 3, 3), True, True,
       group=4, pads=[1, 1, 1, 1])
+
+# --- DFT with a symbolic batch (the axis transformed, the other dims symbolic)
+x = rng.standard_normal((3, 5, 12, 2)).astype(f32)
+node = helper.make_node("DFT", ["x", "", "axis"], ["y"], onesided=0)
+case("dft_symbolic_batch_axis2", node, [("x", x, ["b", 5, 12, 2]), ("axis", np.array(2, np.int64), [])], 20,
+     TensorProto.FLOAT)

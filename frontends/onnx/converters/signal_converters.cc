@@ -206,6 +206,7 @@ absl::StatusOr<std::vector<Value>> ConvertStft(NodeContext& c) {
     }
     frame_length = given[0];
   }
+  if (frame_length < 1) return c.Error("the signal is empty");
   if (frame_length > length) {
     return c.Error("frame_length ", frame_length, " is longer than the signal (", length, " samples)");
   }

@@ -176,7 +176,7 @@ absl::StatusOr<std::vector<Value>> ConvertConvInteger(NodeContext& c) {
 absl::StatusOr<std::vector<Value>> ConvertQLinearConv(NodeContext& c) {
   const tir::DataType f64 = tir::DataType::Float(64);
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> weight, c.InputShape(3));
-  if (weight.empty()) return c.Error("w must have rank >= 3");
+  if (weight.size() < 3) return c.Error("w must have rank >= 3 (M, C / group, kernel...), got rank ", weight.size());
   const int64_t out_channels = StaticDim(weight[0]);
   // A scalar (per tensor) or, for w_scale, one value per output channel: as (1, M, 1, ...).
   auto scale_or_zero_point = [&](int i, bool per_channel_allowed) -> absl::StatusOr<Expr> {
