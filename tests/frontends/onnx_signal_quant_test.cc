@@ -212,6 +212,16 @@ TEST(OnnxQLinearConv, WScaleOfTheWrongCountIsAnError) {
                 {"node 'qconv' (op QLinearConv", "'w_scale' must be a scalar or 1-D with one value per output channel"});
 }
 
+TEST(OnnxQLinearConv, WeightOfRankOneIsAnError) {
+  ModelBuilder m(10);
+  m.Input("x", ::onnx::TensorProto::UINT8, {"1", "2", "5", "5"}).Input("w", ::onnx::TensorProto::UINT8, {"3"});
+  m.Output("y", ::onnx::TensorProto::UINT8);
+  FloatInitializer(m, "s", {0.1f}, {});
+  IntInitializer(m, "zp", ::onnx::TensorProto::UINT8, {128}, {});
+  m.Node("QLinearConv", {"x", "s", "zp", "w", "s", "zp", "s", "zp"}, {"y"}, "qconv");
+  ExpectRefused(m, absl::StatusCode::kInvalidArgument, {"node 'qconv' (op QLinearConv", "w must have rank >= 3"});
+}
+
 // MelWeightMatrix with an upper edge above the Nyquist frequency reaches past the spectrum's
 // last bin: ONNX's reference raises there too.
 TEST(OnnxMelWeightMatrix, EdgeAboveNyquistIsAnError) {
