@@ -209,7 +209,8 @@ TEST(OnnxQLinearConv, WScaleOfTheWrongCountIsAnError) {
   IntInitializer(m, "zp", ::onnx::TensorProto::UINT8, {128}, {});
   m.Node("QLinearConv", {"x", "s", "zp", "w", "w_scale", "zp", "s", "zp"}, {"y"}, "qconv");
   ExpectRefused(m, absl::StatusCode::kInvalidArgument,
-                {"node 'qconv' (op QLinearConv", "'w_scale' must be a scalar or 1-D with one value per output channel"});
+                {"node 'qconv' (op QLinearConv", "'w_scale' must be a scalar or 1-D with one value per output "
+                                                   "channel"});
 }
 
 TEST(OnnxQLinearConv, WeightOfRankOneIsAnError) {

@@ -149,7 +149,8 @@ absl::StatusOr<std::vector<Value>> MatrixAtRunTime(NodeContext& c, int64_t mel_b
   KILN_ASSIGN_OR_RETURN(step, c.Call("divide", {step, f64_const(static_cast<double>(mel_bins + 2))}));
   std::vector<double> index(static_cast<size_t>(mel_bins + 2));
   for (int64_t i = 0; i < mel_bins + 2; ++i) index[i] = static_cast<double>(i);
-  KILN_ASSIGN_OR_RETURN(Expr edges, c.Call("multiply", {relax::Constant(DataFromDoubles(index, f64, {mel_bins + 2})), step}));
+  const Expr index_constant = relax::Constant(DataFromDoubles(index, f64, {mel_bins + 2}));
+  KILN_ASSIGN_OR_RETURN(Expr edges, c.Call("multiply", {index_constant, step}));
   KILN_ASSIGN_OR_RETURN(edges, c.Call("add", {edges, low_mel}));
   KILN_ASSIGN_OR_RETURN(edges, c.Call("divide", {edges, f64_const(2595)}));
   KILN_ASSIGN_OR_RETURN(edges, c.Call("multiply", {edges, f64_const(kLn10)}));

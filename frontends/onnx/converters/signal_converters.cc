@@ -223,8 +223,8 @@ absl::StatusOr<std::vector<Value>> ConvertStft(NodeContext& c) {
     for (int64_t k = 0; k < frame_length; ++k) index.push_back(f * step[0] + k);
   }
   KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
-  KILN_ASSIGN_OR_RETURN(Expr framed, c.Call("take", {x, relax::Constant(IntData(index, DataType::Int64(), {frames, frame_length}))},
-                                            {{"axis", int64_t{1}}}));
+  const Expr frame_index = relax::Constant(IntData(index, DataType::Int64(), {frames, frame_length}));
+  KILN_ASSIGN_OR_RETURN(Expr framed, c.Call("take", {x, frame_index}, {{"axis", int64_t{1}}}));
   if (c.has_input(2)) {
     KILN_ASSIGN_OR_RETURN(Expr window, c.Input(2));
     KILN_ASSIGN_OR_RETURN(DataType window_dtype, c.InputDType(2));
