@@ -124,6 +124,7 @@ bool Tensor::is_contiguous() const {
 }
 
 absl::StatusOr<Tensor> Tensor::Reshape(const std::vector<int64_t>& shape) const {
+  if (!defined()) return absl::FailedPreconditionError("Tensor::Reshape of an undefined tensor");
   absl::StatusOr<int64_t> numel = ShapeNumel(shape);
   if (!numel.ok()) return numel.status();
   if (*numel != this->numel()) {
@@ -137,6 +138,7 @@ absl::StatusOr<Tensor> Tensor::Reshape(const std::vector<int64_t>& shape) const 
 }
 
 absl::StatusOr<Tensor> Tensor::Slice(int64_t begin, int64_t end) const {
+  if (!defined()) return absl::FailedPreconditionError("Tensor::Slice of an undefined tensor");
   if (ndim() == 0) return absl::InvalidArgumentError("cannot slice a 0-d tensor");
   if (begin < 0 || end < begin || end > node_->shape[0]) {
     return absl::OutOfRangeError(absl::StrCat("slice [", begin, ", ", end, ") out of range for ", Describe()));
@@ -157,6 +159,8 @@ absl::StatusOr<Tensor> Tensor::Slice(int64_t begin, int64_t end) const {
 }
 
 absl::StatusOr<Tensor> Tensor::CopyTo(Device* device) const {
+  if (!defined()) return absl::FailedPreconditionError("Tensor::CopyTo of an undefined tensor");
+  if (device == nullptr) return absl::InvalidArgumentError("Tensor::CopyTo: null device");
   if (!is_contiguous()) return absl::UnimplementedError("copying a strided tensor is not supported");
   absl::StatusOr<Tensor> out = Empty(shape(), dtype(), device);
   if (!out.ok()) return out.status();

@@ -209,11 +209,45 @@ TEST(EmbeddingMisuse, ForeignTensorsAreCheckedWhenAdoptedAndWhenPassed) {
   EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
+TEST(EmbeddingMisuse, UndefinedTensorsAndNullDevicesAreErrors) {
+  Tensor undefined;
+  EXPECT_THAT(Message(undefined.Reshape({1}).status()), HasSubstr("undefined tensor"));
+  EXPECT_THAT(Message(undefined.Slice(0, 1).status()), HasSubstr("undefined tensor"));
+  EXPECT_THAT(Message(undefined.CopyTo(CpuDevice()).status()), HasSubstr("undefined tensor"));
+  EXPECT_THAT(Message(Filled({2}, 0).CopyTo(nullptr).status()), HasSubstr("null device"));
+  EXPECT_EQ(undefined.Describe(), "<undefined tensor>");
+}
+
+TEST(EmbeddingMisuse, AHeldResultIsNotOverwrittenByTheNextCall) {
+  auto exe = LoadSample();
+  ASSERT_NE(exe, nullptr);
+  VirtualMachine vm(exe);
+  absl::StatusOr<Value> first = vm.Invoke("main", {Value(Filled({2, 4}, 0)), Value(Filled({2, 4}, 0))});
+  ASSERT_TRUE(first.ok()) << first.status();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(vm.Invoke("main", {Value(Filled({2, 4}, 100)), Value(Filled({2, 4}, 100))}).ok());
+  }
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(first->as_tensor().data_as<float>()[i], 3.0f * i + i);
+}
+
 TEST(EmbeddingMisuse, HugeShapesAreErrorsNotAborts) {
   EXPECT_THAT(Message(Tensor::Empty({int64_t{1} << 40, int64_t{1} << 30}, DTypeFloat32()).status()),
               HasSubstr("too large"));
   EXPECT_THAT(Message(Tensor::Empty({int64_t{1} << 46}, DTypeFloat32()).status()), HasSubstr("out of memory"));
   EXPECT_THAT(Message(Tensor::Empty({-1, 4}, DTypeFloat32()).status()), HasSubstr("-1"));
+  // A call whose planned storage cannot be allocated (n = 2^40 rows: 16 TiB) fails cleanly
+  // before any kernel runs. (The inputs claim more rows than their memory holds; only the
+  // shape is read before the allocation fails.)
+  auto exe = LoadSample();
+  ASSERT_NE(exe, nullptr);
+  VirtualMachine vm(exe);
+  alignas(64) float data[4] = {};
+  Foreign x(data, {int64_t{1} << 40, 4}, DTypeFloat32()), y(data, {int64_t{1} << 40, 4}, DTypeFloat32());
+  absl::StatusOr<Tensor> tx = Tensor::FromDLPack(&x.managed), ty = Tensor::FromDLPack(&y.managed);
+  ASSERT_TRUE(tx.ok() && ty.ok());
+  EXPECT_THAT(Message(vm.Invoke("main", {Value(*tx), Value(*ty)}).status()),
+              AllOf(HasSubstr("in function 'main'"), HasSubstr("out of memory")));
+  EXPECT_TRUE(vm.Invoke("main", {Value(Filled({1, 4}, 0)), Value(Filled({1, 4}, 0))}).ok());
 }
 
 TEST(EmbeddingMisuse, ResultsOutliveTheVmAndTheExecutable) {
