@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""Writes the SentencePiece (tokenizer.ggml.model "llama") test vocabularies and their reference
+tokenizations, computed by independent implementations, never by Kiln:
+
+  - tests/serving/spm_bpe.gguf and spm_unigram.gguf: a SentencePiece BPE and a unigram model,
+    trained by PyPI `sentencepiece` on the text below with Llama's settings (byte fallback,
+    digits split, identity normalization, a dummy prefix), written by PyPI `gguf` the way
+    llama.cpp's convert script writes a `llama` vocabulary: every piece's text, score and type
+    (normal, unknown, control, user-defined, unused, byte), the bos/eos/unknown ids and the
+    add_bos / add_eos / add_space_prefix flags. The unigram file says add_space_prefix = false
+    and add_eos = true, so both settings of each flag are covered. Only the tokenizer and a few
+    hyperparameters are written (no tensors): llama.cpp opens them with vocab_only.
+  - tests/serving/spm_cases.inc: llama.cpp's own tokenization (llama_tokenize with
+    parse_special, no bos/eos) of the test strings, its detokenization (llama_detokenize) of
+    those ids, and the ids it gives each vocabulary piece's text (less a leading space where
+    one is added).
+
+Run once in throwaway virtual environments, never in CI (llama_cpp is llama-cpp-python, which
+bundles llama.cpp):
+  python3 -m venv /tmp/spm/venv && /tmp/spm/venv/bin/pip install sentencepiece protobuf gguf
+  /tmp/spm/venv/bin/python tests/serving/make_spm_cases.py write-vocabularies tests/serving
+  LLAMA_VENV/bin/python tests/serving/make_spm_cases.py write-cases tests/serving > tests/serving/spm_cases.inc
+"""
+import ctypes
+import os
+import sys
+
+# Training text: prose, code, digits, accents and a little CJK, so that the vocabularies hold
+# multi-character pieces of each (emoji and most CJK are left to byte fallback).
+TRAINING = """The quick brown fox jumps over the lazy dog. A tokenizer splits text into pieces.
+Hello world! How are you today? I'm fine, thanks; we've done it and they'll say it's good.
+def main(argv):
+    for i in range(10):
+        print(i * 2, "hello")
+    return 0
+int main() { return 42; }
+Numbers: 0 1 2 3 4 5 6 7 8 9 10 100 1000 2024-11-27 3.14159
+caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00fcber Stra\u00dfe \u00e5ngstr\u00f6m cr\u00e8me br\u00fbl\u00e9e
+\u65e5\u672c\u8a9e \u4e2d\u6587 \u65e5\u672c \u4e2d\u6587\u5b57
+The model reads the text, the text becomes tokens, and the tokens become text again.
+Spaces    and\ttabs
+and new lines.
+"""
+
+USER_DEFINED = ["<|user|>"]
+CONTROL = ["<|im_end|>"]
+
+TEXTS = [
+    "Hello world",
+    "The quick brown fox jumps over the lazy dog.",
+    "I'm sure they'll say it's fine, we've done it.",
+    " leading space",
+    "   three leading spaces",
+    "trailing spaces   ",
+    "repeated    spaces  between   words",
+    "line one\nline two\n\n\nline five\n",
+    "tabs\tand\t\ttabs",
+    "caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u00fcber Stra\u00dfe",
+    "\u00e5ngstr\u00f6m \u00c5NGSTR\u00d6M \u00f1 \u00e7",
+    "\u65e5\u672c\u8a9e\u306e\u30c6\u30ad\u30b9\u30c8\u3068\u4e2d\u6587\u5b57\u7b26",
+    "Emoji: \U0001F600\U0001F680 \U0001F44D\U0001F3FD \U0001F468\u200d\U0001F469\u200d\U0001F467",
+    "Numbers: 0 7 42 123 4096 3.14159 1,000,000 and 2024-11-27",
+    "def f(x):\n    return x ** 2  # square\n",
+    "int main() { return 42; }",
+    "<s>Hello</s>",
+    "<s> [INST] What is 2+2? [/INST]",
+    "text<|im_end|>more <|im_end|>",
+    "a<|user|>b <|user|> c",
+    "<|im_end",
+    "<unk> is unknown",
+    "",
+    " ",
+    "  ",
+    "\n",
+    "x",
+    "\u2581already escaped",
+    "!!!???...,,,;;;",
+    "\u00a0non-breaking\u00a0space",
+]
+
+
+def c_string(data):
+    """A C++ string literal for arbitrary bytes (octal escapes never run into digits)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    out = []
+    for b in data:
+        c = chr(b)
+        if c == '"' or c == "\\":
+            out.append("\\" + c)
+        elif 32 <= b < 127 and c != "?":
+            out.append(c)
+        else:
+            out.append("\\%03o" % b)
+    return '"' + "".join(out) + '"'
+
+
+def write_vocabularies(folder):
+    import io
+
+    import gguf
+    import sentencepiece as spm
+    from sentencepiece import sentencepiece_model_pb2
+
+    for kind, vocab_size in (("bpe", 420), ("unigram", 400)):
+        model = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(TRAINING.splitlines() * 4), model_writer=model, model_type=kind,
+            vocab_size=vocab_size, byte_fallback=True, split_digits=True, normalization_rule_name="identity",
+            add_dummy_prefix=True, remove_extra_whitespaces=False, allow_whitespace_only_pieces=True,
+            user_defined_symbols=USER_DEFINED, control_symbols=CONTROL, character_coverage=0.9995,
+            hard_vocab_limit=False, minloglevel=2)
+        sp = spm.SentencePieceProcessor(model_proto=model.getvalue())
+        # The piece types of the model file are llama.cpp's token types (normal 1, unknown 2,
+        # control 3, user-defined 4, unused 5, byte 6).
+        proto = sentencepiece_model_pb2.ModelProto()
+        proto.ParseFromString(model.getvalue())
+        tokens = [p.piece for p in proto.pieces]
+        scores = [p.score for p in proto.pieces]
+        types = [int(p.type) for p in proto.pieces]
+        assert tokens == [sp.id_to_piece(i) for i in range(sp.vocab_size())]
+        # Two padding tokens as the convert script adds for a vocabulary smaller than the model's.
+        for i in range(2):
+            tokens.append(f"[PAD{len(tokens)}]")
+            scores.append(-1000.0)
+            types.append(gguf.TokenType.UNUSED)
+        path = os.path.join(folder, f"spm_{kind}.gguf")
+        writer = gguf.GGUFWriter(path, "llama")
+        writer.add_name(f"spm-{kind}-test")
+        writer.add_context_length(64)
+        writer.add_embedding_length(8)
+        writer.add_block_count(1)
+        writer.add_feed_forward_length(16)
+        writer.add_head_count(2)
+        writer.add_head_count_kv(2)
+        writer.add_layer_norm_rms_eps(1e-5)
+        writer.add_rope_dimension_count(4)
+        writer.add_tokenizer_model("llama")
+        writer.add_tokenizer_pre("default")
+        writer.add_token_list(tokens)
+        writer.add_token_scores(scores)
+        writer.add_token_types(types)
+        writer.add_bos_token_id(sp.bos_id())
+        writer.add_eos_token_id(sp.eos_id())
+        writer.add_unk_token_id(sp.unk_id())
+        writer.add_add_bos_token(True)
+        writer.add_add_eos_token(kind == "unigram")
+        if kind == "unigram":
+            writer.add_add_space_prefix(False)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        print(f"{path}: {len(tokens)} tokens", file=sys.stderr)
+
+
+def write_cases(folder):
+    import llama_cpp
+
+    llama_cpp.llama_backend_init()
+    params = llama_cpp.llama_model_default_params()
+    params.vocab_only = True
+    print("// Generated by tests/serving/make_spm_cases.py with llama.cpp (llama-cpp-python "
+          f"{llama_cpp.__version__}); do not edit.")
+    print("// Ids from llama_tokenize (parse_special, no bos/eos), text from llama_detokenize.")
+    print()
+    print("struct SpmCase { const char* text; std::vector<int32_t> ids; const char* decoded; };")
+    for kind in ("bpe", "unigram"):
+        model = llama_cpp.llama_model_load_from_file(os.path.join(folder, f"spm_{kind}.gguf").encode(), params)
+        assert model, kind
+        vocab = llama_cpp.llama_model_get_vocab(model)
+        n_vocab = llama_cpp.llama_vocab_n_tokens(vocab)
+
+        def tokenize(data, add_special=False, parse_special=True):
+            buf = (llama_cpp.llama_token * (len(data) + 8))()
+            n = llama_cpp.llama_tokenize(vocab, data, len(data), buf, len(buf), add_special, parse_special)
+            assert n >= 0
+            return list(buf[:n])
+
+        def detokenize(ids):
+            arr = (llama_cpp.llama_token * max(1, len(ids)))(*ids)
+            buf = ctypes.create_string_buffer(16 * len(ids) + 16)
+            n = llama_cpp.llama_detokenize(vocab, arr, len(ids), buf, len(buf), False, True)
+            assert n >= 0
+            return buf.raw[:n]
+
+        def piece(i):
+            buf = ctypes.create_string_buffer(256)
+            n = llama_cpp.llama_token_to_piece(vocab, i, buf, len(buf), 0, True)
+            assert n >= 0
+            return buf.raw[:n]
+
+        name = "Bpe" if kind == "bpe" else "Unigram"
+        print()
+        print(f"const SpmCase kSpm{name}Cases[] = {{")
+        for text in TEXTS:
+            data = text.encode()
+            ids = tokenize(data)
+            print("  {%s, {%s}, %s}," % (c_string(data), ", ".join(map(str, ids)), c_string(detokenize(ids))))
+        print("};")
+        # With bos / eos as the file asks (add_special).
+        print(f"const std::vector<int32_t> kSpm{name}WithSpecial = {{%s}};" %
+              ", ".join(map(str, tokenize(b"Hello world", add_special=True))))
+        # Each piece's text (as token_to_piece renders it, less the space that tokenizing puts
+        # back where add_space_prefix) tokenized back, without special parsing.
+        space_prefix = kind == "bpe"
+        print(f"const std::vector<std::vector<int32_t>> kSpm{name}PieceIds = {{")
+        for i in range(n_vocab):
+            text = piece(i)
+            if space_prefix and text.startswith(b" "):
+                text = text[1:]
+            print("  {%s}," % ", ".join(map(str, tokenize(text, parse_special=False))))
+        print("};")
+        eog = [i for i in range(n_vocab) if llama_cpp.llama_vocab_is_eog(vocab, i)]
+        print(f"const std::vector<int32_t> kSpm{name}EndOfGeneration = {{%s}};" % ", ".join(map(str, eog)))
+        llama_cpp.llama_model_free(model)
+
+
+if __name__ == "__main__":
+    {"write-vocabularies": write_vocabularies, "write-cases": write_cases}[sys.argv[1]](sys.argv[2])
