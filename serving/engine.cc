@@ -206,6 +206,7 @@ absl::StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Generation
     // tokenizers recognize them.
     KILN_ASSIGN_OR_RETURN(ids, tokenizer_->Encode(*request.prompt, /*allow_special=*/true));
     if (tokenizer_->add_bos() && tokenizer_->bos_id() >= 0) ids.insert(ids.begin(), tokenizer_->bos_id());
+    if (tokenizer_->add_eos() && tokenizer_->eos_id() >= 0) ids.push_back(tokenizer_->eos_id());
   } else if (request.messages.has_value()) {
     if (!chat_template_.has_value()) {
       return absl::InvalidArgumentError(

@@ -13,7 +13,8 @@ tokenizations, computed by independent implementations, never by Kiln:
   - tests/serving/spm_cases.inc: llama.cpp's own tokenization (llama_tokenize with
     parse_special, no bos/eos) of the test strings, its detokenization (llama_detokenize) of
     those ids, and the ids it gives each vocabulary piece's text (less a leading space where
-    one is added).
+    one is added); the chat templates of Llama 2, Mistral and Zephyr (TinyLlama) rendered by
+    jinja2 as transformers renders them, and llama.cpp's ids of each rendered prompt.
 
 Run once in throwaway virtual environments, never in CI (llama_cpp is llama-cpp-python, which
 bundles llama.cpp):
@@ -76,6 +77,50 @@ TEXTS = [
     "\u2581already escaped",
     "!!!???...,,,;;;",
     "\u00a0non-breaking\u00a0space",
+]
+
+
+# Chat templates of SentencePiece models, as their tokenizer_config.json files have them.
+LLAMA2_TEMPLATE = (
+    "{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:] %}"
+    "{% set system_message = messages[0]['content'] %}{% else %}{% set loop_messages = messages %}"
+    "{% set system_message = false %}{% endif %}{% for message in loop_messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if loop.index0 == 0 and system_message != false %}"
+    "{% set content = '<<SYS>>\\n' + system_message + '\\n<</SYS>>\\n\\n' + message['content'] %}"
+    "{% else %}{% set content = message['content'] %}{% endif %}{% if message['role'] == 'user' %}"
+    "{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}{% elif message['role'] == 'assistant' %}"
+    "{{ ' '  + content.strip() + ' ' + eos_token }}{% endif %}{% endfor %}")
+MISTRAL_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+    "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
+    "{% elif message['role'] == 'assistant' %}{{ message['content'] + eos_token}}"
+    "{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}{% endif %}{% endfor %}")
+ZEPHYR_TEMPLATE = """{% for message in messages %}
+{% if message['role'] == 'user' %}
+{{ '<|user|>
+' + message['content'] + eos_token }}
+{% elif message['role'] == 'system' %}
+{{ '<|system|>
+' + message['content'] + eos_token }}
+{% elif message['role'] == 'assistant' %}
+{{ '<|assistant|>
+'  + message['content'] + eos_token }}
+{% endif %}
+{% if loop.last and add_generation_prompt %}
+{{ '<|assistant|>' }}
+{% endif %}
+{% endfor %}"""
+TEMPLATE_CASES = [
+    ("llama2", LLAMA2_TEMPLATE, [("system", "You are terse."), ("user", " Hi there! "), ("assistant", "Hello."),
+                                 ("user", "2+2?")], True),
+    ("llama2", LLAMA2_TEMPLATE, [("user", "What is a fox?")], True),
+    ("mistral", MISTRAL_TEMPLATE, [("user", "Hi"), ("assistant", "Hello!"), ("user", "Name a color.")], True),
+    ("zephyr", ZEPHYR_TEMPLATE, [("system", "Be kind."), ("user", "Hello world"), ("assistant", "Hi."),
+                                 ("user", "caf\u00e9?")], True),
+    ("zephyr", ZEPHYR_TEMPLATE, [("user", "Hello")], False),
 ]
 
 
@@ -213,7 +258,35 @@ def write_cases(folder):
         print("};")
         eog = [i for i in range(n_vocab) if llama_cpp.llama_vocab_is_eog(vocab, i)]
         print(f"const std::vector<int32_t> kSpm{name}EndOfGeneration = {{%s}};" % ", ".join(map(str, eog)))
+        if kind == "bpe":
+            write_template_cases(tokenize)
         llama_cpp.llama_model_free(model)
+
+
+def write_template_cases(tokenize):
+    """Templates rendered by jinja2 as transformers renders them (trim_blocks, lstrip_blocks),
+    and llama.cpp's ids of the result in the BPE vocabulary (special tokens parsed)."""
+    import jinja2
+
+    env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
+
+    def raise_exception(message):
+        raise jinja2.TemplateError(message)
+
+    env.globals["raise_exception"] = raise_exception
+    print()
+    print("struct SpmTemplateCase { const char* name; const char* template_text;")
+    print("                         std::vector<std::pair<std::string, std::string>> messages;")
+    print("                         bool add_generation_prompt; const char* expected; std::vector<int32_t> ids; };")
+    print("const SpmTemplateCase kSpmTemplateCases[] = {")
+    for name, source, conversation, gen in TEMPLATE_CASES:
+        out = env.from_string(source).render(messages=[{"role": r, "content": c} for r, c in conversation],
+                                             add_generation_prompt=gen, bos_token="<s>", eos_token="</s>")
+        msgs = ", ".join("{%s, %s}" % (c_string(r), c_string(c)) for r, c in conversation)
+        ids = tokenize(out.encode())
+        print("  {%s, %s, {%s}, %s, %s, {%s}}," % (c_string(name), c_string(source), msgs, "true" if gen else "false",
+                                                  c_string(out), ", ".join(map(str, ids))))
+    print("};")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "serving/chat_template.h"
 #include "serving/stream_decoder.h"
 #include "serving/tokenizer.h"
 #include "serving/utf8.h"
@@ -131,6 +132,30 @@ TEST(SpmTokenizer, StreamDecoderAssemblesByteFallback) {
   EXPECT_EQ(joined, " " + text);
   EXPECT_GT(held_back, 0);
   EXPECT_EQ(*tok->Decode(ids), text);
+}
+
+// Llama 2's, Mistral's and Zephyr's (TinyLlama's) templates render as transformers renders
+// them (jinja2), and the prompt tokenizes as llama.cpp tokenizes it (special tokens parsed: the
+// template's "<s>" is bos, "<|user|>" a user-defined token).
+TEST(SpmTokenizer, ChatTemplatesRenderAndTokenizeAsReference) {
+  std::shared_ptr<const Tokenizer> tok = Load("spm_bpe.gguf");
+  ASSERT_NE(tok, nullptr);
+  for (const SpmTemplateCase& c : kSpmTemplateCases) {
+    absl::StatusOr<ChatTemplate> chat = ChatTemplate::Parse(c.template_text, "<s>", "</s>");
+    ASSERT_TRUE(chat.ok()) << c.name << ": " << chat.status();
+    std::vector<ChatMessage> messages;
+    for (const auto& [role, content] : c.messages) messages.push_back({role, content});
+    absl::StatusOr<std::string> text = chat->Apply(messages, c.add_generation_prompt);
+    ASSERT_TRUE(text.ok()) << c.name << ": " << text.status();
+    EXPECT_EQ(*text, c.expected) << c.name;
+    EXPECT_EQ(*tok->Encode(*text, /*allow_special=*/true), c.ids) << c.name;
+  }
+  // The templates' own checks: roles must alternate.
+  absl::StatusOr<ChatTemplate> llama2 = ChatTemplate::Parse(kSpmTemplateCases[0].template_text, "<s>", "</s>");
+  ASSERT_TRUE(llama2.ok());
+  absl::StatusOr<std::string> bad = llama2->Apply({{"user", "a"}, {"user", "b"}}, true);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("Conversation roles must alternate"));
 }
 
 // A vocabulary small enough to check by hand: "▁" is a space; scores decide the merge order.
