@@ -21,6 +21,12 @@ bundles llama.cpp):
   python3 -m venv /tmp/spm/venv && /tmp/spm/venv/bin/pip install sentencepiece protobuf gguf
   /tmp/spm/venv/bin/python tests/serving/make_spm_cases.py write-vocabularies tests/serving
   LLAMA_VENV/bin/python tests/serving/make_spm_cases.py write-cases tests/serving > tests/serving/spm_cases.inc
+
+End to end, by hand: a tiny random-weight `llama` model with spm_bpe.gguf's vocabulary, and
+llama.cpp's greedy continuations (of its own tokenization of each prompt, with bos) next to
+`kiln generate --temperature 0` of the same text (Kiln's tokenizer, model and decoder):
+  /tmp/spm/venv/bin/python tests/serving/make_spm_cases.py write-tiny-model /tmp/spm/tiny.gguf
+  KILN=build/kiln LLAMA_VENV/bin/python tests/serving/make_spm_cases.py compare-greedy /tmp/spm/tiny.gguf
 """
 import ctypes
 import os
@@ -289,5 +295,102 @@ def write_template_cases(tokenize):
     print("};")
 
 
+def write_tiny_model(path):
+    """A tiny random-weight `llama` model (2 layers, hidden 64, f32) with spm_bpe.gguf's
+    vocabulary, for comparing greedy generation end to end (text in, text out) with llama.cpp;
+    see compare-greedy. Not committed: it is regenerated from the seed."""
+    import gguf
+    import numpy as np
+
+    vocab = gguf.GGUFReader(os.path.join(os.path.dirname(os.path.abspath(__file__)), "spm_bpe.gguf"))
+    field = lambda key: vocab.fields[key].contents()
+    tokens, scores, types = field("tokenizer.ggml.tokens"), field("tokenizer.ggml.scores"), field("tokenizer.ggml.token_type")
+    rng = np.random.default_rng(20)
+    n_vocab, hidden, ffn, layers, heads, kv_heads = len(tokens), 64, 96, 2, 4, 2
+    head_dim = hidden // heads
+    w = lambda *shape: (rng.standard_normal(shape) * 0.5 / np.sqrt(shape[-1])).astype(np.float32)
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_name("spm-tiny-random")
+    writer.add_context_length(256)
+    writer.add_embedding_length(hidden)
+    writer.add_block_count(layers)
+    writer.add_feed_forward_length(ffn)
+    writer.add_head_count(heads)
+    writer.add_head_count_kv(kv_heads)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_rope_dimension_count(head_dim)
+    writer.add_rope_freq_base(10000.0)
+    writer.add_file_type(0)
+    writer.add_tokenizer_model("llama")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(False)
+    writer.add_tensor("token_embd.weight", w(n_vocab, hidden))
+    writer.add_tensor("output_norm.weight", (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32))
+    writer.add_tensor("output.weight", w(n_vocab, hidden))
+    for i in range(layers):
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32))
+        writer.add_tensor(f"blk.{i}.attn_q.weight", w(hidden, hidden))
+        writer.add_tensor(f"blk.{i}.attn_k.weight", w(kv_heads * head_dim, hidden))
+        writer.add_tensor(f"blk.{i}.attn_v.weight", w(kv_heads * head_dim, hidden))
+        writer.add_tensor(f"blk.{i}.attn_output.weight", w(hidden, hidden))
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", (1 + 0.1 * rng.standard_normal(hidden)).astype(np.float32))
+        writer.add_tensor(f"blk.{i}.ffn_gate.weight", w(ffn, hidden))
+        writer.add_tensor(f"blk.{i}.ffn_up.weight", w(ffn, hidden))
+        writer.add_tensor(f"blk.{i}.ffn_down.weight", w(hidden, ffn))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def compare_greedy(path):
+    """llama.cpp's greedy continuation of each prompt (tokenized by llama.cpp with bos), printed
+    as ids and text, next to `kiln generate --temperature 0` run on the same text."""
+    import re
+    import subprocess
+
+    import llama_cpp
+    import numpy as np
+    from llama_cpp import Llama
+
+    llm = Llama(path, n_ctx=256, verbose=False)
+    kiln = os.environ.get("KILN", "build/kiln")
+    for prompt in ["Hello world", "The quick brown fox", "caf\u00e9 \u65e5\u672c \U0001F600", "  two spaces\nand a line"]:
+        ids = llm.tokenize(prompt.encode(), add_bos=True, special=True)
+        llm.reset()
+        llm.eval(ids)
+        out = []
+        for _ in range(24):
+            logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1), shape=(llm.n_vocab(),))
+            token = int(np.argmax(logits))
+            if token == llm.token_eos():
+                break
+            out.append(token)
+            llm.eval([token])
+        pieces = []
+        for t in out:
+            buf = ctypes.create_string_buffer(64)
+            n = llama_cpp.llama_token_to_piece(llm._model.vocab, t, buf, len(buf), 0, False)
+            pieces.append(buf.raw[:n])
+        # Random weights pick byte tokens that make invalid UTF-8: Kiln prints U+FFFD for those.
+        text = b"".join(pieces).decode("utf-8", errors="replace")
+        run = subprocess.run([kiln, "generate", path, "-p", prompt, "-n", str(len(out)), "--temperature", "0", "-v"],
+                             capture_output=True, check=True)
+        ours = run.stdout.decode().removesuffix("\n")
+        prompt_tokens = re.search(r"prompt of (\d+) tokens", run.stderr.decode()).group(1)
+        same = ours == text and int(prompt_tokens) == len(ids)
+        print(f"{prompt!r}: llama.cpp prompt {ids} -> {out}")
+        print(f"  llama.cpp {text!r}")
+        print(f"  kiln      {ours!r} (prompt of {prompt_tokens} tokens)  {'SAME' if same else 'DIFFERENT'}")
+
+
 if __name__ == "__main__":
-    {"write-vocabularies": write_vocabularies, "write-cases": write_cases}[sys.argv[1]](sys.argv[2])
+    {"write-vocabularies": write_vocabularies, "write-cases": write_cases, "write-tiny-model": write_tiny_model,
+     "compare-greedy": compare_greedy}[sys.argv[1]](sys.argv[2])
