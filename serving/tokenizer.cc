@@ -71,6 +71,12 @@ std::string SymbolsToBytes(std::string_view text) {
   return bytes;
 }
 
+// The bytes a normal SentencePiece token stands for: "▁" is a space.
+std::string SpmPieceToBytes(std::string_view text) {
+  return absl::StrReplaceAll(absl::string_view(text.data(), text.size()),
+                             {{absl::string_view(kSpmSpace.data(), kSpmSpace.size()), " "}});
+}
+
 // "<0x0A>" -> '\n' for byte tokens.
 std::optional<char> ByteTokenValue(std::string_view text) {
   if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return std::nullopt;
@@ -121,7 +127,7 @@ absl::StatusOr<std::shared_ptr<const Tokenizer>> Tokenizer::FromGguf(const GgufF
     tok->ids_.emplace(tok->texts_[i], id);  // the first of duplicate texts wins
     const std::string& text = tok->texts_[i];
     switch (tok->types_[i]) {
-      case TokenType::kNormal: tok->bytes_[i] = spm ? absl::StrReplaceAll(text, {{absl::string_view(kSpmSpace.data(), kSpmSpace.size()), " "}}) : SymbolsToBytes(text); break;
+      case TokenType::kNormal: tok->bytes_[i] = spm ? SpmPieceToBytes(text) : SymbolsToBytes(text); break;
       case TokenType::kUndefined:
       case TokenType::kUnused:
         // llama.cpp renders these as nothing in SentencePiece vocabularies.
@@ -150,9 +156,10 @@ absl::StatusOr<std::shared_ptr<const Tokenizer>> Tokenizer::FromGguf(const GgufF
     tok->byte_tokens_[b] = id.value_or(-1);
   }
   if (spm) {
-    // llama.cpp's defaults for a SentencePiece vocabulary, where the ids exist.
-    if (n > 2) tok->bos_id_ = 1, tok->eos_id_ = 2;
+    // llama.cpp's defaults for a SentencePiece vocabulary, each where the id exists.
     tok->unknown_id_ = 0;
+    tok->bos_id_ = n > 1 ? 1 : -1;
+    tok->eos_id_ = n > 2 ? 2 : -1;
     tok->add_bos_ = true;
   } else {
     KILN_RETURN_IF_ERROR(ReadBytePairMerges(file, tok.get()));
@@ -179,10 +186,12 @@ absl::StatusOr<std::shared_ptr<const Tokenizer>> Tokenizer::FromGguf(const GgufF
   };
   KILN_RETURN_IF_ERROR(optional_flag("tokenizer.ggml.add_bos_token", &tok->add_bos_));
   KILN_RETURN_IF_ERROR(optional_flag("tokenizer.ggml.add_eos_token", &tok->add_eos_));
-  if (tok->add_bos_ && tok->bos_id_ < 0) {
+  // As llama.cpp refuses them (a byte-level BPE file without the ids keeps Kiln's earlier
+  // behaviour: nothing is added).
+  if (spm && tok->add_bos_ && tok->bos_id_ < 0) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": tokenizer.ggml.add_bos_token is true, but there is no bos token"));
   }
-  if (tok->add_eos_ && tok->eos_id_ < 0) {
+  if (spm && tok->add_eos_ && tok->eos_id_ < 0) {
     return absl::InvalidArgumentError(absl::StrCat(name, ": tokenizer.ggml.add_eos_token is true, but there is no eos token"));
   }
 
