@@ -219,7 +219,7 @@ absl::StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Generation
       text = chat_template_->Apply(*request.messages, /*add_generation_prompt=*/true);
     }
     if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("chat template: ", text.status().message()));
-    KILN_ASSIGN_OR_RETURN(ids, tokenizer_->Encode(*text, /*allow_special=*/true));
+    KILN_ASSIGN_OR_RETURN(ids, tokenizer_->EncodeChatPrompt(*text));
   } else {
     ids = *request.prompt_tokens;
     for (int32_t id : ids) {

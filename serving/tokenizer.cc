@@ -426,6 +426,13 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text, bo
   return out;
 }
 
+absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeChatPrompt(std::string_view text) const {
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> ids, Encode(text, /*allow_special=*/true));
+  if (add_bos_ && bos_id_ >= 0 && (ids.empty() || ids.front() != bos_id_)) ids.insert(ids.begin(), bos_id_);
+  if (add_eos_ && eos_id_ >= 0 && (ids.empty() || ids.back() != eos_id_)) ids.push_back(eos_id_);
+  return ids;
+}
+
 std::string_view Tokenizer::TokenBytes(int32_t id, bool skip_special) const {
   const auto i = static_cast<size_t>(id);
   if (skip_special && (types_[i] == TokenType::kControl || types_[i] == TokenType::kUnknown)) return {};

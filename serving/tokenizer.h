@@ -66,6 +66,12 @@ class Tokenizer {
   // chat template); otherwise "<|im_start|>" in user text is encoded as plain text.
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool allow_special = false) const;
 
+  // A chat template's output encoded as llama.cpp's chat path encodes it: special tokens
+  // allowed, then bos first and eos last where the file asks for them (add_bos_token,
+  // add_eos_token) and the template did not write them (TinyLlama's template writes no <s>;
+  // Llama 2's does, and gets one).
+  absl::StatusOr<std::vector<int32_t>> EncodeChatPrompt(std::string_view text) const;
+
   // The bytes of `ids`; control and unknown tokens are rendered as their text unless
   // `skip_special`. An id outside the vocabulary is an error.
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special = false) const;
@@ -113,7 +119,7 @@ class Tokenizer {
   absl::flat_hash_map<std::string, int32_t> ids_;
   // (left id << 32 | right id) -> (rank, merged id)
   absl::flat_hash_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
-  int32_t byte_tokens_[256];         // each byte's symbol token, or -1
+  int32_t byte_tokens_[256];         // each byte's symbol (SentencePiece: <0xXX>) token, or -1
   // Special tokens matched in text, longest first: (text, id, control or unknown?). Unknown
   // tokens (<unk>) are matched only in SentencePiece vocabularies, as llama.cpp does.
   struct Special {

@@ -240,7 +240,7 @@ int GenerateCommand(int argc, char** argv) {
     messages.push_back({"user", prompt});
     absl::StatusOr<std::string> text = chat_template->Apply(messages, /*add_generation_prompt=*/true);
     if (!text.ok()) return Fail(std::string(text.status().message()));
-    ids = (*tokenizer)->Encode(*text, /*allow_special=*/true);
+    ids = (*tokenizer)->EncodeChatPrompt(*text);
   } else {
     // Control tokens written in the prompt (<|im_start|>) are recognized, as llama.cpp and
     // Hugging Face tokenizers recognize them: a chat written out by hand means the same.

@@ -271,7 +271,8 @@ def write_cases(folder):
 
 def write_template_cases(tokenize):
     """Templates rendered by jinja2 as transformers renders them (trim_blocks, lstrip_blocks),
-    and llama.cpp's ids of the result in the BPE vocabulary (special tokens parsed)."""
+    llama.cpp's ids of the result in the BPE vocabulary (special tokens parsed), and its ids
+    of the prompt as its chat path makes them (bos added once)."""
     import jinja2
 
     env = jinja2.Environment(trim_blocks=True, lstrip_blocks=True)
@@ -283,15 +284,21 @@ def write_template_cases(tokenize):
     print()
     print("struct SpmTemplateCase { const char* name; const char* template_text;")
     print("                         std::vector<std::pair<std::string, std::string>> messages;")
-    print("                         bool add_generation_prompt; const char* expected; std::vector<int32_t> ids; };")
+    print("                         bool add_generation_prompt; const char* expected; std::vector<int32_t> ids;")
+    print("                         std::vector<int32_t> chat_ids; };")
     print("const SpmTemplateCase kSpmTemplateCases[] = {")
     for name, source, conversation, gen in TEMPLATE_CASES:
         out = env.from_string(source).render(messages=[{"role": r, "content": c} for r, c in conversation],
                                              add_generation_prompt=gen, bos_token="<s>", eos_token="</s>")
         msgs = ", ".join("{%s, %s}" % (c_string(r), c_string(c)) for r, c in conversation)
         ids = tokenize(out.encode())
-        print("  {%s, %s, {%s}, %s, %s, {%s}}," % (c_string(name), c_string(source), msgs, "true" if gen else "false",
-                                                  c_string(out), ", ".join(map(str, ids))))
+        # llama.cpp's chat path (common_chat_templates_apply, then tokenizing with add_special):
+        # the template's leading bos text is dropped where the vocabulary adds bos itself.
+        chat = out[len("<s>"):] if out.startswith("<s>") else out
+        chat_ids = tokenize(chat.encode(), add_special=True)
+        print("  {%s, %s, {%s}, %s, %s, {%s}, {%s}}," % (
+            c_string(name), c_string(source), msgs, "true" if gen else "false", c_string(out),
+            ", ".join(map(str, ids)), ", ".join(map(str, chat_ids))))
     print("};")
 
 

@@ -150,6 +150,11 @@ TEST(SpmTokenizer, ChatTemplatesRenderAndTokenizeAsReference) {
     EXPECT_EQ(*text, c.expected) << c.name;
     EXPECT_EQ(*tok->Encode(*text, /*allow_special=*/true), c.ids) << c.name;
   }
+  // As a chat prompt: one bos whether the template writes <s> (Llama 2, Mistral) or not
+  // (Zephyr / TinyLlama), as llama.cpp's chat path gives it.
+  for (const SpmTemplateCase& c : kSpmTemplateCases) {
+    EXPECT_EQ(*tok->EncodeChatPrompt(c.expected), c.chat_ids) << c.name;
+  }
   // The templates' own checks: roles must alternate.
   absl::StatusOr<ChatTemplate> llama2 = ChatTemplate::Parse(kSpmTemplateCases[0].template_text, "<s>", "</s>");
   ASSERT_TRUE(llama2.ok());
