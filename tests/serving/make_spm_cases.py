@@ -83,6 +83,9 @@ TEXTS = [
     "\u2581already escaped",
     "!!!???...,,,;;;",
     "\u00a0non-breaking\u00a0space",
+    # Invalid UTF-8: a lead byte takes the escaped space's bytes into its "character".
+    b"\xe3 a",
+    b"x\xe3 a\xf0 b\x80\xff",
 ]
 
 
@@ -245,7 +248,7 @@ def write_cases(folder):
         print()
         print(f"const SpmCase kSpm{name}Cases[] = {{")
         for text in TEXTS:
-            data = text.encode()
+            data = text if isinstance(text, bytes) else text.encode()
             ids = tokenize(data)
             print("  {%s, {%s}, %s}," % (c_string(data), ", ".join(map(str, ids)), c_string(detokenize(ids))))
         print("};")
