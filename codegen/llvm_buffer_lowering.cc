@@ -30,45 +30,6 @@ llvm::Value* KernelLowering::FlatOffset(const tir::BufferNode* buffer, const std
   return CastToI64(Lower(indices[0]), indices[0].dtype());
 }
 
-// The address of a scalar or contiguous access at `indices` (flattened). A local tile's
-// offset is a sum (flatten_buffers' linear form, 1536 * i + 384 * r + 24 * t + 8 * g for
-// vector g of row r in a register step of three vectors), and its last term gets a GEP of
-// its own: with one GEP of the whole sum InstCombine factored 24 * t + 8 * g into
-// 8 * (3 * t + g), after which alias analysis (which reads a GEP index as one scaled
-// variable plus a constant) could not tell the step's accumulators apart, and LLVM loaded
-// and stored all of them at every k step. Two GEPs, not one per term: LLVM finds a pointer's
-// allocation through at most 6 GEPs, and without it the accumulators of the wide tiles were
-// stored at every k step.
-llvm::Value* KernelLowering::ElementPointer(llvm::Type* elem, llvm::Value* base_ptr, const tir::BufferNode* buffer,
-                                            const std::vector<PrimExpr>& indices) {
-  if (buffer->scope == "local" && indices.size() == 1 && indices[0].dtype().is_integer() &&
-      indices[0].dtype().lanes() == 1) {
-    std::vector<PrimExpr> terms;
-    std::function<void(const PrimExpr&)> flatten = [&](const PrimExpr& e) {
-      const auto* add = e.as<tir::BinaryNode>();
-      if (add && add->kind() == tir::ExprKind::kAdd) {
-        flatten(add->a);
-        flatten(add->b);
-      } else {
-        terms.push_back(e);
-      }
-    };
-    flatten(indices[0]);
-    if (terms.size() > 1) {
-      constexpr size_t kMostGeps = 5;
-      const size_t first = terms.size() > kMostGeps ? terms.size() - kMostGeps + 1 : 1;
-      PrimExpr head = terms[0];
-      for (size_t i = 1; i < first; ++i) head = tir::Add(head, terms[i]);
-      llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, CastToI64(Lower(head), head.dtype()));
-      for (size_t i = first; i < terms.size(); ++i) {
-        ptr = b_.CreateInBoundsGEP(elem, ptr, CastToI64(Lower(terms[i]), terms[i].dtype()));
-      }
-      return ptr;
-    }
-  }
-  return b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, indices));
-}
-
 llvm::Value* KernelLowering::BufferPointer(const tir::BufferNode* buffer) {
   auto it = buffers_.find(buffer);
   if (it == buffers_.end()) {
@@ -167,15 +128,16 @@ llvm::Value* KernelLowering::LoadBuffer(const tir::BufferLoadNode* op) {
   llvm::Align align(std::max<uint64_t>(1, elem->getPrimitiveSizeInBits() / 8));
   int lanes = dtype.lanes();
   if (lanes == 1) {
-    if (op->indices.size() == 1 && op->indices[0].dtype().lanes() != 1) {
+    llvm::Value* offset = FlatOffset(buffer, op->indices);
+    if (offset->getType()->isVectorTy()) {
       return Fail(absl::StrCat("load from ", buffer->name, ": a scalar load at a vector index"), result);
     }
-    llvm::Value* ptr = ElementPointer(elem, base_ptr, buffer, op->indices);
+    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, offset);
     return FromStorage(b_.CreateAlignedLoad(elem, ptr, align, buffer->name), dtype);
   }
   if (std::optional<std::vector<PrimExpr>> base = ContiguousBase(op->indices)) {
     llvm::Type* vec = llvm::FixedVectorType::get(elem, lanes);
-    llvm::Value* ptr = ElementPointer(elem, base_ptr, buffer, *base);
+    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, *base));
     ptr = b_.CreatePointerCast(ptr, vec->getPointerTo());
     return FromStorage(b_.CreateAlignedLoad(vec, ptr, align, buffer->name), dtype);
   }
@@ -217,12 +179,12 @@ void KernelLowering::StoreBuffer(const tir::BufferNode* buffer, const std::vecto
   llvm::Align align(std::max<uint64_t>(1, elem->getPrimitiveSizeInBits() / 8));
   value = ToStorage(value, dtype);
   if (lanes == 1) {
-    b_.CreateAlignedStore(value, ElementPointer(elem, base_ptr, buffer, indices), align);
+    b_.CreateAlignedStore(value, b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, indices)), align);
     return;
   }
   if (std::optional<std::vector<PrimExpr>> base = ContiguousBase(indices)) {
     llvm::Type* vec = llvm::FixedVectorType::get(elem, lanes);
-    llvm::Value* ptr = ElementPointer(elem, base_ptr, buffer, *base);
+    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, *base));
     b_.CreateAlignedStore(value, b_.CreatePointerCast(ptr, vec->getPointerTo()), align);
     return;
   }

@@ -155,8 +155,6 @@ class KernelLowering {
   void WithAllocation(const tir::Buffer& buffer, const std::function<void()>& body);
   llvm::Value* FlatOffset(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices);
   llvm::Value* BufferPointer(const tir::BufferNode* buffer);
-  llvm::Value* ElementPointer(llvm::Type* elem, llvm::Value* base_ptr, const tir::BufferNode* buffer,
-                              const std::vector<PrimExpr>& indices);
   std::optional<std::vector<PrimExpr>> ContiguousBase(const std::vector<PrimExpr>& indices);
   llvm::Value* FromStorage(llvm::Value* v, DataType dtype);
   llvm::Value* ToStorage(llvm::Value* v, DataType dtype);

@@ -44,8 +44,6 @@ struct MatmulKnobs {
   // The symbolic row count from which a matmul takes register tiles instead of wide tiles
   // (the rule's 64; 65 where AVX2's packed wide tiles of 64 rows apply).
   int many_rows = 0;
-  // Vectors of columns in each register step of a wide tile (the rule's 2: a vector pair).
-  int wide_step_vectors = 0;
   bool operator==(const MatmulKnobs&) const = default;
 };
 
