@@ -181,8 +181,8 @@ int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* 
   // GEMM sums a quarter super-block into each integer, its Q2_K GEMM half of one.
   const int64_t gemm_rows = by_block && rows > 3 ? rows - rows % 4 : 0;
   const KQuantSummation gemm_summation = F == Format::kQ2_K ? KQuantSummation::kBlockHalves : KQuantSummation::kBlockQuarters;
-  Job job{F,       summation,      BestQ8Isa(), o.x, o.w, o.out, nullptr, nullptr, nullptr,
-          gemm_rows, gemm_summation, rows,        n,   k,   o.row_bytes, 0,     0};
+  Job job{F,         summation, BestQ8Isa(), o.x, o.w, o.out, nullptr, nullptr, nullptr, gemm_rows,
+          gemm_summation, rows,   n,           k,   o.row_bytes, 0, 0};
   if (k == 0) {
     std::fill(job.out, job.out + rows * n, 0.0f);
     return 0;
