@@ -28,6 +28,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterOptimizerConverters(registry);
   RegisterMlConverters(registry);
   RegisterTreeEnsembleConverters(registry);
+  RegisterImageDecoderConverters(registry);
   RegisterSequenceConverters(registry);
   RegisterDeformConvConverters(registry);
   RegisterTfIdfConverters(registry);
