@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <optional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "builtins/image/image_codecs.h"
@@ -85,7 +86,10 @@ absl::StatusOr<DecodedImage> DecodePnm(absl::Span<const uint8_t> bytes) {
   DecodedImage image;
   KILN_RETURN_IF_ERROR(SizeImage("PNM", width, height, channels, image));
   const int64_t samples = width * height * channels;
-  auto to8 = [maxval](int64_t v) { return static_cast<uint8_t>((std::min(v, maxval) * 255 + maxval / 2) / maxval); };
+  // Every sample's 8-bit value, looked up rather than divided per sample.
+  std::vector<uint8_t> table(static_cast<size_t>(maxval) + 1);
+  for (int64_t v = 0; v <= maxval; ++v) table[static_cast<size_t>(v)] = static_cast<uint8_t>((v * 255 + maxval / 2) / maxval);
+  auto to8 = [&](int64_t v) { return table[static_cast<size_t>(std::min(v, maxval))]; };
   uint8_t* out = image.pixels.data();
   if (ascii) {
     for (int64_t i = 0; i < samples; ++i) {
@@ -108,9 +112,12 @@ absl::StatusOr<DecodedImage> DecodePnm(absl::Span<const uint8_t> bytes) {
   const int sample_bytes = maxval > 255 ? 2 : 1;
   std::optional<absl::Span<const uint8_t>> data = r.Take(static_cast<size_t>(samples * sample_bytes));
   if (!data) return Bad(truncated);
-  for (int64_t i = 0; i < samples; ++i) {
-    const int64_t v = sample_bytes == 1 ? (*data)[i] : ((*data)[2 * i] << 8) | (*data)[2 * i + 1];
-    out[i] = to8(v);
+  if (maxval == 255) {
+    std::copy(data->begin(), data->end(), out);
+  } else if (sample_bytes == 1) {
+    for (int64_t i = 0; i < samples; ++i) out[i] = to8((*data)[i]);
+  } else {
+    for (int64_t i = 0; i < samples; ++i) out[i] = to8(((*data)[2 * i] << 8) | (*data)[2 * i + 1]);
   }
   return image;
 }
