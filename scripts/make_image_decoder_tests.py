@@ -67,6 +67,8 @@ def cases():
     yield "bmp_gray_grayscale", encode(gray, "BMP"), "Grayscale"
     yield "bmp_1bit_rgb", encode(picture(13, 5, "1"), "BMP"), "RGB"
     yield "bmp_32bit_rgba_rgb", encode(picture(9, 5, "RGBA"), "BMP"), "RGB"
+    yield "bmp_16bit_555_rgb", bmp16(7, 5, None), "RGB"
+    yield "bmp_16bit_565_bitfields_rgb", bmp16(7, 5, (0xF800, 0x07E0, 0x001F)), "RGB"
     yield "ppm_rgb", encode(rgb, "PPM"), "RGB"
     yield "pgm_grayscale", encode(gray, "PPM"), "Grayscale"
     yield "pbm_rgb", encode(picture(13, 5, "1"), "PPM"), "RGB"
@@ -102,6 +104,18 @@ def encode_interlaced():
 
     header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 1)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+def bmp16(width, height, masks):
+    """PIL writes no 16-bit BMP: random 16-bit pixels, BI_RGB (5-5-5) or BI_BITFIELDS, written here."""
+    import struct
+    pixels = np.random.default_rng(3).integers(0, 65536, (height, width))
+    stride = (width * 16 + 31) // 32 * 4
+    rows = b"".join(row.astype("<u2").tobytes().ljust(stride, b"\0") for row in pixels[::-1])
+    extra = struct.pack("<III", *masks) if masks else b""
+    offset = 14 + 40 + len(extra)
+    info = struct.pack("<IiiHHIIiiII", 40, width, height, 1, 16, 3 if masks else 0, len(rows), 2835, 2835, 0, 0)
+    return b"BM" + struct.pack("<IHHI", offset + len(rows), 0, 0, offset) + info + extra + rows
 
 
 def expected(encoded, pixel_format):
