@@ -66,14 +66,20 @@ absl::Status Decode(BuiltinContext& ctx, const Value* const* args, int, Value* o
   if (format != kRgb && format != kBgr && format != kGrayscale) {
     return absl::InvalidArgumentError(absl::StrCat(kName, ": unknown pixel format code ", format));
   }
-  const absl::Span<const uint8_t> bytes(encoded.data_as<uint8_t>(), static_cast<size_t>(encoded.shape()[0]));
+  // Decoding runs on the host: bytes a GPU holds are copied here first, and the image goes
+  // back to the VM's device at the end.
+  Tensor host = encoded;
+  if (encoded.device().device_type != kDLCPU) {
+    KILN_ASSIGN_OR_RETURN(host, encoded.CopyTo(vm::CpuDevice()));
+  }
+  const absl::Span<const uint8_t> bytes(host.data_as<uint8_t>(), static_cast<size_t>(host.shape()[0]));
   absl::StatusOr<DecodedImage> decoded = DecodeAnyFormat(bytes);
   if (!decoded.ok()) {
     return absl::Status(decoded.status().code(), absl::StrCat(kName, ": ", decoded.status().message()));
   }
   const DecodedImage& image = *decoded;
   const int channels = format == kGrayscale ? 1 : 3;
-  KILN_ASSIGN_OR_RETURN(Tensor y, Tensor::Empty({image.height, image.width, channels}, DLDataType{kDLUInt, 8, 1}, ctx.device));
+  KILN_ASSIGN_OR_RETURN(Tensor y, Tensor::Empty({image.height, image.width, channels}, DLDataType{kDLUInt, 8, 1}));
   uint8_t* dst = y.data_as<uint8_t>();
   const uint8_t* src = image.pixels.data();
   const int64_t pixels = image.height * image.width;
@@ -90,6 +96,9 @@ absl::Status Decode(BuiltinContext& ctx, const Value* const* args, int, Value* o
     for (int64_t i = 0; i < pixels; ++i) {
       dst[3 * i] = src[3 * i + 2], dst[3 * i + 1] = src[3 * i + 1], dst[3 * i + 2] = src[3 * i];
     }
+  }
+  if (ctx.device->dl_device().device_type != kDLCPU) {
+    KILN_ASSIGN_OR_RETURN(y, y.CopyTo(ctx.device));
   }
   *out = Value(std::move(y));
   return absl::OkStatus();
