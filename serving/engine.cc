@@ -139,6 +139,7 @@ class Engine::Impl {
 
 absl::Status Engine::Impl::Init(const EngineOptions& options) {
   options_ = options;
+  if (options.threads < 0) return absl::InvalidArgumentError(absl::StrCat("threads must be 0 (all cores) or positive, got ", options.threads));
   if (options.max_running < 1) return absl::InvalidArgumentError("max_running must be at least 1");
   // Every request is queued until the loop admits it, even on an idle engine: 0 would refuse all.
   if (options.max_queued < 1) return absl::InvalidArgumentError("max_queued must be at least 1");

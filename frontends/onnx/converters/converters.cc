@@ -17,6 +17,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterQuantizeConverters(registry);
   RegisterGridSampleConverters(registry);
   RegisterSignalConverters(registry);
+  RegisterMelWeightMatrixConverters(registry);
   RegisterControlFlowConverters(registry);
   RegisterLinearAttentionConverters(registry);
   RegisterRecurrentConverters(registry);

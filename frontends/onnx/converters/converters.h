@@ -46,8 +46,12 @@ void RegisterQuantizeConverters(ConverterRegistry& registry);
 // grid_sample_converters.cc: GridSample, AffineGrid.
 void RegisterGridSampleConverters(ConverterRegistry& registry);
 
-// signal_converters.cc: DFT.
+// signal_converters.cc: DFT, STFT (framed DFTs).
 void RegisterSignalConverters(ConverterRegistry& registry);
+
+// mel_weight_matrix_converters.cc: MelWeightMatrix (17; a constant when its inputs are known at
+// import time, else Relax operators).
+void RegisterMelWeightMatrixConverters(ConverterRegistry& registry);
 
 // linear_attention_converters.cc: LinearAttention (27), its recurrence unrolled.
 void RegisterLinearAttentionConverters(ConverterRegistry& registry);
