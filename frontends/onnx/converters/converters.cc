@@ -29,6 +29,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterOptimizerConverters(registry);
   RegisterMlConverters(registry);
   RegisterTreeEnsembleConverters(registry);
+  RegisterImageDecoderConverters(registry);
   RegisterSequenceConverters(registry);
   RegisterDeformConvConverters(registry);
   RegisterTfIdfConverters(registry);

@@ -84,6 +84,7 @@ void RegisterOptimizerConverters(ConverterRegistry& registry);
 // ml_converters.cc: ai.onnx.ml's Binarizer and ArrayFeatureExtractor.
 void RegisterMlConverters(ConverterRegistry& registry);
 void RegisterTreeEnsembleConverters(ConverterRegistry& registry);  // tree_ensemble_converters.cc
+void RegisterImageDecoderConverters(ConverterRegistry& registry);  // image_decoder_converters.cc
 
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).
