@@ -570,8 +570,8 @@ struct WideEdgeLoops {
   std::string row_steps;  // "" when the tile's rows are one step
   std::string pairs, k, rows;
   int64_t k_extent = 0;
-  PrimExpr rows_extent;   // constant: the rows of one step
-  int64_t tile_rows = 0;  // the rows of the tile (row steps x rows)
+  PrimExpr rows_extent;   // the rows of one step
+  int64_t tile_rows = 0;  // the rows of the tile (row steps x rows); 0 when not constant
 };
 
 // The row-edge update `name`'s loops in `s` (its get_loops enters the trace), when it has
@@ -588,7 +588,7 @@ std::optional<WideEdgeLoops> FindWideEdgeLoops(Schedule* s, const std::string& n
   const ForNode *pairs = loop(n - 4), *k = loop(n - 3), *rows = loop(n - 2), *vector = loop(n - 1);
   if (!pairs || !k || !rows || !vector || pairs->for_kind != ForKind::kSerial || !pairs->extent.as_int() ||
       k->for_kind != ForKind::kSerial || k->extent.as_int() != WideTileKBlock(options) ||
-      rows->for_kind != ForKind::kUnrolled || !rows->extent.as_int() || vector->for_kind != ForKind::kVectorized) {
+      rows->for_kind != ForKind::kUnrolled || vector->for_kind != ForKind::kVectorized) {
     return std::nullopt;
   }
   absl::StatusOr<Stmt> block = FindBlock(s->func(), name, "");
@@ -599,7 +599,7 @@ std::optional<WideEdgeLoops> FindWideEdgeLoops(Schedule* s, const std::string& n
   edge.rows = (*loops)[n - 2];
   edge.k_extent = *k->extent.as_int();
   edge.rows_extent = rows->extent;
-  edge.tile_rows = *rows->extent.as_int();
+  edge.tile_rows = rows->extent.as_int().value_or(0);
   // Above the pairs, when the tile has them: its row steps (BlockWideTileOverK; in the row
   // index), then its sub-tiles (in the column index, with the pairs), then the k blocks.
   size_t above = n - 4;
@@ -607,8 +607,7 @@ std::optional<WideEdgeLoops> FindWideEdgeLoops(Schedule* s, const std::string& n
   if (EnclosesInIndex(block->as<BlockNode>(), row_steps, pairs, rows)) {
     edge.row_steps = (*loops)[--above];
     std::optional<int64_t> steps = row_steps->extent.as_int();
-    if (!steps) return std::nullopt;
-    edge.tile_rows *= *steps;
+    edge.tile_rows = steps ? edge.tile_rows * *steps : 0;  // 0: not known
   }
   const ForNode* below = edge.row_steps.empty() ? pairs : row_steps;
   const ForNode* sub_tiles = above >= 1 ? loop(above - 1) : nullptr;
