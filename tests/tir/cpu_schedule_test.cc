@@ -378,7 +378,9 @@ TEST(DefaultCpuScheduleTest, GemvRowsPerPassVersionsTheRowEdgeAlone) {
     EXPECT_THAT(printed, HasSubstr(absl::StrCat("for r", e, "_1_edge_else_", lanes == 16 ? "0" : "0_part",
                                                 " in serial(0, 2) {")))
         << printed;
-    if (lanes == 8) EXPECT_THAT(trace, HasSubstr("guard_steps(\"i_else_else_1_0_edge_else\")"));
+    if (lanes == 8) {
+      EXPECT_THAT(trace, HasSubstr("guard_steps(\"i_else_else_1_0_edge_else\")"));
+    }
     // The trace replays to the same function.
     absl::StatusOr<Trace> parsed = Trace::Parse(trace);
     ASSERT_TRUE(parsed.ok()) << parsed.status();
