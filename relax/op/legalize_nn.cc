@@ -50,6 +50,91 @@ absl::StatusOr<WindowAttrs> Window(const CallNode& call, const Buffer& data, Win
   return ReadWindowAttrs(call, data.ndim() - 2, kind);
 }
 
+// The product of `dims`.
+PrimExpr Product(const std::vector<PrimExpr>& dims) {
+  PrimExpr product = I64(1);
+  for (const PrimExpr& d : dims) product = tir::Mul(product, d);
+  return product;
+}
+
+// `linear` (row-major over `extents`) split into one index per extent.
+std::vector<PrimExpr> Unflatten(PrimExpr linear, const std::vector<PrimExpr>& extents) {
+  std::vector<PrimExpr> index(extents.size());
+  for (size_t d = extents.size(); d-- > 0;) {
+    index[d] = d == 0 ? linear : tir::FloorMod(linear, extents[d]);
+    linear = tir::FloorDiv(linear, extents[d]);
+  }
+  return index;
+}
+
+// A float convolution without groups as a matmul over im2col columns, so that the CPU
+// matmul rule (tir/schedule_rules/cpu_matmul.cc) schedules it like any matmul:
+//   cols[n, r, p] = x at channel r / taps, tap r % taps, output position p (0 in padding)
+//   w_flat[o, r] = w[o, r / taps, tap r % taps]
+//   acc[n, o, p] += w_flat[o, r] * cols[n, r, p]           (r = C * taps, p = output positions)
+//   out[n, o, y...] = acc[n, o, p of y...]
+// The scratch buffers hold the whole batch (cols: N * C * taps * P elements). The direct
+// reduction (LegalizeConvDirect) stays for groups > 1, integer types and symbolic kernel
+// sizes. Zero padding is multiplied like data, as there.
+absl::StatusOr<tir::PrimFunc> LegalizeConvAsMatmul(const CallNode& call, KernelParams p, const WindowAttrs& win) {
+  const Buffer& data = p.inputs[0];
+  const Buffer& weight = p.inputs[1];
+  const Buffer& out = p.outputs[0];
+  const size_t rank = static_cast<size_t>(win.rank);
+  const DataType t = AccumulationType(out->dtype);
+  const std::vector<PrimExpr> taps(weight->shape.begin() + 2, weight->shape.end());
+  const std::vector<PrimExpr> positions(out->shape.begin() + 2, out->shape.end());
+  const PrimExpr batch = out->shape[0], out_channels = out->shape[1];
+  const PrimExpr reduce = tir::Mul(weight->shape[1], Product(taps));
+  const PrimExpr points = Product(positions);
+  std::vector<PrimExpr> channel_and_taps = {weight->shape[1]};
+  channel_and_taps.insert(channel_and_taps.end(), taps.begin(), taps.end());
+  const Buffer cols = ScratchBuffer("conv_cols", data->dtype, {batch, reduce, points});
+  const Buffer w_flat = ScratchBuffer("conv_weight_flat", weight->dtype, {out_channels, reduce});
+  const Buffer acc = ScratchBuffer("conv_acc", t, {batch, out_channels, points});
+  Stmt im2col = ComputeBlock(absl::StrCat(OpName(call), "_im2col"), cols, [&](const std::vector<PrimExpr>& i) {
+    const std::vector<PrimExpr> r = Unflatten(i[1], channel_and_taps);
+    const std::vector<PrimExpr> y = Unflatten(i[2], positions);
+    std::vector<PrimExpr> index = {i[0], r[0]};
+    std::vector<PrimExpr> inside;
+    for (size_t d = 0; d < rank; ++d) {
+      Tap tap = MakeTap(win, d, data->shape[d + 2], y[d], r[d + 1]);
+      index.push_back(tap.clamped);
+      inside.push_back(tap.inside);
+    }
+    PrimExpr x = data.Load(index);
+    if (PrimExpr in = AndAll(inside); in.defined()) x = tir::Select(in, x, Const(data->dtype, 0));
+    return x;
+  });
+  Stmt flatten = ComputeBlock(absl::StrCat(OpName(call), "_weight"), w_flat, [&](const std::vector<PrimExpr>& i) {
+    std::vector<PrimExpr> index = {i[0]};
+    for (const PrimExpr& r : Unflatten(i[1], channel_and_taps)) index.push_back(r);
+    return weight.Load(index);
+  });
+  Stmt matmul = ReduceBlock(OpName(call), acc, {reduce}, Const(t, 0), tir::Add,
+                            [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+                              return tir::Mul(CastTo(t, w_flat.Load({s[1], r[0]})),
+                                              CastTo(t, cols.Load({s[0], r[0], s[2]})));
+                            });
+  Stmt write = ComputeBlock(absl::StrCat(OpName(call), "_out"), out, [&](const std::vector<PrimExpr>& i) {
+    PrimExpr linear = I64(0);
+    for (size_t d = 0; d < rank; ++d) linear = tir::Add(tir::Mul(linear, positions[d]), i[d + 2]);
+    return CastTo(out->dtype, acc.Load({i[0], i[1], linear}));
+  });
+  Stmt body = tir::SeqStmt({im2col, flatten, matmul, write});
+  for (const Buffer& b : {acc, w_flat, cols}) body = tir::Allocate(b, body);
+  return MakePrimFunc(p, body, "out_ewise_fusable");
+}
+
+// Whether LegalizeConvAsMatmul takes the convolution: one group, float data, constant taps.
+bool ConvIsMatmul(const Buffer& data, const Buffer& weight, int64_t groups) {
+  if (groups != 1 || !data->dtype.is_float() || data->dtype != weight->dtype) return false;
+  for (size_t d = 2; d < weight->shape.size(); ++d) {
+    if (!weight->shape[d].as_int()) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   const Buffer& data = p.inputs[0];
@@ -59,6 +144,7 @@ absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(WindowAttrs win, Window(call, data, WindowKind::kConv));
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> groups_attr, IntAttr(call, "groups"));
   const int64_t groups = groups_attr.value_or(1);
+  if (ConvIsMatmul(data, weight, groups)) return LegalizeConvAsMatmul(call, std::move(p), win);
   const size_t rank = static_cast<size_t>(win.rank);
   // float16 accumulates in float32 (a scratch buffer, then one rounding), as matmul does.
   const DataType t = AccumulationType(out->dtype);
