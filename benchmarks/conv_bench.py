@@ -82,12 +82,13 @@ def main():
     parser.add_argument("--layers", default=",".join(LAYERS))
     parser.add_argument("--threads", default="1,2")
     parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--mcpu", default="host", help="kiln compile --mcpu (haswell: AVX2 code)")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     print(f"Kiln: kiln run per call after {args.warmup} warm-up calls, mean of {args.repeat}; "
-          f"ONNX Runtime {onnxruntime.__version__} the same; batch {args.batch}")
+          f"ONNX Runtime {onnxruntime.__version__} the same; batch {args.batch}; --mcpu {args.mcpu}")
     print(f"{'layer':>10} {'threads':>7} {'kiln ms':>9} {'ort ms':>9} {'ort/kiln':>8} {'max |diff|':>10}")
     with tempfile.TemporaryDirectory() as folder:
         for name in args.layers.split(","):
@@ -95,7 +96,7 @@ def main():
             model_path = os.path.join(folder, f"{name}.onnx")
             onnx.save(conv_model(channels, out_channels, kernel, stride, pad, size, rng), model_path)
             executable = os.path.join(folder, f"{name}.kx")
-            compiled = subprocess.run([args.kiln, "compile", model_path, "-o", executable],
+            compiled = subprocess.run([args.kiln, "compile", model_path, "-o", executable, "--mcpu", args.mcpu],
                                       capture_output=True, text=True)
             if compiled.returncode != 0:
                 sys.exit(f"conv_bench: kiln compile failed:\n{compiled.stderr}")
