@@ -16,6 +16,7 @@
 #include "relax/op/op_common.h"
 #include "relax/op/window.h"
 #include "support/status_macros.h"
+#include "tir/analyzer.h"
 
 namespace kiln::relax::op {
 namespace {
@@ -73,9 +74,13 @@ std::vector<PrimExpr> Unflatten(PrimExpr linear, const std::vector<PrimExpr>& ex
 //   w_flat[o, r] = w[o, r / taps, tap r % taps]
 //   acc[n, o, p] += w_flat[o, r] * cols[n, r, p]           (r = C * taps, p = output positions)
 //   out[n, o, y...] = acc[n, o, p of y...]
-// The scratch buffers hold the whole batch (cols: N * C * taps * P elements). The direct
-// reduction (LegalizeConvDirect) stays for groups > 1, integer types and symbolic kernel
-// sizes. Zero padding is multiplied like data, as there.
+// cols is never written whole on the CPU when the matmul rule packs its panels (P at least
+// 128 columns per thread): cols only feeds the matmul, so the rule folds the im2col block
+// into the packing of each k x 32 panel (PackPanel), and only acc (the output's size) is
+// scratch. Otherwise cols holds the whole batch (N * C * taps * P elements). A single
+// spatial dim in float32 accumulates in `out` itself. The direct reduction below stays for
+// groups > 1 (depthwise included), integer types and symbolic kernel sizes. Zero padding is
+// multiplied like data, as there.
 absl::StatusOr<tir::PrimFunc> LegalizeConvAsMatmul(const CallNode& call, KernelParams p, const WindowAttrs& win) {
   const Buffer& data = p.inputs[0];
   const Buffer& weight = p.inputs[1];
@@ -85,13 +90,17 @@ absl::StatusOr<tir::PrimFunc> LegalizeConvAsMatmul(const CallNode& call, KernelP
   const std::vector<PrimExpr> taps(weight->shape.begin() + 2, weight->shape.end());
   const std::vector<PrimExpr> positions(out->shape.begin() + 2, out->shape.end());
   const PrimExpr batch = out->shape[0], out_channels = out->shape[1];
-  const PrimExpr reduce = tir::Mul(weight->shape[1], Product(taps));
-  const PrimExpr points = Product(positions);
+  // Simplified, so that constant sizes are constants (the empty-reduction guard and the
+  // schedule rules look for them).
+  tir::Analyzer analyzer;
+  const PrimExpr reduce = analyzer.Simplify(tir::Mul(weight->shape[1], Product(taps)));
+  const PrimExpr points = analyzer.Simplify(Product(positions));
   std::vector<PrimExpr> channel_and_taps = {weight->shape[1]};
   channel_and_taps.insert(channel_and_taps.end(), taps.begin(), taps.end());
   const Buffer cols = ScratchBuffer("conv_cols", data->dtype, {batch, reduce, points});
   const Buffer w_flat = ScratchBuffer("conv_weight_flat", weight->dtype, {out_channels, reduce});
-  const Buffer acc = ScratchBuffer("conv_acc", t, {batch, out_channels, points});
+  // One spatial dim: the output is already [N, O, P], and float32 accumulates in place.
+  const Buffer acc = rank == 1 && t == out->dtype ? out : ScratchBuffer("conv_acc", t, {batch, out_channels, points});
   Stmt im2col = ComputeBlock(absl::StrCat(OpName(call), "_im2col"), cols, [&](const std::vector<PrimExpr>& i) {
     const std::vector<PrimExpr> r = Unflatten(i[1], channel_and_taps);
     const std::vector<PrimExpr> y = Unflatten(i[2], positions);
@@ -121,8 +130,12 @@ absl::StatusOr<tir::PrimFunc> LegalizeConvAsMatmul(const CallNode& call, KernelP
     for (size_t d = 0; d < rank; ++d) linear = tir::Add(tir::Mul(linear, positions[d]), i[d + 2]);
     return CastTo(out->dtype, acc.Load({i[0], i[1], linear}));
   });
-  Stmt body = tir::SeqStmt({im2col, flatten, matmul, write});
-  for (const Buffer& b : {acc, w_flat, cols}) body = tir::Allocate(b, body);
+  std::vector<Stmt> steps = {im2col, flatten, matmul};
+  if (!acc.same_as(out)) steps.push_back(write);
+  Stmt body = tir::SeqStmt(steps);
+  for (const Buffer& b : {acc, w_flat, cols}) {
+    if (!b.same_as(out)) body = tir::Allocate(b, body);
+  }
   return MakePrimFunc(p, body, "out_ewise_fusable");
 }
 
