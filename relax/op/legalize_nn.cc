@@ -1,5 +1,7 @@
 // Legalization of the window operators (semantics in relax/op/nn.cc), channels first, any
-// number of spatial dims. One reduction block each (average pooling adds the division);
+// number of spatial dims. A float convolution with one group and constant kernel sizes is
+// an im2col and a matmul (LegalizeConvAsMatmul, for the CPU matmul rule); otherwise one
+// reduction block each (average pooling adds the division);
 // padding reads select the pad value around a load whose indices are clamped into the
 // input, so no read leaves the buffer.
 //  - conv: out[n, o, y...] = sum over (channel of o's group, taps) of x * w; zero padding
