@@ -6,7 +6,7 @@
 //
 //   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
 //                                 [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas]
-//                                 [--mcpu=NAME] [--knobs=TEXT]
+//                                 [--mcpu=NAME] [--knobs=TEXT] [--knobs-b=TEXT] [--fastest]
 //
 // --mcpu NAME: Kiln's CPU kernel generated for that LLVM CPU (e.g. haswell: AVX2 code, 8
 // lanes) instead of the host, so AVX2 code can be timed on an AVX-512 machine too.
@@ -14,6 +14,11 @@
 // --knobs TEXT: Kiln's CPU kernel scheduled with these rule knobs (tir/schedule_rules/
 // cpu_knobs.h, e.g. "matmul.col_vectors=4 matmul.row_tile=3"; unnamed knobs keep their
 // defaults) instead of the untuned rules, so a knob set can be timed against the peers.
+// --knobs-b TEXT: a second Kiln kernel scheduled with these knobs, timed in the same
+// interleaved rounds as the first and the peers (an A/B of two schedules that the machine's
+// other load disturbs alike); one more line per shape gives its GFLOP/s and its ratios to
+// the first kernel and to the best peer.
+// --fastest: each contender's fastest of the interleaved rounds instead of their median.
 //
 // --target vulkan|cuda: the same matmul compiled for that GPU target (benchmarks/
 // gpu_target.h: the whole pipeline, generated kernels) and run through the VM on its device,
@@ -39,6 +44,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -142,7 +148,10 @@ Tensor Random(const std::vector<int64_t>& shape, uint32_t seed) {
 constexpr double kSettleSeconds = 0.15;
 constexpr double kWakeSeconds = 0.05;
 
-std::vector<double> InterleavedMedianSeconds(const std::vector<std::function<void()>>& runs, int threads) {
+// The median of each run's interleaved rounds, or with `fastest` its fastest round (on a
+// loaded machine the median measures the other jobs; the fastest round, the code).
+std::vector<double> InterleavedMedianSeconds(const std::vector<std::function<void()>>& runs, int threads,
+                                             bool fastest = false) {
   double slowest = 0;
   for (const std::function<void()>& run : runs) {
     auto start = std::chrono::steady_clock::now();
@@ -167,8 +176,8 @@ std::vector<double> InterleavedMedianSeconds(const std::vector<std::function<voi
   }
   std::vector<double> medians;
   for (std::vector<double>& t : times) {
-    std::nth_element(t.begin(), t.begin() + rounds / 2, t.end());
-    medians.push_back(t[rounds / 2]);
+    std::nth_element(t.begin(), t.begin() + (fastest ? 0 : rounds / 2), t.end());
+    medians.push_back(t[fastest ? 0 : rounds / 2]);
   }
   return medians;
 }
@@ -331,6 +340,8 @@ int main(int argc, char** argv) {
   bool sizes_given = false;
   bool cublas = false;
   kiln::tir::CpuScheduleKnobs knobs;
+  std::optional<kiln::tir::CpuScheduleKnobs> knobs_b;
+  bool fastest = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -341,6 +352,8 @@ int main(int argc, char** argv) {
     if (const char* v = value("--sizes")) {
       sizes = v;
       sizes_given = true;
+    } else if (arg == "--fastest") {
+      fastest = true;
     } else if (arg == "--cublas") {
       cublas = true;
     } else if (const char* v = value("--target")) {
@@ -356,11 +369,13 @@ int main(int argc, char** argv) {
       pypi_openblas = v;
     } else if (const char* v = value("--knobs")) {
       knobs = OrDie(kiln::tir::CpuScheduleKnobs::Parse(v), "--knobs");
+    } else if (const char* v = value("--knobs-b")) {
+      knobs_b = OrDie(kiln::tir::CpuScheduleKnobs::Parse(v), "--knobs-b");
     } else {
       std::fprintf(stderr,
                    "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
                    "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas] [--mcpu=NAME]\n"
-                   "          [--knobs=TEXT]\n"
+                   "          [--knobs=TEXT] [--knobs-b=TEXT] [--fastest]\n"
                    "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
                    "                   else OpenBLAS's own choice)\n"
                    "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n"
@@ -369,7 +384,9 @@ int main(int argc, char** argv) {
                    "  --cublas         on a CUDA GPU: Kiln's generated cuda matmul against cuBLAS\n"
                    "  --mcpu           the CPU Kiln's kernel is generated for (default host; haswell: AVX2)\n"
                    "  --knobs          schedule knobs for Kiln's CPU kernel, e.g. \"matmul.col_vectors=4\"\n"
-                   "                   (tir/schedule_rules/cpu_knobs.h; default: the untuned rules)\n",
+                   "                   (tir/schedule_rules/cpu_knobs.h; default: the untuned rules)\n"
+                   "  --knobs-b        a second Kiln kernel with these knobs, timed in the same rounds\n"
+                   "  --fastest        each contender's fastest round instead of the median (loaded machines)\n",
                    argv[0]);
       return 2;
     }
@@ -412,6 +429,10 @@ int main(int argc, char** argv) {
     Tensor c_pypi = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     std::shared_ptr<kiln::vm::KernelObject> object;
     KilnKernelFn kiln_matmul = BuildKilnMatmul(s.k, s.n, threads, cpu, knobs, &object);
+    std::shared_ptr<kiln::vm::KernelObject> object_b;
+    KilnKernelFn kiln_matmul_b =
+        knobs_b ? BuildKilnMatmul(s.k, s.n, threads, cpu, *knobs_b, &object_b) : nullptr;
+    Tensor c_kiln_b = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     // One row: the peers run their GEMV (as numpy does), the faster of their two entries.
     const bool gemv = s.m == 1 && debian_sgemv != nullptr;
     KilnArg args[3] = {};
@@ -423,6 +444,11 @@ int main(int argc, char** argv) {
     using kiln::builtins::kCblasRowMajor;
     auto run_kiln = [&] {
       if (kiln_matmul(args, 3, &bench.ctx) != 0) Die("Kiln kernel failed: " + bench.error);
+    };
+    KilnArg args_b[3] = {args[0], args[1], args[2]};
+    args_b[2].value.tensor = c_kiln_b.dl_tensor();
+    auto run_kiln_b = [&] {
+      if (kiln_matmul_b(args_b, 3, &bench.ctx) != 0) Die("Kiln kernel B failed: " + bench.error);
     };
     auto run_blas = [&] {
       if (gemv) {
@@ -452,6 +478,10 @@ int main(int argc, char** argv) {
       run_pypi();
       max_err = std::max(max_err, MaxRelativeError(c_pypi, c_blas));
     }
+    if (kiln_matmul_b) {
+      run_kiln_b();
+      max_err = std::max(max_err, MaxRelativeError(c_kiln_b, c_blas));
+    }
     if (max_err > 1e-3) {
       std::printf("%-22s results disagree: max relative error %.3g\n", s.name.c_str(), max_err);
       return 1;
@@ -459,7 +489,8 @@ int main(int argc, char** argv) {
     const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.n);
     std::vector<std::function<void()>> contenders = {run_kiln, run_blas};
     if (two) contenders.push_back(run_pypi);
-    const std::vector<double> medians = InterleavedMedianSeconds(contenders, threads);
+    if (kiln_matmul_b) contenders.push_back(run_kiln_b);
+    const std::vector<double> medians = InterleavedMedianSeconds(contenders, threads, fastest);
     const double kiln_s = medians[0];
     const double blas_s = medians[1];
     const double pypi_s = two ? medians[2] : 0.0;
@@ -481,6 +512,11 @@ int main(int argc, char** argv) {
       if (two) std::snprintf(pypi_gbs, sizeof(pypi_gbs), "%.1f", bytes / pypi_s * 1e-9);
       std::printf("%-22s %9.1f %9.1f %9s   weight GB/s\n", "", bytes / kiln_s * 1e-9, bytes / blas_s * 1e-9,
                   pypi_gbs);
+    }
+    if (kiln_matmul_b) {
+      const double b_s = medians.back();
+      std::printf("%-22s %9.1f %9s %9s %10s %10s %10.2f   knobs B (B/A %.2f)\n", "", flops / b_s * 1e-9, "", "", "",
+                  "", flops / b_s * 1e-9 / best, kiln_s / b_s);
     }
     std::fflush(stdout);
   }

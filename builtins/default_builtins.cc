@@ -14,6 +14,7 @@ const vm::BuiltinRegistry& DefaultRegistry() {
     RegisterStructureBuiltins(*r);
     RegisterStringBuiltins(*r);
     RegisterTreeEnsembleBuiltins(*r);
+    RegisterImageDecoderBuiltins(*r);
     RegisterTensorKernels(*r);
     RegisterOpenBlasKernels(*r);
     RegisterCublasKernels(*r);

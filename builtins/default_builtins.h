@@ -17,6 +17,7 @@ void RegisterMemoryBuiltins(vm::BuiltinRegistry& registry);     // memory_builti
 void RegisterStructureBuiltins(vm::BuiltinRegistry& registry);  // structure_builtins.cc
 void RegisterStringBuiltins(vm::BuiltinRegistry& registry);     // string_builtins.cc
 void RegisterTreeEnsembleBuiltins(vm::BuiltinRegistry& registry);  // tree_ensemble_builtins.cc
+void RegisterImageDecoderBuiltins(vm::BuiltinRegistry& registry);  // image_decoder_builtins.cc
 void RegisterTensorKernels(vm::BuiltinRegistry& registry);      // tensor_kernels.cc
 void RegisterOpenBlasKernels(vm::BuiltinRegistry& registry);    // openblas_kernels.cc
 void RegisterCublasKernels(vm::BuiltinRegistry& registry);      // cublas_kernels.cc

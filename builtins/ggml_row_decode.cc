@@ -76,6 +76,16 @@ void DecodeQ3K(const uint8_t* block, float* out) {
   }
 }
 
+void DecodeQ2K(const uint8_t* block, float* out) {
+  const float d = Half(block + 80), dmin = Half(block + 82);
+  for (int e = 0; e < 256; ++e) {
+    const int i = e / 16;  // the scale's and min's byte (layout in kquant_block_dot.h)
+    const float dl = d * static_cast<float>(block[i] & 15), ml = dmin * static_cast<float>(block[i] >> 4);
+    const int n = e / 128, j = (e % 128) / 32, l = e % 32;
+    out[e] = dl * static_cast<float>((block[16 + 32 * n + l] >> (2 * j)) & 3) - ml;
+  }
+}
+
 void DecodeIq4Xs(const uint8_t* block, float* out) {
   const float d = Half(block);
   const int high = block[2] | block[3] << 8;
@@ -105,6 +115,7 @@ int64_t DecodableBlockBytes(DecodableFormat format) {
     case DecodableFormat::kQ6_K: return 210;
     case DecodableFormat::kQ3_K: return 110;
     case DecodableFormat::kIQ4_XS: return 136;
+    case DecodableFormat::kQ2_K: return 84;
   }
   return 0;
 }
@@ -121,6 +132,7 @@ void DecodeRow(DecodableFormat format, const uint8_t* row, int64_t k, float* out
       case DecodableFormat::kQ6_K: DecodeQ6K(row, out); break;
       case DecodableFormat::kQ3_K: DecodeQ3K(row, out); break;
       case DecodableFormat::kIQ4_XS: DecodeIq4Xs(row, out); break;
+      case DecodableFormat::kQ2_K: DecodeQ2K(row, out); break;
     }
   }
 }

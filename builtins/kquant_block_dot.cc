@@ -49,8 +49,13 @@ void ScaleAndMin(const uint8_t* packed, int g, int* scale, int* min) {
 struct SuperBlockScales {
   int scale16[16];  // the scale of weights 16i .. 16i + 15
   int min[8];       // Q4_K/Q5_K: the min of group g (0 for Q6_K)
+  int min16[16];    // Q2_K: the min of weights 16i .. 16i + 15
   float d, dmin;
 };
+
+bool HasMins(KQuantFormat format) {
+  return format == KQuantFormat::kQ4_K || format == KQuantFormat::kQ5_K || format == KQuantFormat::kQ2_K;
+}
 
 // The sixteen 6-bit scales of a Q3_K super-block's 12 bytes, minus 32 (scale i: low nibble
 // of byte i % 8 at bit 4 * (i / 8), top bits 2 * (i / 4) of byte 8 + i % 4).
@@ -64,6 +69,15 @@ void Q3KScales(const uint8_t* packed, int8_t scales[16]) {
 
 SuperBlockScales ReadScales(KQuantFormat format, const uint8_t* block) {
   SuperBlockScales s{};
+  if (format == KQuantFormat::kQ2_K) {
+    for (int i = 0; i < 16; ++i) {
+      s.scale16[i] = block[i] & 15;
+      s.min16[i] = block[i] >> 4;
+    }
+    s.d = Half(block + 80);
+    s.dmin = Half(block + 82);
+    return s;
+  }
   if (format == KQuantFormat::kIQ4_XS) {
     const int high = block[2] | block[3] << 8;
     for (int g = 0; g < 8; ++g) {
@@ -96,9 +110,16 @@ SuperBlockScales ReadScales(KQuantFormat format, const uint8_t* block) {
 }
 
 // The 256 weights of a super-block as integers (Q6_K without its - 32: the offset is taken
-// per lane from the activation sums, Q6KOffsets; Q3_K signed, -4..3).
+// per lane from the activation sums, Q6KOffsets; Q3_K signed, -4..3; Q2_K 0..3).
 void ReadQuants(KQuantFormat format, const uint8_t* block, int* q) {
   switch (format) {
+    case KQuantFormat::kQ2_K: {
+      for (int e = 0; e < 256; ++e) {
+        const int n = e / 128, j = (e % 128) / 32, l = e % 32;
+        q[e] = (block[16 + 32 * n + l] >> (2 * j)) & 3;
+      }
+      return;
+    }
     case KQuantFormat::kIQ4_XS: {
       for (int e = 0; e < 256; ++e) {
         const uint8_t byte = block[8 + 16 * (e / 32) + e % 16];
@@ -168,8 +189,9 @@ void MinProducts(const SuperBlockScales& s, const Q8KBlock& x, int32_t prod[4]) 
 // 64i + 63, times their scales), both with Q6_K's offsets subtracted, and the min products.
 struct SuperBlockSums {
   int32_t lanes[8];
-  int32_t quarters[4];  // kBlocks and kTiles read only their sum
-  int32_t mins[4];      // prod[t] of MinProducts (zeros for Q6_K)
+  int32_t quarters[4];   // kBlocks and kTiles read only their sum
+  int32_t mins[4];       // prod[t] of MinProducts (zeros for Q3_K, Q6_K, IQ4_XS); Q2_K: its quarters'
+  int32_t min_lanes[8];  // Q2_K: min16(2t) * sum(2t) + min16(2t + 1) * sum(2t + 1)
 };
 
 // The per-row float state of each order (KQuantSummation). kLanes: 8 lanes, and the mins
@@ -180,9 +202,14 @@ class RowAccumulator {
   RowAccumulator(KQuantFormat format, KQuantSummation summation) : format_(format), summation_(summation) {}
 
   KILN_INLINE void Add(const SuperBlockScales& s, float activation_d, const SuperBlockSums& sums) {
-    const bool has_min = format_ == KQuantFormat::kQ4_K || format_ == KQuantFormat::kQ5_K;
+    const bool has_min = HasMins(format_);
     switch (summation_) {
       case KQuantSummation::kLanes: {
+        if (format_ == KQuantFormat::kQ2_K) {
+          // ggml's Q2_K vec_dot: the min products into the lanes first, then the products.
+          const float dmin = -activation_d * s.dmin;
+          for (int t = 0; t < 8; ++t) lanes_[t] = std::fma(dmin, static_cast<float>(sums.min_lanes[t]), lanes_[t]);
+        }
         const float d = activation_d * s.d;
         for (int t = 0; t < 8; ++t) lanes_[t] = std::fma(d, static_cast<float>(sums.lanes[t]), lanes_[t]);
         AddLaneMins(-activation_d * s.dmin, sums.mins);
@@ -192,6 +219,14 @@ class RowAccumulator {
         for (int i = 0; i < 4; ++i) {
           lanes_[0] = std::fma(static_cast<float>(sums.quarters[i]), s.d * activation_d, lanes_[0]);
           if (has_min) mins_[0] = std::fma(static_cast<float>(sums.mins[i]), s.dmin * activation_d, mins_[0]);
+        }
+        return;
+      case KQuantSummation::kBlockHalves:
+        for (int i = 0; i < 2; ++i) {
+          const float half = static_cast<float>(sums.quarters[2 * i] + sums.quarters[2 * i + 1]);
+          lanes_[0] = std::fma(half, s.d * activation_d, lanes_[0]);
+          const float half_min = static_cast<float>(sums.mins[2 * i] + sums.mins[2 * i + 1]);
+          if (has_min) mins_[0] = std::fma(half_min, s.dmin * activation_d, mins_[0]);
         }
         return;
       case KQuantSummation::kBlocks:
@@ -217,7 +252,8 @@ class RowAccumulator {
   float* mins() { return mins_; }
 
   KILN_INLINE float Result() const {
-    if (summation_ == KQuantSummation::kBlocks || summation_ == KQuantSummation::kBlockQuarters) {
+    if (summation_ == KQuantSummation::kBlocks || summation_ == KQuantSummation::kBlockQuarters ||
+        summation_ == KQuantSummation::kBlockHalves) {
       return lanes_[0] - mins_[0];
     }
     if (summation_ == KQuantSummation::kTiles) return lanes_[0];
@@ -246,13 +282,17 @@ class RowAccumulator {
   float mins_[4] = {};
 };
 
-// The min products of a super-block (zeros for Q3_K, Q6_K and IQ4_XS, which have no mins).
-void MinProductsOf(KQuantFormat format, const SuperBlockScales& s, const Q8KBlock& x, int32_t prod[4]) {
-  if (format != KQuantFormat::kQ4_K && format != KQuantFormat::kQ5_K) {
-    for (int t = 0; t < 4; ++t) prod[t] = 0;
+// The min products of a super-block (zeros for Q3_K, Q6_K and IQ4_XS, which have no mins;
+// Q2_K's per lane, as its vec_dot pairs them, and per quarter).
+void MinProductsOf(KQuantFormat format, const SuperBlockScales& s, const Q8KBlock& x, SuperBlockSums* sums) {
+  if (format == KQuantFormat::kQ2_K) {
+    for (int t = 0; t < 8; ++t) {
+      sums->min_lanes[t] = s.min16[2 * t] * x.sums[2 * t] + s.min16[2 * t + 1] * x.sums[2 * t + 1];
+    }
+    for (int i = 0; i < 4; ++i) sums->mins[i] = sums->min_lanes[2 * i] + sums->min_lanes[2 * i + 1];
     return;
   }
-  MinProducts(s, x, prod);
+  if (format == KQuantFormat::kQ4_K || format == KQuantFormat::kQ5_K) MinProducts(s, x, sums->mins);
 }
 
 // Subtracts Q6_K's offsets (Q6KOffsets: lane t's is group t's) from the lanes and quarters.
@@ -285,7 +325,7 @@ void DotRowsScalar(KQuantFormat format, KQuantSummation summation, const uint8_t
         }
       }
       if (format == KQuantFormat::kQ6_K) SubtractQ6KOffsets(s, xb, &sums);
-      MinProductsOf(format, s, xb, sums.mins);
+      MinProductsOf(format, s, xb, &sums);
       acc.Add(s, xb.d, sums);
     }
     out[r * out_stride] = acc.Result();
@@ -332,6 +372,26 @@ __attribute__((target("avx2,fma,f16c"))) inline __m256i WordPair(__m256i words, 
 __attribute__((target("avx2,fma,f16c"))) KILN_INLINE void DecodeAvx2(KQuantFormat format, const uint8_t* block,
                                                                      DecodedSuperBlock* out) {
   const __m256i low4 = _mm256_set1_epi8(15);
+  if (format == KQuantFormat::kQ2_K) {
+    // Scales as Q3_K's (16 int16, per 16 weights), the 16 mins per_sum (Q8KBlock::sums
+    // order: vpmaddwd gives ggml's paired min products), the quants 0..3.
+    out->d = HalfF16c(block + 80);
+    out->dmin = HalfF16c(block + 82);
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+    const __m128i low4x16 = _mm_set1_epi8(15);
+    const __m256i scales16 = _mm256_cvtepu8_epi16(_mm_and_si128(packed, low4x16));
+    const __m256i first = _mm256_permute2x128_si256(scales16, scales16, 0x00);
+    const __m256i second = _mm256_permute2x128_si256(scales16, scales16, 0x11);
+    for (int g = 0; g < 4; ++g) out->scales[g] = WordPair(first, 2 * g, 2 * g + 1);
+    for (int g = 4; g < 8; ++g) out->scales[g] = WordPair(second, 2 * g - 8, 2 * g - 7);
+    out->per_sum = _mm256_cvtepu8_epi16(_mm_and_si128(_mm_srli_epi16(packed, 4), low4x16));
+    const __m256i three = _mm256_set1_epi8(3);
+    for (int n = 0; n < 2; ++n) {
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + 32 * n));
+      for (int j = 0; j < 4; ++j) out->quants[4 * n + j] = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), three);
+    }
+    return;
+  }
   if (format == KQuantFormat::kIQ4_XS) {
     // Signed weights (the table's values; the caller multiplies through |q| and sign(y, q))
     // and signed scales, one per group.
@@ -464,6 +524,7 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const uint8_t* w, cons
   constexpr bool q6 = format == KQuantFormat::kQ6_K;
   constexpr bool q3 = format == KQuantFormat::kQ3_K;
   constexpr bool iq4 = format == KQuantFormat::kIQ4_XS;
+  constexpr bool q2 = format == KQuantFormat::kQ2_K;
   constexpr bool lanes = summation == KQuantSummation::kLanes;
   DecodedSuperBlock decoded;
   for (int64_t r = 0; r < rows; r += kGroup) {
@@ -509,8 +570,10 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const uint8_t* w, cons
         if (lanes) {
           __m256i sumi = _mm256_add_epi32(_mm256_add_epi32(quarter[0], quarter[1]), _mm256_add_epi32(quarter[2], quarter[3]));
           if (q6) sumi = _mm256_sub_epi32(sumi, per_group);
+          // Q2_K: its min products (lane t: groups 2t and 2t + 1 of 16) go first.
+          if (q2) acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(-xb.d * s.dmin), _mm256_cvtepi32_ps(per_group), acc[i]);
           acc[i] = _mm256_fmadd_ps(_mm256_set1_ps(xb.d * s.d), _mm256_cvtepi32_ps(sumi), acc[i]);
-          if (q6 || q3 || iq4) continue;
+          if (q6 || q3 || iq4 || q2) continue;
           // MinProducts: prod[t] = lanes 2t and 2t + 1; AddLaneMins' float steps.
           const __m128i prod = PairSums(per_group);
           const float dmin = -xb.d * s.dmin;
@@ -547,6 +610,17 @@ __attribute__((target("avx2,fma,f16c"))) void DotRowsAvx2(const uint8_t* w, cons
         for (int j = 0; j < 4; ++j) {
           row_acc = _mm_fmadd_ps(_mm_cvtepi32_ps(by_quarter[j]), scale, row_acc);
           if (has_min) row_mins = _mm_fmadd_ps(_mm_cvtepi32_ps(mins_by_quarter[j]), min_scale, row_mins);
+        }
+        continue;
+      }
+      if (summation == KQuantSummation::kBlockHalves) {
+        const __m128 scale = _mm_mul_ps(_mm_set1_ps(s.d), xd), min_scale = _mm_mul_ps(_mm_set1_ps(s.dmin), xd);
+        for (int j = 0; j < 4; j += 2) {
+          row_acc = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_add_epi32(by_quarter[j], by_quarter[j + 1])), scale, row_acc);
+          if (has_min) {
+            row_mins = _mm_fmadd_ps(_mm_cvtepi32_ps(_mm_add_epi32(mins_by_quarter[j], mins_by_quarter[j + 1])), min_scale,
+                                    row_mins);
+          }
         }
         continue;
       }
@@ -589,6 +663,8 @@ void DotRowsAvx2(KQuantSummation summation, const uint8_t* w, const Q8KBlock* x,
       return DotRowsAvx2<format, KQuantSummation::kBlocks>(w, x, blocks, rows, out, out_stride);
     case KQuantSummation::kBlockQuarters:
       return DotRowsAvx2<format, KQuantSummation::kBlockQuarters>(w, x, blocks, rows, out, out_stride);
+    case KQuantSummation::kBlockHalves:
+      return DotRowsAvx2<format, KQuantSummation::kBlockHalves>(w, x, blocks, rows, out, out_stride);
     case KQuantSummation::kTiles:
       return DotRowsAvx2<format, KQuantSummation::kTiles>(w, x, blocks, rows, out, out_stride);
   }
@@ -605,6 +681,7 @@ int64_t KQuantBlockBytes(KQuantFormat format) {
     case KQuantFormat::kQ6_K: return 210;
     case KQuantFormat::kQ3_K: return 110;
     case KQuantFormat::kIQ4_XS: return 136;
+    case KQuantFormat::kQ2_K: return 84;
   }
   return 0;
 }
@@ -648,6 +725,7 @@ void DotQ8KRows(KQuantFormat format, KQuantSummation summation, const uint8_t* w
     case KQuantFormat::kQ3_K: return DotRowsAvx2<KQuantFormat::kQ3_K>(summation, weight_row, x, blocks, rows, out, out_stride);
     case KQuantFormat::kIQ4_XS:
       return DotRowsAvx2<KQuantFormat::kIQ4_XS>(summation, weight_row, x, blocks, rows, out, out_stride);
+    case KQuantFormat::kQ2_K: return DotRowsAvx2<KQuantFormat::kQ2_K>(summation, weight_row, x, blocks, rows, out, out_stride);
   }
 }
 

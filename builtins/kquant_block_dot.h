@@ -1,6 +1,6 @@
-// Dot products of GGML's K-quantized weights (Q3_K, Q4_K, Q5_K, Q6_K: super-blocks of 256
-// weights) with activations quantized to Q8_K, the numerics of llama.cpp's CPU backend
-// (ggml_vec_dot_q3_K_q8_K / q4_K / q5_K / q6_K, AVX2 build), so a K-quant model run by Kiln
+// Dot products of GGML's K-quantized weights (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K: super-blocks of
+// 256 weights) with activations quantized to Q8_K, the numerics of llama.cpp's CPU backend
+// (ggml_vec_dot_q2_K_q8_K / q3_K / q4_K / q5_K / q6_K, AVX2 code, which its AVX-512 builds run too), so a K-quant model run by Kiln
 // computes the same floats as llama.cpp's non-repacked path (docs/llm.md, "Numerics").
 //
 // Weight layouts (little-endian float16 d, dmin):
@@ -21,6 +21,9 @@
 //     has the bits 2j of low byte 32n + l and bit 4n + j of high byte l; q = low - 4 when
 //     that bit is clear, else low (-4..3); weight = d * scale * q. Scale i: low nibble of
 //     byte i % 8 at bit 4 * (i / 8), top two bits at bit 2 * (i / 4) of byte 8 + i % 4.
+//   Q2_K, 84 bytes: 16 bytes of 4-bit scales (low nibble) and mins (high nibble), one per 16
+//     weights, 64 bytes of 2-bit quants (weight 128n + 32j + l, l < 32: bits 2j of byte 16 +
+//     32n + l, q 0..3), d, dmin. Weight = d * scale * q - dmin * min, per 16 weights.
 //   IQ4_XS, 136 bytes: d, a little-endian uint16 of high scale bits, 4 bytes of low scale
 //     nibbles, 128 bytes of nibbles: group g (32 weights) has scale ((byte 4 + g / 2) >> 4 *
 //     (g % 2) & 15 | (high >> 2g & 3) << 4) - 32 and its weights in bytes 8 + 16g .. 8 + 16g
@@ -45,8 +48,11 @@
 // s(2t) + min(2t + 1) * s(2t + 1), s(g) the sum of group g's activations, with dmin =
 // -activation d * weight dmin; Q4_K accumulates prod[t] into 4 float lanes with fused
 // multiply-adds, added at the end as (m0 + m2) + (m1 + m3); Q5_K adds the integer sum of the
-// four into a scalar with one fused multiply-add per super-block. The 8 lanes are added
-// (l0+l4 + l2+l6) + (l1+l5 + l3+l7), then the mins.
+// four into a scalar with one fused multiply-add per super-block. Q2_K (scale per 16, q 0..3)
+// puts its mins into the same 8 lanes, first: per super-block lane t = fma(-activation d *
+// weight dmin, float(min(2t) * s(2t) + min(2t + 1) * s(2t + 1)), lane t), s(i) the 16-sums and
+// min(i) the min of weights 16i..16i+15, then the products' fma. The 8 lanes are added
+// (l0+l4 + l2+l6) + (l1+l5 + l3+l7), then the mins (Q4_K, Q5_K).
 //
 // llama.cpp has three more orders for K-quant weights (KQuantSummation), from exact integers
 // per super-block: isum, the sum of all 8 lanes above (Q6_K's offset included), and imin =
@@ -61,9 +67,13 @@
 //     fused multiply-adds into acc and four into mins per super-block (its activations come
 //     from quantize_mat_q8_K_4x8, which may pick the opposite sign for d and every q: the
 //     products, and so the results, are the same);
-//   kTiles, its tiled K-quant matmul (ggml-cpu tiled/, for Q4_K weights it does not repack,
-//     Q5_K and Q6_K, when the call has 8 or more activation rows): per super-block r =
-//     float(isum) * weight d, then r = fma(-weight dmin, float(imin), r) (Q4_K/Q5_K), and acc =
+//   kBlockHalves, its repacked Q2_K GEMM kernel (q2_K_8x8, which llama.cpp builds only on
+//     AVX-512 CPUs, for Q2_K weights with a multiple of 8 rows; its GEMV is kBlocks): as
+//     kBlockQuarters with one integer per half super-block (128 weights, 8 scales, 8 mins);
+//   kTiles, its tiled K-quant matmul (ggml-cpu tiled/, for the Q2_K and Q4_K weights it does
+//     not repack, Q3_K, Q5_K, Q6_K and IQ4_XS, when the call has 8 or more activation rows):
+//     per super-block r = float(isum) * weight d, then r = fma(-weight dmin, float(imin), r)
+//     (Q2_K/Q4_K/Q5_K), and acc =
 //     fma(r, activation d, acc) over the super-blocks from zero (its AVX2 and AVX-512 VNNI
 //     kernels alike; the VNNI kernel's add of a product is contracted to that fma).
 //
@@ -79,7 +89,7 @@ namespace kiln::builtins {
 
 // IQ4_XS shares the K-quants' Q8_K activations and vec_dot lanes (its 32-weight groups'
 // signed scales as Q4_K's, no mins).
-enum class KQuantFormat { kQ4_K, kQ5_K, kQ6_K, kQ3_K, kIQ4_XS };
+enum class KQuantFormat { kQ4_K, kQ5_K, kQ6_K, kQ3_K, kIQ4_XS, kQ2_K };
 
 inline constexpr int64_t kKQuantBlockWeights = 256;
 
@@ -97,7 +107,7 @@ struct Q8KBlock {
 void QuantizeRowQ8K(const float* x, int64_t k, Q8KBlock* out);
 
 // How the super-blocks' integer sums become a float (see the orders above).
-enum class KQuantSummation { kLanes, kBlocks, kBlockQuarters, kTiles };
+enum class KQuantSummation { kLanes, kBlocks, kBlockQuarters, kBlockHalves, kTiles };
 
 // The dot products of one weight row (`blocks` super-blocks of `format`) with `rows`
 // activation rows of `blocks` blocks each (row r at x + r * blocks): out[r * out_stride],

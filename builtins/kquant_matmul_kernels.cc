@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "builtins/ggml_row_decode.h"
+#include "builtins/ggml_simd.h"
 #include "builtins/kquant_block_dot.h"
 #include "builtins/q5_block_dot.h"
 #include "builtins/q8_block_dot.h"
@@ -25,17 +26,20 @@ const char* FormatName(Format f) {
     case Format::kQ6_K: return "q6_K";
     case Format::kQ3_K: return "q3_K";
     case Format::kIQ4_XS: return "iq4_xs";
+    case Format::kQ2_K: return "q2_K";
   }
   return "?";
 }
 
 constexpr bool IsKQuantFormat(Format f) {
-  return f == Format::kQ3_K || f == Format::kQ4_K || f == Format::kQ5_K || f == Format::kQ6_K || f == Format::kIQ4_XS;
+  return f == Format::kQ2_K || f == Format::kQ3_K || f == Format::kQ4_K || f == Format::kQ5_K || f == Format::kQ6_K ||
+         f == Format::kIQ4_XS;
 }
 bool IsKQuant(Format f) { return IsKQuantFormat(f); }
 
 KQuantFormat ToKQuant(Format f) {
   switch (f) {
+    case Format::kQ2_K: return KQuantFormat::kQ2_K;
     case Format::kQ3_K: return KQuantFormat::kQ3_K;
     case Format::kIQ4_XS: return KQuantFormat::kIQ4_XS;
     case Format::kQ4_K: return KQuantFormat::kQ4_K;
@@ -45,8 +49,8 @@ KQuantFormat ToKQuant(Format f) {
 }
 
 // Which kernel: float32 activations, or 8-bit ones summed in one of llama.cpp's orders
-// (kquant_block_dot.h): its vec_dot, its repacked Q4_K kernels, or its tiled kernel, which
-// llama.cpp runs only for calls of kTiledMinRows rows or more (fewer go to vec_dot).
+// (kquant_block_dot.h): its vec_dot, its repacked Q4_K or Q2_K kernels, or its tiled kernel,
+// which llama.cpp runs only for calls of kTiledMinRows rows or more (fewer go to vec_dot).
 enum class Kernel { kFloat32, kLanes, kByBlock, kTiled };
 
 // ggml-cpu's tiled/tiled.cpp ggml_tiled_min_batch: "profitable at rows >= 8".
@@ -72,9 +76,10 @@ struct Job {
   Q8Block* q8;         // rows x (k / 32), Q5 formats
   Q8KBlock* q8k;       // rows x (k / 256), K-quants
   uint8_t* nonfinite;  // per row: holds an inf or NaN
-  // kByBlock: rows below this one in llama.cpp's GEMM order (kBlockQuarters), the rest in
+  // kByBlock: rows below this one in llama.cpp's GEMM order (`gemm_summation`), the rest in
   // its GEMV order (`summation`).
   int64_t gemm_rows;
+  KQuantSummation gemm_summation;
   int64_t rows, n, k, row_bytes, rows_per_task, columns_per_task;
 };
 
@@ -118,7 +123,7 @@ int32_t QuantizedDotTask(int64_t task, int64_t, void* closure) {
       // Rows [r0, split) in the GEMM order, [split, r0 + count) in `summation`.
       const int64_t split = std::clamp(job.gemm_rows, r0, r0 + count);
       if (split > r0) {
-        DotQ8KRows(ToKQuant(job.format), KQuantSummation::kBlockQuarters, weights, job.q8k + r0 * blocks, blocks,
+        DotQ8KRows(ToKQuant(job.format), job.gemm_summation, weights, job.q8k + r0 * blocks, blocks,
                    split - r0, out, job.n, job.isa);
       }
       DotQ8KRows(ToKQuant(job.format), job.summation, weights, job.q8k + split * blocks, blocks, r0 + count - split,
@@ -164,13 +169,20 @@ int32_t QuantizedMatmul(const KilnArg* args, int32_t num_args, KilnCallContext* 
   }
   const int64_t rows = o.rows, n = o.n, k = o.k;
   if (rows == 0 || n == 0) return 0;
-  const KQuantSummation summation = K == Kernel::kByBlock                           ? KQuantSummation::kBlocks
-                                    : K == Kernel::kTiled && rows >= kTiledMinRows ? KQuantSummation::kTiles
-                                                                                   : KQuantSummation::kLanes;
+  // llama.cpp repacks Q2_K weights only when it is built for AVX-512 (ggml-cpu repack.cpp
+  // ggml_repack_get_optimal_repack_type): in its AVX2 build they take the tiled kernel.
+  const bool by_block = K == Kernel::kByBlock && (F != Format::kQ2_K || ActiveGgmlSimd() == GgmlSimd::kAvx512);
+  const bool tiled = K == Kernel::kTiled || (K == Kernel::kByBlock && !by_block);
+  const KQuantSummation summation = by_block                           ? KQuantSummation::kBlocks
+                                    : tiled && rows >= kTiledMinRows ? KQuantSummation::kTiles
+                                                                     : KQuantSummation::kLanes;
   // llama.cpp's repacked kernels take rows in fours (GEMM) when there are more than 3, the
-  // last rows % 4 alone (GEMV): ggml-cpu repack.cpp forward_mul_mat_one_chunk.
-  const int64_t gemm_rows = K == Kernel::kByBlock && rows > 3 ? rows - rows % 4 : 0;
-  Job job{F, summation, BestQ8Isa(), o.x, o.w, o.out, nullptr, nullptr, nullptr, gemm_rows, rows, n, k, o.row_bytes, 0, 0};
+  // last rows % 4 alone (GEMV): ggml-cpu repack.cpp forward_mul_mat_one_chunk. Its Q4_K
+  // GEMM sums a quarter super-block into each integer, its Q2_K GEMM half of one.
+  const int64_t gemm_rows = by_block && rows > 3 ? rows - rows % 4 : 0;
+  const KQuantSummation gemm_summation = F == Format::kQ2_K ? KQuantSummation::kBlockHalves : KQuantSummation::kBlockQuarters;
+  Job job{F,         summation, BestQ8Isa(), o.x, o.w, o.out, nullptr, nullptr, nullptr, gemm_rows,
+          gemm_summation, rows,   n,           k,   o.row_bytes, 0, 0};
   if (k == 0) {
     std::fill(job.out, job.out + rows * n, 0.0f);
     return 0;
@@ -218,7 +230,7 @@ void Register(vm::BuiltinRegistry& registry) {
   Register<F, Kernel::kLanes>(registry);
   Register<F, Kernel::kFloat32>(registry);
   if constexpr (IsKQuantFormat(F)) Register<F, Kernel::kTiled>(registry);
-  if constexpr (F == Format::kQ4_K) Register<F, Kernel::kByBlock>(registry);
+  if constexpr (F == Format::kQ4_K || F == Format::kQ2_K) Register<F, Kernel::kByBlock>(registry);
 }
 
 }  // namespace
@@ -226,6 +238,7 @@ void Register(vm::BuiltinRegistry& registry) {
 void RegisterKQuantMatmulKernels(vm::BuiltinRegistry& registry) {
   Register<Format::kQ5_0>(registry);
   Register<Format::kQ5_1>(registry);
+  Register<Format::kQ2_K>(registry);
   Register<Format::kQ3_K>(registry);
   Register<Format::kQ4_K>(registry);
   Register<Format::kQ5_K>(registry);

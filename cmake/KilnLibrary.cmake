@@ -15,6 +15,9 @@ function(kiln_library folder)
     target_include_directories(${target} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
                                                 $<INSTALL_INTERFACE:include>)
     target_link_libraries(${target} PUBLIC ${ARG_DEPS})
+    # The headers use C++20 (std::span, ...): a program that includes them, in the tree or
+    # against an installed Kiln, is compiled as C++20 without having to say so.
+    target_compile_features(${target} PUBLIC cxx_std_20)
   else()
     add_library(${target} INTERFACE)
     target_include_directories(${target} INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>

@@ -21,6 +21,36 @@ namespace kiln::codegen {
 
 // ------------------------------------------------------------------ expressions
 
+namespace {
+
+// double -> half in two steps, never LLVM's own truncation: LLVM 14 lowers that to a call of
+// __truncdfhf2 and reads its result from ax, where libgcc (GCC 12) returns _Float16 in xmm0,
+// so every value came back as garbage. Rounding to float first would round twice (wrong at
+// some ties); rounding to float *to odd* (toward zero, the last bit set when inexact) and
+// then to half to nearest even is exact, since float keeps 13 more bits than half.
+llvm::Value* DoubleToHalf(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Type* half_type) {
+  llvm::Type* float_type = b.getFloatTy();
+  llvm::Type* bits_type = b.getInt32Ty();
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) {
+    float_type = llvm::FixedVectorType::get(float_type, vt->getNumElements());
+    bits_type = llvm::FixedVectorType::get(bits_type, vt->getNumElements());
+  }
+  llvm::Value* nearest = b.CreateFPTrunc(v, float_type);
+  llvm::Value* back = b.CreateFPExt(nearest, v->getType());
+  llvm::Value* inexact = b.CreateFCmpONE(back, v);  // false for NaN: kept as it is
+  llvm::Value* away = b.CreateFCmpOGT(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, back),
+                                      b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, v));
+  llvm::Value* bits = b.CreateBitCast(nearest, bits_type);
+  // One step toward zero is one less in magnitude (float bits are sign and magnitude);
+  // infinity steps to the largest float, which rounds to half's infinity as it should.
+  llvm::Value* toward_zero = b.CreateSelect(away, b.CreateSub(bits, llvm::ConstantInt::get(bits_type, 1)), bits);
+  llvm::Value* odd = b.CreateOr(toward_zero, llvm::ConstantInt::get(bits_type, 1));
+  llvm::Value* to_odd = b.CreateBitCast(b.CreateSelect(inexact, odd, bits), float_type);
+  return b.CreateFPTrunc(to_odd, half_type);
+}
+
+}  // namespace
+
 llvm::Value* KernelLowering::CastToI64(llvm::Value* v, DataType from) {
   llvm::Type* target = b_.getInt64Ty();
   if (v->getType()->isVectorTy()) {
@@ -53,6 +83,7 @@ llvm::Value* KernelLowering::CastValue(llvm::Value* v, DataType from, DataType t
   if (from.is_integer() && to.is_integer()) return b_.CreateIntCast(v, dst, from_signed);
   if (from.is_integer() && to.is_floating()) return from_signed ? b_.CreateSIToFP(v, dst) : b_.CreateUIToFP(v, dst);
   if (from.is_floating() && to.is_integer()) return to.is_int() ? b_.CreateFPToSI(v, dst) : b_.CreateFPToUI(v, dst);
+  if (from.is_floating() && from.bits() == 64 && dst->getScalarType()->isHalfTy()) return DoubleToHalf(b_, v, dst);
   return b_.CreateFPCast(v, dst);
 }
 

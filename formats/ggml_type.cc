@@ -8,7 +8,8 @@ namespace {
 // Block sizes and bytes from the ggml block structs: the legacy quantizations hold 32
 // elements with one (Q4_0, Q5_0, Q8_0) or two (Q4_1, Q5_1, Q8_1) float16 parameters; the
 // K-quantizations hold super-blocks of 256 elements; IQ4_NL is Q4_0's block with table
-// values, IQ4_XS a 256-element super-block of them with 6-bit scales per 32.
+// values, IQ4_XS a 256-element super-block of them with 6-bit scales per 32 (IQ2_XXS: listed
+// so that its files are read and their tensors refused by name).
 constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::kF32, "f32", 1, 4},         {GgmlType::kF16, "f16", 1, 2},
     {GgmlType::kQ4_0, "q4_0", 32, 18},     {GgmlType::kQ4_1, "q4_1", 32, 20},
@@ -18,6 +19,7 @@ constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::kQ4_K, "q4_K", 256, 144},   {GgmlType::kQ5_K, "q5_K", 256, 176},
     {GgmlType::kQ6_K, "q6_K", 256, 210},   {GgmlType::kQ8_K, "q8_K", 256, 292},
     {GgmlType::kIQ4_NL, "iq4_nl", 32, 18}, {GgmlType::kIQ4_XS, "iq4_xs", 256, 136},
+    {GgmlType::kIQ2_XXS, "iq2_xxs", 256, 66},
     {GgmlType::kI8, "i8", 1, 1},           {GgmlType::kI16, "i16", 1, 2},
     {GgmlType::kI32, "i32", 1, 4},         {GgmlType::kI64, "i64", 1, 8},
     {GgmlType::kF64, "f64", 1, 8},         {GgmlType::kBF16, "bf16", 1, 2},

@@ -10,7 +10,8 @@
 #     and chat template tests; the OpenAI request handling, fuzzed with malformed JSON, wrong
 #     types, huge numbers and strings and invalid UTF-8 for KILN_SERVING_FUZZ_SECONDS (default
 #     10) per fuzz test, and the HTTP server's tests; the ONNX importer's tests (bad models
-#     and mutated models: a small one and the exported encoder)
+#     and mutated models: a small one and the exported encoder); the image decoders on
+#     truncated and mutated files (ImageDecoder: tests/builtins/image_codecs_test.cc)
 #   ThreadSanitizer: VMs on several threads sharing one executable, the thread pool
 #
 # `scripts/sanitizer_tests.sh --all` instead builds every target with AddressSanitizer +
@@ -52,7 +53,7 @@ fi
 echo "sanitizers: AddressSanitizer + UndefinedBehaviorSanitizer build"
 configure build-asan-ci address,undefined -O0 OFF
 cmake --build build-asan-ci -j "$jobs" --target kiln_vm_tests kiln_relax_tests kiln_tir_tests kiln_formats_tests \
-  kiln_support_tests kiln_serving_tests kiln_onnx_importer_tests
+  kiln_support_tests kiln_serving_tests kiln_onnx_importer_tests kiln_image_codec_tests
 ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 KILN_FUZZ_ITERATIONS=${KILN_FUZZ_ITERATIONS:-30000} \
   build-asan-ci/tests/kiln_vm_tests --gtest_brief=1
 ASAN_OPTIONS=detect_leaks=1 build-asan-ci/tests/kiln_support_tests --gtest_brief=1
@@ -62,6 +63,7 @@ ASAN_OPTIONS=detect_leaks=1 KILN_SOURCE_DIR="$PWD" build-asan-ci/tests/kiln_tir_
 ASAN_OPTIONS=detect_leaks=1 KILN_FUZZ_SECONDS=${KILN_GGUF_FUZZ_SECONDS:-12} \
   build-asan-ci/tests/kiln_formats_tests --gtest_brief=1
 ASAN_OPTIONS=detect_leaks=1 KILN_SOURCE_DIR="$PWD" build-asan-ci/tests/kiln_onnx_importer_tests --gtest_brief=1
+ASAN_OPTIONS=detect_leaks=1 KILN_SOURCE_DIR="$PWD" build-asan-ci/tests/kiln_image_codec_tests --gtest_brief=1
 ASAN_OPTIONS=detect_leaks=1 KILN_SERVING_FUZZ_SECONDS=${KILN_SERVING_FUZZ_SECONDS:-10} \
   build-asan-ci/tests/kiln_serving_tests --gtest_brief=1
 

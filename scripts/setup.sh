@@ -21,6 +21,7 @@ packages=(
   libcpp-httplib-dev nlohmann-json3-dev  # serving/: kiln serve's HTTP server and JSON
   curl  # tests/tools/serve_tool_test.sh talks to kiln serve
   libonnx-dev libprotobuf-dev protobuf-compiler  # frontends/onnx: the ONNX importer
+  libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev  # builtins/image: ONNX's ImageDecoder
   libonnx-testdata  # tests: ONNX's backend node tests (ctest onnx_node_tests)
   spirv-headers  # codegen/: the SPIR-V emitter's opcodes and GLSL.std.450 numbers
   spirv-tools  # tests: every generated SPIR-V module passes spirv-val; spirv-as assembles the runtime tests' kernels

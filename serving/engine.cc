@@ -139,6 +139,7 @@ class Engine::Impl {
 
 absl::Status Engine::Impl::Init(const EngineOptions& options) {
   options_ = options;
+  if (options.threads < 0) return absl::InvalidArgumentError(absl::StrCat("threads must be 0 (all cores) or positive, got ", options.threads));
   if (options.max_running < 1) return absl::InvalidArgumentError("max_running must be at least 1");
   // Every request is queued until the loop admits it, even on an idle engine: 0 would refuse all.
   if (options.max_queued < 1) return absl::InvalidArgumentError("max_queued must be at least 1");
@@ -206,6 +207,7 @@ absl::StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Generation
     // tokenizers recognize them.
     KILN_ASSIGN_OR_RETURN(ids, tokenizer_->Encode(*request.prompt, /*allow_special=*/true));
     if (tokenizer_->add_bos() && tokenizer_->bos_id() >= 0) ids.insert(ids.begin(), tokenizer_->bos_id());
+    if (tokenizer_->add_eos() && tokenizer_->eos_id() >= 0) ids.push_back(tokenizer_->eos_id());
   } else if (request.messages.has_value()) {
     if (!chat_template_.has_value()) {
       return absl::InvalidArgumentError(
@@ -218,7 +220,7 @@ absl::StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Generation
       text = chat_template_->Apply(*request.messages, /*add_generation_prompt=*/true);
     }
     if (!text.ok()) return absl::InvalidArgumentError(absl::StrCat("chat template: ", text.status().message()));
-    KILN_ASSIGN_OR_RETURN(ids, tokenizer_->Encode(*text, /*allow_special=*/true));
+    KILN_ASSIGN_OR_RETURN(ids, tokenizer_->EncodeChatPrompt(*text));
   } else {
     ids = *request.prompt_tokens;
     for (int32_t id : ids) {

@@ -40,6 +40,19 @@ absl::StatusOr<vm::Device*> ChooseDevice(const vm::Executable& executable, const
 absl::StatusOr<std::unique_ptr<LlmRunner>> LlmRunner::Load(const std::string& executable_path,
                                                            std::shared_ptr<const formats::GgufFile> gguf,
                                                            const LlmRunnerOptions& options) {
+  // The options first, before any file is read: page_size divides below.
+  if (options.page_size < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("page_size must be at least 1, got ", options.page_size));
+  }
+  if (options.kv_cache_tokens < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kv_cache_tokens must be 0 (the model's context) or positive, got ", options.kv_cache_tokens));
+  }
+  if (options.prompt_batch_tokens <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("prompt tokens per call must be positive, got ", options.prompt_batch_tokens));
+  }
+  if (gguf == nullptr) return absl::InvalidArgumentError(absl::StrCat(executable_path, ": no GGUF file given (null)"));
   std::unique_ptr<LlmRunner> runner(new LlmRunner());
   KILN_ASSIGN_OR_RETURN(runner->config_, formats::LlamaConfig::FromGguf(*gguf));
   runner->gguf_ = gguf;
@@ -61,10 +74,6 @@ absl::StatusOr<std::unique_ptr<LlmRunner>> LlmRunner::Load(const std::string& ex
       runner->max_call_tokens_ <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(executable_path, ": metadata 'kiln.model.max_tokens' is missing or not a positive integer"));
-  }
-  if (options.prompt_batch_tokens <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("prompt tokens per call must be positive, got ", options.prompt_batch_tokens));
   }
   runner->prompt_batch_tokens_ = std::min(options.prompt_batch_tokens, runner->max_call_tokens_);
   KILN_ASSIGN_OR_RETURN(runner->device_, ChooseDevice(*runner->executable_, executable_path, options.device));

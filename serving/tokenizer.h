@@ -1,10 +1,20 @@
-// The tokenizer of a GGUF model: byte-level BPE (tokenizer.ggml.model "gpt2", the GPT-2 /
-// Llama 3 / Qwen2 / SmolLM family) built from the file's vocabulary
-// (tokenizer.ggml.tokens, .token_type, .merges), its special token ids and its
-// pre-tokenizer (tokenizer.ggml.pre, serving/pre_tokenizer.h).
+// The tokenizer of a GGUF model, built from the file's vocabulary (tokenizer.ggml.tokens,
+// .token_type) and special token ids: byte-level BPE (tokenizer.ggml.model "gpt2", the GPT-2 /
+// Llama 3 / Qwen2 / SmolLM family) with its .merges and pre-tokenizer (tokenizer.ggml.pre,
+// serving/pre_tokenizer.h), or SentencePiece (tokenizer.ggml.model "llama": Llama 2,
+// TinyLlama, Mistral, CodeLlama) with its .scores, as llama.cpp runs each.
 //
-// Encoding: the text is split at special tokens first — user-defined tokens always, control
-// tokens (e.g. <|im_start|>) only when the caller allows it, longest match first; the rest
+// SentencePiece: the text is split at special tokens as llama.cpp splits it (each special
+// token in turn, longest first, at every occurrence in the text left; control and unknown
+// tokens only when the caller allows them). Each text fragment that starts the text or follows
+// a special token gets a leading space (tokenizer.ggml.add_space_prefix, default true), its
+// spaces become U+2581, and serving/spm_encoder.h merges it by score. Decoding turns U+2581
+// back into spaces and <0xXX> tokens into their byte; Decode() drops the leading space of the
+// first token as llama.cpp's detokenizer does (StreamDecoder, which continues a prompt, does
+// not).
+//
+// Byte-level BPE: the text is split at special tokens first — user-defined tokens always,
+// control tokens (e.g. <|im_start|>) only when the caller allows it, longest match first; the rest
 // is pre-tokenized, each piece's bytes become the byte-level symbols (GPT-2's mapping of
 // the 256 bytes to printable characters), and BPE merges adjacent symbols, lowest merge rank
 // first and leftmost first among equal ranks, until no listed merge applies. A byte whose
@@ -30,6 +40,7 @@
 #include "absl/types/span.h"
 #include "formats/gguf_file.h"
 #include "serving/pre_tokenizer.h"
+#include "serving/spm_encoder.h"
 
 namespace kiln::serving {
 
@@ -55,6 +66,12 @@ class Tokenizer {
   // chat template); otherwise "<|im_start|>" in user text is encoded as plain text.
   absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool allow_special = false) const;
 
+  // A chat template's output encoded as llama.cpp's chat path encodes it: special tokens
+  // allowed, then bos first and eos last where the file asks for them (add_bos_token,
+  // add_eos_token) and the template did not write them (TinyLlama's template writes no <s>;
+  // Llama 2's does, and gets one).
+  absl::StatusOr<std::vector<int32_t>> EncodeChatPrompt(std::string_view text) const;
+
   // The bytes of `ids`; control and unknown tokens are rendered as their text unless
   // `skip_special`. An id outside the vocabulary is an error.
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special = false) const;
@@ -75,16 +92,26 @@ class Tokenizer {
   int32_t eot_id() const { return eot_id_; }
   int32_t pad_id() const { return pad_id_; }
   int32_t unknown_id() const { return unknown_id_; }
-  // Whether prompts start with bos (tokenizer.ggml.add_bos_token; default false).
+  // Whether prompts start with bos (tokenizer.ggml.add_bos_token; default false, true for
+  // SentencePiece) and end with eos (tokenizer.ggml.add_eos_token; default false).
   bool add_bos() const { return add_bos_; }
+  bool add_eos() const { return add_eos_; }
+  // Whether the vocabulary is SentencePiece (tokenizer.ggml.model "llama").
+  bool is_sentencepiece() const { return sentencepiece_; }
+  // Whether SentencePiece encoding puts a space before the text and after each special token
+  // (tokenizer.ggml.add_space_prefix; default true).
+  bool add_space_prefix() const { return add_space_prefix_; }
   // Whether generation should stop at `id`: eos, eot, or another end-of-generation control
-  // token of the vocabulary (<|im_end|>, <|eot_id|>, <|endoftext|>, <end_of_turn>).
+  // token of the vocabulary (<|im_end|>, <|eot_id|>, <|endoftext|>, <end_of_turn>, </s>).
   bool IsEndOfGeneration(int32_t id) const;
   const PreTokenizer& pre_tokenizer() const { return pre_; }
 
  private:
   Tokenizer() = default;
+  static absl::Status ReadSentencePiece(const formats::GgufFile& file, Tokenizer* tok);
+  static absl::Status ReadBytePairMerges(const formats::GgufFile& file, Tokenizer* tok);
   void EncodePiece(std::string_view piece, std::vector<int32_t>* out) const;
+  absl::StatusOr<std::vector<int32_t>> EncodeSentencePiece(std::string_view text, bool allow_special) const;
 
   std::vector<std::string> texts_;   // vocabulary text
   std::vector<std::string> bytes_;   // what each token decodes to
@@ -92,8 +119,9 @@ class Tokenizer {
   absl::flat_hash_map<std::string, int32_t> ids_;
   // (left id << 32 | right id) -> (rank, merged id)
   absl::flat_hash_map<uint64_t, std::pair<int32_t, int32_t>> merges_;
-  int32_t byte_tokens_[256];         // each byte's symbol token, or -1
-  // Special tokens matched in text, longest first: (text, id, control?).
+  int32_t byte_tokens_[256];         // each byte's symbol (SentencePiece: <0xXX>) token, or -1
+  // Special tokens matched in text, longest first: (text, id, control or unknown?). Unknown
+  // tokens (<unk>) are matched only in SentencePiece vocabularies, as llama.cpp does.
   struct Special {
     std::string text;
     int32_t id;
@@ -102,7 +130,10 @@ class Tokenizer {
   std::vector<Special> specials_;
   PreTokenizer pre_;
   int32_t bos_id_ = -1, eos_id_ = -1, eot_id_ = -1, pad_id_ = -1, unknown_id_ = -1;
-  bool add_bos_ = false;
+  bool add_bos_ = false, add_eos_ = false;
+  bool sentencepiece_ = false;
+  bool add_space_prefix_ = false;
+  SpmEncoder spm_;
   std::vector<bool> end_of_generation_;
 };
 

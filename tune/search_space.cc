@@ -45,6 +45,7 @@ const std::vector<KnobRange>& SearchSpace() {
       {"matmul.wide_subtiles", {0, 1, 2, 4, 8}},
       {"matmul.wide_pack", {0, 1}},
       {"matmul.many_rows", {0, 8, 16, 32, 128, 256}},
+      {"matmul.gemv_rows_per_pass", {0, 8, 16}},
       // Lanes beyond the vector width are several vectors of partial results (or of
       // elements): independent chains, so the adds or exps of one do not wait on the other.
       {"reduction.lanes", {0, 1, 4, 8, 16, 32, 64}},

@@ -647,14 +647,17 @@ absl::StatusOr<Executable::Contents> Executable::Decode(std::shared_ptr<const su
   if (std::memcmp(data, kExecutableMagic, std::min<size_t>(file_size, sizeof(kExecutableMagic))) != 0) {
     // Name what it is when that is known: a GGUF or IR text given where a .kx belongs.
     const std::string format = support::FileFormatName(std::string_view(data, std::min<uint64_t>(file_size, 16)));
+    // Models (ONNX, GGUF, IR text) become executables by 'kiln compile'; say so.
+    constexpr char kCompileHint[] = "; models are compiled into a .kx by 'kiln compile'";
     if (!format.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat("not a Kiln executable: the file is ", format));
+      return absl::InvalidArgumentError(absl::StrCat("not a Kiln executable: the file is ", format,
+                                                     format.find("model") != std::string::npos ? kCompileHint : ""));
     }
     const std::string_view head(data, std::min<uint64_t>(file_size, 64));
     if (std::all_of(head.begin(), head.end(), [](char c) { return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' || c == '\r'; })) {
       return absl::InvalidArgumentError("not a Kiln executable: the file is text (IR text, a .kir, is compiled into a .kx by 'kiln compile')");
     }
-    return absl::InvalidArgumentError("not a Kiln executable (bad magic number)");
+    return absl::InvalidArgumentError(absl::StrCat("not a Kiln executable (bad magic number)", kCompileHint));
   }
   if (file_size < kHeaderSize) {
     return absl::DataLossError(absl::StrCat("truncated executable: the file is ", file_size,

@@ -1,5 +1,7 @@
 #include "vm/tensor.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "support/check.h"
@@ -42,6 +44,7 @@ Tensor Tensor::Make(std::shared_ptr<void> owner, void* data, uint64_t byte_offse
 }
 
 absl::StatusOr<Tensor> Tensor::Empty(const std::vector<int64_t>& shape, DLDataType dtype, Device* device) {
+  if (device == nullptr) return absl::InvalidArgumentError("Tensor::Empty: null device (CpuDevice() is the default)");
   absl::StatusOr<int64_t> numel = ShapeNumel(shape);
   if (!numel.ok()) return numel.status();
   int64_t elem = DTypeBytes(dtype);
@@ -67,6 +70,27 @@ absl::StatusOr<Tensor> Tensor::FromDLPack(DLManagedTensor* managed) {
     return absl::InvalidArgumentError("FromDLPack: malformed DLTensor shape");
   }
   std::vector<int64_t> shape(dl.shape, dl.shape + dl.ndim);
+  // What another framework hands over is checked before it is adopted (a refused tensor
+  // stays the caller's: its deleter is not run), so that no kernel reads through it wrongly.
+  absl::StatusOr<int64_t> numel = ShapeNumel(shape);
+  if (!numel.ok()) return absl::InvalidArgumentError(absl::StrCat("FromDLPack: ", numel.status().message()));
+  if (dl.dtype.bits == 0 || dl.dtype.lanes == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("FromDLPack: dtype with ", dl.dtype.bits, " bits and ", dl.dtype.lanes,
+                                                   " lanes (both must be positive)"));
+  }
+  if (*numel > 0 && dl.data == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("FromDLPack: null data for ", *numel, " elements"));
+  }
+  // Kernels load whole elements: the first must sit on its size's alignment (capped at 8
+  // bytes: what a 128-bit string handle, two pointers, needs).
+  const uint64_t lane_bytes = dl.dtype.bits / 8;
+  const uint64_t alignment = std::min<uint64_t>(lane_bytes & (~lane_bytes + 1), 8);  // lowest set bit
+  if (dl.dtype.bits % 8 == 0 && dl.data != nullptr &&
+      (reinterpret_cast<uintptr_t>(dl.data) + dl.byte_offset) % alignment != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("FromDLPack: the data (", absl::Hex(reinterpret_cast<uintptr_t>(dl.data)),
+                                                   " + byte offset ", dl.byte_offset, ") is not aligned to ",
+                                                   alignment, " bytes, as its ", DTypeToString(dl.dtype), " elements need"));
+  }
   std::vector<int64_t> strides;
   if (dl.strides != nullptr) strides.assign(dl.strides, dl.strides + dl.ndim);
   std::shared_ptr<void> owner(managed, [](void* p) {
@@ -100,6 +124,7 @@ bool Tensor::is_contiguous() const {
 }
 
 absl::StatusOr<Tensor> Tensor::Reshape(const std::vector<int64_t>& shape) const {
+  if (!defined()) return absl::FailedPreconditionError("Tensor::Reshape of an undefined tensor");
   absl::StatusOr<int64_t> numel = ShapeNumel(shape);
   if (!numel.ok()) return numel.status();
   if (*numel != this->numel()) {
@@ -113,6 +138,7 @@ absl::StatusOr<Tensor> Tensor::Reshape(const std::vector<int64_t>& shape) const 
 }
 
 absl::StatusOr<Tensor> Tensor::Slice(int64_t begin, int64_t end) const {
+  if (!defined()) return absl::FailedPreconditionError("Tensor::Slice of an undefined tensor");
   if (ndim() == 0) return absl::InvalidArgumentError("cannot slice a 0-d tensor");
   if (begin < 0 || end < begin || end > node_->shape[0]) {
     return absl::OutOfRangeError(absl::StrCat("slice [", begin, ", ", end, ") out of range for ", Describe()));
@@ -133,6 +159,8 @@ absl::StatusOr<Tensor> Tensor::Slice(int64_t begin, int64_t end) const {
 }
 
 absl::StatusOr<Tensor> Tensor::CopyTo(Device* device) const {
+  if (!defined()) return absl::FailedPreconditionError("Tensor::CopyTo of an undefined tensor");
+  if (device == nullptr) return absl::InvalidArgumentError("Tensor::CopyTo: null device");
   if (!is_contiguous()) return absl::UnimplementedError("copying a strided tensor is not supported");
   absl::StatusOr<Tensor> out = Empty(shape(), dtype(), device);
   if (!out.ok()) return out.status();

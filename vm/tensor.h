@@ -36,6 +36,9 @@ class Tensor {
   // Adopts `managed` without copying; its deleter runs when the last view is released.
   static absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed);
 
+  // A default-constructed Tensor is undefined: Reshape, Slice and CopyTo return an error, the
+  // VM refuses it as an argument, Describe() says so; the plain accessors below need a
+  // defined tensor.
   bool defined() const { return node_ != nullptr; }
   int ndim() const { return static_cast<int>(node_->shape.size()); }
   const std::vector<int64_t>& shape() const { return node_->shape; }

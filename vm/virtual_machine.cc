@@ -34,6 +34,15 @@ bool SameDevice(DLDevice a, DLDevice b) { return a.device_type == b.device_type 
 
 VirtualMachine::VirtualMachine(std::shared_ptr<const Executable> executable, Device* device)
     : executable_(std::move(executable)) {
+  // A null executable (an unchecked failed load) or device: every call returns the error.
+  if (executable_ == nullptr || device == nullptr) {
+    status_ = absl::InvalidArgumentError(
+        executable_ == nullptr ? "VirtualMachine: null executable (check the status Executable::LoadFile returned)"
+                               : "VirtualMachine: null device (CpuDevice() is the default)");
+    devices_.assign(1, device);
+    dl_devices_.assign(1, DLDevice{kDLCPU, 0});
+    return;
+  }
   const std::vector<std::string>& names = executable_->contents().devices;
   devices_.assign(names.size(), nullptr);
   dl_devices_.assign(names.size(), DLDevice{kDLCPU, 0});
@@ -103,6 +112,26 @@ int32_t VirtualMachine::LaunchDeviceKernel(KilnCallContext* ctx, int32_t kernel,
   return 0;
 }
 
+VirtualMachine::OneThreadAtATime::OneThreadAtATime(VirtualMachine* vm) : vm_(vm) {
+  const std::thread::id me = std::this_thread::get_id();
+  if (vm->running_thread_.load(std::memory_order_acquire) == me) {
+    nested_ = true;
+    return;
+  }
+  std::thread::id idle;
+  claimed_ = vm->running_thread_.compare_exchange_strong(idle, me, std::memory_order_acq_rel);
+}
+
+VirtualMachine::OneThreadAtATime::~OneThreadAtATime() {
+  if (claimed_) vm_->running_thread_.store(std::thread::id(), std::memory_order_release);
+}
+
+absl::Status VirtualMachine::OneThreadAtATime::error(const std::string& call) const {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "calling ", call, ": VirtualMachine used by two threads at once (another thread's call is running on it); a VM "
+      "runs one call at a time, so create one VM per thread (they may share the Executable)"));
+}
+
 absl::StatusOr<std::unique_ptr<VirtualMachine>> VirtualMachine::Create(std::shared_ptr<const Executable> executable,
                                                                        Device* device) {
   auto vm = std::make_unique<VirtualMachine>(std::move(executable), device);
@@ -158,6 +187,7 @@ void VirtualMachine::EnableProfiling(bool enable) {
 }
 
 absl::StatusOr<Value> VirtualMachine::Invoke(const std::string& function, const std::vector<Value>& args) {
+  if (!status_.ok()) return status_;
   int32_t index = executable_->FindFunction(function);
   if (index < 0) {
     std::vector<std::string> names;
@@ -170,10 +200,17 @@ absl::StatusOr<Value> VirtualMachine::Invoke(const std::string& function, const 
 }
 
 absl::StatusOr<Value> VirtualMachine::Invoke(int32_t function_index, const Value* args, size_t num_args) {
+  if (!status_.ok()) return status_;
   if (function_index < 0 || function_index >= static_cast<int32_t>(executable_->functions().size())) {
-    return absl::OutOfRangeError(absl::StrCat("function index ", function_index, " out of range"));
+    return absl::OutOfRangeError(absl::StrCat("function index ", function_index, " out of range: the executable has ",
+                                              executable_->functions().size(), " functions",
+                                              function_index == -1 ? " (FindFunction returns -1 for an unknown name)" : ""));
   }
   const Function& fn = executable_->functions()[function_index];
+  if (args == nullptr && num_args > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("function '", fn.name, "' called with ", num_args,
+                                                   " arguments but a null argument array"));
+  }
   if (num_args != fn.params.size()) {
     // The parameters by name, so that a caller can tell which one is missing or extra.
     std::string names;
@@ -185,17 +222,25 @@ absl::StatusOr<Value> VirtualMachine::Invoke(int32_t function_index, const Value
   Args a;
   a.values = args;
   a.count = num_args;
+  OneThreadAtATime guard(this);
+  if (!guard.ok()) return guard.error(absl::StrCat("function '", fn.name, "'"));
   return Enter(function_index, a);
 }
 
 absl::StatusOr<Value> VirtualMachine::InvokeClosure(const Value& closure, const Value* args, size_t num_args) {
+  if (args == nullptr && num_args > 0) {
+    return absl::InvalidArgumentError(absl::StrCat("closure called with ", num_args, " arguments but a null argument array"));
+  }
   Args a;
   a.values = args;
   a.count = num_args;
+  OneThreadAtATime guard(this);
+  if (!guard.ok()) return guard.error("a closure");
   return CallClosure(closure, a);
 }
 
 absl::StatusOr<Value> VirtualMachine::MakeClosure(const std::string& function, std::vector<Value> captured) const {
+  if (!status_.ok()) return status_;
   int32_t index = executable_->FindFunction(function);
   if (index < 0) return absl::NotFoundError(absl::StrCat("no function '", function, "' in the executable"));
   size_t params = executable_->functions()[index].params.size();
@@ -212,7 +257,9 @@ absl::StatusOr<Value> VirtualMachine::CallClosure(const Value& closure, const Ar
     return absl::InvalidArgumentError(absl::StrCat("expected a closure to call, got ", closure.Describe()));
   }
   const Closure& c = closure.as_closure();
-  if (c.executable != executable_.get()) {
+  // The index is checked too: another executable may since have taken a freed one's address.
+  if (c.executable != executable_.get() || c.function_index < 0 ||
+      c.function_index >= static_cast<int32_t>(executable_->functions().size())) {
     return absl::InvalidArgumentError("the closure was made by another executable than this VM runs");
   }
   const Function& fn = executable_->functions()[c.function_index];
@@ -315,6 +362,14 @@ absl::Status VirtualMachine::CheckParams(const Function& fn, Value* regs) {
     }
     if (v.kind() == Value::Kind::kTensor) {
       const Tensor& t = v.as_tensor();
+      if (!t.defined()) return absl::InvalidArgumentError(absl::StrCat(what(), ": got an undefined tensor (Tensor())"));
+      // Kernels and builtins read rows without gaps; a strided view (e.g. a transposed
+      // DLPack tensor) would be read wrongly, so it is refused here, by name.
+      if (!t.is_contiguous()) {
+        return absl::InvalidArgumentError(absl::StrCat(what(), ": expected a compact row-major tensor, got ", t.Describe(),
+                                                       " with strides ", ShapeToString(t.strides()),
+                                                       " (make a contiguous copy first)"));
+      }
       if (sig.check_dtype && t.dtype() != sig.dtype) {
         return absl::InvalidArgumentError(absl::StrCat(what(), ": expected dtype ", DTypeToString(sig.dtype), ", got ",
                                                        DTypeToString(t.dtype()), " (", t.Describe(), ")"));

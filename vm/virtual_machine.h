@@ -18,6 +18,10 @@
 // their own device and its stream in the call context, and each tensor argument must be on
 // that device; parameters are checked against the devices their signatures name.
 //
+// Threads: a VM runs one top-level call at a time. A call from a second thread while one
+// runs returns a FailedPrecondition error (no data race, nothing waits); calls back from a
+// builtin on the running thread nest as described above.
+//
 // Verified bytecode may still loop forever (backward jumps are legal) or recurse widely; an
 // embedder running executables it did not compile can bound each call with SetStepLimit.
 //
@@ -25,10 +29,12 @@
 // parameter and the (symbolic) dimension.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -111,6 +117,25 @@ class VirtualMachine {
     size_t count = 0;
   };
   absl::StatusOr<Value> Enter(int32_t index, const Args& args);
+  // Claims the VM for the calling thread for one top-level call (Invoke, InvokeClosure); a
+  // call back from a builtin on that thread finds it claimed by itself and nests. Another
+  // thread's call gets error() instead of racing on the registers.
+  class OneThreadAtATime {
+   public:
+    explicit OneThreadAtATime(VirtualMachine* vm);
+    ~OneThreadAtATime();
+    OneThreadAtATime(const OneThreadAtATime&) = delete;
+    OneThreadAtATime& operator=(const OneThreadAtATime&) = delete;
+    bool ok() const { return claimed_ || nested_; }
+    // `call` names what was called ("function 'main'").
+    absl::Status error(const std::string& call) const;
+
+   private:
+    VirtualMachine* vm_;
+    bool claimed_ = false;
+    bool nested_ = false;
+  };
+  std::atomic<std::thread::id> running_thread_{};
   absl::StatusOr<Value> Run(int32_t function_index, Value* regs);
   absl::StatusOr<Value> CallClosure(const Value& closure, const Args& args);
   absl::Status CheckParams(const Function& fn, Value* regs);

@@ -30,6 +30,7 @@ const char* QuantFormatName(formats::GgmlType type) {
     case formats::GgmlType::kQ4_K: return "q4_K";
     case formats::GgmlType::kQ5_K: return "q5_K";
     case formats::GgmlType::kQ6_K: return "q6_K";
+    case formats::GgmlType::kQ2_K: return "q2_K";
     case formats::GgmlType::kQ3_K: return "q3_K";
     case formats::GgmlType::kIQ4_NL: return "iq4_nl";
     case formats::GgmlType::kIQ4_XS: return "iq4_xs";
@@ -37,10 +38,10 @@ const char* QuantFormatName(formats::GgmlType type) {
   }
 }
 
-// Every weight type the builder accepts, for messages about one it does not (Q2_K, IQ2*,
+// Every weight type the builder accepts, for messages about one it does not (IQ1*, IQ2*,
 // IQ3*, TQ*, ...).
 constexpr const char* kSupportedWeightTypes =
-    "q4_0, q4_1, q5_0, q5_1, q8_0, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, f16, bf16, f32";
+    "q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, f16, bf16, f32";
 
 // Which rows of a step get logits: the output projection is vocabulary-sized, so rows whose
 // logits nobody reads skip it.
@@ -167,7 +168,7 @@ class LlamaBuilder {
         const bool q8 = quantized_activations_ == "q8" && op::QuantizedMatmulQ8Generated(format);
         attrs.emplace("activations", std::string(q8 ? "q8" : "float32"));
       }
-      if (const char* summation = Summation(*tensor, name)) attrs.emplace("summation", std::string(summation));
+      if (const char* summation = Summation(*tensor)) attrs.emplace("summation", std::string(summation));
       return Emit(Call(Op("quantized_matmul"), {x, w}, std::move(attrs)), out_name);
     }
     Expr weight = w;
@@ -184,16 +185,20 @@ class LlamaBuilder {
 
   // The order in which llama.cpp's CPU backend sums the matmul with weight `tensor`, where
   // it is not its vec_dot's (nullptr). On AVX2 and AVX-512 CPUs, ggml-cpu's "repack"
-  // interleaves the rows of a Q4_0, IQ4_NL or Q4_K matmul weight with a multiple of 8 rows for
-  // kernels that sum in another order (q8_block_dot.h, kquant_block_dot.h): "blocks"; the
-  // token embedding, a row-lookup table even when the output projection shares it, stays as
-  // stored. The K-quant weights it does not repack go to its tiled matmul when a call has 8
-  // or more rows (ggml-cpu tiled/): "tiles".
-  static const char* Summation(const formats::GgufTensor& tensor, const std::string& name) {
-    const bool repacked = tensor.shape[0] % 8 == 0 && name != "token_embd.weight";
+  // interleaves the rows of a Q4_0, IQ4_NL, Q4_K or Q2_K matmul weight with a multiple of 8
+  // rows for kernels that sum in another order (q8_block_dot.h, kquant_block_dot.h):
+  // "blocks". That includes a tied output projection: llama.cpp loads the token embedding a
+  // second time as the output layer's weight (TENSOR_DUPLICATED), into the repacking buffer
+  // (a Q4_0 SmolLM2 with a Q4_0 token_embd gives bitwise-equal logits only so). The K-quant
+  // weights it does not repack go to its tiled matmul when a call has 8 or more rows
+  // (ggml-cpu tiled/): "tiles". Q2_K is repacked only by llama.cpp's AVX-512 build: its
+  // "blocks" kernel takes the tiled order with the AVX2 arithmetic (ggml_simd.h).
+  static const char* Summation(const formats::GgufTensor& tensor) {
+    const bool repacked = tensor.shape[0] % 8 == 0;
     switch (tensor.type) {
       case formats::GgmlType::kQ4_0:
       case formats::GgmlType::kIQ4_NL: return repacked ? "blocks" : nullptr;
+      case formats::GgmlType::kQ2_K:
       case formats::GgmlType::kQ4_K: return repacked ? "blocks" : "tiles";
       case formats::GgmlType::kQ3_K:
       case formats::GgmlType::kIQ4_XS:

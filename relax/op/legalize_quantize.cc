@@ -84,6 +84,13 @@ PrimExpr ExtendedWeight(const QuantFormat& format, const PrimExpr& k, ByteFn byt
     PrimExpr scale = AsI32(tir::Reinterpret(DataType::Int(8), byte(Int(192) + tir::FloorDiv(e, Int(16)))));
     return (half(208) * AsF32(scale)) * AsF32(q);
   }
+  if (format.name == "q2_K") {
+    // Byte i < 16: the scale (low nibble) and min (high) of weights 16i .. 16i + 15.
+    PrimExpr i = tir::FloorDiv(e, Int(16));
+    PrimExpr part = tir::FloorDiv(tir::FloorMod(e, Int(128)), Int(32));
+    PrimExpr q = Bits(b(Int(16) + tir::FloorDiv(e, Int(128)) * Int(32) + tir::FloorMod(e, Int(32))), part * Int(2), 3);
+    return (half(80) * AsF32(tir::BitAnd(b(i), I32(15)))) * AsF32(q) - half(82) * AsF32(Bits(b(i), I32(4), 15));
+  }
   if (format.name == "q3_K") {
     PrimExpr half_index = tir::FloorDiv(e, Int(128));
     PrimExpr part = tir::FloorDiv(tir::FloorMod(e, Int(128)), Int(32));

@@ -16,6 +16,10 @@
 //             (q4_K, q5_K: scale and min per 32) or int8 (q6_K: scale per 16) sub-scales,
 //             laid out as builtins/kquant_block_dot.h states; weight = (d * scale) * q -
 //             dmin * min (q4_K, q5_K) or (d * scale) * (q - 32) (q6_K).
+//     "q2_K": super-blocks of 256 weights in 84 bytes: 16 bytes of 4-bit scales (low nibble)
+//             and mins (high nibble), one per 16 weights, 64 bytes of 2-bit quants (weight
+//             128n + 32j + l has bits 2j of byte 16 + 32n + l), d, dmin; weight = (d * scale)
+//             * q - dmin * min.
 //     "q3_K": super-blocks of 256 weights in 110 bytes: 32 bytes of high bits (weight 128n +
 //             32j + l has bit 4n + j of byte l), 64 bytes of 2-bit lows (bits 2j of byte 32n
 //             + l), 12 bytes of sixteen 6-bit scales (scale i: low nibble of byte i % 8 at bit
@@ -47,9 +51,11 @@
 //   summation (optional): how the CPU library kernel with 8-bit activations
 //   (relax/transform/dispatch_libraries.h) orders its sums, which moves only the last bits
 //   of the result: "lanes" (the default, llama.cpp's vec_dot), "blocks" (llama.cpp's
-//   repacked Q4_0, Q4_K and IQ4_NL kernels; q4_0, q8_0, q4_K and iq4_nl only) or "tiles"
-//   (llama.cpp's tiled K-quant matmul for calls of 8 or more rows, vec_dot's for fewer;
-//   q3_K, q4_K, q5_K, q6_K and iq4_xs only). The generated kernels sum in "lanes" order.
+//   repacked Q4_0, Q4_K, Q2_K and IQ4_NL kernels; q4_0, q8_0, q4_K, q2_K and iq4_nl only;
+//   llama.cpp repacks Q2_K only in its AVX-512 build, so with the AVX2 arithmetic of
+//   builtins/ggml_simd.h q2_K takes "tiles" instead) or "tiles" (llama.cpp's tiled K-quant
+//   matmul for calls of 8 or more rows, vec_dot's for fewer; q2_K, q3_K, q4_K, q5_K, q6_K and
+//   iq4_xs only). The generated kernels sum in "lanes" order.
 #include "relax/op/quantize.h"
 
 #include <variant>
@@ -65,13 +71,13 @@ namespace {
 const QuantFormat kFormats[] = {
     {"q4_0", 18, 32}, {"q4_1", 20, 32}, {"q8_0", 34, 32},   {"q5_0", 22, 32},
     {"q5_1", 24, 32}, {"q4_K", 144, 256}, {"q5_K", 176, 256}, {"q6_K", 210, 256},
-    {"q3_K", 110, 256}, {"iq4_nl", 18, 32},   {"iq4_xs", 136, 256},
+    {"q3_K", 110, 256}, {"iq4_nl", 18, 32},   {"iq4_xs", 136, 256}, {"q2_K", 84, 256},
 };
 
 }  // namespace
 
 const char* QuantFormatNames() {
-  return "\"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q3_K\", \"q4_K\", \"q5_K\", \"q6_K\", \"iq4_nl\" or \"iq4_xs\"";
+  return "\"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q2_K\", \"q3_K\", \"q4_K\", \"q5_K\", \"q6_K\", \"iq4_nl\" or \"iq4_xs\"";
 }
 
 absl::StatusOr<QuantFormat> QuantFormatAttr(const CallNode& call) {
@@ -123,11 +129,13 @@ absl::StatusOr<StructInfo> InferQuantizedMatmul(const CallNode& call, tir::Analy
       return OpError(call, "attribute summation must be \"lanes\", \"blocks\" or \"tiles\"");
     }
     const std::string name = format.name;
-    if (*summation == "blocks" && name != "q4_0" && name != "q8_0" && name != "q4_K" && name != "iq4_nl") {
-      return OpError(call, "summation \"blocks\" is for q4_0, q8_0, q4_K and iq4_nl weights, not ", name);
+    if (*summation == "blocks" && name != "q4_0" && name != "q8_0" && name != "q4_K" && name != "q2_K" &&
+        name != "iq4_nl") {
+      return OpError(call, "summation \"blocks\" is for q4_0, q8_0, q4_K, q2_K and iq4_nl weights, not ", name);
     }
-    if (*summation == "tiles" && name != "q3_K" && name != "q4_K" && name != "q5_K" && name != "q6_K" && name != "iq4_xs") {
-      return OpError(call, "summation \"tiles\" is for q3_K, q4_K, q5_K, q6_K and iq4_xs weights, not ", name);
+    if (*summation == "tiles" && name != "q2_K" && name != "q3_K" && name != "q4_K" && name != "q5_K" && name != "q6_K" &&
+        name != "iq4_xs") {
+      return OpError(call, "summation \"tiles\" is for q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs weights, not ", name);
     }
   }
   if (x->dtype && *x->dtype != DataType::Float32()) {

@@ -69,6 +69,7 @@ NaiveQ8K NaiveQuantizeK(const std::vector<float>& x) {
 
 struct NaiveKWeights {
   std::vector<int> q, scale, min;
+  std::vector<int> min16;  // Q2_K: the min of each 16 weights
   std::vector<float> d, dmin;
 };
 
@@ -77,6 +78,27 @@ NaiveKWeights DecodeK(KQuantFormat format, const std::vector<uint8_t>& row, int6
   const int64_t bytes = KQuantBlockBytes(format);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = row.data() + b * bytes;
+    if (format == KQuantFormat::kQ2_K) {
+      // As ggml's dequantize_row_q2_K walks it: two halves of 128 weights, each four shifts of
+      // the half's 32 quant bytes, each shift two runs of 16 weights with the next scale byte
+      // (scale in its low nibble, min in its high one).
+      w.d.push_back(Half(p + 80));
+      w.dmin.push_back(Half(p + 82));
+      int is = 0;
+      for (int half = 0; half < 2; ++half) {
+        for (int shift = 0; shift < 8; shift += 2) {
+          for (int run = 0; run < 2; ++run, ++is) {
+            w.min16.push_back(p[is] >> 4);
+            for (int l = 0; l < 16; ++l) {
+              w.q.push_back((p[16 + 32 * half + 16 * run + l] >> shift) & 3);
+              w.scale.push_back(p[is] & 15);
+            }
+          }
+        }
+      }
+      for (int g = 0; g < 8; ++g) w.min.push_back(0);
+      continue;
+    }
     if (format == KQuantFormat::kIQ4_XS) {
       // ggml_vec_dot_iq4_xs_q8_K's walk: pairs of 32s, the high scale bits consumed four at
       // a time; values from ggml's kvalues_iq4nl (written out here, not the code's table).
@@ -172,6 +194,13 @@ float NaiveDotK(KQuantFormat format, const NaiveKWeights& w, const NaiveQ8K& x) 
     const int* y = &x.q[256 * b];
     int sums16[16] = {};
     for (int e = 0; e < 256; ++e) sums16[e / 16] += y[e];
+    if (format == KQuantFormat::kQ2_K) {
+      // ggml_vec_dot_q2_K_q8_K (AVX2): the mins' pairs of 16 into the lanes before the products.
+      for (int t = 0; t < 8; ++t) {
+        const int prod = w.min16[16 * b + 2 * t] * sums16[2 * t] + w.min16[16 * b + 2 * t + 1] * sums16[2 * t + 1];
+        lanes[t] = std::fma(-x.d[b] * w.dmin[b], static_cast<float>(prod), lanes[t]);
+      }
+    }
     int lane[8] = {};
     for (int e = 0; e < 256; ++e) lane[(e % 32) / 4] += s[e] * q[e] * y[e];
     if (format == KQuantFormat::kQ6_K) {
@@ -196,7 +225,14 @@ float NaiveDotK(KQuantFormat format, const NaiveKWeights& w, const NaiveQ8K& x) 
   return format == KQuantFormat::kQ5_K ? sum + mins1 : sum;
 }
 
-// llama.cpp's repacked Q4_K kernels (q4_K_8x8 gemv, and gemm per 64 weights) and tiled
+// The min of weight i (Q2_K: of its 16; Q4_K/Q5_K: of its 32; else 0).
+int MinOf(KQuantFormat format, const NaiveKWeights& w, size_t i) {
+  if (format == KQuantFormat::kQ2_K) return w.min16[i / 16];
+  return w.min[8 * (i / 256) + (i % 256) / 32];
+}
+
+// llama.cpp's repacked Q4_K and Q2_K kernels (q4_K_8x8 / q2_K_8x8 gemv, and gemm per 64 /
+// 128 weights) and tiled
 // K-quant matmul: per super-block (or quarter) one exact integer of all the scaled products
 // (Q6_K: of scale * (q - 32) * y), one of the mins times their groups' activation sums, then
 // the orders' float steps.
@@ -204,27 +240,36 @@ float NaiveDotKOneSumPerBlock(KQuantFormat format, KQuantSummation summation, co
                               const NaiveQ8K& x) {
   float acc = 0, mins = 0;
   for (size_t b = 0; b < x.d.size(); ++b) {
-    int64_t isum = 0, imin = 0, quarter_sum[4] = {}, quarter_min[4] = {};
+    int64_t isum = 0, imin = 0, quarter_sum[4] = {}, quarter_min[4] = {}, half_sum[2] = {}, half_min[2] = {};
     for (int e = 0; e < 256; ++e) {
       const size_t i = 256 * b + e;
       const int q = format == KQuantFormat::kQ6_K ? w.q[i] - 32 : w.q[i];
       isum += int64_t{w.scale[i]} * q * x.q[i];
-      imin += int64_t{w.min[8 * b + e / 32]} * x.q[i];
+      imin += int64_t{MinOf(format, w, i)} * x.q[i];
       quarter_sum[e / 64] += int64_t{w.scale[i]} * q * x.q[i];
-      quarter_min[e / 64] += int64_t{w.min[8 * b + e / 32]} * x.q[i];
+      quarter_min[e / 64] += int64_t{MinOf(format, w, i)} * x.q[i];
+      half_sum[e / 128] += int64_t{w.scale[i]} * q * x.q[i];
+      half_min[e / 128] += int64_t{MinOf(format, w, i)} * x.q[i];
     }
     const float fsum = static_cast<float>(isum), fmin = static_cast<float>(imin);
-    if (summation == KQuantSummation::kBlockQuarters) {  // the GEMM: per 64 weights
+    if (summation == KQuantSummation::kBlockQuarters) {  // the Q4_K GEMM: per 64 weights
       for (int i = 0; i < 4; ++i) {
         acc = std::fma(static_cast<float>(quarter_sum[i]), w.d[b] * x.d[b], acc);
         mins = std::fma(static_cast<float>(quarter_min[i]), w.dmin[b] * x.d[b], mins);
+      }
+    } else if (summation == KQuantSummation::kBlockHalves) {  // the Q2_K GEMM: per 128 weights
+      for (int i = 0; i < 2; ++i) {
+        acc = std::fma(static_cast<float>(half_sum[i]), w.d[b] * x.d[b], acc);
+        mins = std::fma(static_cast<float>(half_min[i]), w.dmin[b] * x.d[b], mins);
       }
     } else if (summation == KQuantSummation::kBlocks) {
       acc = std::fma(fsum, w.d[b] * x.d[b], acc);
       mins = std::fma(fmin, w.dmin[b] * x.d[b], mins);
     } else {
       float r = fsum * w.d[b];
-      if (format == KQuantFormat::kQ4_K || format == KQuantFormat::kQ5_K) r = std::fma(-w.dmin[b], fmin, r);
+      if (format == KQuantFormat::kQ4_K || format == KQuantFormat::kQ5_K || format == KQuantFormat::kQ2_K) {
+        r = std::fma(-w.dmin[b], fmin, r);
+      }
       acc = std::fma(r, x.d[b], acc);
     }
   }
@@ -235,7 +280,7 @@ double WeightK(KQuantFormat format, const NaiveKWeights& w, size_t i) {
   const size_t b = i / 256;
   if (format == KQuantFormat::kQ6_K) return double(w.d[b]) * w.scale[i] * (w.q[i] - 32);
   if (format == KQuantFormat::kQ3_K || format == KQuantFormat::kIQ4_XS) return double(w.d[b]) * w.scale[i] * w.q[i];
-  return double(w.d[b]) * w.scale[i] * w.q[i] - double(w.dmin[b]) * w.min[8 * b + (i % 256) / 32];
+  return double(w.d[b]) * w.scale[i] * w.q[i] - double(w.dmin[b]) * MinOf(format, w, i);
 }
 
 // --- random inputs ---
@@ -249,9 +294,14 @@ std::vector<uint8_t> RandomKRow(KQuantFormat format, int64_t blocks, std::mt1993
   for (int64_t b = 0; b < blocks; ++b) {
     uint8_t* p = row.data() + b * bytes;
     const uint16_t d = support::FloatToHalf(scale(rng)), dmin = support::FloatToHalf(scale(rng));
-    uint8_t* at = format == KQuantFormat::kQ6_K ? p + 208 : format == KQuantFormat::kQ3_K ? p + 108 : p;
+    uint8_t* at = format == KQuantFormat::kQ6_K   ? p + 208
+                  : format == KQuantFormat::kQ3_K ? p + 108
+                  : format == KQuantFormat::kQ2_K ? p + 80
+                                                  : p;
     at[0] = d & 255, at[1] = d >> 8;
-    if (format == KQuantFormat::kQ4_K || format == KQuantFormat::kQ5_K) p[2] = dmin & 255, p[3] = dmin >> 8;
+    if (format == KQuantFormat::kQ4_K || format == KQuantFormat::kQ5_K || format == KQuantFormat::kQ2_K) {
+      at[2] = dmin & 255, at[3] = dmin >> 8;
+    }
   }
   return row;
 }
@@ -288,8 +338,8 @@ TEST(KQuantBlockDot, Q8KQuantizationMatchesTheNaiveRounding) {
 
 TEST(KQuantBlockDot, DotProductsEqualTheNaiveOnesBitForBitOnEveryInstructionSet) {
   std::mt19937 rng(13);
-  for (KQuantFormat format :
-       {KQuantFormat::kQ4_K, KQuantFormat::kQ5_K, KQuantFormat::kQ6_K, KQuantFormat::kQ3_K, KQuantFormat::kIQ4_XS}) {
+  for (KQuantFormat format : {KQuantFormat::kQ4_K, KQuantFormat::kQ5_K, KQuantFormat::kQ6_K, KQuantFormat::kQ3_K,
+                              KQuantFormat::kIQ4_XS, KQuantFormat::kQ2_K}) {
     for (int64_t blocks : {1, 3, 6}) {
       const int64_t k = blocks * 256;
       constexpr int kRows = 7;  // a group of 4 and a remainder of 3
@@ -304,8 +354,8 @@ TEST(KQuantBlockDot, DotProductsEqualTheNaiveOnesBitForBitOnEveryInstructionSet)
       const std::vector<uint8_t> w = RandomKRow(format, blocks, rng);
       const NaiveKWeights decoded = DecodeK(format, w, blocks);
       for (Q8Isa isa : SupportedIsas())
-      for (KQuantSummation summation : {KQuantSummation::kLanes, KQuantSummation::kBlocks,
-                                        KQuantSummation::kBlockQuarters, KQuantSummation::kTiles}) {
+      for (KQuantSummation summation : {KQuantSummation::kLanes, KQuantSummation::kBlocks, KQuantSummation::kBlockQuarters,
+                                        KQuantSummation::kBlockHalves, KQuantSummation::kTiles}) {
         SCOPED_TRACE(::testing::Message() << Q8IsaName(isa) << " format " << static_cast<int>(format) << " summation "
                                           << static_cast<int>(summation) << " k " << k);
         std::vector<float> all(kRows);
@@ -482,14 +532,15 @@ TEST(Q5BlockDot, TilesOfWeightRowsEqualTheNaiveOnesBitForBitOnEveryInstructionSe
 
 TEST(GgmlRowDecode, WeightsAreTheBlockDefinitionsInFloat32) {
   std::mt19937 rng(23);
-  for (KQuantFormat format :
-       {KQuantFormat::kQ4_K, KQuantFormat::kQ5_K, KQuantFormat::kQ6_K, KQuantFormat::kQ3_K, KQuantFormat::kIQ4_XS}) {
+  for (KQuantFormat format : {KQuantFormat::kQ4_K, KQuantFormat::kQ5_K, KQuantFormat::kQ6_K, KQuantFormat::kQ3_K,
+                              KQuantFormat::kIQ4_XS, KQuantFormat::kQ2_K}) {
     const std::vector<uint8_t> w = RandomKRow(format, 3, rng);
     const NaiveKWeights naive = DecodeK(format, w, 3);
     const DecodableFormat f = format == KQuantFormat::kQ4_K   ? DecodableFormat::kQ4_K
                               : format == KQuantFormat::kQ5_K ? DecodableFormat::kQ5_K
                               : format == KQuantFormat::kQ3_K ? DecodableFormat::kQ3_K
                               : format == KQuantFormat::kIQ4_XS ? DecodableFormat::kIQ4_XS
+                              : format == KQuantFormat::kQ2_K   ? DecodableFormat::kQ2_K
                                                               : DecodableFormat::kQ6_K;
     std::vector<float> got(768);
     DecodeRow(f, w.data(), 768, got.data());
@@ -498,7 +549,7 @@ TEST(GgmlRowDecode, WeightsAreTheBlockDefinitionsInFloat32) {
       const float ds = naive.d[b] * static_cast<float>(naive.scale[i]);
       const float want = format == KQuantFormat::kQ6_K   ? ds * static_cast<float>(naive.q[i] - 32)
                          : format == KQuantFormat::kQ3_K || format == KQuantFormat::kIQ4_XS ? ds * static_cast<float>(naive.q[i])
-                             : ds * static_cast<float>(naive.q[i]) - naive.dmin[b] * static_cast<float>(naive.min[8 * b + (i % 256) / 32]);
+                             : ds * static_cast<float>(naive.q[i]) - naive.dmin[b] * static_cast<float>(MinOf(format, naive, i));
       ASSERT_EQ(got[i], want) << "format " << static_cast<int>(format) << " weight " << i;
     }
   }

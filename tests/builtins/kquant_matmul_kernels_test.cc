@@ -1,4 +1,4 @@
-// The kiln.cpu.quantized_matmul_{q5_0,q5_1,q3_K,q4_K,q5_K,q6_K} library kernels (and their _f32x_,
+// The kiln.cpu.quantized_matmul_{q5_0,q5_1,q2_K,q3_K,q4_K,q5_K,q6_K,iq4_xs} library kernels (and their _f32x_,
 // _by_block_ and _tiled_ variants) through the kernel ABI: float32 activations against the weights decoded by a
 // naive float64 loop written here (tests/builtins/kquant_block_dot_test.cc checks the
 // quantized arithmetic bit for bit; here the whole kernel: rows, columns, tasks, non-finite
@@ -13,6 +13,7 @@
 
 #include "builtins/default_builtins.h"
 #include "builtins/ggml_row_decode.h"
+#include "builtins/ggml_simd.h"
 #include "builtins/kquant_block_dot.h"
 #include "gtest/gtest.h"
 
@@ -78,6 +79,11 @@ double NaiveWeight(const std::string& format, const uint8_t* row, int64_t j) {
     return q5_1 ? half(p) * q + half(p + 2) : half(p) * (q - 16);
   }
   const int e = static_cast<int>(j % 256);
+  if (format == "q2_K") {
+    const uint8_t* p = row + (j / 256) * 84;
+    const int q = (p[16 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+    return half(p + 80) * (p[e / 16] & 15) * q - half(p + 82) * (p[e / 16] >> 4);
+  }
   if (format == "q6_K") {
     const uint8_t* p = row + (j / 256) * 210;
     const int c = e / 128, part = (e % 128) / 32, l = e % 32;
@@ -118,7 +124,7 @@ struct FormatCase {
 
 const FormatCase kFormats[] = {{"q5_0", 32, 22},   {"q5_1", 32, 24},   {"q4_K", 256, 144},
                                {"q5_K", 256, 176}, {"q6_K", 256, 210}, {"q3_K", 256, 110},
-                               {"iq4_xs", 256, 136}};
+                               {"iq4_xs", 256, 136}, {"q2_K", 256, 84}};
 
 // Random weights whose float16 parameters are modest (every parameter's high byte below 0x20).
 std::vector<uint8_t> RandomWeights(const FormatCase& f, int64_t n, int64_t k, std::mt19937& rng) {
@@ -129,6 +135,8 @@ std::vector<uint8_t> RandomWeights(const FormatCase& f, int64_t n, int64_t k, st
     uint8_t* p = w.data() + b * f.block_bytes;
     if (f.name == "q6_K" || f.name == "q3_K") {
       p[f.block_bytes - 1] = static_cast<uint8_t>(high(rng));
+    } else if (f.name == "q2_K") {
+      p[81] = static_cast<uint8_t>(high(rng)), p[83] = static_cast<uint8_t>(high(rng));
     } else {
       p[1] = static_cast<uint8_t>(high(rng));
       if (f.name != "q5_0") p[3] = static_cast<uint8_t>(high(rng));
@@ -182,7 +190,10 @@ TEST(KQuantMatmulKernels, EveryFormatMatchesTheDecodedWeightsForManyRows) {
 // in its GEMV's; the tiled kernel takes all rows in its order when n >= 8, else vec_dot's.
 // Each row must equal DotQ8KRows in that order (checked bit for bit against naive loops in
 // kquant_block_dot_test.cc) on the row's own Q8_K blocks.
+// llama.cpp repacks Q2_K only in its AVX-512 build; by_block_q2_K follows the arithmetic
+// chosen (builtins/ggml_simd.h): the repacked orders for AVX-512, the tiled kernel's for AVX2.
 TEST(KQuantMatmulKernels, ByBlockAndTiledKernelsChooseLlamaCppsOrderByRowCount) {
+  const GgmlSimd active = ActiveGgmlSimd();
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   const int64_t k = 768, n = 16;
@@ -191,16 +202,22 @@ TEST(KQuantMatmulKernels, ByBlockAndTiledKernelsChooseLlamaCppsOrderByRowCount) 
     FormatCase format;
     KQuantFormat kquant;
     bool by_block;
+    GgmlSimd simd = GgmlSimd::kAvx512;
   };
   const KernelCase cases[] = {{"kiln.cpu.quantized_matmul_by_block_q4_K", kFormats[2], KQuantFormat::kQ4_K, true},
                               {"kiln.cpu.quantized_matmul_tiled_q4_K", kFormats[2], KQuantFormat::kQ4_K, false},
                               {"kiln.cpu.quantized_matmul_tiled_q5_K", kFormats[3], KQuantFormat::kQ5_K, false},
                               {"kiln.cpu.quantized_matmul_tiled_q6_K", kFormats[4], KQuantFormat::kQ6_K, false},
                               {"kiln.cpu.quantized_matmul_tiled_q3_K", kFormats[5], KQuantFormat::kQ3_K, false},
-                              {"kiln.cpu.quantized_matmul_tiled_iq4_xs", kFormats[6], KQuantFormat::kIQ4_XS, false}};
+                              {"kiln.cpu.quantized_matmul_tiled_iq4_xs", kFormats[6], KQuantFormat::kIQ4_XS, false},
+                              {"kiln.cpu.quantized_matmul_tiled_q2_K", kFormats[7], KQuantFormat::kQ2_K, false},
+                              {"kiln.cpu.quantized_matmul_by_block_q2_K", kFormats[7], KQuantFormat::kQ2_K, true},
+                              {"kiln.cpu.quantized_matmul_by_block_q2_K", kFormats[7], KQuantFormat::kQ2_K, false,
+                               GgmlSimd::kAvx2}};
   for (const KernelCase& kc : cases) {
+    SetGgmlSimd(kc.simd);
     for (int64_t rows : {1, 3, 4, 7, 8, 9, 14}) {
-      SCOPED_TRACE(::testing::Message() << kc.name << " rows " << rows);
+      SCOPED_TRACE(::testing::Message() << kc.name << " rows " << rows << " " << GgmlSimdName(kc.simd));
       std::vector<uint8_t> w = RandomWeights(kc.format, n, k, rng);
       std::vector<float> x(static_cast<size_t>(rows * k)), out(static_cast<size_t>(rows * n));
       for (auto& v : x) v = normal(rng);
@@ -211,7 +228,9 @@ TEST(KQuantMatmulKernels, ByBlockAndTiledKernelsChooseLlamaCppsOrderByRowCount) 
       for (int64_t r = 0; r < rows; ++r) {
         KQuantSummation order = KQuantSummation::kLanes;
         if (kc.by_block) {
-          order = rows > 3 && r < rows - rows % 4 ? KQuantSummation::kBlockQuarters : KQuantSummation::kBlocks;
+          const KQuantSummation gemm =
+              kc.kquant == KQuantFormat::kQ2_K ? KQuantSummation::kBlockHalves : KQuantSummation::kBlockQuarters;
+          order = rows > 3 && r < rows - rows % 4 ? gemm : KQuantSummation::kBlocks;
         } else if (rows >= 8) {
           order = KQuantSummation::kTiles;
         }
@@ -225,6 +244,7 @@ TEST(KQuantMatmulKernels, ByBlockAndTiledKernelsChooseLlamaCppsOrderByRowCount) 
       }
     }
   }
+  SetGgmlSimd(active);
 }
 
 TEST(KQuantMatmulKernels, MismatchedShapesAreRefusedClearly) {

@@ -568,6 +568,7 @@ inline std::vector<Case> AllCases() {
   add({"dequantize_q4_K", {P("x", {"n", "288"}, "uint8", bytes)}, "R.dequantize(x, format=\"q4_K\")", n, 0, 0});
   add({"dequantize_q5_K", {P("x", {"2", "n", "176"}, "uint8", bytes)}, "R.dequantize(x, format=\"q5_K\")", n, 0, 0});
   add({"dequantize_q6_K", {P("x", {"n", "210"}, "uint8", bytes)}, "R.dequantize(x, format=\"q6_K\")", n, 0, 0});
+  add({"dequantize_q2_K", {P("x", {"n", "168"}, "uint8", bytes)}, "R.dequantize(x, format=\"q2_K\")", n, 0, 0});
   add({"dequantize_q3_K", {P("x", {"n", "220"}, "uint8", bytes)}, "R.dequantize(x, format=\"q3_K\")", n, 0, 0});
   add({"dequantize_iq4_nl", {P("x", {"n", "54"}, "uint8", bytes)}, "R.dequantize(x, format=\"iq4_nl\")", n, 0, 0});
   add({"dequantize_iq4_xs", {P("x", {"n", "272"}, "uint8", bytes)}, "R.dequantize(x, format=\"iq4_xs\")", n, 0, 0});
@@ -582,7 +583,7 @@ inline std::vector<Case> AllCases() {
   for (auto [format, k, bytes_per_row, tolerance] :
        {std::tuple{"q4_0", "128", "72", 1e-4}, {"q4_1", "128", "80", 1e-4}, {"q8_0", "128", "136", 1e-4},
         {"q5_0", "128", "88", 1e-4}, {"q5_1", "128", "96", 1e-4}, {"q4_K", "512", "288", 1e-3},
-        {"q5_K", "256", "176", 1e-3}, {"q6_K", "256", "210", 1e-3}, {"q3_K", "256", "110", 1e-3},
+        {"q5_K", "256", "176", 1e-3}, {"q6_K", "256", "210", 1e-3}, {"q3_K", "256", "110", 1e-3}, {"q2_K", "256", "84", 1e-3},
         {"iq4_nl", "128", "72", 1e-3}, {"iq4_xs", "256", "136", 4e-3}}) {
     Case c{absl::StrCat("quantized_matmul_", format), {P("x", {"n", k}), P("w", {"m", bytes_per_row}, "uint8", tame)},
            absl::StrCat("R.quantized_matmul(x, w, format=\"", format, "\")"), nm, tolerance, tolerance};
@@ -600,6 +601,8 @@ inline std::vector<Case> AllCases() {
         {"quantized_matmul_q4_K_tiles", "q4_K", "288", "tiles"},
         {"quantized_matmul_q6_K_tiles", "q6_K", "420", "tiles"},
         {"quantized_matmul_q3_K_tiles", "q3_K", "220", "tiles"},
+        {"quantized_matmul_q2_K_tiles", "q2_K", "168", "tiles"},
+        {"quantized_matmul_q2_K_blocks", "q2_K", "168", "blocks"},
         {"quantized_matmul_iq4_xs_tiles", "iq4_xs", "272", "tiles"},
         {"quantized_matmul_iq4_nl_blocks", "iq4_nl", "288", "blocks"}}) {
     Case c{name, {P("x", {"n", "512"}), P("w", {"m", bytes_per_row}, "uint8", tame)},

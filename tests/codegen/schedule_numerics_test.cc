@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "tests/tir/schedule_workloads.h"
 #include "codegen/cpu_shared_object.h"
@@ -451,6 +452,29 @@ TEST(ScheduleNumericsTest, MatmulWideTilesWithALargerKBlock) {
   EXPECT_NE(v.scheduled_text().find("serial(0, 64)"), std::string::npos) << v.scheduled_text();
   for (int64_t m : {1, 2, 3, 5, 8, 13, 16, 17, 31}) {
     ExpectMatmulVariantsMatchNaive(v, m, 192, 1030, 100, "m=" + std::to_string(m));
+  }
+}
+
+// The row edge's one-row version (knob matmul.gemv_rows_per_pass: 16 or 8 weight rows per
+// pass, versioned on floormod(m, 16) == 1) against the naive matmul: a symbolic m at 1 and
+// 17 (the version) and at 2, 3, 16, 33 (the copy), k a multiple of the k block and an odd
+// width; a constant m = 1 (the one-row order without a branch); an odd k (no k blocks:
+// nothing versioned).
+TEST(ScheduleNumericsTest, MatmulWideTilesOneRowEdgeByKnob) {
+  for (const char* per_pass : {"16", "8"}) {
+    SCOPED_TRACE(per_pass);
+    absl::StatusOr<tir::CpuScheduleKnobs> knobs =
+        tir::CpuScheduleKnobs::Parse(absl::StrCat("matmul.gemv_rows_per_pass=", per_pass));
+    ASSERT_TRUE(knobs.ok()) << knobs.status();
+    Variants v(Parse(MatmulWithSizes("m", "144", "1003")), *knobs);
+    EXPECT_NE(v.scheduled_text().find("if floormod(m, 16) == 1 {"), std::string::npos) << v.scheduled_text();
+    for (int64_t m : {1, 2, 3, 16, 17, 33}) {
+      ExpectMatmulVariantsMatchNaive(v, m, 144, 1003, 110, "m=" + std::to_string(m));
+    }
+    Variants one(Parse(MatmulWithSizes("1", "144", "1003")), *knobs);
+    ExpectMatmulVariantsMatchNaive(one, 1, 144, 1003, 120, "constant m=1");
+    Variants odd(Parse(MatmulWithSizes("m", "143", "1003")), *knobs);
+    for (int64_t m : {1, 2}) ExpectMatmulVariantsMatchNaive(odd, m, 143, 1003, 130, "k=143 m=" + std::to_string(m));
   }
 }
 

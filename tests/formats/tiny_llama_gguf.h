@@ -151,8 +151,15 @@ inline std::string TinyWeights(uint32_t type, uint64_t rows, uint64_t cols, floa
         put16(TinyHalf(scale / (32 * 127) * rng.Uniform(0.5f, 1.0f)));
       }
       break;
-    case 10:  // q2_K: random bytes of its super-blocks (84), for tests of its refusal
-      bytes(static_cast<int>(super_blocks * 84));
+    case 10:  // q2_K: 16 bytes of 4-bit scales and mins, 64 of 2-bit quants, d, dmin
+      for (uint64_t b = 0; b < super_blocks; ++b) {
+        bytes(80);
+        put16(TinyHalf(2 * scale / (15 * 3) * rng.Uniform(0.5f, 1.0f)));
+        put16(TinyHalf(scale / 15 * rng.Uniform(0.5f, 1.0f)));
+      }
+      break;
+    case 16:  // iq2_xxs: random bytes of its super-blocks (66), for tests of its refusal
+      bytes(static_cast<int>(super_blocks * 66));
       break;
     case 11:  // q3_K: 32 bytes of high bits, 64 of 2-bit lows, 12 of 6-bit scales (- 32), d
       for (uint64_t b = 0; b < super_blocks; ++b) {

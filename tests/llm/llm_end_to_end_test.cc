@@ -106,23 +106,23 @@ TEST(LlmEndToEnd, TinyModelsInEveryWeightFormatMatchTheNaivePass) {
   for (const auto& [name, spec] : llm_test::TinyModelsInEveryWeightFormat()) CheckTinyModel(spec, name);
 }
 
-// A weight type Kiln cannot compute (here Q2_K, as some Q2_K/Q3_K GGUFs mix in) is refused
-// when compiling, naming the tensor, its type and the supported types.
+// A weight type Kiln cannot compute (here IQ2_XXS) is refused when compiling, naming the
+// tensor, its type and the supported types.
 TEST(LlmEndToEnd, UnsupportedWeightTypesAreRefusedNamingTheTensor) {
   TinyLlamaSpec spec;
   spec.hidden = 256;
   spec.ffn = 256;
   spec.layers = 1;
-  spec.matmul_type = 10;
-  const std::string path = ::testing::TempDir() + "/tiny_q2_K.gguf";
+  spec.matmul_type = 16;
+  const std::string path = ::testing::TempDir() + "/tiny_iq2_xxs.gguf";
   ASSERT_TRUE(support::WriteFile(path, formats::testing::TinyLlamaGguf(spec)).ok());
   codegen::ModelCompileOptions options;
   options.progress = false;
   absl::StatusOr<std::string> compiled = codegen::CompileGgufModel(path, options);
   ASSERT_FALSE(compiled.ok());
   EXPECT_THAT(std::string(compiled.status().message()),
-              ::testing::HasSubstr("tensor 'blk.0.attn_q.weight' has type q2_K; supported for matmul weights: q4_0, "
-                                   "q4_1, q5_0, q5_1, q8_0, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, f16, bf16, f32"));
+              ::testing::HasSubstr("tensor 'blk.0.attn_q.weight' has type iq2_xxs; supported for matmul weights: q4_0, "
+                                   "q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs, f16, bf16, f32"));
 }
 
 // A hyperparameter that disagrees with the weights (a corrupt or hand-edited GGUF) is refused

@@ -97,9 +97,14 @@ inline std::vector<std::pair<std::string, formats::testing::TinyLlamaSpec>> Tiny
   formats::testing::TinyLlamaSpec iq4_xs = q4_k;
   iq4_xs.matmul_type = 23;
   iq4_xs.embed_type = 11;
+  // Q2_K weights, embedding rows and tied output projection.
+  formats::testing::TinyLlamaSpec q2_k = q4_k;
+  q2_k.matmul_type = 10;
+  q2_k.embed_type = 10;
   return {{"tiny_q4_1", q4_1},       {"tiny_q4_0_untied_mha", q4_0}, {"tiny_qwen2_q8_0", qwen}, {"tiny_f32", f32},
           {"tiny_q5_0", q5_0},       {"tiny_q5_1", q5_1},            {"tiny_q4_K", q4_k},       {"tiny_q5_K", q5_k},
-          {"tiny_q6_K_untied", q6_k}, {"tiny_q3_K", q3_k}, {"tiny_iq4_nl_untied", iq4_nl}, {"tiny_iq4_xs", iq4_xs}};
+          {"tiny_q6_K_untied", q6_k}, {"tiny_q3_K", q3_k}, {"tiny_iq4_nl_untied", iq4_nl}, {"tiny_iq4_xs", iq4_xs},
+          {"tiny_q2_K", q2_k}};
 }
 
 // Adds sequence `id`, prefills `prompt` and takes `steps` greedy tokens (steps - 1 decode

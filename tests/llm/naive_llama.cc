@@ -19,7 +19,9 @@ float Half(const uint8_t* p) {
   return static_cast<float>((h & 0x8000) ? -v : v);
 }
 
-int BlockWeights(int type) { return type == 11 || type == 12 || type == 13 || type == 14 || type == 23 ? 256 : 32; }
+int BlockWeights(int type) {
+  return type == 10 || type == 11 || type == 12 || type == 13 || type == 14 || type == 23 ? 256 : 32;
+}
 
 int64_t BlockBytes(int type) {
   switch (type) {
@@ -28,6 +30,7 @@ int64_t BlockBytes(int type) {
     case 6: return 22;
     case 7: return 24;
     case 8: return 34;
+    case 10: return 84;
     case 11: return 110;
     case 20: return 18;
     case 23: return 136;
@@ -81,6 +84,18 @@ void DecodeBlock(int type, const uint8_t* block, int* q, double* a, double* o) {
       q[j] = block[j % 32] >> (4 * (j / 128) + shift) & 1 ? low : low - 4;
       a[j] = d * scale;
       o[j] = 0;
+    }
+    return;
+  }
+  // q2_K: 16 bytes of 4-bit scales (low nibble) and mins (high), one per 16 weights, 64 bytes
+  // of 2-bit quants (weight j: bits 2 * ((j % 128) / 32) of byte 16 + 32 * (j / 128) + j % 32),
+  // d, dmin.
+  if (type == 10) {
+    const double d = Half(block + 80), dmin = Half(block + 82);
+    for (int j = 0; j < 256; ++j) {
+      q[j] = block[16 + 32 * (j / 128) + j % 32] >> (2 * ((j % 128) / 32)) & 3;
+      a[j] = d * (block[j / 16] & 15);
+      o[j] = -dmin * (block[j / 16] >> 4);
     }
     return;
   }

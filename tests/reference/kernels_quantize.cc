@@ -29,10 +29,11 @@ absl::StatusOr<Format> FormatOf(const KernelCall& call) {
   if (name != nullptr && *name == "q4_K") return Format{"q4_K", 144, 256};
   if (name != nullptr && *name == "q5_K") return Format{"q5_K", 176, 256};
   if (name != nullptr && *name == "q6_K") return Format{"q6_K", 210, 256};
+  if (name != nullptr && *name == "q2_K") return Format{"q2_K", 84, 256};
   if (name != nullptr && *name == "q3_K") return Format{"q3_K", 110, 256};
   if (name != nullptr && *name == "iq4_nl") return Format{"iq4_nl", 18};
   if (name != nullptr && *name == "iq4_xs") return Format{"iq4_xs", 136, 256};
-  return call.Error("attribute format must be one of q4_0, q4_1, q8_0, q5_0, q5_1, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs");
+  return call.Error("attribute format must be one of q4_0, q4_1, q8_0, q5_0, q5_1, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_nl, iq4_xs");
 }
 
 double Half(const std::vector<uint8_t>& bytes, int64_t at) {
@@ -70,6 +71,22 @@ void DecodeQ3KSuperBlock(const std::vector<uint8_t>& bytes, int64_t at, float* o
 void DecodeSuperBlock(const Format& f, const std::vector<uint8_t>& bytes, int64_t at, float* out) {
   auto byte = [&](int64_t i) -> int { return bytes[static_cast<size_t>(at + i)]; };
   if (f.name == "q3_K") return DecodeQ3KSuperBlock(bytes, at, out);
+  if (f.name == "q2_K") {  // as dequantize_row_q2_K: per 16, dl = d * scale, ml = dmin * min
+    const float d = static_cast<float>(Half(bytes, at + 80)), dmin = static_cast<float>(Half(bytes, at + 82));
+    int is = 0;
+    for (int half = 0; half < 2; ++half) {
+      for (int shift = 0; shift < 8; shift += 2) {
+        for (int run = 0; run < 2; ++run, ++is) {
+          const float dl = d * static_cast<float>(byte(is) & 15), ml = dmin * static_cast<float>(byte(is) >> 4);
+          for (int l = 0; l < 16; ++l) {
+            const int q = (byte(16 + 32 * half + 16 * run + l) >> shift) & 3;
+            out[128 * half + 16 * (shift + run) + l] = dl * static_cast<float>(q) - ml;
+          }
+        }
+      }
+    }
+    return;
+  }
   if (f.name == "iq4_xs") {  // per 32: dl = d * (scale - 32), weight = dl * table[q]
     static constexpr int kTable[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
     const float d = static_cast<float>(Half(bytes, at));

@@ -26,9 +26,9 @@ TEST(QuantizeTest, DequantizeShapesAndErrors) {
             "block");
   EXPECT_EQ(Infer("dequantize", {T({18}, i32)}, q4), "error: dequantize: data must be uint8 (the blocks' bytes), got int32");
   EXPECT_EQ(Infer("dequantize", {T({18}, u8)}),
-            "error: dequantize: missing attribute format (\"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q3_K\", \"q4_K\", \"q5_K\", \"q6_K\", \"iq4_nl\" or \"iq4_xs\")");
+            "error: dequantize: missing attribute format (\"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q2_K\", \"q3_K\", \"q4_K\", \"q5_K\", \"q6_K\", \"iq4_nl\" or \"iq4_xs\")");
   EXPECT_EQ(Infer("dequantize", {T({18}, u8)}, {{"format", std::string("q5_k")}}),
-            "error: dequantize: attribute format must be \"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q3_K\", \"q4_K\", \"q5_K\", \"q6_K\", \"iq4_nl\" or \"iq4_xs\"");
+            "error: dequantize: attribute format must be \"q4_0\", \"q4_1\", \"q8_0\", \"q5_0\", \"q5_1\", \"q2_K\", \"q3_K\", \"q4_K\", \"q5_K\", \"q6_K\", \"iq4_nl\" or \"iq4_xs\"");
   // K-quants: 256 weights per super-block (q4_K 144 bytes, q6_K 210); q5_1: 32 in 24 bytes.
   EXPECT_EQ(Infer("dequantize", {T({n, 288}, u8)}, {{"format", std::string("q4_K")}}), "Tensor((n, 512), float32)");
   EXPECT_EQ(Infer("dequantize", {T({n, 48}, u8)}, {{"format", std::string("q5_1")}}), "Tensor((n, 64), float32)");
@@ -73,13 +73,13 @@ TEST(QuantizeTest, QuantizedMatmulShapesAndErrors) {
             "Tensor((n, 7), float32)");
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
                   {{"format", std::string("q4_1")}, {"summation", std::string("blocks")}}),
-            "error: quantized_matmul: summation \"blocks\" is for q4_0, q8_0, q4_K and iq4_nl weights, not q4_1");
+            "error: quantized_matmul: summation \"blocks\" is for q4_0, q8_0, q4_K, q2_K and iq4_nl weights, not q4_1");
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({7, 360}, u8)},
                   {{"format", std::string("q4_1")}, {"summation", std::string("tree")}}),
             "error: quantized_matmul: attribute summation must be \"lanes\", \"blocks\" or \"tiles\"");
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 1536}, f32), T({576, 1260}, u8)},
                   {{"format", std::string("q6_K")}, {"summation", std::string("blocks")}}),
-            "error: quantized_matmul: summation \"blocks\" is for q4_0, q8_0, q4_K and iq4_nl weights, not q6_K");
+            "error: quantized_matmul: summation \"blocks\" is for q4_0, q8_0, q4_K, q2_K and iq4_nl weights, not q6_K");
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 1536}, f32), T({576, 864}, u8)},
                   {{"format", std::string("q4_K")}, {"summation", std::string("blocks")}}),
             "Tensor((n, 576), float32)");
@@ -88,7 +88,7 @@ TEST(QuantizeTest, QuantizedMatmulShapesAndErrors) {
             "Tensor((n, 576), float32)");
   EXPECT_EQ(Infer("quantized_matmul", {T({n, 576}, f32), T({8, 324}, u8)},
                   {{"format", std::string("q4_0")}, {"summation", std::string("tiles")}}),
-            "error: quantized_matmul: summation \"tiles\" is for q3_K, q4_K, q5_K, q6_K and iq4_xs weights, not q4_0");
+            "error: quantized_matmul: summation \"tiles\" is for q2_K, q3_K, q4_K, q5_K, q6_K and iq4_xs weights, not q4_0");
 }
 
 TEST(QuantizeTest, RotaryEmbeddingShapesAndErrors) {

@@ -270,9 +270,11 @@ TEST(Tokenizer, BadVocabulariesAreRefused) {
             "tiny.gguf: unknown pre-tokenizer 'tekken' (tokenizer.ggml.pre); Kiln");
   EXPECT_EQ(error(TinyVocabulary("gpt2", {"ab"})),
             "tiny.gguf: tokenizer.ggml.merges entry 0 ('ab') is not two tokens");
-  GgufWriter spm;
-  spm.Add("tokenizer.ggml.model", Str("llama"));
-  EXPECT_EQ(error(spm.Build()), "tiny.gguf: tokenizer model 'llama' is not supported; Kiln reads byte-level BPE ('gpt2')");
+  GgufWriter t5;
+  t5.Add("tokenizer.ggml.model", Str("t5"));
+  EXPECT_EQ(error(t5.Build()),
+            "tiny.gguf: tokenizer model 't5' is not supported; Kiln reads byte-level BPE ('gpt2') and SentencePiece "
+            "('llama')");
   GgufWriter no_tokens;
   no_tokens.Add("tokenizer.ggml.model", Str("gpt2"));
   EXPECT_EQ(error(no_tokens.Build()), "tiny.gguf: key 'tokenizer.ggml.tokens' is missing");

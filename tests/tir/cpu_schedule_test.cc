@@ -342,6 +342,56 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
   }
 }
 
+// matmul.gemv_rows_per_pass: the row edge's update is versioned on its own (branch_on
+// scoped to its k-block loop, nothing else copied) for a one-row edge (m = 1, 17, ..), which
+// reads 16 weight rows per pass: per k block, row step and row, sub-tile, pair, the 16
+// unrolled, lanes. The copy keeps the other row counts' order (8 weight rows per pass, and
+// AVX2's whole 4-row steps). The default (0) has no such version.
+TEST(DefaultCpuScheduleTest, GemvRowsPerPassVersionsTheRowEdgeAlone) {
+  const std::string text = MatmulOverA4096SquareWeight();
+  absl::StatusOr<CpuScheduleKnobs> knobs = CpuScheduleKnobs::Parse("matmul.gemv_rows_per_pass=16");
+  ASSERT_TRUE(knobs.ok()) << knobs.status();
+  for (int lanes : {16, 8}) {
+    SCOPED_TRACE(lanes);
+    std::string trace;
+    absl::StatusOr<PrimFunc> f =
+        ScheduleForCpu(Parse(text), {.vector_lanes = lanes, .num_threads = 2, .knobs = *knobs}, &trace);
+    ASSERT_TRUE(f.ok()) << f.status();
+    const std::string printed = Unindented(*f);
+    const std::string e = lanes == 16 ? "_else" : "_else_else";
+    const int step = lanes == 16 ? 8 : 4;
+    EXPECT_THAT(trace, HasSubstr(absl::StrCat("branch_on(\"floormod(m, 16) == 1\", \"r", e, "_0_edge\") -> \"C", e,
+                                              "_edge_else\"")));
+    const std::string one_row = absl::StrCat(
+        "if floormod(m, 16) == 1 {\n"
+        "for r", e, "_0_edge in serial(0, 256) {\n"
+        "for i", e, "_1_0_edge in serial(0, ", 16 / step, ") {\n"
+        "for i", e, "_1_1_edge in unroll(0, ", step, ") {\n"
+        "for j", e, "_1_0_edge in serial(0, ", 2048 / (16 * lanes), ") {\n"
+        "for j", e, "_1_1_0_edge in serial(0, 8) {\n"
+        "for r", e, "_1_edge in unroll(0, 16) {\n"
+        "for j", e, "_1_1_1_edge in vectorized(0, ", 2 * lanes, ") {");
+    EXPECT_THAT(printed, HasSubstr(one_row)) << printed;
+    // The other row counts: 8 weight rows per pass (per row on AVX-512; AVX2's whole steps
+    // under guard_steps).
+    EXPECT_THAT(printed, HasSubstr(absl::StrCat("} else {\nfor r", e, "_0_edge_else in serial(0, 256) {\n")));
+    EXPECT_THAT(printed, HasSubstr(absl::StrCat("for r", e, "_1_edge_else_", lanes == 16 ? "0" : "0_part",
+                                                " in serial(0, 2) {")))
+        << printed;
+    if (lanes == 8) EXPECT_THAT(trace, HasSubstr("guard_steps(\"i_else_else_1_0_edge_else\")"));
+    // The trace replays to the same function.
+    absl::StatusOr<Trace> parsed = Trace::Parse(trace);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    Schedule again(Parse(text));
+    absl::Status st = parsed->Replay(&again);
+    ASSERT_TRUE(st.ok()) << st << "\n" << trace;
+    EXPECT_TRUE(StructuralEqual(again.func(), *f)) << StructuralDiff(again.func(), *f);
+    absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = lanes, .num_threads = 2});
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    EXPECT_THAT(Print(*plain), Not(HasSubstr("floormod(m, 16) == 1")));
+  }
+}
+
 // The loops of a packed wide tile over a 4096 x 4096 weight, one thread: per k block of 256
 // weight rows and 128-column sub-tile the copy into the panel, then `steps` row steps of
 // `rows` rows, pairs, the block's k, the rows unrolled and the lanes.

@@ -452,6 +452,30 @@ prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
               HasSubstr("branch_on: condition 'z < n': branch_on:1:1: error: undefined variable 'z'"));
 }
 
+// BranchOn with a loop versions that loop alone; the trace names it and replays.
+TEST(ScheduleTest, BranchOnALoopVersionsThatLoopOnly) {
+  PrimFunc func = Parse(kScale);
+  const Var n(std::static_pointer_cast<const VarNode>(func->params[0].buffer->shape[0].node()));
+  Schedule s(func);
+  ASSERT_TRUE(s.Split("i", {-1, 16}).ok());
+  absl::StatusOr<std::vector<std::string>> copy = s.BranchOn(EQ(n, IntImm(DataType::Int64(), 1)), "i_1");
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(*copy, std::vector<std::string>{"B_else"});
+  const std::string printed = Print(s.func());
+  EXPECT_THAT(printed, HasSubstr("for i_0 in serial(0, floordiv(n + 15, 16)) {\n    if n == 1 {\n      for i_1 in"))
+      << printed;
+  EXPECT_THAT(printed, HasSubstr("} else {\n      for i_1_else in serial(0, 16) {")) << printed;
+  EXPECT_EQ(s.trace().ToString(),
+            "split(\"i\", [-1, 16]) -> [\"i_0\", \"i_1\"]\n"
+            "branch_on(\"n == 1\", \"i_1\") -> \"B_else\"\n");
+  Schedule again(func);
+  absl::Status st = Trace::Parse(s.trace().ToString())->Replay(&again);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func())) << Print(again.func());
+  EXPECT_THAT(Schedule(func).BranchOn(EQ(n, IntImm(DataType::Int64(), 1)), "nowhere").status().message(),
+              HasSubstr("branch_on"));
+}
+
 // The lane tail of a split that does not divide the extent runs in a copy vectorized over
 // the lanes in range only (a loop of symbolic extent: the code generator masks it).
 TEST(ScheduleTest, GuardVectorizedTailsRunsTheLanesInRangeAsAShorterVector) {

@@ -470,10 +470,10 @@ TEST(SearchSpaceTest, OneKnobNeighboursOfTheDefault) {
   const tir::CpuScheduleKnobs defaults;
   std::vector<tir::CpuScheduleKnobs> neighbours = OneKnobNeighbours(defaults);
   // Counted by hand from the values in search_space.cc: row_tile 0 -> 1; col_vectors 2 ->
-  // 1, 3, 4; pack -1 -> 0, 1; k_unroll 1 -> 2, 4, 8; wide_k_block 0 -> 8, 32, 64; the other
-  // twelve knobs one value each (the two-valued ones flipped, the many-valued ones from 0
-  // to their next value).
-  EXPECT_EQ(neighbours.size(), 1u + 3 + 2 + 3 + 3 + 12);
+  // 1, 3, 4; pack -1 -> 0, 1; k_unroll 1 -> 2, 4, 8; wide_k_block 0 -> 8, 32, 64;
+  // gemv_rows_per_pass 0 -> 8, 16; the other twelve knobs one value each (the two-valued
+  // ones flipped, the many-valued ones from 0 to their next value).
+  EXPECT_EQ(neighbours.size(), 1u + 3 + 2 + 3 + 3 + 2 + 12);
   std::set<std::string> texts;
   const std::vector<std::pair<std::string, int>> base = KnobValues(defaults);
   for (const tir::CpuScheduleKnobs& k : neighbours) {

@@ -283,7 +283,7 @@ TEST(ExecutableWeights, TruncationIsReportedAsTruncation) {
   EXPECT_THAT(Message(LoadStatus("KILNEXF" + file.substr(7))), HasSubstr("bad magic"));
   // Files of other kinds given where a .kx belongs (kiln run model.gguf) are named.
   EXPECT_EQ(Message(LoadStatus(std::string("GGUF\x03\0\0\0\0\0\0\0\0\0\0\0", 16))),
-            "not a Kiln executable: the file is a GGUF model (.gguf)");
+            "not a Kiln executable: the file is a GGUF model (.gguf); models are compiled into a .kx by 'kiln compile'");
   EXPECT_EQ(Message(LoadStatus("module {\n  func @main() {\n    return ()\n  }\n}\n")),
             "not a Kiln executable: the file is text (IR text, a .kir, is compiled into a .kx by 'kiln compile')");
   std::string old = file;

@@ -1,6 +1,7 @@
-// BranchOn: loop versioning — the body becomes `if (condition) { body } else { copy }`, so
-// each version can be scheduled for the sizes it will run at.
+// BranchOn: loop versioning — the body (or one loop of it) becomes `if (condition) { body }
+// else { copy }`, so each version can be scheduled for the sizes it will run at.
 #include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/schedule_utils.h"
 #include "tir/structural_equal.h"
@@ -10,7 +11,7 @@ namespace kiln::tir::schedule_primitive {
 
 using namespace schedule_internal;  // NOLINT
 
-absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& condition) {
+absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& condition, const std::string& loop) {
   if (!condition.defined() || !condition.dtype().is_bool()) {
     return absl::InvalidArgumentError("branch_on: the condition must be a bool expression");
   }
@@ -25,13 +26,18 @@ absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& cond
     return absl::InvalidArgumentError(
         absl::StrCat("branch_on: condition '", text, "' does not read back as itself from a trace"));
   }
+  // The whole body, or the one loop named (a version of one part of the function only).
+  Stmt versioned = func->body;
+  if (!loop.empty()) {
+    KILN_ASSIGN_OR_RETURN(versioned, FindLoop(func, loop, "branch_on"));
+  }
   NameSet used = UsedNames(func);
-  Stmt copy = CopyWithFreshDefinitions(func->body, "_else", &used);
+  Stmt copy = CopyWithFreshDefinitions(versioned, "_else", &used);
   BranchResult result;
   ForEachStmt(copy, [&](const Stmt& s) {
     if (const auto* b = s.as<BlockNode>()) result.else_blocks.push_back(b->name);
   });
-  result.func = WithBody(func, IfThenElse(condition, func->body, copy));
+  result.func = WithBody(func, ReplaceStmt(func->body, versioned.get(), IfThenElse(condition, versioned, copy)));
   return result;
 }
 

@@ -168,10 +168,12 @@ absl::StatusOr<std::vector<std::string>> Schedule::RFactor(const std::string& bl
   return names;
 }
 
-absl::StatusOr<std::vector<std::string>> Schedule::BranchOn(const PrimExpr& condition) {
-  KILN_ASSIGN_OR_RETURN(schedule_primitive::BranchResult r, schedule_primitive::BranchOn(func_, condition));
+absl::StatusOr<std::vector<std::string>> Schedule::BranchOn(const PrimExpr& condition, const std::string& loop) {
+  KILN_ASSIGN_OR_RETURN(schedule_primitive::BranchResult r, schedule_primitive::BranchOn(func_, condition, loop));
   func_ = r.func;
-  trace_.Append({"branch_on", {ToString(condition)}, {}, r.else_blocks});
+  std::vector<std::string> inputs = {ToString(condition)};
+  if (!loop.empty()) inputs.push_back(loop);
+  trace_.Append({"branch_on", inputs, {}, r.else_blocks});
   return r.else_blocks;
 }
 

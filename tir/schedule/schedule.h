@@ -127,6 +127,9 @@
 //        The condition is a bool expression of the function's variables (scalar
 //        parameters and symbolic sizes of its buffer parameters), with unique names, that
 //        a trace can print and read back. Returns the copy's block names.
+//        BranchOn(condition, loop): the same for one loop only (that loop becomes
+//        `if (condition) { loop } else { copy }`), e.g. an edge tile's update nest, so
+//        the rest of the function is not copied.
 //      GuardVectorizedTails(): prepares vectorized loops for the CPU code generator. A
 //        vectorized loop whose blocks' predicates depend on the lane through `a < b` (`a`
 //        increasing with the lane) becomes `if (the predicate holds at the last lane) {
@@ -192,7 +195,7 @@ class Schedule {
   // With tail_lanes, the vector tail block last.
   absl::StatusOr<std::vector<std::string>> RFactor(const std::string& block, const std::string& loop, int64_t lanes,
                                                    int64_t tail_lanes = 0);
-  absl::StatusOr<std::vector<std::string>> BranchOn(const PrimExpr& condition);
+  absl::StatusOr<std::vector<std::string>> BranchOn(const PrimExpr& condition, const std::string& loop = "");
   absl::Status GuardVectorizedTails();
   absl::Status GuardSteps(const std::string& loop);
 
@@ -253,7 +256,7 @@ struct BranchResult {
   PrimFunc func;
   std::vector<std::string> else_blocks;  // the copy's blocks, in order
 };
-absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& condition);
+absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& condition, const std::string& loop);
 PrimFunc GuardVectorizedTails(const PrimFunc& func);
 absl::StatusOr<PrimFunc> GuardSteps(const PrimFunc& func, const std::string& loop);
 }  // namespace schedule_primitive

@@ -273,10 +273,10 @@ absl::Status Trace::Replay(Schedule* s) const {
       KILN_RETURN_IF_ERROR(arity(2, inst.ints.size() == 2 ? 2 : 1, "a block, a loop, a lane count and maybe tail lanes"));
       outputs = s->RFactor(in[0], in[1], inst.ints[0], inst.ints.size() == 2 ? inst.ints[1] : 0);
     } else if (inst.kind == "branch_on") {
-      KILN_RETURN_IF_ERROR(arity(1, 0, "a condition"));
+      if (in.size() != 2 || !inst.ints.empty()) KILN_RETURN_IF_ERROR(arity(1, 0, "a condition and maybe a loop"));
       absl::StatusOr<PrimExpr> condition = ParsePrimExpr(in[0], schedule_internal::FunctionVars(s->func()), "branch_on");
       if (!condition.ok()) return where(condition.status());
-      outputs = s->BranchOn(*condition);
+      outputs = s->BranchOn(*condition, in.size() == 2 ? in[1] : "");
     } else if (inst.kind == "guard_vectorized_tails") {
       KILN_RETURN_IF_ERROR(arity(0, 0, "no arguments"));
       outputs = none(s->GuardVectorizedTails());

@@ -11,6 +11,7 @@
 //      parallel("i_0")
 //      compute_inline(["t0", "t1"])
 //      branch_on("n >= 64 || m < 256") -> ["C_else", "C_write_back_else"]
+//      branch_on("floormod(m, 16) == 1", "r_0_edge") -> "C_edge_else"
 //      guard_vectorized_tails()
 //    An expression argument (branch_on's condition) is its tir::ToString text, quoted; it
 //    is read (tir::ParsePrimExpr) against the function's variables when replayed.
@@ -32,7 +33,7 @@ class Schedule;
 
 struct Instruction {
   std::string kind;                 // "get_block", "split", "fuse", ...
-  std::vector<std::string> inputs;  // loop / block names (branch_on: the condition's text)
+  std::vector<std::string> inputs;  // loop / block names (branch_on: the condition's text, then its loop if any)
   std::vector<int64_t> ints;        // split factors
   std::vector<std::string> outputs; // names of the loops / blocks it made or found
   std::string ToString() const;

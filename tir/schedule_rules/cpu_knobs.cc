@@ -36,6 +36,8 @@ const std::vector<KnobField>& Fields() {
       {"matmul.wide_subtiles", [](CpuScheduleKnobs& k) { return &k.matmul.wide_subtiles; }, nullptr, 0, 16},
       {"matmul.wide_pack", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.wide_pack; }, 0, 1},
       {"matmul.many_rows", [](CpuScheduleKnobs& k) { return &k.matmul.many_rows; }, nullptr, 0, 1024},
+      {"matmul.gemv_rows_per_pass", [](CpuScheduleKnobs& k) { return &k.matmul.gemv_rows_per_pass; }, nullptr, 0,
+       1024},
       {"reduction.lanes", [](CpuScheduleKnobs& k) { return &k.reduction.lanes; }, nullptr, 0, 64},
       {"reduction.parallel", nullptr, [](CpuScheduleKnobs& k) { return &k.reduction.parallel; }, 0, 1},
       {"injective.lanes", [](CpuScheduleKnobs& k) { return &k.injective.lanes; }, nullptr, 0, 64},

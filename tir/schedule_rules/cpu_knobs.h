@@ -44,6 +44,11 @@ struct MatmulKnobs {
   // The symbolic row count from which a matmul takes register tiles instead of wide tiles
   // (the rule's 64; 65 where AVX2's packed wide tiles of 64 rows apply).
   int many_rows = 0;
+  // Weight rows per pass of the one-row version of a wide tile's row edge (the GEMV, and
+  // any row count one more than a multiple of the tile's rows), split off the edge's other
+  // row counts by a branch on the edge alone; a divisor of the wide k block. 0: no such
+  // version (every row count takes the edge's 8 weight rows per pass).
+  int gemv_rows_per_pass = 0;
   bool operator==(const MatmulKnobs&) const = default;
 };
 

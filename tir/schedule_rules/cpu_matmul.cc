@@ -575,58 +575,171 @@ std::vector<std::string> RowEdgeBlocks(const PrimFunc& func) {
 
 }  // namespace
 
+namespace {
+
+// The loops of a wide tile's row-edge update that the streaming orders rearrange, by name:
+// (.., k_0, [sub-tiles,] [row steps,] pairs, k_1, rows unrolled, vector).
+struct WideEdgeLoops {
+  std::string k_blocks;   // k_0, directly above the rest; "" when not found
+  std::string sub_tiles;  // "" when the tile has one
+  std::string row_steps;  // "" when the tile's rows are one step
+  std::string pairs, k, rows;
+  int64_t k_extent = 0;
+  PrimExpr rows_extent;   // the rows of one step
+  int64_t tile_rows = 0;  // the rows of the tile (row steps x rows); 0 when not constant
+};
+
+// The row-edge update `name`'s loops in `s` (its get_loops enters the trace), when it has
+// the wide tile's shape; nullopt otherwise.
+std::optional<WideEdgeLoops> FindWideEdgeLoops(Schedule* s, const std::string& name,
+                                               const CpuScheduleOptions& options) {
+  absl::StatusOr<std::vector<std::string>> loops = s->GetLoops(name);
+  if (!loops.ok() || loops->size() < 4) return std::nullopt;
+  const size_t n = loops->size();
+  auto loop = [&](size_t i) -> const ForNode* {
+    absl::StatusOr<Stmt> f = FindLoop(s->func(), (*loops)[i], "");
+    return f.ok() ? f->as<ForNode>() : nullptr;
+  };
+  const ForNode *pairs = loop(n - 4), *k = loop(n - 3), *rows = loop(n - 2), *vector = loop(n - 1);
+  if (!pairs || !k || !rows || !vector || pairs->for_kind != ForKind::kSerial || !pairs->extent.as_int() ||
+      k->for_kind != ForKind::kSerial || k->extent.as_int() != WideTileKBlock(options) ||
+      rows->for_kind != ForKind::kUnrolled || vector->for_kind != ForKind::kVectorized) {
+    return std::nullopt;
+  }
+  absl::StatusOr<Stmt> block = FindBlock(s->func(), name, "");
+  if (!block.ok()) return std::nullopt;
+  WideEdgeLoops edge;
+  edge.pairs = (*loops)[n - 4];
+  edge.k = (*loops)[n - 3];
+  edge.rows = (*loops)[n - 2];
+  edge.k_extent = *k->extent.as_int();
+  edge.rows_extent = rows->extent;
+  edge.tile_rows = rows->extent.as_int().value_or(0);
+  // Above the pairs, when the tile has them: its row steps (BlockWideTileOverK; in the row
+  // index), then its sub-tiles (in the column index, with the pairs), then the k blocks.
+  size_t above = n - 4;
+  const ForNode* row_steps = above >= 1 ? loop(above - 1) : nullptr;
+  if (EnclosesInIndex(block->as<BlockNode>(), row_steps, pairs, rows)) {
+    edge.row_steps = (*loops)[--above];
+    std::optional<int64_t> steps = row_steps->extent.as_int();
+    edge.tile_rows = steps ? edge.tile_rows * *steps : 0;  // 0: not known
+  }
+  const ForNode* below = edge.row_steps.empty() ? pairs : row_steps;
+  const ForNode* sub_tiles = above >= 1 ? loop(above - 1) : nullptr;
+  if (EnclosesInIndex(block->as<BlockNode>(), sub_tiles, below, pairs)) {
+    edge.sub_tiles = (*loops)[--above];
+    below = sub_tiles;
+  }
+  const ForNode* k_blocks = above >= 1 ? loop(above - 1) : nullptr;
+  if (k_blocks && k_blocks->for_kind == ForKind::kSerial &&
+      k_blocks->body.get() == static_cast<const StmtNode*>(below)) {
+    edge.k_blocks = (*loops)[above - 1];
+  }
+  return edge;
+}
+
+// The row count a row-edge block's predicate compares its rows with (`row < m`: m).
+std::optional<PrimExpr> EdgeRowCount(const Schedule& s, const std::string& name, const std::string& rows) {
+  absl::StatusOr<Stmt> block = FindBlock(s.func(), name, "");
+  absl::StatusOr<Stmt> row_loop = FindLoop(s.func(), rows, "");
+  if (!block.ok() || !row_loop.ok()) return std::nullopt;
+  std::optional<PrimExpr> count;
+  const VarNode* row = row_loop->as<ForNode>()->loop_var.get();
+  std::vector<PrimExpr> pending = {block->as<BlockNode>()->predicate};
+  while (!pending.empty()) {
+    PrimExpr e = pending.back();
+    pending.pop_back();
+    const auto* binary = e.as<BinaryNode>();
+    if (!binary) continue;
+    if (binary->kind() == ExprKind::kAnd) {
+      pending.push_back(binary->a);
+      pending.push_back(binary->b);
+    } else if (binary->kind() == ExprKind::kLT && UsesVar(binary->a, row) && !UsesVar(binary->b, row)) {
+      count = binary->b;
+    }
+  }
+  return count;
+}
+
+// The one-row version of the row edge (knob matmul.gemv_rows_per_pass): the edge's update
+// nest is versioned on `floormod(m, tile rows) == 1` (BranchOn scoped to its k-block loop,
+// so nothing else of the function is copied), and the version where only its first row is
+// in range (the GEMV) reads `rows_per_pass` weight rows per pass across the whole tile:
+// (k_0, [row steps,] [k_1 / rows_per_pass,] rows, [sub-tiles,] pairs, rows_per_pass
+// unrolled, vector); each pair's accumulators go to L2 and back once per pass, half as often
+// with 16 as with the other row counts' 8. The copy (`_else`) is returned for the order of
+// the other row counts; nullopt with `s` unchanged when the edge does not have the shape.
+// A constant row count takes the one-row order alone (returns "") or nothing.
+std::optional<std::string> SplitOffOneRowEdge(Schedule* s, const std::string& name,
+                                              const CpuScheduleOptions& options) {
+  const int64_t per_pass = options.knobs.matmul.gemv_rows_per_pass;
+  if (per_pass <= 0) return std::nullopt;
+  Schedule attempt = *s;
+  std::optional<WideEdgeLoops> edge = FindWideEdgeLoops(&attempt, name, options);
+  if (!edge || edge->k_blocks.empty() || edge->k_extent % per_pass != 0 || edge->tile_rows < 2) return std::nullopt;
+  std::optional<PrimExpr> rows = EdgeRowCount(attempt, name, edge->rows);
+  if (!rows) return std::nullopt;
+  std::string rest;
+  if (std::optional<int64_t> m = rows->as_int()) {
+    if (*m % edge->tile_rows != 1) return std::nullopt;
+  } else {
+    const PrimExpr one_row = EQ(FloorMod(*rows, IntImm(rows->dtype(), edge->tile_rows)), IntImm(rows->dtype(), 1));
+    absl::StatusOr<std::vector<std::string>> copy = attempt.BranchOn(one_row, edge->k_blocks);
+    if (!copy.ok() || copy->size() != 1) return std::nullopt;
+    rest = (*copy)[0];
+  }
+  std::vector<std::string> order;
+  if (!edge->row_steps.empty()) order.push_back(edge->row_steps);
+  std::string inner = edge->k;
+  if (per_pass < edge->k_extent) {
+    absl::StatusOr<std::vector<std::string>> passes = attempt.Split(edge->k, {-1, per_pass});
+    if (!passes.ok()) return std::nullopt;
+    order.push_back((*passes)[0]);
+    inner = (*passes)[1];
+  }
+  order.push_back(edge->rows);
+  if (!edge->sub_tiles.empty()) order.push_back(edge->sub_tiles);
+  order.push_back(edge->pairs);
+  order.push_back(inner);
+  if (!attempt.Reorder(order).ok() || !attempt.Unroll(inner).ok()) return std::nullopt;
+  *s = std::move(attempt);
+  return rest;
+}
+
+// One row-edge update in the streaming order of the other row counts (above).
+void StreamWideEdgeTile(Schedule* s, const std::string& name, const CpuScheduleOptions& options) {
+  // Everything on a copy, kept only when the reorder is made (get_loops enters the trace).
+  Schedule attempt = *s;
+  std::optional<WideEdgeLoops> edge = FindWideEdgeLoops(&attempt, name, options);
+  if (!edge) return;
+  absl::StatusOr<std::vector<std::string>> steps = attempt.Split(edge->k, {-1, kEdgeRowsPerStep});
+  if (!steps.ok()) return;
+  if (!edge->row_steps.empty() && edge->rows_extent.as_int() <= kWholeEdgeStepMostRows) {
+    Schedule stepped = attempt;
+    if (StreamEdgeInWholeSteps(&stepped, name, edge->row_steps, *steps, edge->sub_tiles, edge->pairs, edge->rows)) {
+      *s = std::move(stepped);
+      return;
+    }
+  }
+  // Row steps outermost: each step's rows read the block's weight rows across the whole
+  // tile (a step whose rows are all out of range skips them once per 8 weight rows).
+  std::vector<std::string> order;
+  if (!edge->row_steps.empty()) order.push_back(edge->row_steps);
+  order.push_back((*steps)[0]);
+  order.push_back(edge->rows);
+  if (!edge->sub_tiles.empty()) order.push_back(edge->sub_tiles);
+  order.push_back(edge->pairs);
+  order.push_back((*steps)[1]);
+  if (attempt.Reorder(order).ok() && attempt.Unroll((*steps)[1]).ok()) *s = std::move(attempt);
+}
+
+}  // namespace
+
 void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options) {
   for (const std::string& name : RowEdgeBlocks(s->func())) {
-    // Everything on a copy, kept only when the reorder is made (get_loops enters the trace).
-    Schedule attempt = *s;
-    absl::StatusOr<std::vector<std::string>> loops = attempt.GetLoops(name);
-    if (!loops.ok() || loops->size() < 4) continue;
-    const size_t n = loops->size();
-    auto loop = [&](size_t i) -> const ForNode* {
-      absl::StatusOr<Stmt> f = FindLoop(s->func(), (*loops)[i], "");
-      return f.ok() ? f->as<ForNode>() : nullptr;
-    };
-    const ForNode *pairs = loop(n - 4), *k = loop(n - 3), *rows = loop(n - 2), *vector = loop(n - 1);
-    if (!pairs || !k || !rows || !vector || pairs->for_kind != ForKind::kSerial || !pairs->extent.as_int() ||
-        k->for_kind != ForKind::kSerial || k->extent.as_int() != WideTileKBlock(options) ||
-        rows->for_kind != ForKind::kUnrolled || vector->for_kind != ForKind::kVectorized) {
-      continue;
-    }
-    absl::StatusOr<Stmt> block = FindBlock(attempt.func(), name, "");
-    if (!block.ok()) continue;
-    auto encloses_in_index = [&](const ForNode* outer, const ForNode* inner, const ForNode* with) {
-      return EnclosesInIndex(block->as<BlockNode>(), outer, inner, with);
-    };
-    // Above the pairs, when the tile has them: its row steps (BlockWideTileOverK; in the
-    // row index), then its sub-tiles (in the column index, with the pairs).
-    size_t above = n - 4;
-    const ForNode* row_steps = above >= 1 ? loop(above - 1) : nullptr;
-    const bool has_row_steps = encloses_in_index(row_steps, pairs, rows);
-    if (has_row_steps) --above;
-    const ForNode* sub_tiles = above >= 1 ? loop(above - 1) : nullptr;
-    const bool has_sub_tiles = encloses_in_index(sub_tiles, has_row_steps ? row_steps : pairs, pairs);
-    absl::StatusOr<std::vector<std::string>> steps = attempt.Split((*loops)[n - 3], {-1, kEdgeRowsPerStep});
-    if (!steps.ok()) continue;
-    const std::string& pairs_name = (*loops)[n - 4];
-    const std::string& rows_name = (*loops)[n - 2];
-    const std::string sub_tiles_name = has_sub_tiles ? (*loops)[above - 1] : std::string();
-    if (has_row_steps && rows->extent.as_int() <= kWholeEdgeStepMostRows) {
-      Schedule stepped = attempt;
-      if (StreamEdgeInWholeSteps(&stepped, name, (*loops)[n - 5], *steps, sub_tiles_name, pairs_name, rows_name)) {
-        *s = std::move(stepped);
-        continue;
-      }
-    }
-    // Row steps outermost: each step's rows read the block's weight rows across the whole
-    // tile (a step whose rows are all out of range skips them once per 8 weight rows).
-    std::vector<std::string> order;
-    if (has_row_steps) order.push_back((*loops)[n - 5]);
-    order.push_back((*steps)[0]);
-    order.push_back(rows_name);
-    if (has_sub_tiles) order.push_back(sub_tiles_name);
-    order.push_back(pairs_name);
-    order.push_back((*steps)[1]);
-    if (attempt.Reorder(order).ok() && attempt.Unroll((*steps)[1]).ok()) *s = std::move(attempt);
+    std::optional<std::string> rest = SplitOffOneRowEdge(s, name, options);
+    if (rest && rest->empty()) continue;  // a constant row count: the one-row order only
+    StreamWideEdgeTile(s, rest ? *rest : name, options);
   }
 }
 

@@ -91,7 +91,9 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
 // When the tile has row steps of at most 4 rows (AVX2's), each step checks its rows once
 // (GuardSteps): a whole step runs (k_0, step, k_1 / 8, [sub-tiles,] pairs, 8 unrolled, rows
 // unrolled, vector), its rows sharing each load of the weight, and only the partial step
-// (the GEMV's) takes the per-row order above.
+// (the GEMV's) takes the per-row order above. With the knob matmul.gemv_rows_per_pass, the
+// edge's update is first versioned on its own for a one-row edge (floormod(m, tile rows) ==
+// 1: the GEMV), which reads that many weight rows per pass; the copy takes the orders above.
 void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options);
 // After GuardVectorizedTails: the row-edge copy of a packed wide tile (its k block read from
 // a packed panel) keeps its row steps; each step checks its rows once (GuardSteps), so the

@@ -17,6 +17,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterQuantizeConverters(registry);
   RegisterGridSampleConverters(registry);
   RegisterSignalConverters(registry);
+  RegisterMelWeightMatrixConverters(registry);
   RegisterControlFlowConverters(registry);
   RegisterLinearAttentionConverters(registry);
   RegisterRecurrentConverters(registry);
@@ -28,6 +29,7 @@ void RegisterAllConverters(ConverterRegistry& registry) {
   RegisterOptimizerConverters(registry);
   RegisterMlConverters(registry);
   RegisterTreeEnsembleConverters(registry);
+  RegisterImageDecoderConverters(registry);
   RegisterSequenceConverters(registry);
   RegisterDeformConvConverters(registry);
   RegisterTfIdfConverters(registry);

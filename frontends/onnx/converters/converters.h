@@ -46,8 +46,12 @@ void RegisterQuantizeConverters(ConverterRegistry& registry);
 // grid_sample_converters.cc: GridSample, AffineGrid.
 void RegisterGridSampleConverters(ConverterRegistry& registry);
 
-// signal_converters.cc: DFT.
+// signal_converters.cc: DFT, STFT (framed DFTs).
 void RegisterSignalConverters(ConverterRegistry& registry);
+
+// mel_weight_matrix_converters.cc: MelWeightMatrix (17; a constant when its inputs are known at
+// import time, else Relax operators).
+void RegisterMelWeightMatrixConverters(ConverterRegistry& registry);
 
 // linear_attention_converters.cc: LinearAttention (27), its recurrence unrolled.
 void RegisterLinearAttentionConverters(ConverterRegistry& registry);
@@ -80,6 +84,7 @@ void RegisterOptimizerConverters(ConverterRegistry& registry);
 // ml_converters.cc: ai.onnx.ml's Binarizer and ArrayFeatureExtractor.
 void RegisterMlConverters(ConverterRegistry& registry);
 void RegisterTreeEnsembleConverters(ConverterRegistry& registry);  // tree_ensemble_converters.cc
+void RegisterImageDecoderConverters(ConverterRegistry& registry);  // image_decoder_converters.cc
 
 // control_flow_converters.cc: If, Scan, Loop (lowered at import time: a branch picked, or
 // both selected with where; loops unrolled).

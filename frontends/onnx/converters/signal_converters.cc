@@ -1,6 +1,7 @@
-// DFT (17; axis an input from 20): the discrete Fourier transform along one axis of a signal
-// whose last dim holds (real) or (real, imaginary), as matmuls with cosine / sine matrices
-// built at import time (the length must be static), computed in float64 and cast back:
+// DFT (17; axis an input from 20) and STFT (17; framed DFTs, below): the discrete Fourier
+// transform along one axis of a signal whose last dim holds (real) or (real, imaginary), as
+// matmuls with cosine / sine matrices built at import time (the transformed length must be
+// static, other dims may be symbolic), computed in float64 and cast back:
 //   forward   X[k] = sum_n x[n] e^(-2 pi i k n / K)     (onesided: k <= K / 2 only)
 //   inverse   x[n] = 1/K sum_k X[k] e^(+2 pi i k n / K)
 //   onesided inverse (irfft): X of K / 2 + 1 frequencies, the rest their conjugates; a real
@@ -32,34 +33,12 @@ Expr Matrix(int64_t rows, int64_t cols, F f) {
   return relax::Constant(DataFromDoubles(values, DataType::Float(64), {rows, cols}));
 }
 
-absl::StatusOr<std::vector<Value>> ConvertDft(NodeContext& c) {
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(0));
-  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  std::vector<int64_t> dims;
-  if (!AllConstant(shape, &dims)) return c.Unsupported("needs an input of static shape");
-  if (rank < 2 || (dims.back() != 1 && dims.back() != 2)) {
-    return c.Error("the last dim must be 1 (real) or 2 (real, imaginary), input of rank ", rank);
-  }
-  if (!dtype.is_floating()) return c.Error("needs a float input, got ", dtype.ToString());
-  int64_t axis = c.opset() >= 20 ? -2 : c.AttrInt("axis", 1);
-  if (c.opset() >= 20 && c.has_input(2)) {
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axis_value, c.InputInts(2));
-    if (axis_value.size() != 1) return c.Error("axis must hold one value");
-    axis = axis_value[0];
-  }
-  KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(c, axis, rank));
-  if (axis == rank - 1) return c.Error("axis cannot be the last (real, imaginary) dim");
-  const bool inverse = c.AttrInt("inverse", 0) != 0, onesided = c.AttrInt("onesided", 0) != 0;
-  const int64_t length = dims[axis];
-  int64_t k_len = inverse && onesided ? 2 * (length - 1) : length;
-  if (c.has_input(1)) {
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dft_length, c.InputInts(1));
-    if (dft_length.size() != 1 || dft_length[0] < 1) return c.Error("dft_length must be one positive value");
-    k_len = dft_length[0];
-  }
-  if (k_len < 1) return c.Error("the transform length must be positive");
-  const bool complex_input = dims.back() == 2;
+// The DFT of float64 x (lead..., length, 1 | 2) along its second-to-last axis, K = k_len
+// (cropped or zero-padded to K): (lead..., cols, 2), or (lead..., K, 1) for the onesided
+// inverse, in float64. The lead dims may be symbolic.
+absl::StatusOr<Expr> DftOfSecondToLast(NodeContext& c, Expr x, const std::vector<PrimExpr>& lead, int64_t length,
+                                       bool complex_input, int64_t k_len, bool inverse, bool onesided) {
+  const int64_t rank = static_cast<int64_t>(lead.size()) + 2;
   // Input rows used (cropped to K) and output columns.
   const int64_t rows = inverse && onesided ? std::min(length, k_len / 2 + 1) : std::min(length, k_len);
   const int64_t cols = !inverse && onesided ? k_len / 2 + 1 : k_len;
@@ -68,17 +47,6 @@ absl::StatusOr<std::vector<Value>> ConvertDft(NodeContext& c) {
     return c.Unsupported("a transform of length ", k_len, " over ", rows, " inputs (matrices of at most 2^26 values)");
   }
   const double two_pi_over_k = 2.0 * M_PI / static_cast<double>(k_len);
-
-  // x as float64 with the axis moved last: real and imaginary parts of shape (..., rows).
-  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
-  KILN_ASSIGN_OR_RETURN(x, c.Call("astype", {x}, {{"dtype", DataType::Float(64)}}));
-  std::vector<int64_t> to_last;
-  for (int64_t d = 0; d < rank - 1; ++d) {
-    if (d != axis) to_last.push_back(d);
-  }
-  to_last.push_back(axis);
-  to_last.push_back(rank - 1);
-  KILN_ASSIGN_OR_RETURN(x, c.Call("permute_dims", {x}, {{"axes", to_last}}));
   if (rows != length) {
     KILN_ASSIGN_OR_RETURN(x, c.Call("strided_slice", {x},
                                     {{"begin", std::vector<int64_t>{0}},
@@ -141,9 +109,8 @@ absl::StatusOr<std::vector<Value>> ConvertDft(NodeContext& c) {
     }
     parts = {real, imag};
   }
-  // Stack the parts as the last dim, move the transformed axis back, cast to x's type.
-  std::vector<PrimExpr> part_shape;
-  for (int64_t d = 0; d < rank - 2; ++d) part_shape.push_back(PrimExpr(dims[to_last[d]]));
+  // Stack the parts as the last dim.
+  std::vector<PrimExpr> part_shape = lead;
   part_shape.push_back(PrimExpr(cols));
   part_shape.push_back(PrimExpr(1));
   std::vector<Expr> expanded;
@@ -151,10 +118,52 @@ absl::StatusOr<std::vector<Value>> ConvertDft(NodeContext& c) {
     KILN_ASSIGN_OR_RETURN(Expr e, Reshape(c, p, part_shape));
     expanded.push_back(e);
   }
-  Expr y = expanded[0];
-  if (expanded.size() == 2) {
-    KILN_ASSIGN_OR_RETURN(y, c.Call("concat", {relax::Tuple(expanded)}, {{"axis", rank - 1}}));
+  if (expanded.size() == 1) return expanded[0];
+  return c.Call("concat", {relax::Tuple(expanded)}, {{"axis", rank - 1}});
+}
+
+absl::StatusOr<std::vector<Value>> ConvertDft(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank < 2 || (StaticDim(shape.back()) != 1 && StaticDim(shape.back()) != 2)) {
+    return c.Error("the last dim must be 1 (real) or 2 (real, imaginary), input of rank ", rank);
   }
+  if (!dtype.is_floating()) return c.Error("needs a float input, got ", dtype.ToString());
+  int64_t axis = c.opset() >= 20 ? -2 : c.AttrInt("axis", 1);
+  if (c.opset() >= 20 && c.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> axis_value, c.InputInts(2));
+    if (axis_value.size() != 1) return c.Error("axis must hold one value");
+    axis = axis_value[0];
+  }
+  KILN_ASSIGN_OR_RETURN(axis, NormalizeAxis(c, axis, rank));
+  if (axis == rank - 1) return c.Error("axis cannot be the last (real, imaginary) dim");
+  const bool inverse = c.AttrInt("inverse", 0) != 0, onesided = c.AttrInt("onesided", 0) != 0;
+  const int64_t length = StaticDim(shape[axis]);
+  if (length < 0) return c.Unsupported("needs a static length along axis ", axis, " (the other dims may be symbolic)");
+  int64_t k_len = inverse && onesided ? 2 * (length - 1) : length;
+  if (c.has_input(1)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dft_length, c.InputInts(1));
+    if (dft_length.size() != 1 || dft_length[0] < 1) return c.Error("dft_length must be one positive value");
+    k_len = dft_length[0];
+  }
+  if (k_len < 1) return c.Error("the transform length must be positive");
+  const bool complex_input = StaticDim(shape.back()) == 2;
+
+  // x as float64 with the axis moved second to last.
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  KILN_ASSIGN_OR_RETURN(x, c.Call("astype", {x}, {{"dtype", DataType::Float(64)}}));
+  std::vector<int64_t> to_last;
+  for (int64_t d = 0; d < rank - 1; ++d) {
+    if (d != axis) to_last.push_back(d);
+  }
+  to_last.push_back(axis);
+  to_last.push_back(rank - 1);
+  KILN_ASSIGN_OR_RETURN(x, c.Call("permute_dims", {x}, {{"axes", to_last}}));
+  std::vector<PrimExpr> lead;
+  for (int64_t d = 0; d < rank - 2; ++d) lead.push_back(shape[to_last[d]]);
+  KILN_ASSIGN_OR_RETURN(Expr y, DftOfSecondToLast(c, x, lead, length, complex_input, k_len, inverse, onesided));
+  // Move the transformed axis back, cast to x's type.
   std::vector<int64_t> back(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d) back[to_last[d]] = d;
   KILN_ASSIGN_OR_RETURN(y, c.Call("permute_dims", {y}, {{"axes", back}}));
@@ -162,8 +171,81 @@ absl::StatusOr<std::vector<Value>> ConvertDft(NodeContext& c) {
   return Outputs(y);
 }
 
+// STFT (17): signal (batch, length, 1 | 2) cut into frames of frame_length samples every
+// frame_step, each multiplied by the window (default: ones) and transformed as DFT does:
+// (batch, frames, bins, 2) with frames = 1 + (length - frame_length) / frame_step and bins
+// frame_length / 2 + 1 when onesided (the default), else frame_length. frame_step and
+// frame_length must be known at import time, and the length static; the batch may be
+// symbolic. The window multiplies in the signal's type, the transform is float64 (as ONNX's
+// reference: numpy's float32 product, then its FFT).
+absl::StatusOr<std::vector<Value>> ConvertStft(NodeContext& c) {
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(0));
+  KILN_ASSIGN_OR_RETURN(DataType dtype, c.InputDType(0));
+  if (shape.size() != 3 || (StaticDim(shape[2]) != 1 && StaticDim(shape[2]) != 2)) {
+    return c.Error("signal must be (batch, length, 1) or (batch, length, 2), got rank ", shape.size());
+  }
+  if (!dtype.is_floating()) return c.Error("needs a float signal, got ", dtype.ToString());
+  const int64_t length = StaticDim(shape[1]);
+  if (length < 0) return c.Unsupported("needs a signal of static length (the batch may be symbolic)");
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> step, c.InputInts(1));
+  if (step.size() != 1 || step[0] < 1) return c.Error("frame_step must be one positive value");
+  int64_t window_length = -1;
+  if (c.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> window_shape, c.InputShape(2));
+    if (window_shape.size() != 1 || StaticDim(window_shape[0]) < 1) {
+      return c.Error("window must be 1-D of static, positive length");
+    }
+    window_length = StaticDim(window_shape[0]);
+  }
+  int64_t frame_length = window_length > 0 ? window_length : length;
+  if (c.has_input(3)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> given, c.InputInts(3));
+    if (given.size() != 1 || given[0] < 1) return c.Error("frame_length must be one positive value");
+    if (window_length > 0 && given[0] != window_length) {
+      return c.Error("frame_length ", given[0], " differs from the window's length ", window_length);
+    }
+    frame_length = given[0];
+  }
+  if (frame_length < 1) return c.Error("the signal is empty");
+  if (frame_length > length) {
+    return c.Error("frame_length ", frame_length, " is longer than the signal (", length, " samples)");
+  }
+  const int64_t frames = 1 + (length - frame_length) / step[0];
+  const bool onesided = c.AttrInt("onesided", 1) != 0;
+  if (frames * frame_length > (int64_t{1} << 26)) {
+    return c.Unsupported(frames, " frames of ", frame_length, " samples (an index table of at most 2^26 values)");
+  }
+
+  // Frames: x[:, f * step + k] for f < frames, k < frame_length, gathered by one index table.
+  std::vector<int64_t> index;
+  index.reserve(static_cast<size_t>(frames * frame_length));
+  for (int64_t f = 0; f < frames; ++f) {
+    for (int64_t k = 0; k < frame_length; ++k) index.push_back(f * step[0] + k);
+  }
+  KILN_ASSIGN_OR_RETURN(Expr x, c.Input(0));
+  const Expr frame_index = relax::Constant(IntData(index, DataType::Int64(), {frames, frame_length}));
+  KILN_ASSIGN_OR_RETURN(Expr framed, c.Call("take", {x, frame_index}, {{"axis", int64_t{1}}}));
+  if (c.has_input(2)) {
+    KILN_ASSIGN_OR_RETURN(Expr window, c.Input(2));
+    KILN_ASSIGN_OR_RETURN(DataType window_dtype, c.InputDType(2));
+    if (window_dtype != dtype) {
+      KILN_ASSIGN_OR_RETURN(window, c.Call("astype", {window}, {{"dtype", dtype}}));
+    }
+    KILN_ASSIGN_OR_RETURN(window, Reshape(c, window, {PrimExpr(1), PrimExpr(1), PrimExpr(frame_length), PrimExpr(1)}));
+    KILN_ASSIGN_OR_RETURN(framed, c.Call("multiply", {framed, window}));
+  }
+  KILN_ASSIGN_OR_RETURN(framed, c.Call("astype", {framed}, {{"dtype", DataType::Float(64)}}));
+  KILN_ASSIGN_OR_RETURN(Expr y, DftOfSecondToLast(c, framed, {shape[0], PrimExpr(frames)}, frame_length,
+                                                  StaticDim(shape[2]) == 2, frame_length, /*inverse=*/false, onesided));
+  KILN_ASSIGN_OR_RETURN(y, c.Call("astype", {y}, {{"dtype", dtype}}));
+  return Outputs(y);
+}
+
 }  // namespace
 
-void RegisterSignalConverters(ConverterRegistry& r) { r.Register("DFT", ConvertDft, 17); }
+void RegisterSignalConverters(ConverterRegistry& r) {
+  r.Register("DFT", ConvertDft, 17);
+  r.Register("STFT", ConvertStft, 17);
+}
 
 }  // namespace kiln::frontends::onnx

@@ -1,5 +1,5 @@
-// ONNX window operators over 1-3 spatial dims: Conv, ConvInteger, ConvTranspose, MaxPool,
-// AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool.
+// ONNX window operators over 1-3 spatial dims: Conv, ConvInteger, QLinearConv, ConvTranspose,
+// MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool.
 //
 // Padding: explicit `pads` (begin..., end...) or auto_pad: VALID (none), SAME_UPPER /
 // SAME_LOWER (output = ceil(input / stride), the odd pad at the end / at the begin), which
@@ -92,18 +92,18 @@ absl::StatusOr<std::vector<int64_t>> KernelShape(NodeContext& c, const std::vect
 }
 
 // y + bias reshaped to (1, C, 1, ...).
-absl::StatusOr<Expr> AddChannelBias(NodeContext& c, Expr y, int bias_input, const PrimExpr& channels, int rank) {
-  KILN_ASSIGN_OR_RETURN(Expr bias, c.Input(bias_input));
+absl::StatusOr<Expr> AddChannelBias(NodeContext& c, Expr y, Expr bias, const PrimExpr& channels, int rank) {
   std::vector<PrimExpr> shape = {PrimExpr(1), channels};
   for (int i = 0; i < rank; ++i) shape.push_back(PrimExpr(1));
   KILN_ASSIGN_OR_RETURN(bias, Reshape(c, bias, shape));
   return c.Call("add", {y, bias});
 }
 
-// conv<rank>d of x and wt (inputs 0 and 1, possibly transformed) with the node's window.
-absl::StatusOr<Expr> ConvOf(NodeContext& c, Expr x, Expr wt, int* rank_out = nullptr) {
+// conv<rank>d of x and wt (inputs 0 and `weight_input`, possibly transformed) with the
+// node's window.
+absl::StatusOr<Expr> ConvOf(NodeContext& c, Expr x, Expr wt, int* rank_out = nullptr, int weight_input = 1) {
   KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> in, c.InputShape(0));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> weight, c.InputShape(1));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> weight, c.InputShape(weight_input));
   KILN_ASSIGN_OR_RETURN(int rank, SpatialRank(c, in, 3));
   if (weight.size() != in.size()) return c.Error("the weight's rank (", weight.size(), ") differs from the input's");
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, KernelShape(c, weight));
@@ -123,41 +123,123 @@ absl::StatusOr<std::vector<Value>> ConvertConv(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(Expr y, ConvOf(c, x, wt, &rank));
   if (c.has_input(2)) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> weight, c.InputShape(1));
-    KILN_ASSIGN_OR_RETURN(y, AddChannelBias(c, y, 2, weight[0], rank));
+    KILN_ASSIGN_OR_RETURN(Expr bias, c.Input(2));
+    KILN_ASSIGN_OR_RETURN(y, AddChannelBias(c, y, bias, weight[0], rank));
   }
   return Outputs(y);
+}
+
+// Input `value` (x or w) minus its zero point (when present) in float64, where the integer
+// products of a convolution stay exact for 8-bit operands. x's zero point is per tensor; w's
+// per tensor or, 1-D, per output channel (its dim 0).
+absl::StatusOr<Expr> ShiftedByZeroPoint(NodeContext& c, int value, int zero_point) {
+  const tir::DataType f64 = tir::DataType::Float(64);
+  KILN_ASSIGN_OR_RETURN(Expr v, c.Input(value));
+  KILN_ASSIGN_OR_RETURN(v, c.Call("astype", {v}, {{"dtype", f64}}));
+  if (!c.has_input(zero_point)) return v;
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> zp_shape, c.InputShape(zero_point));
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> v_shape, c.InputShape(value));
+  KILN_ASSIGN_OR_RETURN(Expr zp, c.Input(zero_point));
+  KILN_ASSIGN_OR_RETURN(zp, c.Call("astype", {zp}, {{"dtype", f64}}));
+  const bool weight = value != 0;
+  if (zp_shape.size() == 1 && weight) {
+    std::vector<PrimExpr> per_channel(v_shape.size(), PrimExpr(1));
+    per_channel[0] = zp_shape[0];
+    KILN_ASSIGN_OR_RETURN(zp, Reshape(c, zp, per_channel));
+  } else if (!zp_shape.empty()) {
+    std::vector<int64_t> dims;
+    if (!AllConstant(zp_shape, &dims) || dims.size() != 1 || dims[0] != 1) {
+      return c.Unsupported("zero point '", c.input_name(zero_point), "' of this shape");
+    }
+    KILN_ASSIGN_OR_RETURN(zp, Reshape(c, zp, {}));
+  }
+  return c.Call("subtract", {v, zp});
 }
 
 // ConvInteger (10): Conv of (x - x_zero_point) and (w - w_zero_point; per output channel
 // when 1-D) as int32, the padding zero after the shift (as ONNX's reference). Computed in
 // float64, exact for 8-bit operands.
 absl::StatusOr<std::vector<Value>> ConvertConvInteger(NodeContext& c) {
-  const tir::DataType f64 = tir::DataType::Float(64);
-  auto shifted = [&](int value, int zero_point) -> absl::StatusOr<Expr> {
-    KILN_ASSIGN_OR_RETURN(Expr v, c.Input(value));
-    KILN_ASSIGN_OR_RETURN(v, c.Call("astype", {v}, {{"dtype", f64}}));
-    if (!c.has_input(zero_point)) return v;
-    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> zp_shape, c.InputShape(zero_point));
-    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> v_shape, c.InputShape(value));
-    KILN_ASSIGN_OR_RETURN(Expr zp, c.Input(zero_point));
-    KILN_ASSIGN_OR_RETURN(zp, c.Call("astype", {zp}, {{"dtype", f64}}));
-    if (zp_shape.size() == 1 && value == 1) {
-      std::vector<PrimExpr> per_channel(v_shape.size(), PrimExpr(1));
-      per_channel[0] = zp_shape[0];
-      KILN_ASSIGN_OR_RETURN(zp, Reshape(c, zp, per_channel));
-    } else if (!zp_shape.empty()) {
-      std::vector<int64_t> dims;
-      if (!AllConstant(zp_shape, &dims) || dims.size() != 1 || dims[0] != 1) {
-        return c.Unsupported("zero point '", c.input_name(zero_point), "' of this shape");
-      }
-      KILN_ASSIGN_OR_RETURN(zp, Reshape(c, zp, {}));
-    }
-    return c.Call("subtract", {v, zp});
-  };
-  KILN_ASSIGN_OR_RETURN(Expr x, shifted(0, 2));
-  KILN_ASSIGN_OR_RETURN(Expr wt, shifted(1, 3));
+  KILN_ASSIGN_OR_RETURN(Expr x, ShiftedByZeroPoint(c, 0, 2));
+  KILN_ASSIGN_OR_RETURN(Expr wt, ShiftedByZeroPoint(c, 1, 3));
   KILN_ASSIGN_OR_RETURN(Expr y, ConvOf(c, x, wt));
   KILN_ASSIGN_OR_RETURN(y, c.Call("astype", {y}, {{"dtype", tir::DataType::Int32()}}));
+  return Outputs(y);
+}
+
+// QLinearConv (10): inputs x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale,
+// y_zero_point, B. As ONNX's reference: the convolution of the zero-point-shifted operands
+// (ConvInteger's, exact in float64) plus the int32 bias B, times x_scale * w_scale / y_scale
+// (computed in the scales' float32; w_scale per tensor or per output channel), plus
+// y_zero_point, rounded half to even and saturated to y's type (y_zero_point's, else x's:
+// uint8 or int8).
+absl::StatusOr<std::vector<Value>> ConvertQLinearConv(NodeContext& c) {
+  const tir::DataType f64 = tir::DataType::Float(64);
+  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> weight, c.InputShape(3));
+  if (weight.size() < 3) return c.Error("w must have rank >= 3 (M, C / group, kernel...), got rank ", weight.size());
+  const int64_t out_channels = StaticDim(weight[0]);
+  // A scalar (per tensor) or, for w_scale, one value per output channel: as (1, M, 1, ...).
+  auto scale_or_zero_point = [&](int i, bool per_channel_allowed) -> absl::StatusOr<Expr> {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> shape, c.InputShape(i));
+    KILN_ASSIGN_OR_RETURN(Expr v, c.Input(i));
+    std::vector<int64_t> dims;
+    if (!AllConstant(shape, &dims)) return c.Unsupported("input '", c.input_name(i), "' of run-time shape");
+    int64_t numel = 1;
+    for (int64_t d : dims) numel *= d;
+    if (numel == 1) return Reshape(c, v, {});
+    if (!per_channel_allowed || dims.size() != 1 || dims[0] != out_channels) {
+      return c.Error("input '", c.input_name(i), "' must be a scalar",
+                     per_channel_allowed ? " or 1-D with one value per output channel" : "", ", got ", numel,
+                     " values");
+    }
+    std::vector<PrimExpr> channel_shape(weight.size(), PrimExpr(1));
+    channel_shape[1] = PrimExpr(out_channels);
+    return Reshape(c, v, channel_shape);
+  };
+  KILN_ASSIGN_OR_RETURN(Expr x_scale, scale_or_zero_point(1, false));
+  KILN_ASSIGN_OR_RETURN(Expr w_scale, scale_or_zero_point(4, true));
+  KILN_ASSIGN_OR_RETURN(Expr y_scale, scale_or_zero_point(6, false));
+  for (int i : {1, 4, 6}) {
+    KILN_ASSIGN_OR_RETURN(tir::DataType scale_dtype, c.InputDType(i));
+    if (scale_dtype != tir::DataType::Float32()) {
+      return c.Error("scale '", c.input_name(i), "' must be float32, got ", scale_dtype.ToString());
+    }
+  }
+  KILN_ASSIGN_OR_RETURN(tir::DataType x_dtype, c.InputDType(0));
+  KILN_ASSIGN_OR_RETURN(tir::DataType y_dtype, c.has_input(7) ? c.InputDType(7) : c.InputDType(0));
+  if (y_dtype != tir::DataType::UInt(8) && y_dtype != tir::DataType::Int(8)) {
+    return c.Error("y must be uint8 or int8, got ", y_dtype.ToString());
+  }
+  if (x_dtype != tir::DataType::UInt(8) && x_dtype != tir::DataType::Int(8)) {
+    return c.Error("x must be uint8 or int8, got ", x_dtype.ToString());
+  }
+
+  KILN_ASSIGN_OR_RETURN(Expr x, ShiftedByZeroPoint(c, 0, 2));
+  KILN_ASSIGN_OR_RETURN(Expr wt, ShiftedByZeroPoint(c, 3, 5));
+  int rank = 0;
+  // ConvOf reads the geometry from inputs 0 and 1: here x and w are inputs 0 and 3.
+  KILN_ASSIGN_OR_RETURN(Expr acc, ConvOf(c, x, wt, &rank, /*weight_input=*/3));
+  if (c.has_input(8)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> bias_shape, c.InputShape(8));
+    if (bias_shape.size() != 1) return c.Error("B must be 1-D, got rank ", bias_shape.size());
+    KILN_ASSIGN_OR_RETURN(Expr bias, c.Input(8));
+    KILN_ASSIGN_OR_RETURN(bias, c.Call("astype", {bias}, {{"dtype", f64}}));
+    KILN_ASSIGN_OR_RETURN(acc, AddChannelBias(c, acc, bias, bias_shape[0], rank));
+  }
+  KILN_ASSIGN_OR_RETURN(Expr factor, c.Call("multiply", {x_scale, w_scale}));
+  KILN_ASSIGN_OR_RETURN(factor, c.Call("divide", {factor, y_scale}));
+  KILN_ASSIGN_OR_RETURN(factor, c.Call("astype", {factor}, {{"dtype", f64}}));
+  KILN_ASSIGN_OR_RETURN(Expr r, c.Call("multiply", {acc, factor}));
+  if (c.has_input(7)) {
+    KILN_ASSIGN_OR_RETURN(Expr zp, scale_or_zero_point(7, false));
+    KILN_ASSIGN_OR_RETURN(zp, c.Call("astype", {zp}, {{"dtype", f64}}));
+    KILN_ASSIGN_OR_RETURN(r, c.Call("add", {r, zp}));
+  }
+  const bool is_signed = y_dtype == tir::DataType::Int(8);
+  KILN_ASSIGN_OR_RETURN(r, c.Call("round", {r}));
+  KILN_ASSIGN_OR_RETURN(r, c.Call("maximum", {r, ScalarConstant(is_signed ? -128 : 0, f64)}));
+  KILN_ASSIGN_OR_RETURN(r, c.Call("minimum", {r, ScalarConstant(is_signed ? 127 : 255, f64)}));
+  KILN_ASSIGN_OR_RETURN(Expr y, c.Call("astype", {r}, {{"dtype", y_dtype}}));
   return Outputs(y);
 }
 
@@ -212,7 +294,8 @@ absl::StatusOr<std::vector<Value>> ConvertConvTranspose(NodeContext& c) {
                                         {"dilation", w.dilations},
                                         {"groups", groups}}));
   if (c.has_input(2)) {
-    KILN_ASSIGN_OR_RETURN(y, AddChannelBias(c, y, 2, Simplify(weight[1] * PrimExpr(groups)), rank));
+    KILN_ASSIGN_OR_RETURN(Expr bias, c.Input(2));
+    KILN_ASSIGN_OR_RETURN(y, AddChannelBias(c, y, bias, Simplify(weight[1] * PrimExpr(groups)), rank));
   }
   return Outputs(y);
 }
@@ -282,6 +365,7 @@ void RegisterWindowConverters(ConverterRegistry& r) {
   r.Register("Conv", ConvertConv);
   r.Register("ConvTranspose", ConvertConvTranspose);
   r.Register("ConvInteger", ConvertConvInteger, 10);
+  r.Register("QLinearConv", ConvertQLinearConv, 10);
   r.Register("MaxPool", [](NodeContext& c) { return ConvertPool(c, false); });
   r.Register("AveragePool", [](NodeContext& c) { return ConvertPool(c, true); });
   r.Register("GlobalAveragePool", [](NodeContext& c) { return ConvertGlobalPool(c, "mean"); });

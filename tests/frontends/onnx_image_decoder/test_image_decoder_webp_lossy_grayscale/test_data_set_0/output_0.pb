@@ -1,0 +1,1 @@
+	BoutputJ‡(1:"*-IWZGLQ&3FF65BXheVZ`=EGB=E`igehow}„S`]NPPuu}on}’—VOZpw€gpt“£¤‹•_fv‡””„„£±―¤¨®“…†ª²±―±·ΗΚÒ©ªΎΎΖΈΈΖίδθ¤Ά½ΔΙΉΏΗΰβιάαζ

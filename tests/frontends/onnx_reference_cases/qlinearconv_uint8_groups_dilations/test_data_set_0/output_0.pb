@@ -1,0 +1,1 @@
+		ByJÄwnq}vz~€ywz~vyyt~uk|x‚rƒ†ysyzu|ow|o}†|r}zv|vsx„s}j€…{}rˆsyzy}zzw|n~y‚r…yyvuw}y{d•Wlt_{‚yršÆ`vm[b™’yJ‚bdtx|…˜ªe‚NnŠ}w„qi}ŠŠXœsªq—o˜‡NŒw}h_x{ˆ“Šg€ˆe€}m~†d…‰v}ƒ}{u_„gpvwy}‚f…gmvzti„pˆˆpuusj…llj…~€„vsttxƒx‚vŒ‰[|_moh|m~ugwzzmŠ€‚„y…zx…vm‚Œqqolqm…‚x{~ilo‹bp…v}nl{sˆqtƒa|˜w{uqteYŒ„ƒ~uŒlm‚d|anox}‡–]oyw‘lux

@@ -1,0 +1,1 @@
+ByJPvqzonwnxqxtujvwvzors~ssv|rusn}y€rimsoe‡quo{xnpwpttuzyry€vytt€kjuyhf€ln~ltwtu
