@@ -81,7 +81,7 @@ std::vector<PrimExpr> Unflatten(PrimExpr linear, const std::vector<PrimExpr>& ex
 // into the packing of each k x 32 panel (PackPanel), and only acc (the output's size) is
 // scratch. Otherwise cols holds the whole batch (N * C * taps * P elements). A single
 // spatial dim in float32 accumulates in `out` itself. The direct reduction below stays for
-// groups > 1 (depthwise included), integer types and symbolic kernel sizes. Zero padding is
+// groups > 1 (depthwise included), integer element types and symbolic kernel sizes. Zero padding is
 // multiplied like data, as there.
 absl::StatusOr<tir::PrimFunc> LegalizeConvAsMatmul(const CallNode& call, KernelParams p, const WindowAttrs& win) {
   const Buffer& data = p.inputs[0];
