@@ -1,5 +1,7 @@
 // Legalization of the window operators (semantics in relax/op/nn.cc), channels first, any
-// number of spatial dims. One reduction block each (average pooling adds the division);
+// number of spatial dims. A float convolution with one group and constant kernel sizes is
+// an im2col and a matmul (LegalizeConvAsMatmul, for the CPU matmul rule); otherwise one
+// reduction block each (average pooling adds the division);
 // padding reads select the pad value around a load whose indices are clamped into the
 // input, so no read leaves the buffer.
 //  - conv: out[n, o, y...] = sum over (channel of o's group, taps) of x * w; zero padding
@@ -16,6 +18,7 @@
 #include "relax/op/op_common.h"
 #include "relax/op/window.h"
 #include "support/status_macros.h"
+#include "tir/analyzer.h"
 
 namespace kiln::relax::op {
 namespace {
@@ -50,6 +53,103 @@ absl::StatusOr<WindowAttrs> Window(const CallNode& call, const Buffer& data, Win
   return ReadWindowAttrs(call, data.ndim() - 2, kind);
 }
 
+// The product of `dims`.
+PrimExpr Product(const std::vector<PrimExpr>& dims) {
+  PrimExpr product = I64(1);
+  for (const PrimExpr& d : dims) product = tir::Mul(product, d);
+  return product;
+}
+
+// `linear` (row-major over `extents`) split into one index per extent.
+std::vector<PrimExpr> Unflatten(PrimExpr linear, const std::vector<PrimExpr>& extents) {
+  std::vector<PrimExpr> index(extents.size());
+  for (size_t d = extents.size(); d-- > 0;) {
+    index[d] = d == 0 ? linear : tir::FloorMod(linear, extents[d]);
+    linear = tir::FloorDiv(linear, extents[d]);
+  }
+  return index;
+}
+
+// A float convolution without groups as a matmul over im2col columns, so that the CPU
+// matmul rule (tir/schedule_rules/cpu_matmul.cc) schedules it like any matmul:
+//   cols[n, r, p] = x at channel r / taps, tap r % taps, output position p (0 in padding)
+//   w_flat[o, r] = w[o, r / taps, tap r % taps]
+//   acc[n, o, p] += w_flat[o, r] * cols[n, r, p]           (r = C * taps, p = output positions)
+//   out[n, o, y...] = acc[n, o, p of y...]
+// cols is never written whole on the CPU when the matmul rule packs its panels (P at least
+// 128 columns per thread): cols only feeds the matmul, so the rule folds the im2col block
+// into the packing of each k x 32 panel (PackPanel), and only acc (the output's size) is
+// scratch. Otherwise cols holds the whole batch (N * C * taps * P elements). A single
+// spatial dim in float32 accumulates in `out` itself. The direct reduction below stays for
+// groups > 1 (depthwise included), integer element types and symbolic kernel sizes. Zero padding is
+// multiplied like data, as there.
+absl::StatusOr<tir::PrimFunc> LegalizeConvAsMatmul(const CallNode& call, KernelParams p, const WindowAttrs& win) {
+  const Buffer& data = p.inputs[0];
+  const Buffer& weight = p.inputs[1];
+  const Buffer& out = p.outputs[0];
+  const size_t rank = static_cast<size_t>(win.rank);
+  const DataType t = AccumulationType(out->dtype);
+  const std::vector<PrimExpr> taps(weight->shape.begin() + 2, weight->shape.end());
+  const std::vector<PrimExpr> positions(out->shape.begin() + 2, out->shape.end());
+  const PrimExpr batch = out->shape[0], out_channels = out->shape[1];
+  // Simplified, so that constant sizes are constants (the empty-reduction guard and the
+  // schedule rules look for them).
+  tir::Analyzer analyzer;
+  const PrimExpr reduce = analyzer.Simplify(tir::Mul(weight->shape[1], Product(taps)));
+  const PrimExpr points = analyzer.Simplify(Product(positions));
+  std::vector<PrimExpr> channel_and_taps = {weight->shape[1]};
+  channel_and_taps.insert(channel_and_taps.end(), taps.begin(), taps.end());
+  const Buffer cols = ScratchBuffer("conv_cols", data->dtype, {batch, reduce, points});
+  const Buffer w_flat = ScratchBuffer("conv_weight_flat", weight->dtype, {out_channels, reduce});
+  // One spatial dim: the output is already [N, O, P], and float32 accumulates in place.
+  const Buffer acc = rank == 1 && t == out->dtype ? out : ScratchBuffer("conv_acc", t, {batch, out_channels, points});
+  Stmt im2col = ComputeBlock(absl::StrCat(OpName(call), "_im2col"), cols, [&](const std::vector<PrimExpr>& i) {
+    const std::vector<PrimExpr> r = Unflatten(i[1], channel_and_taps);
+    const std::vector<PrimExpr> y = Unflatten(i[2], positions);
+    std::vector<PrimExpr> index = {i[0], r[0]};
+    std::vector<PrimExpr> inside;
+    for (size_t d = 0; d < rank; ++d) {
+      Tap tap = MakeTap(win, d, data->shape[d + 2], y[d], r[d + 1]);
+      index.push_back(tap.clamped);
+      inside.push_back(tap.inside);
+    }
+    PrimExpr x = data.Load(index);
+    if (PrimExpr in = AndAll(inside); in.defined()) x = tir::Select(in, x, Const(data->dtype, 0));
+    return x;
+  });
+  Stmt flatten = ComputeBlock(absl::StrCat(OpName(call), "_weight"), w_flat, [&](const std::vector<PrimExpr>& i) {
+    std::vector<PrimExpr> index = {i[0]};
+    for (const PrimExpr& r : Unflatten(i[1], channel_and_taps)) index.push_back(r);
+    return weight.Load(index);
+  });
+  Stmt matmul = ReduceBlock(OpName(call), acc, {reduce}, Const(t, 0), tir::Add,
+                            [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+                              return tir::Mul(CastTo(t, w_flat.Load({s[1], r[0]})),
+                                              CastTo(t, cols.Load({s[0], r[0], s[2]})));
+                            });
+  Stmt write = ComputeBlock(absl::StrCat(OpName(call), "_out"), out, [&](const std::vector<PrimExpr>& i) {
+    PrimExpr linear = I64(0);
+    for (size_t d = 0; d < rank; ++d) linear = tir::Add(tir::Mul(linear, positions[d]), i[d + 2]);
+    return CastTo(out->dtype, acc.Load({i[0], i[1], linear}));
+  });
+  std::vector<Stmt> steps = {im2col, flatten, matmul};
+  if (!acc.same_as(out)) steps.push_back(write);
+  Stmt body = tir::SeqStmt(steps);
+  for (const Buffer& b : {acc, w_flat, cols}) {
+    if (!b.same_as(out)) body = tir::Allocate(b, body);
+  }
+  return MakePrimFunc(p, body, "out_ewise_fusable");
+}
+
+// Whether LegalizeConvAsMatmul takes the convolution: one group, float data, constant taps.
+bool ConvIsMatmul(const Buffer& data, const Buffer& weight, int64_t groups) {
+  if (groups != 1 || !data->dtype.is_float() || data->dtype != weight->dtype) return false;
+  for (size_t d = 2; d < weight->shape.size(); ++d) {
+    if (!weight->shape[d].as_int()) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   const Buffer& data = p.inputs[0];
@@ -59,6 +159,7 @@ absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(WindowAttrs win, Window(call, data, WindowKind::kConv));
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> groups_attr, IntAttr(call, "groups"));
   const int64_t groups = groups_attr.value_or(1);
+  if (ConvIsMatmul(data, weight, groups)) return LegalizeConvAsMatmul(call, std::move(p), win);
   const size_t rank = static_cast<size_t>(win.rank);
   // float16 accumulates in float32 (a scratch buffer, then one rounding), as matmul does.
   const DataType t = AccumulationType(out->dtype);

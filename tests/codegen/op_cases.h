@@ -421,6 +421,17 @@ inline std::vector<Case> AllCases() {
   add({"conv2d", {P("x", {"1", "3", "h", "w"}), P("k", {"4", "3", "1", "1"})}, "R.conv2d(x, k)", hw, 1e-5, 1e-5});
   add({"conv2d_pad", {P("x", {"2", "4", "h", "w"}), P("k", {"6", "2", "3", "3"})},
        "R.conv2d(x, k, strides=[2, 1], padding=[1, 2], dilation=[1, 2], groups=2)", hw, 1e-5, 1e-5});
+  // One group and float data take the im2col matmul (relax/op/legalize_nn.cc): padding on
+  // each side, strides, dilations, a symbolic batch and channels, odd kernels, float16.
+  add({"conv2d_im2col", {P("x", {"b", "5", "h", "w"}), P("k", {"7", "5", "3", "2"})},
+       "R.conv2d(x, k, strides=[2, 1], padding=[1, 0, 2, 1], dilation=[1, 2])",
+       {{{"b", 1}, {"h", 1}, {"w", 2}}, {{"b", 2}, {"h", 7}, {"w", 13}}, {{"b", 3}, {"h", 37}, {"w", 5}}}, 1e-5, 1e-5});
+  add({"conv2d_im2col_channels", {P("x", {"2", "c", "h", "w"}), P("k", {"3", "c", "3", "3"})},
+       "R.conv2d(x, k, padding=[1])", {{{"c", 1}, {"h", 1}, {"w", 1}}, {{"c", 17}, {"h", 7}, {"w", 13}}}, 1e-5, 1e-5});
+  add({"conv2d_im2col_f16", {P("x", {"1", "4", "h", "w"}, "float16"), P("k", {"5", "4", "3", "3"}, "float16")},
+       "R.conv2d(x, k, padding=[1], strides=[2, 2])", hw, 2e-3, 2e-3});
+  add({"conv2d_im2col_wide", {P("x", {"1", "19", "h", "w"}), P("k", {"70", "19", "1", "1"})}, "R.conv2d(x, k)",
+       {{{"h", 1}, {"w", 1}}, {{"h", 29}, {"w", 31}}}, 1e-5, 1e-5});
   add({"max_pool2d", {P("x", {"1", "2", "h", "w"})}, "R.max_pool2d(x, pool_size=[1, 1])", hw});
   add({"max_pool2d_pad", {P("x", {"1", "2", "h", "w"})},
        "R.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1])", hw});
@@ -458,6 +469,8 @@ inline std::vector<Case> AllCases() {
   add({"conv1d", {P("x", {"1", "3", "n"}), P("k", {"4", "3", "1"})}, "R.conv1d(x, k)", n, 1e-5, 1e-5});
   add({"conv1d_pad", {P("x", {"2", "4", "n"}), P("k", {"6", "2", "3"})},
        "R.conv1d(x, k, strides=[2], padding=[1, 2], dilation=[2], groups=2)", len, 1e-5, 1e-5});
+  add({"conv1d_im2col", {P("x", {"2", "3", "n"}), P("k", {"5", "3", "4"})},
+       "R.conv1d(x, k, strides=[3], padding=[2, 1], dilation=[2])", len, 1e-5, 1e-5});
   add({"conv3d", {P("x", {"1", "2", "d", "h", "w"}), P("k", {"3", "2", "2", "2", "2"})},
        "R.conv3d(x, k, padding=[1], strides=[1, 2, 1])", dhw, 1e-5, 1e-5});
   add({"conv1d_transpose", {P("x", {"1", "4", "n"}), P("k", {"4", "3", "3"})},

@@ -111,11 +111,16 @@ std::string PanelOperand(const BlockNode* block, const VarNode* row, const VarNo
 // fall in the same L1 sets; packed, the scores (1024 x 64 x 1024 with the transpose and the
 // scale, one thread, CPU time per call on a loaded machine) went from 2.17 to 1.43 ms (ONNX
 // Runtime's FusedMatMul: 1.41). An unrelated symbolic column count (possibly a few columns under many rows)
-// keeps the parallel loop over row tiles too.
-bool PackPays(const PrimExpr& rows, const PrimExpr& columns, int64_t col_tile, const CpuScheduleOptions& options) {
+// keeps the parallel loop over row tiles too, unless the panel's producer folds into the
+// packing (`folds_producer`, PackPanel): then packing is what keeps the intermediate from
+// being written whole. A convolution over a symbolic image (relax/op/legalize_nn.cc: the
+// im2col columns, C x taps x P floats per image) ran 2-2.5x slower with its columns
+// written out (64 -> 64 3 x 3 at 56 x 56: 10.6 ms against 4.9 ms packed; one thread).
+bool PackPays(const PrimExpr& rows, const PrimExpr& columns, int64_t col_tile, const CpuScheduleOptions& options,
+              bool folds_producer) {
   if (std::optional<int64_t> n = columns.as_int()) return *n / col_tile >= 4 * options.num_threads;
   Analyzer analyzer;
-  return analyzer.CanProveLE(rows, columns);
+  return folds_producer || analyzer.CanProveLE(rows, columns);
 }
 
 // Vector registers of the target's SIMD unit, known from its width: AVX-512 (16 fp32 lanes)
@@ -318,6 +323,15 @@ std::string PlainProducerOf(const PrimFunc& func, const std::string& buffer) {
   return writers[0];
 }
 
+// Whether the panel `buffer` is an intermediate that PackPanel folds into the packing: made
+// by a plain elementwise block and read only by the matmul.
+bool FoldsIntoPacking(const PrimFunc& func, const std::string& buffer) {
+  const std::string producer = PlainProducerOf(func, buffer);
+  if (producer.empty()) return false;
+  const BufferNode* intermediate = StoredBuffer(func, producer);
+  return intermediate && ReadersOf(func, intermediate).size() == 1;
+}
+
 // Each parallel iteration copies the right operand's panel into a contiguous buffer at
 // `pack_loop`. When the panel is an intermediate made in this function by an elementwise
 // block that no rule has scheduled yet (ScheduleForCpu defers those that only matmuls read:
@@ -424,7 +438,8 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   const VarNode* row = nest.block->iter_vars[nest.iter_of_loop[n - 3]].var.get();
   std::string panel = cache && i_split && j_split ? PanelOperand(nest.block, row, col) : std::string();
   bool pack = !few && !rows_outer && !panel.empty() &&
-              (knobs.pack < 0 ? PackPays(i->extent, j->extent, col_tile, options) : knobs.pack == 1);
+              (knobs.pack < 0 ? PackPays(i->extent, j->extent, col_tile, options, FoldsIntoPacking(s->func(), panel))
+                              : knobs.pack == 1);
   std::string tile_loop, pack_loop;
   if (pack) {
     // Each parallel iteration owns a column panel: it packs the right operand's panel

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Kiln next to ONNX Runtime on single float32 Conv layers, measured in the same run.
+
+Each layer is a one-node ONNX model (the weight an initializer, no bias) with a symbolic
+batch and constant image size. It is compiled once with `kiln compile`; for each thread count `kiln run --warmup W
+--repeat R` and an ONNX Runtime session with the same thread count time it on the same
+input, and the script prints both latencies, the ratio ONNX Runtime / Kiln (above 1: Kiln is
+faster) and the largest difference between their outputs.
+
+Run it through benchmarks/conv_bench.sh, which makes the virtual environment with onnx,
+onnxruntime and numpy (never the set-up's). Python is only the driver: Kiln's time is what
+`kiln run` measures inside one process, per call, after warm-up calls.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnx import TensorProto, helper, numpy_helper
+
+# name: (in channels, out channels, kernel, stride, pad, spatial size) of a square Conv.
+LAYERS = {
+    "resnet3x3": (64, 64, 3, 1, 1, 56),
+    "resnet1x1": (256, 64, 1, 1, 0, 56),
+    "stem7x7s2": (3, 64, 7, 2, 3, 224),
+}
+
+
+def conv_model(channels, out_channels, kernel, stride, pad, size, rng):
+    out = (size + 2 * pad - kernel) // stride + 1
+    weight = rng.standard_normal((out_channels, channels, kernel, kernel)).astype(np.float32) * 0.1
+    node = helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[kernel, kernel],
+                            strides=[stride, stride], pads=[pad] * 4)
+    graph = helper.make_graph(
+        [node], "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", channels, size, size])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", out_channels, out, out])],
+        initializer=[numpy_helper.from_array(weight, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def kiln_time(kiln, executable, x, threads, warmup, repeat, folder):
+    path = os.path.join(folder, "input_0.npy")
+    np.save(path, x)
+    args = [kiln, "run", executable, "--warmup", str(warmup), "--repeat", str(repeat),
+            "--output-dir", folder, "--input", path]
+    env = dict(os.environ, KILN_NUM_THREADS=str(threads))
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"conv_bench: {' '.join(args)} failed:\n{done.stderr}")
+    match = re.search(r"time: ([0-9.]+) ms per call", done.stdout)
+    if not match:
+        sys.exit(f"conv_bench: no time in kiln run's output:\n{done.stdout}")
+    return float(match.group(1)), np.load(os.path.join(folder, "output_0.npy"))
+
+
+def ort_time(model_path, x, threads, warmup, repeat):
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+    session = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+    for _ in range(warmup):
+        y = session.run(None, {"x": x})[0]
+    start = time.perf_counter()
+    for _ in range(repeat):
+        y = session.run(None, {"x": x})[0]
+    return (time.perf_counter() - start) * 1e3 / repeat, y
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kiln", default="build/kiln")
+    parser.add_argument("--layers", default=",".join(LAYERS))
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--batch", type=int, default=1)
+    parser.add_argument("--mcpu", default="host", help="kiln compile --mcpu (haswell: AVX2 code)")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    print(f"Kiln: kiln run per call after {args.warmup} warm-up calls, mean of {args.repeat}; "
+          f"ONNX Runtime {onnxruntime.__version__} the same; batch {args.batch}; --mcpu {args.mcpu}")
+    print(f"{'layer':>10} {'threads':>7} {'kiln ms':>9} {'ort ms':>9} {'ort/kiln':>8} {'max |diff|':>10}")
+    with tempfile.TemporaryDirectory() as folder:
+        for name in args.layers.split(","):
+            channels, out_channels, kernel, stride, pad, size = LAYERS[name]
+            model_path = os.path.join(folder, f"{name}.onnx")
+            onnx.save(conv_model(channels, out_channels, kernel, stride, pad, size, rng), model_path)
+            executable = os.path.join(folder, f"{name}.kx")
+            compiled = subprocess.run([args.kiln, "compile", model_path, "-o", executable, "--mcpu", args.mcpu],
+                                      capture_output=True, text=True)
+            if compiled.returncode != 0:
+                sys.exit(f"conv_bench: kiln compile failed:\n{compiled.stderr}")
+            x = rng.standard_normal((args.batch, channels, size, size)).astype(np.float32)
+            for threads in (int(t) for t in args.threads.split(",")):
+                kiln_ms, kiln_y = kiln_time(args.kiln, executable, x, threads, args.warmup,
+                                            args.repeat, folder)
+                ort_ms, ort_y = ort_time(model_path, x, threads, args.warmup, args.repeat)
+                diff = float(np.max(np.abs(kiln_y - ort_y)))
+                print(f"{name:>10} {threads:>7} {kiln_ms:>9.3f} {ort_ms:>9.3f} "
+                      f"{ort_ms / kiln_ms:>8.2f} {diff:>10.2e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
