@@ -661,6 +661,21 @@ std::optional<PrimExpr> EdgeRowCount(const Schedule& s, const std::string& name,
   return count;
 }
 
+// The streaming order of a row-edge update: (k_0, [row steps,] [k passes,] rows, [sub-tiles,]
+// pairs, weight rows of one pass), the last unrolled by the caller. `passes` is "" when one
+// pass covers the k block.
+std::vector<std::string> StreamingOrder(const WideEdgeLoops& edge, const std::string& passes,
+                                        const std::string& per_pass) {
+  std::vector<std::string> order;
+  if (!edge.row_steps.empty()) order.push_back(edge.row_steps);
+  if (!passes.empty()) order.push_back(passes);
+  order.push_back(edge.rows);
+  if (!edge.sub_tiles.empty()) order.push_back(edge.sub_tiles);
+  order.push_back(edge.pairs);
+  order.push_back(per_pass);
+  return order;
+}
+
 // The one-row version of the row edge (knob matmul.gemv_rows_per_pass): the edge's update
 // nest is versioned on `floormod(m, tile rows) == 1` (BranchOn scoped to its k-block loop,
 // so nothing else of the function is copied), and the version where only its first row is
@@ -688,20 +703,14 @@ std::optional<std::string> SplitOffOneRowEdge(Schedule* s, const std::string& na
     if (!copy.ok() || copy->size() != 1) return std::nullopt;
     rest = (*copy)[0];
   }
-  std::vector<std::string> order;
-  if (!edge->row_steps.empty()) order.push_back(edge->row_steps);
-  std::string inner = edge->k;
+  std::string outer, inner = edge->k;
   if (per_pass < edge->k_extent) {
     absl::StatusOr<std::vector<std::string>> passes = attempt.Split(edge->k, {-1, per_pass});
     if (!passes.ok()) return std::nullopt;
-    order.push_back((*passes)[0]);
+    outer = (*passes)[0];
     inner = (*passes)[1];
   }
-  order.push_back(edge->rows);
-  if (!edge->sub_tiles.empty()) order.push_back(edge->sub_tiles);
-  order.push_back(edge->pairs);
-  order.push_back(inner);
-  if (!attempt.Reorder(order).ok() || !attempt.Unroll(inner).ok()) return std::nullopt;
+  if (!attempt.Reorder(StreamingOrder(*edge, outer, inner)).ok() || !attempt.Unroll(inner).ok()) return std::nullopt;
   *s = std::move(attempt);
   return rest;
 }
@@ -723,14 +732,9 @@ void StreamWideEdgeTile(Schedule* s, const std::string& name, const CpuScheduleO
   }
   // Row steps outermost: each step's rows read the block's weight rows across the whole
   // tile (a step whose rows are all out of range skips them once per 8 weight rows).
-  std::vector<std::string> order;
-  if (!edge->row_steps.empty()) order.push_back(edge->row_steps);
-  order.push_back((*steps)[0]);
-  order.push_back(edge->rows);
-  if (!edge->sub_tiles.empty()) order.push_back(edge->sub_tiles);
-  order.push_back(edge->pairs);
-  order.push_back((*steps)[1]);
-  if (attempt.Reorder(order).ok() && attempt.Unroll((*steps)[1]).ok()) *s = std::move(attempt);
+  if (attempt.Reorder(StreamingOrder(*edge, (*steps)[0], (*steps)[1])).ok() && attempt.Unroll((*steps)[1]).ok()) {
+    *s = std::move(attempt);
+  }
 }
 
 }  // namespace
