@@ -13,7 +13,6 @@ onnxruntime and numpy (never the set-up's). Python is only the driver: Kiln's ti
 """
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ import time
 import numpy as np
 import onnx
 import onnxruntime
+from kiln_run_timer import kiln_time
 from onnx import TensorProto, helper, numpy_helper
 
 # name: (in channels, out channels, kernel, stride, pad, spatial size) of a square Conv.
@@ -45,21 +45,6 @@ def conv_model(channels, out_channels, kernel, stride, pad, size, rng):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
-
-
-def kiln_time(kiln, executable, x, threads, warmup, repeat, folder):
-    path = os.path.join(folder, "input_0.npy")
-    np.save(path, x)
-    args = [kiln, "run", executable, "--warmup", str(warmup), "--repeat", str(repeat),
-            "--output-dir", folder, "--input", path]
-    env = dict(os.environ, KILN_NUM_THREADS=str(threads))
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"conv_bench: {' '.join(args)} failed:\n{done.stderr}")
-    match = re.search(r"time: ([0-9.]+) ms per call", done.stdout)
-    if not match:
-        sys.exit(f"conv_bench: no time in kiln run's output:\n{done.stdout}")
-    return float(match.group(1)), np.load(os.path.join(folder, "output_0.npy"))
 
 
 def ort_time(model_path, x, threads, warmup, repeat):
@@ -102,7 +87,7 @@ def main():
                 sys.exit(f"conv_bench: kiln compile failed:\n{compiled.stderr}")
             x = rng.standard_normal((args.batch, channels, size, size)).astype(np.float32)
             for threads in (int(t) for t in args.threads.split(",")):
-                kiln_ms, kiln_y = kiln_time(args.kiln, executable, x, threads, args.warmup,
+                kiln_ms, (kiln_y,) = kiln_time(args.kiln, executable, [x], threads, args.warmup,
                                             args.repeat, folder)
                 ort_ms, ort_y = ort_time(model_path, x, threads, args.warmup, args.repeat)
                 diff = float(np.max(np.abs(kiln_y - ort_y)))

@@ -12,7 +12,6 @@ what `kiln run` measures inside one process, per call, after warm-up calls.
 """
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -20,24 +19,7 @@ import time
 
 import numpy as np
 import onnxruntime
-
-
-def kiln_time(kiln, executable, inputs, threads, warmup, repeat, folder):
-    args = [kiln, "run", executable, "--warmup", str(warmup), "--repeat", str(repeat),
-            "--output-dir", folder]
-    for i, array in enumerate(inputs):
-        path = os.path.join(folder, f"input_{i}.npy")
-        np.save(path, array)
-        args += ["--input", path]
-    env = dict(os.environ, KILN_NUM_THREADS=str(threads))
-    done = subprocess.run(args, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"onnx_encoder_bench: {' '.join(args)} failed:\n{done.stderr}")
-    match = re.search(r"time: ([0-9.]+) ms per call", done.stdout)
-    if not match:
-        sys.exit(f"onnx_encoder_bench: no time in kiln run's output:\n{done.stdout}")
-    outputs = [np.load(os.path.join(folder, f"output_{i}.npy")) for i in range(2)]
-    return float(match.group(1)), outputs
+from kiln_run_timer import kiln_time
 
 
 def ort_time(model, names, inputs, threads, warmup, repeat):
@@ -86,7 +68,7 @@ def main():
                     mask = np.ones((batch, sequence), dtype=np.int64)
                     inputs = [ids, mask]
                     kiln_ms, kiln_out = kiln_time(args.kiln, executable, inputs, threads,
-                                                  args.warmup, args.repeat, folder)
+                                                  args.warmup, args.repeat, folder, outputs=2)
                     ort_ms, ort_out = ort_time(args.model, names, inputs, threads, args.warmup,
                                                args.repeat)
                     diff = max(float(np.max(np.abs(k - o))) for k, o in zip(kiln_out, ort_out))
