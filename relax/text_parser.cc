@@ -219,6 +219,10 @@ absl::Status Parser::ParseBindings(BindingBlock* block) {
     if (Peek().kind != TokenKind::kIdent && Peek().kind != TokenKind::kDataflow) {
       return Expected("a binding or '}'");
     }
+    if ((IsKeyword("return") || IsKeyword("yield")) && !IsPunct("=", 1) && !IsPunct(":", 1)) {
+      return Error(Peek(), absl::StrCat("'", Peek().text, "' goes after the block's closing '}': bind the result to "
+                                        "a name without '%' inside the block, then ", Peek().text, " that name"));
+    }
     KILN_RETURN_IF_ERROR(ParseBinding(block));
   }
   return absl::OkStatus();
@@ -319,6 +323,10 @@ absl::StatusOr<Expr> Parser::ParsePrimary() {
                                        "as R.shape([...]) and a scalar as R.prim(...)"));
         }
       }
+      if (IsPunct("(", 1)) {
+        return Error(t, absl::StrCat("undefined variable '", t.text, "': an operator is called as R.", t.text,
+                                     "(...), a function of the module as @", t.text, "(...)"));
+      }
       return Error(t, absl::StrCat("undefined variable '", t.text, "'"));
     }
     case TokenKind::kDataflow: {
@@ -329,6 +337,10 @@ absl::StatusOr<Expr> Parser::ParsePrimary() {
           Next();
           return Expr(found->second);
         }
+      }
+      if (!in_dataflow_) {
+        return Error(t, absl::StrCat("undefined variable '", key, "': a %name is local to its dataflow block; bind "
+                                     "the value the block gives out to a name without '%'"));
       }
       return Error(t, absl::StrCat("undefined variable '", key, "'"));
     }
@@ -463,10 +475,12 @@ absl::StatusOr<Expr> Parser::ParseConstant() {
         double value = 0;
         if (v.kind == TokenKind::kInt || v.kind == TokenKind::kFloat) {
           if (IsHex(v.text)) return Expected("a number");
-          value = dtype.bits() == 32 ? static_cast<double>(std::strtof(v.text.c_str(), nullptr))
-                                     : std::strtod(v.text.c_str(), nullptr);
+          KILN_ASSIGN_OR_RETURN(value, FloatLiteral(v, dtype));
         } else if (v.kind == TokenKind::kIdent && v.text == "inf") {
           value = std::numeric_limits<double>::infinity();
+        } else if (v.kind == TokenKind::kIdent && v.text == "nan") {
+          // The word is the quiet NaN (0x7fc00000); other NaNs are written as bit patterns.
+          value = std::numeric_limits<double>::quiet_NaN();
         } else {
           return Expected(absl::StrCat("a ", dtype.ToString(), " value"));
         }
@@ -491,14 +505,17 @@ absl::StatusOr<Expr> Parser::ParseConstant() {
       uint64_t magnitude = 0;
       bool ok = tir::ParseUnsignedLiteral(v.text, &magnitude);
       int bits = dtype.bits();
-      if (dtype.is_int()) {
+      if (dtype.is_bool()) {
+        ok = ok && !negative && magnitude <= 1;  // a bool byte other than 0 or 1 is no bool
+      } else if (dtype.is_int()) {
         uint64_t limit = (uint64_t{1} << (bits - 1)) - (negative ? 0 : 1);
         ok = ok && magnitude <= limit;
       } else {
         ok = ok && !negative && (bits == 64 || magnitude < (uint64_t{1} << bits));
       }
       if (!ok) {
-        return Error(at, absl::StrCat("value ", negative ? "-" : "", v.text, " is out of range for ", dtype.ToString()));
+        return Error(at, absl::StrCat("value ", negative ? "-" : "", v.text, " is out of range for ", dtype.ToString(),
+                                      dtype.is_bool() ? " (true, false, 1 or 0)" : ""));
       }
       Next();
       append(negative ? uint64_t{0} - magnitude : magnitude);
@@ -526,7 +543,8 @@ absl::StatusOr<AttrValue> Parser::ParseAttrValue() {
     }
     if (n.kind == TokenKind::kFloat) {
       Next();
-      return AttrValue(-std::strtod(Next().text.c_str(), nullptr));
+      KILN_ASSIGN_OR_RETURN(double value, FloatLiteral(Next(), DataType::Float(64)));
+      return AttrValue(-value);
     }
     if (n.kind == TokenKind::kIdent && n.text == "inf") {
       Next();
@@ -540,8 +558,10 @@ absl::StatusOr<AttrValue> Parser::ParseAttrValue() {
       KILN_ASSIGN_OR_RETURN(int64_t v, ParseInt("an integer", false));
       return AttrValue(v);
     }
-    case TokenKind::kFloat:
-      return AttrValue(std::strtod(Next().text.c_str(), nullptr));
+    case TokenKind::kFloat: {
+      KILN_ASSIGN_OR_RETURN(double value, FloatLiteral(Next(), DataType::Float(64)));
+      return AttrValue(value);
+    }
     case TokenKind::kString:
       return AttrValue(Next().text);
     case TokenKind::kIdent: {

@@ -54,6 +54,20 @@ absl::Status TirParser::TooDeep() const {
   return Error(Peek(), absl::StrCat("nesting deeper than ", kMaxTextNesting, " levels"));
 }
 
+absl::StatusOr<double> TirParser::FloatLiteral(const Token& t, DataType dtype) const {
+  const double value = dtype.bits() == 32 ? static_cast<double>(std::strtof(t.text.c_str(), nullptr))
+                                         : std::strtod(t.text.c_str(), nullptr);
+  // The smallest magnitude that rounds to infinity, for the types narrower than their
+  // arithmetic: float16 (largest 65504) and bfloat16 (largest 0x1.fep127).
+  const double overflow = dtype.bits() == 16 ? (dtype.is_bfloat() ? 0x1.ffp127 : 65520.0)
+                                             : std::numeric_limits<double>::infinity();
+  if (std::isinf(value) || std::fabs(value) >= overflow) {
+    return Error(t, absl::StrCat("number ", t.text, " is outside the range of ", dtype.ToString(),
+                                 "; write inf for an infinity"));
+  }
+  return value;
+}
+
 absl::StatusOr<int64_t> TirParser::ParseInt(std::string_view what, bool allow_negative) {
   const Token& start = Peek();
   bool negative = false;
@@ -199,6 +213,11 @@ absl::Status TirParser::CheckBoundsUsed() {
 absl::StatusOr<PrimExpr> TirParser::ParsePrimExpr() {
   Depth depth(this);
   if (depth.too_deep()) return TooDeep();
+  if (prim_expr_depth_++ == 0) expression_operators_ = 0;
+  struct Leave {
+    int& depth;
+    ~Leave() { --depth; }
+  } leave{prim_expr_depth_};
   if (!IsKeyword("let")) return ParseOr();
   Next();
   if (Peek().kind != TokenKind::kIdent) return Expected("a variable name after 'let'");
@@ -216,6 +235,10 @@ absl::StatusOr<PrimExpr> TirParser::ParsePrimExpr() {
 }
 
 absl::StatusOr<PrimExpr> TirParser::Binary(const Token& op, ExprKind kind, PrimExpr a, PrimExpr b) {
+  if (++expression_operators_ > kMaxExpressionOperators) {
+    return Error(op, absl::StrCat("more than ", kMaxExpressionOperators,
+                                  " operators in one expression; split it into several statements or bindings"));
+  }
   if (a.dtype() != b.dtype()) {
     return Error(op, absl::StrCat("mismatched operand types ", a.dtype().ToString(), " and ",
                                   b.dtype().ToString(), " for '", KindName(kind), "'"));
@@ -310,8 +333,8 @@ absl::StatusOr<PrimExpr> TirParser::ParseUnary() {
       return IntImm(DataType::Int64(), value);
     }
     if (Peek().kind == TokenKind::kFloat) {
-      double value = -static_cast<double>(std::strtof(Next().text.c_str(), nullptr));
-      return FloatImm(DataType::Float32(), value);
+      KILN_ASSIGN_OR_RETURN(double value, FloatLiteral(Next(), DataType::Float32()));
+      return FloatImm(DataType::Float32(), -value);
     }
     return Expected("a number after '-' (negate a variable as 0 - x)");
   }
@@ -362,8 +385,7 @@ absl::StatusOr<PrimExpr> TirParser::ParseTypedLiteral(const Token& name, DataTyp
       }
       // A float32 literal is rounded once, straight from decimal, so that printing it with
       // 9 digits and parsing again gives the same value.
-      value = dtype.bits() == 32 ? static_cast<double>(std::strtof(Next().text.c_str(), nullptr))
-                                 : std::strtod(Next().text.c_str(), nullptr);
+      KILN_ASSIGN_OR_RETURN(value, FloatLiteral(Next(), dtype));
     } else if (IsKeyword("inf")) {
       Next();
       value = std::numeric_limits<double>::infinity();
@@ -510,7 +532,8 @@ absl::StatusOr<PrimExpr> TirParser::ParseAtom() {
     return IntImm(DataType::Int64(), value);
   }
   if (t.kind == TokenKind::kFloat) {
-    return FloatImm(DataType::Float32(), static_cast<double>(std::strtof(Next().text.c_str(), nullptr)));
+    KILN_ASSIGN_OR_RETURN(double value, FloatLiteral(Next(), DataType::Float32()));
+    return FloatImm(DataType::Float32(), value);
   }
   if (AcceptPunct("(")) {
     KILN_ASSIGN_OR_RETURN(PrimExpr e, ParsePrimExpr());

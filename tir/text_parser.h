@@ -4,7 +4,8 @@
 //
 // Promises:
 //  - Never crashes, hangs or recurses without bound on any input; nesting deeper than
-//    kMaxTextNesting is an error.
+//    kMaxTextNesting, or more than kMaxExpressionOperators binary operators in one
+//    expression, is an error.
 //  - Every error is one absl::InvalidArgument status whose message reads
 //    `file:line:col: error: expected ..., found ...` (or names the offending thing).
 //  - Names are resolved: each use of a TIR variable or buffer is the very node its definition
@@ -23,6 +24,10 @@
 namespace kiln::tir {
 
 inline constexpr int kMaxTextNesting = 256;
+// Binary operators in one expression (`a + b + ... `): a long chain builds a tree as deep as
+// it is long, which every recursive pass after the parser (printer, simplifier, codegen)
+// would walk, so it is bounded like nesting.
+inline constexpr int kMaxExpressionOperators = 1024;
 
 struct SourceLocation {
   std::string file;

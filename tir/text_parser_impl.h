@@ -61,6 +61,10 @@ class TirParser {
   absl::Status ExpectKeyword(std::string_view k);
   absl::StatusOr<std::string> ExpectIdent(std::string_view what);
   absl::StatusOr<int64_t> ParseInt(std::string_view what, bool allow_negative);
+  // The value of the decimal number token `t` as a `dtype` float (float32 rounded once,
+  // straight from the decimal); a number beyond the type's finite range is an error rather
+  // than a silent infinity (`inf` is written as a word).
+  absl::StatusOr<double> FloatLiteral(const Token& t, DataType dtype) const;
   absl::StatusOr<DataType> ParseDataType();
   void Record(const void* node, const Token& at);
 
@@ -102,6 +106,10 @@ class TirParser {
   std::string file_;
   size_t pos_ = 0;
   int depth_ = 0;
+  // PrimExprs being parsed (an index inside an expression is one more) and the binary
+  // operators of the outermost one so far (kMaxExpressionOperators).
+  int prim_expr_depth_ = 0;
+  int expression_operators_ = 0;
   SourceMap locations_;
 
   // Scopes: innermost last.

@@ -318,6 +318,22 @@ TEST(TextFormatTest, ConstantBytesAreExact) {
   EXPECT_NE(printed.find("R.const(float32, [3], [0.100000001, 0x7fc00001, -0.0])"), std::string::npos) << printed;
 }
 
+// docs/ir.md writes nan and inf as words; a constant's `nan` is the quiet NaN's bits (hunt21:
+// R.const refused the word while accepting `inf`).
+TEST(TextFormatTest, NanAndInfAreWordsInConstants) {
+  ParsedModule m = MustParse(R"(module {
+  func @main() {
+    a = R.const(float32, [3], [nan, -inf, inf])
+    b = R.const(float64, [1], [nan])
+    return (a, b)
+  }
+})");
+  const auto* seq = Func(m, "main")->body.as<SeqExprNode>();
+  auto bytes = [&](int i) { return *seq->blocks[0].bindings[i].value.as<ConstantNode>()->data.bytes; };
+  EXPECT_EQ(bytes(0), (std::vector<uint8_t>{0x00, 0x00, 0xc0, 0x7f, 0x00, 0x00, 0x80, 0xff, 0x00, 0x00, 0x80, 0x7f}));
+  EXPECT_EQ(bytes(1), (std::vector<uint8_t>{0, 0, 0, 0, 0, 0, 0xf8, 0x7f}));
+}
+
 TEST(TextFormatTest, ExternalConstantsNameAWeightAndRoundTrip) {
   ParsedModule m = MustParse(R"(module {
   func @main() {
@@ -371,6 +387,22 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
        "e.kir:1:54: error: operators have no namespaces: write 'R.nn.softmax' as 'R.softmax' (docs/ir.md)"},
       {"module { func @f(x: R.Tensor((n, 4), \"float32\")) { return x } }",
        "e.kir:1:21: error: struct info is written without 'R.': Tensor(...), e.g. Tensor((n, 4), float32)"},
+      // hunt21: what a new user writes after docs/ir.md.
+      {"module { func @f(x: Tensor((4,), float32)) { y = relu(x)\n return y } }",
+       "e.kir:1:50: error: undefined variable 'relu': an operator is called as R.relu(...), a function of the "
+       "module as @relu(...)"},
+      {"module { func @f(x: Tensor((4,), float32)) { dataflow { %y = R.relu(x) }\n return %y } }",
+       "e.kir:2:9: error: undefined variable '%y': a %name is local to its dataflow block; bind the value the "
+       "block gives out to a name without '%'"},
+      {"module { func @f(x: Tensor((4,), float32)) { dataflow { y = R.relu(x)\n return y } } }",
+       "e.kir:2:2: error: 'return' goes after the block's closing '}': bind the result to a name without '%' "
+       "inside the block, then return that name"},
+      {"module { func @f() { c = R.const(float32, [], [1e39])\n return c } }",
+       "e.kir:1:48: error: number 1e39 is outside the range of float32; write inf for an infinity"},
+      {"module { func @f() { c = R.const(float64, [2], [1.0, -1e400])\n return c } }",
+       "e.kir:1:54: error: number 1e400 is outside the range of float64; write inf for an infinity"},
+      {"module { func @f() { c = R.const(bool, [2], [1, 2])\n return c } }",
+       "e.kir:1:48: error: value 2 is out of range for bool (true, false, 1 or 0)"},
       {"module { func @f(x: Tensor((n, 4), \"float32\")) { return x } }",
        "e.kir:1:36: error: a data type is written without quotes: float32"},
       {"module { func @f(x: Tensor((n, 4), dtype=float32)) { return x } }",

@@ -136,6 +136,13 @@ TEST(TirTextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
        "k.tir:2:12: error: symbolic variable 'b' appears only inside an expression of the parameters' shapes, so no "
        "argument gives its value: make it a whole dimension of a buffer parameter (Buffer((b, ...), ...)) or a scalar "
        "parameter (b: int64)"},
+      // A number beyond its type's range is an error, not a silent infinity (hunt21).
+      {"prim_func @k(A: Buffer((4,), float32)) {\n  A[0] = 1e39\n}",
+       "k.tir:2:10: error: number 1e39 is outside the range of float32; write inf for an infinity"},
+      {"prim_func @k(A: Buffer((4,), float16)) {\n  A[0] = float16(65520.0)\n}",
+       "k.tir:2:18: error: number 65520.0 is outside the range of float16; write inf for an infinity"},
+      {"prim_func @k(A: Buffer((4,), float64)) {\n  A[0] = float64(-1e309)\n}",
+       "k.tir:2:19: error: number 1e309 is outside the range of float64; write inf for an infinity"},
       {"prim_func @k(A: Buffer((m * 2,), float32), B: Buffer((n + 1,), float32)) { }",
        "k.tir:1:25: error: symbolic variable 'm' appears only inside an expression of the parameters' shapes, so no "
        "argument gives its value: make it a whole dimension of a buffer parameter (Buffer((m, ...), ...)) or a scalar "
@@ -158,6 +165,43 @@ TEST(TirTextFormatTest, AVariableInsideAParameterShapeIsFineWhenAnotherParameter
                            "prim_func @k(A: Buffer((b * 2,), float32), B: Buffer((b,), float32)) { }"}) {
     EXPECT_TRUE(ParsePrimFunc(text, "k.tir").ok()) << text << ": " << ParsePrimFunc(text, "k.tir").status();
   }
+}
+
+TEST(TirTextFormatTest, NumbersAtTheEdgeOfTheirRangeAreKept) {
+  absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(
+      "prim_func @k(A: Buffer((4,), float16), B: Buffer((4,), float32)) {\n  A[0] = float16(65504.0)\n"
+      "  B[0] = 3.40282347e38\n  B[1] = 1e-50\n}",
+      "k.tir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::string printed = PrintPrimFunc(parsed->func, "k");
+  EXPECT_NE(printed.find("float16(65504.0)"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("3.40282347e+38"), std::string::npos) << printed;
+}
+
+// A chain of binary operators builds a tree as deep as the chain is long; every recursive
+// pass after the parser walks it, so `a + a + ...` of 20,000 terms crashed `kiln check` in
+// the printer (hunt21). Bounded like nesting: 1024 operators pass, 1025 are an error.
+TEST(TirTextFormatTest, LongOperatorChainsAreBoundedNotACrash) {
+  auto chain = [](int operators) {
+    std::string text = "prim_func @k(A: Buffer((4,), float32)) {\n  A[0] = A[1]";
+    for (int i = 0; i < operators; ++i) text += " + A[1]";
+    return text + "\n}";
+  };
+  EXPECT_TRUE(ParsePrimFunc(chain(kMaxExpressionOperators), "k.tir").ok());
+  for (int operators : {kMaxExpressionOperators + 1, 20000}) {
+    absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(chain(operators), "k.tir");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_NE(parsed.status().message().find("more than 1024 operators in one expression"), std::string::npos)
+        << parsed.status();
+  }
+  // The count is per expression: many statements of long expressions are fine.
+  std::string many = "prim_func @k(A: Buffer((4,), float32)) {\n";
+  for (int s = 0; s < 4; ++s) {
+    many += "  A[0] = A[1]";
+    for (int i = 0; i < 1000; ++i) many += " * A[2]";
+    many += "\n";
+  }
+  EXPECT_TRUE(ParsePrimFunc(many + "}", "k.tir").ok()) << ParsePrimFunc(many + "}", "k.tir").status();
 }
 
 TEST(TirTextFormatTest, DeepNestingIsAnErrorNotACrash) {
