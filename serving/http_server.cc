@@ -171,6 +171,15 @@ class HttpServer::Impl {
         error.code = "method_not_allowed";
       } else if (res.status == 404) {
         error.message = absl::StrCat("no route for ", req.method, " ", req.path);
+        // The usual slips of a client's configuration: a base URL without /v1 (llama-server
+        // also answers /chat/completions), or a path with a trailing slash.
+        std::string meant = "/v1" + req.path;
+        if (AllowedMethods(meant).empty() && req.path.size() > 1 && req.path.back() == '/') {
+          meant = req.path.substr(0, req.path.size() - 1);
+        }
+        if (!AllowedMethods(meant).empty()) {
+          absl::StrAppend(&error.message, "; did you mean ", meant, "? (an OpenAI client's base URL ends in /v1)");
+        }
         error.code = "not_found";
       } else if (res.status == 400 && req.method == "POST" && !req.has_header("Content-Length") &&
                  !req.has_header("Transfer-Encoding")) {

@@ -35,7 +35,9 @@ SamplingParams SamplingParams::Greedy() {
 
 absl::Status SamplingParams::Validate(int64_t vocab_size) const {
   auto bad = [](const std::string& what) { return absl::InvalidArgumentError(what); };
-  if (!(temperature >= 0) || !std::isfinite(temperature)) return bad(absl::StrCat("temperature must be >= 0, got ", temperature));
+  if (!(temperature >= 0) || !std::isfinite(temperature)) {
+    return bad(absl::StrCat("temperature must be a finite number >= 0, got ", temperature));
+  }
   if (top_k < 0) return bad(absl::StrCat("top_k must be >= 0 (0: off), got ", top_k));
   if (!(top_p > 0 && top_p <= 1)) return bad(absl::StrCat("top_p must be in (0, 1], got ", top_p));
   if (!(min_p >= 0 && min_p <= 1)) return bad(absl::StrCat("min_p must be in [0, 1], got ", min_p));

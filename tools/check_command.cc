@@ -22,7 +22,7 @@ constexpr const char* kUsage =
     "each binding's struct info. On errors, prints them (with file:line:col where the\n"
     "parser can tell) and exits with status 1.\n"
     "\n"
-    "  --quiet   print nothing on success\n";
+    "  -q, --quiet   print nothing on success\n";
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 // Speeds go to standard error.
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -43,13 +44,14 @@ constexpr const char* kUsage =
     "\n"
     "  -m, --model MODEL       the model (the same as MODEL before the options)\n"
     "  -p, --prompt TEXT       the prompt (or the user message with --chat)\n"
-    "  -f, --prompt-file FILE  read the prompt from FILE\n"
+    "  -f, --prompt-file FILE  read the prompt from FILE ('-': standard input); one final\n"
+    "                          newline is dropped, as llama.cpp's -f/--file does\n"
     "  -n, --max-tokens N      generate at most N tokens (default 256; also --n-predict)\n"
     "  --chat                  wrap the prompt in the model's chat template as a user\n"
     "                          message, with the assistant's turn to follow\n"
     "  --system TEXT           a system message first (implies --chat)\n"
-    "  --temperature T         0 is greedy (default 0.8)\n"
-    "  --top-k K               keep the K most likely tokens (default 40; 0: off)\n"
+    "  --temperature T         0 is greedy (default 0.8; also --temp)\n"
+    "  --top-k K               keep the K most likely tokens (default 40; 0 or -1: off)\n"
     "  --top-p P               keep the most likely tokens whose probabilities sum to P\n"
     "                          (default 0.95; 1: off)\n"
     "  --min-p P               drop tokens less likely than P times the most likely\n"
@@ -75,7 +77,18 @@ constexpr const char* kUsage =
     "                          for\n"
     "  --recompile             compile the GGUF model again even if it is cached\n"
     "  --profile               print each kernel's and builtin's total time to stderr\n"
-    "  -v, --verbose           print the model, the cache entry and the seed to stderr\n";
+    "  -v, --verbose           print the model, the cache entry and the seed to stderr\n"
+    "\n"
+    "Ctrl-C stops the generation after the current token (the text so far, a newline and\n"
+    "the speeds are printed; exit status 130); a second Ctrl-C ends the process at once.\n";
+
+// Ctrl-C: the first one asks the token loop to stop (so the output ends cleanly, with its
+// newline and speeds), and puts the default action back so that a second one kills.
+volatile std::sig_atomic_t interrupted = 0;
+extern "C" void OnInterrupt(int) {
+  interrupted = 1;
+  std::signal(SIGINT, SIG_DFL);
+}
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "kiln generate: %s\n", message.c_str());
@@ -120,7 +133,7 @@ int GenerateCommand(int argc, char** argv) {
       return 0;
     } else if (value({"--prompt", "-p"})) {
       prompt = v;
-    } else if (value({"--prompt-file", "-f"})) {
+    } else if (value({"--prompt-file", "-f", "--file"})) {
       prompt_file = v;
     } else if (value({"--model", "-m"})) {  // llama.cpp's spelling of the positional MODEL
       if (!model.empty()) return Usage("one model at a time ('" + model + "' and '" + v + "')");
@@ -133,7 +146,9 @@ int GenerateCommand(int argc, char** argv) {
     } else if (value({"--temperature", "--temp"})) {
       if (!float_value(&sampling.temperature)) return Usage("--temperature needs a number, got '" + v + "'");
     } else if (value({"--top-k"})) {
-      if (!int_value(&sampling.top_k, 0)) return Usage("--top-k needs a non-negative integer, got '" + v + "'");
+      // -1 is llama.cpp's and the HTTP API's other spelling of "off".
+      if (!int_value(&sampling.top_k, -1)) return Usage("--top-k needs an integer >= -1 (0 or -1: off), got '" + v + "'");
+      if (sampling.top_k < 0) sampling.top_k = 0;
     } else if (value({"--top-p"})) {
       if (!float_value(&sampling.top_p)) return Usage("--top-p needs a number, got '" + v + "'");
     } else if (value({"--min-p"})) {
@@ -186,9 +201,12 @@ int GenerateCommand(int argc, char** argv) {
   }
   if (!prompt_file.empty()) {
     if (!prompt.empty()) return Usage("give --prompt or --prompt-file, not both");
-    absl::StatusOr<std::string> text = support::ReadFile(prompt_file);
+    absl::StatusOr<std::string> text = support::ReadFile(prompt_file == "-" ? "/dev/stdin" : prompt_file);
     if (!text.ok()) return Fail(std::string(text.status().message()));
     prompt = *text;
+    // A file's last line ends in a newline that is no part of the prompt (echo, editors):
+    // llama.cpp's -f drops one, so the same file gives the same tokens.
+    if (!prompt.empty() && prompt.back() == '\n') prompt.pop_back();
   }
   if (prompt.empty() && !chat) return Usage("no prompt (--prompt TEXT)");
   if (threads > 0) setenv("KILN_NUM_THREADS", absl::StrCat(threads).c_str(), 1);  // before the pool starts
@@ -271,10 +289,11 @@ int GenerateCommand(int argc, char** argv) {
   const auto prefill_end = std::chrono::steady_clock::now();
 
   serving::StreamDecoder decoder(*tokenizer);
+  std::signal(SIGINT, OnInterrupt);
   int64_t generated = 0;
   bool context_full = false;
   std::vector<int32_t> history = *ids;
-  while (generated < max_new_tokens) {
+  while (generated < max_new_tokens && !interrupted) {
     const int32_t token = sampler.Sample(*logits, history);
     ++generated;
     history.push_back(token);
@@ -297,7 +316,11 @@ int GenerateCommand(int argc, char** argv) {
     if (!step.ok()) return Fail(std::string(step.status().message()));
     *logits = std::move((*step)[0]);
   }
-  const std::string tail = stop_strings.stopped() ? std::string() : stop_strings.Push(decoder.Finish()) + stop_strings.Finish();
+  // Interrupted inside a character (a token that ends in part of its bytes): those bytes are
+  // dropped rather than printed as replacement characters.
+  const std::string tail = stop_strings.stopped() ? std::string()
+                           : interrupted          ? stop_strings.Finish()
+                                                  : stop_strings.Push(decoder.Finish()) + stop_strings.Finish();
   std::fwrite(tail.data(), 1, tail.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
@@ -314,8 +337,11 @@ int GenerateCommand(int argc, char** argv) {
                  static_cast<long long>(generated), static_cast<long long>(max_new_tokens),
                  static_cast<long long>(llm.max_sequence_length()), static_cast<long long>(llm.config().context_length));
   }
+  if (interrupted) {
+    std::fprintf(stderr, "kiln: interrupted after %lld tokens\n", static_cast<long long>(generated));
+  }
   if (profile) PrintProfile(llm.vm(), stderr);
-  return 0;
+  return interrupted ? 130 : 0;
 }
 
 }  // namespace kiln::tools

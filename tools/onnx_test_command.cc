@@ -42,7 +42,7 @@ constexpr const char* kUsage =
     "Prints 'PASS name', 'FAIL name: reason' or 'UNSUPPORTED name: reason' per case, then\n"
     "'N passed, M failed, K unsupported'. Exit status 1 when a case failed.\n"
     "\n"
-    "  -j N                  cases run at once, each in its own process (default: CPUs)\n"
+    "  -j, --jobs N          cases run at once, each in its own process (default: CPUs)\n"
     "  --timeout-seconds S   a case running longer fails (default 60)\n"
     "  --json FILE           also write one JSON object per case per line to FILE\n"
     "                        (name, status, message, max_abs_error, seconds)\n"

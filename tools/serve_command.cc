@@ -210,9 +210,9 @@ int ServeCommand(int argc, char** argv) {
     while (serving) {
       const int received = sigtimedwait(&stop_signals, nullptr, &poll);
       if (received != SIGTERM && received != SIGINT) continue;
-      std::fprintf(stderr, "kiln serve: %s: draining (finishing %lld requests in flight)\n",
-                   received == SIGTERM ? "SIGTERM" : "SIGINT",
-                   static_cast<long long>((*engine)->Stats().running + (*engine)->Stats().queued));
+      const long long in_flight = (*engine)->Stats().running + (*engine)->Stats().queued;
+      std::fprintf(stderr, "kiln serve: %s: draining (finishing %lld request%s in flight)\n",
+                   received == SIGTERM ? "SIGTERM" : "SIGINT", in_flight, in_flight == 1 ? "" : "s");
       server.Drain();
       return;
     }

@@ -391,18 +391,15 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
       {"module { func @f(x: Tensor((4,), float32)) { y = relu(x)\n return y } }",
        "e.kir:1:50: error: undefined variable 'relu': an operator is called as R.relu(...), a function of the "
        "module as @relu(...)"},
-      {"module { func @f(x: Tensor((4,), float32)) { dataflow { %y = R.relu(x) }\n return %y } }",
-       "e.kir:2:9: error: undefined variable '%y': a %name is local to its dataflow block; bind the value the "
-       "block gives out to a name without '%'"},
       {"module { func @f(x: Tensor((4,), float32)) { dataflow { y = R.relu(x)\n return y } } }",
        "e.kir:2:2: error: 'return' goes after the block's closing '}': bind the result to a name without '%' "
        "inside the block, then return that name"},
       {"module { func @f() { c = R.const(float32, [], [1e39])\n return c } }",
        "e.kir:1:48: error: number 1e39 is outside the range of float32; write inf for an infinity"},
       {"module { func @f() { c = R.const(float64, [2], [1.0, -1e400])\n return c } }",
-       "e.kir:1:54: error: number 1e400 is outside the range of float64; write inf for an infinity"},
+       "e.kir:1:55: error: number 1e400 is outside the range of float64; write inf for an infinity"},
       {"module { func @f() { c = R.const(bool, [2], [1, 2])\n return c } }",
-       "e.kir:1:48: error: value 2 is out of range for bool (true, false, 1 or 0)"},
+       "e.kir:1:49: error: value 2 is out of range for bool (true, false, 1 or 0)"},
       {"module { func @f(x: Tensor((n, 4), \"float32\")) { return x } }",
        "e.kir:1:36: error: a data type is written without quotes: float32"},
       {"module { func @f(x: Tensor((n, 4), dtype=float32)) { return x } }",
@@ -415,7 +412,9 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
       {"module { func @f(x: Object) {\n x = R.add(x, x)\n return x } }", "e.kir:2:2: error: redefinition of variable 'x'"},
       {"module { func @f(x: Object) { %y = R.add(x, x)\n return x } }",
        "e.kir:1:31: error: dataflow variable '%y' outside a dataflow block"},
-      {"module { func @f(x: Object) { dataflow { %y = x }\n return %y } }", "e.kir:2:9: error: undefined variable '%y'"},
+      {"module { func @f(x: Object) { dataflow { %y = x }\n return %y } }",
+       "e.kir:2:9: error: undefined variable '%y': a %name is local to its dataflow block; bind the value the "
+       "block gives out to a name without '%'"},
       {"module { func @f(x: Tensor((n,), float32)) { y: Tensor((m,), float32) = x\n return y } }",
        "e.kir:1:57: error: undefined variable 'm'"},
       {"module { func @f() { return @g } }", "e.kir:1:29: error: undefined function '@g'"},

@@ -364,6 +364,13 @@ TEST_F(HttpServerTest, WrongMethodOnARouteIs405WithAllow) {
   // Unknown paths stay 404, whatever the method.
   EXPECT_EQ(ErrorBody(Post("/v1/embeddings", "{}"), 404)["code"], "not_found");
   EXPECT_EQ(ErrorBody(client_->Get("/v1/completion"), 404)["code"], "not_found");
+  // A client whose base URL lacks /v1, or a path with a trailing slash, is told the route
+  // it meant (hunt21).
+  EXPECT_EQ(ErrorBody(Post("/chat/completions", "{}"), 404)["message"],
+            "no route for POST /chat/completions; did you mean /v1/chat/completions? (an OpenAI client's base URL "
+            "ends in /v1)");
+  EXPECT_THAT(ErrorBody(Post("/v1/completions/", "{}"), 404)["message"].get<std::string>(),
+              HasSubstr("did you mean /v1/completions?"));
   EXPECT_EQ(client_->Head("/health")->status, 200);
 }
 

@@ -137,7 +137,7 @@ TEST(Sampler, ValidationNamesTheParameter) {
   EXPECT_THAT(std::string(p.Validate(10).message()), HasSubstr("top_p must be in (0, 1]"));
   p = SamplingParams();
   p.temperature = -1;
-  EXPECT_THAT(std::string(p.Validate(10).message()), HasSubstr("temperature must be >= 0"));
+  EXPECT_THAT(std::string(p.Validate(10).message()), HasSubstr("temperature must be a finite number >= 0"));
   p = SamplingParams();
   p.logit_bias = {{10, 1.0f}};
   EXPECT_THAT(std::string(p.Validate(10).message()), HasSubstr("token 10, outside [0, 10)"));

@@ -59,6 +59,24 @@ stopped=$("$kiln" generate --prompt "1, 2, 3, 4," -n 30 --temperature 0 --stop "
 grep -q "7" <<<"$stopped" || fail "stop: $stopped"
 grep -q "8" <<<"$stopped" && fail "the stop string was printed: $stopped"
 
+# The prompt from a file or standard input, as a new user writes it (hunt21): the file's
+# final newline is no part of the prompt (llama.cpp's -f drops it too; with it the answer
+# differed from --prompt's), and -f - reads standard input.
+echo "The capital of France is" >"$dir/prompt.txt"
+from_file=$("$kiln" generate -f "$dir/prompt.txt" -n 8 --temperature 0 2>/dev/null)
+[ "$from_file" = "$out" ] || fail "-f FILE gave '$from_file', --prompt '$out'"
+from_stdin=$(echo "The capital of France is" | "$kiln" generate --file - -n 8 --temperature 0 2>/dev/null)
+[ "$from_stdin" = "$out" ] || fail "-f - gave '$from_stdin', --prompt '$out'"
+# --top-k -1 is "off" as in llama.cpp and the HTTP API (it was refused here only).
+"$kiln" generate --prompt hi -n 2 --top-k -1 --seed 1 >/dev/null 2>&1 || fail "--top-k -1 was refused"
+# Ctrl-C mid-generation: the text so far ends with its newline, the speeds and a note follow,
+# and the status is 130 (the process was killed by the signal before).
+timeout --preserve-status -s INT 4 "$kiln" generate --prompt "Once upon a time" -n 100000 --ignore-eos \
+  -c 8192 >"$dir/int_out" 2>"$dir/int_err" && fail "Ctrl-C: status 0"
+grep -q "kiln: interrupted after [0-9]* tokens" "$dir/int_err" || fail "Ctrl-C: $(cat "$dir/int_err")"
+grep -q "tok/s" "$dir/int_err" || fail "Ctrl-C: no speeds: $(cat "$dir/int_err")"
+[ "$(tail -c 1 "$dir/int_out" | od -An -c | tr -d ' ')" = '\n' ] || fail "Ctrl-C: the output does not end its line"
+
 # Clear errors.
 expect_error() {
   local want=$1; shift
