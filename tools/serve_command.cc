@@ -157,8 +157,7 @@ int ServeCommand(int argc, char** argv) {
     } else if (arg == "-v" || arg == "--verbose") {
       verbose = true;
     } else if (!arg.empty() && arg[0] == '-') {
-      return Usage(absl::StrCat(UnknownOptionMessage(arg, kUsage),
-                                arg.find('=') == std::string::npos && i + 1 >= argc ? " (or it needs a value)" : ""));
+      return Usage(UnknownOptionMessage(arg, kUsage));
     } else if (model.empty()) {
       model = arg;
     } else {

@@ -1,5 +1,6 @@
 #include "tools/usage_error.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <vector>
@@ -15,6 +16,31 @@ int UsageError(std::string_view command, std::string_view message) {
   return 2;
 }
 
+namespace {
+
+// The options a help line starts with: "  -m, --model MODEL   ..." lists -m and --model.
+// (Not every word with a dash: "-mcpu=znver3" inside a description is no option.)
+std::vector<std::string> ListedOptions(std::string_view usage) {
+  std::vector<std::string> listed;
+  size_t line = 0;
+  while (line < usage.size()) {
+    size_t end = usage.find('\n', line);
+    if (end == std::string_view::npos) end = usage.size();
+    size_t i = line;
+    while (i < end && usage[i] == ' ') ++i;
+    while (i + 1 < end && usage[i] == '-' && usage[i + 1] != ' ') {
+      size_t word = i;
+      while (i < end && usage[i] != ' ' && usage[i] != ',') ++i;
+      listed.emplace_back(usage.substr(word, i - word));
+      if (i + 1 < end && usage[i] == ',' && usage[i + 1] == ' ') i += 2;
+    }
+    line = end + 1;
+  }
+  return listed;
+}
+
+}  // namespace
+
 std::string UnknownOptionMessage(std::string_view arg, std::string_view usage) {
   // The options are the words of the help text that start with '-' and a letter or '-'.
   std::vector<std::string> options;
@@ -28,6 +54,14 @@ std::string UnknownOptionMessage(std::string_view arg, std::string_view usage) {
     i = end;
   }
   const std::string_view name = arg.substr(0, arg.find('='));
+  // An option the help lists reaches here only when its parser did not take it: a value
+  // option as the last word (`kiln generate --prompt`), or a flag given a value
+  // (`--chat=1`). Calling it unknown would send the user looking for another spelling.
+  if (const std::vector<std::string> listed = ListedOptions(usage);
+      std::find(listed.begin(), listed.end(), name) != listed.end()) {
+    return arg.find('=') == std::string_view::npos ? "option '" + std::string(name) + "' needs a value"
+                                                   : "option '" + std::string(name) + "' takes no value";
+  }
   std::string message = "unknown option '" + std::string(arg) + "'";
   // Single-letter options are too short to guess from.
   if (name.size() > 2) message += support::DidYouMean(name, options);

@@ -13,7 +13,9 @@ int UsageError(std::string_view command, std::string_view message);
 
 // "unknown option 'ARG'", with the option the user probably meant when one of those that
 // `usage` (the command's --help text) lists is a close spelling: --temprature ->
-// --temperature. A value after '=' is ignored in the comparison.
+// --temperature. A value after '=' is ignored in the comparison. An option `usage` lists
+// (its parser did not take it) is "option '--prompt' needs a value", or "takes no value"
+// when written with '='.
 std::string UnknownOptionMessage(std::string_view arg, std::string_view usage);
 
 }  // namespace kiln::tools

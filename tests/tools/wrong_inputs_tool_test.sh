@@ -24,6 +24,12 @@ expect_error "kiln help: unknown command 'nope'" help nope
 expect_error "unknown option '--temprature' (did you mean '--temperature'?)" generate --temprature 0 --prompt hi
 expect_error "unknown option '--inputs' (did you mean '--input'?)" run x.kx --inputs a.npy
 expect_error "unknown option '--max-runing' (did you mean '--max-running'?)" serve --max-runing 3
+# A listed option without its value, or a flag given one, is named as such (hunt21: "unknown
+# option '--prompt' (or it needs a value)" sent users looking for another spelling).
+expect_error "option '--prompt' needs a value" generate --prompt
+expect_error "option '--port' needs a value" serve --port
+expect_error "option '--chat' takes no value" generate --prompt hi --chat=1
+expect_error "option '--quiet' takes no value" check x.kir --quiet=yes
 
 # Files of another kind where a .kx or IR text belongs: named, not "bad magic" or a byte.
 printf 'GGUF\003\000\000\000\000\000\000\000\000\000\000\000' >"$dir/model.gguf"
