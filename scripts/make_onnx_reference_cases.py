@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Writes ONNX test cases for STFT, MelWeightMatrix and QLinearConv (and one DFT) at shapes
+"""Writes ONNX test cases for STFT, MelWeightMatrix and QLinearConv (and one DFT, and Cast /
+(De)QuantizeLinear with the FP6 element types) at shapes
 beyond ONNX's node tests (odd lengths, symbolic batch, onesided / two-sided, complex signals,
 per-channel scales, groups, dilations, auto_pad, int8 / uint8, run-time mel edges), with the expected
 outputs of ONNX's reference evaluator (onnx.reference.ReferenceEvaluator), in the layout
@@ -133,3 +134,25 @@ x = rng.standard_normal((3, 5, 12, 2)).astype(f32)
 node = helper.make_node("DFT", ["x", "", "axis"], ["y"], onesided=0)
 case("dft_symbolic_batch_axis2", node, [("x", x, ["b", 5, 12, 2]), ("axis", np.array(2, np.int64), [])], 20,
      TensorProto.FLOAT)
+
+# --- The FP6 element types (Cast, QuantizeLinear, DequantizeLinear 28): round to nearest
+# even, saturate (no infinities or NaN), subnormals; 25 and 7 elements, so the 6-bit packing
+# (4 elements in 3 bytes) ends mid-group. Their own generator, so the cases above stay as they were.
+fp6_rng = np.random.default_rng(6)
+edges = np.array([0, 0.1, 0.3, 1.3, 2.6, 7.4, 7.6, 100, -3.2, -0.06, -1000, 0.0624], f32)
+x25 = np.concatenate([edges, fp6_rng.standard_normal(13).astype(f32) * 4]).reshape(5, 5)
+x7 = (fp6_rng.standard_normal(7) * 10).astype(f32)
+for fp6 in ("FLOAT6E2M3", "FLOAT6E3M2"):
+    t = getattr(TensorProto, fp6)
+    node = helper.make_node("Cast", ["x"], ["y"], to=t)
+    case(f"cast_float_to_{fp6.lower()}", node, [("x", x25, [5, 5])], 28, t)
+    y = ReferenceEvaluator(helper.make_model(helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [7])],
+        [helper.make_tensor_value_info("y", t, [7])]), opset_imports=[helper.make_opsetid("", 28)])).run(None, {"x": x7})[0]
+    case(f"cast_{fp6.lower()}_to_float_7", helper.make_node("Cast", ["y"], ["z"], to=TensorProto.FLOAT),
+         [("y", y, [7])], 28, TensorProto.FLOAT)
+    scale = np.array(0.5, f32)
+    case(f"quantizelinear_{fp6.lower()}", helper.make_node("QuantizeLinear", ["x", "s"], ["q"], output_dtype=t),
+         [("x", x25, [5, 5]), ("s", scale, [])], 28, t)
+    case(f"dequantizelinear_{fp6.lower()}_7", helper.make_node("DequantizeLinear", ["q", "s"], ["y"]),
+         [("q", y, [7]), ("s", scale, [])], 28, TensorProto.FLOAT)

@@ -28,6 +28,10 @@ const NarrowType kTypes[] = {
     {kOnnxFloat8E8M0, "FLOAT8E8M0", 8, DataType::Float(32), true, false, 8, 0, 127, false, false, false, true,
      std::ldexp(1.0, 127), std::ldexp(1.0, -127)},
     {kOnnxFloat4E2M1, "FLOAT4E2M1", 4, DataType::Float(32), true, true, 2, 1, 1, false, false, false, false, 6, -6},
+    // The OCP microscaling FP6 formats: every code finite, no NaN.
+    {kOnnxFloat6E2M3, "FLOAT6E2M3", 6, DataType::Float(32), true, true, 2, 3, 1, false, false, false, false, 7.5,
+     -7.5},
+    {kOnnxFloat6E3M2, "FLOAT6E3M2", 6, DataType::Float(32), true, true, 3, 2, 3, false, false, false, false, 28, -28},
     {kOnnxInt4, "INT4", 4, DataType::Int(8), false, true, 0, 0, 0, false, false, false, false, 7, -8},
     {kOnnxUInt4, "UINT4", 4, DataType::UInt(8), false, false, 0, 0, 0, false, false, false, false, 15, 0},
     {kOnnxInt2, "INT2", 2, DataType::Int(8), false, true, 0, 0, 0, false, false, false, false, 1, -2},
@@ -73,18 +77,21 @@ double DecodeNarrow(const NarrowType& type, uint32_t code) {
 
 int64_t NarrowPackedBytes(const NarrowType& type, int64_t count) {
   if (type.bits >= 8) return count * (type.bits / 8);
-  const int per_byte = 8 / type.bits;
-  return (count + per_byte - 1) / per_byte;
+  return (count * type.bits + 7) / 8;
 }
 
 void UnpackNarrow(const NarrowType& type, const uint8_t* packed, int64_t count, uint8_t* out) {
-  const int per_byte = type.bits >= 8 ? 1 : 8 / type.bits;
   for (int64_t i = 0; i < count; ++i) {
     uint32_t code;
     if (type.bits == 16) {
       code = packed[2 * i] | (uint32_t{packed[2 * i + 1]} << 8);
-    } else {
-      code = (packed[i / per_byte] >> ((i % per_byte) * type.bits)) & ((1u << type.bits) - 1);
+    } else if (type.bits == 8) {
+      code = packed[i];
+    } else {  // bit `first` of the stream on: a 6-bit element may straddle two bytes
+      const int64_t first = i * type.bits, byte = first / 8;
+      uint32_t window = packed[byte];
+      if ((first % 8) + type.bits > 8) window |= uint32_t{packed[byte + 1]} << 8;
+      code = (window >> (first % 8)) & ((1u << type.bits) - 1);
     }
     const double value = DecodeNarrow(type, code);
     if (type.storage.is_float()) {

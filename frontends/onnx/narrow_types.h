@@ -1,5 +1,6 @@
 // ONNX element types narrower than any Kiln dtype: the float8 formats (E4M3FN, E4M3FNUZ,
-// E5M2, E5M2FNUZ, E8M0), FLOAT4E2M1, INT4/UINT4 and INT2/UINT2 (ONNX 1.14 to 1.20; the
+// E5M2, E5M2FNUZ, E8M0), FLOAT4E2M1, FLOAT6E2M3 / FLOAT6E3M2 (ONNX 1.23's Cast, CastLike and
+// (De)QuantizeLinear 28 list them), INT4/UINT4 and INT2/UINT2 (ONNX 1.14 to 1.23; the
 // protobuf of Debian's libonnx 1.12 does not name them, hence the numbers here), and
 // BFLOAT16, which Kiln names but no backend computes in.
 //
@@ -34,6 +35,8 @@ enum OnnxNarrowTypeId : int32_t {
   kOnnxFloat8E8M0 = 24,
   kOnnxUInt2 = 25,
   kOnnxInt2 = 26,
+  kOnnxFloat6E2M3 = 27,
+  kOnnxFloat6E3M2 = 28,
 };
 
 struct NarrowType {
@@ -50,7 +53,7 @@ struct NarrowType {
   int bias;
   // Float encodings of the special values: `has_inf` (only E5M2: IEEE-like, exponent all
   // ones), `fnuz` (no negative zero, NaN is the bit pattern of -0), `nan_all_ones` (E4M3FN:
-  // only S.1111.111 is NaN, no infinities), no NaN at all (FLOAT4E2M1).
+  // only S.1111.111 is NaN, no infinities), no NaN at all (FLOAT4E2M1, the FLOAT6s).
   bool has_inf;
   bool fnuz;
   bool nan_all_ones;
@@ -66,8 +69,8 @@ const NarrowType* FindNarrowType(int32_t onnx_type);
 // signed zeros included).
 double DecodeNarrow(const NarrowType& type, uint32_t code);
 
-// The bytes `count` elements take in ONNX's packed encoding (sub-byte elements packed low
-// bits first, the last byte padded).
+// The bytes `count` elements take in ONNX's packed encoding (sub-byte elements one bit
+// stream, low bits first: 2 / 4 bits a byte, 6-bit ones 4 in 3 bytes; the last byte padded).
 int64_t NarrowPackedBytes(const NarrowType& type, int64_t count);
 
 // Unpacks `count` elements from `packed` (NarrowPackedBytes(type, count) bytes) into

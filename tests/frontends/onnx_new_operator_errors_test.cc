@@ -1,4 +1,5 @@
-// What the NonZero / Det / TensorScatter / MaxUnpool / RoiAlign converters refuse: each a
+// What the NonZero / Det / TensorScatter / MaxUnpool / RoiAlign converters, and those of the
+// operators ONNX proposes after 1.23 (GeGLU, LinearAttention's erase_gate), refuse: each a
 // status naming the node and what is wrong or unsupported, never an abort (import only).
 #include <cstdint>
 #include <string>
@@ -96,6 +97,45 @@ TEST(OnnxNewOperatorErrors, DetOfIntegersIsAnError) {
   absl::StatusOr<ImportResult> imported = ImportOnnxBytes(m.Bytes(), "", ImportOptions{});
   ASSERT_FALSE(imported.ok());  // ONNX's checker or the converter: either names the problem
   EXPECT_NE(imported.status().message().find("Det"), std::string::npos) << imported.status();
+}
+
+TEST(OnnxNewOperatorErrors, GeGLUOfDifferentShapesIsAnError) {
+  ModelBuilder m(28);
+  m.Input("A", kFloat, {"2", "6"}).Input("B", kFloat, {"2", "1"}).Output("Y");
+  m.Node("GeGLU", {"A", "B"}, {"Y"}, "geglu");
+  ExpectRefused(m, absl::StatusCode::kInvalidArgument, {"node 'geglu' (op GeGLU", "no broadcasting"});
+}
+
+TEST(OnnxNewOperatorErrors, GeGLUUnknownApproximationIsAnError) {
+  ModelBuilder m(28);
+  m.Input("A", kFloat, {"2", "6"}).Input("B", kFloat, {"2", "6"}).Output("Y");
+  SetString(m.Node("GeGLU", {"A", "B"}, {"Y"}, "geglu"), "approximate", "sigmoid");
+  ExpectRefused(m, absl::StatusCode::kInvalidArgument, {"node 'geglu' (op GeGLU", "unknown approximate 'sigmoid'"});
+}
+
+// A LinearAttention (B 1, T 2, one head, d_k 2, d_v 2) whose rule is `rule`, with an erase
+// gate of `erase_dims`.
+ModelBuilder LinearAttentionWithEraseGate(const std::string& rule, const std::vector<std::string>& erase_dims) {
+  ModelBuilder m(28);
+  m.Input("q", kFloat, {"1", "2", "2"}).Input("k", kFloat, {"1", "2", "2"}).Input("v", kFloat, {"1", "2", "2"});
+  m.Input("beta", kFloat, {"1", "2", "1"}).Input("erase", kFloat, erase_dims).Output("y");
+  const bool delta = rule == "delta";
+  ::onnx::NodeProto* node =
+      m.Node("LinearAttention", {"q", "k", "v", "", "", delta ? "beta" : "", "erase"}, {"y"}, "la");
+  SetString(node, "update_rule", rule);
+  SetIntAttr(node, "q_num_heads", 1);
+  SetIntAttr(node, "kv_num_heads", 1);
+  return m;
+}
+
+TEST(OnnxNewOperatorErrors, LinearAttentionEraseGateOutsideTheDeltaRulesIsAnError) {
+  ExpectRefused(LinearAttentionWithEraseGate("linear", {"1", "2", "2"}), absl::StatusCode::kInvalidArgument,
+                {"node 'la' (op LinearAttention", "forbids erase_gate"});
+}
+
+TEST(OnnxNewOperatorErrors, LinearAttentionEraseGateOfTheWrongShapeIsAnError) {
+  ExpectRefused(LinearAttentionWithEraseGate("delta", {"1", "2", "1"}), absl::StatusCode::kInvalidArgument,
+                {"node 'la' (op LinearAttention", "erase_gate must have shape (1, 2, 2)"});
 }
 
 }  // namespace

@@ -155,20 +155,46 @@ absl::StatusOr<Expr> Swish(NodeContext& c, Expr x, DataType t) {
   return c.Call("multiply", {x, s});
 }
 
-// SwiGLU (28): Swish(a, alpha) * b, a and b of one shape (no broadcasting).
-absl::StatusOr<std::vector<Value>> ConvertSwiGLU(NodeContext& c) {
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> a_shape, c.InputShape(0));
-  KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> b_shape, c.InputShape(1));
-  KILN_ASSIGN_OR_RETURN(DataType t, c.InputDType(0));
-  KILN_ASSIGN_OR_RETURN(DataType b_dtype, c.InputDType(1));
-  if (a_shape.size() != b_shape.size() || t != b_dtype) {
-    return c.Error("A and B must have the same shape and type (no broadcasting)");
-  }
-  KILN_ASSIGN_OR_RETURN(Expr a, c.Input(0));
-  KILN_ASSIGN_OR_RETURN(Expr b, c.Input(1));
-  KILN_ASSIGN_OR_RETURN(Expr gate, Swish(c, a, t));
-  KILN_ASSIGN_OR_RETURN(Expr out, c.Call("multiply", {gate, b}));
-  return Outputs(out);
+// Exact: x * (1 + erf(x / sqrt 2)) / 2 (Kiln's gelu); approximate "tanh":
+// x * (1 + tanh(u)) / 2 with u = sqrt(2 / pi) * (x + 0.044715 x^3), computed as the equal
+// x * sigmoid(2 u): 1 + tanh(u) cancels to 0 in float32 for u below about -9, where the
+// true value (and sigmoid's) is still a normal number.
+absl::StatusOr<Expr> Gelu(NodeContext& c, Expr x, DataType t) {
+  const std::string approximate = c.AttrString("approximate", "none");
+  if (approximate == "none") return c.Call("gelu", {x});
+  if (approximate != "tanh") return c.Error("unknown approximate '", approximate, "' (none or tanh)");
+  KILN_ASSIGN_OR_RETURN(Expr x2, c.Call("multiply", {x, x}));
+  KILN_ASSIGN_OR_RETURN(Expr x3, c.Call("multiply", {x2, x}));
+  KILN_ASSIGN_OR_RETURN(Expr cubic, c.Call("multiply", {x3, ScalarConstant(0.044715, t)}));
+  KILN_ASSIGN_OR_RETURN(Expr inner, c.Call("add", {x, cubic}));
+  KILN_ASSIGN_OR_RETURN(inner, c.Call("multiply", {inner, ScalarConstant(2 * std::sqrt(2.0 / M_PI), t)}));
+  KILN_ASSIGN_OR_RETURN(Expr s, c.Call("sigmoid", {inner}));
+  return c.Call("multiply", {x, s});
+}
+
+// The gated activations SwiGLU (28: Swish(a, alpha) * b) and GeGLU (ONNX's proposed next
+// opset: Gelu(a, approximate) * b): a gate a and a value b of one shape and type; ONNX
+// applies no broadcasting, so dimensions proven different are an error.
+ConverterFn GatedActivation(std::function<absl::StatusOr<Expr>(NodeContext&, Expr, DataType)> gate_fn) {
+  return [gate_fn](NodeContext& c) -> absl::StatusOr<std::vector<Value>> {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> a_shape, c.InputShape(0));
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> b_shape, c.InputShape(1));
+    KILN_ASSIGN_OR_RETURN(DataType t, FloatDType(c));
+    KILN_ASSIGN_OR_RETURN(DataType b_dtype, c.InputDType(1));
+    bool same_shape = a_shape.size() == b_shape.size();
+    for (size_t i = 0; same_shape && i < a_shape.size(); ++i) {
+      std::optional<PrimExpr> differ = ProvenTruth(tir::NE(a_shape[i], b_shape[i]));
+      same_shape = !(differ && differ->as_int() == 1);
+    }
+    if (!same_shape || t != b_dtype) {
+      return c.Error("A and B must have the same shape and type (no broadcasting)");
+    }
+    KILN_ASSIGN_OR_RETURN(Expr a, c.Input(0));
+    KILN_ASSIGN_OR_RETURN(Expr b, c.Input(1));
+    KILN_ASSIGN_OR_RETURN(Expr gate, gate_fn(c, a, t));
+    KILN_ASSIGN_OR_RETURN(Expr out, c.Call("multiply", {gate, b}));
+    return Outputs(out);
+  };
 }
 
 }  // namespace
@@ -272,24 +298,10 @@ void RegisterElementwiseConverters(ConverterRegistry& r) {
                KILN_ASSIGN_OR_RETURN(Expr hs, c.Call("maximum", {lo, ScalarConstant(0, t)}));
                return c.Call("multiply", {x, hs});
              }), 14);
-  // Exact: x * (1 + erf(x / sqrt 2)) / 2 (Kiln's gelu); approximate "tanh":
-  // x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2.
-  r.Register("Gelu", Activation([](NodeContext& c, Expr x, DataType t) -> absl::StatusOr<Expr> {
-               const std::string approximate = c.AttrString("approximate", "none");
-               if (approximate == "none") return c.Call("gelu", {x});
-               if (approximate != "tanh") return c.Error("unknown approximate '", approximate, "' (none or tanh)");
-               KILN_ASSIGN_OR_RETURN(Expr x2, c.Call("multiply", {x, x}));
-               KILN_ASSIGN_OR_RETURN(Expr x3, c.Call("multiply", {x2, x}));
-               KILN_ASSIGN_OR_RETURN(Expr cubic, c.Call("multiply", {x3, ScalarConstant(0.044715, t)}));
-               KILN_ASSIGN_OR_RETURN(Expr inner, c.Call("add", {x, cubic}));
-               KILN_ASSIGN_OR_RETURN(inner, c.Call("multiply", {inner, ScalarConstant(std::sqrt(2.0 / M_PI), t)}));
-               KILN_ASSIGN_OR_RETURN(Expr th, c.Call("tanh", {inner}));
-               KILN_ASSIGN_OR_RETURN(Expr one_plus, c.Call("add", {th, ScalarConstant(1, t)}));
-               KILN_ASSIGN_OR_RETURN(Expr half_x, c.Call("multiply", {x, ScalarConstant(0.5, t)}));
-               return c.Call("multiply", {half_x, one_plus});
-             }), 20);
+  r.Register("Gelu", Activation(Gelu), 20);
   r.Register("Swish", Activation(Swish), 24);
-  r.Register("SwiGLU", ConvertSwiGLU, 28);
+  r.Register("SwiGLU", GatedActivation(Swish), 28);
+  r.Register("GeGLU", GatedActivation(Gelu), 28);
   // x * tanh(softplus(x)), softplus = log1p(exp(x)): a large x overflows exp to inf, and
   // tanh(inf) = 1 still gives x.
   r.Register("Mish", Activation([](NodeContext& c, Expr x, DataType) -> absl::StatusOr<Expr> {

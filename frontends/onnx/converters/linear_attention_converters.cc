@@ -2,10 +2,13 @@
 // of a softmax over all keys, computed in float32 as ONNX's reference does. For each step t
 // of the (static) sequence, unrolled:
 //   gated rules:  S *= exp(decay_t)                       (per head, or per key dim)
-//   delta rules:  v_t = beta_t (v_t - S^T k_t)            (what S already holds of v_t removed)
+//   delta rules:  v_t = beta_t (v_t - S^T (e_t k_t))      (what S already holds of v_t removed)
 //   every rule:   S += k_t v_t^T
 //   output_t    = scale q_t S                             (S repeated over GQA's query heads)
 // update_rule picks linear (none of the first two), gated, delta or gated_delta (both).
+// e_t is the optional erase_gate (input 6, (B, T, H_kv d_k); 1 without it), which ONNX
+// proposes for its next LinearAttention (onnx/onnx#8064, Gated DeltaNet-2): it scales the key
+// that reads what is erased, while the write below keeps k_t. Only the delta rules take it.
 // The outputs: (B, T, H_q d_v) in query's type, and present_state in past_state's type
 // (query's without one).
 #include <cmath>
@@ -49,6 +52,8 @@ absl::StatusOr<std::vector<Value>> ConvertLinearAttention(NodeContext& c) {
   const bool delta = rule == "delta" || rule == "gated_delta";
   if (gating != c.has_input(4)) return c.Error("update_rule '", rule, gating ? "' needs" : "' forbids", " decay");
   if (delta != c.has_input(5)) return c.Error("update_rule '", rule, delta ? "' needs" : "' forbids", " beta");
+  const bool erase_gate = c.has_input(6);
+  if (erase_gate && !delta) return c.Error("update_rule '", rule, "' forbids erase_gate (delta rules only)");
   const int64_t hq = c.AttrInt("q_num_heads", 0), hkv = c.AttrInt("kv_num_heads", 0);
   if (hq <= 0 || hkv <= 0 || hq % hkv != 0) {
     return c.Error("q_num_heads (", hq, ") must be a positive multiple of kv_num_heads (", hkv, ")");
@@ -68,7 +73,7 @@ absl::StatusOr<std::vector<Value>> ConvertLinearAttention(NodeContext& c) {
   KILN_ASSIGN_OR_RETURN(Expr q, Heads(c, 0, b, t, hq, dk));
   KILN_ASSIGN_OR_RETURN(Expr k, Heads(c, 1, b, t, hkv, dk));
   KILN_ASSIGN_OR_RETURN(Expr v, Heads(c, 2, b, t, hkv, dv));
-  Expr decay, beta;
+  Expr decay, beta, erase;
   int64_t decay_last = 0, beta_last = 0;
   if (gating) {
     KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> ds, c.InputShape(4));
@@ -83,6 +88,13 @@ absl::StatusOr<std::vector<Value>> ConvertLinearAttention(NodeContext& c) {
     beta_last = bs.size() == 3 ? StaticDim(bs[2]) : -1;
     if (beta_last != hkv && beta_last != 1) return c.Error("beta must be 3-D with last dim kv_num_heads or 1");
     KILN_ASSIGN_OR_RETURN(beta, Heads(c, 5, b, t, beta_last, 1));
+  }
+  if (erase_gate) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PrimExpr> es, c.InputShape(6));
+    if (es.size() != 3 || StaticDim(es[0]) != b || StaticDim(es[1]) != t || StaticDim(es[2]) != hkv * dk) {
+      return c.Error("erase_gate must have shape (", b, ", ", t, ", ", hkv * dk, ")");
+    }
+    KILN_ASSIGN_OR_RETURN(erase, Heads(c, 6, b, t, hkv, dk));
   }
   const std::vector<PrimExpr> state_shape = {PrimExpr(b), PrimExpr(hkv), PrimExpr(dk), PrimExpr(dv)};
   Expr state;
@@ -120,8 +132,14 @@ absl::StatusOr<std::vector<Value>> ConvertLinearAttention(NodeContext& c) {
       KILN_ASSIGN_OR_RETURN(state, c.Call("multiply", {state, g_t}));
     }
     KILN_ASSIGN_OR_RETURN(Expr k_row, Reshape(c, k_t, {PrimExpr(b), PrimExpr(hkv), one, PrimExpr(dk)}));
-    if (delta) {  // v_t = beta_t (v_t - k_t S)
-      KILN_ASSIGN_OR_RETURN(Expr retrieved, c.Call("matmul", {k_row, state}));
+    if (delta) {  // v_t = beta_t (v_t - (e_t k_t) S)
+      Expr erase_row = k_row;
+      if (erase_gate) {
+        KILN_ASSIGN_OR_RETURN(Expr e_t, at_step(erase, hkv, dk, i));
+        KILN_ASSIGN_OR_RETURN(e_t, Reshape(c, e_t, {PrimExpr(b), PrimExpr(hkv), one, PrimExpr(dk)}));
+        KILN_ASSIGN_OR_RETURN(erase_row, c.Call("multiply", {k_row, e_t}));
+      }
+      KILN_ASSIGN_OR_RETURN(Expr retrieved, c.Call("matmul", {erase_row, state}));
       KILN_ASSIGN_OR_RETURN(retrieved, Reshape(c, retrieved, {PrimExpr(b), PrimExpr(hkv), PrimExpr(dv)}));
       KILN_ASSIGN_OR_RETURN(Expr beta_t, at_step(beta, beta_last, 1, i));
       KILN_ASSIGN_OR_RETURN(Expr residual, c.Call("subtract", {v_t, retrieved}));

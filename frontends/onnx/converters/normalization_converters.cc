@@ -6,7 +6,8 @@
 // uses the batch's statistics and outputs the running ones. GroupNormalization 18 takes one scale and
 // bias per group (expanded here to one per channel), 21 one per channel. LogSoftmax before
 // 13 flattens the input to 2-D at `axis` (default 1), as Softmax. MeanVarianceNormalization
-// is ONNX's function (x - mean) / (sqrt(variance) + 1e-9) over `axes` (default 0, 2, 3).
+// is ONNX's function (x - mean) / (sqrt(variance) + epsilon) over `axes` (default 0, 2, 3);
+// epsilon is 1e-9 unless the node gives it (an attribute ONNX proposes for its next version).
 #include "frontends/onnx/converter_registry.h"
 #include "frontends/onnx/converters/common.h"
 #include "frontends/onnx/converters/converters.h"
@@ -111,7 +112,9 @@ absl::StatusOr<std::vector<Value>> ConvertMeanVarianceNormalization(NodeContext&
   KILN_ASSIGN_OR_RETURN(Expr mean, c.Call("mean", {x}, reduce));
   KILN_ASSIGN_OR_RETURN(Expr var, c.Call("variance", {x}, reduce));
   KILN_ASSIGN_OR_RETURN(Expr std, c.Call("sqrt", {var}));
-  KILN_ASSIGN_OR_RETURN(std, c.Call("add", {std, ScalarConstant(1e-9, dtype)}));
+  // ONNX's proposed next MeanVarianceNormalization (onnx/onnx#8281) makes the 1e-9 that
+  // earlier versions add to the standard deviation an `epsilon` attribute.
+  KILN_ASSIGN_OR_RETURN(std, c.Call("add", {std, ScalarConstant(c.AttrFloat("epsilon", 1e-9), dtype)}));
   KILN_ASSIGN_OR_RETURN(Expr centered, c.Call("subtract", {x, mean}));
   KILN_ASSIGN_OR_RETURN(Expr y, c.Call("divide", {centered, std}));
   return Outputs(y);
