@@ -15,7 +15,10 @@
 // Timings are noisy on a shared machine: read them with `uptime`, and compare the spins of
 // one run, not runs. The peer for the GEMV is the same loop on a pool of 1 thread.
 //
-//   build/benchmarks/pool_bench [--spins=20,200,2000] [--rounds=3] [--calls=200]
+// A spin setting is S (ThreadPool's spin_micros) or S/B (and busy_spin_micros B: a worker whose
+// last wait was at most B polls that long, yielding past S).
+//
+//   build/benchmarks/pool_bench [--spins=20,20/1000,2000] [--rounds=3] [--calls=200]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -24,6 +27,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -161,6 +165,12 @@ void MeasureGemv(kiln::vm::ThreadPool& pool, Gemv& g, int tasks, int calls, Gemv
   out.wakeups += pool.wakeups() - wakeups_before;
 }
 
+std::string Name(const std::pair<int, int>& spin) {
+  std::string name = std::to_string(spin.first);
+  if (spin.second > 0) name += "/" + std::to_string(spin.second);
+  return name + " us";
+}
+
 bool ParseFlag(const char* arg, const char* name, std::string& value) {
   const size_t len = std::strlen(name);
   if (std::strncmp(arg, name, len) != 0 || arg[len] != '=') return false;
@@ -171,7 +181,7 @@ bool ParseFlag(const char* arg, const char* name, std::string& value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> spins = {20, 200, 2000};
+  std::vector<std::pair<int, int>> spins = {{20, 0}, {20, 1000}, {2000, 0}};
   int rounds = 3;
   int calls = 200;
   for (int i = 1; i < argc; ++i) {
@@ -180,18 +190,23 @@ int main(int argc, char** argv) {
     if (ParseFlag(argv[i], "--spins", value)) {
       spins.clear();
       for (absl::string_view s : absl::StrSplit(value, ',')) {
-        if (!absl::SimpleAtoi(s, &parsed) || parsed < 0 || parsed > kiln::vm::ThreadPool::kMaxSpinMicros) {
-          std::fprintf(stderr, "pool_bench: bad spin '%s'\n", std::string(s).c_str());
+        std::vector<absl::string_view> parts = absl::StrSplit(s, '/');
+        int busy = 0;
+        if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &parsed) || parsed < 0 ||
+            parsed > kiln::vm::ThreadPool::kMaxSpinMicros ||
+            (parts.size() == 2 && (!absl::SimpleAtoi(parts[1], &busy) || busy < 0 ||
+                                   busy > kiln::vm::ThreadPool::kMaxSpinMicros))) {
+          std::fprintf(stderr, "pool_bench: bad spin '%s' (want S or S/B, microseconds)\n", std::string(s).c_str());
           return 2;
         }
-        spins.push_back(parsed);
+        spins.emplace_back(parsed, busy);
       }
     } else if (ParseFlag(argv[i], "--rounds", value) && absl::SimpleAtoi(value, &parsed) && parsed > 0) {
       rounds = parsed;
     } else if (ParseFlag(argv[i], "--calls", value) && absl::SimpleAtoi(value, &parsed) && parsed > 0) {
       calls = parsed;
     } else {
-      std::fprintf(stderr, "usage: pool_bench [--spins=20,200,2000] [--rounds=3] [--calls=200]\n");
+      std::fprintf(stderr, "usage: pool_bench [--spins=20,20/1000,2000] [--rounds=3] [--calls=200]\n");
       return 2;
     }
   }
@@ -222,7 +237,7 @@ int main(int argc, char** argv) {
     for (size_t p = 0; p < spins.size(); ++p) {
       // One pool alive at a time: a pool's idle worker would otherwise go on polling (for as
       // long as its spin) on a core the next pool measures with.
-      kiln::vm::ThreadPool pool(2, spins[p]);
+      kiln::vm::ThreadPool pool(2, spins[p].first, spins[p].second);
       if (pool.num_threads() < 2) {
         std::fprintf(stderr, "pool_bench: the system refused the worker thread\n");
         return 1;
@@ -238,11 +253,11 @@ int main(int argc, char** argv) {
   std::printf("vm::ThreadPool, 2 threads, %d rounds alternating the pools (spin = how long an idle thread polls)\n",
               rounds);
   std::printf("empty region back to back, best round:\n");
-  for (size_t p = 0; p < spins.size(); ++p) std::printf("  spin %7d us: %8.1f ns/region\n", spins[p], empty_ns[p]);
+  for (size_t p = 0; p < spins.size(); ++p) std::printf("  spin %12s: %8.1f ns/region\n", Name(spins[p]).c_str(), empty_ns[p]);
   std::printf("worker wake-up latency (region start -> worker's first task instruction), us, after the caller was "
               "busy G us; share of regions that woke a sleeping worker:\n");
   for (size_t p = 0; p < spins.size(); ++p) {
-    std::printf("  spin %7d us:", spins[p]);
+    std::printf("  spin %12s:", Name(spins[p]).c_str());
     for (size_t gi = 0; gi < gaps.size(); ++gi) {
       const WakeFigures& w = wake[p][gi];
       std::printf("  G=%-4g median %6.2f p90 %6.2f woke %3.0f%%", gaps[gi], Quantile(w.latency_us, 0.5),
@@ -253,13 +268,13 @@ int main(int argc, char** argv) {
   std::printf("GEMV 4096 x 4096 float weight, %d calls back to back per round: weight GB/s median / best; share of "
               "calls that woke a sleeping worker; share of the columns the worker computed\n",
               calls);
-  std::printf("  1 thread (peer)    :            %6.1f / %6.1f\n", Quantile(serial_gemv.gbps, 0.5),
+  std::printf("  1 thread (peer)          :            %6.1f / %6.1f\n", Quantile(serial_gemv.gbps, 0.5),
               Quantile(serial_gemv.gbps, 1.0));
   for (size_t p = 0; p < spins.size(); ++p) {
     for (size_t t = 0; t < gemv_tasks.size(); ++t) {
       const GemvFigures& f = gemv[p][t];
-      std::printf("  spin %7d us, %d tasks: %6.1f / %6.1f GB/s (x%.2f / x%.2f of 1 thread)  woke %5.1f%%  worker did %4.1f%%\n",
-                  spins[p], gemv_tasks[t], Quantile(f.gbps, 0.5), Quantile(f.gbps, 1.0),
+      std::printf("  spin %12s, %d tasks: %6.1f / %6.1f GB/s (x%.2f / x%.2f of 1 thread)  woke %5.1f%%  worker did %4.1f%%\n",
+                  Name(spins[p]).c_str(), gemv_tasks[t], Quantile(f.gbps, 0.5), Quantile(f.gbps, 1.0),
                   Quantile(f.gbps, 0.5) / Quantile(serial_gemv.gbps, 0.5), Quantile(f.gbps, 1.0) / Quantile(serial_gemv.gbps, 1.0),
                   100.0 * static_cast<double>(f.wakeups) / static_cast<double>(f.calls),
                   100.0 * f.worker_share / static_cast<double>(f.calls));
