@@ -8,9 +8,12 @@
 //     region (as it is between a decode step's parallel kernels): within the spin the worker
 //     is polling, past it asleep; the share of regions that had to wake it (wakeups());
 //  3. the decode GEMV, y = x W with a 4096 x 4096 float weight (64 MiB, streamed from
-//     memory), its columns split in T tasks (2: fixed halves as the generated kernel; 8:
+//     memory), its columns split in T tasks (2: fixed halves as the generated kernel; 4, 8:
 //     chunks any thread may claim), called back to back: weight GB/s, the share of calls that
-//     found the worker asleep, and the share of the columns the worker computed.
+//     found the worker asleep, and the share of the columns the worker computed;
+//  4. what an idle pool costs: the process's CPU time (getrusage) during the 500 ms after a
+//     burst of regions, while the caller sleeps (a serving process between requests must
+//     not hold a core: every spin is bounded).
 //
 // Timings are noisy on a shared machine: read them with `uptime`, and compare the spins of
 // one run, not runs. The peer for the GEMV is the same loop on a pool of 1 thread.
@@ -19,6 +22,8 @@
 // last wait was at most B polls that long, yielding past S).
 //
 //   build/benchmarks/pool_bench [--spins=20,20/1000,2000] [--rounds=3] [--calls=200]
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -165,6 +170,22 @@ void MeasureGemv(kiln::vm::ThreadPool& pool, Gemv& g, int tasks, int calls, Gemv
   out.wakeups += pool.wakeups() - wakeups_before;
 }
 
+double CpuMillis() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto ms = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_usec) / 1e3; };
+  return ms(usage.ru_utime) + ms(usage.ru_stime);
+}
+
+double IdleCpuMillis(kiln::vm::ThreadPool& pool) {
+  for (int r = 0; r < 1000; ++r) {
+    if (pool.ParallelFor(2, EmptyTask, nullptr) != 0) std::abort();
+  }
+  const double before = CpuMillis();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  return CpuMillis() - before;
+}
+
 std::string Name(const std::pair<int, int>& spin) {
   std::string name = std::to_string(spin.first);
   if (spin.second > 0) name += "/" + std::to_string(spin.second);
@@ -227,8 +248,9 @@ int main(int argc, char** argv) {
   g.caller = std::this_thread::get_id();
 
   const std::vector<double> gaps = {0, 10, 30, 100, 1000};
-  const std::vector<int> gemv_tasks = {2, 8};
+  const std::vector<int> gemv_tasks = {2, 4, 8};
   std::vector<double> empty_ns(spins.size(), 1e30);
+  std::vector<double> idle_cpu_ms(spins.size(), 0);
   std::vector<std::vector<WakeFigures>> wake(spins.size(), std::vector<WakeFigures>(gaps.size()));
   std::vector<std::vector<GemvFigures>> gemv(spins.size(), std::vector<GemvFigures>(gemv_tasks.size()));
   GemvFigures serial_gemv;
@@ -247,6 +269,7 @@ int main(int argc, char** argv) {
         MeasureWake(pool, gaps[gi], gaps[gi] >= 1000 ? 100 : 400, wake[p][gi]);
       }
       for (size_t t = 0; t < gemv_tasks.size(); ++t) MeasureGemv(pool, g, gemv_tasks[t], calls, gemv[p][t]);
+      idle_cpu_ms[p] = std::max(idle_cpu_ms[p], IdleCpuMillis(pool));
     }
   }
 
@@ -265,6 +288,8 @@ int main(int argc, char** argv) {
     }
     std::printf("\n");
   }
+  std::printf("CPU time of the process in the 500 ms after a burst of regions (caller asleep), worst round:\n");
+  for (size_t p = 0; p < spins.size(); ++p) std::printf("  spin %12s: %7.2f ms\n", Name(spins[p]).c_str(), idle_cpu_ms[p]);
   std::printf("GEMV 4096 x 4096 float weight, %d calls back to back per round: weight GB/s median / best; share of "
               "calls that woke a sleeping worker; share of the columns the worker computed\n",
               calls);
