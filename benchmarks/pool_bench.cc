@@ -18,10 +18,7 @@
 // Timings are noisy on a shared machine: read them with `uptime`, and compare the spins of
 // one run, not runs. The peer for the GEMV is the same loop on a pool of 1 thread.
 //
-// A spin setting is S (ThreadPool's spin_micros) or S/B (and busy_spin_micros B: a worker whose
-// last wait was at most B polls that long, yielding past S).
-//
-//   build/benchmarks/pool_bench [--spins=20,20/1000,2000] [--rounds=3] [--calls=200]
+//   build/benchmarks/pool_bench [--spins=20,300,2000] [--rounds=3] [--calls=200]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -32,7 +29,6 @@
 #include <cstring>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -186,11 +182,7 @@ double IdleCpuMillis(kiln::vm::ThreadPool& pool) {
   return CpuMillis() - before;
 }
 
-std::string Name(const std::pair<int, int>& spin) {
-  std::string name = std::to_string(spin.first);
-  if (spin.second > 0) name += "/" + std::to_string(spin.second);
-  return name + " us";
-}
+std::string Name(int spin) { return std::to_string(spin) + " us"; }
 
 bool ParseFlag(const char* arg, const char* name, std::string& value) {
   const size_t len = std::strlen(name);
@@ -202,7 +194,7 @@ bool ParseFlag(const char* arg, const char* name, std::string& value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::pair<int, int>> spins = {{20, 0}, {20, 1000}, {2000, 0}};
+  std::vector<int> spins = {20, 300, 2000};
   int rounds = 3;
   int calls = 200;
   for (int i = 1; i < argc; ++i) {
@@ -211,23 +203,19 @@ int main(int argc, char** argv) {
     if (ParseFlag(argv[i], "--spins", value)) {
       spins.clear();
       for (absl::string_view s : absl::StrSplit(value, ',')) {
-        std::vector<absl::string_view> parts = absl::StrSplit(s, '/');
-        int busy = 0;
-        if (parts.size() > 2 || !absl::SimpleAtoi(parts[0], &parsed) || parsed < 0 ||
-            parsed > kiln::vm::ThreadPool::kMaxSpinMicros ||
-            (parts.size() == 2 && (!absl::SimpleAtoi(parts[1], &busy) || busy < 0 ||
-                                   busy > kiln::vm::ThreadPool::kMaxSpinMicros))) {
-          std::fprintf(stderr, "pool_bench: bad spin '%s' (want S or S/B, microseconds)\n", std::string(s).c_str());
+        if (!absl::SimpleAtoi(s, &parsed) || parsed < 0 || parsed > kiln::vm::ThreadPool::kMaxSpinMicros) {
+          std::fprintf(stderr, "pool_bench: bad spin '%s' (microseconds in [0, %d])\n", std::string(s).c_str(),
+                       kiln::vm::ThreadPool::kMaxSpinMicros);
           return 2;
         }
-        spins.emplace_back(parsed, busy);
+        spins.push_back(parsed);
       }
     } else if (ParseFlag(argv[i], "--rounds", value) && absl::SimpleAtoi(value, &parsed) && parsed > 0) {
       rounds = parsed;
     } else if (ParseFlag(argv[i], "--calls", value) && absl::SimpleAtoi(value, &parsed) && parsed > 0) {
       calls = parsed;
     } else {
-      std::fprintf(stderr, "usage: pool_bench [--spins=20,20/1000,2000] [--rounds=3] [--calls=200]\n");
+      std::fprintf(stderr, "usage: pool_bench [--spins=20,300,2000] [--rounds=3] [--calls=200]\n");
       return 2;
     }
   }
@@ -259,7 +247,7 @@ int main(int argc, char** argv) {
     for (size_t p = 0; p < spins.size(); ++p) {
       // One pool alive at a time: a pool's idle worker would otherwise go on polling (for as
       // long as its spin) on a core the next pool measures with.
-      kiln::vm::ThreadPool pool(2, spins[p].first, spins[p].second);
+      kiln::vm::ThreadPool pool(2, spins[p]);
       if (pool.num_threads() < 2) {
         std::fprintf(stderr, "pool_bench: the system refused the worker thread\n");
         return 1;

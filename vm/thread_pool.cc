@@ -56,10 +56,8 @@ struct alignas(64) ThreadPool::Slot {
   std::atomic<bool> owner_sleeping{false};
 };
 
-ThreadPool::ThreadPool(int num_threads, int spin_micros, int busy_spin_micros)
-    : slots_(new Slot[kSlots]),
-      spin_micros_(std::clamp(spin_micros, 0, kMaxSpinMicros)),
-      busy_spin_micros_(std::clamp(busy_spin_micros, 0, kMaxSpinMicros)) {
+ThreadPool::ThreadPool(int num_threads, int spin_micros)
+    : slots_(new Slot[kSlots]), spin_micros_(std::clamp(spin_micros, 0, kMaxSpinMicros)) {
   for (int i = 1; i < num_threads; ++i) {
     // The system may refuse a thread (a process or memory limit): the pool then runs with
     // the workers it has (num_threads() says how many) rather than terminating the process.
@@ -92,19 +90,17 @@ ThreadPool& ThreadPool::Global() {
                      env, kMaxThreads, threads < 1 ? 1 : threads);
       }
     }
-    // The spins, as KILN_NUM_THREADS: a bad value is reported and the default kept.
-    auto spin_from_env = [](const char* name, int fallback) {
-      const char* env = std::getenv(name);
-      if (env == nullptr) return fallback;
+    int spin = kDefaultSpinMicros;
+    if (const char* env = std::getenv("KILN_POOL_SPIN_US")) {
       int parsed = 0;
-      if (absl::SimpleAtoi(env, &parsed) && parsed >= 0 && parsed <= kMaxSpinMicros) return parsed;
-      std::fprintf(stderr, "kiln: ignoring %s='%s' (expected an integer in [0, %d]); using %d\n", name, env,
-                   kMaxSpinMicros, fallback);
-      return fallback;
-    };
-    const int spin = spin_from_env("KILN_POOL_SPIN_US", kDefaultSpinMicros);
-    const int busy_spin = spin_from_env("KILN_POOL_BUSY_SPIN_US", kDefaultBusySpinMicros);
-    return new ThreadPool(threads < 1 ? 1 : threads, spin, busy_spin);
+      if (absl::SimpleAtoi(env, &parsed) && parsed >= 0 && parsed <= kMaxSpinMicros) {
+        spin = parsed;
+      } else {
+        std::fprintf(stderr, "kiln: ignoring KILN_POOL_SPIN_US='%s' (expected an integer in [0, %d]); using %d\n", env,
+                     kMaxSpinMicros, spin);
+      }
+    }
+    return new ThreadPool(threads < 1 ? 1 : threads, spin);
   }();
   return *pool;
 }
@@ -146,20 +142,11 @@ bool ThreadPool::RunAnyTasks() {
 }
 
 void ThreadPool::WorkerLoop() {
-  // How long this worker waited for its last work (from finding none to a new loop's
-  // publication): regions that keep coming within busy_spin_micros_ of each other (a decode
-  // step's kernels, GEMVs back to back) make it poll that long before it sleeps.
-  Clock::duration last_wait = Clock::duration::max();
-  const auto short_spin = std::chrono::microseconds(spin_micros_);
-  const auto busy_spin = std::chrono::microseconds(busy_spin_micros_);
   while (!stopping_.load()) {
     // Read the epoch before looking for work: a loop published after the look bumps it.
     const uint64_t seen = epoch_.load();
     if (RunAnyTasks()) continue;
-    const Clock::time_point wait_start = Clock::now();
-    const Clock::time_point short_end = wait_start + short_spin;
-    const Clock::time_point spin_end =
-        busy_spin_micros_ > spin_micros_ && last_wait <= busy_spin ? wait_start + busy_spin : short_end;
+    const Clock::time_point spin_end = Clock::now() + std::chrono::microseconds(spin_micros_);
     bool woken = false;
     for (uint32_t i = 1;; ++i) {
       if (epoch_.load(std::memory_order_relaxed) != seen || stopping_.load(std::memory_order_relaxed)) {
@@ -167,25 +154,15 @@ void ThreadPool::WorkerLoop() {
         break;
       }
       Pause();
-      if (i % 64 == 0) {
-        const Clock::time_point now = Clock::now();
-        if (now >= spin_end) break;
-        // Past the short spin, let any other thread that is ready to run on this core run
-        // first (the VM's own caller among them on a loaded machine): polling then costs
-        // only what no one else wanted.
-        if (now >= short_end) std::this_thread::yield();
-      }
+      if (i % 64 == 0 && Clock::now() >= spin_end) break;
     }
-    if (!woken) {
-      std::unique_lock<std::mutex> lock(mutex_);
-      // Announce the sleep, then look at the epoch again; a caller bumps the epoch, then
-      // looks at sleepers_. One of the two sees the other (sequential consistency): no lost
-      // wakeup.
-      sleepers_.fetch_add(1);
-      wake_.wait(lock, [&] { return epoch_.load() != seen || stopping_.load(); });
-      sleepers_.fetch_sub(1);
-    }
-    last_wait = Clock::now() - wait_start;
+    if (woken) continue;
+    std::unique_lock<std::mutex> lock(mutex_);
+    // Announce the sleep, then look at the epoch again; a caller bumps the epoch, then looks
+    // at sleepers_. One of the two sees the other (sequential consistency): no lost wakeup.
+    sleepers_.fetch_add(1);
+    wake_.wait(lock, [&] { return epoch_.load() != seen || stopping_.load(); });
+    sleepers_.fetch_sub(1);
   }
 }
 

@@ -12,8 +12,7 @@
 // that also checks the slot's generation (so a worker that read a stale slot can never
 // claim a task of the loop that reuses it), and the region ends on an atomic barrier (a
 // count of finished tasks). Idle workers spin for about spin_micros() before they sleep on a
-// condition variable (busy_spin_micros() while regions come that close together); a caller
-// only touches the mutex to wake sleeping workers. When every
+// condition variable; a caller only touches the mutex to wake sleeping workers. When every
 // slot is taken (more than kSlots loops in flight at once) a loop runs on the caller alone.
 #pragma once
 
@@ -36,25 +35,20 @@ class ThreadPool {
 
   // `num_threads` counts the caller: a pool of 1 runs everything on the calling thread. If
   // the system refuses to start a worker, the pool keeps those it started.
-  // `spin_micros` is how long an idle thread polls before it sleeps; `busy_spin_micros`, if
-  // longer, how long an idle worker polls when its previous wait for work was no longer
-  // than that (regions in a burst), yielding the core to any other ready thread past the
-  // first spin_micros. Both are clamped to [0, kMaxSpinMicros].
-  explicit ThreadPool(int num_threads, int spin_micros = kDefaultSpinMicros,
-                      int busy_spin_micros = kDefaultBusySpinMicros);
+  // `spin_micros` (clamped to [0, kMaxSpinMicros]) is how long an idle thread polls before it
+  // sleeps.
+  explicit ThreadPool(int num_threads, int spin_micros = kDefaultSpinMicros);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   // The process-wide pool, sized by KILN_NUM_THREADS or the number of cores (a value that is
   // not an integer in [1, kMaxThreads] is reported on stderr and ignored); its spin by
-  // KILN_POOL_SPIN_US and KILN_POOL_BUSY_SPIN_US (integers in [0, kMaxSpinMicros], else
-  // reported and ignored).
+  // KILN_POOL_SPIN_US (an integer in [0, kMaxSpinMicros], else reported and ignored).
   static ThreadPool& Global();
 
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
   int spin_micros() const { return spin_micros_; }
-  int busy_spin_micros() const { return busy_spin_micros_; }
   // Regions that found a worker asleep and had to wake it (a futex call, and the worker
   // starts several microseconds later): benchmarks/pool_bench reports it.
   uint64_t wakeups() const { return wakeups_.load(std::memory_order_relaxed); }
@@ -67,7 +61,6 @@ class ThreadPool {
   // before it sleeps, by default. Short: the machines this runs on may have few cores, shared
   // with other processes and with OpenBLAS's own threads.
   static constexpr int kDefaultSpinMicros = 20;
-  static constexpr int kDefaultBusySpinMicros = 0;
   // The longest spin: a pool never polls longer than a second.
   static constexpr int kMaxSpinMicros = 1000000;
   // Loops in flight at once (all callers and nesting levels together) that workers can help.
@@ -89,7 +82,6 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};      // workers blocked (or about to block) on wake_
   std::atomic<uint64_t> wakeups_{0};  // calls of Wake()
   const int spin_micros_;
-  const int busy_spin_micros_;
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;                  // only for sleeping and waking
   std::condition_variable wake_;

@@ -118,21 +118,6 @@ TEST(ThreadPool, SleepingWorkerIsWokenWithoutSpin) {
   EXPECT_LE(pool.wakeups(), 20u);
 }
 
-TEST(ThreadPool, BusySpinStillSleepsAndIsWoken) {
-  // Bursts of back-to-back regions keep the worker polling; between bursts (longer than the
-  // busy spin) it sleeps and the next region must wake it.
-  ThreadPool pool(2, /*spin_micros=*/0, /*busy_spin_micros=*/500);
-  EXPECT_EQ(pool.busy_spin_micros(), 500);
-  for (int burst = 0; burst < 10; ++burst) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(3));
-    for (int region = 0; region < 50; ++region) {
-      std::atomic<int> started{0};
-      ASSERT_EQ(pool.ParallelFor(2, Rendezvous, &started), 0) << "burst " << burst << " region " << region;
-    }
-  }
-  EXPECT_LE(pool.wakeups(), 500u);
-}
-
 TEST(ThreadPool, LongSpinStillStopsAndShares) {
   // A worker that polls for a second between regions still takes its task at once and
   // leaves when the pool is destroyed (the spin watches the stop flag).
