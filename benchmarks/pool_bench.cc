@@ -18,7 +18,11 @@
 // Timings are noisy on a shared machine: read them with `uptime`, and compare the spins of
 // one run, not runs. The peer for the GEMV is the same loop on a pool of 1 thread.
 //
-//   build/benchmarks/pool_bench [--spins=20,300,2000] [--rounds=3] [--calls=200]
+// A setting is a spin in microseconds, with a `p` after it (`20p`) for the two threads pinned,
+// the caller to CPU 0 and the worker to CPU 1, for that pool's measurements.
+//
+//   build/benchmarks/pool_bench [--spins=20,20p,300,2000] [--rounds=3] [--calls=200]
+#include <sched.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -33,6 +37,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "vm/dtype.h"
 #include "vm/tensor.h"
 #include "vm/thread_pool.h"
@@ -182,7 +187,32 @@ double IdleCpuMillis(kiln::vm::ThreadPool& pool) {
   return CpuMillis() - before;
 }
 
-std::string Name(int spin) { return std::to_string(spin) + " us"; }
+struct Setting {
+  int spin;
+  bool pinned;
+};
+
+std::string Name(const Setting& setting) { return std::to_string(setting.spin) + (setting.pinned ? " us pin" : " us"); }
+
+bool PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return sched_setaffinity(0, sizeof(set), &set) == 0;
+}
+
+// Pins the thread that runs each task: the caller to CPU 0, the worker to CPU 1 (both tasks
+// meet, so each thread runs one).
+int32_t PinTask(int64_t, int64_t, void* closure) {
+  auto& m = *static_cast<Meeting*>(closure);
+  const bool ok = PinTo(std::this_thread::get_id() == m.caller ? 0 : 1);
+  m.started.fetch_add(1);
+  const auto give_up = Clock::now() + std::chrono::seconds(5);
+  while (m.started.load() < 2) {
+    if (Clock::now() > give_up) return 1;
+  }
+  return ok ? 0 : 2;
+}
 
 bool ParseFlag(const char* arg, const char* name, std::string& value) {
   const size_t len = std::strlen(name);
@@ -194,7 +224,7 @@ bool ParseFlag(const char* arg, const char* name, std::string& value) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<int> spins = {20, 300, 2000};
+  std::vector<Setting> spins = {{20, false}, {20, true}, {300, false}, {2000, false}};
   int rounds = 3;
   int calls = 200;
   for (int i = 1; i < argc; ++i) {
@@ -203,24 +233,27 @@ int main(int argc, char** argv) {
     if (ParseFlag(argv[i], "--spins", value)) {
       spins.clear();
       for (absl::string_view s : absl::StrSplit(value, ',')) {
+        const bool pinned = absl::ConsumeSuffix(&s, "p");
         if (!absl::SimpleAtoi(s, &parsed) || parsed < 0 || parsed > kiln::vm::ThreadPool::kMaxSpinMicros) {
           std::fprintf(stderr, "pool_bench: bad spin '%s' (microseconds in [0, %d])\n", std::string(s).c_str(),
                        kiln::vm::ThreadPool::kMaxSpinMicros);
           return 2;
         }
-        spins.push_back(parsed);
+        spins.push_back({parsed, pinned});
       }
     } else if (ParseFlag(argv[i], "--rounds", value) && absl::SimpleAtoi(value, &parsed) && parsed > 0) {
       rounds = parsed;
     } else if (ParseFlag(argv[i], "--calls", value) && absl::SimpleAtoi(value, &parsed) && parsed > 0) {
       calls = parsed;
     } else {
-      std::fprintf(stderr, "usage: pool_bench [--spins=20,300,2000] [--rounds=3] [--calls=200]\n");
+      std::fprintf(stderr, "usage: pool_bench [--spins=20,20p,300,2000] [--rounds=3] [--calls=200]\n");
       return 2;
     }
   }
 
   kiln::vm::ThreadPool serial(1);
+  cpu_set_t all_cpus;
+  if (sched_getaffinity(0, sizeof(all_cpus), &all_cpus) != 0) return 1;
 
   const int64_t k = 4096, n = 4096;
   auto weight = kiln::vm::Tensor::Empty({k, n}, kiln::vm::DTypeFloat32());
@@ -247,10 +280,18 @@ int main(int argc, char** argv) {
     for (size_t p = 0; p < spins.size(); ++p) {
       // One pool alive at a time: a pool's idle worker would otherwise go on polling (for as
       // long as its spin) on a core the next pool measures with.
-      kiln::vm::ThreadPool pool(2, spins[p]);
+      kiln::vm::ThreadPool pool(2, spins[p].spin);
       if (pool.num_threads() < 2) {
         std::fprintf(stderr, "pool_bench: the system refused the worker thread\n");
         return 1;
+      }
+      if (spins[p].pinned) {
+        Meeting m;
+        m.caller = std::this_thread::get_id();
+        if (pool.ParallelFor(2, PinTask, &m) != 0) {
+          std::fprintf(stderr, "pool_bench: could not pin the threads to CPUs 0 and 1\n");
+          return 1;
+        }
       }
       empty_ns[p] = std::min(empty_ns[p], EmptyRegionNs(pool, 20000));
       for (size_t gi = 0; gi < gaps.size(); ++gi) {
@@ -258,6 +299,7 @@ int main(int argc, char** argv) {
       }
       for (size_t t = 0; t < gemv_tasks.size(); ++t) MeasureGemv(pool, g, gemv_tasks[t], calls, gemv[p][t]);
       idle_cpu_ms[p] = std::max(idle_cpu_ms[p], IdleCpuMillis(pool));
+      if (spins[p].pinned) sched_setaffinity(0, sizeof(all_cpus), &all_cpus);  // the caller unpinned
     }
   }
 
