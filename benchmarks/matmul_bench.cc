@@ -7,6 +7,7 @@
 //   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
 //                                 [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas]
 //                                 [--mcpu=NAME] [--knobs=TEXT] [--knobs-b=TEXT] [--fastest]
+//                                 [--pool-spin-us=N]
 //
 // --mcpu NAME: Kiln's CPU kernel generated for that LLVM CPU (e.g. haswell: AVX2 code, 8
 // lanes) instead of the host, so AVX2 code can be timed on an AVX-512 machine too.
@@ -19,6 +20,8 @@
 // other load disturbs alike); one more line per shape gives its GFLOP/s and its ratios to
 // the first kernel and to the best peer.
 // --fastest: each contender's fastest of the interleaved rounds instead of their median.
+// --pool-spin-us N: how long the pool's idle threads poll before they sleep (vm::ThreadPool;
+// default its kDefaultSpinMicros), to compare spin settings run against run.
 //
 // --target vulkan|cuda: the same matmul compiled for that GPU target (benchmarks/
 // gpu_target.h: the whole pipeline, generated kernels) and run through the VM on its device,
@@ -52,6 +55,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "benchmarks/cublas_peer.h"
 #include "benchmarks/gpu_target.h"
 #include "benchmarks/openblas_peer.h"
@@ -342,6 +346,7 @@ int main(int argc, char** argv) {
   kiln::tir::CpuScheduleKnobs knobs;
   std::optional<kiln::tir::CpuScheduleKnobs> knobs_b;
   bool fastest = false;
+  int pool_spin_us = kiln::vm::ThreadPool::kDefaultSpinMicros;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> const char* {
@@ -371,11 +376,17 @@ int main(int argc, char** argv) {
       knobs = OrDie(kiln::tir::CpuScheduleKnobs::Parse(v), "--knobs");
     } else if (const char* v = value("--knobs-b")) {
       knobs_b = OrDie(kiln::tir::CpuScheduleKnobs::Parse(v), "--knobs-b");
+    } else if (const char* v = value("--pool-spin-us")) {
+      if (!absl::SimpleAtoi(v, &pool_spin_us) || pool_spin_us < 0 ||
+          pool_spin_us > kiln::vm::ThreadPool::kMaxSpinMicros) {
+        Die("--pool-spin-us wants an integer in [0, " + std::to_string(kiln::vm::ThreadPool::kMaxSpinMicros) + "], got '" +
+            std::string(v) + "'");
+      }
     } else {
       std::fprintf(stderr,
                    "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
                    "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas] [--mcpu=NAME]\n"
-                   "          [--knobs=TEXT] [--knobs-b=TEXT] [--fastest]\n"
+                   "          [--knobs=TEXT] [--knobs-b=TEXT] [--fastest] [--pool-spin-us=N]\n"
                    "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
                    "                   else OpenBLAS's own choice)\n"
                    "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n"
@@ -386,7 +397,8 @@ int main(int argc, char** argv) {
                    "  --knobs          schedule knobs for Kiln's CPU kernel, e.g. \"matmul.col_vectors=4\"\n"
                    "                   (tir/schedule_rules/cpu_knobs.h; default: the untuned rules)\n"
                    "  --knobs-b        a second Kiln kernel with these knobs, timed in the same rounds\n"
-                   "  --fastest        each contender's fastest round instead of the median (loaded machines)\n",
+                   "  --fastest        each contender's fastest round instead of the median (loaded machines)\n"
+                   "  --pool-spin-us   how long Kiln's idle pool threads poll before they sleep (default 20)\n",
                    argv[0]);
       return 2;
     }
@@ -410,7 +422,7 @@ int main(int argc, char** argv) {
                 pypi.core_name.empty() ? "unknown" : pypi.core_name.c_str(), threads, pypi_openblas.c_str());
   }
 
-  kiln::vm::ThreadPool pool(threads);
+  kiln::vm::ThreadPool pool(threads, pool_spin_us);
   BenchContext bench = kiln::vm::MakeStandaloneCallContext(&pool);
   if (gpu) return RunOnGpu(*gpu, shapes, threads, cpu, knobs, &bench);
   std::printf("Kiln target: mcpu %s, %d fp32 lanes, %d threads\n", cpu.mcpu.c_str(),

@@ -1,5 +1,6 @@
 #include "vm/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -55,7 +56,8 @@ struct alignas(64) ThreadPool::Slot {
   std::atomic<bool> owner_sleeping{false};
 };
 
-ThreadPool::ThreadPool(int num_threads) : slots_(new Slot[kSlots]) {
+ThreadPool::ThreadPool(int num_threads, int spin_micros)
+    : slots_(new Slot[kSlots]), spin_micros_(std::clamp(spin_micros, 0, kMaxSpinMicros)) {
   for (int i = 1; i < num_threads; ++i) {
     // The system may refuse a thread (a process or memory limit): the pool then runs with
     // the workers it has (num_threads() says how many) rather than terminating the process.
@@ -88,7 +90,17 @@ ThreadPool& ThreadPool::Global() {
                      env, kMaxThreads, threads < 1 ? 1 : threads);
       }
     }
-    return new ThreadPool(threads < 1 ? 1 : threads);
+    int spin = kDefaultSpinMicros;
+    if (const char* env = std::getenv("KILN_POOL_SPIN_US")) {
+      int parsed = 0;
+      if (absl::SimpleAtoi(env, &parsed) && parsed >= 0 && parsed <= kMaxSpinMicros) {
+        spin = parsed;
+      } else {
+        std::fprintf(stderr, "kiln: ignoring KILN_POOL_SPIN_US='%s' (expected an integer in [0, %d]); using %d\n", env,
+                     kMaxSpinMicros, spin);
+      }
+    }
+    return new ThreadPool(threads < 1 ? 1 : threads, spin);
   }();
   return *pool;
 }
@@ -134,7 +146,7 @@ void ThreadPool::WorkerLoop() {
     // Read the epoch before looking for work: a loop published after the look bumps it.
     const uint64_t seen = epoch_.load();
     if (RunAnyTasks()) continue;
-    const Clock::time_point spin_end = Clock::now() + std::chrono::microseconds(kSpinMicros);
+    const Clock::time_point spin_end = Clock::now() + std::chrono::microseconds(spin_micros_);
     bool woken = false;
     for (uint32_t i = 1;; ++i) {
       if (epoch_.load(std::memory_order_relaxed) != seen || stopping_.load(std::memory_order_relaxed)) {
@@ -164,6 +176,7 @@ int ThreadPool::AcquireSlot() {
 }
 
 void ThreadPool::Wake() {
+  wakeups_.fetch_add(1, std::memory_order_relaxed);
   { std::lock_guard<std::mutex> lock(mutex_); }  // a worker between its check and wait()
   wake_.notify_all();
 }
@@ -194,7 +207,7 @@ int32_t ThreadPool::ParallelFor(int64_t num_tasks, KilnParallelBody body, void* 
   // stragglers are usually running), then sleep until the last finisher notifies.
   const auto n = static_cast<uint32_t>(num_tasks);
   if (slot.finished.load(std::memory_order_acquire) != n) {
-    const Clock::time_point spin_end = Clock::now() + std::chrono::microseconds(kSpinMicros);
+    const Clock::time_point spin_end = Clock::now() + std::chrono::microseconds(spin_micros_);
     for (uint32_t i = 1; slot.finished.load(std::memory_order_acquire) != n; ++i) {
       Pause();
       if (i % 64 == 0 && Clock::now() >= spin_end) {

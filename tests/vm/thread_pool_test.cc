@@ -84,11 +84,49 @@ TEST(ThreadPool, RegionsAfterTheWorkersFellAsleep) {
   for (int round = 0; round < 5; ++round) {
     // Longer than the workers spin: they sleep, and the next region must wake them (or run
     // on the caller alone); either way every task runs once.
-    std::this_thread::sleep_for(std::chrono::microseconds(ThreadPool::kSpinMicros * 5));
+    std::this_thread::sleep_for(std::chrono::microseconds(pool.spin_micros() * 5));
     Counts counts(50);
     EXPECT_EQ(pool.ParallelFor(50, Count, &counts), 0);
     ExpectAllOnce(counts);
   }
+}
+
+// Two tasks that each wait for the other to start: the region completes only if the worker
+// runs one of them, so a worker that sleeps as soon as it is idle (no spin) must be woken.
+int32_t Rendezvous(int64_t, int64_t, void* closure) {
+  auto& started = *static_cast<std::atomic<int>*>(closure);
+  started.fetch_add(1);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (started.load() < 2) {
+    if (std::chrono::steady_clock::now() > give_up) return 1;
+    std::this_thread::yield();
+  }
+  return 0;
+}
+
+TEST(ThreadPool, SleepingWorkerIsWokenWithoutSpin) {
+  ThreadPool pool(2, /*spin_micros=*/0);
+  EXPECT_EQ(pool.spin_micros(), 0);
+  for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::atomic<int> started{0};
+    ASSERT_EQ(pool.ParallelFor(2, Rendezvous, &started), 0) << "round " << round;
+  }
+  // Every round found the worker asleep unless the scheduler kept it from its sleep for
+  // 2 ms twenty times; at least one was woken.
+  EXPECT_GE(pool.wakeups(), 1u);
+  EXPECT_LE(pool.wakeups(), 20u);
+}
+
+TEST(ThreadPool, LongSpinStillStopsAndShares) {
+  // A worker that polls for a second between regions still takes its task at once and
+  // leaves when the pool is destroyed (the spin watches the stop flag).
+  ThreadPool pool(2, ThreadPool::kMaxSpinMicros);
+  for (int round = 0; round < 100; ++round) {
+    std::atomic<int> started{0};
+    ASSERT_EQ(pool.ParallelFor(2, Rendezvous, &started), 0) << "round " << round;
+  }
+  EXPECT_EQ(pool.wakeups(), 0u);
 }
 
 // Several VMs: threads calling ParallelFor on one pool at the same time.
