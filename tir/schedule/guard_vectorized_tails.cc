@@ -188,7 +188,10 @@ class LaneAccesses : public StmtExprVisitor {
     VisitStmt(body);
   }
   // Every lane may run the body as it is: it stores only to local tiles, and reads other
-  // buffers only at lane-invariant places.
+  // buffers only at lane-invariant places or at consecutive elements (`lane + c` in the
+  // last index, the others lane-invariant), which LaneBlend reads as `select(in range,
+  // load, 0)`: the code generator makes that one masked load (codegen's MaskedLoad), so
+  // the lanes out of range read nothing past the buffer's end.
   bool all_local() const { return ok_ && all_local_; }
   // The body's local tiles may be read as whole vectors before it runs: it reads them in
   // range and stores to none (so a staged copy cannot miss a store of the body).
@@ -219,13 +222,22 @@ class LaneAccesses : public StmtExprVisitor {
         for (const PrimExpr& i : op->indices) key += "," + ToString(Substitute(i, bindings_));
         if (seen_.insert(key).second) tile_loads_.push_back(op);
       } else {
-        all_local_ = false;
+        const DataType t = op->buffer->dtype;
+        all_local_ &= op->buffer->scope != "local" && !t.is_sub_byte() && !t.is_bool() && Consecutive(op->indices);
       }
     }
     StmtExprVisitor::VisitExpr_(op, self);
   }
 
  private:
+  // Only the last index uses the lane, as `lane + c`.
+  bool Consecutive(const std::vector<PrimExpr>& indices) const {
+    for (size_t d = 0; d + 1 < indices.size(); ++d) {
+      if (UsesVar(Substitute(indices[d], bindings_), lane_.get())) return false;
+    }
+    const PrimExpr last = Substitute(indices.back(), bindings_);
+    return !UsesVar(SimplifyExpr(Sub(last, lane_)), lane_.get());
+  }
   bool InTile(const BufferNode* buffer, const std::vector<PrimExpr>& indices) const {
     for (size_t d = 0; d < indices.size(); ++d) {
       const PrimExpr index = Substitute(indices[d], bindings_);
