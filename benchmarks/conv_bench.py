@@ -29,6 +29,10 @@ LAYERS = {
     "resnet3x3": (64, 64, 3, 1, 1, 56),
     "resnet1x1": (256, 64, 1, 1, 0, 56),
     "stem7x7s2": (3, 64, 7, 2, 3, 224),
+    # Ragged position counts: 14 x 14 = 196 = 6 x 32 + 4 and 7 x 7 = 49 = 32 + 17 leave a
+    # column-edge tile (56 x 56 = 3136 is 98 whole 32-column tiles).
+    "resnet3x3_14": (256, 256, 3, 1, 1, 14),
+    "resnet3x3_7": (512, 512, 3, 1, 1, 7),
 }
 
 

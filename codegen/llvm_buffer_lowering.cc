@@ -103,6 +103,38 @@ void KernelLowering::PackedStore(const tir::BufferNode* buffer, llvm::Value* bas
   b_.CreateAlignedStore(b_.CreateOr(b_.CreateAnd(old, b_.CreateNot(mask)), placed), byte_ptr, llvm::Align(1));
 }
 
+llvm::Value* KernelLowering::MaskedLoad(const tir::SelectNode* op) {
+  const auto* load = op->true_value.as<tir::BufferLoadNode>();
+  const int lanes = op->dtype().lanes();
+  // Scalar selects keep their plain load: a branch (or a one-lane masked load) there would
+  // stop LLVM's loop vectorizer on the padding selects of injective kernels, and schedules
+  // put a possibly out-of-range load only in vector lanes (a blended column edge).
+  if (load == nullptr || lanes == 1) return nullptr;
+  const tir::BufferNode* buffer = load->buffer.get();
+  if (buffer->dtype.is_sub_byte() || buffer->dtype.lanes() != 1 || load->dtype() != buffer->dtype.with_lanes(lanes)) {
+    return nullptr;
+  }
+  llvm::Value* base_ptr = BufferPointer(buffer);
+  if (base_ptr == nullptr) return nullptr;
+  llvm::Type* elem = StorageType(buffer->dtype);
+  if (elem != ScalarType(buffer->dtype)) return nullptr;  // stored in another type (bfloat16)
+  llvm::Align align(std::max<uint64_t>(1, elem->getPrimitiveSizeInBits() / 8));
+  llvm::Type* vec = llvm::FixedVectorType::get(elem, lanes);
+  llvm::Value* mask = Lower(op->condition);
+  llvm::Value* other = Lower(op->false_value);
+  if (!mask->getType()->isVectorTy()) mask = b_.CreateVectorSplat(lanes, mask);
+  std::optional<std::vector<PrimExpr>> base = ContiguousBase(load->indices);
+  if (!base) {  // other offsets: a masked gather
+    llvm::Value* offsets = FlatOffset(buffer, load->indices);
+    if (!offsets->getType()->isVectorTy()) offsets = b_.CreateVectorSplat(lanes, offsets);
+    llvm::Value* ptrs = b_.CreateInBoundsGEP(elem, base_ptr, offsets);
+    return b_.CreateMaskedGather(vec, ptrs, align, mask, other, buffer->name);
+  }
+  llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, *base));
+  ptr = b_.CreatePointerCast(ptr, vec->getPointerTo());
+  return b_.CreateMaskedLoad(vec, ptr, align, mask, other, buffer->name);
+}
+
 llvm::Value* KernelLowering::LoadBuffer(const tir::BufferLoadNode* op) {
   const tir::BufferNode* buffer = op->buffer.get();
   DataType dtype = op->dtype();

@@ -108,6 +108,7 @@ llvm::Value* KernelLowering::Lower(const PrimExpr& e) {
       return b_.CreateBitCast(Lower(e.as<tir::ReinterpretNode>()->value), LlvmType(e.dtype()));
     case ExprKind::kSelect: {
       const auto* s = e.as<tir::SelectNode>();
+      if (llvm::Value* masked = MaskedLoad(s)) return masked;
       llvm::Value* cond = Lower(s->condition);
       llvm::Value* t = Lower(s->true_value);
       llvm::Value* f = Lower(s->false_value);

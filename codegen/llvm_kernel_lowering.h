@@ -161,6 +161,11 @@ class KernelLowering {
   llvm::Value* PackedLoad(const tir::BufferNode* buffer, llvm::Value* base_ptr, llvm::Value* offset);
   void PackedStore(const tir::BufferNode* buffer, llvm::Value* base_ptr, llvm::Value* offset, llvm::Value* value);
   llvm::Value* LoadBuffer(const tir::BufferLoadNode* op);
+  // `select(mask, load, other)` as one masked load (or gather): the lanes the mask leaves
+  // out are not read (a column edge's blended lanes past the end of a buffer,
+  // tir/schedule/guard_vectorized_tails.cc; docs/ir.md). nullptr when the select has
+  // another form or the buffer's elements are not whole bytes.
+  llvm::Value* MaskedLoad(const tir::SelectNode* op);
   void StoreBuffer(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices, llvm::Value* value,
                    DataType dtype);
   llvm::Value* CastToI64(llvm::Value* v, DataType from);

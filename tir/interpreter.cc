@@ -576,8 +576,26 @@ class Interpreter {
         const auto* s = static_cast<const SelectNode*>(e.get());
         // Both sides are evaluated: TIR expressions have no effects, and generated code does
         // the same, so a side that would divide by zero is undefined even when not chosen.
+        // Except a buffer load as the true side: only its chosen lanes are read (the code
+        // generator makes it a masked load), so the others may lie outside the buffer (a
+        // column edge's lanes past the end, docs/ir.md).
         Value c = Eval(s->condition);
-        Value t = Eval(s->true_value);
+        const auto* masked = static_cast<const BufferLoadNode*>(
+            s->true_value.kind() == ExprKind::kBufferLoad ? s->true_value.get() : nullptr);
+        if (masked != nullptr && (masked->buffer->dtype.is_sub_byte() || masked->buffer->dtype.is_bool())) {
+          masked = nullptr;
+        }
+        Value t = masked ? Value(e.dtype()) : Eval(s->true_value);
+        if (masked != nullptr) {
+          if (BufferState* buffer = FindBuffer(masked->buffer.get())) {
+            std::vector<Value> indices = EvalIndices(masked->indices);
+            for (int l = 0; l < t.count() && ok(); ++l) {
+              if (c.at(c.count() == 1 ? 0 : l).i == 0) continue;
+              const int64_t offset = Address(*buffer, indices, l);
+              if (offset >= 0) t.set(l, LoadAt(*buffer, offset));
+            }
+          }
+        }
         Value f = Eval(s->false_value);
         Value r(e.dtype());
         for (int l = 0; l < r.count(); ++l) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -1008,6 +1009,102 @@ TEST(ScheduleNumericsTest, SymbolicColumnTailKeepsTheAccumulatorInRegisters) {
   }
   Variants v(func);
   for (int64_t n : {1, 15, 16, 17, 33}) ExpectMatmulVariantsMatchNaive(v, n, 64, n, 70, "n=" + std::to_string(n));
+}
+
+// The lines of the branch that `line` (an `if ... {`) opens, up to its `} else {`.
+std::vector<std::string> BranchLines(const std::vector<std::string>& lines, size_t line) {
+  const size_t indent = lines[line].find_first_not_of(' ');
+  std::vector<std::string> out;
+  for (size_t i = line + 1; i < lines.size() && lines[i].find_first_not_of(' ') != indent; ++i) {
+    out.push_back(lines[i]);
+  }
+  return out;
+}
+
+// A symbolic column count leaves a column-edge tile of 1..31 columns (32-column tiles on 16
+// lanes, 16-column tiles on 8): the edge runs in as many whole vectors as its columns need,
+// `if (n - 32 * j_0 <= 16) { one vector } else { two }`, each version straight-line vector
+// code of constant extent (the tile's accumulators in registers). Checked on the scores' form
+// (n x 64) . (64 x n), whose right operand is packed (the edge's k loop blends one vector
+// per row), and on an unpacked (m x 13) . (13 x n); every edge width 1..33 past a full tile,
+// with a row edge, against the naive matmul, AVX2 code included.
+TEST(ScheduleNumericsTest, ColumnEdgeRunsInWholeVectors) {
+  const tir::PrimFunc scores = Parse(MatmulWithSizes("n", "64", "n"));
+  for (int lanes : {8, 16}) {
+    const tir::PrimFunc target_func =
+        tir::WithTarget(scores, tir::Target::Cpu(lanes == 16 ? "host" : "haswell", lanes * 32, 1));
+    absl::StatusOr<tir::PrimFunc> scheduled =
+        tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 1});
+    ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+    const std::string printed = relax::PrintPrimFunc(*scheduled, "k");
+    std::vector<std::string> lines = absl::StrSplit(printed, '\n');
+    const std::string one_vector = " <= " + std::to_string(lanes) + " {";
+    int versions = 0;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (!absl::StartsWith(absl::StripLeadingAsciiWhitespace(lines[i]), "if n - ") ||
+          !absl::EndsWith(lines[i], one_vector)) {
+        continue;
+      }
+      ++versions;
+      bool blended = false;
+      for (const std::string& line : BranchLines(lines, i)) {
+        blended |= absl::StrContains(line, "= select(");
+        const size_t at = line.find("vectorized(0, ");
+        if (at == std::string::npos) continue;
+        const std::string extent = line.substr(at + 14);
+        EXPECT_TRUE(absl::StartsWith(extent, std::to_string(lanes) + ")") ||
+                    absl::StartsWith(extent, "min(max(n - "))
+            << "lanes " << lanes << ": more than one vector in the one-vector edge: " << line << "\n" << printed;
+      }
+      EXPECT_TRUE(blended) << "lanes " << lanes << ": no blended vector in the one-vector edge\n" << printed;
+    }
+    EXPECT_GE(versions, 1) << printed;
+    if (lanes != 8) continue;
+    absl::StatusOr<CpuTarget> haswell = CpuTarget::Named("haswell");
+    ASSERT_TRUE(haswell.ok()) << haswell.status();
+    absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, *haswell, /*optimize=*/true);
+    ASSERT_TRUE(ir.ok()) << ir.status();
+    for (absl::string_view line : absl::StrSplit(*ir, '\n')) {
+      EXPECT_FALSE(absl::StrContains(line, "alloca") && absl::StrContains(line, "C_local") &&
+                   !absl::StrContains(line, "_stage"))
+          << "an accumulator tile left in memory: " << line;
+    }
+  }
+  Variants packed(scores);
+  for (int64_t edge = 1; edge <= 33; ++edge) {
+    const int64_t n = 32 + edge;
+    ExpectMatmulVariantsMatchNaive(packed, n, 64, n, 80, "scores n=" + std::to_string(n));
+  }
+  // Unpacked, the edge's k loop reads B's row straight from the function's buffer: in one
+  // masked load per vector (`select(in range, B[..], 0)`, codegen's MaskedLoad), so that
+  // the accumulators stay in registers (it was LLVM's masked loop over the tile in memory
+  // on AVX-512, a serial loop on AVX2).
+  const tir::PrimFunc unpacked_func = Parse(MatmulWithSizes("m", "13", "n"));
+  absl::StatusOr<tir::PrimFunc> unpacked_avx2 = tir::ScheduleForCpu(
+      tir::WithTarget(unpacked_func, tir::Target::Cpu("haswell", 256, 1)), {.vector_lanes = 8, .num_threads = 1});
+  ASSERT_TRUE(unpacked_avx2.ok()) << unpacked_avx2.status();
+  for (absl::string_view line : absl::StrSplit(relax::PrintPrimFunc(*unpacked_avx2, "k"), '\n')) {
+    // (the few-rows branch's wide tiles, `_else`, keep a serial tail: not changed here)
+    EXPECT_FALSE(absl::StrContains(line, "_tail") && absl::StrContains(line, "in serial(") &&
+                 !absl::StrContains(line, "_else"))
+        << "a serial tail: " << line;
+  }
+  absl::StatusOr<CpuTarget> haswell = CpuTarget::Named("haswell");
+  ASSERT_TRUE(haswell.ok()) << haswell.status();
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *unpacked_avx2}}, *haswell, /*optimize=*/true);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_TRUE(absl::StrContains(*ir, "@llvm.masked.load")) << *ir;
+  // The register tiles (6 x 16 floats); the few-rows branch's wide 16 x 128 tiles live in
+  // memory by design.
+  for (absl::string_view line : absl::StrSplit(*ir, '\n')) {
+    EXPECT_FALSE(absl::StrContains(line, "alloca [96 x float]")) << "an accumulator tile left in memory: " << line;
+  }
+  EXPECT_TRUE(absl::StrContains(relax::PrintPrimFunc(*unpacked_avx2, "k"), "Buffer((6, 16), float32"));
+  Variants unpacked(unpacked_func);
+  for (int64_t edge = 1; edge <= 33; ++edge) {
+    ExpectMatmulVariantsMatchNaive(unpacked, 9, 13, 32 + edge, 81, "m=9 k=13 n=" + std::to_string(32 + edge));
+  }
+  ExpectMatmulVariantsMatchNaive(unpacked, 16, 13, 300, 82, "m=16 k=13 n=300");
 }
 
 // Not an assertion: how much the schedule buys on a 256^3 matmul on this machine.

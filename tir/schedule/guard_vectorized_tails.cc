@@ -1,6 +1,7 @@
 // GuardVectorizedTails: vectorized loops in the form the CPU code generator turns into SIMD
 // code directly — constant extent, straight-line body, no condition on the lane — with the
 // lanes that may leave the domain handled by a serial copy.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -75,6 +76,74 @@ class LaneLoopSerializer : public StmtExprMutator {
   }
 };
 
+// The lanes of a column-edge tile's vectorized loops, for running the edge in fewer whole
+// vectors: every vectorized loop whose blocks carry a lane condition has the same constant
+// extent from 0, and every block directly in such a loop keeps only the lanes below one
+// common bound (`lane + c < b` with b - c the same expression for all of them), so that when
+// the bound is at most w vectors the lanes from w vectors on do nothing.
+struct EdgeLanes {
+  int64_t extent = 0;  // the lanes of each such loop
+  PrimExpr bound;      // the lanes in range are those below it
+};
+std::optional<EdgeLanes> CommonEdgeLanes(const Stmt& body) {
+  std::optional<EdgeLanes> common;
+  std::string bound_text;
+  bool ok = true;
+  Analyzer analyzer;
+  ForEachStmt(body, [&](const Stmt& st) {
+    const auto* loop = st.as<ForNode>();
+    if (!ok || !loop || loop->for_kind != ForKind::kVectorized) return;
+    std::optional<int64_t> extent = loop->extent.as_int();
+    std::optional<int64_t> min = loop->min.as_int();
+    std::optional<LaneSplit> split = extent ? SplitLaneConditions(loop) : std::nullopt;
+    if (!split || split->guards.empty()) return;  // no lane condition: every lane runs
+    std::vector<Stmt> parts{loop->body};
+    if (const auto* seq = loop->body.as<SeqStmtNode>()) parts = seq->seq;
+    for (const Stmt& part : parts) {
+      const auto* block = part.as<BlockNode>();
+      if (!block || !block->predicate.defined()) {
+        ok = false;
+        return;
+      }
+      std::vector<PrimExpr> conjuncts;
+      FlattenAnd(block->predicate, &conjuncts);
+      bool bounded = false;
+      for (const PrimExpr& c : conjuncts) {
+        if (!UsesVar(c, loop->loop_var.get()) || c.kind() != ExprKind::kLT) continue;
+        const auto* lt = c.as<BinaryNode>();
+        PrimExpr bound = analyzer.Simplify(Sub(lt->b, Sub(lt->a, loop->loop_var)));
+        if (!common) {
+          common = EdgeLanes{*extent, bound};
+          bound_text = ToString(bound);
+        }
+        bounded |= ToString(bound) == bound_text;
+      }
+      ok &= bounded;
+    }
+    ok &= min == 0 && common && *extent == common->extent;
+  });
+  if (!ok || !common) return std::nullopt;
+  return common;
+}
+
+// The edge tile's vectorized loops cut to their first `lanes` lanes (CommonEdgeLanes' loops;
+// right where its bound is at most `lanes`: the lanes cut off are all out of range).
+class LaneLoopNarrower : public StmtExprMutator {
+ public:
+  LaneLoopNarrower(int64_t extent, int64_t lanes) : extent_(extent), lanes_(lanes) {}
+  Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    const auto* loop = s.as<ForNode>();
+    if (loop->for_kind != ForKind::kVectorized || loop->extent.as_int() != extent_) return s;
+    std::optional<LaneSplit> split = SplitLaneConditions(loop);
+    if (!split || split->guards.empty()) return s;
+    return For(loop->loop_var, loop->min, IntImm(loop->extent.dtype(), lanes_), ForKind::kVectorized, loop->body);
+  }
+
+ private:
+  int64_t extent_, lanes_;
+};
+
 // A buffer private to one thread whose whole extent is known: a tile (an accumulator, a
 // packed panel) that the code generator keeps in registers or on the stack.
 bool IsLocalTile(const BufferNode* buffer) {
@@ -119,7 +188,10 @@ class LaneAccesses : public StmtExprVisitor {
     VisitStmt(body);
   }
   // Every lane may run the body as it is: it stores only to local tiles, and reads other
-  // buffers only at lane-invariant places.
+  // buffers only at lane-invariant places or at consecutive elements (`lane + c` in the
+  // last index, the others lane-invariant), which LaneBlend reads as `select(in range,
+  // load, 0)`: the code generator makes that one masked load (codegen's MaskedLoad), so
+  // the lanes out of range read nothing past the buffer's end.
   bool all_local() const { return ok_ && all_local_; }
   // The body's local tiles may be read as whole vectors before it runs: it reads them in
   // range and stores to none (so a staged copy cannot miss a store of the body).
@@ -150,13 +222,22 @@ class LaneAccesses : public StmtExprVisitor {
         for (const PrimExpr& i : op->indices) key += "," + ToString(Substitute(i, bindings_));
         if (seen_.insert(key).second) tile_loads_.push_back(op);
       } else {
-        all_local_ = false;
+        const DataType t = op->buffer->dtype;
+        all_local_ &= op->buffer->scope != "local" && !t.is_sub_byte() && !t.is_bool() && Consecutive(op->indices);
       }
     }
     StmtExprVisitor::VisitExpr_(op, self);
   }
 
  private:
+  // Only the last index uses the lane, as `lane + c`.
+  bool Consecutive(const std::vector<PrimExpr>& indices) const {
+    for (size_t d = 0; d + 1 < indices.size(); ++d) {
+      if (UsesVar(Substitute(indices[d], bindings_), lane_.get())) return false;
+    }
+    const PrimExpr last = Substitute(indices.back(), bindings_);
+    return !UsesVar(SimplifyExpr(Sub(last, lane_)), lane_.get());
+  }
   bool InTile(const BufferNode* buffer, const std::vector<PrimExpr>& indices) const {
     for (size_t d = 0; d < indices.size(); ++d) {
       const PrimExpr index = Substitute(indices[d], bindings_);
@@ -275,7 +356,7 @@ class LaneBlend : public StmtExprMutator {
 
 class TailGuard : public StmtExprMutator {
  public:
-  TailGuard(NameSet* used, bool native_masks) : used_(used), native_masks_(native_masks) {}
+  TailGuard(NameSet* used, int vector_bits) : used_(used), vector_bits_(vector_bits), native_masks_(vector_bits >= 512) {}
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
     Stmt s = StmtExprMutator::VisitStmt_(op, self);
     const auto* loop = s.as<ForNode>();
@@ -329,9 +410,30 @@ class TailGuard : public StmtExprMutator {
     Stmt full_columns = other.empty() ? tile(lane_free, false)
                                       : IfThenElse(AllOf(other), tile(condition_free, false), tile(lane_free, true));
     if (lanes.guards.empty()) return full_columns;
-    auto column_edge = [&](const Stmt& body) {
+    auto one_edge = [&](const Stmt& body) {
       return CopyWithFreshDefinitions(LaneLoopSerializer().VisitStmt(Allocate(op->buffer, VisitStmt(body))), "_edge",
                                       used_);
+    };
+    // The column edge in as many whole vectors as its columns in range need: `if (bound <=
+    // 1 vector) { 1 vector } else if (bound <= 2 vectors) { 2 } ... else { all }`, each
+    // version's loops of constant extent (the accumulators stay in registers) and its last
+    // vector blended. Run in all the tile's vectors, the 12 columns left at n = 300 of a
+    // 32-column AVX-512 tile did the work of 32.
+    auto column_edge = [&](const Stmt& body) {
+      const int64_t vector = vector_bits_ / std::max(op->buffer->dtype.bits(), 1);
+      std::optional<EdgeLanes> edge_lanes = CommonEdgeLanes(body);
+      if (!edge_lanes || vector < 1 || edge_lanes->extent <= vector || edge_lanes->extent % vector != 0 ||
+          !narrowed_.insert(ToString(edge_lanes->bound)).second) {
+        return one_edge(body);
+      }
+      const PrimExpr& bound = edge_lanes->bound;
+      Stmt all = one_edge(body);
+      for (int64_t w = edge_lanes->extent / vector - 1; w >= 1; --w) {
+        Stmt narrow = one_edge(LaneLoopNarrower(edge_lanes->extent, w * vector).VisitStmt(body));
+        all = IfThenElse(LE(bound, IntImm(bound.dtype(), w * vector)), narrow, all);
+      }
+      narrowed_.erase(ToString(bound));
+      return all;
     };
     Stmt edge = column_edge(op->body);
     // The column edge in full rows too (the symbolic attention scores at n = 16: every
@@ -393,8 +495,12 @@ class TailGuard : public StmtExprMutator {
   }
 
   NameSet* used_;
+  int vector_bits_;
   bool native_masks_;
   std::set<std::string> decided_;  // guards that fail in the copy being visited (its row edge)
+  // Lane bounds whose column edge is being split into whole vectors: a tile nested in it (an
+  // accumulator inside a packed panel's edge) is not split again.
+  std::set<std::string> narrowed_;
 };
 
 }  // namespace
@@ -402,10 +508,13 @@ class TailGuard : public StmtExprMutator {
 PrimFunc GuardVectorizedTails(const PrimFunc& func) {
   NameSet used = UsedNames(func);
   // Masked loads and stores are native instructions with 512-bit vectors (AVX-512); a
-  // function without a target attribute is treated as AVX2.
+  // function without a target attribute (or whose width is not known yet) is treated as AVX2.
   absl::StatusOr<std::optional<Target>> target = TargetOf(func);
-  const bool native_masks = target.ok() && target->has_value() && (*target)->is_cpu() && (*target)->vector_bits >= 512;
-  Stmt body = TailGuard(&used, native_masks).VisitStmt(func->body);
+  int vector_bits = 256;
+  if (target.ok() && target->has_value() && (*target)->is_cpu() && (*target)->vector_bits > 0) {
+    vector_bits = (*target)->vector_bits;
+  }
+  Stmt body = TailGuard(&used, vector_bits).VisitStmt(func->body);
   return body.same_as(func->body) ? func : WithBody(func, body);
 }
 

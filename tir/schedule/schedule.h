@@ -138,7 +138,9 @@
 //        condition `a < b` inside it that holds for the whole tile when it holds at the
 //        tile's last iteration is checked once, so full tiles index the tile only with
 //        constants and vector lanes (a copy with the row conditions for row-edge tiles, a
-//        copy with serial lane loops for column-edge tiles). Copies are named with
+//        copy with serial lane loops for column-edge tiles, versioned on how many whole
+//        vectors its columns in range need: `if (bound <= 1 vector) { the copy's lane
+//        loops cut to 1 vector } else if ... else { all }`). Copies are named with
 //        `_tail` (lane tails) and `_edge` (edge tiles). Changes nothing where nothing
 //        matches. Apply it last: the copies are not scheduled further by the rules.
 //      GuardSteps(loop): after GuardVectorizedTails, for a serial loop inside an edge
