@@ -14,6 +14,8 @@
 //  - avg pool: the sum of the taps inside the input (float32 for float16 data), divided by
 //    the count of taps inside the input (or, with count_include_pad, inside the padded
 //    input), computed per output position in closed form.
+#include <algorithm>
+
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
 #include "relax/op/window.h"
@@ -150,6 +152,123 @@ bool ConvIsMatmul(const Buffer& data, const Buffer& weight, int64_t groups) {
   return true;
 }
 
+struct PaddedInput {
+  Buffer buffer;
+  Stmt fill;  // undefined when `buffer` is the input
+};
+
+// The input with its zero padding written out: padded[n, c, y...] = x[n, c, y - pad_begin...]
+// inside the input, 0 around it (extent + pad_begin + pad_end per spatial dim). `data`
+// itself when nothing is padded. Two blocks, so that the rows move as whole vectors (a select
+// per element between the input and 0 would load the input through clamped indices, lane by
+// lane):
+//   rows:    padded[n, c, y..., w + pad_begin] = y... inside ? x[n, c, clamp(y - pad_begin)..., w] : 0
+//            over the padded extents but the input's last one (the condition is one per row)
+//   columns: padded[n, c, y..., j < pad_begin ? j : j + W] = 0, j < pad_begin + pad_end
+PaddedInput PadInput(const std::string& name, const Buffer& data, const WindowAttrs& win) {
+  const size_t rank = static_cast<size_t>(win.rank);
+  bool padded = false;
+  tir::Analyzer analyzer;
+  std::vector<PrimExpr> shape = {data->shape[0], data->shape[1]};
+  for (size_t d = 0; d < rank; ++d) {
+    padded |= win.pad_begin[d] != 0 || win.pad_end[d] != 0;
+    shape.push_back(analyzer.Simplify(tir::Add(data->shape[d + 2], I64(win.pad_begin[d] + win.pad_end[d]))));
+  }
+  if (!padded) return {data, Stmt()};
+  const Buffer buffer = ScratchBuffer("conv_padded", data->dtype, shape);
+  const size_t last = rank + 1;
+  const PrimExpr width = data->shape[last];
+  const int64_t begin = win.pad_begin[rank - 1], end = win.pad_end[rank - 1];
+  std::vector<PrimExpr> row_extents = shape;
+  row_extents[last] = width;
+  WindowAttrs unit = win;  // MakeTap's position y - pad_begin: stride 1, tap 0
+  std::fill(unit.strides.begin(), unit.strides.end(), 1);
+  Stmt rows = BlockNest(name, row_extents, {}, [&](const std::vector<PrimExpr>& i, const std::vector<PrimExpr>&) {
+    std::vector<PrimExpr> index = {i[0], i[1]};
+    std::vector<PrimExpr> inside;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      Tap tap = MakeTap(unit, d, data->shape[d + 2], i[d + 2], I64(0));
+      index.push_back(tap.clamped);
+      inside.push_back(tap.inside);
+    }
+    index.push_back(i[last]);
+    PrimExpr x = data.Load(index);
+    if (PrimExpr in = AndAll(inside); in.defined()) x = tir::Select(in, x, Const(data->dtype, 0));
+    std::vector<PrimExpr> to(i.begin(), i.end());
+    to[last] = tir::Add(i[last], I64(begin));
+    return BlockParts{tir::BufferStore(buffer, x, to), Stmt()};
+  });
+  if (begin + end == 0) return {buffer, rows};
+  std::vector<PrimExpr> column_extents = shape;
+  column_extents[last] = I64(begin + end);
+  Stmt columns = BlockNest(absl::StrCat(name, "_columns"), column_extents, {},
+                           [&](const std::vector<PrimExpr>& i, const std::vector<PrimExpr>&) {
+                             std::vector<PrimExpr> to(i.begin(), i.end());
+                             const PrimExpr j = i[last];
+                             to[last] = begin == 0 ? tir::Add(j, width)
+                                        : end == 0 ? j
+                                                   : tir::Select(tir::LT(j, I64(begin)), j, tir::Add(j, width));
+                             return BlockParts{tir::BufferStore(buffer, Const(data->dtype, 0), to), Stmt()};
+                           });
+  return {buffer, tir::SeqStmt({rows, columns})};
+}
+
+// A float convolution with groups (depthwise, groups = channels, included) and constant
+// kernel sizes: a reduction over (channel of the group, taps) that reads a zero-padded copy
+// of the input, so that no load needs a bounds check and consecutive outputs along the last
+// dim read consecutive (stride 1) or evenly spaced inputs:
+//   padded[n, c, y...] = x with its zero padding (PadInput; none without padding)
+//   acc[n, o, y...] += padded[n, group(o) * C/g + i, y * stride + k * dil...] * w[o, i, k...]
+// The CPU window rule (tir/schedule_rules/cpu_window_reduction.cc) vectorizes it along the
+// output's last dim with the reduction unrolled inside, rows in parallel. Per-group matmuls
+// would multiply matrices of C/g rows (4 in ResNeXt, 1 when depthwise): too small for the
+// matmul rule's tiles. Zero padding is multiplied like data, as above.
+absl::StatusOr<tir::PrimFunc> LegalizeGroupedConv(const CallNode& call, KernelParams p, const WindowAttrs& win,
+                                                  int64_t groups) {
+  const Buffer& data = p.inputs[0];
+  const Buffer& weight = p.inputs[1];
+  const Buffer& out = p.outputs[0];
+  const size_t rank = static_cast<size_t>(win.rank);
+  const DataType t = AccumulationType(out->dtype);
+  const Buffer acc = t == out->dtype ? out : ScratchBuffer("conv_acc", t, out->shape);
+  const PrimExpr out_per_group = tir::FloorDiv(weight->shape[0], I64(groups));
+  const PaddedInput padded = PadInput(absl::StrCat(OpName(call), "_pad"), data, win);
+  std::vector<PrimExpr> extents(weight->shape.begin() + 1, weight->shape.end());
+  Stmt conv = ReduceBlock(
+      OpName(call), acc, extents, Const(t, 0), tir::Add,
+      [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+        PrimExpr channel = tir::Add(tir::Mul(tir::FloorDiv(s[1], out_per_group), weight->shape[1]), r[0]);
+        std::vector<PrimExpr> index = {s[0], channel};
+        for (size_t d = 0; d < rank; ++d) {
+          index.push_back(tir::Add(tir::Mul(s[d + 2], I64(win.strides[d])), tir::Mul(r[d + 1], I64(win.dilation[d]))));
+        }
+        std::vector<PrimExpr> w_index = {s[1]};
+        w_index.insert(w_index.end(), r.begin(), r.end());
+        return tir::Mul(CastTo(t, padded.buffer.Load(index)), CastTo(t, weight.Load(w_index)));
+      });
+  std::vector<Stmt> steps;
+  if (padded.fill.defined()) steps.push_back(padded.fill);
+  steps.push_back(conv);
+  if (!acc.same_as(out)) {
+    steps.push_back(ComputeBlock(absl::StrCat(OpName(call), "_cast"), out, [&](const std::vector<PrimExpr>& i) {
+      return tir::Cast(out->dtype, acc.Load(i));
+    }));
+  }
+  Stmt body = tir::SeqStmt(steps);
+  if (!acc.same_as(out)) body = tir::Allocate(acc, body);
+  if (padded.fill.defined()) body = tir::Allocate(padded.buffer, body);
+  return MakePrimFunc(p, body, "out_ewise_fusable");
+}
+
+// Whether LegalizeGroupedConv takes the convolution: groups, float data, constant taps.
+bool ConvIsGrouped(const Buffer& data, const Buffer& weight, int64_t groups) {
+  if (groups <= 1 || !data->dtype.is_float() || data->dtype != weight->dtype) return false;
+  for (size_t d = 2; d < weight->shape.size(); ++d) {
+    if (!weight->shape[d].as_int()) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   const Buffer& data = p.inputs[0];
@@ -160,6 +279,7 @@ absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> groups_attr, IntAttr(call, "groups"));
   const int64_t groups = groups_attr.value_or(1);
   if (ConvIsMatmul(data, weight, groups)) return LegalizeConvAsMatmul(call, std::move(p), win);
+  if (ConvIsGrouped(data, weight, groups)) return LegalizeGroupedConv(call, std::move(p), win, groups);
   const size_t rank = static_cast<size_t>(win.rank);
   // float16 accumulates in float32 (a scratch buffer, then one rounding), as matmul does.
   const DataType t = AccumulationType(out->dtype);
