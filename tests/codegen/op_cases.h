@@ -493,7 +493,7 @@ inline std::vector<Case> AllCases() {
        "R.conv1d(x, k, strides=[3], padding=[2, 1], dilation=[2])", len, 1e-5, 1e-5});
   add({"conv1d_depthwise", {P("x", {"2", "3", "n"}), P("k", {"3", "1", "5"})},
        "R.conv1d(x, k, strides=[2], padding=[2, 1], groups=3)", len, 1e-5, 1e-5});
-  add({"conv3d_grouped", {P("x", {"1", "4", "d", "h", "w"}), P("k", {"4", "2", "3", "2", "3"})},
+  add({"conv3d_grouped", {P("x", {"1", "4", "d", "h", "w"}), P("k", {"4", "2", "3", "1", "3"})},
        "R.conv3d(x, k, padding=[1, 0, 1], strides=[1, 1, 2], groups=2)", dhw, 1e-5, 1e-5});
   add({"conv3d", {P("x", {"1", "2", "d", "h", "w"}), P("k", {"3", "2", "2", "2", "2"})},
        "R.conv3d(x, k, padding=[1], strides=[1, 2, 1])", dhw, 1e-5, 1e-5});

@@ -18,6 +18,7 @@ namespace {
 // window, 4 channels x 3 x 3 of a ResNeXt group); longer ones unroll their inner loops up
 // to it.
 constexpr int64_t kMaxUnrolledSteps = 64;
+constexpr int64_t kMaxEdgeUnrolledSteps = 8;
 // Vectors of outputs per tile: independent sums, so that the adds of one do not wait for
 // the previous add of the same vector (4 cycles each). Up to kMaxTileVectors when that
 // covers the row or divides its vectors, else kTileVectors and a partial last tile.
@@ -144,11 +145,17 @@ absl::Status ScheduleWindowReduction(Schedule* s, const PlainNest& nest, const C
   KILN_RETURN_IF_ERROR(s->DecomposeReduction(name, reductions[0]).status());
   KILN_RETURN_IF_ERROR(s->Vectorize(vector));
   if (!vectors.empty()) KILN_RETURN_IF_ERROR(s->Unroll(vectors));
-  // Unroll the reduction from the innermost loop out while the steps stay few.
+  // Unroll the reduction from the innermost loop out while the steps stay few. A row that
+  // ends in a partial vector (or may: a symbolic width) gets an edge copy of the tile
+  // (GuardVectorizedTails) whose partial vector is a masked loop of its own per step:
+  // there only the innermost loop is unrolled (a 7 x 7 window unrolled whole made hundreds
+  // of masked loops, and LLVM took a minute to compile them).
+  const bool whole_vectors = width && (*width <= options.vector_lanes || *width % tile.lanes == 0);
+  const int64_t max_steps = whole_vectors ? kMaxUnrolledSteps : kMaxEdgeUnrolledSteps;
   int64_t steps = 1;
   for (size_t i = nest.loops.size(); i-- > spatial;) {
     steps *= *nest.loops[i]->extent.as_int();
-    if (steps > kMaxUnrolledSteps) break;
+    if (steps > max_steps) break;
     KILN_RETURN_IF_ERROR(s->Unroll(nest.loops[i]->loop_var.name()));
   }
   KILN_RETURN_IF_ERROR(s->ReverseComputeAt(write_back, tile_loop));
