@@ -313,6 +313,82 @@ absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   return MakePrimFunc(p, body, "out_ewise_fusable");
 }
 
+// A float transposed convolution without groups and with constant kernel sizes, as a matmul
+// that the CPU matmul rule schedules, then col2im:
+//   x_cols[n, c, p] = x[n, c, input position p]                     (p = input positions)
+//   w_cols[q, c] = w[c, q / taps, tap q % taps]                      (q = O * taps)
+//   acc[n, q, p] += w_cols[q, c] * x_cols[n, c, p]                   (float32 for float16)
+//   out[n, o, y...] = sum over taps k reaching y of acc[n, o * taps + k, (y + pad_begin - k * dil) / stride]
+// Each output sums the taps written out (a constant count), each a select of the tap's
+// column or 0 where (y + pad_begin - k * dil) is not a multiple of the stride inside the
+// input: pairs that do not reach y contribute nothing, as the direct form below.
+absl::StatusOr<tir::PrimFunc> LegalizeConvTransposeAsMatmul(const CallNode& call, KernelParams p,
+                                                            const WindowAttrs& win) {
+  const Buffer& data = p.inputs[0];
+  const Buffer& weight = p.inputs[1];
+  const Buffer& out = p.outputs[0];
+  const size_t rank = static_cast<size_t>(win.rank);
+  const DataType t = AccumulationType(out->dtype);
+  const std::vector<PrimExpr> taps(weight->shape.begin() + 2, weight->shape.end());
+  const std::vector<PrimExpr> positions(data->shape.begin() + 2, data->shape.end());
+  const PrimExpr batch = data->shape[0], channels = data->shape[1], out_channels = weight->shape[1];
+  tir::Analyzer analyzer;
+  const PrimExpr tap_count = analyzer.Simplify(Product(taps));
+  const PrimExpr rows = analyzer.Simplify(tir::Mul(out_channels, tap_count));
+  const PrimExpr points = analyzer.Simplify(Product(positions));
+  const Buffer x_cols = ScratchBuffer("conv_transpose_cols", data->dtype, {batch, channels, points});
+  const Buffer w_cols = ScratchBuffer("conv_transpose_weight", weight->dtype, {rows, channels});
+  const Buffer acc = ScratchBuffer("conv_transpose_acc", t, {batch, rows, points});
+  Stmt cols = ComputeBlock(absl::StrCat(OpName(call), "_cols"), x_cols, [&](const std::vector<PrimExpr>& i) {
+    std::vector<PrimExpr> index = {i[0], i[1]};
+    for (const PrimExpr& y : Unflatten(i[2], positions)) index.push_back(y);
+    return data.Load(index);
+  });
+  std::vector<PrimExpr> channel_and_taps = {out_channels};
+  channel_and_taps.insert(channel_and_taps.end(), taps.begin(), taps.end());
+  Stmt flatten = ComputeBlock(absl::StrCat(OpName(call), "_weight"), w_cols, [&](const std::vector<PrimExpr>& i) {
+    std::vector<PrimExpr> index = {i[1]};
+    for (const PrimExpr& r : Unflatten(i[0], channel_and_taps)) index.push_back(r);
+    return weight.Load(index);
+  });
+  Stmt matmul = ReduceBlock(OpName(call), acc, {channels}, Const(t, 0), tir::Add,
+                            [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+                              return tir::Mul(CastTo(t, w_cols.Load({s[1], r[0]})),
+                                              CastTo(t, x_cols.Load({s[0], r[0], s[2]})));
+                            });
+  std::vector<int64_t> tap_sizes;
+  for (const PrimExpr& k : taps) tap_sizes.push_back(*k.as_int());
+  Stmt col2im = ComputeBlock(absl::StrCat(OpName(call), "_col2im"), out, [&](const std::vector<PrimExpr>& s) {
+    PrimExpr sum = Const(t, 0);
+    std::vector<int64_t> k(rank, 0);
+    for (int64_t tap = 0; tap < *tap_count.as_int(); ++tap) {
+      int64_t rest = tap;  // the tap's index per dim, row-major
+      for (size_t d = rank; d-- > 0;) {
+        k[d] = rest % tap_sizes[d];
+        rest /= tap_sizes[d];
+      }
+      PrimExpr column = I64(0);
+      std::vector<PrimExpr> reaches;
+      for (size_t d = 0; d < rank; ++d) {
+        const PrimExpr extent = data->shape[d + 2];
+        const int64_t stride = win.strides[d];
+        PrimExpr num = tir::Add(s[d + 2], I64(win.pad_begin[d] - k[d] * win.dilation[d]));
+        PrimExpr pos = stride == 1 ? num : tir::FloorDiv(num, I64(stride));
+        PrimExpr ok = tir::And(tir::GE(num, I64(0)), tir::LT(pos, extent));
+        if (stride != 1) ok = tir::And(ok, tir::EQ(tir::FloorMod(num, I64(stride)), I64(0)));
+        reaches.push_back(ok);
+        column = tir::Add(tir::Mul(column, extent), tir::Min(tir::Max(pos, I64(0)), tir::Sub(extent, I64(1))));
+      }
+      PrimExpr row = tir::Add(tir::Mul(s[1], tap_count), I64(tap));
+      sum = tir::Add(sum, tir::Select(AndAll(reaches), acc.Load({s[0], row, column}), Const(t, 0)));
+    }
+    return CastTo(out->dtype, sum);
+  });
+  Stmt body = tir::SeqStmt({cols, flatten, matmul, col2im});
+  for (const Buffer& b : {acc, w_cols, x_cols}) body = tir::Allocate(b, body);
+  return MakePrimFunc(p, body, "out_ewise_fusable");
+}
+
 absl::StatusOr<tir::PrimFunc> LegalizeConvTranspose(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   const Buffer& data = p.inputs[0];
@@ -322,6 +398,7 @@ absl::StatusOr<tir::PrimFunc> LegalizeConvTranspose(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(WindowAttrs win, Window(call, data, WindowKind::kConvTranspose));
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> groups_attr, IntAttr(call, "groups"));
   const int64_t groups = groups_attr.value_or(1);
+  if (ConvIsMatmul(data, weight, groups)) return LegalizeConvTransposeAsMatmul(call, std::move(p), win);
   const size_t rank = static_cast<size_t>(win.rank);
   const DataType t = out->dtype;
   const PrimExpr in_per_group = groups == 1 ? weight->shape[0] : tir::FloorDiv(weight->shape[0], I64(groups));

@@ -501,6 +501,17 @@ inline std::vector<Case> AllCases() {
        "R.conv1d_transpose(x, k, strides=[2], padding=[1], output_padding=[1])", n, 1e-5, 1e-5});
   add({"conv2d_transpose", {P("x", {"2", "4", "h", "w"}), P("k", {"4", "3", "3", "3"})},
        "R.conv2d_transpose(x, k, strides=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2], groups=2)", hw, 1e-5, 1e-5});
+  // One group and float data take the matmul and col2im (LegalizeConvTransposeAsMatmul):
+  // a U-Net 2 x 2 stride-2 upsampling with a symbolic batch, overlapping taps with padding,
+  // dilation and output padding, float16.
+  add({"conv2d_transpose_upsample", {P("x", {"b", "5", "h", "w"}), P("k", {"5", "3", "2", "2"})},
+       "R.conv2d_transpose(x, k, strides=[2, 2])",
+       {{{"b", 1}, {"h", 1}, {"w", 1}}, {{"b", 2}, {"h", 7}, {"w", 13}}, {{"b", 1}, {"h", 3}, {"w", 37}}}, 1e-5, 1e-5});
+  add({"conv2d_transpose_overlap", {P("x", {"1", "4", "h", "w"}), P("k", {"4", "3", "3", "2"})},
+       "R.conv2d_transpose(x, k, strides=[2, 3], padding=[1, 0, 0, 1], dilation=[1, 2], output_padding=[1, 2])", hw,
+       1e-5, 1e-5});
+  add({"conv2d_transpose_f16", {P("x", {"1", "4", "h", "w"}, "float16"), P("k", {"4", "2", "3", "3"}, "float16")},
+       "R.conv2d_transpose(x, k, strides=[2, 2], padding=[1])", hw, 2e-3, 2e-3});
   add({"conv3d_transpose", {P("x", {"1", "2", "d", "h", "w"}), P("k", {"2", "2", "2", "3", "2"})},
        "R.conv3d_transpose(x, k, strides=[2, 1, 2], padding=[0, 1, 0, 0, 1, 1], output_padding=[1, 0, 0])", dhw, 1e-5,
        1e-5});
