@@ -1,7 +1,9 @@
 // Legalization of the window operators (semantics in relax/op/nn.cc), channels first, any
 // number of spatial dims. A float convolution with one group and constant kernel sizes is
-// an im2col and a matmul (LegalizeConvAsMatmul, for the CPU matmul rule); otherwise one
-// reduction block each (average pooling adds the division);
+// an im2col and a matmul (LegalizeConvAsMatmul, for the CPU matmul rule), with groups a
+// window reduction over a zero-padded copy (LegalizeGroupedConv, for the CPU window rule);
+// a float transposed one without groups a matmul and col2im (LegalizeConvTransposeAsMatmul);
+// otherwise one reduction block each (average pooling adds the division);
 // padding reads select the pad value around a load whose indices are clamped into the
 // input, so no read leaves the buffer.
 //  - conv: out[n, o, y...] = sum over (channel of o's group, taps) of x * w; zero padding
@@ -82,9 +84,9 @@ std::vector<PrimExpr> Unflatten(PrimExpr linear, const std::vector<PrimExpr>& ex
 // 128 columns per thread): cols only feeds the matmul, so the rule folds the im2col block
 // into the packing of each k x 32 panel (PackPanel), and only acc (the output's size) is
 // scratch. Otherwise cols holds the whole batch (N * C * taps * P elements). A single
-// spatial dim in float32 accumulates in `out` itself. The direct reduction below stays for
-// groups > 1 (depthwise included), integer element types and symbolic kernel sizes. Zero padding is
-// multiplied like data, as there.
+// spatial dim in float32 accumulates in `out` itself. Groups take LegalizeGroupedConv; the
+// direct reduction below stays for integer element types and symbolic kernel sizes. Zero
+// padding is multiplied like data, as there.
 absl::StatusOr<tir::PrimFunc> LegalizeConvAsMatmul(const CallNode& call, KernelParams p, const WindowAttrs& win) {
   const Buffer& data = p.inputs[0];
   const Buffer& weight = p.inputs[1];
