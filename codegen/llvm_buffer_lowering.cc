@@ -184,7 +184,6 @@ llvm::Value* KernelLowering::LoadBuffer(const tir::BufferLoadNode* op) {
     for (int l = 0; l < lanes; ++l) picks.push_back(static_cast<int>(l * stride));
     return FromStorage(b_.CreateShuffleVector(all, picks), dtype);
   }
-  if (getenv("DWDEBUG")) fprintf(stderr, "LANEWISE %s %s\n", buffer->name.c_str(), tir::ToString(op->indices.back()).c_str());
   llvm::Value* offsets = FlatOffset(buffer, op->indices);
   if (!offsets->getType()->isVectorTy()) offsets = b_.CreateVectorSplat(lanes, offsets);
   llvm::Value* out = llvm::UndefValue::get(llvm::FixedVectorType::get(elem, lanes));
