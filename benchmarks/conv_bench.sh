@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Kiln next to ONNX Runtime on single Conv layers (a ResNet 3x3, a 1x1, a 7x7 stride-2 stem):
+# Kiln next to ONNX Runtime on single Conv layers (ResNet 3x3, 1x1, 7x7 stride-2 stem; depthwise,
+# grouped and transposed convolutions: the LAYERS of conv_bench.py):
 # makes the benchmark's own virtual environment (PyPI onnx, onnxruntime and numpy;
 # $KILN_BENCH_VENV, default ~/.cache/kiln/onnx-bench-venv) and runs benchmarks/conv_bench.py
 # with the arguments given (--layers=... --threads=1,2 --batch=1). Never run in CI or by the

@@ -38,32 +38,61 @@ llvm::Value* KernelLowering::BufferPointer(const tir::BufferNode* buffer) {
   return it->second;
 }
 
-// A vector access whose last index is ramp(base, 1, lanes) and whose other indices are
-// scalars touches consecutive elements: one vector load or store at base's offset.
-// broadcast(x) + ramp(b, 1, L) and ramp(b, 1, L) + broadcast(x) count as ramp(x + b, 1, L).
-std::optional<std::vector<PrimExpr>> KernelLowering::ContiguousBase(const std::vector<PrimExpr>& indices) {
+namespace {
+
+// The scalar that a vector expression built from broadcasts by + - * holds in every lane
+// (broadcast(a, L) * broadcast(32, L) + broadcast(b, L) is a * 32 + b); undefined for any
+// other expression.
+PrimExpr UniformValue(const PrimExpr& e) {
+  if (const auto* b = e.as<tir::BroadcastNode>()) return b->value;
+  const auto* op = e.as<tir::BinaryNode>();
+  if (op == nullptr) return PrimExpr();
+  const ExprKind kind = op->kind();
+  if (kind != ExprKind::kAdd && kind != ExprKind::kSub && kind != ExprKind::kMul) return PrimExpr();
+  PrimExpr a = UniformValue(op->a), b = UniformValue(op->b);
+  if (!a.defined() || !b.defined()) return PrimExpr();
+  return kind == ExprKind::kAdd ? tir::Add(a, b) : kind == ExprKind::kSub ? tir::Sub(a, b) : tir::Mul(a, b);
+}
+
+}  // namespace
+
+// A vector access whose last index is ramp(base, stride, lanes) with a constant stride and
+// whose other indices are scalars touches evenly spaced elements from base's offset.
+// u + ramp(b, s, L) and ramp(b, s, L) + u, u the same in every lane (UniformValue x), count
+// as ramp(x + b, s, L).
+std::optional<std::vector<PrimExpr>> KernelLowering::RampBase(const std::vector<PrimExpr>& indices, int64_t* stride) {
   if (indices.empty()) return std::nullopt;
   for (size_t k = 0; k + 1 < indices.size(); ++k) {
     if (indices[k].dtype().lanes() != 1) return std::nullopt;
   }
-  auto unit_ramp = [](const PrimExpr& e) -> const tir::RampNode* {
+  auto const_ramp = [](const PrimExpr& e) -> const tir::RampNode* {
     const auto* ramp = e.as<tir::RampNode>();
-    return ramp != nullptr && ramp->stride.as_int() == 1 ? ramp : nullptr;
+    return ramp != nullptr && ramp->stride.as_int() ? ramp : nullptr;
   };
   const PrimExpr& last = indices.back();
   PrimExpr base;
-  if (const tir::RampNode* ramp = unit_ramp(last)) {
+  const tir::RampNode* ramp = const_ramp(last);
+  if (ramp != nullptr) {
     base = ramp->base;
   } else if (const auto* add = last.as<tir::BinaryNode>(); add != nullptr && add->kind() == ExprKind::kAdd) {
-    const auto* bx = add->a.as<tir::BroadcastNode>();
-    const auto* by = add->b.as<tir::BroadcastNode>();
-    if (bx != nullptr && unit_ramp(add->b) != nullptr) base = tir::Add(bx->value, unit_ramp(add->b)->base);
-    if (by != nullptr && unit_ramp(add->a) != nullptr) base = tir::Add(unit_ramp(add->a)->base, by->value);
+    if ((ramp = const_ramp(add->b)) != nullptr) {
+      if (PrimExpr x = UniformValue(add->a); x.defined()) base = tir::Add(x, ramp->base);
+    } else if ((ramp = const_ramp(add->a)) != nullptr) {
+      if (PrimExpr x = UniformValue(add->b); x.defined()) base = tir::Add(ramp->base, x);
+    }
   }
   if (!base.defined()) return std::nullopt;
+  *stride = *ramp->stride.as_int();
   std::vector<PrimExpr> result(indices.begin(), indices.end() - 1);
   result.push_back(base);
   return result;
+}
+
+std::optional<std::vector<PrimExpr>> KernelLowering::ContiguousBase(const std::vector<PrimExpr>& indices) {
+  int64_t stride = 0;
+  std::optional<std::vector<PrimExpr>> base = RampBase(indices, &stride);
+  if (stride != 1) return std::nullopt;
+  return base;
 }
 
 llvm::Value* KernelLowering::FromStorage(llvm::Value* v, DataType dtype) {
@@ -172,6 +201,20 @@ llvm::Value* KernelLowering::LoadBuffer(const tir::BufferLoadNode* op) {
     llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, *base));
     ptr = b_.CreatePointerCast(ptr, vec->getPointerTo());
     return FromStorage(b_.CreateAlignedLoad(vec, ptr, align, buffer->name), dtype);
+  }
+  // A small constant stride (a stride-2 convolution's or pooling's inputs): one load of the
+  // span from the first lane's element to the last's, every stride-th element picked out
+  // (a shuffle); the span lies inside the buffer since both ends do.
+  int64_t stride = 0;
+  std::optional<std::vector<PrimExpr>> strided = RampBase(op->indices, &stride);
+  if (strided && stride >= 2 && stride <= kMaxSpannedStride) {
+    const int64_t span = (lanes - 1) * stride + 1;
+    llvm::Type* vec = llvm::FixedVectorType::get(elem, static_cast<unsigned>(span));
+    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, *strided));
+    llvm::Value* all = b_.CreateAlignedLoad(vec, b_.CreatePointerCast(ptr, vec->getPointerTo()), align, buffer->name);
+    llvm::SmallVector<int, 64> picks;
+    for (int l = 0; l < lanes; ++l) picks.push_back(static_cast<int>(l * stride));
+    return FromStorage(b_.CreateShuffleVector(all, picks), dtype);
   }
   llvm::Value* offsets = FlatOffset(buffer, op->indices);
   if (!offsets->getType()->isVectorTy()) offsets = b_.CreateVectorSplat(lanes, offsets);

@@ -156,6 +156,12 @@ class KernelLowering {
   llvm::Value* FlatOffset(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices);
   llvm::Value* BufferPointer(const tir::BufferNode* buffer);
   std::optional<std::vector<PrimExpr>> ContiguousBase(const std::vector<PrimExpr>& indices);
+  // The indices of a vector access at its first lane when the last index is a ramp of
+  // constant stride (stored in *stride) and the others scalars; nullopt otherwise.
+  std::optional<std::vector<PrimExpr>> RampBase(const std::vector<PrimExpr>& indices, int64_t* stride);
+  // Strides up to this load their span whole and shuffle (LoadBuffer); wider ones load lane
+  // by lane.
+  static constexpr int64_t kMaxSpannedStride = 4;
   llvm::Value* FromStorage(llvm::Value* v, DataType dtype);
   llvm::Value* ToStorage(llvm::Value* v, DataType dtype);
   llvm::Value* PackedLoad(const tir::BufferNode* buffer, llvm::Value* base_ptr, llvm::Value* offset);

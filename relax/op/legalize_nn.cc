@@ -1,7 +1,9 @@
 // Legalization of the window operators (semantics in relax/op/nn.cc), channels first, any
 // number of spatial dims. A float convolution with one group and constant kernel sizes is
-// an im2col and a matmul (LegalizeConvAsMatmul, for the CPU matmul rule); otherwise one
-// reduction block each (average pooling adds the division);
+// an im2col and a matmul (LegalizeConvAsMatmul, for the CPU matmul rule), with groups a
+// window reduction over a zero-padded copy (LegalizeGroupedConv, for the CPU window rule);
+// a float transposed one without groups a matmul and col2im (LegalizeConvTransposeAsMatmul);
+// otherwise one reduction block each (average pooling adds the division);
 // padding reads select the pad value around a load whose indices are clamped into the
 // input, so no read leaves the buffer.
 //  - conv: out[n, o, y...] = sum over (channel of o's group, taps) of x * w; zero padding
@@ -14,6 +16,8 @@
 //  - avg pool: the sum of the taps inside the input (float32 for float16 data), divided by
 //    the count of taps inside the input (or, with count_include_pad, inside the padded
 //    input), computed per output position in closed form.
+#include <algorithm>
+
 #include "relax/op/legalize_common.h"
 #include "relax/op/op_common.h"
 #include "relax/op/window.h"
@@ -80,9 +84,9 @@ std::vector<PrimExpr> Unflatten(PrimExpr linear, const std::vector<PrimExpr>& ex
 // 128 columns per thread): cols only feeds the matmul, so the rule folds the im2col block
 // into the packing of each k x 32 panel (PackPanel), and only acc (the output's size) is
 // scratch. Otherwise cols holds the whole batch (N * C * taps * P elements). A single
-// spatial dim in float32 accumulates in `out` itself. The direct reduction below stays for
-// groups > 1 (depthwise included), integer element types and symbolic kernel sizes. Zero padding is
-// multiplied like data, as there.
+// spatial dim in float32 accumulates in `out` itself. Groups take LegalizeGroupedConv; the
+// direct reduction below stays for integer element types and symbolic kernel sizes. Zero
+// padding is multiplied like data, as there.
 absl::StatusOr<tir::PrimFunc> LegalizeConvAsMatmul(const CallNode& call, KernelParams p, const WindowAttrs& win) {
   const Buffer& data = p.inputs[0];
   const Buffer& weight = p.inputs[1];
@@ -150,6 +154,123 @@ bool ConvIsMatmul(const Buffer& data, const Buffer& weight, int64_t groups) {
   return true;
 }
 
+struct PaddedInput {
+  Buffer buffer;
+  Stmt fill;  // undefined when `buffer` is the input
+};
+
+// The input with its zero padding written out: padded[n, c, y...] = x[n, c, y - pad_begin...]
+// inside the input, 0 around it (extent + pad_begin + pad_end per spatial dim). `data`
+// itself when nothing is padded. Two blocks, so that the rows move as whole vectors (a select
+// per element between the input and 0 would load the input through clamped indices, lane by
+// lane):
+//   rows:    padded[n, c, y..., w + pad_begin] = y... inside ? x[n, c, clamp(y - pad_begin)..., w] : 0
+//            over the padded extents but the input's last one (the condition is one per row)
+//   columns: padded[n, c, y..., j < pad_begin ? j : j + W] = 0, j < pad_begin + pad_end
+PaddedInput PadInput(const std::string& name, const Buffer& data, const WindowAttrs& win) {
+  const size_t rank = static_cast<size_t>(win.rank);
+  bool padded = false;
+  tir::Analyzer analyzer;
+  std::vector<PrimExpr> shape = {data->shape[0], data->shape[1]};
+  for (size_t d = 0; d < rank; ++d) {
+    padded |= win.pad_begin[d] != 0 || win.pad_end[d] != 0;
+    shape.push_back(analyzer.Simplify(tir::Add(data->shape[d + 2], I64(win.pad_begin[d] + win.pad_end[d]))));
+  }
+  if (!padded) return {data, Stmt()};
+  const Buffer buffer = ScratchBuffer("conv_padded", data->dtype, shape);
+  const size_t last = rank + 1;
+  const PrimExpr width = data->shape[last];
+  const int64_t begin = win.pad_begin[rank - 1], end = win.pad_end[rank - 1];
+  std::vector<PrimExpr> row_extents = shape;
+  row_extents[last] = width;
+  WindowAttrs unit = win;  // MakeTap's position y - pad_begin: stride 1, tap 0
+  std::fill(unit.strides.begin(), unit.strides.end(), 1);
+  Stmt rows = BlockNest(name, row_extents, {}, [&](const std::vector<PrimExpr>& i, const std::vector<PrimExpr>&) {
+    std::vector<PrimExpr> index = {i[0], i[1]};
+    std::vector<PrimExpr> inside;
+    for (size_t d = 0; d + 1 < rank; ++d) {
+      Tap tap = MakeTap(unit, d, data->shape[d + 2], i[d + 2], I64(0));
+      index.push_back(tap.clamped);
+      inside.push_back(tap.inside);
+    }
+    index.push_back(i[last]);
+    PrimExpr x = data.Load(index);
+    if (PrimExpr in = AndAll(inside); in.defined()) x = tir::Select(in, x, Const(data->dtype, 0));
+    std::vector<PrimExpr> to(i.begin(), i.end());
+    to[last] = tir::Add(i[last], I64(begin));
+    return BlockParts{tir::BufferStore(buffer, x, to), Stmt()};
+  });
+  if (begin + end == 0) return {buffer, rows};
+  std::vector<PrimExpr> column_extents = shape;
+  column_extents[last] = I64(begin + end);
+  Stmt columns = BlockNest(absl::StrCat(name, "_columns"), column_extents, {},
+                           [&](const std::vector<PrimExpr>& i, const std::vector<PrimExpr>&) {
+                             std::vector<PrimExpr> to(i.begin(), i.end());
+                             const PrimExpr j = i[last];
+                             to[last] = begin == 0 ? tir::Add(j, width)
+                                        : end == 0 ? j
+                                                   : tir::Select(tir::LT(j, I64(begin)), j, tir::Add(j, width));
+                             return BlockParts{tir::BufferStore(buffer, Const(data->dtype, 0), to), Stmt()};
+                           });
+  return {buffer, tir::SeqStmt({rows, columns})};
+}
+
+// A float convolution with groups (depthwise, groups = channels, included) and constant
+// kernel sizes: a reduction over (channel of the group, taps) that reads a zero-padded copy
+// of the input, so that no load needs a bounds check and consecutive outputs along the last
+// dim read consecutive (stride 1) or evenly spaced inputs:
+//   padded[n, c, y...] = x with its zero padding (PadInput; none without padding)
+//   acc[n, o, y...] += padded[n, group(o) * C/g + i, y * stride + k * dil...] * w[o, i, k...]
+// The CPU window rule (tir/schedule_rules/cpu_window_reduction.cc) vectorizes it along the
+// output's last dim with the reduction unrolled inside, rows in parallel. Per-group matmuls
+// would multiply matrices of C/g rows (4 in ResNeXt, 1 when depthwise): too small for the
+// matmul rule's tiles. Zero padding is multiplied like data, as above.
+absl::StatusOr<tir::PrimFunc> LegalizeGroupedConv(const CallNode& call, KernelParams p, const WindowAttrs& win,
+                                                  int64_t groups) {
+  const Buffer& data = p.inputs[0];
+  const Buffer& weight = p.inputs[1];
+  const Buffer& out = p.outputs[0];
+  const size_t rank = static_cast<size_t>(win.rank);
+  const DataType t = AccumulationType(out->dtype);
+  const Buffer acc = t == out->dtype ? out : ScratchBuffer("conv_acc", t, out->shape);
+  const PrimExpr out_per_group = tir::FloorDiv(weight->shape[0], I64(groups));
+  const PaddedInput padded = PadInput(absl::StrCat(OpName(call), "_pad"), data, win);
+  std::vector<PrimExpr> extents(weight->shape.begin() + 1, weight->shape.end());
+  Stmt conv = ReduceBlock(
+      OpName(call), acc, extents, Const(t, 0), tir::Add,
+      [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+        PrimExpr channel = tir::Add(tir::Mul(tir::FloorDiv(s[1], out_per_group), weight->shape[1]), r[0]);
+        std::vector<PrimExpr> index = {s[0], channel};
+        for (size_t d = 0; d < rank; ++d) {
+          index.push_back(tir::Add(tir::Mul(s[d + 2], I64(win.strides[d])), tir::Mul(r[d + 1], I64(win.dilation[d]))));
+        }
+        std::vector<PrimExpr> w_index = {s[1]};
+        w_index.insert(w_index.end(), r.begin(), r.end());
+        return tir::Mul(CastTo(t, padded.buffer.Load(index)), CastTo(t, weight.Load(w_index)));
+      });
+  std::vector<Stmt> steps;
+  if (padded.fill.defined()) steps.push_back(padded.fill);
+  steps.push_back(conv);
+  if (!acc.same_as(out)) {
+    steps.push_back(ComputeBlock(absl::StrCat(OpName(call), "_cast"), out, [&](const std::vector<PrimExpr>& i) {
+      return tir::Cast(out->dtype, acc.Load(i));
+    }));
+  }
+  Stmt body = tir::SeqStmt(steps);
+  if (!acc.same_as(out)) body = tir::Allocate(acc, body);
+  if (padded.fill.defined()) body = tir::Allocate(padded.buffer, body);
+  return MakePrimFunc(p, body, "out_ewise_fusable");
+}
+
+// Whether LegalizeGroupedConv takes the convolution: groups, float data, constant taps.
+bool ConvIsGrouped(const Buffer& data, const Buffer& weight, int64_t groups) {
+  if (groups <= 1 || !data->dtype.is_float() || data->dtype != weight->dtype) return false;
+  for (size_t d = 2; d < weight->shape.size(); ++d) {
+    if (!weight->shape[d].as_int()) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   const Buffer& data = p.inputs[0];
@@ -160,6 +281,7 @@ absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> groups_attr, IntAttr(call, "groups"));
   const int64_t groups = groups_attr.value_or(1);
   if (ConvIsMatmul(data, weight, groups)) return LegalizeConvAsMatmul(call, std::move(p), win);
+  if (ConvIsGrouped(data, weight, groups)) return LegalizeGroupedConv(call, std::move(p), win, groups);
   const size_t rank = static_cast<size_t>(win.rank);
   // float16 accumulates in float32 (a scratch buffer, then one rounding), as matmul does.
   const DataType t = AccumulationType(out->dtype);
@@ -193,6 +315,82 @@ absl::StatusOr<tir::PrimFunc> LegalizeConv(const CallNode& call) {
   return MakePrimFunc(p, body, "out_ewise_fusable");
 }
 
+// A float transposed convolution without groups and with constant kernel sizes, as a matmul
+// that the CPU matmul rule schedules, then col2im:
+//   x_cols[n, c, p] = x[n, c, input position p]                     (p = input positions)
+//   w_cols[q, c] = w[c, q / taps, tap q % taps]                      (q = O * taps)
+//   acc[n, q, p] += w_cols[q, c] * x_cols[n, c, p]                   (float32 for float16)
+//   out[n, o, y...] = sum over taps k reaching y of acc[n, o * taps + k, (y + pad_begin - k * dil) / stride]
+// Each output sums the taps written out (a constant count), each a select of the tap's
+// column or 0 where (y + pad_begin - k * dil) is not a multiple of the stride inside the
+// input: pairs that do not reach y contribute nothing, as the direct form below.
+absl::StatusOr<tir::PrimFunc> LegalizeConvTransposeAsMatmul(const CallNode& call, KernelParams p,
+                                                            const WindowAttrs& win) {
+  const Buffer& data = p.inputs[0];
+  const Buffer& weight = p.inputs[1];
+  const Buffer& out = p.outputs[0];
+  const size_t rank = static_cast<size_t>(win.rank);
+  const DataType t = AccumulationType(out->dtype);
+  const std::vector<PrimExpr> taps(weight->shape.begin() + 2, weight->shape.end());
+  const std::vector<PrimExpr> positions(data->shape.begin() + 2, data->shape.end());
+  const PrimExpr batch = data->shape[0], channels = data->shape[1], out_channels = weight->shape[1];
+  tir::Analyzer analyzer;
+  const PrimExpr tap_count = analyzer.Simplify(Product(taps));
+  const PrimExpr rows = analyzer.Simplify(tir::Mul(out_channels, tap_count));
+  const PrimExpr points = analyzer.Simplify(Product(positions));
+  const Buffer x_cols = ScratchBuffer("conv_transpose_cols", data->dtype, {batch, channels, points});
+  const Buffer w_cols = ScratchBuffer("conv_transpose_weight", weight->dtype, {rows, channels});
+  const Buffer acc = ScratchBuffer("conv_transpose_acc", t, {batch, rows, points});
+  Stmt cols = ComputeBlock(absl::StrCat(OpName(call), "_cols"), x_cols, [&](const std::vector<PrimExpr>& i) {
+    std::vector<PrimExpr> index = {i[0], i[1]};
+    for (const PrimExpr& y : Unflatten(i[2], positions)) index.push_back(y);
+    return data.Load(index);
+  });
+  std::vector<PrimExpr> channel_and_taps = {out_channels};
+  channel_and_taps.insert(channel_and_taps.end(), taps.begin(), taps.end());
+  Stmt flatten = ComputeBlock(absl::StrCat(OpName(call), "_weight"), w_cols, [&](const std::vector<PrimExpr>& i) {
+    std::vector<PrimExpr> index = {i[1]};
+    for (const PrimExpr& r : Unflatten(i[0], channel_and_taps)) index.push_back(r);
+    return weight.Load(index);
+  });
+  Stmt matmul = ReduceBlock(OpName(call), acc, {channels}, Const(t, 0), tir::Add,
+                            [&](const std::vector<PrimExpr>& s, const std::vector<PrimExpr>& r) {
+                              return tir::Mul(CastTo(t, w_cols.Load({s[1], r[0]})),
+                                              CastTo(t, x_cols.Load({s[0], r[0], s[2]})));
+                            });
+  std::vector<int64_t> tap_sizes;
+  for (const PrimExpr& k : taps) tap_sizes.push_back(*k.as_int());
+  Stmt col2im = ComputeBlock(absl::StrCat(OpName(call), "_col2im"), out, [&](const std::vector<PrimExpr>& s) {
+    PrimExpr sum = Const(t, 0);
+    std::vector<int64_t> k(rank, 0);
+    for (int64_t tap = 0; tap < *tap_count.as_int(); ++tap) {
+      int64_t rest = tap;  // the tap's index per dim, row-major
+      for (size_t d = rank; d-- > 0;) {
+        k[d] = rest % tap_sizes[d];
+        rest /= tap_sizes[d];
+      }
+      PrimExpr column = I64(0);
+      std::vector<PrimExpr> reaches;
+      for (size_t d = 0; d < rank; ++d) {
+        const PrimExpr extent = data->shape[d + 2];
+        const int64_t stride = win.strides[d];
+        PrimExpr num = tir::Add(s[d + 2], I64(win.pad_begin[d] - k[d] * win.dilation[d]));
+        PrimExpr pos = stride == 1 ? num : tir::FloorDiv(num, I64(stride));
+        PrimExpr ok = tir::And(tir::GE(num, I64(0)), tir::LT(pos, extent));
+        if (stride != 1) ok = tir::And(ok, tir::EQ(tir::FloorMod(num, I64(stride)), I64(0)));
+        reaches.push_back(ok);
+        column = tir::Add(tir::Mul(column, extent), tir::Min(tir::Max(pos, I64(0)), tir::Sub(extent, I64(1))));
+      }
+      PrimExpr row = tir::Add(tir::Mul(s[1], tap_count), I64(tap));
+      sum = tir::Add(sum, tir::Select(AndAll(reaches), acc.Load({s[0], row, column}), Const(t, 0)));
+    }
+    return CastTo(out->dtype, sum);
+  });
+  Stmt body = tir::SeqStmt({cols, flatten, matmul, col2im});
+  for (const Buffer& b : {acc, w_cols, x_cols}) body = tir::Allocate(b, body);
+  return MakePrimFunc(p, body, "out_ewise_fusable");
+}
+
 absl::StatusOr<tir::PrimFunc> LegalizeConvTranspose(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(KernelParams p, MakeParams(call));
   const Buffer& data = p.inputs[0];
@@ -202,6 +400,7 @@ absl::StatusOr<tir::PrimFunc> LegalizeConvTranspose(const CallNode& call) {
   KILN_ASSIGN_OR_RETURN(WindowAttrs win, Window(call, data, WindowKind::kConvTranspose));
   KILN_ASSIGN_OR_RETURN(std::optional<int64_t> groups_attr, IntAttr(call, "groups"));
   const int64_t groups = groups_attr.value_or(1);
+  if (ConvIsMatmul(data, weight, groups)) return LegalizeConvTransposeAsMatmul(call, std::move(p), win);
   const size_t rank = static_cast<size_t>(win.rank);
   const DataType t = out->dtype;
   const PrimExpr in_per_group = groups == 1 ? weight->shape[0] : tir::FloorDiv(weight->shape[0], I64(groups));

@@ -432,6 +432,26 @@ inline std::vector<Case> AllCases() {
        "R.conv2d(x, k, padding=[1], strides=[2, 2])", hw, 2e-3, 2e-3});
   add({"conv2d_im2col_wide", {P("x", {"1", "19", "h", "w"}), P("k", {"70", "19", "1", "1"})}, "R.conv2d(x, k)",
        {{{"h", 1}, {"w", 1}}, {{"h", 29}, {"w", 31}}}, 1e-5, 1e-5});
+  // Groups and float data take the padded window reduction (LegalizeGroupedConv) and the CPU
+  // window rule: depthwise (groups = channels) with a symbolic batch, a channel multiplier
+  // of 2, groups of several channels, stride 2 (strided vector loads), rows whose width
+  // takes 16 lanes (112: 7 vectors), 8 lanes (56), 4 lanes (100: tiles of 5 vectors) or
+  // 16 lanes and a partial last vector (37, and a symbolic width), float16.
+  add({"conv2d_depthwise", {P("x", {"b", "6", "h", "w"}), P("k", {"6", "1", "3", "3"})},
+       "R.conv2d(x, k, padding=[1], groups=6)",
+       {{{"b", 1}, {"h", 1}, {"w", 1}}, {{"b", 2}, {"h", 7}, {"w", 13}}, {{"b", 1}, {"h", 3}, {"w", 37}}}, 1e-5, 1e-5});
+  add({"conv2d_depthwise_multiplier", {P("x", {"1", "3", "h", "w"}), P("k", {"6", "1", "3", "2"})},
+       "R.conv2d(x, k, strides=[2, 2], padding=[1, 0, 2, 1], groups=3)", hw, 1e-5, 1e-5});
+  add({"conv2d_grouped_dilated", {P("x", {"1", "8", "h", "w"}), P("k", {"4", "4", "3", "3"})},
+       "R.conv2d(x, k, strides=[1, 2], padding=[2], dilation=[2, 2], groups=2)", hw, 1e-5, 1e-5});
+  for (const char* width : {"112", "56", "100", "37"}) {
+    add({absl::StrCat("conv2d_depthwise_7x7_w", width), {P("x", {"1", "3", "h", width}), P("k", {"3", "1", "7", "7"})},
+         "R.conv2d(x, k, padding=[3], groups=3)", {{{"h", 1}}, {{"h", 5}}}, 1e-5, 1e-5});
+    add({absl::StrCat("conv2d_depthwise_s2_w", width), {P("x", {"1", "2", "h", width}), P("k", {"2", "1", "3", "3"})},
+         "R.conv2d(x, k, strides=[2, 2], padding=[1], groups=2)", {{{"h", 2}}, {{"h", 5}}}, 1e-5, 1e-5});
+  }
+  add({"conv2d_grouped_f16", {P("x", {"1", "4", "h", "w"}, "float16"), P("k", {"4", "2", "3", "3"}, "float16")},
+       "R.conv2d(x, k, padding=[1], strides=[2, 1], groups=2)", hw, 2e-3, 2e-3});
   add({"max_pool2d", {P("x", {"1", "2", "h", "w"})}, "R.max_pool2d(x, pool_size=[1, 1])", hw});
   add({"max_pool2d_pad", {P("x", {"1", "2", "h", "w"})},
        "R.max_pool2d(x, pool_size=[3, 3], strides=[2, 2], padding=[1, 1])", hw});
@@ -471,12 +491,27 @@ inline std::vector<Case> AllCases() {
        "R.conv1d(x, k, strides=[2], padding=[1, 2], dilation=[2], groups=2)", len, 1e-5, 1e-5});
   add({"conv1d_im2col", {P("x", {"2", "3", "n"}), P("k", {"5", "3", "4"})},
        "R.conv1d(x, k, strides=[3], padding=[2, 1], dilation=[2])", len, 1e-5, 1e-5});
+  add({"conv1d_depthwise", {P("x", {"2", "3", "n"}), P("k", {"3", "1", "5"})},
+       "R.conv1d(x, k, strides=[2], padding=[2, 1], groups=3)", len, 1e-5, 1e-5});
+  add({"conv3d_grouped", {P("x", {"1", "4", "d", "h", "w"}), P("k", {"4", "2", "3", "1", "3"})},
+       "R.conv3d(x, k, padding=[1, 0, 1], strides=[1, 1, 2], groups=2)", dhw, 1e-5, 1e-5});
   add({"conv3d", {P("x", {"1", "2", "d", "h", "w"}), P("k", {"3", "2", "2", "2", "2"})},
        "R.conv3d(x, k, padding=[1], strides=[1, 2, 1])", dhw, 1e-5, 1e-5});
   add({"conv1d_transpose", {P("x", {"1", "4", "n"}), P("k", {"4", "3", "3"})},
        "R.conv1d_transpose(x, k, strides=[2], padding=[1], output_padding=[1])", n, 1e-5, 1e-5});
   add({"conv2d_transpose", {P("x", {"2", "4", "h", "w"}), P("k", {"4", "3", "3", "3"})},
        "R.conv2d_transpose(x, k, strides=[2, 1], padding=[1, 0, 0, 1], dilation=[1, 2], groups=2)", hw, 1e-5, 1e-5});
+  // One group and float data take the matmul and col2im (LegalizeConvTransposeAsMatmul):
+  // a U-Net 2 x 2 stride-2 upsampling with a symbolic batch, overlapping taps with padding,
+  // dilation and output padding, float16.
+  add({"conv2d_transpose_upsample", {P("x", {"b", "5", "h", "w"}), P("k", {"5", "3", "2", "2"})},
+       "R.conv2d_transpose(x, k, strides=[2, 2])",
+       {{{"b", 1}, {"h", 1}, {"w", 1}}, {{"b", 2}, {"h", 7}, {"w", 13}}, {{"b", 1}, {"h", 3}, {"w", 37}}}, 1e-5, 1e-5});
+  add({"conv2d_transpose_overlap", {P("x", {"1", "4", "h", "w"}), P("k", {"4", "3", "3", "2"})},
+       "R.conv2d_transpose(x, k, strides=[2, 3], padding=[1, 0, 0, 1], dilation=[1, 2], output_padding=[1, 2])", hw,
+       1e-5, 1e-5});
+  add({"conv2d_transpose_f16", {P("x", {"1", "4", "h", "w"}, "float16"), P("k", {"4", "2", "3", "3"}, "float16")},
+       "R.conv2d_transpose(x, k, strides=[2, 2], padding=[1])", hw, 2e-3, 2e-3});
   add({"conv3d_transpose", {P("x", {"1", "2", "d", "h", "w"}), P("k", {"2", "2", "2", "3", "2"})},
        "R.conv3d_transpose(x, k, strides=[2, 1, 2], padding=[0, 1, 0, 0, 1, 1], output_padding=[1, 0, 0])", dhw, 1e-5,
        1e-5});

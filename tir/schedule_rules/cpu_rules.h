@@ -108,6 +108,17 @@ void GuardPackedWideEdgeSteps(Schedule* s);
 // vector lanes of partial results (RFactor; the lane loops vectorized; float sums are
 // reassociated); the spatial loops outside the reduction are fused and parallel.
 absl::Status ScheduleReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options);
+// cpu_window_reduction.cc. A reduction over a window (grouped and depthwise convolutions as
+// relax/op/legalize_nn.cc's LegalizeGroupedConv writes them): spatial loops, then reduction
+// loops of constant extents; the store indexes the innermost spatial variable x as its last
+// index only, and the loads read x in their last index only, at least one of them together
+// with a reduction variable (x * stride + k * dilation).
+bool IsWindowReduction(const PlainNest& nest);
+// The sums of a tile of up to 4 vectors along x in a local tile (CacheWrite, written back
+// per tile), the reduction inside the tile loop and unrolled (up to 64 steps), the vectors
+// unrolled and their lanes vectorized, the other spatial loops fused and parallel.
+absl::Status ScheduleWindowReduction(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options);
+
 // Adjacent loops of one sequence that share a buffer one of them writes (the passes of
 // softmax or layer_norm over the same rows: max, sum of exp, normalize) are fused into one
 // loop (FuseSiblings) wherever that is legal, so each row's passes run while it is in

@@ -91,6 +91,8 @@ std::vector<PrimExpr> ApplyBlockRules(Schedule* schedule, const CpuScheduleOptio
       status = ScheduleInjective(&attempt, *nest, block_options);
     } else if (IsMatmulLike(*nest)) {
       status = ScheduleMatmulRule(&attempt, *nest, block_options, &many_conditions);
+    } else if (IsWindowReduction(*nest)) {
+      status = ScheduleWindowReduction(&attempt, *nest, block_options);
     } else {
       status = ScheduleReduction(&attempt, *nest, block_options);
     }
