@@ -1054,6 +1054,8 @@ TEST(LlvmCodegenTest, DoubleToHalfRoundsOnce) {
       }
     }
   }
+  // The host's own double -> half (SPIR-V constants, tensor fills): the same two steps.
+  for (double v : values) EXPECT_EQ(support::DoubleToHalf(v), DoubleToHalfReference(v)) << "support " << v;
 }
 
 // Half <-> float for a CPU without F16C (`--mcpu x86-64`): LLVM calls __gnu_h2f_ieee /
