@@ -25,6 +25,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Target/TargetMachine.h"
 #include "codegen/fast_math.h"
+#include "codegen/half_libcalls.h"
 #include "codegen/llvm_kernel_lowering.h"
 #include "support/check.h"
 #include "support/status_macros.h"
@@ -71,7 +72,8 @@ const std::set<std::string>& ReservedNames() {
       "tan",    "tanf",   "asin",    "asinf",  "acos",   "acosf",    "atan",  "atanf",  "sinh",
       "sinhf",  "cosh",   "coshf",   "asinh",  "asinhf", "acosh",    "acoshf", "atanh", "atanhf",
       "log1p",  "log1pf", "expm1",   "expm1f", "fmod",   "fmodf",
-      "fmin",   "fminf",  "fmax",    "fmaxf",  "fma",    "fmaf",     "sincos", "sincosf"};
+      "fmin",   "fminf",  "fmax",    "fmaxf",  "fma",    "fmaf",     "sincos", "sincosf",
+      kHalfToFloatLibcall, kFloatToHalfLibcall};
   return *names;
 }
 
@@ -272,6 +274,7 @@ absl::StatusOr<std::unique_ptr<llvm::Module>> EmitLlvmModule(const NamedPrimFunc
     KernelLowering lowering(module.get(), abi, machine, name, func);
     if (absl::Status s = lowering.Run(); !s.ok()) return s;
   }
+  DefineHalfLibcalls(*module, machine);
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os)) {

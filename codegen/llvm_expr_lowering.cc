@@ -27,7 +27,8 @@ namespace {
 // __truncdfhf2 and reads its result from ax, where libgcc (GCC 12) returns _Float16 in xmm0,
 // so every value came back as garbage. Rounding to float first would round twice (wrong at
 // some ties); rounding to float *to odd* (toward zero, the last bit set when inexact) and
-// then to half to nearest even is exact, since float keeps 13 more bits than half.
+// then to half to nearest even is exact, since float keeps 13 more bits than half (the same
+// two steps as support::DoubleToHalf, which folds constants on the host).
 llvm::Value* DoubleToHalf(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Type* half_type) {
   llvm::Type* float_type = b.getFloatTy();
   llvm::Type* bits_type = b.getInt32Ty();

@@ -140,7 +140,7 @@ uint32_t SpirvBuilder::ConstantFloat(int width, double value) {
   } else if (width == 32) {
     bits = std::bit_cast<uint32_t>(static_cast<float>(value));
   } else {
-    bits = support::FloatToHalf(static_cast<float>(value));
+    bits = support::DoubleToHalf(value);
   }
   return Constant(type, width, bits);
 }

@@ -156,7 +156,7 @@ class KernelEmitter {
   }
   uint32_t FloatConst(DataType t, double v) {
     if (t.bits() == 64) return b_.ConstantFloat(64, v);
-    if (IsHalf(t)) return b_.ConstantFloat(32, support::HalfToFloat(support::FloatToHalf(static_cast<float>(v))));
+    if (IsHalf(t)) return b_.ConstantFloat(32, support::HalfToFloat(support::DoubleToHalf(v)));  // rounded once
     return b_.ConstantFloat(32, v);
   }
   // A float16 result rounded to float16 (its value stays a float32).

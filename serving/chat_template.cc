@@ -15,10 +15,26 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Parse(std::string_view source, std::s
   return result;
 }
 
+const char kChatMlTemplate[] =
+    "{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+
 absl::StatusOr<ChatTemplate> ChatTemplate::FromGguf(const formats::GgufFile& file, const Tokenizer& tokenizer) {
-  KILN_ASSIGN_OR_RETURN(std::string_view source, file.GetString("tokenizer.chat_template"));
+  constexpr std::string_view kKey = "tokenizer.chat_template", kToolUseKey = "tokenizer.chat_template.tool_use";
+  std::string_view source = kChatMlTemplate;
+  std::string fallback;
+  if (file.Find(kKey) != nullptr) {
+    KILN_ASSIGN_OR_RETURN(source, file.GetString(kKey));  // present but not a string: an error
+  } else if (file.Find(kToolUseKey) != nullptr) {
+    KILN_ASSIGN_OR_RETURN(source, file.GetString(kToolUseKey));
+    fallback = std::string(kToolUseKey);
+  } else {
+    fallback = "ChatML";
+  }
   auto text = [&](int32_t id) { return id >= 0 ? std::string(tokenizer.TokenText(id)) : std::string(); };
-  return Parse(source, text(tokenizer.bos_id()), text(tokenizer.eos_id()));
+  KILN_ASSIGN_OR_RETURN(ChatTemplate result, Parse(source, text(tokenizer.bos_id()), text(tokenizer.eos_id())));
+  result.fallback_ = std::move(fallback);
+  return result;
 }
 
 absl::StatusOr<std::string> ChatTemplate::Apply(absl::Span<const ChatMessage> messages,

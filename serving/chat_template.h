@@ -28,14 +28,25 @@ class ChatTemplate {
   // Errors name the template and the line and column of an unsupported construct.
   static absl::StatusOr<ChatTemplate> Parse(std::string_view source, std::string bos_token, std::string eos_token);
   // The file's tokenizer.chat_template, with bos/eos texts from `tokenizer`. A file without
-  // a template is an error naming the file and the key.
+  // one takes what llama.cpp takes (common_chat_templates_init): its
+  // tokenizer.chat_template.tool_use if it has that, otherwise ChatML (kChatMlTemplate), and
+  // says so in fallback(). A template that does not parse stays an error.
   static absl::StatusOr<ChatTemplate> FromGguf(const formats::GgufFile& file, const Tokenizer& tokenizer);
 
   absl::StatusOr<std::string> Apply(absl::Span<const ChatMessage> messages, bool add_generation_prompt) const;
 
+  // Empty when the file's tokenizer.chat_template is used; otherwise what is used instead
+  // ("ChatML" or "tokenizer.chat_template.tool_use"), for a note to the user.
+  const std::string& fallback() const { return fallback_; }
+
  private:
   JinjaTemplate template_;
   std::string bos_token_, eos_token_;
+  std::string fallback_;
 };
+
+// ChatML, llama.cpp's template for a model without one: each message as
+// "<|im_start|>ROLE\nCONTENT<|im_end|>\n", then "<|im_start|>assistant\n" for the reply.
+extern const char kChatMlTemplate[];
 
 }  // namespace kiln::serving

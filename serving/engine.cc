@@ -70,6 +70,7 @@ class Engine::Impl {
   formats::LlamaConfig config_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   int64_t context_length_ = 0;
+  std::string chat_template_fallback_;  // ChatTemplate::fallback() of the file's template
 
  private:
   absl::StatusOr<std::vector<int32_t>> PromptTokens(const GenerationRequest& request) const;
@@ -164,6 +165,7 @@ absl::Status Engine::Impl::Init(const EngineOptions& options) {
   max_running_ = std::min(options.max_running, runner_->max_call_tokens());
   absl::StatusOr<ChatTemplate> chat = ChatTemplate::FromGguf(*gguf_, *tokenizer_);
   if (chat.ok()) {
+    chat_template_fallback_ = chat->fallback();
     chat_template_ = *std::move(chat);
   } else {
     chat_template_error_ = chat.status();  // only chat requests need it
@@ -854,6 +856,7 @@ EngineStats Engine::Stats() const { return impl_->Stats(); }
 const std::string& Engine::model_name() const { return impl_->model_name_; }
 const formats::LlamaConfig& Engine::config() const { return impl_->config_; }
 const Tokenizer& Engine::tokenizer() const { return *impl_->tokenizer_; }
+const std::string& Engine::chat_template_fallback() const { return impl_->chat_template_fallback_; }
 int64_t Engine::context_length() const { return impl_->context_length_; }
 
 }  // namespace kiln::serving

@@ -150,6 +150,10 @@ class Engine {
   const std::string& model_name() const;
   const formats::LlamaConfig& config() const;
   const Tokenizer& tokenizer() const;
+  // What chat requests use instead of the file's tokenizer.chat_template when it has none
+  // ("ChatML", as llama.cpp does; ChatTemplate::fallback()); empty when it has one or when
+  // its template did not parse (chat requests then fail, naming the problem).
+  const std::string& chat_template_fallback() const;
   int64_t context_length() const;
 
  private:

@@ -1,5 +1,6 @@
-// IEEE 754 binary16 ("float16", "half") and bfloat16 conversions to and from float, for the
-// runtime's tools (checksums, generated inputs). Narrowing rounds to nearest even; values
+// IEEE 754 binary16 ("float16", "half") and bfloat16 conversions to and from float (and
+// double -> half), for the runtime's tools (checksums, generated inputs) and the compilers'
+// constants. Narrowing rounds to nearest even; values
 // beyond the format's range become infinities; NaN stays NaN (quiet).
 #pragma once
 
@@ -39,6 +40,23 @@ inline uint16_t FloatToHalf(float f) {
   uint32_t rebiased = magnitude - 0x38000000;  // exponent bias 127 -> 15
   rebiased += 0xfff + ((rebiased >> 13) & 1);  // round to nearest even
   return sign | static_cast<uint16_t>(rebiased >> 13);
+}
+
+// double -> half, rounded once to nearest even. Through float it would round twice (wrong
+// at some ties: 1 + 2^-11 + 2^-40 is above a half tie, but its nearest float is the tie,
+// which rounds down). Rounding to float *to odd* (toward zero, the last bit set when
+// inexact) keeps the information a second rounding needs, since float has 13 more bits than
+// half. The CPU code generator emits the same two steps as IR (DoubleToHalf in
+// codegen/llvm_expr_lowering.cc); the SPIR-V emitter folds float16 constants with this.
+inline uint16_t DoubleToHalf(double d) {
+  const float nearest = static_cast<float>(d);
+  const double back = nearest;
+  if (std::isnan(d) || back == d) return FloatToHalf(nearest);
+  uint32_t bits = std::bit_cast<uint32_t>(nearest);
+  // One step toward zero is one less in magnitude (float bits are sign and magnitude); from
+  // infinity it is the largest float, which still rounds to half's infinity.
+  if (std::fabs(back) > std::fabs(d)) bits -= 1;
+  return FloatToHalf(std::bit_cast<float>(bits | 1));
 }
 
 inline float BFloat16ToFloat(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }

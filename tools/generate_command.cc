@@ -253,6 +253,10 @@ int GenerateCommand(int argc, char** argv) {
   if (chat) {
     absl::StatusOr<serving::ChatTemplate> chat_template = serving::ChatTemplate::FromGguf(**gguf, **tokenizer);
     if (!chat_template.ok()) return Fail(std::string(chat_template.status().message()));
+    if (!chat_template->fallback().empty()) {
+      std::fprintf(stderr, "kiln: note: %s has no tokenizer.chat_template; using %s, as llama.cpp does\n", gguf_path.c_str(),
+                   chat_template->fallback().c_str());
+    }
     std::vector<serving::ChatMessage> messages;
     if (!system.empty()) messages.push_back({"system", system});
     messages.push_back({"user", prompt});

@@ -191,6 +191,10 @@ int ServeCommand(int argc, char** argv) {
   engine_options.threads = static_cast<int>(threads);
   absl::StatusOr<std::unique_ptr<serving::Engine>> engine = serving::Engine::Load(engine_options);
   if (!engine.ok()) return Fail(std::string(engine.status().message()));
+  if (!(*engine)->chat_template_fallback().empty()) {
+    std::fprintf(stderr, "kiln serve: note: %s has no tokenizer.chat_template; chat requests use %s, as llama.cpp does\n",
+                 resolved->gguf_path.c_str(), (*engine)->chat_template_fallback().c_str());
+  }
   std::unique_ptr<serving::GenerationBackend> backend = serving::MakeEngineBackend(**engine);
 
   serving::HttpServerOptions server_options;

@@ -72,7 +72,7 @@ bool StoreElementFromDouble(void* data, DLDataType t, int64_t i, double value) {
       break;
     case kDLFloat:
       switch (t.bits) {
-        case 16: return put(support::FloatToHalf(static_cast<float>(value)));
+        case 16: return put(support::DoubleToHalf(value));
         case 32: return put(static_cast<float>(value));
         case 64: return put(value);
       }

@@ -1,6 +1,8 @@
 #include "vm/tensor.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -107,14 +109,22 @@ absl::StatusOr<Tensor> Tensor::FromDLPack(DLManagedTensor* managed) {
   return t;
 }
 
+void Tensor::Undefined(const char* accessor) {
+  std::fprintf(stderr,
+               "kiln: fatal: Tensor::%s: the tensor is undefined (a default-constructed Tensor, or one "
+               "moved from); check defined() first\n",
+               accessor);
+  std::abort();
+}
+
 int64_t Tensor::numel() const {
   int64_t n = 1;
-  for (int64_t d : node_->shape) n *= d;
+  for (int64_t d : Expect("numel").shape) n *= d;
   return n;
 }
 
 bool Tensor::is_contiguous() const {
-  if (node_->strides.empty()) return true;
+  if (Expect("is_contiguous").strides.empty()) return true;
   int64_t expected = 1;
   for (int i = ndim() - 1; i >= 0; --i) {
     if (node_->shape[i] != 1 && node_->strides[i] != expected) return false;
@@ -187,6 +197,7 @@ DLManagedTensor* Tensor::ToDLPack() const {
     DLManagedTensor managed;
     Tensor tensor;  // keeps the node (and its shape/strides arrays) alive
   };
+  Expect("ToDLPack");
   auto* holder = new Holder{{}, *this};
   holder->managed.dl_tensor = node_->dl;
   holder->managed.manager_ctx = holder;

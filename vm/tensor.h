@@ -37,26 +37,35 @@ class Tensor {
   static absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed);
 
   // A default-constructed Tensor is undefined: Reshape, Slice and CopyTo return an error, the
-  // VM refuses it as an argument, Describe() says so; the plain accessors below need a
-  // defined tensor.
+  // VM refuses it as an argument, Describe() says so. The plain accessors below (shape() to
+  // ToDLPack()) are for a defined tensor: on an undefined one they abort with a message that
+  // names the accessor ("Tensor::shape: the tensor is undefined ..."), as Value's as_*()
+  // do for the wrong kind — never a null dereference, and never a made-up shape (ndim 0
+  // would read as a scalar).
   bool defined() const { return node_ != nullptr; }
-  int ndim() const { return static_cast<int>(node_->shape.size()); }
-  const std::vector<int64_t>& shape() const { return node_->shape; }
-  const std::vector<int64_t>& strides() const { return node_->strides; }  // empty: compact
-  DLDataType dtype() const { return node_->dl.dtype; }
-  DLDevice device() const { return node_->dl.device; }
+  int ndim() const { return static_cast<int>(Expect("ndim").shape.size()); }
+  const std::vector<int64_t>& shape() const { return Expect("shape").shape; }
+  const std::vector<int64_t>& strides() const { return Expect("strides").strides; }  // empty: compact
+  DLDataType dtype() const { return Expect("dtype").dl.dtype; }
+  DLDevice device() const { return Expect("device").dl.device; }
   int64_t numel() const;
   // Packed for sub-byte types (DTypeStorageBytes).
-  int64_t nbytes() const { return DTypeStorageBytes(dtype(), numel()); }
+  int64_t nbytes() const {
+    const DLDataType type = Expect("nbytes").dl.dtype;
+    return DTypeStorageBytes(type, numel());
+  }
   bool is_contiguous() const;
   // The first element's address (data + byte_offset).
-  void* data() const { return static_cast<char*>(node_->dl.data) + node_->dl.byte_offset; }
+  void* data() const {
+    const Node& node = Expect("data");
+    return static_cast<char*>(node.dl.data) + node.dl.byte_offset;
+  }
   template <typename T>
   T* data_as() const {
     return static_cast<T*>(data());
   }
   // The DLTensor handed to kernels; valid while this tensor (or a copy) lives.
-  DLTensor* dl_tensor() const { return &node_->dl; }
+  DLTensor* dl_tensor() const { return &Expect("dl_tensor").dl; }
   bool same_as(const Tensor& other) const { return node_ == other.node_; }
 
   // A view with another shape of equal element count; requires a contiguous tensor.
@@ -78,6 +87,12 @@ class Tensor {
     std::vector<int64_t> strides;
     DLTensor dl{};  // shape/strides point into the vectors above
   };
+  // The node of a defined tensor; an undefined one aborts, naming `accessor`.
+  Node& Expect(const char* accessor) const {
+    if (node_ == nullptr) [[unlikely]] Undefined(accessor);
+    return *node_;
+  }
+  [[noreturn]] static void Undefined(const char* accessor);
   static Tensor Make(std::shared_ptr<void> owner, void* data, uint64_t byte_offset,
                      std::vector<int64_t> shape, std::vector<int64_t> strides, DLDataType dtype,
                      DLDevice device);

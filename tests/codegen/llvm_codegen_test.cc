@@ -5,9 +5,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "codegen/cpu_shared_object.h"
 #include "codegen/cpu_target.h"
 #include "codegen/parallel_work.h"
@@ -1017,9 +1020,14 @@ TEST(LlvmCodegenTest, DoubleToHalfRoundsOnce) {
   Buffer a("A", DataType::Float(64), {n});
   Buffer h("H", DataType::Float(16), {n});
   Var i("i");
-  Kernels k({{"scalar", PrimFunc({P(a), P(h)}, Serial(i, 0, n, BufferStore(h, Cast(DataType::Float(16), a.Load({i})), {i})))},
-             {"vector", PrimFunc({P(a), P(h)}, For(i, 0, n, ForKind::kVectorized,
-                                                     BufferStore(h, Cast(DataType::Float(16), a.Load({i})), {i})))}});
+  NamedPrimFuncs funcs = {
+      {"scalar", PrimFunc({P(a), P(h)}, Serial(i, 0, n, BufferStore(h, Cast(DataType::Float(16), a.Load({i})), {i})))},
+      {"vector", PrimFunc({P(a), P(h)}, For(i, 0, n, ForKind::kVectorized,
+                                            BufferStore(h, Cast(DataType::Float(16), a.Load({i})), {i})))}};
+  // This CPU, and the x86-64 baseline (no F16C: its float -> half is codegen/half_libcalls.h).
+  absl::StatusOr<CpuTarget> baseline = CpuTarget::Named("x86-64");
+  ASSERT_TRUE(baseline.ok()) << baseline.status();
+  Kernels host(funcs), without_f16c(funcs, *baseline);
   std::vector<double> values = {
       0.0, -0.0, 1.0, 0.1, -2.5, 3.14159, 65504.0, 65519.99, 65520.0, -65520.0, 1e300, -1e300, 1e-300,
       std::ldexp(1.0, -24), std::ldexp(1.0, -25), std::ldexp(1.0, -25) * 1.0000001, std::ldexp(1.0, -14) * 0.75,
@@ -1036,11 +1044,133 @@ TEST(LlvmCodegenTest, DoubleToHalfRoundsOnce) {
   vm::Tensor in = MakeTensor({count}, kF64);
   std::memcpy(in.data(), values.data(), values.size() * sizeof(double));
   auto ctx = MakeContext(&FourThreads());
-  for (const char* name : {"scalar", "vector"}) {
-    vm::Tensor out = MakeTensor({count}, DLDataType{kDLFloat, 16, 1});
-    ASSERT_EQ(Invoke(k.Get(name), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
-    for (int64_t e = 0; e < count; ++e) {
-      EXPECT_EQ(out.data_as<uint16_t>()[e], DoubleToHalfReference(values[e])) << name << " " << values[e];
+  for (const Kernels* k : {&host, &without_f16c}) {
+    for (const char* name : {"scalar", "vector"}) {
+      vm::Tensor out = MakeTensor({count}, DLDataType{kDLFloat, 16, 1});
+      ASSERT_EQ(Invoke(k->Get(name), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+      for (int64_t e = 0; e < count; ++e) {
+        EXPECT_EQ(out.data_as<uint16_t>()[e], DoubleToHalfReference(values[e]))
+            << name << (k == &host ? " host " : " x86-64 ") << values[e];
+      }
+    }
+  }
+  // The host's own double -> half (SPIR-V constants, tensor fills): the same two steps.
+  for (double v : values) EXPECT_EQ(support::DoubleToHalf(v), DoubleToHalfReference(v)) << "support " << v;
+}
+
+// Half <-> float for a CPU without F16C (`--mcpu x86-64`): LLVM calls __gnu_h2f_ieee /
+// __gnu_f2h_ieee there, which the kernel module defines itself (codegen/half_libcalls.h).
+// Every half widened, a sweep of floats narrowed (ties, subnormals, overflow, NaN payloads),
+// float16 arithmetic, scalar and vector code; checked against support/float16.h and, where
+// this machine has F16C, against the hardware's own conversions bit for bit.
+__attribute__((target("f16c"))) float HardwareHalfToFloat(uint16_t h) { return _cvtsh_ss(h); }
+__attribute__((target("f16c"))) uint16_t HardwareFloatToHalf(float f) {
+  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+}
+
+uint32_t ExpectedWideBits(uint16_t h) {
+  if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff) != 0) {  // NaN: payload kept, made quiet
+    return (static_cast<uint32_t>(h & 0x8000) << 16) | 0x7fc00000 | (static_cast<uint32_t>(h & 0x3ff) << 13);
+  }
+  return std::bit_cast<uint32_t>(support::HalfToFloat(h));
+}
+
+uint16_t ExpectedNarrowBits(float f) {
+  const uint32_t bits = std::bit_cast<uint32_t>(f);
+  if ((bits & 0x7fffffff) > 0x7f800000) return static_cast<uint16_t>(((bits >> 16) & 0x8000) | 0x7e00 | ((bits >> 13) & 0x3ff));
+  return support::FloatToHalf(f);
+}
+
+TEST(LlvmCodegenTest, HalfConversionsWithoutF16C) {
+  Var n = Var::Shape("n");
+  Buffer h("H", DataType::Float(16), {n}), h2("H2", DataType::Float(16), {n}), f("F", DataType::Float32(), {n});
+  Var i("i");
+  auto loop = [&](ForKind kind, Stmt body) { return For(i, 0, n, kind, std::move(body)); };
+  NamedPrimFuncs funcs;
+  for (auto [suffix, kind] : {std::pair{"scalar", ForKind::kSerial}, std::pair{"vector", ForKind::kVectorized}}) {
+    funcs.emplace_back(absl::StrCat("widen_", suffix),
+                       PrimFunc({P(h), P(f)}, loop(kind, BufferStore(f, Cast(DataType::Float32(), h.Load({i})), {i}))));
+    funcs.emplace_back(absl::StrCat("narrow_", suffix),
+                       PrimFunc({P(f), P(h)}, loop(kind, BufferStore(h, Cast(DataType::Float(16), f.Load({i})), {i}))));
+    funcs.emplace_back(absl::StrCat("add_", suffix),
+                       PrimFunc({P(h), P(h2)}, loop(kind, BufferStore(h2, h.Load({i}) + h2.Load({i}), {i}))));
+  }
+  absl::StatusOr<CpuTarget> baseline = CpuTarget::Named("x86-64");
+  ASSERT_TRUE(baseline.ok()) << baseline.status();
+  Kernels k(funcs, *baseline);
+  const bool hardware = __builtin_cpu_supports("f16c");
+  auto ctx = MakeContext(&FourThreads());
+  const DLDataType f16{kDLFloat, 16, 1};
+
+  const int64_t halves = 65536;
+  vm::Tensor every_half = MakeTensor({halves}, f16);
+  for (int64_t v = 0; v < halves; ++v) every_half.data_as<uint16_t>()[v] = static_cast<uint16_t>(v);
+
+  // Floats: every half's value and its neighbours one float ulp away, the midpoints between
+  // consecutive halves (ties) and theirs, float subnormals, NaNs with payloads, and a
+  // stride through all 2^32 bit patterns.
+  std::vector<uint32_t> float_bits;
+  for (uint32_t v = 0; v < 0x7c00; ++v) {
+    const uint32_t at = std::bit_cast<uint32_t>(support::HalfToFloat(static_cast<uint16_t>(v)));
+    const uint32_t tie = std::bit_cast<uint32_t>(
+        (support::HalfToFloat(static_cast<uint16_t>(v)) + support::HalfToFloat(static_cast<uint16_t>(v + 1))) / 2);
+    for (uint32_t sign : {0u, 0x80000000u}) {
+      for (uint32_t b : {at, tie}) {
+        for (uint32_t near : {b - 1, b, b + 1}) float_bits.push_back(sign | (near & 0x7fffffff));
+      }
+    }
+  }
+  for (uint32_t b : {0x00000001u, 0x007fffffu, 0x33000000u, 0x33000001u, 0x477fefffu, 0x477ff000u, 0x7f7fffffu,
+                     0x7f800000u, 0x7f800001u, 0x7fa00000u, 0x7fc00000u, 0x7fffe000u, 0x7fffffffu, 0xffc02000u}) {
+    float_bits.push_back(b);
+  }
+  for (uint64_t b = 0; b < (1ull << 32); b += 4099) float_bits.push_back(static_cast<uint32_t>(b));
+  const int64_t count = static_cast<int64_t>(float_bits.size());
+  vm::Tensor floats = MakeTensor({count}, kF32);
+  std::memcpy(floats.data(), float_bits.data(), float_bits.size() * 4);
+
+  for (const char* suffix : {"scalar", "vector"}) {
+    vm::Tensor wide = MakeTensor({halves}, kF32);
+    ASSERT_EQ(Invoke(k.Get(absl::StrCat("widen_", suffix)), ctx.get(), {TensorArg(every_half), TensorArg(wide)}), 0)
+        << ctx->error;
+    int wrong = 0;
+    for (int64_t v = 0; v < halves && wrong < 10; ++v) {
+      const uint32_t got = wide.data_as<uint32_t>()[v];
+      const uint16_t half = static_cast<uint16_t>(v);
+      if (got != ExpectedWideBits(half) ||
+          (hardware && got != std::bit_cast<uint32_t>(HardwareHalfToFloat(half)))) {
+        ADD_FAILURE() << suffix << " widen 0x" << std::hex << v << ": got 0x" << got;
+        ++wrong;
+      }
+    }
+    vm::Tensor narrow = MakeTensor({count}, f16);
+    ASSERT_EQ(Invoke(k.Get(absl::StrCat("narrow_", suffix)), ctx.get(), {TensorArg(floats), TensorArg(narrow)}), 0)
+        << ctx->error;
+    wrong = 0;
+    for (int64_t e = 0; e < count && wrong < 10; ++e) {
+      const uint16_t got = narrow.data_as<uint16_t>()[e];
+      const float value = std::bit_cast<float>(float_bits[e]);
+      if (got != ExpectedNarrowBits(value) || (hardware && got != HardwareFloatToHalf(value))) {
+        ADD_FAILURE() << suffix << " narrow 0x" << std::hex << float_bits[e] << ": got 0x" << got;
+        ++wrong;
+      }
+    }
+    // Arithmetic: each half plus another, added in float and rounded to half (LLVM widens
+    // float16 arithmetic to float), so the libcalls serve arithmetic as well as casts.
+    vm::Tensor sum = MakeTensor({halves}, f16);
+    for (int64_t v = 0; v < halves; ++v) sum.data_as<uint16_t>()[v] = static_cast<uint16_t>(v * 40503 + 7);
+    std::vector<uint16_t> addend(sum.data_as<uint16_t>(), sum.data_as<uint16_t>() + halves);
+    ASSERT_EQ(Invoke(k.Get(absl::StrCat("add_", suffix)), ctx.get(), {TensorArg(every_half), TensorArg(sum)}), 0)
+        << ctx->error;
+    wrong = 0;
+    for (int64_t v = 0; v < halves && wrong < 10; ++v) {
+      const float exact = support::HalfToFloat(static_cast<uint16_t>(v)) + support::HalfToFloat(addend[v]);
+      const uint16_t got = sum.data_as<uint16_t>()[v];
+      const bool both_nan = std::isnan(exact) && std::isnan(support::HalfToFloat(got));
+      if (!both_nan && got != support::FloatToHalf(exact)) {
+        ADD_FAILURE() << suffix << " 0x" << std::hex << v << " + 0x" << addend[v] << ": got 0x" << got;
+        ++wrong;
+      }
     }
   }
 }

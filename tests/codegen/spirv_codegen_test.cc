@@ -6,7 +6,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "tir/text_parser.h"
@@ -65,6 +68,36 @@ prim_func @k(A: Buffer((4,), float32)) {
   m = EmitSpirvModule({{"k", host}});
   ASSERT_FALSE(m.ok());
   EXPECT_THAT(m.status().message(), HasSubstr("not a lowered device kernel"));
+}
+
+// The 32-bit values of the module's OpConstant instructions (opcode 43, four words).
+std::vector<uint32_t> ConstantWords(const std::string& bytes) {
+  std::vector<uint32_t> words(bytes.size() / 4), values;
+  std::memcpy(words.data(), bytes.data(), words.size() * 4);
+  for (size_t at = 5; at < words.size() && (words[at] >> 16) != 0; at += words[at] >> 16) {
+    if (words[at] == ((4u << 16) | 43u)) values.push_back(words[at + 3]);
+  }
+  return values;
+}
+
+TEST(SpirvCodegenTest, Float16ConstantsRoundOnce) {
+  // 1 + 2^-11 + 2^-40 is just above the tie between the halves 1 and 1 + 2^-10: rounded
+  // once it is 1 + 2^-10 (float32 bits 0x3f802000). Through float32 it became the tie
+  // itself and then 1 (0x3f800000).
+  tir::PrimFunc scale = Parse(R"(
+prim_func @k(A_data: handle) {
+  attr calling_conv = "device_kernel"
+  decl_buffer A: Buffer((64,), float16) = A_data {
+    for i in thread_binding(0, 64, "threadIdx.x") {
+      A[i] = A[i] * float16(1.0004882812509095)
+    }
+  }
+})");
+  absl::StatusOr<SpirvModule> m = EmitSpirvModule({{"k_device0", scale}});
+  ASSERT_TRUE(m.ok()) << m.status();
+  std::vector<uint32_t> constants = ConstantWords(m->bytes);
+  EXPECT_THAT(constants, ::testing::Contains(0x3f802000u));
+  EXPECT_THAT(constants, ::testing::Not(::testing::Contains(0x3f800000u)));
 }
 
 }  // namespace

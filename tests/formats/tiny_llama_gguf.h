@@ -34,6 +34,8 @@ struct TinyLlamaSpec {
   // A byte-level BPE vocabulary of `vocab` tokens (TinyVocabulary below) and a ChatML chat
   // template, for tests that go through text (the serving engine).
   bool tokenizer = false;
+  // With `tokenizer`: write tokenizer.chat_template (false: a model without one).
+  bool chat_template = true;
 };
 
 // The tiny tokenizer's vocabulary: the control tokens <|endoftext|> (eos), <|im_start|> and
@@ -53,7 +55,7 @@ inline std::vector<std::string> TinyVocabulary(uint32_t vocab) {
   return tokens;
 }
 
-inline void AddTinyTokenizer(GgufWriter& w, uint32_t vocab) {
+inline void AddTinyTokenizer(GgufWriter& w, uint32_t vocab, bool chat_template = true) {
   const std::vector<std::string> tokens = TinyVocabulary(vocab);
   std::vector<RawValue> types;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -64,10 +66,12 @@ inline void AddTinyTokenizer(GgufWriter& w, uint32_t vocab) {
       .Add("tokenizer.ggml.tokens", StrArray(tokens))
       .Add("tokenizer.ggml.token_type", Array(5, types))
       .Add("tokenizer.ggml.merges", StrArray({"t h", "h e", "\xC4\xA0 t", "\xC4\xA0 " "a", "i n"}))
-      .Add("tokenizer.ggml.eos_token_id", U32(0))
-      .Add("tokenizer.chat_template",
-           Str("{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n"
-               "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"));
+      .Add("tokenizer.ggml.eos_token_id", U32(0));
+  if (chat_template) {
+    w.Add("tokenizer.chat_template",
+          Str("{% for message in messages %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n"
+              "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"));
+  }
 }
 
 class TinyRandom {
@@ -234,7 +238,7 @@ inline std::string TinyLlamaGguf(const TinyLlamaSpec& s) {
     matrix(p + "ffn_down.weight", s.matmul_type, s.hidden, s.ffn, 0.2f);
   }
   w.AddTensor("output_norm.weight", 0, {s.hidden}, vec(s.hidden, 1.0f, 0.2f));
-  if (s.tokenizer) AddTinyTokenizer(w, s.vocab);
+  if (s.tokenizer) AddTinyTokenizer(w, s.vocab, s.chat_template);
   if (!s.tied) matrix("output.weight", s.matmul_type, s.vocab, s.hidden, 0.5f);
   return w.Build();
 }

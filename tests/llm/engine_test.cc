@@ -381,6 +381,42 @@ TEST_F(EngineTest, TextStreamsDecodeTheTokensAndChatUsesTheTemplate) {
   EXPECT_EQ(collector.Get(*b).events.back().prompt_tokens, static_cast<int64_t>(chat_prompt->size()));
 }
 
+// The same model without tokenizer.chat_template: chat requests use llama.cpp's fallback,
+// ChatML, which for this model is what its own (ChatML) template gives: the same tokens.
+TEST_F(EngineTest, ChatWithoutATemplateUsesChatMl) {
+  formats::testing::TinyLlamaSpec spec;
+  spec.tokenizer = true;
+  spec.chat_template = false;
+  spec.layers = 2;
+  spec.context = 256;
+  const std::string path = ::testing::TempDir() + "/engine_tiny_no_template.gguf";
+  ASSERT_TRUE(support::WriteFile(path, formats::testing::TinyLlamaGguf(spec)).ok());
+  EngineOptions options = Options();
+  options.weights_path = path;
+  std::unique_ptr<Engine> fallback = Load(options);
+  std::unique_ptr<Engine> own = Load(Options());
+  ASSERT_NE(fallback, nullptr);
+  ASSERT_NE(own, nullptr);
+  EXPECT_EQ(fallback->chat_template_fallback(), "ChatML");
+  EXPECT_EQ(own->chat_template_fallback(), "");
+  GenerationRequest chat;
+  chat.messages = std::vector<serving::ChatMessage>{{"system", "be brief"}, {"user", "hi there"}};
+  chat.sampling = serving::SamplingParams::Greedy();
+  chat.max_tokens = 12;
+  std::vector<Stream> streams;
+  for (Engine* engine : {fallback.get(), own.get()}) {
+    Collector collector;
+    absl::StatusOr<int64_t> id = engine->Submit(chat, collector.Callback());
+    ASSERT_TRUE(id.ok()) << id.status();
+    engine->Drain();
+    streams.push_back(collector.Get(*id));
+  }
+  EXPECT_EQ(streams[0].tokens, streams[1].tokens);
+  EXPECT_EQ(streams[0].events.back().prompt_tokens, streams[1].events.back().prompt_tokens);
+  EXPECT_GT(streams[0].events.back().prompt_tokens, 8);
+  std::remove(path.c_str());
+}
+
 TEST_F(EngineTest, StopStringsEndTheTextBeforeThem) {
   std::unique_ptr<Engine> engine = Load(Options());
   ASSERT_NE(engine, nullptr);

@@ -1,10 +1,17 @@
 #include "serving/chat_template.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <functional>
+#include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/file_io.h"
+#include "tests/formats/tiny_llama_gguf.h"
 #include "tests/model_path.h"
 
 namespace kiln::serving {
@@ -43,6 +50,81 @@ TEST(ChatTemplate, SmolLm2TemplateFromTheBundledModel) {
   std::vector<int32_t> ids = *(*tokenizer)->Encode(*chat->Apply(Messages({{"user", "Hi"}}), true), true);
   EXPECT_EQ(ids.front(), 1);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 3);
+}
+
+// A GGUF of the tiny tokenizer (tests/formats/tiny_llama_gguf.h) without a chat template,
+// plus `extra` keys, opened from a temporary file.
+std::shared_ptr<const formats::GgufFile> TinyTokenizerFile(const std::string& name,
+                                                           const std::function<void(formats::testing::GgufWriter&)>& extra) {
+  formats::testing::GgufWriter w;
+  formats::testing::AddTinyTokenizer(w, 80, /*chat_template=*/false);
+  extra(w);
+  const std::string path = ::testing::TempDir() + "/chat_template_" + name + ".gguf";
+  EXPECT_TRUE(support::WriteFile(path, w.Build()).ok());
+  absl::StatusOr<std::shared_ptr<const formats::GgufFile>> file = formats::GgufFile::Open(path);
+  EXPECT_TRUE(file.ok()) << file.status();
+  std::remove(path.c_str());
+  return file.ok() ? *file : nullptr;
+}
+
+// Without tokenizer.chat_template, llama.cpp (common_chat_templates_init) takes the file's
+// tokenizer.chat_template.tool_use, else ChatML; Kiln does the same and says which.
+TEST(ChatTemplate, WithoutATemplateFallsBackAsLlamaCppDoes) {
+  using formats::testing::Str;
+  auto none = TinyTokenizerFile("none", [](formats::testing::GgufWriter&) {});
+  ASSERT_NE(none, nullptr);
+  auto tokenizer = Tokenizer::FromGguf(*none);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  absl::StatusOr<ChatTemplate> chat = ChatTemplate::FromGguf(*none, **tokenizer);
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  EXPECT_EQ(chat->fallback(), "ChatML");
+  // llama.cpp's ChatML: each message "<|im_start|>ROLE\nCONTENT<|im_end|>\n", then the
+  // assistant's turn; no system message is added.
+  const std::vector<ChatMessage> conversation =
+      Messages({{"system", "Be brief."}, {"user", "Hi!"}, {"assistant", "Hello."}, {"user", "Bye"}});
+  EXPECT_EQ(*chat->Apply(conversation, true),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
+            "<|im_start|>assistant\nHello.<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(*chat->Apply(Messages({{"user", "Hi"}}), false), "<|im_start|>user\nHi<|im_end|>\n");
+  // Its control tokens are the vocabulary's (ids 1 and 2), not text.
+  std::vector<int32_t> ids = *(*tokenizer)->EncodeChatPrompt(*chat->Apply(Messages({{"user", "Hi"}}), true));
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 2);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 1);
+
+  // Only a tool-use template: that one.
+  auto tool_use = TinyTokenizerFile("tool_use", [](formats::testing::GgufWriter& w) {
+    w.Add("tokenizer.chat_template.tool_use", Str("{% for m in messages %}[{{ m.role }}] {{ m.content }}{% endfor %}"));
+  });
+  ASSERT_NE(tool_use, nullptr);
+  chat = ChatTemplate::FromGguf(*tool_use, **tokenizer);
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  EXPECT_EQ(chat->fallback(), "tokenizer.chat_template.tool_use");
+  EXPECT_EQ(*chat->Apply(Messages({{"user", "Hi"}}), true), "[user] Hi");
+
+  // The file's own template: no fallback. One that does not parse, or a key of another type,
+  // stays an error (ChatML in its place would silently be the wrong format).
+  auto own = TinyTokenizerFile("own", [](formats::testing::GgufWriter& w) {
+    w.Add("tokenizer.chat_template", Str("{{ messages[0].content }}!"));
+  });
+  ASSERT_NE(own, nullptr);
+  chat = ChatTemplate::FromGguf(*own, **tokenizer);
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  EXPECT_EQ(chat->fallback(), "");
+  EXPECT_EQ(*chat->Apply(Messages({{"user", "Hi"}}), true), "Hi!");
+  auto broken = TinyTokenizerFile("broken", [](formats::testing::GgufWriter& w) {
+    w.Add("tokenizer.chat_template", Str("{% macro m() %}{% endmacro %}"));
+  });
+  ASSERT_NE(broken, nullptr);
+  chat = ChatTemplate::FromGguf(*broken, **tokenizer);
+  ASSERT_FALSE(chat.ok());
+  EXPECT_THAT(chat.status().message(), HasSubstr("unsupported tag 'macro'"));
+  auto number = TinyTokenizerFile("number", [](formats::testing::GgufWriter& w) {
+    w.Add("tokenizer.chat_template", formats::testing::U32(7));
+  });
+  ASSERT_NE(number, nullptr);
+  chat = ChatTemplate::FromGguf(*number, **tokenizer);
+  ASSERT_FALSE(chat.ok());
+  EXPECT_THAT(chat.status().message(), HasSubstr("tokenizer.chat_template"));
 }
 
 TEST(ChatTemplate, Llama3StyleAndTheRestOfTheSubset) {

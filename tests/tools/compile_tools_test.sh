@@ -36,6 +36,26 @@ fi
 out=$("$kiln" run "$dir/mm.kx" --input ones:5x128:f32 --input ones:128x64:f32)
 grep -q "output 0: float32\[5, 64\] sum=40960" <<<"$out" || fail "kiln run matmul: $out"
 
+# float16 for the x86-64 baseline, a CPU without F16C (its half conversions are functions in
+# the kernel module, codegen/half_libcalls.h): each output element is 64 * 1 + 1 = 65,
+# [5, 32] -> 10400.
+cat >"$dir/f16.kir" <<'EOF'
+module {
+  func @main(x: Tensor((n, 64), float32), w: Tensor((64, 32), float16), b: Tensor((32,), float16)) -> Tensor((n, 32), float32) {
+    dataflow {
+      %xh = R.astype(x, dtype="float16")
+      %m = R.matmul(%xh, w)
+      %a = R.add(%m, b)
+      y = R.astype(%a, dtype="float32")
+    }
+    return y
+  }
+}
+EOF
+"$kiln" compile "$dir/f16.kir" -o "$dir/f16_baseline.kx" --mcpu x86-64 2>"$dir/err" || fail "compile float16 for x86-64: $(cat "$dir/err")"
+out=$("$kiln" run "$dir/f16_baseline.kx" --input ones:5x64:f32 --input ones:64x32:f16 --input ones:32:f16)
+grep -q "output 0: float32\[5, 32\] sum=10400 abs_sum=10400" <<<"$out" || fail "float16 on x86-64: $out"
+
 # The MLP example, legalized by the pipeline: softmax rows sum to 1, so 7 rows sum to 7.
 "$kiln" compile "$models/mlp.kir" -o "$dir/mlp.kx"
 out=$("$kiln" run "$dir/mlp.kx" --input random:7x784:f32 --input random:784x256:f32 --input random:256:f32 \

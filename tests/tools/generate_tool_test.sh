@@ -55,6 +55,27 @@ Say hello.<|im_end|>
 <|im_start|>assistant
 " 2>/dev/null)
 [ "$greedy_chat" = "$by_hand" ] || fail "a chat written by hand gave '$by_hand', the template '$greedy_chat'"
+# A GGUF without tokenizer.chat_template (the key renamed in a copy): --chat falls back to
+# ChatML as llama.cpp does, with a note; with a system message, SmolLM2's own template gives
+# the same ChatML text, so the same greedy answer (llama.cpp's, too: docs/llm.md).
+cp "$model" "$dir/no_template.gguf"
+python3 - "$dir/no_template.gguf" <<'PY'
+import sys
+with open(sys.argv[1], "r+b") as f:
+    key = b"tokenizer.chat_template"
+    head = f.read(1 << 22)
+    at = head.find(key)
+    assert at > 0 and head.find(key, at + 1) < 0
+    f.seek(at)
+    f.write(b"tokenizer.chat_templatX")
+PY
+own=$("$kiln" generate --system "You are brief." --prompt "Say hello." -n 12 --temperature 0 2>/dev/null)
+fallback=$("$kiln" generate "$dir/no_template.gguf" --system "You are brief." --prompt "Say hello." -n 12 \
+           --temperature 0 2>"$dir/err_chatml") || fail "--chat without a template: $(cat "$dir/err_chatml")"
+[ "$own" = "$fallback" ] || fail "ChatML fallback gave '$fallback', the model's template '$own'"
+grep -q "note: .*no_template.gguf has no tokenizer.chat_template; using ChatML, as llama.cpp does" "$dir/err_chatml" ||
+  fail "the fallback is not noted: $(cat "$dir/err_chatml")"
+rm "$dir/no_template.gguf"
 stopped=$("$kiln" generate --prompt "1, 2, 3, 4," -n 30 --temperature 0 --stop "8" 2>/dev/null)
 grep -q "7" <<<"$stopped" || fail "stop: $stopped"
 grep -q "8" <<<"$stopped" && fail "the stop string was printed: $stopped"

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "builtins/default_builtins.h"
 #include "gmock/gmock.h"
@@ -216,6 +218,31 @@ TEST(EmbeddingMisuse, UndefinedTensorsAndNullDevicesAreErrors) {
   EXPECT_THAT(Message(undefined.CopyTo(CpuDevice()).status()), HasSubstr("undefined tensor"));
   EXPECT_THAT(Message(Filled({2}, 0).CopyTo(nullptr).status()), HasSubstr("null device"));
   EXPECT_EQ(undefined.Describe(), "<undefined tensor>");
+  EXPECT_FALSE(undefined.defined());
+  EXPECT_FALSE(undefined.same_as(Filled({2}, 0)));
+}
+
+// The plain accessors of an undefined tensor abort naming the accessor and the fix (they
+// dereferenced null); a tensor moved from is undefined too.
+TEST(EmbeddingMisuseDeathTest, AccessorsOfAnUndefinedTensorAbortNamingThem) {
+  const Tensor undefined;
+  const std::string why = "the tensor is undefined .*check defined\\(\\) first";
+  EXPECT_DEATH((void)undefined.ndim(), "Tensor::ndim: " + why);
+  EXPECT_DEATH((void)undefined.shape(), "Tensor::shape: " + why);
+  EXPECT_DEATH((void)undefined.strides(), "Tensor::strides: " + why);
+  EXPECT_DEATH((void)undefined.dtype(), "Tensor::dtype: " + why);
+  EXPECT_DEATH((void)undefined.device(), "Tensor::device: " + why);
+  EXPECT_DEATH((void)undefined.numel(), "Tensor::numel: " + why);
+  EXPECT_DEATH((void)undefined.nbytes(), "Tensor::nbytes: " + why);
+  EXPECT_DEATH((void)undefined.is_contiguous(), "Tensor::is_contiguous: " + why);
+  EXPECT_DEATH((void)undefined.data(), "Tensor::data: " + why);
+  EXPECT_DEATH((void)undefined.data_as<float>(), "Tensor::data: " + why);
+  EXPECT_DEATH((void)undefined.dl_tensor(), "Tensor::dl_tensor: " + why);
+  EXPECT_DEATH((void)undefined.ToDLPack(), "Tensor::ToDLPack: " + why);
+  Tensor moved = Filled({2}, 0);
+  Tensor taker = std::move(moved);
+  EXPECT_EQ(taker.numel(), 2);
+  EXPECT_DEATH((void)moved.shape(), "Tensor::shape: " + why);  // NOLINT(bugprone-use-after-move): the point
 }
 
 TEST(EmbeddingMisuse, AHeldResultIsNotOverwrittenByTheNextCall) {

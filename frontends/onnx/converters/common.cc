@@ -48,7 +48,7 @@ relax::ConstantData DataFromDoubles(const std::vector<double>& values, tir::Data
     } else if (dtype.is_float() && dtype.bits() == 64) {
       store(v);
     } else if (dtype.is_float() && dtype.bits() == 16) {
-      store(support::FloatToHalf(static_cast<float>(v)));
+      store(support::DoubleToHalf(v));
     } else if (dtype.is_bfloat()) {
       store(support::FloatToBFloat16(static_cast<float>(v)));
     } else if (dtype.is_int() || dtype.is_uint()) {

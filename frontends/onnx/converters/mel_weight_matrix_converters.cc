@@ -40,7 +40,7 @@ constexpr double kLn10 = 2.302585092994045684;  // numpy's np.log(10)
 // x rounded to the edges' type, as numpy computes each step of mel(f) in it.
 double RoundTo(DataType dtype, double x) {
   if (dtype == DataType::Float32()) return static_cast<float>(x);
-  if (dtype == DataType::Float(16)) return support::HalfToFloat(support::FloatToHalf(static_cast<float>(x)));
+  if (dtype == DataType::Float(16)) return support::HalfToFloat(support::DoubleToHalf(x));
   return x;
 }
 
