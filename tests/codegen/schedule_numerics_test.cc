@@ -510,6 +510,25 @@ TEST(ScheduleNumericsTest, MatmulPackedWideTilesOfAvx2) {
   }
 }
 
+// The knob matmul.packed_least_rows=17 moves the packed wide tiles' start from 33 rows to 17
+// (AVX2): a symbolic m on each side of the new boundary and the old one, up to the register
+// tiles; a constant m that now takes them (24: a partial 64-row tile alone) and one that
+// does not (16).
+TEST(ScheduleNumericsTest, MatmulPackedWideTilesFromFewerRowsByKnob) {
+  absl::StatusOr<tir::CpuScheduleKnobs> knobs = tir::CpuScheduleKnobs::Parse("matmul.packed_least_rows=17");
+  ASSERT_TRUE(knobs.ok()) << knobs.status();
+  Variants v(Parse(MatmulWithSizes("m", "512", "300")), *knobs);
+  EXPECT_NE(v.scheduled_text().find("if m >= 17 {"), std::string::npos) << v.scheduled_text();
+  EXPECT_EQ(v.scheduled_text().find("if m >= 33 {"), std::string::npos) << v.scheduled_text();
+  for (int64_t m : {1, 15, 16, 17, 18, 20, 23, 24, 31, 32, 33, 63, 64, 65}) {
+    ExpectMatmulVariantsMatchNaive(v, m, 512, 300, 140, "m=" + std::to_string(m));
+  }
+  for (int64_t m : {16, 24}) {
+    Variants constant(Parse(MatmulWithSizes(std::to_string(m), "512", "300")), *knobs);
+    ExpectMatmulVariantsMatchNaive(constant, m, 512, 300, 150, "constant m=" + std::to_string(m));
+  }
+}
+
 // The packed wide tiles' row edge (AVX2, m = 33-63 over a 4096 x 4096 weight) keeps each
 // whole 4-row step's 8 accumulators in registers through its k loop, as the full tiles do:
 // in the optimized LLVM IR no loop body that multiplies four vector pairs from the packed panel

@@ -38,6 +38,8 @@ const std::vector<KnobField>& Fields() {
       {"matmul.many_rows", [](CpuScheduleKnobs& k) { return &k.matmul.many_rows; }, nullptr, 0, 1024},
       {"matmul.gemv_rows_per_pass", [](CpuScheduleKnobs& k) { return &k.matmul.gemv_rows_per_pass; }, nullptr, 0,
        1024},
+      {"matmul.packed_least_rows", [](CpuScheduleKnobs& k) { return &k.matmul.packed_least_rows; }, nullptr, 0,
+       1024},
       {"reduction.lanes", [](CpuScheduleKnobs& k) { return &k.reduction.lanes; }, nullptr, 0, 64},
       {"reduction.parallel", nullptr, [](CpuScheduleKnobs& k) { return &k.reduction.parallel; }, 0, 1},
       {"injective.lanes", [](CpuScheduleKnobs& k) { return &k.injective.lanes; }, nullptr, 0, 64},

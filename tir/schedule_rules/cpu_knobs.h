@@ -49,6 +49,9 @@ struct MatmulKnobs {
   // row counts by a branch on the edge alone; a divisor of the wide k block. 0: no such
   // version (every row count takes the edge's 8 weight rows per pass).
   int gemv_rows_per_pass = 0;
+  // The least row count that takes AVX2's packed wide tiles (cpu_matmul.cc,
+  // PackedWideApplies) instead of the unpacked ones. 0: the rule's 33.
+  int packed_least_rows = 0;
   bool operator==(const MatmulKnobs&) const = default;
 };
 

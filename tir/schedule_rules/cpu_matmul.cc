@@ -187,6 +187,12 @@ constexpr int64_t kPackedWideKBlock = 256;
 // one thread, two runs at load 20).
 constexpr int64_t kPackedWideLeastRows = 33;
 
+// The least row count of the packed wide tiles: the knob's, else kPackedWideLeastRows.
+int64_t PackedWideLeastRows(const CpuScheduleOptions& options) {
+  const int knob = options.knobs.matmul.packed_least_rows;
+  return knob > 0 ? knob : kPackedWideLeastRows;
+}
+
 // Folds elementwise consumers of the write-back's output into it, one after another, so
 // an epilogue (bias, activation) is applied to the tile while it is in registers.
 void InlineEpilogues(Schedule* s, const std::string& write_back) {
@@ -836,10 +842,10 @@ std::optional<PrimExpr> PackedRowsCondition(const PlainNest& nest, const CpuSche
   const PrimExpr& rows = nest.loops[nest.loops.size() - 3]->extent;
   // Packed tiles from more rows than the many-rows version starts at would never run.
   if (rows.as_int() || !FewRowsPossible(nest, options) || !PackedWideApplies(nest, options) ||
-      kPackedWideLeastRows >= ManyRows(nest, options)) {
+      PackedWideLeastRows(options) >= ManyRows(nest, options)) {
     return std::nullopt;
   }
-  return GE(rows, IntImm(rows.dtype(), kPackedWideLeastRows));
+  return GE(rows, IntImm(rows.dtype(), PackedWideLeastRows(options)));
 }
 
 absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options,
@@ -852,7 +858,7 @@ absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuSch
   matmul_options.matmul_few_rows = few_possible && (options.matmul_few_rows || (m && n));
   matmul_options.matmul_packed_wide =
       matmul_options.matmul_few_rows && PackedWideApplies(nest, options) &&
-      (m ? *m >= kPackedWideLeastRows && *m < ManyRows(nest, options) : options.matmul_packed_wide);
+      (m ? *m >= PackedWideLeastRows(options) && *m < ManyRows(nest, options) : options.matmul_packed_wide);
   Schedule attempt = *s;
   absl::Status status = ScheduleMatmul(&attempt, nest, matmul_options, /*cache=*/true);
   if (status.ok()) {
