@@ -496,21 +496,21 @@ TEST(ScheduleNumericsTest, MatmulWideTilesKBlockedAndPackedByKnobs) {
   }
 }
 
-// AVX2's packed wide tiles (k a multiple of 256; 8 lanes take them from 33 rows): 64-row
+// AVX2's packed wide tiles (k a multiple of 256; 8 lanes take them from 32 rows): 64-row
 // tiles in 4-row steps over k blocks of 256 weight rows copied into a panel, the row edge's
 // steps guarded once each (whole steps, a short last step, none past the rows); fewer rows
 // the unpacked tiles, 65 and more the register tiles. Row counts on each side of every
 // boundary, a width that is not a multiple of the 128-column sub-tile.
 TEST(ScheduleNumericsTest, MatmulPackedWideTilesOfAvx2) {
   Variants v(Parse(MatmulWithSizes("m", "512", "300")));
-  EXPECT_NE(v.scheduled_text().find("if m >= 33 {"), std::string::npos) << v.scheduled_text();
+  EXPECT_NE(v.scheduled_text().find("if m >= 32 {"), std::string::npos) << v.scheduled_text();
   EXPECT_NE(v.scheduled_text().find("_part"), std::string::npos) << v.scheduled_text();
   for (int64_t m : {1, 5, 6, 7, 13, 31, 32, 33, 34, 36, 47, 48, 49, 53, 54, 55, 60, 61, 62, 63, 64, 65, 66, 70}) {
     ExpectMatmulVariantsMatchNaive(v, m, 512, 300, 90, "m=" + std::to_string(m));
   }
 }
 
-// The knob matmul.packed_least_rows=17 moves the packed wide tiles' start from 33 rows to 17
+// The knob matmul.packed_least_rows=17 moves the packed wide tiles' start from 32 rows to 17
 // (AVX2): a symbolic m on each side of the new boundary and the old one, up to the register
 // tiles; a constant m that now takes them (24: a partial 64-row tile alone) and one that
 // does not (16).
@@ -519,7 +519,7 @@ TEST(ScheduleNumericsTest, MatmulPackedWideTilesFromFewerRowsByKnob) {
   ASSERT_TRUE(knobs.ok()) << knobs.status();
   Variants v(Parse(MatmulWithSizes("m", "512", "300")), *knobs);
   EXPECT_NE(v.scheduled_text().find("if m >= 17 {"), std::string::npos) << v.scheduled_text();
-  EXPECT_EQ(v.scheduled_text().find("if m >= 33 {"), std::string::npos) << v.scheduled_text();
+  EXPECT_EQ(v.scheduled_text().find("if m >= 32 {"), std::string::npos) << v.scheduled_text();
   for (int64_t m : {1, 15, 16, 17, 18, 20, 23, 24, 31, 32, 33, 63, 64, 65}) {
     ExpectMatmulVariantsMatchNaive(v, m, 512, 300, 140, "m=" + std::to_string(m));
   }

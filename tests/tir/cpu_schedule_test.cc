@@ -297,8 +297,8 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
     EXPECT_THAT(printed, HasSubstr("Buffer((16, 2048), float32, scope=\"local\")"));
     const int sub_tiles = 2048 / (16 * lanes);  // of 8 vector pairs
     // Full tiles: k block, sub-tile, row step, pair, k in the block, rows unrolled, lanes.
-    // On AVX2 these unpacked tiles are the version of fewer than 33 rows, BranchOn's copy of
-    // the few-rows version (names `_else_else`); the packed tiles take 33-64 rows.
+    // On AVX2 these unpacked tiles are the version of fewer than 32 rows, BranchOn's copy of
+    // the few-rows version (names `_else_else`); the packed tiles take 32-64 rows.
     const std::string e = lanes == 16 ? "_else" : "_else_else";
     const std::string full = absl::StrCat(
         "for r", e, "_0 in serial(0, 256) {\n"
@@ -422,17 +422,17 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
   ASSERT_TRUE(f.ok()) << f.status();
   const std::string printed = Unindented(*f);
-  // On 8 lanes the version of 33 rows and more (AVX2's packed tiles,
+  // On 8 lanes the version of 32 rows and more (AVX2's packed tiles,
   // PackedWideTilesAreAvx2sDefault) holds them, the knobs' 48-row tiles in 6-row steps in
   // place of the default's 64 rows in steps of 4; its loops are named after the unused
   // copy's (`j_else_1`), hence `_1_1`.
-  EXPECT_THAT(printed, HasSubstr("if m >= 33 {\nif m >= 128 {"));
+  EXPECT_THAT(printed, HasSubstr("if m >= 32 {\nif m >= 128 {"));
   EXPECT_THAT(printed, HasSubstr("Buffer((48, 256), float32, scope=\"local\")"));
   // Per k block and sub-tile: the copy, then row steps, pairs, the block's k, rows, lanes.
   EXPECT_THAT(printed, HasSubstr(kPackedWideKBlockLoops)) << printed;
   EXPECT_THAT(printed, HasSubstr(PackedWideRowSteps(8, 6))) << printed;
   // The default knobs for 16 lanes keep the rule's tiles: no copy of the weight in the wide
-  // tiles (AVX2's default packs them from 33 rows: PackedWideTilesAreAvx2sDefault).
+  // tiles (AVX2's default packs them from 32 rows: PackedWideTilesAreAvx2sDefault).
   absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 1});
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_THAT(Print(*plain), Not(HasSubstr("B_local_1")));
@@ -454,9 +454,9 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
   ASSERT_TRUE(f.ok()) << f.status();
   const std::string printed = Unindented(*f);
   EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 65\")"));
-  EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 33\")"));
+  EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 32\")"));
   EXPECT_THAT(trace, HasSubstr("guard_steps(\"i_else_1_1_0_edge\")"));
-  EXPECT_THAT(printed, HasSubstr("if m >= 33 {\nif m >= 65 {"));
+  EXPECT_THAT(printed, HasSubstr("if m >= 32 {\nif m >= 65 {"));
   // Two sub-tiles of 128 columns.
   EXPECT_THAT(printed, HasSubstr("Buffer((64, 256), float32, scope=\"local\")"));
   EXPECT_THAT(printed, HasSubstr(kPackedWideKBlockLoops)) << printed;
@@ -485,7 +485,7 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
   // AVX-512: no packed version.
   std::string trace16;
   ASSERT_TRUE(ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 2}, &trace16).ok());
-  EXPECT_THAT(trace16, Not(HasSubstr("m >= 33")));
+  EXPECT_THAT(trace16, Not(HasSubstr("m >= 32")));
   EXPECT_THAT(trace16, Not(HasSubstr("guard_steps")));
 }
 

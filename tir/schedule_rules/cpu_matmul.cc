@@ -184,8 +184,10 @@ constexpr int64_t kPackedWideKBlock = 256;
 // OpenBLAS against 0.58 for the unpacked tiles (two 16-row tiles and a streaming edge), M =
 // 44 0.68-0.70 against 0.60-0.61; at M = 32 (two full unpacked tiles) and 40 the two
 // alternated (0.62-0.76), and M = 16 stays unpacked (0.63 packed against 0.88; AVX2 code,
-// one thread, two runs at load 20).
-constexpr int64_t kPackedWideLeastRows = 33;
+// one thread, two runs at load 20). Quiet A/B later moved the start to 32 rows: M = 32
+// packed / unpacked 1.08, 1.08, 1.10 (mm21, knob matmul.packed_least_rows, load 0.4-0.9;
+// M = 24-28 packed lost, 0.95-0.97).
+constexpr int64_t kPackedWideLeastRows = 32;
 
 // The least row count of the packed wide tiles: the knob's, else kPackedWideLeastRows.
 int64_t PackedWideLeastRows(const CpuScheduleOptions& options) {

@@ -70,7 +70,7 @@ bool IsMatmulLike(const PlainNest& nest);
 // `m >= 64 || n < wide tile`; nullopt when the sizes decide (or options.matmul_few_rows).
 std::optional<PrimExpr> ManyRowsCondition(const PlainNest& nest, const CpuScheduleOptions& options);
 // For a matmul whose few-rows branch takes packed wide tiles at run time (PackedWideApplies,
-// rows symbolic): the condition under which they are right, `m >= 33` (fewer rows keep the
+// rows symbolic): the condition under which they are right, `m >= 32` (fewer rows keep the
 // unpacked tiles); nullopt otherwise.
 std::optional<PrimExpr> PackedRowsCondition(const PlainNest& nest, const CpuScheduleOptions& options);
 // The matmul rule: with the accumulator tile when it can be formed, else without. Few rows

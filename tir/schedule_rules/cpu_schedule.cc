@@ -118,10 +118,10 @@ std::vector<PrimExpr> PredictMatmulConditions(
 // One matmul that may have few rows and wide columns at run time: the function is
 // versioned on `many` (`m >= 64 || n < 256`), the first version scheduled for many rows,
 // the copy for few, so one compiled kernel streams the weight for m = 1 (GEMV) and keeps
-// the 8 x 32 register tile for large m. Where the few rows take packed wide tiles from 33
+// the 8 x 32 register tile for large m. Where the few rows take packed wide tiles from 32
 // rows on (AVX2 over a constant weight: up to 64 rows, so many rows start at 65), it is
-// versioned again on `m >= 33`:
-//   if (m >= 33) { if (m >= 65) { register tiles } else { packed wide tiles } }
+// versioned again on `m >= 32`:
+//   if (m >= 32) { if (m >= 65) { register tiles } else { packed wide tiles } }
 //   else { if (m >= 65) { never runs: plain loops } else { wide tiles, streaming } }
 // False (and `out` untouched) when the versioning does not hold: the first version's matmul
 // did not get register tiles after all.
