@@ -76,31 +76,30 @@ ThreadPool::~ThreadPool() {
   for (std::thread& worker : workers_) worker.join();
 }
 
+namespace {
+
+// The integer in environment variable `name` if it is one in [low, high], else `fallback`; a
+// typo is reported on stderr (naming what is used instead), not read as 0 or as a value the
+// system cannot honour.
+int IntFromEnv(const char* name, int low, int high, int fallback, const char* unit) {
+  const char* env = std::getenv(name);
+  if (env == nullptr) return fallback;
+  int parsed = 0;
+  if (absl::SimpleAtoi(env, &parsed) && parsed >= low && parsed <= high) return parsed;
+  std::fprintf(stderr, "kiln: ignoring %s='%s' (expected an integer in [%d, %d]); using %d%s\n", name, env, low, high,
+               fallback, unit);
+  return fallback;
+}
+
+}  // namespace
+
 ThreadPool& ThreadPool::Global() {
   static ThreadPool* pool = [] {
-    int threads = static_cast<int>(std::thread::hardware_concurrency());
-    if (const char* env = std::getenv("KILN_NUM_THREADS")) {
-      // The same range as a target's -num-threads. A typo is reported, not read as 0 (one
-      // thread) or as a count of threads the system cannot create.
-      int parsed = 0;
-      if (absl::SimpleAtoi(env, &parsed) && parsed >= 1 && parsed <= kMaxThreads) {
-        threads = parsed;
-      } else {
-        std::fprintf(stderr, "kiln: ignoring KILN_NUM_THREADS='%s' (expected an integer in [1, %d]); using %d threads\n",
-                     env, kMaxThreads, threads < 1 ? 1 : threads);
-      }
-    }
-    int spin = kDefaultSpinMicros;
-    if (const char* env = std::getenv("KILN_POOL_SPIN_US")) {
-      int parsed = 0;
-      if (absl::SimpleAtoi(env, &parsed) && parsed >= 0 && parsed <= kMaxSpinMicros) {
-        spin = parsed;
-      } else {
-        std::fprintf(stderr, "kiln: ignoring KILN_POOL_SPIN_US='%s' (expected an integer in [0, %d]); using %d\n", env,
-                     kMaxSpinMicros, spin);
-      }
-    }
-    return new ThreadPool(threads < 1 ? 1 : threads, spin);
+    // The thread count has the same range as a target's -num-threads.
+    const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int threads = IntFromEnv("KILN_NUM_THREADS", 1, kMaxThreads, cores, " threads");
+    const int spin = IntFromEnv("KILN_POOL_SPIN_US", 0, kMaxSpinMicros, kDefaultSpinMicros, "");
+    return new ThreadPool(threads, spin);
   }();
   return *pool;
 }
