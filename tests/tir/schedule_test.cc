@@ -955,6 +955,30 @@ prim_func @f(A: Buffer((8,), float32), B: Buffer((8,), float32)) {
   EXPECT_THAT(s.Reorder({"i", "j"}).message(), HasSubstr("not one chain of directly nested loops"));
 }
 
+// A loop whose range uses an outer loop of the chain (a column edge's pairs cut at its last
+// column, under its sub-tiles) may move as long as that loop stays outside it.
+TEST(ScheduleTest, ReorderKeepsARangeBelowTheLoopItUses) {
+  const char* text = R"(
+prim_func @f(A: Buffer((64, 8), float32)) {
+  for a in serial(0, 4) {
+    for b in serial(0, min(13 - 4 * a, 4)) {
+      for r in serial(0, 8) {
+        block "A" {
+          vi = spatial(64, 4 * a + b)
+          vr = spatial(8, r)
+          A[vi, vr] = 1.0
+        }
+      }
+    }
+  }
+})";
+  Schedule ok(Parse(text));
+  ASSERT_TRUE(ok.Reorder({"r", "a", "b"}).ok());
+  EXPECT_EQ(*ok.GetLoops("A"), (std::vector<std::string>{"r", "a", "b"}));
+  Schedule refused(Parse(text));
+  EXPECT_THAT(refused.Reorder({"b", "a"}).message(), HasSubstr("depends on a loop of the nest that would be inside it"));
+}
+
 TEST(ScheduleTest, NewLoopNamesAvoidExistingOnes) {
   Schedule s(Parse(R"(
 prim_func @f(A: Buffer((8,), float32), B: Buffer((8,), float32)) {

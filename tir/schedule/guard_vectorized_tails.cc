@@ -8,7 +8,9 @@
 #include <string>
 
 #include "tir/analyzer.h"
+#include "tir/const_int_bound.h"
 #include "tir/target.h"
+#include "tir/schedule/edge_loop_cut.h"
 #include "tir/schedule/schedule.h"
 #include "tir/schedule/schedule_utils.h"
 #include "tir/schedule/tile_conditions.h"
@@ -176,14 +178,15 @@ bool LaneDependent(const std::vector<PrimExpr>& indices, const VarMap& bindings,
 
 // How the lanes of a vector tail's body (a loop of constant extent) use local tiles, each
 // access's indices read through the blocks' bindings: every index that uses the lane must be
-// `lane + c`, c constant, inside its dimension for every lane of the loop, so that any lane
-// reads or writes this thread's tile memory only. `tile_loads`: the lane-dependent loads of
+// `lane + c`, c constant or bounded by the enclosing loops' ranges (`loops`: a wide tile's
+// pairs, `256 * sub_tile + 32 * pair + lane`), inside its dimension for every lane of the
+// loop, so that any lane reads or writes this thread's tile memory only. `tile_loads`: the lane-dependent loads of
 // local tiles (one per distinct buffer and indices).
 class LaneAccesses : public StmtExprVisitor {
  public:
-  LaneAccesses(const ForNode* loop, const Stmt& body)
+  LaneAccesses(const ForNode* loop, const Stmt& body, const VarBoundMap& loops)
       : lane_(loop->loop_var), first_(loop->min.as_int().value_or(-1)), lanes_(*loop->extent.as_int()),
-        bindings_(BlockBindings(body)) {
+        bindings_(BlockBindings(body)), loops_(loops) {
     ok_ = first_ >= 0;
     VisitStmt(body);
   }
@@ -242,15 +245,21 @@ class LaneAccesses : public StmtExprVisitor {
     for (size_t d = 0; d < indices.size(); ++d) {
       const PrimExpr index = Substitute(indices[d], bindings_);
       if (!UsesVar(index, lane_.get())) continue;
-      std::optional<int64_t> offset = SimplifyExpr(Sub(index, lane_)).as_int();
+      const PrimExpr offset = SimplifyExpr(Sub(index, lane_));
+      if (UsesVar(offset, lane_.get())) return false;
+      const IntBound range = ComputeConstIntBound(offset, loops_);
       std::optional<int64_t> extent = buffer->shape[d].as_int();
-      if (!offset || !extent || first_ + *offset < 0 || first_ + lanes_ - 1 + *offset >= *extent) return false;
+      if (!extent || range.min == IntBound::kNegInf || range.max == IntBound::kPosInf || first_ + range.min < 0 ||
+          first_ + lanes_ - 1 + range.max >= *extent) {
+        return false;
+      }
     }
     return true;
   }
   Var lane_;
   int64_t first_, lanes_;
   VarMap bindings_;
+  const VarBoundMap& loops_;
   bool ok_ = true, all_local_ = true, stores_tile_ = false;
   std::set<std::string> seen_;
   std::vector<const BufferLoadNode*> tile_loads_;
@@ -358,7 +367,16 @@ class TailGuard : public StmtExprMutator {
  public:
   TailGuard(NameSet* used, int vector_bits) : used_(used), vector_bits_(vector_bits), native_masks_(vector_bits >= 512) {}
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
+    // The loop's range for the tails inside it (an edge's loops cut at its last column keep
+    // their bound: min(extent, ...)).
+    const IntBound first = ComputeConstIntBound(op->min, loop_ranges_);
+    const IntBound count = ComputeConstIntBound(op->extent, loop_ranges_);
+    if (first.min != IntBound::kNegInf && first.max != IntBound::kPosInf && count.max != IntBound::kPosInf &&
+        count.max >= 1) {
+      loop_ranges_[op->loop_var.get()] = IntBound{first.min, first.max + count.max - 1};
+    }
     Stmt s = StmtExprMutator::VisitStmt_(op, self);
+    loop_ranges_.erase(op->loop_var.get());
     const auto* loop = s.as<ForNode>();
     if (loop->for_kind != ForKind::kVectorized || !loop->extent.as_int()) return s;
     std::optional<LaneSplit> split = SplitLaneConditions(loop);
@@ -419,9 +437,15 @@ class TailGuard : public StmtExprMutator {
     // version's loops of constant extent (the accumulators stay in registers) and its last
     // vector blended. Run in all the tile's vectors, the 12 columns left at n = 300 of a
     // 32-column AVX-512 tile did the work of 32.
-    auto column_edge = [&](const Stmt& body) {
+    // The edge's serial loops over vector groups stop at the last group with a column in
+    // range (a wide tile's 4 columns at n = 4100 walked all 128 pairs of its 4096).
+    auto column_edge = [&](const Stmt& uncut) {
+      const Stmt body = CutLoopsPastLaneBounds(uncut);
       const int64_t vector = vector_bits_ / std::max(op->buffer->dtype.bits(), 1);
       std::optional<EdgeLanes> edge_lanes = CommonEdgeLanes(body);
+      // The versions' test goes above the tile: its bound may use no variable of the tile's
+      // (a wide tile's lanes are bounded per pair).
+      if (edge_lanes && UsesAnyVar(edge_lanes->bound, inner.vars)) edge_lanes.reset();
       if (!edge_lanes || vector < 1 || edge_lanes->extent <= vector || edge_lanes->extent % vector != 0 ||
           !narrowed_.insert(ToString(edge_lanes->bound)).second) {
         return one_edge(body);
@@ -472,7 +496,7 @@ class TailGuard : public StmtExprMutator {
     BufferAccesses accesses = AccessesOf(split.body);
     PrimExpr lanes = SimplifyExpr(Min(loop->extent, Max(IntImm(t, 0), Sub(bound, loop->min))));
     if (!nested_lane_condition) {
-      LaneAccesses lane_accesses(loop, split.body);
+      LaneAccesses lane_accesses(loop, split.body, loop_ranges_);
       if (lane_accesses.all_local()) {
         Stmt blended = LaneBlend(loop->loop_var.get(), LT(loop->loop_var, bound), accesses.writes,
                                  lane_accesses.bindings())
@@ -497,6 +521,7 @@ class TailGuard : public StmtExprMutator {
   NameSet* used_;
   int vector_bits_;
   bool native_masks_;
+  VarBoundMap loop_ranges_;  // the enclosing loops' variables, each over its range
   std::set<std::string> decided_;  // guards that fail in the copy being visited (its row edge)
   // Lane bounds whose column edge is being split into whole vectors: a tile nested in it (an
   // accumulator inside a packed panel's edge) is not split again.

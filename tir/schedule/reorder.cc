@@ -40,20 +40,23 @@ absl::StatusOr<PrimFunc> Reorder(const PrimFunc& func, const std::vector<std::st
     chain.push_back(cur);
     if (wanted.count(cur.get()) && ++met == wanted.size()) break;
   }
-  std::vector<const VarNode*> chain_vars;
-  for (const Stmt& s : chain) chain_vars.push_back(s.as<ForNode>()->loop_var.get());
-  for (const Stmt& s : given) {
-    const auto* l = s.as<ForNode>();
-    if (UsesAnyVar(l->min, chain_vars) || UsesAnyVar(l->extent, chain_vars)) {
-      return absl::InvalidArgumentError(absl::StrCat("reorder: the range of loop '", l->loop_var.name(),
-                                                     "' depends on another loop of the nest"));
-    }
-  }
   // Positions of the given loops in the chain receive them in the requested order.
   std::vector<Stmt> order = chain;
   size_t next = 0;
   for (Stmt& s : order) {
     if (wanted.count(s.get())) s = given[next++];
+  }
+  // A loop's range may use the variables of the chain's loops that stay above it (a column
+  // edge's pairs, cut at its last column, under its sub-tiles), no other.
+  std::vector<const VarNode*> below;
+  for (const Stmt& s : order) below.push_back(s.as<ForNode>()->loop_var.get());
+  for (const Stmt& s : order) {
+    const auto* l = s.as<ForNode>();
+    below.erase(below.begin());
+    if (UsesAnyVar(l->min, below) || UsesAnyVar(l->extent, below)) {
+      return absl::InvalidArgumentError(absl::StrCat("reorder: the range of loop '", l->loop_var.name(),
+                                                     "' depends on a loop of the nest that would be inside it"));
+    }
   }
   Stmt body = chain.back().as<ForNode>()->body;
   for (size_t i = order.size(); i-- > 0;) {

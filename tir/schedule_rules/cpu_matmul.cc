@@ -609,7 +609,7 @@ std::optional<WideEdgeLoops> FindWideEdgeLoops(Schedule* s, const std::string& n
     return f.ok() ? f->as<ForNode>() : nullptr;
   };
   const ForNode *pairs = loop(n - 4), *k = loop(n - 3), *rows = loop(n - 2), *vector = loop(n - 1);
-  if (!pairs || !k || !rows || !vector || pairs->for_kind != ForKind::kSerial || !pairs->extent.as_int() ||
+  if (!pairs || !k || !rows || !vector || pairs->for_kind != ForKind::kSerial ||
       k->for_kind != ForKind::kSerial || k->extent.as_int() != WideTileKBlock(options) ||
       rows->for_kind != ForKind::kUnrolled || vector->for_kind != ForKind::kVectorized) {
     return std::nullopt;

@@ -3,10 +3,13 @@
 #include <optional>
 
 #include "tir/analyzer.h"
+#include "tir/schedule/schedule_utils.h"
 #include "tir/stmt_functor.h"
 
 namespace kiln::tir::transform {
 namespace {
+
+using schedule_internal::UsesVar;
 
 // Whether `e` neither reads a buffer nor calls a function (its value then depends only on
 // its variables).
@@ -82,12 +85,33 @@ std::optional<Stmt> SplitAtGuard(const ForNode* loop) {
   return SeqStmt({prefix, rest});
 }
 
+// `loop` (serial or unrolled, its whole body `if (cond) A else B` with cond free of the
+// loop's variable) as `if (cond) { loop over A } else { loop over B }`; nullopt otherwise.
+// The guard then reaches the loop whose variable it tests, which SplitAtGuard splits: a
+// wide tile's column edge tests `is this vector pair whole?` under its k steps and rows.
+std::optional<Stmt> HoistInvariantGuard(const ForNode* loop) {
+  if (loop->for_kind != ForKind::kSerial && loop->for_kind != ForKind::kUnrolled) return std::nullopt;
+  const auto* guard = loop->body.as<IfThenElseNode>();
+  if (!guard || guard->condition.dtype().lanes() != 1 || !ReadsOnlyVariables(guard->condition) ||
+      UsesVar(guard->condition, loop->loop_var.get())) {
+    return std::nullopt;
+  }
+  auto over = [&](const Stmt& body) { return For(loop->loop_var, loop->min, loop->extent, loop->for_kind, body); };
+  if (!guard->else_case.defined()) return IfThenElse(guard->condition, over(guard->then_case));
+  // The else branch's loop binds a variable of its own (each loop binds its own).
+  Var else_var(loop->loop_var.name() + "_else", loop->loop_var.dtype());
+  Stmt else_loop = For(else_var, loop->min, loop->extent, loop->for_kind,
+                       Substitute(guard->else_case, VarMap{{loop->loop_var.get(), else_var}}));
+  return IfThenElse(guard->condition, over(guard->then_case), else_loop);
+}
+
 class GuardSplitter : public StmtExprMutator {
  public:
   Stmt VisitStmt_(const ForNode* op, const Stmt& self) override {
     Stmt visited = StmtExprMutator::VisitStmt_(op, self);
     const auto* loop = visited.as<ForNode>();
     if (!loop) return visited;
+    if (std::optional<Stmt> hoisted = HoistInvariantGuard(loop)) return *hoisted;
     std::optional<Stmt> split = SplitAtGuard(loop);
     return split ? *split : visited;
   }

@@ -149,5 +149,53 @@ prim_func @f(A: Buffer((8,), int64), B: Buffer((8,), float32)) {
   EXPECT_EQ(Print(SplitLoopsAtGuards(ParseFunc(text))), Canonical(text));
 }
 
+// A guard that does not use the loop around it (a wide tile's `is this vector pair whole?`
+// under its k steps and rows) moves above that loop, then splits the loop it tests.
+constexpr const char* kGuardUnderInnerLoops = R"TIR(
+prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) where n <= 64 {
+  for p in serial(0, floordiv(n + 3, 4)) {
+    for k in serial(0, 2) {
+      for r in unroll(0, 2) {
+        if 4 * p < n - 3 {
+          for l in serial(0, 4) {
+            B[4 * p + l] = B[4 * p + l] + A[4 * p + l] * 2.0
+          }
+        } else {
+          for t in serial(0, min(max(n - 4 * p, 0), 4)) {
+            B[4 * p + t] = B[4 * p + t] + A[4 * p + t] + 100.0
+          }
+        }
+      }
+    }
+  }
+})TIR";
+
+TEST(SplitLoopsAtGuardsTest, GuardFreeOfTheInnerLoopsMovesUpAndSplits) {
+  PrimFunc before = ParseFunc(kGuardUnderInnerLoops);
+  PrimFunc after = SplitLoopsAtGuards(before);
+  std::string printed = Print(after);
+  EXPECT_EQ(printed.find("if 4 * p"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("for p_rest in serial("), std::string::npos) << printed;
+  EXPECT_NE(printed.find("for k_else in serial(0, 2)"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("for r_else in unroll(0, 2)"), std::string::npos) << printed;
+  for (int64_t n : {0, 1, 3, 4, 5, 7, 8, 9, 16, 17, 63, 64}) {
+    EXPECT_EQ(Interpret(before, n), Interpret(after, n)) << "n = " << n;
+  }
+}
+
+// A guard on a vectorized or parallel loop's body stays where it is (the vectorizer and the
+// thread pool handle those loops whole).
+TEST(SplitLoopsAtGuardsTest, GuardStaysInVectorizedLoops) {
+  const char* text = R"TIR(
+prim_func @f(A: Buffer((n,), float32)) where n <= 64 {
+  for i in vectorized(0, 4) {
+    if n > 8 {
+      A[i] = 1.0
+    }
+  }
+})TIR";
+  EXPECT_EQ(Print(SplitLoopsAtGuards(ParseFunc(text))), Canonical(text));
+}
+
 }  // namespace
 }  // namespace kiln::tir::transform
