@@ -1210,6 +1210,15 @@ prim_func @f(A: Buffer((n, m), float32), B: Buffer((n,), float32)) {
 
 const std::vector<int64_t> kRowLengths = {0, 1, 2, 7, 13, 15, 16, 17, 31, 32, 33, 100, 1003};
 
+// kRowLengths and every rest 1..63 past two rounds of 64 lanes (AVX-512: 64 lanes, tail
+// steps of 16, the last under 16 one step of the lanes in range; AVX2: 32 and 8): each
+// vector tail count and every masked last step.
+std::vector<int64_t> RaggedRowLengths() {
+  std::vector<int64_t> lengths = kRowLengths;
+  for (int64_t rest = 1; rest < 64; ++rest) lengths.push_back(128 + rest);
+  return lengths;
+}
+
 TEST(ScheduleNumericsTest, RowReductionsInLanes) {
   struct Case {
     const char* what;
@@ -1229,7 +1238,7 @@ TEST(ScheduleNumericsTest, RowReductionsInLanes) {
     Variants v(Parse(RowReduction(c.init, c.update)));
     ASSERT_NE(v.scheduled_text().find("vectorized"), std::string::npos) << v.scheduled_text();
     for (int64_t n : {1, 5, 37}) {
-      for (int64_t m : kRowLengths) {
+      for (int64_t m : RaggedRowLengths()) {
         vm::Tensor a = RandomF32({n, m}, 30 + static_cast<uint32_t>(m));
         std::vector<double> expected(n, c.start), scale(n, std::fabs(c.start));
         for (int64_t i = 0; i < n; ++i) {
@@ -1436,6 +1445,26 @@ TEST(ScheduleNumericsTest, RowReductionLanesAreSimdInRegisters) {
   // The combine halves the register: 8-, 4- and 2-lane adds of its two halves.
   EXPECT_NE(ir->find("= fadd <8 x float>"), std::string::npos) << *ir;
   EXPECT_NE(ir->find("= fadd <4 x float>"), std::string::npos) << *ir;
+}
+
+// The rest of a symbolic row under one vector (64 lanes, tail steps of 16) is one 16-lane
+// step over the lanes in range: blended, its loads one masked load (it was up to 15 dependent
+// scalar adds per row). Numerics: RowReductionsInLanes (every rest 1..63).
+TEST(ScheduleNumericsTest, RowReductionLastStepIsOneMaskedVector) {
+  tir::PrimFunc func = Parse(RowReduction("0.0", "B[vi] + A[vi, vr]"));
+  absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(
+      tir::WithTarget(func, tir::Target::Cpu("host", 512, 1)), {.vector_lanes = 16, .num_threads = 1});
+  ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+  const std::string printed = relax::PrintPrimFunc(*scheduled, "k");
+  EXPECT_TRUE(absl::StrContains(printed, "[r_tail_tail_edge] = select(r_tail_tail_edge < floormod(m, 16), ")) << printed;
+  for (absl::string_view line : absl::StrSplit(printed, '\n')) {
+    const bool tail_loop = absl::StrContains(line, "for r_tail in") || absl::StrContains(line, "for r_tail_edge in") ||
+                           absl::StrContains(line, "for r_tail_tail");
+    EXPECT_FALSE(tail_loop && !absl::StrContains(line, "vectorized(")) << line << "\n" << printed;
+  }
+  absl::StatusOr<std::string> raw = DumpCpuLlvmIr({{"k", *scheduled}}, CpuTarget::Host(), /*optimize=*/false);
+  ASSERT_TRUE(raw.ok()) << raw.status();
+  EXPECT_TRUE(absl::StrContains(*raw, "@llvm.masked.load.v16f32")) << *raw;
 }
 
 // Not an assertion: what the lanes buy on a 512 x 1000 softmax on this machine.

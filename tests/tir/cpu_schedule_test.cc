@@ -503,7 +503,8 @@ TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {
 
 // A row reduction over contiguous elements: per-lane partial sums in a vectorized loop
 // (rfactor; four vectors of lanes for a symbolic row, four dependency chains, the rest in
-// vector steps into the first vector), the rows in parallel. A reduction reading its
+// vector steps into the first vector, the last under a vector as one step of lanes in
+// range), the rows in parallel. A reduction reading its
 // elements with a stride stays scalar.
 TEST(DefaultCpuScheduleTest, ReductionVectorizesTheRowAndRunsRowsInParallel) {
   const std::string lanes =
@@ -511,6 +512,7 @@ TEST(DefaultCpuScheduleTest, ReductionVectorizesTheRowAndRunsRowsInParallel) {
       "\"B_rf_half_2\", \"B_rf_half_3\", \"B_rf_half_4\", \"B_rf_tail_vector\"]\n"
       "get_loops(\"B_rf\") -> [\"i\", \"r_0\", \"r_1\"]\nvectorize(\"r_1\")\n"
       "get_loops(\"B_rf_init\") -> [\"i\", \"r_init\"]\nvectorize(\"r_init\")\n"
+      "get_loops(\"B_rf_tail\") -> [\"i\", \"r_tail\"]\nvectorize(\"r_tail\")\n"
       "get_loops(\"B_rf_half\") -> [\"i\", \"r_half\"]\nvectorize(\"r_half\")\n"
       "get_loops(\"B_rf_half_1\") -> [\"i\", \"r_half_1\"]\nvectorize(\"r_half_1\")\n"
       "get_loops(\"B_rf_half_2\") -> [\"i\", \"r_half_2\"]\nvectorize(\"r_half_2\")\n"

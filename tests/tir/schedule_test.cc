@@ -1174,7 +1174,9 @@ TEST(ScheduleTest, RFactorSplitsTheReductionIntoLanes) {
 }
 
 // Tail lanes: 300 = 4 * 64 + 2 * 16 + 12. The 44 elements after the four rounds of 64 run
-// as two steps of 16 lanes into the first 16 lanes, the last 12 into lane 0; replayed from
+// as two steps of 16 lanes into the first 16 lanes, the last 12 as one step of 16 lanes
+// whose lanes from 12 on do nothing (`where r_tail < 12`: vectorized, GuardVectorizedTails
+// blends it); replayed from
 // the printed trace (rfactor with two integers) to the same function.
 TEST(ScheduleTest, RFactorWithTailLanesRunsTheRestInVectorSteps) {
   const std::string text = absl::StrReplaceAll(kRowMax40, {{"40", "300"}});
@@ -1187,11 +1189,12 @@ TEST(ScheduleTest, RFactorWithTailLanesRunsTheRestInVectorSteps) {
   EXPECT_THAT(printed, HasSubstr("for r_0 in serial(0, 4)")) << printed;
   EXPECT_THAT(printed, HasSubstr("for r_tail_0 in serial(0, 2)")) << printed;
   EXPECT_THAT(printed, HasSubstr("for r_tail_1 in serial(0, 16)")) << printed;
-  EXPECT_THAT(printed, HasSubstr("for r_tail in serial(0, 12)")) << printed;
+  EXPECT_THAT(printed, HasSubstr("for r_tail in serial(0, 16)")) << printed;
+  EXPECT_THAT(printed, HasSubstr("where r_tail < 12")) << printed;
   EXPECT_THAT(printed,
               HasSubstr("B_lanes[vr_tail_1] = max(B_lanes[vr_tail_1], A[vi_1, 256 + vr_tail_0 * 16 + vr_tail_1])"))
       << printed;
-  EXPECT_THAT(printed, HasSubstr("B_lanes[0] = max(B_lanes[0], A[vi_2, 288 + vr_tail])")) << printed;
+  EXPECT_THAT(printed, HasSubstr("B_lanes[vr_tail] = max(B_lanes[vr_tail], A[vi_2, 288 + vr_tail])")) << printed;
   ASSERT_TRUE(s.Vectorize("r_1").ok());
   ASSERT_TRUE(s.Vectorize("r_tail_1").ok());
   EXPECT_THAT(s.trace().ToString(), HasSubstr("rfactor(\"B\", \"r\", 64, 16)"));

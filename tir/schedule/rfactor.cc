@@ -234,8 +234,22 @@ absl::StatusOr<RFactorResult> RFactor(const PrimFunc& func, const std::string& b
     tail_start = SimplifyExpr(tail_start + vector_tail_extent * IntImm(vt, tail_lanes));
   }
   // Tail: the last elements one at a time, into lane 0 (a constant index keeps the
-  // accumulator promotable to a register).
-  if (has_tail) {
+  // accumulator promotable to a register). With tail lanes, as one step of tail_lanes lanes
+  // instead, lane l into lane l and only the lanes below K % tail_lanes (`k_tail < rest`):
+  // vectorized, GuardVectorizedTails blends it (one masked load) where the scalar steps
+  // were up to tail_lanes - 1 dependent operations per row.
+  if (has_tail && tail_lanes > 0) {
+    VarMap map;
+    std::vector<IterVar> tail_vars = copy_vars(false, &map);
+    tail_vars.push_back(IterVar{vtail, TL, IterType::kSpatial, kt});
+    map[split_var->var.get()] = tail_start + vtail;
+    PrimExpr in_rest = LT(kt, tail_extent);  // predicates are in the loops' variables
+    PrimExpr predicate = block->predicate.defined() ? And(block->predicate, in_rest) : in_rest;
+    Stmt tail_block = Block(tail_name, tail_vars,
+                            BufferStore(acc, MakeBinary(op, acc.Load({vtail}), Substitute(value, map)), {vtail}),
+                            Stmt(), predicate);
+    chain = SeqStmt({chain, For(kt, IntImm(it, 0), TL, ForKind::kSerial, tail_block)});
+  } else if (has_tail) {
     VarMap map;
     std::vector<IterVar> tail_vars = copy_vars(false, &map);
     tail_vars.push_back(IterVar{vtail, tail_extent, IterType::kReduction, kt});

@@ -65,7 +65,7 @@ bool VectorizeRowReduction(Schedule* s, const std::string& name, int lanes, int 
   absl::StatusOr<std::vector<std::string>> blocks = attempt.RFactor(name, inner->loop_var.name(), lanes, tail_lanes);
   if (!blocks.ok()) return false;
   for (size_t i = 0; i < blocks->size(); ++i) {
-    if (i == 2 || (*blocks)[i].empty()) continue;  // the scalar tail, or no vector tail
+    if ((i == 2 && tail_lanes == 0) || (*blocks)[i].empty()) continue;  // a scalar tail, or no vector tail
     absl::StatusOr<std::vector<std::string>> lane_loops = attempt.GetLoops((*blocks)[i]);
     if (!lane_loops.ok() || !attempt.Vectorize(lane_loops->back()).ok()) return false;
   }
