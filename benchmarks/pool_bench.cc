@@ -10,7 +10,10 @@
 //  3. the decode GEMV, y = x W with a 4096 x 4096 float weight (64 MiB, streamed from
 //     memory), its columns split in T tasks (2: fixed halves as the generated kernel; 4, 8:
 //     chunks any thread may claim), called back to back: weight GB/s, the share of calls that
-//     found the worker asleep, and the share of the columns the worker computed;
+//     found the worker asleep, and the share of the columns the worker computed; for the 2
+//     fixed halves, each half timed inside the call (its own start and end): the GB/s each
+//     half streamed while it ran, the share of the call both halves ran at once, and how far
+//     apart their starts and ends were (do both halves stream at once, or does one wait?);
 //  4. what an idle pool costs: the process's CPU time (getrusage) during the 500 ms after a
 //     burst of regions, while the caller sleeps (a serving process between requests must
 //     not hold a core: every spin is bounded).
@@ -120,6 +123,9 @@ struct Gemv {
   int64_t k, n;
   std::thread::id caller;
   std::atomic<int64_t> worker_columns{0};
+  // Each of 2 tasks' start and end inside the current call (a task writes only its own).
+  Clock::time_point half_start[2], half_end[2];
+  int half_cpu[2] = {-1, -1};  // the CPU each half started on
 };
 
 typedef float V8 __attribute__((vector_size(32)));
@@ -145,7 +151,13 @@ __attribute__((target("avx2,fma"))) void GemvColumns(const Gemv& g, int64_t c0, 
 int32_t GemvTask(int64_t task, int64_t num_tasks, void* closure) {
   auto& g = *static_cast<Gemv*>(closure);
   const int64_t per = g.n / num_tasks;  // n is a multiple of 8 * num_tasks
+  const bool halves = num_tasks == 2;
+  if (halves) {
+    g.half_start[task] = Clock::now();
+    g.half_cpu[task] = sched_getcpu();
+  }
   GemvColumns(g, task * per, (task + 1) * per);
+  if (halves) g.half_end[task] = Clock::now();
   if (std::this_thread::get_id() != g.caller) g.worker_columns.fetch_add(per);
   return 0;
 }
@@ -155,6 +167,13 @@ struct GemvFigures {
   uint64_t wakeups = 0;
   int64_t calls = 0;
   double worker_share = 0;  // summed over calls
+  // With 2 tasks, per call: each half's GB/s while it ran (both halves pushed), the share of
+  // the call's span both ran at once, and the gaps between their starts and their ends.
+  std::vector<double> half_gbps, overlap, start_gap_us, end_gap_us;
+  int64_t same_cpu = 0;  // calls whose two halves started on the same CPU
+  // Each half's GB/s in the calls whose halves ran at once for at least 90 % of the call: the
+  // memory side alone (does one half's stream slow the other's?).
+  std::vector<double> overlapped_half_gbps;
 };
 
 void MeasureGemv(kiln::vm::ThreadPool& pool, Gemv& g, int tasks, int calls, GemvFigures& out) {
@@ -166,6 +185,21 @@ void MeasureGemv(kiln::vm::ThreadPool& pool, Gemv& g, int tasks, int calls, Gemv
     if (pool.ParallelFor(tasks, GemvTask, &g) != 0) std::abort();
     out.gbps.push_back(bytes / Micros(Clock::now() - start) / 1000);
     out.worker_share += static_cast<double>(g.worker_columns.load()) / static_cast<double>(g.n);
+    if (tasks == 2) {
+      for (int h = 0; h < 2; ++h) out.half_gbps.push_back(bytes / 2 / Micros(g.half_end[h] - g.half_start[h]) / 1000);
+      const auto first_start = std::min(g.half_start[0], g.half_start[1]);
+      const auto last_start = std::max(g.half_start[0], g.half_start[1]);
+      const auto first_end = std::min(g.half_end[0], g.half_end[1]);
+      const auto last_end = std::max(g.half_end[0], g.half_end[1]);
+      const double overlap = std::max(0.0, Micros(first_end - last_start)) / Micros(last_end - first_start);
+      out.overlap.push_back(overlap);
+      if (overlap >= 0.9) {
+        for (size_t h = out.half_gbps.size() - 2; h < out.half_gbps.size(); ++h) out.overlapped_half_gbps.push_back(out.half_gbps[h]);
+      }
+      out.start_gap_us.push_back(Micros(last_start - first_start));
+      out.end_gap_us.push_back(Micros(last_end - first_end));
+      if (g.half_cpu[0] == g.half_cpu[1]) ++out.same_cpu;
+    }
   }
   out.calls += calls;
   out.wakeups += pool.wakeups() - wakeups_before;
@@ -323,8 +357,8 @@ int main(int argc, char** argv) {
   std::printf("GEMV 4096 x 4096 float weight, %d calls back to back per round: weight GB/s median / best; share of "
               "calls that woke a sleeping worker; share of the columns the worker computed\n",
               calls);
-  std::printf("  1 thread (peer)          :            %6.1f / %6.1f\n", Quantile(serial_gemv.gbps, 0.5),
-              Quantile(serial_gemv.gbps, 1.0));
+  std::printf("  1 thread (peer)          :            %6.1f / %6.1f   each half %5.1f GB/s median\n",
+              Quantile(serial_gemv.gbps, 0.5), Quantile(serial_gemv.gbps, 1.0), Quantile(serial_gemv.half_gbps, 0.5));
   for (size_t p = 0; p < spins.size(); ++p) {
     for (size_t t = 0; t < gemv_tasks.size(); ++t) {
       const GemvFigures& f = gemv[p][t];
@@ -333,6 +367,17 @@ int main(int argc, char** argv) {
                   Quantile(f.gbps, 0.5) / Quantile(serial_gemv.gbps, 0.5), Quantile(f.gbps, 1.0) / Quantile(serial_gemv.gbps, 1.0),
                   100.0 * static_cast<double>(f.wakeups) / static_cast<double>(f.calls),
                   100.0 * f.worker_share / static_cast<double>(f.calls));
+      if (gemv_tasks[t] == 2) {
+        std::printf("      each half while it ran: %5.1f GB/s median (p10 %5.1f, p90 %5.1f); both at once %3.0f%% of the call "
+                    "(median); start gap median %6.1f us p90 %7.1f; end gap median %6.1f us p90 %7.1f; both halves on one CPU in %3.0f%% of calls\n"
+                    "      calls with the halves at once for >= 90%% of the call: %3.0f%%, each half %5.1f GB/s median in them\n",
+                    Quantile(f.half_gbps, 0.5), Quantile(f.half_gbps, 0.1), Quantile(f.half_gbps, 0.9),
+                    100.0 * Quantile(f.overlap, 0.5), Quantile(f.start_gap_us, 0.5), Quantile(f.start_gap_us, 0.9),
+                    Quantile(f.end_gap_us, 0.5), Quantile(f.end_gap_us, 0.9),
+                    100.0 * static_cast<double>(f.same_cpu) / static_cast<double>(f.calls),
+                    50.0 * static_cast<double>(f.overlapped_half_gbps.size()) / static_cast<double>(f.calls),
+                    f.overlapped_half_gbps.empty() ? 0.0 : Quantile(f.overlapped_half_gbps, 0.5));
+      }
     }
   }
   return y[0] == -1.0f ? 1 : 0;  // keep the results alive
