@@ -266,9 +266,7 @@ int GenerateCommand(int argc, char** argv) {
   } else {
     // Control tokens written in the prompt (<|im_start|>) are recognized, as llama.cpp and
     // Hugging Face tokenizers recognize them: a chat written out by hand means the same.
-    ids = (*tokenizer)->Encode(prompt, /*allow_special=*/true);
-    if (ids.ok() && (*tokenizer)->add_bos() && (*tokenizer)->bos_id() >= 0) ids->insert(ids->begin(), (*tokenizer)->bos_id());
-    if (ids.ok() && (*tokenizer)->add_eos() && (*tokenizer)->eos_id() >= 0) ids->push_back((*tokenizer)->eos_id());
+    ids = (*tokenizer)->EncodePrompt(prompt);
   }
   if (!ids.ok()) return Fail(std::string(ids.status().message()));
   if (absl::Status valid = sampling.Validate((*runner)->config().vocab_size); !valid.ok()) {
