@@ -9,13 +9,16 @@ jinja2; benchmarks/llm_bench_llama_cpp.sh creates it). Never run in CI.
       jinja2, then tokenized the same way) and writes the ids to
       tests/serving/llama_cpp_prompt_cases.inc, which tests/serving/llama_cpp_prompt_test.cc
       compares with Kiln's tokenizer in ctest (no Python there).
-  python benchmarks/llm_prompt_parity.py generate [MODEL] [--kiln build/tools/kiln] [-n 64]
-      [--only NAME,...] [--limit N]
+  python benchmarks/llm_prompt_parity.py generate [MODEL] [--kiln build/kiln] [-n 64]
+      [--quick] [--only NAME,...] [--limit N]
       runs `kiln generate --temperature 0` on every prompt and compares its text with llama.cpp's
       greedy continuation of the same prompt (stopping where llama.cpp stops: an end-of-generation
       token, -n tokens, or the context's end).
-  python benchmarks/llm_prompt_parity.py serve [MODEL] [--kiln build/tools/kiln] [-n 64]
+  python benchmarks/llm_prompt_parity.py serve [MODEL] [--kiln build/kiln] [-n 64]
       the multi-turn chats through `kiln serve`'s /v1/chat/completions at temperature 0.
+  python benchmarks/llm_prompt_parity.py quantize [MODEL] [--types Q8_0,...]
+      requantizes MODEL with llama.cpp's llama_model_quantize into /tmp/llm22_TYPE.gguf (every
+      type llama.cpp writes unless --types); then `generate /tmp/llm22_Q8_0.gguf --quick`.
 """
 
 import argparse
@@ -180,6 +183,11 @@ MULTI_TURN = [
 ]
 
 
+# `--quick`: ten prompts of different kinds, for checking every model file.
+QUICK = ["plain", "plain_story", "code_python_tabs", "cjk_chinese", "emoji_zwj", "numbers",
+         "special_im_start", "leading_newlines", "chat_system", "chat_code"]
+
+
 def vocab_model(model):
     return Llama(model_path=model, vocab_only=True, verbose=False)
 
@@ -283,8 +291,12 @@ def generate(args):
     llm = Llama(model_path=args.model, n_ctx=args.ctx, n_batch=512, n_ubatch=512, n_threads=1,
                 n_threads_batch=1, logits_all=True, verbose=False)
     cases = [(name, ["--prompt", p], tokenize(llm, p)) for name, p in RAW_PROMPTS]
+    # llama-cli, like kiln generate, adds no system message for an empty -sys "" (the HTTP API
+    # keeps an empty one: `serve`, and the ids of write-cases).
     cases += [(name, ["--chat", "--prompt", u] + (["--system", s] if s is not None else []),
-               tokenize(llm, render_chat(llm, chat_messages(s, u)))) for name, s, u in CHAT_PROMPTS]
+               tokenize(llm, render_chat(llm, chat_messages(s or None, u)))) for name, s, u in CHAT_PROMPTS]
+    if args.quick:
+        args.only = ",".join(QUICK)
     if args.only:
         cases = [c for c in cases if c[0] in args.only.split(",")]
     cases = cases[:args.limit] if args.limit else cases
@@ -360,19 +372,38 @@ def serve(args):
             server.kill()
 
 
+def quantize(args):
+    names = args.types.split(",") if args.types else sorted(
+        n[len("LLAMA_FTYPE_MOSTLY_"):] for n in dir(llama_cpp) if n.startswith("LLAMA_FTYPE_MOSTLY_")) + ["F32"]
+    for name in names:
+        ftype = getattr(llama_cpp, "LLAMA_FTYPE_ALL_F32" if name == "F32" else "LLAMA_FTYPE_MOSTLY_" + name)
+        out = f"/tmp/llm22_{name}.gguf"
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = ftype
+        params.allow_requantize = True
+        params.nthread = 1
+        rc = llama_cpp.llama_model_quantize(args.model.encode(), out.encode(), params)
+        print(f"{name}: {'wrote ' + out if rc == 0 else 'llama.cpp could not write it (status ' + str(rc) + ')'}", flush=True)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("command", choices=["write-cases", "generate", "serve"])
+    parser.add_argument("command", choices=["write-cases", "generate", "serve", "quantize"])
     parser.add_argument("model", nargs="?", default=DEFAULT_MODEL)
-    parser.add_argument("--kiln", default=os.path.join(os.environ.get("KILN_BUILD_DIR", os.path.join(ROOT, "build")), "tools", "kiln"))
+    parser.add_argument("--kiln", default=os.path.join(os.environ.get("KILN_BUILD_DIR", os.path.join(ROOT, "build")), "kiln"))
     parser.add_argument("-n", type=int, default=64)
     parser.add_argument("--ctx", type=int, default=2048, help="the context (kiln -c, llama.cpp n_ctx)")
     parser.add_argument("--only", help="comma-separated case names")
     parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="the ten prompts of QUICK")
+    parser.add_argument("--types", help="quantize: comma-separated llama.cpp types (Q8_0,Q4_K_M,...)")
     args = parser.parse_args()
     if args.command == "write-cases":
         write_cases(args)
         return 0
+    if args.command == "quantize":
+        return quantize(args)
     return generate(args) if args.command == "generate" else serve(args)
 
 
