@@ -10,7 +10,7 @@ jinja2; benchmarks/llm_bench_llama_cpp.sh creates it). Never run in CI.
       tests/serving/llama_cpp_prompt_cases.inc, which tests/serving/llama_cpp_prompt_test.cc
       compares with Kiln's tokenizer in ctest (no Python there).
   python benchmarks/llm_prompt_parity.py generate [MODEL] [--kiln build/kiln] [-n 64]
-      [--quick] [--only NAME,...] [--limit N]
+      [--quick] [--only NAME,...] [--limit N] [--ctx N] [--context-edges]
       runs `kiln generate --temperature 0` on every prompt and compares its text with llama.cpp's
       greedy continuation of the same prompt (stopping where llama.cpp stops: an end-of-generation
       token, -n tokens, or the context's end).
@@ -288,26 +288,39 @@ def kiln_generate(kiln, model, argv, n, ctx):
 
 
 def generate(args):
-    llm = Llama(model_path=args.model, n_ctx=args.ctx, n_batch=512, n_ubatch=512, n_threads=1,
+    # llama.cpp pads a context to a multiple of 256 (llama_n_ctx), and kiln generate's -c too;
+    # llama-cpp-python sizes its logits by the unpadded n_ctx, so give it the padded one.
+    n_ctx = -(-args.ctx // 256) * 256
+    llm = Llama(model_path=args.model, n_ctx=n_ctx, n_batch=512, n_ubatch=512, n_threads=1,
                 n_threads_batch=1, logits_all=True, verbose=False)
     cases = [(name, ["--prompt", p], tokenize(llm, p)) for name, p in RAW_PROMPTS]
     # llama-cli, like kiln generate, adds no system message for an empty -sys "" (the HTTP API
     # keeps an empty one: `serve`, and the ids of write-cases).
     cases += [(name, ["--chat", "--prompt", u] + (["--system", s] if s is not None else []),
                tokenize(llm, render_chat(llm, chat_messages(s or None, u)))) for name, s, u in CHAT_PROMPTS]
+    if args.context_edges:
+        # Prompts of the context's length less one (one token fits), exactly it and one more
+        # (refused by both), cut from a long text where its tokens re-tokenize the same.
+        long_ids = tokenize(llm, LOREM * 64)
+        for target in (args.ctx - 16, args.ctx - 1, args.ctx, args.ctx + 1):
+            for cut in range(target, target + 64):
+                text = llm.detokenize(long_ids[:cut]).decode()
+                if len(tokenize(llm, text)) == target:
+                    cases.append((f"context_{target}_of_{args.ctx}", ["--prompt", text], tokenize(llm, text)))
+                    break
     if args.quick:
         args.only = ",".join(QUICK)
     if args.only:
-        cases = [c for c in cases if c[0] in args.only.split(",")]
+        cases = [c for c in cases if c[0] in args.only.split(",") or c[0].startswith("context_")]
     cases = cases[:args.limit] if args.limit else cases
     agree = 0
     for name, argv, ids in cases:
         rc, text, err = kiln_generate(args.kiln, args.model, argv, args.n, args.ctx)
-        if len(ids) >= args.ctx:
+        if len(ids) >= n_ctx:
             # llama.cpp refuses a prompt that does not fit (the server: "the request exceeds
             # the available context size"); so must Kiln.
             ok = rc != 0 and "context holds" in err
-            print(f"{'ok  ' if ok else 'DIFF'} {name}: prompt of {len(ids)} tokens over the context of {args.ctx}:"
+            print(f"{'ok  ' if ok else 'DIFF'} {name}: prompt of {len(ids)} tokens over the context of {n_ctx}:"
                   f" kiln exit {rc}: {err.strip().splitlines()[-1] if err.strip() else ''}")
             agree += ok
             continue
@@ -396,6 +409,8 @@ def main():
     parser.add_argument("--ctx", type=int, default=2048, help="the context (kiln -c, llama.cpp n_ctx)")
     parser.add_argument("--only", help="comma-separated case names")
     parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--context-edges", action="store_true",
+                        help="generate: also prompts of --ctx less 16, less 1, exactly --ctx and one more tokens")
     parser.add_argument("--quick", action="store_true", help="the ten prompts of QUICK")
     parser.add_argument("--types", help="quantize: comma-separated llama.cpp types (Q8_0,Q4_K_M,...)")
     args = parser.parse_args()
