@@ -34,6 +34,30 @@ std::optional<GgmlTypeInfo> FindGgmlType(uint32_t id) {
   return std::nullopt;
 }
 
+std::string_view UnknownGgmlTypeName(uint32_t id) {
+  // ggml's enum ggml_type: ids 4, 5 and 31-33, 36-38 are removed types.
+  switch (id) {
+    case 4: return "q4_2";
+    case 5: return "q4_3";
+    case 17: return "iq2_xs";
+    case 18: return "iq3_xxs";
+    case 19: return "iq1_s";
+    case 21: return "iq3_s";
+    case 22: return "iq2_s";
+    case 29: return "iq1_m";
+    case 31: return "q4_0_4_4";
+    case 32: return "q4_0_4_8";
+    case 33: return "q4_0_8_8";
+    case 34: return "tq1_0";
+    case 35: return "tq2_0";
+    case 36: return "iq4_nl_4_4";
+    case 37: return "iq4_nl_4_8";
+    case 38: return "iq4_nl_8_8";
+    case 39: return "mxfp4";
+    default: return "";
+  }
+}
+
 GgmlTypeInfo GgmlTypeLayout(GgmlType type) {
   std::optional<GgmlTypeInfo> info = FindGgmlType(static_cast<uint32_t>(type));
   KILN_CHECK(info.has_value()) << "GgmlType " << static_cast<uint32_t>(type) << " has no layout";

@@ -50,6 +50,10 @@ struct GgmlTypeInfo {
 // The layout of type id `id`, or nullopt when the id is not one of the types above.
 std::optional<GgmlTypeInfo> FindGgmlType(uint32_t id);
 
+// ggml's name of a type id that FindGgmlType does not know ("iq3_s" for 21, "tq1_0" for 34),
+// for errors that name what a file holds; "" for an id ggml never had.
+std::string_view UnknownGgmlTypeName(uint32_t id);
+
 // The layout of a known type.
 GgmlTypeInfo GgmlTypeLayout(GgmlType type);
 

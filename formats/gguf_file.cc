@@ -238,7 +238,14 @@ class GgufParser {
     uint32_t type_id = 0;
     KILN_RETURN_IF_ERROR(ReadScalar(item, "type", &type_id));
     std::optional<GgmlTypeInfo> type = FindGgmlType(type_id);
-    if (!type.has_value()) return Error(item, absl::StrCat("unknown ggml type ", type_id));
+    if (!type.has_value()) {
+      const std::string_view name = UnknownGgmlTypeName(type_id);
+      if (!name.empty()) {
+        return Error(item, absl::StrCat("has type ", std::string(name), " (ggml type ", type_id, "), which Kiln does not support "
+                                        "(docs/llm.md lists the weight types it runs)"));
+      }
+      return Error(item, absl::StrCat("unknown ggml type ", type_id));
+    }
     KILN_RETURN_IF_ERROR(ReadScalar(item, "data offset", &tensor.offset));
     const uint64_t row = ndim == 0 ? 1 : dims[0];
     if (row % static_cast<uint64_t>(type->block_size) != 0) {

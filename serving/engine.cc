@@ -207,9 +207,7 @@ absl::StatusOr<std::vector<int32_t>> Engine::Impl::PromptTokens(const Generation
   if (request.prompt.has_value()) {
     // Control tokens in a raw prompt are recognized, as llama.cpp's server and Hugging Face
     // tokenizers recognize them.
-    KILN_ASSIGN_OR_RETURN(ids, tokenizer_->Encode(*request.prompt, /*allow_special=*/true));
-    if (tokenizer_->add_bos() && tokenizer_->bos_id() >= 0) ids.insert(ids.begin(), tokenizer_->bos_id());
-    if (tokenizer_->add_eos() && tokenizer_->eos_id() >= 0) ids.push_back(tokenizer_->eos_id());
+    KILN_ASSIGN_OR_RETURN(ids, tokenizer_->EncodePrompt(*request.prompt));
   } else if (request.messages.has_value()) {
     if (!chat_template_.has_value()) {
       return absl::InvalidArgumentError(

@@ -284,13 +284,13 @@ void Tokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>* out) c
     }
   }
   const size_t n = piece.size();
-  // One symbol per byte; a byte without a symbol token is the unknown token (or -1, dropped),
-  // which no merge involves.
+  // One symbol per byte. A byte without a symbol token is -1, which no merge involves and
+  // which is dropped: llama.cpp drops it (it looks the byte up as text and finds nothing), so
+  // SmolLM2's "\x04" gives no token, not the unknown token that Hugging Face writes.
   std::vector<int32_t> ids(n);
   std::vector<int32_t> prev(n), next(n);
   for (size_t i = 0; i < n; ++i) {
-    int32_t id = byte_tokens_[static_cast<uint8_t>(piece[i])];
-    ids[i] = id >= 0 ? id : unknown_id_;
+    ids[i] = byte_tokens_[static_cast<uint8_t>(piece[i])];
     prev[i] = static_cast<int32_t>(i) - 1;
     next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
   }
@@ -430,6 +430,13 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeChatPrompt(std::string_vie
   KILN_ASSIGN_OR_RETURN(std::vector<int32_t> ids, Encode(text, /*allow_special=*/true));
   if (add_bos_ && bos_id_ >= 0 && (ids.empty() || ids.front() != bos_id_)) ids.insert(ids.begin(), bos_id_);
   if (add_eos_ && eos_id_ >= 0 && (ids.empty() || ids.back() != eos_id_)) ids.push_back(eos_id_);
+  return ids;
+}
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodePrompt(std::string_view text) const {
+  KILN_ASSIGN_OR_RETURN(std::vector<int32_t> ids, Encode(text, /*allow_special=*/true));
+  if (add_bos_ && bos_id_ >= 0) ids.insert(ids.begin(), bos_id_);
+  if (add_eos_ && eos_id_ >= 0) ids.push_back(eos_id_);
   return ids;
 }
 

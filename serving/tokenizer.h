@@ -72,6 +72,12 @@ class Tokenizer {
   // Llama 2's does, and gets one).
   absl::StatusOr<std::vector<int32_t>> EncodeChatPrompt(std::string_view text) const;
 
+  // A raw prompt encoded as llama-cli and llama.cpp's server encode it (common_tokenize with
+  // add_special and parse_special): special tokens allowed, so a chat written out by hand
+  // means the same as the template's; bos first and eos last where the file asks for them,
+  // even where the text already holds one (llama.cpp adds them regardless).
+  absl::StatusOr<std::vector<int32_t>> EncodePrompt(std::string_view text) const;
+
   // The bytes of `ids`; control and unknown tokens are rendered as their text unless
   // `skip_special`. An id outside the vocabulary is an error.
   absl::StatusOr<std::string> Decode(absl::Span<const int32_t> ids, bool skip_special = false) const;

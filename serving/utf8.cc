@@ -1,5 +1,6 @@
 #include "serving/utf8.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace kiln::serving {
@@ -74,8 +75,12 @@ std::string ReplaceInvalidUtf8(std::string_view text) {
   while (pos < text.size()) {
     size_t n = Utf8CharLength(text.substr(pos, 4));
     if (n == 0) {
+      // One U+FFFD per maximal subpart (Unicode 3.9, U+FFFD substitution): a character cut
+      // short ("\xE4\xB8") is one, as Python, browsers and llama.cpp's server (nlohmann::json's
+      // replace) write it; a byte that starts no character is one by itself.
+      size_t length = 0;
       out += "\xEF\xBF\xBD";
-      ++pos;
+      pos += std::max<size_t>(1, ValidStart(text.substr(pos, 4), &length));
     } else {
       out.append(text, pos, n);
       pos += n;

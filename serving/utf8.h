@@ -19,7 +19,8 @@ bool IsIncompleteUtf8Char(std::string_view text);
 // The length of the longest prefix of `text` that is valid UTF-8.
 size_t ValidUtf8Prefix(std::string_view text);
 
-// `text` with each invalid byte replaced by U+FFFD.
+// `text` with each maximal invalid subpart (a character cut short, or a byte that starts no
+// character) replaced by one U+FFFD.
 std::string ReplaceInvalidUtf8(std::string_view text);
 
 }  // namespace kiln::serving

@@ -67,7 +67,8 @@ constexpr const char* kUsage =
     "  -t, --threads N         threads for kernels (default: KILN_NUM_THREADS or the cores)\n"
     "  -c, --kv-cache-tokens N KV cache size in tokens, which bounds prompt plus output\n"
     "                          (default: the model's context, at most 32768; also\n"
-    "                          --ctx-size)\n"
+    "                          --ctx-size); rounded up to a multiple of 256, as llama.cpp\n"
+    "                          pads it\n"
     "  -ub, --ubatch-size N    prompt tokens per model call (default 512, llama.cpp's\n"
     "                          n_ubatch: a prompt's logits are then llama.cpp's bit for\n"
     "                          bit, a lone last token included)\n"
@@ -223,19 +224,27 @@ int GenerateCommand(int argc, char** argv) {
   if (!gguf.ok()) return Fail(std::string(gguf.status().message()));
   absl::StatusOr<std::shared_ptr<const serving::Tokenizer>> tokenizer = serving::Tokenizer::FromGguf(**gguf);
   if (!tokenizer.ok()) return Fail(std::string(tokenizer.status().message()));
-  // One sequence can use no more of the cache than the model's context: a larger -c would
-  // only take memory (llama.cpp would run past the trained context instead), so it is
-  // capped, with a note. A size between pages is rounded up to a whole page, as llama.cpp
-  // pads its context.
+  // -c is rounded up to a multiple of 256 tokens, as llama.cpp pads a sequence's context
+  // (llama_n_ctx gives 512 for 336), so that generation stops where llama.cpp's does. One
+  // sequence can use no more of the cache than the model's context: a larger -c would only
+  // take memory (llama.cpp would run past the trained context instead), so it is capped.
+  // Both with a note.
   if (kv_tokens > 0) {
     absl::StatusOr<formats::LlamaConfig> config = formats::LlamaConfig::FromGguf(**gguf);
     if (!config.ok()) return Fail(std::string(config.status().message()));
+    constexpr int64_t kLlamaCppContextPad = 256;
     if (kv_tokens > config->context_length) {
       std::fprintf(stderr, "kiln: note: --kv-cache-tokens %lld is above the model's context of %lld tokens; "
                    "using %lld (prompt and output)\n",
                    static_cast<long long>(kv_tokens), static_cast<long long>(config->context_length),
                    static_cast<long long>(config->context_length));
       kv_tokens = config->context_length;
+    } else if (kv_tokens % kLlamaCppContextPad != 0) {
+      const int64_t padded = std::min<int64_t>(config->context_length, (kv_tokens / kLlamaCppContextPad + 1) * kLlamaCppContextPad);
+      std::fprintf(stderr, "kiln: note: --kv-cache-tokens %lld rounded up to %lld, as llama.cpp pads its context to a "
+                   "multiple of %lld\n", static_cast<long long>(kv_tokens), static_cast<long long>(padded),
+                   static_cast<long long>(kLlamaCppContextPad));
+      kv_tokens = padded;
     }
   }
   runner_options.kv_cache_tokens = kv_tokens;
@@ -266,9 +275,7 @@ int GenerateCommand(int argc, char** argv) {
   } else {
     // Control tokens written in the prompt (<|im_start|>) are recognized, as llama.cpp and
     // Hugging Face tokenizers recognize them: a chat written out by hand means the same.
-    ids = (*tokenizer)->Encode(prompt, /*allow_special=*/true);
-    if (ids.ok() && (*tokenizer)->add_bos() && (*tokenizer)->bos_id() >= 0) ids->insert(ids->begin(), (*tokenizer)->bos_id());
-    if (ids.ok() && (*tokenizer)->add_eos() && (*tokenizer)->eos_id() >= 0) ids->push_back((*tokenizer)->eos_id());
+    ids = (*tokenizer)->EncodePrompt(prompt);
   }
   if (!ids.ok()) return Fail(std::string(ids.status().message()));
   if (absl::Status valid = sampling.Validate((*runner)->config().vocab_size); !valid.ok()) {

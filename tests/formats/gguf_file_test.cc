@@ -324,6 +324,11 @@ TEST(GgufFile, BadFilesAreRefusedNamingTheField) {
             "test.gguf: tensor 0 ('blk.0.attn_q.weight'): rows of 100 q4_1 elements are not a whole number of "
             "32-element blocks");
   EXPECT_EQ(ErrorOf(WithTensor(77, {4}, 16)), "test.gguf: tensor 0 ('blk.0.attn_q.weight'): unknown ggml type 77");
+  // A type ggml has and Kiln does not (llama_model_quantize writes iq3_s and tq1_0 files) is named.
+  EXPECT_EQ(ErrorOf(WithTensor(21, {256}, 110)),
+            "test.gguf: tensor 0 ('blk.0.attn_q.weight'): has type iq3_s (ggml type 21), which Kiln does not support "
+            "(docs/llm.md lists the weight types it runs)");
+  EXPECT_THAT(ErrorOf(WithTensor(34, {256}, 54)), ::testing::HasSubstr("has type tq1_0 (ggml type 34)"));
   EXPECT_EQ(ErrorOf(WithTensor(0, {1, 1, 1, 1, 1}, 4)), "test.gguf: tensor 0 ('blk.0.attn_q.weight'): 5 dimensions (at most 4)");
   EXPECT_EQ(ErrorOf(WithTensor(0, {1ull << 32, 1ull << 32}, 4)),
             "test.gguf: tensor 0 ('blk.0.attn_q.weight'): the element count overflows 64 bits");

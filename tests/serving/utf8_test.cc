@@ -29,6 +29,13 @@ TEST(Utf8, PrefixesAndReplacement) {
   EXPECT_EQ(ValidUtf8Prefix(""), 0u);
   EXPECT_EQ(ReplaceInvalidUtf8("a\xFF" "b\xC3"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
   EXPECT_EQ(ReplaceInvalidUtf8("\xE6\x97\xA5"), "\xE6\x97\xA5");
+  // Maximal subparts, as Python's bytes.decode(errors="replace") gives them.
+  EXPECT_EQ(ReplaceInvalidUtf8("\xE4\xB8"), "\xEF\xBF\xBD");
+  EXPECT_EQ(ReplaceInvalidUtf8("x\xF0\x9F\x98y"), "x\xEF\xBF\xBDy");
+  EXPECT_EQ(ReplaceInvalidUtf8("\xE4\xB8\xE4\xB8\xBD"), "\xEF\xBF\xBD\xE4\xB8\xBD");
+  EXPECT_EQ(ReplaceInvalidUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");       // overlong: no valid start
+  EXPECT_EQ(ReplaceInvalidUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
+  EXPECT_EQ(ReplaceInvalidUtf8("\xF4\x90\x80\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // past U+10FFFF
 }
 
 }  // namespace

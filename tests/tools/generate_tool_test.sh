@@ -36,10 +36,12 @@ out3=$("$kiln" generate "$dir/smol.kx" --prompt "The capital of France is" -n 8 
 out4=$("$kiln" generate -m "$model" --prompt "The capital of France is" --n-predict 8 -t 1 -c 64 --seed -1 --temperature 0 2>/dev/null)
 [ "$out" = "$out4" ] || fail "llama.cpp-style flags differ: '$out' vs '$out4'"
 
-# More tokens than the context holds: the output stops at the context, and says so.
-"$kiln" generate -m "$model" --prompt "The capital of France is" -n 100 -c 20 --temperature 0 --ignore-eos \
+# More tokens than the context holds: the output stops at the context, and says so. -c 20 is
+# 256 tokens, as in llama.cpp, and the 5-token prompt leaves 251, where llama.cpp's server stops
+# (its last token is the one sampled when n_past + 1 reaches n_ctx).
+"$kiln" generate -m "$model" --prompt "The capital of France is" -n 300 -c 20 --temperature 0 --ignore-eos \
   >/dev/null 2>"$dir/err_ctx" || fail "a full context is an error: $(cat "$dir/err_ctx")"
-grep -q "kiln: stopped after [0-9]* of 100 tokens: the context holds 32 tokens" "$dir/err_ctx" ||
+grep -q "kiln: stopped after 251 of 300 tokens: the context holds 256 tokens" "$dir/err_ctx" ||
   fail "a full context is not reported: $(cat "$dir/err_ctx")"
 
 # Chat, sampling with a seed (reproducible), a stop string.
@@ -118,10 +120,10 @@ expect_error "unknown device 'tpu'" --prompt hi --device tpu
   fail "-c 2^63 failed: $(cat "$dir/err_big")"
 grep -q "note: --kv-cache-tokens 9223372036854775807 is above the model's context of 8192 tokens; using 8192" \
   "$dir/err_big" || fail "-c above the context is not noted: $(cat "$dir/err_big")"
-# Below a page: rounded up to the page, and said so.
+# Not a multiple of 256: rounded up as llama.cpp pads its context, and said so.
 "$kiln" generate -m "$model" --prompt hi -n 2 --temperature 0 -c 4 >/dev/null 2>"$dir/err_small" ||
   fail "-c 4 failed: $(cat "$dir/err_small")"
-grep -q "note: --kv-cache-tokens 4 rounded up to 16 (whole pages of 16 tokens)" "$dir/err_small" ||
+grep -q "note: --kv-cache-tokens 4 rounded up to 256, as llama.cpp pads its context to a multiple of 256" "$dir/err_small" ||
   fail "-c 4's rounding is not noted: $(cat "$dir/err_small")"
 # A token id past the vocabulary (eos = 49152 of 49152 tokens) is named before anything
 # compiles (it was found only after the model compiled).
