@@ -46,6 +46,11 @@ const std::vector<KnobRange>& SearchSpace() {
       {"matmul.wide_pack", {0, 1}},
       {"matmul.many_rows", {0, 8, 16, 32, 128, 256}},
       {"matmul.gemv_rows_per_pass", {0, 8, 16}},
+      // Where AVX2's packed wide tiles start (0: the rule's 32 rows; only matmuls over a
+      // constant weight with k a multiple of 256 above it take them). mm21's quiet A/B saw
+      // 24-28 rows lose packed by 3-5 % and 32 win by 8-10 % on one machine; the threshold
+      // depends on the cache sizes and the weight, so the search tries either side of it.
+      {"matmul.packed_least_rows", {0, 24, 40, 48}},
       // Lanes beyond the vector width are several vectors of partial results (or of
       // elements): independent chains, so the adds or exps of one do not wait on the other.
       {"reduction.lanes", {0, 1, 4, 8, 16, 32, 64}},

@@ -514,6 +514,19 @@ TEST(ScheduleNumericsTest, MatmulPackedWideTilesOfAvx2) {
 // (AVX2): a symbolic m on each side of the new boundary and the old one, up to the register
 // tiles; a constant m that now takes them (24: a partial 64-row tile alone) and one that
 // does not (16).
+// The tuner searches 24, 40 and 48 (tune/search_space.cc): 40, above the rule's 32, leaves
+// 32-39 rows to the unpacked tiles.
+TEST(ScheduleNumericsTest, MatmulPackedWideTilesFromMoreRowsByKnob) {
+  absl::StatusOr<tir::CpuScheduleKnobs> knobs = tir::CpuScheduleKnobs::Parse("matmul.packed_least_rows=40");
+  ASSERT_TRUE(knobs.ok()) << knobs.status();
+  Variants v(Parse(MatmulWithSizes("m", "512", "300")), *knobs);
+  EXPECT_NE(v.scheduled_text().find("if m >= 40 {"), std::string::npos) << v.scheduled_text();
+  EXPECT_EQ(v.scheduled_text().find("if m >= 32 {"), std::string::npos) << v.scheduled_text();
+  for (int64_t m : {1, 31, 32, 33, 39, 40, 41, 63, 64, 65}) {
+    ExpectMatmulVariantsMatchNaive(v, m, 512, 300, 160, "m=" + std::to_string(m));
+  }
+}
+
 TEST(ScheduleNumericsTest, MatmulPackedWideTilesFromFewerRowsByKnob) {
   absl::StatusOr<tir::CpuScheduleKnobs> knobs = tir::CpuScheduleKnobs::Parse("matmul.packed_least_rows=17");
   ASSERT_TRUE(knobs.ok()) << knobs.status();

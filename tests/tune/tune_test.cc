@@ -86,8 +86,12 @@ tir::CpuScheduleKnobs WideTileKnobs(int rows, int k_block, int step_rows, int su
   return k;
 }
 
-// Each wide-tile knob away from its default.
-tir::CpuScheduleKnobs KBlockedWideTiles() { return WideTileKnobs(48, 256, 6, 2, 128); }
+// Each wide-tile knob away from its default, AVX2's packed wide tiles from 40 rows.
+tir::CpuScheduleKnobs KBlockedWideTiles() {
+  tir::CpuScheduleKnobs k = WideTileKnobs(48, 256, 6, 2, 128);
+  k.matmul.packed_least_rows = 40;
+  return k;
+}
 
 // Wide tiles for the block's MLP up projection on AVX2 (k = 64 in two blocks, row steps of
 // 2, one sub-tile, packed), register tiles again from 32 rows.
@@ -125,14 +129,16 @@ TEST(TuneKnobsTest, RecordsFromBeforeANewKnobStillLoad) {
 }
 
 TEST(TuningDbTest, RecordsRoundTripAndTheBestIsPicked) {
-  std::vector<TuningRecord> records(3);
-  // The second is the faster relative to its baseline (0.5x against 0.67x).
+  std::vector<TuningRecord> records(4);
+  // The second is the faster relative to its baseline (0.5x against 0.67x and 0.8x).
   records[0] = {.workload = "abc cpu", .target = "cpu", .knobs = SmallTiles().ToString(), .dispatch_var = "n",
                 .size = 16, .seconds = 2e-6, .baseline_seconds = 3e-6};
   records[1] = {.workload = "abc cpu", .target = "cpu", .knobs = WideTiles().ToString(), .dispatch_var = "n",
                 .size = 16, .seconds = 1.5e-6, .baseline_seconds = 3e-6};
   records[2] = {.workload = "abc cpu", .target = "cpu", .knobs = tir::CpuScheduleKnobs().ToString(),
                 .dispatch_var = "n", .size = 256, .seconds = -1, .error = "timed out after 1 s"};
+  records[3] = {.workload = "abc cpu", .target = "cpu", .knobs = KBlockedWideTiles().ToString(), .dispatch_var = "n",
+                .size = 16, .seconds = 2.4e-6, .baseline_seconds = 3e-6};
   const std::string path = TempPath("db_round_trip.jsonl");
   std::remove(path.c_str());
   ASSERT_TRUE(AppendTuningRecords(path, records).ok());
@@ -471,9 +477,10 @@ TEST(SearchSpaceTest, OneKnobNeighboursOfTheDefault) {
   std::vector<tir::CpuScheduleKnobs> neighbours = OneKnobNeighbours(defaults);
   // Counted by hand from the values in search_space.cc: row_tile 0 -> 1; col_vectors 2 ->
   // 1, 3, 4; pack -1 -> 0, 1; k_unroll 1 -> 2, 4, 8; wide_k_block 0 -> 8, 32, 64;
-  // gemv_rows_per_pass 0 -> 8, 16; the other twelve knobs one value each (the two-valued
-  // ones flipped, the many-valued ones from 0 to their next value).
-  EXPECT_EQ(neighbours.size(), 1u + 3 + 2 + 3 + 3 + 2 + 12);
+  // gemv_rows_per_pass 0 -> 8, 16; packed_least_rows 0 -> 24, 40, 48; the other twelve
+  // knobs one value each (the two-valued ones flipped, the many-valued ones from 0 to their
+  // next value).
+  EXPECT_EQ(neighbours.size(), 1u + 3 + 2 + 3 + 3 + 2 + 3 + 12);
   std::set<std::string> texts;
   const std::vector<std::pair<std::string, int>> base = KnobValues(defaults);
   for (const tir::CpuScheduleKnobs& k : neighbours) {
@@ -494,6 +501,7 @@ TEST(SearchSpaceTest, OneKnobNeighboursOfTheDefault) {
   EXPECT_FALSE(has("matmul.row_tile=32"));     // more than one step away
   EXPECT_TRUE(has("reduction.lanes=1"));
   EXPECT_FALSE(has("reduction.lanes=64"));
+  EXPECT_TRUE(has("matmul.packed_least_rows=40"));
   // A value between two of the knob's values has both as neighbours.
   absl::StatusOr<tir::CpuScheduleKnobs> between = tir::CpuScheduleKnobs::Parse("matmul.row_tile=5");
   ASSERT_TRUE(between.ok());

@@ -50,7 +50,7 @@ struct MatmulKnobs {
   // version (every row count takes the edge's 8 weight rows per pass).
   int gemv_rows_per_pass = 0;
   // The least row count that takes AVX2's packed wide tiles (cpu_matmul.cc,
-  // PackedWideApplies) instead of the unpacked ones. 0: the rule's 33.
+  // PackedWideApplies) instead of the unpacked ones. 0: the rule's 32.
   int packed_least_rows = 0;
   bool operator==(const MatmulKnobs&) const = default;
 };
