@@ -242,6 +242,9 @@ llvm::Type* KernelLowering::ScalarType(DataType t) {
     case DataType::Code::kHandle:
       return b_.getInt8PtrTy();
     case DataType::Code::kBFloat:
+      // Held as its 16 bits: kernels move bfloat16 and convert it (CastValue), never
+      // compute in it (LowerBinary refuses).
+      if (t.bits() == 16) return b_.getInt16Ty();
       break;
   }
   Fail(absl::StrCat(t.ToString(), " is not supported by the CPU code generator"));

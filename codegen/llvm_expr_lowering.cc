@@ -50,7 +50,42 @@ llvm::Value* DoubleToHalf(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Type* ha
   return b.CreateFPTrunc(to_odd, half_type);
 }
 
+// bfloat16 bits (i16 lanes) -> float32: they are float32's upper half.
+llvm::Value* BFloatToFloat(llvm::IRBuilderBase& b, llvm::Value* bits16) {
+  llvm::Type* i32 = b.getInt32Ty();
+  llvm::Type* f32 = b.getFloatTy();
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(bits16->getType())) {
+    i32 = llvm::FixedVectorType::get(i32, vt->getNumElements());
+    f32 = llvm::FixedVectorType::get(f32, vt->getNumElements());
+  }
+  llvm::Value* wide = b.CreateShl(b.CreateZExt(bits16, i32), llvm::ConstantInt::get(i32, 16));
+  return b.CreateBitCast(wide, f32);
+}
+
+// float32 -> bfloat16 bits, rounded to nearest even; a NaN stays a (quiet) NaN, which
+// rounding its bits could have turned into infinity.
+llvm::Value* FloatToBFloat(llvm::IRBuilderBase& b, llvm::Value* f) {
+  llvm::Type* i32 = b.getInt32Ty();
+  llvm::Type* i16 = b.getInt16Ty();
+  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(f->getType())) {
+    i32 = llvm::FixedVectorType::get(i32, vt->getNumElements());
+    i16 = llvm::FixedVectorType::get(i16, vt->getNumElements());
+  }
+  auto c = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+  llvm::Value* bits = b.CreateBitCast(f, i32);
+  llvm::Value* odd = b.CreateAnd(b.CreateLShr(bits, c(16)), c(1));
+  llvm::Value* rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(c(0x7fff), odd)), c(16));
+  llvm::Value* quiet_nan = b.CreateOr(b.CreateLShr(bits, c(16)), c(0x40));
+  llvm::Value* result = b.CreateSelect(b.CreateFCmpUNO(f, f), quiet_nan, rounded);
+  return b.CreateTrunc(result, i16);
+}
+
 }  // namespace
+
+std::string KernelLowering::BFloatArithmeticError() {
+  return "bfloat16 is loaded, stored and converted by the CPU code generator but not computed in: "
+         "convert to float32 first (astype)";
+}
 
 llvm::Value* KernelLowering::CastToI64(llvm::Value* v, DataType from) {
   llvm::Type* target = b_.getInt64Ty();
@@ -66,6 +101,10 @@ llvm::Value* KernelLowering::CastToI64(llvm::Value* v, DataType from) {
 
 llvm::Value* KernelLowering::CastValue(llvm::Value* v, DataType from, DataType to) {
   if (from == to) return v;
+  // bfloat16 converts through float32, the one type it widens to exactly.
+  const DataType f32 = DataType::Float(32, from.lanes());
+  if (from.is_bfloat()) return CastValue(BFloatToFloat(b_, v), f32, to);
+  if (to.is_bfloat()) return FloatToBFloat(b_, CastValue(v, from, f32.with_lanes(to.lanes())));
   llvm::Type* dst = LlvmType(to);
   if (to.is_bool()) {
     if (from.is_floating()) return b_.CreateFCmpUNE(v, llvm::Constant::getNullValue(v->getType()));
@@ -96,6 +135,10 @@ llvm::Value* KernelLowering::Lower(const PrimExpr& e) {
       return llvm::ConstantInt::get(LlvmType(e.dtype()), static_cast<uint64_t>(imm->value), /*isSigned=*/true);
     }
     case ExprKind::kFloatImm:
+      if (e.dtype().is_bfloat()) {
+        const float value = static_cast<float>(e.as<tir::FloatImmNode>()->value);
+        return FloatToBFloat(b_, llvm::ConstantFP::get(b_.getFloatTy(), value));  // folds to a constant
+      }
       return llvm::ConstantFP::get(LlvmType(e.dtype()), e.as<tir::FloatImmNode>()->value);
     case ExprKind::kVar: {
       const auto* var = e.as<tir::VarNode>();
@@ -119,7 +162,9 @@ llvm::Value* KernelLowering::Lower(const PrimExpr& e) {
       const auto* c = e.as<tir::CastNode>();
       return CastValue(Lower(c->value), c->value.dtype(), e.dtype());
     }
-    case ExprKind::kCall: return LowerCall(e.as<tir::CallNode>());
+    case ExprKind::kCall:
+      if (e.dtype().is_bfloat()) return Fail(BFloatArithmeticError(), SafeType(e.dtype()));
+      return LowerCall(e.as<tir::CallNode>());
     case ExprKind::kBufferLoad: return LoadBuffer(e.as<tir::BufferLoadNode>());
     case ExprKind::kRamp: {
       const auto* r = e.as<tir::RampNode>();
@@ -159,6 +204,7 @@ llvm::Type* KernelLowering::SafeType(DataType t) {
 llvm::Value* KernelLowering::LowerBinary(const tir::BinaryNode* op) {
   KILN_CHECK(op != nullptr);
   DataType t = op->a.dtype();
+  if (t.is_bfloat()) return Fail(BFloatArithmeticError(), SafeType(op->dtype()));
   llvm::Value* a = Lower(op->a);
   llvm::Value* b = Lower(op->b);
   bool is_float = t.is_floating();

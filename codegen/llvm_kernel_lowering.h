@@ -127,6 +127,7 @@ class KernelLowering {
   void BeginFunction(llvm::Function* fn, llvm::Value* ctx);
   llvm::AllocaInst* EntryAlloca(llvm::Type* type, llvm::Value* count, uint64_t align, const std::string& name);
   llvm::Value* Fail(const std::string& message, llvm::Type* type = nullptr);
+  static std::string BFloatArithmeticError();
   llvm::Value* LoadField(llvm::StructType* type, llvm::Value* ptr, unsigned field, const std::string& name);
   void Check(llvm::Value* ok, const std::string& format, const std::vector<llvm::Value*>& values = {});
   void ReportError(const std::string& format, const std::vector<llvm::Value*>& values);

@@ -113,7 +113,28 @@ absl::StatusOr<std::vector<const TensorStructInfoNode*>> CallOutputs(const CallN
   return result;
 }
 
+namespace {
+
+// Ops that only move elements, or convert them (astype): the ones a bfloat16 tensor may
+// go through on the CPU, whose code generator holds bfloat16 as bits and computes in
+// float32 only (a GGUF's BF16 weights are taken, transposed and converted to float32).
+bool MovesOrConverts(const std::string& op) {
+  static const auto* const kOps = new std::set<std::string>{
+      "astype",  "take",        "reshape",       "permute_dims", "concat",        "split",
+      "squeeze", "expand_dims", "broadcast_to",  "flip",         "strided_slice", "dynamic_strided_slice",
+      "tile",    "gather_elements", "gather_nd"};
+  return kOps->count(op) > 0;
+}
+
+}  // namespace
+
 absl::Status CheckDType(const CallNode& call, DataType dtype) {
+  if (dtype.is_scalar() && dtype.is_bfloat() && dtype.bits() == 16) {
+    if (MovesOrConverts(std::string(OpName(call)))) return absl::OkStatus();
+    return absl::UnimplementedError(absl::StrCat(OpName(call),
+                                                 ": no CPU lowering for dtype bfloat16 (bfloat16 tensors are only moved "
+                                                 "and converted; astype them to float32 first)"));
+  }
   const bool ok = dtype.is_scalar() &&
                   ((dtype.is_float() && (dtype.bits() == 16 || dtype.bits() == 32 || dtype.bits() == 64)) ||
                    (dtype.is_integer() && (dtype.bits() == 8 || dtype.bits() == 16 || dtype.bits() == 32 ||

@@ -279,6 +279,13 @@ inline std::vector<Case> AllCases() {
   add({"astype_i64_f32", {P("x", {"n"}, "int64", {-9, 9})}, "R.astype(x, dtype=float32)", n});
   add({"astype_i32_bool", {P("x", {"n"}, "int32", {-2, 2})}, "R.astype(x, dtype=bool)", n});
   add({"astype_f32_f16", {P("x", {"n"})}, "R.astype(x, dtype=float16)", n});
+  // bfloat16 is moved and converted on the CPU, never computed in (relax/op/legalize_common.cc):
+  // rounding to nearest even, infinities and NaN kept (x from -3e38 to 3e38 overflows some).
+  add({"astype_f32_bf16", {P("x", {"n"}, "float32", {-3.4e38, 3.4e38})}, "R.astype(x, dtype=bfloat16)", n});
+  add({"astype_f32_bf16_small", {P("x", {"n", "m"}, "float32", {-2, 2})}, "R.astype(x, dtype=bfloat16)", nm});
+  add({"astype_bf16_f32", {P("x", {"n", "m"}, "bfloat16", {-9, 9})}, "R.astype(x, dtype=float32)", nm});
+  add({"astype_bf16_f16", {P("x", {"n"}, "bfloat16", {-9, 9})}, "R.astype(x, dtype=float16)", n});
+  add({"permute_dims_bf16", {P("x", {"n", "m"}, "bfloat16", {-9, 9})}, "R.permute_dims(x, axes=[1, 0])", nm});
   add({"bitcast_f32_i32", {P("x", {"n", "m"}, "float32", {-9, 9})}, "R.bitcast(x, dtype=int32)", nm});
   add({"bitcast_f16_u16", {P("x", {"n"}, "float16", {-9, 9})}, "R.bitcast(x, dtype=uint16)", n});
   add({"bitcast_i64_f64", {P("x", {"n"}, "int64", {0, 9})}, "R.bitcast(x, dtype=float64)", n});
@@ -311,6 +318,7 @@ inline std::vector<Case> AllCases() {
   add(chained);
   // Indices are drawn inside the indexed axis: take has no bounds check to exercise here.
   add({"take", {P("x", {"n", "5"}), P("i", {"m"}, "int64", {0, 5})}, "R.take(x, i, axis=1)", nm});
+  add({"take_bf16", {P("x", {"n", "6"}, "bfloat16", {-9, 9}), P("i", {"m"}, "int32", {0, 6})}, "R.take(x, i, axis=1)", nm});
   add({"take_axis0", {P("x", {"4", "n"}), P("i", {"m", "2"}, "int32", {0, 4})}, "R.take(x, i, axis=0)", nm});
 
   // ---------------------------------------------------------------- indexing
