@@ -65,6 +65,29 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return bytes.str();
 }
 
+// The linker's environment: ours, with PATH set to the system's standard path when ours has
+// none. A gcc driver found without PATH still needs it: collect2 looks up `ld` through PATH and
+// fails ("cannot find 'ld'", or "liblto_plugin.so not found") when PATH is unset or empty.
+std::vector<std::string> LinkerEnvironment() {
+  std::vector<std::string> env;
+  bool has_path = false;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    std::string text = *entry;
+    if (text.rfind("PATH=", 0) == 0) {
+      if (text.size() == 5) continue;  // an empty PATH finds nothing; replaced below
+      has_path = true;
+    }
+    env.push_back(std::move(text));
+  }
+  if (!has_path) {
+    std::string standard(::confstr(_CS_PATH, nullptr, 0), '\0');
+    if (!standard.empty()) ::confstr(_CS_PATH, standard.data(), standard.size());
+    standard = standard.c_str();  // drop confstr's terminating NUL
+    env.push_back(absl::StrCat("PATH=", standard.empty() ? "/usr/bin:/bin" : standard));
+  }
+  return env;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> LinkSharedObject(const std::string& object_bytes) {
@@ -83,13 +106,17 @@ absl::StatusOr<std::string> LinkSharedObject(const std::string& object_bytes) {
   std::vector<char*> argv;
   for (std::string& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env_text = LinkerEnvironment();
+  std::vector<char*> env;
+  for (std::string& e : env_text) env.push_back(e.data());
+  env.push_back(nullptr);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   pid_t pid = 0;
-  int spawn_error = ::posix_spawnp(&pid, linker.c_str(), &actions, nullptr, argv.data(), environ);
+  int spawn_error = ::posix_spawnp(&pid, linker.c_str(), &actions, nullptr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawn_error != 0) {
     if (spawn_error == ENOENT) {

@@ -273,9 +273,13 @@ void ReadPrompt(FieldReader& fields, GenerationRequest& generation) {
   }
 }
 
-// A message's content: a string, or a list of {"type": "text", "text": ...} parts joined.
-bool ReadContent(FieldReader& fields, const std::string& param, const Json& content, std::string& out) {
-  if (content.is_null()) return true;  // an assistant turn that only called tools
+// A message's content: a string, or a list of {"type": "text", "text": ...} parts joined by
+// newlines (as llama.cpp's server joins them, so "a" and "b" do not run together as "ab").
+// Only an assistant turn may have null content (it only called tools); OpenAI refuses a null
+// system or user content with a 400, and so does this server.
+bool ReadContent(FieldReader& fields, const std::string& param, const Json& content, bool null_allowed,
+                 std::string& out) {
+  if (content.is_null() && null_allowed) return true;
   if (content.is_string()) {
     out = content.get<std::string>();
     return true;
@@ -297,6 +301,7 @@ bool ReadContent(FieldReader& fields, const std::string& param, const Json& cont
     if (text == part.end() || !text->is_string()) {
       return fields.Fail(part_param, absl::StrCat("'", part_param, ".text' must be a string"));
     }
+    if (i > 0) out += '\n';
     out += text->get<std::string>();
   }
   return true;
@@ -345,7 +350,7 @@ void ReadMessages(FieldReader& fields, GenerationRequest& generation) {
       fields.Fail(param + ".content", absl::StrCat("'", param, ".content' is required"));
       return;
     }
-    if (!ReadContent(fields, param + ".content", *content, out.content)) return;
+    if (!ReadContent(fields, param + ".content", *content, out.role == "assistant", out.content)) return;
     chat.push_back(std::move(out));
   }
   generation.messages = std::move(chat);

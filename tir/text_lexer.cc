@@ -123,7 +123,9 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view text, const std::string&
       while (pos < text.size() && IsIdentChar(text[pos])) advance(1);
       token.kind = c == '@' ? TokenKind::kGlobal : TokenKind::kDataflow;
       token.text = std::string(text.substr(start, pos - start));
-    } else if (IsDigit(c)) {
+    } else if (IsDigit(c) || (c == '.' && IsDigit(peek(1)))) {
+      // `1.` and `.5` are numbers, as in C and Python: '.' as punctuation is always followed
+      // by a name (`R.add`), never by a digit, and never ends a number.
       size_t start = pos;
       if (c == '0' && (peek(1) == 'x' || peek(1) == 'X') && HexValue(peek(2)) >= 0) {
         advance(2);
@@ -132,7 +134,7 @@ absl::StatusOr<std::vector<Token>> Lex(std::string_view text, const std::string&
       } else {
         token.kind = TokenKind::kInt;
         while (pos < text.size() && IsDigit(text[pos])) advance(1);
-        if (peek(0) == '.' && IsDigit(peek(1))) {
+        if (peek(0) == '.' && peek(1) != '.') {
           token.kind = TokenKind::kFloat;
           advance(1);
           while (pos < text.size() && IsDigit(text[pos])) advance(1);

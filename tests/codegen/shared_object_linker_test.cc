@@ -18,12 +18,16 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Points TMPDIR (and optionally KILN_LINKER) somewhere else for one test.
+// Points TMPDIR (or KILN_LINKER, PATH) somewhere else, or unsets it (nullopt), for one test.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+  ScopedEnv(const char* name, const std::optional<std::string>& value) : name_(name) {
     if (const char* old = std::getenv(name)) saved_ = old;
-    ::setenv(name, value.c_str(), 1);
+    if (value) {
+      ::setenv(name, value->c_str(), 1);
+    } else {
+      ::unsetenv(name);
+    }
   }
   ~ScopedEnv() {
     if (saved_) {
@@ -84,6 +88,26 @@ TEST(SharedObjectLinkerTest, BuildsAnElfSharedObjectAndCleansUp) {
   }
   EXPECT_TRUE(IsEmptyDir(dir));
   std::filesystem::remove_all(dir);
+}
+
+// `kiln serve` started with no PATH (env -i, some service managers) found `cc` by the default
+// search path, but the gcc driver then could not find `ld` through PATH; the linker now gets the
+// system's standard PATH when ours has none.
+TEST(SharedObjectLinkerTest, LinksWithPathUnsetOrEmpty) {
+  for (std::optional<std::string> path : {std::optional<std::string>(), std::optional<std::string>("")}) {
+    SCOPED_TRACE(path ? "PATH empty" : "PATH unset");
+    ScopedEnv linker("KILN_LINKER", path ? std::string(std::filesystem::exists("/usr/bin/cc") ? "/usr/bin/cc" : "/bin/cc")
+                                         : std::string("cc"));
+    ScopedEnv no_path("PATH", path);
+    tir::Buffer a("A", tir::DataType::Float32(), {4});
+    tir::Var i("i");
+    tir::Stmt body = tir::For(i, 0, 4, tir::ForKind::kSerial,
+                              tir::BufferStore(a, tir::FloatImm(tir::DataType::Float32(), 1.0), {i}));
+    absl::StatusOr<std::string> so =
+        BuildCpuSharedObject({{"ones", tir::PrimFunc({tir::PrimFuncParam{a, tir::Var()}}, body)}}, CpuTarget::Host());
+    ASSERT_TRUE(so.ok()) << so.status();
+    EXPECT_EQ(so->substr(0, 4), "\x7f" "ELF");
+  }
 }
 
 }  // namespace

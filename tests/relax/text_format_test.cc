@@ -318,6 +318,28 @@ TEST(TextFormatTest, ConstantBytesAreExact) {
   EXPECT_NE(printed.find("R.const(float32, [3], [0.100000001, 0x7fc00001, -0.0])"), std::string::npos) << printed;
 }
 
+// `1.` and `.5` are numbers, as in C and Python (hunt21 found them refused); they print as
+// `1.0` and `0.5`, and `1.e2` keeps its exponent.
+TEST(TextFormatTest, NumbersWithABareDecimalPointAreNumbers) {
+  ParsedModule m = MustParse(R"(module {
+  func @main() {
+    a = R.const(float32, [4], [1., .5, -.25, 1.e2])
+    return a
+  }
+})");
+  const auto* seq = Func(m, "main")->body.as<SeqExprNode>();
+  EXPECT_EQ(*seq->blocks[0].bindings[0].value.as<ConstantNode>()->data.bytes,
+            (std::vector<uint8_t>{0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0x3f, 0x00, 0x00, 0x80, 0xbe, 0x00, 0x00,
+                                  0xc8, 0x42}));
+  std::string printed = PrintModule(m.module);
+  EXPECT_NE(printed.find("[1.0, 0.5, -0.25, 100.0]"), std::string::npos) << printed;
+  // A name after the point is not a number's fraction: a clear error, not two tokens.
+  auto bad = ParseModule("module { func @f() { c = R.const(float32, [], [1.x])\n return c } }", "e.kir");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("unexpected character 'x' after a number"), std::string::npos)
+      << bad.status();
+}
+
 // docs/ir.md writes nan and inf as words; a constant's `nan` is the quiet NaN's bits (hunt21:
 // R.const refused the word while accepting `inf`).
 TEST(TextFormatTest, NanAndInfAreWordsInConstants) {

@@ -118,7 +118,8 @@ TEST(OpenAiRequest, ChatMessages) {
   ASSERT_EQ(messages.size(), 4u);
   EXPECT_EQ(messages[0].role, "system");
   EXPECT_EQ(messages[0].content, "Be brief.");
-  EXPECT_EQ(messages[1].content, "Hello there");
+  // Text parts are joined by a newline, as llama.cpp's server joins them.
+  EXPECT_EQ(messages[1].content, "Hello \nthere");
   EXPECT_EQ(messages[2].role, "assistant");
   EXPECT_EQ(messages[2].content, "");
   EXPECT_EQ(request.generation.max_tokens, 9);
@@ -133,6 +134,10 @@ TEST(OpenAiRequest, ChatMessages) {
   EXPECT_EQ(ParseError(kChat, R"({"messages": [{"role": "wizard", "content": "x"}]})").param, "messages[0].role");
   EXPECT_EQ(ParseError(kChat, R"({"messages": [{"role": "user"}]})").param, "messages[0].content");
   EXPECT_EQ(ParseError(kChat, R"({"messages": [{"role": "user", "content": 7}]})").param, "messages[0].content");
+  // Null content is an assistant turn's only (one that called tools); OpenAI refuses it elsewhere.
+  EXPECT_THAT(ParseError(kChat, R"({"messages": [{"role": "user", "content": null}]})").message,
+              HasSubstr("'messages[0].content' must be a string or a list of text parts, not null"));
+  EXPECT_EQ(ParseError(kChat, R"({"messages": [{"role": "system", "content": null}]})").param, "messages[0].content");
   EXPECT_THAT(ParseError(kChat, R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})")
                   .message,
               HasSubstr("text only"));

@@ -178,6 +178,17 @@ TEST(TirTextFormatTest, NumbersAtTheEdgeOfTheirRangeAreKept) {
   EXPECT_NE(printed.find("3.40282347e+38"), std::string::npos) << printed;
 }
 
+// `1.` and `.5` are float literals, as in C and Python (hunt21 found them refused).
+TEST(TirTextFormatTest, NumbersWithABareDecimalPointAreNumbers) {
+  absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(
+      "prim_func @k(A: Buffer((4,), float32)) {\n  A[0] = 1.\n  A[1] = .5 * A[0]\n  A[2] = 2.e1\n}", "k.tir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::string printed = PrintPrimFunc(parsed->func, "k");
+  EXPECT_NE(printed.find("A[0] = 1.0"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("0.5 * A[0]"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("A[2] = 20.0"), std::string::npos) << printed;
+}
+
 // A chain of binary operators builds a tree as deep as the chain is long; every recursive
 // pass after the parser walks it, so `a + a + ...` of 20,000 terms crashed `kiln check` in
 // the printer (hunt21). Bounded like nesting: 1024 operators pass, 1025 are an error.
