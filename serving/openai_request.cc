@@ -274,7 +274,8 @@ void ReadPrompt(FieldReader& fields, GenerationRequest& generation) {
 }
 
 // A message's content: a string, or a list of {"type": "text", "text": ...} parts joined by
-// newlines (as llama.cpp's server joins them, so "a" and "b" do not run together as "ab").
+// newlines (as llama.cpp's server joins them, so "a" and "b" do not run together as "ab";
+// empty leading parts add none: ["", "b"] is "b", ["a", "", "c"] is "a\n\nc").
 // Only an assistant turn may have null content (it only called tools); OpenAI refuses a null
 // system or user content with a 400, and so does this server.
 bool ReadContent(FieldReader& fields, const std::string& param, const Json& content, bool null_allowed,
@@ -301,7 +302,7 @@ bool ReadContent(FieldReader& fields, const std::string& param, const Json& cont
     if (text == part.end() || !text->is_string()) {
       return fields.Fail(part_param, absl::StrCat("'", part_param, ".text' must be a string"));
     }
-    if (i > 0) out += '\n';
+    if (!out.empty()) out += '\n';  // llama.cpp: no newline before the first text, even after empty parts
     out += text->get<std::string>();
   }
   return true;

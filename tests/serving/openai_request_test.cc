@@ -123,6 +123,12 @@ TEST(OpenAiRequest, ChatMessages) {
   EXPECT_EQ(messages[2].role, "assistant");
   EXPECT_EQ(messages[2].content, "");
   EXPECT_EQ(request.generation.max_tokens, 9);
+  // Empty parts: none before the first text (llama.cpp's common_chat_msg joins so), kept after.
+  ApiRequest parts = ParseOk(kChat, R"({"messages": [{"role": "user", "content": [
+      {"type": "text", "text": ""}, {"type": "text", "text": "b"}, {"type": "text", "text": ""},
+      {"type": "text", "text": "c"}]}]})");
+  ASSERT_TRUE(parts.generation.messages.has_value());
+  EXPECT_EQ((*parts.generation.messages)[0].content, "b\n\nc");
   EXPECT_TRUE(request.logprobs);
   EXPECT_EQ(request.generation.top_logprobs, 3);
 
