@@ -23,6 +23,14 @@ namespace kiln::codegen {
 
 namespace {
 
+// `scalar`, or a vector of it with as many lanes as `like` has.
+llvm::Type* WithLanesOf(llvm::Type* scalar, const llvm::Value* like) {
+  if (const auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(like->getType())) {
+    return llvm::FixedVectorType::get(scalar, vt->getNumElements());
+  }
+  return scalar;
+}
+
 // double -> half in two steps, never LLVM's own truncation: LLVM 14 lowers that to a call of
 // __truncdfhf2 and reads its result from ax, where libgcc (GCC 12) returns _Float16 in xmm0,
 // so every value came back as garbage. Rounding to float first would round twice (wrong at
@@ -30,12 +38,8 @@ namespace {
 // then to half to nearest even is exact, since float keeps 13 more bits than half (the same
 // two steps as support::DoubleToHalf, which folds constants on the host).
 llvm::Value* DoubleToHalf(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Type* half_type) {
-  llvm::Type* float_type = b.getFloatTy();
-  llvm::Type* bits_type = b.getInt32Ty();
-  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) {
-    float_type = llvm::FixedVectorType::get(float_type, vt->getNumElements());
-    bits_type = llvm::FixedVectorType::get(bits_type, vt->getNumElements());
-  }
+  llvm::Type* float_type = WithLanesOf(b.getFloatTy(), v);
+  llvm::Type* bits_type = WithLanesOf(b.getInt32Ty(), v);
   llvm::Value* nearest = b.CreateFPTrunc(v, float_type);
   llvm::Value* back = b.CreateFPExt(nearest, v->getType());
   llvm::Value* inexact = b.CreateFCmpONE(back, v);  // false for NaN: kept as it is
@@ -52,12 +56,8 @@ llvm::Value* DoubleToHalf(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Type* ha
 
 // bfloat16 bits (i16 lanes) -> float32: they are float32's upper half.
 llvm::Value* BFloatToFloat(llvm::IRBuilderBase& b, llvm::Value* bits16) {
-  llvm::Type* i32 = b.getInt32Ty();
-  llvm::Type* f32 = b.getFloatTy();
-  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(bits16->getType())) {
-    i32 = llvm::FixedVectorType::get(i32, vt->getNumElements());
-    f32 = llvm::FixedVectorType::get(f32, vt->getNumElements());
-  }
+  llvm::Type* i32 = WithLanesOf(b.getInt32Ty(), bits16);
+  llvm::Type* f32 = WithLanesOf(b.getFloatTy(), bits16);
   llvm::Value* wide = b.CreateShl(b.CreateZExt(bits16, i32), llvm::ConstantInt::get(i32, 16));
   return b.CreateBitCast(wide, f32);
 }
@@ -65,12 +65,8 @@ llvm::Value* BFloatToFloat(llvm::IRBuilderBase& b, llvm::Value* bits16) {
 // float32 -> bfloat16 bits, rounded to nearest even; a NaN stays a (quiet) NaN, which
 // rounding its bits could have turned into infinity.
 llvm::Value* FloatToBFloat(llvm::IRBuilderBase& b, llvm::Value* f) {
-  llvm::Type* i32 = b.getInt32Ty();
-  llvm::Type* i16 = b.getInt16Ty();
-  if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(f->getType())) {
-    i32 = llvm::FixedVectorType::get(i32, vt->getNumElements());
-    i16 = llvm::FixedVectorType::get(i16, vt->getNumElements());
-  }
+  llvm::Type* i32 = WithLanesOf(b.getInt32Ty(), f);
+  llvm::Type* i16 = WithLanesOf(b.getInt16Ty(), f);
   auto c = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
   llvm::Value* bits = b.CreateBitCast(f, i32);
   llvm::Value* odd = b.CreateAnd(b.CreateLShr(bits, c(16)), c(1));
