@@ -10,6 +10,7 @@
 #include "llvm/IR/Function.h"
 #include "llvm/IR/MDBuilder.h"
 #include "llvm/IR/Metadata.h"
+#include "tir/local_address_attr.h"
 
 namespace kiln::codegen {
 
@@ -28,6 +29,44 @@ llvm::Value* KernelLowering::FlatOffset(const tir::BufferNode* buffer, const std
                 b_.getInt64Ty());
   }
   return CastToI64(Lower(indices[0]), indices[0].dtype());
+}
+
+// The address of a scalar or contiguous access at `indices` (flattened): one GEP of the
+// flat offset, or, for a local buffer in a function marked kLocalAddressPerTermAttr (the
+// packed wide tiles' 4 x 3 steps), a chain of GEPs, one per trailing term of the offset's
+// sum (flatten_buffers' linear form, 1536 * i + 384 * r + 24 * t + 8 * g for vector g of row
+// r), at most kMostGeps: with one GEP InstCombine factored 24 * t + 8 * g into
+// 8 * (3 * t + g), and alias analysis (one scaled variable plus a constant per GEP index)
+// could not tell the step's accumulators apart. Two GEPs (the last term alone) were not
+// enough (mm20, docs/schedule.md).
+llvm::Value* KernelLowering::ElementPointer(llvm::Type* elem, llvm::Value* base_ptr, const tir::BufferNode* buffer,
+                                            const std::vector<PrimExpr>& indices) {
+  if (func_->attrs.count(tir::kLocalAddressPerTermAttr) && buffer->scope == "local" && indices.size() == 1 &&
+      indices[0].dtype().is_integer() && indices[0].dtype().lanes() == 1) {
+    std::vector<PrimExpr> terms;
+    std::function<void(const PrimExpr&)> flatten = [&](const PrimExpr& e) {
+      const auto* add = e.as<tir::BinaryNode>();
+      if (add && add->kind() == tir::ExprKind::kAdd) {
+        flatten(add->a);
+        flatten(add->b);
+      } else {
+        terms.push_back(e);
+      }
+    };
+    flatten(indices[0]);
+    if (terms.size() > 1) {
+      constexpr size_t kMostGeps = 5;
+      const size_t first = terms.size() > kMostGeps ? terms.size() - kMostGeps + 1 : 1;
+      PrimExpr head = terms[0];
+      for (size_t i = 1; i < first; ++i) head = tir::Add(head, terms[i]);
+      llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, CastToI64(Lower(head), head.dtype()));
+      for (size_t i = first; i < terms.size(); ++i) {
+        ptr = b_.CreateInBoundsGEP(elem, ptr, CastToI64(Lower(terms[i]), terms[i].dtype()));
+      }
+      return ptr;
+    }
+  }
+  return b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, indices));
 }
 
 llvm::Value* KernelLowering::BufferPointer(const tir::BufferNode* buffer) {
@@ -189,16 +228,15 @@ llvm::Value* KernelLowering::LoadBuffer(const tir::BufferLoadNode* op) {
   llvm::Align align(std::max<uint64_t>(1, elem->getPrimitiveSizeInBits() / 8));
   int lanes = dtype.lanes();
   if (lanes == 1) {
-    llvm::Value* offset = FlatOffset(buffer, op->indices);
-    if (offset->getType()->isVectorTy()) {
+    if (op->indices.size() == 1 && op->indices[0].dtype().lanes() != 1) {
       return Fail(absl::StrCat("load from ", buffer->name, ": a scalar load at a vector index"), result);
     }
-    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, offset);
+    llvm::Value* ptr = ElementPointer(elem, base_ptr, buffer, op->indices);
     return FromStorage(b_.CreateAlignedLoad(elem, ptr, align, buffer->name), dtype);
   }
   if (std::optional<std::vector<PrimExpr>> base = ContiguousBase(op->indices)) {
     llvm::Type* vec = llvm::FixedVectorType::get(elem, lanes);
-    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, *base));
+    llvm::Value* ptr = ElementPointer(elem, base_ptr, buffer, *base);
     ptr = b_.CreatePointerCast(ptr, vec->getPointerTo());
     return FromStorage(b_.CreateAlignedLoad(vec, ptr, align, buffer->name), dtype);
   }
@@ -254,12 +292,12 @@ void KernelLowering::StoreBuffer(const tir::BufferNode* buffer, const std::vecto
   llvm::Align align(std::max<uint64_t>(1, elem->getPrimitiveSizeInBits() / 8));
   value = ToStorage(value, dtype);
   if (lanes == 1) {
-    b_.CreateAlignedStore(value, b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, indices)), align);
+    b_.CreateAlignedStore(value, ElementPointer(elem, base_ptr, buffer, indices), align);
     return;
   }
   if (std::optional<std::vector<PrimExpr>> base = ContiguousBase(indices)) {
     llvm::Type* vec = llvm::FixedVectorType::get(elem, lanes);
-    llvm::Value* ptr = b_.CreateInBoundsGEP(elem, base_ptr, FlatOffset(buffer, *base));
+    llvm::Value* ptr = ElementPointer(elem, base_ptr, buffer, *base);
     b_.CreateAlignedStore(value, b_.CreatePointerCast(ptr, vec->getPointerTo()), align);
     return;
   }

@@ -156,6 +156,8 @@ class KernelLowering {
   void WithAllocation(const tir::Buffer& buffer, const std::function<void()>& body);
   llvm::Value* FlatOffset(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices);
   llvm::Value* BufferPointer(const tir::BufferNode* buffer);
+  llvm::Value* ElementPointer(llvm::Type* elem, llvm::Value* base_ptr, const tir::BufferNode* buffer,
+                              const std::vector<PrimExpr>& indices);
   std::optional<std::vector<PrimExpr>> ContiguousBase(const std::vector<PrimExpr>& indices);
   // The indices of a vector access at its first lane when the last index is a ramp of
   // constant stride (stored in *stride) and the others scalars; nullopt otherwise.

@@ -573,6 +573,54 @@ TEST(ScheduleNumericsTest, PackedWideRowEdgeKeepsTheAccumulatorsInRegisters) {
   EXPECT_GE(step_bodies, 2);  // the full tiles' steps and the edge's whole steps
 }
 
+// The same with 4 x 3 steps (12 accumulators: matmul.wide_step_vectors=3): every loop body
+// that multiplies twelve vectors from the packed panel keeps its accumulators in registers.
+TEST(ScheduleNumericsTest, PackedWideThreeVectorStepsKeepTheAccumulatorsInRegisters) {
+  const tir::PrimFunc func =
+      tir::WithTarget(Parse(MatmulWithSizes("m", "4096", "4608")), tir::Target::Cpu("haswell", 256, 1));
+  absl::StatusOr<tir::CpuScheduleKnobs> knobs = tir::CpuScheduleKnobs::Parse("matmul.wide_step_vectors=3");
+  ASSERT_TRUE(knobs.ok()) << knobs.status();
+  absl::StatusOr<tir::PrimFunc> scheduled =
+      tir::ScheduleForCpu(func, {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
+  ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+  absl::StatusOr<CpuTarget> haswell = CpuTarget::Named("haswell");
+  ASSERT_TRUE(haswell.ok()) << haswell.status();
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, *haswell, /*optimize=*/true);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  int step_bodies = 0;
+  for (absl::string_view block : absl::StrSplit(*ir, "\n\n")) {
+    int products = 0, stores = 0;
+    for (absl::string_view line : absl::StrSplit(block, '\n')) {
+      products += absl::StrContains(line, "fmul <8 x float>") || absl::StrContains(line, "fmuladd.v8f32");
+      stores += absl::StrContains(line, "store <8 x float>");
+    }
+    if (products < 12 || !absl::StrContains(block, "%B_local")) continue;
+    ++step_bodies;
+    EXPECT_EQ(stores, 0) << block;
+  }
+  EXPECT_GE(step_bodies, 2);  // the full tiles' steps and the edge's whole steps
+}
+
+// AVX2's packed wide tiles in 4 x 3 steps (matmul.wide_step_vectors=3, 24-column steps and
+// local addresses per term) against the naive matmul: row counts across the packed tiles'
+// first row (32) and tile (64), not multiples of the 4-row step, widths not multiples of 24
+// (300 = 12 x 24 + 12, the column edge) and one that is (576), k of three packed k blocks
+// (768) and one odd k (a single block's worth is not blocked); symbolic and constant m.
+TEST(ScheduleNumericsTest, MatmulPackedWideThreeVectorStepsByKnob) {
+  absl::StatusOr<tir::CpuScheduleKnobs> knobs = tir::CpuScheduleKnobs::Parse("matmul.wide_step_vectors=3");
+  ASSERT_TRUE(knobs.ok()) << knobs.status();
+  for (int64_t n : {300, 576}) {
+    Variants v(Parse(MatmulWithSizes("m", "768", std::to_string(n))), *knobs);
+    for (int64_t m : {1, 16, 31, 32, 33, 35, 46, 48, 63, 64, 65}) {
+      ExpectMatmulVariantsMatchNaive(v, m, 768, n, 160, "n=" + std::to_string(n) + " m=" + std::to_string(m));
+    }
+  }
+  Variants odd_k(Parse(MatmulWithSizes("m", "257", "300")), *knobs);
+  for (int64_t m : {33, 64}) ExpectMatmulVariantsMatchNaive(odd_k, m, 257, 300, 170, "k=257 m=" + std::to_string(m));
+  Variants constant(Parse(MatmulWithSizes("40", "768", "300")), *knobs);
+  ExpectMatmulVariantsMatchNaive(constant, 40, 768, 300, 180, "constant m=40");
+}
+
 // A constant 3 rows: the wide tile without a row branch (a branch on n < 256 remains);
 // widths below, at and above one 256-column tile, and not multiples of the vector pair.
 TEST(ScheduleNumericsTest, MatmulWithThreeConstantRows) {

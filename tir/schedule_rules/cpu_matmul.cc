@@ -262,6 +262,14 @@ int64_t WideTileKBlock(const CpuScheduleOptions& options) {
   return options.matmul_packed_wide ? kPackedWideKBlock : kWideTileKBlock;
 }
 
+// Vectors of columns in each register step of a wide tile: a vector pair, or the knob's
+// count for AVX2's packed tiles (4 x 3 steps: 12 accumulators, as OpenBLAS's Haswell
+// kernel). The unpacked tiles keep their pairs (the few-rows condition is sized from them).
+int64_t WideStepVectors(const CpuScheduleOptions& options) {
+  const int vectors = options.knobs.matmul.wide_step_vectors;
+  return options.matmul_packed_wide && vectors > 0 ? vectors : 2;
+}
+
 // The update of a wide tile, loops (.., [sub-tiles,] k, rows, pairs, vector), becomes
 // (.., k_0, [sub-tiles,] [row steps,] pairs, k_1, rows unrolled, vector). Only for a
 // constant k that is a multiple of the block (a model's weights): a remainder would put a
@@ -282,9 +290,16 @@ absl::Status BlockWideTileOverK(Schedule* s, const std::string& block, const Pri
   const int64_t k_block = WideTileKBlock(options);
   if (!k || *k % k_block != 0 || *k <= k_block) return absl::OkStatus();
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(block));
+  // A step of more than two vectors walks them in an unrolled loop above the vector's lanes
+  // (WideStepVectors), which stays with the vector below the rows.
+  std::vector<std::string> lanes = {loops.back()};
+  if (WideStepVectors(options) != 2 && loops.size() >= 5) {
+    loops.pop_back();
+    lanes.insert(lanes.begin(), loops.back());
+  }
   if (loops.size() < 4) return absl::OkStatus();
   const size_t n = loops.size();
-  std::string rows = loops[n - 3], pairs = loops[n - 2], vector = loops[n - 1];
+  std::string rows = loops[n - 3], pairs = loops[n - 2];
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> steps, s->Split(loops[n - 4], {-1, k_block}));
   std::vector<std::string> order = {steps[0]};
   if (!sub_tiles.empty()) order.push_back(sub_tiles);
@@ -296,9 +311,14 @@ absl::Status BlockWideTileOverK(Schedule* s, const std::string& block, const Pri
     order.push_back(row_steps[0]);
     rows = row_steps[1];
   }
-  for (const std::string& l : {pairs, steps[1], rows, vector}) order.push_back(l);
+  for (const std::string& l : {pairs, steps[1], rows}) order.push_back(l);
+  for (const std::string& l : lanes) order.push_back(l);
   KILN_RETURN_IF_ERROR(s->Reorder(order));
   KILN_RETURN_IF_ERROR(s->Unroll(rows));
+  // Steps of more than two vectors: their column offsets constant too (unrolled), or LLVM
+  // folds 24 * t + 8 * g into 8 * (3 * t + g), after which alias analysis cannot tell the
+  // step's accumulators apart and keeps them in memory.
+  if (lanes.size() > 1) KILN_RETURN_IF_ERROR(s->Unroll(pairs));
   if (!(options.knobs.matmul.wide_pack || options.matmul_packed_wide) || panel.empty()) return absl::OkStatus();
   KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(block, panel, sub_tiles.empty() ? steps[0] : sub_tiles));
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> copy_loops, s->GetLoops(copy));
@@ -387,9 +407,10 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   const int64_t col_vectors =
       std::max<int64_t>(1, std::min<int64_t>(64, knobs.col_vectors * static_cast<int64_t>(options.vector_lanes)) /
                                options.vector_lanes);
-  // The wide tiles of few rows are made of vector pairs whatever the knob says (the
-  // few-rows condition, ManyRowsCondition, is sized from them).
-  const int64_t pair_tile = std::min<int64_t>(64, 2 * static_cast<int64_t>(options.vector_lanes));
+  // The wide tiles of few rows are made of vector pairs whatever the col_vectors knob says
+  // (the few-rows condition, ManyRowsCondition, is sized from them); WideStepVectors.
+  const int64_t step_vectors = WideStepVectors(options);
+  const int64_t pair_tile = std::min<int64_t>(64, step_vectors * static_cast<int64_t>(options.vector_lanes));
   std::optional<int64_t> j_extent = j->extent.as_int();
   // Few rows (m < 64): wide column tiles of 8 vector pairs whose accumulators live in L1.
   // Each row of the right operand is then read as one 1 KiB run per tile (instead of 128
@@ -484,6 +505,14 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
       for (const std::string& b : {nest.block->name + "_init", nest.block->name, write_back}) {
         KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(b));
         KILN_ASSIGN_OR_RETURN(std::vector<std::string> parts, s->Split(loops.back(), {-1, col_tile}));
+        if (b == nest.block->name && step_vectors != 2) {
+          // A vector loop of 3 x 8 lanes becomes element-wise code on AVX2 (LLVM splits a
+          // 24-lane vector lane by lane): the step's vectors are an unrolled loop instead.
+          KILN_ASSIGN_OR_RETURN(std::vector<std::string> vectors,
+                                s->Split(parts[1], {-1, static_cast<int64_t>(options.vector_lanes)}));
+          KILN_RETURN_IF_ERROR(s->Unroll(vectors[0]));
+          parts[1] = vectors[1];
+        }
         KILN_RETURN_IF_ERROR(s->Vectorize(parts[1]));
       }
       KILN_RETURN_IF_ERROR(
@@ -766,7 +795,10 @@ void GuardPackedWideEdgeSteps(Schedule* s) {
     for (const BufferNode* r : AccessesOf(block->body).reads) packed |= r != accumulator && r->scope == "local";
     if (!packed) continue;
     std::vector<Stmt> loops = LoopsAbove(s->func()->body, block);
-    const size_t n = loops.size();
+    // (.., row steps, pairs, k_1, rows, [step's vectors,] vector): a step of more than two
+    // vectors has its unrolled vector loop below the rows (WideStepVectors).
+    const size_t n = loops.size() - (loops.size() >= 6 && loops[loops.size() - 3].as<ForNode>()->for_kind ==
+                                                               ForKind::kUnrolled);
     if (n < 5) continue;
     const auto* row_steps = loops[n - 5].as<ForNode>();
     const auto* pairs = loops[n - 4].as<ForNode>();
