@@ -228,7 +228,7 @@ llvm::Value* KernelLowering::LoadBuffer(const tir::BufferLoadNode* op) {
   llvm::Align align(std::max<uint64_t>(1, elem->getPrimitiveSizeInBits() / 8));
   int lanes = dtype.lanes();
   if (lanes == 1) {
-    if (op->indices.size() == 1 && op->indices[0].dtype().lanes() != 1) {
+    if (std::any_of(op->indices.begin(), op->indices.end(), [](const PrimExpr& i) { return i.dtype().lanes() != 1; })) {
       return Fail(absl::StrCat("load from ", buffer->name, ": a scalar load at a vector index"), result);
     }
     llvm::Value* ptr = ElementPointer(elem, base_ptr, buffer, op->indices);
