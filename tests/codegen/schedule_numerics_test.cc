@@ -542,6 +542,26 @@ TEST(ScheduleNumericsTest, MatmulPackedWideTilesFromFewerRowsByKnob) {
   }
 }
 
+// The loop bodies of optimized LLVM IR that multiply at least `least_products` vectors of
+// `lanes` floats from the packed panel (`B_local`): each such body is expected to store no
+// vector of that width (its accumulators stay in registers). Returns how many there are.
+int StepBodiesWithoutStores(const std::string& ir, int lanes, int least_products) {
+  const std::string vector = absl::StrCat("<", lanes, " x float>");
+  int step_bodies = 0;
+  for (absl::string_view block : absl::StrSplit(ir, "\n\n")) {
+    int products = 0, stores = 0;
+    for (absl::string_view line : absl::StrSplit(block, '\n')) {
+      products += absl::StrContains(line, "fmul " + vector) ||
+                  absl::StrContains(line, absl::StrCat("fmuladd.v", lanes, "f32"));
+      stores += absl::StrContains(line, "store " + vector);
+    }
+    if (products < least_products || !absl::StrContains(block, "%B_local")) continue;
+    ++step_bodies;
+    EXPECT_EQ(stores, 0) << block;
+  }
+  return step_bodies;
+}
+
 // The packed wide tiles' row edge (AVX2, m = 33-63 over a 4096 x 4096 weight) keeps each
 // whole 4-row step's 8 accumulators in registers through its k loop, as the full tiles do:
 // in the optimized LLVM IR no loop body that multiplies four vector pairs from the packed panel
@@ -559,18 +579,8 @@ TEST(ScheduleNumericsTest, PackedWideRowEdgeKeepsTheAccumulatorsInRegisters) {
   ASSERT_TRUE(haswell.ok()) << haswell.status();
   absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, *haswell, /*optimize=*/true);
   ASSERT_TRUE(ir.ok()) << ir.status();
-  int step_bodies = 0;
-  for (absl::string_view block : absl::StrSplit(*ir, "\n\n")) {
-    int products = 0, stores = 0;
-    for (absl::string_view line : absl::StrSplit(block, '\n')) {
-      products += absl::StrContains(line, "fmul <16 x float>");
-      stores += absl::StrContains(line, "store <16 x float>");
-    }
-    if (products < 4 || !absl::StrContains(block, "%B_local")) continue;
-    ++step_bodies;
-    EXPECT_EQ(stores, 0) << block;
-  }
-  EXPECT_GE(step_bodies, 2);  // the full tiles' steps and the edge's whole steps
+  // The full tiles' steps and the edge's whole steps.
+  EXPECT_GE(StepBodiesWithoutStores(*ir, 16, 4), 2);
 }
 
 // The same with 4 x 3 steps (12 accumulators: matmul.wide_step_vectors=3): every loop body
@@ -587,18 +597,7 @@ TEST(ScheduleNumericsTest, PackedWideThreeVectorStepsKeepTheAccumulatorsInRegist
   ASSERT_TRUE(haswell.ok()) << haswell.status();
   absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, *haswell, /*optimize=*/true);
   ASSERT_TRUE(ir.ok()) << ir.status();
-  int step_bodies = 0;
-  for (absl::string_view block : absl::StrSplit(*ir, "\n\n")) {
-    int products = 0, stores = 0;
-    for (absl::string_view line : absl::StrSplit(block, '\n')) {
-      products += absl::StrContains(line, "fmul <8 x float>") || absl::StrContains(line, "fmuladd.v8f32");
-      stores += absl::StrContains(line, "store <8 x float>");
-    }
-    if (products < 12 || !absl::StrContains(block, "%B_local")) continue;
-    ++step_bodies;
-    EXPECT_EQ(stores, 0) << block;
-  }
-  EXPECT_GE(step_bodies, 2);  // the full tiles' steps and the edge's whole steps
+  EXPECT_GE(StepBodiesWithoutStores(*ir, 8, 12), 2);
 }
 
 // AVX2's packed wide tiles in 4 x 3 steps (matmul.wide_step_vectors=3, 24-column steps and
