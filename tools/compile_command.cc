@@ -23,6 +23,7 @@
 #include "codegen/compile_gguf_model.h"
 #include "tools/model_source.h"
 #include "tools/onnx_model.h"
+#include "tools/option_value.h"
 #include "tools/usage_error.h"
 #include "tune/tuning_db.h"
 
@@ -103,18 +104,7 @@ int CompileCommand(int argc, char** argv) {
   frontends::onnx::ImportOptions onnx_options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const std::string& flag, std::string* out) -> bool {
-      if (arg == flag) {
-        if (i + 1 >= argc) return false;
-        *out = argv[++i];
-        return true;
-      }
-      if (arg.rfind(flag + "=", 0) == 0) {
-        *out = arg.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
-    };
+    auto value = [&](const char* flag, std::string* out) { return OptionValue(argc, argv, &i, flag, out); };
     std::string v;
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
