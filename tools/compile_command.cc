@@ -109,9 +109,11 @@ int CompileCommand(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (value("--target", &target) || value("-o", &output) || value("--output", &output) ||
-               value("--mcpu", &mcpu) || value("--libs", &libs) || value("--max-tokens", &max_tokens_text) ||
-               value("--tuning-db", &tuning_db)) {
+    } else if (value("-o", &output) || value("--output", &output)) {
+      // `-o "$OUT"` with OUT unset would otherwise write MODEL.kx, maybe over another build.
+      if (output.empty()) return Usage("-o needs a file name, got ''");
+    } else if (value("--target", &target) || value("--mcpu", &mcpu) || value("--libs", &libs) ||
+               value("--max-tokens", &max_tokens_text) || value("--tuning-db", &tuning_db)) {
     } else if (value("--bind", &v)) {
       if (absl::Status bound = AddBinding(v, onnx_options); !bound.ok()) return Fail(std::string(bound.message()));
     } else if (value("--dump-after", &v)) {

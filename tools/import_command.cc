@@ -41,6 +41,8 @@ int ImportCommand(int argc, char** argv) {
       std::fputs(kUsage, stdout);
       return 0;
     } else if (OptionValue(argc, argv, &i, "-o", &output) || OptionValue(argc, argv, &i, "--output", &output)) {
+      // `-o "$OUT"` with OUT unset would otherwise print the module instead of writing it.
+      if (output.empty()) return UsageError("import", "-o needs a file name, got ''");
     } else if (OptionValue(argc, argv, &i, "--bind", &value)) {
       if (absl::Status s = AddBinding(value, options); !s.ok()) {
         std::fprintf(stderr, "kiln import: %s\n", std::string(s.message()).c_str());

@@ -77,9 +77,12 @@ int TuneCommand(int argc, char** argv) {
     } else if (value("--sizes", &sizes_text)) {
       sizes_given = true;
     } else if (value("--target", &target_text) || value("--mcpu", &mcpu) || value("--threads", &threads_text) ||
-               value("--trials", &trials_text) || value("--time-budget", &budget_text) || value("--db", &db) ||
+               value("--trials", &trials_text) || value("--time-budget", &budget_text) ||
                value("--timeout", &timeout_text) || value("--libs", &libs) || value("--seed", &seed_text) ||
                value("--inject-fault", &fault)) {  // --inject-fault crash|hang: tests only, the first trial
+    } else if (value("--db", &db)) {
+      // `--db "$DB"` with DB unset would otherwise append to MODEL.tuning.jsonl.
+      if (db.empty()) return Usage("--db needs a file name, got ''");
     } else if (arg == "--no-fuse") {
       pipeline.fuse = false;
     } else if (!arg.empty() && arg[0] == '-') {

@@ -102,6 +102,11 @@ expect_error "option '--atol' needs a value" onnx-test "$dir/no_cases" --atol
 expect_error "unknown option '--jbos' (did you mean '--jobs'?)" onnx-test --jbos 2 "$dir/no_cases"
 expect_error "option '--trials' needs a value" tune "$dir/mlp.kir" --trials
 expect_error "--timeout needs a positive number of seconds" tune "$dir/mlp.kir" --timeout nan
+# An empty file name (`-o "$OUT"` with OUT unset) wrote MODEL.kx / printed the module /
+# appended to MODEL.tuning.jsonl.
+expect_error "-o needs a file name, got ''" compile "$dir/mlp.kir" -o ""
+expect_error "-o needs a file name, got ''" import "$dir/missing.onnx" --output=
+expect_error "--db needs a file name, got ''" tune "$dir/mlp.kir" --db ""
 # A FIFO (`kiln run <(cat model.kx)`, mkfifo) where a file is mapped: refused at once, where
 # opening it waited for a writer forever.
 mkfifo "$dir/model.fifo"
