@@ -107,6 +107,11 @@ expect_error "--timeout needs a positive number of seconds" tune "$dir/mlp.kir" 
 expect_error "-o needs a file name, got ''" compile "$dir/mlp.kir" -o ""
 expect_error "-o needs a file name, got ''" import "$dir/missing.onnx" --output=
 expect_error "--db needs a file name, got ''" tune "$dir/mlp.kir" --db ""
+# --help after a file, as every subcommand takes it (disasm called it an unknown option).
+for command in check compile tune run disasm generate import onnx-test serve; do
+  "$kiln" "$command" "$dir/mlp.kx" --help >"$dir/out" 2>&1 || fail "kiln $command FILE --help: exit $?: $(cat "$dir/out")"
+  grep -qF "usage: kiln $command" "$dir/out" || fail "kiln $command FILE --help: $(cat "$dir/out")"
+done
 # A FIFO (`kiln run <(cat model.kx)`, mkfifo) where a file is mapped: refused at once, where
 # opening it waited for a writer forever.
 mkfifo "$dir/model.fifo"
