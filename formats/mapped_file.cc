@@ -13,7 +13,9 @@
 namespace kiln::formats {
 
 absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, possibly forever,
+  // before fstat can say it is not a file (support/mapped_file.cc does the same).
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
   }

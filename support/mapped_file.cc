@@ -23,7 +23,10 @@ bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kAlignment
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const MappedFile>> MappedFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO (`mkfifo`, or a shell's `<(...)`) for reading otherwise waits
+  // for a writer, possibly forever, before fstat can say it is not a file. It changes
+  // nothing for a regular file.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return absl::NotFoundError(absl::StrCat("cannot open '", path, "': ", std::strerror(errno)));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

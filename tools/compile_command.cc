@@ -23,6 +23,7 @@
 #include "codegen/compile_gguf_model.h"
 #include "tools/model_source.h"
 #include "tools/onnx_model.h"
+#include "tools/option_value.h"
 #include "tools/usage_error.h"
 #include "tune/tuning_db.h"
 
@@ -103,25 +104,16 @@ int CompileCommand(int argc, char** argv) {
   frontends::onnx::ImportOptions onnx_options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const std::string& flag, std::string* out) -> bool {
-      if (arg == flag) {
-        if (i + 1 >= argc) return false;
-        *out = argv[++i];
-        return true;
-      }
-      if (arg.rfind(flag + "=", 0) == 0) {
-        *out = arg.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
-    };
+    auto value = [&](const char* flag, std::string* out) { return OptionValue(argc, argv, &i, flag, out); };
     std::string v;
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (value("--target", &target) || value("-o", &output) || value("--output", &output) ||
-               value("--mcpu", &mcpu) || value("--libs", &libs) || value("--max-tokens", &max_tokens_text) ||
-               value("--tuning-db", &tuning_db)) {
+    } else if (value("-o", &output) || value("--output", &output)) {
+      // `-o "$OUT"` with OUT unset would otherwise write MODEL.kx, maybe over another build.
+      if (output.empty()) return Usage("-o needs a file name, got ''");
+    } else if (value("--target", &target) || value("--mcpu", &mcpu) || value("--libs", &libs) ||
+               value("--max-tokens", &max_tokens_text) || value("--tuning-db", &tuning_db)) {
     } else if (value("--bind", &v)) {
       if (absl::Status bound = AddBinding(v, onnx_options); !bound.ok()) return Fail(std::string(bound.message()));
     } else if (value("--dump-after", &v)) {

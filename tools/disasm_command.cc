@@ -16,9 +16,13 @@ int DisasmCommand(int argc, char** argv) {
       "Prints an executable's tables (target CPU, constants, external weights, builtins,\n"
       "kernels) and the bytecode of every function.\n"
       "The file is decoded and verified, but no kernel object is loaded and the CPU is not checked.\n";
-  if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    std::fputs(kUsage, stdout);
-    return 0;
+  // --help anywhere, as every other subcommand takes it (`kiln disasm model.kx --help` called
+  // it an unknown option).
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
   }
   // Say what is wrong with the arguments, not only the usage.
   for (int i = 1; i < argc; ++i) {

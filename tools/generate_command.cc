@@ -26,6 +26,7 @@
 #include "tools/commands.h"
 #include "tools/model_resolution.h"
 #include "tools/profile_report.h"
+#include "tools/option_value.h"
 #include "tools/usage_error.h"
 #include "vm/thread_pool.h"
 
@@ -110,18 +111,9 @@ int GenerateCommand(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string v;
-    auto value = [&](std::initializer_list<const char*> flags) -> bool {
+    auto value = [&](std::initializer_list<const char*> flags) {
       for (const char* flag : flags) {
-        if (arg == flag) {
-          if (i + 1 >= argc) return false;
-          v = argv[++i];
-          return true;
-        }
-        const std::string prefix = std::string(flag) + "=";
-        if (arg.rfind(prefix, 0) == 0) {
-          v = arg.substr(prefix.size());
-          return true;
-        }
+        if (OptionValue(argc, argv, &i, flag, &v)) return true;
       }
       return false;
     };

@@ -8,6 +8,7 @@
 #include "support/file_io.h"
 #include "tools/commands.h"
 #include "tools/onnx_model.h"
+#include "tools/option_value.h"
 #include "tools/usage_error.h"
 
 namespace kiln::tools {
@@ -35,25 +36,14 @@ int ImportCommand(int argc, char** argv) {
   frontends::onnx::ImportOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto next = [&](std::string* out) {
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
     std::string value;
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (arg == "-o" || arg == "--output") {
-      if (!next(&output)) {
-        std::fprintf(stderr, "kiln import: %s needs a value\n", arg.c_str());
-        return 2;
-      }
-    } else if (arg == "--bind") {
-      if (!next(&value)) {
-        std::fprintf(stderr, "kiln import: --bind needs NAME=FILE.pb\n");
-        return 2;
-      }
+    } else if (OptionValue(argc, argv, &i, "-o", &output) || OptionValue(argc, argv, &i, "--output", &output)) {
+      // `-o "$OUT"` with OUT unset would otherwise print the module instead of writing it.
+      if (output.empty()) return UsageError("import", "-o needs a file name, got ''");
+    } else if (OptionValue(argc, argv, &i, "--bind", &value)) {
       if (absl::Status s = AddBinding(value, options); !s.ok()) {
         std::fprintf(stderr, "kiln import: %s\n", std::string(s.message()).c_str());
         return 1;

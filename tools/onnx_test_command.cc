@@ -22,6 +22,7 @@
 #include "nlohmann/json.hpp"
 #include "tools/commands.h"
 #include "tools/onnx_test_case.h"
+#include "tools/option_value.h"
 #include "tools/usage_error.h"
 
 namespace kiln::tools {
@@ -47,7 +48,8 @@ constexpr const char* kUsage =
     "  --json FILE           also write one JSON object per case per line to FILE\n"
     "                        (name, status, message, max_abs_error, seconds)\n"
     "  --filter TEXT         only cases whose name contains TEXT\n"
-    "  --rtol R, --atol A    the tolerance: |got - expected| <= A + R * |expected|\n";
+    "  --rtol R              the tolerance: |got - expected| <= A + R * |expected|\n"
+    "  --atol A              (each 0 or more)\n";
 
 struct Case {
   Case(std::string name, std::string dir) : name(std::move(name)), dir(std::move(dir)) {}
@@ -143,44 +145,32 @@ int OnnxTestCommand(int argc, char** argv) {
   Tolerance tolerance;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto next = [&](std::string* out) {
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
     std::string v;
+    auto value = [&](const char* flag) { return OptionValue(argc, argv, &i, flag, &v); };
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (arg == "-j" || arg == "--jobs") {
-      if (!next(&v) || !absl::SimpleAtoi(v, &jobs) || jobs < 1) {
-        std::fprintf(stderr, "kiln onnx-test: -j needs a positive count\n");
-        return 2;
+    } else if (value("-j") || value("--jobs")) {
+      if (!absl::SimpleAtoi(v, &jobs) || jobs < 1) {
+        return UsageError("onnx-test", "-j needs a positive count, got '" + v + "'");
       }
     } else if (arg.rfind("-j", 0) == 0 && arg.size() > 2 && absl::SimpleAtoi(arg.substr(2), &jobs) && jobs > 0) {
-    } else if (arg == "--timeout-seconds") {
-      if (!next(&v) || !absl::SimpleAtod(v, &timeout) || timeout <= 0) {
-        std::fprintf(stderr, "kiln onnx-test: --timeout-seconds needs a positive number\n");
-        return 2;
+    } else if (value("--timeout-seconds")) {
+      if (!absl::SimpleAtod(v, &timeout) || !(timeout > 0)) {
+        return UsageError("onnx-test", "--timeout-seconds needs a positive number, got '" + v + "'");
       }
-    } else if (arg == "--json") {
-      if (!next(&json_path)) {
-        std::fprintf(stderr, "kiln onnx-test: --json needs a file\n");
-        return 2;
+    } else if (value("--json")) {
+      json_path = v;
+    } else if (value("--rtol") || value("--atol")) {
+      const bool rtol = arg.rfind("--rtol", 0) == 0;
+      double* out = rtol ? &tolerance.rtol : &tolerance.atol;
+      if (!absl::SimpleAtod(v, out) || !(*out >= 0)) {
+        return UsageError("onnx-test", std::string(rtol ? "--rtol" : "--atol") + " needs a number of 0 or more, got '" + v + "'");
       }
-    } else if (arg == "--rtol" || arg == "--atol") {
-      double* out = arg == "--rtol" ? &tolerance.rtol : &tolerance.atol;
-      if (!next(&v) || !absl::SimpleAtod(v, out) || !(*out >= 0)) {
-        std::fprintf(stderr, "kiln onnx-test: %s needs a number of 0 or more\n", arg.c_str());
-        return 2;
-      }
-    } else if (arg == "--filter") {
-      if (!next(&filter)) {
-        std::fprintf(stderr, "kiln onnx-test: --filter needs a value\n");
-        return 2;
-      }
+    } else if (value("--filter")) {
+      filter = v;
     } else if (!arg.empty() && arg[0] == '-') {
-      return UsageError("onnx-test", "unknown option '" + arg + "'");
+      return UsageError("onnx-test", UnknownOptionMessage(arg, kUsage));
     } else {
       roots.push_back(arg);
     }

@@ -17,6 +17,7 @@
 #include "tools/named_inputs.h"
 #include "tools/npy_tensor.h"
 #include "tools/onnx_model.h"
+#include "tools/option_value.h"
 #include "tools/usage_error.h"
 #include "codegen/cpu_target.h"
 #include "tir/target.h"
@@ -84,43 +85,26 @@ int RunCommand(int argc, char** argv) {
   int warmup = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const char* flag) -> const char* {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "kiln run: %s needs a value\n", flag);
-        return nullptr;
-      }
-      return argv[++i];
-    };
+    std::string v;
+    auto value = [&](const char* flag) { return OptionValue(argc, argv, &i, flag, &v); };
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (arg == "--fn") {
-      const char* v = value("--fn");
-      if (!v) return 2;
+    } else if (value("--fn")) {
       fn = v;
-    } else if (arg == "--input") {
-      const char* v = value("--input");
-      if (!v) return 2;
+    } else if (value("--input")) {
       inputs.push_back(v);
-    } else if (arg == "--device") {
-      const char* v = value("--device");
-      if (!v) return 2;
+    } else if (value("--device")) {
       device_name = v;
-    } else if (arg == "--output-dir") {
-      const char* v = value("--output-dir");
-      if (!v) return 2;
+    } else if (value("--output-dir")) {
       output_dir = v;
-    } else if (arg == "--warmup") {
-      const char* v = value("--warmup");
-      if (!v || !absl::SimpleAtoi(v, &warmup) || warmup < 0) {
-        std::fprintf(stderr, "kiln run: --warmup needs a count of calls (0 or more)\n");
-        return 2;
+    } else if (value("--warmup")) {
+      if (!absl::SimpleAtoi(v, &warmup) || warmup < 0) {
+        return UsageError("run", "--warmup needs a count of calls (0 or more), got '" + v + "'");
       }
-    } else if (arg == "--repeat") {
-      const char* v = value("--repeat");
-      if (!v || !absl::SimpleAtoi(v, &repeat) || repeat < 1) {
-        std::fprintf(stderr, "kiln run: --repeat needs a positive count\n");
-        return 2;
+    } else if (value("--repeat")) {
+      if (!absl::SimpleAtoi(v, &repeat) || repeat < 1) {
+        return UsageError("run", "--repeat needs a count of calls from 1 to 2147483647, got '" + v + "'");
       }
     } else if (arg == "--profile") {
       profile = true;

@@ -22,6 +22,7 @@
 #include "serving/http_server.h"
 #include "tools/commands.h"
 #include "tools/model_resolution.h"
+#include "tools/option_value.h"
 #include "tools/usage_error.h"
 #include "vm/thread_pool.h"
 
@@ -81,19 +82,7 @@ int ServeCommand(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string v;
-    auto value = [&](const char* flag) -> bool {
-      if (arg == flag) {
-        if (i + 1 >= argc) return false;
-        v = argv[++i];
-        return true;
-      }
-      const std::string prefix = std::string(flag) + "=";
-      if (arg.rfind(prefix, 0) == 0) {
-        v = arg.substr(prefix.size());
-        return true;
-      }
-      return false;
-    };
+    auto value = [&](const char* flag) { return OptionValue(argc, argv, &i, flag, &v); };
     auto int_value = [&](int64_t* out, int64_t min, int64_t max) {
       return absl::SimpleAtoi(v, out) && *out >= min && *out <= max;
     };

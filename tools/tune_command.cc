@@ -12,6 +12,7 @@
 #include "tir/target.h"
 #include "tools/commands.h"
 #include "tools/model_source.h"
+#include "tools/option_value.h"
 #include "tools/usage_error.h"
 #include "tune/cost_model.h"
 #include "tune/tuner.h"
@@ -35,8 +36,10 @@ constexpr const char* kUsage =
     "  --mcpu NAME         the CPU to generate code for (default: host)\n"
     "  --threads T         the thread count the kernels are scheduled and measured for\n"
     "                      (sets the target's num-threads; compile with the same target; default 1)\n"
-    "  --trials N          measurements in all (default 200)\n"
-    "  --time-budget S     stop after S seconds (default: no limit)\n"
+    "  --trials N          measurements at most (default 200): three quarters for the search,\n"
+    "                      the rest for the dispatch thresholds between sizes whose best\n"
+    "                      knobs differ (fewer when none differ or no schedule is left)\n"
+    "  --time-budget S     stop after S seconds (default 0: no limit)\n"
     "  --db FILE           the records database to append to (default: MODEL with .tuning.jsonl)\n"
     "  --timeout S         a measurement that runs longer is killed and recorded failed (default 30)\n"
     "  --libs openblas|none  as for 'kiln compile' (default openblas)\n"
@@ -63,17 +66,7 @@ int TuneCommand(int argc, char** argv) {
   relax::PipelineOptions pipeline;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const std::string& flag, std::string* out) -> bool {
-      if (arg == flag && i + 1 < argc) {
-        *out = argv[++i];
-        return true;
-      }
-      if (arg.rfind(flag + "=", 0) == 0) {
-        *out = arg.substr(flag.size() + 1);
-        return true;
-      }
-      return false;
-    };
+    auto value = [&](const char* flag, std::string* out) { return OptionValue(argc, argv, &i, flag, out); };
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       std::fputs(tune::CostModel::available()
@@ -84,13 +77,16 @@ int TuneCommand(int argc, char** argv) {
     } else if (value("--sizes", &sizes_text)) {
       sizes_given = true;
     } else if (value("--target", &target_text) || value("--mcpu", &mcpu) || value("--threads", &threads_text) ||
-               value("--trials", &trials_text) || value("--time-budget", &budget_text) || value("--db", &db) ||
+               value("--trials", &trials_text) || value("--time-budget", &budget_text) ||
                value("--timeout", &timeout_text) || value("--libs", &libs) || value("--seed", &seed_text) ||
                value("--inject-fault", &fault)) {  // --inject-fault crash|hang: tests only, the first trial
+    } else if (value("--db", &db)) {
+      // `--db "$DB"` with DB unset would otherwise append to MODEL.tuning.jsonl.
+      if (db.empty()) return Usage("--db needs a file name, got ''");
     } else if (arg == "--no-fuse") {
       pipeline.fuse = false;
     } else if (!arg.empty() && arg[0] == '-') {
-      return Usage("unknown option or missing value '" + arg + "'");
+      return Usage(UnknownOptionMessage(arg, kUsage));
     } else if (path.empty()) {
       path = arg;
     } else {
@@ -104,11 +100,11 @@ int TuneCommand(int argc, char** argv) {
   if (!trials_text.empty() && (!absl::SimpleAtoi(trials_text, &options.trials) || options.trials < 1)) {
     return Usage("--trials needs a positive integer");
   }
-  if (!absl::SimpleAtod(budget_text, &options.time_budget_s) || options.time_budget_s < 0) {
+  if (!absl::SimpleAtod(budget_text, &options.time_budget_s) || !(options.time_budget_s >= 0)) {  // NaN too
     return Usage("--time-budget needs a non-negative number of seconds");
   }
   if (!absl::SimpleAtoi(threads_text, &threads) || threads < 1) return Usage("--threads needs a positive integer");
-  if (!absl::SimpleAtod(timeout_text, &options.timeout_s) || options.timeout_s <= 0) {
+  if (!absl::SimpleAtod(timeout_text, &options.timeout_s) || !(options.timeout_s > 0)) {  // NaN too: it never times out
     return Usage("--timeout needs a positive number of seconds");
   }
   if (!absl::SimpleAtoi(seed_text, &seed)) return Usage("--seed needs a non-negative integer");

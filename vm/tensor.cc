@@ -47,6 +47,11 @@ Tensor Tensor::Make(std::shared_ptr<void> owner, void* data, uint64_t byte_offse
 
 absl::StatusOr<Tensor> Tensor::Empty(const std::vector<int64_t>& shape, DLDataType dtype, Device* device) {
   if (device == nullptr) return absl::InvalidArgumentError("Tensor::Empty: null device (CpuDevice() is the default)");
+  // A zero-sized element would make a tensor of no bytes whose data() a caller then writes.
+  if (dtype.bits == 0 || dtype.lanes == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("Tensor::Empty: dtype with ", dtype.bits, " bits and ", dtype.lanes,
+                                                   " lanes (both must be positive)"));
+  }
   absl::StatusOr<int64_t> numel = ShapeNumel(shape);
   if (!numel.ok()) return numel.status();
   int64_t elem = DTypeBytes(dtype);

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -89,6 +90,21 @@ class Value {
   Value(double v) : kind_(Kind::kDouble) { scalar_.d = v; }      // NOLINT
   Value(bool v) : kind_(Kind::kBool) { scalar_.b = v; }          // NOLINT
   Value(Tensor t);                                                // NOLINT
+  // Any other integer (int, int32_t, uint32_t, ...) is an int: `Value(3)` and `{x, 3}` were
+  // ambiguous between int64, double and bool. A 64-bit unsigned one (size_t) is refused at
+  // compile time: cast it to int64_t, as one above INT64_MAX has no int Value.
+  template <typename T>
+    requires(std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, int64_t> &&
+             (std::is_signed_v<T> || sizeof(T) < sizeof(int64_t)))
+  Value(T v) : Value(static_cast<int64_t>(v)) {}  // NOLINT
+  template <typename T>
+    requires(std::is_integral_v<T> && std::is_unsigned_v<T> && sizeof(T) == sizeof(int64_t))
+  Value(T v) = delete;
+  // A pointer would silently become the bool `true` (`Value("text")`, `Value(&tensor)`):
+  // use Value::FromString for text and Value(tensor) for a tensor.
+  template <typename T>
+  Value(T* p) = delete;
+  Value(std::nullptr_t) = delete;
   static Value FromShape(Shape shape);
   static Value FromTuple(TupleFields fields);
   static Value FromString(std::string s);

@@ -1,6 +1,12 @@
 #include "support/mapped_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <cstdint>
+#include <future>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -53,6 +59,25 @@ TEST(MappedFile, EmptyFileAndMissingFile) {
   absl::StatusOr<std::shared_ptr<const MappedFile>> dir = MappedFile::Open(::testing::TempDir());
   ASSERT_FALSE(dir.ok());
   EXPECT_NE(dir.status().message().find("not a regular file"), std::string::npos);
+}
+
+TEST(MappedFile, FifoIsRefusedWithoutWaitingForAWriter) {
+  // `kiln run <(cat model.kx)` or a mkfifo path: opening a FIFO for reading used to wait
+  // for a writer, forever when none comes.
+  std::string path = ::testing::TempDir() + "/kiln_mapped_file_test.fifo";
+  ::unlink(path.c_str());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  auto opened = std::async(std::launch::async, [&] { return MappedFile::Open(path); });
+  if (opened.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
+    ADD_FAILURE() << "MappedFile::Open waited for a writer of a FIFO";
+    int writer = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);  // lets the waiting open return
+    opened.wait();
+    if (writer >= 0) ::close(writer);
+  }
+  absl::StatusOr<std::shared_ptr<const MappedFile>> file = opened.get();
+  ::unlink(path.c_str());
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.status().message().find("not a regular file"), std::string::npos) << file.status();
 }
 
 TEST(MappedFile, BytesInMemoryAreHeldAligned) {

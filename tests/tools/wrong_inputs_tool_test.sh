@@ -87,6 +87,43 @@ expect_error "function 'main' has no parameter 'input' (its parameters: x, w0, b
   run "$dir/mlp.kx" --input input=ones:2x784:f32 $w
 expect_error "parameter 'w0' has no --input (give w0=SPEC, or SPEC in order)" run "$dir/mlp.kx" --input x=ones:2x784:f32
 
+# hunt23: every subcommand takes `--flag=VALUE` as well as `--flag VALUE` (run, import and
+# onnx-test said "option '--fn' takes no value" of options that take one), and a valued option
+# as the last word is named as needing its value (tune called it "unknown option or missing value").
+# shellcheck disable=SC2086
+by_equals=$("$kiln" run "$dir/mlp.kx" --fn=main --input=ones:2x784:f32 --repeat=1 --warmup=0 $w)
+[ "$by_equals" = "$by_position" ] || fail "run --fn=main --input=... gave '$by_equals', spaced '$by_position'"
+expect_error "--repeat needs a count of calls from 1 to 2147483647, got '99999999999'" run "$dir/mlp.kx" --repeat=99999999999
+expect_error "option '--fn' needs a value" run "$dir/mlp.kx" --fn
+expect_error "cannot open '$dir/missing.onnx'" import "$dir/missing.onnx" --output="$dir/out.kir"
+expect_error "kiln onnx-test: '$dir/missing' is not a folder" onnx-test --jobs=1 --filter=x --rtol=0.1 "$dir/missing"
+expect_error "-j needs a positive count, got '0'" onnx-test -j=0 "$dir/no_cases"
+expect_error "option '--atol' needs a value" onnx-test "$dir/no_cases" --atol
+expect_error "unknown option '--jbos' (did you mean '--jobs'?)" onnx-test --jbos 2 "$dir/no_cases"
+expect_error "option '--trials' needs a value" tune "$dir/mlp.kir" --trials
+expect_error "--timeout needs a positive number of seconds" tune "$dir/mlp.kir" --timeout nan
+# An empty file name (`-o "$OUT"` with OUT unset) wrote MODEL.kx / printed the module /
+# appended to MODEL.tuning.jsonl.
+expect_error "-o needs a file name, got ''" compile "$dir/mlp.kir" -o ""
+expect_error "-o needs a file name, got ''" import "$dir/missing.onnx" --output=
+expect_error "--db needs a file name, got ''" tune "$dir/mlp.kir" --db ""
+# --help after a file, as every subcommand takes it (disasm called it an unknown option).
+for command in check compile tune run disasm generate import onnx-test serve; do
+  "$kiln" "$command" "$dir/mlp.kx" --help >"$dir/out" 2>&1 || fail "kiln $command FILE --help: exit $?: $(cat "$dir/out")"
+  grep -qF "usage: kiln $command" "$dir/out" || fail "kiln $command FILE --help: $(cat "$dir/out")"
+done
+# A FIFO (`kiln run <(cat model.kx)`, mkfifo) where a file is mapped: refused at once, where
+# opening it waited for a writer forever.
+mkfifo "$dir/model.fifo"
+for command in "run $dir/model.fifo" "disasm $dir/model.fifo" "generate $dir/model.fifo --prompt hi" \
+  "run $dir/mlp.kx --input $dir/model.fifo"; do
+  code=0
+  # shellcheck disable=SC2086
+  timeout 20 "$kiln" $command >"$dir/out" 2>&1 || code=$?
+  [ "$code" = 1 ] || fail "kiln $command: exit $code (124: it waited on the FIFO), expected 1: $(cat "$dir/out")"
+  grep -qF "is not a regular file" "$dir/out" || fail "kiln $command: $(cat "$dir/out")"
+done
+
 # Thread counts: out of range is refused before anything is loaded; a bad KILN_NUM_THREADS is
 # reported and ignored, and a huge one is not a process abort (std::thread refused).
 expect_error "--threads needs an integer in [1, 4096], got '99999'" generate --threads 99999 --prompt hi

@@ -78,6 +78,17 @@ TEST(Tensor, SubByteTensorsArePacked) {
   EXPECT_FALSE(storage->MakeTensor(0, {7}, int4).ok());
 }
 
+TEST(Tensor, EmptyRefusesElementsOfNoSize) {
+  // hunt23: a dtype of 0 bits or 0 lanes made a tensor of 0 bytes with a shape of 12
+  // elements, which a caller then filled through data_as<float>() past its end.
+  for (DLDataType dtype : {DLDataType{kDLFloat, 0, 1}, DLDataType{kDLFloat, 32, 0}}) {
+    absl::StatusOr<Tensor> t = Tensor::Empty({3, 4}, dtype);
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.status().message().find("both must be positive"), std::string::npos) << t.status();
+  }
+  EXPECT_EQ(Tensor::Empty({3, 4}, DLDataType{kDLFloat, 32, 4})->nbytes(), 3 * 4 * 16);
+}
+
 TEST(PooledAllocator, ReusesFreedBlocksAndTracksPeak) {
   PooledAllocator pool;
   void* a = pool.Allocate(1000);

@@ -1,5 +1,9 @@
 #include "vm/value.h"
 
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "vm/storage.h"
@@ -30,6 +34,26 @@ TEST(Value, CheckedAccessorsNameExpectedAndActualKinds) {
   EXPECT_EQ(Value::FromTuple({Value(int64_t{1})}).GetTuple()->size(), 1u);
   EXPECT_EQ(*Value::FromString("s").GetString(), "s");
   EXPECT_TRUE(t.GetTensor()->same_as(t.as_tensor()));
+}
+
+// hunt23: a newcomer's `Value(3)` did not compile (ambiguous: int64, double or bool), and
+// `Value("text")` or `Value(&tensor)` compiled to the bool true, a wrong argument that the
+// call then reported as "got bool true" (or took, for a bool parameter).
+static_assert(std::is_constructible_v<Value, int> && std::is_constructible_v<Value, uint32_t> &&
+              std::is_constructible_v<Value, int16_t> && std::is_constructible_v<Value, long long>);
+static_assert(!std::is_constructible_v<Value, const char*> && !std::is_constructible_v<Value, Tensor*> &&
+              !std::is_constructible_v<Value, std::nullptr_t>);
+static_assert(!std::is_constructible_v<Value, uint64_t>, "cast a size_t to int64_t: above INT64_MAX it has no int Value");
+
+TEST(Value, EveryIntegerTypeIsAnInt) {
+  EXPECT_EQ(*Value(3).GetInt(), 3);
+  EXPECT_EQ(*Value(int32_t{-7}).GetInt(), -7);
+  EXPECT_EQ(*Value(uint32_t{4000000000u}).GetInt(), 4000000000);
+  EXPECT_EQ(*Value(static_cast<long long>(INT64_MIN)).GetInt(), INT64_MIN);
+  std::vector<Value> args = {1, 2};
+  EXPECT_EQ(args[1].Describe(), "int 2");
+  EXPECT_TRUE(*Value(true).GetBool());
+  EXPECT_EQ(*Value(3.0f).GetDouble(), 3.0);
 }
 
 TEST(Value, ObjectsAreTypedAndDowncastsAreChecked) {
