@@ -47,7 +47,9 @@ constexpr const char* kUsage =
     "  -p, --prompt TEXT       the prompt (or the user message with --chat)\n"
     "  -f, --prompt-file FILE  read the prompt from FILE ('-': standard input); one final\n"
     "                          newline is dropped, as llama.cpp's -f/--file does\n"
-    "  -n, --max-tokens N      generate at most N tokens (default 256; also --n-predict)\n"
+    "  -n, --max-tokens N      generate at most N tokens (default 256; also --n-predict);\n"
+    "                          -1: until the end of generation or a full context, as\n"
+    "                          llama.cpp\n"
     "  --chat                  wrap the prompt in the model's chat template as a user\n"
     "                          message, with the assistant's turn to follow\n"
     "  --system TEXT           a system message first (implies --chat)\n"
@@ -132,7 +134,12 @@ int GenerateCommand(int argc, char** argv) {
       if (!model.empty()) return Usage("one model at a time ('" + model + "' and '" + v + "')");
       model = v;
     } else if (value({"--max-tokens", "-n", "--n-predict"})) {
-      if (!int_value(&max_new_tokens, 0)) return Usage("--max-tokens needs a non-negative integer, got '" + v + "'");
+      if (!int_value(&max_new_tokens, -1)) {
+        return Usage("--max-tokens needs a count of tokens (0 or more, or -1 for no limit), got '" + v + "'");
+      }
+      // -1 is llama.cpp's "no limit": generation then ends at an end-of-generation token,
+      // a stop string, Ctrl-C or a full context.
+      if (max_new_tokens == -1) max_new_tokens = INT64_MAX;
     } else if (value({"--system"})) {
       system = v;
       chat = true;
@@ -335,10 +342,12 @@ int GenerateCommand(int argc, char** argv) {
                seconds(load_start, prefill_start), ids->size(), static_cast<double>(ids->size()) / prefill_s,
                static_cast<long long>(generated), generated > 1 ? static_cast<double>(generated - 1) / decode_s : 0.0);
   if (context_full) {
-    std::fprintf(stderr, "kiln: stopped after %lld of %lld tokens: the context holds %lld tokens (prompt and output; "
+    const std::string asked = max_new_tokens == INT64_MAX ? absl::StrCat(generated, " tokens (-n -1)")
+                                                          : absl::StrCat(generated, " of ", max_new_tokens, " tokens");
+    std::fprintf(stderr, "kiln: stopped after %s: the context holds %lld tokens (prompt and output; "
                  "--kv-cache-tokens sets it, up to the model's %lld)\n",
-                 static_cast<long long>(generated), static_cast<long long>(max_new_tokens),
-                 static_cast<long long>(llm.max_sequence_length()), static_cast<long long>(llm.config().context_length));
+                 asked.c_str(), static_cast<long long>(llm.max_sequence_length()),
+                 static_cast<long long>(llm.config().context_length));
   }
   if (interrupted) {
     std::fprintf(stderr, "kiln: interrupted after %lld tokens\n", static_cast<long long>(generated));

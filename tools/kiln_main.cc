@@ -4,6 +4,8 @@
 #include <string_view>
 
 #include "tools/commands.h"
+#include "vm/executable.h"
+#include "vm/kernel_abi.h"
 
 namespace {
 
@@ -31,7 +33,16 @@ void PrintUsage(std::FILE* out) {
   for (const Subcommand& command : kSubcommands) {
     std::fprintf(out, "  %-9s %s\n", command.name, command.summary);
   }
-  std::fprintf(out, "\n'kiln <command> --help' describes a command's options.\n");
+  std::fprintf(out, "\n'kiln <command> --help' describes a command's options; 'kiln --version' says which\n"
+                   "kiln this is and the executable format it writes.\n");
+}
+
+// What a user reports with a bug, and what decides whether a .kx loads here: the release,
+// the executable format this build writes (it reads the same major version, any minor
+// version up to its own) and the kernel ABI.
+void PrintVersion() {
+  std::printf("kiln %s\nexecutable format %d.%d, kernel ABI %d\n", KILN_VERSION, kiln::vm::kFormatMajor,
+              kiln::vm::kFormatMinor, KILN_KERNEL_ABI_VERSION);
 }
 
 }  // namespace
@@ -42,6 +53,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::string_view name = argv[1];
+  if (name == "--version" || name == "version") {
+    PrintVersion();
+    return 0;
+  }
   if (name == "--help" || name == "-h" || name == "help") {
     // `kiln help run` is `kiln run --help`, as git and go spell it.
     if (name == "help" && argc > 2) {

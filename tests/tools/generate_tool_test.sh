@@ -43,6 +43,11 @@ out4=$("$kiln" generate -m "$model" --prompt "The capital of France is" --n-pred
   >/dev/null 2>"$dir/err_ctx" || fail "a full context is an error: $(cat "$dir/err_ctx")"
 grep -q "kiln: stopped after 251 of 300 tokens: the context holds 256 tokens" "$dir/err_ctx" ||
   fail "a full context is not reported: $(cat "$dir/err_ctx")"
+# -n -1 is llama.cpp's "no limit": the same tokens, up to the full context.
+"$kiln" generate -m "$model" --prompt "The capital of France is" -n -1 -c 20 --temperature 0 --ignore-eos \
+  >/dev/null 2>"$dir/err_unlimited" || fail "-n -1: $(cat "$dir/err_unlimited")"
+grep -q "kiln: stopped after 251 tokens (-n -1): the context holds 256 tokens" "$dir/err_unlimited" ||
+  fail "-n -1 did not run to the full context: $(cat "$dir/err_unlimited")"
 
 # Chat, sampling with a seed (reproducible), a stop string.
 chat=$("$kiln" generate --chat --prompt "Say hello." -n 16 --seed 5 2>/dev/null)

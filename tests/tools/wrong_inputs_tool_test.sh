@@ -20,6 +20,11 @@ expect_error() {
 
 "$kiln" help run | grep -qF "usage: kiln run FILE.kx" || fail "kiln help run is not kiln run --help"
 expect_error "kiln help: unknown command 'nope'" help nope
+# The version a user reports with a bug, and the executable format this build writes.
+"$kiln" --version | grep -qE "^kiln [0-9]+\.[0-9]+\.[0-9]+$" || fail "kiln --version: $("$kiln" --version 2>&1)"
+"$kiln" --version | grep -qE "^executable format [0-9]+\.[0-9]+, kernel ABI [0-9]+$" ||
+  fail "kiln --version names no executable format: $("$kiln" --version 2>&1)"
+expect_error "needs a count of tokens (0 or more, or -1 for no limit), got '-2'" generate --prompt hi -n -2
 # A misspelt option names the one meant (taken from the command's --help).
 expect_error "unknown option '--temprature' (did you mean '--temperature'?)" generate --temprature 0 --prompt hi
 expect_error "unknown option '--inputs' (did you mean '--input'?)" run x.kx --inputs a.npy
