@@ -209,8 +209,6 @@ void InlineEpilogues(Schedule* s, const std::string& write_back) {
   }
 }
 
-// Unrolls the row loop and vectorizes the column loop of the write-back (now under the
-// tile loop, walking one tile).
 // Vectorizes `loop` (constant extent `extent`). A loop of a whole number of vectors that is
 // not a power of two (3 x 8 lanes: a 4 x 24 register tile on AVX2, col_vectors=3) becomes an
 // unrolled loop of single vectors instead: LLVM splits a 24-lane vector lane by lane, and
@@ -226,6 +224,8 @@ absl::Status VectorizeInWholeVectors(Schedule* s, const std::string& loop, int64
   return s->Vectorize(parts[1]);
 }
 
+// Unrolls the row loop and vectorizes the column loop of the write-back (now under the
+// tile loop, walking one tile).
 absl::Status ScheduleWriteBack(Schedule* s, const std::string& write_back, const CpuScheduleOptions& options) {
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> loops, s->GetLoops(write_back));
   if (loops.size() < 2) return absl::OkStatus();
