@@ -3,8 +3,8 @@
 // guards last).
 #include "tir/schedule_rules/cpu_schedule.h"
 
-#include <optional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -197,7 +197,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
   // local addresses per term (tir/local_address_attr.h).
   if (options.knobs.matmul.wide_step_vectors > 2 && options.vector_lanes == 8) {
     std::map<std::string, std::string> attrs = scheduled->attrs;
-    attrs.try_emplace(kLocalAddressPerTermAttr, std::string(1, '1'));
+    attrs.try_emplace(kLocalAddressPerTermAttr, "1");
     return PrimFunc(scheduled->params, scheduled->body, std::move(attrs));
   }
   return scheduled;
