@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "support/mapped_file.h"
 #include "support/status_macros.h"
 
 namespace kiln::formats {
@@ -314,8 +315,8 @@ class GgufParser {
 };
 
 absl::StatusOr<std::shared_ptr<const GgufFile>> GgufFile::Open(const std::string& path) {
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const MappedFile> mapped, MappedFile::Open(path));
-  std::string_view bytes = mapped->bytes();
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const support::MappedFile> mapped, support::MappedFile::Open(path));
+  std::string_view bytes = mapped->view();
   return Parse(bytes, path, std::move(mapped));
 }
 

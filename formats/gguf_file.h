@@ -33,7 +33,6 @@
 #include "absl/status/statusor.h"
 #include "formats/ggml_type.h"
 #include "formats/gguf_value.h"
-#include "formats/mapped_file.h"
 
 namespace kiln::formats {
 

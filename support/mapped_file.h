@@ -1,11 +1,15 @@
 // MappedFile: the read-only bytes of a file, mapped into memory rather than read, or bytes
 // already in memory held the same way. Readers of large files (executables with weights,
-// .npy, GGUF) hand out pointers into it instead of copying.
+// .npy, GGUF) hand out pointers into it instead of copying. The one mapping type of the
+// project: formats/ (GGUF, .npy), vm/ (executables) and tools/ all use it.
 //
 // Promises:
 // - Open() maps the whole file read-only and shared (mmap PROT_READ, MAP_SHARED): pages are
 //   read from disk on first touch and the page cache is shared by every process mapping the
-//   same file. Writing through a pointer into the mapping is a bug and faults.
+//   same file. Writing through a pointer into the mapping is a bug and faults. Every caller
+//   (executables, .npy inputs, GGUF models) only reads, so MAP_PRIVATE would buy nothing: its
+//   copy-on-write never happens under PROT_READ, and MAP_SHARED says plainly that the bytes
+//   are the file's own pages.
 // - FromBytes() keeps a string's bytes; when the string's buffer is not 64-byte aligned
 //   (glibc's malloc guarantees 16) they are copied once into a 64-byte-aligned buffer, so an
 //   offset that is a multiple of 64 in the file is a 64-byte-aligned address in both cases.

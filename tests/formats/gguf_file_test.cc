@@ -1,14 +1,8 @@
 #include "formats/gguf_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <future>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -274,25 +268,6 @@ std::string WithTensor(uint32_t type, std::vector<uint64_t> dims, uint64_t data_
   GgufWriter writer;
   writer.AddTensor("blk.0.attn_q.weight", type, dims, std::string(data_bytes, '\0'));
   return writer.Build();
-}
-
-TEST(GgufFile, FifoIsRefusedWithoutWaitingForAWriter) {
-  // `kiln generate <(cat model.gguf)`: opening a FIFO for reading used to wait for a
-  // writer, forever when none comes.
-  std::string path = ::testing::TempDir() + "/kiln_gguf_file_test.fifo";
-  ::unlink(path.c_str());
-  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
-  auto opened = std::async(std::launch::async, [&] { return GgufFile::Open(path); });
-  if (opened.wait_for(std::chrono::seconds(10)) == std::future_status::timeout) {
-    ADD_FAILURE() << "GgufFile::Open waited for a writer of a FIFO";
-    int writer = ::open(path.c_str(), O_WRONLY | O_NONBLOCK);  // lets the waiting open return
-    opened.wait();
-    if (writer >= 0) ::close(writer);
-  }
-  absl::StatusOr<std::shared_ptr<const GgufFile>> file = opened.get();
-  ::unlink(path.c_str());
-  ASSERT_FALSE(file.ok());
-  EXPECT_THAT(std::string(file.status().message()), HasSubstr("not a regular file"));
 }
 
 TEST(GgufFile, BadFilesAreRefusedNamingTheField) {

@@ -62,8 +62,9 @@ TEST(MappedFile, EmptyFileAndMissingFile) {
 }
 
 TEST(MappedFile, FifoIsRefusedWithoutWaitingForAWriter) {
-  // `kiln run <(cat model.kx)` or a mkfifo path: opening a FIFO for reading used to wait
-  // for a writer, forever when none comes.
+  // `kiln run <(cat model.kx)`, `kiln generate <(cat model.gguf)` or a mkfifo path: opening a
+  // FIFO for reading used to wait for a writer, forever when none comes. Executables, GGUF
+  // models and .npy inputs are all opened here, so this is the one test of it.
   std::string path = ::testing::TempDir() + "/kiln_mapped_file_test.fifo";
   ::unlink(path.c_str());
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);

@@ -87,6 +87,13 @@ check_rejects negative_cast_dim 'module {
   }
 }' "3:34: error: negative dimension -1 in a shape"
 
+# docs/ir.md's "A small module", exactly as the doc writes it, checks (a doc that drifts from
+# the parser fails here).
+awk '/^## A small module/{s=1} s && /^```/{if (b) exit; b=1; next} b' "$src/docs/ir.md" > "$dir/ir_doc.kir"
+grep -q "prim_func @add_kernel" "$dir/ir_doc.kir" || fail "docs/ir.md's small module not found: $(cat "$dir/ir_doc.kir")"
+out=$("$kiln" check "$dir/ir_doc.kir" 2>&1) || fail "docs/ir.md's small module: $out"
+grep -qF 'half: Prim(int64, value=floordiv(n, 2)) = R.prim(floordiv(n, 2))' <<<"$out" || fail "docs/ir.md's small module: $out"
+
 if out=$("$kiln" check "$dir/missing.kir" 2>&1); then fail "missing file accepted"; fi
 grep -qF "missing.kir" <<<"$out" || fail "missing file message: $out"
 "$kiln" check --help | grep -q "usage: kiln check" || fail "--help"
