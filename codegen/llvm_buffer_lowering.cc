@@ -4,7 +4,9 @@
 #include <functional>
 #include <optional>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "llvm/IR/BasicBlock.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Function.h"
@@ -32,7 +34,7 @@ llvm::Value* KernelLowering::FlatOffset(const tir::BufferNode* buffer, const std
 }
 
 // The address of a scalar or contiguous access at `indices` (flattened): one GEP of the
-// flat offset, or, for a local buffer in a function marked kLocalAddressPerTermAttr (the
+// flat offset, or, for a local buffer that a function's kLocalAddressPerTermAttr names (the
 // packed wide tiles' 4 x 3 steps), a chain of GEPs, one per trailing term of the offset's
 // sum (flatten_buffers' linear form, 1536 * i + 384 * r + 24 * t + 8 * g for vector g of row
 // r), at most kMostGeps: with one GEP InstCombine factored 24 * t + 8 * g into
@@ -41,8 +43,10 @@ llvm::Value* KernelLowering::FlatOffset(const tir::BufferNode* buffer, const std
 // enough (mm20, docs/schedule.md).
 llvm::Value* KernelLowering::ElementPointer(llvm::Type* elem, llvm::Value* base_ptr, const tir::BufferNode* buffer,
                                             const std::vector<PrimExpr>& indices) {
-  if (func_->attrs.count(tir::kLocalAddressPerTermAttr) && buffer->scope == "local" && indices.size() == 1 &&
-      indices[0].dtype().is_integer() && indices[0].dtype().lanes() == 1) {
+  auto per_term = func_->attrs.find(tir::kLocalAddressPerTermAttr);
+  if (per_term != func_->attrs.end() && buffer->scope == "local" && indices.size() == 1 &&
+      indices[0].dtype().is_integer() && indices[0].dtype().lanes() == 1 &&
+      absl::c_linear_search(absl::StrSplit(per_term->second, ','), buffer->name)) {
     std::vector<PrimExpr> terms;
     std::function<void(const PrimExpr&)> flatten = [&](const PrimExpr& e) {
       const auto* add = e.as<tir::BinaryNode>();

@@ -28,6 +28,7 @@
 #include "relax/text_printer.h"
 #include "support/check.h"
 #include "tir/schedule_rules/cpu_schedule.h"
+#include "tir/local_address_attr.h"
 #include "tir/schedule/schedule.h"
 #include "tir/structural_equal.h"
 #include "tir/target.h"
@@ -587,11 +588,15 @@ int StepBodiesWithoutStores(const std::string& ir, int lanes, int least_products
 // (`B_local`; the unpacked tiles' streaming edge stores its accumulators once per 8 weight
 // rows by design) stores a vector. The edge once guarded its panel's allocation again on the
 // rows (a copy of the k loops that never ran), and with it LLVM loaded and stored every
-// accumulator at every k step.
+// accumulator at every k step. In vector pairs (4 x 2 steps, matmul.wide_step_vectors=2;
+// the default steps are 4 x 3, checked below).
 TEST(ScheduleNumericsTest, PackedWideRowEdgeKeepsTheAccumulatorsInRegisters) {
   const tir::PrimFunc func =
       tir::WithTarget(Parse(MatmulWithSizes("m", "4096", "4096")), tir::Target::Cpu("haswell", 256, 1));
-  absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(func, {.vector_lanes = 8, .num_threads = 1});
+  absl::StatusOr<tir::CpuScheduleKnobs> pairs = tir::CpuScheduleKnobs::Parse("matmul.wide_step_vectors=2");
+  ASSERT_TRUE(pairs.ok()) << pairs.status();
+  absl::StatusOr<tir::PrimFunc> scheduled =
+      tir::ScheduleForCpu(func, {.vector_lanes = 8, .num_threads = 1, .knobs = *pairs});
   ASSERT_TRUE(scheduled.ok()) << scheduled.status();
   ASSERT_NE(relax::PrintPrimFunc(*scheduled, "k").find("_edge_part"), std::string::npos);
   absl::StatusOr<CpuTarget> haswell = CpuTarget::Named("haswell");
@@ -602,21 +607,26 @@ TEST(ScheduleNumericsTest, PackedWideRowEdgeKeepsTheAccumulatorsInRegisters) {
   EXPECT_GE(StepBodiesWithoutStores(*ir, 16, 4), 2);
 }
 
-// The same with 4 x 3 steps (12 accumulators: matmul.wide_step_vectors=3): every loop body
-// that multiplies twelve vectors from the packed panel keeps its accumulators in registers.
+// The default 4 x 3 steps (12 accumulators): every loop body that multiplies twelve vectors
+// from the packed panel keeps its accumulators in registers, on 1 and 2 threads. Only the
+// steps' accumulators are addressed per term (tir/local_address_attr.h): the function's
+// other tiles (the unpacked pairs of fewer rows) keep one address per access.
 TEST(ScheduleNumericsTest, PackedWideThreeVectorStepsKeepTheAccumulatorsInRegisters) {
+  for (int threads : {1, 2}) {
   const tir::PrimFunc func =
-      tir::WithTarget(Parse(MatmulWithSizes("m", "4096", "4608")), tir::Target::Cpu("haswell", 256, 1));
-  absl::StatusOr<tir::CpuScheduleKnobs> knobs = tir::CpuScheduleKnobs::Parse("matmul.wide_step_vectors=3");
-  ASSERT_TRUE(knobs.ok()) << knobs.status();
+      tir::WithTarget(Parse(MatmulWithSizes("m", "4096", "4608")), tir::Target::Cpu("haswell", 256, threads));
   absl::StatusOr<tir::PrimFunc> scheduled =
-      tir::ScheduleForCpu(func, {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
+      tir::ScheduleForCpu(func, {.vector_lanes = 8, .num_threads = threads});
   ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+  auto per_term = (*scheduled)->attrs.find(tir::kLocalAddressPerTermAttr);
+  ASSERT_NE(per_term, (*scheduled)->attrs.end());
+  EXPECT_EQ(per_term->second, "C_local_steps");
   absl::StatusOr<CpuTarget> haswell = CpuTarget::Named("haswell");
   ASSERT_TRUE(haswell.ok()) << haswell.status();
   absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, *haswell, /*optimize=*/true);
   ASSERT_TRUE(ir.ok()) << ir.status();
   EXPECT_GE(StepBodiesWithoutStores(*ir, 8, 12), 2);
+  }
 }
 
 // AVX2's packed wide tiles in 4 x 3 steps (matmul.wide_step_vectors=3, 24-column steps and

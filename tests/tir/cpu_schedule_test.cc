@@ -417,7 +417,7 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   const std::string text = MatmulOverA4096SquareWeight();
   absl::StatusOr<CpuScheduleKnobs> knobs = CpuScheduleKnobs::Parse(
       "matmul.row_tile=48 matmul.wide_step_rows=6 matmul.wide_k_block=256 matmul.wide_pack=1 "
-      "matmul.wide_subtiles=2 matmul.many_rows=128");
+      "matmul.wide_subtiles=2 matmul.many_rows=128 matmul.wide_step_vectors=2");
   ASSERT_TRUE(knobs.ok()) << knobs.status();
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
   ASSERT_TRUE(f.ok()) << f.status();
@@ -446,11 +446,15 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
 // once (guard_steps): whole steps without conditions, the short last one with them. The
 // edge packs its panel once, unguarded (the rows' guard already failed there; guarded again,
 // a never-run copy of the k loops kept LLVM from holding the edge's accumulators in
-// registers). AVX-512 is scheduled as before.
+// registers). AVX-512 is scheduled as before. The structure in vector-pair steps (4 x 2,
+// matmul.wide_step_vectors=2); the default 4 x 3 steps at the end.
 TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
   const std::string text = MatmulOverA4096SquareWeight();
   std::string trace;
-  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1}, &trace);
+  absl::StatusOr<CpuScheduleKnobs> pairs = CpuScheduleKnobs::Parse("matmul.wide_step_vectors=2");
+  ASSERT_TRUE(pairs.ok()) << pairs.status();
+  absl::StatusOr<PrimFunc> f =
+      ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *pairs}, &trace);
   ASSERT_TRUE(f.ok()) << f.status();
   const std::string printed = Unindented(*f);
   EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 65\")"));
@@ -482,6 +486,26 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
   Schedule replayed(Parse(text));
   ASSERT_TRUE(parsed->Replay(&replayed).ok());
   EXPECT_TRUE(StructuralEqual(replayed.func(), *f));
+  // By default the steps are 4 x 3 (three vectors of 8 columns, 384-column tiles of two
+  // 192-column sub-tiles), their accumulators renamed for per-term addressing; the trace
+  // replays to the same function.
+  std::string trace3;
+  absl::StatusOr<PrimFunc> f3 = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1}, &trace3);
+  ASSERT_TRUE(f3.ok()) << f3.status();
+  const std::string printed3 = Unindented(*f3);
+  EXPECT_THAT(printed3, HasSubstr("allocate C_local_steps: Buffer((64, 384), float32, scope=\"local\")"));
+  EXPECT_THAT(printed3, HasSubstr("allocate B_local_1: Buffer((256, 192), float32, scope=\"local\")"));
+  EXPECT_THAT(printed3, HasSubstr("for i_else_1_1_1 in unroll(0, 4) {\n"
+                                  "for j_else_1_1_1_1_0 in unroll(0, 3) {\n"
+                                  "for j_else_1_1_1_1_1 in vectorized(0, 8) {"))
+      << printed3;
+  EXPECT_THAT(printed3, HasSubstr("attr local_address_per_term = \"C_local_steps\""));
+  EXPECT_THAT(trace3, HasSubstr("address_steps_per_term()"));
+  absl::StatusOr<Trace> parsed3 = Trace::Parse(trace3);
+  ASSERT_TRUE(parsed3.ok()) << parsed3.status();
+  Schedule replayed3(Parse(text));
+  ASSERT_TRUE(parsed3->Replay(&replayed3).ok());
+  EXPECT_TRUE(StructuralEqual(replayed3.func(), *f3)) << StructuralDiff(replayed3.func(), *f3);
   // AVX-512: no packed version.
   std::string trace16;
   ASSERT_TRUE(ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 2}, &trace16).ok());

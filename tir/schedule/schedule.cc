@@ -183,6 +183,13 @@ absl::Status Schedule::GuardVectorizedTails() {
   return absl::OkStatus();
 }
 
+void Schedule::AddressStepsPerTerm() {
+  PrimFunc addressed = schedule_primitive::AddressStepsPerTerm(func_);
+  if (addressed.same_as(func_)) return;
+  func_ = std::move(addressed);
+  trace_.Append({"address_steps_per_term", {}, {}, {}});
+}
+
 absl::Status Schedule::GuardSteps(const std::string& loop) {
   KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::GuardSteps(func_, loop));
   trace_.Append({"guard_steps", {loop}, {}, {}});

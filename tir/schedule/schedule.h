@@ -152,6 +152,11 @@
 //        steps with no row in range run nothing; `split_loops_at_guards` then makes the
 //        whole steps a plain loop. Refused: no such loop, not serial, no condition that
 //        changes with the loop, a lane condition that cannot be checked per step.
+//      AddressStepsPerTerm(): the local buffers stored to by register steps of three or
+//        more whole vectors (an unrolled loop of 3+ iterations around a loop of one vector's
+//        lanes on the function's target) renamed `<name>_steps` and named in the function's
+//        attribute local_address_per_term (tir/local_address_attr.h), so the CPU code
+//        generator addresses them per term. Recorded only when it changes the function.
 #pragma once
 
 #include <cstdint>
@@ -200,6 +205,7 @@ class Schedule {
   absl::StatusOr<std::vector<std::string>> BranchOn(const PrimExpr& condition, const std::string& loop = "");
   absl::Status GuardVectorizedTails();
   absl::Status GuardSteps(const std::string& loop);
+  void AddressStepsPerTerm();
 
  private:
   PrimFunc func_;
@@ -261,6 +267,7 @@ struct BranchResult {
 absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& condition, const std::string& loop);
 PrimFunc GuardVectorizedTails(const PrimFunc& func);
 absl::StatusOr<PrimFunc> GuardSteps(const PrimFunc& func, const std::string& loop);
+PrimFunc AddressStepsPerTerm(const PrimFunc& func);
 }  // namespace schedule_primitive
 
 }  // namespace kiln::tir

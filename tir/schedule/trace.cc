@@ -280,6 +280,10 @@ absl::Status Trace::Replay(Schedule* s) const {
     } else if (inst.kind == "guard_vectorized_tails") {
       KILN_RETURN_IF_ERROR(arity(0, 0, "no arguments"));
       outputs = none(s->GuardVectorizedTails());
+    } else if (inst.kind == "address_steps_per_term") {
+      KILN_RETURN_IF_ERROR(arity(0, 0, "no arguments"));
+      s->AddressStepsPerTerm();
+      outputs = none(absl::OkStatus());
     } else if (inst.kind == "guard_steps") {
       KILN_RETURN_IF_ERROR(one());
       outputs = none(s->GuardSteps(in[0]));

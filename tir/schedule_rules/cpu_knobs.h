@@ -52,8 +52,8 @@ struct MatmulKnobs {
   // The least row count that takes AVX2's packed wide tiles (cpu_matmul.cc,
   // PackedWideApplies) instead of the unpacked ones. 0: the rule's 32.
   int packed_least_rows = 0;
-  // Vectors of columns in each register step of AVX2's packed wide tiles (the rule's 2: a
-  // vector pair; 3: 4 x 3 steps, 12 accumulators). The unpacked wide tiles keep their pairs.
+  // Vectors of columns in each register step of AVX2's packed wide tiles (the rule's 3: 4 x 3
+  // steps, 12 accumulators; 2: vector pairs). The unpacked wide tiles keep their pairs.
   int wide_step_vectors = 0;
   bool operator==(const MatmulKnobs&) const = default;
 };

@@ -286,12 +286,22 @@ int64_t WideTileKBlock(const CpuScheduleOptions& options) {
   return options.matmul_packed_wide ? kPackedWideKBlock : kWideTileKBlock;
 }
 
-// Vectors of columns in each register step of a wide tile: a vector pair, or the knob's
-// count for AVX2's packed tiles (4 x 3 steps: 12 accumulators, as OpenBLAS's Haswell
-// kernel). The unpacked tiles keep their pairs (the few-rows condition is sized from them).
+// Vectors of columns in each register step of AVX2's packed wide tiles: 4 x 3 steps, 12
+// accumulators, as OpenBLAS's Haswell kernel. Quiet A/B against the vector pairs (4 x 2;
+// matmul_bench --mcpu=haswell, knob matmul.wide_step_vectors, 2026-11-28): on 2 threads
+// M = 32 / 48 / 64 over a 4096^2 weight 1.18-1.19 / 1.22 / 1.20-1.28, 64 x 4096 x 4608
+// 1.09-1.51; on 1 thread 1.01-1.03 / 1.02-1.04 / 0.95-1.06, 1.02-1.08; squares and M = 16
+// (other tiles) 0.95-1.02. (Before the column edge was pinned to the last tile the
+// 2-thread build ran its edge with run-time masks and lost, 0.66-0.71.)
+constexpr int64_t kPackedWideStepVectors = 3;
+
+// Vectors of columns in each register step of a wide tile: the knob's count or
+// kPackedWideStepVectors for AVX2's packed tiles, a vector pair for the unpacked tiles (the
+// few-rows condition is sized from them).
 int64_t WideStepVectors(const CpuScheduleOptions& options) {
+  if (!options.matmul_packed_wide) return 2;
   const int vectors = options.knobs.matmul.wide_step_vectors;
-  return options.matmul_packed_wide && vectors > 0 ? vectors : 2;
+  return vectors > 0 ? vectors : kPackedWideStepVectors;
 }
 
 // The update of a wide tile, loops (.., [sub-tiles,] k, rows, pairs, vector), becomes

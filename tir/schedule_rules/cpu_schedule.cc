@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "tir/schedule/schedule.h"
-#include "tir/local_address_attr.h"
 #include "tir/schedule/schedule_utils.h"
 #include "tir/schedule_rules/cpu_rules.h"
 #include "tir/structural_equal.h"
@@ -190,17 +189,12 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
     (void)schedule.GuardVectorizedTails();
     GuardPackedWideEdgeSteps(&schedule);
     StreamWideEdgeTiles(&schedule, options);
+    // AVX2's register steps of three or more vectors keep their accumulators in registers
+    // only with local addresses per term (tir/local_address_attr.h).
+    if (options.vector_lanes == 8) schedule.AddressStepsPerTerm();
   }
   if (trace) *trace = schedule.trace().ToString();
-  const PrimFunc& scheduled = schedule.func();
-  // AVX2's packed wide tiles in 4 x 3 steps keep their accumulators in registers only with
-  // local addresses per term (tir/local_address_attr.h).
-  if (options.knobs.matmul.wide_step_vectors > 2 && options.vector_lanes == 8) {
-    std::map<std::string, std::string> attrs = scheduled->attrs;
-    attrs.try_emplace(kLocalAddressPerTermAttr, "1");
-    return PrimFunc(scheduled->params, scheduled->body, std::move(attrs));
-  }
-  return scheduled;
+  return schedule.func();
 }
 
 }  // namespace kiln::tir
