@@ -19,31 +19,13 @@ using namespace schedule_internal;  // NOLINT
 
 namespace {
 
-// Every load, store and allocation of the mapped buffers made on their replacements.
+// Every load, store and allocation of the mapped buffers made on their replacements (the
+// base mutator's buffer map does the work).
 class BufferRenamer : public StmtExprMutator {
  public:
-  explicit BufferRenamer(const std::map<const BufferNode*, Buffer>& renamed) : renamed_(renamed) {}
-  PrimExpr VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
-    PrimExpr e = StmtExprMutator::VisitExpr_(op, self);
-    const auto* load = e.as<BufferLoadNode>();
-    auto it = renamed_.find(load->buffer.get());
-    return it == renamed_.end() ? e : it->second.Load(load->indices);
+  explicit BufferRenamer(const std::map<const BufferNode*, Buffer>& renamed) {
+    buffer_remap_.insert(renamed.begin(), renamed.end());
   }
-  Stmt VisitStmt_(const BufferStoreNode* op, const Stmt& self) override {
-    Stmt s = StmtExprMutator::VisitStmt_(op, self);
-    const auto* store = s.as<BufferStoreNode>();
-    auto it = renamed_.find(store->buffer.get());
-    return it == renamed_.end() ? s : BufferStore(it->second, store->value, store->indices);
-  }
-  Stmt VisitStmt_(const AllocateNode* op, const Stmt& self) override {
-    Stmt s = StmtExprMutator::VisitStmt_(op, self);
-    const auto* alloc = s.as<AllocateNode>();
-    auto it = renamed_.find(alloc->buffer.get());
-    return it == renamed_.end() ? s : Allocate(it->second, alloc->body);
-  }
-
- private:
-  const std::map<const BufferNode*, Buffer>& renamed_;
 };
 
 }  // namespace
