@@ -150,6 +150,7 @@ class KernelLowering {
   void SerialLoop(const tir::VarNode* var, llvm::Value* begin, llvm::Value* end, LoopHint hint,
                   const std::function<void()>& body);
   llvm::MDNode* LoopMetadata(LoopHint hint);
+  static bool UnrollsAsItIsBuilt(const tir::ForNode* op);
   void LowerFor(const tir::ForNode* op);
   void LowerParallelFor(const tir::ForNode* op);
   llvm::Value* BufferSpan(const tir::Buffer& buffer);

@@ -1,6 +1,7 @@
 #include "codegen/llvm_kernel_lowering.h"
 #include "codegen/hoist_index_divisions.h"
 #include "codegen/parallel_work.h"
+#include "tir/stmt_functor.h"
 
 #include <algorithm>
 #include <functional>
@@ -195,6 +196,29 @@ llvm::MDNode* KernelLowering::LoopMetadata(LoopHint hint) {
   return id;
 }
 
+// An unrolled copy loop built as straight-line code: innermost (no loop or allocation in
+// it), of at most kUnrollAsBuiltMost constant iterations, every store in it storing a load.
+// Built as a loop, LLVM's loop idiom pass runs before its unroller and turns a row of vector
+// copies (a packed panel's run of a weight row, 24 vectors of 8 lanes) into a call to memcpy
+// per row. Other unrolled loops stay loops that LLVM unrolls (the register tiles' code was
+// measured that way; the idiom pass leaves them alone).
+constexpr int64_t kUnrollAsBuiltMost = 64;
+
+bool KernelLowering::UnrollsAsItIsBuilt(const tir::ForNode* op) {
+  std::optional<int64_t> extent = op->extent.as_int();
+  if (!extent || *extent < 1 || *extent > kUnrollAsBuiltMost) return false;
+  struct CopyOnly : tir::StmtExprVisitor {
+    bool copy = true;
+    void VisitStmt_(const tir::ForNode*, const tir::Stmt&) override { copy = false; }
+    void VisitStmt_(const tir::AllocateNode*, const tir::Stmt&) override { copy = false; }
+    void VisitStmt_(const tir::BufferStoreNode* store, const tir::Stmt&) override {
+      copy &= store->value.as<tir::BufferLoadNode>() != nullptr;
+    }
+  } body;
+  body.VisitStmt(op->body);
+  return body.copy;
+}
+
 void KernelLowering::LowerFor(const tir::ForNode* op) {
   const tir::VarNode* var = op->loop_var.get();
   if (!var->dtype().is_integer() || !var->dtype().is_scalar()) {
@@ -214,6 +238,13 @@ void KernelLowering::LowerFor(const tir::ForNode* op) {
       // vectorize_loops made straight-line SIMD code of the loops it could; the others
       // carry LLVM's vectorize hint.
       break;
+  }
+  if (op->for_kind == tir::ForKind::kUnrolled && UnrollsAsItIsBuilt(op)) {
+    llvm::Value* begin = Lower(op->min);
+    for (int64_t i = 0; i < *op->extent.as_int(); ++i) {
+      Bind(var, b_.CreateAdd(begin, llvm::ConstantInt::get(begin->getType(), i)), [&] { LowerStmt(op->body); });
+    }
+    return;
   }
   llvm::Value* begin = Lower(op->min);
   llvm::Value* end = b_.CreateAdd(begin, Lower(op->extent), absl::StrCat(var->name, "_end"));

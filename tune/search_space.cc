@@ -51,6 +51,9 @@ const std::vector<KnobRange>& SearchSpace() {
       // 24-28 rows lose packed by 3-5 % and 32 win by 8-10 % on one machine; the threshold
       // depends on the cache sizes and the weight, so the search tries either side of it.
       {"matmul.packed_least_rows", {0, 24, 40, 48}},
+      // The register step of AVX2's packed wide tiles: 0 the rule's 4 x 3, 2 the vector pairs
+      // (4 x 2), which measured within a few percent of it on 1 thread (schedule.md, stop 33).
+      {"matmul.wide_step_vectors", {0, 2}},
       // Lanes beyond the vector width are several vectors of partial results (or of
       // elements): independent chains, so the adds or exps of one do not wait on the other.
       {"reduction.lanes", {0, 1, 4, 8, 16, 32, 64}},

@@ -629,6 +629,47 @@ TEST(ScheduleNumericsTest, PackedWideThreeVectorStepsKeepTheAccumulatorsInRegist
   }
 }
 
+// AVX2's packed wide tiles with a column edge of whole vectors (4096 = 10 x 384 + 256: the
+// edge's second sub-tile has 64 columns, two 4 x 3 steps and two vectors of a third). The
+// vectors past the edge's columns do nothing, with no masked tail (they ran masked loads and
+// stores of their accumulators at every k step, a third of the matmul's time on AVX2 code);
+// the panel copy is vector loads and stores, not a memcpy or memmove call per weight row
+// (768 bytes); and the numbers agree with the naive matmul where the edge ends a step early
+// (448 = 384 + 64) and mid-vector (460), constant and symbolic m.
+TEST(ScheduleNumericsTest, PackedWideColumnEdgeInWholeVectorsAndPanelCopyInline) {
+  const tir::Target haswell_target = tir::Target::Cpu("haswell", 256, 1);
+  absl::StatusOr<tir::PrimFunc> constant = tir::ScheduleForCpu(
+      tir::WithTarget(Parse(MatmulWithSizes("64", "4096", "4096")), haswell_target), {.vector_lanes = 8});
+  ASSERT_TRUE(constant.ok()) << constant.status();
+  const std::string printed = relax::PrintPrimFunc(*constant, "k");
+  EXPECT_TRUE(absl::StrContains(printed, "B_local")) << printed;
+  for (absl::string_view line : absl::StrSplit(printed, '\n')) {
+    EXPECT_FALSE(absl::StrContains(line, "A[") && absl::StrContains(line, "select("))
+        << "a masked tail of the update: " << line;
+  }
+  absl::StatusOr<tir::PrimFunc> symbolic = tir::ScheduleForCpu(
+      tir::WithTarget(Parse(MatmulWithSizes("m", "4096", "4608")), haswell_target), {.vector_lanes = 8});
+  ASSERT_TRUE(symbolic.ok()) << symbolic.status();
+  absl::StatusOr<CpuTarget> haswell = CpuTarget::Named("haswell");
+  ASSERT_TRUE(haswell.ok()) << haswell.status();
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *symbolic}}, *haswell, /*optimize=*/true);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_TRUE(absl::StrContains(*ir, "i64 8192")) << "the GEMV edge's 8 KiB runs keep their memcpy";
+  for (absl::string_view line : absl::StrSplit(*ir, '\n')) {
+    EXPECT_FALSE((absl::StrContains(line, "@llvm.memcpy") || absl::StrContains(line, "@llvm.memmove")) &&
+                 absl::StrContains(line, "i64 768,"))
+        << "a panel row copied by a call: " << line;
+  }
+  for (int64_t n : {448, 460}) {
+    Variants symbolic_m(Parse(MatmulWithSizes("m", "512", std::to_string(n))));
+    for (int64_t m : {33, 64}) {
+      ExpectMatmulVariantsMatchNaive(symbolic_m, m, 512, n, 190, "n=" + std::to_string(n) + " m=" + std::to_string(m));
+    }
+    Variants constant_m(Parse(MatmulWithSizes("64", "512", std::to_string(n))));
+    ExpectMatmulVariantsMatchNaive(constant_m, 64, 512, n, 191, "constant m=64 n=" + std::to_string(n));
+  }
+}
+
 // AVX2's packed wide tiles in 4 x 3 steps (matmul.wide_step_vectors=3, 24-column steps and
 // local addresses per term) against the naive matmul: row counts across the packed tiles'
 // first row (32) and tile (64), not multiples of the 4-row step, widths not multiples of 24

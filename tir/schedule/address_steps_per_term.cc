@@ -38,7 +38,8 @@ PrimFunc AddressStepsPerTerm(const PrimFunc& func) {
     vector_bits = (*target)->vector_bits;
   }
   // A step: an unrolled loop of at least 3 iterations around a loop of one vector's lanes
-  // (the packed wide tiles' 4 x 3 step, VectorizeInWholeVectors' tiles). Copies of one
+  // (the packed wide tiles' 4 x 3 step, VectorizeInWholeVectors' tiles) that updates a local
+  // buffer. Copies of one
   // buffer share its name (the printer numbers them), so each stepped buffer is renamed
   // NAME_steps: the name then tells it from the function's other tiles.
   std::map<const BufferNode*, Buffer> renamed;
@@ -53,6 +54,10 @@ PrimFunc AddressStepsPerTerm(const PrimFunc& func) {
       if (!store || store->buffer->scope != "local" || renamed.count(store->buffer.get())) return;
       const BufferNode* b = store->buffer.get();
       if (vector->extent.as_int() != vector_bits / std::max(b->dtype.bits(), 1)) return;
+      // Accumulators only (the store reads the buffer it writes): a packed panel's copy is
+      // written in such steps too (a weight row's run as single vectors), and read in the
+      // register steps at addresses LLVM keeps apart without per-term chains.
+      if (!AccessesOf(inner).reads.count(b)) return;
       renamed[b] = Buffer(b->name + "_steps", b->dtype, b->shape, b->strides, b->scope);
       names.insert(b->name + "_steps");
     });

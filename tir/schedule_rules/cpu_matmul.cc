@@ -304,6 +304,26 @@ int64_t WideStepVectors(const CpuScheduleOptions& options) {
   return vectors > 0 ? vectors : kPackedWideStepVectors;
 }
 
+// The column loop of a k block's panel copy, one weight row's run (768 bytes for the 4 x 3
+// steps' sub-tile), as an unrolled loop of single vectors, which the code generator builds
+// as straight-line copies (codegen/llvm_stmt_lowering.cc, UnrollsAsItIsBuilt). Vectorized
+// whole, each run was one load and store of 192 lanes that LLVM made a memmove call per
+// weight row (28 % of the kernel's samples at M = 64); as a loop of vectors, a memcpy call.
+// Copied in place, AVX2 code on one thread (matmul_bench against main's build, two rounds):
+// Kiln / best OpenBLAS M = 32 0.80-0.82 -> 0.86-0.89, M = 48 0.84 -> 0.87-0.90, M = 64
+// 0.87 -> 0.89-0.92. (Long runs are another matter: with LLVM's memcpy idiom off for the
+// whole kernel, the 8 KiB runs of M = 8's row edge lost 15 %; they keep their memcpy.)
+absl::Status VectorizePanelRows(Schedule* s, const std::string& copy, const CpuScheduleOptions& options) {
+  KILN_ASSIGN_OR_RETURN(std::vector<std::string> copy_loops, s->GetLoops(copy));
+  const std::string columns = copy_loops.back();
+  KILN_ASSIGN_OR_RETURN(Stmt loop, FindLoop(s->func(), columns, "cpu schedule"));
+  std::optional<int64_t> extent = loop.as<ForNode>()->extent.as_int();
+  const int64_t lanes = options.vector_lanes;
+  if (!extent || lanes < 2 || *extent <= lanes || *extent % lanes != 0) return s->Vectorize(columns);
+  KILN_ASSIGN_OR_RETURN(std::string lane_loop, UnrollVectors(s, columns, options));
+  return s->Vectorize(lane_loop);
+}
+
 // The update of a wide tile, loops (.., [sub-tiles,] k, rows, pairs, vector), becomes
 // (.., k_0, [sub-tiles,] [row steps,] pairs, k_1, rows unrolled, vector). Only for a
 // constant k that is a multiple of the block (a model's weights): a remainder would put a
@@ -355,8 +375,7 @@ absl::Status BlockWideTileOverK(Schedule* s, const std::string& block, const Pri
   if (lanes.size() > 1) KILN_RETURN_IF_ERROR(s->Unroll(pairs));
   if (!(options.knobs.matmul.wide_pack || options.matmul_packed_wide) || panel.empty()) return absl::OkStatus();
   KILN_ASSIGN_OR_RETURN(std::string copy, s->CacheRead(block, panel, sub_tiles.empty() ? steps[0] : sub_tiles));
-  KILN_ASSIGN_OR_RETURN(std::vector<std::string> copy_loops, s->GetLoops(copy));
-  return s->Vectorize(copy_loops.back());
+  return VectorizePanelRows(s, copy, options);
 }
 
 // The k loop of a register tile as (k_0, k_1) with k_1 of `factor` steps unrolled, when k
