@@ -39,9 +39,8 @@ PrimFunc AddressStepsPerTerm(const PrimFunc& func) {
   }
   // A step: an unrolled loop of at least 3 iterations around a loop of one vector's lanes
   // (the packed wide tiles' 4 x 3 step, VectorizeInWholeVectors' tiles) that updates a local
-  // buffer. Copies of one
-  // buffer share its name (the printer numbers them), so each stepped buffer is renamed
-  // NAME_steps: the name then tells it from the function's other tiles.
+  // buffer. Copies of one buffer share its name (the printer numbers them), so each stepped
+  // buffer is renamed NAME_steps: the name then tells it from the function's other tiles.
   std::map<const BufferNode*, Buffer> renamed;
   std::set<std::string> names;
   ForEachStmt(func->body, [&](const Stmt& st) {

@@ -152,9 +152,9 @@
 //        steps with no row in range run nothing; `split_loops_at_guards` then makes the
 //        whole steps a plain loop. Refused: no such loop, not serial, no condition that
 //        changes with the loop, a lane condition that cannot be checked per step.
-//      AddressStepsPerTerm(): the local buffers stored to by register steps of three or
-//        more whole vectors (an unrolled loop of 3+ iterations around a loop of one vector's
-//        lanes on the function's target) renamed `<name>_steps` and named in the function's
+//      AddressStepsPerTerm(): the local buffers updated by register steps of three or more
+//        whole vectors (an unrolled loop of 3+ iterations around a loop of one vector's
+//        lanes on the function's target, storing a value that reads the buffer) renamed `<name>_steps` and named in the function's
 //        attribute local_address_per_term (tir/local_address_attr.h), so the CPU code
 //        generator addresses them per term. Recorded only when it changes the function.
 #pragma once
