@@ -531,10 +531,10 @@ class TailGuard : public StmtExprMutator {
   // loading and storing its accumulators at every k step: a third of a 64 x 4096 x 4096
   // matmul's time on AVX2, for 6 % of its columns.
   static bool InWholeVectors(const ForNode* loop, const LaneSplit& split) {
+    const DataType t = loop->loop_var.dtype();  // the type of the loop's start and extent
     for (const PrimExpr& bound : split.lane_bounds) {
-      PrimExpr lanes = bound.dtype() == loop->min.dtype() ? Sub(bound, loop->min)
-                                                          : Sub(Cast(loop->min.dtype(), bound), loop->min);
-      std::optional<int64_t> rest = SimplifyExpr(FloorMod(lanes, Cast(lanes.dtype(), loop->extent))).as_int();
+      PrimExpr lanes = Sub(bound.dtype() == t ? bound : Cast(t, bound), loop->min);
+      std::optional<int64_t> rest = SimplifyExpr(FloorMod(lanes, loop->extent)).as_int();
       if (!rest || *rest != 0) return false;
     }
     return !split.lane_bounds.empty();
