@@ -523,6 +523,7 @@ class KernelEmitter {
           Line("__syncthreads();");
           return;
         }
+        if (const auto* call = e->value.as<tir::CallNode>(); call && call->op == "prefetch") return;  // a CPU hint
         Line(absl::StrCat("(void)(", Expr(e->value), ");"));
         return;
       }

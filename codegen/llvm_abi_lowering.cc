@@ -10,26 +10,38 @@ namespace kiln::codegen {
 
 // ------------------------------------------------------------------ kernel ABI intrinsics
 
+// address_of(B[i]) and prefetch(B[i]) name an element without reading it: the buffer's
+// pointer plus its offset, as an i8*.
+llvm::Value* KernelLowering::ElementAddress(const tir::CallNode* call) {
+  const auto* element = call->args[0].as<tir::BufferLoadNode>();
+  if (element == nullptr || element->dtype().lanes() != 1 || element->buffer->dtype.is_sub_byte()) {
+    return Fail(absl::StrCat(call->op, "(", tir::ToString(call->args[0]),
+                             "): the argument must be a scalar element of a byte-addressable buffer"),
+                b_.getInt8PtrTy());
+  }
+  const tir::BufferNode* buffer = element->buffer.get();
+  llvm::Value* base = BufferPointer(buffer);
+  llvm::Value* offset = FlatOffset(buffer, element->indices);
+  if (!status_.ok()) return llvm::UndefValue::get(b_.getInt8PtrTy());
+  llvm::Value* address = b_.CreateInBoundsGEP(StorageType(buffer->dtype), base, offset, "address");
+  return b_.CreatePointerCast(address, b_.getInt8PtrTy());
+}
+
+// prefetch(B[i]): LLVM's prefetch of that address for a read, locality 2 (x86's
+// prefetcht1: into L2, which holds the next panel while L1 serves the current one), data.
+void KernelLowering::LowerPrefetch(const tir::CallNode* call) {
+  llvm::Value* address = ElementAddress(call);
+  if (!status_.ok()) return;
+  llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::prefetch, {b_.getInt8PtrTy()});
+  b_.CreateCall(prefetch, {address, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});
+}
+
 llvm::Value* KernelLowering::LowerAbiCall(const tir::CallNode* call) {
   const std::string& op = call->op;
   llvm::Type* i64 = b_.getInt64Ty();
   llvm::Type* i32 = b_.getInt32Ty();
   auto arg = [&](size_t k) { return Lower(call->args[k]); };
-  if (op == "address_of") {
-    // Names an element without reading it: the buffer's pointer plus its offset.
-    const auto* element = call->args[0].as<tir::BufferLoadNode>();
-    if (element == nullptr || element->dtype().lanes() != 1 || element->buffer->dtype.is_sub_byte()) {
-      return Fail(absl::StrCat("address_of(", tir::ToString(call->args[0]),
-                               "): the argument must be a scalar element of a byte-addressable buffer"),
-                  b_.getInt8PtrTy());
-    }
-    const tir::BufferNode* buffer = element->buffer.get();
-    llvm::Value* base = BufferPointer(buffer);
-    llvm::Value* offset = FlatOffset(buffer, element->indices);
-    if (!status_.ok()) return llvm::UndefValue::get(b_.getInt8PtrTy());
-    llvm::Value* address = b_.CreateInBoundsGEP(StorageType(buffer->dtype), base, offset, "address");
-    return b_.CreatePointerCast(address, b_.getInt8PtrTy());
-  }
+  if (op == "address_of") return ElementAddress(call);
   if (op == "arg_type_code" || op == "arg_int" || op == "arg_float" || op == "arg_handle") {
     llvm::Value* args = b_.CreatePointerCast(arg(0), abi_.kiln_arg->getPointerTo());
     llvm::Value* slot = b_.CreateInBoundsGEP(abi_.kiln_arg, args, arg(1));

@@ -191,6 +191,9 @@ class KernelLowering {
   // tir/intrinsics.h: the kernel ABI's reads, and launch_kernel (a statement).
   llvm::Value* LowerAbiCall(const tir::CallNode* call);
   void LowerLaunch(const tir::CallNode* call);
+  // address_of's and prefetch's element address (i8*); prefetch (a statement).
+  llvm::Value* ElementAddress(const tir::CallNode* call);
+  void LowerPrefetch(const tir::CallNode* call);
 
   llvm::Module* module_;
   llvm::LLVMContext& ctx_;

@@ -71,6 +71,10 @@ void KernelLowering::LowerStmt(const Stmt& s) {
         LowerLaunch(call);
         return;
       }
+      if (const auto* call = value.as<tir::CallNode>(); call != nullptr && call->op == "prefetch") {
+        LowerPrefetch(call);
+        return;
+      }
       // Expressions are pure, so the value is computed for nothing; kept for symmetry
       // with other targets and optimized away.
       Lower(value);

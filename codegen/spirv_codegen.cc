@@ -654,6 +654,7 @@ class KernelEmitter {
           w_.Instruction(Op::OpControlBarrier, {workgroup, workgroup, semantics});
           return;
         }
+        if (const auto* call = e->value.as<tir::CallNode>(); call && call->op == "prefetch") return;  // a CPU hint
         if (!e->value.as<tir::IntImmNode>()) Expr(e->value);  // pure: only checked
         return;
       }

@@ -29,6 +29,7 @@ const std::vector<IntrinsicInfo>& Table() {
        /*variadic=*/true},
       {"address_of", Type::kHandle, {Type::kBufferElement}},
       {"storage_sync", Type::kInt32, {}},
+      {"prefetch", Type::kInt32, {Type::kBufferElement}},
       {"fast_exp", Type::kSameAsArg0, {Type::kFloat32Any}},
       {"fast_log", Type::kSameAsArg0, {Type::kFloat32Any}},
       {"fast_erf", Type::kSameAsArg0, {Type::kFloat32Any}},

@@ -35,6 +35,12 @@
 //       every shared store before it is visible to every thread of the block after it.
 //       Every thread of the block must reach it (never inside a branch that only some
 //       threads take). CUDA __syncthreads(); SPIR-V OpControlBarrier at workgroup scope.
+// Memory hints:
+//   prefetch(B[i...]) -> int32, used only as `evaluate prefetch(B[...])`: asks the CPU to
+//       bring the cache line holding that element of B into its caches below L1 (LLVM's
+//       prefetch, read, locality 2: L2 on x86), for a copy that will read it soon. Reads
+//       and changes nothing, never faults: GPU code generators and the interpreter skip
+//       it. The element must lie inside B (tir/schedule/schedule.h, PrefetchNext).
 // Math lowered for a target (tir/transform/lower_intrinsics.h), the argument's type in, the
 // same type out:
 //   fast_exp, fast_log, fast_erf, fast_tanh, fast_sigmoid, fast_expm1, fast_log1p,
@@ -76,7 +82,7 @@ struct IntrinsicInfo {
     kFloatAny,    // any float type, any lanes (argument)
     kSameAsArg0,  // result only
     kScalar,      // a scalar int, float or handle (launch_kernel's trailing arguments)
-    kBufferElement,  // a buffer access B[i] naming an element, not a read (address_of)
+    kBufferElement,  // a buffer access B[i] naming an element, not a read (address_of, prefetch)
   };
   std::string_view name;
   Type result;

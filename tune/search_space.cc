@@ -54,6 +54,10 @@ const std::vector<KnobRange>& SearchSpace() {
       // The register step of AVX2's packed wide tiles: 0 the rule's 4 x 3, 2 the vector pairs
       // (4 x 2), which measured within a few percent of it on 1 thread (schedule.md, stop 33).
       {"matmul.wide_step_vectors", {0, 2}},
+      // Prefetching the next k block's panel during the register steps (1, the rule's) or
+      // not: a win of 6-12 % on AVX2 code where measured (schedule.md, stop 35), but it
+      // competes with the steps' own reads for the memory system.
+      {"matmul.wide_prefetch", {0, 1}},
       // Lanes beyond the vector width are several vectors of partial results (or of
       // elements): independent chains, so the adds or exps of one do not wait on the other.
       {"reduction.lanes", {0, 1, 4, 8, 16, 32, 64}},

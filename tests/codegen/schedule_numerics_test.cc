@@ -634,8 +634,10 @@ TEST(ScheduleNumericsTest, PackedWideThreeVectorStepsKeepTheAccumulatorsInRegist
 // vectors past the edge's columns do nothing, with no masked tail (they ran masked loads and
 // stores of their accumulators at every k step, a third of the matmul's time on AVX2 code);
 // the panel copy is vector loads and stores, not a memcpy or memmove call per weight row
-// (768 bytes); and the numbers agree with the naive matmul where the edge ends a step early
-// (448 = 384 + 64) and mid-vector (460), constant and symbolic m.
+// (768 bytes); the register steps prefetch the next panel; and the numbers agree with the
+// naive matmul where the edge ends a step early (448 = 384 + 64) and mid-vector (460),
+// constant and symbolic m (a full tile and a row edge, whose two versions of the steps
+// both prefetch).
 TEST(ScheduleNumericsTest, PackedWideColumnEdgeInWholeVectorsAndPanelCopyInline) {
   const tir::Target haswell_target = tir::Target::Cpu("haswell", 256, 1);
   absl::StatusOr<tir::PrimFunc> constant = tir::ScheduleForCpu(
@@ -655,6 +657,9 @@ TEST(ScheduleNumericsTest, PackedWideColumnEdgeInWholeVectorsAndPanelCopyInline)
   absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *symbolic}}, *haswell, /*optimize=*/true);
   ASSERT_TRUE(ir.ok()) << ir.status();
   EXPECT_TRUE(absl::StrContains(*ir, "i64 8192")) << "the GEMV edge's 8 KiB runs keep their memcpy";
+  // The register steps prefetch the next panel into L2 (prefetch_next; read, locality 2).
+  EXPECT_TRUE(absl::StrContains(*ir, "call void @llvm.prefetch.p0i8(i8* ") && absl::StrContains(*ir, "i32 0, i32 2, i32 1)"))
+      << "no prefetch of the next panel";
   for (absl::string_view line : absl::StrSplit(*ir, '\n')) {
     EXPECT_FALSE((absl::StrContains(line, "@llvm.memcpy") || absl::StrContains(line, "@llvm.memmove")) &&
                  absl::StrContains(line, "i64 768,"))

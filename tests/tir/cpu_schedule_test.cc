@@ -396,14 +396,25 @@ TEST(DefaultCpuScheduleTest, GemvRowsPerPassVersionsTheRowEdgeAlone) {
 
 // The loops of a packed wide tile over a 4096 x 4096 weight, one thread: per k block of 256
 // weight rows and 128-column sub-tile the copy into the panel, then `steps` row steps of
-// `rows` rows, pairs, the block's k, the rows unrolled and the lanes.
+// `rows` rows, pairs, the block's k, the rows unrolled and the lanes. Each (row step, pair)
+// first prefetches its share of the next panel's 256 rows (prefetch_next; 256 / (steps x 8)
+// rows, 8 lines of 128 floats each): the next sub-tile's, or after the second sub-tile the
+// next k block's first; none after the last block's last sub-tile.
 constexpr const char* kPackedWideKBlockLoops =
     "for r_else_0 in serial(0, 16) {\n"
     "for j_else_1_1_0 in serial(0, 2) {\n"
     "allocate B_local_1: Buffer((256, 128), float32, scope=\"local\") {";
 std::string PackedWideRowSteps(int steps, int rows) {
+  const int per = 256 / (steps * 8);
   return absl::StrCat("for i_else_1_1_0 in serial(0, ", steps, ") {\n",
                       "for j_else_1_1_1_0 in serial(0, 8) {\n"
+                      "if j_else_1_1_0 + 2 * r_else_0 < 31 {\n"
+                      "for B_cache_1_prefetch_row in unroll(0, ", per, ") {\n",
+                      "for B_cache_1_prefetch_line in unroll(0, 8) {\n"
+                      "evaluate prefetch(B[B_cache_1_prefetch_row + ", 8 * per, " * i_else_1_1_0 + ", per,
+                      " * j_else_1_1_1_0 + 256 * r_else_0 + 256 * floordiv(j_else_1_1_0 + 1, 2), 256 * j_else_0 + "
+                      "128 * floormod(j_else_1_1_0 + 1, 2) + min(16 * B_cache_1_prefetch_line, 127)])\n"
+                      "}\n}\n}\n"
                       "for r_else_1_1 in serial(0, 256) {\n"
                       "for i_else_1_1_1 in unroll(0, ", rows, ") {\n",
                       "for j_else_1_1_1_1 in vectorized(0, 16) {");
@@ -460,6 +471,11 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
   EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 65\")"));
   EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 32\")"));
   EXPECT_THAT(trace, HasSubstr("guard_steps(\"i_else_1_1_0_edge\")"));
+  // The full tiles and both versions of the row edge's steps prefetch the next panel.
+  EXPECT_THAT(trace, HasSubstr("prefetch_next(\"B_cache_1\", \"r_else_0\", \"j_else_1_1_1_0\")"));
+  EXPECT_THAT(trace, HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_1_0_edge\")"));
+  EXPECT_THAT(trace,
+              HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_1_0_edge_part\")"));
   EXPECT_THAT(printed, HasSubstr("if m >= 32 {\nif m >= 65 {"));
   // Two sub-tiles of 128 columns.
   EXPECT_THAT(printed, HasSubstr("Buffer((64, 256), float32, scope=\"local\")"));
@@ -474,6 +490,13 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
                                  "if 64 * i_else_0 + 4 * i_else_1_1_0_edge < m - 3 {\n"
                                  "for j_else_1_1_1_0_edge in serial(0, 8) {"))
       << printed;
+  // Without the knob, no prefetch.
+  absl::StatusOr<CpuScheduleKnobs> no_prefetch = CpuScheduleKnobs::Parse("matmul.wide_step_vectors=2 matmul.wide_prefetch=0");
+  ASSERT_TRUE(no_prefetch.ok()) << no_prefetch.status();
+  absl::StatusOr<PrimFunc> plain =
+      ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *no_prefetch});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_THAT(Print(*plain), Not(HasSubstr("prefetch")));
   EXPECT_THAT(printed, HasSubstr("} else {\nif 64 * i_else_0 + 4 * i_else_1_1_0_edge < m {\n"
                                  "for j_else_1_1_1_0_edge_part in serial(0, 8) {"))
       << printed;

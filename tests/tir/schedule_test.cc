@@ -7,10 +7,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_replace.h"
 #include "support/check.h"
+#include "tir/interpreter.h"
 #include "tir/structural_equal.h"
 #include "tir/text_parser.h"
 #include "tir/text_printer.h"
@@ -1394,6 +1397,86 @@ prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32), C: Buffer((n,),
 })"));
   EXPECT_THAT(u.FuseSiblings("i", "i2").message(),
               HasSubstr("both access 'B' (and one writes it) other than in one dimension indexed by the loop variable"));
+}
+
+// A 4 x 64 x 32 matmul whose weight is copied per k block of 16 rows and 16-column
+// sub-tile: PrefetchNext has each of the 4 rows (loop i) prefetch 4 rows of the panel the
+// next (k block, sub-tile) copies, one 64-byte line each, and nothing after the last.
+constexpr const char* kConstantMatmul = R"(
+prim_func @f(A: Buffer((4, 64), float32), B: Buffer((64, 32), float32), C: Buffer((4, 32), float32)) {
+  for i in serial(0, 4) {
+    for j in serial(0, 32) {
+      for r in serial(0, 64) {
+        block "C" {
+          vi = spatial(4, i)
+          vj = spatial(32, j)
+          vk = reduce(64, r)
+          init {
+            C[vi, vj] = 0.0
+          }
+          C[vi, vj] = C[vi, vj] + A[vi, vk] * B[vk, vj]
+        }
+      }
+    }
+  }
+})";
+
+std::vector<float> RunMatmul(const PrimFunc& f) {
+  std::vector<float> a(4 * 64), b(64 * 32), c(4 * 32, -1.0f);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 13) - 6.0f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5) % 11) * 0.25f - 1.0f;
+  HostBuffer ha = HostBuffer::ReadOnly(DataType::Float32(), {4, 64}, reinterpret_cast<const uint8_t*>(a.data()));
+  HostBuffer hb = HostBuffer::ReadOnly(DataType::Float32(), {64, 32}, reinterpret_cast<const uint8_t*>(b.data()));
+  HostBuffer hc = HostBuffer::Writable(DataType::Float32(), {4, 32}, reinterpret_cast<uint8_t*>(c.data()));
+  absl::Status run = RunPrimFunc(f, {&ha, &hb, &hc});
+  KILN_CHECK(run.ok()) << run;
+  return c;
+}
+
+TEST(ScheduleTest, PrefetchNextFetchesTheNextPanelWhileThisOneIsUsed) {
+  Schedule s(Parse(kConstantMatmul));
+  ASSERT_TRUE(s.Split("r", {-1, 16}).ok());
+  ASSERT_TRUE(s.Split("j", {-1, 16}).ok());
+  ASSERT_TRUE(s.Reorder({"r_0", "j_0", "i", "r_1", "j_1"}).ok());
+  absl::StatusOr<std::string> copy = s.CacheRead("C", "B", "j_0");
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  absl::Status st = s.PrefetchNext(*copy, "r_0", "i");
+  ASSERT_TRUE(st.ok()) << st;
+  // Panel (r_0, j_0) is followed by (r_0, j_0 + 1), then by (r_0 + 1, 0): rows 16 r_0 +
+  // 16 floordiv(j_0 + 1, 2) on, columns from 16 floormod(j_0 + 1, 2); row i's share is rows
+  // 4 i .. 4 i + 3 of it.
+  const std::string printed = Print(s.func());
+  EXPECT_THAT(printed, HasSubstr(R"(for i in serial(0, 4) {
+          if j_0 + 2 * r_0 < 7 {
+            for B_cache_prefetch_row in unroll(0, 4) {
+              evaluate prefetch(B[B_cache_prefetch_row + 4 * i + 16 * r_0 + 16 * floordiv(j_0 + 1, 2), 16 * floormod(j_0 + 1, 2)])
+            }
+          }
+          for r_1 in serial(0, 16) {)"))
+      << printed;
+  // The prefetches change no result (the interpreter skips them; the copy is unchanged).
+  EXPECT_EQ(RunMatmul(s.func()), RunMatmul(Parse(kConstantMatmul)));
+  // The trace replays, prefetch_next included.
+  EXPECT_THAT(s.trace().ToString(), HasSubstr("prefetch_next(\"B_cache\", \"r_0\", \"i\")\n"));
+  Schedule again(Parse(kConstantMatmul));
+  ASSERT_TRUE(s.trace().Replay(&again).ok()) << s.trace().ToString();
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+  // Refused: a block that is not a copy, loops in the wrong places.
+  EXPECT_THAT(s.PrefetchNext("C", "r_0", "i").message(), HasSubstr("block 'C' is not a copy"));
+  EXPECT_THAT(s.PrefetchNext(*copy, "i", "r_1").message(),
+              HasSubstr("loop 'i' does not enclose the loops of block 'B_cache'"));
+  EXPECT_THAT(s.PrefetchNext(*copy, "r_0", "r_0").message(), HasSubstr("loop 'r_0' is not inside loop 'j_0'"));
+  EXPECT_THAT(s.PrefetchNext(*copy, "r_0", "nope").message(), HasSubstr("nope"));
+  // A symbolic row count leaves no constant share of the rows per row.
+  Schedule symbolic(Parse(absl::StrReplaceAll(kConstantMatmul, {{"(4, 64)", "(m, 64)"},
+                                                                {"(4, 32)", "(m, 32)"},
+                                                                {"spatial(4, i)", "spatial(m, i)"},
+                                                                {"serial(0, 4)", "serial(0, m)"}})));
+  ASSERT_TRUE(symbolic.Split("r", {-1, 16}).ok());
+  ASSERT_TRUE(symbolic.Reorder({"r_0", "j", "i", "r_1"}).ok());
+  ASSERT_TRUE(symbolic.CacheRead("C", "B", "j").ok());
+  EXPECT_THAT(symbolic.PrefetchNext("B_cache", "r_0", "i").message(),
+              HasSubstr("loop 'i' (sharing the prefetches) has no constant extent"));
 }
 
 }  // namespace

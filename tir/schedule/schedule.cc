@@ -196,4 +196,10 @@ absl::Status Schedule::GuardSteps(const std::string& loop) {
   return absl::OkStatus();
 }
 
+absl::Status Schedule::PrefetchNext(const std::string& copy, const std::string& outer, const std::string& into) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::PrefetchNext(func_, copy, outer, into));
+  trace_.Append({"prefetch_next", {copy, outer, into}, {}, {}});
+  return absl::OkStatus();
+}
+
 }  // namespace kiln::tir

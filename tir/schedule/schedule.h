@@ -157,6 +157,20 @@
 //        lanes on the function's target, storing a value that reads the buffer) renamed `<name>_steps` and named in the function's
 //        attribute local_address_per_term (tir/local_address_attr.h), so the CPU code
 //        generator addresses them per term. Recorded only when it changes the function.
+//      PrefetchNext(copy, outer, into): overlaps a panel copy with the work on the panel.
+//        `copy` is a block storing one element of a buffer B (CacheRead's copy), its own
+//        loops a chain directly around it (rows outermost, then the loops of one row's
+//        run), all of constant extent; `outer` encloses them, and the loops from `outer`
+//        down to the copy's own (the walked loops, the last of them the panel loop that
+//        runs the copy once per iteration) are serial, of constant extent, each directly
+//        in the one above, and no condition lies between the panel loop and the copy. `into` is a serial or unrolled loop inside the panel loop, not
+//        around the copy, with the loops between them of constant extent (the spread
+//        loops). At the start of each iteration of `into`, the code prefetches rows of the
+//        panel the next iteration of the walked loops (in their joint order) will copy,
+//        `prefetch(B[...])` once per 64 bytes of each row's run, the rows shared out in
+//        order between the iterations of the spread loops (ceil(rows / their count) each);
+//        nothing at the walked loops' last iteration; the copy's predicate is kept. The
+//        prefetches read nothing, so the results are unchanged.
 #pragma once
 
 #include <cstdint>
@@ -206,6 +220,7 @@ class Schedule {
   absl::Status GuardVectorizedTails();
   absl::Status GuardSteps(const std::string& loop);
   void AddressStepsPerTerm();
+  absl::Status PrefetchNext(const std::string& copy, const std::string& outer, const std::string& into);
 
  private:
   PrimFunc func_;
@@ -268,6 +283,8 @@ absl::StatusOr<BranchResult> BranchOn(const PrimFunc& func, const PrimExpr& cond
 PrimFunc GuardVectorizedTails(const PrimFunc& func);
 absl::StatusOr<PrimFunc> GuardSteps(const PrimFunc& func, const std::string& loop);
 PrimFunc AddressStepsPerTerm(const PrimFunc& func);
+absl::StatusOr<PrimFunc> PrefetchNext(const PrimFunc& func, const std::string& copy, const std::string& outer,
+                                      const std::string& into);
 }  // namespace schedule_primitive
 
 }  // namespace kiln::tir

@@ -287,6 +287,9 @@ absl::Status Trace::Replay(Schedule* s) const {
     } else if (inst.kind == "guard_steps") {
       KILN_RETURN_IF_ERROR(one());
       outputs = none(s->GuardSteps(in[0]));
+    } else if (inst.kind == "prefetch_next") {
+      KILN_RETURN_IF_ERROR(arity(3, 0, "a block and two loops"));
+      outputs = none(s->PrefetchNext(in[0], in[1], in[2]));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("instruction ", i, ": unknown primitive '", inst.kind, "'"));
     }

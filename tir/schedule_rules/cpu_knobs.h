@@ -55,6 +55,9 @@ struct MatmulKnobs {
   // Vectors of columns in each register step of AVX2's packed wide tiles (the rule's 3: 4 x 3
   // steps, 12 accumulators; 2: vector pairs). The unpacked wide tiles keep their pairs.
   int wide_step_vectors = 0;
+  // AVX2's packed wide tiles prefetch the next k block's panel while the register steps
+  // run on this one (cpu_matmul.cc, PrefetchPackedPanels); 0: the copy waits on memory.
+  bool wide_prefetch = true;
   bool operator==(const MatmulKnobs&) const = default;
 };
 

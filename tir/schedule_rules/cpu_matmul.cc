@@ -861,6 +861,120 @@ void GuardPackedWideEdgeSteps(Schedule* s) {
 
 namespace {
 
+// The loops from which PrefetchNext walks to the next panel of the copy `copy` (its own
+// loops' chain starting at `first_own`): up from the panel loop while each loop is serial,
+// of constant extent, directly inside the next one up, and moves the panel (the copy's
+// source index uses it). Empty when the panel loop itself does not qualify (a parallel one:
+// each thread copies its own panels, in an order no thread knows ahead).
+std::vector<const ForNode*> WalkedToNextPanel(const BlockNode* copy, const std::vector<Stmt>& loops, size_t first_own) {
+  const auto* source = copy->body.as<BufferStoreNode>()->value.as<BufferLoadNode>();
+  auto moves_panel = [&](const ForNode* l) {
+    if (l->for_kind != ForKind::kSerial || !l->extent.as_int()) return false;
+    for (const PrimExpr& index : source->indices) {
+      if (UsesVar(InLoopTerms(copy, index), l->loop_var.get())) return true;
+    }
+    return false;
+  };
+  std::vector<const ForNode*> walked;
+  for (size_t i = first_own; i-- > 0;) {
+    const auto* l = loops[i].as<ForNode>();
+    if (!moves_panel(l) || (!walked.empty() && l->body.get() != walked.front())) break;
+    walked.insert(walked.begin(), l);
+  }
+  return walked;
+}
+
+// The first index of the block's read of `panel` (its row), in loop terms; undefined when
+// the block does not read it.
+PrimExpr PanelRowIndex(const BlockNode* block, const BufferNode* panel) {
+  class FirstIndex : public StmtExprVisitor {
+   public:
+    explicit FirstIndex(const BufferNode* b) : b_(b) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      if (op->buffer.get() == b_ && !op->indices.empty()) index = op->indices[0];
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+    PrimExpr index;
+
+   private:
+    const BufferNode* b_;
+  } first(panel);
+  first.VisitStmt(block->body);
+  return first.index.defined() ? InLoopTerms(block, first.index) : PrimExpr();
+}
+
+// Whether the walked loops move the panel along its rows (some index of the copy's source
+// uses both the copy's row loop and a walked loop): a k block of the weight, copied per k
+// block and sub-tile and reused by at most a tile's row steps, whose copy is a fifth of
+// the packed wide tiles' time. A panel copied once per column panel for all of k (PackPanel)
+// is reused by every row tile; prefetching it measured no gain (1024 x 4096 x 1024, AVX2 and
+// AVX-512 code, 1 thread: within the noise, +-5 %), so it is left alone.
+bool MovesAlongRows(const BlockNode* copy, const ForNode* rows, const std::vector<const ForNode*>& walked) {
+  std::vector<const VarNode*> walked_vars;
+  for (const ForNode* l : walked) walked_vars.push_back(l->loop_var.get());
+  for (const PrimExpr& index : copy->body.as<BufferStoreNode>()->value.as<BufferLoadNode>()->indices) {
+    PrimExpr in_loops = InLoopTerms(copy, index);
+    if (UsesVar(in_loops, rows->loop_var.get()) && UsesAnyVar(in_loops, walked_vars)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void PrefetchPanels(Schedule* s) {
+  std::vector<const BlockNode*> copies;
+  ForEachStmt(s->func()->body, [&](const Stmt& st) {
+    const auto* b = st.as<BlockNode>();
+    const auto* store = b ? b->body.as<BufferStoreNode>() : nullptr;
+    const auto* load = store ? store->value.as<BufferLoadNode>() : nullptr;
+    if (load && store->buffer->scope == "local" && load->buffer->scope != "local") copies.push_back(b);
+  });
+  // Names, not nodes: each PrefetchNext rewrites the function.
+  std::vector<std::string> names;
+  for (const BlockNode* c : copies) names.push_back(c->name);
+  for (const std::string& name : names) {
+    absl::StatusOr<Stmt> found = FindBlock(s->func(), name, "");
+    if (!found.ok()) continue;
+    const auto* copy = found->as<BlockNode>();
+    const Stmt body = s->func()->body;  // a copy: PrefetchNext replaces the function
+    std::vector<Stmt> loops = LoopsAbove(body, copy);
+    Stmt own_root = NestRoot(body, copy);
+    auto own = std::find_if(loops.begin(), loops.end(), [&](const Stmt& l) { return l.get() == own_root.get(); });
+    if (own == loops.end() || own == loops.begin()) continue;
+    std::vector<const ForNode*> walked = WalkedToNextPanel(copy, loops, own - loops.begin());
+    if (walked.empty() || !MovesAlongRows(copy, own->as<ForNode>(), walked)) continue;
+    // Each reader's loop just above the one that walks the panel's rows (the register
+    // steps' k): its iterations share out the prefetches of the next panel's rows. (A row
+    // edge reads the panel in two versions, whole steps and the partial one.)
+    const BufferNode* panel_buffer = copy->body.as<BufferStoreNode>()->buffer.get();
+    const std::string outer = walked.front()->loop_var.name();
+    const ForNode* panel_loop = walked.back();
+    std::vector<std::string> intos;
+    for (const std::string& reader_name : ReadersOf(s->func(), panel_buffer)) {
+      absl::StatusOr<Stmt> reader_stmt = FindBlock(s->func(), reader_name, "");
+      if (reader_name == name || !reader_stmt.ok()) continue;
+      const auto* reader = reader_stmt->as<BlockNode>();
+      PrimExpr row_index = PanelRowIndex(reader, panel_buffer);
+      if (!row_index.defined()) continue;
+      std::vector<Stmt> reader_loops = LoopsAbove(body, reader);
+      auto panel_at = std::find_if(reader_loops.begin(), reader_loops.end(),
+                                   [&](const Stmt& l) { return l.get() == panel_loop; });
+      if (panel_at == reader_loops.end()) continue;
+      std::string into;
+      for (auto l = panel_at + 1; l != reader_loops.end(); ++l) {
+        if (UsesVar(row_index, l->as<ForNode>()->loop_var.get())) break;
+        into = l->as<ForNode>()->loop_var.name();
+      }
+      if (!into.empty()) intos.push_back(into);
+    }
+    // Refused (a symbolic count of row tiles to share the rows between, say): that reader's
+    // copy waits on memory as before.
+    for (const std::string& into : intos) (void)s->PrefetchNext(name, outer, into);
+  }
+}
+
+namespace {
+
 // Whether the few-rows branch of this matmul takes packed wide tiles from
 // kPackedWideLeastRows rows on: AVX2 (8 lanes, 16 registers: the unpacked tiles' 4-row
 // steps and k blocks of 16 reach 0.6-0.8 of OpenBLAS there) over a constant weight whose k

@@ -100,6 +100,13 @@ void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options);
 // whole steps of a partial tile run from registers like a full tile's and only the last,
 // short step tests each row.
 void GuardPackedWideEdgeSteps(Schedule* s);
+// Last (knob matmul.wide_prefetch): every k-blocked panel copy (a block copying a buffer's
+// elements into a local buffer, e.g. a packed wide tile's k block) that runs once per
+// iteration of serial loops of constant extent which move the panel along its rows gets
+// PrefetchNext: the iterations of each reader's loop just above the loop over the panel's
+// rows (the register steps' k) prefetch the next panel's rows, so the next copy reads from
+// L2 instead of waiting on memory.
+void PrefetchPanels(Schedule* s);
 
 // cpu_row_reduction.cc. Other reductions: a row reduction over contiguous elements (the
 // innermost loop bound to a reduction variable that every read depending on it uses as its
