@@ -471,11 +471,17 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
   EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 65\")"));
   EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 32\")"));
   EXPECT_THAT(trace, HasSubstr("guard_steps(\"i_else_1_1_0_edge\")"));
-  // The full tiles and both versions of the row edge's steps prefetch the next panel.
-  EXPECT_THAT(trace, HasSubstr("prefetch_next(\"B_cache_1\", \"r_else_0\", \"j_else_1_1_1_0\")"));
-  EXPECT_THAT(trace, HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_1_0_edge\")"));
+  // The full tiles and both versions of the row edge's steps prefetch the next panel; in the
+  // edge, whose steps beyond its rows do not run, the rows are shared between the 8 x 8
+  // (row step, pair) iterations of the least rows (32) and repeated by the later steps.
+  EXPECT_THAT(trace, HasSubstr("prefetch_next(\"B_cache_1\", \"r_else_0\", \"j_else_1_1_1_0\")\n"));
+  EXPECT_THAT(trace, HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_1_0_edge\", 64)"));
   EXPECT_THAT(trace,
-              HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_1_0_edge_part\")"));
+              HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_1_0_edge_part\", 64)"));
+  EXPECT_THAT(printed, HasSubstr("evaluate prefetch(B[B_cache_1_edge_prefetch_row + 256 * r_else_0_edge + 256 * "
+                                 "floordiv(j_else_1_1_0_edge + 1, 2) + 4 * floormod(8 * i_else_1_1_0_edge + "
+                                 "j_else_1_1_1_0_edge, 64), "))
+      << printed;
   EXPECT_THAT(printed, HasSubstr("if m >= 32 {\nif m >= 65 {"));
   // Two sub-tiles of 128 columns.
   EXPECT_THAT(printed, HasSubstr("Buffer((64, 256), float32, scope=\"local\")"));

@@ -1467,6 +1467,28 @@ TEST(ScheduleTest, PrefetchNextFetchesTheNextPanelWhileThisOneIsUsed) {
               HasSubstr("loop 'i' does not enclose the loops of block 'B_cache'"));
   EXPECT_THAT(s.PrefetchNext(*copy, "r_0", "r_0").message(), HasSubstr("loop 'r_0' is not inside loop 'j_0'"));
   EXPECT_THAT(s.PrefetchNext(*copy, "r_0", "nope").message(), HasSubstr("nope"));
+  EXPECT_THAT(s.PrefetchNext(*copy, "r_0", "i", 5).message(),
+              HasSubstr("a cycle of 5 iterations, not between 1 and the 4 iterations of the loops down to 'i'"));
+  // With a cycle of 2, rows 0 and 1 share the panel's rows (8 each) and rows 2 and 3 repeat
+  // theirs (the steps of an edge tile that may not run); the trace keeps the cycle.
+  Schedule cycled(Parse(kConstantMatmul));
+  ASSERT_TRUE(cycled.Split("r", {-1, 16}).ok());
+  ASSERT_TRUE(cycled.Split("j", {-1, 16}).ok());
+  ASSERT_TRUE(cycled.Reorder({"r_0", "j_0", "i", "r_1", "j_1"}).ok());
+  ASSERT_TRUE(cycled.CacheRead("C", "B", "j_0").ok());
+  st = cycled.PrefetchNext("B_cache", "r_0", "i", 2);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_THAT(Print(cycled.func()), HasSubstr("for B_cache_prefetch_row in unroll(0, 8) {\n"
+                                              "              evaluate prefetch(B[B_cache_prefetch_row + 16 * r_0 + 16 * "
+                                              "floordiv(j_0 + 1, 2) + 8 * floormod(i, 2), 16 * floormod(j_0 + 1, 2)])"))
+      << Print(cycled.func());
+  EXPECT_THAT(cycled.trace().ToString(), HasSubstr("prefetch_next(\"B_cache\", \"r_0\", \"i\", 2)\n"));
+  absl::StatusOr<Trace> reread = Trace::Parse(cycled.trace().ToString());
+  ASSERT_TRUE(reread.ok()) << reread.status();
+  Schedule replayed(Parse(kConstantMatmul));
+  ASSERT_TRUE(reread->Replay(&replayed).ok());
+  EXPECT_TRUE(StructuralEqual(replayed.func(), cycled.func()));
+  EXPECT_EQ(RunMatmul(cycled.func()), RunMatmul(Parse(kConstantMatmul)));
   // A symbolic row count leaves no constant share of the rows per row.
   Schedule symbolic(Parse(absl::StrReplaceAll(kConstantMatmul, {{"(4, 64)", "(m, 64)"},
                                                                 {"(4, 32)", "(m, 32)"},

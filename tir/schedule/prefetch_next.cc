@@ -73,7 +73,7 @@ int64_t Product(const std::vector<int64_t>& v) {
 }  // namespace
 
 absl::StatusOr<PrimFunc> PrefetchNext(const PrimFunc& func, const std::string& copy_name, const std::string& outer_name,
-                                      const std::string& into_name) {
+                                      const std::string& into_name, int64_t cycle) {
   KILN_ASSIGN_OR_RETURN(Stmt copy_stmt, FindBlock(func, copy_name, "prefetch_next"));
   KILN_ASSIGN_OR_RETURN(Stmt into_stmt, FindLoop(func, into_name, "prefetch_next"));
   const auto* copy = copy_stmt.as<BlockNode>();
@@ -160,9 +160,15 @@ absl::StatusOr<PrimFunc> PrefetchNext(const PrimFunc& func, const std::string& c
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> spread_extents, ConstantExtents(spread, "sharing the prefetches"));
 
   // Each iteration of the spread loops prefetches `per` rows of the next panel (its copy's
-  // outermost loop), each row one line at a time over the copy's inner loops.
+  // outermost loop), each row one line at a time over the copy's inner loops; with a cycle,
+  // the rows are shared between the first `cycle` iterations and the later ones repeat them.
   const int64_t rows = own_extents[0];
-  const int64_t turns = Product(spread_extents);
+  const int64_t all_turns = Product(spread_extents);
+  if (cycle < 0 || cycle > all_turns) {
+    return refuse(absl::StrCat("a cycle of ", cycle, " iterations, not between 1 and the ", all_turns,
+                               " iterations of the loops down to '", into_name, "' (0: all of them)"));
+  }
+  const int64_t turns = cycle > 0 ? cycle : all_turns;
   const int64_t per = (rows + turns - 1) / turns;
   std::vector<const ForNode*> inner(own.begin() + 1, own.end());
   std::vector<int64_t> inner_extents(own_extents.begin() + 1, own_extents.end());
@@ -177,7 +183,9 @@ absl::StatusOr<PrimFunc> PrefetchNext(const PrimFunc& func, const std::string& c
   // Loops of one iteration are left out (their variable is 0).
   const PrimExpr row_term = per > 1 ? PrimExpr(row_var) : I64(0);
   const PrimExpr line_term = lines > 1 ? PrimExpr(line_var) : I64(0);
-  PrimExpr row = Add(Mul(Linear(spread, spread_extents), I64(per)), row_term);
+  PrimExpr turn = Linear(spread, spread_extents);
+  if (turns < all_turns) turn = FloorMod(turn, I64(turns));
+  PrimExpr row = Add(Mul(turn, I64(per)), row_term);
   PrimExpr offset = Min(Mul(line_term, I64(per_line)), I64(run - 1));
   VarMap at;
   Delinearize(walked, walked_extents, next, &at);

@@ -196,9 +196,10 @@ absl::Status Schedule::GuardSteps(const std::string& loop) {
   return absl::OkStatus();
 }
 
-absl::Status Schedule::PrefetchNext(const std::string& copy, const std::string& outer, const std::string& into) {
-  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::PrefetchNext(func_, copy, outer, into));
-  trace_.Append({"prefetch_next", {copy, outer, into}, {}, {}});
+absl::Status Schedule::PrefetchNext(const std::string& copy, const std::string& outer, const std::string& into,
+                                    int64_t cycle) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::PrefetchNext(func_, copy, outer, into, cycle));
+  trace_.Append({"prefetch_next", {copy, outer, into}, cycle > 0 ? std::vector<int64_t>{cycle} : std::vector<int64_t>{}, {}});
   return absl::OkStatus();
 }
 

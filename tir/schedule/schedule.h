@@ -157,7 +157,7 @@
 //        lanes on the function's target, storing a value that reads the buffer) renamed `<name>_steps` and named in the function's
 //        attribute local_address_per_term (tir/local_address_attr.h), so the CPU code
 //        generator addresses them per term. Recorded only when it changes the function.
-//      PrefetchNext(copy, outer, into): overlaps a panel copy with the work on the panel.
+//      PrefetchNext(copy, outer, into[, cycle]): overlaps a panel copy with the work on the panel.
 //        `copy` is a block storing one element of a buffer B (CacheRead's copy), its own
 //        loops a chain directly around it (rows outermost, then the loops of one row's
 //        run), all of constant extent; `outer` encloses them, and the loops from `outer`
@@ -169,8 +169,11 @@
 //        panel the next iteration of the walked loops (in their joint order) will copy,
 //        `prefetch(B[...])` once per 64 bytes of each row's run, the rows shared out in
 //        order between the iterations of the spread loops (ceil(rows / their count) each);
-//        nothing at the walked loops' last iteration; the copy's predicate is kept. The
-//        prefetches read nothing, so the results are unchanged.
+//        nothing at the walked loops' last iteration; the copy's predicate is kept. With a
+//        cycle c (1 to the spread loops' count), the rows are shared between their first c
+//        iterations and iteration j takes iteration (j mod c)'s share: for an edge tile
+//        whose later steps may not run. The prefetches read nothing, so the results are
+//        unchanged.
 #pragma once
 
 #include <cstdint>
@@ -220,7 +223,8 @@ class Schedule {
   absl::Status GuardVectorizedTails();
   absl::Status GuardSteps(const std::string& loop);
   void AddressStepsPerTerm();
-  absl::Status PrefetchNext(const std::string& copy, const std::string& outer, const std::string& into);
+  absl::Status PrefetchNext(const std::string& copy, const std::string& outer, const std::string& into,
+                            int64_t cycle = 0);
 
  private:
   PrimFunc func_;
@@ -284,7 +288,7 @@ PrimFunc GuardVectorizedTails(const PrimFunc& func);
 absl::StatusOr<PrimFunc> GuardSteps(const PrimFunc& func, const std::string& loop);
 PrimFunc AddressStepsPerTerm(const PrimFunc& func);
 absl::StatusOr<PrimFunc> PrefetchNext(const PrimFunc& func, const std::string& copy, const std::string& outer,
-                                      const std::string& into);
+                                      const std::string& into, int64_t cycle);
 }  // namespace schedule_primitive
 
 }  // namespace kiln::tir

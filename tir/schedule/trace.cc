@@ -46,7 +46,9 @@ bool TakesList(const Instruction& inst) {
 std::string Instruction::ToString() const {
   std::string args = TakesList(*this) ? absl::StrCat("[", Quoted(inputs), "]") : Quoted(inputs);
   if (kind == "split") absl::StrAppend(&args, ", [", absl::StrJoin(ints, ", "), "]");
-  if (kind == "rfactor") absl::StrAppend(&args, ", ", absl::StrJoin(ints, ", "));
+  if (kind == "rfactor" || kind == "prefetch_next") {
+    for (int64_t v : ints) absl::StrAppend(&args, ", ", v);
+  }
   std::string out = absl::StrCat(kind, "(", args, ")");
   if (outputs.size() == 1 && kind != "get_loops") {
     absl::StrAppend(&out, " -> ", Quote(outputs[0]));
@@ -151,12 +153,20 @@ absl::StatusOr<Instruction> ParseInstruction(std::string_view line, int line_no)
   if (inst.kind == "fuse" || inst.kind == "reorder" || (inst.kind == "compute_inline" && p.Peek('['))) {
     KILN_ASSIGN_OR_RETURN(inst.inputs, p.StringList());
   } else if (!p.Peek(')')) {
-    // rfactor: two names, then the lane count (and the tail lanes).
-    const size_t names = inst.kind == "split" ? 1 : inst.kind == "rfactor" ? 2 : SIZE_MAX;
+    // rfactor: two names, then the lane count (and the tail lanes); prefetch_next: three
+    // names, then maybe the cycle.
+    const size_t names = inst.kind == "split"           ? 1
+                         : inst.kind == "rfactor"       ? 2
+                         : inst.kind == "prefetch_next" ? 3
+                                                        : SIZE_MAX;
     do {
       KILN_ASSIGN_OR_RETURN(std::string name, p.String());
       inst.inputs.push_back(std::move(name));
     } while (inst.inputs.size() < names && p.Eat(","));
+    if (inst.kind == "prefetch_next" && p.Eat(",")) {
+      KILN_ASSIGN_OR_RETURN(int64_t cycle, p.Int());
+      inst.ints.push_back(cycle);
+    }
     if (inst.kind == "split") {
       if (!p.Eat(",")) return p.Error("',' and the factors");
       KILN_ASSIGN_OR_RETURN(inst.ints, p.IntList());
@@ -288,8 +298,8 @@ absl::Status Trace::Replay(Schedule* s) const {
       KILN_RETURN_IF_ERROR(one());
       outputs = none(s->GuardSteps(in[0]));
     } else if (inst.kind == "prefetch_next") {
-      KILN_RETURN_IF_ERROR(arity(3, 0, "a block and two loops"));
-      outputs = none(s->PrefetchNext(in[0], in[1], in[2]));
+      KILN_RETURN_IF_ERROR(arity(3, inst.ints.size() == 1 ? 1 : 0, "a block, two loops and maybe a cycle"));
+      outputs = none(s->PrefetchNext(in[0], in[1], in[2], inst.ints.empty() ? 0 : inst.ints[0]));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("instruction ", i, ": unknown primitive '", inst.kind, "'"));
     }

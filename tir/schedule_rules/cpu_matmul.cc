@@ -919,9 +919,42 @@ bool MovesAlongRows(const BlockNode* copy, const ForNode* rows, const std::vecto
   return false;
 }
 
+// PrefetchNext's cycle for the reader's loop `into` (0: all its iterations share the
+// rows). In a row edge the steps are guarded by their rows (GuardSteps: an `if` on the
+// outermost loop between the panel loop and `into`), and only the steps holding rows run:
+// sharing the rows between all 16 steps of a 64-row tile left half of each panel to the
+// copy at M = 32. The rows are then shared between the steps that always run, those of the
+// least rows a packed tile takes (PackedWideLeastRows in steps of WideTileStepRows: 8 of 4
+// rows), the later steps repeating them. (A tile of fewer rows, from knobs, still
+// prefetches part of each panel.)
+int64_t EdgeCycle(const Stmt& body, const ForNode* panel_loop, const Stmt& into, const CpuScheduleOptions& options) {
+  std::vector<Stmt> path = AncestorsOf(body, into.get());
+  path.push_back(into);
+  auto panel_at = std::find_if(path.begin(), path.end(), [&](const Stmt& st) { return st.get() == panel_loop; });
+  if (panel_at == path.end()) return 0;
+  std::vector<const ForNode*> spread;
+  bool guarded = false;
+  for (auto st = panel_at + 1; st != path.end(); ++st) {
+    if (const auto* l = st->as<ForNode>()) spread.push_back(l);
+    if (const auto* branch = st->as<IfThenElseNode>(); branch && !spread.empty()) {
+      guarded |= UsesVar(branch->condition, spread.front()->loop_var.get());
+    }
+  }
+  if (!guarded) return 0;
+  int64_t cycle = 1;
+  for (size_t i = 0; i < spread.size(); ++i) {
+    std::optional<int64_t> extent = spread[i]->extent.as_int();
+    if (!extent) return 0;
+    const int64_t step_rows = WideTileStepRows(options);
+    const int64_t least_steps = (PackedWideLeastRows(options) + step_rows - 1) / step_rows;
+    cycle *= i == 0 ? std::min(*extent, least_steps) : *extent;
+  }
+  return cycle;
+}
+
 }  // namespace
 
-void PrefetchPanels(Schedule* s) {
+void PrefetchPanels(Schedule* s, const CpuScheduleOptions& options) {
   std::vector<const BlockNode*> copies;
   ForEachStmt(s->func()->body, [&](const Stmt& st) {
     const auto* b = st.as<BlockNode>();
@@ -949,7 +982,7 @@ void PrefetchPanels(Schedule* s) {
     const BufferNode* panel_buffer = copy->body.as<BufferStoreNode>()->buffer.get();
     const std::string outer = walked.front()->loop_var.name();
     const ForNode* panel_loop = walked.back();
-    std::vector<std::string> intos;
+    std::vector<std::pair<std::string, int64_t>> intos;  // (into, cycle)
     for (const std::string& reader_name : ReadersOf(s->func(), panel_buffer)) {
       absl::StatusOr<Stmt> reader_stmt = FindBlock(s->func(), reader_name, "");
       if (reader_name == name || !reader_stmt.ok()) continue;
@@ -960,16 +993,16 @@ void PrefetchPanels(Schedule* s) {
       auto panel_at = std::find_if(reader_loops.begin(), reader_loops.end(),
                                    [&](const Stmt& l) { return l.get() == panel_loop; });
       if (panel_at == reader_loops.end()) continue;
-      std::string into;
+      Stmt into;
       for (auto l = panel_at + 1; l != reader_loops.end(); ++l) {
         if (UsesVar(row_index, l->as<ForNode>()->loop_var.get())) break;
-        into = l->as<ForNode>()->loop_var.name();
+        into = *l;
       }
-      if (!into.empty()) intos.push_back(into);
+      if (into.defined()) intos.emplace_back(into.as<ForNode>()->loop_var.name(), EdgeCycle(body, panel_loop, into, options));
     }
     // Refused (a symbolic count of row tiles to share the rows between, say): that reader's
     // copy waits on memory as before.
-    for (const std::string& into : intos) (void)s->PrefetchNext(name, outer, into);
+    for (const auto& [into, cycle] : intos) (void)s->PrefetchNext(name, outer, into, cycle);
   }
 }
 

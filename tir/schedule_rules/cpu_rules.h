@@ -105,8 +105,9 @@ void GuardPackedWideEdgeSteps(Schedule* s);
 // iteration of serial loops of constant extent which move the panel along its rows gets
 // PrefetchNext: the iterations of each reader's loop just above the loop over the panel's
 // rows (the register steps' k) prefetch the next panel's rows, so the next copy reads from
-// L2 instead of waiting on memory.
-void PrefetchPanels(Schedule* s);
+// L2 instead of waiting on memory. In a row edge (steps guarded by their rows) the rows are
+// shared between the steps that always run (EdgeCycle, cpu_matmul.cc).
+void PrefetchPanels(Schedule* s, const CpuScheduleOptions& options);
 
 // cpu_row_reduction.cc. Other reductions: a row reduction over contiguous elements (the
 // innermost loop bound to a reduction variable that every read depending on it uses as its

@@ -193,7 +193,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
     // only with local addresses per term (tir/local_address_attr.h).
     if (options.vector_lanes == 8) schedule.AddressStepsPerTerm();
   }
-  if (options.knobs.matmul.wide_prefetch) PrefetchPanels(&schedule);
+  if (options.knobs.matmul.wide_prefetch) PrefetchPanels(&schedule, options);
   if (trace) *trace = schedule.trace().ToString();
   return schedule.func();
 }
