@@ -941,12 +941,12 @@ int64_t EdgeCycle(const Stmt& body, const ForNode* panel_loop, const Stmt& into,
     }
   }
   if (!guarded) return 0;
+  const int64_t step_rows = WideTileStepRows(options);
+  const int64_t least_steps = (PackedWideLeastRows(options) + step_rows - 1) / step_rows;
   int64_t cycle = 1;
   for (size_t i = 0; i < spread.size(); ++i) {
     std::optional<int64_t> extent = spread[i]->extent.as_int();
     if (!extent) return 0;
-    const int64_t step_rows = WideTileStepRows(options);
-    const int64_t least_steps = (PackedWideLeastRows(options) + step_rows - 1) / step_rows;
     cycle *= i == 0 ? std::min(*extent, least_steps) : *extent;
   }
   return cycle;
