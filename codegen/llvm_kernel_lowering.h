@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -151,8 +152,26 @@ class KernelLowering {
                   const std::function<void()>& body);
   llvm::MDNode* LoopMetadata(LoopHint hint);
   static bool UnrollsAsItIsBuilt(const tir::ForNode* op);
-  void LowerFor(const tir::ForNode* op);
+  void LowerFor(const tir::ForNode* op);  // counts loop_depth_ around LowerLoop
+  void LowerLoop(const tir::ForNode* op);
   void LowerParallelFor(const tir::ForNode* op);
+  // A new internal function `int32_t fn(i64, i64, i8* closure)` (the parallel body's type)
+  // named `<kernel>$<suffix>`, over a closure holding the call context, `leading` and every
+  // variable and buffer in scope. `body` lowers its code with that scope loaded (given the
+  // function and the loaded `leading`); the closure is filled at the current point, and the
+  // function returns 0 after `body`. Returns the function and the closure (an i8*).
+  std::pair<llvm::Function*, llvm::Value*> Outline(
+      const std::string& suffix, const std::vector<llvm::Value*>& leading,
+      const std::function<void(llvm::Function*, const std::vector<llvm::Value*>&)>& body);
+  // A branch outside every loop whose two sides both allocate (the variants of a tuned
+  // dispatch, BranchOn's versions): each allocating side is its own function, so the
+  // frame of a call holds one side's buffers, not all of them side by side.
+  bool OutlinesBranches(const tir::IfThenElseNode* op) const;
+  void LowerOutlinedBranch(const Stmt& branch);
+  // Facts: conditions known to hold at the point being lowered (facts_), for the
+  // assumptions of an outlined function.
+  static bool IsScalarFact(const PrimExpr& condition);
+  void WithFact(const PrimExpr& condition, const std::function<void()>& body);
   llvm::Value* BufferSpan(const tir::Buffer& buffer);
   void WithAllocation(const tir::Buffer& buffer, const std::function<void()>& body);
   llvm::Value* FlatOffset(const tir::BufferNode* buffer, const std::vector<PrimExpr>& indices);
@@ -208,6 +227,13 @@ class KernelLowering {
   absl::Status status_;
   // The function is the host part of a GPU function: its allocations are device memory.
   bool gpu_host_ = false;
+  // Loops around the statement being lowered, in this function.
+  int loop_depth_ = 0;
+  // Branches outlined so far (their functions' names).
+  int outlined_branches_ = 0;
+  // Scalar conditions known to hold here, in this function: checks passed (asserts) and
+  // the conditions of the branches around, dropped when their scope ends.
+  std::vector<PrimExpr> facts_;
 };
 
 }  // namespace kiln::codegen

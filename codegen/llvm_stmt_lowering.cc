@@ -39,12 +39,16 @@ void KernelLowering::LowerStmt(const Stmt& s) {
       llvm::BasicBlock* else_bb = op->else_case.defined() ? llvm::BasicBlock::Create(ctx_, "if_else", fs_.fn) : nullptr;
       llvm::BasicBlock* end_bb = llvm::BasicBlock::Create(ctx_, "if_end", fs_.fn);
       b_.CreateCondBr(cond, then_bb, else_bb ? else_bb : end_bb);
+      const bool outline = OutlinesBranches(op);
+      auto lower_side = [&](const Stmt& side, const PrimExpr& holds) {
+        WithFact(holds, [&] { outline ? LowerOutlinedBranch(side) : LowerStmt(side); });
+      };
       b_.SetInsertPoint(then_bb);
-      LowerStmt(op->then_case);
+      lower_side(op->then_case, op->condition);
       b_.CreateBr(end_bb);
       if (else_bb) {
         b_.SetInsertPoint(else_bb);
-        LowerStmt(op->else_case);
+        lower_side(op->else_case, tir::Not(op->condition));
         b_.CreateBr(end_bb);
       }
       b_.SetInsertPoint(end_bb);
@@ -62,7 +66,15 @@ void KernelLowering::LowerStmt(const Stmt& s) {
       const auto* op = s.as<tir::LetStmtNode>();
       llvm::Value* value = Lower(op->value);
       NameValue(value, op->var.name());
-      Bind(op->var.get(), value, [&] { LowerStmt(op->body); });
+      // The facts its body learns name the variable: they end with it. Its declared bounds
+      // are facts (the kernel's prologue checked them before binding it,
+      // tir/transform/make_kernel_abi.h).
+      const size_t facts = facts_.size();
+      const tir::Var& var = op->var;
+      if (var->dtype().is_int() && var->lower_bound) facts_.push_back(tir::GE(var, tir::IntImm(var->dtype(), *var->lower_bound)));
+      if (var->dtype().is_int() && var->upper_bound) facts_.push_back(tir::LE(var, tir::IntImm(var->dtype(), *var->upper_bound)));
+      Bind(var.get(), value, [&] { LowerStmt(op->body); });
+      facts_.resize(facts);
       return;
     }
     case StmtKind::kEvaluate: {
@@ -113,6 +125,28 @@ void KernelLowering::LowerAssert(const tir::AssertNode* op) {
   ReportError(format, values);
   EmitReturn(b_.getInt32(1));
   b_.SetInsertPoint(cont);
+  // What follows in this scope runs only where it held.
+  if (IsScalarFact(op->condition)) facts_.push_back(op->condition);
+}
+
+// A condition over scalar variables and constants only: it reads no memory and calls
+// nothing, so an outlined function can assume it again over the variables it captured.
+bool KernelLowering::IsScalarFact(const PrimExpr& condition) {
+  struct Scalar : tir::StmtExprVisitor {
+    bool scalar = true;
+    void VisitExpr_(const tir::CallNode*, const PrimExpr&) override { scalar = false; }
+    void VisitExpr_(const tir::BufferLoadNode*, const PrimExpr&) override { scalar = false; }
+    void VisitExpr_(const tir::LetNode*, const PrimExpr&) override { scalar = false; }
+  } visitor;
+  visitor.VisitExpr(condition);
+  return visitor.scalar && condition.dtype().is_bool() && condition.dtype().is_scalar();
+}
+
+void KernelLowering::WithFact(const PrimExpr& condition, const std::function<void()>& body) {
+  const size_t facts = facts_.size();
+  if (IsScalarFact(condition)) facts_.push_back(condition);
+  body();
+  facts_.resize(facts);
 }
 
 // Names instructions after the variable they bind, for readable IR dumps.
@@ -224,6 +258,14 @@ bool KernelLowering::UnrollsAsItIsBuilt(const tir::ForNode* op) {
 }
 
 void KernelLowering::LowerFor(const tir::ForNode* op) {
+  ++loop_depth_;
+  const size_t facts = facts_.size();  // a check inside may name the loop variable
+  LowerLoop(op);
+  facts_.resize(facts);
+  --loop_depth_;
+}
+
+void KernelLowering::LowerLoop(const tir::ForNode* op) {
   const tir::VarNode* var = op->loop_var.get();
   if (!var->dtype().is_integer() || !var->dtype().is_scalar()) {
     Fail(absl::StrCat("loop variable ", var->name, " must be a scalar integer"));
@@ -259,33 +301,13 @@ void KernelLowering::LowerFor(const tir::ForNode* op) {
   SerialLoop(var, begin, end, hint, [&] { LowerStmt(op->body); });
 }
 
-// The loop body becomes a closure `int32_t body(task, num_tasks, closure)` over a struct
-// holding the call context, the range and every variable and buffer in scope (what the
-// body does not use is dead after inlining the loads, and costs one store).
+// The loop body becomes a closure `int32_t body(task, num_tasks, closure)` over the range
+// and the scope (Outline).
 void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   const tir::VarNode* var = op->loop_var.get();
   llvm::Type* i64 = b_.getInt64Ty();
   llvm::Value* begin = CastToI64(Lower(op->min), var->dtype());
   llvm::Value* extent = CastToI64(Lower(op->extent), var->dtype());
-
-  // The captures in a fixed order (by name, then by the name LLVM gave the value): the maps
-  // are keyed by address, and the same function must compile to the same bytes every time.
-  std::vector<const tir::VarNode*> captured_vars;
-  std::vector<const tir::BufferNode*> captured_buffers;
-  for (const auto& [v, value] : vars_) captured_vars.push_back(v);
-  for (const auto& [buf, ptr] : buffers_) captured_buffers.push_back(buf);
-  auto by_name = [](const auto& map) {
-    return [&map](const auto* x, const auto* y) {
-      const llvm::StringRef xv = map.at(x)->getName(), yv = map.at(y)->getName();
-      return std::tie(x->name, xv) < std::tie(y->name, yv);
-    };
-  };
-  std::sort(captured_vars.begin(), captured_vars.end(), by_name(vars_));
-  std::sort(captured_buffers.begin(), captured_buffers.end(), by_name(buffers_));
-  std::vector<llvm::Type*> fields = {abi_.context->getPointerTo(), i64, i64, i64};
-  for (const tir::VarNode* v : captured_vars) fields.push_back(vars_.at(v)->getType());
-  for (const tir::BufferNode* buf : captured_buffers) fields.push_back(buffers_.at(buf)->getType());
-  llvm::StructType* closure_type = llvm::StructType::create(ctx_, fields, absl::StrCat(name_, "_closure"));
 
   // Skip the whole call when the range is empty.
   llvm::BasicBlock* run_bb = llvm::BasicBlock::Create(ctx_, "parallel", fs_.fn);
@@ -322,72 +344,131 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   // No empty task: as many tasks as chunks of that size cover the range.
   num_tasks = b_.CreateSDiv(b_.CreateSub(b_.CreateAdd(extent, chunk), b_.getInt64(1)), chunk, "num_tasks");
 
-  llvm::AllocaInst* closure = EntryAlloca(closure_type, nullptr, 8, "closure");
-  auto store_field = [&](unsigned index, llvm::Value* value) {
-    b_.CreateStore(value, b_.CreateStructGEP(closure_type, closure, index));
-  };
-  store_field(0, fs_.ctx);
-  store_field(1, begin);
-  store_field(2, extent);
-  store_field(3, chunk);
-  unsigned index = 4;
-  for (const tir::VarNode* v : captured_vars) store_field(index++, vars_[v]);
-  for (const tir::BufferNode* buf : captured_buffers) store_field(index++, buffers_[buf]);
-
-  // `$` cannot appear in a kernel name, so the closure never takes a kernel's symbol.
-  llvm::Function* body_fn = llvm::Function::Create(abi_.parallel_body, llvm::Function::InternalLinkage,
-                                                   absl::StrCat(name_, "$parallel$", var->name), module_);
-  SetCommonAttributes(body_fn);
-
   // The fused tile index's floordiv/floormod, once per iteration (codegen/hoist_index_divisions.h).
   const tir::Stmt body =
       HoistIndexDivisions(op->loop_var, op->body, [&](const tir::VarNode* v) { return vars_.count(v) > 0; });
+  auto [body_fn, closure] = Outline(absl::StrCat("parallel$", var->name), {begin, extent, chunk},
+                                    [&](llvm::Function* fn, const std::vector<llvm::Value*>& range) {
+                                      llvm::Value* lo = b_.CreateMul(fn->getArg(0), range[2], "lo");
+                                      llvm::Value* hi = b_.CreateAdd(lo, range[2]);
+                                      hi = b_.CreateSelect(b_.CreateICmpSLT(hi, range[1]), hi, range[1], "hi");
+                                      // The chunk's offsets, then the loop variable in its own type.
+                                      llvm::Type* var_type = LlvmType(var->dtype());
+                                      llvm::Value* first = b_.CreateIntCast(b_.CreateAdd(range[0], lo), var_type, true);
+                                      llvm::Value* last = b_.CreateIntCast(b_.CreateAdd(range[0], hi), var_type, true);
+                                      SerialLoop(var, first, last, LoopHint::kNone, [&] { LowerStmt(body); });
+                                    });
 
-  // Lower the body inside the closure with its own environment, then come back.
+  llvm::Value* parallel_for = LoadField(abi_.context, fs_.ctx, kCtxParallelFor, "parallel_for");
+  llvm::Value* rc =
+      b_.CreateCall(abi_.parallel_for, parallel_for, {fs_.ctx, num_tasks, body_fn, closure}, "parallel_rc");
+  // A failing task already reported its error; pass its code on.
+  ReturnIfNonzero(rc, done_bb);
+}
+
+// The closure is a struct of the call context, `leading` and every variable and buffer in
+// scope (what the body does not use is dead after inlining the loads, and costs one store).
+std::pair<llvm::Function*, llvm::Value*> KernelLowering::Outline(
+    const std::string& suffix, const std::vector<llvm::Value*>& leading,
+    const std::function<void(llvm::Function*, const std::vector<llvm::Value*>&)>& body) {
+  // The captures in a fixed order (by name, then by the name LLVM gave the value): the maps
+  // are keyed by address, and the same function must compile to the same bytes every time.
+  std::vector<const tir::VarNode*> captured_vars;
+  std::vector<const tir::BufferNode*> captured_buffers;
+  for (const auto& [v, value] : vars_) captured_vars.push_back(v);
+  for (const auto& [buf, ptr] : buffers_) captured_buffers.push_back(buf);
+  auto by_name = [](const auto& map) {
+    return [&map](const auto* x, const auto* y) {
+      const llvm::StringRef xv = map.at(x)->getName(), yv = map.at(y)->getName();
+      return std::tie(x->name, xv) < std::tie(y->name, yv);
+    };
+  };
+  std::sort(captured_vars.begin(), captured_vars.end(), by_name(vars_));
+  std::sort(captured_buffers.begin(), captured_buffers.end(), by_name(buffers_));
+  std::vector<llvm::Type*> fields = {abi_.context->getPointerTo()};
+  for (llvm::Value* v : leading) fields.push_back(v->getType());
+  for (const tir::VarNode* v : captured_vars) fields.push_back(vars_.at(v)->getType());
+  for (const tir::BufferNode* buf : captured_buffers) fields.push_back(buffers_.at(buf)->getType());
+  llvm::StructType* closure_type = llvm::StructType::create(ctx_, fields, absl::StrCat(name_, "_closure"));
+
+  llvm::AllocaInst* closure = EntryAlloca(closure_type, nullptr, 8, "closure");
+  unsigned index = 0;
+  auto store_field = [&](llvm::Value* value) {
+    b_.CreateStore(value, b_.CreateStructGEP(closure_type, closure, index++));
+  };
+  store_field(fs_.ctx);
+  for (llvm::Value* v : leading) store_field(v);
+  for (const tir::VarNode* v : captured_vars) store_field(vars_[v]);
+  for (const tir::BufferNode* buf : captured_buffers) store_field(buffers_[buf]);
+
+  // `$` cannot appear in a kernel name, so the function never takes a kernel's symbol.
+  llvm::Function* fn = llvm::Function::Create(abi_.parallel_body, llvm::Function::InternalLinkage,
+                                              absl::StrCat(name_, "$", suffix), module_);
+  SetCommonAttributes(fn);
+
+  // Lower the body inside the function with its own environment, then come back.
   FunctionState saved_fs = fs_;
   auto saved_vars = vars_;
   auto saved_buffers = buffers_;
   llvm::BasicBlock* saved_block = b_.GetInsertBlock();
   {
-    llvm::Value* task = body_fn->getArg(0);
     fs_ = FunctionState{};
-    fs_.fn = body_fn;
-    fs_.entry = llvm::BasicBlock::Create(ctx_, "entry", body_fn);
+    fs_.fn = fn;
+    fs_.entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
     b_.SetInsertPoint(fs_.entry);
-    llvm::Value* env = b_.CreatePointerCast(body_fn->getArg(2), closure_type->getPointerTo(), "env");
-    fs_.ctx = LoadField(closure_type, env, 0, "ctx");
-    llvm::Value* lo_begin = LoadField(closure_type, env, 1, "begin");
-    llvm::Value* total = LoadField(closure_type, env, 2, "extent");
-    llvm::Value* task_chunk = LoadField(closure_type, env, 3, "chunk");
+    llvm::Value* env = b_.CreatePointerCast(fn->getArg(2), closure_type->getPointerTo(), "env");
+    unsigned field = 0;
+    fs_.ctx = LoadField(closure_type, env, field++, "ctx");
+    std::vector<llvm::Value*> loaded;
+    for (llvm::Value* v : leading) loaded.push_back(LoadField(closure_type, env, field++, v->getName().str()));
     vars_.clear();
     buffers_.clear();
-    unsigned field = 4;
     for (const tir::VarNode* v : captured_vars) vars_[v] = LoadField(closure_type, env, field++, v->name);
-    for (const tir::BufferNode* buf : captured_buffers) {
-      llvm::Value* ptr = LoadField(closure_type, env, field++, buf->name);
-      buffers_[buf] = ptr;
-    }
-    llvm::Value* lo = b_.CreateMul(task, task_chunk, "lo");
-    llvm::Value* hi = b_.CreateAdd(lo, task_chunk);
-    hi = b_.CreateSelect(b_.CreateICmpSLT(hi, total), hi, total, "hi");
-    // The chunk's offsets, then the loop variable in its own type.
-    llvm::Type* var_type = LlvmType(var->dtype());
-    llvm::Value* first = b_.CreateIntCast(b_.CreateAdd(lo_begin, lo), var_type, true);
-    llvm::Value* last = b_.CreateIntCast(b_.CreateAdd(lo_begin, hi), var_type, true);
-    SerialLoop(var, first, last, LoopHint::kNone, [&] { LowerStmt(body); });
+    for (const tir::BufferNode* buf : captured_buffers) buffers_[buf] = LoadField(closure_type, env, field++, buf->name);
+    body(fn, loaded);
     b_.CreateRet(b_.getInt32(0));
   }
   fs_ = saved_fs;
   vars_ = std::move(saved_vars);
   buffers_ = std::move(saved_buffers);
   b_.SetInsertPoint(saved_block);
+  return {fn, b_.CreatePointerCast(closure, b_.getInt8PtrTy())};
+}
 
-  llvm::Value* parallel_for = LoadField(abi_.context, fs_.ctx, kCtxParallelFor, "parallel_for");
-  llvm::Value* rc = b_.CreateCall(abi_.parallel_for, parallel_for,
-                                  {fs_.ctx, num_tasks, body_fn, b_.CreatePointerCast(closure, b_.getInt8PtrTy())},
-                                  "parallel_rc");
-  // A failing task already reported its error; pass its code on.
-  ReturnIfNonzero(rc, done_bb);
+bool KernelLowering::OutlinesBranches(const tir::IfThenElseNode* op) const {
+  if (gpu_host_ || loop_depth_ > 0 || !op->else_case.defined()) return false;
+  struct Allocates : tir::StmtExprVisitor {
+    bool found = false;
+    void VisitStmt_(const tir::AllocateNode*, const tir::Stmt&) override { found = true; }
+  };
+  auto allocates = [](const Stmt& s) {
+    Allocates visitor;
+    visitor.VisitStmt(s);
+    return visitor.found;
+  };
+  return allocates(op->then_case) && allocates(op->else_case);
+}
+
+// A side that is itself such a branch (the next test of a dispatch chain) stays inline and
+// outlines its own sides. The function assumes what held where it is called (the checks of
+// the arguments, the conditions of the branches around it): inline, LLVM knew as much, and
+// a variant for n < 2 with n >= 1 runs its loops over n once, unrolled (the scores kernel
+// of the transformer block at n = 1 took 2.6x as long outlined without it).
+void KernelLowering::LowerOutlinedBranch(const Stmt& branch) {
+  if (const auto* chained = branch.as<tir::IfThenElseNode>(); chained != nullptr && OutlinesBranches(chained)) {
+    LowerStmt(branch);
+    return;
+  }
+  const std::vector<PrimExpr> facts = facts_;
+  auto [fn, closure] = Outline(absl::StrCat("branch", outlined_branches_++), {},
+                               [&](llvm::Function*, const std::vector<llvm::Value*>&) {
+                                 for (const PrimExpr& fact : facts) b_.CreateAssumption(Lower(fact));
+                                 LowerStmt(branch);
+                               });
+  // Inlined back (its only call site), the sides' buffers would share one frame again.
+  fn->addFnAttr(llvm::Attribute::NoInline);
+  llvm::Value* rc = b_.CreateCall(abi_.parallel_body, fn, {b_.getInt64(0), b_.getInt64(1), closure}, "branch_rc");
+  ReturnIfNonzero(rc, llvm::BasicBlock::Create(ctx_, "branch_end", fs_.fn));
 }
 
 // Elements a buffer spans: the shape's product, or with strides the furthest element + 1.

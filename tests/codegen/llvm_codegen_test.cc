@@ -44,6 +44,7 @@ namespace {
 
 using namespace kiln::tir;  // NOLINT: IR construction reads better unqualified
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // ---------------------------------------------------------------- harness
 
@@ -840,6 +841,84 @@ TEST(LlvmCodegenTest, UnrolledLoopAndIfThenElse) {
   vm::Tensor t = MakeTensor({8}, kF64);
   ASSERT_EQ(Invoke(k.Get("unrolled"), ctx.get(), {TensorArg(t)}), 0) << ctx->error;
   for (int e = 0; e < 8; ++e) EXPECT_EQ(t.data_as<double>()[e], e % 2 == 0 ? 1.0 : e);
+}
+
+// if (n < 8) { S[16] } else if (n < 64) { T[32], W[n] with a check } else { U[4] }, each
+// side filling its buffer and writing B[i] = A[i] * (side + 1) + buffer[i mod size]: the
+// dispatch of a tuned kernel, or BranchOn's versions. In a loop: the same branches, inline.
+PrimFunc DispatchFunc(bool in_a_loop = false) {
+  Var n = Var::Shape("n", 4096);
+  Buffer a("A", DataType::Float32(), {n});
+  Buffer b("B", DataType::Float32(), {n});
+  std::vector<Stmt> sides;
+  const std::vector<int64_t> sizes = {16, 32, 4};
+  for (size_t side = 0; side < sizes.size(); ++side) {
+    Buffer local(absl::StrCat("S", side), DataType::Float32(), {sizes[side]}, {}, "local");
+    Var j(absl::StrCat("j", side)), i(absl::StrCat("i", side));
+    Stmt fill = Serial(j, 0, sizes[side], BufferStore(local, Cast(DataType::Float32(), j), {j}));
+    PrimExpr value = a.Load({i}) * F32(static_cast<double>(side + 1)) +
+                     local.Load({FloorMod(PrimExpr(i), PrimExpr(sizes[side]))});
+    Stmt write = Serial(i, 0, n, BufferStore(b, value, {i}));
+    Stmt body = Allocate(local, SeqStmt({fill, write}));
+    if (side == 1) {  // a workspace and a check that fails on A[0] > 100
+      Buffer work("W", DataType::Float32(), {n});
+      PrimExpr first = a.Load({IntImm(DataType::Int64(), 0)});
+      body = Allocate(work, SeqStmt({Assert(LE(first, F32(100)), "A[0] = {} is above 100", {Cast(DataType::Int64(), first)}),
+                                     body}));
+    }
+    sides.push_back(body);
+  }
+  // In the loop the conditions test n + r (r = 0, 1), so they cannot move out of it; the
+  // last iteration's side writes B.
+  Var r("r");
+  PrimExpr tested = in_a_loop ? n + r : PrimExpr(n);
+  Stmt body = IfThenElse(LT(tested, IntImm(DataType::Int64(), 8)), sides[0],
+                         IfThenElse(LT(tested, IntImm(DataType::Int64(), 64)), sides[1], sides[2]));
+  if (in_a_loop) body = Serial(r, 0, 2, body);
+  return PrimFunc({P(a), P(b)}, body);
+}
+
+TEST(LlvmCodegenTest, BranchesThatAllocateAreFunctionsOfTheirOwn) {
+  // Each side of the dispatch is its own function (so one call's frame holds one side's
+  // buffers), assuming what held where it is called: its branch conditions and n's
+  // declared bounds.
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"dispatch", DispatchFunc()}}, CpuTarget::Host(), /*optimize=*/false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  for (const char* side : {"branch0", "branch1", "branch2"}) {
+    EXPECT_THAT(*ir, HasSubstr(absl::StrCat("define internal i32 @\"dispatch$", side, "\"(")));
+  }
+  EXPECT_THAT(*ir, Not(HasSubstr("dispatch$branch3"))) << "the chain's inner branch stays inline";
+  EXPECT_THAT(*ir, HasSubstr("@llvm.assume"));
+  absl::StatusOr<std::string> optimized = DumpCpuLlvmIr({{"dispatch", DispatchFunc()}}, CpuTarget::Host(), true);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  EXPECT_THAT(*optimized, HasSubstr("@\"dispatch$branch2\"(")) << "not inlined back";
+  // Inside a loop a branch runs many times: it stays inline.
+  absl::StatusOr<std::string> looped = DumpCpuLlvmIr({{"looped", DispatchFunc(true)}}, CpuTarget::Host(), false);
+  ASSERT_TRUE(looped.ok()) << looped.status();
+  EXPECT_THAT(*looped, Not(HasSubstr("looped$branch")));
+
+  Kernels k({{"dispatch", DispatchFunc()}, {"looped", DispatchFunc(true)}});
+  auto ctx = MakeContext(&FourThreads());
+  for (const char* name : {"dispatch", "looped"}) {
+    for (int64_t size : {1, 7, 8, 63, 64, 300}) {
+      vm::Tensor in = RandomF32({size}, 21), out = MakeTensor({size}, kF32);
+      ASSERT_EQ(Invoke(k.Get(name), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
+      const int64_t tested = std::string(name) == "looped" ? size + 1 : size;
+      const int64_t side = tested < 8 ? 0 : tested < 64 ? 1 : 2, local = side == 0 ? 16 : side == 1 ? 32 : 4;
+      for (int64_t e = 0; e < size; ++e) {
+        // (LLVM may contract the multiply-add into one FMA.)
+        EXPECT_NEAR(out.data_as<float>()[e],
+                    in.data_as<float>()[e] * static_cast<float>(side + 1) + static_cast<float>(e % local), 1e-5)
+            << name << " n = " << size << " at " << e;
+      }
+    }
+    // A failed check inside a side: reported, its workspace freed, the code passed on.
+    vm::Tensor in = RandomF32({10}, 22), out = MakeTensor({10}, kF32);
+    in.data_as<float>()[0] = 1000.0f;
+    EXPECT_EQ(Invoke(k.Get(name), ctx.get(), {TensorArg(in), TensorArg(out)}), 1);
+    EXPECT_EQ(ctx->error, absl::StrCat("kernel ", name, ": A[0] = 1000 is above 100"));
+    EXPECT_EQ(ctx->live_workspaces.load(), 0);
+  }
 }
 
 // Per row, in parallel: copy the row into a workspace buffer (symbolic size), accumulate
