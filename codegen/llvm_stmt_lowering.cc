@@ -437,16 +437,23 @@ std::pair<llvm::Function*, llvm::Value*> KernelLowering::Outline(
 
 bool KernelLowering::OutlinesBranches(const tir::IfThenElseNode* op) const {
   if (gpu_host_ || loop_depth_ > 0 || !op->else_case.defined()) return false;
-  struct Allocates : tir::StmtExprVisitor {
-    bool found = false;
-    void VisitStmt_(const tir::AllocateNode*, const tir::Stmt&) override { found = true; }
-  };
-  auto allocates = [](const Stmt& s) {
-    Allocates visitor;
-    visitor.VisitStmt(s);
-    return visitor.found;
-  };
-  return allocates(op->then_case) && allocates(op->else_case);
+  // Bytes of the stack buffers (constant sizes up to kMaxStackAllocationBytes) in a side.
+  struct StackBytes : tir::StmtExprVisitor {
+    int64_t bytes = 0;
+    bool allocates = false;
+    void VisitStmt_(const tir::AllocateNode* op, const tir::Stmt& self) override {
+      allocates = true;
+      int64_t elements = 1;
+      for (const PrimExpr& d : op->buffer->shape) elements *= d.as_int().value_or(kMaxStackAllocationBytes + 1);
+      const DataType t = op->buffer->dtype;
+      const int64_t size = (elements * t.bits() * t.lanes() + 7) / 8;
+      if (op->buffer->strides.empty() && size <= kMaxStackAllocationBytes) bytes += size;
+      tir::StmtExprVisitor::VisitStmt_(op, self);
+    }
+  } then_side, else_side;
+  then_side.VisitStmt(op->then_case);
+  else_side.VisitStmt(op->else_case);
+  return then_side.allocates && else_side.allocates && then_side.bytes + else_side.bytes > kOutlinedStackBytes;
 }
 
 // A side that is itself such a branch (the next test of a dispatch chain) stays inline and

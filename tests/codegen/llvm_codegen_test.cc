@@ -843,15 +843,16 @@ TEST(LlvmCodegenTest, UnrolledLoopAndIfThenElse) {
   for (int e = 0; e < 8; ++e) EXPECT_EQ(t.data_as<double>()[e], e % 2 == 0 ? 1.0 : e);
 }
 
-// if (n < 8) { S[16] } else if (n < 64) { T[32], W[n] with a check } else { U[4] }, each
-// side filling its buffer and writing B[i] = A[i] * (side + 1) + buffer[i mod size]: the
-// dispatch of a tuned kernel, or BranchOn's versions. In a loop: the same branches, inline.
-PrimFunc DispatchFunc(bool in_a_loop = false) {
+// if (n < 8) { S0[16 s] } else if (n < 64) { S1[32 s], W[n] with a check } else { S2[4 s] },
+// each side filling its buffer and writing B[i] = A[i] * (side + 1) + buffer[i mod size]:
+// the dispatch of a tuned kernel, or BranchOn's versions (s = 64: 13 KiB of stack buffers in
+// all, 9 KiB in the inner branch). In a loop: the same branches, inline.
+PrimFunc DispatchFunc(bool in_a_loop = false, int64_t scale = 64) {
   Var n = Var::Shape("n", 4096);
   Buffer a("A", DataType::Float32(), {n});
   Buffer b("B", DataType::Float32(), {n});
   std::vector<Stmt> sides;
-  const std::vector<int64_t> sizes = {16, 32, 4};
+  const std::vector<int64_t> sizes = {16 * scale, 32 * scale, 4 * scale};
   for (size_t side = 0; side < sizes.size(); ++side) {
     Buffer local(absl::StrCat("S", side), DataType::Float32(), {sizes[side]}, {}, "local");
     Var j(absl::StrCat("j", side)), i(absl::StrCat("i", side));
@@ -892,23 +893,29 @@ TEST(LlvmCodegenTest, BranchesThatAllocateAreFunctionsOfTheirOwn) {
   absl::StatusOr<std::string> optimized = DumpCpuLlvmIr({{"dispatch", DispatchFunc()}}, CpuTarget::Host(), true);
   ASSERT_TRUE(optimized.ok()) << optimized.status();
   EXPECT_THAT(*optimized, HasSubstr("@\"dispatch$branch2\"(")) << "not inlined back";
-  // Inside a loop a branch runs many times: it stays inline.
+  // Inside a loop a branch runs many times, and small buffers cost nothing side by side
+  // (the call would): both stay inline.
   absl::StatusOr<std::string> looped = DumpCpuLlvmIr({{"looped", DispatchFunc(true)}}, CpuTarget::Host(), false);
   ASSERT_TRUE(looped.ok()) << looped.status();
   EXPECT_THAT(*looped, Not(HasSubstr("looped$branch")));
+  absl::StatusOr<std::string> small = DumpCpuLlvmIr({{"small", DispatchFunc(false, 1)}}, CpuTarget::Host(), false);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_THAT(*small, Not(HasSubstr("small$branch")));
 
-  Kernels k({{"dispatch", DispatchFunc()}, {"looped", DispatchFunc(true)}});
+  Kernels k({{"dispatch", DispatchFunc()}, {"looped", DispatchFunc(true)}, {"small", DispatchFunc(false, 1)}});
   auto ctx = MakeContext(&FourThreads());
-  for (const char* name : {"dispatch", "looped"}) {
+  for (const char* name : {"dispatch", "looped", "small"}) {
     for (int64_t size : {1, 7, 8, 63, 64, 300}) {
       vm::Tensor in = RandomF32({size}, 21), out = MakeTensor({size}, kF32);
       ASSERT_EQ(Invoke(k.Get(name), ctx.get(), {TensorArg(in), TensorArg(out)}), 0) << ctx->error;
       const int64_t tested = std::string(name) == "looped" ? size + 1 : size;
-      const int64_t side = tested < 8 ? 0 : tested < 64 ? 1 : 2, local = side == 0 ? 16 : side == 1 ? 32 : 4;
+      const int64_t scale = std::string(name) == "small" ? 1 : 64;
+      const int64_t side = tested < 8 ? 0 : tested < 64 ? 1 : 2;
+      const int64_t local = (side == 0 ? 16 : side == 1 ? 32 : 4) * scale;
       for (int64_t e = 0; e < size; ++e) {
-        // (LLVM may contract the multiply-add into one FMA.)
-        EXPECT_NEAR(out.data_as<float>()[e],
-                    in.data_as<float>()[e] * static_cast<float>(side + 1) + static_cast<float>(e % local), 1e-5)
+        // (LLVM may contract the multiply-add into one FMA: one rounding fewer.)
+        const float expected = in.data_as<float>()[e] * static_cast<float>(side + 1) + static_cast<float>(e % local);
+        EXPECT_NEAR(out.data_as<float>()[e], expected, 1e-6f * (1.0f + std::abs(expected)))
             << name << " n = " << size << " at " << e;
       }
     }
