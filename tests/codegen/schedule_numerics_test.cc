@@ -446,7 +446,8 @@ TEST(ScheduleNumericsTest, MatmulWithPackedPanels) {
 // full 16-row tiles take the k-blocked register accumulators in row steps (8 rows for 16
 // lanes, 4 for 8), the row-edge copy (every tile when m < 16, the last when m is not a
 // multiple of 16) checks each row step once: whole steps keep their rows in registers, the
-// partial step takes the streaming order; many rows take the packed register tiles. Row
+// partial step takes the streaming order; many rows take the packed register tiles (and on
+// 16 lanes, 32-64 rows the packed wide tiles: k = 128 is two of their k blocks). Row
 // counts with whole steps only (4, 8 on 8 lanes; 8 on 16), whole and partial steps (5, 7,
 // 9, 12, 13, 15), a partial step only (1, 3), and full tiles before each.
 TEST(ScheduleNumericsTest, MatmulWideTilesOverAConstantWeight) {
@@ -516,8 +517,9 @@ TEST(ScheduleNumericsTest, MatmulWideTilesKBlockedAndPackedByKnobs) {
   }
 }
 
-// AVX2's packed wide tiles (k a multiple of 256; 8 lanes take them from 32 rows): 64-row
-// tiles in 4-row steps over k blocks of 256 weight rows copied into a panel, the row edge's
+// The packed wide tiles (8 lanes: k a multiple of 256, 16 lanes: of 64; both take them from
+// 32 rows): 64-row tiles in 4-row steps (8 on 16 lanes) over k blocks of 256 weight rows (64)
+// copied into a panel, the row edge's
 // steps guarded once each (whole steps, a short last step, none past the rows); fewer rows
 // the unpacked tiles, 65 and more the register tiles. Row counts on each side of every
 // boundary, a width that is not a multiple of the 128-column sub-tile.

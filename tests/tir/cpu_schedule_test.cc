@@ -292,14 +292,14 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
     absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = lanes, .num_threads = 2});
     ASSERT_TRUE(f.ok()) << f.status();
     const std::string printed = Unindented(*f);
-    // AVX2's packed wide tiles hold 64 rows, so its register tiles start at 65.
-    EXPECT_THAT(printed, HasSubstr(lanes == 16 ? "if m >= 64 {" : "if m >= 65 {"));
+    // The packed wide tiles hold 64 rows, so the register tiles start at 65.
+    EXPECT_THAT(printed, HasSubstr("if m >= 65 {"));
     EXPECT_THAT(printed, HasSubstr("Buffer((16, 2048), float32, scope=\"local\")"));
     const int sub_tiles = 2048 / (16 * lanes);  // of 8 vector pairs
     // Full tiles: k block, sub-tile, row step, pair, k in the block, rows unrolled, lanes.
-    // On AVX2 these unpacked tiles are the version of fewer than 32 rows, BranchOn's copy of
-    // the few-rows version (names `_else_else`); the packed tiles take 32-64 rows.
-    const std::string e = lanes == 16 ? "_else" : "_else_else";
+    // These unpacked tiles are the version of fewer than 32 rows, BranchOn's copy of the
+    // few-rows version (names `_else_else`); the packed tiles take 32-64 rows.
+    const std::string e = "_else_else";
     const std::string full = absl::StrCat(
         "for r", e, "_0 in serial(0, 256) {\n"
         "for j", e, "_1_0 in serial(0, ", sub_tiles, ") {\n"
@@ -358,7 +358,7 @@ TEST(DefaultCpuScheduleTest, GemvRowsPerPassVersionsTheRowEdgeAlone) {
         ScheduleForCpu(Parse(text), {.vector_lanes = lanes, .num_threads = 2, .knobs = *knobs}, &trace);
     ASSERT_TRUE(f.ok()) << f.status();
     const std::string printed = Unindented(*f);
-    const std::string e = lanes == 16 ? "_else" : "_else_else";
+    const std::string e = "_else_else";  // the unpacked tiles: fewer than 32 rows
     const int step = lanes == 16 ? 8 : 4;
     EXPECT_THAT(trace, HasSubstr(absl::StrCat("branch_on(\"floormod(m, 16) == 1\", \"r", e, "_0_edge\") -> \"C", e,
                                               "_edge_else\"")));
@@ -433,8 +433,8 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
   ASSERT_TRUE(f.ok()) << f.status();
   const std::string printed = Unindented(*f);
-  // On 8 lanes the version of 32 rows and more (AVX2's packed tiles,
-  // PackedWideTilesAreAvx2sDefault) holds them, the knobs' 48-row tiles in 6-row steps in
+  // On 8 lanes the version of 32 rows and more (the packed tiles,
+  // PackedWideTilesAreTheDefault) holds them, the knobs' 48-row tiles in 6-row steps in
   // place of the default's 64 rows in steps of 4; its loops are named after the unused
   // copy's (`j_else_1`), hence `_1_1`.
   EXPECT_THAT(printed, HasSubstr("if m >= 32 {\nif m >= 128 {"));
@@ -442,9 +442,11 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   // Per k block and sub-tile: the copy, then row steps, pairs, the block's k, rows, lanes.
   EXPECT_THAT(printed, HasSubstr(kPackedWideKBlockLoops)) << printed;
   EXPECT_THAT(printed, HasSubstr(PackedWideRowSteps(8, 6))) << printed;
-  // The default knobs for 16 lanes keep the rule's tiles: no copy of the weight in the wide
-  // tiles (AVX2's default packs them from 32 rows: PackedWideTilesAreAvx2sDefault).
-  absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 1});
+  // Without the packed version (its least rows at the register tiles' first) the wide tiles
+  // copy nothing of the weight (the default packs from 32 rows: PackedWideTilesAreTheDefault).
+  absl::StatusOr<CpuScheduleKnobs> unpacked = CpuScheduleKnobs::Parse("matmul.packed_least_rows=64 matmul.many_rows=64");
+  ASSERT_TRUE(unpacked.ok()) << unpacked.status();
+  absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 1, .knobs = *unpacked});
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_THAT(Print(*plain), Not(HasSubstr("B_local_1")));
 }
@@ -457,9 +459,9 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
 // once (guard_steps): whole steps without conditions, the short last one with them. The
 // edge packs its panel once, unguarded (the rows' guard already failed there; guarded again,
 // a never-run copy of the k loops kept LLVM from holding the edge's accumulators in
-// registers). AVX-512 is scheduled as before. The structure in vector-pair steps (4 x 2,
-// matmul.wide_step_vectors=2); the default 4 x 3 steps at the end.
-TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
+// registers). The structure in vector-pair steps (4 x 2, matmul.wide_step_vectors=2); the
+// default 4 x 3 steps after it; AVX-512's tiles (8 x 2 steps, k blocks of 64) at the end.
+TEST(DefaultCpuScheduleTest, PackedWideTilesAreTheDefault) {
   const std::string text = MatmulOverA4096SquareWeight();
   std::string trace;
   absl::StatusOr<CpuScheduleKnobs> pairs = CpuScheduleKnobs::Parse("matmul.wide_step_vectors=2");
@@ -535,11 +537,17 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreAvx2sDefault) {
   Schedule replayed3(Parse(text));
   ASSERT_TRUE(parsed3->Replay(&replayed3).ok());
   EXPECT_TRUE(StructuralEqual(replayed3.func(), *f3)) << StructuralDiff(replayed3.func(), *f3);
-  // AVX-512: no packed version.
+  // AVX-512: the packed version too, in 8-row steps of a vector pair over one 256-column
+  // sub-tile and k blocks of 64, its row edge's prefetch shared by the 4 steps of 32 rows.
   std::string trace16;
   ASSERT_TRUE(ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 2}, &trace16).ok());
-  EXPECT_THAT(trace16, Not(HasSubstr("m >= 32")));
-  EXPECT_THAT(trace16, Not(HasSubstr("guard_steps")));
+  EXPECT_THAT(trace16, HasSubstr("branch_on(\"m >= 65\") -> \"C_else\"\nbranch_on(\"m >= 32\")"));
+  EXPECT_THAT(trace16, HasSubstr("split(\"j_else\", [-1, 256])"));
+  EXPECT_THAT(trace16, HasSubstr("split(\"r_else\", [-1, 64])"));
+  EXPECT_THAT(trace16, HasSubstr("split(\"i_else_1_1\", [-1, 8])"));
+  EXPECT_THAT(trace16, HasSubstr("split(\"j_else_1_1\", [-1, 32])"));
+  EXPECT_THAT(trace16, HasSubstr("guard_steps(\"i_else_1_1_0_edge\")"));
+  EXPECT_THAT(trace16, HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_0_edge\", 32)"));
 }
 
 TEST(DefaultCpuScheduleTest, MatmulWithTransposedRightOperandIsNotVectorized) {

@@ -42,21 +42,22 @@ struct MatmulKnobs {
   // steps read it (read in long runs; no L1 set conflicts between its rows).
   bool wide_pack = false;
   // The symbolic row count from which a matmul takes register tiles instead of wide tiles
-  // (the rule's 64; 65 where AVX2's packed wide tiles of 64 rows apply).
+  // (the rule's 64; 65 where the packed wide tiles of 64 rows apply).
   int many_rows = 0;
   // Weight rows per pass of the one-row version of a wide tile's row edge (the GEMV, and
   // any row count one more than a multiple of the tile's rows), split off the edge's other
   // row counts by a branch on the edge alone; a divisor of the wide k block. 0: no such
   // version (every row count takes the edge's 8 weight rows per pass).
   int gemv_rows_per_pass = 0;
-  // The least row count that takes AVX2's packed wide tiles (cpu_matmul.cc,
+  // The least row count that takes the packed wide tiles (cpu_matmul.cc,
   // PackedWideApplies) instead of the unpacked ones. 0: the rule's 32.
   int packed_least_rows = 0;
-  // Vectors of columns in each register step of AVX2's packed wide tiles (the rule's 3: 4 x 3
-  // steps, 12 accumulators; 2: vector pairs). The unpacked wide tiles keep their pairs.
+  // Vectors of columns in each register step of the packed wide tiles (the rule's: 3 on
+  // AVX2, 4 x 3 steps, 12 accumulators; a vector pair on AVX-512, 8 x 2). The unpacked
+  // wide tiles keep their pairs.
   int wide_step_vectors = 0;
-  // AVX2's packed wide tiles prefetch the next k block's panel while the register steps
-  // run on this one (cpu_matmul.cc, PrefetchPackedPanels); 0: the copy waits on memory.
+  // The packed wide tiles prefetch the next k block's panel while the register steps
+  // run on this one (cpu_matmul.cc, PrefetchPanels); 0: the copy waits on memory.
   bool wide_prefetch = true;
   bool operator==(const MatmulKnobs&) const = default;
 };

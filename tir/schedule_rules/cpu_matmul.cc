@@ -157,7 +157,7 @@ int64_t WideTileStepRows(const CpuScheduleOptions& options) {
 // a full tile: M = 8 fell from 2.15x to 1.46x of the best OpenBLAS (same run, load 8).
 constexpr int64_t kFewRowsGroup = 16;
 
-// The packed wide tiles (AVX2, from kPackedWideLeastRows rows; see PackedWideApplies): 64
+// The packed wide tiles (from kPackedWideLeastRows rows; see PackedWideApplies): on AVX2 64
 // rows (16 register steps of 4: WideTileStepRows) x 2 sub-tiles of 128 columns, k blocks of
 // 256 weight rows each copied into a contiguous 256 x 128 panel (128 KiB, in L2) that every
 // row step reads. The accumulator tile (64 KiB) is reloaded once per k block, as a packed
@@ -174,9 +174,17 @@ constexpr int64_t kFewRowsGroup = 16;
 // schedule.md): M = 56 0.51-0.63 -> 0.69-0.92, M = 64 0.68-0.74 -> 0.81-0.90, M = 40
 // 0.69-0.73 -> 0.84-0.85, M = 48 about even; M = 36, six whole 6-row steps before, loses
 // (0.81-0.84 -> 0.71-0.78: a 4 x 2 step has fewer accumulators and more loads per FMA).
+// On AVX-512 the same tiles take 8-row steps of a vector pair (16 of the 32 registers), one
+// sub-tile of 256 columns (8 pairs of 32) and k blocks of 64 (a 64 x 256 panel, 64 KiB):
+// matmul_bench with the same schedule by knobs (`matmul.row_tile=64 matmul.wide_step_rows=8
+// matmul.wide_k_block=64 matmul.wide_pack=1 matmul.wide_subtiles=1 matmul.many_rows=65`)
+// against the unpacked tiles, Zen 4, 2026-11-29, B/A: 1 thread M = 32 1.45, M = 48 1.46,
+// M = 64 1.35 (Kiln / best OpenBLAS 0.94 -> 1.37, 0.86 -> 1.26, 0.90 -> 1.22); 2 threads
+// M = 32 0.97, M = 48 1.37, M = 64 1.24; M = 8 and 16 (left unpacked) 0.83-0.97. k blocks of
+// 128 ran 0.94, 0.94 and 1.00 of 64's.
 constexpr int64_t kPackedWideRows = 64;
-constexpr int64_t kPackedWideSubTiles = 2;
-constexpr int64_t kPackedWideKBlock = 256;
+int64_t PackedWideSubTiles(const CpuScheduleOptions& options) { return options.vector_lanes == 8 ? 2 : 1; }
+int64_t PackedWideKBlock(const CpuScheduleOptions& options) { return options.vector_lanes == 8 ? 256 : 64; }
 // Fewer rows keep the unpacked wide tiles. Below 8 rows their row-edge copy streams the
 // weight (a GEMV), and copying each k block first made M = 1 3x slower and M = 4 2x (AVX2,
 // one thread). Since the row edge's whole steps keep their accumulators in registers
@@ -262,7 +270,7 @@ int64_t WideTileColumns(std::optional<int64_t> width, int64_t sub_tile, const Cp
   int64_t share = (*width + options.num_threads - 1) / options.num_threads;
   share = (share + sub_tile - 1) / sub_tile * sub_tile;
   const int64_t most = options.knobs.matmul.wide_subtiles > 0 ? options.knobs.matmul.wide_subtiles
-                       : options.matmul_packed_wide             ? kPackedWideSubTiles
+                       : options.matmul_packed_wide             ? PackedWideSubTiles(options)
                                                                 : 16;
   return std::clamp<int64_t>(share, sub_tile, most * sub_tile);
 }
@@ -283,7 +291,7 @@ constexpr int64_t kWideTileKBlock = 16;
 // The k block of the wide tiles: the knob's, else kWideTileKBlock.
 int64_t WideTileKBlock(const CpuScheduleOptions& options) {
   if (options.knobs.matmul.wide_k_block > 0) return options.knobs.matmul.wide_k_block;
-  return options.matmul_packed_wide ? kPackedWideKBlock : kWideTileKBlock;
+  return options.matmul_packed_wide ? PackedWideKBlock(options) : kWideTileKBlock;
 }
 
 // Vectors of columns in each register step of AVX2's packed wide tiles: 4 x 3 steps, 12
@@ -296,12 +304,12 @@ int64_t WideTileKBlock(const CpuScheduleOptions& options) {
 constexpr int64_t kPackedWideStepVectors = 3;
 
 // Vectors of columns in each register step of a wide tile: the knob's count or
-// kPackedWideStepVectors for AVX2's packed tiles, a vector pair for the unpacked tiles (the
-// few-rows condition is sized from them).
+// kPackedWideStepVectors for AVX2's packed tiles, a vector pair for the unpacked tiles and
+// AVX-512's packed ones (the few-rows condition is sized from them).
 int64_t WideStepVectors(const CpuScheduleOptions& options) {
   if (!options.matmul_packed_wide) return 2;
   const int vectors = options.knobs.matmul.wide_step_vectors;
-  return vectors > 0 ? vectors : kPackedWideStepVectors;
+  return vectors > 0 ? vectors : options.vector_lanes == 8 ? kPackedWideStepVectors : 2;
 }
 
 // The column loop of a k block's panel copy, one weight row's run (768 bytes for the 4 x 3
@@ -1010,16 +1018,18 @@ namespace {
 
 // Whether the few-rows branch of this matmul takes packed wide tiles from
 // kPackedWideLeastRows rows on: AVX2 (8 lanes, 16 registers: the unpacked tiles' 4-row
-// steps and k blocks of 16 reach 0.6-0.8 of OpenBLAS there) over a constant weight whose k
-// is a multiple of the k block (a model's), its columns constant. AVX-512 keeps the
-// unpacked tiles (0.9-1.3 of OpenBLAS at M = 16-64).
+// steps and k blocks of 16 reach 0.6-0.8 of OpenBLAS there) and AVX-512 (16 lanes: the
+// unpacked tiles' 16-row groups each stream the whole weight, 0.86-0.94 of OpenBLAS at M =
+// 32-64 where the packed tiles reach 1.2-1.4), over a constant weight whose k is more than
+// one k block and a multiple of it (a model's), its columns constant.
 bool PackedWideApplies(const PlainNest& nest, const CpuScheduleOptions& options) {
   const size_t n = nest.loops.size();
   std::optional<int64_t> k = nest.loops[n - 1]->extent.as_int();
   std::optional<int64_t> cols = nest.loops[n - 2]->extent.as_int();
-  const int64_t k_block = options.knobs.matmul.wide_k_block > 0 ? options.knobs.matmul.wide_k_block : kPackedWideKBlock;
-  return options.vector_lanes == 8 && options.knobs.matmul.few_rows && k && cols && *k > k_block &&
-         *k % k_block == 0;
+  const int64_t k_block =
+      options.knobs.matmul.wide_k_block > 0 ? options.knobs.matmul.wide_k_block : PackedWideKBlock(options);
+  return (options.vector_lanes == 8 || options.vector_lanes == 16) && options.knobs.matmul.few_rows && k && cols &&
+         *k > k_block && *k % k_block == 0;
 }
 
 // The row count from which register tiles replace wide tiles: the knob's, else 64, or one

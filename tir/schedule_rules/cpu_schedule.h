@@ -65,10 +65,11 @@ struct CpuScheduleOptions {
   // accumulated in L1, so each row of the right operand is read in long runs. ScheduleForCpu
   // sets it itself for the few-rows branch of a matmul with symbolic sizes.
   bool matmul_few_rows = false;
-  // The few-rows matmuls take packed wide tiles (cpu_matmul.cc, PackedWideApplies: AVX2's
-  // for 33-64 rows over a constant weight): k blocks of 256 weight rows copied into a
-  // contiguous panel, the tile's 64 rows walked in register steps of 4. ScheduleForCpu
-  // sets it itself for the branch of a symbolic matmul that runs them.
+  // The few-rows matmuls take packed wide tiles (cpu_matmul.cc, PackedWideApplies: for
+  // 32-64 rows over a constant weight): k blocks of the weight (256 rows on AVX2, 64 on
+  // AVX-512) copied into a contiguous panel, the tile's 64 rows walked in register steps
+  // (4 rows on AVX2, 8 on AVX-512). ScheduleForCpu sets it itself for the branch of a
+  // symbolic matmul that runs them.
   bool matmul_packed_wide = false;
   // The rules' tunable parameters (cpu_knobs.h); the defaults are the untuned schedule.
   CpuScheduleKnobs knobs{};
