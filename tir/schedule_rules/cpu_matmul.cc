@@ -1033,8 +1033,8 @@ bool PackedWideApplies(const PlainNest& nest, const CpuScheduleOptions& options)
 }
 
 // The row count from which register tiles replace wide tiles: the knob's, else 64, or one
-// more than the packed tile's rows where the packed wide tiles apply (AVX2: M = 64 fills one
-// packed tile; the register tiles there pack their k x 16 panel 64 bytes per weight row).
+// more than the packed tile's rows where the packed wide tiles apply (M = 64 fills one
+// packed tile; AVX2's register tiles there pack their k x 16 panel 64 bytes per weight row).
 int64_t ManyRows(const PlainNest& nest, const CpuScheduleOptions& options) {
   if (options.knobs.matmul.many_rows > 0) return options.knobs.matmul.many_rows;
   return PackedWideApplies(nest, options) ? kPackedWideRows + 1 : 64;
