@@ -1021,11 +1021,16 @@ namespace {
 // steps and k blocks of 16 reach 0.6-0.8 of OpenBLAS there) and AVX-512 (16 lanes: the
 // unpacked tiles' 16-row groups each stream the whole weight, 0.86-0.94 of OpenBLAS at M =
 // 32-64 where the packed tiles reach 1.2-1.4), over a constant weight whose k is more than
-// one k block and a multiple of it (a model's), its columns constant.
+// one k block and a multiple of it (a model's), its columns constant. On AVX-512 only for a
+// symbolic row count (a model's tokens): a constant one is a convolution's output channels
+// (64 x 576 . 576 x 3136 for a 3 x 3 conv of 64 channels), whose register tiles fold the
+// im2col into their packing, which the k blocks' panel copy does not (the columns would be
+// written out whole: 2-2.5x slower, PackPays).
 bool PackedWideApplies(const PlainNest& nest, const CpuScheduleOptions& options) {
   const size_t n = nest.loops.size();
   std::optional<int64_t> k = nest.loops[n - 1]->extent.as_int();
   std::optional<int64_t> cols = nest.loops[n - 2]->extent.as_int();
+  if (options.vector_lanes == 16 && nest.loops[n - 3]->extent.as_int()) return false;
   const int64_t k_block =
       options.knobs.matmul.wide_k_block > 0 ? options.knobs.matmul.wide_k_block : PackedWideKBlock(options);
   return (options.vector_lanes == 8 || options.vector_lanes == 16) && options.knobs.matmul.few_rows && k && cols &&
