@@ -443,10 +443,13 @@ bool KernelLowering::OutlinesBranches(const tir::IfThenElseNode* op) const {
     bool allocates = false;
     void VisitStmt_(const tir::AllocateNode* op, const tir::Stmt& self) override {
       allocates = true;
-      int64_t elements = 1;
-      for (const PrimExpr& d : op->buffer->shape) elements *= d.as_int().value_or(kMaxStackAllocationBytes + 1);
-      const DataType t = op->buffer->dtype;
-      const int64_t size = (elements * t.bits() * t.lanes() + 7) / 8;
+      // As WithAllocation decides: a constant size of at most kMaxStackAllocationBytes (a
+      // symbolic dimension or a product past the limit is workspace; stop before it overflows).
+      int64_t size = (op->buffer->dtype.bits() * op->buffer->dtype.lanes() + 7) / 8;
+      for (const PrimExpr& d : op->buffer->shape) {
+        std::optional<int64_t> extent = d.as_int();
+        size = extent && *extent >= 0 && size <= kMaxStackAllocationBytes ? size * *extent : kMaxStackAllocationBytes + 1;
+      }
       if (op->buffer->strides.empty() && size <= kMaxStackAllocationBytes) bytes += size;
       tir::StmtExprVisitor::VisitStmt_(op, self);
     }
