@@ -320,12 +320,14 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   // known here; compared unsigned, so a product that overflowed counts as large):
   //   below kMinParallelWork, 1 (the pool runs it inline on this thread);
   //   else work / kMinTaskWork, at least 2, rounded up to a multiple of the threads when it
-  //   is more than them, at most kTasksPerThread per thread and one per iteration. Several
-  //   tasks per thread: a worker that wakes late or is preempted leaves its unclaimed tasks
-  //   to the others, so a region never waits on half the work.
+  //   is more than them, at most kTasksPerThread per thread (kHeavyTasksPerThread when one
+  //   iteration is a task's worth of work) and one per iteration. Several tasks per thread:
+  //   a worker that wakes late or is preempted leaves its unclaimed tasks to the others, so
+  //   a region never waits on half the work.
   tir::PrimExpr per_iteration =
       ParallelIterationWork(op->body, [&](const tir::VarNode* v) { return vars_.count(v) > 0; });
-  llvm::Value* work = b_.CreateMul(extent, CastToI64(Lower(per_iteration), per_iteration.dtype()), "work");
+  llvm::Value* iteration_work = CastToI64(Lower(per_iteration), per_iteration.dtype());
+  llvm::Value* work = b_.CreateMul(extent, iteration_work, "work");
   llvm::Value* by_work = b_.CreateUDiv(work, b_.getInt64(kMinTaskWork));
   by_work = b_.CreateSelect(b_.CreateICmpULT(by_work, b_.getInt64(2)), b_.getInt64(2), by_work);
   // More tasks than threads: a multiple of the threads, so that equal tasks end together (5
@@ -334,7 +336,9 @@ void KernelLowering::LowerParallelFor(const tir::ForNode* op) {
   llvm::Value* rounded =
       b_.CreateMul(b_.CreateUDiv(b_.CreateAdd(by_work, b_.CreateSub(threads, b_.getInt64(1))), threads), threads);
   by_work = b_.CreateSelect(b_.CreateICmpUGT(by_work, threads), rounded, by_work);
-  llvm::Value* most = b_.CreateMul(threads, b_.getInt64(kTasksPerThread));
+  llvm::Value* heavy = b_.CreateICmpUGE(iteration_work, b_.getInt64(kMinTaskWork), "heavy_iterations");
+  llvm::Value* most = b_.CreateMul(
+      threads, b_.CreateSelect(heavy, b_.getInt64(kHeavyTasksPerThread), b_.getInt64(kTasksPerThread)));
   llvm::Value* num_tasks = b_.CreateSelect(b_.CreateICmpULT(by_work, most), by_work, most);
   num_tasks = b_.CreateSelect(b_.CreateICmpSLT(extent, num_tasks), extent, num_tasks);
   num_tasks = b_.CreateSelect(b_.CreateOr(b_.CreateICmpULT(work, b_.getInt64(kMinParallelWork)),

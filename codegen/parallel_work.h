@@ -27,6 +27,12 @@ inline constexpr int64_t kMinParallelWork = int64_t{1} << 18;
 // thread: small enough tasks that a late worker's share is taken by the others.
 inline constexpr int64_t kMinTaskWork = int64_t{1} << 16;
 inline constexpr int64_t kTasksPerThread = 4;
+// When one iteration alone is kMinTaskWork or more (a matmul's tile), up to this many per
+// thread, one iteration each as far as they go: tasks are claimed as threads come free, and
+// a chunk of several heavy iterations holds the barrier by what the last chunk lacks. 11 wide
+// tiles of 384 columns (the last one 256) on 2 threads in chunks of 2 ran 6 tiles on one
+// thread and 4 2/3 on the other; 22 tiles of 192 columns in chunks of 3 ran 12 against 10 1/3.
+inline constexpr int64_t kHeavyTasksPerThread = 16;
 
 // The statements one iteration of a loop with body `body` executes, counting each store
 // once per lane of the value it stores (a vector store is that many units), each

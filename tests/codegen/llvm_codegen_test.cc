@@ -297,6 +297,26 @@ TEST(LlvmCodegenTest, ParallelLoopWorkCountsInnerLoopsAndBranches) {
   EXPECT_EQ(large.data_as<float>()[0], 2.0f);
 }
 
+TEST(LlvmCodegenTest, HeavyIterationsAreTasksOfTheirOwn) {
+  // 22 rows of kMinTaskWork stores each on 4 threads: each row is a task's worth, so each is
+  // a task (22, past kTasksPerThread's 16), where chunks of 2 left some thread 6 rows and
+  // another 4; rows of a quarter of that are chunked as before (22 rows: 6 tasks' worth,
+  // rounded up to 8, chunks of 3: 8 tasks).
+  Var m = Var::Shape("m");
+  Var n = Var::Shape("n");
+  Buffer c("C", DataType::Float32(), {m, n});
+  Var i("i"), j("j");
+  Stmt body = For(i, 0, m, ForKind::kParallel, Serial(j, 0, n, BufferStore(c, Cast(DataType::Float32(), i), {i, j})));
+  Kernels kernels({{"fill_rows", PrimFunc({P(c)}, body)}});
+  for (auto [columns, tasks] : {std::pair<int64_t, int64_t>{codegen::kMinTaskWork, 22}, {codegen::kMinTaskWork / 4, 8}}) {
+    auto ctx = MakeContext(&FourThreads());
+    vm::Tensor out = MakeTensor({22, columns}, kF32);
+    ASSERT_EQ(Invoke(kernels.Get("fill_rows"), ctx.get(), {TensorArg(out)}), 0) << ctx->error;
+    EXPECT_EQ(ctx->most_tasks.load(), tasks) << columns << " columns";
+    for (int64_t r = 0; r < 22; ++r) ASSERT_EQ(out.data_as<float>()[r * columns + columns - 1], r) << r;
+  }
+}
+
 TEST(LlvmCodegenTest, ParallelLoopWorkCountsVectorLanes) {
   // vectorize_loops makes one 16-lane store of the inner loop; the work is still 16 units per
   // row. 2^15 rows x 16 lanes = 2^19 units: 8 tasks by kMinTaskWork = 2^16 (counted as one

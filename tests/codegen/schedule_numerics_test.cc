@@ -532,6 +532,20 @@ TEST(ScheduleNumericsTest, MatmulPackedWideTilesOfAvx2) {
   }
 }
 
+// A width of many packed sub-tiles on 4 threads (1700 columns: 425 a thread, three AVX2
+// sub-tiles of 192): tiles of one sub-tile (9 tiles, at most 3 a thread: 576 columns)
+// rather than two (5 tiles of 384, 2 a thread: 768), the last tile a column edge.
+TEST(ScheduleNumericsTest, MatmulPackedWideTilesShareColumnsEvenly) {
+  Variants v(Parse(MatmulWithSizes("m", "512", "1700")));
+  EXPECT_NE(v.scheduled_text().find("Buffer((64, 192), float32, scope=\"local\")"), std::string::npos)
+      << v.scheduled_text();
+  EXPECT_EQ(v.scheduled_text().find("Buffer((64, 384), float32, scope=\"local\")"), std::string::npos)
+      << v.scheduled_text();
+  for (int64_t m : {1, 32, 47, 64}) {
+    ExpectMatmulVariantsMatchNaive(v, m, 512, 1700, 170, "m=" + std::to_string(m));
+  }
+}
+
 // The knob matmul.packed_least_rows=17 moves the packed wide tiles' start from 32 rows to 17
 // (AVX2): a symbolic m on each side of the new boundary and the old one, up to the register
 // tiles; a constant m that now takes them (24: a partial 64-row tile alone) and one that

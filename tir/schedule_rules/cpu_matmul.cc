@@ -265,14 +265,33 @@ absl::Status ScheduleWriteBack(Schedule* s, const std::string& write_back, const
 // (measured with a C++ loop on this project's AVX-512 machine, one thread: 8 / 10 / 21 /
 // 29 GB/s for runs of 1 / 4 / 8 / 16 KiB). Full row tiles walk the tile in sub-tiles, each
 // with its k blocks, as they would with narrow tiles. A symbolic width keeps one sub-tile.
+//
+// Where a thread's share is more sub-tiles than a packed tile holds (1 or 2; their copies
+// read the weight in runs of one sub-tile whatever the tile's width), the tile takes the
+// number of sub-tiles, up to the most, that gives the busiest thread the fewest columns
+// (the unpacked tiles keep the widest: their width is the run a GEMV streams). The tiles
+// are the parallel loop's tasks, so 4096 columns as 11 tiles of 2
+// AVX2 sub-tiles (384 columns) ran 6 tiles on one thread and 4 2/3 on the other; as 22 tiles
+// of one sub-tile, 11 against 10 1/3 (matmul_bench --mcpu=haswell, 2 threads, M = 48 and 64:
+// 0.92 and 0.96 of the best OpenBLAS -> 0.95 and 1.00).
 int64_t WideTileColumns(std::optional<int64_t> width, int64_t sub_tile, const CpuScheduleOptions& options) {
   if (!width) return sub_tile;
-  int64_t share = (*width + options.num_threads - 1) / options.num_threads;
-  share = (share + sub_tile - 1) / sub_tile * sub_tile;
+  const int64_t threads = std::max(1, options.num_threads);
+  const int64_t share_subtiles = ((*width + threads - 1) / threads + sub_tile - 1) / sub_tile;
   const int64_t most = options.knobs.matmul.wide_subtiles > 0 ? options.knobs.matmul.wide_subtiles
                        : options.matmul_packed_wide             ? PackedWideSubTiles(options)
                                                                 : 16;
-  return std::clamp<int64_t>(share, sub_tile, most * sub_tile);
+  if (share_subtiles <= most || !options.matmul_packed_wide) {
+    return std::clamp<int64_t>(share_subtiles, 1, most) * sub_tile;
+  }
+  int64_t best = most, best_load = 0;
+  for (int64_t subtiles = most; subtiles >= 1; --subtiles) {
+    const int64_t columns = subtiles * sub_tile;
+    const int64_t tiles = (*width + columns - 1) / columns;
+    const int64_t load = (tiles + threads - 1) / threads * columns;  // the busiest thread's columns
+    if (best_load == 0 || load < best_load) best = subtiles, best_load = load;
+  }
+  return best * sub_tile;
 }
 
 // Rows of the right operand (k steps) each vector pair of a wide tile runs through before
