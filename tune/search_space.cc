@@ -46,10 +46,11 @@ const std::vector<KnobRange>& SearchSpace() {
       {"matmul.wide_pack", {0, 1}},
       {"matmul.many_rows", {0, 8, 16, 32, 128, 256}},
       {"matmul.gemv_rows_per_pass", {0, 8, 16}},
-      // Where AVX2's packed wide tiles start (0: the rule's 32 rows; only matmuls over a
-      // constant weight with k a multiple of 256 above it take them). mm21's quiet A/B saw
-      // 24-28 rows lose packed by 3-5 % and 32 win by 8-10 % on one machine; the threshold
-      // depends on the cache sizes and the weight, so the search tries either side of it.
+      // Where the packed wide tiles start (0: the rule's, 16 rows on AVX2 and 32 on AVX-512;
+      // only matmuls over a constant weight with k a multiple of the k block above it take
+      // them). mm21's quiet A/B saw AVX2's 24-28 rows lose packed by 3-5 % and 32 win by
+      // 8-10 %; after the packed tiles' later changes 16-28 won by 2-56 % (cpu_matmul.cc). The
+      // threshold depends on the cache sizes and the weight, so the search tries others.
       {"matmul.packed_least_rows", {0, 24, 40, 48}},
       // The register step of AVX2's packed wide tiles: 0 the rule's 4 x 3, 2 the vector pairs
       // (4 x 2), which measured within a few percent of it on 1 thread (schedule.md, stop 33).

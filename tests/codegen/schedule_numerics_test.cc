@@ -517,7 +517,7 @@ TEST(ScheduleNumericsTest, MatmulWideTilesKBlockedAndPackedByKnobs) {
   }
 }
 
-// The packed wide tiles (8 lanes: k a multiple of 256, 16 lanes: of 64; both take them from
+// The packed wide tiles (8 lanes: k a multiple of 256, from 16 rows; 16 lanes: of 64, from
 // 32 rows): 64-row tiles in 4-row steps (8 on 16 lanes) over k blocks of 256 weight rows (64)
 // copied into a panel, the row edge's
 // steps guarded once each (whole steps, a short last step, none past the rows); fewer rows
@@ -525,9 +525,11 @@ TEST(ScheduleNumericsTest, MatmulWideTilesKBlockedAndPackedByKnobs) {
 // boundary, a width that is not a multiple of the 128-column sub-tile.
 TEST(ScheduleNumericsTest, MatmulPackedWideTilesOfAvx2) {
   Variants v(Parse(MatmulWithSizes("m", "512", "300")));
+  EXPECT_NE(v.scheduled_text().find("if m >= 16 {"), std::string::npos) << v.scheduled_text();
   EXPECT_NE(v.scheduled_text().find("if m >= 32 {"), std::string::npos) << v.scheduled_text();
   EXPECT_NE(v.scheduled_text().find("_part"), std::string::npos) << v.scheduled_text();
-  for (int64_t m : {1, 5, 6, 7, 13, 31, 32, 33, 34, 36, 47, 48, 49, 53, 54, 55, 60, 61, 62, 63, 64, 65, 66, 70}) {
+  for (int64_t m :
+       {1, 5, 6, 7, 13, 15, 16, 17, 31, 32, 33, 34, 36, 47, 48, 49, 53, 54, 55, 60, 61, 62, 63, 64, 65, 66, 70}) {
     ExpectMatmulVariantsMatchNaive(v, m, 512, 300, 90, "m=" + std::to_string(m));
   }
 }
@@ -546,19 +548,20 @@ TEST(ScheduleNumericsTest, MatmulPackedWideTilesShareColumnsEvenly) {
   }
 }
 
-// The knob matmul.packed_least_rows=17 moves the packed wide tiles' start from 32 rows to 17
-// (AVX2): a symbolic m on each side of the new boundary and the old one, up to the register
-// tiles; a constant m that now takes them (24: a partial 64-row tile alone) and one that
-// does not (16).
-// The tuner searches 24, 40 and 48 (tune/search_space.cc): 40, above the rule's 32, leaves
-// 32-39 rows to the unpacked tiles.
+// The knob matmul.packed_least_rows moves the packed wide tiles' start (the rule's 16 on
+// AVX2, 32 on AVX-512). To 17: a symbolic m on each side of the new boundary and the old
+// ones, up to the register tiles; a constant m that takes them (24: a partial 64-row tile
+// alone) and one that does not (16).
+// The tuner searches 24, 40 and 48 (tune/search_space.cc): 40, above the rules' 16 and 32,
+// leaves 16-39 rows to the unpacked tiles.
 TEST(ScheduleNumericsTest, MatmulPackedWideTilesFromMoreRowsByKnob) {
   absl::StatusOr<tir::CpuScheduleKnobs> knobs = tir::CpuScheduleKnobs::Parse("matmul.packed_least_rows=40");
   ASSERT_TRUE(knobs.ok()) << knobs.status();
   Variants v(Parse(MatmulWithSizes("m", "512", "300")), *knobs);
   EXPECT_NE(v.scheduled_text().find("if m >= 40 {"), std::string::npos) << v.scheduled_text();
   EXPECT_EQ(v.scheduled_text().find("if m >= 32 {"), std::string::npos) << v.scheduled_text();
-  for (int64_t m : {1, 31, 32, 33, 39, 40, 41, 63, 64, 65}) {
+  EXPECT_EQ(v.scheduled_text().find("if m >= 16 {"), std::string::npos) << v.scheduled_text();
+  for (int64_t m : {1, 15, 16, 17, 31, 32, 33, 39, 40, 41, 63, 64, 65}) {
     ExpectMatmulVariantsMatchNaive(v, m, 512, 300, 160, "m=" + std::to_string(m));
   }
 }

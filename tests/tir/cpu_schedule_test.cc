@@ -433,17 +433,18 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
   ASSERT_TRUE(f.ok()) << f.status();
   const std::string printed = Unindented(*f);
-  // On 8 lanes the version of 32 rows and more (the packed tiles,
+  // On 8 lanes the version of 16 rows and more (the packed tiles,
   // PackedWideTilesAreTheDefault) holds them, the knobs' 48-row tiles in 6-row steps in
   // place of the default's 64 rows in steps of 4; its loops are named after the unused
   // copy's (`j_else_1`), hence `_1_1`.
-  EXPECT_THAT(printed, HasSubstr("if m >= 32 {\nif m >= 128 {"));
+  EXPECT_THAT(printed, HasSubstr("if m >= 16 {\nif m >= 128 {"));
   EXPECT_THAT(printed, HasSubstr("Buffer((48, 256), float32, scope=\"local\")"));
   // Per k block and sub-tile: the copy, then row steps, pairs, the block's k, rows, lanes.
   EXPECT_THAT(printed, HasSubstr(kPackedWideKBlockLoops)) << printed;
   EXPECT_THAT(printed, HasSubstr(PackedWideRowSteps(8, 6))) << printed;
   // Without the packed version (its least rows at the register tiles' first) the wide tiles
-  // copy nothing of the weight (the default packs from 32 rows: PackedWideTilesAreTheDefault).
+  // copy nothing of the weight (the default packs from 16 rows on AVX2, 32 on AVX-512:
+  // PackedWideTilesAreTheDefault).
   absl::StatusOr<CpuScheduleKnobs> unpacked = CpuScheduleKnobs::Parse("matmul.packed_least_rows=64 matmul.many_rows=64");
   ASSERT_TRUE(unpacked.ok()) << unpacked.status();
   absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 1, .knobs = *unpacked});
@@ -451,11 +452,11 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   EXPECT_THAT(Print(*plain), Not(HasSubstr("B_local_1")));
 }
 
-// AVX2 over a constant weight (k a multiple of 256): a second version for 33-64 rows takes
+// AVX2 over a constant weight (k a multiple of 256): a second version for 16-64 rows takes
 // the packed wide tiles (64 rows in 4-row register steps, k blocks of 256 weight rows copied
 // into a contiguous panel), fewer rows keep the unpacked tiles and their streaming edge, 65
 // and more the register tiles; the version that no row count reaches (many rows and fewer
-// than 33) is left as plain loops. In the packed tiles' row edge each 4-row step checks its rows
+// than 16) is left as plain loops. In the packed tiles' row edge each 4-row step checks its rows
 // once (guard_steps): whole steps without conditions, the short last one with them. The
 // edge packs its panel once, unguarded (the rows' guard already failed there; guarded again,
 // a never-run copy of the k loops kept LLVM from holding the edge's accumulators in
@@ -471,20 +472,20 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreTheDefault) {
   ASSERT_TRUE(f.ok()) << f.status();
   const std::string printed = Unindented(*f);
   EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 65\")"));
-  EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 32\")"));
+  EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 16\")"));
   EXPECT_THAT(trace, HasSubstr("guard_steps(\"i_else_1_1_0_edge\")"));
   // The full tiles and both versions of the row edge's steps prefetch the next panel; in the
-  // edge, whose steps beyond its rows do not run, the rows are shared between the 8 x 8
-  // (row step, pair) iterations of the least rows (32) and repeated by the later steps.
+  // edge, whose steps beyond its rows do not run, the rows are shared between the 4 x 8
+  // (row step, pair) iterations of the least rows (16) and repeated by the later steps.
   EXPECT_THAT(trace, HasSubstr("prefetch_next(\"B_cache_1\", \"r_else_0\", \"j_else_1_1_1_0\")\n"));
-  EXPECT_THAT(trace, HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_1_0_edge\", 64)"));
+  EXPECT_THAT(trace, HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_1_0_edge\", 32)"));
   EXPECT_THAT(trace,
-              HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_1_0_edge_part\", 64)"));
+              HasSubstr("prefetch_next(\"B_cache_1_edge\", \"r_else_0_edge\", \"j_else_1_1_1_0_edge_part\", 32)"));
   EXPECT_THAT(printed, HasSubstr("evaluate prefetch(B[B_cache_1_edge_prefetch_row + 256 * r_else_0_edge + 256 * "
-                                 "floordiv(j_else_1_1_0_edge + 1, 2) + 4 * floormod(8 * i_else_1_1_0_edge + "
-                                 "j_else_1_1_1_0_edge, 64), "))
+                                 "floordiv(j_else_1_1_0_edge + 1, 2) + 8 * floormod(8 * i_else_1_1_0_edge + "
+                                 "j_else_1_1_1_0_edge, 32), "))
       << printed;
-  EXPECT_THAT(printed, HasSubstr("if m >= 32 {\nif m >= 65 {"));
+  EXPECT_THAT(printed, HasSubstr("if m >= 16 {\nif m >= 65 {"));
   // Two sub-tiles of 128 columns.
   EXPECT_THAT(printed, HasSubstr("Buffer((64, 256), float32, scope=\"local\")"));
   EXPECT_THAT(printed, HasSubstr(kPackedWideKBlockLoops)) << printed;

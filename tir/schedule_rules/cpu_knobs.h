@@ -50,7 +50,7 @@ struct MatmulKnobs {
   // version (every row count takes the edge's 8 weight rows per pass).
   int gemv_rows_per_pass = 0;
   // The least row count that takes the packed wide tiles (cpu_matmul.cc,
-  // PackedWideApplies) instead of the unpacked ones. 0: the rule's 32.
+  // PackedWideApplies) instead of the unpacked ones. 0: the rule's (16 on AVX2, 32 on AVX-512).
   int packed_least_rows = 0;
   // Vectors of columns in each register step of the packed wide tiles (the rule's: 3 on
   // AVX2, 4 x 3 steps, 12 accumulators; a vector pair on AVX-512, 8 x 2). The unpacked

@@ -196,11 +196,20 @@ int64_t PackedWideKBlock(const CpuScheduleOptions& options) { return options.vec
 // packed / unpacked 1.08, 1.08, 1.10 (mm21, knob matmul.packed_least_rows, load 0.4-0.9;
 // M = 24-28 packed lost, 0.95-0.97).
 constexpr int64_t kPackedWideLeastRows = 32;
+// On AVX2 the packed tiles have since gained their 4 x 3 steps, prefetched panels and even
+// column shares, and win from 16 rows: matmul_bench --mcpu=haswell --openblas-core=Haswell
+// --fastest with the knob matmul.packed_least_rows=16 as B, two quiet rounds (2026-11-29),
+// B/A on 1 thread M = 16 1.02-1.03, M = 20 1.21-1.26, M = 24 1.24-1.26, M = 28 1.27-1.56; on
+// 2 threads 1.05-1.13, 1.30-1.40, 1.31-1.38, 1.07-1.17 (Kiln / best OpenBLAS at M = 16-28
+// 0.97-1.02 on 1 thread, where the unpacked tiles read 0.65-0.96). Below 16 they lose (8
+// as B: M = 8, 12, 15 B/A 0.67, 0.75, 0.73 on 1 thread; 0.58, 0.80, 0.91 on 2).
+constexpr int64_t kPackedWideLeastRowsAvx2 = 16;
 
-// The least row count of the packed wide tiles: the knob's, else kPackedWideLeastRows.
+// The least row count of the packed wide tiles: the knob's, else the rule's for the width.
 int64_t PackedWideLeastRows(const CpuScheduleOptions& options) {
   const int knob = options.knobs.matmul.packed_least_rows;
-  return knob > 0 ? knob : kPackedWideLeastRows;
+  if (knob > 0) return knob;
+  return options.vector_lanes == 8 ? kPackedWideLeastRowsAvx2 : kPackedWideLeastRows;
 }
 
 // Folds elementwise consumers of the write-back's output into it, one after another, so
@@ -1036,7 +1045,7 @@ void PrefetchPanels(Schedule* s, const CpuScheduleOptions& options) {
 namespace {
 
 // Whether the few-rows branch of this matmul takes packed wide tiles from
-// kPackedWideLeastRows rows on: AVX2 (8 lanes, 16 registers: the unpacked tiles' 4-row
+// PackedWideLeastRows rows on: AVX2 (8 lanes, 16 registers: the unpacked tiles' 4-row
 // steps and k blocks of 16 reach 0.6-0.8 of OpenBLAS there) and AVX-512 (16 lanes: the
 // unpacked tiles' 16-row groups each stream the whole weight, 0.86-0.94 of OpenBLAS at M =
 // 32-64 where the packed tiles reach 1.2-1.4), over a constant weight whose k is more than
