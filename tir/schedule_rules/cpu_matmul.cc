@@ -157,7 +157,7 @@ int64_t WideTileStepRows(const CpuScheduleOptions& options) {
 // a full tile: M = 8 fell from 2.15x to 1.46x of the best OpenBLAS (same run, load 8).
 constexpr int64_t kFewRowsGroup = 16;
 
-// The packed wide tiles (from kPackedWideLeastRows rows; see PackedWideApplies): on AVX2 64
+// The packed wide tiles (from PackedWideLeastRows rows; see PackedWideApplies): on AVX2 64
 // rows (16 register steps of 4: WideTileStepRows) x 2 sub-tiles of 128 columns, k blocks of
 // 256 weight rows each copied into a contiguous 256 x 128 panel (128 KiB, in L2) that every
 // row step reads. The accumulator tile (64 KiB) is reloaded once per k block, as a packed
