@@ -11,8 +11,9 @@ namespace kiln::codegen {
 // ------------------------------------------------------------------ kernel ABI intrinsics
 
 // address_of(B[i]) and prefetch(B[i]) name an element without reading it: the buffer's
-// pointer plus its offset, as an i8*.
-llvm::Value* KernelLowering::ElementAddress(const tir::CallNode* call) {
+// pointer plus its offset, as an i8*. A prefetch's element may lie past the buffer's end
+// (PrefetchAhead's last pairs ask beyond their stream), so its address is not `inbounds`.
+llvm::Value* KernelLowering::ElementAddress(const tir::CallNode* call, bool in_bounds) {
   const auto* element = call->args[0].as<tir::BufferLoadNode>();
   if (element == nullptr || element->dtype().lanes() != 1 || element->buffer->dtype.is_sub_byte()) {
     return Fail(absl::StrCat(call->op, "(", tir::ToString(call->args[0]),
@@ -23,14 +24,15 @@ llvm::Value* KernelLowering::ElementAddress(const tir::CallNode* call) {
   llvm::Value* base = BufferPointer(buffer);
   llvm::Value* offset = FlatOffset(buffer, element->indices);
   if (!status_.ok()) return llvm::UndefValue::get(b_.getInt8PtrTy());
-  llvm::Value* address = b_.CreateInBoundsGEP(StorageType(buffer->dtype), base, offset, "address");
+  llvm::Value* address = in_bounds ? b_.CreateInBoundsGEP(StorageType(buffer->dtype), base, offset, "address")
+                                   : b_.CreateGEP(StorageType(buffer->dtype), base, offset, "address");
   return b_.CreatePointerCast(address, b_.getInt8PtrTy());
 }
 
 // prefetch(B[i]): LLVM's prefetch of that address for a read, locality 2 (x86's
 // prefetcht1: into L2, which holds the next panel while L1 serves the current one), data.
 void KernelLowering::LowerPrefetch(const tir::CallNode* call) {
-  llvm::Value* address = ElementAddress(call);
+  llvm::Value* address = ElementAddress(call, /*in_bounds=*/false);
   if (!status_.ok()) return;
   llvm::Function* prefetch = llvm::Intrinsic::getDeclaration(module_, llvm::Intrinsic::prefetch, {b_.getInt8PtrTy()});
   b_.CreateCall(prefetch, {address, b_.getInt32(0), b_.getInt32(2), b_.getInt32(1)});

@@ -217,7 +217,7 @@ class KernelLowering {
   llvm::Value* LowerAbiCall(const tir::CallNode* call);
   void LowerLaunch(const tir::CallNode* call);
   // address_of's and prefetch's element address (i8*); prefetch (a statement).
-  llvm::Value* ElementAddress(const tir::CallNode* call);
+  llvm::Value* ElementAddress(const tir::CallNode* call, bool in_bounds = true);
   void LowerPrefetch(const tir::CallNode* call);
 
   llvm::Module* module_;

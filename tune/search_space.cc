@@ -59,6 +59,10 @@ const std::vector<KnobRange>& SearchSpace() {
       // not: a win of 6-12 % on AVX2 code where measured (schedule.md, stop 35), but it
       // competes with the steps' own reads for the memory system.
       {"matmul.wide_prefetch", {0, 1}},
+      // How far ahead the GEMV's row edge prefetches the weight rows it streams (-1: the
+      // rule's 256 floats; 0: the hardware prefetcher alone). 128-512 measured alike on the
+      // 4096^2 GEMV (schedule.md, stop 38); the best distance follows the memory's latency.
+      {"matmul.stream_prefetch", {-1, 0, 128, 512}},
       // Lanes beyond the vector width are several vectors of partial results (or of
       // elements): independent chains, so the adds or exps of one do not wait on the other.
       {"reduction.lanes", {0, 1, 4, 8, 16, 32, 64}},

@@ -312,15 +312,25 @@ TEST(DefaultCpuScheduleTest, WideTileRowsStepThroughRegisters) {
     // Row edges: row step, 8 weight rows, rows, sub-tile, pair, the 8 unrolled, lanes. With
     // 4-row steps (8 lanes) only the partial step (`_part`, under its guards) runs per row;
     // whole steps keep the rows innermost: 8 weight rows, sub-tile, pair, the 8, rows, lanes.
+    // Each pair first prefetches its 8 weight rows 256 floats ahead, once per 64 bytes (2
+    // lines of a 512-bit pair, 1 of a 256-bit one), in the step's first row only
+    // (prefetch_ahead, matmul.stream_prefetch).
     const std::string p = lanes == 16 ? "" : "_part";
     const std::string edge = absl::StrCat(
         "for r", e, "_1_edge_0", p, " in serial(0, 2) {\n"
         "for i", e, "_1_1_edge", p, " in unroll(0, ", step, ") {\n"
         "for j", e, "_1_0_edge", p, " in serial(0, ", sub_tiles, ") {\n"
         "for j", e, "_1_1_0_edge", p, " in serial(0, 8) {\n"
-        "for r", e, "_1_edge_1", p, " in unroll(0, 8) {\n"
-        "for j", e, "_1_1_1_edge", p, " in vectorized(0, ", 2 * lanes, ") {");
+        "if i", e, "_1_1_edge", p, " == 0 && ", step, " * i", e, "_1_0_edge + 16 * floormod(j", e, "_0_i", e,
+        "_0_fused, floordiv(m + 15, 16)) < m {\n"
+        "for r", e, "_1_edge_1", p, "_prefetch in unroll(0, 8) {\n",
+        lanes == 16 ? absl::StrCat("for j", e, "_1_1_1_edge", p, "_prefetch in unroll(0, 2) {\n") : "",
+        "evaluate prefetch(B[16 * r", e, "_0_edge + 8 * r", e, "_1_edge_0", p, " + r", e, "_1_edge_1", p, "_prefetch, ");
     EXPECT_THAT(printed, HasSubstr(edge)) << printed;
+    EXPECT_THAT(printed, HasSubstr(absl::StrCat("floordiv(m + 15, 16)) + 256])\n")));
+    EXPECT_THAT(printed, HasSubstr(absl::StrCat("for r", e, "_1_edge_1", p, " in unroll(0, 8) {\n"
+                                                "for j", e, "_1_1_1_edge", p, " in vectorized(0, ", 2 * lanes, ") {\n"
+                                                "block \"C", e, "_edge", p, "\" {")));
     if (lanes == 16) {
       EXPECT_THAT(printed, HasSubstr(absl::StrCat("for r", e, "_0_edge in serial(0, 256) {\n"
                                                   "for i", e, "_1_0_edge in serial(0, 2) {\n"
@@ -369,9 +379,15 @@ TEST(DefaultCpuScheduleTest, GemvRowsPerPassVersionsTheRowEdgeAlone) {
         "for i", e, "_1_1_edge in unroll(0, ", step, ") {\n"
         "for j", e, "_1_0_edge in serial(0, ", 2048 / (16 * lanes), ") {\n"
         "for j", e, "_1_1_0_edge in serial(0, 8) {\n"
-        "for r", e, "_1_edge in unroll(0, 16) {\n"
-        "for j", e, "_1_1_1_edge in vectorized(0, ", 2 * lanes, ") {");
+        "if i", e, "_1_1_edge == 0 && ");
     EXPECT_THAT(printed, HasSubstr(one_row)) << printed;
+    // (each pair's 16 weight rows prefetched ahead in the step's first row, then)
+    EXPECT_THAT(printed, HasSubstr(absl::StrCat("for r", e, "_1_edge in unroll(0, 16) {\n"
+                                                "for j", e, "_1_1_1_edge in vectorized(0, ", 2 * lanes, ") {\n"
+                                                "block \"C", e, "_edge\" {")))
+        << printed;
+    EXPECT_THAT(trace, HasSubstr(absl::StrCat("prefetch_ahead(\"C", e, "_edge\", \"j", e, "_1_1_0_edge\", \"B\", \"i", e,
+                                              "_1_1_edge\", 256)")));
     // The other row counts: 8 weight rows per pass (per row on AVX-512; AVX2's whole steps
     // under guard_steps).
     EXPECT_THAT(printed, HasSubstr(absl::StrCat("} else {\nfor r", e, "_0_edge_else in serial(0, 256) {\n")));
@@ -499,8 +515,9 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreTheDefault) {
                                  "if 64 * i_else_0 + 4 * i_else_1_1_0_edge < m - 3 {\n"
                                  "for j_else_1_1_1_0_edge in serial(0, 8) {"))
       << printed;
-  // Without the knob, no prefetch.
-  absl::StatusOr<CpuScheduleKnobs> no_prefetch = CpuScheduleKnobs::Parse("matmul.wide_step_vectors=2 matmul.wide_prefetch=0");
+  // Without the knobs (the packed panels' and the streamed edge's), no prefetch.
+  absl::StatusOr<CpuScheduleKnobs> no_prefetch =
+      CpuScheduleKnobs::Parse("matmul.wide_step_vectors=2 matmul.wide_prefetch=0 matmul.stream_prefetch=0");
   ASSERT_TRUE(no_prefetch.ok()) << no_prefetch.status();
   absl::StatusOr<PrimFunc> plain =
       ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *no_prefetch});

@@ -1501,5 +1501,76 @@ TEST(ScheduleTest, PrefetchNextFetchesTheNextPanelWhileThisOneIsUsed) {
               HasSubstr("loop 'i' (sharing the prefetches) has no constant extent"));
 }
 
+// PrefetchAhead: each iteration of j_0 (a 16-float run of B's 8 rows r_1) first prefetches
+// the same rows 64 floats further along; 16 floats are one 64-byte line, so one prefetch a
+// row. With `first_of` i, only the first row of A asks (the others find B in cache).
+TEST(ScheduleTest, PrefetchAheadAsksForTheStreamAhead) {
+  auto scheduled = [] {
+    Schedule s(Parse(kConstantMatmul));
+    KILN_CHECK(s.Split("r", {-1, 8}).ok());
+    KILN_CHECK(s.Split("j", {-1, 16}).ok());
+    KILN_CHECK(s.Reorder({"i", "r_0", "j_0", "r_1", "j_1"}).ok());
+    return s;
+  };
+  Schedule s = scheduled();
+  absl::Status st = s.PrefetchAhead("C", "j_0", "B", 64, "i");
+  ASSERT_TRUE(st.ok()) << st;
+  const std::string printed = Print(s.func());
+  EXPECT_THAT(printed, HasSubstr(R"(for j_0 in serial(0, 2) {
+        if i == 0 {
+          for r_1_prefetch in unroll(0, 8) {
+            evaluate prefetch(B[8 * r_0 + r_1_prefetch, 16 * j_0 + 64])
+          }
+        }
+        for r_1 in serial(0, 8) {)"))
+      << printed;
+  EXPECT_EQ(RunMatmul(s.func()), RunMatmul(Parse(kConstantMatmul)));
+  // The trace prints, parses and replays to the same function.
+  EXPECT_THAT(s.trace().ToString(), HasSubstr("prefetch_ahead(\"C\", \"j_0\", \"B\", \"i\", 64)\n"));
+  absl::StatusOr<Trace> reread = Trace::Parse(s.trace().ToString());
+  ASSERT_TRUE(reread.ok()) << reread.status();
+  Schedule again(Parse(kConstantMatmul));
+  ASSERT_TRUE(reread->Replay(&again).ok()) << s.trace().ToString();
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+  // Without `first_of` every row prefetches; a run of 32 floats is two lines.
+  Schedule wide(Parse(kConstantMatmul));
+  ASSERT_TRUE(wide.Split("r", {-1, 8}).ok());
+  ASSERT_TRUE(wide.Reorder({"i", "r_0", "r_1", "j"}).ok());
+  st = wide.PrefetchAhead("C", "r_0", "B", 32);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_THAT(Print(wide.func()), HasSubstr(R"(for r_0 in serial(0, 8) {
+      for r_1_prefetch in unroll(0, 8) {
+        for j_prefetch in unroll(0, 2) {
+          evaluate prefetch(B[8 * r_0 + r_1_prefetch, 16 * j_prefetch + 32])
+        }
+      }
+      for r_1 in serial(0, 8) {)"))
+      << Print(wide.func());
+  EXPECT_THAT(wide.trace().ToString(), HasSubstr("prefetch_ahead(\"C\", \"r_0\", \"B\", 32)\n"));
+  absl::StatusOr<Trace> wide_trace = Trace::Parse(wide.trace().ToString());
+  ASSERT_TRUE(wide_trace.ok()) << wide_trace.status();
+  Schedule wide_again(Parse(kConstantMatmul));
+  ASSERT_TRUE(wide_trace->Replay(&wide_again).ok());
+  EXPECT_TRUE(StructuralEqual(wide_again.func(), wide.func()));
+  // Refused, with `s` unchanged.
+  Schedule fresh = scheduled();
+  EXPECT_THAT(fresh.PrefetchAhead("C", "j_0", "B", 0).message(),
+              HasSubstr("the distance must be at least 1 element, got 0"));
+  EXPECT_THAT(fresh.PrefetchAhead("C", "j_0", "A", 64).message(),
+              HasSubstr("loop 'j_1' does not walk the last index of 'A' one element at a time"));
+  EXPECT_THAT(fresh.PrefetchAhead("C", "j_0", "nope", 64).message(), HasSubstr("block 'C' does not read buffer 'nope'"));
+  EXPECT_THAT(fresh.PrefetchAhead("C", "j_1", "B", 64).message(),
+              HasSubstr("block 'C' has no loop of its own below 'j_1'"));
+  EXPECT_THAT(fresh.PrefetchAhead("C", "j_0", "B", 64, "r_1").message(),
+              HasSubstr("loop 'r_1' does not enclose loop 'j_0'"));
+  ASSERT_TRUE(fresh.Reorder({"j_1", "r_1"}).ok());
+  EXPECT_THAT(fresh.PrefetchAhead("C", "j_0", "B", 64).message(),
+              HasSubstr("loop 'r_1' moves along a dimension of 'B' other than its last"));
+  EXPECT_THAT(fresh.trace().ToString(), Not(HasSubstr("prefetch_ahead")));
+  // A corrupt record is a parse error, not a crash.
+  EXPECT_FALSE(Trace::Parse("prefetch_ahead(\"C\", \"j_0\", \"B\")\n").ok());
+  EXPECT_FALSE(Trace::Parse("prefetch_ahead(\"C\", \"j_0\", \"B\", \"i\")\n").ok());
+}
+
 }  // namespace
 }  // namespace kiln::tir

@@ -203,4 +203,13 @@ absl::Status Schedule::PrefetchNext(const std::string& copy, const std::string& 
   return absl::OkStatus();
 }
 
+absl::Status Schedule::PrefetchAhead(const std::string& block, const std::string& loop, const std::string& buffer,
+                                     int64_t distance, const std::string& first_of) {
+  KILN_ASSIGN_OR_RETURN(func_, schedule_primitive::PrefetchAhead(func_, block, loop, buffer, distance, first_of));
+  std::vector<std::string> inputs = {block, loop, buffer};
+  if (!first_of.empty()) inputs.push_back(first_of);
+  trace_.Append({"prefetch_ahead", std::move(inputs), {distance}, {}});
+  return absl::OkStatus();
+}
+
 }  // namespace kiln::tir

@@ -174,6 +174,21 @@
 //        iterations and iteration j takes iteration (j mod c)'s share: for an edge tile
 //        whose later steps may not run. The prefetches read nothing, so the results are
 //        unchanged.
+//      PrefetchAhead(block, loop, buffer, distance[, first_of]): a block streaming through
+//        `buffer` along its last dimension asks for the data `distance` elements ahead of
+//        what it reads. `block` reads `buffer` at one place (one index list); below `loop`
+//        its loops are a chain of constant ranges, each directly inside the one above, the
+//        block directly inside the last, and that innermost loop walks the read's last
+//        index one element per iteration and no other index. At the start of each
+//        iteration of `loop` the code prefetches (`prefetch(B[...])`) the elements the
+//        chain will read in that iteration, `distance` further along the last index: once
+//        per 64 bytes of the innermost loop's run, for each iteration of the other chain
+//        loops the read depends on (unrolled loops; the others left out). Only where the
+//        block's predicate holds at the chain's first iteration, and with `first_of` (a
+//        loop above `loop`) only in that loop's first iteration: rows above the stream
+//        that re-read the same data from cache do not prefetch it again. An address past
+//        the buffer's end is only a hint (x86's prefetches do not fault), and the results
+//        are unchanged.
 #pragma once
 
 #include <cstdint>
@@ -225,6 +240,8 @@ class Schedule {
   void AddressStepsPerTerm();
   absl::Status PrefetchNext(const std::string& copy, const std::string& outer, const std::string& into,
                             int64_t cycle = 0);
+  absl::Status PrefetchAhead(const std::string& block, const std::string& loop, const std::string& buffer,
+                             int64_t distance, const std::string& first_of = "");
 
  private:
   PrimFunc func_;
@@ -289,6 +306,8 @@ absl::StatusOr<PrimFunc> GuardSteps(const PrimFunc& func, const std::string& loo
 PrimFunc AddressStepsPerTerm(const PrimFunc& func);
 absl::StatusOr<PrimFunc> PrefetchNext(const PrimFunc& func, const std::string& copy, const std::string& outer,
                                       const std::string& into, int64_t cycle);
+absl::StatusOr<PrimFunc> PrefetchAhead(const PrimFunc& func, const std::string& block, const std::string& loop,
+                                       const std::string& buffer, int64_t distance, const std::string& first_of);
 }  // namespace schedule_primitive
 
 }  // namespace kiln::tir

@@ -46,7 +46,7 @@ bool TakesList(const Instruction& inst) {
 std::string Instruction::ToString() const {
   std::string args = TakesList(*this) ? absl::StrCat("[", Quoted(inputs), "]") : Quoted(inputs);
   if (kind == "split") absl::StrAppend(&args, ", [", absl::StrJoin(ints, ", "), "]");
-  if (kind == "rfactor" || kind == "prefetch_next") {
+  if (kind == "rfactor" || kind == "prefetch_next" || kind == "prefetch_ahead") {
     for (int64_t v : ints) absl::StrAppend(&args, ", ", v);
   }
   std::string out = absl::StrCat(kind, "(", args, ")");
@@ -154,15 +154,26 @@ absl::StatusOr<Instruction> ParseInstruction(std::string_view line, int line_no)
     KILN_ASSIGN_OR_RETURN(inst.inputs, p.StringList());
   } else if (!p.Peek(')')) {
     // rfactor: two names, then the lane count (and the tail lanes); prefetch_next: three
-    // names, then maybe the cycle.
-    const size_t names = inst.kind == "split"           ? 1
-                         : inst.kind == "rfactor"       ? 2
-                         : inst.kind == "prefetch_next" ? 3
-                                                        : SIZE_MAX;
+    // names, then maybe the cycle; prefetch_ahead: three names (below).
+    const size_t names = inst.kind == "split"                                          ? 1
+                         : inst.kind == "rfactor"                                      ? 2
+                         : inst.kind == "prefetch_next" || inst.kind == "prefetch_ahead" ? 3
+                                                                                       : SIZE_MAX;
     do {
       KILN_ASSIGN_OR_RETURN(std::string name, p.String());
       inst.inputs.push_back(std::move(name));
     } while (inst.inputs.size() < names && p.Eat(","));
+    // prefetch_ahead: three names, maybe a fourth (first_of), then the distance.
+    if (inst.kind == "prefetch_ahead") {
+      if (!p.Eat(",")) return p.Error("',' and a loop or the distance");
+      if (p.PeekString()) {
+        KILN_ASSIGN_OR_RETURN(std::string first_of, p.String());
+        inst.inputs.push_back(std::move(first_of));
+        if (!p.Eat(",")) return p.Error("',' and the distance");
+      }
+      KILN_ASSIGN_OR_RETURN(int64_t distance, p.Int());
+      inst.ints.push_back(distance);
+    }
     if (inst.kind == "prefetch_next" && p.Eat(",")) {
       KILN_ASSIGN_OR_RETURN(int64_t cycle, p.Int());
       inst.ints.push_back(cycle);
@@ -300,6 +311,11 @@ absl::Status Trace::Replay(Schedule* s) const {
     } else if (inst.kind == "prefetch_next") {
       KILN_RETURN_IF_ERROR(arity(3, inst.ints.size() == 1 ? 1 : 0, "a block, two loops and maybe a cycle"));
       outputs = none(s->PrefetchNext(in[0], in[1], in[2], inst.ints.empty() ? 0 : inst.ints[0]));
+    } else if (inst.kind == "prefetch_ahead") {
+      if (in.size() != 4 || inst.ints.size() != 1) {
+        KILN_RETURN_IF_ERROR(arity(3, 1, "a block, a loop, a buffer, maybe a loop, and a distance"));
+      }
+      outputs = none(s->PrefetchAhead(in[0], in[1], in[2], inst.ints[0], in.size() == 4 ? in[3] : ""));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("instruction ", i, ": unknown primitive '", inst.kind, "'"));
     }

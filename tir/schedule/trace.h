@@ -14,6 +14,7 @@
 //      branch_on("floormod(m, 16) == 1", "r_0_edge") -> "C_edge_else"
 //      guard_vectorized_tails()
 //      prefetch_next("B_cache_1_edge", "r_0_edge", "j_1_0_edge", 64)
+//      prefetch_ahead("C_edge", "j_1_1_0_edge", "B", "r_1_1_edge", 256)
 //    An expression argument (branch_on's condition) is its tir::ToString text, quoted; it
 //    is read (tir::ParsePrimExpr) against the function's variables when replayed.
 //  - Replay stops at the first instruction that fails, or whose results differ from the

@@ -59,6 +59,10 @@ struct MatmulKnobs {
   // The packed wide tiles prefetch the next k block's panel while the register steps
   // run on this one (cpu_matmul.cc, PrefetchPanels); 0: the copy waits on memory.
   bool wide_prefetch = true;
+  // The row edge of the unpacked wide tiles (the GEMV's loop) prefetches each weight row it
+  // streams this many elements ahead (cpu_matmul.cc, PrefetchEdgeStream). -1: the rule's
+  // (256), 0: none (the hardware's prefetcher alone).
+  int stream_prefetch = -1;
   bool operator==(const MatmulKnobs&) const = default;
 };
 
