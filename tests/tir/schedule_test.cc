@@ -1504,6 +1504,15 @@ TEST(ScheduleTest, PrefetchNextFetchesTheNextPanelWhileThisOneIsUsed) {
 // PrefetchAhead: each iteration of j_0 (a 16-float run of B's 8 rows r_1) first prefetches
 // the same rows 64 floats further along; 16 floats are one 64-byte line, so one prefetch a
 // row. With `first_of` i, only the first row of A asks (the others find B in cache).
+// `s`'s trace printed, parsed back and replayed on `unscheduled` gives `s`'s function.
+void ExpectTraceRoundTrips(const Schedule& s, const PrimFunc& unscheduled) {
+  absl::StatusOr<Trace> reread = Trace::Parse(s.trace().ToString());
+  ASSERT_TRUE(reread.ok()) << reread.status();
+  Schedule again(unscheduled);
+  ASSERT_TRUE(reread->Replay(&again).ok()) << s.trace().ToString();
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func())) << StructuralDiff(again.func(), s.func());
+}
+
 TEST(ScheduleTest, PrefetchAheadAsksForTheStreamAhead) {
   auto scheduled = [] {
     Schedule s(Parse(kConstantMatmul));
@@ -1527,11 +1536,7 @@ TEST(ScheduleTest, PrefetchAheadAsksForTheStreamAhead) {
   EXPECT_EQ(RunMatmul(s.func()), RunMatmul(Parse(kConstantMatmul)));
   // The trace prints, parses and replays to the same function.
   EXPECT_THAT(s.trace().ToString(), HasSubstr("prefetch_ahead(\"C\", \"j_0\", \"B\", \"i\", 64)\n"));
-  absl::StatusOr<Trace> reread = Trace::Parse(s.trace().ToString());
-  ASSERT_TRUE(reread.ok()) << reread.status();
-  Schedule again(Parse(kConstantMatmul));
-  ASSERT_TRUE(reread->Replay(&again).ok()) << s.trace().ToString();
-  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+  ExpectTraceRoundTrips(s, Parse(kConstantMatmul));
   // Without `first_of` every row prefetches; a run of 32 floats is two lines.
   Schedule wide(Parse(kConstantMatmul));
   ASSERT_TRUE(wide.Split("r", {-1, 8}).ok());
@@ -1547,11 +1552,7 @@ TEST(ScheduleTest, PrefetchAheadAsksForTheStreamAhead) {
       for r_1 in serial(0, 8) {)"))
       << Print(wide.func());
   EXPECT_THAT(wide.trace().ToString(), HasSubstr("prefetch_ahead(\"C\", \"r_0\", \"B\", 32)\n"));
-  absl::StatusOr<Trace> wide_trace = Trace::Parse(wide.trace().ToString());
-  ASSERT_TRUE(wide_trace.ok()) << wide_trace.status();
-  Schedule wide_again(Parse(kConstantMatmul));
-  ASSERT_TRUE(wide_trace->Replay(&wide_again).ok());
-  EXPECT_TRUE(StructuralEqual(wide_again.func(), wide.func()));
+  ExpectTraceRoundTrips(wide, Parse(kConstantMatmul));
   // Refused, with `s` unchanged.
   Schedule fresh = scheduled();
   EXPECT_THAT(fresh.PrefetchAhead("C", "j_0", "B", 0).message(),
