@@ -641,9 +641,10 @@ bool EnclosesInIndex(const BlockNode* block, const ForNode* outer, const ForNode
 }
 
 // The distance ahead, in elements, that a wide tile's row edge prefetches the weight rows it
-// streams (knob matmul.stream_prefetch; -1: the rule's). 256 floats, 1 KiB: a GEMV over a
-// 4096 x 4096 weight, one thread, Kiln / hand-written TIR with the prefetch at 128, 256 and
-// 512 ahead 1.13-1.19x on AVX-512 and 1.10-1.19x on AVX2 (the distance hardly mattered).
+// streams (knob matmul.stream_prefetch; -1: the rule's). 256 floats, 1 KiB: hand-written TIR
+// GEMVs over a 4096 x 4096 weight on one thread, with the prefetch 128, 256 or 512 ahead
+// against the same loop without, ran 1.13-1.19x faster on AVX-512 and 1.10-1.19x on AVX2
+// (the distance hardly mattered); in the rule M = 1 ran 1.23x faster (docs/schedule.md).
 int64_t StreamPrefetchDistance(const CpuScheduleOptions& options) {
   const int knob = options.knobs.matmul.stream_prefetch;
   return knob >= 0 ? knob : 256;
@@ -678,7 +679,8 @@ void PrefetchEdgeStream(Schedule* s, const std::string& block, const std::string
 // over the 8 k steps and loads each piece of the weight once for all its rows, as a full
 // tile does, where the per-row order loaded it once per row (AVX2 M = 8: one 32-byte load
 // of the weight from L2 per FMA). The partial step (the GEMV's) takes the per-row streaming
-// order below it: (k_1 / 8, rows, [sub-tiles,] pairs, 8 unrolled). False, with `s` in any
+// order below it: (k_1 / 8, rows, [sub-tiles,] pairs, 8 unrolled), and its prefetch
+// (PrefetchEdgeStream). False, with `s` in any
 // state, when a step fails (the caller then keeps its copy from before).
 bool StreamEdgeInWholeSteps(Schedule* s, const std::string& block, const std::string& row_steps,
                             const std::vector<std::string>& k_steps, const std::string& sub_tiles,
