@@ -22,8 +22,8 @@ namespace {
 // The bytes of one cache line, which one prefetch brings in.
 constexpr int64_t kCacheLineBytes = 64;
 
-// The one load of `buffer` in `expr` (every load of it with the same indices), or null
-// when it has none or loads it at two different places.
+// The one load of `buffer` in `body` (every load of it with the same indices), or null
+// when it has none; `*several` set when it loads it at two different places.
 const BufferLoadNode* OnlyLoadOf(const Stmt& body, const BufferNode* buffer, bool* several) {
   const BufferLoadNode* found = nullptr;
   class Loads : public StmtExprVisitor {
