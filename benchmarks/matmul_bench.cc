@@ -6,8 +6,8 @@
 //
 //   build/benchmarks/matmul_bench [--sizes=256,512,m1,m64] [--threads=N] [--openblas-core=NAME]
 //                                 [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas]
-//                                 [--mcpu=NAME] [--knobs=TEXT] [--knobs-b=TEXT] [--fastest]
-//                                 [--pool-spin-us=N]
+//                                 [--mcpu=NAME] [--knobs=TEXT] [--knobs-b=TEXT] [--kernel-b=FILE]
+//                                 [--fastest] [--pool-spin-us=N]
 //
 // --mcpu NAME: Kiln's CPU kernel generated for that LLVM CPU (e.g. haswell: AVX2 code, 8
 // lanes) instead of the host, so AVX2 code can be timed on an AVX-512 machine too.
@@ -19,6 +19,12 @@
 // interleaved rounds as the first and the peers (an A/B of two schedules that the machine's
 // other load disturbs alike); one more line per shape gives its GFLOP/s and its ratios to
 // the first kernel and to the best peer.
+// --kernel-b FILE: the second kernel is a PrimFunc written by hand (the IR text format,
+// docs/ir.md: `prim_func @name(A: Buffer((m, K), float32), B: Buffer((K, N), float32),
+// C: Buffer((m, N), float32)) { ... }` with its loops already scheduled), compiled as it is
+// for the same CPU and checked against OpenBLAS like the others: a loop order, split or
+// prefetch can be timed through Kiln's code generator before a rule makes it (the GEMV's
+// prefetch, docs/schedule.md, was found so). Instead of --knobs-b.
 // --fastest: each contender's fastest of the interleaved rounds instead of their median.
 // --pool-spin-us N: how long the pool's idle threads poll before they sleep (vm::ThreadPool;
 // default its kDefaultSpinMicros), to compare spin settings run against run.
@@ -45,10 +51,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -67,6 +75,7 @@
 #include "relax/text_parser.h"
 #include "relax/transform/legalize_ops.h"
 #include "tir/schedule_rules/cpu_schedule.h"
+#include "tir/text_parser.h"
 #include "vm/kernel_abi.h"
 #include "vm/kernel_object.h"
 #include "vm/standalone_call_context.h"
@@ -101,6 +110,13 @@ using BenchContext = kiln::vm::StandaloneCallContext;
 // One matmul kernel over a constant k x n weight and a symbolic number of rows m, the form a
 // model's matmuls take (m is the token count; the weight's sizes are known), built through
 // the same passes a model goes through.
+KilnKernelFn LoadKernel(const kiln::tir::PrimFunc& kernel, const kiln::codegen::CpuTarget& target,
+                        std::shared_ptr<kiln::vm::KernelObject>* keep_alive) {
+  std::string so = OrDie(kiln::codegen::BuildCpuSharedObject({{"bench_matmul", kernel}}, target), "compile");
+  *keep_alive = OrDie(kiln::vm::KernelObject::Load(so), "load");
+  return OrDie((*keep_alive)->Find("bench_matmul"), "find kernel");
+}
+
 KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads, const kiln::codegen::CpuTarget& target,
                              const kiln::tir::CpuScheduleKnobs& knobs,
                              std::shared_ptr<kiln::vm::KernelObject>* keep_alive) {
@@ -121,9 +137,17 @@ KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads, const kiln::
     kernels.emplace_back("bench_matmul", scheduled);
   }
   if (kernels.size() != 1) Die("expected one kernel after legalization, got " + std::to_string(kernels.size()));
-  std::string so = OrDie(kiln::codegen::BuildCpuSharedObject(kernels, target), "compile");
-  *keep_alive = OrDie(kiln::vm::KernelObject::Load(so), "load");
-  return OrDie((*keep_alive)->Find("bench_matmul"), "find kernel");
+  return LoadKernel(kernels[0].second, target, keep_alive);
+}
+
+// --kernel-b's file: one prim_func in the text format, or a clear error (with its line and
+// column) and exit.
+kiln::tir::PrimFunc ReadHandKernel(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Die("--kernel-b: cannot read '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return OrDie(kiln::tir::ParsePrimFunc(text.str(), path), "--kernel-b").func;
 }
 
 Tensor Random(const std::vector<int64_t>& shape, uint32_t seed) {
@@ -345,6 +369,7 @@ int main(int argc, char** argv) {
   bool cublas = false;
   kiln::tir::CpuScheduleKnobs knobs;
   std::optional<kiln::tir::CpuScheduleKnobs> knobs_b;
+  std::optional<kiln::tir::PrimFunc> kernel_b;
   bool fastest = false;
   int pool_spin_us = kiln::vm::ThreadPool::kDefaultSpinMicros;
   for (int i = 1; i < argc; ++i) {
@@ -376,6 +401,8 @@ int main(int argc, char** argv) {
       knobs = OrDie(kiln::tir::CpuScheduleKnobs::Parse(v), "--knobs");
     } else if (const char* v = value("--knobs-b")) {
       knobs_b = OrDie(kiln::tir::CpuScheduleKnobs::Parse(v), "--knobs-b");
+    } else if (const char* v = value("--kernel-b")) {
+      kernel_b = ReadHandKernel(v);
     } else if (const char* v = value("--pool-spin-us")) {
       if (!absl::SimpleAtoi(v, &pool_spin_us) || pool_spin_us < 0 ||
           pool_spin_us > kiln::vm::ThreadPool::kMaxSpinMicros) {
@@ -386,7 +413,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--sizes=256,512,1024,2048,m1,...,m64] [--threads=N] [--openblas-core=NAME]\n"
                    "          [--pypi-openblas=PATH] [--target=cpu|vulkan|cuda] [--cublas] [--mcpu=NAME]\n"
-                   "          [--knobs=TEXT] [--knobs-b=TEXT] [--fastest] [--pool-spin-us=N]\n"
+                   "          [--knobs=TEXT] [--knobs-b=TEXT] [--kernel-b=FILE] [--fastest] [--pool-spin-us=N]\n"
                    "  --openblas-core  OpenBLAS kernels to compare with (default: SkylakeX on AVX-512 CPUs,\n"
                    "                   else OpenBLAS's own choice)\n"
                    "  --pypi-openblas  numpy's bundled libscipy_openblas64_*.so, a second peer\n"
@@ -397,12 +424,14 @@ int main(int argc, char** argv) {
                    "  --knobs          schedule knobs for Kiln's CPU kernel, e.g. \"matmul.col_vectors=4\"\n"
                    "                   (tir/schedule_rules/cpu_knobs.h; default: the untuned rules)\n"
                    "  --knobs-b        a second Kiln kernel with these knobs, timed in the same rounds\n"
+                   "  --kernel-b       the second kernel a scheduled prim_func from FILE (IR text format)\n"
                    "  --fastest        each contender's fastest round instead of the median (loaded machines)\n"
                    "  --pool-spin-us   how long Kiln's idle pool threads poll before they sleep (default 20)\n",
                    argv[0]);
       return 2;
     }
   }
+  if (knobs_b && kernel_b) Die("--knobs-b and --kernel-b both name the second kernel; give one");
   const std::optional<kiln::tir::Target> gpu = kiln::bench::GpuTargetNamed(target_name);
   if (!gpu && target_name != "cpu") Die("--target wants cpu, vulkan or cuda, got '" + target_name + "'");
   // A naive GPU kernel on a CPU Vulkan driver takes seconds at 2048^3: smaller defaults.
@@ -442,8 +471,9 @@ int main(int argc, char** argv) {
     std::shared_ptr<kiln::vm::KernelObject> object;
     KilnKernelFn kiln_matmul = BuildKilnMatmul(s.k, s.n, threads, cpu, knobs, &object);
     std::shared_ptr<kiln::vm::KernelObject> object_b;
-    KilnKernelFn kiln_matmul_b =
-        knobs_b ? BuildKilnMatmul(s.k, s.n, threads, cpu, *knobs_b, &object_b) : nullptr;
+    KilnKernelFn kiln_matmul_b = knobs_b    ? BuildKilnMatmul(s.k, s.n, threads, cpu, *knobs_b, &object_b)
+                                 : kernel_b ? LoadKernel(*kernel_b, cpu, &object_b)
+                                            : nullptr;
     Tensor c_kiln_b = OrDie(Tensor::Empty({s.m, s.n}, kF32), "allocate");
     // One row: the peers run their GEMV (as numpy does), the faster of their two entries.
     const bool gemv = s.m == 1 && debian_sgemv != nullptr;
@@ -527,8 +557,8 @@ int main(int argc, char** argv) {
     }
     if (kiln_matmul_b) {
       const double b_s = medians.back();
-      std::printf("%-22s %9.1f %9s %9s %10s %10s %10.2f   knobs B (B/A %.2f)\n", "", flops / b_s * 1e-9, "", "", "",
-                  "", flops / b_s * 1e-9 / best, kiln_s / b_s);
+      std::printf("%-22s %9.1f %9s %9s %10s %10s %10.2f   %s B (B/A %.2f)\n", "", flops / b_s * 1e-9, "", "", "",
+                  "", flops / b_s * 1e-9 / best, knobs_b ? "knobs" : "kernel", kiln_s / b_s);
     }
     std::fflush(stdout);
   }
