@@ -107,9 +107,7 @@ T OrDie(absl::StatusOr<T> value, const char* what) {
 // The kernel context the VM would give a kernel, backed by a pool of our own.
 using BenchContext = kiln::vm::StandaloneCallContext;
 
-// One matmul kernel over a constant k x n weight and a symbolic number of rows m, the form a
-// model's matmuls take (m is the token count; the weight's sizes are known), built through
-// the same passes a model goes through.
+// A scheduled kernel compiled for `target`, loaded, and its entry point.
 KilnKernelFn LoadKernel(const kiln::tir::PrimFunc& kernel, const kiln::codegen::CpuTarget& target,
                         std::shared_ptr<kiln::vm::KernelObject>* keep_alive) {
   std::string so = OrDie(kiln::codegen::BuildCpuSharedObject({{"bench_matmul", kernel}}, target), "compile");
@@ -117,6 +115,9 @@ KilnKernelFn LoadKernel(const kiln::tir::PrimFunc& kernel, const kiln::codegen::
   return OrDie((*keep_alive)->Find("bench_matmul"), "find kernel");
 }
 
+// One matmul kernel over a constant k x n weight and a symbolic number of rows m, the form a
+// model's matmuls take (m is the token count; the weight's sizes are known), built through
+// the same passes a model goes through.
 KilnKernelFn BuildKilnMatmul(int64_t k, int64_t n, int num_threads, const kiln::codegen::CpuTarget& target,
                              const kiln::tir::CpuScheduleKnobs& knobs,
                              std::shared_ptr<kiln::vm::KernelObject>* keep_alive) {
