@@ -19,9 +19,6 @@ using namespace schedule_internal;  // NOLINT
 
 namespace {
 
-// The bytes of one cache line, which one prefetch brings in.
-constexpr int64_t kCacheLineBytes = 64;
-
 // The one load of `buffer` in `body` (every load of it with the same indices), or null
 // when it has none; `*several` set when it loads it at two different places.
 const BufferLoadNode* OnlyLoadOf(const Stmt& body, const BufferNode* buffer, bool* several) {
@@ -77,8 +74,8 @@ absl::StatusOr<PrimFunc> PrefetchAhead(const PrimFunc& func, const std::string& 
   std::vector<const ForNode*> chain;
   for (size_t i = at + 1; i < loops.size(); ++i) chain.push_back(loops[i].as<ForNode>());
   for (size_t i = 0; i < chain.size(); ++i) {
-    const StmtNode* above = i == 0 ? static_cast<const StmtNode*>(loop) : chain[i - 1];
-    if (static_cast<const ForNode*>(above)->body.get() != chain[i]) {
+    const ForNode* above = i == 0 ? loop : chain[i - 1];
+    if (above->body.get() != chain[i]) {
       return refuse(absl::StrCat("loop '", chain[i]->loop_var.name(), "' is not directly inside the loop above it"));
     }
     if (!chain[i]->extent.as_int() || !chain[i]->min.as_int()) {
@@ -134,7 +131,7 @@ absl::StatusOr<PrimFunc> PrefetchAhead(const PrimFunc& func, const std::string& 
   // The prefetches: an unrolled loop for each chain loop the read depends on (the run's one
   // per cache line), the others left out; the read `distance` elements further along.
   NameSet used = UsedNames(func);
-  const int64_t per_line = std::max<int64_t>(1, kCacheLineBytes / (element.bits() / 8));
+  const int64_t per_line = ElementsPerCacheLine(element);
   const int64_t run_extent = *run->extent.as_int();
   const int64_t lines = (run_extent + per_line - 1) / per_line;
   VarMap at_prefetch, at_first;
@@ -145,16 +142,15 @@ absl::StatusOr<PrimFunc> PrefetchAhead(const PrimFunc& func, const std::string& 
     bool read = false;
     for (const PrimExpr& index : indices) read |= UsesVar(index, l->loop_var.get());
     if (!read) continue;
-    Var v(FreshName(l->loop_var.name() + "_prefetch", &used), l->loop_var.dtype());
-    const bool is_run = l == run;
-    const int64_t extent = is_run ? lines : *l->extent.as_int();
-    PrimExpr value = is_run ? Mul(v, IntImm(v.dtype(), per_line)) : PrimExpr(v);
-    at_prefetch[l->loop_var.get()] = Add(value, IntImm(v.dtype(), min));
-    if (extent > 1) {
-      nest.push_back({v, extent});
-    } else {
-      at_prefetch[l->loop_var.get()] = IntImm(v.dtype(), min);
+    const int64_t extent = l == run ? lines : *l->extent.as_int();
+    if (extent == 1) {  // one iteration: the loop's variable at its min
+      at_prefetch[l->loop_var.get()] = at_first[l->loop_var.get()];
+      continue;
     }
+    Var v(FreshName(l->loop_var.name() + "_prefetch", &used), l->loop_var.dtype());
+    PrimExpr value = l == run ? Mul(v, IntImm(v.dtype(), per_line)) : PrimExpr(v);
+    at_prefetch[l->loop_var.get()] = Add(value, IntImm(v.dtype(), min));
+    nest.push_back({v, extent});
   }
   std::vector<PrimExpr> ahead;
   for (size_t i = 0; i < indices.size(); ++i) {

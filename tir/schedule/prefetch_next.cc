@@ -16,9 +16,6 @@ using namespace schedule_internal;  // NOLINT
 
 namespace {
 
-// The bytes of one cache line, which one prefetch brings in.
-constexpr int64_t kCacheLineBytes = 64;
-
 PrimExpr AsInt64(const PrimExpr& e) { return e.dtype() == DataType::Int64() ? e : Cast(DataType::Int64(), e); }
 PrimExpr I64(int64_t v) { return IntImm(DataType::Int64(), v); }
 
@@ -173,7 +170,7 @@ absl::StatusOr<PrimFunc> PrefetchNext(const PrimFunc& func, const std::string& c
   std::vector<const ForNode*> inner(own.begin() + 1, own.end());
   std::vector<int64_t> inner_extents(own_extents.begin() + 1, own_extents.end());
   const int64_t run = Product(inner_extents);
-  const int64_t per_line = std::max<int64_t>(1, kCacheLineBytes / (element.bits() / 8));
+  const int64_t per_line = ElementsPerCacheLine(element);
   const int64_t lines = (run + per_line - 1) / per_line;
 
   NameSet used = UsedNames(func);

@@ -470,4 +470,9 @@ Stmt DropAllocation(const Stmt& stmt, const BufferNode* buffer) {
 
 std::string KindWord(ForKind kind) { return ForKindName(kind); }
 
+int64_t ElementsPerCacheLine(DataType element) {
+  constexpr int64_t kCacheLineBytes = 64;
+  return std::max<int64_t>(1, kCacheLineBytes / (element.bits() / 8));
+}
+
 }  // namespace kiln::tir::schedule_internal

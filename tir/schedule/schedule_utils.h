@@ -130,4 +130,8 @@ Stmt DropAllocations(const Stmt& stmt, const std::unordered_set<const BufferNode
 // "serial", "parallel", ... for messages.
 std::string KindWord(ForKind kind);
 
+// Elements of `element` (whole scalar bytes) in one 64-byte cache line, the span one
+// prefetch brings in (PrefetchNext, PrefetchAhead).
+int64_t ElementsPerCacheLine(DataType element);
+
 }  // namespace kiln::tir::schedule_internal
