@@ -30,6 +30,8 @@ const std::vector<KnobRange>& SearchSpace() {
       // AVX-512's 32 registers (AVX2's 16 spill, which the measurement then shows). Wide
       // tiles (few rows) take row_tile as their height, so 16 and 32 are wide-tile heights.
       {"matmul.row_tile", {0, 1, 2, 3, 4, 6, 8, 12, 16, 32}},
+      // The register tile's width (the default 0 is the rule's 2 or 3, RegisterTileVectors
+      // in cpu_matmul.cc: the default's neighbours are all four widths).
       {"matmul.col_vectors", {1, 2, 3, 4}},
       {"matmul.pack", {-1, 0, 1}},
       {"matmul.unroll_rows", {0, 1}},

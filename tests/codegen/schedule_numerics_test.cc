@@ -429,6 +429,21 @@ TEST(ScheduleNumericsTest, MatmulRegisterTilesOfThreeVectors) {
   }
 }
 
+// The default rule's register tile against a large constant weight (k and n at least 1024):
+// 4 x 3 vectors on 8 lanes (24-column panels, RegisterTileVectors), 8 x 2 on 16 lanes; a
+// width of 1040 leaves a 16-column edge panel after 43 of 24. Many rows (the register
+// tiles' branch) with a row edge, against the naive matmul.
+TEST(ScheduleNumericsTest, MatmulRegisterTilesOfALargeWeight) {
+  Variants v(Parse(MatmulWithSizes("m", "1024", "1040")));
+  EXPECT_NE(v.scheduled_text().find("Buffer((1024, 24), float32, scope=\"local\")"), std::string::npos)
+      << v.scheduled_text();
+  EXPECT_NE(v.scheduled_text().find("Buffer((4, 24), float32, scope=\"local\")"), std::string::npos)
+      << v.scheduled_text();
+  EXPECT_NE(v.scheduled_text().find("Buffer((8, 32), float32, scope=\"local\")"), std::string::npos)
+      << v.scheduled_text();
+  for (int64_t m : {66, 131}) ExpectMatmulVariantsMatchNaive(v, m, 1024, 1040, 191, "m=" + std::to_string(m));
+}
+
 // A constant width of 530 (not a multiple of the 16- or 32-column tile) gives enough
 // column panels for 4 threads, so the schedule packs B's panel per parallel iteration.
 TEST(ScheduleNumericsTest, MatmulWithPackedPanels) {

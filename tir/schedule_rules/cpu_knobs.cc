@@ -24,7 +24,7 @@ struct KnobField {
 const std::vector<KnobField>& Fields() {
   static const std::vector<KnobField> fields = {
       {"matmul.row_tile", [](CpuScheduleKnobs& k) { return &k.matmul.row_tile; }, nullptr, 0, 64},
-      {"matmul.col_vectors", [](CpuScheduleKnobs& k) { return &k.matmul.col_vectors; }, nullptr, 1, 8},
+      {"matmul.col_vectors", [](CpuScheduleKnobs& k) { return &k.matmul.col_vectors; }, nullptr, 0, 8},
       {"matmul.pack", [](CpuScheduleKnobs& k) { return &k.matmul.pack; }, nullptr, -1, 1},
       {"matmul.unroll_rows", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.unroll_rows; }, 0, 1},
       {"matmul.parallel", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.parallel; }, 0, 1},

@@ -18,7 +18,7 @@ namespace kiln::tir {
 // The matmul rule (cpu_matmul.cc).
 struct MatmulKnobs {
   int row_tile = 0;       // rows of the register tile (or of a wide tile); 0: the rule's
-  int col_vectors = 2;    // columns of the register tile, in vectors (the tile is at most 64 wide)
+  int col_vectors = 0;    // columns of the register tile, in vectors (at most 64 wide); 0: the rule's
   int pack = -1;          // pack the right operand's column panel: -1 when it pays, 0 never, 1 always
   bool unroll_rows = true;  // unroll the tile's rows (k, rows unrolled, columns vectorized)
   bool parallel = true;     // run the tile loops on the thread pool
