@@ -431,8 +431,9 @@ TEST(ScheduleNumericsTest, MatmulRegisterTilesOfThreeVectors) {
 
 // The default rule's register tile against a large constant weight (k and n at least 1024):
 // 4 x 3 vectors on 8 lanes (24-column panels, RegisterTileVectors), 8 x 2 on 16 lanes; a
-// width of 1040 leaves a 16-column edge panel after 43 of 24. Many rows (the register
-// tiles' branch) with a row edge, against the naive matmul.
+// width of 1040 leaves an edge panel of one vector on 8 lanes (43 x 24 + 8) and of 16
+// columns on 16 (32 x 32 + 16). Many rows (the register tiles' branch) with a row edge,
+// against the naive matmul.
 TEST(ScheduleNumericsTest, MatmulRegisterTilesOfALargeWeight) {
   Variants v(Parse(MatmulWithSizes("m", "1024", "1040")));
   EXPECT_NE(v.scheduled_text().find("Buffer((1024, 24), float32, scope=\"local\")"), std::string::npos)
