@@ -476,10 +476,10 @@ TEST(SearchSpaceTest, OneKnobNeighboursOfTheDefault) {
   const tir::CpuScheduleKnobs defaults;
   std::vector<tir::CpuScheduleKnobs> neighbours = OneKnobNeighbours(defaults);
   // Counted by hand from the values in search_space.cc: row_tile 0 -> 1; col_vectors 0 (the
-  // rule's, not among the searched values) -> 1, 2, 3, 4; pack -1 -> 0, 1; k_unroll 1 -> 2, 4, 8; wide_k_block 0 -> 8, 32, 64;
-  // gemv_rows_per_pass 0 -> 8, 16; packed_least_rows 0 -> 24, 40, 48; stream_prefetch -1 ->
-  // 0, 128, 512; the other fourteen knobs one value each (the two-valued ones flipped, the
-  // many-valued ones from 0 to their next value).
+  // rule's, not among the searched values) -> 1, 2, 3, 4; pack -1 -> 0, 1; k_unroll 1 -> 2,
+  // 4, 8; wide_k_block 0 -> 8, 32, 64; gemv_rows_per_pass 0 -> 8, 16; packed_least_rows 0 ->
+  // 24, 40, 48; stream_prefetch -1 -> 0, 128, 512; the other fourteen knobs one value each
+  // (the two-valued ones flipped, the many-valued ones from 0 to their next value).
   EXPECT_EQ(neighbours.size(), 1u + 4 + 2 + 3 + 3 + 2 + 3 + 3 + 14);
   std::set<std::string> texts;
   const std::vector<std::pair<std::string, int>> base = KnobValues(defaults);
