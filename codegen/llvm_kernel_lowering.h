@@ -163,11 +163,19 @@ class KernelLowering {
   // A new internal function `int32_t fn(i64, i64, i8* closure)` (the parallel body's type)
   // named `<kernel>$<suffix>`, over a closure holding the call context, `leading` and every
   // variable and buffer in scope. `body` lowers its code with that scope loaded (given the
-  // function and the loaded `leading`); the closure is filled at the current point, and the
-  // function returns 0 after `body`. Returns the function and the closure (an i8*).
+  // function it lowers into, with the parallel body's three parameters, and the loaded
+  // `leading`): a function inlined into `fn` that takes the fresh buffers
+  // (FreshBufferPointers) as `noalias` parameters. The closure is filled at the current
+  // point, and the function returns 0 after `body`. Returns `fn` and the closure (an i8*).
   std::pair<llvm::Function*, llvm::Value*> Outline(
       const std::string& suffix, const std::vector<llvm::Value*>& leading,
       const std::function<void(llvm::Function*, const std::vector<llvm::Value*>&)>& body);
+  // Of the buffers an outlined body captures, those whose pointer is fresh memory here (a
+  // stack buffer, a workspace allocation, which is malloc-like, or such a buffer an
+  // enclosing outlined body took as a `noalias` parameter) and is the only captured value
+  // based on that memory (a view of it under another name would alias the parameter).
+  std::vector<const tir::BufferNode*> FreshBufferPointers(const std::vector<const tir::VarNode*>& vars,
+                                                          const std::vector<const tir::BufferNode*>& buffers) const;
   // A branch outside every loop whose two sides both allocate, more than
   // kOutlinedStackBytes of stack buffers between them (the variants of a tuned dispatch,
   // BranchOn's versions): each allocating side is its own function, so the frame of a call

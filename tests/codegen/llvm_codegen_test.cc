@@ -994,6 +994,47 @@ TEST(LlvmCodegenTest, AllocationsInsideAParallelLoop) {
   }
 }
 
+// A softmax's shape: rows in parallel, M[i] = the max of row i (M a workspace of m floats
+// allocated outside the loop), then B[i, j] = A[i, j] - M[i].
+PrimFunc RowMinusMaxFunc() {
+  Var m = Var::Shape("m"), n = Var::Shape("n");
+  Buffer a("A", DataType::Float32(), {m, n});
+  Buffer b("B", DataType::Float32(), {m, n});
+  Buffer max("M", DataType::Float32(), {m});
+  Var i("i"), j("j"), k("k");
+  Stmt reduce = SeqStmt({BufferStore(max, a.Load({i, IntImm(DataType::Int64(), 0)}), {i}),
+                         Serial(k, 1, n - 1, BufferStore(max, Max(max.Load({i}), a.Load({i, k})), {i}))});
+  Stmt subtract = Serial(j, 0, n, BufferStore(b, a.Load({i, j}) - max.Load({i}), {i, j}));
+  return PrimFunc({P(a), P(b)}, Allocate(max, For(i, 0, m, ForKind::kParallel, SeqStmt({reduce, subtract}))));
+}
+
+TEST(LlvmCodegenTest, AParallelBodyKnowsItsWorkspacesAreFresh) {
+  // Loaded from the closure, the workspace M is a pointer any store to B may alias, and the
+  // body reloaded M[i] after every element it stored. The body is lowered in a function
+  // that takes M as a `noalias` parameter; once inlined, its accesses carry alias scopes.
+  absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"rows", RowMinusMaxFunc()}}, CpuTarget::Host(), /*optimize=*/false);
+  ASSERT_TRUE(ir.ok()) << ir.status();
+  EXPECT_THAT(*ir, HasSubstr("noalias %M)"));
+  absl::StatusOr<std::string> optimized = DumpCpuLlvmIr({{"rows", RowMinusMaxFunc()}}, CpuTarget::Host(), true);
+  ASSERT_TRUE(optimized.ok()) << optimized.status();
+  EXPECT_THAT(*optimized, HasSubstr("!alias.scope"));
+  EXPECT_THAT(*optimized, Not(HasSubstr("$body\"("))) << "the body function is inlined into the parallel one";
+
+  Kernels k({{"rows", RowMinusMaxFunc()}});
+  auto ctx = MakeContext(&FourThreads());
+  for (int64_t rows : {1, 5, 33}) {
+    for (int64_t cols : {1, 7, 100}) {
+      vm::Tensor a = RandomF32({rows, cols}, 15), b = MakeTensor({rows, cols}, kF32);
+      ASSERT_EQ(Invoke(k.Get("rows"), ctx.get(), {TensorArg(a), TensorArg(b)}), 0) << ctx->error;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = a.data_as<float>() + r * cols;
+        const float max = *std::max_element(row, row + cols);
+        for (int64_t c = 0; c < cols; ++c) EXPECT_EQ(b.data_as<float>()[r * cols + c], row[c] - max) << r << ", " << c;
+      }
+    }
+  }
+}
+
 TEST(LlvmCodegenTest, WorkspaceFailureInsideAParallelLoopIsReported) {
   Kernels k({{"row_work", RowWorkFunc()}, {"row_work_outer", RowWorkFunc(/*outer=*/true)}});
   auto ctx = MakeContext(&FourThreads());
