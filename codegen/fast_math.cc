@@ -52,23 +52,49 @@ bool IsFloat32OrVector(const llvm::Type* type) { return type->getScalarType()->i
 namespace {
 
 // x = k ln2 + r as EmitFastExpF32 reduces it (x already clamped to [-104, 89]): k as a float
-// and as an integer, and r with |r| <= ln2 / 2.
+// and as an integer, r with |r| <= ln2 / 2, and the bits of the rounding sum, whose low
+// bits hold k + kExpBias (see ScaleByPow2).
 struct ExpReduction {
   llvm::Value* k;  // float
   llvm::Value* n;  // i32, the same value
   llvm::Value* r;
+  llvm::Value* biased_bits;  // i32
 };
+
+// Twice the float exponent bias: the rounding sum carries k + 254, whose half is the biased
+// exponent of 2^floor(k/2) and whose rest that of 2^(k - floor(k/2)).
+constexpr int32_t kExpBias = 254;
 
 ExpReduction ReduceExp(llvm::IRBuilderBase& b, llvm::Value* xc) {
   llvm::Type* type = xc->getType();
   llvm::Type* int_type = IntLike(b, type);
-  constexpr float kShifter = 0x1.8p23f;
+  // 1.5 * 2^23 + 254, exact: the sum's low mantissa bits are round(x / ln2) + 254 (an even
+  // offset, so ties round as they would without it).
+  constexpr float kShifter = 0x1.8p23f + kExpBias;
   llvm::Value* shifted = MulAdd(b, xc, F(type, kLog2e), F(type, kShifter));
   llvm::Value* k = b.CreateFSub(shifted, F(type, kShifter));
   llvm::Value* r = MulAdd(b, k, F(type, -kLn2Hi), xc);  // exact
   r = MulAdd(b, k, F(type, -kLn2Lo), r);
-  llvm::Value* n = b.CreateSub(b.CreateBitCast(shifted, int_type), b.CreateBitCast(F(type, kShifter), int_type));
-  return {k, n, r};
+  llvm::Value* bits = b.CreateBitCast(shifted, int_type);
+  llvm::Value* n = b.CreateSub(bits, b.CreateBitCast(F(type, kShifter), int_type));
+  return {k, n, r, bits};
+}
+
+// p * 2^k as two exact factors 2^floor(k/2) and 2^(k - floor(k/2)), both normal for k in
+// [-150, 129], built from the reduction's bits with four integer operations: the bits are
+// 0x4b400000 + (k + 254) with k + 254 in [104, 383]; half of them is 0x25a00000 +
+// floor((k + 254) / 2), and the other half 0x25a00000 + the rest; shifted left by 23 the
+// constants leave the word and each biased exponent (below 256) lands in the exponent field.
+// Three operations fewer than from k itself, on targets without vscalefps (AVX2: the
+// softmax's exp pass).
+llvm::Value* ScaleByPow2(llvm::IRBuilderBase& b, llvm::Value* p, const ExpReduction& red) {
+  llvm::Type* type = p->getType();
+  llvm::Type* int_type = red.biased_bits->getType();
+  llvm::Value* half = b.CreateLShr(red.biased_bits, I(int_type, 1));
+  llvm::Value* rest = b.CreateSub(red.biased_bits, half);
+  llvm::Value* first = b.CreateBitCast(b.CreateShl(half, I(int_type, 23)), type);
+  llvm::Value* second = b.CreateBitCast(b.CreateShl(rest, I(int_type, 23)), type);
+  return b.CreateFMul(b.CreateFMul(p, first), second);
 }
 
 // q(r) with exp(r) = 1 + r + r^2 q(r), |r| <= 0.35; relative error of exp 3.7e-9 (float32
@@ -121,7 +147,6 @@ llvm::Value* ScaleByPow2Avx512(llvm::IRBuilderBase& b, llvm::Value* p, llvm::Val
 llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512) {
   llvm::Type* type = x->getType();
   KILN_CHECK(IsFloat32OrVector(type));
-  llvm::Type* int_type = IntLike(b, type);
   llvm::Value* xc = b.CreateSelect(b.CreateFCmpOLT(x, F(type, -104.0f)), F(type, -104.0f), x);
   xc = b.CreateSelect(b.CreateFCmpOGT(xc, F(type, 89.0f)), F(type, 89.0f), xc);
   ExpReduction red = ReduceExp(b, xc);
@@ -131,9 +156,7 @@ llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512)
   if (avx512) {
     if (llvm::Value* scaled = ScaleByPow2Avx512(b, p, red.k)) return scaled;
   }
-  llvm::Value* n1 = b.CreateAShr(red.n, I(int_type, 1));
-  llvm::Value* n2 = b.CreateSub(red.n, n1);
-  return b.CreateFMul(b.CreateFMul(p, Pow2(b, n1, type)), Pow2(b, n2, type));
+  return ScaleByPow2(b, p, red);
 }
 
 // expm1(x) = 2^k expm1(r) + (2^k - 1) with exp's reduction, for |x| <= 16 (|k| <= 23: both
