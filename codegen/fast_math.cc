@@ -25,12 +25,6 @@ namespace {
 
 using namespace fast_math_ir;  // NOLINT: the IR helpers read better unqualified
 
-// 2^n for integers n in [-126, 127] (an i32 or <N x i32> value), built in the exponent field.
-llvm::Value* Pow2(llvm::IRBuilderBase& b, llvm::Value* n, llvm::Type* float_type) {
-  llvm::Value* bits = b.CreateShl(b.CreateAdd(n, I(n->getType(), 127)), I(n->getType(), 23));
-  return b.CreateBitCast(bits, float_type);
-}
-
 // ln 2 = kLn2Hi + kLn2Lo, kLn2Hi with 13 significant bits so that k * kLn2Hi is exact for
 // |k| < 2^11.
 constexpr float kLn2Hi = 0x1.62ep-1f;
@@ -51,12 +45,11 @@ bool IsFloat32OrVector(const llvm::Type* type) { return type->getScalarType()->i
 // once, correctly. NaN fails both clamp comparisons and propagates through the arithmetic.
 namespace {
 
-// x = k ln2 + r as EmitFastExpF32 reduces it (x already clamped to [-104, 89]): k as a float
-// and as an integer, r with |r| <= ln2 / 2, and the bits of the rounding sum, whose low
-// bits hold k + kExpBias (see ScaleByPow2).
+// x = k ln2 + r as EmitFastExpF32 reduces it (x already clamped to [-104, 89]): k as a float,
+// r with |r| <= ln2 / 2, and the bits of the rounding sum, 0x4b400000 + (k + kExpBias),
+// from which the exponent fields of powers of 2 are cut (ScaleByPow2, Pow2OfK).
 struct ExpReduction {
   llvm::Value* k;  // float
-  llvm::Value* n;  // i32, the same value
   llvm::Value* r;
   llvm::Value* biased_bits;  // i32
 };
@@ -75,9 +68,15 @@ ExpReduction ReduceExp(llvm::IRBuilderBase& b, llvm::Value* xc) {
   llvm::Value* k = b.CreateFSub(shifted, F(type, kShifter));
   llvm::Value* r = MulAdd(b, k, F(type, -kLn2Hi), xc);  // exact
   r = MulAdd(b, k, F(type, -kLn2Lo), r);
-  llvm::Value* bits = b.CreateBitCast(shifted, int_type);
-  llvm::Value* n = b.CreateSub(bits, b.CreateBitCast(F(type, kShifter), int_type));
-  return {k, n, r, bits};
+  return {k, r, b.CreateBitCast(shifted, int_type)};
+}
+
+// 2^k for k in [-126, 127] (expm1's |k| <= 24): the reduction's bits less 127 hold k + 127
+// in their low bits, and shifted left by 23 the constant leaves the word.
+llvm::Value* Pow2OfK(llvm::IRBuilderBase& b, const ExpReduction& red) {
+  llvm::Type* int_type = red.biased_bits->getType();
+  llvm::Value* bits = b.CreateShl(b.CreateSub(red.biased_bits, I(int_type, kExpBias - 127)), I(int_type, 23));
+  return b.CreateBitCast(bits, red.k->getType());
 }
 
 // p * 2^k as two exact factors 2^floor(k/2) and 2^(k - floor(k/2)), both normal for k in
@@ -172,7 +171,7 @@ llvm::Value* EmitFastExpm1F32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx51
   ExpReduction red = ReduceExp(b, xc);
   llvm::Value* r = red.r;
   llvm::Value* em = MulAdd(b, b.CreateFMul(ExpQ(b, r), r), r, r);
-  llvm::Value* scale = Pow2(b, red.n, type);
+  llvm::Value* scale = Pow2OfK(b, red);
   llvm::Value* mid = b.CreateFAdd(b.CreateFMul(scale, em), b.CreateFSub(scale, F(type, 1.0f)));
   llvm::Value* far = b.CreateFSub(EmitFastExpF32(b, x, avx512), F(type, 1.0f));
   llvm::Value* result = b.CreateSelect(near, mid, far);
