@@ -14,6 +14,7 @@
 #include "relax/transform/deduplicate_prim_funcs.h"
 #include "relax/transform/dispatch_libraries.h"
 #include "relax/transform/fold_constants.h"
+#include "relax/transform/fuse_attention.h"
 #include "relax/transform/fuse_ops.h"
 #include "relax/transform/fuse_tir.h"
 #include "relax/transform/insert_shape_checks.h"
@@ -56,6 +57,14 @@ std::vector<Pass> Passes(const PipelineOptions& options) {
       // Before legalize, so that what a library does is never lowered to a generated kernel.
       {"dispatch_libraries",
        [libraries, target](const IRModule& m, const SourceMap*) { return DispatchLibraries(m, libraries, target); }},
+      // Attention written as operators (matmul, scale, softmax, matmul) into one CPU kernel
+      // over row blocks, while the operators are still there to match; after
+      // dispatch_libraries, so that matmuls sent to a library stay there.
+      {"fuse_attention",
+       [fuse, target](const IRModule& m, const SourceMap*) -> absl::StatusOr<IRModule> {
+         if (!fuse) return m;
+         return FuseAttention(m, target);
+       }},
       {"legalize", [](const IRModule& m, const SourceMap*) { return LegalizeOps(m); }},
       // Operator fusion: chains of kernels (matmul + bias + gelu) into one PrimFunc each.
       // fuse_tir also drops the kernels only the fused chains called.

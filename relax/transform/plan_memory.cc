@@ -201,6 +201,12 @@ class FunctionPlanner {
         bool fits = equal;
         for (const PrimExpr& s : t.sizes) fits = fits || analyzer_.CanProveLE(c.bytes, s);
         const int r = equal ? 0 : fits ? 1 : 2;
+        // Growing a storage sizes it for the new tensor from its first tensor on, so the new
+        // tensor's bytes are held while the earlier ones live too; a storage of its own is
+        // allocated only when it is needed and never raises the peak above the live set.
+        // Storages sized at their upper bound (allocated ahead of time) grow instead: fewer
+        // of them, their sizes summed.
+        if (r == 2 && !options_.size_at_upper_bound) continue;
         if (r < rank) {
           best = static_cast<int>(ti);
           rank = r;

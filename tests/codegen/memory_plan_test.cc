@@ -107,8 +107,8 @@ int64_t IntermediateBytes(const relax::FunctionNode& fn, const std::string& var,
       ++count;
     }
   }
-  // The block's 11 fused kernels write 10 intermediates before the output.
-  EXPECT_GE(count, 10);
+  // The block's 9 fused kernels write 8 intermediates before the output.
+  EXPECT_GE(count, 8);
   return total;
 }
 
@@ -195,6 +195,9 @@ TEST(MemoryPlanTest, TransformerBlockPeakIsBelowTheSumOfItsIntermediates) {
               static_cast<long long>(stats.tensor_bytes), static_cast<long long>(stats.storages),
               static_cast<long long>(stats.storage_bytes));
   EXPECT_LT(planned_peak, sum);
+  // A storage is never grown for a larger later tensor (relax/transform/plan_memory.h), so
+  // planning holds no bytes the unplanned run would not.
+  EXPECT_LE(planned_peak, plain_peak);
   EXPECT_GT(stats.storages, 0);
   EXPECT_LT(stats.storage_bytes, stats.tensor_bytes);
   // Same kernels in the same order: bit-identical results.

@@ -129,10 +129,10 @@ TEST(LowerCallTirTest, UnknownOutputShapeIsAnError) {
 }
 
 TEST(PipelineTest, NamesDumpsAndErrors) {
-  EXPECT_EQ(PipelinePassNames(), (std::vector<std::string>{"normalize", "insert_shape_checks", "fold_constants", "dispatch_libraries", "legalize", "annotate_patterns", "fuse_ops", "fuse_tir", "dead_code_elimination", "deduplicate_prim_funcs", "bind_target", "schedule", "lower_call_tir", "plan_memory"}));
+  EXPECT_EQ(PipelinePassNames(), (std::vector<std::string>{"normalize", "insert_shape_checks", "fold_constants", "dispatch_libraries", "fuse_attention", "legalize", "annotate_patterns", "fuse_ops", "fuse_tir", "dead_code_elimination", "deduplicate_prim_funcs", "bind_target", "schedule", "lower_call_tir", "plan_memory"}));
   absl::Status bad = ValidatePassNames({"normalize", "fuse"});
   ASSERT_FALSE(bad.ok());
-  EXPECT_THAT(std::string(bad.message()), HasSubstr("unknown pass 'fuse'; the passes are: normalize, insert_shape_checks, fold_constants, dispatch_libraries, legalize, annotate_patterns, fuse_ops, fuse_tir, dead_code_elimination, deduplicate_prim_funcs, bind_target, schedule, lower_call_tir, plan_memory"));
+  EXPECT_THAT(std::string(bad.message()), HasSubstr("unknown pass 'fuse'; the passes are: normalize, insert_shape_checks, fold_constants, dispatch_libraries, fuse_attention, legalize, annotate_patterns, fuse_ops, fuse_tir, dead_code_elimination, deduplicate_prim_funcs, bind_target, schedule, lower_call_tir, plan_memory"));
 
   absl::StatusOr<ParsedModule> parsed = ParseModule(std::string(R"(module {
   func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {

@@ -152,27 +152,32 @@ std::string DifferentSizes(const char* where) {
   return buf;
 }
 
-TEST(PlanMemoryTest, BoundedSymbolicSizesShareAStorageOfTheirMaximum) {
-  // c (n * n * 4 bytes) reuses a's storage (n * 256 bytes): the storage is the larger of the
-  // two at run time; with size_at_upper_bound it is the constant 4 * 128 * 128.
+TEST(PlanMemoryTest, ALargerTensorGetsMemoryOfItsOwnUnlessStoragesAreSizedAhead) {
+  // c (n * n * 4 bytes) does not fit a's free storage (n * 256 bytes): grown, that storage
+  // would hold c's bytes from a's allocation on, so c gets memory of its own, allocated when
+  // c is, and d takes a's storage. With size_at_upper_bound (storages allocated ahead at
+  // their bounds) c grows a's storage instead, to the constant 4 * 128 * 128.
   std::string text = Planned(DifferentSizes("where n <= 128"));
-  EXPECT_THAT(text, HasSubstr("%c_out: Tensor((n, n), float32) = R.storage_tensor(%storage0"));
-  EXPECT_THAT(text, HasSubstr("%storage0: Object = R.alloc_storage(R.prim(max(")) << text;
-  EXPECT_THAT(text, HasSubstr("%storage1: Object = R.alloc_storage(R.prim(256 * n))")) << text;
+  EXPECT_THAT(text, HasSubstr("%c_out: Tensor((n, n), float32) = R.alloc_tensor(R.shape([n, n])")) << text;
+  EXPECT_THAT(text, HasSubstr("%storage0: Object = R.alloc_storage(R.prim(256 * n))")) << text;
+  EXPECT_THAT(text, HasSubstr("%d_out: Tensor((n, 64), float32) = R.storage_tensor(%storage0")) << text;
+  EXPECT_EQ(Count(text, "R.alloc_storage("), 1) << text;
 
   std::string bounded = Planned(DifferentSizes("where n <= 128"), {.size_at_upper_bound = true});
+  EXPECT_THAT(bounded, HasSubstr("%c_out: Tensor((n, n), float32) = R.storage_tensor(%storage0")) << bounded;
   EXPECT_THAT(bounded, HasSubstr("%storage0: Object = R.alloc_storage(R.prim(65536))")) << bounded;
   EXPECT_THAT(bounded, HasSubstr("%storage1: Object = R.alloc_storage(R.prim(32768))")) << bounded;
 }
 
-TEST(PlanMemoryTest, UnboundedDifferentSizesShareAtTheirRunTimeMaximum) {
-  // Without a bound the maximum is still computed at run time, so sharing stays safe; the
-  // static option has nothing to size at and keeps the symbolic size.
+TEST(PlanMemoryTest, StoragesSizedAheadWithoutABoundGrowToTheirRunTimeMaximum) {
+  // Without a bound the maximum is computed at run time, so sharing stays safe; the static
+  // option has nothing to size at and keeps the symbolic size.
   std::string text = Planned(DifferentSizes(""));
-  EXPECT_THAT(text, HasSubstr("%c_out: Tensor((n, n), float32) = R.storage_tensor(%storage0"));
-  EXPECT_EQ(Count(text, "R.alloc_storage("), 2) << text;
+  EXPECT_THAT(text, HasSubstr("%c_out: Tensor((n, n), float32) = R.alloc_tensor(R.shape([n, n])")) << text;
   std::string bounded = Planned(DifferentSizes(""), {.size_at_upper_bound = true});
+  EXPECT_THAT(bounded, HasSubstr("%c_out: Tensor((n, n), float32) = R.storage_tensor(%storage0")) << bounded;
   EXPECT_THAT(bounded, HasSubstr("%storage0: Object = R.alloc_storage(R.prim(max(")) << bounded;
+  EXPECT_EQ(Count(bounded, "R.alloc_storage("), 2) << bounded;
 }
 
 TEST(PlanMemoryTest, EscapingTensorsAreNotPlanned) {

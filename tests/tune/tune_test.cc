@@ -437,10 +437,12 @@ TEST(TuneKnobsTest, NewKnobsChangeTheSchedule) {
   tir::CpuScheduleKnobs other_lanes;
   // The default for a symbolic row is four vectors (64 lanes with AVX-512, 32 with AVX2).
   other_lanes.reduction.lanes = 16;
-  EXPECT_TRUE(differs("matmul2", rows_outer));  // probs . v: the n x n operand read once
-  EXPECT_TRUE(differs("matmul", k_unroll));     // k = 64
-  EXPECT_FALSE(differs("matmul2", k_unroll));   // k = n: not split
-  EXPECT_TRUE(differs("softmax", other_lanes));
+  // The attention kernel (relax/transform/fuse_attention.h) holds the scores (k = 64), the
+  // softmax's row reductions and probs . v (k = n, not split by k_unroll).
+  EXPECT_TRUE(differs("attention", rows_outer));
+  EXPECT_TRUE(differs("matmul", k_unroll));  // k = 64
+  EXPECT_TRUE(differs("attention", k_unroll));
+  EXPECT_TRUE(differs("attention", other_lanes));
 }
 
 // The wide-tile knobs the search now varies reach the block's MLP up projection (n x 64 .
@@ -589,7 +591,7 @@ TEST(WorkloadsTest, CountCallsOfEachKernel) {
   for (const Workload& w : BlockWorkloads(parsed)) calls[w.name] = w.calls;
   EXPECT_EQ(calls["matmul"], 3);
   EXPECT_EQ(calls["layer_norm"], 2);
-  EXPECT_EQ(calls["softmax"], 1);
+  EXPECT_EQ(calls["attention"], 1);
   EXPECT_EQ(calls["fused_matmul_add_gelu"], 1);
 }
 
