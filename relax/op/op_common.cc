@@ -119,6 +119,21 @@ absl::StatusOr<const ShapeStructInfoNode*> ShapeArg(const CallNode& call, size_t
                  sinfo.defined() ? ToString(sinfo) : SInfoKindName(sinfo));
 }
 
+bool SwapsLastTwoAxes(const CallNode& call, int ndim) {
+  if (!IsOp(call.op, "permute_dims") || call.args.size() != 1 || ndim < 2) return false;
+  auto attr = call.attrs.find("axes");
+  if (attr == call.attrs.end()) return ndim == 2;
+  const auto* axes = std::get_if<std::vector<int64_t>>(&attr->second);
+  if (axes == nullptr || static_cast<int>(axes->size()) != ndim) return false;
+  for (int i = 0; i < ndim; ++i) {
+    int64_t axis = (*axes)[static_cast<size_t>(i)];
+    if (axis < 0) axis += ndim;
+    const int64_t expected = i == ndim - 2 ? ndim - 1 : i == ndim - 1 ? ndim - 2 : i;
+    if (axis != expected) return false;
+  }
+  return true;
+}
+
 absl::StatusOr<std::optional<int64_t>> IntAttr(const CallNode& call, const std::string& name) {
   return Lookup<int64_t>(call, name, "an int");
 }

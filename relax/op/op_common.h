@@ -74,6 +74,12 @@ absl::StatusOr<std::optional<std::vector<int64_t>>> IntsAttr(const CallNode& cal
 // Accepts a list of numbers (an int list too).
 absl::StatusOr<std::optional<std::vector<double>>> FloatsAttr(const CallNode& call, const std::string& name);
 
+// Whether `call` is R.permute_dims swapping the last two axes of a tensor of rank `ndim`
+// and keeping the others in place (axes absent reverse them: the same for rank 2). Passes
+// that read such an operand transposed in place ask this (dispatch_libraries,
+// fuse_attention).
+bool SwapsLastTwoAxes(const CallNode& call, int ndim);
+
 // Normalizes a possibly negative axis into [0, ndim); `ndim` must be known.
 absl::StatusOr<int> NormalizeAxis(const CallNode& call, int64_t axis, int ndim,
                                   const char* what = "axis");

@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "relax/op/op_common.h"
 #include "relax/transform/function_pass.h"
 #include "relax/transform/library_dispatch_evidence.h"
 #include "support/status_macros.h"
@@ -23,23 +24,6 @@ const TensorStructInfoNode* ShapedTensor(const StructInfo& s) {
   const auto* t = s.defined() ? s.as<TensorStructInfoNode>() : nullptr;
   if (t == nullptr || !t->shape || !t->dtype || t->ndim < 2) return nullptr;
   return t;
-}
-
-// Whether `call` is R.permute_dims swapping the last two axes of a tensor of rank `ndim`
-// and keeping the others in place (axes absent reverse them: the same for rank 2).
-bool SwapsLastTwoAxes(const CallNode& call, int ndim) {
-  if (!IsOp(call.op, "permute_dims") || ndim < 2) return false;
-  auto attr = call.attrs.find("axes");
-  if (attr == call.attrs.end()) return ndim == 2;
-  const auto* axes = std::get_if<std::vector<int64_t>>(&attr->second);
-  if (axes == nullptr || static_cast<int>(axes->size()) != ndim) return false;
-  for (int i = 0; i < ndim; ++i) {
-    int64_t axis = (*axes)[static_cast<size_t>(i)];
-    if (axis < 0) axis += ndim;
-    const int64_t expected = i == ndim - 2 ? ndim - 1 : i == ndim - 1 ? ndim - 2 : i;
-    if (axis != expected) return false;
-  }
-  return true;
 }
 
 class Dispatcher {
@@ -143,7 +127,7 @@ class Dispatcher {
     const auto* permute = it->second.as<CallNode>();
     if (permute == nullptr || permute->args.size() != 1) return {operand, false};
     const TensorStructInfoNode* source = ShapedTensor(permute->args[0].struct_info());
-    if (source == nullptr || !SwapsLastTwoAxes(*permute, source->ndim)) return {operand, false};
+    if (source == nullptr || !op::SwapsLastTwoAxes(*permute, source->ndim)) return {operand, false};
     return {permute->args[0], true};
   }
 

@@ -29,15 +29,26 @@ struct Chain {
   Expr q, k, v;
   std::optional<float> scale;  // absent: no scale
   bool divide = false;         // the scores are divided by `scale` instead of multiplied
+  // The mask, when defined: added to the scaled scores, or (`where`) a bool condition that
+  // keeps them where it is true and puts `fill` there where it is false (`fill_when_true`:
+  // the other way round).
+  Expr mask;
+  bool where = false;
+  float fill = 0;
+  bool fill_when_true = false;
   const VarNode* scores = nullptr;
   const VarNode* scaled = nullptr;  // == scores when there is no scale
+  const VarNode* masked = nullptr;  // == scaled when there is no mask
   const VarNode* probs = nullptr;
   const VarNode* transposed = nullptr;  // %kt, removed with the chain when it has no other use
 };
 
-const TensorStructInfoNode* Float32Tensor(const StructInfo& s) {
+// A tensor of `dtype` (float32 by default) and at least `min_ndim` dims whose every dim the
+// kernel can bind from its buffer (a constant or a plain variable); null otherwise.
+const TensorStructInfoNode* BindableTensor(const StructInfo& s, int min_ndim = 2,
+                                          DataType dtype = DataType::Float32()) {
   const auto* t = s.defined() ? s.as<TensorStructInfoNode>() : nullptr;
-  if (t == nullptr || !t->shape || !t->dtype || *t->dtype != DataType::Float32() || t->ndim < 2 || !t->device.empty()) {
+  if (t == nullptr || !t->shape || !t->dtype || *t->dtype != dtype || t->ndim < min_ndim || !t->device.empty()) {
     return nullptr;
   }
   for (const PrimExpr& d : *t->shape) {
@@ -50,23 +61,6 @@ bool SameDims(const std::vector<PrimExpr>& a, size_t a_from, const std::vector<P
               size_t count) {
   for (size_t i = 0; i < count; ++i) {
     if (!tir::StructuralEqual(a[a_from + i], b[b_from + i])) return false;
-  }
-  return true;
-}
-
-// Whether `call` is R.permute_dims swapping the last two axes of a tensor of rank `ndim`
-// (axes absent reverse them: the same for rank 2).
-bool SwapsLastTwoAxes(const CallNode& call, int ndim) {
-  if (!IsOp(call.op, "permute_dims") || call.args.size() != 1) return false;
-  auto attr = call.attrs.find("axes");
-  if (attr == call.attrs.end()) return ndim == 2;
-  const auto* axes = std::get_if<std::vector<int64_t>>(&attr->second);
-  if (axes == nullptr || static_cast<int>(axes->size()) != ndim) return false;
-  for (int i = 0; i < ndim; ++i) {
-    int64_t axis = (*axes)[static_cast<size_t>(i)];
-    if (axis < 0) axis += ndim;
-    const int64_t expected = i == ndim - 2 ? ndim - 1 : i == ndim - 1 ? ndim - 2 : i;
-    if (axis != expected) return false;
   }
   return true;
 }
@@ -114,8 +108,8 @@ class Matcher {
     // The kernel's call replaces the last matmul: a dataflow variable it reads must be
     // bound in the same dataflow block.
     if (!chain) return std::nullopt;
-    for (const Expr& operand : {chain->q, chain->k, chain->v}) {
-      const auto* v = operand.as<VarNode>();
+    for (const Expr& operand : {chain->q, chain->k, chain->v, chain->mask}) {
+      const auto* v = operand.defined() ? operand.as<VarNode>() : nullptr;
       if (v != nullptr && v->is_dataflow() && block_of_.at(v) != block_of_.at(var)) return std::nullopt;
     }
     return chain;
@@ -128,15 +122,38 @@ class Matcher {
     chain.v = call.args[1];
     const CallNode* softmax = BoundCall(call.args[0], "softmax", &chain.probs);
     if (softmax == nullptr || softmax->args.size() != 1) return std::nullopt;
-    const auto* probs_type = Float32Tensor(softmax->args[0].struct_info());
+    const auto* probs_type = BindableTensor(softmax->args[0].struct_info());
     absl::StatusOr<std::optional<int64_t>> axis = op::IntAttr(*softmax, "axis");
     if (probs_type == nullptr || !axis.ok()) return std::nullopt;
     const int64_t a = axis->value_or(-1);
     if (a != -1 && a != probs_type->ndim - 1) return std::nullopt;
-    // The scale, if any, then the scores.
+    // The mask, if any, then the scale, then the scores.
+    Expr logits = softmax->args[0];
+    if (const CallNode* add = BoundCall(logits, "add", &chain.masked)) {
+      if (add->args.size() != 2) return std::nullopt;
+      // The scores are the operand made by a scale or the matmul; the mask is the other.
+      const VarNode* unused = nullptr;
+      const int side = BoundCall(add->args[0], "multiply", &unused) || BoundCall(add->args[0], "divide", &unused) ||
+                               BoundCall(add->args[0], "matmul", &unused)
+                           ? 0
+                           : 1;
+      logits = add->args[side];
+      chain.mask = add->args[1 - side];
+    } else if (const CallNode* where = BoundCall(logits, "where", &chain.masked)) {
+      if (where->args.size() != 3) return std::nullopt;
+      // One branch is a scalar constant (-inf, or the most negative float), the other the scores.
+      std::optional<float> fill = ScalarConstant(Resolve(where->args[2]));
+      chain.fill_when_true = !fill;
+      if (!fill) fill = ScalarConstant(Resolve(where->args[1]));
+      if (!fill) return std::nullopt;
+      chain.where = true;
+      chain.fill = *fill;
+      chain.mask = where->args[0];
+      logits = where->args[chain.fill_when_true ? 2 : 1];
+    }
     const VarNode* scaled = nullptr;
     const CallNode* scores = nullptr;
-    if (const CallNode* mul = BoundCall(softmax->args[0], "multiply", &scaled)) {
+    if (const CallNode* mul = BoundCall(logits, "multiply", &scaled)) {
       if (mul->args.size() != 2) return std::nullopt;
       for (int side = 0; side < 2 && !scores; ++side) {
         std::optional<float> c = ScalarConstant(Resolve(mul->args[1 - side]));
@@ -145,13 +162,13 @@ class Matcher {
           scores = BoundCall(mul->args[side], "matmul", &chain.scores);
         }
       }
-    } else if (const CallNode* div = BoundCall(softmax->args[0], "divide", &scaled)) {
+    } else if (const CallNode* div = BoundCall(logits, "divide", &scaled)) {
       if (div->args.size() != 2) return std::nullopt;
       chain.scale = ScalarConstant(Resolve(div->args[1]));
       chain.divide = true;
       if (chain.scale) scores = BoundCall(div->args[0], "matmul", &chain.scores);
     } else {
-      scores = BoundCall(softmax->args[0], "matmul", &chain.scores);
+      scores = BoundCall(logits, "matmul", &chain.scores);
       scaled = chain.scores;
     }
     if (scores == nullptr || scores->args.size() != 2) return std::nullopt;
@@ -161,18 +178,35 @@ class Matcher {
     const CallNode* permute = BoundCall(scores->args[1], "permute_dims", &chain.transposed);
     if (permute == nullptr) return std::nullopt;
     chain.k = permute->args.empty() ? Expr() : permute->args[0];
+    if (!chain.mask.defined()) chain.masked = chain.scaled;
     // Each intermediate is used by the chain alone.
-    for (const VarNode* v : {chain.scores, chain.scaled, chain.probs}) {
-      if (Uses(v) != 1) return std::nullopt;
+    for (const VarNode* v : {chain.scores, chain.scaled, chain.masked, chain.probs}) {
+      if (v == nullptr || Uses(v) != 1) return std::nullopt;
     }
     // Types and shapes: q (B.., m, d), k (B.., n, d), v (B.., n, e), out (B.., m, e).
-    const TensorStructInfoNode* q = Float32Tensor(chain.q.struct_info());
-    const TensorStructInfoNode* k = chain.k.defined() ? Float32Tensor(chain.k.struct_info()) : nullptr;
-    const TensorStructInfoNode* v = Float32Tensor(chain.v.struct_info());
-    const TensorStructInfoNode* o = Float32Tensor(out);
-    if (!q || !k || !v || !o || !SwapsLastTwoAxes(*permute, k->ndim)) return std::nullopt;
-    for (const VarNode* var : {chain.scores, chain.scaled}) {
-      if (Float32Tensor(var->struct_info()) == nullptr) return std::nullopt;
+    const TensorStructInfoNode* q = BindableTensor(chain.q.struct_info());
+    const TensorStructInfoNode* k = chain.k.defined() ? BindableTensor(chain.k.struct_info()) : nullptr;
+    const TensorStructInfoNode* v = BindableTensor(chain.v.struct_info());
+    const TensorStructInfoNode* o = BindableTensor(out);
+    if (!q || !k || !v || !o || !op::SwapsLastTwoAxes(*permute, k->ndim)) return std::nullopt;
+    for (const VarNode* var : {chain.scores, chain.scaled, chain.masked}) {
+      if (BindableTensor(var->struct_info()) == nullptr) return std::nullopt;
+    }
+    // The mask broadcasts to the scores (B.., m, n) without growing them: aligned from the
+    // right, each of its dims a literal 1 or the scores' own.
+    if (chain.mask.defined()) {
+      const TensorStructInfoNode* mask = BindableTensor(chain.mask.struct_info(), /*min_ndim=*/1,
+                                                       chain.where ? DataType::Bool() : DataType::Float32());
+      const TensorStructInfoNode* scores_type = BindableTensor(chain.scores->struct_info());
+      if (mask == nullptr || mask->ndim > scores_type->ndim) return std::nullopt;
+      const size_t offset = static_cast<size_t>(scores_type->ndim - mask->ndim);
+      for (size_t i = 0; i < static_cast<size_t>(mask->ndim); ++i) {
+        const PrimExpr& dim = (*mask->shape)[i];
+        if (dim.as_int() != std::optional<int64_t>(1) &&
+            !tir::StructuralEqual(dim, (*scores_type->shape)[offset + i])) {
+          return std::nullopt;
+        }
+      }
     }
     const int r = q->ndim;
     if (k->ndim != r || v->ndim != r || o->ndim != r) return std::nullopt;
@@ -241,6 +275,10 @@ tir::PrimFunc AttentionKernel(const Chain& chain, int64_t block_rows) {
   const PrimExpr m = qs[batch], d = qs[batch + 1], n = ks[batch], e = vs[batch + 1];
   Buffer q("q", f32, qs), k("k", f32, ks), v("v", f32, vs);
   Buffer out("out", f32, Concat(batch_dims, {m, e}));
+  Buffer mask;
+  if (chain.mask.defined()) {
+    mask = Buffer("mask", chain.where ? DataType::Bool() : f32, *chain.mask.struct_info().as<TensorStructInfoNode>()->shape);
+  }
 
   // k transposed once: each row block's scores read it in whole vectors along n. Its rows
   // lie an odd number of 64-byte lines apart (n rounded up, plus 16 floats at most), so
@@ -282,12 +320,29 @@ tir::PrimFunc AttentionKernel(const Chain& chain, int64_t block_rows) {
     return op::BlockParts{tir::BufferStore(S, tir::Add(acc, product), {s[0], s[1]}),
                           tir::BufferStore(S, zero, {s[0], s[1]})};
   });
+  // With a mask the scores are scaled and masked in place first, and the passes after read
+  // them as they are; without one the max is taken over the unscaled scores and scaled
+  // after (exact for c > 0: rounding is monotonic), which saves a pass.
+  std::vector<Stmt> passes = {scores};
+  Chain unscaled = chain;
+  if (mask.defined()) {
+    passes.push_back(op::BlockNest("attention_mask", {rows, n}, {}, [&](const auto& s, const auto&) {
+      PrimExpr at = mask.Load(op::BroadcastIndex(mask, Concat(b, {tir::Add(first_row, s[0]), s[1]})));
+      PrimExpr scaled = Scaled(chain, S.Load({s[0], s[1]}));
+      PrimExpr fill = tir::FloatImm(f32, chain.fill);
+      PrimExpr value = !chain.where           ? tir::Add(scaled, at)
+                       : chain.fill_when_true ? tir::Select(at, fill, scaled)
+                                              : tir::Select(at, scaled, fill);
+      return op::BlockParts{tir::BufferStore(S, value, {s[0], s[1]}), Stmt()};
+    }));
+    unscaled.scale.reset();
+  }
   Stmt max = op::BlockNest("attention_max", {rows}, {n}, [&](const auto& s, const auto& r) {
     return op::BlockParts{tir::BufferStore(row_max, tir::Max(row_max.Load({s[0]}), S.Load({s[0], r[0]})), {s[0]}),
                           tir::BufferStore(row_max, op::LowestValue(f32), {s[0]})};
   });
   Stmt exp = op::BlockNest("attention_exp", {rows, n}, {}, [&](const auto& s, const auto&) {
-    PrimExpr x = tir::Sub(Scaled(chain, S.Load({s[0], s[1]})), Scaled(chain, row_max.Load({s[0]})));
+    PrimExpr x = tir::Sub(Scaled(unscaled, S.Load({s[0], s[1]})), Scaled(unscaled, row_max.Load({s[0]})));
     return op::BlockParts{tir::BufferStore(S, tir::Call("exp", {x}), {s[0], s[1]}), Stmt()};
   });
   Stmt sum = op::BlockNest("attention_sum", {rows}, {n}, [&](const auto& s, const auto& r) {
@@ -304,8 +359,9 @@ tir::PrimFunc AttentionKernel(const Chain& chain, int64_t block_rows) {
     PrimExpr value = tir::Mul(O.Load({s[0], s[1]}), tir::Div(tir::FloatImm(f32, 1.0), row_sum.Load({s[0]})));
     return op::BlockParts{tir::BufferStore(out, value, Concat(b, {tir::Add(first_row, s[0]), s[1]})), Stmt()};
   });
-  Stmt row_block = tir::Block("attention_rows", iters, tir::SeqStmt({scores, max, exp, sum, pv, write}), Stmt(),
-                              PrimExpr(), {S, row_max, row_sum, O});
+  passes.insert(passes.end(), {max, exp, sum, pv, write});
+  Stmt row_block =
+      tir::Block("attention_rows", iters, tir::SeqStmt(passes), Stmt(), PrimExpr(), {S, row_max, row_sum, O});
   for (size_t i = loops.size(); i-- > 0;) {
     row_block = tir::For(loops[i], tir::IntImm(DataType::Int64(), 0), iters[i].extent, tir::ForKind::kSerial,
                          row_block);
@@ -320,6 +376,7 @@ tir::PrimFunc AttentionKernel(const Chain& chain, int64_t block_rows) {
     body = op::ComputeBlock("attention_empty", out, [&](const std::vector<PrimExpr>&) { return zero; });
   }
   op::KernelParams params{{q, k, v}, {out}, {}};
+  if (mask.defined()) params.inputs.push_back(mask);
   return op::MakePrimFunc(params, body, "opaque");
 }
 
@@ -340,7 +397,7 @@ class Rewriter {
         if (binding.is_match_cast() || call == nullptr) continue;
         std::optional<Chain> chain = matcher.Match(*call, binding.var.get(), binding.value.struct_info());
         if (!chain) continue;
-        removed.insert({chain->scores, chain->scaled, chain->probs});
+        removed.insert({chain->scores, chain->scaled, chain->masked, chain->probs});
         ++transposes[chain->transposed];
         chains.emplace(binding.var.get(), *std::move(chain));
       }
@@ -366,8 +423,10 @@ class Rewriter {
         added_.push_back({name, AttentionKernel(it->second, block_rows)});
         Expr callee = GlobalVar(name, OpaqueFuncSInfo(ObjectSInfo(), /*pure=*/false));
         const StructInfo& sinfo = binding.value.struct_info();
-        out.bindings.push_back(
-            {binding.var, op::CallTir(callee, {it->second.q, it->second.k, it->second.v}, sinfo), StructInfo()});
+        const Chain& chain = it->second;
+        std::vector<Expr> operands = {chain.q, chain.k, chain.v};
+        if (chain.mask.defined()) operands.push_back(chain.mask);
+        out.bindings.push_back({binding.var, op::CallTir(callee, operands, sinfo), StructInfo()});
       }
       if (!out.bindings.empty()) blocks.push_back(std::move(out));
     }

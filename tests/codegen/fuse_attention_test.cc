@@ -7,6 +7,8 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -101,15 +103,31 @@ Input RandomInput(std::vector<int64_t> shape, uint32_t seed, float scale = 1.0f)
   return {t, reference::RefValue(reference::HostTensor::FromDoubles(tir::DataType::Float32(), shape, values))};
 }
 
-// Runs `main` of the compiled and of the reference (unfused) module on q, k, v of the given
-// shapes and compares.
+// Runs `main` of the compiled and of the reference (unfused) module on q, k, v (and a mask)
+// of the given shapes and compares. `masked(i, j)`, when given, sets the mask's element at
+// row i, column j (its last two axes) to -inf, the way a causal or padding mask hides a key.
+using MaskedFn = std::function<bool(int64_t row, int64_t column)>;
 void ExpectMatchesReference(const std::shared_ptr<const vm::Executable>& exe, const relax::IRModule& reference_module,
-                            const std::vector<std::vector<int64_t>>& shapes, uint32_t seed, float spread) {
+                            const std::vector<std::vector<int64_t>>& shapes, uint32_t seed, float spread,
+                            const MaskedFn& masked = nullptr) {
   ASSERT_NE(exe, nullptr);
   std::vector<vm::Value> args;
   std::vector<reference::RefValue> ref_args;
   for (size_t i = 0; i < shapes.size(); ++i) {
     Input in = RandomInput(shapes[i], seed + static_cast<uint32_t>(i), i < 2 ? spread : 1.0f);
+    if (i == 3 && masked) {
+      const std::vector<int64_t>& shape = shapes[i];
+      const int64_t columns = shape.back(), rows = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
+      float* data = in.vm.data_as<float>();
+      std::vector<double> values(data, data + in.vm.numel());
+      for (int64_t e = 0; e < in.vm.numel(); ++e) {
+        if (masked((e / columns) % rows, e % columns)) {
+          data[e] = -std::numeric_limits<float>::infinity();
+          values[static_cast<size_t>(e)] = -std::numeric_limits<double>::infinity();
+        }
+      }
+      in.ref = reference::RefValue(reference::HostTensor::FromDoubles(tir::DataType::Float32(), shape, values));
+    }
     args.push_back(vm::Value(in.vm));
     ref_args.push_back(in.ref);
   }
@@ -208,6 +226,117 @@ TEST(FuseAttentionTest, BatchedCrossAttentionWithEachScaleMatchesTheOperators) {
       SCOPED_TRACE(absl::StrCat(b, " x ", m, " x ", n));
       ExpectMatchesReference(exe, reference_module, {{b, 2, m, 40}, {b, 2, n, 40}, {b, 2, n, 24}},
                              static_cast<uint32_t>(m * 100 + n), 3.0f);
+    }
+  }
+}
+
+// An additive mask between the scale and the softmax (a BERT-style padding mask over the
+// keys, a causal mask over queries and keys, a bias per head), broadcast to the scores.
+TEST(FuseAttentionTest, AdditiveMasksMatchTheOperators) {
+  const std::string templ = R"(module {
+  func @main(q: Tensor((b, 2, m, 40), float32), k: Tensor((b, 2, n, 40), float32), v: Tensor((b, 2, n, 24), float32), mask: Tensor(MASK, float32)) -> Tensor((b, 2, m, 24), float32) where m <= 512, n <= 512 {
+    dataflow {
+      %kt = R.permute_dims(k, axes=[0, 1, 3, 2])
+      %scores = R.matmul(q, %kt)
+      %scaled = R.divide(%scores, R.const(float32, [], [6.3245554]))
+      %masked = R.add(ADD)
+      %probs = R.softmax(%masked, axis=-1)
+      out = R.matmul(%probs, v)
+    }
+    return out
+  }
+})";
+  struct Case {
+    std::string what, mask, add;
+    std::function<std::vector<int64_t>(int64_t b, int64_t m, int64_t n)> shape;
+    MaskedFn masked;
+  };
+  const std::vector<Case> cases = {
+      {"padding", "(b, 1, 1, n)", "%scaled, mask", [](int64_t b, int64_t, int64_t n) { return std::vector<int64_t>{b, 1, 1, n}; },
+       [](int64_t, int64_t j) { return j % 3 == 2; }},
+      {"causal", "(m, n)", "mask, %scaled", [](int64_t, int64_t m, int64_t n) { return std::vector<int64_t>{m, n}; },
+       [](int64_t i, int64_t j) { return j > i; }},
+      {"bias per head", "(2, m, n)", "%scaled, mask",
+       [](int64_t, int64_t m, int64_t n) { return std::vector<int64_t>{2, m, n}; }, nullptr},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const std::string text = absl::StrReplaceAll(templ, {{"MASK", c.mask}, {"ADD", c.add}});
+    std::string after = AfterFuseAttention(text);
+    EXPECT_EQ(CountOf(after, "R.call_tir(@attention, (q, k, v, mask)"), 1) << after;
+    std::string lowered;
+    std::shared_ptr<const vm::Executable> exe = Compile(text, &lowered);
+    ASSERT_NE(exe, nullptr);
+    relax::IRModule reference_module = Parse(text);
+    // m <= n, so that every causal row keeps a key (a row of -inf alone is NaN both ways).
+    for (auto [b, m, n] : std::vector<std::array<int64_t, 3>>{{1, 1, 1}, {2, 7, 33}, {1, 33, 40}, {2, 50, 70}}) {
+      SCOPED_TRACE(absl::StrCat(b, " x ", m, " x ", n));
+      ExpectMatchesReference(exe, reference_module, {{b, 2, m, 40}, {b, 2, n, 40}, {b, 2, n, 24}, c.shape(b, m, n)},
+                             static_cast<uint32_t>(m * 100 + n), 3.0f, c.masked);
+    }
+  }
+  // A mask that would grow the scores (more rows than the queries) is no mask of this chain.
+  const std::string grows = absl::StrReplaceAll(templ, {{"MASK", "(b, 2, 2, m, n)"}, {"ADD", "%scaled, mask"},
+                                                        {"Tensor((b, 2, m, 24), float32) where", "Object where"}});
+  std::string after = AfterFuseAttention(grows);
+  EXPECT_EQ(CountOf(after, "@attention"), 0) << after;
+}
+
+// A mask by `where`: a bool condition keeps the scaled scores or puts a constant there
+// (-inf, or the most negative float as exporters write it), either way round.
+TEST(FuseAttentionTest, WhereMasksMatchTheOperators) {
+  const std::string templ = R"(module {
+  func @main(q: Tensor((m, 32), float32), k: Tensor((n, 32), float32), v: Tensor((n, 16), float32), keep: Tensor((m, n), bool)) -> Tensor((m, 16), float32) where m <= 512, n <= 512 {
+    dataflow {
+      %kt = R.permute_dims(k)
+      %scores = R.matmul(q, %kt)
+      %scaled = R.multiply(%scores, R.const(float32, [], [0.17677669]))
+      %masked = R.where(WHERE)
+      %probs = R.softmax(%masked, axis=-1)
+      out = R.matmul(%probs, v)
+    }
+    return out
+  }
+})";
+  for (const std::string where :
+       {"keep, %scaled, R.const(float32, [], [-inf])", "R.logical_not(keep), R.const(float32, [], [-3.4028235e38]), %scaled"}) {
+    SCOPED_TRACE(where);
+    std::string text = absl::StrReplaceAll(templ, {{"WHERE", where}});
+    if (where.find("logical_not") != std::string::npos) {
+      text = absl::StrReplaceAll(text, {{"%masked = R.where(R.logical_not(keep),", "%hide = R.logical_not(keep)\n      %masked = R.where(%hide,"}});
+    }
+    std::string after = AfterFuseAttention(text);
+    EXPECT_EQ(CountOf(after, "@attention"), 2) << after;  // the call and the kernel
+    std::string lowered;
+    std::shared_ptr<const vm::Executable> exe = Compile(text, &lowered);
+    ASSERT_NE(exe, nullptr);
+    EXPECT_EQ(CountOf(lowered, "R.call_tir_dps(@attention,"), 1) << lowered;
+    relax::IRModule reference_module = Parse(text);
+    vm::VirtualMachine machine(exe);
+    for (auto [m, n] : std::vector<std::array<int64_t, 2>>{{1, 1}, {7, 33}, {40, 40}, {33, 70}}) {
+      SCOPED_TRACE(absl::StrCat(m, " x ", n));
+      Input q = RandomInput({m, 32}, 1, 3.0f), k = RandomInput({n, 32}, 2, 3.0f), v = RandomInput({n, 16}, 3);
+      // Causal: query i sees keys up to i + n - m (the last query sees every key).
+      vm::Tensor keep = *vm::Tensor::Empty({m, n}, DLDataType{vm::kDTypeBool, 8, 1});
+      std::vector<int64_t> bits;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          const bool visible = j <= i + n - m;
+          keep.data_as<uint8_t>()[i * n + j] = visible;
+          bits.push_back(visible);
+        }
+      }
+      reference::RefValue keep_ref(reference::HostTensor::FromInts(tir::DataType::Bool(), {m, n}, bits));
+      absl::StatusOr<vm::Value> got = machine.Invoke("main", {vm::Value(q.vm), vm::Value(k.vm), vm::Value(v.vm), vm::Value(keep)});
+      ASSERT_TRUE(got.ok()) << got.status();
+      absl::StatusOr<reference::RefValue> want = reference::Evaluate(reference_module, "main", {q.ref, k.ref, v.ref, keep_ref});
+      ASSERT_TRUE(want.ok()) << want.status();
+      std::vector<double> w = want->tensor().ToDoubles();
+      for (int64_t i = 0; i < got->as_tensor().numel(); ++i) {
+        ASSERT_NEAR(got->as_tensor().data_as<float>()[i], w[static_cast<size_t>(i)],
+                    2e-5 * (1 + std::fabs(w[static_cast<size_t>(i)])))
+            << "element " << i;
+      }
     }
   }
 }
