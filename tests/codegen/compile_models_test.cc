@@ -263,9 +263,6 @@ TEST(CompileModelsTest, FusedAndUnfusedModelsMatchTheReference) {
   }
 }
 
-// Fusion of injective chains (transpose, reshape), an operand read twice by one consumer,
-// and a kernel with tir_vars (arange's start p, which fusion leaves alone): fused and
-// unfused both match the reference.
 // Attention scores without the rest of attention (which fuse_attention takes whole): the
 // keys' transpose is no kernel of its own and writes no intermediate; the scores kernel
 // reads k and transposes each panel while packing it (kt_local).
@@ -299,6 +296,9 @@ TEST(CompileModelsTest, TransposedMatmulOperandIsTransposedWhilePacked) {
   }
 }
 
+// Fusion of injective chains (transpose, reshape), an operand read twice by one consumer,
+// and a kernel with tir_vars (arange's start p, which fusion leaves alone): fused and
+// unfused both match the reference.
 TEST(CompileModelsTest, FusedInjectiveChainsMatchTheReference) {
   const std::string text = R"(module {
   func @main(x: Tensor((n, 8), float32), y: Tensor((8,), float32), z: Tensor((p,), float32)) -> Tuple(Tensor((4, 2 * n), float32), Tensor((n,), float32)) {
