@@ -115,6 +115,12 @@ class Matcher {
     return chain;
   }
 
+  // How many times the function's body reads `v`.
+  int Uses(const VarNode* v) const {
+    auto it = uses_.find(v);
+    return it == uses_.end() ? 0 : it->second;
+  }
+
  private:
   std::optional<Chain> MatchOperators(const CallNode& call, const StructInfo& out) const {
     if (!IsOp(call.op, "matmul") || call.args.size() != 2) return std::nullopt;
@@ -223,10 +229,6 @@ class Matcher {
     return chain;
   }
 
-  int Uses(const VarNode* v) const {
-    auto it = uses_.find(v);
-    return it == uses_.end() ? 0 : it->second;
-  }
 
   // What a variable is bound to in the function (the expression itself otherwise).
   Expr Resolve(const Expr& e) const {
@@ -403,10 +405,8 @@ class Rewriter {
       }
     }
     if (chains.empty()) return fn.body;
-    UseCounter counter;
-    counter.VisitExpr(fn.body);
     for (const auto& [kt, fused] : transposes) {
-      if (counter.uses[kt] == fused) removed.insert(kt);
+      if (matcher.Uses(kt) == fused) removed.insert(kt);
     }
     const int64_t block_rows = target_.vector_bits >= 512 ? 32 : 24;
     std::vector<BindingBlock> blocks;

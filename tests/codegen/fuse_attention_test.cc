@@ -103,6 +103,16 @@ Input RandomInput(std::vector<int64_t> shape, uint32_t seed, float scale = 1.0f)
   return {t, reference::RefValue(reference::HostTensor::FromDoubles(tir::DataType::Float32(), shape, values))};
 }
 
+// The kernel's result against the reference's, to float32 rounding of the operators.
+void ExpectNear(const vm::Tensor& got, const reference::HostTensor& want) {
+  ASSERT_EQ(got.shape(), want.shape());
+  std::vector<double> w = want.ToDoubles();
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double expected = w[static_cast<size_t>(i)];
+    ASSERT_NEAR(got.data_as<float>()[i], expected, 2e-5 * (1 + std::fabs(expected))) << "element " << i;
+  }
+}
+
 // Runs `main` of the compiled and of the reference (unfused) module on q, k, v (and a mask)
 // of the given shapes and compares. `masked(i, j)`, when given, sets the mask's element at
 // row i, column j (its last two axes) to -inf, the way a causal or padding mask hides a key.
@@ -136,13 +146,7 @@ void ExpectMatchesReference(const std::shared_ptr<const vm::Executable>& exe, co
   ASSERT_TRUE(got.ok()) << got.status();
   absl::StatusOr<reference::RefValue> want = reference::Evaluate(reference_module, "main", ref_args);
   ASSERT_TRUE(want.ok()) << want.status();
-  const vm::Tensor& g = got->as_tensor();
-  std::vector<double> w = want->tensor().ToDoubles();
-  ASSERT_EQ(g.shape(), want->tensor().shape());
-  for (int64_t i = 0; i < g.numel(); ++i) {
-    ASSERT_NEAR(g.data_as<float>()[i], w[static_cast<size_t>(i)], 2e-5 * (1 + std::fabs(w[static_cast<size_t>(i)])))
-        << "element " << i;
-  }
+  ExpectNear(got->as_tensor(), want->tensor());
 }
 
 // Self-attention over a symbolic sequence, as examples/models/transformer_block.kir writes it.
@@ -331,12 +335,7 @@ TEST(FuseAttentionTest, WhereMasksMatchTheOperators) {
       ASSERT_TRUE(got.ok()) << got.status();
       absl::StatusOr<reference::RefValue> want = reference::Evaluate(reference_module, "main", {q.ref, k.ref, v.ref, keep_ref});
       ASSERT_TRUE(want.ok()) << want.status();
-      std::vector<double> w = want->tensor().ToDoubles();
-      for (int64_t i = 0; i < got->as_tensor().numel(); ++i) {
-        ASSERT_NEAR(got->as_tensor().data_as<float>()[i], w[static_cast<size_t>(i)],
-                    2e-5 * (1 + std::fabs(w[static_cast<size_t>(i)])))
-            << "element " << i;
-      }
+      ExpectNear(got->as_tensor(), want->tensor());
     }
   }
 }
