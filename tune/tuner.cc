@@ -337,8 +337,9 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
 
   // Phase 2: the dispatch thresholds (crossover.h). Each round measures, for every
   // symbolic workload, both neighbouring variants at the threshold between adjacent tuned
-  // sizes whose bests differ; the probe becomes a tuned size, and the next round bisects
-  // the interval whose ends still differ.
+  // sizes whose bests differ, and a variant that spans two tuned sizes at the most aligned
+  // size between them; the probe becomes a tuned size, and the next round bisects the
+  // interval whose ends still differ.
   for (int round = 0; round < kCrossoverRounds; ++round) {
     tir::TuningTable table = BestTable(run_records);
     bool any = false;
@@ -364,10 +365,16 @@ absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const T
           return again.ok && again.seconds / again.baseline_seconds > first.seconds / first.baseline_seconds ? again
                                                                                                           : first;
         };
+        auto ratio = [](const MeasureResult& r) { return r.ok ? Speedup(r.seconds / r.baseline_seconds) : "failed"; };
         KILN_ASSIGN_OR_RETURN(MeasureResult below, confirmed(c.below));
+        if (c.below == c.above) {  // a span of one variant, checked at its most aligned size
+          progress(w, c.probe,
+                   absl::StrCat("aligned size between ", c.lower, " and ", c.upper, ": their best ", ratio(below)),
+                   below);
+          continue;
+        }
         if (out_of(options.trials, options.time_budget_s)) break;
         KILN_ASSIGN_OR_RETURN(MeasureResult above, confirmed(c.above));
-        auto ratio = [](const MeasureResult& r) { return r.ok ? Speedup(r.seconds / r.baseline_seconds) : "failed"; };
         progress(w, c.probe,
                  absl::StrCat("crossover between ", c.lower, " and ", c.upper, ": the best of ", c.lower, " ",
                               ratio(below), ", of ", c.upper, " ", ratio(above)),

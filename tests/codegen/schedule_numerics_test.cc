@@ -292,6 +292,36 @@ TEST(ScheduleNumericsTest, Elementwise1d) {
   }
 }
 
+// A transpose gathers along its vectorized loop; its tail runs the lanes unrolled
+// (GuardVectorizedTails), every size around the vector widths against the plain copy.
+TEST(ScheduleNumericsTest, TransposeWithAGatheringTail) {
+  Variants v(Parse(R"(
+prim_func @f(A: Buffer((n, 5), float32), B: Buffer((5, n), float32)) {
+  for i in serial(0, 5) {
+    for j in serial(0, n) {
+      block "B" {
+        vi = spatial(5, i)
+        vj = spatial(n, j)
+        B[vi, vj] = A[vj, vi]
+      }
+    }
+  }
+})"));
+  EXPECT_NE(v.scheduled_text().find("_tail in unroll(0, 16)"), std::string::npos) << v.scheduled_text();
+  for (int64_t n : {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 100}) {
+    vm::Tensor a = RandomF32({n, 5}, 6);
+    std::vector<double> expected(5 * n), scale(5 * n, 1.0);
+    for (int64_t i = 0; i < 5; ++i) {
+      for (int64_t j = 0; j < n; ++j) expected[i * n + j] = a.data_as<float>()[j * 5 + i];
+    }
+    for (const std::string& name : Variants::Names()) {
+      vm::Tensor b = RandomF32({5, n}, 7);
+      v.Run(name, {a, b});
+      ExpectClose(b, expected, scale, name + " n=" + std::to_string(n));
+    }
+  }
+}
+
 TEST(ScheduleNumericsTest, ElementwiseWithBlockLocalTemporary) {
   Variants v(Parse(R"(
 prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {

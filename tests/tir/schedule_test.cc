@@ -512,6 +512,37 @@ prim_func @f(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
   EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
 }
 
+// A tail that gathers (a transpose's read, consecutive lanes 4 floats apart) runs its lanes
+// unrolled, each under its own condition, instead of one masked gather per vector.
+TEST(ScheduleTest, GuardVectorizedTailsUnrollsAGatheringTail) {
+  const char* transpose = R"(
+prim_func @f(A: Buffer((n, 4), float32), B: Buffer((4, n), float32)) {
+  for i in serial(0, 4) {
+    for j in serial(0, n) {
+      block "B" {
+        vi = spatial(4, i)
+        vj = spatial(n, j)
+        B[vi, vj] = A[vj, vi]
+      }
+    }
+  }
+})";
+  Schedule s(Parse(transpose));
+  ASSERT_TRUE(s.Split("j", {-1, 8}).ok());
+  ASSERT_TRUE(s.Vectorize("j_1").ok());
+  ASSERT_TRUE(s.GuardVectorizedTails().ok());
+  const std::string printed = Print(s.func());
+  EXPECT_THAT(printed, HasSubstr("for j_1 in vectorized(0, 8) {")) << printed;  // whole vectors as before
+  EXPECT_THAT(printed, HasSubstr("for j_1_tail in unroll(0, 8) {")) << printed;
+  EXPECT_THAT(printed, HasSubstr("where 8 * j_0 + j_1_tail < n")) << printed;
+  // A tail reading consecutive lanes keeps its masked vector (the test above).
+  Schedule scale(Parse(kScale));
+  ASSERT_TRUE(scale.Split("i", {-1, 8}).ok());
+  ASSERT_TRUE(scale.Vectorize("i_1").ok());
+  ASSERT_TRUE(scale.GuardVectorizedTails().ok());
+  EXPECT_THAT(Print(scale.func()), HasSubstr("vectorized(0, min(max(n - 8 * i_0, 0), 8))"));
+}
+
 // Steps of 3 rows over a symbolic row count: each step checks its rows once; whole steps
 // run the body without the row condition, the last one a copy (`_part`) with it, steps
 // past the rows nothing.

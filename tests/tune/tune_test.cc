@@ -305,6 +305,47 @@ TEST(CrossoverTest, ProbesBetweenAdjacentSizesWhoseBestsDiffer) {
   EXPECT_TRUE(CrossoversToProbe({.dispatch_var = "", .best_by_size = {{0, SmallTiles()}}}).empty());
 }
 
+TEST(CrossoverTest, ASpanOfOneVariantIsMeasuredAtItsMostAlignedSize) {
+  // SmallTiles won at 7 and at 21 and runs at every size between: 16, where a default
+  // tile of 8 or 16 rows has no tail, is measured too.
+  tir::TunedWorkload tuned{.dispatch_var = "n",
+                           .best_by_size = {{7, SmallTiles()}, {21, SmallTiles()}, {64, tir::CpuScheduleKnobs()},
+                                            {300, tir::CpuScheduleKnobs()}}};
+  std::vector<Crossover> probes = CrossoversToProbe(tuned);
+  ASSERT_EQ(probes.size(), 2u);
+  EXPECT_EQ(probes[0].lower, 7);
+  EXPECT_EQ(probes[0].upper, 21);
+  EXPECT_EQ(probes[0].probe, 16);
+  EXPECT_EQ(probes[0].below, SmallTiles());
+  EXPECT_EQ(probes[0].above, SmallTiles());
+  EXPECT_EQ(probes[1].probe, 37);  // the crossover between 21 and 64; the default's span is not checked
+  // Measured at 16 and still the best there: no size between 7 and 16 or 16 and 21 is more
+  // aligned than 16, so nothing more to measure in the span.
+  tuned.best_by_size.insert(tuned.best_by_size.begin() + 1, {16, SmallTiles()});
+  probes = CrossoversToProbe(tuned);
+  ASSERT_EQ(probes.size(), 1u);
+  EXPECT_EQ(probes[0].probe, 37);
+  // Slower than the default at 16: the default runs there, and the next round looks for
+  // the thresholds on both sides of it.
+  tuned.best_by_size[1].second = tir::CpuScheduleKnobs();
+  probes = CrossoversToProbe(tuned);
+  ASSERT_EQ(probes.size(), 3u);
+  EXPECT_EQ(probes[0].probe, 11);
+  EXPECT_EQ(probes[1].probe, 18);
+  EXPECT_EQ(probes[2].probe, 37);
+}
+
+TEST(CrossoverTest, AlignedSizeBetweenHasMoreTrailingZerosThanBothEnds) {
+  EXPECT_EQ(AlignedSizeBetween(7, 21), 16);
+  EXPECT_EQ(AlignedSizeBetween(64, 300), 256);
+  EXPECT_EQ(AlignedSizeBetween(1, 7), 4);
+  EXPECT_EQ(AlignedSizeBetween(300, 1024), 0);  // 512: less aligned than 1024
+  EXPECT_EQ(AlignedSizeBetween(1, 16), 0);      // 8: less aligned than 16
+  EXPECT_EQ(AlignedSizeBetween(16, 17), 0);     // nothing strictly between
+  EXPECT_EQ(AlignedSizeBetween(1025, 2047), 1536);
+  EXPECT_EQ(AlignedSizeBetween(3, 5), 4);
+}
+
 TEST(TuningDbTest, ACorruptLineIsAnErrorNamingFileAndLine) {
   const std::string path = TempPath("db_corrupt.jsonl");
   TuningRecord good{.workload = "w", .target = "cpu", .knobs = "", .size = 1, .seconds = 1e-6, .baseline_seconds = 1e-6};

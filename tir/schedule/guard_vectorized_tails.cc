@@ -177,6 +177,42 @@ bool LaneDependent(const std::vector<PrimExpr>& indices, const VarMap& bindings,
   return false;
 }
 
+// Whether an access's indices (in block variables) are consecutive elements along `lane`:
+// only the last index uses it, as `lane + c`.
+bool ConsecutiveInLane(const std::vector<PrimExpr>& indices, const VarMap& bindings, const Var& lane) {
+  for (size_t d = 0; d + 1 < indices.size(); ++d) {
+    if (UsesVar(Substitute(indices[d], bindings), lane.get())) return false;
+  }
+  const PrimExpr last = Substitute(indices.back(), bindings);
+  return !UsesVar(SimplifyExpr(Sub(last, lane)), lane.get());
+}
+
+// Whether `body` (a vectorized loop's, over `lane`) loads some buffer at lanes that are not
+// consecutive elements: a gather, as a transpose's read is (out[d, j] = k[j, d] vectorized
+// over j). Such a tail folded into masked steps is one masked gather per vector however
+// few of its lanes are in range (on AVX-512 two 8-lane gathers of 64-bit offsets), so it
+// becomes the lanes unrolled, each testing its condition and loading alone. Measured (AVX-512
+// code, one thread, `kiln run --repeat`, whole-process CPU time, alternated): the fused
+// attention at n = 1 (64 one-element tails of its transposed copy of k) 0.75-1.0 us less per
+// call, at n = 7 about 0.3 us less, n = 64 unchanged; a (n, 64) transpose alone about 1 us
+// less at n = 1-7. A serial loop over the lanes in range instead was vectorized again by
+// LLVM (gathers, unrolled by 8), and the attention kernel, one large function, lost
+// more than the tail gained.
+bool GathersAlongLane(const Stmt& body, const Var& lane) {
+  struct Loads : StmtExprVisitor {
+    Loads(const Var& lane, VarMap bindings) : lane(lane), bindings(std::move(bindings)) {}
+    void VisitExpr_(const BufferLoadNode* op, const PrimExpr& self) override {
+      gathers |= LaneDependent(op->indices, bindings, lane.get()) && !ConsecutiveInLane(op->indices, bindings, lane);
+      StmtExprVisitor::VisitExpr_(op, self);
+    }
+    const Var& lane;
+    VarMap bindings;
+    bool gathers = false;
+  } loads(lane, BlockBindings(body));
+  loads.VisitStmt(body);
+  return loads.gathers;
+}
+
 // How the lanes of a vector tail's body (a loop of constant extent) use local tiles, each
 // access's indices read through the blocks' bindings: every index that uses the lane must be
 // `lane + c`, c constant or bounded by the enclosing loops' ranges (`loops`: a wide tile's
@@ -227,21 +263,14 @@ class LaneAccesses : public StmtExprVisitor {
         if (seen_.insert(key).second) tile_loads_.push_back(op);
       } else {
         const DataType t = op->buffer->dtype;
-        all_local_ &= op->buffer->scope != "local" && !t.is_sub_byte() && !t.is_bool() && Consecutive(op->indices);
+        all_local_ &= op->buffer->scope != "local" && !t.is_sub_byte() && !t.is_bool() &&
+                      ConsecutiveInLane(op->indices, bindings_, lane_);
       }
     }
     StmtExprVisitor::VisitExpr_(op, self);
   }
 
  private:
-  // Only the last index uses the lane, as `lane + c`.
-  bool Consecutive(const std::vector<PrimExpr>& indices) const {
-    for (size_t d = 0; d + 1 < indices.size(); ++d) {
-      if (UsesVar(Substitute(indices[d], bindings_), lane_.get())) return false;
-    }
-    const PrimExpr last = Substitute(indices.back(), bindings_);
-    return !UsesVar(SimplifyExpr(Sub(last, lane_)), lane_.get());
-  }
   bool InTile(const BufferNode* buffer, const std::vector<PrimExpr>& indices) const {
     for (size_t d = 0; d < indices.size(); ++d) {
       const PrimExpr index = Substitute(indices[d], bindings_);
@@ -550,6 +579,7 @@ class TailGuard : public StmtExprMutator {
   // target has no native masks (AVX2): a masked store there is not forwarded to the next
   // step's masked load, and the scores at n = 300 ran 1.5x slower than with the serial tail
   // on AVX2 code (vmaskmovps), 2.8x faster on AVX-512 code (measured on one Zen machine).
+  // A body that gathers (GathersAlongLane) runs its lanes unrolled, each testing its own.
   Stmt Tail(const ForNode* loop, const LaneSplit& split) {
     bool nested_lane_condition = false;
     ForEachStmt(split.body, [&](const Stmt& st) {
@@ -579,6 +609,10 @@ class TailGuard : public StmtExprMutator {
     for (const BufferNode* w : accesses.writes) local_round_trip |= w->scope == "local" && accesses.reads.count(w);
     if (nested_lane_condition || (local_round_trip && !native_masks_)) {
       return CopyWithFreshDefinitions(For(loop->loop_var, loop->min, loop->extent, ForKind::kSerial, loop->body),
+                                      "_tail", used_);
+    }
+    if (GathersAlongLane(split.body, loop->loop_var)) {
+      return CopyWithFreshDefinitions(For(loop->loop_var, loop->min, loop->extent, ForKind::kUnrolled, loop->body),
                                       "_tail", used_);
     }
     return CopyWithFreshDefinitions(For(loop->loop_var, loop->min, lanes, ForKind::kVectorized, split.body), "_tail",
