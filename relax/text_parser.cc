@@ -288,7 +288,20 @@ absl::StatusOr<Expr> Parser::ParseExpr() {
   Depth depth(this);
   if (depth.too_deep()) return TooDeep();
   KILN_ASSIGN_OR_RETURN(Expr e, ParsePrimary());
+  // Each call or tuple index applied to `e` nests it one level deeper (`x[0][0]...` is as
+  // deep as the brackets are many), so each opens a level too: otherwise a long postfix
+  // chain parses flat and the block builder recurses once per link.
+  struct Postfix {
+    int& depth;
+    int levels = 0;
+    ~Postfix() { depth -= levels; }
+  } postfix{depth_};
   while (true) {
+    if (IsPunct("(") || IsPunct("[")) {
+      ++postfix.levels;
+      ++depth_;
+      if (depth_ > kMaxTextNesting) return TooDeep();
+    }
     if (AcceptPunct("(")) {
       KILN_ASSIGN_OR_RETURN(e, ParseCallArgs(e));
     } else if (AcceptPunct("[")) {

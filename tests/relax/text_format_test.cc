@@ -556,6 +556,22 @@ TEST(TextFormatTest, DeepNestingIsAnErrorNotACrash) {
       EXPECT_NE(parsed.status().message().find("error:"), std::string::npos) << parsed.status();
     }
   }
+  // A postfix chain nests as deeply as it is long: `x[0][0]...` and `x(x)(x)...` were
+  // parsed flat and crashed the block builder's recursion (kiln check, 10,000 links).
+  for (const char* link : {"[0]", "(x)"}) {
+    std::string chain = "module { func @f(x: Tuple(Object)) { y = x";
+    for (int i = 0; i < 10000; ++i) chain += link;
+    chain += "\n return y } }";
+    auto parsed = ParseModule(chain, "deep.kir");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_NE(parsed.status().message().find("nesting deeper than 256 levels"), std::string::npos) << parsed.status();
+  }
+  {
+    std::string chain = "module { func @f(x: Tuple(Object)) { y = x";
+    for (int i = 0; i < 100; ++i) chain += "[0]";
+    chain += "\n return y } }";
+    EXPECT_TRUE(ParseModule(chain, "chain.kir").ok());
+  }
   std::string prim = "module { prim_func @k(A: Buffer((4,), float32)) { ";
   for (int i = 0; i < 10000; ++i) prim += "if true { ";
   auto parsed = ParseModule(prim, "deep.kir");
