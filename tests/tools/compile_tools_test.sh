@@ -100,6 +100,18 @@ if err=$("$kiln" compile "$dir/add_op.kir" --target cuda -o "$dir/add_cuda.kx" 2
     grep -q "no CUDA driver found (libcuda.so.1)" <<<"$err" || fail "cuda without a driver: $err"
     [[ $(wc -l <<<"$err") == 1 ]] || fail "cuda without a driver is not one line: $err"
   fi
+  # An architecture this NVRTC does not compile for is the user's -arch, named with those it
+  # does (it was "a bug in Kiln's CUDA code generator"); so is a suffix its number lacks.
+  for arch in sm_20 sm_80a; do
+    if err=$("$kiln" compile "$dir/add_op.kir" --target "cuda -arch=$arch" -o "$dir/add_old.kx" 2>&1); then
+      fail "cuda -arch=$arch accepted"
+    fi
+    grep -q "CUDA architecture '$arch' is not one NVRTC [0-9.]* compiles for (" <<<"$err" || fail "cuda -arch=$arch: $err"
+    ! grep -q "a bug in Kiln" <<<"$err" || fail "cuda -arch=$arch blames Kiln: $err"
+    [[ $(wc -l <<<"$err") == 1 ]] || fail "cuda -arch=$arch is not one line: $err"
+  done
+  if err=$("$kiln" compile "$dir/add_op.kir" --target "cuda -arch=sm_xyz" -o "$dir/add_old.kx" 2>&1); then fail "sm_xyz accepted"; fi
+  grep -q "CUDA architecture 'sm_xyz': expected sm_NN such as sm_90" <<<"$err" || fail "cuda -arch=sm_xyz: $err"
 else
   grep -q "NVRTC" <<<"$err" || fail "cuda target: $err"
 fi
