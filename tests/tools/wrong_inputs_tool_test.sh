@@ -112,6 +112,18 @@ expect_error "--timeout needs a positive number of seconds" tune "$dir/mlp.kir" 
 expect_error "-o needs a file name, got ''" compile "$dir/mlp.kir" -o ""
 expect_error "-o needs a file name, got ''" import "$dir/missing.onnx" --output=
 expect_error "--db needs a file name, got ''" tune "$dir/mlp.kir" --db ""
+expect_error "--tuning-db needs a file name, got ''" compile "$dir/mlp.kir" -o "$dir/t.kx" --tuning-db ""
+expect_error "--mcpu needs a CPU name, got ''" compile "$dir/mlp.kir" -o "$dir/t.kx" --mcpu ""
+expect_error "--mcpu needs a CPU name, got ''" tune "$dir/mlp.kir" --mcpu=
+# An option and the --target text both naming the CPU or the thread count must agree: tune
+# replaced a target's -num-threads=4 by --threads' default 1 without a word (its records
+# then matched no compile for 4 threads), and --mcpu replaced the target's -mcpu.
+expect_error "--mcpu znver3 and --target's -mcpu=haswell disagree; give the CPU once" compile "$dir/mlp.kir" -o "$dir/t.kx" --target "cpu -mcpu=haswell" --mcpu znver3
+expect_error "--mcpu znver3 and --target's -mcpu=haswell disagree; give the CPU once" tune "$dir/mlp.kir" --target "cpu -mcpu=haswell" --mcpu znver3
+expect_error "--threads 2 and --target's -num-threads=4 disagree; give the thread count once" tune "$dir/mlp.kir" --target "cpu -num-threads=4" --threads 2
+"$kiln" tune "$dir/mlp.kir" --target "cpu -num-threads=3" --trials 1 --db "$dir/threads.jsonl" >/dev/null 2>&1 ||
+  fail "tune --target 'cpu -num-threads=3'"
+grep -q -- "-num-threads=3\"" "$dir/threads.jsonl" || fail "tune did not keep the target's -num-threads=3: $(head -c 400 "$dir/threads.jsonl")"
 # --help after a file, as every subcommand takes it (disasm called it an unknown option).
 for command in check compile tune run disasm generate import onnx-test serve; do
   "$kiln" "$command" "$dir/mlp.kx" --help >"$dir/out" 2>&1 || fail "kiln $command FILE --help: exit $?: $(cat "$dir/out")"
