@@ -696,6 +696,10 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
   if (kind == "Shape") {
     if (!AcceptPunct("(")) return ShapeSInfoOfNdim(kUnknownNdim);
     StructInfo result;
+    if (IsPunct("[")) {
+      // R.shape([n, 4]) is a value in brackets; its struct info's dims are in parentheses.
+      return Error(Peek(), "a shape's dims are written in parentheses: Shape((n, 4)), as in Tensor((n, 4), float32)");
+    }
     if (IsKeyword("ndim")) {
       Next();
       KILN_RETURN_IF_ERROR(ExpectPunct("="));
@@ -723,6 +727,8 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
       if (state < 1 && IsPunct("(")) {
         KILN_ASSIGN_OR_RETURN(shape, ParseDims());
         state = 1;
+      } else if (state < 1 && IsPunct("[")) {
+        return Error(Peek(), "a tensor's shape is written in parentheses: Tensor((n, 4), float32)");
       } else if (state < 1 && IsKeyword("ndim") && IsPunct("=", 1)) {
         Next();
         Next();

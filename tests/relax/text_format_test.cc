@@ -424,6 +424,11 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
        "e.kir:1:49: error: value 2 is out of range for bool (true, false, 1 or 0)"},
       {"module { func @f(x: Tensor((n, 4), \"float32\")) { return x } }",
        "e.kir:1:36: error: a data type is written without quotes: float32"},
+      // docs/ir.md wrote a match_cast to Shape([s_dim0, s_dim1]), as R.shape([...]) is spelt.
+      {"module { func @f(s: Shape) { t: Shape((a, b)) = match_cast(s, Shape([a, b]))\n return t } }",
+       "e.kir:1:69: error: a shape's dims are written in parentheses: Shape((n, 4)), as in Tensor((n, 4), float32)"},
+      {"module { func @f(x: Tensor([n, 4], float32)) { return x } }",
+       "e.kir:1:28: error: a tensor's shape is written in parentheses: Tensor((n, 4), float32)"},
       {"module { func @f(x: Tensor((n, 4), dtype=float32)) { return x } }",
        "e.kir:1:36: error: a tensor's data type is written alone, without 'dtype=': Tensor((n, 4), float32)"},
       {"module { func @f(x: Object) { return x; } }",
