@@ -230,4 +230,13 @@ for exe in mlp_blas mlp_nofuse; do
   out=$("$kiln" run "$dir/$exe.kx" "${mlp_inputs[@]}")
   grep -q "output 0: float32\[7, 10\] sum=7 " <<<"$out" || fail "kiln run $exe: $out"
 done
+# A Shape parameter is given as shape:SHAPE (it could not be given at all: "expected a shape,
+# got int 3"), and a 0-d tensor as ones:scalar:DTYPE.
+printf 'module {\n  func @main(x: Tensor((k,), float32), s: Shape((n, m)), c: Tensor((), float32)) {\n    y = R.reshape(x, s)\n    z = R.multiply(y, c)\n    return (z, s)\n  }\n}\n' > "$dir/shape_param.kir"
+"$kiln" compile "$dir/shape_param.kir" -o "$dir/shape_param.kx" || fail "compile shape_param.kir"
+out=$("$kiln" run "$dir/shape_param.kx" --input ones:6:f32 --input shape:2x3 --input ones:scalar:f32)
+grep -q "output 0: float32\[2, 3\] sum=6 " <<<"$out" || fail "shape:2x3: $out"
+grep -q "output 1: shape \[2, 3\]" <<<"$out" || fail "shape:2x3 output: $out"
+if out=$("$kiln" run "$dir/shape_param.kx" --input ones:6:f32 --input shape:4x3 --input ones:scalar:f32 2>&1); then fail "shape:4x3 reshaped 6 elements"; fi
+grep -q "element counts differ at run time" <<<"$out" || fail "shape:4x3: $out"
 echo "tools: kiln compile + kiln run work"
