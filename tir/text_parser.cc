@@ -251,6 +251,12 @@ absl::StatusOr<PrimExpr> TirParser::Binary(const Token& op, ExprKind kind, PrimE
     return Error(op, absl::StrCat("'", KindName(kind), "' needs integer operands, found ",
                                   a.dtype().ToString()));
   }
+  // An integer division by the literal 0 is undefined: a kernel compiled it to whatever LLVM
+  // folded it to (0), silently; only divisors read from data are checked at run time.
+  if ((kind == ExprKind::kDiv || kind == ExprKind::kFloorDiv || kind == ExprKind::kFloorMod) &&
+      a.dtype().is_integer() && b.as_int() == int64_t{0}) {
+    return Error(op, absl::StrCat("integer division by the constant 0 in '", KindName(kind), "'"));
+  }
   return MakeBinary(kind, std::move(a), std::move(b));
 }
 
