@@ -155,6 +155,16 @@ int RunCommand(int argc, char** argv) {
     std::fprintf(stderr, "kiln run: %s\n", std::string(device.status().message()).c_str());
     return 1;
   }
+  // The kernels run where they were compiled for: said here, as kiln generate does, not as
+  // the first kernel's "argument 0 (x): expected a tensor in CPU memory, got DLPack device
+  // type 7". (An executable without kernels runs anywhere.)
+  const std::string compiled_for = (*exe)->CompiledFor();
+  const std::string device_kind = (*device)->name().substr(0, (*device)->name().find(':'));
+  if (compiled_for != device_kind && !(*exe)->contents().kernels.empty()) {
+    std::fprintf(stderr, "kiln run: %s was compiled for %s, not for %s: run it with --device %s, or compile it with --target %s\n",
+                 path.c_str(), compiled_for.c_str(), device_kind.c_str(), compiled_for.c_str(), device_kind.c_str());
+    return 1;
+  }
   if (const int32_t index = (*exe)->FindFunction(fn); index >= 0) {
     std::vector<std::string> params;
     for (const vm::ParamSignature& param : (*exe)->functions()[index].params) params.push_back(param.name);

@@ -150,6 +150,16 @@ if out=$("$kiln" run "$dir/mlp_vulkan.kx" --input random:7x784:f32 --input rando
 else
   grep -q "Vulkan" <<<"$out" || fail "vulkan mlp run without a device: $out"
 fi
+# An executable runs where it was compiled for: the Vulkan one on the CPU (and, where a
+# Vulkan device exists, the CPU one on it) is refused up front naming both, not by the first
+# kernel's "expected a tensor in Vulkan memory, got DLPack device type 1".
+if out=$("$kiln" run "$dir/add_vulkan.kx" --input ones:3:f32 --input ones:3:f32 2>&1); then fail "vulkan executable ran on the cpu: $out"; fi
+grep -qF "add_vulkan.kx was compiled for vulkan, not for cpu: run it with --device vulkan, or compile it with --target cpu" <<<"$out" ||
+  fail "vulkan executable on the cpu: $out"
+"$kiln" compile "$dir/add_op.kir" -o "$dir/add_cpu.kx" || fail "compile add_op.kir for the cpu"
+if out=$("$kiln" run "$dir/add_cpu.kx" --input ones:3:f32 --input ones:3:f32 --device vulkan 2>&1); then fail "cpu executable ran on vulkan: $out"; fi
+grep -qF "add_cpu.kx was compiled for cpu, not for vulkan: run it with --device cpu, or compile it with --target vulkan" <<<"$out" ||
+  grep -q "device vulkan:0 is not available" <<<"$out" || fail "cpu executable on vulkan: $out"
 # With the loader pointed at no driver, the same run is one clear line.
 if out=$(VK_ICD_FILENAMES=/nonexistent.json VK_DRIVER_FILES=/nonexistent.json \
          "$kiln" run "$dir/add_vulkan.kx" --input ones:3:f32 --input ones:3:f32 --device vulkan 2>&1); then
