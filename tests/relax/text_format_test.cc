@@ -427,6 +427,8 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
       // docs/ir.md wrote a match_cast to Shape([s_dim0, s_dim1]), as R.shape([...]) is spelt.
       {"module { func @f(s: Shape) { t: Shape((a, b)) = match_cast(s, Shape([a, b]))\n return t } }",
        "e.kir:1:69: error: a shape's dims are written in parentheses: Shape((n, 4)), as in Tensor((n, 4), float32)"},
+      {"module { func @f(x: Tensor((1.5, 4), float32)) { return x } }",
+       "e.kir:1:29: error: a dimension is an integer expression, found float32 '1.5'"},
       {"module { func @f(x: Tensor([n, 4], float32)) { return x } }",
        "e.kir:1:28: error: a tensor's shape is written in parentheses: Tensor((n, 4), float32)"},
       {"module { func @f(x: Tensor((n, 4), dtype=float32)) { return x } }",
