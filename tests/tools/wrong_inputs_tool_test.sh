@@ -112,6 +112,14 @@ expect_error "--timeout needs a positive number of seconds" tune "$dir/mlp.kir" 
 expect_error "-o needs a file name, got ''" compile "$dir/mlp.kir" -o ""
 expect_error "-o needs a file name, got ''" import "$dir/missing.onnx" --output=
 expect_error "--db needs a file name, got ''" tune "$dir/mlp.kir" --db ""
+# The records database is appended to: a file that is not one (the executable, the model
+# itself) is refused and left as it was (tune appended JSON lines to both).
+cp "$dir/mlp.kx" "$dir/db_victim.kx"
+expect_error "db_victim.kx:1: bad tuning record: not a JSON object; the records database is appended to, and this file is not one (nothing was written to it)" tune "$dir/mlp.kir" --trials 1 --db "$dir/db_victim.kx"
+cmp -s "$dir/mlp.kx" "$dir/db_victim.kx" || fail "tune --db FILE.kx changed the executable"
+cp "$dir/mlp.kir" "$dir/db_self.kir"
+expect_error "db_self.kir:1: bad tuning record" tune "$dir/db_self.kir" --trials 1 --db "$dir/db_self.kir"
+cmp -s "$dir/mlp.kir" "$dir/db_self.kir" || fail "tune --db MODEL changed the model"
 expect_error "--tuning-db needs a file name, got ''" compile "$dir/mlp.kir" -o "$dir/t.kx" --tuning-db ""
 expect_error "--mcpu needs a CPU name, got ''" compile "$dir/mlp.kir" -o "$dir/t.kx" --mcpu ""
 expect_error "--mcpu needs a CPU name, got ''" tune "$dir/mlp.kir" --mcpu=
