@@ -111,6 +111,10 @@ expect_error "--timeout needs a positive number of seconds" tune "$dir/mlp.kir" 
 # appended to MODEL.tuning.jsonl.
 expect_error "-o needs a file name, got ''" compile "$dir/mlp.kir" -o ""
 expect_error "-o needs a file name, got ''" import "$dir/missing.onnx" --output=
+# import -o MODEL.onnx replaced the model by its module text.
+printf 'not parsed: refused first' > "$dir/model_kept.onnx"
+expect_error "-o '$dir/./model_kept.onnx' is the input model; the module text would overwrite it (give FILE.kir)" import "$dir/model_kept.onnx" -o "$dir/./model_kept.onnx"
+[ "$(cat "$dir/model_kept.onnx")" = "not parsed: refused first" ] || fail "import -o MODEL changed the model"
 expect_error "--db needs a file name, got ''" tune "$dir/mlp.kir" --db ""
 # The records database is appended to: a file that is not one (the executable, the model
 # itself) is refused and left as it was (tune appended JSON lines to both).
