@@ -2,10 +2,14 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -30,7 +34,12 @@ struct Nvrtc {
   nvrtcResult (*GetPTX)(nvrtcProgram, char*);
   nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t*);
   nvrtcResult (*GetCUBIN)(nvrtcProgram, char*);
+  // Optional (NVRTC 11.2 on): the architectures this NVRTC compiles for, as numbers (90).
+  nvrtcResult (*GetNumSupportedArchs)(int*);
+  nvrtcResult (*GetSupportedArchs)(int*);
 };
+
+constexpr nvrtcResult kNvrtcErrorInvalidOption = 5;
 
 // Opened once per process; the error is kept so every caller gets the same line.
 const absl::StatusOr<Nvrtc>& Library() {
@@ -70,6 +79,8 @@ const absl::StatusOr<Nvrtc>& Library() {
     sym(n.GetPTX, "nvrtcGetPTX");
     sym(n.GetCUBINSize, "nvrtcGetCUBINSize");
     sym(n.GetCUBIN, "nvrtcGetCUBIN");
+    n.GetNumSupportedArchs = reinterpret_cast<nvrtcResult (*)(int*)>(dlsym(handle, "nvrtcGetNumSupportedArchs"));
+    n.GetSupportedArchs = reinterpret_cast<nvrtcResult (*)(int*)>(dlsym(handle, "nvrtcGetSupportedArchs"));
     if (!missing.empty()) {
       return new absl::StatusOr<Nvrtc>(absl::UnavailableError(absl::StrCat("NVRTC lacks ", missing)));
     }
@@ -78,9 +89,10 @@ const absl::StatusOr<Nvrtc>& Library() {
   return *library;
 }
 
-// One compilation for `arch_option` ("compute_90" or "sm_90"); the PTX or cubin bytes.
-absl::StatusOr<std::string> CompileOnce(const Nvrtc& nv, const std::string& source, const std::string& arch_option,
-                                        bool cubin) {
+// One compilation for `arch_option` ("compute_90" or "sm_90", from the user's `user_arch`);
+// the PTX or cubin bytes.
+absl::StatusOr<std::string> CompileOnce(const Nvrtc& nv, const std::string& source, const std::string& user_arch,
+                                        const std::string& arch_option, bool cubin) {
   nvrtcProgram program = nullptr;
   nvrtcResult rc = nv.CreateProgram(&program, source.c_str(), "kiln_kernels.cu", 0, nullptr, nullptr);
   if (rc != kNvrtcSuccess) return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", nv.GetErrorString(rc)));
@@ -95,7 +107,16 @@ absl::StatusOr<std::string> CompileOnce(const Nvrtc& nv, const std::string& sour
     log.resize(log_size - 1);
   }
   absl::StatusOr<std::string> out;
-  if (rc != kNvrtcSuccess) {
+  if (rc == kNvrtcErrorInvalidOption || absl::StartsWith(log, "Command-line error")) {
+    // The other options are fixed: the architecture (the user's -arch) is what NVRTC refused
+    // (an unknown number, or a suffix the number lacks: sm_80a).
+    int major = 0, minor = 0;
+    nv.Version(&major, &minor);
+    const std::string first_line = log.substr(0, log.find('\n'));
+    out = absl::InvalidArgumentError(absl::StrCat("CUDA architecture '", user_arch, "' is not one NVRTC ", major, ".",
+                                                  minor, " compiles for (", arch_option, ": ",
+                                                  first_line.empty() ? nv.GetErrorString(rc) : first_line, ")"));
+  } else if (rc != kNvrtcSuccess) {
     out = absl::InternalError(absl::StrCat("NVRTC failed to compile the generated CUDA C for ", arch_option, " (",
                                            nv.GetErrorString(rc), "; a bug in Kiln's CUDA code generator):\n", log));
   } else {
@@ -127,14 +148,34 @@ absl::StatusOr<std::vector<CudaBinary>> CompileCuda(const std::string& source, c
   if (!nv.ok()) return nv.status();
   std::vector<CudaBinary> binaries;
   for (const std::string& arch : archs) {
-    if (!absl::StartsWith(arch, "sm_") || arch.size() < 5) {
+    // sm_NN, optionally with a letter suffix (sm_90a).
+    const std::string number = arch.substr(std::min<size_t>(arch.size(), 3));
+    const size_t digits = std::min(number.find_first_not_of("0123456789"), number.size());
+    int value = 0;
+    if (!absl::StartsWith(arch, "sm_") || digits < 2 || number.size() - digits > 1 ||
+        (digits < number.size() && !absl::ascii_isalpha(number.back())) ||
+        !absl::SimpleAtoi(number.substr(0, digits), &value)) {
       return absl::InvalidArgumentError(absl::StrCat("CUDA architecture '", arch, "': expected sm_NN such as sm_90"));
     }
-    const std::string number = arch.substr(3);
-    absl::StatusOr<std::string> ptx = CompileOnce(*nv, source, "compute_" + number, /*cubin=*/false);
+    if (nv->GetNumSupportedArchs != nullptr && nv->GetSupportedArchs != nullptr) {
+      int count = 0;
+      std::vector<int> supported;
+      if (nv->GetNumSupportedArchs(&count) == kNvrtcSuccess && count > 0) {
+        supported.resize(static_cast<size_t>(count));
+        if (nv->GetSupportedArchs(supported.data()) != kNvrtcSuccess) supported.clear();
+      }
+      if (!supported.empty() && std::find(supported.begin(), supported.end(), value) == supported.end()) {
+        int major = 0, minor = 0;
+        nv->Version(&major, &minor);
+        return absl::InvalidArgumentError(
+            absl::StrCat("CUDA architecture '", arch, "' is not one NVRTC ", major, ".", minor, " compiles for (sm_",
+                         absl::StrJoin(supported, ", sm_"), ")"));
+      }
+    }
+    absl::StatusOr<std::string> ptx = CompileOnce(*nv, source, arch, "compute_" + number, /*cubin=*/false);
     if (!ptx.ok()) return ptx.status();
     binaries.push_back({"ptx", arch, *std::move(ptx)});
-    absl::StatusOr<std::string> cubin = CompileOnce(*nv, source, arch, /*cubin=*/true);
+    absl::StatusOr<std::string> cubin = CompileOnce(*nv, source, arch, arch, /*cubin=*/true);
     if (!cubin.ok()) return cubin.status();
     binaries.push_back({"cubin", arch, *std::move(cubin)});
   }

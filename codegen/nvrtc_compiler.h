@@ -27,8 +27,10 @@ struct CudaBinary {
 // says why not.
 absl::Status NvrtcAvailable();
 
-// A PTX and a cubin per architecture (each "sm_NN"), in order. A compile error returns
-// NVRTC's log (with the source's line numbers) in the message.
+// A PTX and a cubin per architecture (each "sm_NN", or with a suffix: "sm_90a"), in order.
+// A compile error returns NVRTC's log (with the source's line numbers) in the message. An
+// architecture that is no sm_NN, or that this NVRTC does not compile for (sm_20; NVRTC 13
+// starts at sm_75), is an InvalidArgument naming the ones it does: the user's -arch.
 absl::StatusOr<std::vector<CudaBinary>> CompileCuda(const std::string& source, const std::vector<std::string>& archs);
 
 }  // namespace kiln::codegen

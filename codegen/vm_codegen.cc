@@ -134,6 +134,15 @@ class FunctionCodegen {
     }
     const auto* seq = fn_.body.as<relax::SeqExprNode>();
     if (seq == nullptr) return Error("", "the body is not a SeqExpr (normalize the module first)");
+    // The VM's parameter check sees a tuple as a tuple; its fields bind and check their
+    // symbolic dims here, as a match_cast does (`t: Tuple(Tensor((n,), ...), ...)` left n
+    // unbound: "symbolic variable 'n' is not bound here").
+    for (size_t i = 0; i < fn_.params.size(); ++i) {
+      if (const auto* tuple = fn_.params[i]->struct_info().as<relax::TupleStructInfoNode>()) {
+        KILN_RETURN_IF_ERROR(
+            MatchTupleFields(f_.param(static_cast<int>(i)), *tuple, absl::StrCat("parameter '", fn_.params[i].name_hint(), "'")));
+      }
+    }
     for (size_t i = 0; i < fn_.params.size(); ++i) {
       const relax::StructInfo& ps = fn_.params[i]->struct_info();
       const std::optional<std::vector<tir::PrimExpr>>* values = nullptr;
@@ -301,6 +310,49 @@ class FunctionCodegen {
     f_.MatchShape(reg, dims, absl::StrCat("match_cast '", name, "'"));
     if (*values) KILN_RETURN_IF_ERROR(CheckCompoundDims(reg, **values, absl::StrCat("match_cast '", name, "'"), name));
     EmitBoundChecks(relax::CollectVars(sinfo));
+    return absl::OkStatus();
+  }
+
+  // Each field of the tuple in `reg` whose struct info names dims (a tensor's or shape's, a
+  // Prim's value, a nested tuple's) is taken out and matched: unbound symbolic variables are
+  // bound, bound ones and constants checked. The context names the field ("parameter 't'
+  // field 1").
+  absl::Status MatchTupleFields(int32_t reg, const relax::TupleStructInfoNode& tuple, const std::string& context) {
+    for (size_t j = 0; j < tuple.fields.size(); ++j) {
+      const relax::StructInfo& field = tuple.fields[j];
+      const std::string where = absl::StrCat(context, " field ", j);
+      const std::optional<std::vector<tir::PrimExpr>>* values = nullptr;
+      int ndim = relax::kUnknownNdim;
+      if (const auto* t = field.as<relax::TensorStructInfoNode>()) {
+        values = &t->shape;
+        ndim = t->ndim;
+      } else if (const auto* sh = field.as<relax::ShapeStructInfoNode>()) {
+        values = &sh->values;
+        ndim = sh->ndim;
+      }
+      const auto* prim = field.as<relax::PrimStructInfoNode>();
+      const auto* inner = field.as<relax::TupleStructInfoNode>();
+      if (ndim == relax::kUnknownNdim && (prim == nullptr || !prim->value.defined()) && inner == nullptr) continue;
+      const int32_t item = f_.NewRegister();
+      f_.SetDebugName(where);
+      f_.CallBuiltin(item, b_.DeclareBuiltin("kiln.tuple_get", "(tuple, int) -> any"),
+                     {Operand::Reg(reg), Operand::Imm(static_cast<int64_t>(j))});
+      if (inner != nullptr) {
+        KILN_RETURN_IF_ERROR(MatchTupleFields(item, *inner, where));
+      } else if (prim != nullptr) {
+        KILN_RETURN_IF_ERROR(MatchPrim(item, *prim, where));
+      } else {
+        std::vector<vm::Dim> dims;
+        if (*values) {
+          for (const tir::PrimExpr& d : **values) dims.push_back(DimOf(d, &bound_));
+        } else {
+          dims.assign(ndim, vm::Dim::Any());
+        }
+        f_.MatchShape(item, dims, where);
+        if (*values) KILN_RETURN_IF_ERROR(CheckCompoundDims(item, **values, where, ""));
+      }
+      f_.Kill(item);
+    }
     return absl::OkStatus();
   }
 

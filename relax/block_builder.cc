@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -10,6 +11,7 @@
 #include "relax/struct_info_functions.h"
 #include "support/check.h"
 #include "support/status_macros.h"
+#include "tir/stmt_functor.h"
 
 namespace kiln::relax {
 
@@ -465,6 +467,7 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeCall(const CallNode& call) {
   StructInfo sinfo;
   if (op.kind() == ExprKind::kOp) {
     KILN_ASSIGN_OR_RETURN(sinfo, InferCallStructInfo(node, *analyzer_));
+    if (op.as<OpNode>()->name == "call_tir") KILN_RETURN_IF_ERROR(CheckCallTirWritesOnlyOutputs(node));
   } else if (op.kind() == ExprKind::kGlobalVar) {
     const std::string& name = op.as<GlobalVarNode>()->name;
     const IRModule::Entry* entry = module_ != nullptr ? module_->Find(name) : nullptr;
@@ -477,6 +480,61 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeCall(const CallNode& call) {
     KILN_ASSIGN_OR_RETURN(sinfo, InferClosureCall(op.struct_info(), node));
   }
   return WithStructInfo(normalized, sinfo);
+}
+
+namespace {
+
+// The parameters of `func` (by index) that it stores into.
+class StoredParams : public tir::StmtExprVisitor {
+ public:
+  void VisitStmt_(const tir::BufferStoreNode* op, const tir::Stmt& self) override {
+    stored.insert(op->buffer.get());
+    tir::StmtExprVisitor::VisitStmt_(op, self);
+  }
+  std::set<const tir::BufferNode*> stored;
+};
+
+}  // namespace
+
+// call_tir is pure: its PrimFunc reads the inputs and writes the outputs the caller
+// allocated. One that stores into an input changed the caller's tensor behind its back (and
+// the constant folder's), and a constant's read-only mapped memory faulted in kiln run.
+absl::Status BlockBuilder::CheckCallTirWritesOnlyOutputs(const CallNode& call) {
+  if (module_ == nullptr || call.args.size() < 2) return absl::OkStatus();
+  const auto* gv = call.args[0].as<GlobalVarNode>();
+  const IRModule::Entry* entry = gv == nullptr ? nullptr : module_->Find(gv->name);
+  const tir::PrimFunc* callee = entry == nullptr ? nullptr : entry->prim_func();
+  if (callee == nullptr) return absl::OkStatus();
+  auto count = [](const StructInfo& s) -> size_t {
+    const auto* tuple = s.defined() ? s.as<TupleStructInfoNode>() : nullptr;
+    return tuple != nullptr ? tuple->fields.size() : 1;
+  };
+  const size_t inputs = count(call.args[1].struct_info());
+  const size_t outputs = call.sinfo_args.empty() ? 1 : count(call.sinfo_args[0]);
+  const auto* tir_vars = call.args.size() > 2 ? call.args[2].as<ShapeExprNode>() : nullptr;
+  // A call whose arguments do not match the parameters is refused where it is compiled
+  // (vm_codegen: "@k takes 2 arguments, the call passes 3"); which are inputs is moot.
+  if (inputs + outputs + (tir_vars != nullptr ? tir_vars->values.size() : 0) != (*callee)->params.size()) {
+    return absl::OkStatus();
+  }
+  auto [it, inserted] = stored_params_.try_emplace(callee->get());
+  if (inserted) {
+    it->second.first = *callee;
+    StoredParams stores;
+    stores.VisitStmt((*callee)->body);
+    for (size_t i = 0; i < (*callee)->params.size(); ++i) {
+      const tir::PrimFuncParam& param = (*callee)->params[i];
+      if (param.is_buffer() && stores.stored.count(param.buffer.get())) it->second.second.push_back(i);
+    }
+  }
+  for (size_t i : it->second.second) {
+    if (i >= inputs) break;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "call_tir: @", gv->name, " writes its input '", (*callee)->params[i].buffer->name, "' (parameter ", i,
+        "); a PrimFunc called by call_tir writes only its outputs, the parameters after the ", inputs,
+        inputs == 1 ? " input" : " inputs"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<StructInfo> BlockBuilder::InferClosureCall(const StructInfo& callee, const CallNode& call) {

@@ -29,6 +29,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -98,6 +99,7 @@ class BlockBuilder {
   absl::StatusOr<Expr> NormalizeValue(const Expr& expr);
   absl::StatusOr<Expr> NormalizeLeaf(const Expr& expr);
   absl::StatusOr<Expr> NormalizeCall(const CallNode& call);
+  absl::Status CheckCallTirWritesOnlyOutputs(const CallNode& call);
   absl::StatusOr<StructInfo> InferGlobalCall(const std::string& name, const CallNode& call);
   absl::StatusOr<StructInfo> InferClosureCall(const StructInfo& callee, const CallNode& call);
   absl::StatusOr<Expr> NormalizeIf(const IfNode& node);
@@ -119,6 +121,9 @@ class BlockBuilder {
 
   const IRModule* module_;
   std::unique_ptr<tir::Analyzer> analyzer_;
+  // Per PrimFunc of the module: the parameter indices it stores into, increasing
+  // (CheckCallTirWritesOnlyOutputs); the handle keeps the node, and so the key, alive.
+  std::unordered_map<const tir::PrimFuncNode*, std::pair<tir::PrimFunc, std::vector<size_t>>> stored_params_;
   std::vector<Frame> frames_;
   // Rewrites of Vars whose binding was re-emitted with a new Var.
   std::unordered_map<const VarNode*, Var> var_remap_;

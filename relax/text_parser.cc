@@ -288,7 +288,20 @@ absl::StatusOr<Expr> Parser::ParseExpr() {
   Depth depth(this);
   if (depth.too_deep()) return TooDeep();
   KILN_ASSIGN_OR_RETURN(Expr e, ParsePrimary());
+  // Each call or tuple index applied to `e` nests it one level deeper (`x[0][0]...` is as
+  // deep as the brackets are many), so each opens a level too: otherwise a long postfix
+  // chain parses flat and the block builder recurses once per link.
+  struct Postfix {
+    int& depth;
+    int levels = 0;
+    ~Postfix() { depth -= levels; }
+  } postfix{depth_};
   while (true) {
+    if (IsPunct("(") || IsPunct("[")) {
+      ++postfix.levels;
+      ++depth_;
+      if (depth_ > kMaxTextNesting) return TooDeep();
+    }
     if (AcceptPunct("(")) {
       KILN_ASSIGN_OR_RETURN(e, ParseCallArgs(e));
     } else if (AcceptPunct("[")) {
@@ -683,6 +696,10 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
   if (kind == "Shape") {
     if (!AcceptPunct("(")) return ShapeSInfoOfNdim(kUnknownNdim);
     StructInfo result;
+    if (IsPunct("[")) {
+      // R.shape([n, 4]) is a value in brackets; its struct info's dims are in parentheses.
+      return Error(Peek(), "a shape's dims are written in parentheses: Shape((n, 4)), as in Tensor((n, 4), float32)");
+    }
     if (IsKeyword("ndim")) {
       Next();
       KILN_RETURN_IF_ERROR(ExpectPunct("="));
@@ -710,6 +727,8 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
       if (state < 1 && IsPunct("(")) {
         KILN_ASSIGN_OR_RETURN(shape, ParseDims());
         state = 1;
+      } else if (state < 1 && IsPunct("[")) {
+        return Error(Peek(), "a tensor's shape is written in parentheses: Tensor((n, 4), float32)");
       } else if (state < 1 && IsKeyword("ndim") && IsPunct("=", 1)) {
         Next();
         Next();

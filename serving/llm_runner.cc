@@ -21,10 +21,7 @@ constexpr int64_t kMaxDefaultCacheTokens = 32768;
 // it elsewhere would fail at the first kernel, so it is refused here, naming both.
 absl::StatusOr<vm::Device*> ChooseDevice(const vm::Executable& executable, const std::string& path,
                                          const std::string& requested) {
-  std::string compiled_for = "cpu";
-  for (const vm::DeviceCode& code : executable.contents().device_code) {
-    if (!code.kernels.empty()) compiled_for = code.kind;
-  }
+  const std::string compiled_for = executable.CompiledFor();
   KILN_ASSIGN_OR_RETURN(vm::Device* device, vm::GetDevice(requested.empty() ? compiled_for : requested));
   const std::string name = device->name();
   const std::string kind = name.substr(0, name.find(':'));

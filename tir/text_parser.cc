@@ -251,6 +251,12 @@ absl::StatusOr<PrimExpr> TirParser::Binary(const Token& op, ExprKind kind, PrimE
     return Error(op, absl::StrCat("'", KindName(kind), "' needs integer operands, found ",
                                   a.dtype().ToString()));
   }
+  // An integer division by the literal 0 is undefined: a kernel compiled it to whatever LLVM
+  // folded it to (0), silently; only divisors read from data are checked at run time.
+  if ((kind == ExprKind::kDiv || kind == ExprKind::kFloorDiv || kind == ExprKind::kFloorMod) &&
+      a.dtype().is_integer() && b.as_int() == int64_t{0}) {
+    return Error(op, absl::StrCat("integer division by the constant 0 in '", KindName(kind), "'"));
+  }
   return MakeBinary(kind, std::move(a), std::move(b));
 }
 
@@ -359,6 +365,12 @@ absl::StatusOr<std::vector<PrimExpr>> TirParser::ParseDims(bool shape) {
   while (true) {
     const Token at = Peek();
     KILN_ASSIGN_OR_RETURN(PrimExpr e, ParsePrimExpr());
+    // Tensor((true, 4), ...) was accepted as a dimension 1 and Tensor((1.5, 4), ...) failed
+    // only in kiln compile ("symbolic expression 1.5 has no VM lowering").
+    if (!e.dtype().is_integer() || !e.dtype().is_scalar()) {
+      return Error(at, absl::StrCat("a ", shape ? "dimension" : "stride", " is an integer expression, found ",
+                                    e.dtype().ToString(), " '", ToString(e), "'"));
+    }
     if (shape && e.as_int() && *e.as_int() < 0) {
       return Error(at, absl::StrCat("negative dimension ", *e.as_int(), " in a shape"));
     }

@@ -101,6 +101,7 @@ int CompileCommand(int argc, char** argv) {
 #endif
   std::string libs;  // empty: the target's library
   std::string max_tokens_text, tuning_db;
+  bool mcpu_given = false, tuning_db_given = false;
   frontends::onnx::ImportOptions onnx_options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -112,8 +113,11 @@ int CompileCommand(int argc, char** argv) {
     } else if (value("-o", &output) || value("--output", &output)) {
       // `-o "$OUT"` with OUT unset would otherwise write MODEL.kx, maybe over another build.
       if (output.empty()) return Usage("-o needs a file name, got ''");
-    } else if (value("--target", &target) || value("--mcpu", &mcpu) || value("--libs", &libs) ||
-               value("--max-tokens", &max_tokens_text) || value("--tuning-db", &tuning_db)) {
+    } else if (value("--mcpu", &mcpu)) {
+      mcpu_given = true;
+    } else if (value("--tuning-db", &tuning_db)) {
+      tuning_db_given = true;
+    } else if (value("--target", &target) || value("--libs", &libs) || value("--max-tokens", &max_tokens_text)) {
     } else if (value("--bind", &v)) {
       if (absl::Status bound = AddBinding(v, onnx_options); !bound.ok()) return Fail(std::string(bound.message()));
     } else if (value("--dump-after", &v)) {
@@ -142,6 +146,13 @@ int CompileCommand(int argc, char** argv) {
   if (path.empty()) return Usage("no input file");
   absl::StatusOr<tir::Target> parsed_target = tir::Target::Parse(target);
   if (!parsed_target.ok()) return Usage(std::string(parsed_target.status().message()));
+  if (mcpu_given && mcpu.empty()) return Usage("--mcpu needs a CPU name, got ''");
+  if (const std::string in_target = TargetAttribute(target, "mcpu");
+      mcpu_given && !in_target.empty() && in_target != mcpu) {
+    return Usage("--mcpu " + mcpu + " and --target's -mcpu=" + in_target + " disagree; give the CPU once");
+  }
+  // `--tuning-db "$DB"` with DB unset would otherwise compile untuned without a word.
+  if (tuning_db_given && tuning_db.empty()) return Usage("--tuning-db needs a file name, got ''");
   // A cuda or vulkan target's kernels run on the GPU; their host parts (argument checks,
   // launches) are compiled for a baseline x86-64 CPU (or --mcpu), so the executable runs on
   // any GPU machine. Each target has its library: OpenBLAS for cpu, cuBLAS for cuda.

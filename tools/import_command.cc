@@ -1,5 +1,6 @@
 // kiln import: an ONNX model -> the Relax module in the IR text format (docs/onnx.md).
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -74,6 +75,11 @@ int ImportCommand(int argc, char** argv) {
   if (path.empty()) {
     std::fputs(kUsage, stderr);
     return 2;
+  }
+  // `-o model.onnx` for `model.onnx` replaced the model by its text, as kiln compile once
+  // replaced a source by the executable.
+  if (std::error_code same_error; !output.empty() && std::filesystem::equivalent(path, output, same_error)) {
+    return UsageError("import", "-o '" + output + "' is the input model; the module text would overwrite it (give FILE.kir)");
   }
   absl::StatusOr<frontends::onnx::ImportResult> imported = frontends::onnx::ImportOnnxFile(path, options);
   if (!imported.ok()) {

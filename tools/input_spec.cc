@@ -19,7 +19,7 @@ absl::StatusOr<std::vector<int64_t>> ParseShape(const std::string& text) {
   for (absl::string_view piece : absl::StrSplit(text, 'x')) {
     int64_t d;
     if (!absl::SimpleAtoi(piece, &d) || d < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("bad shape '", text, "' (expected e.g. 7x784)"));
+      return absl::InvalidArgumentError(absl::StrCat("bad shape '", text, "' (expected e.g. 7x784, or scalar)"));
     }
     shape.push_back(d);
   }
@@ -65,6 +65,12 @@ absl::StatusOr<vm::Value> ParseInputSpec(const std::string& spec) {
     if (!absl::SimpleAtod(parts[1], &v)) return absl::InvalidArgumentError(absl::StrCat("bad float input '", spec, "'"));
     return vm::Value(v);
   }
+  if (mode == "shape" && parts.size() == 2) {
+    // A Shape parameter (func @f(s: Shape((n, m))), R.reshape's target): its values.
+    absl::StatusOr<std::vector<int64_t>> shape = ParseShape(parts[1]);
+    if (!shape.ok()) return shape.status();
+    return vm::Value::FromShape(*std::move(shape));
+  }
   if (mode == "bool" && parts.size() == 2) {
     if (parts[1] == "true" || parts[1] == "1") return vm::Value(true);
     if (parts[1] == "false" || parts[1] == "0") return vm::Value(false);
@@ -73,7 +79,7 @@ absl::StatusOr<vm::Value> ParseInputSpec(const std::string& spec) {
   if ((mode != "random" && mode != "zeros" && mode != "ones") || parts.size() < 3 || parts.size() > 4) {
     return absl::InvalidArgumentError(absl::StrCat(
         "bad input '", spec, "': expected FILE.npy, random:SHAPE:DTYPE[:SEED], zeros:SHAPE:DTYPE, ones:SHAPE:DTYPE, "
-        "int:VALUE, float:VALUE or bool:true|false"));
+        "int:VALUE, float:VALUE, bool:true|false or shape:SHAPE"));
   }
   absl::StatusOr<std::vector<int64_t>> shape = ParseShape(parts[1]);
   if (!shape.ok()) return shape.status();

@@ -13,4 +13,10 @@ namespace kiln::tools {
 // spellings, so `kiln run --fn=main` works as `kiln compile --target=cpu` does.
 bool OptionValue(int argc, char** argv, int* i, std::string_view flag, std::string* value);
 
+// The value a --target text (already accepted by tir::Target::Parse) gives attribute `name`
+// ("mcpu" for "cpu -mcpu=znver3"), or empty when it gives none: a command option that sets
+// the same thing (--mcpu, tune's --threads) must then agree with it rather than silently
+// replace it.
+std::string TargetAttribute(std::string_view target_text, std::string_view name);
+
 }  // namespace kiln::tools

@@ -40,10 +40,11 @@ constexpr const char* kUsage =
     "                       FILE.npy                a NumPy array\n"
     "                       FILE.pb                 an ONNX TensorProto\n"
     "                       random:7x784:f32[:SEED] uniform random data (floats in [-1, 1))\n"
-    "                       zeros:SHAPE:DTYPE, ones:SHAPE:DTYPE\n"
+    "                       zeros:SHAPE:DTYPE, ones:SHAPE:DTYPE  (SHAPE 'scalar': a 0-d tensor)\n"
     "                       int:VALUE               an int64 scalar (Prim(int64), a symbolic size)\n"
     "                       float:VALUE             a float64 scalar (Prim(float64))\n"
     "                       bool:true, bool:false   a bool scalar (Prim(bool))\n"
+    "                       shape:2x3               a Shape value (a Shape((n, m)) parameter)\n"
     "                     DTYPE: bool, i8..i64, u8..u64, f16, f32, f64, bf16 (or int8, float32, ...)\n"
     "  --output-dir DIR   also write the outputs as DIR/output_<i>.npy (DIR is created)\n"
     "  --device NAME      run on NAME (cpu, cuda, cuda:1, vulkan, vulkan:1; default cpu): the\n"
@@ -152,6 +153,16 @@ int RunCommand(int argc, char** argv) {
   absl::StatusOr<vm::Device*> device = vm::GetDevice(device_name);
   if (!device.ok()) {
     std::fprintf(stderr, "kiln run: %s\n", std::string(device.status().message()).c_str());
+    return 1;
+  }
+  // The kernels run where they were compiled for: said here, as kiln generate does, not as
+  // the first kernel's "argument 0 (x): expected a tensor in CPU memory, got DLPack device
+  // type 7". (An executable without kernels runs anywhere.)
+  const std::string compiled_for = (*exe)->CompiledFor();
+  const std::string device_kind = (*device)->name().substr(0, (*device)->name().find(':'));
+  if (compiled_for != device_kind && !(*exe)->contents().kernels.empty()) {
+    std::fprintf(stderr, "kiln run: %s was compiled for %s, not for %s: run it with --device %s, or compile it with --target %s\n",
+                 path.c_str(), compiled_for.c_str(), device_kind.c_str(), compiled_for.c_str(), device_kind.c_str());
     return 1;
   }
   if (const int32_t index = (*exe)->FindFunction(fn); index >= 0) {

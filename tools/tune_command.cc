@@ -35,7 +35,8 @@ constexpr const char* kUsage =
     "  --target TARGET     the target, as for 'kiln compile' (default: cpu)\n"
     "  --mcpu NAME         the CPU to generate code for (default: host)\n"
     "  --threads T         the thread count the kernels are scheduled and measured for\n"
-    "                      (sets the target's num-threads; compile with the same target; default 1)\n"
+    "                      (sets the target's num-threads; compile with the same target; default 1,\n"
+    "                      or the target's -num-threads, which --threads must then equal)\n"
     "  --trials N          measurements at most (default 200): three quarters for the search,\n"
     "                      the rest for the dispatch thresholds between sizes whose best\n"
     "                      knobs differ (fewer when none differ or no schedule is left)\n"
@@ -62,7 +63,7 @@ int TuneCommand(int argc, char** argv) {
   std::string path, target_text = "cpu", mcpu, libs = "openblas", db, fault;
   // trials_text empty: not given (a time budget alone then runs until it is spent).
   std::string trials_text, budget_text = "0", threads_text = "1", timeout_text = "30", seed_text = "1", sizes_text;
-  bool sizes_given = false;
+  bool sizes_given = false, mcpu_given = false, threads_given = false;
   relax::PipelineOptions pipeline;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -76,7 +77,11 @@ int TuneCommand(int argc, char** argv) {
       return 0;
     } else if (value("--sizes", &sizes_text)) {
       sizes_given = true;
-    } else if (value("--target", &target_text) || value("--mcpu", &mcpu) || value("--threads", &threads_text) ||
+    } else if (value("--mcpu", &mcpu)) {
+      mcpu_given = true;
+    } else if (value("--threads", &threads_text)) {
+      threads_given = true;
+    } else if (value("--target", &target_text) ||
                value("--trials", &trials_text) || value("--time-budget", &budget_text) ||
                value("--timeout", &timeout_text) || value("--libs", &libs) || value("--seed", &seed_text) ||
                value("--inject-fault", &fault)) {  // --inject-fault crash|hang: tests only, the first trial
@@ -94,6 +99,23 @@ int TuneCommand(int argc, char** argv) {
     }
   }
   if (path.empty()) return Usage("no model");
+  // The target's -num-threads and -mcpu are the thread count and CPU, as for kiln compile;
+  // --threads and --mcpu say the same, so both given must agree (a target's -num-threads=4
+  // was silently replaced by --threads' default 1, and its records then matched no compile
+  // for 4 threads).
+  const std::string target_threads = TargetAttribute(target_text, "num-threads");
+  if (!target_threads.empty()) {
+    if (threads_given && threads_text != target_threads) {
+      return Usage("--threads " + threads_text + " and --target's -num-threads=" + target_threads +
+                   " disagree; give the thread count once");
+    }
+    threads_text = target_threads;
+  }
+  if (mcpu_given && mcpu.empty()) return Usage("--mcpu needs a CPU name, got ''");
+  if (const std::string in_target = TargetAttribute(target_text, "mcpu");
+      mcpu_given && !in_target.empty() && in_target != mcpu) {
+    return Usage("--mcpu " + mcpu + " and --target's -mcpu=" + in_target + " disagree; give the CPU once");
+  }
   tune::TuneOptions options;
   int threads = 0;
   uint32_t seed = 0;

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -104,6 +105,16 @@ std::string Micros(double seconds) { return seconds > 0 ? absl::StrCat(std::llro
 }  // namespace
 
 absl::StatusOr<TuneSummary> Tune(const std::vector<Workload>& workloads, const TuneOptions& options) {
+  // Records are appended to the database: a file there must already be one (kiln tune m.kir
+  // --db m.kx, or --db m.kir, appended JSON lines to the executable or the model).
+  if (std::error_code error; !options.db_path.empty() && std::filesystem::exists(options.db_path, error) &&
+                             !std::filesystem::is_directory(options.db_path, error)) {
+    if (absl::StatusOr<std::vector<TuningRecord>> existing = ReadTuningDb(options.db_path); !existing.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(existing.status().message(),
+                                                     "; the records database is appended to, and this file is not one "
+                                                     "(nothing was written to it)"));
+    }
+  }
   std::vector<Task> tasks;
   for (const Workload& w : workloads) {
     for (size_t i = 0; i < w.sizes.size(); ++i) {

@@ -136,4 +136,12 @@ int32_t Executable::FindFunction(const std::string& name) const {
   return -1;
 }
 
+std::string Executable::CompiledFor() const {
+  std::string kind = "cpu";
+  for (const DeviceCode& code : contents_.device_code) {
+    if (!code.kernels.empty()) kind = code.kind;
+  }
+  return kind;
+}
+
 }  // namespace kiln::vm

@@ -180,6 +180,10 @@ class Executable {
   const std::vector<Function>& functions() const { return contents_.functions; }
   // -1 if there is no function of that name.
   int32_t FindFunction(const std::string& name) const;
+  // The device kind its kernels run on: the GPU kind ("cuda", "vulkan") whose device code
+  // it carries, else "cpu". Running it on another kind fails at its first kernel, so tools
+  // refuse that up front naming both (kiln run, kiln generate / serve).
+  std::string CompiledFor() const;
 
   // Resolved callees, indexed like the builtin and kernel tables.
   const std::vector<ResolvedBuiltin>& builtin_fns() const { return builtin_fns_; }

@@ -358,7 +358,9 @@ absl::Status VirtualMachine::CheckParams(const Function& fn, Value* regs) {
     auto what = [&] { return absl::StrCat("function '", fn.name, "' parameter '", sig.name, "'"); };
     auto prefixed = [&](const absl::Status& s) { return absl::Status(s.code(), absl::StrCat(what(), s.message())); };
     if (sig.kind != Value::Kind::kNone && v.kind() != sig.kind) {
-      return absl::InvalidArgumentError(absl::StrCat(what(), ": expected a ", Value::KindName(sig.kind), ", got ", v.Describe()));
+      const bool vowel = sig.kind == Value::Kind::kInt || sig.kind == Value::Kind::kObject;
+      return absl::InvalidArgumentError(
+          absl::StrCat(what(), ": expected ", vowel ? "an " : "a ", Value::KindName(sig.kind), ", got ", v.Describe()));
     }
     if (v.kind() == Value::Kind::kTensor) {
       const Tensor& t = v.as_tensor();

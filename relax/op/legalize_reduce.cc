@@ -297,7 +297,10 @@ absl::StatusOr<tir::PrimFunc> LegalizeVariance(const CallNode& call) {
                                 PrimExpr dev = tir::Sub(x(s, r), tir::Div(sum.Load(s), count));
                                 return tir::Mul(dev, dev);
                               });
-  const PrimExpr divisor = tir::Cast(a, tir::Sub(ax.count, PrimExpr(correction.value_or(0))));
+  // np.var's divisor max(count - ddof, 0): a correction at or above the count divides by
+  // zero (inf, or NaN for a zero sum), never by a negative number.
+  const PrimExpr divisor =
+      tir::Cast(a, tir::Max(tir::Sub(ax.count, PrimExpr(correction.value_or(0))), PrimExpr(int64_t{0})));
   Stmt divide = ComputeBlock("variance", out, [&](const std::vector<PrimExpr>& s) {
     return CastTo(t, tir::Div(sq.Load(s), divisor));
   });

@@ -1,6 +1,7 @@
 #include "relax/op/op_common.h"
 
 #include <algorithm>
+#include <optional>
 #include <variant>
 
 #include "support/check.h"
@@ -198,11 +199,14 @@ absl::StatusOr<std::vector<int>> NormalizeAxes(const CallNode& call,
                                                const std::vector<int64_t>& axes, int ndim,
                                                const char* what) {
   std::vector<int> out;
-  std::vector<bool> seen(static_cast<size_t>(ndim), false);
+  // The value that first named each axis, to say which two entries collide (1 and -1).
+  std::vector<std::optional<int64_t>> seen(static_cast<size_t>(ndim));
   for (int64_t axis : axes) {
     KILN_ASSIGN_OR_RETURN(int a, NormalizeAxis(call, axis, ndim, what));
-    if (seen[static_cast<size_t>(a)]) return OpError(call, what, " repeat axis ", a);
-    seen[static_cast<size_t>(a)] = true;
+    if (const std::optional<int64_t>& first = seen[static_cast<size_t>(a)]) {
+      return OpError(call, what, " names axis ", a, " twice (", *first, " and ", axis, ")");
+    }
+    seen[static_cast<size_t>(a)] = axis;
     out.push_back(a);
   }
   return out;

@@ -7,8 +7,8 @@
 //   -inf and 0 * inf are NaN). prod of nothing is 1 (np.prod).
 // variance (data), attributes axis, keepdims (as sum) and correction (int >= 0, default 0):
 //   sum((x - mean)^2) / (count - correction), np.var's ddof: 0 is the population variance,
-//   1 the sample variance. Floating point. count <= correction divides by zero or a
-//   negative number (inf or NaN, as NumPy).
+//   1 the sample variance. Floating point. count <= correction divides by zero, as NumPy's
+//   max(count - ddof, 0): inf, or NaN where the squared deviations sum to 0.
 // argmax, argmin (data), attributes axis (int; absent = over all elements, flattened) and
 //   keepdims. The result dtype is int64. The first maximum (minimum) wins ties; the first
 //   NaN wins over every number (np.argmax).

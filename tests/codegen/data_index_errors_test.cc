@@ -81,6 +81,12 @@ TEST(DataIndexErrorsTest, ScatterNdIndexOutOfRange) {
   absl::StatusOr<vm::Value> r = machine.Invoke("main", {x, I64({2, 1}, {0, 4}), F32({2, 1}, {1, 2})});
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("index 4 is out of range"));
+  // A negative index out of range is named as given: -5 (it was reported wrapped, as -1,
+  // an index that is valid).
+  r = machine.Invoke("main", {x, I64({2, 1}, {0, -5}), F32({2, 1}, {1, 2})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("index -5 is out of range for dim 0 of 'out' (extent 4; a negative index counts from the end)"));
 }
 
 TEST(DataIndexErrorsTest, DynamicStridedSliceZeroStrideAndShapes) {

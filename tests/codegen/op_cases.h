@@ -473,6 +473,10 @@ inline std::vector<Case> AllCases() {
   add({"variance_axis1", {P("x", {"n", "m"})}, "R.variance(x, axis=[1])", nm, 1e-4, 1e-5});
   add({"variance_sample_keepdims", {P("x", {"n", "3", "m"})},
        "R.variance(x, axis=[0, 2], keepdims=true, correction=1)", nm, 1e-4, 1e-5});
+  // A correction at or above the count (m = 1, 3) divides by zero as np.var's max(count -
+  // ddof, 0) does: inf, or NaN for a row of one value; never by count - correction < 0.
+  add({"variance_correction_above_count", {P("x", {"n", "m"})}, "R.variance(x, axis=[1], correction=5)", nm,
+       1e-4, 1e-5});
   add({"log_softmax", {P("x", {"n", "m"}, "float32", {-5, 5})}, "R.log_softmax(x)", nm, 1e-5, 1e-5});
   add({"log_softmax_axis0", {P("x", {"n", "m"}, "float32", {-50, 50})}, "R.log_softmax(x, axis=0)", nm, 1e-5,
        1e-5});

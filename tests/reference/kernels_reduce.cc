@@ -190,7 +190,7 @@ absl::StatusOr<RefValue> Variance(const KernelCall& call) {
     double sq = 0;
     for (int64_t i : m) sq += (x->GetDouble(i) - mean) * (x->GetDouble(i) - mean);
     out.SetDouble(static_cast<int64_t>(o),
-                  sq / static_cast<double>(static_cast<int64_t>(m.size()) - correction.value_or(0)));
+                  sq / static_cast<double>(std::max<int64_t>(static_cast<int64_t>(m.size()) - correction.value_or(0), 0)));
   }
   return RefValue(std::move(out));
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "relax/struct_info_functions.h"
+#include "relax/text_parser.h"
 #include "relax/well_formed.h"
 
 namespace kiln::relax {
@@ -401,6 +402,42 @@ TEST(NormalizeModuleTest, PrimFuncsPassThroughAndParamsNeedAnnotations) {
   IRModule bad;
   ASSERT_TRUE(bad.Add("g", Function({x}, SeqExpr({}, x), StructInfo(), true)).ok());
   EXPECT_EQ(Error(NormalizeModule(bad).status()), "function 'g': parameter 'x' has no struct info annotation");
+}
+
+// A PrimFunc called by call_tir that stores into an input is refused where the call is
+// normalized (kiln check and kiln compile alike): it wrote the caller's tensor, and into a
+// constant's read-only mapping kiln run died of SIGSEGV. Writing only the outputs is fine.
+TEST(NormalizeModuleTest, CallTirCalleeWritingAnInputIsRefused) {
+  const std::string kernel = R"(
+  prim_func @k(A: Buffer((4,), float32), B: Buffer((4,), float32), C: Buffer((4,), float32)) {
+    for i in serial(0, 4) {
+      WRITE = A[i] + B[i]
+    }
+  }
+})";
+  const std::string main = R"(module {
+  func @main(x: Tensor((4,), float32)) {
+    c = R.const(float32, [4], [1.0, 2.0, 3.0, 4.0])
+    y = R.call_tir(@k, (c, x), out_sinfo=Tensor((4,), float32))
+    return y
+  }
+)";
+  for (const std::string written : {"A[i]", "B[i]", "C[i]"}) {
+    std::string text = main + kernel;
+    text.replace(text.find("WRITE"), 5, written);
+    absl::StatusOr<ParsedModule> parsed = ParseModule(text, "w.kir");
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<IRModule> out = NormalizeModule(parsed->module, &parsed->locations);
+    if (written == "C[i]") {
+      EXPECT_TRUE(out.ok()) << out.status();
+      continue;
+    }
+    const std::string name = written.substr(0, 1);
+    EXPECT_EQ(Error(out.status()),
+              "w.kir:4:5: error: function 'main', binding 'y': call_tir: @k writes its input '" + name + "' (parameter " +
+                  (name == "A" ? "0" : "1") +
+                  "); a PrimFunc called by call_tir writes only its outputs, the parameters after the 2 inputs");
+  }
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ TEST(PermuteDimsTest, Axes) {
   EXPECT_EQ(Infer("permute_dims", {T({n, 4, 8})}, {{"axes", Ints{-1, 0, 1}}}),
             "Tensor((8, n, 4), float32)");
   EXPECT_EQ(Infer("permute_dims", {T({n, 4, 8})}, {{"axes", Ints{0, 0, 1}}}),
-            "error: permute_dims: axes repeat axis 0");
+            "error: permute_dims: axes names axis 0 twice (0 and 0)");
   EXPECT_EQ(Infer("permute_dims", {T({n, 4, 8})}, {{"axes", Ints{0, 1}}}),
             "error: permute_dims: axes has 2 entries for a tensor of ndim 3");
   EXPECT_EQ(Infer("permute_dims", {T({n, 4})}, {{"axes", Ints{0, 2}}}),

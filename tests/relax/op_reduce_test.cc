@@ -17,7 +17,7 @@ TEST(ReduceTest, SumMeanMaxOverAxes) {
   EXPECT_EQ(Infer("min", {T({n, 4}, i32)}, {{"axis", int64_t{0}}}), "Tensor((4,), int32)");
   EXPECT_EQ(Infer("sum", {T({n, 4})}, {{"axis", Ints{2}}}),
             "error: sum: axis 2 is out of range for a tensor of ndim 2");
-  EXPECT_EQ(Infer("sum", {T({n, 4})}, {{"axis", Ints{1, -1}}}), "error: sum: axis repeat axis 1");
+  EXPECT_EQ(Infer("sum", {T({n, 4})}, {{"axis", Ints{1, -1}}}), "error: sum: axis names axis 1 twice (1 and -1)");
   EXPECT_EQ(Infer("sum", {T({n, 4})}, {{"keepdims", int64_t{1}}}),
             "error: sum: attribute 'keepdims' must be a bool, got int");
   EXPECT_EQ(Infer("mean", {T({n, 4}, i32)}),

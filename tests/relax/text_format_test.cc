@@ -424,6 +424,13 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
        "e.kir:1:49: error: value 2 is out of range for bool (true, false, 1 or 0)"},
       {"module { func @f(x: Tensor((n, 4), \"float32\")) { return x } }",
        "e.kir:1:36: error: a data type is written without quotes: float32"},
+      // docs/ir.md wrote a match_cast to Shape([s_dim0, s_dim1]), as R.shape([...]) is spelt.
+      {"module { func @f(s: Shape) { t: Shape((a, b)) = match_cast(s, Shape([a, b]))\n return t } }",
+       "e.kir:1:69: error: a shape's dims are written in parentheses: Shape((n, 4)), as in Tensor((n, 4), float32)"},
+      {"module { func @f(x: Tensor((1.5, 4), float32)) { return x } }",
+       "e.kir:1:29: error: a dimension is an integer expression, found float32 '1.5'"},
+      {"module { func @f(x: Tensor([n, 4], float32)) { return x } }",
+       "e.kir:1:28: error: a tensor's shape is written in parentheses: Tensor((n, 4), float32)"},
       {"module { func @f(x: Tensor((n, 4), dtype=float32)) { return x } }",
        "e.kir:1:36: error: a tensor's data type is written alone, without 'dtype=': Tensor((n, 4), float32)"},
       {"module { func @f(x: Object) { return x; } }",
@@ -555,6 +562,22 @@ TEST(TextFormatTest, DeepNestingIsAnErrorNotACrash) {
       ASSERT_FALSE(parsed.ok());
       EXPECT_NE(parsed.status().message().find("error:"), std::string::npos) << parsed.status();
     }
+  }
+  // A postfix chain nests as deeply as it is long: `x[0][0]...` and `x(x)(x)...` were
+  // parsed flat and crashed the block builder's recursion (kiln check, 10,000 links).
+  for (const char* link : {"[0]", "(x)"}) {
+    std::string chain = "module { func @f(x: Tuple(Object)) { y = x";
+    for (int i = 0; i < 10000; ++i) chain += link;
+    chain += "\n return y } }";
+    auto parsed = ParseModule(chain, "deep.kir");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_NE(parsed.status().message().find("nesting deeper than 256 levels"), std::string::npos) << parsed.status();
+  }
+  {
+    std::string chain = "module { func @f(x: Tuple(Object)) { y = x";
+    for (int i = 0; i < 100; ++i) chain += "[0]";
+    chain += "\n return y } }";
+    EXPECT_TRUE(ParseModule(chain, "chain.kir").ok());
   }
   std::string prim = "module { prim_func @k(A: Buffer((4,), float32)) { ";
   for (int i = 0; i < 10000; ++i) prim += "if true { ";

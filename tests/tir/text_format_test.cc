@@ -122,6 +122,16 @@ TEST(TirTextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
        "k.tir:2:10: error: '~' needs an integer operand, found float32"},
       {"prim_func @k(A: Buffer((4,), float32)) {\n  A[0] = reinterpret(float32, int64(1))\n}",
        "k.tir:2:10: error: reinterpret from int64 to float32 changes the width (64 vs 32 bits)"},
+      // A dimension that is no integer: true was read as 1, 1.5 failed only in kiln compile.
+      {"prim_func @k(A: Buffer((true, 4), float32)) { }",
+       "k.tir:1:25: error: a dimension is an integer expression, found bool 'true'"},
+      {"prim_func @k(A: Buffer((4,), float32, strides=(1.5,))) { }",
+       "k.tir:1:48: error: a stride is an integer expression, found float32 '1.5'"},
+      // An integer division by the literal 0 compiled to whatever LLVM folded it to (0).
+      {"prim_func @k(A: Buffer((4,), int32)) {\n  A[0] = floordiv(A[1], int32(0))\n}",
+       "k.tir:2:10: error: integer division by the constant 0 in 'floordiv'"},
+      {"prim_func @k(A: Buffer((4,), int32)) {\n  A[0] = A[1] / int32(0)\n}",
+       "k.tir:2:15: error: integer division by the constant 0 in '/'"},
       {"prim_func @k(A: Buffer((4,), int32)) {\n  A[0] = A[0] <<< A[1]\n}",
        "k.tir:2:17: error: expected an expression, found '<'"},
       {"prim_func @k(A: Buffer((4,), float32)) where m <= 4 { }",

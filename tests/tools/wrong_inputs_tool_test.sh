@@ -111,7 +111,31 @@ expect_error "--timeout needs a positive number of seconds" tune "$dir/mlp.kir" 
 # appended to MODEL.tuning.jsonl.
 expect_error "-o needs a file name, got ''" compile "$dir/mlp.kir" -o ""
 expect_error "-o needs a file name, got ''" import "$dir/missing.onnx" --output=
+# import -o MODEL.onnx replaced the model by its module text.
+printf 'not parsed: refused first' > "$dir/model_kept.onnx"
+expect_error "-o '$dir/./model_kept.onnx' is the input model; the module text would overwrite it (give FILE.kir)" import "$dir/model_kept.onnx" -o "$dir/./model_kept.onnx"
+[ "$(cat "$dir/model_kept.onnx")" = "not parsed: refused first" ] || fail "import -o MODEL changed the model"
 expect_error "--db needs a file name, got ''" tune "$dir/mlp.kir" --db ""
+# The records database is appended to: a file that is not one (the executable, the model
+# itself) is refused and left as it was (tune appended JSON lines to both).
+cp "$dir/mlp.kx" "$dir/db_victim.kx"
+expect_error "db_victim.kx:1: bad tuning record: not a JSON object; the records database is appended to, and this file is not one (nothing was written to it)" tune "$dir/mlp.kir" --trials 1 --db "$dir/db_victim.kx"
+cmp -s "$dir/mlp.kx" "$dir/db_victim.kx" || fail "tune --db FILE.kx changed the executable"
+cp "$dir/mlp.kir" "$dir/db_self.kir"
+expect_error "db_self.kir:1: bad tuning record" tune "$dir/db_self.kir" --trials 1 --db "$dir/db_self.kir"
+cmp -s "$dir/mlp.kir" "$dir/db_self.kir" || fail "tune --db MODEL changed the model"
+expect_error "--tuning-db needs a file name, got ''" compile "$dir/mlp.kir" -o "$dir/t.kx" --tuning-db ""
+expect_error "--mcpu needs a CPU name, got ''" compile "$dir/mlp.kir" -o "$dir/t.kx" --mcpu ""
+expect_error "--mcpu needs a CPU name, got ''" tune "$dir/mlp.kir" --mcpu=
+# An option and the --target text both naming the CPU or the thread count must agree: tune
+# replaced a target's -num-threads=4 by --threads' default 1 without a word (its records
+# then matched no compile for 4 threads), and --mcpu replaced the target's -mcpu.
+expect_error "--mcpu znver3 and --target's -mcpu=haswell disagree; give the CPU once" compile "$dir/mlp.kir" -o "$dir/t.kx" --target "cpu -mcpu=haswell" --mcpu znver3
+expect_error "--mcpu znver3 and --target's -mcpu=haswell disagree; give the CPU once" tune "$dir/mlp.kir" --target "cpu -mcpu=haswell" --mcpu znver3
+expect_error "--threads 2 and --target's -num-threads=4 disagree; give the thread count once" tune "$dir/mlp.kir" --target "cpu -num-threads=4" --threads 2
+"$kiln" tune "$dir/mlp.kir" --target "cpu -num-threads=3" --trials 1 --db "$dir/threads.jsonl" >/dev/null 2>&1 ||
+  fail "tune --target 'cpu -num-threads=3'"
+grep -q -- "-num-threads=3\"" "$dir/threads.jsonl" || fail "tune did not keep the target's -num-threads=3: $(head -c 400 "$dir/threads.jsonl")"
 # --help after a file, as every subcommand takes it (disasm called it an unknown option).
 for command in check compile tune run disasm generate import onnx-test serve; do
   "$kiln" "$command" "$dir/mlp.kx" --help >"$dir/out" 2>&1 || fail "kiln $command FILE --help: exit $?: $(cat "$dir/out")"

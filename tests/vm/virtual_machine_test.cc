@@ -155,7 +155,7 @@ TEST(VirtualMachine, WrongArgumentCountAndUnknownFunction) {
   EXPECT_THAT(std::string(vm.Invoke("Main", {}).status().message()),
               AllOf(HasSubstr("no function 'Main' in the executable (it has: main, sum_to, "), HasSubstr("(did you mean 'main'?)")));
   EXPECT_THAT(std::string(vm.Invoke("sum_to", {Value(Filled({1}, 0))}).status().message()),
-              HasSubstr("parameter 'k': expected a int"));
+              HasSubstr("parameter 'k': expected an int"));
 }
 
 TEST(VirtualMachine, TwoThreadsShareOneExecutable) {

@@ -9,7 +9,10 @@
 // variable bound to such a value (data_check_inserter.h) - the statement
 // holding the access is preceded by
 //     assert 0 <= i && i < extent, "index {} is out of range for dim 0 of 'data' (extent {})"
-// Indices made of loop variables, shape variables and constants are in range by
+// An index the indexing operators wrap, select(r < 0, r + extent, r) (a negative index
+// counts from the end), is checked as -extent <= r < extent and reported by r, the value
+// given: "index -5 is out of range for dim 0 of 'data' (extent 4; a negative index counts
+// from the end)". Indices made of loop variables, shape variables and constants are in range by
 // construction and are not checked (hot loops stay free of checks). An access inside a
 // select's branch is checked only when that branch is taken (the condition becomes
 // `!(guard) || ok`), and its index becomes select(ok, i, 0), because the emitter evaluates
