@@ -284,31 +284,44 @@ class FunctionCodegen {
     return static_cast<int32_t>(op.value);
   }
 
-  absl::Status MatchCast(int32_t reg, const relax::StructInfo& sinfo, const std::string& name) {
+  // A tensor's or shape's dims (its values, possibly unknown, and its ndim); nullopt for
+  // other struct info.
+  struct ShapeDims {
+    const std::optional<std::vector<tir::PrimExpr>>* values;
+    int ndim;
+  };
+  static std::optional<ShapeDims> ShapeDimsOf(const relax::StructInfo& sinfo) {
+    if (const auto* t = sinfo.as<relax::TensorStructInfoNode>()) return ShapeDims{&t->shape, t->ndim};
+    if (const auto* s = sinfo.as<relax::ShapeStructInfoNode>()) return ShapeDims{&s->values, s->ndim};
+    return std::nullopt;
+  }
+
+  // Matches the tensor or shape in `reg` against `shape` (of known ndim): unbound symbolic
+  // dims are bound, bound ones and constants checked, compound dims computed and compared.
+  absl::Status MatchShapeDims(int32_t reg, const ShapeDims& shape, const std::string& context,
+                              const std::string& binding) {
     std::vector<vm::Dim> dims;
-    const std::optional<std::vector<tir::PrimExpr>>* values = nullptr;
-    int ndim = relax::kUnknownNdim;
-    if (const auto* t = sinfo.as<relax::TensorStructInfoNode>()) {
-      values = &t->shape;
-      ndim = t->ndim;
-    } else if (const auto* s = sinfo.as<relax::ShapeStructInfoNode>()) {
-      values = &s->values;
-      ndim = s->ndim;
-    } else if (const auto* prim = sinfo.as<relax::PrimStructInfoNode>()) {
+    if (*shape.values) {
+      for (const tir::PrimExpr& d : **shape.values) dims.push_back(DimOf(d, &bound_));
+    } else {
+      dims.assign(shape.ndim, vm::Dim::Any());
+    }
+    f_.MatchShape(reg, dims, context);
+    if (*shape.values) KILN_RETURN_IF_ERROR(CheckCompoundDims(reg, **shape.values, context, binding));
+    return absl::OkStatus();
+  }
+
+  absl::Status MatchCast(int32_t reg, const relax::StructInfo& sinfo, const std::string& name) {
+    const std::optional<ShapeDims> shape = ShapeDimsOf(sinfo);
+    if (const auto* prim = sinfo.as<relax::PrimStructInfoNode>()) {
       return MatchPrim(reg, *prim, absl::StrCat("match_cast '", name, "'"));
     } else if (sinfo.as<relax::ObjectStructInfoNode>() != nullptr) {
       return absl::OkStatus();
-    } else {
+    } else if (!shape) {
       return Error(name, "match_cast to ", relax::ToString(sinfo), " is not supported by VM codegen yet");
     }
-    if (ndim == relax::kUnknownNdim) return absl::OkStatus();
-    if (*values) {
-      for (const tir::PrimExpr& d : **values) dims.push_back(DimOf(d, &bound_));
-    } else {
-      dims.assign(ndim, vm::Dim::Any());
-    }
-    f_.MatchShape(reg, dims, absl::StrCat("match_cast '", name, "'"));
-    if (*values) KILN_RETURN_IF_ERROR(CheckCompoundDims(reg, **values, absl::StrCat("match_cast '", name, "'"), name));
+    if (shape->ndim == relax::kUnknownNdim) return absl::OkStatus();
+    KILN_RETURN_IF_ERROR(MatchShapeDims(reg, *shape, absl::StrCat("match_cast '", name, "'"), name));
     EmitBoundChecks(relax::CollectVars(sinfo));
     return absl::OkStatus();
   }
@@ -321,18 +334,11 @@ class FunctionCodegen {
     for (size_t j = 0; j < tuple.fields.size(); ++j) {
       const relax::StructInfo& field = tuple.fields[j];
       const std::string where = absl::StrCat(context, " field ", j);
-      const std::optional<std::vector<tir::PrimExpr>>* values = nullptr;
-      int ndim = relax::kUnknownNdim;
-      if (const auto* t = field.as<relax::TensorStructInfoNode>()) {
-        values = &t->shape;
-        ndim = t->ndim;
-      } else if (const auto* sh = field.as<relax::ShapeStructInfoNode>()) {
-        values = &sh->values;
-        ndim = sh->ndim;
-      }
+      const std::optional<ShapeDims> shape = ShapeDimsOf(field);
+      const bool known_shape = shape && shape->ndim != relax::kUnknownNdim;
       const auto* prim = field.as<relax::PrimStructInfoNode>();
       const auto* inner = field.as<relax::TupleStructInfoNode>();
-      if (ndim == relax::kUnknownNdim && (prim == nullptr || !prim->value.defined()) && inner == nullptr) continue;
+      if (!known_shape && (prim == nullptr || !prim->value.defined()) && inner == nullptr) continue;
       const int32_t item = f_.NewRegister();
       f_.SetDebugName(where);
       f_.CallBuiltin(item, b_.DeclareBuiltin("kiln.tuple_get", "(tuple, int) -> any"),
@@ -342,14 +348,7 @@ class FunctionCodegen {
       } else if (prim != nullptr) {
         KILN_RETURN_IF_ERROR(MatchPrim(item, *prim, where));
       } else {
-        std::vector<vm::Dim> dims;
-        if (*values) {
-          for (const tir::PrimExpr& d : **values) dims.push_back(DimOf(d, &bound_));
-        } else {
-          dims.assign(ndim, vm::Dim::Any());
-        }
-        f_.MatchShape(item, dims, where);
-        if (*values) KILN_RETURN_IF_ERROR(CheckCompoundDims(item, **values, where, ""));
+        KILN_RETURN_IF_ERROR(MatchShapeDims(item, *shape, where, ""));
       }
       f_.Kill(item);
     }
