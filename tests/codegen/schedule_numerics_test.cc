@@ -107,12 +107,12 @@ tir::PrimFunc Parse(const std::string& text) {
 // mask local accumulators too (tir/schedule/guard_vectorized_tails.cc).
 class Variants {
  public:
-  explicit Variants(const tir::PrimFunc& func, const tir::CpuScheduleKnobs& knobs = {}) {
+  explicit Variants(const tir::PrimFunc& func, const tir::CpuScheduleKnobs& knobs = {}, int threads = 4) {
     NamedPrimFuncs funcs = {{"plain", func}}, avx2;
     for (int lanes : {8, 16}) {
       const tir::PrimFunc target_func = lanes == 16 ? tir::WithTarget(func, tir::Target::Cpu("host", 512, 4)) : func;
       absl::StatusOr<tir::PrimFunc> scheduled =
-          tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 4, .knobs = knobs});
+          tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = threads, .knobs = knobs});
       KILN_CHECK(scheduled.ok()) << scheduled.status();
       funcs.push_back({"lanes" + std::to_string(lanes), *scheduled});
       if (lanes == 8) avx2.push_back({"lanes8_avx2", *scheduled});
@@ -482,6 +482,23 @@ TEST(ScheduleNumericsTest, MatmulWithPackedPanels) {
   for (int64_t m : {1, 7, 13, 100}) {
     for (int64_t k : {1, 13, 100}) {
       ExpectMatmulVariantsMatchNaive(v, m, k, 530, 50, "m=" + std::to_string(m) + " k=" + std::to_string(k));
+    }
+  }
+}
+
+// A narrow constant width (no wide tiles: 120 on 8 lanes, 250 on 16) of constant depth on
+// one thread packs its panels only from 128 rows on; the function is versioned on `m >= 128` and fewer rows read
+// B in place. Row counts on both sides of the version, with and without a row edge.
+TEST(ScheduleNumericsTest, MatmulNarrowWeightPackedOnlyForManyRows) {
+  for (const char* n : {"120", "250"}) {
+    for (int64_t k : {13, 100}) {
+      Variants v(Parse(MatmulWithSizes("m", std::to_string(k), n)), {}, /*threads=*/1);
+      ASSERT_NE(v.scheduled_text().find("if m >= 128"), std::string::npos) << v.scheduled_text();
+      ASSERT_NE(v.scheduled_text().find("B_local"), std::string::npos) << v.scheduled_text();
+      for (int64_t m : {1, 7, 64, 127, 128, 131}) {
+        ExpectMatmulVariantsMatchNaive(v, m, k, std::stoll(n), 52,
+                                       std::string("n=") + n + " m=" + std::to_string(m) + " k=" + std::to_string(k));
+      }
     }
   }
 }

@@ -167,6 +167,45 @@ TEST(DefaultCpuScheduleTest, WideMatmulPacksTheRightOperandPanel) {
   EXPECT_THAT(trace, Not(HasSubstr("cache_read")));
 }
 
+// A narrow constant weight (no wide tiles) of constant depth under a symbolic row count:
+// the panels are packed only from 128 rows on (the copy of the whole weight per call does
+// not pay for fewer), so the function is versioned on `m >= 128` and the copy reads B in
+// place. A bound or a constant row count below 128 packs nothing and needs no version.
+TEST(DefaultCpuScheduleTest, NarrowWeightIsPackedOnlyForManyRows) {
+  auto narrow = [](const std::string& rows, const std::string& where) {
+    std::string text = testing::kMatmul;
+    text.replace(text.find("A: Buffer((m, k)"), 16, "A: Buffer((m, 64)");
+    text.replace(text.find("serial(0, k)"), 12, "serial(0, 64)");
+    text.replace(text.find("reduce(k, r)"), 12, "reduce(64, r)");
+    text.replace(text.find("B: Buffer((k, n)"), 16, "B: Buffer((64, 128)");
+    text.replace(text.find("C: Buffer((m, n)"), 16, "C: Buffer((m, 128)");
+    text.replace(text.find("serial(0, n)"), 12, "serial(0, 128)");
+    text.replace(text.find("spatial(n, j)"), 13, "spatial(128, j)");
+    for (const char* from : {"Buffer((m, 64)", "Buffer((m, 128)", "serial(0, m)", "spatial(m, i)"}) {
+      std::string to = from;
+      to.replace(to.find('m'), 1, rows);
+      text.replace(text.find(from), std::string(from).size(), to);
+    }
+    text.replace(text.find(") {"), 3, ")" + where + " {");
+    return text;
+  };
+  std::string trace;
+  absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(narrow("m", "")), {.vector_lanes = 16, .num_threads = 1}, &trace);
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_THAT(trace, HasSubstr("branch_on(\"m >= 128\") -> \"C_else\"\n"));
+  EXPECT_THAT(trace, HasSubstr("cache_read(\"C\", \"B\", \"j_0\") -> \"B_cache\"\n"));
+  std::string printed = Print(*f);
+  EXPECT_THAT(printed, HasSubstr("A[vi, vk] * B_local[r, j_1]"));
+  EXPECT_THAT(printed, HasSubstr("A[vi_2, vk_2] * B[vk_2, vj_2]"));
+  for (const auto& [rows, where] : std::vector<std::pair<std::string, std::string>>{{"m", " where m <= 127"},
+                                                                                     {"1", ""}}) {
+    f = ScheduleForCpu(Parse(narrow(rows, where)), {.vector_lanes = 16, .num_threads = 1}, &trace);
+    ASSERT_TRUE(f.ok()) << f.status();
+    EXPECT_THAT(trace, Not(HasSubstr("branch_on"))) << rows << where;
+    EXPECT_THAT(trace, Not(HasSubstr("cache_read"))) << rows << where;
+  }
+}
+
 // Attention scores, (n x d) times (d x n): the symbolic width is at least the row count, so
 // the panels keep the threads busy and each is packed once (its k rows would otherwise lie
 // n floats apart, at n = 1024 all in the same L1 sets); the tail panel is copied under its

@@ -103,6 +103,28 @@ std::string PanelOperand(const BlockNode* block, const VarNode* row, const VarNo
   return ok && names.size() == 1 ? *names.begin() : std::string();
 }
 
+int64_t WideTileWidth(const CpuScheduleOptions& options);
+
+// The least row count from which the register tiles pack the panels of a narrow constant
+// weight (at most WideTileWidth columns: no wide tiles for few rows, rows at most 1 KiB
+// apart) of constant depth k; nullopt (always packed) for a wider weight or a symbolic k.
+// The copy of the whole weight is paid per call, and fewer row tiles do not repay it.
+// Measured (matmul_bench --knobs-b=matmul.pack=0 or 1, one thread, symbolic m; unpacked
+// over packed), AVX-512 / AVX2 code: m x 784 x 128 at m = 1, 4, 16, 32, 64, 128: 3.03 /
+// 2.62, 1.80 / 1.76, 1.28 / 1.24, 1.14 / 1.18, 1.07 / 1.06, 0.99 / 1.03; m x 256 x 256
+// (AVX-512) at m = 8 / 16 / 32 / 48: 1.46 / 1.23 / 1.12 / 1.08. On AVX2 a deeper panel
+// (k x 16, from L2) streams better packed, from fewer rows the deeper it is: m x 4096 x 128
+// at m = 1 / 8 / 16 / 32 / 64: 1.92 / 1.14 / 0.99 / 0.91 / 0.81, m x 2048 x 128 at 16 / 32:
+// 1.11 / 1.00, m x 1024 x 128 at 32 / 64: 1.11 / 1.05 (AVX-512 still 1.15 at 32 x 4096 x
+// 128 and 1.05 at 100). Wider weights keep their panels packed: on AVX2 120 x 1024 x 1024
+// took 4.5-4.6 ms unpacked against 2.5 packed (its rows 4 KiB apart share their L1 sets).
+std::optional<int64_t> NarrowPackLeastRows(int64_t columns, const PrimExpr& depth, const CpuScheduleOptions& options) {
+  std::optional<int64_t> k = depth.as_int();
+  if (!k || columns > WideTileWidth(options)) return std::nullopt;
+  if (options.vector_lanes == 8 && *k > 1024) return std::max<int64_t>(8, 64 * 1024 / *k);
+  return 128;
+}
+
 // Packing a panel pays when the panels alone keep every thread busy (the row tiles of a
 // panel run serially in its iteration). A symbolic column count is packed when it is known
 // to be at least the row count (attention scores, n x d times d x n): the panels are then
@@ -116,10 +138,21 @@ std::string PanelOperand(const BlockNode* block, const VarNode* row, const VarNo
 // being written whole. A convolution over a symbolic image (relax/op/legalize_nn.cc: the
 // im2col columns, C x taps x P floats per image) ran 2-2.5x slower with its columns
 // written out (64 -> 64 3 x 3 at 56 x 56: 10.6 ms against 4.9 ms packed; one thread).
-bool PackPays(const PrimExpr& rows, const PrimExpr& columns, int64_t col_tile, const CpuScheduleOptions& options,
-              bool folds_producer) {
-  if (std::optional<int64_t> n = columns.as_int()) return *n / col_tile >= 4 * options.num_threads;
+//
+// A narrow constant weight is packed only from NarrowPackLeastRows rows on. For a symbolic
+// row count that may be fewer, ScheduleForCpu versions the function on `m >= least`
+// (PackedPanelRowsCondition) and the copy for fewer rows reads the panels in place
+// (options.matmul_unpacked_panels).
+bool PackPays(const PrimExpr& rows, const PrimExpr& columns, const PrimExpr& depth, int64_t col_tile,
+              const CpuScheduleOptions& options, bool folds_producer) {
   Analyzer analyzer;
+  if (std::optional<int64_t> n = columns.as_int()) {
+    if (*n / col_tile < 4 * options.num_threads) return false;
+    if (folds_producer) return true;
+    std::optional<int64_t> least = NarrowPackLeastRows(*n, depth, options);
+    if (!least) return true;
+    return !options.matmul_unpacked_panels && !analyzer.CanProveLE(rows, IntImm(rows.dtype(), *least - 1));
+  }
   return folds_producer || analyzer.CanProveLE(rows, columns);
 }
 
@@ -596,7 +629,7 @@ absl::Status ScheduleMatmul(Schedule* s, const PlainNest& nest, const CpuSchedul
   // 1.94-2.10 for the unfused kernels; read in place, 1.93 against 1.93.)
   const bool repacked = InsideIteratingBlock(s->func(), nest.block->name);
   bool pack = !few && !rows_outer && !panel.empty() &&
-              (knobs.pack < 0 ? !repacked && PackPays(i->extent, j->extent, col_tile, options,
+              (knobs.pack < 0 ? !repacked && PackPays(i->extent, j->extent, k->extent, col_tile, options,
                                                       FoldsIntoPacking(s->func(), nest.block->name, panel))
                               : knobs.pack == 1);
   std::string tile_loop, pack_loop;
@@ -1199,6 +1232,33 @@ std::optional<PrimExpr> PackedRowsCondition(const PlainNest& nest, const CpuSche
     return std::nullopt;
   }
   return GE(rows, IntImm(rows.dtype(), PackedWideLeastRows(options)));
+}
+
+std::optional<PrimExpr> PackedPanelRowsCondition(const PrimFunc& func, const PlainNest& nest,
+                                                 const CpuScheduleOptions& options) {
+  const size_t n = nest.loops.size();
+  const PrimExpr& rows = nest.loops[n - 3]->extent;
+  const PrimExpr& cols = nest.loops[n - 2]->extent;
+  const MatmulKnobs& knobs = options.knobs.matmul;
+  if (rows.as_int() || !cols.as_int() || knobs.pack >= 0 || knobs.rows_outer || FewRowsPossible(nest, options) ||
+      InsideIteratingBlock(func, nest.block->name)) {
+    return std::nullopt;
+  }
+  // The register tile's columns, as ScheduleMatmul picks them (no wide tiles: !FewRowsPossible).
+  const int64_t col_tile = RegisterTileVectors(options, nest.loops[n - 1]->extent.as_int(), cols.as_int()) *
+                           static_cast<int64_t>(options.vector_lanes);
+  const VarNode* row = nest.block->iter_vars[nest.iter_of_loop[n - 3]].var.get();
+  const VarNode* col = nest.block->iter_vars[nest.iter_of_loop[n - 2]].var.get();
+  const std::string panel = PanelOperand(nest.block, row, col);
+  // Where the panel's producer folds into the packing, the copy is the producer's work
+  // anyway: packed at every row count, no version.
+  if (panel.empty() || FoldsIntoPacking(func, nest.block->name, panel) ||
+      !PackPays(rows, cols, nest.loops[n - 1]->extent, col_tile, options, /*folds_producer=*/false)) {
+    return std::nullopt;
+  }
+  std::optional<int64_t> least = NarrowPackLeastRows(*cols.as_int(), nest.loops[n - 1]->extent, options);
+  if (!least) return std::nullopt;
+  return GE(rows, IntImm(rows.dtype(), *least));
 }
 
 absl::Status ScheduleMatmulRule(Schedule* s, const PlainNest& nest, const CpuScheduleOptions& options,

@@ -1,8 +1,9 @@
-// The default CPU schedule: which rule each block gets, the few-rows version of a symbolic
-// matmul, and the passes over the whole function (inlining first, row passes and tail
+// The default CPU schedule: which rule each block gets, the few-rows and unpacked versions
+// of a symbolic matmul, and the passes over the whole function (inlining first, row passes and tail
 // guards last).
 #include "tir/schedule_rules/cpu_schedule.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -64,6 +65,7 @@ struct BlockVersions {
   std::set<std::string> few_rows;  // matmul_few_rows (BranchOn's copy)
   std::set<std::string> packed;    // matmul_packed_wide too
   std::set<std::string> skipped;   // a version that never runs: left as plain loops
+  std::set<std::string> unpacked;  // matmul_unpacked_panels (BranchOn's copy)
 };
 
 // Each block's rule, in order. Returns the many-rows conditions of the matmuls given register
@@ -85,6 +87,7 @@ std::vector<PrimExpr> ApplyBlockRules(Schedule* schedule, const CpuScheduleOptio
     CpuScheduleOptions block_options = BlockOptions(schedule->func(), *nest, options);
     block_options.matmul_few_rows |= versions.few_rows.count(name) > 0;
     block_options.matmul_packed_wide |= versions.packed.count(name) > 0;
+    block_options.matmul_unpacked_panels |= versions.unpacked.count(name) > 0;
     // Each rule runs on a copy: one that does not apply leaves the block as it was.
     Schedule attempt = *schedule;
     absl::Status status;
@@ -102,18 +105,23 @@ std::vector<PrimExpr> ApplyBlockRules(Schedule* schedule, const CpuScheduleOptio
   return many_conditions;
 }
 
-// The conditions `condition_of` (ManyRowsCondition, PackedRowsCondition) gives for the
-// matmuls of `func`, known before the rules run.
+// The conditions `condition_of` (ManyRowsCondition, PackedRowsCondition,
+// PackedPanelRowsCondition) gives for the matmuls of `func`, known before the rules run.
 std::vector<PrimExpr> PredictMatmulConditions(
-    const PrimFunc& func, const CpuScheduleOptions& options,
-    std::optional<PrimExpr> (*condition_of)(const PlainNest&, const CpuScheduleOptions&)) {
+    const PrimFunc& func, const std::function<std::optional<PrimExpr>(const PlainNest&)>& condition_of) {
   std::vector<PrimExpr> conditions;
   for (const std::string& name : BlockNames(func)) {
     std::optional<PlainNest> nest = RuleNest(func, name);
     if (!nest || !nest->block->is_reduction() || !IsMatmulLike(*nest)) continue;
-    if (std::optional<PrimExpr> c = condition_of(*nest, options)) conditions.push_back(*c);
+    if (std::optional<PrimExpr> c = condition_of(*nest)) conditions.push_back(*c);
   }
   return conditions;
+}
+
+std::vector<PrimExpr> PredictMatmulConditions(
+    const PrimFunc& func, const CpuScheduleOptions& options,
+    std::optional<PrimExpr> (*condition_of)(const PlainNest&, const CpuScheduleOptions&)) {
+  return PredictMatmulConditions(func, [&](const PlainNest& nest) { return condition_of(nest, options); });
 }
 
 // One matmul that may have few rows and wide columns at run time: the function is
@@ -155,6 +163,25 @@ bool ScheduleVersioned(const Schedule& s, const PrimExpr& many, const CpuSchedul
   return true;
 }
 
+// One matmul with symbolic rows whose register tiles pack a narrow constant weight's panels:
+// the function is versioned on `m >= 128` (PackedPanelRowsCondition; fewer rows on AVX2 for
+// deep weights), the first version packing, the copy reading the panels in place, so a
+// call with a few rows does not copy the whole weight for them. False (and `out` untouched) when no single matmul asks for it or the
+// versions' rules report a many-rows condition (that versioning would have come first).
+bool SchedulePanelsVersioned(const Schedule& s, const CpuScheduleOptions& options, Schedule* out) {
+  std::vector<PrimExpr> packed = PredictMatmulConditions(
+      s.func(), [&](const PlainNest& nest) { return PackedPanelRowsCondition(s.func(), nest, options); });
+  if (packed.size() != 1) return false;
+  Schedule attempt = s;
+  absl::StatusOr<std::vector<std::string>> copy = attempt.BranchOn(packed[0]);
+  if (!copy.ok()) return false;
+  BlockVersions versions;
+  versions.unpacked.insert(copy->begin(), copy->end());
+  if (!ApplyBlockRules(&attempt, options, versions).empty()) return false;
+  *out = std::move(attempt);
+  return true;
+}
+
 bool HasVectorizedLoop(const PrimFunc& func) {
   bool found = false;
   ForEachStmt(func->body, [&](const Stmt& s) {
@@ -180,7 +207,9 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
   // prediction is checked: when it was wrong, the other way is taken.
   std::vector<PrimExpr> predicted = PredictMatmulConditions(inlined.func(), options, ManyRowsCondition);
   Schedule schedule = inlined;
-  if (predicted.size() != 1 || !ScheduleVersioned(inlined, predicted[0], options, &schedule)) {
+  bool versioned = predicted.size() == 1 && ScheduleVersioned(inlined, predicted[0], options, &schedule);
+  if (!versioned && predicted.empty()) versioned = SchedulePanelsVersioned(inlined, options, &schedule);
+  if (!versioned) {
     std::vector<PrimExpr> reported = ApplyBlockRules(&schedule, options);
     if (reported.size() == 1 && predicted.size() != 1) ScheduleVersioned(inlined, reported[0], options, &schedule);
   }

@@ -25,7 +25,10 @@
 //        shrinks the cache to one tile that LLVM keeps in registers. With a constant width
 //        of at least 4 * num_threads column panels, only (batch, j_0) is parallel, i_0 runs
 //        inside it and the right operand's k x col_tile panel is packed per iteration
-//        (CacheRead). If the tile cannot be formed, the same tiling without a cache;
+//        (CacheRead); a narrow weight (no wide tiles) of constant depth only from 128 rows
+//        on (fewer on AVX2 for k > 1024), and a symbolic row count that may be fewer
+//        versions the function on `m >= 128`, the copy reading the panels in place. If
+//        the tile cannot be formed, the same tiling without a cache;
 //      other reductions: a row reduction over contiguous elements (innermost loop bound to
 //        a reduction variable that reads use as their last index, alone or plus terms
 //        independent of it: a quantized matmul's block bytes) is split into vector
@@ -71,6 +74,11 @@ struct CpuScheduleOptions {
   // (4 rows on AVX2, 8 on AVX-512). ScheduleForCpu sets it itself for the branch of a
   // symbolic matmul that runs them.
   bool matmul_packed_wide = false;
+  // The register tiles read a constant weight's panels in place instead of packing them
+  // (PackPays, cpu_matmul.cc): ScheduleForCpu sets it itself for the copy of a symbolic-row
+  // matmul versioned on `m >= 128` (cpu_matmul.cc, NarrowPackLeastRows), where fewer rows
+  // do not repay the copy.
+  bool matmul_unpacked_panels = false;
   // The rules' tunable parameters (cpu_knobs.h); the defaults are the untuned schedule.
   CpuScheduleKnobs knobs{};
 };
