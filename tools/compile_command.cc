@@ -121,7 +121,9 @@ int CompileCommand(int argc, char** argv) {
     } else if (value("--bind", &v)) {
       if (absl::Status bound = AddBinding(v, onnx_options); !bound.ok()) return Fail(std::string(bound.message()));
     } else if (value("--dump-after", &v)) {
-      for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) options.dump_after.insert(std::string(name));
+      // Empty names are kept, so that `--dump-after=` or `a,,b` is refused listing the passes
+      // instead of compiling without the dump the user asked for.
+      for (absl::string_view name : absl::StrSplit(v, ',')) options.dump_after.insert(std::string(name));
     } else if (arg == "--no-fuse") {
       options.fuse = false;
     } else if (arg == "--dump-all") {

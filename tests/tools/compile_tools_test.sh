@@ -89,6 +89,11 @@ grep -q "output 0: float32\[4, 3\] sum=84 " <<<"$out" || fail "kiln run fold: $o
 # Errors.
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
 grep -q "unknown pass 'nonsense'; the passes are: normalize, insert_shape_checks, fold_constants, dispatch_libraries, fuse_attention, legalize, annotate_patterns, fuse_ops, fuse_tir, dead_code_elimination, deduplicate_prim_funcs, bind_target, schedule, lower_call_tir, plan_memory" <<<"$err" || fail "unknown pass: $err"
+# An empty name (`--dump-after=` with an unset variable, or `a,,b`) would compile without the dump.
+for flag in --dump-after= --dump-after=legalize,,schedule; do
+  if err=$("$kiln" compile "$modules/call_tir_add.kir" -o "$dir/empty_dump.kx" "$flag" 2>&1); then fail "$flag accepted"; fi
+  grep -q "a pass name is empty; the passes are: normalize, " <<<"$err" || fail "$flag: $err"
+done
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
 grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
 # cuda compiles where NVRTC is installed (else it says so); without a driver, running it is
