@@ -37,6 +37,23 @@ absl::Status TupleGet(BuiltinContext&, const Value* const* args, int n, Value* o
   return absl::OkStatus();
 }
 
+// (any value, int size, string context) -> none: a match_cast to a Tuple, or a Tuple
+// parameter, needs a tuple of that many fields before its fields are taken out and matched;
+// `context` names it ("match_cast 'u'", "parameter 't' field 1").
+absl::Status CheckTuple(BuiltinContext&, const Value* const* args, int n, Value* out) {
+  KILN_RETURN_IF_ERROR(CheckArity(n, 3));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[1], Value::Kind::kInt, 1));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[2], Value::Kind::kString, 2));
+  const Value& v = *args[0];
+  const int64_t size = args[1]->as_int();
+  if (v.kind() != Value::Kind::kTuple || static_cast<int64_t>(v.as_tuple().size()) != size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(args[2]->as_string(), ": expected a tuple of ", size, ", got ", v.Describe()));
+  }
+  *out = Value();
+  return absl::OkStatus();
+}
+
 // (tensor) -> shape
 absl::Status ShapeOf(BuiltinContext&, const Value* const* args, int n, Value* out) {
   KILN_RETURN_IF_ERROR(CheckArity(n, 1));
@@ -227,6 +244,7 @@ absl::Status Print(BuiltinContext&, const Value* const* args, int n, Value* out)
 void RegisterStructureBuiltins(vm::BuiltinRegistry& r) {
   r.RegisterBuiltin("kiln.tuple_make", "(any...) -> tuple", TupleMake);
   r.RegisterBuiltin("kiln.tuple_get", "(tuple, int) -> any", TupleGet);
+  r.RegisterBuiltin("kiln.check_tuple", "(any, int, string) -> none", CheckTuple);
   r.RegisterBuiltin("kiln.shape_of", "(tensor) -> shape", ShapeOf);
   r.RegisterBuiltin("kiln.tensor_to_shape", "(tensor) -> shape", TensorToShape);
   r.RegisterBuiltin("kiln.check_slice_strides", "(tensor, shape) -> none", CheckSliceStrides);

@@ -317,6 +317,10 @@ class FunctionCodegen {
       return MatchPrim(reg, *prim, absl::StrCat("match_cast '", name, "'"));
     } else if (sinfo.as<relax::ObjectStructInfoNode>() != nullptr) {
       return absl::OkStatus();
+    } else if (const auto* tuple = sinfo.as<relax::TupleStructInfoNode>()) {
+      KILN_RETURN_IF_ERROR(MatchTupleFields(reg, *tuple, absl::StrCat("match_cast '", name, "'")));
+      EmitBoundChecks(relax::CollectVars(sinfo));
+      return absl::OkStatus();
     } else if (!shape) {
       return Error(name, "match_cast to ", relax::ToString(sinfo), " is not supported by VM codegen yet");
     }
@@ -326,11 +330,18 @@ class FunctionCodegen {
     return absl::OkStatus();
   }
 
-  // Each field of the tuple in `reg` whose struct info names dims (a tensor's or shape's, a
-  // Prim's value, a nested tuple's) is taken out and matched: unbound symbolic variables are
-  // bound, bound ones and constants checked. The context names the field ("parameter 't'
-  // field 1").
+  // The value in `reg` must be a tuple of as many fields as `tuple` (a field past its end
+  // would otherwise fail at its first use, naming no match). Each field whose struct info
+  // names dims (a tensor's or shape's, a Prim's value, a nested tuple's) is then taken out and
+  // matched: unbound symbolic variables are bound, bound ones and constants checked. The
+  // context names the field ("parameter 't' field 1").
   absl::Status MatchTupleFields(int32_t reg, const relax::TupleStructInfoNode& tuple, const std::string& context) {
+    const int32_t text = f_.NewRegister();
+    f_.LoadConst(text, b_.AddConstant(vm::Value::FromString(context)));
+    f_.SetDebugName(context);
+    f_.CallBuiltin(vm::kNoRegister, b_.DeclareBuiltin("kiln.check_tuple", "(any, int, string) -> none"),
+                   {Operand::Reg(reg), Operand::Imm(static_cast<int64_t>(tuple.fields.size())), Operand::Reg(text)});
+    f_.Kill(text);
     for (size_t j = 0; j < tuple.fields.size(); ++j) {
       const relax::StructInfo& field = tuple.fields[j];
       const std::string where = absl::StrCat(context, " field ", j);

@@ -620,7 +620,7 @@ absl::StatusOr<AttrValue> Parser::ParseAttrValue() {
     if (all_ints) return AttrValue(std::move(ints));
     return AttrValue(std::move(numbers));
   }
-  return Expected("an attribute value (integer, number, bool, string, data type or [numbers])");
+  return ExpectedDataType("an attribute value (integer, number, bool, string, data type or [numbers])");
 }
 
 absl::StatusOr<Expr> Parser::ParseCallArgs(Expr callee) {
@@ -750,9 +750,9 @@ absl::StatusOr<StructInfo> Parser::ParseStructInfo() {
       } else if (state < 2 && IsKeyword("dtype") && IsPunct("=", 1)) {
         return Error(Peek(), "a tensor's data type is written alone, without 'dtype=': Tensor((n, 4), float32)");
       } else {
-        return Expected(state < 1   ? "a shape like (n, 4), ndim=N, a data type or device=\"...\""
-                        : state < 2 ? "a data type or device=\"...\""
-                                    : "device=\"...\"");
+        if (state >= 2) return Expected("device=\"...\"");
+        return ExpectedDataType(state < 1 ? "a shape like (n, 4), ndim=N, a data type or device=\"...\""
+                                          : "a data type or device=\"...\"");
       }
     }
     if (shape) return TensorSInfo(std::move(*shape), dtype, device);

@@ -1,5 +1,6 @@
 #include "tir/data_type.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -64,6 +65,27 @@ absl::StatusOr<DataType> DataType::Parse(std::string_view std_text) {
     return DataType(prefix.code, bits, lanes);
   }
   return invalid();
+}
+
+std::string DataType::LongName(std::string_view std_text) {
+  absl::string_view text(std_text.data(), std_text.size());
+  if (text == "float") return "float32";
+  if (text == "double") return "float64";
+  if (text == "half") return "float16";
+  if (text == "long") return "int64";
+  struct Short {
+    absl::string_view prefix, long_prefix;
+  };
+  // Longest prefixes first so "fp16" is not read as "f" and "p16".
+  constexpr Short kShort[] = {{"bf", "bfloat"}, {"fp", "float"}, {"f", "float"}, {"i", "int"}, {"u", "uint"}};
+  for (const Short& s : kShort) {
+    if (text.substr(0, s.prefix.size()) != s.prefix) continue;
+    const std::string name = absl::StrCat(s.long_prefix, text.substr(s.prefix.size()));
+    // A digit must follow ("i" alone, "fp" alone or "index" are no data types).
+    if (text.size() > s.prefix.size() && absl::ascii_isdigit(text[s.prefix.size()]) && Parse(name).ok()) return name;
+    return "";
+  }
+  return "";
 }
 
 }  // namespace kiln::tir

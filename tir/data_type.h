@@ -83,6 +83,10 @@ class DataType {
   std::string ToString() const;
   // Parses what ToString prints; the error says what was wrong.
   static absl::StatusOr<DataType> Parse(std::string_view text);
+  // What Parse reads for a data type spelt as NumPy, PyTorch and `kiln run --input` spell it
+  // ("f32", "fp16", "i64", "u8", "bf16", "float", "double", "half"): "float32", ...; empty
+  // for any other text. The text parsers name it when such a spelling is not a data type.
+  static std::string LongName(std::string_view shorthand);
 
   constexpr bool operator==(const DataType& other) const = default;
 

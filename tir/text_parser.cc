@@ -87,10 +87,17 @@ absl::StatusOr<int64_t> TirParser::ParseInt(std::string_view what, bool allow_ne
   return static_cast<int64_t>(magnitude);
 }
 
+absl::Status TirParser::ExpectedDataType(std::string_view what) const {
+  const std::string long_name = Peek().kind == TokenKind::kIdent ? DataType::LongName(Peek().text) : "";
+  if (long_name.empty()) return Expected(what);
+  return Error(Peek(), absl::StrCat("expected ", absl::string_view(what.data(), what.size()), ", found identifier '",
+                                    Peek().text, "' (the text format writes this data type ", long_name, ")"));
+}
+
 absl::StatusOr<DataType> TirParser::ParseDataType() {
   if (Peek().kind != TokenKind::kIdent) return Expected("a data type (int64, float32, ...)");
   auto dtype = DataType::Parse(Peek().text);
-  if (!dtype.ok()) return Expected("a data type (int64, float32, ...)");
+  if (!dtype.ok()) return ExpectedDataType("a data type (int64, float32, ...)");
   Next();
   return *dtype;
 }
@@ -516,6 +523,9 @@ absl::StatusOr<PrimExpr> TirParser::ParseCallForm(const Token& name) {
   }
   auto dtype = DataType::Parse(f);
   if (dtype.ok()) return ParseTypedLiteral(name, *dtype);
+  if (const std::string long_name = DataType::LongName(f); !long_name.empty()) {
+    return Error(name, absl::StrCat("unknown function '", f, "' (a typed literal is written ", long_name, "(...))"));
+  }
   return Error(name, absl::StrCat("unknown function '", f,
                                   "' (expected floordiv, floormod, min, max, select, cast, reinterpret, ramp, "
                                   "broadcast, a math intrinsic or a typed literal like int32(3))"));

@@ -66,6 +66,9 @@ class TirParser {
   // than a silent infinity (`inf` is written as a word).
   absl::StatusOr<double> FloatLiteral(const Token& t, DataType dtype) const;
   absl::StatusOr<DataType> ParseDataType();
+  // Expected(what), naming the text format's spelling when the current token is a data type
+  // spelt another way ("f32": "write float32").
+  absl::Status ExpectedDataType(std::string_view what) const;
   void Record(const void* node, const Token& at);
 
   // Bounded recursion: every recursive production opens one.

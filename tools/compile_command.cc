@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "builtins/default_builtins.h"
 #include "builtins/ggml_simd.h"
 #include "codegen/build_executable.h"
 #include "codegen/cpu_target.h"
@@ -26,6 +27,7 @@
 #include "tools/option_value.h"
 #include "tools/usage_error.h"
 #include "tune/tuning_db.h"
+#include "vm/executable.h"
 
 namespace kiln::tools {
 namespace {
@@ -91,6 +93,15 @@ int Fail(const std::string& message) {
 
 int Usage(const std::string& message) { return UsageError("compile", message); }
 
+// Kiln's own builtins and library functions ("kiln.") that the executable calls must be
+// this runtime's, so that `R.call_builtin(R.extern("kiln.tuple_gett"), ...)` fails here
+// rather than when `kiln run` loads the file; other names belong to an embedding application.
+absl::Status CheckKilnBuiltins(const std::string& bytes) {
+  absl::StatusOr<vm::Executable::Contents> contents = vm::Executable::Decode(bytes);
+  if (!contents.ok()) return contents.status();
+  return vm::Executable::CheckRuntimeProvides(*contents, builtins::DefaultRegistry(), "kiln.");
+}
+
 }  // namespace
 
 int CompileCommand(int argc, char** argv) {
@@ -121,7 +132,9 @@ int CompileCommand(int argc, char** argv) {
     } else if (value("--bind", &v)) {
       if (absl::Status bound = AddBinding(v, onnx_options); !bound.ok()) return Fail(std::string(bound.message()));
     } else if (value("--dump-after", &v)) {
-      for (absl::string_view name : absl::StrSplit(v, ',', absl::SkipEmpty())) options.dump_after.insert(std::string(name));
+      // Empty names are kept, so that `--dump-after=` or `a,,b` is refused listing the passes
+      // instead of compiling without the dump the user asked for.
+      for (absl::string_view name : absl::StrSplit(v, ',')) options.dump_after.insert(std::string(name));
     } else if (arg == "--no-fuse") {
       options.fuse = false;
     } else if (arg == "--dump-all") {
@@ -220,6 +233,7 @@ int CompileCommand(int argc, char** argv) {
     }
     absl::StatusOr<std::string> bytes = codegen::CompileGgufModel(path, model_options);
     if (!bytes.ok()) return Fail(std::string(bytes.status().message()));
+    if (absl::Status provided = CheckKilnBuiltins(*bytes); !provided.ok()) return Fail(std::string(provided.message()));
     if (absl::Status written = support::WriteFile(output, *bytes); !written.ok()) {
       return Fail(std::string(written.message()));
     }
@@ -236,6 +250,7 @@ int CompileCommand(int argc, char** argv) {
   auto lowered_at = std::chrono::steady_clock::now();
   absl::StatusOr<std::string> bytes = codegen::BuildExecutable(*lowered, *cpu);
   if (!bytes.ok()) return Fail(std::string(bytes.status().message()));
+  if (absl::Status provided = CheckKilnBuiltins(*bytes); !provided.ok()) return Fail(std::string(provided.message()));
   auto built_at = std::chrono::steady_clock::now();
   if (options.time_passes) {
     auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };

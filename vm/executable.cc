@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "support/nearest_name.h"
+#include "support/status_macros.h"
 #include "vm/cpu_features.h"
 #include "vm/kernel_object.h"
 
@@ -38,7 +40,69 @@ absl::StatusOr<Tensor> ResolveExternal(const ExternalWeight& w, const LoadOption
   return t;
 }
 
+// " (did you mean 'kiln.tuple_get'?)" when `name` is a typo of a registered one.
+template <typename Entry>
+std::string NearestRegistered(const std::string& name, const std::map<std::string, Entry>& registered) {
+  std::vector<std::string> names;
+  names.reserve(registered.size());
+  for (const auto& [candidate, entry] : registered) names.push_back(candidate);
+  return support::DidYouMean(name, names);
+}
+
+// A builtin the executable declares, found in `registry` with a signature compatible with
+// the recorded one; the signature each call is checked against is the two met.
+absl::StatusOr<std::pair<const BuiltinRegistry::Builtin*, BuiltinSignature>> ResolveBuiltin(
+    const BuiltinDecl& decl, const BuiltinRegistry& registry) {
+  const BuiltinRegistry::Builtin* builtin = registry.FindBuiltin(decl.name);
+  if (builtin == nullptr) {
+    return absl::NotFoundError(absl::StrCat("executable needs builtin '", decl.name,
+                                            "', which this runtime does not provide",
+                                            NearestRegistered(decl.name, registry.builtins())));
+  }
+  absl::StatusOr<BuiltinSignature> recorded = BuiltinSignature::Parse(decl.signature);
+  if (!recorded.ok()) {
+    return absl::DataLossError(absl::StrCat("builtin '", decl.name, "' in the executable: ", recorded.status().message()));
+  }
+  if (!Compatible(builtin->signature, *recorded)) {
+    return absl::FailedPreconditionError(absl::StrCat("builtin '", decl.name, "' has signature ",
+                                                      builtin->signature.ToString(),
+                                                      " in this runtime but the executable expects ", recorded->ToString()));
+  }
+  return std::make_pair(builtin, Meet(builtin->signature, *recorded));
+}
+
+// A library function (KernelDecl::Source::kLibrary) found in `registry` with the same
+// argument signature.
+absl::StatusOr<const BuiltinRegistry::LibraryKernel*> ResolveLibraryKernel(const KernelDecl& decl,
+                                                                          const BuiltinRegistry& registry) {
+  const BuiltinRegistry::LibraryKernel* kernel = registry.FindKernel(decl.name);
+  if (kernel == nullptr) {
+    return absl::NotFoundError(absl::StrCat("executable needs library function '", decl.name,
+                                            "', which this runtime does not provide",
+                                            NearestRegistered(decl.name, registry.kernels())));
+  }
+  if (kernel->arg_signature != decl.arg_signature) {
+    return absl::FailedPreconditionError(absl::StrCat("library function '", decl.name, "' takes (",
+                                                      kernel->arg_signature, ") in this runtime but the executable expects (",
+                                                      decl.arg_signature, ")"));
+  }
+  return kernel;
+}
+
 }  // namespace
+
+absl::Status Executable::CheckRuntimeProvides(const Contents& contents, const BuiltinRegistry& registry,
+                                              std::string_view prefix) {
+  for (const BuiltinDecl& decl : contents.builtins) {
+    if (decl.name.starts_with(prefix)) KILN_RETURN_IF_ERROR(ResolveBuiltin(decl, registry).status());
+  }
+  for (const KernelDecl& decl : contents.kernels) {
+    if (decl.source == KernelDecl::Source::kLibrary && decl.name.starts_with(prefix)) {
+      KILN_RETURN_IF_ERROR(ResolveLibraryKernel(decl, registry).status());
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::string bytes, const BuiltinRegistry& registry,
                                                                    const LoadOptions& options) {
@@ -68,21 +132,10 @@ absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::shared_p
   }
 
   for (const BuiltinDecl& decl : c.builtins) {
-    const BuiltinRegistry::Builtin* builtin = registry.FindBuiltin(decl.name);
-    if (builtin == nullptr) {
-      return absl::NotFoundError(absl::StrCat("executable needs builtin '", decl.name,
-                                              "', which this runtime does not provide"));
-    }
-    absl::StatusOr<BuiltinSignature> recorded = BuiltinSignature::Parse(decl.signature);
-    if (!recorded.ok()) {
-      return absl::DataLossError(absl::StrCat("builtin '", decl.name, "' in the executable: ", recorded.status().message()));
-    }
-    if (!Compatible(builtin->signature, *recorded)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "builtin '", decl.name, "' has signature ", builtin->signature.ToString(),
-          " in this runtime but the executable expects ", recorded->ToString()));
-    }
-    exe->builtin_fns_.push_back({builtin->fn, builtin->state.get(), Meet(builtin->signature, *recorded)});
+    absl::StatusOr<std::pair<const BuiltinRegistry::Builtin*, BuiltinSignature>> resolved = ResolveBuiltin(decl, registry);
+    if (!resolved.ok()) return resolved.status();
+    const BuiltinRegistry::Builtin* builtin = resolved->first;
+    exe->builtin_fns_.push_back({builtin->fn, builtin->state.get(), std::move(resolved->second)});
     if (builtin->state != nullptr) exe->builtin_states_.push_back(builtin->state);
   }
   if (!c.cpu_object.empty()) {
@@ -92,17 +145,9 @@ absl::StatusOr<std::shared_ptr<const Executable>> Executable::Load(std::shared_p
   }
   for (const KernelDecl& decl : c.kernels) {
     if (decl.source == KernelDecl::Source::kLibrary) {
-      const BuiltinRegistry::LibraryKernel* kernel = registry.FindKernel(decl.name);
-      if (kernel == nullptr) {
-        return absl::NotFoundError(absl::StrCat("executable needs library function '", decl.name,
-                                                "', which this runtime does not provide"));
-      }
-      if (kernel->arg_signature != decl.arg_signature) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "library function '", decl.name, "' takes (", kernel->arg_signature,
-            ") in this runtime but the executable expects (", decl.arg_signature, ")"));
-      }
-      exe->kernel_fns_.push_back(kernel->fn);
+      absl::StatusOr<const BuiltinRegistry::LibraryKernel*> kernel = ResolveLibraryKernel(decl, registry);
+      if (!kernel.ok()) return kernel.status();
+      exe->kernel_fns_.push_back((*kernel)->fn);
     } else {
       absl::StatusOr<KilnKernelFn> fn = exe->cpu_object_->Find(decl.name);
       if (!fn.ok()) return fn.status();

@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -172,6 +173,13 @@ class Executable {
   // External weights stay none placeholders.
   static absl::StatusOr<Contents> Decode(std::shared_ptr<const support::MappedFile> image);
   static absl::StatusOr<Contents> Decode(const std::string& bytes);
+  // Whether `registry` provides, with compatible signatures, every builtin and library
+  // function of `contents` whose name starts with `prefix`, as Load checks them (the first
+  // one missing is the error, with the nearest registered name). `kiln compile` checks
+  // Kiln's own ("kiln.") against the default registry, so a misspelt one is found before
+  // the executable is written; other names are an embedding application's.
+  static absl::Status CheckRuntimeProvides(const Contents& contents, const BuiltinRegistry& registry,
+                                           std::string_view prefix);
   // Verifies a Contents (indices, registers, jumps, arities). Used by Load and the builder.
   static absl::Status Verify(const Contents& contents);
   static std::string Encode(const Contents& contents);

@@ -14,7 +14,8 @@
 //   elimination may drop it.
 // shape_of (data: Tensor) -> Shape(data.shape), or Shape(ndim=...) when only the rank is
 //   known. Pure.
-// print (values...), attribute format (string, optional). IMPURE; returns Object.
+// print (values...), attribute format (string, optional): as many "{}" as values, or none
+//   (the values follow the text). IMPURE; returns Object.
 #include "relax/op/op_common.h"
 #include "support/status_macros.h"
 
@@ -79,8 +80,17 @@ absl::StatusOr<StructInfo> InferShapeOf(const CallNode& call, tir::Analyzer& ana
 
 absl::StatusOr<StructInfo> InferPrint(const CallNode& call, tir::Analyzer&) {
   auto it = call.attrs.find("format");
-  if (it != call.attrs.end() && !std::holds_alternative<std::string>(it->second)) {
-    return OpError(call, "attribute 'format' must be a string");
+  if (it == call.attrs.end()) return ObjectSInfo();
+  const std::string* format = std::get_if<std::string>(&it->second);
+  if (format == nullptr) return OpError(call, "attribute 'format' must be a string");
+  // kiln.print fills the "{}"s left to right; one too many would print "{}" itself and one
+  // too few would tack the value on at the end, both a miscounted format. A format without
+  // any is a label that the values follow.
+  size_t placeholders = 0;
+  for (size_t at = format->find("{}"); at != std::string::npos; at = format->find("{}", at + 2)) ++placeholders;
+  if (placeholders > 0 && placeholders != call.args.size()) {
+    return OpError(call, "format \"", *format, "\" has ", placeholders, " {} for ", call.args.size(),
+                   call.args.size() == 1 ? " value" : " values");
   }
   return ObjectSInfo();
 }

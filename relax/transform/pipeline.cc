@@ -110,6 +110,9 @@ std::vector<std::string> PipelinePassNames() {
 absl::Status ValidatePassNames(const std::set<std::string>& names) {
   std::vector<std::string> valid = PipelinePassNames();
   for (const std::string& name : names) {
+    if (name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("a pass name is empty; the passes are: ", absl::StrJoin(valid, ", ")));
+    }
     if (std::find(valid.begin(), valid.end(), name) == valid.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("unknown pass '", name, "'; the passes are: ", absl::StrJoin(valid, ", ")));

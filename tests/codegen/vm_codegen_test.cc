@@ -285,6 +285,42 @@ TEST(VmCodegenTest, TupleParameterFieldsBindAndCheckSymbolicDims) {
   absl::StatusOr<vm::Value> bad_width = machine.Invoke("main", {tuple(Random({5, 3}, 4), y)});
   ASSERT_FALSE(bad_width.ok());
   EXPECT_THAT(std::string(bad_width.status().message()), HasSubstr("parameter 't' field 0 dimension 1: expected 4"));
+  // A field missing is named at the call, not at the first use of the field.
+  absl::StatusOr<vm::Value> short_inner =
+      machine.Invoke("main", {vm::Value::FromTuple({vm::Value(x), vm::Value::FromTuple({vm::Value(y)})})});
+  ASSERT_FALSE(short_inner.ok());
+  EXPECT_THAT(std::string(short_inner.status().message()),
+              HasSubstr("parameter 't' field 1: expected a tuple of 2, got tuple of 1"));
+}
+
+// match_cast to a Tuple checks the value is a tuple of that many fields and matches the
+// fields as a tuple parameter's (VM codegen refused it: "match_cast to Tuple(...) is not
+// supported by VM codegen yet").
+TEST(VmCodegenTest, MatchCastToATupleChecksItsFieldsAndBindsTheirDims) {
+  auto exe = MustCompile(std::string(R"(module {
+  func @main(o: Object) -> Tensor(ndim=2, float32) {
+    t: Tuple(Tensor((n, 4), float32), Tensor((n, 4), float32)) = match_cast(o, Tuple(Tensor((n, 4), float32), Tensor((n, 4), float32)))
+    a = t[0]
+    b = t[1]
+    c = R.call_tir(@add_kernel, (a, b), out_sinfo=Tensor((n, 4), float32))
+    return c
+  }
+)") + kAddKernel + "}\n");
+  ASSERT_NE(exe, nullptr);
+  vm::VirtualMachine machine(exe);
+  vm::Tensor x = Random({5, 4}, 1), y = Random({5, 4}, 2);
+  absl::StatusOr<vm::Value> r = machine.Invoke("main", {vm::Value::FromTuple({vm::Value(x), vm::Value(y)})});
+  ASSERT_TRUE(r.ok()) << r.status();
+  std::vector<float> c = Data(r->as_tensor());
+  for (int64_t i = 0; i < 20; ++i) ASSERT_EQ(c[i], x.data_as<float>()[i] + y.data_as<float>()[i]);
+  auto error = [&](vm::Value arg) {
+    absl::StatusOr<vm::Value> bad = machine.Invoke("main", {std::move(arg)});
+    return bad.ok() ? std::string("ok") : std::string(bad.status().message());
+  };
+  EXPECT_THAT(error(vm::Value::FromTuple({vm::Value(x)})), HasSubstr("match_cast 't': expected a tuple of 2, got tuple of 1"));
+  EXPECT_THAT(error(vm::Value(x)), HasSubstr("match_cast 't': expected a tuple of 2, got tensor float32[5, 4]"));
+  EXPECT_THAT(error(vm::Value::FromTuple({vm::Value(x), vm::Value(Random({6, 4}, 3))})),
+              HasSubstr("match_cast 't' field 1 dimension 0 (n): expected 5"));
 }
 
 TEST(VmCodegenTest, CallsAnotherRelaxFunctionWithTuplesAndConstants) {

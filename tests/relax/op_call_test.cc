@@ -66,6 +66,13 @@ TEST(PrintTest, ImpureObject) {
   EXPECT_EQ(Infer("print", {}), "Object");
   EXPECT_EQ(Infer("print", {T({n})}, {{"format", int64_t{1}}}),
             "error: print: attribute 'format' must be a string");
+  EXPECT_EQ(Infer("print", {T({n}), T({n})}, {{"format", std::string("shapes:")}}), "Object");
+  // A miscounted format printed "{}" itself, or tacked the extra value on at the end.
+  EXPECT_EQ(Infer("print", {T({n})}, {{"format", std::string("{} and {}")}}),
+            "error: print: format \"{} and {}\" has 2 {} for 1 value");
+  EXPECT_EQ(Infer("print", {T({n}), T({n})}, {{"format", std::string("x = {}")}}),
+            "error: print: format \"x = {}\" has 1 {} for 2 values");
+  EXPECT_EQ(Infer("print", {}, {{"format", std::string("{}")}}), "error: print: format \"{}\" has 1 {} for 0 values");
   EXPECT_FALSE(OpRegistry::Global().Find("print")->pure);
 }
 

@@ -424,6 +424,18 @@ TEST(TextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
        "e.kir:1:49: error: value 2 is out of range for bool (true, false, 1 or 0)"},
       {"module { func @f(x: Tensor((n, 4), \"float32\")) { return x } }",
        "e.kir:1:36: error: a data type is written without quotes: float32"},
+      // `kiln run --input`'s, NumPy's and PyTorch's spellings of data types.
+      {"module { func @f(x: Tensor((n, 4), f32)) { return x } }",
+       "e.kir:1:36: error: expected a data type or device=\"...\", found identifier 'f32' (the text format writes "
+       "this data type float32)"},
+      {"module { func @f(x: Prim(i64)) { return x } }",
+       "e.kir:1:26: error: expected a data type (int64, float32, ...), found identifier 'i64' (the text format writes "
+       "this data type int64)"},
+      {"module { func @f(x: Tensor((4,), float32)) { y = R.astype(x, dtype=fp16)\n return y } }",
+       "e.kir:1:68: error: expected an attribute value (integer, number, bool, string, data type or [numbers]), found "
+       "identifier 'fp16' (the text format writes this data type float16)"},
+      {"module { prim_func @k(A: Buffer((4,), float32)) { A[0] = f32(1) } }",
+       "e.kir:1:58: error: unknown function 'f32' (a typed literal is written float32(...))"},
       // docs/ir.md wrote a match_cast to Shape([s_dim0, s_dim1]), as R.shape([...]) is spelt.
       {"module { func @f(s: Shape) { t: Shape((a, b)) = match_cast(s, Shape([a, b]))\n return t } }",
        "e.kir:1:69: error: a shape's dims are written in parentheses: Shape((n, 4)), as in Tensor((n, 4), float32)"},

@@ -21,6 +21,22 @@ TEST(DataType, PrintsAndParses) {
   EXPECT_FALSE(DataType::Parse("uint64x0").ok());
 }
 
+// The spellings of other tools (and kiln run --input) that the text parsers name the text
+// format's data type for.
+TEST(DataType, LongNameOfAShorthand) {
+  EXPECT_EQ(DataType::LongName("f32"), "float32");
+  EXPECT_EQ(DataType::LongName("fp16"), "float16");
+  EXPECT_EQ(DataType::LongName("bf16"), "bfloat16");
+  EXPECT_EQ(DataType::LongName("i64"), "int64");
+  EXPECT_EQ(DataType::LongName("u8"), "uint8");
+  EXPECT_EQ(DataType::LongName("f32x4"), "float32x4");
+  EXPECT_EQ(DataType::LongName("double"), "float64");
+  EXPECT_EQ(DataType::LongName("float"), "float32");
+  for (const char* other : {"int", "i", "f", "fp", "index", "f13", "i3", "u", "float32", "x", "f32y", ""}) {
+    EXPECT_EQ(DataType::LongName(other), "") << other;
+  }
+}
+
 TEST(DataType, SubByteIntegersArePacked) {
   for (const char* name : {"int4", "uint4", "int2", "uint1", "int4x8"}) {
     absl::StatusOr<DataType> parsed = DataType::Parse(name);

@@ -89,6 +89,18 @@ grep -q "output 0: float32\[4, 3\] sum=84 " <<<"$out" || fail "kiln run fold: $o
 # Errors.
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --dump-after=nonsense 2>&1); then fail "unknown pass accepted"; fi
 grep -q "unknown pass 'nonsense'; the passes are: normalize, insert_shape_checks, fold_constants, dispatch_libraries, fuse_attention, legalize, annotate_patterns, fuse_ops, fuse_tir, dead_code_elimination, deduplicate_prim_funcs, bind_target, schedule, lower_call_tir, plan_memory" <<<"$err" || fail "unknown pass: $err"
+# An empty name (`--dump-after=` with an unset variable, or `a,,b`) would compile without the dump.
+for flag in --dump-after= --dump-after=legalize,,schedule; do
+  if err=$("$kiln" compile "$modules/call_tir_add.kir" -o "$dir/empty_dump.kx" "$flag" 2>&1); then fail "$flag accepted"; fi
+  grep -q "a pass name is empty; the passes are: normalize, " <<<"$err" || fail "$flag: $err"
+done
+# A misspelt builtin of Kiln's own namespace fails the compile (it compiled, and kiln run
+# refused the file); another namespace's is an embedding application's and compiles.
+printf 'module {\n  impure func @main(x: Tensor((n,), float32)) -> Tensor((n,), float32) {\n    y: Tensor((n,), float32) = R.call_builtin(R.extern("%s"), x, out_sinfo=Tensor((n,), float32))\n    return y\n  }\n}\n' kiln.tuple_gett > "$dir/typo_builtin.kir"
+if err=$("$kiln" compile "$dir/typo_builtin.kir" -o "$dir/typo_builtin.kx" 2>&1); then fail "misspelt builtin compiled"; fi
+grep -qF "builtin 'kiln.tuple_gett', which this runtime does not provide (did you mean 'kiln.tuple_get'?)" <<<"$err" || fail "misspelt builtin: $err"
+sed 's/kiln.tuple_gett/app.double/' "$dir/typo_builtin.kir" > "$dir/app_builtin.kir"
+"$kiln" compile "$dir/app_builtin.kir" -o "$dir/app_builtin.kx" || fail "an application's builtin did not compile"
 if err=$("$kiln" compile "$modules/call_tir_add.kir" --target tpu 2>&1); then fail "unknown target accepted"; fi
 grep -q "unknown target 'tpu'" <<<"$err" || fail "unknown target: $err"
 # cuda compiles where NVRTC is installed (else it says so); without a driver, running it is

@@ -11,6 +11,7 @@
 namespace kiln::vm {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -126,6 +127,46 @@ TEST(VirtualMachineObjects, BuiltinBoundToStateCountsAcrossCalls) {
   EXPECT_THAT(std::string(wrong.status().message()),
               HasSubstr("builtin 'test.counter_add' argument 0: expected int, got string \"x\""));
   EXPECT_EQ(fx.counter->count, 18);
+}
+
+// A builtin or library function the registry lacks is refused at load, naming it and the
+// registered name it is a typo of; CheckRuntimeProvides says the same without loading, for
+// the names of one namespace only (kiln compile checks Kiln's own).
+TEST(VirtualMachineObjects, AMisspeltBuiltinIsNamedWithTheNearestRegisteredOne) {
+  Fixture fx;
+  ExecutableBuilder b;
+  int32_t add = b.DeclareBuiltin("test.counter_ad", "(int) -> int");
+  int32_t other = b.DeclareBuiltin("app.elsewhere", "(int) -> int");
+  FunctionBuilder& f = b.AddFunction("tick", {IntParam("k")});
+  int32_t r = f.NewRegister();
+  f.CallBuiltin(r, add, {Operand::Reg(f.param(0))});
+  f.CallBuiltin(r, other, {Operand::Reg(r)});
+  f.Ret(r);
+  absl::StatusOr<std::string> bytes = b.Build();
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  absl::StatusOr<std::shared_ptr<const Executable>> exe = Executable::Load(*bytes, fx.registry);
+  ASSERT_FALSE(exe.ok());
+  EXPECT_EQ(exe.status().message(),
+            "executable needs builtin 'test.counter_ad', which this runtime does not provide (did you mean "
+            "'test.counter_add'?)");
+  absl::StatusOr<Executable::Contents> contents = Executable::Decode(*bytes);
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  EXPECT_EQ(Executable::CheckRuntimeProvides(*contents, fx.registry, "test.").message(), exe.status().message());
+  EXPECT_TRUE(Executable::CheckRuntimeProvides(*contents, fx.registry, "kiln.").ok());
+  EXPECT_THAT(std::string(Executable::CheckRuntimeProvides(*contents, fx.registry, "app.").message()),
+              AllOf(HasSubstr("builtin 'app.elsewhere', which this runtime does not provide"), Not(HasSubstr("mean"))));
+
+  ExecutableBuilder c;
+  c.DeclareKernel("test.counter_to_tensr", "ht", KernelDecl::Source::kLibrary);
+  FunctionBuilder& g = c.AddFunction("main", {});
+  g.Ret(g.NewRegister());
+  absl::StatusOr<std::string> kernel_bytes = c.Build();
+  ASSERT_TRUE(kernel_bytes.ok()) << kernel_bytes.status();
+  absl::StatusOr<std::shared_ptr<const Executable>> kernel_exe = Executable::Load(*kernel_bytes, fx.registry);
+  ASSERT_FALSE(kernel_exe.ok());
+  EXPECT_THAT(std::string(kernel_exe.status().message()),
+              HasSubstr("library function 'test.counter_to_tensr', which this runtime does not provide (did you mean "
+                        "'test.counter_to_tensor'?)"));
 }
 
 TEST(VirtualMachineObjects, ObjectsPassThroughRegistersToBuiltinsAndKernels) {
