@@ -76,9 +76,8 @@ std::optional<PrimExpr> PackedRowsCondition(const PlainNest& nest, const CpuSche
 // For a matmul with symbolic rows and constant columns whose register tiles would pack the
 // right operand's panels (PackPays): the condition under which the packing pays,
 // `m >= 128` (NarrowPackLeastRows: fewer on AVX2 for k > 1024); fewer rows read the panels
-// in place (options.matmul_unpacked_panels).
-// nullopt where the sizes, the bounds or the knobs decide, or where the panel's producer
-// folds into the packing.
+// in place (options.matmul_unpacked_panels). nullopt where the sizes, the bounds or the
+// knobs decide, or where the panel's producer folds into the packing.
 std::optional<PrimExpr> PackedPanelRowsCondition(const PrimFunc& func, const PlainNest& nest,
                                                  const CpuScheduleOptions& options);
 // The matmul rule: with the accumulator tile when it can be formed, else without. Few rows

@@ -1,6 +1,6 @@
 // The default CPU schedule: which rule each block gets, the few-rows and unpacked versions
-// of a symbolic matmul, and the passes over the whole function (inlining first, row passes and tail
-// guards last).
+// of a symbolic matmul, and the passes over the whole function (inlining first, row passes
+// and tail guards last).
 #include "tir/schedule_rules/cpu_schedule.h"
 
 #include <functional>
@@ -166,8 +166,9 @@ bool ScheduleVersioned(const Schedule& s, const PrimExpr& many, const CpuSchedul
 // One matmul with symbolic rows whose register tiles pack a narrow constant weight's panels:
 // the function is versioned on `m >= 128` (PackedPanelRowsCondition; fewer rows on AVX2 for
 // deep weights), the first version packing, the copy reading the panels in place, so a
-// call with a few rows does not copy the whole weight for them. False (and `out` untouched) when no single matmul asks for it or the
-// versions' rules report a many-rows condition (that versioning would have come first).
+// call with a few rows does not copy the whole weight for them. False (and `out` untouched)
+// when no single matmul asks for it or the versions' rules report a many-rows condition
+// (that versioning would have come first).
 bool SchedulePanelsVersioned(const Schedule& s, const CpuScheduleOptions& options, Schedule* out) {
   std::vector<PrimExpr> packed = PredictMatmulConditions(
       s.func(), [&](const PlainNest& nest) { return PackedPanelRowsCondition(s.func(), nest, options); });
