@@ -503,6 +503,49 @@ TEST(ScheduleNumericsTest, MatmulNarrowWeightPackedOnlyForManyRows) {
   }
 }
 
+// The register tiles' row edge (the last m mod 8 rows on 16 lanes, m mod 4 or 6 on 8) runs in
+// steps of two rows outside k (StepRegisterEdgeRows), an odd last row alone, unconditioned:
+// row counts with whole steps only, a lone row, both, and on each side of the packed
+// version (m >= 128) of this narrow weight, against the naive matmul; with the knob off, as
+// before.
+TEST(ScheduleNumericsTest, MatmulRegisterRowEdgeInStepsOfTwoRows) {
+  const tir::PrimFunc func = Parse(MatmulWithSizes("m", "64", "256"));
+  Variants v(func, {}, /*threads=*/1);
+  EXPECT_NE(v.scheduled_text().find("block \"C_edge_part\""), std::string::npos) << v.scheduled_text();
+  absl::StatusOr<tir::CpuScheduleKnobs> off = tir::CpuScheduleKnobs::Parse("matmul.edge_steps=0");
+  ASSERT_TRUE(off.ok()) << off.status();
+  Variants unstepped(func, *off, /*threads=*/1);
+  EXPECT_EQ(unstepped.scheduled_text().find("block \"C_edge_part\""), std::string::npos);
+  for (int64_t m : {2, 3, 4, 5, 6, 7, 9, 14, 15, 70, 127, 129, 131, 134}) {
+    ExpectMatmulVariantsMatchNaive(v, m, 64, 256, 200, "m=" + std::to_string(m));
+  }
+  for (int64_t m : {5, 131}) ExpectMatmulVariantsMatchNaive(unstepped, m, 64, 256, 201, "off m=" + std::to_string(m));
+
+  // In registers, stepped or not: no accumulator tile left in memory after LLVM's
+  // optimizations (steps over a serial loop left one there), and no loop body that
+  // multiplies stores a vector.
+  for (const tir::CpuScheduleKnobs& knobs : {tir::CpuScheduleKnobs{}, *off}) {
+    const tir::PrimFunc wide = tir::WithTarget(func, tir::Target::Cpu("host", 512, 1));
+    absl::StatusOr<tir::PrimFunc> scheduled =
+        tir::ScheduleForCpu(wide, {.vector_lanes = 16, .num_threads = 1, .knobs = knobs});
+    ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+    absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, CpuTarget::Host(), /*optimize=*/true);
+    ASSERT_TRUE(ir.ok()) << ir.status();
+    int allocas = 0, storing_bodies = 0;
+    for (absl::string_view body : absl::StrSplit(*ir, "\n\n")) {
+      int products = 0, stores = 0;
+      for (absl::string_view line : absl::StrSplit(body, '\n')) {
+        allocas += absl::StrContains(line, "alloca") && absl::StrContains(line, "C_local");
+        products += absl::StrContains(line, "fmul <32 x float>") || absl::StrContains(line, "fmuladd.v32f32");
+        stores += absl::StrContains(line, "store <32 x float>");
+      }
+      storing_bodies += products >= 2 && stores > 0;
+    }
+    EXPECT_EQ(allocas, 0) << *ir;
+    EXPECT_EQ(storing_bodies, 0) << *ir;
+  }
+}
+
 // A model's weight (constant k, a multiple of the 16-step k block, and a constant width of
 // 1030: several wide tiles per thread share, the last one partial) with a symbolic row count:
 // full 16-row tiles take the k-blocked register accumulators in row steps (8 rows for 16
