@@ -521,9 +521,10 @@ TEST(ScheduleNumericsTest, MatmulRegisterRowEdgeInStepsOfTwoRows) {
   }
   for (int64_t m : {5, 131}) ExpectMatmulVariantsMatchNaive(unstepped, m, 64, 256, 201, "off m=" + std::to_string(m));
 
-  // In registers, stepped or not: no accumulator tile left in memory after LLVM's
-  // optimizations (steps over a serial loop left one there), and no loop body that
-  // multiplies stores a vector.
+  // Through k the accumulators stay in registers: no loop body that multiplies stores a
+  // vector. Between the steps the edge's tile lives in memory (the steps loop is serial,
+  // so a step's rows are at a variable place; unrolled, the steps compiled 30 % slower for
+  // no measured gain); without the steps no accumulator tile is left in memory.
   for (const tir::CpuScheduleKnobs& knobs : {tir::CpuScheduleKnobs{}, *off}) {
     const tir::PrimFunc wide = tir::WithTarget(func, tir::Target::Cpu("host", 512, 1));
     absl::StatusOr<tir::PrimFunc> scheduled =
@@ -541,7 +542,7 @@ TEST(ScheduleNumericsTest, MatmulRegisterRowEdgeInStepsOfTwoRows) {
       }
       storing_bodies += products >= 2 && stores > 0;
     }
-    EXPECT_EQ(allocas, 0) << *ir;
+    EXPECT_EQ(allocas, knobs.matmul.edge_steps ? 2 : 0) << *ir;  // both versions' edge tiles
     EXPECT_EQ(storing_bodies, 0) << *ir;
   }
 }
@@ -1256,14 +1257,18 @@ TEST(ScheduleNumericsTest, MatmulAccumulatorLivesInRegisters) {
 // (guard_vectorized_tails.cc): only the packed panel's copy and the write-back to C remain
 // loops of symbolic extent (masked), none inside the k loop. On 8 lanes LLVM then keeps every
 // copy of the accumulator tile in registers (on 16 lanes the copy for the corner tile, rows
-// and columns both out of range, still keeps it in memory: docs/schedule.md).
+// and columns both out of range, still keeps it in memory: docs/schedule.md). Without the
+// row edge's steps of two rows, whose tile lives in memory between the steps
+// (MatmulRegisterRowEdgeInStepsOfTwoRows).
 TEST(ScheduleNumericsTest, SymbolicColumnTailKeepsTheAccumulatorInRegisters) {
   const tir::PrimFunc func = Parse(MatmulWithSizes("n", "64", "n"));
+  absl::StatusOr<tir::CpuScheduleKnobs> no_steps = tir::CpuScheduleKnobs::Parse("matmul.edge_steps=0");
+  ASSERT_TRUE(no_steps.ok()) << no_steps.status();
   for (int lanes : {8, 16}) {
     const tir::PrimFunc target_func =
         tir::WithTarget(func, tir::Target::Cpu(lanes == 16 ? "host" : "haswell", lanes * 32, 4));
     absl::StatusOr<tir::PrimFunc> scheduled =
-        tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 4});
+        tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 4, .knobs = *no_steps});
     ASSERT_TRUE(scheduled.ok()) << scheduled.status();
     const std::string printed = relax::PrintPrimFunc(*scheduled, "k");
     EXPECT_NE(printed.find("[i_1_edge_2_edge, j_1_tail_edge_edge] = select(j_1_tail_edge_edge < n"), std::string::npos)

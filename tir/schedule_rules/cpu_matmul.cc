@@ -1035,12 +1035,12 @@ void StepRegisterEdgeRows(Schedule* s, const CpuScheduleOptions& options) {
     if (!edge) continue;
     // On a copy, kept only when every step is made and the partial step is its lone row (a
     // step testing both its rows in every k iteration is slower than the tile was). The
-    // steps unrolled: each step's accumulators at constant places, which LLVM promotes.
+    // steps loop stays serial: unrolled, as fast and 30 % more to compile.
     Schedule attempt = *s;
     const std::string k = edge->k->loop_var.name(), rows = edge->rows->loop_var.name();
     absl::StatusOr<std::vector<std::string>> steps = attempt.Split(rows, {-1, 2});
     if (!steps.ok() || !attempt.Reorder({(*steps)[0], k}).ok() || !attempt.Unroll((*steps)[1]).ok() ||
-        !attempt.GuardSteps((*steps)[0]).ok() || !attempt.Unroll((*steps)[0]).ok()) {
+        !attempt.GuardSteps((*steps)[0]).ok()) {
       continue;
     }
     absl::StatusOr<Stmt> part = FindLoop(attempt.func(), (*steps)[1] + "_part", "");
