@@ -507,7 +507,7 @@ TEST(ScheduleNumericsTest, MatmulNarrowWeightPackedOnlyForManyRows) {
 // steps of two rows outside k (StepRegisterEdgeRows), an odd last row alone, unconditioned:
 // row counts with whole steps only, a lone row, both, and on each side of the packed
 // version (m >= 128) of this narrow weight, against the naive matmul; with the knob off, as
-// before.
+// before. Only where the k x 32 panel stays in L1 (8 KiB here).
 TEST(ScheduleNumericsTest, MatmulRegisterRowEdgeInStepsOfTwoRows) {
   const tir::PrimFunc func = Parse(MatmulWithSizes("m", "64", "256"));
   Variants v(func, {}, /*threads=*/1);
@@ -520,6 +520,14 @@ TEST(ScheduleNumericsTest, MatmulRegisterRowEdgeInStepsOfTwoRows) {
     ExpectMatmulVariantsMatchNaive(v, m, 64, 256, 200, "m=" + std::to_string(m));
   }
   for (int64_t m : {5, 131}) ExpectMatmulVariantsMatchNaive(unstepped, m, 64, 256, 201, "off m=" + std::to_string(m));
+  // A panel beyond L1 (1024 x 32 floats, 128 KiB), which each step would read again from L2:
+  // no steps.
+  absl::StatusOr<tir::PrimFunc> deep = tir::ScheduleForCpu(Parse(MatmulWithSizes("m", "1024", "256")),
+                                                           {.vector_lanes = 16, .num_threads = 1});
+  ASSERT_TRUE(deep.ok()) << deep.status();
+  const std::string deep_text = relax::PrintPrimFunc(*deep, "deep");
+  EXPECT_NE(deep_text.find("block \"C_edge\""), std::string::npos) << deep_text;
+  EXPECT_EQ(deep_text.find("block \"C_edge_part\""), std::string::npos) << deep_text;
 
   // Through k the accumulators stay in registers: no loop body that multiplies stores a
   // vector. Between the steps the edge's tile lives in memory (the steps loop is serial,

@@ -112,9 +112,8 @@ TEST(DefaultCpuScheduleTest, MatmulIsTiledVectorizedAndDecomposed) {
             "vectorize(\"ax1\")\n"
             "unroll(\"ax0\")\n"
             "cache_write(\"C_else\") -> \"C_else_write_back\"\n"));
-  // Last, the row edge of the register tiles in steps of two rows outside k.
-  EXPECT_THAT(trace, HasSubstr("guard_vectorized_tails()\nsplit(\"i_1_edge\", [-1, 2])"));
-  EXPECT_THAT(trace, EndsWith("guard_steps(\"i_1_edge_0\")\n"));
+  // (No steps of two rows in the row edge: k is symbolic, the panel may not fit in L1.)
+  EXPECT_THAT(trace, EndsWith("guard_vectorized_tails()\n"));
   // The accumulator is a 6 x 16 tile inside the parallel loop (8 lanes: AVX2's 16
   // registers hold 12 accumulators, 2 loads and a broadcast), and the full tiles run
   // without lane conditions, apart from the edge tiles' serial copy.
