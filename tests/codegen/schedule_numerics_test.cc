@@ -1318,14 +1318,18 @@ std::vector<std::string> BranchLines(const std::vector<std::string>& lines, size
 // code of constant extent (the tile's accumulators in registers). Checked on the scores' form
 // (n x 64) . (64 x n), whose right operand is packed (the edge's k loop blends one vector
 // per row), and on an unpacked (m x 13) . (13 x n); every edge width 1..33 past a full tile,
-// with a row edge, against the naive matmul, AVX2 code included.
+// with a row edge, against the naive matmul, AVX2 code included. The tiles-in-registers
+// checks without the row edge's steps of two rows, whose tile lives in memory between steps
+// (MatmulRegisterRowEdgeInStepsOfTwoRows).
 TEST(ScheduleNumericsTest, ColumnEdgeRunsInWholeVectors) {
   const tir::PrimFunc scores = Parse(MatmulWithSizes("n", "64", "n"));
+  absl::StatusOr<tir::CpuScheduleKnobs> no_steps = tir::CpuScheduleKnobs::Parse("matmul.edge_steps=0");
+  ASSERT_TRUE(no_steps.ok()) << no_steps.status();
   for (int lanes : {8, 16}) {
     const tir::PrimFunc target_func =
         tir::WithTarget(scores, tir::Target::Cpu(lanes == 16 ? "host" : "haswell", lanes * 32, 1));
     absl::StatusOr<tir::PrimFunc> scheduled =
-        tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 1});
+        tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 1, .knobs = *no_steps});
     ASSERT_TRUE(scheduled.ok()) << scheduled.status();
     const std::string printed = relax::PrintPrimFunc(*scheduled, "k");
     std::vector<std::string> lines = absl::StrSplit(printed, '\n');
@@ -1371,8 +1375,9 @@ TEST(ScheduleNumericsTest, ColumnEdgeRunsInWholeVectors) {
   // the accumulators stay in registers (it was LLVM's masked loop over the tile in memory
   // on AVX-512, a serial loop on AVX2).
   const tir::PrimFunc unpacked_func = Parse(MatmulWithSizes("m", "13", "n"));
-  absl::StatusOr<tir::PrimFunc> unpacked_avx2 = tir::ScheduleForCpu(
-      tir::WithTarget(unpacked_func, tir::Target::Cpu("haswell", 256, 1)), {.vector_lanes = 8, .num_threads = 1});
+  absl::StatusOr<tir::PrimFunc> unpacked_avx2 =
+      tir::ScheduleForCpu(tir::WithTarget(unpacked_func, tir::Target::Cpu("haswell", 256, 1)),
+                          {.vector_lanes = 8, .num_threads = 1, .knobs = *no_steps});
   ASSERT_TRUE(unpacked_avx2.ok()) << unpacked_avx2.status();
   // The few-rows branch's wide tiles (`_else`) too: their tail updates the wide accumulator
   // at `32 * pair + lane`, in the tile for every pair, so it is blended whole (it was serial).
