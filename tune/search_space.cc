@@ -65,6 +65,9 @@ const std::vector<KnobRange>& SearchSpace() {
       // rule's 256 floats; 0: the hardware prefetcher alone). 128-512 measured alike on the
       // 4096^2 GEMV (schedule.md, stop 38); the best distance follows the memory's latency.
       {"matmul.stream_prefetch", {-1, 0, 128, 512}},
+      // The register tiles' row edge in steps of two rows outside k (1, the rule's) or each
+      // row under its condition inside k (0, as before stop 44).
+      {"matmul.edge_steps", {0, 1}},
       // Lanes beyond the vector width are several vectors of partial results (or of
       // elements): independent chains, so the adds or exps of one do not wait on the other.
       {"reduction.lanes", {0, 1, 4, 8, 16, 32, 64}},

@@ -503,6 +503,58 @@ TEST(ScheduleNumericsTest, MatmulNarrowWeightPackedOnlyForManyRows) {
   }
 }
 
+// The register tiles' row edge (the last m mod 8 rows on 16 lanes, m mod 4 or 6 on 8) runs in
+// steps of two rows outside k (StepRegisterEdgeRows), an odd last row alone, unconditioned:
+// row counts with whole steps only, a lone row, both, and on each side of the packed
+// version (m >= 128) of this narrow weight, against the naive matmul; with the knob off, as
+// before. Only where the k x 32 panel stays in L1 (8 KiB here).
+TEST(ScheduleNumericsTest, MatmulRegisterRowEdgeInStepsOfTwoRows) {
+  const tir::PrimFunc func = Parse(MatmulWithSizes("m", "64", "256"));
+  Variants v(func, {}, /*threads=*/1);
+  EXPECT_NE(v.scheduled_text().find("block \"C_edge_part\""), std::string::npos) << v.scheduled_text();
+  absl::StatusOr<tir::CpuScheduleKnobs> off = tir::CpuScheduleKnobs::Parse("matmul.edge_steps=0");
+  ASSERT_TRUE(off.ok()) << off.status();
+  Variants unstepped(func, *off, /*threads=*/1);
+  EXPECT_EQ(unstepped.scheduled_text().find("block \"C_edge_part\""), std::string::npos);
+  for (int64_t m : {2, 3, 4, 5, 6, 7, 9, 14, 15, 70, 127, 129, 131, 134}) {
+    ExpectMatmulVariantsMatchNaive(v, m, 64, 256, 200, "m=" + std::to_string(m));
+  }
+  for (int64_t m : {5, 131}) ExpectMatmulVariantsMatchNaive(unstepped, m, 64, 256, 201, "off m=" + std::to_string(m));
+  // A panel beyond L1 (1024 x 32 floats, 128 KiB), which each step would read again from L2:
+  // no steps.
+  absl::StatusOr<tir::PrimFunc> deep = tir::ScheduleForCpu(Parse(MatmulWithSizes("m", "1024", "256")),
+                                                           {.vector_lanes = 16, .num_threads = 1});
+  ASSERT_TRUE(deep.ok()) << deep.status();
+  const std::string deep_text = relax::PrintPrimFunc(*deep, "deep");
+  EXPECT_NE(deep_text.find("block \"C_edge\""), std::string::npos) << deep_text;
+  EXPECT_EQ(deep_text.find("block \"C_edge_part\""), std::string::npos) << deep_text;
+
+  // Through k the accumulators stay in registers: no loop body that multiplies stores a
+  // vector. Between the steps the edge's tile lives in memory (the steps loop is serial,
+  // so a step's rows are at a variable place; unrolled, the steps compiled 30 % slower for
+  // no measured gain); without the steps no accumulator tile is left in memory.
+  for (const tir::CpuScheduleKnobs& knobs : {tir::CpuScheduleKnobs{}, *off}) {
+    const tir::PrimFunc wide = tir::WithTarget(func, tir::Target::Cpu("host", 512, 1));
+    absl::StatusOr<tir::PrimFunc> scheduled =
+        tir::ScheduleForCpu(wide, {.vector_lanes = 16, .num_threads = 1, .knobs = knobs});
+    ASSERT_TRUE(scheduled.ok()) << scheduled.status();
+    absl::StatusOr<std::string> ir = DumpCpuLlvmIr({{"k", *scheduled}}, CpuTarget::Host(), /*optimize=*/true);
+    ASSERT_TRUE(ir.ok()) << ir.status();
+    int allocas = 0, storing_bodies = 0;
+    for (absl::string_view body : absl::StrSplit(*ir, "\n\n")) {
+      int products = 0, stores = 0;
+      for (absl::string_view line : absl::StrSplit(body, '\n')) {
+        allocas += absl::StrContains(line, "alloca") && absl::StrContains(line, "C_local");
+        products += absl::StrContains(line, "fmul <32 x float>") || absl::StrContains(line, "fmuladd.v32f32");
+        stores += absl::StrContains(line, "store <32 x float>");
+      }
+      storing_bodies += products >= 2 && stores > 0;
+    }
+    EXPECT_EQ(allocas, knobs.matmul.edge_steps ? 2 : 0) << *ir;  // both versions' edge tiles
+    EXPECT_EQ(storing_bodies, 0) << *ir;
+  }
+}
+
 // A model's weight (constant k, a multiple of the 16-step k block, and a constant width of
 // 1030: several wide tiles per thread share, the last one partial) with a symbolic row count:
 // full 16-row tiles take the k-blocked register accumulators in row steps (8 rows for 16
@@ -1213,14 +1265,18 @@ TEST(ScheduleNumericsTest, MatmulAccumulatorLivesInRegisters) {
 // (guard_vectorized_tails.cc): only the packed panel's copy and the write-back to C remain
 // loops of symbolic extent (masked), none inside the k loop. On 8 lanes LLVM then keeps every
 // copy of the accumulator tile in registers (on 16 lanes the copy for the corner tile, rows
-// and columns both out of range, still keeps it in memory: docs/schedule.md).
+// and columns both out of range, still keeps it in memory: docs/schedule.md). Without the
+// row edge's steps of two rows, whose tile lives in memory between the steps
+// (MatmulRegisterRowEdgeInStepsOfTwoRows).
 TEST(ScheduleNumericsTest, SymbolicColumnTailKeepsTheAccumulatorInRegisters) {
   const tir::PrimFunc func = Parse(MatmulWithSizes("n", "64", "n"));
+  absl::StatusOr<tir::CpuScheduleKnobs> no_steps = tir::CpuScheduleKnobs::Parse("matmul.edge_steps=0");
+  ASSERT_TRUE(no_steps.ok()) << no_steps.status();
   for (int lanes : {8, 16}) {
     const tir::PrimFunc target_func =
         tir::WithTarget(func, tir::Target::Cpu(lanes == 16 ? "host" : "haswell", lanes * 32, 4));
     absl::StatusOr<tir::PrimFunc> scheduled =
-        tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 4});
+        tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 4, .knobs = *no_steps});
     ASSERT_TRUE(scheduled.ok()) << scheduled.status();
     const std::string printed = relax::PrintPrimFunc(*scheduled, "k");
     EXPECT_NE(printed.find("[i_1_edge_2_edge, j_1_tail_edge_edge] = select(j_1_tail_edge_edge < n"), std::string::npos)
@@ -1262,14 +1318,18 @@ std::vector<std::string> BranchLines(const std::vector<std::string>& lines, size
 // code of constant extent (the tile's accumulators in registers). Checked on the scores' form
 // (n x 64) . (64 x n), whose right operand is packed (the edge's k loop blends one vector
 // per row), and on an unpacked (m x 13) . (13 x n); every edge width 1..33 past a full tile,
-// with a row edge, against the naive matmul, AVX2 code included.
+// with a row edge, against the naive matmul, AVX2 code included. The tiles-in-registers
+// checks without the row edge's steps of two rows, whose tile lives in memory between steps
+// (MatmulRegisterRowEdgeInStepsOfTwoRows).
 TEST(ScheduleNumericsTest, ColumnEdgeRunsInWholeVectors) {
   const tir::PrimFunc scores = Parse(MatmulWithSizes("n", "64", "n"));
+  absl::StatusOr<tir::CpuScheduleKnobs> no_steps = tir::CpuScheduleKnobs::Parse("matmul.edge_steps=0");
+  ASSERT_TRUE(no_steps.ok()) << no_steps.status();
   for (int lanes : {8, 16}) {
     const tir::PrimFunc target_func =
         tir::WithTarget(scores, tir::Target::Cpu(lanes == 16 ? "host" : "haswell", lanes * 32, 1));
     absl::StatusOr<tir::PrimFunc> scheduled =
-        tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 1});
+        tir::ScheduleForCpu(target_func, {.vector_lanes = lanes, .num_threads = 1, .knobs = *no_steps});
     ASSERT_TRUE(scheduled.ok()) << scheduled.status();
     const std::string printed = relax::PrintPrimFunc(*scheduled, "k");
     std::vector<std::string> lines = absl::StrSplit(printed, '\n');
@@ -1315,8 +1375,9 @@ TEST(ScheduleNumericsTest, ColumnEdgeRunsInWholeVectors) {
   // the accumulators stay in registers (it was LLVM's masked loop over the tile in memory
   // on AVX-512, a serial loop on AVX2).
   const tir::PrimFunc unpacked_func = Parse(MatmulWithSizes("m", "13", "n"));
-  absl::StatusOr<tir::PrimFunc> unpacked_avx2 = tir::ScheduleForCpu(
-      tir::WithTarget(unpacked_func, tir::Target::Cpu("haswell", 256, 1)), {.vector_lanes = 8, .num_threads = 1});
+  absl::StatusOr<tir::PrimFunc> unpacked_avx2 =
+      tir::ScheduleForCpu(tir::WithTarget(unpacked_func, tir::Target::Cpu("haswell", 256, 1)),
+                          {.vector_lanes = 8, .num_threads = 1, .knobs = *no_steps});
   ASSERT_TRUE(unpacked_avx2.ok()) << unpacked_avx2.status();
   // The few-rows branch's wide tiles (`_else`) too: their tail updates the wide accumulator
   // at `32 * pair + lane`, in the tile for every pair, so it is blended whole (it was serial).

@@ -565,6 +565,33 @@ TEST(ScheduleTest, GuardStepsChecksEachStepOnce) {
   EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
 }
 
+// Steps of 2 rows: the partial step can only be its first row, so its copy is cut to that
+// row and runs without the condition (kept, each row of the step would test it).
+TEST(ScheduleTest, GuardStepsCutsAPartialStepOfTwoToItsFirstRow) {
+  Schedule s(Parse(k2d));
+  ASSERT_TRUE(s.Split("i", {-1, 2}).ok());
+  ASSERT_TRUE(s.GuardSteps("i_0").ok());
+  const std::string printed = Print(s.func());
+  EXPECT_THAT(printed, HasSubstr("if 2 * i_0 < n - 1 {\n      for i_1 in serial(0, 2) {")) << printed;
+  EXPECT_THAT(printed, HasSubstr("    } else {\n      if 2 * i_0 < n {\n        for i_1_part in serial(0, 1) {"))
+      << printed;
+  EXPECT_EQ(printed.find("where"), std::string::npos) << printed;
+  Schedule again(Parse(k2d));
+  ASSERT_TRUE(Trace::Parse(s.trace().ToString())->Replay(&again).ok());
+  EXPECT_TRUE(StructuralEqual(again.func(), s.func()));
+}
+
+// An unrolled loop splits too (the register tiles' unrolled rows into steps); the parts are
+// serial, to be unrolled again as wanted.
+TEST(ScheduleTest, SplitTakesAnUnrolledLoop) {
+  Schedule s(Parse(k2d));
+  ASSERT_TRUE(s.Unroll("j").ok());
+  absl::StatusOr<std::vector<std::string>> parts = s.Split("j", {-1, 2});
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  const std::string printed = Print(s.func());
+  EXPECT_THAT(printed, HasSubstr("for j_0 in serial(0, 32) {\n      for j_1 in serial(0, 2) {")) << printed;
+}
+
 TEST(ScheduleTest, GuardStepsErrors) {
   Schedule s(Parse(k2d));
   EXPECT_THAT(s.GuardSteps("x").ToString(), HasSubstr("guard_steps: no loop named 'x'"));

@@ -521,9 +521,9 @@ TEST(SearchSpaceTest, OneKnobNeighboursOfTheDefault) {
   // Counted by hand from the values in search_space.cc: row_tile 0 -> 1; col_vectors 0 (the
   // rule's, not among the searched values) -> 1, 2, 3, 4; pack -1 -> 0, 1; k_unroll 1 -> 2,
   // 4, 8; wide_k_block 0 -> 8, 32, 64; gemv_rows_per_pass 0 -> 8, 16; packed_least_rows 0 ->
-  // 24, 40, 48; stream_prefetch -1 -> 0, 128, 512; the other fourteen knobs one value each
+  // 24, 40, 48; stream_prefetch -1 -> 0, 128, 512; the other fifteen knobs one value each
   // (the two-valued ones flipped, the many-valued ones from 0 to their next value).
-  EXPECT_EQ(neighbours.size(), 1u + 4 + 2 + 3 + 3 + 2 + 3 + 3 + 14);
+  EXPECT_EQ(neighbours.size(), 1u + 4 + 2 + 3 + 3 + 2 + 3 + 3 + 15);
   std::set<std::string> texts;
   const std::vector<std::pair<std::string, int>> base = KnobValues(defaults);
   for (const tir::CpuScheduleKnobs& k : neighbours) {
@@ -548,6 +548,7 @@ TEST(SearchSpaceTest, OneKnobNeighboursOfTheDefault) {
   EXPECT_TRUE(has("matmul.wide_step_vectors=2"));
   EXPECT_TRUE(has("matmul.wide_prefetch=0"));
   EXPECT_TRUE(has("matmul.stream_prefetch=0"));
+  EXPECT_TRUE(has("matmul.edge_steps=0"));
   // A value between two of the knob's values has both as neighbours.
   absl::StatusOr<tir::CpuScheduleKnobs> between = tir::CpuScheduleKnobs::Parse("matmul.row_tile=5");
   ASSERT_TRUE(between.ok());

@@ -14,7 +14,8 @@
 //  - Primitives:
 //      GetBlock(name), GetLoops(block): look-ups (loops from the nearest enclosing block
 //        down to the block, outermost first).
-//      Split(loop, factors): one loop into len(factors) nested loops, outermost first; one
+//      Split(loop, factors): one serial or unrolled loop into len(factors) nested serial
+//        loops, outermost first (unroll them again as wanted); one
 //        factor may be -1 (inferred: ceil(extent / product of the others)). When the
 //        factors do not provably cover the extent exactly, the blocks below get the
 //        predicate `fused index < extent` (an `if` where there is no block).
@@ -150,7 +151,9 @@
 //        copy's loops and blocks named `_part`; the `else if` is left out unless every
 //        block carries the same conditions. So whole steps run without conditions and
 //        steps with no row in range run nothing; `split_loops_at_guards` then makes the
-//        whole steps a plain loop. Refused: no such loop, not serial, no condition that
+//        whole steps a plain loop. When every condition changes with one inner loop of two
+//        iterations alone (steps of two rows), the copy is cut to that loop's first
+//        iteration without the conditions: only it can be in range there. Refused: no such loop, not serial, no condition that
 //        changes with the loop, a lane condition that cannot be checked per step.
 //      AddressStepsPerTerm(): the local buffers updated by register steps of three or more
 //        whole vectors (an unrolled loop of 3+ iterations around a loop of one vector's

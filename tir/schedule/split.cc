@@ -39,7 +39,7 @@ absl::StatusOr<SplitResult> Split(const PrimFunc& func, const std::string& loop_
     return absl::InvalidArgumentError(absl::StrCat("split: loop '", loop_name, "' needs at least two factors, got ",
                                                    factors.size()));
   }
-  if (loop->for_kind != ForKind::kSerial) {
+  if (loop->for_kind != ForKind::kSerial && loop->for_kind != ForKind::kUnrolled) {
     return absl::InvalidArgumentError(absl::StrCat("split: loop '", loop_name, "' is ", KindWord(loop->for_kind),
                                                    "; split it before changing its kind"));
   }

@@ -38,7 +38,7 @@ Stmt TileConditionStripper::VisitStmt_(const BlockNode* op, const Stmt& self) {
   const auto* block = s.as<BlockNode>();
   ++blocks;
   if (!block->predicate.defined()) return s;
-  std::vector<PrimExpr> conjuncts, keep, first;
+  std::vector<PrimExpr> conjuncts, keep, first, last;
   FlattenAnd(block->predicate, &conjuncts);
   for (const PrimExpr& c : conjuncts) {
     bool on_lane = false;
@@ -47,13 +47,20 @@ Stmt TileConditionStripper::VisitStmt_(const BlockNode* op, const Stmt& self) {
     std::optional<PrimExpr> guard = droppable ? AtIteration(c, /*last=*/true) : std::nullopt;
     if (guard) {
       guards.push_back(*guard);
+      last.push_back(*guard);
       first.push_back(*AtIteration(c, /*last=*/false));
+      for (const ForNode* l : loops_) {
+        if (UsesVar(c, l->loop_var.get())) varying.insert(l->loop_var.get());
+      }
       continue;
     }
     keep.push_back(c);
     ok &= !on_lane || drop_ == Drop::kOthers;
   }
-  if (!first.empty()) first_guards.push_back(first);
+  if (!first.empty()) {
+    first_guards.push_back(first);
+    last_guards.push_back(last);
+  }
   PrimExpr predicate;
   for (const PrimExpr& c : keep) predicate = predicate.defined() ? And(predicate, c) : c;
   return Block(block->name, block->iter_vars, block->body, block->init, predicate, block->alloc_buffers);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "tir/expr.h"
@@ -30,7 +31,9 @@ PrimExpr AllOf(const std::vector<PrimExpr>& conditions);
 //
 // Each block's dropped conditions are also evaluated at the visited loops' first iteration
 // (`first_guards`, one list per block that had any): `a` only grows, so when one of them
-// fails there, the block runs for no iteration at all.
+// fails there, the block runs for no iteration at all. `last_guards` are the same lists at
+// the last iteration, and `varying` the visited loops (by variable) the dropped conditions
+// change with.
 class TileConditionStripper : public StmtExprMutator {
  public:
   enum class Drop { kLanes, kOthers, kAll };
@@ -41,6 +44,8 @@ class TileConditionStripper : public StmtExprMutator {
   bool ok = true;
   std::vector<PrimExpr> guards;
   std::vector<std::vector<PrimExpr>> first_guards;
+  std::vector<std::vector<PrimExpr>> last_guards;
+  std::set<const VarNode*> varying;
   int blocks = 0;  // blocks visited, with or without conditions
 
  private:

@@ -43,6 +43,7 @@ const std::vector<KnobField>& Fields() {
       {"matmul.wide_step_vectors", [](CpuScheduleKnobs& k) { return &k.matmul.wide_step_vectors; }, nullptr, 0, 4},
       {"matmul.wide_prefetch", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.wide_prefetch; }, 0, 1},
       {"matmul.stream_prefetch", [](CpuScheduleKnobs& k) { return &k.matmul.stream_prefetch; }, nullptr, -1, 4096},
+      {"matmul.edge_steps", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.edge_steps; }, 0, 1},
       {"reduction.lanes", [](CpuScheduleKnobs& k) { return &k.reduction.lanes; }, nullptr, 0, 64},
       {"reduction.parallel", nullptr, [](CpuScheduleKnobs& k) { return &k.reduction.parallel; }, 0, 1},
       {"injective.lanes", [](CpuScheduleKnobs& k) { return &k.injective.lanes; }, nullptr, 0, 64},

@@ -63,6 +63,9 @@ struct MatmulKnobs {
   // streams this many elements ahead (cpu_matmul.cc, PrefetchEdgeStream). -1: the rule's
   // (256), 0: none (the hardware's prefetcher alone).
   int stream_prefetch = -1;
+  // The register tiles' row edge in steps of two rows outside k (cpu_matmul.cc,
+  // StepRegisterEdgeRows); 0: every row of the tile inside k under its own condition.
+  bool edge_steps = true;
   bool operator==(const MatmulKnobs&) const = default;
 };
 

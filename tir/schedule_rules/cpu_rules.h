@@ -107,6 +107,12 @@ void StreamWideEdgeTiles(Schedule* s, const CpuScheduleOptions& options);
 // whole steps of a partial tile run from registers like a full tile's and only the last,
 // short step tests each row.
 void GuardPackedWideEdgeSteps(Schedule* s);
+// After GuardVectorizedTails (knob matmul.edge_steps): the row-edge copy of each register
+// tile (its rows unrolled inside k, each under `row < m`) runs its rows in steps of two
+// outside k, each step checked once (GuardSteps): whole steps keep their accumulators in
+// registers through k, the last odd row runs alone, rows past m run nothing. The tile's rows
+// each under their condition inside k computed all of them.
+void StepRegisterEdgeRows(Schedule* s, const CpuScheduleOptions& options);
 // Last (knob matmul.wide_prefetch): every k-blocked panel copy (a block copying a buffer's
 // elements into a local buffer, e.g. a packed wide tile's k block) that runs once per
 // iteration of serial loops of constant extent which move the panel along its rows gets

@@ -219,6 +219,7 @@ absl::StatusOr<PrimFunc> ScheduleForCpu(const PrimFunc& func, const CpuScheduleO
     (void)schedule.GuardVectorizedTails();
     GuardPackedWideEdgeSteps(&schedule);
     StreamWideEdgeTiles(&schedule, options);
+    StepRegisterEdgeRows(&schedule, options);
     // AVX2's register steps of three or more vectors keep their accumulators in registers
     // only with local addresses per term (tir/local_address_attr.h).
     if (options.vector_lanes == 8) schedule.AddressStepsPerTerm();
