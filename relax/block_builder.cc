@@ -12,6 +12,7 @@
 #include "support/check.h"
 #include "support/status_macros.h"
 #include "tir/stmt_functor.h"
+#include "tir/verify_index_bounds.h"
 
 namespace kiln::relax {
 
@@ -746,6 +747,11 @@ absl::StatusOr<IRModule> NormalizeModule(const IRModule& module, const SourceMap
     return absl::OkStatus();
   };
   for (const IRModule::Entry& entry : module.entries()) {
+    // The PrimFuncs here are the user's (legalize adds the generated ones later): an index
+    // their loops certainly take out of range is refused before anything compiles them.
+    if (const tir::PrimFunc* prim = entry.prim_func()) {
+      KILN_RETURN_IF_ERROR(tir::VerifyIndexBounds(*prim, entry.name, locations));
+    }
     KILN_RETURN_IF_ERROR(normalize(entry.name));
   }
   return out;
