@@ -951,6 +951,7 @@ absl::StatusOr<PrimFunc> TirParser::ParsePrimFunc(const Token& name_token) {
       params.push_back(std::move(param));
       if (AcceptPunct(")")) break;
       KILN_RETURN_IF_ERROR(ExpectPunct(","));
+      if (AcceptPunct(")")) break;  // a trailing comma, as in shapes
     }
   }
   KILN_RETURN_IF_ERROR(CheckParamVarsBound(params));
