@@ -10,11 +10,11 @@
 
 #include <algorithm>
 #include <optional>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "support/int_math.h"
 #include "tir/analyzer.h"
 #include "tir/stmt_functor.h"
 
@@ -87,20 +87,11 @@ std::optional<Linear> LinearIn(const PrimExpr& d, const Var& var, Analyzer& anal
   return Linear{*coef, rest};
 }
 
-int64_t FloorDivInt(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0); }
-
 // The variables `expr` uses.
 std::vector<Var> VarsOf(const PrimExpr& expr) {
-  class Collector : public StmtExprVisitor {
-   public:
-    void VisitExpr_(const VarNode* op, const PrimExpr& self) override {
-      if (seen.insert(op).second) vars.push_back(Var(std::static_pointer_cast<const VarNode>(self.node())));
-    }
-    std::unordered_set<const VarNode*> seen;
-    std::vector<Var> vars;
-  } collector;
+  VarUseCollector collector;
   collector.VisitExpr(expr);
-  return collector.vars;
+  return collector.vars();
 }
 
 bool UsesAnyVar(const PrimExpr& expr, const std::vector<const VarNode*>& vars) {
@@ -186,9 +177,9 @@ class IterationSearch {
       if (!rest) continue;
       // coef * v + rest >= 0
       if (lin->coef > 0) {
-        analyzer_.Bind(vars[0], -FloorDivInt(*rest, lin->coef), IntBound::kPosInf);
+        analyzer_.Bind(vars[0], -support::FloorDiv(*rest, lin->coef), IntBound::kPosInf);
       } else {
-        analyzer_.Bind(vars[0], IntBound::kNegInf, FloorDivInt(*rest, -lin->coef));
+        analyzer_.Bind(vars[0], IntBound::kNegInf, support::FloorDiv(*rest, -lin->coef));
       }
       bound_vars_.push_back(vars[0]);
     }

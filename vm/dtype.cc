@@ -109,7 +109,7 @@ absl::StatusOr<DLDataType> ParseDType(const std::string& text) {
     const char* name;
     uint8_t code;
   };
-  // Longest prefixes first so "uint" is not read as "int" nor "bfloat" as "float".
+  // No name starts with another of these, so their order does not matter.
   constexpr Prefix kPrefixes[] = {{"bfloat", kDLBfloat}, {"float", kDLFloat}, {"uint", kDLUInt}, {"int", kDLInt}};
   for (const Prefix& prefix : kPrefixes) {
     const std::string_view long_prefix = prefix.name;
