@@ -1,12 +1,15 @@
-// Structure builtins: tuples, shapes, reading an If condition out of a tensor, and checking a
-// symbolic dimension against its declared bounds.
+// Structure builtins: tuples, shapes, closures, reading an If condition out of a tensor, and
+// checking a symbolic dimension against its declared bounds.
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "builtins/builtin_args.h"
 #include "builtins/default_builtins.h"
 #include "support/status_macros.h"
+#include "vm/virtual_machine.h"
 
 namespace kiln::builtins {
 namespace {
@@ -49,6 +52,38 @@ absl::Status CheckTuple(BuiltinContext&, const Value* const* args, int n, Value*
   if (v.kind() != Value::Kind::kTuple || static_cast<int64_t>(v.as_tuple().size()) != size) {
     return absl::InvalidArgumentError(
         absl::StrCat(args[2]->as_string(), ": expected a tuple of ", size, ", got ", v.Describe()));
+  }
+  *out = Value();
+  return absl::OkStatus();
+}
+
+// (any value, int arity, string context) -> none: a match_cast to a Func (or a Func field of
+// a Tuple match) needs a closure; with arity >= 0 (`Func([...] -> ...)`, not `Func(... ->
+// ...)`) one that takes that many arguments: its function's parameters less the values it
+// captured, known when the closure is this executable's. The arguments' and the result's
+// struct info are checked when it is called (the callee's parameter signatures).
+absl::Status CheckClosure(BuiltinContext& ctx, const Value* const* args, int n, Value* out) {
+  KILN_RETURN_IF_ERROR(CheckArity(n, 3));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[1], Value::Kind::kInt, 1));
+  KILN_RETURN_IF_ERROR(CheckKind(*args[2], Value::Kind::kString, 2));
+  const Value& v = *args[0];
+  const int64_t arity = args[1]->as_int();
+  const std::string& context = args[2]->as_string();
+  if (v.kind() != Value::Kind::kClosure) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": expected a function (closure), got ", v.Describe()));
+  }
+  const vm::Closure& closure = v.as_closure();
+  if (arity >= 0 && ctx.vm != nullptr && closure.executable == &ctx.vm->executable()) {
+    const std::vector<vm::Function>& functions = ctx.vm->executable().functions();
+    if (closure.function_index >= 0 && static_cast<size_t>(closure.function_index) < functions.size()) {
+      const vm::Function& f = functions[closure.function_index];
+      const int64_t takes = static_cast<int64_t>(f.params.size()) - static_cast<int64_t>(closure.captured.size());
+      if (takes != arity) {
+        return absl::InvalidArgumentError(absl::StrCat(context, ": expected a function of ", arity, " argument",
+                                                       arity == 1 ? "" : "s", ", got '", f.name, "', which takes ",
+                                                       takes));
+      }
+    }
   }
   *out = Value();
   return absl::OkStatus();
@@ -245,6 +280,7 @@ void RegisterStructureBuiltins(vm::BuiltinRegistry& r) {
   r.RegisterBuiltin("kiln.tuple_make", "(any...) -> tuple", TupleMake);
   r.RegisterBuiltin("kiln.tuple_get", "(tuple, int) -> any", TupleGet);
   r.RegisterBuiltin("kiln.check_tuple", "(any, int, string) -> none", CheckTuple);
+  r.RegisterBuiltin("kiln.check_closure", "(any, int, string) -> none", CheckClosure);
   r.RegisterBuiltin("kiln.shape_of", "(tensor) -> shape", ShapeOf);
   r.RegisterBuiltin("kiln.tensor_to_shape", "(tensor) -> shape", TensorToShape);
   r.RegisterBuiltin("kiln.check_slice_strides", "(tensor, shape) -> none", CheckSliceStrides);

@@ -41,7 +41,8 @@ class KernelCollector : public relax::ExprVisitor {
 }  // namespace
 
 absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, const CpuTarget& target,
-                                            const std::map<std::string, std::string>& metadata) {
+                                            const std::map<std::string, std::string>& metadata,
+                                            const vm::BuiltinRegistry* kiln_runtime) {
   KernelCollector collector;
   for (const relax::IRModule::Entry& entry : lowered.entries()) {
     if (entry.is_relax()) collector.VisitExpr(std::get<relax::Expr>(entry.func));
@@ -123,6 +124,7 @@ absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, cons
     }
   }
   KILN_RETURN_IF_ERROR(GenerateVmCode(lowered, kernel_index, builder));
+  if (kiln_runtime != nullptr) KILN_RETURN_IF_ERROR(builder.CheckRuntimeProvides(*kiln_runtime, "kiln."));
   return builder.Build();
 }
 

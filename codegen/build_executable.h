@@ -21,11 +21,18 @@
 #include "absl/status/statusor.h"
 #include "codegen/cpu_target.h"
 #include "relax/ir_module.h"
+#include "vm/builtin_registry.h"
 
 namespace kiln::codegen {
 
 // `metadata` is recorded as is in the executable's metadata section (Executable::Contents).
+// With `kiln_runtime`, every builtin and library function named "kiln." that the executable
+// calls must be one that registry provides (vm::Executable::CheckRuntimeProvides, checked
+// before the image is encoded): `kiln compile` refuses a misspelt `R.extern("kiln.tuple_gett")`
+// instead of writing a file `kiln run` cannot load. Other names are an embedding
+// application's, registered only where it runs.
 absl::StatusOr<std::string> BuildExecutable(const relax::IRModule& lowered, const CpuTarget& target,
-                                            const std::map<std::string, std::string>& metadata = {});
+                                            const std::map<std::string, std::string>& metadata = {},
+                                            const vm::BuiltinRegistry* kiln_runtime = nullptr);
 
 }  // namespace kiln::codegen

@@ -43,7 +43,7 @@ absl::StatusOr<std::string> CompileGgufModel(const std::string& gguf_path, const
       {"kiln.model.config", config.Summary()},
       {"kiln.model.max_tokens", absl::StrCat(options.max_tokens > 0 ? options.max_tokens : config.context_length)},
   };
-  KILN_ASSIGN_OR_RETURN(std::string bytes, BuildExecutable(lowered, options.cpu, metadata));
+  KILN_ASSIGN_OR_RETURN(std::string bytes, BuildExecutable(lowered, options.cpu, metadata, options.kiln_runtime));
   if (options.progress) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "kiln: compiled in %.1f s\n", seconds);

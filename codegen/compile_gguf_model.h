@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "codegen/cpu_target.h"
 #include "relax/transform/pipeline.h"
+#include "vm/builtin_registry.h"
 
 namespace kiln::codegen {
 
@@ -26,6 +27,8 @@ struct ModelCompileOptions {
   bool ggml_avx2_build = false;     // LlamaBuildOptions::ggml_avx2_build (GPU targets): the
                                     // tools set it from builtins::ActiveGgmlSimd()
   bool progress = true;             // one line on stderr when starting and when done
+  // BuildExecutable's kiln_runtime: the registry the "kiln." builtins must come from.
+  const vm::BuiltinRegistry* kiln_runtime = nullptr;
 };
 
 // The bytes of the executable.

@@ -321,6 +321,9 @@ class FunctionCodegen {
       KILN_RETURN_IF_ERROR(MatchTupleFields(reg, *tuple, absl::StrCat("match_cast '", name, "'")));
       EmitBoundChecks(relax::CollectVars(sinfo));
       return absl::OkStatus();
+    } else if (const auto* func = sinfo.as<relax::FuncStructInfoNode>()) {
+      MatchClosure(reg, *func, absl::StrCat("match_cast '", name, "'"));
+      return absl::OkStatus();
     } else if (!shape) {
       return Error(name, "match_cast to ", relax::ToString(sinfo), " is not supported by VM codegen yet");
     }
@@ -328,6 +331,20 @@ class FunctionCodegen {
     KILN_RETURN_IF_ERROR(MatchShapeDims(reg, *shape, absl::StrCat("match_cast '", name, "'"), name));
     EmitBoundChecks(relax::CollectVars(sinfo));
     return absl::OkStatus();
+  }
+
+  // The value in `reg` must be a closure, taking as many arguments as `func` has parameters
+  // when it lists them: a Func parameter is checked the same way (its kind), and what the
+  // arguments and result are is checked when the closure is called, by its function's
+  // parameter signatures. Purity cannot be seen at run time and is taken on trust.
+  void MatchClosure(int32_t reg, const relax::FuncStructInfoNode& func, const std::string& context) {
+    const int32_t text = f_.NewRegister();
+    f_.LoadConst(text, b_.AddConstant(vm::Value::FromString(context)));
+    f_.SetDebugName(context);
+    const int64_t arity = func.params ? static_cast<int64_t>(func.params->size()) : -1;
+    f_.CallBuiltin(vm::kNoRegister, b_.DeclareBuiltin("kiln.check_closure", "(any, int, string) -> none"),
+                   {Operand::Reg(reg), Operand::Imm(arity), Operand::Reg(text)});
+    f_.Kill(text);
   }
 
   // The value in `reg` must be a tuple of as many fields as `tuple` (a field past its end
@@ -349,13 +366,16 @@ class FunctionCodegen {
       const bool known_shape = shape && shape->ndim != relax::kUnknownNdim;
       const auto* prim = field.as<relax::PrimStructInfoNode>();
       const auto* inner = field.as<relax::TupleStructInfoNode>();
-      if (!known_shape && (prim == nullptr || !prim->value.defined()) && inner == nullptr) continue;
+      const auto* func = field.as<relax::FuncStructInfoNode>();
+      if (!known_shape && (prim == nullptr || !prim->value.defined()) && inner == nullptr && func == nullptr) continue;
       const int32_t item = f_.NewRegister();
       f_.SetDebugName(where);
       f_.CallBuiltin(item, b_.DeclareBuiltin("kiln.tuple_get", "(tuple, int) -> any"),
                      {Operand::Reg(reg), Operand::Imm(static_cast<int64_t>(j))});
       if (inner != nullptr) {
         KILN_RETURN_IF_ERROR(MatchTupleFields(item, *inner, where));
+      } else if (func != nullptr) {
+        MatchClosure(item, *func, where);
       } else if (prim != nullptr) {
         KILN_RETURN_IF_ERROR(MatchPrim(item, *prim, where));
       } else {

@@ -7,11 +7,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "relax/call_tir_signature.h"
 #include "relax/op_registry.h"
 #include "relax/struct_info_functions.h"
 #include "support/check.h"
 #include "support/status_macros.h"
 #include "tir/stmt_functor.h"
+#include "tir/verify_index_bounds.h"
 
 namespace kiln::relax {
 
@@ -467,7 +469,14 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeCall(const CallNode& call) {
   StructInfo sinfo;
   if (op.kind() == ExprKind::kOp) {
     KILN_ASSIGN_OR_RETURN(sinfo, InferCallStructInfo(node, *analyzer_));
-    if (op.as<OpNode>()->name == "call_tir") KILN_RETURN_IF_ERROR(CheckCallTirWritesOnlyOutputs(node));
+    if (op.as<OpNode>()->name == "call_tir") {
+      const auto* gv = node.args[0].as<GlobalVarNode>();
+      const IRModule::Entry* entry = gv == nullptr || module_ == nullptr ? nullptr : module_->Find(gv->name);
+      if (entry != nullptr && entry->prim_func() != nullptr) {
+        KILN_RETURN_IF_ERROR(CheckCallTirSignature(node, *entry->prim_func(), gv->name));
+      }
+      KILN_RETURN_IF_ERROR(CheckCallTirWritesOnlyOutputs(node));
+    }
   } else if (op.kind() == ExprKind::kGlobalVar) {
     const std::string& name = op.as<GlobalVarNode>()->name;
     const IRModule::Entry* entry = module_ != nullptr ? module_->Find(name) : nullptr;
@@ -512,8 +521,8 @@ absl::Status BlockBuilder::CheckCallTirWritesOnlyOutputs(const CallNode& call) {
   const size_t inputs = count(call.args[1].struct_info());
   const size_t outputs = call.sinfo_args.empty() ? 1 : count(call.sinfo_args[0]);
   const auto* tir_vars = call.args.size() > 2 ? call.args[2].as<ShapeExprNode>() : nullptr;
-  // A call whose arguments do not match the parameters is refused where it is compiled
-  // (vm_codegen: "@k takes 2 arguments, the call passes 3"); which are inputs is moot.
+  // A call whose arguments do not match the parameters was refused by CheckCallTirSignature
+  // (a count known only at run time is refused where it is compiled); which are inputs is moot.
   if (inputs + outputs + (tir_vars != nullptr ? tir_vars->values.size() : 0) != (*callee)->params.size()) {
     return absl::OkStatus();
   }
@@ -746,6 +755,11 @@ absl::StatusOr<IRModule> NormalizeModule(const IRModule& module, const SourceMap
     return absl::OkStatus();
   };
   for (const IRModule::Entry& entry : module.entries()) {
+    // The PrimFuncs here are the user's (legalize adds the generated ones later): an index
+    // their loops certainly take out of range is refused before anything compiles them.
+    if (const tir::PrimFunc* prim = entry.prim_func()) {
+      KILN_RETURN_IF_ERROR(tir::VerifyIndexBounds(*prim, entry.name, locations));
+    }
     KILN_RETURN_IF_ERROR(normalize(entry.name));
   }
   return out;

@@ -143,7 +143,8 @@ class BlockBuilder {
 
 // Rebuilds every Relax function of a module as the text parser produces it (Vars may lack
 // struct info; calls may nest) in A-normal form with inferred struct info on every Var,
-// checking annotations against what is inferred. PrimFuncs pass through unchanged. Errors
+// checking annotations against what is inferred. PrimFuncs pass through unchanged, once
+// tir/verify_index_bounds.h found no index of theirs certainly out of range. Errors
 // name the function: `function 'main', binding 'lv1': matmul: inner dimensions differ ...`;
 // given the parser's `locations`, they start with where the binding (or, failing that, the
 // function) was written: `model.kir:7:7: error: function 'main', binding 'lv1': ...`.

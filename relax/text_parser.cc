@@ -149,6 +149,7 @@ absl::StatusOr<Expr> Parser::ParseFunction(const Token& name_token, bool pure) {
       params.push_back(std::move(param));
       if (AcceptPunct(")")) break;
       KILN_RETURN_IF_ERROR(ExpectPunct(","));
+      if (AcceptPunct(")")) break;  // a trailing comma, as in shapes: (x: ..., y: ...,)
     }
   }
   StructInfo ret;

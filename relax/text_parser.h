@@ -27,7 +27,7 @@ namespace kiln::relax {
 using tir::kMaxTextNesting;
 // Where things were defined, keyed by node pointer: Relax functions (the FunctionNode),
 // PrimFuncs (the PrimFuncNode), Relax Vars (their VarNode: parameters and bindings), TIR
-// variables (tir::VarNode) and buffers (tir::BufferNode).
+// variables (tir::VarNode), buffers (tir::BufferNode) and buffer accesses (tir/text_parser.h).
 using tir::SourceLocation;
 using tir::SourceMap;
 

@@ -1,8 +1,8 @@
 #include "tir/data_type.h"
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "support/dtype_short_names.h"
 
 namespace kiln::tir {
 
@@ -67,25 +67,14 @@ absl::StatusOr<DataType> DataType::Parse(std::string_view std_text) {
   return invalid();
 }
 
-std::string DataType::LongName(std::string_view std_text) {
-  absl::string_view text(std_text.data(), std_text.size());
+std::string DataType::LongName(std::string_view text) {
+  // C's words first: the short prefixes (support/dtype_short_names.h) need a digit.
   if (text == "float") return "float32";
   if (text == "double") return "float64";
   if (text == "half") return "float16";
   if (text == "long") return "int64";
-  struct Short {
-    absl::string_view prefix, long_prefix;
-  };
-  // Longest prefixes first so "fp16" is not read as "f" and "p16".
-  constexpr Short kShort[] = {{"bf", "bfloat"}, {"fp", "float"}, {"f", "float"}, {"i", "int"}, {"u", "uint"}};
-  for (const Short& s : kShort) {
-    if (text.substr(0, s.prefix.size()) != s.prefix) continue;
-    const std::string name = absl::StrCat(s.long_prefix, text.substr(s.prefix.size()));
-    // A digit must follow ("i" alone, "fp" alone or "index" are no data types).
-    if (text.size() > s.prefix.size() && absl::ascii_isdigit(text[s.prefix.size()]) && Parse(name).ok()) return name;
-    return "";
-  }
-  return "";
+  std::string name = support::ExpandShortDTypeName(text);
+  return !name.empty() && Parse(name).ok() ? name : "";
 }
 
 }  // namespace kiln::tir

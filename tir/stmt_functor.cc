@@ -465,4 +465,12 @@ Stmt Substitute(const Stmt& stmt, const VarMap& vmap) {
   return Substituter(vmap).VisitStmt(stmt);
 }
 
+void VarUseCollector::VisitExpr_(const VarNode* op, const PrimExpr& self) {
+  if (seen_.insert(op).second) vars_.push_back(Var(std::static_pointer_cast<const VarNode>(self.node())));
+}
+
+void VarUseCollector::Add(const Var& var) {
+  if (seen_.insert(var.get()).second) vars_.push_back(var);
+}
+
 }  // namespace kiln::tir

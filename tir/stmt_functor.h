@@ -20,6 +20,7 @@
 #pragma once
 
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tir/buffer.h"
@@ -125,6 +126,20 @@ class StmtExprMutator {
   // Uses of a variable are replaced by the mapped expression.
   std::unordered_map<const VarNode*, PrimExpr> var_remap_;
   std::unordered_map<const BufferNode*, Buffer> buffer_remap_;
+};
+
+// Collects the variables that what it visits uses (VisitExpr_(VarNode): uses, not
+// definitions), each once, in the order first met.
+class VarUseCollector : public StmtExprVisitor {
+ public:
+  void VisitExpr_(const VarNode* op, const PrimExpr& self) override;
+  // Records `var` as used, if it is not yet.
+  void Add(const Var& var);
+  const std::vector<Var>& vars() const { return vars_; }
+
+ private:
+  std::unordered_set<const VarNode*> seen_;
+  std::vector<Var> vars_;
 };
 
 // Replaces every use of a variable in `vmap` by its mapped expression (definitions are left

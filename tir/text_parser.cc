@@ -579,7 +579,9 @@ absl::StatusOr<PrimExpr> TirParser::ParseAtom() {
       if (!indices[i].dtype().is_scalar()) return Error(name, "only the last index may be a vector");
     }
     KILN_RETURN_IF_ERROR(CheckConstantIndices(name, b, indices));
-    return b.Load(std::move(indices));
+    PrimExpr load = b.Load(std::move(indices));
+    Record(load.get(), name);  // where verify_index_bounds points an index out of range
+    return load;
   }
   if (const Var* var = LookupTirVar(name.text)) return *var;
   if (defining_) return DefineSymVar(name, DataType::Int64(), /*shape_var=*/true);
@@ -757,7 +759,9 @@ absl::StatusOr<Stmt> TirParser::ParseBufferStore() {
     return Error(eq, absl::StrCat("store of ", value.dtype().ToString(), " to buffer '", name.text, "' of ",
                                   buffer->dtype.ToString()));
   }
-  return BufferStore(buffer, value, std::move(indices));
+  Stmt store = BufferStore(buffer, value, std::move(indices));
+  Record(store.get(), name);  // where verify_index_bounds points an index out of range
+  return store;
 }
 
 absl::StatusOr<Stmt> TirParser::ParseFor() {
@@ -947,6 +951,7 @@ absl::StatusOr<PrimFunc> TirParser::ParsePrimFunc(const Token& name_token) {
       params.push_back(std::move(param));
       if (AcceptPunct(")")) break;
       KILN_RETURN_IF_ERROR(ExpectPunct(","));
+      if (AcceptPunct(")")) break;  // a trailing comma, as in shapes
     }
   }
   KILN_RETURN_IF_ERROR(CheckParamVarsBound(params));

@@ -36,7 +36,9 @@ struct SourceLocation {
 };
 
 // Where things were defined, keyed by node pointer: PrimFuncs (the PrimFuncNode), TIR
-// variables (VarNode) and buffers (BufferNode); the module parser adds Relax nodes.
+// variables (VarNode), buffers (BufferNode) and buffer accesses (the PrimExprNode of a
+// BufferLoad, the StmtNode of a BufferStore: the buffer's name there); the module parser
+// adds Relax nodes.
 using SourceMap = std::unordered_map<const void*, SourceLocation>;
 
 struct ParsedPrimFunc {

@@ -27,7 +27,6 @@
 #include "tools/option_value.h"
 #include "tools/usage_error.h"
 #include "tune/tuning_db.h"
-#include "vm/executable.h"
 
 namespace kiln::tools {
 namespace {
@@ -92,15 +91,6 @@ int Fail(const std::string& message) {
 }
 
 int Usage(const std::string& message) { return UsageError("compile", message); }
-
-// Kiln's own builtins and library functions ("kiln.") that the executable calls must be
-// this runtime's, so that `R.call_builtin(R.extern("kiln.tuple_gett"), ...)` fails here
-// rather than when `kiln run` loads the file; other names belong to an embedding application.
-absl::Status CheckKilnBuiltins(const std::string& bytes) {
-  absl::StatusOr<vm::Executable::Contents> contents = vm::Executable::Decode(bytes);
-  if (!contents.ok()) return contents.status();
-  return vm::Executable::CheckRuntimeProvides(*contents, builtins::DefaultRegistry(), "kiln.");
-}
 
 }  // namespace
 
@@ -227,13 +217,13 @@ int CompileCommand(int argc, char** argv) {
     // A GPU build's kernels compute as the llama.cpp build this machine would get
     // (builtins/ggml_simd.h).
     model_options.ggml_avx2_build = builtins::ActiveGgmlSimd() == builtins::GgmlSimd::kAvx2;
+    model_options.kiln_runtime = &builtins::DefaultRegistry();
     if (!max_tokens_text.empty() && (!absl::SimpleAtoi(max_tokens_text, &model_options.max_tokens) ||
                                      model_options.max_tokens <= 0)) {
       return Usage("--max-tokens needs a positive integer, got '" + max_tokens_text + "'");
     }
     absl::StatusOr<std::string> bytes = codegen::CompileGgufModel(path, model_options);
     if (!bytes.ok()) return Fail(std::string(bytes.status().message()));
-    if (absl::Status provided = CheckKilnBuiltins(*bytes); !provided.ok()) return Fail(std::string(provided.message()));
     if (absl::Status written = support::WriteFile(output, *bytes); !written.ok()) {
       return Fail(std::string(written.message()));
     }
@@ -248,9 +238,10 @@ int CompileCommand(int argc, char** argv) {
   absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed.module, options, &parsed.locations);
   if (!lowered.ok()) return Fail(std::string(lowered.status().message()));
   auto lowered_at = std::chrono::steady_clock::now();
-  absl::StatusOr<std::string> bytes = codegen::BuildExecutable(*lowered, *cpu);
+  // Kiln's own builtins ("kiln.") must be this runtime's, so that a misspelt one fails here
+  // rather than when `kiln run` loads the file.
+  absl::StatusOr<std::string> bytes = codegen::BuildExecutable(*lowered, *cpu, {}, &builtins::DefaultRegistry());
   if (!bytes.ok()) return Fail(std::string(bytes.status().message()));
-  if (absl::Status provided = CheckKilnBuiltins(*bytes); !provided.ok()) return Fail(std::string(provided.message()));
   auto built_at = std::chrono::steady_clock::now();
   if (options.time_passes) {
     auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };

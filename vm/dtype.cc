@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "support/dtype_short_names.h"
 #include "support/float16.h"
 
 namespace kiln::vm {
@@ -102,19 +103,19 @@ std::string DTypeToString(DLDataType t) {
 absl::StatusOr<DLDataType> ParseDType(const std::string& text) {
   if (text == "bool") return DLDataType{kDTypeBool, 8, 1};
   if (text == "string") return DLDataType{kDLOpaqueHandle, 128, 1};  // vm/string_tensor.h
+  const std::string expanded = support::ExpandShortDTypeName(text);  // "f32" -> "float32"
+  const std::string& name = expanded.empty() ? text : expanded;
   struct Prefix {
     const char* name;
     uint8_t code;
   };
-  // Longest prefixes first so "uint" is not read as "int" nor "bf" as "b...".
-  constexpr Prefix kPrefixes[] = {{"bfloat", kDLBfloat}, {"float", kDLFloat}, {"uint", kDLUInt},
-                                  {"int", kDLInt},       {"bf", kDLBfloat},   {"f", kDLFloat},
-                                  {"u", kDLUInt},        {"i", kDLInt}};
+  // No name starts with another of these, so their order does not matter.
+  constexpr Prefix kPrefixes[] = {{"bfloat", kDLBfloat}, {"float", kDLFloat}, {"uint", kDLUInt}, {"int", kDLInt}};
   for (const Prefix& prefix : kPrefixes) {
-    std::string name = prefix.name;
-    if (text.compare(0, name.size(), name) != 0) continue;
+    const std::string_view long_prefix = prefix.name;
+    if (name.compare(0, long_prefix.size(), long_prefix) != 0) continue;
     int bits = 0;
-    if (!absl::SimpleAtoi(text.substr(name.size()), &bits)) break;
+    if (!absl::SimpleAtoi(name.substr(long_prefix.size()), &bits)) break;
     bool ok = (bits == 8 || bits == 16 || bits == 32 || bits == 64);
     if (prefix.code == kDLFloat) ok = bits == 16 || bits == 32 || bits == 64;
     if (prefix.code == kDLBfloat) ok = bits == 16;

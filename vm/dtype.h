@@ -54,7 +54,8 @@ bool StoreElementFromDouble(void* data, DLDataType dtype, int64_t i, double valu
 // "float32", "int64", "bool", ...
 std::string DTypeToString(DLDataType t);
 
-// Accepts the long names ("float32") and short ones ("f32", "i64", "u8", "bf16", "bool").
+// Accepts the long names ("float32") and the short ones of support/dtype_short_names.h
+// ("f32", "fp16", "i64", "u8", "bf16"), and "bool".
 absl::StatusOr<DLDataType> ParseDType(const std::string& text);
 
 }  // namespace kiln::vm

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -126,6 +127,13 @@ class ExecutableBuilder {
   // and returns the builder of its body.
   FunctionBuilder& AddFunction(const std::string& name, const std::vector<ParamSpec>& params);
   int32_t FunctionIndex(const std::string& name) const;
+
+  // Executable::CheckRuntimeProvides on what has been declared so far: whether `registry`
+  // provides the builtins and library functions named `prefix`... (`kiln compile` checks
+  // Kiln's own against its runtime before the image is encoded, not by decoding it again).
+  absl::Status CheckRuntimeProvides(const BuiltinRegistry& registry, std::string_view prefix) const {
+    return Executable::CheckRuntimeProvides(contents_, registry, prefix);
+  }
 
   // Resolves labels, verifies, and encodes the file image.
   absl::StatusOr<std::string> Build();

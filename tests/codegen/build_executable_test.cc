@@ -227,5 +227,28 @@ TEST(BuildExecutable, ExternalConstantsAreResolvedByNameAtLoadAndMetadataIsKept)
   for (int i = 0; i < 6; ++i) EXPECT_EQ(got->as_tensor().data_as<float>()[i], want[i]) << i;
 }
 
+// With kiln_runtime, a "kiln." builtin that registry lacks is refused before the image is
+// encoded (kiln compile: a misspelt one used to compile and fail only in kiln run); other
+// names are an application's and pass, and without a registry nothing is checked.
+TEST(BuildExecutable, KilnBuiltinsAreCheckedAgainstTheRuntimeWhenAsked) {
+  auto build = [](const std::string& builtin, const vm::BuiltinRegistry* runtime) {
+    std::string text = absl::StrCat(
+        "module {\n  impure func @main(x: Tensor((n,), float32)) -> Tensor((n,), float32) {\n"
+        "    y: Tensor((n,), float32) = R.call_builtin(R.extern(\"", builtin, "\"), x, out_sinfo=Tensor((n,), float32))\n"
+        "    return y\n  }\n}\n");
+    absl::StatusOr<relax::ParsedModule> parsed = relax::ParseModule(text, "b.kir");
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    absl::StatusOr<relax::IRModule> lowered = relax::RunPipeline(parsed->module, relax::PipelineOptions());
+    EXPECT_TRUE(lowered.ok()) << lowered.status();
+    return BuildExecutable(*lowered, CpuTarget::Host(), {}, runtime).status();
+  };
+  const vm::BuiltinRegistry& runtime = builtins::DefaultRegistry();
+  EXPECT_THAT(std::string(build("kiln.tuple_gett", &runtime).message()),
+              HasSubstr("builtin 'kiln.tuple_gett', which this runtime does not provide (did you mean 'kiln.tuple_get'?)"));
+  EXPECT_TRUE(build("kiln.tuple_gett", nullptr).ok());
+  EXPECT_TRUE(build("app.double", &runtime).ok());
+  EXPECT_TRUE(build("kiln.copy", &runtime).ok());
+}
+
 }  // namespace
 }  // namespace kiln::codegen

@@ -323,6 +323,58 @@ TEST(VmCodegenTest, MatchCastToATupleChecksItsFieldsAndBindsTheirDims) {
               HasSubstr("match_cast 't' field 1 dimension 0 (n): expected 5"));
 }
 
+// match_cast to a Func checks the value is a closure taking that many arguments (VM codegen
+// refused it: "match_cast to Func(...) is not supported by VM codegen yet"); the arguments'
+// and result's struct info are checked when it is called. A Func field of a Tuple match too.
+TEST(VmCodegenTest, MatchCastToAFuncChecksItIsAClosureOfThatArity) {
+  auto exe = MustCompile(std::string(R"(module {
+  func @double(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
+    y = R.call_tir(@add_kernel, (x, x), out_sinfo=Tensor((n, 4), float32))
+    return y
+  }
+  func @add(x: Tensor((n, 4), float32), y: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
+    z = R.call_tir(@add_kernel, (x, y), out_sinfo=Tensor((n, 4), float32))
+    return z
+  }
+  func @main(o: Object, x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
+    f = match_cast(o, Func([Tensor((m, 4), float32)] -> Tensor((m, 4), float32)))
+    y = f(x)
+    return y
+  }
+  func @pair(o: Object, x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
+    t = match_cast(o, Tuple(Func([Tensor((m, 4), float32)] -> Tensor((m, 4), float32)), Func(... -> Object)))
+    f = t[0]
+    y = f(x)
+    return y
+  }
+)") + kAddKernel + "}\n");
+  ASSERT_NE(exe, nullptr);
+  vm::VirtualMachine machine(exe);
+  vm::Tensor x = Random({3, 4}, 1);
+  absl::StatusOr<vm::Value> twice = machine.MakeClosure("double", {});
+  absl::StatusOr<vm::Value> add = machine.MakeClosure("add", {});
+  absl::StatusOr<vm::Value> add_x = machine.MakeClosure("add", {vm::Value(x)});
+  ASSERT_TRUE(twice.ok() && add.ok() && add_x.ok());
+  auto run = [&](const char* fn, vm::Value o) -> std::string {
+    absl::StatusOr<vm::Value> r = machine.Invoke(fn, {std::move(o), vm::Value(x)});
+    if (!r.ok()) return std::string(r.status().message());
+    std::vector<float> y = Data(r->as_tensor());
+    for (int64_t i = 0; i < 12; ++i) {
+      if (y[i] != 2 * x.data_as<float>()[i]) return "wrong values";
+    }
+    return "ok";
+  };
+  EXPECT_EQ(run("main", *twice), "ok");
+  EXPECT_EQ(run("main", *add_x), "ok");  // add with x captured takes one argument
+  EXPECT_THAT(run("main", *add), HasSubstr("match_cast 'f': expected a function of 1 argument, got 'add', which takes 2"));
+  EXPECT_THAT(run("main", vm::Value(x)), HasSubstr("match_cast 'f': expected a function (closure), got tensor float32[3, 4]"));
+  EXPECT_EQ(run("pair", vm::Value::FromTuple({*twice, *add})), "ok");  // Func(... -> Object): any closure
+  EXPECT_THAT(run("pair", vm::Value::FromTuple({*add, *add})),
+              HasSubstr("match_cast 't' field 0: expected a function of 1 argument, got 'add', which takes 2"));
+  EXPECT_THAT(run("pair", vm::Value::FromTuple({*twice, vm::Value(x)})),
+              HasSubstr("match_cast 't' field 1: expected a function (closure), got tensor"));
+}
+
 TEST(VmCodegenTest, CallsAnotherRelaxFunctionWithTuplesAndConstants) {
   auto exe = MustCompile(std::string(R"(module {
   func @double(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {

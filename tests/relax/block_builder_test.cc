@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "relax/struct_info_functions.h"
 #include "relax/text_parser.h"
 #include "relax/well_formed.h"
@@ -438,6 +439,59 @@ TEST(NormalizeModuleTest, CallTirCalleeWritingAnInputIsRefused) {
                   (name == "A" ? "0" : "1") +
                   "); a PrimFunc called by call_tir writes only its outputs, the parameters after the 2 inputs");
   }
+}
+
+// A call_tir whose tensors disagree with the PrimFunc's buffers in dtype or rank, or that
+// passes a tensor for a scalar (or the wrong number of values), is refused where the call is
+// normalized, naming the call, the argument, the parameter and what differs; before, the
+// kernel refused it when it ran. Unknown dtypes and ranks are left to that run-time check.
+TEST(NormalizeModuleTest, CallTirArgumentsMustMatchTheCalleesBuffers) {
+  const std::string kernels = R"(
+  prim_func @k(A: Buffer((n, 4), float32), B: Buffer((n, 4), float32)) {
+    for i in serial(0, n) {
+      for j in serial(0, 4) {
+        B[i, j] = A[i, j]
+      }
+    }
+  }
+  prim_func @scaled(A: Buffer((n, 4), float32), s: float32, B: Buffer((n, 4), float32)) {
+    for i in serial(0, n) {
+      for j in serial(0, 4) {
+        B[i, j] = A[i, j] * s
+      }
+    }
+  }
+})";
+  auto normalize = [&](const std::string& param, const std::string& call) {
+    std::string text = absl::StrCat("module {\n  func @main(x: ", param, ") {\n    y = ", call,
+                                    "\n    return y\n  }\n", kernels);
+    absl::StatusOr<ParsedModule> parsed = ParseModule(text, "c.kir");
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    return parsed.ok() ? NormalizeModule(parsed->module, &parsed->locations).status() : parsed.status();
+  };
+  const std::string at = "c.kir:3:5: error: function 'main', binding 'y': call_tir @k: ";
+  EXPECT_EQ(Error(normalize("Tensor((m, 4), float16)", "R.call_tir(@k, (x,), out_sinfo=Tensor((m, 4), float32))")),
+            at + "input 0 'x' is Tensor((m, 4), float16), but parameter 0 'A' of @k is Buffer((n, 4), float32): "
+                 "dtype float16, not float32");
+  EXPECT_EQ(Error(normalize("Tensor((m, 4), float32)", "R.call_tir(@k, (x,), out_sinfo=Tensor((4 * m,), int32))")),
+            at + "output 0 is Tensor((4 * m,), int32), but parameter 1 'B' of @k is Buffer((n, 4), float32): "
+                 "rank 1, not 2; dtype int32, not float32");
+  EXPECT_EQ(Error(normalize("Tensor((m, 4), float32)", "R.call_tir(@k, (x, x), out_sinfo=Tensor((m, 4), float32))")),
+            at + "the PrimFunc takes 2 parameters, the call passes 3 (2 inputs, 1 output, 0 tir_vars)");
+  EXPECT_EQ(Error(normalize("Tensor((m, 4), float32)",
+                            "R.call_tir(@scaled, (x, x), out_sinfo=Tensor((m, 4), float32))")),
+            "c.kir:3:5: error: function 'main', binding 'y': call_tir @scaled: input 1 'x' is Tensor((m, 4), float32), "
+            "but parameter 1 's' of @scaled is a scalar float32");
+  EXPECT_EQ(Error(normalize("Tensor((m, 4), float32)",
+                            "R.call_tir(@k, (x,), R.shape([m]), out_sinfo=Tensor((m, 4), float32))")),
+            at + "the PrimFunc takes 2 parameters, the call passes 3 (1 input, 1 output, 1 tir_var)");
+  // What matches, or is not known until run time, normalizes.
+  EXPECT_TRUE(normalize("Tensor((m, 4), float32)", "R.call_tir(@k, (x,), out_sinfo=Tensor((m, 4), float32))").ok());
+  EXPECT_TRUE(normalize("Tensor(ndim=2)", "R.call_tir(@k, (x,), out_sinfo=Tensor((3, 4), float32))").ok());
+  EXPECT_TRUE(normalize("Tensor", "R.call_tir(@k, (x,), out_sinfo=Tensor((3, 4), float32))").ok());
+  EXPECT_TRUE(normalize("Tensor((m, 4), float32)",
+                        "R.call_tir(@scaled, (x, R.prim(float32(2.0))), out_sinfo=Tensor((m, 4), float32))")
+                  .ok());
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "relax/block_builder.h"
 #include "relax/structural_equal.h"
 #include "relax/text_parser.h"
@@ -105,6 +106,32 @@ TEST(NormalizeModulesTest, ErrorLocationOfAParameterAndANestedBinding) {
   EXPECT_EQ(std::string(NormalizeModule(parsed->module, &parsed->locations).status().message()),
             "m.kir:4:7: error: function 'main', binding 'inner': annotation Tensor((n, 4), float32) "
             "contradicts the inferred Tensor((n, 3), float32)");
+}
+
+// A hand-written PrimFunc whose loop takes an index past its buffer is refused where the
+// module is normalized (kiln check and the first pass of kiln compile), at the access.
+TEST(NormalizeModulesTest, APrimFuncIndexOutOfBoundsIsRefusedAtTheAccess) {
+  auto module = [](const std::string& extent) {
+    return absl::StrCat(R"(module {
+  prim_func @shift(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+    for i in serial(0, )", extent, R"() {
+      B[i] = A[i + 1]
+    }
+  }
+  func @main(x: Tensor((n,), float32)) -> Tensor((n,), float32) {
+    y = R.call_tir(@shift, (x,), out_sinfo=Tensor((n,), float32))
+    return y
+  }
+})");
+  };
+  absl::StatusOr<ParsedModule> parsed = ParseModule(module("n"), "m.kir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(std::string(NormalizeModule(parsed->module, &parsed->locations).status().message()),
+            "m.kir:4:14: error: prim_func 'shift': index 0 of buffer 'A' is i + 1, which takes values in [1, n]: "
+            "n (at i = n - 1) is outside [0, n)");
+  parsed = ParseModule(module("n - 1"), "m.kir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(NormalizeModule(parsed->module, &parsed->locations).ok());
 }
 
 }  // namespace

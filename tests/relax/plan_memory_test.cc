@@ -21,11 +21,48 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// A kernel for every test: what it computes does not matter to planning.
+// The kernels the tests call, one per signature (a call_tir's tensors match its PrimFunc's
+// buffers in rank and dtype): what they compute does not matter to planning, so the ones
+// whose outputs differ in shape from their inputs only fill the output.
+//   @k: 1-d copy; @k2: 1-d, two inputs; @m: 2-d float32 -> 2-d float32 of any shape;
+//   @m2: two 2-d inputs; @m_to_half, @m_from_half: 2-d float32 <-> float16.
 constexpr char kKernel[] = R"(
   prim_func @k(A: Buffer((m,), float32), B: Buffer((m,), float32)) {
     for i in serial(0, m) {
       B[i] = A[i]
+    }
+  }
+  prim_func @k2(A: Buffer((m,), float32), B: Buffer((m,), float32), C: Buffer((m,), float32)) {
+    for i in serial(0, m) {
+      C[i] = A[i] + B[i]
+    }
+  }
+  prim_func @m(A: Buffer((a0, a1), float32), B: Buffer((b0, b1), float32)) {
+    for i in serial(0, b0) {
+      for j in serial(0, b1) {
+        B[i, j] = float32(0.0)
+      }
+    }
+  }
+  prim_func @m2(A: Buffer((a0, a1), float32), B: Buffer((b0, b1), float32), C: Buffer((c0, c1), float32)) {
+    for i in serial(0, c0) {
+      for j in serial(0, c1) {
+        C[i, j] = float32(0.0)
+      }
+    }
+  }
+  prim_func @m_to_half(A: Buffer((a0, a1), float32), B: Buffer((b0, b1), float16)) {
+    for i in serial(0, b0) {
+      for j in serial(0, b1) {
+        B[i, j] = cast(float16, float32(0.0))
+      }
+    }
+  }
+  prim_func @m_from_half(A: Buffer((a0, a1), float16), B: Buffer((b0, b1), float32)) {
+    for i in serial(0, b0) {
+      for j in serial(0, b1) {
+        B[i, j] = float32(0.0)
+      }
     }
   }
 }
@@ -75,11 +112,11 @@ TEST(PlanMemoryTest, ChainReusesTheFirstTensorsStorageForTheThird) {
   std::string text = Planned(R"(module {
   func @main(x: Tensor((n, 64), float32)) -> Tensor((n, 64), float32) {
     dataflow {
-      %a = R.call_tir(@k, (x,), out_sinfo=Tensor((n, 64), float32))
-      %b = R.call_tir(@k, (%a,), out_sinfo=Tensor((n, 64), float32))
-      %c = R.call_tir(@k, (%b,), out_sinfo=Tensor((n, 64), float32))
-      %d = R.call_tir(@k, (%c,), out_sinfo=Tensor((n, 64), float32))
-      e = R.call_tir(@k, (%d,), out_sinfo=Tensor((n, 64), float32))
+      %a = R.call_tir(@m, (x,), out_sinfo=Tensor((n, 64), float32))
+      %b = R.call_tir(@m, (%a,), out_sinfo=Tensor((n, 64), float32))
+      %c = R.call_tir(@m, (%b,), out_sinfo=Tensor((n, 64), float32))
+      %d = R.call_tir(@m, (%c,), out_sinfo=Tensor((n, 64), float32))
+      e = R.call_tir(@m, (%d,), out_sinfo=Tensor((n, 64), float32))
     }
     return e
   }
@@ -103,7 +140,7 @@ TEST(PlanMemoryTest, OverlappingLifetimesNeverShare) {
     dataflow {
       %a = R.call_tir(@k, (x,), out_sinfo=Tensor((n,), float32))
       %b = R.call_tir(@k, (x,), out_sinfo=Tensor((n,), float32))
-      %c = R.call_tir(@k, (%a, %b), out_sinfo=Tensor((n,), float32))
+      %c = R.call_tir(@k2, (%a, %b), out_sinfo=Tensor((n,), float32))
       d = R.call_tir(@k, (%c,), out_sinfo=Tensor((n,), float32))
       t = (%c, d)
     }
@@ -119,11 +156,11 @@ TEST(PlanMemoryTest, SymbolicSizesProvedEqualShareExactly) {
   std::string text = Planned(R"(module {
   func @main(x: Tensor((n, 64), float32)) -> Tensor((n, 64), float32) {
     dataflow {
-      %a = R.call_tir(@k, (x,), out_sinfo=Tensor((n, 64), float32))
-      %b = R.call_tir(@k, (%a,), out_sinfo=Tensor((n, 64), float32))
-      %c = R.call_tir(@k, (%b,), out_sinfo=Tensor((2, 32 * n), float32))
-      %d = R.call_tir(@k, (%c,), out_sinfo=Tensor((n, 128), float16))
-      e = R.call_tir(@k, (%d,), out_sinfo=Tensor((n, 64), float32))
+      %a = R.call_tir(@m, (x,), out_sinfo=Tensor((n, 64), float32))
+      %b = R.call_tir(@m, (%a,), out_sinfo=Tensor((n, 64), float32))
+      %c = R.call_tir(@m, (%b,), out_sinfo=Tensor((2, 32 * n), float32))
+      %d = R.call_tir(@m_to_half, (%c,), out_sinfo=Tensor((n, 128), float16))
+      e = R.call_tir(@m_from_half, (%d,), out_sinfo=Tensor((n, 64), float32))
     }
     return e
   }
@@ -136,11 +173,11 @@ TEST(PlanMemoryTest, SymbolicSizesProvedEqualShareExactly) {
 constexpr char kDifferentSizes[] = R"(module {
   func @main(x: Tensor((n, 64), float32)) -> Tensor((n, 64), float32) %s {
     dataflow {
-      %%a = R.call_tir(@k, (x,), out_sinfo=Tensor((n, 64), float32))
-      %%b = R.call_tir(@k, (%%a,), out_sinfo=Tensor((n, 64), float32))
-      %%c = R.call_tir(@k, (%%b,), out_sinfo=Tensor((n, n), float32))
-      %%d = R.call_tir(@k, (%%c,), out_sinfo=Tensor((n, 64), float32))
-      e = R.call_tir(@k, (%%d,), out_sinfo=Tensor((n, 64), float32))
+      %%a = R.call_tir(@m, (x,), out_sinfo=Tensor((n, 64), float32))
+      %%b = R.call_tir(@m, (%%a,), out_sinfo=Tensor((n, 64), float32))
+      %%c = R.call_tir(@m, (%%b,), out_sinfo=Tensor((n, n), float32))
+      %%d = R.call_tir(@m, (%%c,), out_sinfo=Tensor((n, 64), float32))
+      e = R.call_tir(@m, (%%d,), out_sinfo=Tensor((n, 64), float32))
     }
     return e
   }
@@ -186,9 +223,9 @@ TEST(PlanMemoryTest, EscapingTensorsAreNotPlanned) {
   std::string text = Planned(R"(module {
   func @main(x: Tensor((n, 4), float32)) -> Tuple(Tensor((n, 4), float32), Tensor((4, n), float32)) {
     dataflow {
-      %a = R.call_tir(@k, (x,), out_sinfo=Tensor((n, 4), float32))
-      %b = R.call_tir(@k, (%a,), out_sinfo=Tensor((n, 4), float32))
-      %c = R.call_tir(@k, (%b,), out_sinfo=Tensor((n, 4), float32))
+      %a = R.call_tir(@m, (x,), out_sinfo=Tensor((n, 4), float32))
+      %b = R.call_tir(@m, (%a,), out_sinfo=Tensor((n, 4), float32))
+      %c = R.call_tir(@m, (%b,), out_sinfo=Tensor((n, 4), float32))
       %r = R.reshape(%c, R.shape([4, n]))
       t = (%b, %r)
     }
@@ -205,13 +242,13 @@ TEST(PlanMemoryTest, UsesThroughViewsAndTuplesExtendLifetimes) {
   std::string text = Planned(R"(module {
   func @main(x: Tensor((n, 4), float32)) -> Tensor((n, 4), float32) {
     dataflow {
-      %a = R.call_tir(@k, (x,), out_sinfo=Tensor((n, 4), float32))
+      %a = R.call_tir(@m, (x,), out_sinfo=Tensor((n, 4), float32))
       %v = R.reshape(%a, R.shape([4, n]))
-      %b = R.call_tir(@k, (x,), out_sinfo=Tensor((n, 4), float32))
-      %c = R.call_tir(@k, (%b,), out_sinfo=Tensor((n, 4), float32))
-      %w = R.call_tir(@k, (%v, %c), out_sinfo=Tensor((n, 4), float32))
-      %d = R.call_tir(@k, (%w,), out_sinfo=Tensor((n, 4), float32))
-      e = R.call_tir(@k, (%d,), out_sinfo=Tensor((n, 4), float32))
+      %b = R.call_tir(@m, (x,), out_sinfo=Tensor((n, 4), float32))
+      %c = R.call_tir(@m, (%b,), out_sinfo=Tensor((n, 4), float32))
+      %w = R.call_tir(@m2, (%v, %c), out_sinfo=Tensor((n, 4), float32))
+      %d = R.call_tir(@m, (%w,), out_sinfo=Tensor((n, 4), float32))
+      e = R.call_tir(@m, (%d,), out_sinfo=Tensor((n, 4), float32))
     }
     return e
   }

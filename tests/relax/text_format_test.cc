@@ -340,6 +340,32 @@ TEST(TextFormatTest, NumbersWithABareDecimalPointAreNumbers) {
       << bad.status();
 }
 
+// A trailing comma is accepted after the last parameter as after the last dimension of a
+// shape (`(n, 4,)`); it was "expected a parameter name" for parameters only.
+TEST(TextFormatTest, ATrailingCommaEndsParameterListsLikeShapes) {
+  ParsedModule m = MustParse(R"(module {
+  func @main(x: Tensor((n, 4,), float32), y: Tensor((n, 4), float32),) -> Tensor((n, 4), float32) {
+    z = R.call_tir(@k, (x, y), out_sinfo=Tensor((n, 4), float32))
+    return z
+  }
+  prim_func @k(A: Buffer((m, 4), float32), B: Buffer((m, 4), float32), C: Buffer((m, 4), float32),) {
+    for i in serial(0, m) {
+      for j in serial(0, 4) {
+        C[i, j] = A[i, j] + B[i, j]
+      }
+    }
+  }
+})");
+  EXPECT_EQ(Func(m, "main")->params.size(), 2u);
+  EXPECT_EQ(m.module.Find("k")->prim_func()->get()->params.size(), 3u);
+  // The printer writes none; the comma alone is no parameter.
+  EXPECT_EQ(PrintModule(m.module).find(",)"), std::string::npos);
+  auto bad = ParseModule("module { func @f(,) { return 0 } }", "e.kir");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("e.kir:1:18: error: expected a parameter name"), std::string::npos)
+      << bad.status();
+}
+
 // docs/ir.md writes nan and inf as words; a constant's `nan` is the quiet NaN's bits (hunt21:
 // R.const refused the word while accepting `inf`).
 TEST(TextFormatTest, NanAndInfAreWordsInConstants) {

@@ -199,6 +199,18 @@ TEST(TirTextFormatTest, NumbersWithABareDecimalPointAreNumbers) {
   EXPECT_NE(printed.find("A[2] = 20.0"), std::string::npos) << printed;
 }
 
+// A trailing comma after the last parameter, as after the last dimension of a shape.
+TEST(TirTextFormatTest, ATrailingCommaEndsTheParameterList) {
+  absl::StatusOr<ParsedPrimFunc> parsed =
+      ParsePrimFunc("prim_func @k(A: Buffer((4,), float32), s: float32,) {\n  A[0] = s\n}", "k.tir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->func->params.size(), 2u);
+  absl::StatusOr<ParsedPrimFunc> bad = ParsePrimFunc("prim_func @k(A: Buffer((4,), float32),,) {\n}", "k.tir");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("k.tir:1:39: error: expected a parameter name"), std::string::npos)
+      << bad.status();
+}
+
 // A chain of binary operators builds a tree as deep as the chain is long; every recursive
 // pass after the parser walks it, so `a + a + ...` of 20,000 terms crashed `kiln check` in
 // the printer (hunt21). Bounded like nesting: 1024 operators pass, 1025 are an error.

@@ -87,6 +87,27 @@ check_rejects negative_cast_dim 'module {
   }
 }' "3:34: error: negative dimension -1 in a shape"
 
+# A hand-written PrimFunc whose loop reads one past its buffer: refused by check and by
+# compile at the access, naming the buffer, the index, the iteration and the extent.
+oob='module {
+  prim_func @shift(A: Buffer((n,), float32), B: Buffer((n,), float32)) {
+    for i in serial(0, n) {
+      B[i] = A[i + 1]
+    }
+  }
+  func @main(x: Tensor((n,), float32)) -> Tensor((n,), float32) {
+    y = R.call_tir(@shift, (x,), out_sinfo=Tensor((n,), float32))
+    return y
+  }
+}'
+oob_message="4:14: error: prim_func 'shift': index 0 of buffer 'A' is i + 1, which takes values in [1, n]: n (at i = n - 1) is outside [0, n)"
+check_rejects oob_index "$oob" "$oob_message"
+if out=$("$kiln" compile "$dir/oob_index.kir" -o "$dir/oob_index.kx" 2>&1); then fail "compile accepted an index out of bounds"; fi
+grep -qF "oob_index.kir:$oob_message" <<<"$out" || fail "compile, index out of bounds: $out"
+# One iteration fewer is in bounds.
+printf '%s\n' "${oob/serial(0, n)/serial(0, n - 1)}" > "$dir/oob_fixed.kir"
+out=$("$kiln" check --quiet "$dir/oob_fixed.kir" 2>&1) || fail "a loop of n - 1 refused: $out"
+
 # docs/ir.md's "A small module", exactly as the doc writes it, checks (a doc that drifts from
 # the parser fails here).
 awk '/^## A small module/{s=1} s && /^```/{if (b) exit; b=1; next} b' "$src/docs/ir.md" > "$dir/ir_doc.kir"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -66,6 +67,30 @@ TEST(DType, StoresRoundToNearestEven) {
   ASSERT_TRUE(StoreElementFromDouble(&i8, {kDLInt, 8, 1}, 0, -7));
   EXPECT_EQ(i8, -7);
   EXPECT_FALSE(StoreElementFromDouble(&i8, {kDLInt, 4, 1}, 0, 1));
+}
+
+// Long names and the short ones of support/dtype_short_names.h; C's words are not read
+// (NumPy's "float" is float64, C's float32).
+TEST(DType, ParsesLongAndShortNames) {
+  auto same = [](const char* text, DLDataType want) {
+    absl::StatusOr<DLDataType> t = ParseDType(text);
+    return t.ok() && t->code == want.code && t->bits == want.bits && t->lanes == want.lanes;
+  };
+  EXPECT_TRUE(same("float32", {kDLFloat, 32, 1}));
+  EXPECT_TRUE(same("f32", {kDLFloat, 32, 1}));
+  EXPECT_TRUE(same("fp16", {kDLFloat, 16, 1}));
+  EXPECT_TRUE(same("bf16", {kDLBfloat, 16, 1}));
+  EXPECT_TRUE(same("bfloat16", {kDLBfloat, 16, 1}));
+  EXPECT_TRUE(same("i64", {kDLInt, 64, 1}));
+  EXPECT_TRUE(same("u8", {kDLUInt, 8, 1}));
+  EXPECT_TRUE(same("uint16", {kDLUInt, 16, 1}));
+  EXPECT_TRUE(same("bool", {kDTypeBool, 8, 1}));
+  for (const char* bad : {"float", "double", "half", "f8", "i4", "bf32", "int", "fp", "x", ""}) {
+    absl::StatusOr<DLDataType> t = ParseDType(bad);
+    ASSERT_FALSE(t.ok()) << bad;
+    EXPECT_EQ(t.status().message(),
+              std::string("unknown data type '") + bad + "' (expected e.g. float32, f32, int64, i64, uint8, bool)");
+  }
 }
 
 }  // namespace

@@ -279,23 +279,16 @@ Stmt CopyWithFreshDefinitions(const Stmt& stmt, const std::string& suffix, NameS
 }
 
 std::vector<Var> FunctionVars(const PrimFunc& func) {
-  class Collector : public StmtExprVisitor {
-   public:
-    void VisitExpr_(const VarNode* op, const PrimExpr& self) override {
-      if (seen.insert(op).second) vars.push_back(Var(std::static_pointer_cast<const VarNode>(self.node())));
-    }
-    std::set<const VarNode*> seen;
-    std::vector<Var> vars;
-  } collector;
+  VarUseCollector collector;
   for (const PrimFuncParam& p : func->params) {
     if (!p.is_buffer()) {
-      if (collector.seen.insert(p.var.get()).second) collector.vars.push_back(p.var);
+      collector.Add(p.var);
       continue;
     }
     for (const PrimExpr& d : p.buffer->shape) collector.VisitExpr(d);
     for (const PrimExpr& d : p.buffer->strides) collector.VisitExpr(d);
   }
-  return collector.vars;
+  return collector.vars();
 }
 
 PrimExpr SimplifyExpr(const PrimExpr& expr) {
