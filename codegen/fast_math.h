@@ -31,9 +31,10 @@ namespace kiln::codegen {
 // True for float and <N x float>: the types these emitters accept.
 bool IsFloat32OrVector(const llvm::Type* type);
 
-// avx512 (exp, and erf, tanh, sigmoid, expm1 through their exp): the code runs on
-// AVX-512F, so vectors of 16 x 2^j lanes scale by 2^k with vscalefps (the same bits, fewer
-// instructions).
+// avx512 (exp, and tanh, sigmoid, expm1 through their exp): the code runs on AVX-512F, so
+// vectors of 16 x 2^j lanes scale by 2^k with vscalefps (the same bits, fewer instructions).
+// erf has no exp inside (its 2^k is one shift) and takes the flag only for the common
+// signature.
 llvm::Value* EmitFastExpF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512 = false);
 llvm::Value* EmitFastErfF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512 = false);
 llvm::Value* EmitFastTanhF32(llvm::IRBuilderBase& b, llvm::Value* x, bool avx512 = false);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Derives the polynomial coefficients of codegen/fast_math.cc (float32 exp, erf, erfc, tanh, log).
+"""Derives the polynomial coefficients of codegen/fast_math.cc (float32 exp, erf, erfc, 2^r, tanh, log).
 
 A development tool, not part of the product: run it by hand (needs numpy and mpmath) and paste
 the printed float32 coefficients into codegen/fast_math.cc. Each approximation is a weighted
@@ -117,19 +117,25 @@ def main():
     # erf(x) = x + x Q(x^2) for |x| <= A; relative error of erf. (x P(x^2) would need
     # P(0) = 2/sqrt(pi), whose float32 rounding alone is 5e-8 relative; Q(0) = 2/sqrt(pi) - 1
     # rounds 9 times closer.)
-    a = 0.875
+    a = 0.5
     coef, e, e32 = remez_f32(lambda s: mp.erf(mp.sqrt(s)) / mp.sqrt(s) - 1 if s != 0 else 2 / mp.sqrt(mp.pi) - 1,
                              lambda s: mp.sqrt(s) / mp.erf(mp.sqrt(s)) if s != 0 else mp.sqrt(mp.pi) / 2,
-                             1e-9, a * a, 6, refit=1)
+                             1e-9, a * a, 4, refit=1)
     show(f"erf Q(s), erf(x) = x + x Q(x^2), |x| <= {a}, rel. error", coef, e, e32)
 
-    # erfc(x) = exp(-x^2) R(t), t = 1 / (1 + x / 2), for A <= x <= 4; relative error of R.
-    def r_of_t(t):
-        x = 2 * (1 / t - 1)
-        return mp.erfc(x) * mp.exp(x * x)
-    t_lo, t_hi = 1 / (1 + mp.mpf(4) / 2), 1 / (1 + mp.mpf(a) / 2)
-    coef, e, e32 = remez_f32(r_of_t, lambda t: 1 / r_of_t(t), float(t_lo), float(t_hi), 8, refit=0)
-    show(f"erfc R(t), erfc(x) = exp(-x^2) R(1/(1+x/2)), {a} <= x <= 4, rel. error of R", coef, e, e32)
+    # erfc(x) = 2^(L(x - A) - 1) for A <= x <= 4, L(u) = log2(erfc(A + u)) + 1: in u = x - A
+    # and offset by 1 (L(0) = -0.06), L and its Horner steps are small where erfc is largest
+    # and its error shows most. The error weighted by erfc * ln2 is that of erfc, absolute,
+    # printed in float32 ulps of erf (which is in [0.52, 1) there: ulp 2^-24).
+    coef, e, e32 = remez_f32(lambda u: mp.log(mp.erfc(a + u), 2) + 1,
+                             lambda u: mp.erfc(a + u) * mp.log(2) * 2 ** 24,
+                             1e-9, 4 - a, 6, refit=2)
+    show(f"erfc L(u), erfc(x) = 2^(L(x - {a}) - 1), {a} <= x <= 4, error of erfc in ulps of erf", coef, e, e32)
+
+    # 2^r = 1 + r P(r) for |r| <= 1/2 (erfc's 2^L = 2^k 2^r, k = round(L)); relative error.
+    coef, e, e32 = remez_f32(lambda r: (2 ** r - 1) / r if r != 0 else ln2, lambda r: r / 2 ** r,
+                             -0.5, 0.5, 5, refit=1)
+    show("2^r P(r), 2^r = 1 + r P(r), |r| <= 1/2, rel. error of 2^r", coef, e, e32)
 
     # tanh(x) = x + x^3 P(x^2) for |x| <= B; relative error of tanh.
     b = 0.625
