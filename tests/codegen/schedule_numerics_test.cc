@@ -555,6 +555,32 @@ TEST(ScheduleNumericsTest, MatmulRegisterRowEdgeInStepsOfTwoRows) {
   }
 }
 
+// Blocks of the left operand's rows (matmul.left_block_rows, here 24: four 6-row tiles on 8
+// lanes, three 8-row tiles on 16) walk every packed column panel before the next block
+// starts: row counts inside one block, at and around block ends, a partial last block with
+// a row edge, against the naive matmul. By default the rule blocks a left operand of more
+// than 8 MiB (k = 2048: 1024 rows) and none of a depth it cannot size (a symbolic k).
+TEST(ScheduleNumericsTest, MatmulLeftOperandInRowBlocks) {
+  absl::StatusOr<tir::CpuScheduleKnobs> blocked = tir::CpuScheduleKnobs::Parse("matmul.left_block_rows=24");
+  absl::StatusOr<tir::CpuScheduleKnobs> unblocked = tir::CpuScheduleKnobs::Parse("matmul.left_block_rows=0");
+  ASSERT_TRUE(blocked.ok() && unblocked.ok());
+  const tir::PrimFunc func = Parse(MatmulWithSizes("m", "37", "530"));
+  Variants v(func, *blocked);
+  EXPECT_NE(v.scheduled_text(), Variants(func, *unblocked).scheduled_text());
+  for (int64_t m : {1, 7, 23, 24, 25, 47, 48, 49, 100, 131}) {
+    ExpectMatmulVariantsMatchNaive(v, m, 37, 530, 210, "m=" + std::to_string(m));
+  }
+  auto text = [](const std::string& k, const tir::CpuScheduleKnobs& knobs) {
+    absl::StatusOr<tir::PrimFunc> scheduled =
+        tir::ScheduleForCpu(Parse(MatmulWithSizes("m", k, "2048")), {.vector_lanes = 8, .num_threads = 1, .knobs = knobs});
+    KILN_CHECK(scheduled.ok()) << scheduled.status();
+    return relax::PrintPrimFunc(*scheduled, "f");
+  };
+  EXPECT_NE(text("2048", {}), text("2048", *unblocked));
+  EXPECT_NE(text("2048", {}).find("1024 * "), std::string::npos) << text("2048", {});
+  EXPECT_EQ(text("k", {}), text("k", *unblocked));
+}
+
 // A model's weight (constant k, a multiple of the 16-step k block, and a constant width of
 // 1030: several wide tiles per thread share, the last one partial) with a symbolic row count:
 // full 16-row tiles take the k-blocked register accumulators in row steps (8 rows for 16

@@ -44,6 +44,8 @@ const std::vector<KnobField>& Fields() {
       {"matmul.wide_prefetch", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.wide_prefetch; }, 0, 1},
       {"matmul.stream_prefetch", [](CpuScheduleKnobs& k) { return &k.matmul.stream_prefetch; }, nullptr, -1, 4096},
       {"matmul.edge_steps", nullptr, [](CpuScheduleKnobs& k) { return &k.matmul.edge_steps; }, 0, 1},
+      {"matmul.left_block_rows", [](CpuScheduleKnobs& k) { return &k.matmul.left_block_rows; }, nullptr, -1,
+       1 << 20},
       {"reduction.lanes", [](CpuScheduleKnobs& k) { return &k.reduction.lanes; }, nullptr, 0, 64},
       {"reduction.parallel", nullptr, [](CpuScheduleKnobs& k) { return &k.reduction.parallel; }, 0, 1},
       {"injective.lanes", [](CpuScheduleKnobs& k) { return &k.injective.lanes; }, nullptr, 0, 64},

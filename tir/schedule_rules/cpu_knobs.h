@@ -66,6 +66,10 @@ struct MatmulKnobs {
   // The register tiles' row edge in steps of two rows outside k (cpu_matmul.cc,
   // StepRegisterEdgeRows); 0: every row of the tile inside k under its own condition.
   bool edge_steps = true;
+  // Rows of the left operand per block of packed register tiles: each block walks every
+  // column panel (packing it again) before the next starts (cpu_matmul.cc, LeftBlockRows).
+  // -1: the rule's (8 MiB of the left operand, for a constant k), 0: no blocks.
+  int left_block_rows = -1;
   bool operator==(const MatmulKnobs&) const = default;
 };
 
