@@ -521,9 +521,10 @@ TEST(ScheduleNumericsTest, MatmulRegisterRowEdgeInStepsOfTwoRows) {
   }
   for (int64_t m : {5, 131}) ExpectMatmulVariantsMatchNaive(unstepped, m, 64, 256, 201, "off m=" + std::to_string(m));
   // A panel beyond L1 (1024 x 32 floats, 128 KiB), which each step would read again from L2:
-  // no steps.
+  // no steps. (One block of rows: the blocks' copies would rename the edge; LeftBlockRows.)
+  const tir::CpuScheduleKnobs one_block = *tir::CpuScheduleKnobs::Parse("matmul.left_block_rows=0");
   absl::StatusOr<tir::PrimFunc> deep = tir::ScheduleForCpu(Parse(MatmulWithSizes("m", "1024", "256")),
-                                                           {.vector_lanes = 16, .num_threads = 1});
+                                                           {.vector_lanes = 16, .num_threads = 1, .knobs = one_block});
   ASSERT_TRUE(deep.ok()) << deep.status();
   const std::string deep_text = relax::PrintPrimFunc(*deep, "deep");
   EXPECT_NE(deep_text.find("block \"C_edge\""), std::string::npos) << deep_text;
@@ -559,7 +560,8 @@ TEST(ScheduleNumericsTest, MatmulRegisterRowEdgeInStepsOfTwoRows) {
 // lanes, three 8-row tiles on 16) walk every packed column panel before the next block
 // starts: row counts inside one block, at and around block ends, a partial last block with
 // a row edge, against the naive matmul. By default the rule blocks a left operand of more
-// than 8 MiB (k = 2048: 1024 rows) and none of a depth it cannot size (a symbolic k).
+// than 8 MiB (k = 2048: 1024 rows), none of a depth below 1024 (blocks of more than 2048 rows)
+// or that it cannot size (a symbolic k).
 TEST(ScheduleNumericsTest, MatmulLeftOperandInRowBlocks) {
   absl::StatusOr<tir::CpuScheduleKnobs> blocked = tir::CpuScheduleKnobs::Parse("matmul.left_block_rows=24");
   absl::StatusOr<tir::CpuScheduleKnobs> unblocked = tir::CpuScheduleKnobs::Parse("matmul.left_block_rows=0");
@@ -578,6 +580,7 @@ TEST(ScheduleNumericsTest, MatmulLeftOperandInRowBlocks) {
   };
   EXPECT_NE(text("2048", {}), text("2048", *unblocked));
   EXPECT_NE(text("2048", {}).find("1024 * "), std::string::npos) << text("2048", {});
+  EXPECT_EQ(text("512", {}), text("512", *unblocked));
   EXPECT_EQ(text("k", {}), text("k", *unblocked));
 }
 

@@ -480,11 +480,15 @@ std::string PackedWideRowSteps(int steps, int rows) {
 // packed: 48-row tiles up to 128 rows, 6-row steps (the 6 x 2-vector register tile of AVX2),
 // k blocks of 256 weight rows, each block of a 128-column sub-tile copied into a contiguous
 // buffer before the row steps read it, and the accumulator reloaded once per k block.
+// (Here and in PackedWideTilesAreTheDefault the register tiles of many rows keep one block
+// of rows, matmul.left_block_rows=0: their blocks' second copy of the code would renumber
+// the wide tiles' names checked below. ScheduleNumericsTest.MatmulLeftOperandInRowBlocks
+// covers the blocks.)
 TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   const std::string text = MatmulOverA4096SquareWeight();
   absl::StatusOr<CpuScheduleKnobs> knobs = CpuScheduleKnobs::Parse(
       "matmul.row_tile=48 matmul.wide_step_rows=6 matmul.wide_k_block=256 matmul.wide_pack=1 "
-      "matmul.wide_subtiles=2 matmul.many_rows=128 matmul.wide_step_vectors=2");
+      "matmul.wide_subtiles=2 matmul.many_rows=128 matmul.wide_step_vectors=2 matmul.left_block_rows=0");
   ASSERT_TRUE(knobs.ok()) << knobs.status();
   absl::StatusOr<PrimFunc> f = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *knobs});
   ASSERT_TRUE(f.ok()) << f.status();
@@ -501,7 +505,8 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
   // Without the packed version (its least rows at the register tiles' first) the wide tiles
   // copy nothing of the weight (the default packs from 16 rows on AVX2, 32 on AVX-512:
   // PackedWideTilesAreTheDefault).
-  absl::StatusOr<CpuScheduleKnobs> unpacked = CpuScheduleKnobs::Parse("matmul.packed_least_rows=64 matmul.many_rows=64");
+  absl::StatusOr<CpuScheduleKnobs> unpacked =
+      CpuScheduleKnobs::Parse("matmul.packed_least_rows=64 matmul.many_rows=64 matmul.left_block_rows=0");
   ASSERT_TRUE(unpacked.ok()) << unpacked.status();
   absl::StatusOr<PrimFunc> plain = ScheduleForCpu(Parse(text), {.vector_lanes = 16, .num_threads = 1, .knobs = *unpacked});
   ASSERT_TRUE(plain.ok()) << plain.status();
@@ -521,7 +526,8 @@ TEST(DefaultCpuScheduleTest, WideTileKnobsBlockAndPackTheWeight) {
 TEST(DefaultCpuScheduleTest, PackedWideTilesAreTheDefault) {
   const std::string text = MatmulOverA4096SquareWeight();
   std::string trace;
-  absl::StatusOr<CpuScheduleKnobs> pairs = CpuScheduleKnobs::Parse("matmul.wide_step_vectors=2");
+  absl::StatusOr<CpuScheduleKnobs> pairs =
+      CpuScheduleKnobs::Parse("matmul.wide_step_vectors=2 matmul.left_block_rows=0");
   ASSERT_TRUE(pairs.ok()) << pairs.status();
   absl::StatusOr<PrimFunc> f =
       ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *pairs}, &trace);
@@ -557,7 +563,8 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreTheDefault) {
       << printed;
   // Without the knobs (the packed panels' and the streamed edge's), no prefetch.
   absl::StatusOr<CpuScheduleKnobs> no_prefetch =
-      CpuScheduleKnobs::Parse("matmul.wide_step_vectors=2 matmul.wide_prefetch=0 matmul.stream_prefetch=0");
+      CpuScheduleKnobs::Parse("matmul.wide_step_vectors=2 matmul.wide_prefetch=0 matmul.stream_prefetch=0 "
+                              "matmul.left_block_rows=0");
   ASSERT_TRUE(no_prefetch.ok()) << no_prefetch.status();
   absl::StatusOr<PrimFunc> plain =
       ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *no_prefetch});
@@ -579,7 +586,10 @@ TEST(DefaultCpuScheduleTest, PackedWideTilesAreTheDefault) {
   // 192-column sub-tiles), their accumulators renamed for per-term addressing; the trace
   // replays to the same function.
   std::string trace3;
-  absl::StatusOr<PrimFunc> f3 = ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1}, &trace3);
+  absl::StatusOr<CpuScheduleKnobs> unblocked = CpuScheduleKnobs::Parse("matmul.left_block_rows=0");
+  ASSERT_TRUE(unblocked.ok()) << unblocked.status();
+  absl::StatusOr<PrimFunc> f3 =
+      ScheduleForCpu(Parse(text), {.vector_lanes = 8, .num_threads = 1, .knobs = *unblocked}, &trace3);
   ASSERT_TRUE(f3.ok()) << f3.status();
   const std::string printed3 = Unindented(*f3);
   // (The register tiles of many rows, 4 x 3 vectors over this large weight, come first and

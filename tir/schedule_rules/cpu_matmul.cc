@@ -553,15 +553,19 @@ absl::Status PackPanel(Schedule* s, const std::string& block, const std::string&
 // 1024 ran 0.98 of the best OpenBLAS and 2048^3 0.94 where 2048 x 1024 x 2048 (an 8 MiB left
 // operand) ran 1.00.
 constexpr int64_t kLeftBlockBytes = 8 << 20;
+// The least constant k the rule blocks rows for (blocks of at most 2048 rows). The split
+// doubles the tiles' code (whole blocks and the last, partial one), so a shallower operand,
+// whose blocks would hold more rows than a model's token counts usually reach, keeps one.
+constexpr int64_t kLeftBlockLeastDepth = 1024;
 
 // Rows of such a block (a multiple of the tile's rows), or 0 when every row count the matmul
-// runs at fits one block, or k is symbolic (the knob matmul.left_block_rows: -1 the rule's,
-// 0 none).
+// runs at fits one block, or k is symbolic or below kLeftBlockLeastDepth (the knob
+// matmul.left_block_rows: -1 the rule's, 0 none).
 int64_t LeftBlockRows(const PrimExpr& rows, const PrimExpr& depth, int64_t row_tile, const CpuScheduleOptions& options) {
   int64_t block = options.knobs.matmul.left_block_rows;
   if (block < 0) {
     std::optional<int64_t> k = depth.as_int();
-    if (!k || *k <= 0) return 0;
+    if (!k || *k < kLeftBlockLeastDepth) return 0;
     block = kLeftBlockBytes / (*k * 4);
   }
   block = block / row_tile * row_tile;
