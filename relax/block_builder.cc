@@ -473,7 +473,7 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeCall(const CallNode& call) {
       const auto* gv = node.args[0].as<GlobalVarNode>();
       const IRModule::Entry* entry = gv == nullptr || module_ == nullptr ? nullptr : module_->Find(gv->name);
       if (entry != nullptr && entry->prim_func() != nullptr) {
-        KILN_RETURN_IF_ERROR(CheckCallTirSignature(node, *entry->prim_func(), gv->name));
+        KILN_RETURN_IF_ERROR(CheckCallTirSignature(node, *entry->prim_func(), gv->name, *analyzer_));
       }
       KILN_RETURN_IF_ERROR(CheckCallTirWritesOnlyOutputs(node));
     }

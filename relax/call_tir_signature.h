@@ -18,12 +18,14 @@
 
 #include "absl/status/status.h"
 #include "relax/expr.h"
+#include "tir/analyzer.h"
 #include "tir/stmt.h"
 
 namespace kiln::relax {
 
 // `call` is a normalized call_tir (its arguments carry struct info) of `callee`, the
-// module's PrimFunc named `callee_name`.
-absl::Status CheckCallTirSignature(const CallNode& call, const tir::PrimFunc& callee, const std::string& callee_name);
+// module's PrimFunc named `callee_name`; `analyzer` knows the caller's bounds.
+absl::Status CheckCallTirSignature(const CallNode& call, const tir::PrimFunc& callee, const std::string& callee_name,
+                                   tir::Analyzer& analyzer);
 
 }  // namespace kiln::relax

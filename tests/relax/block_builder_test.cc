@@ -494,5 +494,77 @@ TEST(NormalizeModuleTest, CallTirArgumentsMustMatchTheCalleesBuffers) {
                   .ok());
 }
 
+// A tensor dim that certainly differs from its buffer's dim was refused only by the kernel
+// when it ran ("argument 1 (B) dimension 1: expected 16, got 8"); now where the call is
+// normalized: a constant, a variable two arguments give different values, and an expression
+// over the values the call gives. A variable bound consistently, to a constant or to the
+// caller's variable, normalizes; what only run time knows (m against 4) is the kernel's.
+TEST(NormalizeModuleTest, CallTirDimsMustMatchTheCalleesBuffers) {
+  const std::string kernels = R"(
+  prim_func @fixed(A: Buffer((3, 6), float32), B: Buffer((4, 16), float32)) {
+    B[0, 0] = A[0, 0]
+  }
+  prim_func @k(A: Buffer((n, 8), float32), B: Buffer((n, 8), float32)) {
+    for i in serial(0, n) {
+      for j in serial(0, 8) {
+        B[i, j] = A[i, j]
+      }
+    }
+  }
+  prim_func @twice(A: Buffer((n, 8), float32), B: Buffer((2 * n, 8), float32)) {
+    for i in serial(0, 2 * n) {
+      for j in serial(0, 8) {
+        B[i, j] = A[floordiv(i, 2), j]
+      }
+    }
+  }
+  prim_func @rows(A: Buffer((4, 8), float32), B: Buffer((2 * r, 8), float32), r: int64) {
+    for i in serial(0, 2 * r) {
+      for j in serial(0, 8) {
+        B[i, j] = A[0, j]
+      }
+    }
+  }
+})";
+  auto normalize = [&](const std::string& params, const std::string& call) {
+    std::string text = absl::StrCat("module {\n  func @main(", params, ") {\n    y = ", call,
+                                    "\n    return y\n  }\n", kernels);
+    absl::StatusOr<ParsedModule> parsed = ParseModule(text, "c.kir");
+    EXPECT_TRUE(parsed.ok()) << parsed.status();
+    return parsed.ok() ? NormalizeModule(parsed->module, &parsed->locations).status() : parsed.status();
+  };
+  const std::string at = "c.kir:3:5: error: function 'main', binding 'y': ";
+  EXPECT_EQ(Error(normalize("x: Tensor((3, 5), float32)", "R.call_tir(@fixed, (x,), out_sinfo=Tensor((4, 16), float32))")),
+            at + "call_tir @fixed: input 0 'x' is Tensor((3, 5), float32), but parameter 0 'A' of @fixed is "
+                 "Buffer((3, 6), float32): dim 1 is 5, not 6");
+  EXPECT_EQ(Error(normalize("x: Tensor((3, 6), float32)", "R.call_tir(@fixed, (x,), out_sinfo=Tensor((4, 8), float32))")),
+            at + "call_tir @fixed: output 0 is Tensor((4, 8), float32), but parameter 1 'B' of @fixed is "
+                 "Buffer((4, 16), float32): dim 1 is 8, not 16");
+  EXPECT_EQ(Error(normalize("x: Tensor((4, 8), float32)", "R.call_tir(@k, (x,), out_sinfo=Tensor((5, 8), float32))")),
+            at + "call_tir @k: output 0 is Tensor((5, 8), float32), but parameter 1 'B' of @k is "
+                 "Buffer((n, 8), float32): dim 0 is 5, but 'n' is 4 (from input 0 'x' dim 0)");
+  EXPECT_EQ(Error(normalize("x: Tensor((m, 8), float32)", "R.call_tir(@k, (x,), out_sinfo=Tensor((m + 1, 8), float32))")),
+            at + "call_tir @k: output 0 is Tensor((m + 1, 8), float32), but parameter 1 'B' of @k is "
+                 "Buffer((n, 8), float32): dim 0 is m + 1, but 'n' is m (from input 0 'x' dim 0)");
+  EXPECT_EQ(Error(normalize("x: Tensor((4, 8), float32)", "R.call_tir(@twice, (x,), out_sinfo=Tensor((7, 8), float32))")),
+            at + "call_tir @twice: output 0 is Tensor((7, 8), float32), but parameter 1 'B' of @twice is "
+                 "Buffer((2 * n, 8), float32): dim 0 is 7, not 2 * n = 8");
+  EXPECT_EQ(Error(normalize("x: Tensor((4, 8), float32)",
+                            "R.call_tir(@rows, (x,), R.shape([5]), out_sinfo=Tensor((8, 8), float32))")),
+            at + "call_tir @rows: output 0 is Tensor((8, 8), float32), but parameter 1 'B' of @rows is "
+                 "Buffer((2 * r, 8), float32): dim 0 is 8, not 2 * r = 10");
+  // Consistent, or left to run time.
+  EXPECT_TRUE(normalize("x: Tensor((4, 8), float32)", "R.call_tir(@k, (x,), out_sinfo=Tensor((4, 8), float32))").ok());
+  EXPECT_TRUE(normalize("x: Tensor((m, 8), float32)", "R.call_tir(@k, (x,), out_sinfo=Tensor((m, 8), float32))").ok());
+  EXPECT_TRUE(normalize("x: Tensor((m, 8), float32)", "R.call_tir(@k, (x,), out_sinfo=Tensor((4, 8), float32))").ok());
+  EXPECT_TRUE(normalize("x: Tensor((m, 8), float32)", "R.call_tir(@twice, (x,), out_sinfo=Tensor((2 * m, 8), float32))").ok());
+  EXPECT_TRUE(normalize("x: Tensor((4, 8), float32)",
+                        "R.call_tir(@rows, (x,), R.shape([4]), out_sinfo=Tensor((8, 8), float32))")
+                  .ok());
+  EXPECT_TRUE(normalize("x: Tensor((4, 8), float32), t: Tensor((k, 8), float32)",
+                        "R.call_tir(@twice, (x,), out_sinfo=Tensor((2 * k, 8), float32))")
+                  .ok());
+}
+
 }  // namespace
 }  // namespace kiln::relax
