@@ -11,7 +11,8 @@
 //   max(count - ddof, 0): inf, or NaN where the squared deviations sum to 0.
 // argmax, argmin (data), attributes axis (int; absent = over all elements, flattened) and
 //   keepdims. The result dtype is int64. The first maximum (minimum) wins ties; the first
-//   NaN wins over every number (np.argmax).
+//   NaN wins over every number (np.argmax). An empty axis (or empty data, without axis) is an
+//   error, at compile time when its dim is 0 and else when the call runs, as in np.argmax.
 // softmax (data), attribute axis (int, default -1). Floating-point; the result has the
 //   data's struct info. A row holding a NaN or +inf gives NaN (as PyTorch: the row's max
 //   is subtracted first, and inf - inf is NaN).
@@ -84,13 +85,37 @@ absl::StatusOr<StructInfo> InferVariance(const CallNode& call, tir::Analyzer& an
   return InferReduce(call, analyzer, /*needs_float=*/true);
 }
 
-absl::StatusOr<StructInfo> InferArgReduce(const CallNode& call, tir::Analyzer&) {
+absl::StatusOr<StructInfo> InferArgReduce(const CallNode& call, tir::Analyzer& analyzer) {
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
   KILN_ASSIGN_OR_RETURN(auto axis, IntAttr(call, "axis"));
   KILN_ASSIGN_OR_RETURN(auto keepdims, BoolAttr(call, "keepdims"));
   std::optional<std::vector<int64_t>> axes;
   if (axis) axes = std::vector<int64_t>{*axis};
-  return ReduceResult(call, *data, axes, keepdims.value_or(false), DataType::Int64());
+  KILN_ASSIGN_OR_RETURN(StructInfo result, ReduceResult(call, *data, axes, keepdims.value_or(false), DataType::Int64()));
+  // An empty axis has no first maximum: np.argmax refuses it, and the kernel returned an index
+  // it never wrote. A count of 0 known here is an error; a symbolic one is checked at run time.
+  if (data->shape && !data->shape->empty()) {
+    std::string what = "the data";
+    std::string along;
+    PrimExpr count = Int(1);
+    if (axis) {
+      KILN_ASSIGN_OR_RETURN(int a, NormalizeAxis(call, *axis, data->ndim));
+      count = (*data->shape)[static_cast<size_t>(a)];
+      what = absl::StrCat("data dim ", a);
+      along = absl::StrCat(" along dim ", a);
+    } else {
+      for (const PrimExpr& d : *data->shape) count = count * d;
+    }
+    count = analyzer.Simplify(count);
+    if (count.as_int() == 0) {
+      return OpError(call, "data ", DimsStr(*data->shape), " is empty", along, ": an empty axis has no first ",
+                     OpName(call) == "argmax" ? "maximum" : "minimum");
+    }
+    AssumeAtMost(call, Int(1), count, analyzer,
+                 absl::StrCat("an empty axis has no index to return: at least {} element needed along ", what, " (",
+                              DimStr(count), "), got {} at run time"));
+  }
+  return result;
 }
 
 absl::StatusOr<StructInfo> InferSoftmax(const CallNode& call, tir::Analyzer&) {

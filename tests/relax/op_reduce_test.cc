@@ -41,6 +41,11 @@ TEST(ReduceTest, ArgmaxGivesInt64) {
   EXPECT_EQ(Infer("argmin", {TNdim(2, f16)}, {{"axis", int64_t{1}}}), "Tensor(ndim=1, int64)");
   EXPECT_EQ(Infer("argmax", {T({n, 4})}, {{"axis", Ints{0, 1}}}),
             "error: argmax: attribute 'axis' must be an int, got int list");
+  // An empty axis has no first maximum (np.argmax refuses it); the kernel returned garbage.
+  EXPECT_EQ(Infer("argmax", {T({0, 4})}, {{"axis", int64_t{0}}}),
+            "error: argmax: data (0, 4) is empty along dim 0: an empty axis has no first maximum");
+  EXPECT_EQ(Infer("argmin", {T({n, 0})}), "error: argmin: data (n, 0) is empty: an empty axis has no first minimum");
+  EXPECT_EQ(Infer("argmax", {T({0, 4})}, {{"axis", int64_t{1}}}), "Tensor((0,), int64)");
 }
 
 TEST(SoftmaxTest, Axis) {
