@@ -49,6 +49,20 @@ const VarValue* BindOrConflict(const tir::VarNode* var, const tir::PrimExpr& val
   return &it->second;
 }
 
+// Why `value` certainly lies outside the bounds `var` declares (`where n <= 4`), or "".
+std::string OutsideDeclaredBounds(const tir::VarNode* var, const tir::PrimExpr& value, tir::Analyzer& analyzer) {
+  if (value.dtype() != var->dtype()) return "";
+  if (var->upper_bound && *var->upper_bound != tir::IntBound::kPosInf &&
+      analyzer.CanProveLT(tir::IntImm(value.dtype(), *var->upper_bound), value)) {
+    return absl::StrCat("'", var->name, "' is declared at most ", *var->upper_bound);
+  }
+  if (var->lower_bound && *var->lower_bound > 0 &&
+      analyzer.CanProveLT(value, tir::IntImm(value.dtype(), *var->lower_bound))) {
+    return absl::StrCat("'", var->name, "' is declared at least ", *var->lower_bound);
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::Status CheckCallTirSignature(const CallNode& call, const tir::PrimFunc& callee, const std::string& callee_name,
@@ -159,6 +173,9 @@ absl::Status CheckCallTirSignature(const CallNode& call, const tir::PrimFunc& ca
       if (const VarValue* earlier = BindOrConflict(param.var.get(), value, passed[i].what, bound, analyzer)) {
         return conflict(i, "", value, param.var.get(), *earlier);
       }
+      if (std::string why = OutsideDeclaredBounds(param.var.get(), value, analyzer); !why.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(mismatch(i), ": ", why));
+      }
       continue;
     }
     const auto* tensor = tensor_of(i);
@@ -170,6 +187,9 @@ absl::Status CheckCallTirSignature(const CallNode& call, const tir::PrimFunc& ca
       if (const auto* var = want.as<tir::VarNode>()) {
         if (const VarValue* earlier = BindOrConflict(var, got, absl::StrCat(passed[i].what, " ", dim), bound, analyzer)) {
           return conflict(i, dim, got, var, *earlier);
+        }
+        if (std::string why = OutsideDeclaredBounds(var, got, analyzer); !why.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(mismatch(i), ": ", dim, " is ", tir::ToString(got), ", but ", why));
         }
       }
     }
