@@ -474,6 +474,12 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeCall(const CallNode& call) {
       const IRModule::Entry* entry = gv == nullptr || module_ == nullptr ? nullptr : module_->Find(gv->name);
       if (entry != nullptr && entry->prim_func() != nullptr) {
         KILN_RETURN_IF_ERROR(CheckCallTirSignature(node, *entry->prim_func(), gv->name, *analyzer_));
+      } else if (entry != nullptr && entry->is_relax()) {
+        // Passed kiln check and failed in the compiler as "call_tir_dps calls @f, which is not
+        // a PrimFunc of the module", without a place.
+        return absl::InvalidArgumentError(absl::StrCat("call_tir @", gv->name, ": '", gv->name,
+                                                       "' is a Relax function, not a PrimFunc: call it as @",
+                                                       gv->name, "(...)"));
       }
       KILN_RETURN_IF_ERROR(CheckCallTirWritesOnlyOutputs(node));
     }

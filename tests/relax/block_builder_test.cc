@@ -518,6 +518,9 @@ TEST(NormalizeModuleTest, CallTirDimsMustMatchTheCalleesBuffers) {
       }
     }
   }
+  func @helper(a: Tensor((4, 8), float32)) -> Tensor((4, 8), float32) {
+    return a
+  }
   prim_func @small(A: Buffer((n,), float32), B: Buffer((n,), float32)) where n <= 4 {
     for i in serial(0, n) {
       B[i] = A[i]
@@ -558,6 +561,8 @@ TEST(NormalizeModuleTest, CallTirDimsMustMatchTheCalleesBuffers) {
                             "R.call_tir(@rows, (x,), R.shape([5]), out_sinfo=Tensor((8, 8), float32))")),
             at + "call_tir @rows: output 0 is Tensor((8, 8), float32), but parameter 1 'B' of @rows is "
                  "Buffer((2 * r, 8), float32): dim 0 is 8, not 2 * r = 10");
+  EXPECT_EQ(Error(normalize("x: Tensor((4, 8), float32)", "R.call_tir(@helper, (x,), out_sinfo=Tensor((4, 8), float32))")),
+            at + "call_tir @helper: 'helper' is a Relax function, not a PrimFunc: call it as @helper(...)");
   EXPECT_EQ(Error(normalize("x: Tensor((6,), float32)", "R.call_tir(@small, (x,), out_sinfo=Tensor((6,), float32))")),
             at + "call_tir @small: input 0 'x' is Tensor((6,), float32), but parameter 0 'A' of @small is "
                  "Buffer((n,), float32): dim 0 is 6, but 'n' is declared at most 4");
