@@ -135,8 +135,7 @@ absl::StatusOr<StructInfo> InferNorm(const CallNode& call, tir::Analyzer& analyz
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
   KILN_RETURN_IF_ERROR(RequireFloat(call, *data, "data"));
   KILN_ASSIGN_OR_RETURN(auto axes_attr, IntsAttr(call, "axes"));
-  KILN_ASSIGN_OR_RETURN(auto epsilon, FloatAttr(call, "epsilon"));
-  if (epsilon && *epsilon < 0) return OpError(call, "epsilon must be non-negative, got ", *epsilon);
+  KILN_RETURN_IF_ERROR(CheckEpsilon(call));
   std::vector<int64_t> axes_raw = axes_attr.value_or(std::vector<int64_t>{-1});
   if (axes_raw.empty()) return OpError(call, "axes must not be empty");
   std::optional<std::vector<int>> axes;

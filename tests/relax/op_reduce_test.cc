@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "tests/relax/op_test_util.h"
 
 namespace kiln::relax::testing {
@@ -74,6 +77,13 @@ TEST(NormTest, LayerNormAndRmsNorm) {
             "error: layer_norm: dtypes differ: data is float32, beta is float16");
   EXPECT_EQ(Infer("layer_norm", {T({n, h}), T({h}), T({h})}, {{"epsilon", true}}),
             "error: layer_norm: attribute 'epsilon' must be a float, got bool");
+  // A NaN epsilon made every output NaN, an infinite one every output beta, without a word.
+  EXPECT_EQ(Infer("layer_norm", {T({n, h}), T({h}), T({h})}, {{"epsilon", std::nan("")}}),
+            "error: layer_norm: epsilon must be finite and non-negative, got nan");
+  EXPECT_EQ(Infer("rms_norm", {T({n, h}), T({h})}, {{"epsilon", std::numeric_limits<double>::infinity()}}),
+            "error: rms_norm: epsilon must be finite and non-negative, got inf");
+  EXPECT_EQ(Infer("rms_norm", {T({n, h}), T({h})}, {{"epsilon", -1e-5}}),
+            "error: rms_norm: epsilon must be finite and non-negative, got -1e-05");
   EXPECT_EQ(
       Infer("rms_norm", {T({n, h}, f16), T({h}, f16)}, {{"epsilon", 1e-6}, {"axes", Ints{-1}}}),
       "Tensor((n, h), float16)");
