@@ -580,5 +580,21 @@ TEST(NormalizeModuleTest, CallTirDimsMustMatchTheCalleesBuffers) {
                   .ok());
 }
 
+// Only the call forms read out_sinfo. On an operator it was ignored: `R.sum(x,
+// out_sinfo=Tensor((6,), float32))` became a Tensor((), float32) without a word.
+TEST(NormalizeModuleTest, AnOperatorTakesNoOutSinfo) {
+  const std::string text = R"(module {
+  func @main(x: Tensor((4, 6), float32)) {
+    y = R.sum(x, out_sinfo=Tensor((6,), float32))
+    return y
+  }
+})";
+  absl::StatusOr<ParsedModule> parsed = ParseModule(text, "o.kir");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(Error(NormalizeModule(parsed->module, &parsed->locations).status()),
+            "o.kir:3:5: error: function 'main', binding 'y': sum: takes no out_sinfo: its result's struct info is "
+            "inferred (annotate the binding with Tensor((6,), float32) to check it)");
+}
+
 }  // namespace
 }  // namespace kiln::relax
