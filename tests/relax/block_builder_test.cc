@@ -18,6 +18,16 @@ const DataType f32 = DataType::Float32();
 std::string SInfo(const Expr& e) { return ToString(e.struct_info()); }
 std::string Error(const absl::Status& s) { return std::string(s.message()); }
 
+// Normalizes `module { func @main(PARAMS) { y = CALL  return y } REST` (REST ends the
+// module: its PrimFuncs and the closing brace), read as the file c.kir.
+absl::Status NormalizeMainCall(const std::string& params, const std::string& call, const std::string& rest) {
+  std::string text =
+      absl::StrCat("module {\n  func @main(", params, ") {\n    y = ", call, "\n    return y\n  }\n", rest);
+  absl::StatusOr<ParsedModule> parsed = ParseModule(text, "c.kir");
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  return parsed.ok() ? NormalizeModule(parsed->module, &parsed->locations).status() : parsed.status();
+}
+
 Expr Add(Expr a, Expr b) { return Call(Op("add"), {std::move(a), std::move(b)}); }
 Expr Matmul(Expr a, Expr b) { return Call(Op("matmul"), {std::move(a), std::move(b)}); }
 
@@ -463,11 +473,7 @@ TEST(NormalizeModuleTest, CallTirArgumentsMustMatchTheCalleesBuffers) {
   }
 })";
   auto normalize = [&](const std::string& param, const std::string& call) {
-    std::string text = absl::StrCat("module {\n  func @main(x: ", param, ") {\n    y = ", call,
-                                    "\n    return y\n  }\n", kernels);
-    absl::StatusOr<ParsedModule> parsed = ParseModule(text, "c.kir");
-    EXPECT_TRUE(parsed.ok()) << parsed.status();
-    return parsed.ok() ? NormalizeModule(parsed->module, &parsed->locations).status() : parsed.status();
+    return NormalizeMainCall("x: " + param, call, kernels);
   };
   const std::string at = "c.kir:3:5: error: function 'main', binding 'y': call_tir @k: ";
   EXPECT_EQ(Error(normalize("Tensor((m, 4), float16)", "R.call_tir(@k, (x,), out_sinfo=Tensor((m, 4), float32))")),
@@ -535,11 +541,7 @@ TEST(NormalizeModuleTest, CallTirDimsMustMatchTheCalleesBuffers) {
   }
 })";
   auto normalize = [&](const std::string& params, const std::string& call) {
-    std::string text = absl::StrCat("module {\n  func @main(", params, ") {\n    y = ", call,
-                                    "\n    return y\n  }\n", kernels);
-    absl::StatusOr<ParsedModule> parsed = ParseModule(text, "c.kir");
-    EXPECT_TRUE(parsed.ok()) << parsed.status();
-    return parsed.ok() ? NormalizeModule(parsed->module, &parsed->locations).status() : parsed.status();
+    return NormalizeMainCall(params, call, kernels);
   };
   const std::string at = "c.kir:3:5: error: function 'main', binding 'y': ";
   EXPECT_EQ(Error(normalize("x: Tensor((3, 5), float32)", "R.call_tir(@fixed, (x,), out_sinfo=Tensor((4, 16), float32))")),
@@ -583,17 +585,10 @@ TEST(NormalizeModuleTest, CallTirDimsMustMatchTheCalleesBuffers) {
 // Only the call forms read out_sinfo. On an operator it was ignored: `R.sum(x,
 // out_sinfo=Tensor((6,), float32))` became a Tensor((), float32) without a word.
 TEST(NormalizeModuleTest, AnOperatorTakesNoOutSinfo) {
-  const std::string text = R"(module {
-  func @main(x: Tensor((4, 6), float32)) {
-    y = R.sum(x, out_sinfo=Tensor((6,), float32))
-    return y
-  }
-})";
-  absl::StatusOr<ParsedModule> parsed = ParseModule(text, "o.kir");
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(Error(NormalizeModule(parsed->module, &parsed->locations).status()),
-            "o.kir:3:5: error: function 'main', binding 'y': sum: takes no out_sinfo: its result's struct info is "
+  EXPECT_EQ(Error(NormalizeMainCall("x: Tensor((4, 6), float32)", "R.sum(x, out_sinfo=Tensor((6,), float32))", "}")),
+            "c.kir:3:5: error: function 'main', binding 'y': sum: takes no out_sinfo: its result's struct info is "
             "inferred (annotate the binding with Tensor((6,), float32) to check it)");
+  EXPECT_TRUE(NormalizeMainCall("x: Tensor((4, 6), float32)", "R.sum(x, axis=[0])", "}").ok());
 }
 
 }  // namespace
