@@ -4,7 +4,9 @@
 //   keepdims (bool, default false). Reduced axes are dropped, or kept as 1 with keepdims.
 //   The dtype is the data's. mean requires a floating-point dtype.
 //   max/min of floats containing a NaN is NaN (np.max); sum/mean/prod follow IEEE (inf +
-//   -inf and 0 * inf are NaN). prod of nothing is 1 (np.prod).
+//   -inf and 0 * inf are NaN). prod of nothing is 1 (np.prod), sum 0, mean NaN (0 / 0); max
+//   (min) of nothing is -inf (+inf), for integers the type's lowest (highest) value, as ONNX's
+//   ReduceMax (ReduceMin) defines it (NumPy refuses an empty max instead).
 // variance (data), attributes axis, keepdims (as sum) and correction (int >= 0, default 0):
 //   sum((x - mean)^2) / (count - correction), np.var's ddof: 0 is the population variance,
 //   1 the sample variance. Floating point. count <= correction divides by zero, as NumPy's
