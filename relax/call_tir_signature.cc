@@ -51,7 +51,7 @@ const VarValue* BindOrConflict(const tir::VarNode* var, const tir::PrimExpr& val
 
 // Why `value` certainly lies outside the bounds `var` declares (`where n <= 4`), or "".
 std::string OutsideDeclaredBounds(const tir::VarNode* var, const tir::PrimExpr& value, tir::Analyzer& analyzer) {
-  if (value.dtype() != var->dtype()) return "";
+  if (value.dtype() != var->dtype() || !value.dtype().is_integer() || !value.dtype().is_scalar()) return "";
   if (var->upper_bound && *var->upper_bound != tir::IntBound::kPosInf &&
       analyzer.CanProveLT(tir::IntImm(value.dtype(), *var->upper_bound), value)) {
     return absl::StrCat("'", var->name, "' is declared at most ", *var->upper_bound);

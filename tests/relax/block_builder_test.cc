@@ -524,6 +524,13 @@ TEST(NormalizeModuleTest, CallTirDimsMustMatchTheCalleesBuffers) {
       }
     }
   }
+  prim_func @scale(A: Buffer((4, 8), float32), s: float32, B: Buffer((4, 8), float32)) where s <= 1 {
+    for i in serial(0, 4) {
+      for j in serial(0, 8) {
+        B[i, j] = A[i, j] * s
+      }
+    }
+  }
   func @helper(a: Tensor((4, 8), float32)) -> Tensor((4, 8), float32) {
     return a
   }
@@ -570,6 +577,10 @@ TEST(NormalizeModuleTest, CallTirDimsMustMatchTheCalleesBuffers) {
                  "Buffer((n,), float32): dim 0 is 6, but 'n' is declared at most 4");
   // Consistent, or left to run time.
   EXPECT_TRUE(normalize("x: Tensor((m,), float32)", "R.call_tir(@small, (x,), out_sinfo=Tensor((m,), float32))").ok());
+  // A float scalar with a bound is no dim (comparing it aborted on an IntImm of float32).
+  EXPECT_TRUE(normalize("x: Tensor((4, 8), float32)",
+                        "R.call_tir(@scale, (x, R.prim(float32(2.0))), out_sinfo=Tensor((4, 8), float32))")
+                  .ok());
   EXPECT_TRUE(normalize("x: Tensor((4, 8), float32)", "R.call_tir(@k, (x,), out_sinfo=Tensor((4, 8), float32))").ok());
   EXPECT_TRUE(normalize("x: Tensor((m, 8), float32)", "R.call_tir(@k, (x,), out_sinfo=Tensor((m, 8), float32))").ok());
   EXPECT_TRUE(normalize("x: Tensor((m, 8), float32)", "R.call_tir(@k, (x,), out_sinfo=Tensor((4, 8), float32))").ok());
