@@ -52,7 +52,9 @@ void BindSignatureVars(const StructInfo& param, const StructInfo& arg, VarMap* m
   auto bind_dims = [&](const std::vector<PrimExpr>& p, const std::vector<PrimExpr>& a) {
     if (p.size() != a.size()) return;
     for (size_t i = 0; i < p.size(); ++i) {
-      if (p[i].kind() != tir::ExprKind::kVar) continue;
+      // A value of another type (a bool or float Prim for a Prim(int64, value=k)) binds
+      // nothing: the argument check below refuses it, where substituting it aborted.
+      if (p[i].kind() != tir::ExprKind::kVar || p[i].dtype() != a[i].dtype()) continue;
       map->emplace(p[i].as<tir::VarNode>(), a[i]);
     }
   };

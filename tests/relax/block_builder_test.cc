@@ -593,6 +593,23 @@ TEST(NormalizeModuleTest, CallTirDimsMustMatchTheCalleesBuffers) {
                   .ok());
 }
 
+// A bool or float Prim passed for a Prim(int64, value=k) parameter aborted kiln check
+// ("Prim value type differs from dtype": k was bound to the bool); found by text_fuzz_test
+// with KILN_FUZZ_SEED=7 run for 90 seconds.
+TEST(NormalizeModuleTest, APrimArgumentOfAnotherTypeIsAnError) {
+  const std::string callee = R"(  func @f(i: Prim(int64, value=k), x: Tensor((4,), float32)) -> Tensor((4,), float32) {
+    return x
+  }
+})";
+  EXPECT_EQ(Error(NormalizeMainCall("x: Tensor((4,), float32)", "@f(R.prim(true), x)", callee)),
+            "c.kir:3:5: error: function 'main', binding 'y': argument 0 of function 'f': expected Prim(int64, "
+            "value=k) but got Prim(bool, value=true)");
+  EXPECT_EQ(Error(NormalizeMainCall("x: Tensor((4,), float32)", "@f(R.prim(1.5), x)", callee)),
+            "c.kir:3:5: error: function 'main', binding 'y': argument 0 of function 'f': expected Prim(int64, "
+            "value=k) but got Prim(float32, value=1.5)");
+  EXPECT_TRUE(NormalizeMainCall("x: Tensor((4,), float32)", "@f(R.prim(3), x)", callee).ok());
+}
+
 // Only the call forms read out_sinfo. On an operator it was ignored: `R.sum(x,
 // out_sinfo=Tensor((6,), float32))` became a Tensor((), float32) without a word.
 TEST(NormalizeModuleTest, AnOperatorTakesNoOutSinfo) {
