@@ -427,6 +427,12 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeValue(const Expr& expr) {
       const auto* n = expr.as<TupleGetItemNode>();
       KILN_ASSIGN_OR_RETURN(Expr tuple, NormalizeArg(n->tuple));
       const StructInfo& sinfo = tuple.struct_info();
+      if (!sinfo.defined()) {
+        // An operator or a PrimFunc (`R.exp[0]`) is no value; reading its struct info crashed.
+        return absl::InvalidArgumentError(absl::StrCat("tuple index [", n->index, "] applied to ",
+                                                       tuple.kind() == ExprKind::kOp ? "an operator" : "a non-value",
+                                                       ", not to a tuple"));
+      }
       if (sinfo.kind() == StructInfoKind::kObject) {
         return TupleGetItem(tuple, n->index, ObjectSInfo());
       }

@@ -259,6 +259,9 @@ TEST(BlockBuilderTest, TuplesAndTupleGetItem) {
   EXPECT_EQ(Error(bb.Emit(TupleGetItem(*t, 3)).status()), "tuple index 3 is out of range for a tuple of 3 fields");
   EXPECT_EQ(Error(bb.Emit(TupleGetItem(x, 0)).status()),
             "tuple index [0] applied to a non-tuple Tensor((2,), float32)");
+  // `h = R.ig[1]` (text_fuzz_test, seed 23) crashed reading the operator's struct info.
+  EXPECT_EQ(Error(bb.Emit(TupleGetItem(Op("exp"), 0)).status()),
+            "tuple index [0] applied to an operator, not to a tuple");
 }
 
 TEST(BlockBuilderTest, NormalizeLeavesAndOpErrors) {
