@@ -52,7 +52,9 @@ void BindSignatureVars(const StructInfo& param, const StructInfo& arg, VarMap* m
   auto bind_dims = [&](const std::vector<PrimExpr>& p, const std::vector<PrimExpr>& a) {
     if (p.size() != a.size()) return;
     for (size_t i = 0; i < p.size(); ++i) {
-      if (p[i].kind() != tir::ExprKind::kVar) continue;
+      // A value of another type (a bool or float Prim for a Prim(int64, value=k)) binds
+      // nothing: the argument check below refuses it, where substituting it aborted.
+      if (p[i].kind() != tir::ExprKind::kVar || p[i].dtype() != a[i].dtype()) continue;
       map->emplace(p[i].as<tir::VarNode>(), a[i]);
     }
   };
@@ -425,6 +427,12 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeValue(const Expr& expr) {
       const auto* n = expr.as<TupleGetItemNode>();
       KILN_ASSIGN_OR_RETURN(Expr tuple, NormalizeArg(n->tuple));
       const StructInfo& sinfo = tuple.struct_info();
+      if (!sinfo.defined()) {
+        // An operator or a PrimFunc (`R.exp[0]`) is no value; reading its struct info crashed.
+        return absl::InvalidArgumentError(absl::StrCat("tuple index [", n->index, "] applied to ",
+                                                       tuple.kind() == ExprKind::kOp ? "an operator" : "a non-value",
+                                                       ", not to a tuple"));
+      }
       if (sinfo.kind() == StructInfoKind::kObject) {
         return TupleGetItem(tuple, n->index, ObjectSInfo());
       }
@@ -473,7 +481,13 @@ absl::StatusOr<Expr> BlockBuilder::NormalizeCall(const CallNode& call) {
       const auto* gv = node.args[0].as<GlobalVarNode>();
       const IRModule::Entry* entry = gv == nullptr || module_ == nullptr ? nullptr : module_->Find(gv->name);
       if (entry != nullptr && entry->prim_func() != nullptr) {
-        KILN_RETURN_IF_ERROR(CheckCallTirSignature(node, *entry->prim_func(), gv->name));
+        KILN_RETURN_IF_ERROR(CheckCallTirSignature(node, *entry->prim_func(), gv->name, *analyzer_));
+      } else if (entry != nullptr && entry->is_relax()) {
+        // Passed kiln check and failed in the compiler as "call_tir_dps calls @f, which is not
+        // a PrimFunc of the module", without a place.
+        return absl::InvalidArgumentError(absl::StrCat("call_tir @", gv->name, ": '", gv->name,
+                                                       "' is a Relax function, not a PrimFunc: call it as @",
+                                                       gv->name, "(...)"));
       }
       KILN_RETURN_IF_ERROR(CheckCallTirWritesOnlyOutputs(node));
     }

@@ -134,6 +134,12 @@ absl::StatusOr<StructInfo> InferCallStructInfo(const CallNode& call, tir::Analyz
         op->name, ": expects ", expected, " argument",
         (info->max_args < 0 ? info->min_args : info->max_args) == 1 ? "" : "s", ", got ", nargs));
   }
+  if (!call.sinfo_args.empty() && !info->takes_out_sinfo) {
+    return absl::InvalidArgumentError(absl::StrCat(op->name,
+                                                   ": takes no out_sinfo: its result's struct info is inferred "
+                                                   "(annotate the binding with ",
+                                                   ToString(call.sinfo_args[0]), " to check it)"));
+  }
   for (const auto& [name, value] : call.attrs) {
     if (std::find(info->attr_names.begin(), info->attr_names.end(), name) ==
         info->attr_names.end()) {

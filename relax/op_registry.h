@@ -107,6 +107,10 @@ struct OpInfo {
   // A run-time check (check_dims): pure, since it changes no state, but its binding is never
   // dead code even when nothing uses its result - refusing bad inputs is what it is for.
   bool kept_when_unused = false;
+  // The call forms (call_tir, call_builtin, ...) take their result's struct info from the
+  // call's out_sinfo; on any other operator an out_sinfo is an error, since inference would
+  // silently replace what the text declared.
+  bool takes_out_sinfo = false;
 };
 
 class OpRegistry {

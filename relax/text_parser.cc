@@ -653,6 +653,9 @@ absl::StatusOr<Expr> Parser::ParseCallArgs(Expr callee) {
       }
       if (AcceptPunct(")")) break;
       if (!AcceptPunct(",")) return Expected("',' or ')'");
+      // A trailing comma, as a shape or a parameter list may end; it was reported as a
+      // "positional argument after keyword arguments".
+      if (AcceptPunct(")")) break;
     }
   }
   return Call(std::move(callee), std::move(args), std::move(attrs), std::move(sinfo_args));

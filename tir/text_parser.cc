@@ -2,6 +2,7 @@
 // tir/text_parser.h for its promises and docs/ir.md for the grammar).
 #include "tir/text_parser.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -11,6 +12,7 @@
 #include "support/status_macros.h"
 #include "tir/intrinsics.h"
 #include "tir/math_intrinsic_arity.h"
+#include "tir/stmt_functor.h"
 #include "tir/text_parser_impl.h"
 
 namespace kiln::tir::text_internal {
@@ -796,8 +798,10 @@ absl::StatusOr<Stmt> TirParser::ParseFor() {
   }
   Var var(name.text, min.dtype());
   tir_scopes_.emplace_back();
+  loop_vars_.push_back(var.get());
   absl::Status defined = DefineTirVar(name, var);
   absl::StatusOr<Stmt> body = defined.ok() ? ParseStmtBlock() : absl::StatusOr<Stmt>(defined);
+  loop_vars_.pop_back();
   tir_scopes_.pop_back();
   if (!body.ok()) return body.status();
   return For(var, min, extent, *kind, *body, tag);
@@ -829,7 +833,18 @@ absl::StatusOr<Stmt> TirParser::ParseBlock() {
         return Expected("'spatial' or 'reduce'");
       }
       KILN_RETURN_IF_ERROR(ExpectPunct("("));
+      const Token extent_at = Peek();
       KILN_ASSIGN_OR_RETURN(iv.extent, ParsePrimExpr());
+      // An iteration domain is the same for every iteration of the loops around the block
+      // (`vi = spatial(k, i)` inside `for k` passed kiln check and broke the scheduler).
+      VarUseCollector uses;
+      uses.VisitExpr(iv.extent);
+      for (const Var& v : uses.vars()) {
+        if (std::find(loop_vars_.begin(), loop_vars_.end(), v.get()) == loop_vars_.end()) continue;
+        return Error(extent_at, absl::StrCat("the extent of iteration variable '", var_name.text, "' uses loop variable '",
+                                             v.name(), "': an iteration domain cannot change with the loops around "
+                                             "the block (use the function's sizes)"));
+      }
       KILN_RETURN_IF_ERROR(ExpectPunct(","));
       KILN_ASSIGN_OR_RETURN(iv.value, ParsePrimExpr());
       KILN_RETURN_IF_ERROR(ExpectPunct(")"));
@@ -910,6 +925,7 @@ absl::Status TirParser::CheckParamVarsBound(const std::vector<PrimFuncParam>& pa
 absl::StatusOr<PrimFunc> TirParser::ParsePrimFunc(const Token& name_token) {
   tir_scopes_.assign(1, {});
   buffer_scopes_.assign(1, {});
+  loop_vars_.clear();
   pending_bounds_.clear();
   size_t where_at = FindWhereClause();
   size_t after_where = 0;

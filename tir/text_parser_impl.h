@@ -117,6 +117,9 @@ class TirParser {
 
   // Scopes: innermost last.
   std::vector<std::unordered_map<std::string, Var>> tir_scopes_;
+  // The variables of the loops around the statement being parsed, innermost last: a block's
+  // iteration extents must not use them.
+  std::vector<const VarNode*> loop_vars_;
   std::vector<std::unordered_map<std::string, Buffer>> buffer_scopes_;
   // Unknown names in PrimExprs define symbolic variables (buffer parameters' shapes; for the
   // module parser also struct info of parameters and match_cast).

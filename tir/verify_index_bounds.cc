@@ -126,7 +126,21 @@ class IterationSearch {
                   std::vector<const VarNode*> varying)
       : loops_(loops), guards_(guards), varying_(std::move(varying)) {}
 
-  // False when the access certainly never runs (then nothing it reads matters).
+  // Restricts the symbolic variables `vars` (each declared >= 0) to sizes of at least
+  // `at_least` (or their declared upper bound, when that is smaller). From then on the
+  // conditions on them alone, that the loops run and the guards hold, must be proven rather
+  // than assumed: a proof of "out of bounds" is then a proof for every size in a non-empty set
+  // of sizes the function allows, none of which skips the access.
+  void RestrictSizes(const std::vector<Var>& vars, int64_t at_least) {
+    for (const Var& v : vars) {
+      int64_t upper = v->upper_bound.value_or(IntBound::kPosInf);
+      analyzer_.Bind(v, std::max(v->lower_bound.value_or(0), std::min(at_least, upper)), upper);
+    }
+    sizes_restricted_ = true;
+  }
+
+  // False when the access certainly never runs (then nothing it reads matters), or, with
+  // the sizes restricted, when it cannot be shown to run.
   bool AssumeItRuns() {
     for (const Loop& l : loops_) {
       if (!Varies(l) && !Assume(GE(Int64(l.extent), IntImm(DataType::Int64(), 1)))) return false;
@@ -166,6 +180,7 @@ class IterationSearch {
   // linear bound on one variable becomes a bound the analyzer knows. False when the fact is
   // certainly false.
   bool Assume(const PrimExpr& fact) {
+    if (sizes_restricted_) return analyzer_.CanProve(fact);
     if (analyzer_.CanProve(Not(fact))) return false;
     auto facts = NonNegativeFacts(fact);
     if (!facts) return true;
@@ -292,6 +307,7 @@ class IterationSearch {
   const std::vector<PrimExpr>& guards_;
   const std::vector<const VarNode*> varying_;
   std::vector<Var> bound_vars_;
+  bool sizes_restricted_ = false;
   Analyzer analyzer_;
   std::vector<std::pair<Var, PrimExpr>> choices_;  // innermost loop first
 };
@@ -440,25 +456,80 @@ class IndexBoundsVerifier : public StmtExprVisitor {
 
     std::vector<const VarNode*> varying = opaque_;
     for (const Loop& l : loops) varying.push_back(l.var.get());
-    IterationSearch search(loops, guards_, std::move(varying));
-    if (!search.AssumeItRuns()) return;
+    std::optional<std::string> out = OutOfBounds(buffer, dim, written, loops, index, extent, varying, {}, 0);
+    // An index in range only for small sizes (A[2 * i] over serial(0, n), A of extent n: n <=
+    // 1) is out for every larger one, which the signature allows as well. The smallest
+    // threshold that proves it is named in the error.
+    std::vector<Var> sizes = SizeVars(loops, index, extent, varying);
+    if (!out && !sizes.empty() && OutOfBounds(buffer, dim, written, loops, index, extent, varying, sizes, kLargeSize)) {
+      int64_t lo = 1, hi = kLargeSize;
+      while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (OutOfBounds(buffer, dim, written, loops, index, extent, varying, sizes, mid)) {
+          hi = mid;
+        } else {
+          lo = mid + 1;
+        }
+      }
+      out = OutOfBounds(buffer, dim, written, loops, index, extent, varying, sizes, hi);
+    }
+    if (out) status_ = absl::InvalidArgumentError(absl::StrCat(Where(node), *out));
+  }
+
+  // A size large enough that an index out of range for every larger size is out there.
+  static constexpr int64_t kLargeSize = 1024;
+
+  // The symbolic variables the access depends on (its index, its extent, the loops around it
+  // and its guards), when they are all sizes (declared >= 0); none when another variable (a
+  // scalar parameter, an offset that may be negative) takes part, since an access that goes
+  // out only when such a variable grows may be meant for its small values.
+  std::vector<Var> SizeVars(const std::vector<Loop>& loops, const PrimExpr& index, const PrimExpr& extent,
+                            const std::vector<const VarNode*>& varying) const {
+    std::vector<PrimExpr> exprs = {index, extent};
+    for (const Loop& l : loops) exprs.insert(exprs.end(), {l.min, l.extent});
+    exprs.insert(exprs.end(), guards_.begin(), guards_.end());
+    std::vector<Var> sizes;
+    for (const PrimExpr& e : exprs) {
+      for (const Var& v : VarsOf(e)) {
+        if (std::find(varying.begin(), varying.end(), v.get()) != varying.end()) continue;
+        if (!IsIntScalar(v) || v->lower_bound.value_or(-1) < 0) return {};
+        if (std::none_of(sizes.begin(), sizes.end(), [&](const Var& s) { return s.same_as(v); })) sizes.push_back(v);
+      }
+    }
+    return sizes;
+  }
+
+  // The error for an index that goes out of [0, extent) at some iteration, proven for every
+  // size the function allows, or, with `sizes`, for every size of at least `at_least`.
+  std::optional<std::string> OutOfBounds(const Buffer& buffer, size_t dim, const PrimExpr& written,
+                                         const std::vector<Loop>& loops, const PrimExpr& index,
+                                         const PrimExpr& extent, const std::vector<const VarNode*>& varying,
+                                         const std::vector<Var>& sizes, int64_t at_least) const {
+    IterationSearch search(loops, guards_, varying);
+    if (!sizes.empty()) search.RestrictSizes(sizes, at_least);
+    if (!search.AssumeItRuns()) return std::nullopt;
     Analyzer& analyzer = search.analyzer();
     std::optional<Reach> low = search.Extreme(index, /*largest=*/false);
     bool low_out = low && analyzer.CanProveLT(low->value, IntImm(DataType::Int64(), 0));
     std::optional<Reach> high = search.Extreme(index, /*largest=*/true);
     bool high_out = high && analyzer.CanProveLE(search.At(extent), high->value);
-    if (!low_out && !high_out) return;
+    if (!low_out && !high_out) return std::nullopt;
 
     const Reach& out = high_out ? *high : *low;
     std::string values = absl::StrCat("reaches ", ToString(out.value));
     if (low && high && low->extreme && high->extreme) {
       values = absl::StrCat("takes values in [", ToString(low->value), ", ", ToString(high->value), "]");
     }
-    std::string message = absl::StrCat(
-        "prim_func '", name_, "': index ", dim, " of buffer '", buffer->name, "' is ", ToString(written), ", which ",
-        values, ": ", ToString(out.value), out.where.empty() ? "" : absl::StrCat(" (at ", out.where, ")"),
-        " is outside [0, ", ToString(high_out ? search.At(extent) : analyzer.Simplify(extent)), ")");
-    status_ = absl::InvalidArgumentError(absl::StrCat(Where(node), message));
+    std::string when;
+    for (const Var& v : sizes) {
+      if (v->lower_bound.value_or(0) >= at_least) continue;
+      absl::StrAppend(&when, when.empty() ? " for " : ", ", v.name());
+    }
+    if (!when.empty()) absl::StrAppend(&when, " >= ", at_least);
+    return absl::StrCat("prim_func '", name_, "': index ", dim, " of buffer '", buffer->name, "' is ", ToString(written),
+                        ", which ", values, ": ", ToString(out.value),
+                        out.where.empty() ? "" : absl::StrCat(" (at ", out.where, ")"), " is outside [0, ",
+                        ToString(high_out ? search.At(extent) : analyzer.Simplify(extent)), ")", when);
   }
 
   std::string Where(const void* node) const {

@@ -18,9 +18,15 @@
 //    Loops whose extents depend only on the function's symbolic variables are assumed to run
 //    (an access none of whose iterations runs reads nothing), so `for i in serial(0, n)
 //    { A[i + 1] }` is an error for an A of extent n, and `for i in serial(0, n - 1)` is not.
+//  - Also an error when the access runs and goes out for every value of its sizes from some
+//    threshold on: the variables it depends on are all sizes (declared >= 0), and the proof
+//    above holds with each of them at least T (at most 1024, or its declared upper bound, so
+//    the signature allows those sizes). `A[2 * i]` over serial(0, n), A of extent n, is in
+//    range only for n <= 1; the error ends "for n >= 2". With a scalar parameter that is not a
+//    size (an offset, which may be negative) taking part, only the proof for every value counts.
 //  - Silent wherever it cannot prove that: data-dependent indices, non-linear ones, guards it
-//    cannot decide. It never refuses a function whose accesses all stay in bounds, and every
-//    PrimFunc the compiler generates passes it.
+//    cannot decide. It never refuses a function whose accesses all stay in bounds for every
+//    size its signature allows, and every PrimFunc the compiler generates passes it.
 //  - The error is InvalidArgument and names the function, the buffer, the dimension, the index
 //    as written, the range of values it takes where that is known, the iteration that goes
 //    out, and the extent:

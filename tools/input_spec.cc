@@ -1,11 +1,13 @@
 #include "tools/input_spec.h"
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "tools/npy_tensor.h"
 #include "tools/onnx_model.h"
@@ -63,6 +65,12 @@ absl::StatusOr<vm::Value> ParseInputSpec(const std::string& spec) {
   if (mode == "float" && parts.size() == 2) {
     double v;
     if (!absl::SimpleAtod(parts[1], &v)) return absl::InvalidArgumentError(absl::StrCat("bad float input '", spec, "'"));
+    // A number too large for a double reads as an infinity; say so, as the IR text does,
+    // rather than run with a value nobody wrote.
+    if (std::isinf(v) && absl::AsciiStrToLower(parts[1]).find("inf") == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("float input '", spec, "' is outside the range of float64; write float:inf for an infinity"));
+    }
     return vm::Value(v);
   }
   if (mode == "shape" && parts.size() == 2) {

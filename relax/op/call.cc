@@ -98,14 +98,18 @@ absl::StatusOr<StructInfo> InferPrint(const CallNode& call, tir::Analyzer&) {
 }  // namespace
 
 void RegisterCallOps(OpRegistry& registry) {
-  registry.Register({"call_tir", 2, 3, true, {}, [](const CallNode& call, tir::Analyzer&) {
-                       return InferDpsCall(call, ExprKind::kGlobalVar, "a GlobalVar (a PrimFunc)");
-                     }});
-  registry.Register({"call_dps_library", 2, 2, true, {}, [](const CallNode& call, tir::Analyzer&) {
-                       return InferDpsCall(call, ExprKind::kExternFunc, "an ExternFunc");
-                     }});
-  registry.Register({"call_builtin", 1, -1, false, {}, InferCallBuiltin});
-  registry.Register({"call_pure_builtin", 1, -1, true, {}, InferCallBuiltin});
+  auto with_out_sinfo = [](OpInfo info) {
+    info.takes_out_sinfo = true;
+    return info;
+  };
+  registry.Register(with_out_sinfo({"call_tir", 2, 3, true, {}, [](const CallNode& call, tir::Analyzer&) {
+                                      return InferDpsCall(call, ExprKind::kGlobalVar, "a GlobalVar (a PrimFunc)");
+                                    }}));
+  registry.Register(with_out_sinfo({"call_dps_library", 2, 2, true, {}, [](const CallNode& call, tir::Analyzer&) {
+                                      return InferDpsCall(call, ExprKind::kExternFunc, "an ExternFunc");
+                                    }}));
+  registry.Register(with_out_sinfo({"call_builtin", 1, -1, false, {}, InferCallBuiltin}));
+  registry.Register(with_out_sinfo({"call_pure_builtin", 1, -1, true, {}, InferCallBuiltin}));
   registry.Register({"shape_of", 1, 1, true, {}, InferShapeOf});
   registry.Register({"print", 0, -1, false, {"format"}, InferPrint});
 }

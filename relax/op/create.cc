@@ -9,8 +9,10 @@
 //   when every bound is an integer, else float32). The length is ceil((end - start) / step):
 //   for integer bounds floordiv(end - start + step - 1, step) (step > 0; mirrored for a
 //   negative literal step); constant bounds clamp the length at 0, symbolic ones are assumed
-//   to describe a non-empty range (checked at run time). Float bounds must be constants for
-//   a known length; otherwise the result is a 1-d tensor of unknown length.
+//   to describe a range that is not reversed, with a positive step when the step is symbolic
+//   (both checked at run time, before the first kernel). Float bounds must be constants for
+//   a known length; otherwise the result is a 1-d tensor of unknown length. Constant bounds
+//   must be finite and give a length that fits in int64.
 #include <cmath>
 
 #include "relax/op/op_common.h"
@@ -145,7 +147,15 @@ absl::StatusOr<StructInfo> InferArange(const CallNode& call, tir::Analyzer& anal
   if (!all_known) return TensorSInfoOfNdim(1, dtype);
   auto cs = AsConst(start), ce = AsConst(end), cst = AsConst(step);
   if (cs && ce && cst) {
+    // A NaN or infinite bound, or a length past int64, has no tensor: the cast to int64 was
+    // undefined and came out as a negative dim that only allocation refused.
+    if (!std::isfinite(*cs) || !std::isfinite(*ce) || !std::isfinite(*cst)) {
+      return OpError(call, "bounds must be finite, got start ", *cs, ", end ", *ce, ", step ", *cst);
+    }
     double len = std::ceil((*ce - *cs) / *cst);
+    if (len >= 0x1p63) {
+      return OpError(call, "the length ceil((end - start) / step) = ", len, " does not fit in int64");
+    }
     return TensorSInfo({Int(len > 0 ? static_cast<int64_t>(len) : 0)}, dtype);
   }
   if (!all_int) return TensorSInfoOfNdim(1, dtype);
@@ -160,9 +170,14 @@ absl::StatusOr<StructInfo> InferArange(const CallNode& call, tir::Analyzer& anal
   } else if (auto sp = st.as_int()) {
     len = FloorDivDim(AddConst(minus(b, a), *sp - 1), st, analyzer);
   } else {
+    AssumeAtMost(call, Int(1), st, analyzer, "a symbolic step must be at least {}, but it is {} at run time");
     len = FloorDivDim(AddConst(minus(b, a) + st, -1), st, analyzer);
   }
-  return TensorSInfo({analyzer.Simplify(len)}, dtype);
+  len = analyzer.Simplify(len);
+  AssumeAtMost(call, Int(0), len, analyzer,
+               absl::StrCat("the range is reversed at run time: its length ", DimStr(len), " must be at least {}, ",
+                            "but it is {}"));
+  return TensorSInfo({len}, dtype);
 }
 
 }  // namespace

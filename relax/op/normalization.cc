@@ -35,12 +35,6 @@ absl::StatusOr<const TensorStructInfoNode*> ChannelData(const CallNode& call, in
   return data;
 }
 
-absl::Status CheckEpsilon(const CallNode& call) {
-  KILN_ASSIGN_OR_RETURN(auto epsilon, FloatAttr(call, "epsilon"));
-  if (epsilon && !(*epsilon >= 0)) return OpError(call, "epsilon must be non-negative, got ", *epsilon);
-  return absl::OkStatus();
-}
-
 // Each of params (arguments 1...) is 1-d with the data's channel count.
 absl::StatusOr<std::optional<DataType>> CheckChannelParams(const CallNode& call, const TensorStructInfoNode& data,
                                                            const std::vector<const char*>& names,

@@ -1,6 +1,7 @@
 #include "relax/op/op_common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <variant>
 
@@ -151,6 +152,14 @@ absl::StatusOr<std::optional<double>> FloatAttr(const CallNode& call, const std:
     return std::optional<double>(static_cast<double>(*i));
   }
   return OpError(call, "attribute '", name, "' must be a float, got ", AttrKindName(it->second));
+}
+
+absl::Status CheckEpsilon(const CallNode& call) {
+  KILN_ASSIGN_OR_RETURN(auto epsilon, FloatAttr(call, "epsilon"));
+  if (epsilon && !(*epsilon >= 0 && std::isfinite(*epsilon))) {
+    return OpError(call, "epsilon must be finite and non-negative, got ", *epsilon);
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<DataType>> DTypeAttr(const CallNode& call, const std::string& name) {

@@ -65,6 +65,9 @@ absl::StatusOr<std::optional<int64_t>> IntAttr(const CallNode& call, const std::
 absl::StatusOr<std::optional<bool>> BoolAttr(const CallNode& call, const std::string& name);
 // Accepts a double or an integer.
 absl::StatusOr<std::optional<double>> FloatAttr(const CallNode& call, const std::string& name);
+// The attribute 'epsilon' of the normalizations, when present, is finite and non-negative:
+// a NaN made every output NaN and an infinity every output the shift, without a word.
+absl::Status CheckEpsilon(const CallNode& call);
 // Accepts a DataType or its spelling as a string ("float32").
 absl::StatusOr<std::optional<DataType>> DTypeAttr(const CallNode& call, const std::string& name);
 // Accepts a vector of integers or a single integer (as a one-element vector).

@@ -4,14 +4,17 @@
 //   keepdims (bool, default false). Reduced axes are dropped, or kept as 1 with keepdims.
 //   The dtype is the data's. mean requires a floating-point dtype.
 //   max/min of floats containing a NaN is NaN (np.max); sum/mean/prod follow IEEE (inf +
-//   -inf and 0 * inf are NaN). prod of nothing is 1 (np.prod).
+//   -inf and 0 * inf are NaN). prod of nothing is 1 (np.prod), sum 0, mean NaN (0 / 0); max
+//   (min) of nothing is -inf (+inf), for integers the type's lowest (highest) value, as ONNX's
+//   ReduceMax (ReduceMin) defines it (NumPy refuses an empty max instead).
 // variance (data), attributes axis, keepdims (as sum) and correction (int >= 0, default 0):
 //   sum((x - mean)^2) / (count - correction), np.var's ddof: 0 is the population variance,
 //   1 the sample variance. Floating point. count <= correction divides by zero, as NumPy's
 //   max(count - ddof, 0): inf, or NaN where the squared deviations sum to 0.
 // argmax, argmin (data), attributes axis (int; absent = over all elements, flattened) and
 //   keepdims. The result dtype is int64. The first maximum (minimum) wins ties; the first
-//   NaN wins over every number (np.argmax).
+//   NaN wins over every number (np.argmax). An empty axis (or empty data, without axis) is an
+//   error, at compile time when its dim is 0 and else when the call runs, as in np.argmax.
 // softmax (data), attribute axis (int, default -1). Floating-point; the result has the
 //   data's struct info. A row holding a NaN or +inf gives NaN (as PyTorch: the row's max
 //   is subtracted first, and inf - inf is NaN).
@@ -84,13 +87,37 @@ absl::StatusOr<StructInfo> InferVariance(const CallNode& call, tir::Analyzer& an
   return InferReduce(call, analyzer, /*needs_float=*/true);
 }
 
-absl::StatusOr<StructInfo> InferArgReduce(const CallNode& call, tir::Analyzer&) {
+absl::StatusOr<StructInfo> InferArgReduce(const CallNode& call, tir::Analyzer& analyzer) {
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
   KILN_ASSIGN_OR_RETURN(auto axis, IntAttr(call, "axis"));
   KILN_ASSIGN_OR_RETURN(auto keepdims, BoolAttr(call, "keepdims"));
   std::optional<std::vector<int64_t>> axes;
   if (axis) axes = std::vector<int64_t>{*axis};
-  return ReduceResult(call, *data, axes, keepdims.value_or(false), DataType::Int64());
+  KILN_ASSIGN_OR_RETURN(StructInfo result, ReduceResult(call, *data, axes, keepdims.value_or(false), DataType::Int64()));
+  // An empty axis has no first maximum: np.argmax refuses it, and the kernel returned an index
+  // it never wrote. A count of 0 known here is an error; a symbolic one is checked at run time.
+  if (data->shape && !data->shape->empty()) {
+    std::string what = "the data";
+    std::string along;
+    PrimExpr count = Int(1);
+    if (axis) {
+      KILN_ASSIGN_OR_RETURN(int a, NormalizeAxis(call, *axis, data->ndim));
+      count = (*data->shape)[static_cast<size_t>(a)];
+      what = absl::StrCat("data dim ", a);
+      along = absl::StrCat(" along dim ", a);
+    } else {
+      for (const PrimExpr& d : *data->shape) count = count * d;
+    }
+    count = analyzer.Simplify(count);
+    if (count.as_int() == 0) {
+      return OpError(call, "data ", DimsStr(*data->shape), " is empty", along, ": an empty axis has no first ",
+                     OpName(call) == "argmax" ? "maximum" : "minimum");
+    }
+    AssumeAtMost(call, Int(1), count, analyzer,
+                 absl::StrCat("an empty axis has no index to return: at least {} element needed along ", what, " (",
+                              DimStr(count), "), got {} at run time"));
+  }
+  return result;
 }
 
 absl::StatusOr<StructInfo> InferSoftmax(const CallNode& call, tir::Analyzer&) {
@@ -110,8 +137,7 @@ absl::StatusOr<StructInfo> InferNorm(const CallNode& call, tir::Analyzer& analyz
   KILN_ASSIGN_OR_RETURN(const TensorStructInfoNode* data, TensorArg(call, 0, "data"));
   KILN_RETURN_IF_ERROR(RequireFloat(call, *data, "data"));
   KILN_ASSIGN_OR_RETURN(auto axes_attr, IntsAttr(call, "axes"));
-  KILN_ASSIGN_OR_RETURN(auto epsilon, FloatAttr(call, "epsilon"));
-  if (epsilon && *epsilon < 0) return OpError(call, "epsilon must be non-negative, got ", *epsilon);
+  KILN_RETURN_IF_ERROR(CheckEpsilon(call));
   std::vector<int64_t> axes_raw = axes_attr.value_or(std::vector<int64_t>{-1});
   if (axes_raw.empty()) return OpError(call, "axes must not be empty");
   std::optional<std::vector<int>> axes;

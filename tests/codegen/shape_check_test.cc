@@ -200,6 +200,31 @@ std::vector<Case> Cases() {
        {F32({6})},
        {F32({4})},
        "binding 'parts': split: split index 5 is past the end of dim 0 (n is 4 at run time)"},
+      // Before, an empty axis returned indices the kernel never wrote (0, 3, -1, 0).
+      {"argmax over an empty axis",
+       func("x: Tensor((n, 4), float32)", "Tensor((4,), int64)", "      y = R.argmax(x, axis=0)\n"),
+       {F32({1, 4})},
+       {F32({0, 4})},
+       "binding 'y': argmax: an empty axis has no index to return: at least 1 element needed along data dim 0 (n), "
+       "got 0 at run time"},
+      // Before, a symbolic step of 0 failed as "floordiv(9, 0): division by zero" and a
+      // reversed range as "negative dimension in shape [-5]", naming neither binding nor op.
+      {"arange with a symbolic step",
+       func("s: Shape((k,))", "Tensor(ndim=1, int64)", "      y = R.arange(R.prim(0), R.prim(10), R.prim(k))\n"),
+       {ShapeValue({3})},
+       {ShapeValue({0})},
+       "binding 'y': arange: a symbolic step must be at least 1, but it is 0 at run time"},
+      {"arange over a reversed range",
+       func("s: Shape((k,))", "Tensor(ndim=1, int64)", "      y = R.arange(R.prim(5), R.prim(k))\n"),
+       {ShapeValue({5})},
+       {ShapeValue({3})},
+       "binding 'y': arange: the range is reversed at run time: its length k - 5 must be at least 0, but it is -2"},
+      {"argmin over empty data",
+       func("x: Tensor((n, m), float32)", "Tensor((), int64)", "      y = R.argmin(x)\n"),
+       {F32({2, 3})},
+       {F32({2, 0})},
+       "binding 'y': argmin: an empty axis has no index to return: at least 1 element needed along the data (m * n), "
+       "got 0 at run time"},
   };
 }
 

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "tests/relax/op_test_util.h"
 
 namespace kiln::relax::testing {
@@ -55,6 +58,14 @@ TEST(CreateTest, ArangeLengths) {
             "error: arange: bounds come from the arguments or from attributes, not both");
   EXPECT_EQ(Infer("arange", {T({})}),
             "error: arange: argument 0 must be a Prim, got Tensor((), float32)");
+  // Before, the length was cast from a double that did not fit, and came out as the dim
+  // -9223372036854775808, refused only when the tensor was allocated.
+  EXPECT_EQ(Infer("arange", {}, {{"end", 1e30}}),
+            "error: arange: the length ceil((end - start) / step) = 1e+30 does not fit in int64");
+  EXPECT_EQ(Infer("arange", {}, {{"end", std::numeric_limits<double>::infinity()}}),
+            "error: arange: bounds must be finite, got start 0, end inf, step 1");
+  EXPECT_EQ(Infer("arange", {}, {{"start", std::nan("")}, {"end", 3.0}}),
+            "error: arange: bounds must be finite, got start nan, end 3, step 1");
 }
 
 }  // namespace

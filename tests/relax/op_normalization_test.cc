@@ -22,7 +22,7 @@ TEST(BatchNormTest, InferenceAndErrors) {
   EXPECT_EQ(Infer("batch_norm", {T({n, 3}), T({3}, f16), T({3}), T({3}), T({3})}),
             "error: batch_norm: dtypes differ: data is float32, scale is float16");
   EXPECT_EQ(Infer("batch_norm", {T({n, 3}), T({3}), T({3}), T({3}), T({3})}, {{"epsilon", -1.0}}),
-            "error: batch_norm: epsilon must be non-negative, got -1");
+            "error: batch_norm: epsilon must be finite and non-negative, got -1");
 }
 
 TEST(GroupNormTest, InferenceAndErrors) {

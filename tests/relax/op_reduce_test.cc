@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "tests/relax/op_test_util.h"
 
 namespace kiln::relax::testing {
@@ -41,6 +44,11 @@ TEST(ReduceTest, ArgmaxGivesInt64) {
   EXPECT_EQ(Infer("argmin", {TNdim(2, f16)}, {{"axis", int64_t{1}}}), "Tensor(ndim=1, int64)");
   EXPECT_EQ(Infer("argmax", {T({n, 4})}, {{"axis", Ints{0, 1}}}),
             "error: argmax: attribute 'axis' must be an int, got int list");
+  // An empty axis has no first maximum (np.argmax refuses it); the kernel returned garbage.
+  EXPECT_EQ(Infer("argmax", {T({0, 4})}, {{"axis", int64_t{0}}}),
+            "error: argmax: data (0, 4) is empty along dim 0: an empty axis has no first maximum");
+  EXPECT_EQ(Infer("argmin", {T({n, 0})}), "error: argmin: data (n, 0) is empty: an empty axis has no first minimum");
+  EXPECT_EQ(Infer("argmax", {T({0, 4})}, {{"axis", int64_t{1}}}), "Tensor((0,), int64)");
 }
 
 TEST(SoftmaxTest, Axis) {
@@ -69,6 +77,13 @@ TEST(NormTest, LayerNormAndRmsNorm) {
             "error: layer_norm: dtypes differ: data is float32, beta is float16");
   EXPECT_EQ(Infer("layer_norm", {T({n, h}), T({h}), T({h})}, {{"epsilon", true}}),
             "error: layer_norm: attribute 'epsilon' must be a float, got bool");
+  // A NaN epsilon made every output NaN, an infinite one every output beta, without a word.
+  EXPECT_EQ(Infer("layer_norm", {T({n, h}), T({h}), T({h})}, {{"epsilon", std::nan("")}}),
+            "error: layer_norm: epsilon must be finite and non-negative, got nan");
+  EXPECT_EQ(Infer("rms_norm", {T({n, h}), T({h})}, {{"epsilon", std::numeric_limits<double>::infinity()}}),
+            "error: rms_norm: epsilon must be finite and non-negative, got inf");
+  EXPECT_EQ(Infer("rms_norm", {T({n, h}), T({h})}, {{"epsilon", -1e-5}}),
+            "error: rms_norm: epsilon must be finite and non-negative, got -1e-05");
   EXPECT_EQ(
       Infer("rms_norm", {T({n, h}, f16), T({h}, f16)}, {{"epsilon", 1e-6}, {"axes", Ints{-1}}}),
       "Tensor((n, h), float16)");

@@ -345,7 +345,8 @@ TEST(TextFormatTest, NumbersWithABareDecimalPointAreNumbers) {
 TEST(TextFormatTest, ATrailingCommaEndsParameterListsLikeShapes) {
   ParsedModule m = MustParse(R"(module {
   func @main(x: Tensor((n, 4,), float32), y: Tensor((n, 4), float32),) -> Tensor((n, 4), float32) {
-    z = R.call_tir(@k, (x, y), out_sinfo=Tensor((n, 4), float32))
+    z = R.call_tir(@k, (x, y), out_sinfo=Tensor((n, 4), float32),)
+    s = R.sum(z, axis=[0],)
     return z
   }
   prim_func @k(A: Buffer((m, 4), float32), B: Buffer((m, 4), float32), C: Buffer((m, 4), float32),) {
@@ -358,6 +359,12 @@ TEST(TextFormatTest, ATrailingCommaEndsParameterListsLikeShapes) {
 })");
   EXPECT_EQ(Func(m, "main")->params.size(), 2u);
   EXPECT_EQ(m.module.Find("k")->prim_func()->get()->params.size(), 3u);
+  // So is a call's argument list (user-inputs-4: `R.sum(z, axis=[0],)` was "positional
+  // argument after keyword arguments").
+  const auto* body = Func(m, "main")->body.as<SeqExprNode>();
+  ASSERT_NE(body, nullptr);
+  ASSERT_EQ(body->blocks[0].bindings.size(), 2u);
+  EXPECT_EQ(body->blocks[0].bindings[1].value.as<CallNode>()->attrs.size(), 1u);
   // The printer writes none; the comma alone is no parameter.
   EXPECT_EQ(PrintModule(m.module).find(",)"), std::string::npos);
   auto bad = ParseModule("module { func @f(,) { return 0 } }", "e.kir");

@@ -157,6 +157,12 @@ TEST(TirTextFormatTest, ErrorsNameTheLocationAndWhatWasExpected) {
        "k.tir:1:25: error: symbolic variable 'm' appears only inside an expression of the parameters' shapes, so no "
        "argument gives its value: make it a whole dimension of a buffer parameter (Buffer((m, ...), ...)) or a scalar "
        "parameter (m: int64)"},
+      // user-inputs-4 (check_implies_compile_fuzz_test, seed 11): an iteration domain over a
+      // loop variable passed kiln check and failed inside the compiler's schedule pass.
+      {"prim_func @k(A: Buffer((n,), float32)) {\n  for k in serial(0, n) {\n    block \"b\" {\n"
+       "      vi = spatial(k, k)\n      A[vi] = 0.0\n    }\n  }\n}",
+       "k.tir:4:20: error: the extent of iteration variable 'vi' uses loop variable 'k': an iteration domain cannot "
+       "change with the loops around the block (use the function's sizes)"},
   };
   for (const Case& c : kCases) {
     absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(c.text, "k.tir");

@@ -170,9 +170,53 @@ TEST(VerifyIndexBoundsTest, LetVariablesAreFollowed) {
       << s.message();
 }
 
+// An index in range only for the smallest sizes is out for every larger one, which the
+// signature allows too: the error names the sizes. Before, only an index out for every size
+// was refused, and these compiled to reads past the buffer's end for n >= 2 (n >= 3).
+TEST(VerifyIndexBoundsTest, AnIndexInRangeOnlyForSmallSizesIsAnError) {
+  absl::Status s = Verify(Copy1d("  for i in serial(0, n) {\n    B[i] = A[2 * i]\n  }\n"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("is 2 * i, which takes values in [0, 2 * n - 2]: 2 * n - 2 (at i = n - 1) is outside "
+                             "[0, n) for n >= 2"),
+            std::string::npos)
+      << s.message();
+  s = Verify(Copy1d("  for i in serial(0, n) {\n    for j in serial(0, i + 1) {\n      B[i] = A[i + j]\n    }\n  }\n"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("2 * n - 2 (at i = n - 1, j = n - 1) is outside [0, n) for n >= 2"), std::string::npos)
+      << s.message();
+  s = Verify(Copy1d("  for i in serial(0, n) {\n    for j in serial(0, i) {\n      B[i] = A[i + j]\n    }\n  }\n"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("for n >= 3"), std::string::npos) << s.message();
+  s = Verify(Copy1d("  for i in serial(0, n) {\n    B[i] = A[floordiv(n, 2) + i]\n  }\n"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("for n >= 2"), std::string::npos) << s.message();
+  // Two sizes growing together.
+  s = Verify(Copy1d("  for i in serial(0, n) {\n    for j in serial(0, m) {\n      B[i] = A[i + j]\n    }\n  }\n",
+                    "A: Buffer((n,), float32), B: Buffer((n,), float32), C: Buffer((m,), float32)"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("for n, m >= 2"), std::string::npos) << s.message();
+  // In range for every size: accepted.
+  EXPECT_TRUE(Verify(Copy1d("  for i in serial(0, n) {\n    B[i] = A[2 * i]\n  }\n",
+                            "A: Buffer((2 * n - 1,), float32), B: Buffer((n,), float32)"))
+                  .ok());
+  EXPECT_TRUE(Verify(Copy1d("  for i in serial(0, n) {\n    B[i] = A[n - 1 - i]\n  }\n")).ok());
+  EXPECT_TRUE(Verify(Copy1d("  for i in serial(0, n) {\n    B[i] = A[floordiv(i, 2) + floordiv(n, 2)]\n  }\n")).ok());
+  // A declared upper bound keeps the sizes small enough.
+  EXPECT_TRUE(Verify("prim_func @shift(A: Buffer((n,), float32), B: Buffer((n,), float32)) where n <= 1 {\n"
+                     "  for i in serial(0, n) {\n    B[i] = A[2 * i]\n  }\n}\n")
+                  .ok());
+  s = Verify("prim_func @shift(A: Buffer((n,), float32), B: Buffer((n,), float32)) where n <= 2 {\n"
+             "  for i in serial(0, n) {\n    B[i] = A[2 * i]\n  }\n}\n");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("for n >= 2"), std::string::npos) << s.message();
+  // A scalar that is not a size (it may be negative, or the caller keeps it small) is not
+  // assumed to grow.
+  EXPECT_TRUE(Verify(Copy1d("  for i in serial(0, n) {\n    B[i] = A[i + s]\n  }\n",
+                            "A: Buffer((n,), float32), B: Buffer((n,), float32), s: int64"))
+                  .ok());
+}
+
 TEST(VerifyIndexBoundsTest, WhatTheAnalyzerCannotDecideIsAccepted) {
-  // In range for n = 1: not every n goes out.
-  EXPECT_TRUE(Verify(Copy1d("  for i in serial(0, n) {\n    B[i] = A[2 * i]\n  }\n")).ok());
   // Different symbols: m may be larger than n.
   EXPECT_TRUE(Verify(Copy1d("  for i in serial(0, m) {\n    B[i] = A[i]\n  }\n",
                             "A: Buffer((n,), float32), B: Buffer((m,), float32)"))
@@ -217,9 +261,10 @@ TEST(VerifyIndexBoundsTest, AllocatedBuffersAreCheckedToo) {
 }
 
 // Soundness on random kernels: two loops, an affine index, maybe a guard, extents constant or
-// n + c. Whenever the verifier refuses one, every n in [0, 12] for which the access runs has an
-// iteration that goes out, found by running the loops. (It never proves more than that.)
-TEST(VerifyIndexBoundsTest, RandomKernelsRefusedOnlyWhenEveryRunGoesOut) {
+// n + c. Whenever the verifier refuses one, running the loops finds an iteration that goes out
+// for every n in [2, 40] for which the access runs, or, when the error says "for n >= T", for
+// every n from T on (each of which runs it). (It never proves more than that.)
+TEST(VerifyIndexBoundsTest, RandomKernelsRefusedOnlyWhenTheSizesNamedGoOut) {
   std::mt19937 rng(7);
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   // `coef * n + c` as text and as a value.
@@ -232,7 +277,7 @@ TEST(VerifyIndexBoundsTest, RandomKernelsRefusedOnlyWhenEveryRunGoesOut) {
     int At(int n) const { return coef * n + c; }
   };
   auto extent = [&]() { return pick(0, 1) ? Affine{0, pick(0, 6)} : Affine{1, pick(-2, 2)}; };
-  int refused = 0;
+  int refused = 0, thresholds = 0;
   for (int trial = 0; trial < 400; ++trial) {
     Affine ext_i = extent(), ext_buf = extent();
     Affine ext_j = extent();
@@ -250,9 +295,18 @@ TEST(VerifyIndexBoundsTest, RandomKernelsRefusedOnlyWhenEveryRunGoesOut) {
                                     ext_j.Text(), ") {\n    ", access, "\n    }\n  }\n}\n");
     absl::StatusOr<ParsedPrimFunc> parsed = ParsePrimFunc(text, "k.kir");
     ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
-    if (VerifyIndexBounds(parsed->func, "k").ok()) continue;
+    absl::Status s = VerifyIndexBounds(parsed->func, "k");
+    if (s.ok()) continue;
     ++refused;
-    for (int n = 2; n <= 12; ++n) {
+    // "... for n >= T": every n from T on runs the access and goes out; else every n that
+    // runs it does.
+    int from = 2;
+    size_t at = s.message().find(" for n >= ");
+    if (at != std::string::npos) {
+      from = std::max(from, std::stoi(std::string(s.message().substr(at + 10))));
+      ++thresholds;
+    }
+    for (int n = 2; n <= 40; ++n) {
       bool runs = false, out = false;
       for (int i = 0; i < ext_i.At(n); ++i) {
         for (int j = 0; j < ext_j.At(n); ++j) {
@@ -262,10 +316,15 @@ TEST(VerifyIndexBoundsTest, RandomKernelsRefusedOnlyWhenEveryRunGoesOut) {
           out |= v < 0 || v >= ext_buf.At(n);
         }
       }
-      EXPECT_TRUE(!runs || out) << "n = " << n << " runs in bounds, yet refused:\n" << text;
+      if (at != std::string::npos) {
+        if (n >= from) EXPECT_TRUE(runs && out) << "n = " << n << " is in bounds, yet refused:\n" << text << s;
+      } else {
+        EXPECT_TRUE(!runs || out) << "n = " << n << " runs in bounds, yet refused:\n" << text << s;
+      }
     }
   }
-  EXPECT_GT(refused, 150);  // the property is not vacuous
+  EXPECT_GT(refused, 150);   // the property is not vacuous
+  EXPECT_GT(thresholds, 10);  // nor is it for thresholds
 }
 
 }  // namespace

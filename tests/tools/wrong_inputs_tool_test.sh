@@ -77,6 +77,8 @@ expect_error "kiln onnx-test: no test cases: a case is a folder holding model.on
 
 # Inputs that do not match the parameters: the error names them.
 expect_error "function 'main' takes 5 arguments (x, w0, b0, w1, b1), got 1" run "$dir/mlp.kx" --input random:2x784:f32
+# user-inputs-4: a float too large for a double ran as an infinity nobody wrote.
+expect_error "float input 'float:1e999' is outside the range of float64; write float:inf" run "$dir/mlp.kx" --input float:1e999
 
 # Inputs by name (as ONNX Runtime feeds them), mixed with positional ones, equal the
 # positional call; a name that is no parameter, or a parameter left out, is named.
