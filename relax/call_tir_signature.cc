@@ -86,7 +86,9 @@ absl::Status CheckCallTirSignature(const CallNode& call, const tir::PrimFunc& ca
     passed.push_back({what, inputs[i], tir::PrimExpr()});
   }
   std::vector<StructInfo> outputs = Fields(call.sinfo_args[0]);
-  for (size_t i = 0; i < outputs.size(); ++i) passed.push_back({absl::StrCat("output ", i), outputs[i], tir::PrimExpr()});
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    passed.push_back({absl::StrCat("output ", i), outputs[i], tir::PrimExpr()});
+  }
   size_t tir_vars = 0;
   std::vector<tir::PrimExpr> tir_var_values;
   if (call.args.size() > 2) {
@@ -122,9 +124,10 @@ absl::Status CheckCallTirSignature(const CallNode& call, const tir::PrimFunc& ca
                                                 BufferText(param.buffer))
                                  : absl::StrCat("parameter ", i, " '", param.var.name(), "' of @", callee_name,
                                                 " is a scalar ", param.var.dtype().ToString());
-    std::string passed_text =
-        absl::StrCat(p.what, " is ",
-                     p.sinfo.defined() ? ToString(p.sinfo) : p.value.defined() ? tir::ToString(p.value) : "a symbolic value");
+    std::string passed_value = p.sinfo.defined()   ? ToString(p.sinfo)
+                               : p.value.defined() ? tir::ToString(p.value)
+                                                   : "a symbolic value";
+    std::string passed_text = absl::StrCat(p.what, " is ", passed_value);
     return absl::StrCat(who, ": ", passed_text, ", but ", param_text);
   };
   auto tensor_of = [&](size_t i) {
@@ -185,11 +188,13 @@ absl::Status CheckCallTirSignature(const CallNode& call, const tir::PrimFunc& ca
       const tir::PrimExpr& got = (*tensor->shape)[d];
       const std::string dim = absl::StrCat("dim ", d);
       if (const auto* var = want.as<tir::VarNode>()) {
-        if (const VarValue* earlier = BindOrConflict(var, got, absl::StrCat(passed[i].what, " ", dim), bound, analyzer)) {
+        const std::string from = absl::StrCat(passed[i].what, " ", dim);
+        if (const VarValue* earlier = BindOrConflict(var, got, from, bound, analyzer)) {
           return conflict(i, dim, got, var, *earlier);
         }
         if (std::string why = OutsideDeclaredBounds(var, got, analyzer); !why.empty()) {
-          return absl::InvalidArgumentError(absl::StrCat(mismatch(i), ": ", dim, " is ", tir::ToString(got), ", but ", why));
+          return absl::InvalidArgumentError(
+              absl::StrCat(mismatch(i), ": ", dim, " is ", tir::ToString(got), ", but ", why));
         }
       }
     }

@@ -93,7 +93,8 @@ absl::StatusOr<StructInfo> InferArgReduce(const CallNode& call, tir::Analyzer& a
   KILN_ASSIGN_OR_RETURN(auto keepdims, BoolAttr(call, "keepdims"));
   std::optional<std::vector<int64_t>> axes;
   if (axis) axes = std::vector<int64_t>{*axis};
-  KILN_ASSIGN_OR_RETURN(StructInfo result, ReduceResult(call, *data, axes, keepdims.value_or(false), DataType::Int64()));
+  KILN_ASSIGN_OR_RETURN(StructInfo result,
+                        ReduceResult(call, *data, axes, keepdims.value_or(false), DataType::Int64()));
   // An empty axis has no first maximum: np.argmax refuses it, and the kernel returned an index
   // it never wrote. A count of 0 known here is an error; a symbolic one is checked at run time.
   if (data->shape && !data->shape->empty()) {

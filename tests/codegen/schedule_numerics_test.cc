@@ -573,8 +573,8 @@ TEST(ScheduleNumericsTest, MatmulLeftOperandInRowBlocks) {
     ExpectMatmulVariantsMatchNaive(v, m, 37, 530, 210, "m=" + std::to_string(m));
   }
   auto text = [](const std::string& k, const tir::CpuScheduleKnobs& knobs) {
-    absl::StatusOr<tir::PrimFunc> scheduled =
-        tir::ScheduleForCpu(Parse(MatmulWithSizes("m", k, "2048")), {.vector_lanes = 8, .num_threads = 1, .knobs = knobs});
+    absl::StatusOr<tir::PrimFunc> scheduled = tir::ScheduleForCpu(
+        Parse(MatmulWithSizes("m", k, "2048")), {.vector_lanes = 8, .num_threads = 1, .knobs = knobs});
     KILN_CHECK(scheduled.ok()) << scheduled.status();
     return relax::PrintPrimFunc(*scheduled, "f");
   };
