@@ -317,7 +317,9 @@ TEST(VerifyIndexBoundsTest, RandomKernelsRefusedOnlyWhenTheSizesNamedGoOut) {
         }
       }
       if (at != std::string::npos) {
-        if (n >= from) EXPECT_TRUE(runs && out) << "n = " << n << " is in bounds, yet refused:\n" << text << s;
+        if (n >= from) {
+          EXPECT_TRUE(runs && out) << "n = " << n << " is in bounds, yet refused:\n" << text << s;
+        }
       } else {
         EXPECT_TRUE(!runs || out) << "n = " << n << " runs in bounds, yet refused:\n" << text << s;
       }
