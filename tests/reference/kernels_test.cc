@@ -267,6 +267,8 @@ TEST(KernelErrorTest, BadRunTimeShapesAreErrors) {
   testing::ExpectError(testing::RunText(text, {RefValue::Int(int64_t{1} << 40)}),
                        absl::StatusCode::kInvalidArgument, {"zeros: shape", "more than"});
   testing::ExpectError(testing::EvalCall("R.arange(R.prim(0), R.prim(9223372036854775807), R.prim(1))", {}),
+                       absl::StatusCode::kInvalidArgument, {"arange: the length", "does not fit in int64"});
+  testing::ExpectError(testing::EvalCall("R.arange(R.prim(0), R.prim(1099511627776), R.prim(1))", {}),
                        absl::StatusCode::kInvalidArgument, {"arange: the range has more than"});
   testing::ExpectTensor(testing::EvalCall("R.power(a, b)", {testing::I64({1}, {1}), testing::I64({1}, {int64_t{1} << 62})}),
                         kI64, {1}, {1});
